@@ -1,0 +1,99 @@
+import { z } from "zod";
+import type { Quotas } from "#ports/deps";
+
+/**
+ * Every environment variable Sluice reads, in one place. `lib/` sets the AWS ones on each
+ * function from these names, so the stack and the handlers cannot drift apart.
+ */
+export const ENV = {
+  /** Local mode: TCP port of the REST API. */
+  port: "PORT",
+  /** Local mode: interface to listen on. */
+  host: "SLUICE_HOST",
+  /** Local mode: directory of the SQLite file and the api-key file. */
+  dataDir: "SLUICE_DATA_DIR",
+  /** Local mode: use this API key for the first user instead of generating one. */
+  apiKey: "SLUICE_API_KEY",
+  /** Local mode: username and e-mail of the first user. */
+  username: "SLUICE_USERNAME",
+  email: "SLUICE_EMAIL",
+  /** AWS: name of the DynamoDB table of resources (set by the service stack). */
+  resourcesTable: "SLUICE_RESOURCES_TABLE",
+  /** Daily quotas reported on users and workspaces; 0 means unlimited. */
+  dailyInvocationsQuota: "SLUICE_DAILY_INVOCATIONS_QUOTA",
+  dailyComputeTimeQuotaMs: "SLUICE_DAILY_COMPUTE_TIME_QUOTA_MS",
+  dailyCreditsQuota: "SLUICE_DAILY_CREDITS_QUOTA",
+} as const;
+
+type Env = Record<string, string | undefined>;
+
+const count = z.coerce.number().int().min(0);
+
+function parse<T extends z.ZodRawShape>(shape: T, env: Env, what: string): z.infer<z.ZodObject<T>> {
+  const result = z.object(shape).safeParse(env);
+  if (result.success) return result.data;
+  // Report every bad or missing variable at once, not the first one.
+  const problems = result.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
+  throw new Error(`${what} configuration is invalid:\n  ${problems.join("\n  ")}`);
+}
+
+export function loadQuotas(env: Env = process.env): Quotas {
+  const parsed = parse(
+    {
+      [ENV.dailyInvocationsQuota]: count.default(0),
+      [ENV.dailyComputeTimeQuotaMs]: count.default(0),
+      [ENV.dailyCreditsQuota]: count.default(0),
+    },
+    env,
+    "Quota",
+  );
+  return {
+    dailyInvocations: parsed[ENV.dailyInvocationsQuota] as number,
+    dailyComputeTimeMs: parsed[ENV.dailyComputeTimeQuotaMs] as number,
+    dailyCredits: parsed[ENV.dailyCreditsQuota] as number,
+  };
+}
+
+export interface LocalConfig {
+  port: number;
+  host: string;
+  dataDir: string;
+  apiKey: string | undefined;
+  username: string;
+  email: string;
+  quotas: Quotas;
+}
+
+export function loadLocalConfig(env: Env = process.env): LocalConfig {
+  const parsed = parse(
+    {
+      [ENV.port]: z.coerce.number().int().min(0).max(65535).default(4000),
+      [ENV.host]: z.string().min(1).default("127.0.0.1"),
+      [ENV.dataDir]: z.string().min(1).default("./.sluice"),
+      [ENV.apiKey]: z.string().min(1).optional(),
+      [ENV.username]: z.string().min(1).default("sluice"),
+      [ENV.email]: z.string().min(3).default("sluice@localhost"),
+    },
+    env,
+    "Local mode",
+  );
+  return {
+    port: parsed[ENV.port] as number,
+    host: parsed[ENV.host] as string,
+    dataDir: parsed[ENV.dataDir] as string,
+    apiKey: parsed[ENV.apiKey] as string | undefined,
+    username: parsed[ENV.username] as string,
+    email: parsed[ENV.email] as string,
+    quotas: loadQuotas(env),
+  };
+}
+
+export interface AwsConfig {
+  resourcesTable: string;
+  quotas: Quotas;
+}
+
+export function loadAwsConfig(env: Env = process.env): AwsConfig {
+  const parsed = parse({ [ENV.resourcesTable]: z.string({ error: "is required" }).min(3) }, env, "AWS");
+  return { resourcesTable: parsed[ENV.resourcesTable] as string, quotas: loadQuotas(env) };
+}

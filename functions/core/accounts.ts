@@ -1,0 +1,118 @@
+import type { Deps } from "#ports/deps";
+import { API_KEY_MIN_LENGTH, API_KEY_PREFIX, bearerToken, hashApiKey, sameHash } from "./api-keys.ts";
+import { invalid, notFound, unauthorized } from "./errors.ts";
+import type { Caller, NewAccount, Project, User, Workspace } from "./identity.ts";
+
+type AccountDeps = Pick<Deps, "identity" | "clock" | "ids">;
+
+export interface CreateAccountInput {
+  username: string;
+  email: string;
+  /** Use this key instead of generating one (CI pipelines set it in advance). */
+  apiKey?: string;
+  workspaceName?: string;
+  projectName?: string;
+}
+
+export interface CreatedAccount {
+  user: User;
+  workspace: Workspace;
+  project: Project;
+  /** The key in clear, returned once; only its hash is stored. */
+  apiKey: string;
+}
+
+const USERNAME = /^[a-z0-9][a-z0-9_-]{0,62}$/;
+
+export function newApiKey(deps: Pick<Deps, "ids">): string {
+  return `${API_KEY_PREFIX}${deps.ids.newSecret(24)}`;
+}
+
+function checkOperatorKey(key: string): void {
+  if (key.length < API_KEY_MIN_LENGTH || /\s/.test(key)) {
+    throw invalid("api_key", `must be at least ${API_KEY_MIN_LENGTH} characters without spaces`);
+  }
+}
+
+/** Creates a user with their own workspace, a default project and an API key. */
+export async function createAccount(deps: AccountDeps, input: CreateAccountInput): Promise<CreatedAccount> {
+  if (!USERNAME.test(input.username)) {
+    throw invalid("username", "must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit");
+  }
+  if (!/^[^\s@]+@[^\s@]+$/.test(input.email)) throw invalid("email", "must be an e-mail address");
+  if (input.apiKey !== undefined) checkOperatorKey(input.apiKey);
+
+  const now = deps.clock.nowMs();
+  const key = input.apiKey ?? newApiKey(deps);
+  const user: User = { id: deps.ids.newId("user"), username: input.username, email: input.email, createdAt: now, updatedAt: now };
+  const workspaceId = deps.ids.newId("workspace");
+  const account: NewAccount = {
+    user,
+    workspace: {
+      id: workspaceId,
+      orgname: input.username,
+      name: input.workspaceName ?? input.username,
+      email: input.email,
+      createdAt: now,
+      updatedAt: now,
+    },
+    membership: { workspaceId, userId: user.id, role: "owner", createdAt: now },
+    project: {
+      id: deps.ids.newId("project"),
+      workspaceId,
+      name: input.projectName ?? "Default project",
+      createdAt: now,
+      updatedAt: now,
+    },
+    apiKey: { id: deps.ids.newId("apiKey"), hash: hashApiKey(key), userId: user.id, label: "initial", createdAt: now },
+  };
+  const { workspace } = await deps.identity.createAccount(account);
+  return { user, workspace, project: account.project, apiKey: key };
+}
+
+/** Adds a key to an existing user; returns the key in clear, once. */
+export async function addApiKey(
+  deps: AccountDeps,
+  input: { userId: string; label: string; apiKey?: string },
+): Promise<string> {
+  if (input.apiKey !== undefined) checkOperatorKey(input.apiKey);
+  const key = input.apiKey ?? newApiKey(deps);
+  await deps.identity.addApiKey({
+    id: deps.ids.newId("apiKey"),
+    hash: hashApiKey(key),
+    userId: input.userId,
+    label: input.label,
+    createdAt: deps.clock.nowMs(),
+  });
+  return key;
+}
+
+/** Resolves the caller from an `Authorization` header, or throws `unauthorized`. */
+export async function authenticate(deps: Pick<Deps, "identity">, authorization: string | undefined): Promise<Caller> {
+  const key = bearerToken(authorization);
+  if (key === undefined) throw unauthorized();
+  const hash = hashApiKey(key);
+  const record = await deps.identity.findApiKeyByHash(hash);
+  // The lookup is by hash, so timing reveals nothing about the key; the constant-time comparison
+  // guards against a store that matched loosely (prefix, case) returning a near miss.
+  if (record === undefined || !sameHash(record.hash, hash)) throw unauthorized("the API key is not valid");
+  return { userId: record.userId };
+}
+
+export async function requireUser(deps: Pick<Deps, "identity">, caller: Caller): Promise<User> {
+  const user = await deps.identity.getUser(caller.userId);
+  // A key whose user is gone is as good as revoked.
+  if (user === undefined) throw unauthorized("the API key is not valid");
+  return user;
+}
+
+/**
+ * The workspace, if the caller is a member. Another account's workspace is "not found", exactly
+ * like one that does not exist, so ids of other tenants cannot be probed.
+ */
+export async function requireWorkspace(deps: Pick<Deps, "identity">, caller: Caller, workspaceId: string): Promise<Workspace> {
+  const membership = await deps.identity.getMembership(workspaceId, caller.userId);
+  const workspace = membership && (await deps.identity.getWorkspace(workspaceId));
+  if (!workspace) throw notFound("workspace");
+  return workspace;
+}

@@ -1,0 +1,108 @@
+import { z } from "zod";
+import { invalid } from "./errors.ts";
+
+/**
+ * Keyset pagination shared by every list endpoint.
+ *
+ * Lists are ordered newest first by a sort key that both stores index (a time-sortable id, or an
+ * event id `<epoch_ms>-<n>`). A cursor is the sort key of an item, wrapped so clients treat it as
+ * opaque. `after=c` returns the items that follow `c` in list order (older ones); `before=c` the
+ * items that precede it (newer ones), the nearest `limit` of them. Because a cursor names a
+ * position rather than an offset, pages stay consistent while new items arrive.
+ */
+export const PAGE_LIMIT_DEFAULT = 10;
+export const PAGE_LIMIT_MAX = 100;
+
+export interface PageQuery {
+  limit: number;
+  /** Sort key after which (older) to start. */
+  after?: string;
+  /** Sort key before which (newer) to start. */
+  before?: string;
+}
+
+export interface Page<T> {
+  items: T[];
+  totalCount: number;
+}
+
+export interface PageInfo {
+  total_count: number;
+  count: number;
+  start_cursor: string | null;
+  end_cursor: string | null;
+}
+
+const CURSOR_VERSION = "1";
+
+export function encodeCursor(sortKey: string): string {
+  return Buffer.from(`${CURSOR_VERSION}:${sortKey}`, "utf8").toString("base64url");
+}
+
+/** Decodes a cursor or throws a validation error naming the parameter. */
+export function decodeCursor(cursor: string, field: string): string {
+  if (!/^[A-Za-z0-9_-]{1,512}$/.test(cursor)) throw invalid(field, "is not a valid cursor");
+  const text = Buffer.from(cursor, "base64url").toString("utf8");
+  const separator = text.indexOf(":");
+  if (separator < 0 || text.slice(0, separator) !== CURSOR_VERSION || separator === text.length - 1) {
+    throw invalid(field, "is not a valid cursor");
+  }
+  return text.slice(separator + 1);
+}
+
+/** zod schema of the pagination query parameters; string inputs as they arrive in a query string. */
+export const pageParamsSchema = z.object({
+  limit: z.coerce
+    .number({ error: "must be an integer" })
+    .int("must be an integer")
+    .min(1, "must be at least 1")
+    .max(PAGE_LIMIT_MAX, `must be at most ${PAGE_LIMIT_MAX}`)
+    .optional(),
+  after: z.string().optional(),
+  before: z.string().optional(),
+});
+
+export type PageParams = z.infer<typeof pageParamsSchema>;
+
+/** Turns validated query parameters into a store query; cursors are decoded here. */
+export function toPageQuery(params: PageParams, defaultLimit = PAGE_LIMIT_DEFAULT): PageQuery {
+  if (params.after !== undefined && params.before !== undefined) {
+    throw invalid("after", "cannot be combined with before");
+  }
+  const query: PageQuery = { limit: params.limit ?? defaultLimit };
+  if (params.after !== undefined) query.after = decodeCursor(params.after, "after");
+  if (params.before !== undefined) query.before = decodeCursor(params.before, "before");
+  return query;
+}
+
+/** The paginated envelope of the spec: `{ page_info, data }`. */
+export function pageEnvelope<T, R>(page: Page<T>, sortKeyOf: (item: T) => string, present: (item: T) => R) {
+  const first = page.items[0];
+  const last = page.items[page.items.length - 1];
+  const pageInfo: PageInfo = {
+    total_count: page.totalCount,
+    count: page.items.length,
+    start_cursor: first === undefined ? null : encodeCursor(sortKeyOf(first)),
+    end_cursor: last === undefined ? null : encodeCursor(sortKeyOf(last)),
+  };
+  return { page_info: pageInfo, data: page.items.map(present) };
+}
+
+/**
+ * Reference semantics of a page over items already sorted newest first. Store adapters implement
+ * the same with their indexes; the contract suite compares them against this function.
+ */
+export function slicePage<T>(sortedNewestFirst: readonly T[], sortKeyOf: (item: T) => string, query: PageQuery): Page<T> {
+  let items: T[];
+  if (query.after !== undefined) {
+    const after = query.after;
+    items = sortedNewestFirst.filter((item) => sortKeyOf(item) < after).slice(0, query.limit);
+  } else if (query.before !== undefined) {
+    const before = query.before;
+    const newer = sortedNewestFirst.filter((item) => sortKeyOf(item) > before);
+    items = newer.slice(Math.max(0, newer.length - query.limit));
+  } else {
+    items = sortedNewestFirst.slice(0, query.limit);
+  }
+  return { items, totalCount: sortedNewestFirst.length };
+}

@@ -1,0 +1,180 @@
+import middy, { type MiddlewareObj } from "@middy/core";
+import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
+import { z } from "zod";
+import { authenticate } from "#core/accounts";
+import { DomainError, type FieldIssue, isDomainError } from "#core/errors";
+import type { Caller } from "#core/identity";
+import type { Deps } from "#ports/deps";
+import type { Logger } from "#ports/logger";
+import { STATUS_OF } from "./error-status.ts";
+import { MAX_JSON_BODY_BYTES } from "./limits.ts";
+import type { AnyRoute } from "./route.ts";
+import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
+
+export type HttpEvent = APIGatewayProxyEventV2;
+
+export interface HttpResult {
+  statusCode: number;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/** Builds the dependencies once per container (or once per local server) on first use. */
+export type DepsProvider = () => Promise<Deps>;
+
+interface RequestState {
+  requestId: string;
+  startedAt: number;
+  deps?: Deps;
+  log?: Logger;
+  caller?: Caller;
+  input?: { params: unknown; query: unknown; body: unknown };
+  filter?: ReturnType<typeof readFieldFilter>;
+}
+
+type HttpContext = Context & { sluice: RequestState };
+type Request = middy.Request<HttpEvent, HttpResult, Error, HttpContext>;
+
+export const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" } as const;
+
+/** A JSON response in the shape API Gateway expects from a Lambda proxy integration. */
+export function jsonResult(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult {
+  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
+}
+
+/** Turns an error into the response a client sees: 4xx messages as they are, anything else a bare 500. */
+export function errorResult(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
+  if (isDomainError(error) && error.code !== "internal") {
+    const body: { error: string; details?: FieldIssue[] } = { error: error.message };
+    if (error.issues?.length) body.details = error.issues;
+    return jsonResult(STATUS_OF[error.code], body);
+  }
+  const { message, stack } = error instanceof Error ? error : { message: String(error), stack: undefined };
+  log?.error("unhandled error", { error: message, stack });
+  return jsonResult(500, { error: "internal server error", request_id: requestId });
+}
+
+function issuesOf(error: z.ZodError, location: string): FieldIssue[] {
+  return error.issues.map((issue) => ({
+    field: issue.path.length > 0 ? issue.path.map(String).join(".") : location,
+    message: issue.message,
+  }));
+}
+
+function validate<T>(schema: z.ZodType<T> | undefined, value: unknown, location: string): T {
+  if (schema === undefined) return undefined as T;
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  const issues = issuesOf(parsed.error, location);
+  const summary = issues.map((i) => `${i.field}: ${i.message}`).join("; ");
+  throw new DomainError("validation", summary, issues);
+}
+
+function header(event: HttpEvent, name: string): string | undefined {
+  return event.headers?.[name] ?? undefined;
+}
+
+/** Reads and parses the JSON body: 413 past the limit, 415 without a JSON content type, 400 when malformed. */
+export function readJsonBody(event: HttpEvent): unknown {
+  const raw = event.body ?? "";
+  const text = event.isBase64Encoded ? Buffer.from(raw, "base64").toString("utf8") : raw;
+  if (Buffer.byteLength(text, "utf8") > MAX_JSON_BODY_BYTES) {
+    throw new DomainError("payload_too_large", `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`);
+  }
+  if (text.trim() === "") return undefined;
+  const contentType = header(event, "content-type") ?? "";
+  if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(contentType)) {
+    throw new DomainError("unsupported_media_type", "a request body must be sent with Content-Type: application/json");
+  }
+  try {
+    return JSON.parse(text);
+  } catch (error) {
+    throw new DomainError("validation", `request body is not valid JSON: ${(error as Error).message}`, [
+      { field: "body", message: "is not valid JSON" },
+    ]);
+  }
+}
+
+function stateOf(request: Request): RequestState {
+  return request.context.sluice;
+}
+
+function requestContext(): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {
+  return {
+    before: (request) => {
+      const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId ?? "unknown";
+      request.context.sluice = { requestId, startedAt: Date.now() };
+    },
+    after: (request) => {
+      if (request.response) request.response.headers["x-request-id"] = stateOf(request).requestId;
+    },
+    onError: (request) => {
+      const state = request.context.sluice ?? { requestId: "unknown", startedAt: Date.now() };
+      request.response = errorResult(request.error, state.requestId, state.log);
+      request.response.headers["x-request-id"] = state.requestId;
+      if (isDomainError(request.error) && request.error.code === "unauthorized") {
+        request.response.headers["www-authenticate"] = 'Bearer realm="sluice"';
+      }
+    },
+  };
+}
+
+function dependencies(provide: DepsProvider): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {
+  return {
+    before: async (request) => {
+      const state = stateOf(request);
+      state.deps = await provide();
+      state.log = state.deps.log.child({ request_id: state.requestId });
+    },
+  };
+}
+
+function authentication(route: AnyRoute): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {
+  return {
+    before: async (request) => {
+      if (route.auth === false) return;
+      const state = stateOf(request);
+      state.caller = await authenticate(state.deps as Deps, header(request.event, "authorization"));
+    },
+  };
+}
+
+function input(route: AnyRoute): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {
+  return {
+    before: (request) => {
+      const state = stateOf(request);
+      const body = readJsonBody(request.event);
+      const query = { ...(request.event.queryStringParameters ?? {}) };
+      state.filter = readFieldFilter(query, body);
+      state.input = {
+        params: validate(route.params, request.event.pathParameters ?? {}, "path"),
+        query: validate(route.query, query, "query"),
+        body: validate(route.body, body ?? {}, "body"),
+      };
+    },
+  };
+}
+
+/**
+ * The one middleware stack of every endpoint: request id and error mapping outermost, then
+ * dependencies, authentication, input parsing and validation, and last the route's use case.
+ */
+export function createHttpHandler(route: AnyRoute, provide: DepsProvider) {
+  const run = async (_event: HttpEvent, context: HttpContext): Promise<HttpResult> => {
+    const state = context.sluice;
+    const body = await route.run(state.deps as Deps, {
+      caller: state.caller as Caller,
+      params: state.input?.params,
+      query: state.input?.query,
+      body: state.input?.body,
+      requestId: state.requestId,
+    });
+    return jsonResult(route.successStatus ?? 200, applyFieldFilter(body, state.filter));
+  };
+  return middy<HttpEvent, HttpResult, Error, HttpContext>()
+    .use(requestContext())
+    .use(dependencies(provide))
+    .use(authentication(route))
+    .use(input(route))
+    .handler(run);
+}

@@ -1,0 +1,48 @@
+import type { z } from "zod";
+import type { Caller } from "#core/identity";
+import type { Deps } from "#ports/deps";
+
+export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
+
+/** What a route's function may do with a table; `lib/` turns it into IAM grants. */
+export type TableAccess = "read" | "write";
+
+export interface RouteInput<P, Q, B> {
+  caller: Caller;
+  params: P;
+  query: Q;
+  body: B;
+  requestId: string;
+}
+
+/**
+ * One REST endpoint, declared once and read by local mode, the CDK service stack, the OpenAPI
+ * generator and the tests. `name` is also the file name under `functions/http/` whose `handler`
+ * export is the endpoint's Lambda entry point.
+ */
+export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
+  name: string;
+  method: HttpMethod;
+  /** Full path with API Gateway placeholders, e.g. `/v1/workspaces/{workspace_id}`. */
+  path: string;
+  summary: string;
+  /** False only for public documents such as the OpenAPI file. @default true */
+  auth?: boolean;
+  /** Tables the function reads or writes, for least-privilege grants. */
+  access: { resources?: TableAccess };
+  params?: z.ZodType<P>;
+  query?: z.ZodType<Q>;
+  body?: z.ZodType<B>;
+  /** Schema of the success body, for the OpenAPI document and response tests. */
+  response: z.ZodType;
+  /** @default 200 */
+  successStatus?: number;
+  run(deps: Deps, input: RouteInput<P, Q, B>): Promise<unknown>;
+}
+
+/** Declares a route with its types inferred from its schemas. */
+export function defineRoute<P = undefined, Q = undefined, B = undefined>(route: RouteDefinition<P, Q, B>) {
+  return route;
+}
+
+export type AnyRoute = RouteDefinition<any, any, any>;
