@@ -37,16 +37,13 @@ function parse<T extends z.ZodRawShape>(shape: T, env: Env, what: string): z.inf
   throw new Error(`${what} configuration is invalid:\n  ${problems.join("\n  ")}`);
 }
 
-export function loadQuotas(env: Env = process.env): Quotas {
-  const parsed = parse(
-    {
-      [ENV.dailyInvocationsQuota]: count.default(0),
-      [ENV.dailyComputeTimeQuotaMs]: count.default(0),
-      [ENV.dailyCreditsQuota]: count.default(0),
-    },
-    env,
-    "Quota",
-  );
+const quotaShape = {
+  [ENV.dailyInvocationsQuota]: count.default(0),
+  [ENV.dailyComputeTimeQuotaMs]: count.default(0),
+  [ENV.dailyCreditsQuota]: count.default(0),
+};
+
+function quotasFrom(parsed: Record<string, unknown>): Quotas {
   return {
     dailyInvocations: parsed[ENV.dailyInvocationsQuota] as number,
     dailyComputeTimeMs: parsed[ENV.dailyComputeTimeQuotaMs] as number,
@@ -73,6 +70,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.apiKey]: z.string().min(1).optional(),
       [ENV.username]: z.string().min(1).default("sluice"),
       [ENV.email]: z.string().min(3).default("sluice@localhost"),
+      ...quotaShape,
     },
     env,
     "Local mode",
@@ -84,7 +82,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
     apiKey: parsed[ENV.apiKey] as string | undefined,
     username: parsed[ENV.username] as string,
     email: parsed[ENV.email] as string,
-    quotas: loadQuotas(env),
+    quotas: quotasFrom(parsed),
   };
 }
 
@@ -94,6 +92,6 @@ export interface AwsConfig {
 }
 
 export function loadAwsConfig(env: Env = process.env): AwsConfig {
-  const parsed = parse({ [ENV.resourcesTable]: z.string({ error: "is required" }).min(3) }, env, "AWS");
-  return { resourcesTable: parsed[ENV.resourcesTable] as string, quotas: loadQuotas(env) };
+  const parsed = parse({ [ENV.resourcesTable]: z.string({ error: "is required" }).min(3), ...quotaShape }, env, "AWS");
+  return { resourcesTable: parsed[ENV.resourcesTable] as string, quotas: quotasFrom(parsed) };
 }

@@ -1,0 +1,109 @@
+#!/usr/bin/env -S npx tsx
+import { parseArgs } from "node:util";
+import { localDeps } from "#adapters/local/composition";
+import { loadLocalConfig } from "#config/env";
+import { addApiKey, createAccount } from "#core/accounts";
+import { jsonLogger } from "#ports/logger";
+import { saveApiKey } from "#local/bootstrap";
+import { startLocalMode } from "#local/start";
+
+const USAGE = `Usage: sluice <command> [options]
+
+Commands:
+  start          Run Sluice locally (REST API on 127.0.0.1:\${PORT:-4000}, data in \${SLUICE_DATA_DIR:-./.sluice}).
+  create-key     Make a new API key for the local user and save it to <data dir>/api-key.
+  create-user    Create a user, workspace, project and API key in a deployed stack's table,
+                 with your own AWS credentials:
+                   --table <name>      ResourcesTableName output of the SluiceStateful stack (required)
+                   --username <name>   (required)
+                   --email <address>   (required)
+                   --region <region>   AWS region (default: your AWS configuration)
+                   --endpoint <url>    DynamoDB endpoint (for DynamoDB Local)
+                   --key <key>         use this key instead of generating one
+`;
+
+async function start(): Promise<void> {
+  const config = loadLocalConfig();
+  const log = jsonLogger({ service: "sluice" });
+  const running = await startLocalMode(config, log);
+  let stopping = false;
+  const shutdown = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    log.info("shutting down", { signal });
+    running.stop().then(
+      () => process.exit(0),
+      (error) => {
+        log.error("shutdown failed", { error: String(error) });
+        process.exit(1);
+      },
+    );
+  };
+  process.once("SIGINT", () => shutdown("SIGINT"));
+  process.once("SIGTERM", () => shutdown("SIGTERM"));
+}
+
+async function createKey(): Promise<void> {
+  const config = loadLocalConfig();
+  const { deps, close } = localDeps(config, jsonLogger({ service: "sluice" }));
+  try {
+    const user = await deps.identity.findUserByUsername(config.username);
+    if (!user) throw new Error(`no local user ${config.username}: run 'npm start' once first`);
+    const key = await addApiKey(deps, { userId: user.id, label: "create-key" });
+    const file = saveApiKey(config.dataDir, key);
+    process.stdout.write(`${key}\n(saved to ${file})\n`);
+  } finally {
+    close();
+  }
+}
+
+async function createUser(args: string[]): Promise<void> {
+  const { values } = parseArgs({
+    args,
+    options: {
+      table: { type: "string" },
+      username: { type: "string" },
+      email: { type: "string" },
+      region: { type: "string" },
+      endpoint: { type: "string" },
+      key: { type: "string" },
+    },
+  });
+  const missing = (["table", "username", "email"] as const).filter((name) => !values[name]);
+  if (missing.length > 0) throw new Error(`missing ${missing.map((m) => `--${m}`).join(", ")}\n\n${USAGE}`);
+  const { DynamoDBClient } = await import("@aws-sdk/client-dynamodb");
+  const { documentClient } = await import("#adapters/aws/composition");
+  const { DynamoDbIdentityStore } = await import("#adapters/aws/dynamodb-identity-store");
+  const { systemClock } = await import("#ports/clock");
+  const { randomIdGenerator } = await import("#ports/id-generator");
+  const client = new DynamoDBClient({ region: values.region, endpoint: values.endpoint });
+  try {
+    const account = await createAccount(
+      {
+        identity: new DynamoDbIdentityStore(documentClient(client), values.table!),
+        clock: systemClock,
+        ids: randomIdGenerator(systemClock),
+      },
+      { username: values.username!, email: values.email!, apiKey: values.key },
+    );
+    process.stdout.write(
+      `${JSON.stringify({ user_id: account.user.id, workspace_id: account.workspace.id, project_id: account.project.id, api_key: account.apiKey }, null, 2)}\n`,
+    );
+  } finally {
+    client.destroy();
+  }
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command, ...rest] = argv;
+  if (command === "start") return start();
+  if (command === "create-key") return createKey();
+  if (command === "create-user") return createUser(rest);
+  process.stderr.write(USAGE);
+  process.exitCode = command === undefined || command === "help" || command === "--help" ? 0 : 2;
+}
+
+main(process.argv.slice(2)).catch((error: unknown) => {
+  process.stderr.write(`sluice: ${error instanceof Error ? error.message : String(error)}\n`);
+  process.exit(1);
+});

@@ -1,0 +1,59 @@
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { addApiKey, createAccount } from "#core/accounts";
+import { hashApiKey } from "#core/api-keys";
+import type { LocalConfig } from "#config/env";
+import type { Deps } from "#ports/deps";
+
+export const API_KEY_FILE = "api-key";
+
+export type BootstrapOutcome =
+  /** First start: a new account and a generated key, to be shown once. */
+  | { kind: "created"; apiKey: string; keyFile: string }
+  /** The key comes from SLUICE_API_KEY (created or already known). */
+  | { kind: "from-env"; keyFile: string }
+  /** A later start: the key was shown on the first start and is in the key file. */
+  | { kind: "existing"; keyFile: string; keyFileExists: boolean };
+
+function writeKeyFile(file: string, key: string): void {
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  chmodSync(file, 0o600);
+}
+
+/** Saves a key to `<data dir>/api-key`, readable by its owner only; returns the file's path. */
+export function saveApiKey(dataDir: string, key: string): string {
+  mkdirSync(dataDir, { recursive: true });
+  const file = join(dataDir, API_KEY_FILE);
+  writeKeyFile(file, key);
+  return file;
+}
+
+/**
+ * Makes sure local mode has its first user, workspace, project and API key. The key is written
+ * to `<data dir>/api-key` (mode 600). With SLUICE_API_KEY set, that key is used: created with the
+ * account, or added to the existing user on a later start.
+ */
+export async function ensureFirstAccount(deps: Deps, config: LocalConfig): Promise<BootstrapOutcome> {
+  mkdirSync(config.dataDir, { recursive: true });
+  const keyFile = join(config.dataDir, API_KEY_FILE);
+  const existing = await deps.identity.findUserByUsername(config.username);
+
+  if (!existing) {
+    const account = await createAccount(deps, {
+      username: config.username,
+      email: config.email,
+      apiKey: config.apiKey,
+    });
+    writeKeyFile(keyFile, account.apiKey);
+    deps.log.info("created the first account", { user_id: account.user.id, workspace_id: account.workspace.id });
+    return config.apiKey ? { kind: "from-env", keyFile } : { kind: "created", apiKey: account.apiKey, keyFile };
+  }
+  if (config.apiKey) {
+    if (!(await deps.identity.findApiKeyByHash(hashApiKey(config.apiKey)))) {
+      await addApiKey(deps, { userId: existing.id, label: "SLUICE_API_KEY", apiKey: config.apiKey });
+    }
+    writeKeyFile(keyFile, config.apiKey);
+    return { kind: "from-env", keyFile };
+  }
+  return { kind: "existing", keyFile, keyFileExists: existsSync(keyFile) };
+}

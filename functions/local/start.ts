@@ -1,0 +1,54 @@
+import type { AddressInfo } from "node:net";
+import { isAbsolute, relative } from "node:path";
+import { localDeps } from "#adapters/local/composition";
+import type { LocalConfig } from "#config/env";
+import { routes } from "#http/routes";
+import type { Logger } from "#ports/logger";
+import { ensureFirstAccount } from "./bootstrap.ts";
+import { createLocalServer } from "./server.ts";
+
+export interface RunningLocalMode {
+  /** Base URL of the REST API, ending in `/v1`. */
+  baseUrl: string;
+  /** Stops accepting requests, lets running ones finish (up to `graceMs`), closes the store. */
+  stop(graceMs?: number): Promise<void>;
+}
+
+/** Starts local mode: opens the data dir, makes the first account if needed, serves the API. */
+export async function startLocalMode(
+  config: LocalConfig,
+  log: Logger,
+  print: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
+): Promise<RunningLocalMode> {
+  const { deps, close } = localDeps(config, log);
+  const outcome = await ensureFirstAccount(deps, config);
+  const server = createLocalServer(routes, deps);
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(config.port, config.host, () => resolve());
+  });
+  const { port } = server.address() as AddressInfo;
+  const baseUrl = `http://${config.host}:${port}/v1`;
+  const near = relative(process.cwd(), outcome.keyFile);
+  const keyFile = near.startsWith("..") || isAbsolute(near) ? outcome.keyFile : near;
+
+  if (outcome.kind === "created") {
+    print(`Created your API key (shown once, also saved to ${keyFile}):\n\n  ${outcome.apiKey}\n`);
+  } else if (outcome.kind === "existing" && !outcome.keyFileExists) {
+    print(`The API key file ${keyFile} is gone; make a new key with: npm run sluice -- create-key`);
+  }
+  const keySource = outcome.kind === "from-env" ? "from SLUICE_API_KEY" : `in ${keyFile}`;
+  print(`Sluice is ready at ${baseUrl} (API key ${keySource}; data in ${config.dataDir})`);
+
+  return {
+    baseUrl,
+    async stop(graceMs = 5_000) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      server.closeIdleConnections();
+      const force = setTimeout(() => server.closeAllConnections(), graceMs);
+      await closed;
+      clearTimeout(force);
+      close();
+    },
+  };
+}

@@ -1,0 +1,44 @@
+import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { afterAll, beforeAll, describe, inject } from "vitest";
+import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
+import { DynamoDbUsageStore } from "#adapters/aws/dynamodb-usage-store";
+import { resourcesTableCreateInput } from "#adapters/aws/table-design";
+import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
+import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
+import { waitUntilReady } from "../support/dynamodb-local.ts";
+import { identityStoreContract } from "./identity-store.contract.ts";
+import { usageStoreContract } from "./usage-store.contract.ts";
+
+describe("SQLite adapters", () => {
+  identityStoreContract(async () => new SqliteIdentityStore(openSqlite(":memory:")));
+  usageStoreContract(async () => new SqliteUsageStore(openSqlite(":memory:")));
+});
+
+describe("DynamoDB adapters (DynamoDB Local)", () => {
+  const endpoint = inject("dynamodbEndpoint");
+  const client = new DynamoDBClient({
+    endpoint,
+    region: "local",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
+  const documents = DynamoDBDocumentClient.from(client);
+  let tables = 0;
+
+  /** A fresh table per test, so each starts empty as the contract requires. */
+  async function freshTable(): Promise<string> {
+    tables += 1;
+    const name = `resources-${process.pid}-${tables}`;
+    await client.send(new CreateTableCommand(resourcesTableCreateInput(name)));
+    return name;
+  }
+
+  beforeAll(async () => {
+    await waitUntilReady(endpoint);
+  });
+  afterAll(() => client.destroy());
+
+  identityStoreContract(async () => new DynamoDbIdentityStore(documents, await freshTable()));
+  usageStoreContract(async () => new DynamoDbUsageStore(documents, await freshTable()));
+});

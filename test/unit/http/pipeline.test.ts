@@ -1,0 +1,166 @@
+import { readFileSync } from "node:fs";
+import { describe, expect, it } from "vitest";
+import { z } from "zod";
+import { route as getMe } from "#http/get-me";
+import { route as getWorkspace } from "#http/get-workspace";
+import { MAX_JSON_BODY_BYTES } from "#http/limits";
+import { createHttpHandler, type HttpEvent, type HttpResult } from "#http/pipeline";
+import { defineRoute } from "#http/route";
+import { routes } from "#http/routes";
+import type { Deps } from "#ports/deps";
+import type { Logger } from "#ports/logger";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+
+const recorded: HttpEvent = JSON.parse(readFileSync(new URL("../../fixtures/api-gateway/get-workspace.json", import.meta.url), "utf8"));
+
+function eventFor(overrides: Partial<HttpEvent> & { authorization?: string }): HttpEvent {
+  const { authorization, ...rest } = overrides;
+  const event = structuredClone(recorded);
+  if (authorization === undefined) delete event.headers.authorization;
+  else event.headers.authorization = authorization;
+  return { ...event, ...rest };
+}
+
+async function invoke(route: Parameters<typeof createHttpHandler>[0], deps: Deps, event: HttpEvent): Promise<HttpResult> {
+  const handler = createHttpHandler(route, async () => deps);
+  return handler(event, { awsRequestId: "ctx-id" } as never);
+}
+
+const json = (result: HttpResult) => JSON.parse(result.body);
+
+/** A route used only here, to drive the body rules that every POST and PUT route gets. */
+const echo = defineRoute({
+  name: "echo",
+  method: "POST",
+  path: "/v1/echo",
+  summary: "test",
+  access: {},
+  body: z.object({ name: z.string().min(1, "must not be empty"), count: z.number().int().optional() }),
+  response: z.unknown(),
+  run: async (_deps, { body }) => ({ data: body }),
+});
+
+describe("the HTTP pipeline on a recorded API Gateway event", () => {
+  it("answers a member's workspace, filtered by include, with the request id header", async () => {
+    const deps = memoryDeps();
+    const { apiKey, workspace } = await accountIn(deps, "ada");
+    const result = await invoke(getWorkspace, deps, eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: workspace.id } }));
+    expect(result.statusCode).toBe(200);
+    expect(result.headers["content-type"]).toMatch(/^application\/json/);
+    expect(result.headers["x-request-id"]).toBe(recorded.requestContext.requestId);
+    expect(json(result)).toEqual({ data: { id: workspace.id, name: "ada" } });
+  });
+
+  it("answers 401 with the error shape and a Bearer challenge when the key is missing or wrong", async () => {
+    const deps = memoryDeps();
+    await accountIn(deps, "ada");
+    for (const authorization of [undefined, "Bearer not-a-key-at-all"]) {
+      const result = await invoke(getMe, deps, eventFor({ authorization }));
+      expect(result.statusCode).toBe(401);
+      expect(result.headers["www-authenticate"]).toMatch(/^Bearer/);
+      expect(Object.keys(json(result))).toEqual(["error"]);
+    }
+  });
+
+  it("answers 404 for another account's workspace, with the same body as for a missing one", async () => {
+    const deps = memoryDeps();
+    const alice = await accountIn(deps, "alice");
+    const bob = await accountIn(deps, "bob");
+    const auth = `Bearer ${alice.apiKey}`;
+    const other = await invoke(getWorkspace, deps, eventFor({ authorization: auth, pathParameters: { workspace_id: bob.workspace.id } }));
+    const missing = await invoke(getWorkspace, deps, eventFor({ authorization: auth, pathParameters: { workspace_id: "o_0000000000000000000000" } }));
+    expect(other.statusCode).toBe(404);
+    expect(other.body).toBe(missing.body);
+  });
+
+  it("answers 400 naming the path parameter when an id has the wrong prefix", async () => {
+    const deps = memoryDeps();
+    const { apiKey } = await accountIn(deps, "ada");
+    const result = await invoke(getWorkspace, deps, eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: "dc_123" } }));
+    expect(result.statusCode).toBe(400);
+    expect(json(result)).toEqual({
+      error: "workspace_id: must be an id starting with o_",
+      details: [{ field: "workspace_id", message: "must be an id starting with o_" }],
+    });
+  });
+
+  it("answers 500 with only a request id when something unexpected fails, and logs the cause with that id", async () => {
+    const deps = memoryDeps();
+    const { apiKey } = await accountIn(deps, "ada");
+    const logged: Record<string, unknown>[] = [];
+    const log: Logger = {
+      info() {},
+      warn() {},
+      error: (message, fields) => logged.push({ message, ...fields }),
+      child: (base) => ({ ...log, error: (message, fields) => logged.push({ message, ...base, ...fields }) }),
+    };
+    deps.log = log;
+    deps.usage.getUsage = async () => {
+      throw new Error("disk on fire at /var/secret/path");
+    };
+    const result = await invoke(getMe, deps, eventFor({ authorization: `Bearer ${apiKey}` }));
+    expect(result.statusCode).toBe(500);
+    expect(json(result)).toEqual({ error: "internal server error", request_id: recorded.requestContext.requestId });
+    expect(result.body).not.toContain("fire");
+    expect(logged).toEqual([
+      expect.objectContaining({ request_id: recorded.requestContext.requestId, error: "disk on fire at /var/secret/path", stack: expect.any(String) }),
+    ]);
+  });
+
+  describe("request bodies", () => {
+    async function post(body: string | undefined, contentType?: string) {
+      const deps = memoryDeps();
+      const { apiKey } = await accountIn(deps, "ada");
+      const headers: Record<string, string> = { authorization: `Bearer ${apiKey}` };
+      if (contentType) headers["content-type"] = contentType;
+      return invoke(echo, deps, { ...eventFor({ authorization: `Bearer ${apiKey}` }), headers, body, queryStringParameters: undefined });
+    }
+
+    it("parses and validates a JSON body", async () => {
+      const result = await post(JSON.stringify({ name: "x", count: 2 }), "application/json; charset=utf-8");
+      expect(result.statusCode).toBe(200);
+      expect(json(result)).toEqual({ data: { name: "x", count: 2 } });
+    });
+
+    it("answers 400 naming each invalid field", async () => {
+      const result = await post(JSON.stringify({ name: "", count: "two" }), "application/json");
+      expect(result.statusCode).toBe(400);
+      expect(json(result).details.map((d: { field: string }) => d.field)).toEqual(["name", "count"]);
+      expect(json(result).error).toMatch(/^name: must not be empty; count: /);
+    });
+
+    it("answers 400 for malformed JSON", async () => {
+      const result = await post('{"name": "x",', "application/json");
+      expect(result.statusCode).toBe(400);
+      expect(json(result).error).toMatch(/^request body is not valid JSON/);
+    });
+
+    it("answers 415 for a body without a JSON content type", async () => {
+      expect((await post(JSON.stringify({ name: "x" }), "text/plain")).statusCode).toBe(415);
+      expect((await post(JSON.stringify({ name: "x" }))).statusCode).toBe(415);
+    });
+
+    it("answers 413 for a body over the limit", async () => {
+      const result = await post(JSON.stringify({ name: "x".repeat(MAX_JSON_BODY_BYTES) }), "application/json");
+      expect(result.statusCode).toBe(413);
+      expect(json(result).error).toMatch(/larger than/);
+    });
+
+    it("validates an absent body as an empty object", async () => {
+      const result = await post(undefined);
+      expect(result.statusCode).toBe(400);
+      expect(json(result).details[0].field).toBe("name");
+    });
+  });
+
+  it("answers every route's success body in the shape its response schema declares", async () => {
+    const deps = memoryDeps();
+    const { apiKey, workspace } = await accountIn(deps, "ada");
+    for (const route of routes) {
+      const result = await invoke(route, deps, eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: workspace.id }, queryStringParameters: undefined }));
+      expect(result.statusCode, route.name).toBe(route.successStatus ?? 200);
+      const parsed = route.response.safeParse(json(result));
+      expect(parsed.success, `${route.name}: ${parsed.error?.message}`).toBe(true);
+    }
+  });
+});
