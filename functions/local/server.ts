@@ -12,21 +12,30 @@ import { toApiGatewayEvent } from "./api-gateway-event.ts";
 
 class BodyTooLargeError extends Error {}
 
-/** Reads a request body, giving up (without buffering the rest) past `limit` bytes. */
+/**
+ * After a 413, the rest of an oversized body is read and thrown away so the client can read the
+ * answer (closing at once would reset its upload), but only up to this many bytes.
+ */
+const DISCARD_AFTER_413_BYTES = 8 * 1024 * 1024;
+
+/** Reads a request body, giving up (and discarding the rest, bounded) past `limit` bytes. */
 function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const declared = Number(request.headers["content-length"] ?? 0);
-    if (declared > limit) return reject(new BodyTooLargeError());
     const chunks: Buffer[] = [];
     let size = 0;
+    const overflow = () => {
+      request.removeAllListeners("data");
+      let discarded = 0;
+      request.on("data", (chunk: Buffer) => {
+        discarded += chunk.length;
+        if (discarded > DISCARD_AFTER_413_BYTES) request.destroy();
+      });
+      reject(new BodyTooLargeError());
+    };
+    if (Number(request.headers["content-length"] ?? 0) > limit) return overflow();
     request.on("data", (chunk: Buffer) => {
       size += chunk.length;
-      if (size > limit) {
-        request.removeAllListeners("data");
-        request.resume();
-        reject(new BodyTooLargeError());
-        return;
-      }
+      if (size > limit) return overflow();
       chunks.push(chunk);
     });
     request.on("end", () => resolve(Buffer.concat(chunks)));
@@ -34,10 +43,8 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
-function send(response: ServerResponse, result: HttpResult, closeConnection = false): void {
-  const headers: Record<string, string> = { ...result.headers };
-  if (closeConnection) headers.connection = "close";
-  response.writeHead(result.statusCode, headers);
+function send(response: ServerResponse, result: HttpResult): void {
+  response.writeHead(result.statusCode, result.headers);
   response.end(result.body);
 }
 
@@ -73,8 +80,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps): Serv
     } catch (error) {
       if (!(error instanceof BodyTooLargeError)) throw error;
       const tooLarge = new DomainError("payload_too_large", `request body is larger than ${MAX_JSON_BODY_BYTES} bytes`);
-      // The rest of the body is not read, so the connection cannot carry another request.
-      return send(response, errorResult(tooLarge, requestId, undefined), true);
+      return send(response, errorResult(tooLarge, requestId, undefined));
     }
     const event = toApiGatewayEvent(
       request,

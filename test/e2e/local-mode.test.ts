@@ -1,0 +1,139 @@
+import { connect } from "node:net";
+import { statSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { newDataDir, type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+async function call(base: string, path: string, init: RequestInit & { key?: string } = {}) {
+  const headers = new Headers(init.headers);
+  if (init.key) headers.set("authorization", `Bearer ${init.key}`);
+  const response = await fetch(`${base.replace(/\/v1$/, "")}${path}`, { ...init, headers });
+  const text = await response.text();
+  return { status: response.status, headers: response.headers, text, json: () => JSON.parse(text) };
+}
+
+describe("local mode, started as a user starts it", () => {
+  let sluice: SluiceProcess;
+  let key: string;
+
+  beforeAll(async () => {
+    sluice = await startSluice();
+    key = sluice.apiKeyFromFile();
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  it("prints the new key once, saves it readable by its owner only, and says where it is", () => {
+    expect(key).toMatch(/^sluice_/);
+    expect(sluice.output()).toContain(`\n  ${key}\n`);
+    expect(sluice.output()).toMatch(/Sluice is ready at http:\/\/127\.0\.0\.1:\d+\/v1 \(API key in /);
+    expect(statSync(join(sluice.dataDir, "api-key")).mode & 0o777).toBe(0o600);
+  });
+
+  it("serves /v1/users/me, the user's workspace and its projects with the printed key", async () => {
+    const me = await call(sluice.baseUrl, "/v1/users/me", { key });
+    expect(me.status).toBe(200);
+    const user = me.json().data;
+    expect(user).toMatchObject({ id: expect.stringMatching(/^u_/), username: "sluice", daily_invocations_used: 0 });
+    const workspaceId: string = user.orgs[0].id;
+    expect(workspaceId).toMatch(/^o_/);
+
+    const workspace = await call(sluice.baseUrl, `/v1/workspaces/${workspaceId}`, { key });
+    expect(workspace.json().data).toEqual(user.orgs[0]);
+
+    const projects = await call(sluice.baseUrl, `/v1/workspaces/${workspaceId}/projects?exclude=hid,exceptions`, { key });
+    expect(projects.status).toBe(200);
+    expect(projects.json().data).toEqual([expect.objectContaining({ id: expect.stringMatching(/^proj_/), org_id: 1 })]);
+    expect(projects.json().data[0]).not.toHaveProperty("hid");
+  });
+
+  it("answers errors in the documented shape over real HTTP", async () => {
+    const noKey = await call(sluice.baseUrl, "/v1/users/me");
+    expect([noKey.status, noKey.json()]).toEqual([401, { error: expect.any(String) }]);
+
+    const unknown = await call(sluice.baseUrl, "/v1/nothing/here", { key });
+    expect([unknown.status, unknown.json()]).toEqual([404, { error: "no route for GET /v1/nothing/here" }]);
+
+    const wrongMethod = await call(sluice.baseUrl, "/v1/users/me", { key, method: "DELETE" });
+    expect(wrongMethod.status).toBe(405);
+    expect(wrongMethod.headers.get("allow")).toBe("GET");
+
+    const badId = await call(sluice.baseUrl, "/v1/workspaces/%E0%A4%A", { key });
+    expect(badId.status).toBe(400);
+    expect(badId.json().error).toMatch(/^workspace_id: /);
+
+    const otherWorkspace = await call(sluice.baseUrl, "/v1/workspaces/o_01m7xmwmfs81fnt1b2yfcg", { key });
+    expect([otherWorkspace.status, otherWorkspace.json()]).toEqual([404, { error: "workspace not found" }]);
+  });
+
+  it.each([["a declared length", true], ["a chunked upload", false]])(
+    "answers 413 mid-upload to an oversized body with %s, and keeps serving",
+    async (_, declared) => {
+      const url = new URL(sluice.baseUrl);
+      const answer = await new Promise<string>((resolve, reject) => {
+        const socket = connect(Number(url.port), url.hostname);
+        let received = "";
+        socket.on("data", (chunk) => {
+          received += chunk;
+          if (received.includes("\r\n\r\n")) {
+            socket.destroy();
+            resolve(received);
+          }
+        });
+        socket.on("error", reject);
+        const size = 3 * 1024 * 1024;
+        const framing = declared ? `content-length: ${size}` : "transfer-encoding: chunked";
+        socket.write(`GET /v1/users/me HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`);
+        // Sends 2 MiB of the body, more than the 1 MiB limit, then waits for the answer.
+        const piece = Buffer.alloc(64 * 1024, 32);
+        for (let i = 0; i < 32; i++) socket.write(declared ? piece : Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")]));
+      });
+      expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+      expect((await call(sluice.baseUrl, "/v1/users/me", { key })).status).toBe(200);
+    },
+  );
+
+  it("serves the OpenAPI document without a key", async () => {
+    const document = await call(sluice.baseUrl, "/v1/openapi.json");
+    expect(document.status).toBe(200);
+    expect(document.json()).toMatchObject({ openapi: "3.1.0", paths: { "/v1/users/me": { get: expect.any(Object) } } });
+  });
+});
+
+describe("local mode across restarts", () => {
+  it("keeps its data and key across a SIGTERM restart, and never prints the key again", async () => {
+    const dataDir = newDataDir();
+    const first = await startSluice({ dataDir });
+    const key = first.apiKeyFromFile();
+    const before = (await call(first.baseUrl, "/v1/users/me", { key })).json().data;
+    expect(await first.stop("SIGTERM")).toEqual({ code: 0, signal: null });
+
+    const second = await startSluice({ dataDir });
+    try {
+      expect(second.output()).not.toContain(key);
+      const after = await call(second.baseUrl, "/v1/users/me", { key });
+      expect(after.status).toBe(200);
+      expect(after.json().data).toEqual(before);
+    } finally {
+      expect(await second.stop("SIGINT")).toEqual({ code: 0, signal: null });
+    }
+  });
+
+  it("uses SLUICE_API_KEY instead of generating a key, without printing it", async () => {
+    const key = "ci-pipeline-key-0123456789";
+    const sluice = await startSluice({ env: { SLUICE_API_KEY: key } });
+    try {
+      expect(sluice.output()).not.toContain(key);
+      expect(sluice.output()).toContain("API key from SLUICE_API_KEY");
+      expect(sluice.apiKeyFromFile()).toBe(key);
+      expect((await call(sluice.baseUrl, "/v1/users/me", { key })).status).toBe(200);
+    } finally {
+      await sluice.stop();
+    }
+  });
+
+  it("refuses to start with an unusable SLUICE_API_KEY and says why", async () => {
+    await expect(startSluice({ env: { SLUICE_API_KEY: "short" } })).rejects.toThrow(/api_key: must be at least 16 characters/);
+  });
+});

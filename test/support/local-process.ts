@@ -1,0 +1,75 @@
+import { type ChildProcess, spawn } from "node:child_process";
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+export interface SluiceProcess {
+  baseUrl: string;
+  dataDir: string;
+  child: ChildProcess;
+  /** Everything the process printed so far, stdout and stderr. */
+  output(): string;
+  apiKeyFromFile(): string;
+  /** Sends `signal` and resolves with how the process ended. */
+  stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+export const newDataDir = () => mkdtempSync(join(tmpdir(), "sluice-e2e-"));
+
+/**
+ * Starts local mode the way `npm start` does (tsx on bin/sluice.ts), on a free port, and waits for
+ * its readiness line. The environment is the test's minus every SLUICE_ variable, plus `env`.
+ */
+export async function startSluice(options: { dataDir?: string; env?: Record<string, string> } = {}): Promise<SluiceProcess> {
+  const dataDir = options.dataDir ?? newDataDir();
+  const env: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith("SLUICE_")) env[name] = value;
+  }
+  Object.assign(env, { PORT: "0", SLUICE_DATA_DIR: dataDir }, options.env);
+  const child = spawn(process.execPath, ["--import", "tsx", "bin/sluice.ts", "start"], {
+    cwd: REPO_ROOT,
+    env,
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  let output = "";
+  child.stdout?.on("data", (chunk) => (output += chunk));
+  child.stderr?.on("data", (chunk) => (output += chunk));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("exit", (code, signal) => resolve({ code, signal })),
+  );
+
+  const baseUrl = await new Promise<string>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`local mode did not start in 30 s:\n${output}`)), 30_000);
+    const onData = () => {
+      const ready = /Sluice is ready at (http:\/\/\S+\/v1)/.exec(output);
+      if (ready?.[1]) {
+        clearTimeout(timer);
+        resolve(ready[1]);
+      }
+    };
+    child.stdout?.on("data", onData);
+    exited.then(() => {
+      clearTimeout(timer);
+      reject(new Error(`local mode exited before it was ready:\n${output}`));
+    });
+  });
+
+  return {
+    baseUrl,
+    dataDir,
+    child,
+    output: () => output,
+    apiKeyFromFile: () => readFileSync(join(dataDir, "api-key"), "utf8").trim(),
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
+      const timer = setTimeout(() => child.kill("SIGKILL"), 10_000);
+      const result = await exited;
+      clearTimeout(timer);
+      return result;
+    },
+  };
+}
