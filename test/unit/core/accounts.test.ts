@@ -34,9 +34,15 @@ describe("accounts and API keys", () => {
 
   it("uses an operator's key when given one and refuses short ones", async () => {
     const deps = memoryDeps();
-    const account = await createAccount(deps, { username: "ci", email: "ci@example.com", apiKey: "ci-key-0123456789abcdef" });
+    const account = await createAccount(deps, {
+      username: "ci",
+      email: "ci@example.com",
+      apiKey: "ci-key-0123456789abcdef",
+    });
     expect(account.apiKey).toBe("ci-key-0123456789abcdef");
-    await expect(createAccount(deps, { username: "ci2", email: "ci@example.com", apiKey: "short" })).rejects.toMatchObject({
+    await expect(
+      createAccount(deps, { username: "ci2", email: "ci@example.com", apiKey: "short" }),
+    ).rejects.toMatchObject({
       code: "validation",
       message: expect.stringMatching(/^api_key: /),
     });

@@ -21,12 +21,17 @@ describe("pagination", () => {
     }
   });
 
-  it.each([["not base64!"], [""], [Buffer.from("2:future-version").toString("base64url")], [Buffer.from("1:").toString("base64url")], ["x".repeat(600)]])(
-    "rejects the malformed cursor %j with a 400 naming the parameter",
-    (cursor) => {
-      expect(() => decodeCursor(cursor, "before")).toThrow(expect.objectContaining({ code: "validation", message: expect.stringMatching(/^before: /) }));
-    },
-  );
+  it.each([
+    ["not base64!"],
+    [""],
+    [Buffer.from("2:future-version").toString("base64url")],
+    [Buffer.from("1:").toString("base64url")],
+    ["x".repeat(600)],
+  ])("rejects the malformed cursor %j with a 400 naming the parameter", (cursor) => {
+    expect(() => decodeCursor(cursor, "before")).toThrow(
+      expect.objectContaining({ code: "validation", message: expect.stringMatching(/^before: /) }),
+    );
+  });
 
   it("defaults the limit to 10 and accepts 1 to 100", () => {
     expect(toPageQuery(pageParamsSchema.parse({}))).toEqual({ limit: 10 });
@@ -38,7 +43,9 @@ describe("pagination", () => {
   });
 
   it("refuses after and before together", () => {
-    expect(() => toPageQuery({ after: encodeCursor("a"), before: encodeCursor("b") })).toThrow(/after: cannot be combined/);
+    expect(() => toPageQuery({ after: encodeCursor("a"), before: encodeCursor("b") })).toThrow(
+      /after: cannot be combined/,
+    );
   });
 
   it("pages newest first: the first page, then after its end cursor, until the last item", () => {
@@ -48,7 +55,11 @@ describe("pagination", () => {
       const result = page(query);
       seen.push(...result.items);
       expect(result.totalCount).toBe(25);
-      const envelope = pageEnvelope(result, (k) => k, (k) => k);
+      const envelope = pageEnvelope(
+        result,
+        (k) => k,
+        (k) => k,
+      );
       if (result.items.length < query.limit || envelope.page_info.end_cursor === null) break;
       query = { limit: 10, after: decodeCursor(envelope.page_info.end_cursor, "after") };
     }
@@ -69,12 +80,22 @@ describe("pagination", () => {
   });
 
   it("reports counts and cursors in page_info, and null cursors for an empty page", () => {
-    const envelope = pageEnvelope(page({ limit: 2 }), (k) => k, (k) => ({ id: k }));
+    const envelope = pageEnvelope(
+      page({ limit: 2 }),
+      (k) => k,
+      (k) => ({ id: k }),
+    );
     expect(envelope).toEqual({
       page_info: { total_count: 25, count: 2, start_cursor: encodeCursor("k24"), end_cursor: encodeCursor("k23") },
       data: [{ id: "k24" }, { id: "k23" }],
     });
-    expect(pageEnvelope({ items: [], totalCount: 0 }, (k: string) => k, (k) => k).page_info).toEqual({
+    expect(
+      pageEnvelope(
+        { items: [], totalCount: 0 },
+        (k: string) => k,
+        (k) => k,
+      ).page_info,
+    ).toEqual({
       total_count: 0,
       count: 0,
       start_cursor: null,

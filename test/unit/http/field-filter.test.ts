@@ -5,11 +5,19 @@ describe("include and exclude", () => {
   const body = { data: { id: "o_1", name: "n", email: "e" } };
 
   it("keeps only the included fields of a single resource", () => {
-    expect(applyFieldFilter(body, readFieldFilter({ include: "id, email" }, undefined))).toEqual({ data: { id: "o_1", email: "e" } });
+    expect(applyFieldFilter(body, readFieldFilter({ include: "id, email" }, undefined))).toEqual({
+      data: { id: "o_1", email: "e" },
+    });
   });
 
   it("drops the excluded fields of every item of a list and leaves page_info alone", () => {
-    const page = { page_info: { count: 2 }, data: [{ id: 1, secret: 1 }, { id: 2, secret: 2 }] };
+    const page = {
+      page_info: { count: 2 },
+      data: [
+        { id: 1, secret: 1 },
+        { id: 2, secret: 2 },
+      ],
+    };
     expect(applyFieldFilter(page, readFieldFilter({ exclude: "secret,page_info" }, undefined))).toEqual({
       page_info: { count: 2 },
       data: [{ id: 1 }, { id: 2 }],
@@ -17,7 +25,9 @@ describe("include and exclude", () => {
   });
 
   it("lets include win when both are given", () => {
-    expect(applyFieldFilter(body, readFieldFilter({ include: "id", exclude: "id" }, undefined))).toEqual({ data: { id: "o_1" } });
+    expect(applyFieldFilter(body, readFieldFilter({ include: "id", exclude: "id" }, undefined))).toEqual({
+      data: { id: "o_1" },
+    });
   });
 
   it("reads the parameters from a JSON body and removes them from it before validation", () => {

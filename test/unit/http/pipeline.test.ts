@@ -11,7 +11,9 @@ import type { Deps } from "#ports/deps";
 import type { Logger } from "#ports/logger";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
-const recorded: HttpEvent = JSON.parse(readFileSync(new URL("../../fixtures/api-gateway/get-workspace.json", import.meta.url), "utf8"));
+const recorded: HttpEvent = JSON.parse(
+  readFileSync(new URL("../../fixtures/api-gateway/get-workspace.json", import.meta.url), "utf8"),
+);
 
 function eventFor(overrides: Partial<HttpEvent> & { authorization?: string }): HttpEvent {
   const { authorization, ...rest } = overrides;
@@ -21,7 +23,11 @@ function eventFor(overrides: Partial<HttpEvent> & { authorization?: string }): H
   return { ...event, ...rest };
 }
 
-async function invoke(route: Parameters<typeof createHttpHandler>[0], deps: Deps, event: HttpEvent): Promise<HttpResult> {
+async function invoke(
+  route: Parameters<typeof createHttpHandler>[0],
+  deps: Deps,
+  event: HttpEvent,
+): Promise<HttpResult> {
   const handler = createHttpHandler(route, async () => deps);
   return handler(event, { awsRequestId: "ctx-id" } as never);
 }
@@ -44,7 +50,11 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
   it("answers a member's workspace, filtered by include, with the request id header", async () => {
     const deps = memoryDeps();
     const { apiKey, workspace } = await accountIn(deps, "ada");
-    const result = await invoke(getWorkspace, deps, eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: workspace.id } }));
+    const result = await invoke(
+      getWorkspace,
+      deps,
+      eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: workspace.id } }),
+    );
     expect(result.statusCode).toBe(200);
     expect(result.headers["content-type"]).toMatch(/^application\/json/);
     expect(result.headers["x-request-id"]).toBe(recorded.requestContext.requestId);
@@ -67,8 +77,16 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     const alice = await accountIn(deps, "alice");
     const bob = await accountIn(deps, "bob");
     const auth = `Bearer ${alice.apiKey}`;
-    const other = await invoke(getWorkspace, deps, eventFor({ authorization: auth, pathParameters: { workspace_id: bob.workspace.id } }));
-    const missing = await invoke(getWorkspace, deps, eventFor({ authorization: auth, pathParameters: { workspace_id: "o_0000000000000000000000" } }));
+    const other = await invoke(
+      getWorkspace,
+      deps,
+      eventFor({ authorization: auth, pathParameters: { workspace_id: bob.workspace.id } }),
+    );
+    const missing = await invoke(
+      getWorkspace,
+      deps,
+      eventFor({ authorization: auth, pathParameters: { workspace_id: "o_0000000000000000000000" } }),
+    );
     expect(other.statusCode).toBe(404);
     expect(other.body).toBe(missing.body);
   });
@@ -76,7 +94,11 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
   it("answers 400 naming the path parameter when an id has the wrong prefix", async () => {
     const deps = memoryDeps();
     const { apiKey } = await accountIn(deps, "ada");
-    const result = await invoke(getWorkspace, deps, eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: "dc_123" } }));
+    const result = await invoke(
+      getWorkspace,
+      deps,
+      eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: "dc_123" } }),
+    );
     expect(result.statusCode).toBe(400);
     expect(json(result)).toEqual({
       error: "workspace_id: must be an id starting with o_",
@@ -103,7 +125,11 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     expect(json(result)).toEqual({ error: "internal server error", request_id: recorded.requestContext.requestId });
     expect(result.body).not.toContain("fire");
     expect(logged).toEqual([
-      expect.objectContaining({ request_id: recorded.requestContext.requestId, error: "disk on fire at /var/secret/path", stack: expect.any(String) }),
+      expect.objectContaining({
+        request_id: recorded.requestContext.requestId,
+        error: "disk on fire at /var/secret/path",
+        stack: expect.any(String),
+      }),
     ]);
   });
 
@@ -113,7 +139,12 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
       const { apiKey } = await accountIn(deps, "ada");
       const headers: Record<string, string> = { authorization: `Bearer ${apiKey}` };
       if (contentType) headers["content-type"] = contentType;
-      return invoke(echo, deps, { ...eventFor({ authorization: `Bearer ${apiKey}` }), headers, body, queryStringParameters: undefined });
+      return invoke(echo, deps, {
+        ...eventFor({ authorization: `Bearer ${apiKey}` }),
+        headers,
+        body,
+        queryStringParameters: undefined,
+      });
     }
 
     it("parses and validates a JSON body", async () => {
@@ -157,7 +188,15 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     const deps = memoryDeps();
     const { apiKey, workspace } = await accountIn(deps, "ada");
     for (const route of routes) {
-      const result = await invoke(route, deps, eventFor({ authorization: `Bearer ${apiKey}`, pathParameters: { workspace_id: workspace.id }, queryStringParameters: undefined }));
+      const result = await invoke(
+        route,
+        deps,
+        eventFor({
+          authorization: `Bearer ${apiKey}`,
+          pathParameters: { workspace_id: workspace.id },
+          queryStringParameters: undefined,
+        }),
+      );
       expect(result.statusCode, route.name).toBe(route.successStatus ?? 200);
       const parsed = route.response.safeParse(json(result));
       expect(parsed.success, `${route.name}: ${parsed.error?.message}`).toBe(true);

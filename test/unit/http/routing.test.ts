@@ -7,7 +7,11 @@ const match = createRouter(routes);
 describe("router", () => {
   it("finds a route and decodes its path parameters", () => {
     const found = match("GET", "/v1/workspaces/o_abc%20def/projects");
-    expect(found).toMatchObject({ kind: "found", route: { name: "list-workspace-projects" }, params: { workspace_id: "o_abc def" } });
+    expect(found).toMatchObject({
+      kind: "found",
+      route: { name: "list-workspace-projects" },
+      params: { workspace_id: "o_abc def" },
+    });
   });
 
   it("ignores one trailing slash, as the spec writes some paths with one", () => {
@@ -22,6 +26,9 @@ describe("router", () => {
   });
 
   it("keeps a malformed escape instead of failing, for the schema to reject", () => {
-    expect(match("GET", "/v1/workspaces/%E0%A4%A")).toMatchObject({ kind: "found", params: { workspace_id: "%E0%A4%A" } });
+    expect(match("GET", "/v1/workspaces/%E0%A4%A")).toMatchObject({
+      kind: "found",
+      params: { workspace_id: "%E0%A4%A" },
+    });
   });
 });

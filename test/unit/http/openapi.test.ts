@@ -1,0 +1,33 @@
+import { describe, expect, it } from "vitest";
+import { buildOpenApiDocument } from "#http/openapi-document";
+import { routes } from "#http/routes";
+
+describe("OpenAPI document", () => {
+  const document = buildOpenApiDocument();
+
+  it("is OpenAPI 3.1 with the bearer scheme", () => {
+    expect(document.openapi).toBe("3.1.0");
+    expect(document.components?.securitySchemes?.bearerAuth).toMatchObject({ type: "http", scheme: "bearer" });
+  });
+
+  it.each(routes.map((route) => [`${route.method} ${route.path}`, route] as const))("documents %s", (_, route) => {
+    const operation = document.paths?.[route.path]?.[route.method.toLowerCase() as "get"];
+    expect(operation, "missing from the document").toBeDefined();
+    expect(operation?.operationId).toBe(route.name);
+    expect(Object.keys(operation?.responses ?? {})).toContain(String(route.successStatus ?? 200));
+    expect(operation?.security).toEqual(route.auth === false ? [] : [{ bearerAuth: [] }]);
+  });
+
+  it("documents path parameters and the error shape", () => {
+    const operation = document.paths?.["/v1/workspaces/{workspace_id}"]?.get;
+    expect(operation?.parameters).toEqual([
+      expect.objectContaining({ name: "workspace_id", in: "path", required: true }),
+    ]);
+    expect(operation?.responses?.["404"]).toBeDefined();
+    expect(JSON.stringify(operation?.responses?.["400"])).toContain('"error"');
+  });
+
+  it("has no path the manifest does not serve", () => {
+    expect(Object.keys(document.paths ?? {}).sort()).toEqual([...new Set(routes.map((r) => r.path))].sort());
+  });
+});
