@@ -3,9 +3,9 @@ import { parseArgs } from "node:util";
 import { localDeps } from "#adapters/local/composition";
 import { loadLocalConfig } from "#config/env";
 import { addApiKey, createAccount } from "#core/accounts";
-import { jsonLogger } from "#ports/logger";
 import { saveApiKey } from "#local/bootstrap";
 import { startLocalMode } from "#local/start";
+import { jsonLogger } from "#ports/logger";
 
 const USAGE = `Usage: sluice <command> [options]
 

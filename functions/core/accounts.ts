@@ -37,14 +37,23 @@ function checkOperatorKey(key: string): void {
 /** Creates a user with their own workspace, a default project and an API key. */
 export async function createAccount(deps: AccountDeps, input: CreateAccountInput): Promise<CreatedAccount> {
   if (!USERNAME.test(input.username)) {
-    throw invalid("username", "must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit");
+    throw invalid(
+      "username",
+      "must be 1 to 63 lower-case letters, digits, '-' or '_', starting with a letter or digit",
+    );
   }
   if (!/^[^\s@]+@[^\s@]+$/.test(input.email)) throw invalid("email", "must be an e-mail address");
   if (input.apiKey !== undefined) checkOperatorKey(input.apiKey);
 
   const now = deps.clock.nowMs();
   const key = input.apiKey ?? newApiKey(deps);
-  const user: User = { id: deps.ids.newId("user"), username: input.username, email: input.email, createdAt: now, updatedAt: now };
+  const user: User = {
+    id: deps.ids.newId("user"),
+    username: input.username,
+    email: input.email,
+    createdAt: now,
+    updatedAt: now,
+  };
   const workspaceId = deps.ids.newId("workspace");
   const account: NewAccount = {
     user,
@@ -110,7 +119,11 @@ export async function requireUser(deps: Pick<Deps, "identity">, caller: Caller):
  * The workspace, if the caller is a member. Another account's workspace is "not found", exactly
  * like one that does not exist, so ids of other tenants cannot be probed.
  */
-export async function requireWorkspace(deps: Pick<Deps, "identity">, caller: Caller, workspaceId: string): Promise<Workspace> {
+export async function requireWorkspace(
+  deps: Pick<Deps, "identity">,
+  caller: Caller,
+  workspaceId: string,
+): Promise<Workspace> {
   const membership = await deps.identity.getMembership(workspaceId, caller.userId);
   const workspace = membership && (await deps.identity.getWorkspace(workspaceId));
   if (!workspace) throw notFound("workspace");

@@ -92,7 +92,11 @@ export function pageEnvelope<T, R>(page: Page<T>, sortKeyOf: (item: T) => string
  * Reference semantics of a page over items already sorted newest first. Store adapters implement
  * the same with their indexes; the contract suite compares them against this function.
  */
-export function slicePage<T>(sortedNewestFirst: readonly T[], sortKeyOf: (item: T) => string, query: PageQuery): Page<T> {
+export function slicePage<T>(
+  sortedNewestFirst: readonly T[],
+  sortKeyOf: (item: T) => string,
+  query: PageQuery,
+): Page<T> {
   let items: T[];
   if (query.after !== undefined) {
     const after = query.after;

@@ -1,5 +1,5 @@
-import type { DailyUsage } from "#ports/usage-store";
 import type { Quotas } from "#ports/deps";
+import type { DailyUsage } from "#ports/usage-store";
 import type { Project, User, Workspace } from "./identity.ts";
 
 /** Entities in the field shapes of `spec/rest-api.md`. */
@@ -20,12 +20,7 @@ export function workspaceView(workspace: Workspace, usage: DailyUsage, quotas: Q
   };
 }
 
-export function userView(
-  user: User,
-  usage: DailyUsage,
-  quotas: Quotas,
-  orgs: ReturnType<typeof workspaceView>[],
-) {
+export function userView(user: User, usage: DailyUsage, quotas: Quotas, orgs: ReturnType<typeof workspaceView>[]) {
   return {
     id: user.id,
     username: user.username,

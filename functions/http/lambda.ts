@@ -1,6 +1,6 @@
+import type { Context } from "aws-lambda";
 import { createHttpHandler, type HttpEvent } from "./pipeline.ts";
 import type { AnyRoute } from "./route.ts";
-import type { Context } from "aws-lambda";
 
 /**
  * The Lambda entry of a route: the shared middy stack with the AWS adapters. The composition

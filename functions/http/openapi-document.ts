@@ -9,14 +9,25 @@ const json = (schema: z.ZodType) => ({ "application/json": { schema } });
 
 function errorResponses(route: AnyRoute) {
   const errors: Record<number, { description: string; content: ReturnType<typeof json> }> = {
-    [STATUS_OF.validation]: { description: "A parameter or the body is invalid; `details` names each field", content: json(errorSchema) },
-    [STATUS_OF.internal]: { description: "Unexpected failure; the body carries a request id", content: json(errorSchema) },
+    [STATUS_OF.validation]: {
+      description: "A parameter or the body is invalid; `details` names each field",
+      content: json(errorSchema),
+    },
+    [STATUS_OF.internal]: {
+      description: "Unexpected failure; the body carries a request id",
+      content: json(errorSchema),
+    },
   };
-  if (route.auth !== false) errors[STATUS_OF.unauthorized] = { description: "No or wrong API key", content: json(errorSchema) };
-  if (route.params) errors[STATUS_OF.not_found] = { description: "Not found, or not the caller's", content: json(errorSchema) };
+  if (route.auth !== false)
+    errors[STATUS_OF.unauthorized] = { description: "No or wrong API key", content: json(errorSchema) };
+  if (route.params)
+    errors[STATUS_OF.not_found] = { description: "Not found, or not the caller's", content: json(errorSchema) };
   if (route.method === "POST" || route.method === "PUT") {
     errors[STATUS_OF.payload_too_large] = { description: "Body over 1 MiB", content: json(errorSchema) };
-    errors[STATUS_OF.unsupported_media_type] = { description: "Body without Content-Type: application/json", content: json(errorSchema) };
+    errors[STATUS_OF.unsupported_media_type] = {
+      description: "Body without Content-Type: application/json",
+      content: json(errorSchema),
+    };
   }
   return errors;
 }

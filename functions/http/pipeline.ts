@@ -1,15 +1,15 @@
 import middy, { type MiddlewareObj } from "@middy/core";
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
-import { z } from "zod";
+import type { z } from "zod";
 import { authenticate } from "#core/accounts";
 import { DomainError, type FieldIssue, isDomainError } from "#core/errors";
 import type { Caller } from "#core/identity";
 import type { Deps } from "#ports/deps";
 import type { Logger } from "#ports/logger";
 import { STATUS_OF } from "./error-status.ts";
+import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
 import { MAX_JSON_BODY_BYTES } from "./limits.ts";
 import type { AnyRoute } from "./route.ts";
-import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
 
 export type HttpEvent = APIGatewayProxyEventV2;
 

@@ -1,8 +1,8 @@
 import type { Context } from "aws-lambda";
 import { DomainError } from "#core/errors";
 import { errorResult, type HttpEvent, type HttpResult } from "./pipeline.ts";
-import { createRouter } from "./routing.ts";
 import { routes } from "./routes.ts";
+import { createRouter } from "./routing.ts";
 
 const match = createRouter(routes);
 
@@ -20,4 +20,8 @@ export function unroutedResult(method: string, path: string, requestId: string):
 
 /** Lambda behind API Gateway's `$default` route, so unrouted requests get Sluice's error shape. */
 export const handler = async (event: HttpEvent, context: Context): Promise<HttpResult> =>
-  unroutedResult(event.requestContext.http.method, event.rawPath, event.requestContext.requestId ?? context.awsRequestId);
+  unroutedResult(
+    event.requestContext.http.method,
+    event.rawPath,
+    event.requestContext.requestId ?? context.awsRequestId,
+  );

@@ -1,8 +1,8 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import type { LocalConfig } from "#config/env";
 import { addApiKey, createAccount } from "#core/accounts";
 import { hashApiKey } from "#core/api-keys";
-import type { LocalConfig } from "#config/env";
 import type { Deps } from "#ports/deps";
 
 export const API_KEY_FILE = "api-key";

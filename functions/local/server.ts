@@ -2,12 +2,12 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Context } from "aws-lambda";
 import { DomainError } from "#core/errors";
-import type { Deps } from "#ports/deps";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
 import { createHttpHandler, errorResult, type HttpResult } from "#http/pipeline";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
 import { createRouter } from "#http/routing";
+import type { Deps } from "#ports/deps";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
 
 class BodyTooLargeError extends Error {}
