@@ -1,0 +1,113 @@
+import { mkdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { build } from "esbuild";
+import { beforeAll, describe, expect, inject, it } from "vitest";
+import { documentClient } from "#adapters/aws/composition";
+import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
+import { resourcesTableCreateInput } from "#adapters/aws/table-design";
+import { type CreatedAccount, createAccount } from "#core/accounts";
+import type { HttpEvent, HttpResult } from "#http/pipeline";
+import { systemClock } from "#ports/clock";
+import { randomIdGenerator } from "#ports/id-generator";
+import { waitUntilReady } from "../support/dynamodb-local.ts";
+import { REPO_ROOT } from "../support/local-process.ts";
+
+type LambdaHandler = (event: HttpEvent, context: unknown) => Promise<HttpResult>;
+
+const recorded: HttpEvent = JSON.parse(
+  readFileSync(new URL("../fixtures/api-gateway/get-workspace.json", import.meta.url), "utf8"),
+);
+const context = { awsRequestId: "lambda-request", getRemainingTimeInMillis: () => 10_000 };
+
+/** Bundles a route's entry the way the service stack does (ESM, node22, AWS SDK external). */
+async function bundle(entry: string): Promise<LambdaHandler> {
+  // Inside node_modules so that the external @aws-sdk packages resolve as they do on Lambda.
+  const outdir = join(REPO_ROOT, "node_modules", ".cache", "sluice-test-bundles", String(process.pid));
+  mkdirSync(outdir, { recursive: true });
+  const outfile = join(outdir, `${entry}.mjs`);
+  await build({
+    entryPoints: [join(REPO_ROOT, "functions", "http", `${entry}.ts`)],
+    outfile,
+    bundle: true,
+    platform: "node",
+    target: "node22",
+    format: "esm",
+    external: ["@aws-sdk/*"],
+    banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
+    logLevel: "silent",
+  });
+  return (await import(pathToFileURL(outfile).href)).handler;
+}
+
+describe("Lambda entry points against DynamoDB Local", () => {
+  let account: CreatedAccount;
+
+  beforeAll(async () => {
+    const endpoint = inject("dynamodbEndpoint");
+    await waitUntilReady(endpoint);
+    const table = `lambda-entry-${process.pid}`;
+    const client = new DynamoDBClient({
+      endpoint,
+      region: "local",
+      credentials: { accessKeyId: "local", secretAccessKey: "local" },
+    });
+    await client.send(new CreateTableCommand(resourcesTableCreateInput(table)));
+    account = await createAccount(
+      {
+        identity: new DynamoDbIdentityStore(documentClient(client), table),
+        clock: systemClock,
+        ids: randomIdGenerator(systemClock),
+      },
+      { username: "lambda", email: "lambda@example.com" },
+    );
+    client.destroy();
+    // What the service stack and the Lambda runtime set; the SDK reads the endpoint override itself.
+    Object.assign(process.env, {
+      SLUICE_RESOURCES_TABLE: table,
+      AWS_ENDPOINT_URL_DYNAMODB: endpoint,
+      AWS_REGION: "local",
+      AWS_ACCESS_KEY_ID: "local",
+      AWS_SECRET_ACCESS_KEY: "local",
+    });
+  });
+
+  const eventFor = (key: string): HttpEvent => ({
+    ...recorded,
+    headers: { ...recorded.headers, authorization: `Bearer ${key}` },
+    pathParameters: { workspace_id: account.workspace.id },
+  });
+
+  it("serves GET /v1/users/me from the route file's handler export", async () => {
+    const { handler } = await import("#http/get-me");
+    const result = await handler({ ...eventFor(account.apiKey), queryStringParameters: undefined }, context as never);
+    expect(result.statusCode).toBe(200);
+    expect(JSON.parse(result.body).data).toMatchObject({ id: account.user.id, orgs: [{ id: account.workspace.id }] });
+  });
+
+  it("serves GET /v1/workspaces/{id} from an esbuild bundle of the entry, with include applied", async () => {
+    const handler = await bundle("get-workspace");
+    const result = await handler(eventFor(account.apiKey), context);
+    expect(result.statusCode).toBe(200);
+    expect(JSON.parse(result.body)).toEqual({ data: { id: account.workspace.id, name: "lambda" } });
+    expect((await handler(eventFor("sluice_not-a-real-key-000000000000"), context)).statusCode).toBe(401);
+  });
+
+  it("answers unrouted requests from the $default function's bundle with 404 and 405", async () => {
+    const handler = await bundle("route-not-found");
+    const unrouted = (method: string, path: string) =>
+      handler(
+        {
+          ...recorded,
+          rawPath: path,
+          requestContext: { ...recorded.requestContext, http: { ...recorded.requestContext.http, method, path } },
+        },
+        context,
+      );
+    const notFound = await unrouted("GET", "/v1/nope");
+    expect([notFound.statusCode, JSON.parse(notFound.body)]).toEqual([404, { error: "no route for GET /v1/nope" }]);
+    const wrongMethod = await unrouted("POST", "/v1/users/me");
+    expect([wrongMethod.statusCode, wrongMethod.headers.allow]).toEqual([405, "GET"]);
+  });
+});
