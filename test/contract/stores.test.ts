@@ -1,4 +1,4 @@
-import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, inject } from "vitest";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
@@ -7,7 +7,7 @@ import { resourcesTableCreateInput } from "#adapters/aws/table-design";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
-import { waitUntilReady } from "../support/dynamodb-local.ts";
+import { localDynamoDbClient, waitUntilReady } from "../support/dynamodb-local.ts";
 import { identityStoreContract } from "./identity-store.contract.ts";
 import { usageStoreContract } from "./usage-store.contract.ts";
 
@@ -18,11 +18,7 @@ describe("SQLite adapters", () => {
 
 describe("DynamoDB adapters (DynamoDB Local)", () => {
   const endpoint = inject("dynamodbEndpoint");
-  const client = new DynamoDBClient({
-    endpoint,
-    region: "local",
-    credentials: { accessKeyId: "local", secretAccessKey: "local" },
-  });
+  const client = localDynamoDbClient(endpoint);
   const documents = DynamoDBDocumentClient.from(client);
   let tables = 0;
 

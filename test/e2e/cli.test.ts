@@ -1,12 +1,10 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
-import { resourcesTableCreateInput } from "#adapters/aws/table-design";
 import { authenticate } from "#core/accounts";
-import { waitUntilReady } from "../support/dynamodb-local.ts";
+import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
 
 const run = promisify(execFile);
@@ -14,34 +12,17 @@ const run = promisify(execFile);
 describe("sluice create-user against a deployed stack's table (DynamoDB Local here)", () => {
   const endpoint = inject("dynamodbEndpoint");
   const table = `cli-${process.pid}`;
+  const target = ["--table", table, "--region", "local", "--endpoint", endpoint];
   const env = { ...process.env, AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" };
   const cli = (...args: string[]) =>
     run(process.execPath, ["--import", "tsx", "bin/sluice.ts", "create-user", ...args], { cwd: REPO_ROOT, env });
 
   beforeAll(async () => {
-    await waitUntilReady(endpoint);
-    const client = new DynamoDBClient({
-      endpoint,
-      region: "local",
-      credentials: { accessKeyId: "local", secretAccessKey: "local" },
-    });
-    await client.send(new CreateTableCommand(resourcesTableCreateInput(table)));
-    client.destroy();
+    await createResourcesTable(endpoint, table);
   });
 
   it("creates a user whose printed key authenticates against the table", async () => {
-    const { stdout } = await cli(
-      "--table",
-      table,
-      "--region",
-      "local",
-      "--endpoint",
-      endpoint,
-      "--username",
-      "alice",
-      "--email",
-      "alice@example.com",
-    );
+    const { stdout } = await cli(...target, "--username", "alice", "--email", "alice@example.com");
     const created = JSON.parse(stdout);
     expect(created).toEqual({
       user_id: expect.stringMatching(/^u_/),
@@ -49,11 +30,7 @@ describe("sluice create-user against a deployed stack's table (DynamoDB Local he
       project_id: expect.stringMatching(/^proj_/),
       api_key: expect.stringMatching(/^sluice_/),
     });
-    const client = new DynamoDBClient({
-      endpoint,
-      region: "local",
-      credentials: { accessKeyId: "local", secretAccessKey: "local" },
-    });
+    const client = localDynamoDbClient(endpoint);
     const identity = new DynamoDbIdentityStore(documentClient(client), table);
     expect(await authenticate({ identity }, `Bearer ${created.api_key}`)).toEqual({ userId: created.user_id });
     client.destroy();
@@ -64,19 +41,8 @@ describe("sluice create-user against a deployed stack's table (DynamoDB Local he
       code: 1,
       stderr: expect.stringContaining("missing --username, --email"),
     });
-    await expect(
-      cli(
-        "--table",
-        table,
-        "--region",
-        "local",
-        "--endpoint",
-        endpoint,
-        "--username",
-        "alice",
-        "--email",
-        "a@example.com",
-      ),
-    ).rejects.toMatchObject({ stderr: expect.stringContaining("username alice is taken") });
+    await expect(cli(...target, "--username", "alice", "--email", "a@example.com")).rejects.toMatchObject({
+      stderr: expect.stringContaining("username alice is taken"),
+    });
   });
 });

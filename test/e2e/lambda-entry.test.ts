@@ -1,17 +1,15 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { build } from "esbuild";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
-import { resourcesTableCreateInput } from "#adapters/aws/table-design";
 import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { HttpEvent, HttpResult } from "#http/pipeline";
 import { systemClock } from "#ports/clock";
 import { randomIdGenerator } from "#ports/id-generator";
-import { waitUntilReady } from "../support/dynamodb-local.ts";
+import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
 
 type LambdaHandler = (event: HttpEvent, context: unknown) => Promise<HttpResult>;
@@ -46,14 +44,8 @@ describe("Lambda entry points against DynamoDB Local", () => {
 
   beforeAll(async () => {
     const endpoint = inject("dynamodbEndpoint");
-    await waitUntilReady(endpoint);
-    const table = `lambda-entry-${process.pid}`;
-    const client = new DynamoDBClient({
-      endpoint,
-      region: "local",
-      credentials: { accessKeyId: "local", secretAccessKey: "local" },
-    });
-    await client.send(new CreateTableCommand(resourcesTableCreateInput(table)));
+    const table = await createResourcesTable(endpoint, `lambda-entry-${process.pid}`);
+    const client = localDynamoDbClient(endpoint);
     account = await createAccount(
       {
         identity: new DynamoDbIdentityStore(documentClient(client), table),

