@@ -87,11 +87,13 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
 }
 
 export interface AwsConfig {
-  resourcesTable: string;
+  /** Set on functions whose route declares table access; absent on the others. */
+  resourcesTable: string | undefined;
   quotas: Quotas;
 }
 
-export function loadAwsConfig(env: Env = process.env): AwsConfig {
-  const parsed = parse({ [ENV.resourcesTable]: z.string({ error: "is required" }).min(3), ...quotaShape }, env, "AWS");
-  return { resourcesTable: parsed[ENV.resourcesTable] as string, quotas: quotasFrom(parsed) };
+export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
+  const table = z.string({ error: "is required" }).min(3);
+  const parsed = parse({ [ENV.resourcesTable]: needs.resources ? table : table.optional(), ...quotaShape }, env, "AWS");
+  return { resourcesTable: parsed[ENV.resourcesTable] as string | undefined, quotas: quotasFrom(parsed) };
 }

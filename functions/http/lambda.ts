@@ -8,6 +8,10 @@ import type { AnyRoute } from "./route.ts";
  * never loads the AWS SDK, and a cold start builds the clients once per container.
  */
 export function lambdaHandler(route: AnyRoute) {
-  const handler = createHttpHandler(route, async () => (await import("#adapters/aws/composition")).awsDeps());
+  // A route without table access is deployed without the table's name (and without a grant).
+  const resources = route.access.resources !== undefined;
+  const handler = createHttpHandler(route, async () =>
+    (await import("#adapters/aws/composition")).awsDeps({ resources }),
+  );
   return (event: HttpEvent, context: Context) => handler(event, context as never);
 }

@@ -99,6 +99,8 @@ describe("Lambda entry points against DynamoDB Local", () => {
       );
     const notFound = await unrouted("GET", "/v1/nope");
     expect([notFound.statusCode, JSON.parse(notFound.body)]).toEqual([404, { error: "no route for GET /v1/nope" }]);
+    const slashed = await unrouted("GET", "/v1/users/me/");
+    expect([slashed.statusCode, slashed.headers.location]).toEqual([308, "/v1/users/me"]);
     const wrongMethod = await unrouted("POST", "/v1/users/me");
     expect([wrongMethod.statusCode, wrongMethod.headers.allow]).toEqual([405, "GET"]);
   });

@@ -23,5 +23,6 @@ describe("configuration", () => {
   it("requires the table name on AWS and names the variable", () => {
     expect(() => loadAwsConfig({})).toThrow(/SLUICE_RESOURCES_TABLE/);
     expect(loadAwsConfig({ SLUICE_RESOURCES_TABLE: "res" }).resourcesTable).toBe("res");
+    expect(loadAwsConfig({}, { resources: false }).resourcesTable).toBeUndefined();
   });
 });

@@ -1,0 +1,27 @@
+#!/usr/bin/env node
+import { App, Tags } from "aws-cdk-lib";
+import { ServiceStack } from "../lib/service-stack.ts";
+import { StatefulStack } from "../lib/stateful-stack.ts";
+
+const app = new App();
+
+// `cdk deploy -c stage=dev` deploys a second, independent copy (`dev-SluiceStateful`, ...).
+const stage: unknown = app.node.tryGetContext("stage");
+if (stage !== undefined && (typeof stage !== "string" || !/^[A-Za-z][A-Za-z0-9-]{0,29}$/.test(stage))) {
+  throw new Error(
+    `Invalid stage ${JSON.stringify(stage)}: use 1 to 30 letters, digits or hyphens, starting with a letter (it prefixes the stack names).`,
+  );
+}
+const prefix = stage ? `${stage}-` : "";
+const where = stage ? ` (stage ${stage})` : "";
+
+// No `env`: the stacks are environment-agnostic and deploy to the operator's account and region.
+const stateful = new StatefulStack(app, `${prefix}SluiceStateful`, {
+  description: `Sluice data${where}: DynamoDB tables, retained on stack deletion`,
+});
+new ServiceStack(app, `${prefix}SluiceService`, {
+  description: `Sluice service${where}: HTTP API and one Lambda function per REST endpoint`,
+  resourcesTable: stateful.resourcesTable,
+});
+
+Tags.of(app).add("sluice:stage", stage ? stage : "default");

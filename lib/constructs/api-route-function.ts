@@ -1,0 +1,90 @@
+import { type HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import type { RetentionDays } from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+import { ENV } from "#config/env";
+import type { AnyRoute } from "#http/route";
+import { SluiceFunction } from "./sluice-function.ts";
+
+/** What the stack needs to know of a manifest route. */
+export type RouteSpec = Pick<AnyRoute, "name" | "method" | "path" | "access">;
+
+export interface ApiRouteFunctionProps {
+  /** The API that gets the route keys. */
+  readonly httpApi: HttpApi;
+  /** The manifest entry; its `name` is the file under `functions/http/` whose `handler` runs. */
+  readonly route: RouteSpec;
+  /** The resources table, granted as `route.access.resources` says. */
+  readonly resourcesTable: ITableV2;
+  /** @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * The API path of a route, without a trailing slash. The spec writes some paths with one
+ * (`POST /sources/`), but an HTTP API route key cannot end in `/` (CDK refuses it at synth and
+ * API Gateway at deploy), so the route is declared on the bare path. Requests that do carry the
+ * slash and are not matched to it by API Gateway reach the `$default` route.
+ */
+export function apiPathOf(route: Pick<RouteSpec, "path">): string {
+  return route.path.length > 1 ? route.path.replace(/\/+$/, "") : route.path;
+}
+
+/** The `METHOD /path` key API Gateway routes a request by. */
+export function routeKeyOf(route: Pick<RouteSpec, "method" | "path">): string {
+  return `${route.method} ${apiPathOf(route)}`;
+}
+
+/** `get-me` → `GetMe`: construct ids follow route names, so logical ids stay stable. */
+export function pascalCase(name: string): string {
+  return name
+    .split(/[^A-Za-z0-9]+/)
+    .filter(Boolean)
+    .map((part) => part[0]!.toUpperCase() + part.slice(1))
+    .join("");
+}
+
+/**
+ * One REST endpoint on AWS: its own Lambda function (least privilege: only the table access the
+ * route declares), its Lambda integration and the API route that reaches it.
+ */
+export class ApiRouteFunction extends Construct {
+  readonly function: SluiceFunction;
+  /** `METHOD /path`, as in the template's `AWS::ApiGatewayV2::Route`. */
+  readonly routeKey: string;
+
+  constructor(scope: Construct, id: string, props: ApiRouteFunctionProps) {
+    super(scope, id);
+    const { route, resourcesTable } = props;
+    const access = route.access.resources;
+
+    this.function = new SluiceFunction(this, "Handler", {
+      entry: `functions/http/${route.name}.ts`,
+      description: `${route.method} ${route.path} (functions/http/${route.name}.ts)`,
+      // Only functions that may touch the table learn its name.
+      environment: access ? { [ENV.resourcesTable]: resourcesTable.tableName } : {},
+      logRetention: props.logRetention,
+    });
+    const fn = this.function.lambdaFunction;
+
+    switch (access) {
+      case "read":
+        resourcesTable.grantReadData(fn);
+        break;
+      case "write":
+        resourcesTable.grantReadWriteData(fn);
+        break;
+      case undefined:
+        break;
+    }
+
+    this.routeKey = routeKeyOf(route);
+    new HttpRoute(this, "Route", {
+      httpApi: props.httpApi,
+      routeKey: HttpRouteKey.with(apiPathOf(route), HttpMethod[route.method]),
+      // Payload format 2.0 (the default) is what the handlers parse: APIGatewayProxyEventV2.
+      integration: new HttpLambdaIntegration("Integration", fn),
+    });
+  }
+}

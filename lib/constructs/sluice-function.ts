@@ -1,0 +1,87 @@
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
+import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+
+/** The repository root: entries, the lockfile and tsconfig.json are resolved from here. */
+export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
+
+/**
+ * Bundled ESM has no `require`; some dependencies still call it for Node built-ins, so the bundle
+ * gets one made from its own URL.
+ */
+const ESM_REQUIRE_BANNER = "import { createRequire } from 'module'; const require = createRequire(import.meta.url);";
+
+export interface SluiceFunctionProps {
+  /**
+   * Entry module, relative to the repository root (e.g. `functions/http/get-me.ts`). Its `handler`
+   * export is the Lambda handler.
+   */
+  readonly entry: string;
+  /** @default - the entry path */
+  readonly description?: string;
+  /** Extra environment variables; `NODE_OPTIONS` is always set. @default - none */
+  readonly environment?: Readonly<Record<string, string>>;
+  /** @default 512 */
+  readonly memorySize?: number;
+  /** @default Duration.seconds(10) */
+  readonly timeout?: Duration;
+  /** How long the function's log group keeps events. @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * A Node.js Lambda function bundled the way every Sluice function is: ESM for Node 22 on arm64,
+ * minified with source maps, the AWS SDK v3 taken from the runtime, and its own log group.
+ */
+export class SluiceFunction extends Construct {
+  readonly lambdaFunction: NodejsFunction;
+  readonly logGroup: LogGroup;
+  /** The entry module, relative to the repository root. */
+  readonly entry: string;
+
+  constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
+    super(scope, id);
+    this.entry = props.entry;
+
+    // An explicit log group instead of the deprecated `logRetention`, which adds a custom-resource
+    // Lambda to the stack. Logs are not data worth a retained orphan: they leave with the stack.
+    this.logGroup = new LogGroup(this, "Logs", {
+      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+
+    this.lambdaFunction = new NodejsFunction(this, "Function", {
+      entry: join(PROJECT_ROOT, props.entry),
+      handler: "handler",
+      description: props.description ?? props.entry,
+      // Node 22 on Lambda, Node 20 locally: the code is written to run on both (DESIGN.md, 9).
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: props.memorySize ?? 512,
+      timeout: props.timeout ?? Duration.seconds(10),
+      logGroup: this.logGroup,
+      environment: { ...props.environment, NODE_OPTIONS: "--enable-source-maps" },
+      // Pinned so a synth from another working directory finds the same lockfile and tsconfig.
+      projectRoot: PROJECT_ROOT,
+      depsLockFilePath: join(PROJECT_ROOT, "package-lock.json"),
+      bundling: {
+        // Local esbuild only: there is no Docker engine to fall back to.
+        forceDockerBundling: false,
+        format: OutputFormat.ESM,
+        target: "node22",
+        mainFields: ["module", "main"],
+        banner: ESM_REQUIRE_BANNER,
+        minify: true,
+        sourceMap: true,
+        // Stack traces need the mappings, not the sources; this keeps the zip small.
+        sourcesContent: false,
+        // The Node.js 22 runtime ships AWS SDK v3; bundling it would only slow cold starts.
+        externalModules: ["@aws-sdk/*"],
+      },
+    });
+  }
+}

@@ -1,0 +1,96 @@
+import { CfnOutput, CrossStackReferences, ReferenceStrength, Stack, type StackProps } from "aws-cdk-lib";
+import { HttpApi, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import type { RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { Construct } from "constructs";
+import { routes as manifest } from "#http/routes";
+import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
+import { SluiceFunction } from "./constructs/sluice-function.ts";
+
+export interface ServiceStackProps extends StackProps {
+  /** The resources table of the stateful stack. */
+  readonly resourcesTable: ITableV2;
+  /** The REST endpoints to serve. @default - every route of `functions/http/routes.ts` */
+  readonly routes?: readonly RouteSpec[];
+  /** How long the functions' log groups keep events. @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * The stateless service: the HTTP API and one Lambda function per REST endpoint. It holds no data,
+ * so it can be redeployed, or deleted and recreated, without risk to the tables.
+ */
+export class ServiceStack extends Stack {
+  readonly httpApi: HttpApi;
+  /** The function of each route, by route name. */
+  readonly routeFunctions: ReadonlyMap<string, ApiRouteFunction>;
+  /** The function behind `$default`, which answers unrouted requests in Sluice's error shape. */
+  readonly notFoundFunction: SluiceFunction;
+
+  constructor(scope: Construct, id: string, props: ServiceStackProps) {
+    super(scope, id, props);
+    // Strong references (Export/ImportValue): CloudFormation refuses to delete the stateful stack,
+    // or to drop what it exports, while this stack still uses it. Set explicitly, as CDK asks.
+    CrossStackReferences.of(this).consume(ReferenceStrength.STRONG);
+    const routes = props.routes ?? manifest;
+    assertDistinctRouteKeys(routes);
+
+    // An HTTP API rather than a REST API: payload format 2.0, lower price and latency. The
+    // real-time stream needs response streaming, which will come through function URLs.
+    this.httpApi = new HttpApi(this, "HttpApi", {
+      description: "Sluice REST API",
+    });
+
+    const routeFunctions = new Map<string, ApiRouteFunction>();
+    for (const route of routes) {
+      routeFunctions.set(
+        route.name,
+        new ApiRouteFunction(this, pascalCase(route.name), {
+          httpApi: this.httpApi,
+          route,
+          resourcesTable: props.resourcesTable,
+          logRetention: props.logRetention,
+        }),
+      );
+    }
+    this.routeFunctions = routeFunctions;
+
+    // Without a `$default` route, API Gateway answers unknown paths itself with
+    // `{"message":"Not Found"}`; this function gives them the `{"error": ...}` shape and a 405 with
+    // `Allow` for a known path with another method. It needs no table.
+    this.notFoundFunction = new SluiceFunction(this, "RouteNotFound", {
+      entry: "functions/http/route-not-found.ts",
+      description: "$default: 404/405 for unrouted requests (functions/http/route-not-found.ts)",
+      logRetention: props.logRetention,
+    });
+    new HttpRoute(this, "DefaultRoute", {
+      httpApi: this.httpApi,
+      routeKey: HttpRouteKey.DEFAULT,
+      integration: new HttpLambdaIntegration("RouteNotFoundIntegration", this.notFoundFunction.lambdaFunction),
+    });
+
+    // `url` is only undefined without a default stage, which this API always has.
+    const url = this.httpApi.url;
+    if (!url) throw new Error("ServiceStack: the HTTP API has no default stage, so it has no URL");
+    new CfnOutput(this, "ApiUrl", {
+      value: `${url}v1`,
+      description: "Base URL of the Sluice REST API (the spec's /v1)",
+    });
+  }
+}
+
+/** Two routes on one `METHOD path` would fail only at deploy time; fail at synth instead. */
+function assertDistinctRouteKeys(routes: readonly RouteSpec[]): void {
+  const owners = new Map<string, string>();
+  for (const route of routes) {
+    const key = routeKeyOf(route);
+    const owner = owners.get(key);
+    if (owner) {
+      throw new Error(
+        `Routes "${owner}" and "${route.name}" both claim "${key}" (a trailing slash does not count); change one path in functions/http/.`,
+      );
+    }
+    owners.set(key, route.name);
+  }
+}

@@ -1,0 +1,114 @@
+import { execFileSync } from "node:child_process";
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
+import { App, Stack } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PROJECT_ROOT, type SluiceFunction } from "../../lib/constructs/sluice-function.ts";
+import { ServiceStack } from "../../lib/service-stack.ts";
+import { StatefulStack } from "../../lib/stateful-stack.ts";
+
+// Skips the CloudFormation validation plugin; bundling still runs.
+process.env.CDK_VALIDATION = "false";
+
+interface BundledFunction {
+  dir: string;
+  environment: Record<string, unknown>;
+}
+
+/**
+ * Invokes a bundle's `handler` in a fresh Node process that has only the function's environment
+ * from the template, as on Lambda. Imports left external (`@aws-sdk/*`) resolve from the project's
+ * node_modules, standing in for the runtime's.
+ */
+function invoke(fn: BundledFunction, method: string, path: string): { statusCode: number; body: string } {
+  const env = Object.fromEntries(
+    Object.entries(fn.environment).map(([name, value]) => [name, typeof value === "string" ? value : "sluice-test"]),
+  );
+  const event = {
+    version: "2.0",
+    routeKey: "$default",
+    rawPath: path,
+    rawQueryString: "",
+    headers: {},
+    requestContext: { http: { method, path }, requestId: "infra-test" },
+    isBase64Encoded: false,
+  };
+  const script = `
+    const { handler } = await import(${JSON.stringify(pathToFileURL(join(fn.dir, "index.mjs")).href)});
+    const result = await handler(${JSON.stringify(event)}, { awsRequestId: "infra-test", functionName: "infra-test" });
+    process.stdout.write("\\n" + JSON.stringify(result));`;
+  const output = execFileSync(process.execPath, ["--input-type=module", "-e", script], {
+    env: { PATH: process.env.PATH, AWS_REGION: "us-east-1", ...env },
+    encoding: "utf8",
+  });
+  // The result is the last line; the handler's own logs may come before it.
+  return JSON.parse(output.trimEnd().split("\n").at(-1) ?? "");
+}
+
+describe("ServiceStack bundling", () => {
+  let app: App;
+  let service: ServiceStack;
+  let template: Template;
+
+  beforeAll(() => {
+    // Inside the project (cdk.out is ignored by git), so the bundles' external imports resolve.
+    mkdirSync(join(PROJECT_ROOT, "cdk.out"), { recursive: true });
+    const outdir = mkdtempSync(join(PROJECT_ROOT, "cdk.out", "infra-test-"));
+    // Default context: every function is bundled with the local esbuild, as `cdk synth` does.
+    app = new App({ outdir });
+    const stateful = new StatefulStack(app, "SluiceStateful");
+    service = new ServiceStack(app, "SluiceService", { resourcesTable: stateful.resourcesTable });
+    template = Template.fromStack(service);
+  });
+
+  afterAll(() => {
+    if (app) rmSync(app.outdir, { recursive: true, force: true });
+  });
+
+  /** A function's bundle directory, named by the asset hash its S3 key carries, and its environment. */
+  function bundleOf(fn: SluiceFunction): BundledFunction {
+    const cfn = fn.lambdaFunction.node.defaultChild as CfnFunction;
+    const props = template.findResources("AWS::Lambda::Function")[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
+    expect(props?.Code?.S3Key, fn.entry).toMatch(/^[0-9a-f]{64}\.zip$/);
+    return {
+      dir: join(app.outdir, `asset.${props.Code.S3Key.replace(/\.zip$/, "")}`),
+      environment: props.Environment.Variables,
+    };
+  }
+
+  it("bundles every entry into an ESM file with a source map, leaving the AWS SDK to the runtime", () => {
+    const functions = [
+      ...[...service.routeFunctions.values()].map((route) => route.function),
+      service.notFoundFunction,
+    ];
+    for (const fn of functions) {
+      const { dir } = bundleOf(fn);
+      const code = readFileSync(join(dir, "index.mjs"), "utf8");
+      expect(code.startsWith("import { createRequire } from 'module';"), fn.entry).toBe(true);
+      const map = JSON.parse(readFileSync(join(dir, "index.mjs.map"), "utf8")) as { sources: string[] };
+      expect(
+        map.sources.some((source) => source.endsWith(fn.entry)),
+        fn.entry,
+      ).toBe(true);
+      expect(
+        map.sources.some((source) => source.includes("node_modules/@aws-sdk/")),
+        fn.entry,
+      ).toBe(false);
+    }
+  });
+
+  it("runs the bundled $default function, which answers an unrouted request with a JSON 404", () => {
+    const result = invoke(bundleOf(service.notFoundFunction), "GET", "/v1/nowhere");
+    expect(result.statusCode).toBe(404);
+    expect(JSON.parse(result.body)).toEqual({ error: expect.stringContaining("/v1/nowhere") });
+  });
+
+  it("runs the bundled openapi function with only the environment the stack gives it", () => {
+    const result = invoke(bundleOf(service.routeFunctions.get("get-openapi")!.function), "GET", "/v1/openapi.json");
+    expect(result.statusCode, result.body).toBe(200);
+    expect(JSON.parse(result.body)).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
+  });
+});

@@ -1,0 +1,226 @@
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { App, type CfnElement, Stack } from "aws-cdk-lib";
+import { Match, Template } from "aws-cdk-lib/assertions";
+import type { IConstruct } from "constructs";
+import { beforeAll, describe, expect, it } from "vitest";
+import { ENV } from "#config/env";
+import { routes } from "#http/routes";
+import { type RouteSpec, routeKeyOf } from "../../lib/constructs/api-route-function.ts";
+import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
+import { ServiceStack } from "../../lib/service-stack.ts";
+import { StatefulStack } from "../../lib/stateful-stack.ts";
+
+// Skips the CloudFormation validation plugin, which halves synth time; it checks nothing of ours.
+process.env.CDK_VALIDATION = "false";
+
+type Resource = { Properties: Record<string, any> };
+
+const DYNAMODB_WRITES = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"];
+
+/** Both stacks with bundling skipped (bundling.test.ts bundles for real). */
+function synth(serviceRoutes?: readonly RouteSpec[]) {
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+  const stateful = new StatefulStack(app, "SluiceStateful");
+  const service = new ServiceStack(app, "SluiceService", {
+    resourcesTable: stateful.resourcesTable,
+    routes: serviceRoutes,
+  });
+  return {
+    service,
+    template: Template.fromStack(service),
+    statefulTemplate: Template.fromStack(stateful),
+  };
+}
+
+function logicalIdOf(construct: IConstruct): string {
+  return Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnElement);
+}
+
+/** Every IAM action granted to a function's execution role. */
+function actionsOf(template: Template, functionId: string): string[] {
+  const fn = template.findResources("AWS::Lambda::Function")[functionId] as Resource | undefined;
+  expect(fn, `function ${functionId}`).toBeDefined();
+  const roleId: string = fn!.Properties.Role["Fn::GetAtt"][0];
+  const policies = Object.values(template.findResources("AWS::IAM::Policy")) as Resource[];
+  return policies
+    .filter((policy) => JSON.stringify(policy.Properties.Roles).includes(JSON.stringify({ Ref: roleId })))
+    .flatMap((policy) => policy.Properties.PolicyDocument.Statement)
+    .flatMap((statement: { Action: string | string[] }) => [statement.Action].flat());
+}
+
+/** The name under which the stateful stack exports a value (`Ref` or `Arn` of the table). */
+function exportOf(statefulTemplate: Template, value: unknown): string {
+  const outputs = Object.values(statefulTemplate.findOutputs("*", { Value: value, Export: Match.anyValue() }));
+  expect(outputs).toHaveLength(1);
+  return outputs[0]!.Export.Name;
+}
+
+describe("ServiceStack", () => {
+  let service: ServiceStack;
+  let template: Template;
+  let statefulTemplate: Template;
+
+  beforeAll(() => {
+    ({ service, template, statefulTemplate } = synth());
+  });
+
+  const routeFunctionId = (name: string) => logicalIdOf(service.routeFunctions.get(name)!.function.lambdaFunction);
+  const notFoundId = () => logicalIdOf(service.notFoundFunction.lambdaFunction);
+
+  it("has one function per manifest route plus one for $default", () => {
+    expect(routes.length).toBeGreaterThan(0);
+    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1);
+    expect([...service.routeFunctions.keys()].sort()).toEqual(routes.map((route) => route.name).sort());
+  });
+
+  it.each(routes.map((route) => [route.name, route] as const))(
+    "runs %s from its file's handler export on Node.js 22, arm64, 512 MB, 10 s",
+    (name, route) => {
+      const entry = `functions/http/${name}.ts`;
+      expect(service.routeFunctions.get(name)!.function.entry).toBe(entry);
+      expect(existsSync(join(PROJECT_ROOT, entry))).toBe(true);
+      const fn = template.findResources("AWS::Lambda::Function")[routeFunctionId(name)] as Resource;
+      expect(fn.Properties).toMatchObject({
+        Handler: "index.handler",
+        Runtime: "nodejs22.x",
+        Architectures: ["arm64"],
+        MemorySize: 512,
+        Timeout: 10,
+        Description: `${route.method} ${route.path} (${entry})`,
+      });
+    },
+  );
+
+  it("runs the $default function from route-not-found.ts on Node.js 22", () => {
+    expect(service.notFoundFunction.entry).toBe("functions/http/route-not-found.ts");
+    const fn = template.findResources("AWS::Lambda::Function")[notFoundId()] as Resource;
+    expect(fn.Properties).toMatchObject({ Handler: "index.handler", Runtime: "nodejs22.x", Architectures: ["arm64"] });
+  });
+
+  it("routes every manifest METHOD /path to its own function with payload format 2.0", () => {
+    for (const route of routes) {
+      const integrations = template.findResources("AWS::ApiGatewayV2::Integration", {
+        Properties: {
+          IntegrationType: "AWS_PROXY",
+          PayloadFormatVersion: "2.0",
+          IntegrationUri: { "Fn::GetAtt": [routeFunctionId(route.name), "Arn"] },
+        },
+      });
+      expect(Object.keys(integrations), route.name).toHaveLength(1);
+      template.hasResourceProperties("AWS::ApiGatewayV2::Route", {
+        RouteKey: `${route.method} ${route.path}`,
+        Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
+      });
+    }
+  });
+
+  it("sends unmatched requests through the $default route to the route-not-found function", () => {
+    const integrations = template.findResources("AWS::ApiGatewayV2::Integration", {
+      Properties: { IntegrationUri: { "Fn::GetAtt": [notFoundId(), "Arn"] } },
+    });
+    expect(Object.keys(integrations)).toHaveLength(1);
+    template.hasResourceProperties("AWS::ApiGatewayV2::Route", {
+      RouteKey: "$default",
+      Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
+    });
+    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1);
+  });
+
+  it("declares no route key with a trailing slash, which HTTP APIs refuse", () => {
+    const keys = Object.values(template.findResources("AWS::ApiGatewayV2::Route")).map(
+      (route) => (route as Resource).Properties.RouteKey as string,
+    );
+    expect(keys.filter((key) => key.endsWith("/"))).toEqual([]);
+  });
+
+  it("grants routes that read resources read actions on the table and no write action", () => {
+    const tableArn = exportOf(statefulTemplate, { "Fn::GetAtt": ["Resources", "Arn"] });
+    const readers = routes.filter((route) => route.access.resources === "read");
+    expect(readers.length).toBeGreaterThan(0);
+    for (const route of readers) {
+      const actions = actionsOf(template, routeFunctionId(route.name));
+      expect(actions, route.name).toEqual(expect.arrayContaining(["dynamodb:GetItem", "dynamodb:Query"]));
+      expect(
+        actions.filter((action) => DYNAMODB_WRITES.includes(action)),
+        route.name,
+      ).toEqual([]);
+    }
+    // The grants name the stateful stack's table, imported through its export.
+    template.hasResourceProperties("AWS::IAM::Policy", {
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: Match.arrayWith(["dynamodb:GetItem"]),
+            Resource: { "Fn::ImportValue": tableArn },
+          }),
+        ]),
+      },
+    });
+  });
+
+  it("gives the openapi route and the $default function no DynamoDB action and no table name", () => {
+    expect(routes.find((route) => route.name === "get-openapi")?.access.resources).toBeUndefined();
+    for (const id of [routeFunctionId("get-openapi"), notFoundId()]) {
+      expect(
+        actionsOf(template, id).filter((action) => action.startsWith("dynamodb:")),
+        id,
+      ).toEqual([]);
+      const fn = template.findResources("AWS::Lambda::Function")[id] as Resource;
+      expect(fn.Properties.Environment.Variables, id).toEqual({ NODE_OPTIONS: "--enable-source-maps" });
+    }
+  });
+
+  it("sets SLUICE_RESOURCES_TABLE to the stateful stack's table name on routes that use the table", () => {
+    const tableName = exportOf(statefulTemplate, { Ref: "Resources" });
+    const users = routes.filter((route) => route.access.resources);
+    expect(users.length).toBeGreaterThan(0);
+    for (const route of users) {
+      const fn = template.findResources("AWS::Lambda::Function")[routeFunctionId(route.name)] as Resource;
+      expect(fn.Properties.Environment.Variables, route.name).toEqual({
+        [ENV.resourcesTable]: { "Fn::ImportValue": tableName },
+        NODE_OPTIONS: "--enable-source-maps",
+      });
+    }
+  });
+
+  it("logs every function to its own log group kept for 30 days", () => {
+    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1);
+    const groups = template.findResources("AWS::Logs::LogGroup", { Properties: { RetentionInDays: 30 } });
+    const functions = Object.values(template.findResources("AWS::Lambda::Function")) as Resource[];
+    const used = functions.map((fn) => fn.Properties.LoggingConfig.LogGroup.Ref as string);
+    expect(used.sort()).toEqual(Object.keys(groups).sort());
+  });
+
+  it("outputs the API URL with the /v1 prefix", () => {
+    template.hasOutput("ApiUrl", {
+      Value: { "Fn::Join": ["", Match.arrayWith(["https://", Match.stringLikeRegexp("/v1$")])] },
+    });
+  });
+});
+
+describe("ServiceStack with routes other than the manifest's", () => {
+  it("grants a write route read and write actions on the table", () => {
+    const { service, template } = synth([
+      { name: "get-me", method: "POST", path: "/v1/users/me", access: { resources: "write" } },
+    ]);
+    const actions = actionsOf(template, logicalIdOf(service.routeFunctions.get("get-me")!.function.lambdaFunction));
+    expect(actions).toEqual(expect.arrayContaining(["dynamodb:GetItem", "dynamodb:Query", ...DYNAMODB_WRITES]));
+  });
+
+  it("declares a path the spec writes with a trailing slash on the bare path", () => {
+    const route = { name: "get-me", method: "POST", path: "/v1/sources/", access: {} } as const;
+    expect(routeKeyOf(route)).toBe("POST /v1/sources");
+    const { template } = synth([route]);
+    template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: "POST /v1/sources" });
+  });
+
+  it("fails at synth when two routes claim the same METHOD /path", () => {
+    expect(() =>
+      synth([
+        { name: "get-me", method: "GET", path: "/v1/users/me", access: {} },
+        { name: "get-workspace", method: "GET", path: "/v1/users/me/", access: {} },
+      ]),
+    ).toThrow(/"get-me" and "get-workspace" both claim "GET \/v1\/users\/me"/);
+  });
+});
