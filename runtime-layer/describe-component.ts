@@ -1,0 +1,218 @@
+/**
+ * Turns a component's exported object into plain JSON metadata. Runs inside the sandbox child
+ * (`sandbox-entry.ts`), after the user's module has been evaluated there: nothing here may assume
+ * the object is well formed, and nothing of it (functions, getters' surprises, cycles) may leak
+ * into the answer, which crosses the IPC channel as JSON.
+ */
+
+/** A JSON value, as it crosses the sandbox's IPC channel. */
+export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
+
+/** One prop of a component, in declaration order. Only the attributes the code set are present. */
+export interface PropDescription {
+  name: string;
+  /** The prop type (`string`, `integer[]`, `app`, `$.interface.http`, ...). */
+  type: string;
+  label?: string;
+  description?: string;
+  default?: Json;
+  optional?: boolean;
+  secret?: boolean;
+  min?: number;
+  max?: number;
+  /** Static choices only; an `options` method is reported as `remoteOptions` instead. */
+  options?: Json[];
+  remoteOptions?: true;
+  /** `$.interface.http` props. */
+  customResponse?: boolean;
+  /** App props: the app's name slug. */
+  app?: string;
+  /** Alert props. */
+  alertType?: string;
+  content?: string;
+  static?: Json;
+  reloadProps?: boolean;
+  useQuery?: boolean;
+  disabled?: boolean;
+  hidden?: boolean;
+}
+
+/** What the API keeps of a component's code: the metadata, never the code's behaviour. */
+export interface ComponentDescription {
+  key?: string;
+  name?: string;
+  version?: string;
+  description?: string;
+  /** A component without `type` is a source. */
+  type: "source" | "action";
+  dedupe?: string;
+  /** Present hooks among `deploy`, `activate`, `deactivate`. */
+  hooks: string[];
+  methods: string[];
+  hasRun: boolean;
+  hasAdditionalProps: boolean;
+  props: PropDescription[];
+}
+
+const HOOK_NAMES = ["deploy", "activate", "deactivate"] as const;
+const STRING_ATTRIBUTES = ["label", "description", "app", "alertType", "content"] as const;
+const BOOLEAN_ATTRIBUTES = [
+  "optional",
+  "secret",
+  "customResponse",
+  "reloadProps",
+  "useQuery",
+  "disabled",
+  "hidden",
+] as const;
+const NUMBER_ATTRIBUTES = ["min", "max"] as const;
+
+/** Type reported for a prop whose code (or whose unresolvable `propDefinition`) gave none. */
+export const UNKNOWN_PROP_TYPE = "unknown";
+
+type Bag = Record<string, unknown>;
+
+function isBag(value: unknown): value is Bag {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+/**
+ * Copies `value` keeping only what JSON can carry: functions and symbols are dropped (in arrays
+ * they become `null`, as `JSON.stringify` does), cycles are cut, non-finite numbers become null.
+ * Returns `undefined` when nothing of the value survives.
+ */
+export function toJson(value: unknown, seen: Set<object> = new Set()): Json | undefined {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return value;
+  if (typeof value === "number") return Number.isFinite(value) ? value : null;
+  if (typeof value !== "object") return undefined; // functions, symbols, bigint, undefined
+  if (seen.has(value)) return undefined;
+  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
+  seen.add(value);
+  try {
+    if (Array.isArray(value)) return value.map((item) => toJson(item, seen) ?? null);
+    const out: { [key: string]: Json } = {};
+    for (const [key, item] of Object.entries(value)) {
+      const json = toJson(item, seen);
+      if (json !== undefined) out[key] = json;
+    }
+    return out;
+  } finally {
+    // Only ancestors count as a cycle; the same object twice side by side is fine.
+    seen.delete(value);
+  }
+}
+
+/**
+ * Describes a component from the object its module exports (the default export of an ES module,
+ * `module.exports` of a CommonJS one).
+ *
+ * Tolerant by design: unknown top-level keys (`sampleEmit`) and unknown prop attributes
+ * (`withLabel`) are ignored, attributes of the wrong type are left out. A prop with no type is
+ * reported as {@link UNKNOWN_PROP_TYPE}, so the caller decides whether that is an error.
+ *
+ * @throws TypeError when `exported` is not an object (no default export, a bare function, ...).
+ */
+export function describeComponent(exported: unknown): ComponentDescription {
+  if (!isBag(exported)) {
+    throw new TypeError(
+      `the module must export a component object (export default { ... } or module.exports = { ... }), got ${describeKind(exported)}`,
+    );
+  }
+  const description: ComponentDescription = {
+    ...stringFields(exported),
+    type: exported.type === "action" ? "action" : "source",
+    hooks: functionNames(exported.hooks).filter((name) => (HOOK_NAMES as readonly string[]).includes(name)),
+    methods: functionNames(exported.methods),
+    hasRun: typeof exported.run === "function",
+    hasAdditionalProps: typeof exported.additionalProps === "function",
+    props: describeProps(exported.props),
+  };
+  return description;
+}
+
+function stringFields(
+  exported: Bag,
+): Pick<ComponentDescription, "key" | "name" | "version" | "description" | "dedupe"> {
+  const fields: Pick<ComponentDescription, "key" | "name" | "version" | "description" | "dedupe"> = {};
+  for (const field of ["key", "name", "version", "description", "dedupe"] as const) {
+    const value = exported[field];
+    if (typeof value === "string") fields[field] = value;
+  }
+  return fields;
+}
+
+function describeKind(value: unknown): string {
+  if (value === undefined) return "nothing (no default export)";
+  if (value === null) return "null";
+  return Array.isArray(value) ? "an array" : `a ${typeof value}`;
+}
+
+function functionNames(value: unknown): string[] {
+  if (!isBag(value)) return [];
+  return Object.keys(value).filter((name) => typeof value[name] === "function");
+}
+
+function describeProps(props: unknown): PropDescription[] {
+  if (!isBag(props)) return [];
+  // Object.entries keeps insertion order for string keys, which is declaration order after spreads.
+  return Object.entries(props).map(([name, prop]) => describeProp(name, prop));
+}
+
+function describeProp(name: string, declared: unknown): PropDescription {
+  // Bare strings: `http: "$.interface.http"`, `db: "$.service.db"`, legacy `secret: "string"`.
+  if (typeof declared === "string") return { name, type: declared };
+  if (!isBag(declared)) return { name, type: UNKNOWN_PROP_TYPE };
+
+  const prop = resolvePropDefinition(declared);
+  const type = typeof prop.type === "string" ? prop.type : UNKNOWN_PROP_TYPE;
+  // An app prop is the app object itself: its propDefinitions and methods are not prop metadata.
+  if (type === "app") return typeof prop.app === "string" ? { name, type, app: prop.app } : { name, type };
+  const out: PropDescription = { name, type };
+
+  for (const attribute of STRING_ATTRIBUTES) {
+    const value = prop[attribute];
+    if (typeof value === "string") out[attribute] = value;
+  }
+  for (const attribute of BOOLEAN_ATTRIBUTES) {
+    const value = prop[attribute];
+    if (typeof value === "boolean") out[attribute] = value;
+  }
+  for (const attribute of NUMBER_ATTRIBUTES) {
+    const value = prop[attribute];
+    if (typeof value === "number" && Number.isFinite(value)) out[attribute] = value;
+  }
+
+  if ("default" in prop) {
+    const value = toJson(prop.default);
+    if (value !== undefined) out.default = value;
+  } else if (type === "$.interface.timer" && typeof prop.intervalSeconds === "number") {
+    // Legacy timers put the interval on the prop itself (PD:components/rss/rss.js).
+    out.default = { intervalSeconds: prop.intervalSeconds };
+  }
+  if ("static" in prop) {
+    const value = toJson(prop.static);
+    if (value !== undefined) out.static = value;
+  }
+
+  if (typeof prop.options === "function") out.remoteOptions = true;
+  else if (Array.isArray(prop.options)) out.options = prop.options.map((option) => toJson(option) ?? null);
+
+  return out;
+}
+
+/**
+ * Merges `propDefinition: [app, name, inputValues?]` with the definition found in the app
+ * object's `propDefinitions`; the prop's own attributes win. An unresolvable reference leaves the
+ * prop as written: the definition's attributes then simply do not appear.
+ */
+function resolvePropDefinition(prop: Bag): Bag {
+  const reference = prop.propDefinition;
+  if (!Array.isArray(reference)) return prop;
+  const [app, definitionName] = reference as unknown[];
+  if (!isBag(app) || typeof definitionName !== "string") return prop;
+  const definitions = app.propDefinitions;
+  const definition = isBag(definitions) ? definitions[definitionName] : undefined;
+  if (!isBag(definition)) return prop;
+  const { propDefinition: _reference, ...own } = prop;
+  return { ...definition, ...own };
+}
