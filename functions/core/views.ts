@@ -4,7 +4,6 @@ import type { Project, User, Workspace } from "./identity.ts";
 
 /** Entities in the field shapes of `spec/rest-api.md`. */
 
-export const epochSeconds = (ms: number) => Math.floor(ms / 1000);
 export const isoTime = (ms: number) => new Date(ms).toISOString();
 /** UTC day of a time, the key of daily usage counters. */
 export const usageDay = (ms: number) => isoTime(ms).slice(0, 10);

@@ -24,7 +24,6 @@ export type DepsProvider = () => Promise<Deps>;
 
 interface RequestState {
   requestId: string;
-  startedAt: number;
   deps?: Deps;
   log?: Logger;
   caller?: Caller;
@@ -103,13 +102,13 @@ function requestContext(): MiddlewareObj<HttpEvent, HttpResult, Error, HttpConte
   return {
     before: (request) => {
       const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId ?? "unknown";
-      request.context.sluice = { requestId, startedAt: Date.now() };
+      request.context.sluice = { requestId };
     },
     after: (request) => {
       if (request.response) request.response.headers["x-request-id"] = stateOf(request).requestId;
     },
     onError: (request) => {
-      const state = request.context.sluice ?? { requestId: "unknown", startedAt: Date.now() };
+      const state = request.context.sluice ?? { requestId: "unknown" };
       request.response = errorResult(request.error, state.requestId, state.log);
       request.response.headers["x-request-id"] = state.requestId;
       if (isDomainError(request.error) && request.error.code === "unauthorized") {

@@ -15,16 +15,13 @@ export type BootstrapOutcome =
   /** A later start: the key was shown on the first start and is in the key file. */
   | { kind: "existing"; keyFile: string; keyFileExists: boolean };
 
-function writeKeyFile(file: string, key: string): void {
-  writeFileSync(file, `${key}\n`, { mode: 0o600 });
-  chmodSync(file, 0o600);
-}
-
 /** Saves a key to `<data dir>/api-key`, readable by its owner only; returns the file's path. */
 export function saveApiKey(dataDir: string, key: string): string {
   mkdirSync(dataDir, { recursive: true });
   const file = join(dataDir, API_KEY_FILE);
-  writeKeyFile(file, key);
+  writeFileSync(file, `${key}\n`, { mode: 0o600 });
+  // `mode` applies only when the file is created; an older file keeps its mode otherwise.
+  chmodSync(file, 0o600);
   return file;
 }
 
@@ -34,7 +31,6 @@ export function saveApiKey(dataDir: string, key: string): string {
  * account, or added to the existing user on a later start.
  */
 export async function ensureFirstAccount(deps: Deps, config: LocalConfig): Promise<BootstrapOutcome> {
-  mkdirSync(config.dataDir, { recursive: true });
   const keyFile = join(config.dataDir, API_KEY_FILE);
   const existing = await deps.identity.findUserByUsername(config.username);
 
@@ -44,7 +40,7 @@ export async function ensureFirstAccount(deps: Deps, config: LocalConfig): Promi
       email: config.email,
       apiKey: config.apiKey,
     });
-    writeKeyFile(keyFile, account.apiKey);
+    saveApiKey(config.dataDir, account.apiKey);
     deps.log.info("created the first account", { user_id: account.user.id, workspace_id: account.workspace.id });
     return config.apiKey ? { kind: "from-env", keyFile } : { kind: "created", apiKey: account.apiKey, keyFile };
   }
@@ -52,7 +48,7 @@ export async function ensureFirstAccount(deps: Deps, config: LocalConfig): Promi
     if (!(await deps.identity.findApiKeyByHash(hashApiKey(config.apiKey)))) {
       await addApiKey(deps, { userId: existing.id, label: "SLUICE_API_KEY", apiKey: config.apiKey });
     }
-    writeKeyFile(keyFile, config.apiKey);
+    saveApiKey(config.dataDir, config.apiKey);
     return { kind: "from-env", keyFile };
   }
   return { kind: "existing", keyFile, keyFileExists: existsSync(keyFile) };

@@ -1,8 +1,12 @@
-import { statSync } from "node:fs";
+import { execFile } from "node:child_process";
+import { rmSync, statSync } from "node:fs";
 import { connect } from "node:net";
 import { join } from "node:path";
+import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newDataDir, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { newDataDir, REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+const run = promisify(execFile);
 
 async function call(base: string, path: string, init: RequestInit & { key?: string } = {}) {
   const headers = new Headers(init.headers);
@@ -126,6 +130,30 @@ describe("local mode across restarts", () => {
       expect(after.json().data).toEqual(before);
     } finally {
       expect(await second.stop("SIGINT")).toEqual({ code: 0, signal: null });
+    }
+  });
+
+  it("says how to get a key when the key file is gone, and create-key makes one that works", async () => {
+    const dataDir = newDataDir();
+    await (await startSluice({ dataDir })).stop();
+    rmSync(join(dataDir, "api-key"));
+
+    const warned = await startSluice({ dataDir });
+    expect(warned.output()).toContain("make a new key with: npm run sluice -- create-key");
+    await warned.stop();
+
+    const { stdout } = await run(process.execPath, ["--import", "tsx", "bin/sluice.ts", "create-key"], {
+      cwd: REPO_ROOT,
+      env: { ...process.env, SLUICE_DATA_DIR: dataDir },
+    });
+    const key = stdout.split("\n")[0] ?? "";
+    expect(key).toMatch(/^sluice_/);
+    const after = await startSluice({ dataDir });
+    try {
+      expect(after.apiKeyFromFile()).toBe(key);
+      expect((await call(after.baseUrl, "/v1/users/me", { key })).status).toBe(200);
+    } finally {
+      await after.stop();
     }
   });
 

@@ -10,7 +10,7 @@
 import { fork } from "node:child_process";
 import { createHash } from "node:crypto";
 import { existsSync } from "node:fs";
-import { mkdir, readFile, rename, writeFile } from "node:fs/promises";
+import { mkdir, rename, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Message } from "esbuild";
@@ -36,7 +36,6 @@ export interface ComponentSandboxOptions {
 
 const FIELD = "component_code";
 const BUNDLE_FILE = "component.mjs";
-const ENTRY_SOURCES = ["sandbox-entry.ts", "describe-component.ts"];
 const RUNTIME_LAYER = fileURLToPath(new URL("../../../runtime-layer/", import.meta.url));
 /** Bytes of the child's stderr kept to explain a crash (an OOM report is a few hundred). */
 const STDERR_TAIL = 4096;
@@ -115,21 +114,20 @@ function compileError(error: unknown): unknown {
   return invalidCode(`${first.text}${where}`);
 }
 
-/** Entry bundles per work dir, keyed by the hash of the runtime sources they were built from. */
+/** The entry bundle of each work dir, built on first use in this process. */
 const entryBundles = new Map<string, Promise<string>>();
 
 /**
  * Bundles `runtime-layer/sandbox-entry.ts` into `<workDir>/runtime/sandbox-entry.mjs` once per
- * process, so the child runs plain JS without tsx and can read nothing but that one folder.
+ * process (always afresh, so a new Sluice version never runs an old entry), so the child runs
+ * plain JS without tsx and can read nothing but that one folder.
  */
-async function sandboxEntry(workDir: string): Promise<string> {
-  const sources = await Promise.all(ENTRY_SOURCES.map((file) => readFile(join(RUNTIME_LAYER, file), "utf8")));
-  const key = `${workDir}\0${sha256(sources.join("\0"))}`;
-  let entry = entryBundles.get(key);
+function sandboxEntry(workDir: string): Promise<string> {
+  let entry = entryBundles.get(workDir);
   if (!entry) {
     entry = buildEntry(workDir);
-    entryBundles.set(key, entry);
-    entry.catch(() => entryBundles.delete(key));
+    entryBundles.set(workDir, entry);
+    entry.catch(() => entryBundles.delete(workDir));
   }
   return entry;
 }

@@ -15,17 +15,14 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import type { NewAccount, Workspace } from "#core/identity";
 
 const TABLE = "resources-test";
 const ddb = mockClient(DynamoDBDocumentClient);
-const store = new DynamoDbIdentityStore(
-  DynamoDBDocumentClient.from(
-    new DynamoDBClient({ region: "local", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
-  ),
-  TABLE,
-);
+// The production client (same marshalling options); the mock intercepts every document client.
+const store = new DynamoDbIdentityStore(documentClient(new DynamoDBClient({ region: "local" })), TABLE);
 
 const account: NewAccount = {
   user: { id: "u_1", username: "ada", email: "ada@example.com", createdAt: 10, updatedAt: 11 },

@@ -2,16 +2,13 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
+import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbUsageStore } from "#adapters/aws/dynamodb-usage-store";
 
 const TABLE = "resources-test";
 const ddb = mockClient(DynamoDBDocumentClient);
-const store = new DynamoDbUsageStore(
-  DynamoDBDocumentClient.from(
-    new DynamoDBClient({ region: "local", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
-  ),
-  TABLE,
-);
+// The production client (same marshalling options); the mock intercepts every document client.
+const store = new DynamoDbUsageStore(documentClient(new DynamoDBClient({ region: "local" })), TABLE);
 
 beforeEach(() => {
   ddb.reset();

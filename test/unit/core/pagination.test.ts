@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { z } from "zod";
 import {
   decodeCursor,
   encodeCursor,
@@ -8,6 +9,7 @@ import {
   slicePage,
   toPageQuery,
 } from "#core/pagination";
+import { paginated } from "#http/schemas";
 
 const keys = Array.from({ length: 25 }, (_, i) => `k${String(i).padStart(2, "0")}`).reverse(); // newest first
 const page = (query: PageQuery) => slicePage(keys, (k) => k, query);
@@ -77,6 +79,28 @@ describe("pagination", () => {
     const grown = ["k99", "k98", ...keys];
     const next = slicePage(grown, (k) => k, { limit: 5, after: first.items.at(-1)! });
     expect(next.items).toEqual(["k19", "k18", "k17", "k16", "k15"]);
+  });
+
+  it("produces exactly the envelope the OpenAPI document declares for paginated lists", () => {
+    const schema = paginated(z.object({ id: z.string() })).strict();
+    expect(
+      schema.safeParse(
+        pageEnvelope(
+          page({ limit: 3 }),
+          (k) => k,
+          (k) => ({ id: k }),
+        ),
+      ).success,
+    ).toBe(true);
+    expect(
+      schema.safeParse(
+        pageEnvelope(
+          { items: [], totalCount: 0 },
+          (k: string) => k,
+          (k) => ({ id: k }),
+        ),
+      ).success,
+    ).toBe(true);
   });
 
   it("reports counts and cursors in page_info, and null cursors for an empty page", () => {
