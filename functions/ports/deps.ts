@@ -1,7 +1,14 @@
 import type { Clock } from "./clock.ts";
+import type { ComponentHost } from "./component-host.ts";
+import type { ComponentStore } from "./component-store.ts";
+import type { EventStore } from "./event-store.ts";
 import type { IdGenerator } from "./id-generator.ts";
 import type { IdentityStore } from "./identity-store.ts";
 import type { Logger } from "./logger.ts";
+import type { RunQueue } from "./run-queue.ts";
+import type { Secrets } from "./secrets.ts";
+import type { SourceStore } from "./source-store.ts";
+import type { Timers } from "./timers.ts";
 import type { UsageStore } from "./usage-store.ts";
 
 /** Daily quotas reported on users and workspaces. Zero means unlimited. */
@@ -11,6 +18,19 @@ export interface Quotas {
   dailyCredits: number;
 }
 
+/** Settings of the component runtime, the same on both platforms. */
+export interface RuntimeSettings {
+  /**
+   * Base of HTTP interface endpoints (`<publicUrl>/http/<key>`); when absent, the base URL of the
+   * request that deploys the source.
+   */
+  publicUrl?: string;
+  /** Time limit of one run or hook. */
+  invocationTimeoutMs: number;
+  /** Where the registry components live (`registry/` of the repo). */
+  registryDir: string;
+}
+
 /**
  * What use cases and handlers receive. Each platform has one composition root that builds it:
  * `functions/adapters/local/composition.ts` and `functions/adapters/aws/composition.ts`.
@@ -18,8 +38,16 @@ export interface Quotas {
 export interface Deps {
   identity: IdentityStore;
   usage: UsageStore;
+  components: ComponentStore;
+  sources: SourceStore;
+  events: EventStore;
+  secrets: Secrets;
+  host: ComponentHost;
+  timers: Timers;
+  runs: RunQueue;
   clock: Clock;
   ids: IdGenerator;
   log: Logger;
   quotas: Quotas;
+  runtime: RuntimeSettings;
 }

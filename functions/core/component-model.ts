@@ -1,0 +1,108 @@
+/**
+ * Entities of saved components, deployed sources and their events. Times are epoch milliseconds
+ * (views turn them into the spec's epoch seconds).
+ */
+import type { ComponentDescription } from "#runtime/describe-component";
+import type { EmitMeta, Json } from "#runtime/protocol";
+
+export type { ComponentDescription, EmitMeta, Json };
+
+/** A saved component (`sc_`): code plus the metadata read from it in the sandbox. */
+export interface ComponentRecord {
+  id: string;
+  /** The user who saved it; `key` lookups are in this user's namespace. */
+  ownerId: string;
+  key?: string;
+  name: string;
+  version: string;
+  code: string;
+  /** Hex SHA-256 of `code`. */
+  codeHash: string;
+  /** Where the code came from, when it came from a URL (metadata only). */
+  componentUrl?: string;
+  metadata: ComponentDescription;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** A timer's configuration: exactly one of `intervalSeconds` and `cron`. */
+export interface TimerSpec {
+  intervalSeconds?: number;
+  cron?: string;
+  /** IANA zone of `cron`; UTC when absent. */
+  timezone?: string;
+}
+
+/**
+ * A configured prop value as stored. Secret string props are sealed by the `Secrets` port and
+ * stored as `{ [SEALED_SECRET]: "<ciphertext>" }`; interface props keep their configuration
+ * (timer: a `TimerSpec`; http: `{}`; db: `{}`), the runtime shapes are derived from the source.
+ */
+export type StoredPropValue = Json;
+
+/** The key under which a sealed secret value is stored in `configuredProps`. */
+export const SEALED_SECRET = "__sluice_sealed";
+
+/** A deployed source (`dc_`). */
+export interface SourceRecord {
+  id: string;
+  /** The user who deployed it. */
+  userId: string;
+  /** The workspace it belongs to; members of the workspace may manage it. */
+  workspaceId: string;
+  componentId: string;
+  name: string;
+  /** Slug of `name`, unique among the sources of `userId` (the store adds `-1`, `-2`, ...). */
+  nameSlug: string;
+  configuredProps: Record<string, StoredPropValue>;
+  active: boolean;
+  /** Random key of the HTTP interface endpoint, when the component has an `$.interface.http` prop. */
+  endpointKey?: string;
+  /** The timer of the component's `$.interface.timer` prop, when it has one. */
+  timer?: TimerSpec;
+  createdAt: number;
+  updatedAt: number;
+}
+
+/** Dedupe memory of a source (component-model.md "Events"). */
+export interface DedupeState {
+  /** `unique`: the last 100 ids, oldest first, as strings. */
+  unique?: string[];
+  /** `greatest`: the largest id emitted so far. */
+  greatest?: string | number;
+  /** `last`: the id of the last emitted event. */
+  last?: string | number;
+}
+
+/** What a source keeps between runs, versioned for optimistic concurrency. */
+export interface SourceState {
+  db: Record<string, Json>;
+  dedupe: DedupeState;
+  /** 0 for a source with no stored state yet. */
+  version: number;
+}
+
+/** Reserved channels besides the default (`""`) and custom ones. */
+export const LOGS_CHANNEL = "$logs";
+export const ERRORS_CHANNEL = "$errors";
+
+/** An event to store; the store assigns its id. */
+export interface NewEvent {
+  /** `""` for the default channel, a custom name, `$logs` or `$errors`. */
+  channel: string;
+  event: Json;
+  /** Unique id of this emit (`emit_id`), made by trusted code. */
+  emitId: string;
+  meta: EmitMeta;
+}
+
+/** A stored event. `id` is `<epoch_ms>-<n>`, strictly increasing per source in (ms, n) order. */
+export interface StoredEvent {
+  sourceId: string;
+  id: string;
+  indexedAtMs: number;
+  channel: string;
+  event: Json;
+  emitId: string;
+  meta: EmitMeta;
+}

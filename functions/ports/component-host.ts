@@ -1,0 +1,43 @@
+import type { ComponentDescription } from "#core/component-model";
+import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
+
+/** The code of one deployed source, as a host needs it to build and run it. */
+export interface SourceCode {
+  sourceId: string;
+  /** Workspace of the source: sources of different owners never share a process. */
+  ownerId: string;
+  code: string;
+  /** Hex SHA-256 of `code`; bundles are content-addressed by it. */
+  codeHash: string;
+}
+
+export interface InvokeHandlers {
+  /** Called once, as soon as the code calls `respond` (before the run ends). */
+  onRespond?(response: HttpResponseSpec): void;
+}
+
+/**
+ * Where component code is evaluated: never in the API process. Adapters: `ProcessPoolHost`
+ * (sandboxed child processes, local mode) and `LambdaComponentHost` (one Lambda function per
+ * source on AWS).
+ */
+export interface ComponentHost {
+  /**
+   * Evaluates a module in the sandbox and returns its metadata.
+   * @throws DomainError `validation` on field `component_code` with the loader's message and line.
+   */
+  describe(code: string): Promise<ComponentDescription>;
+  /**
+   * Builds what `invoke` runs for a source (bundle with its npm packages; on AWS, creates or updates
+   * its function). Idempotent.
+   * @throws DomainError `validation` naming a package that cannot be installed.
+   */
+  prepare(source: SourceCode): Promise<void>;
+  /**
+   * Runs one invocation. Never throws for what the component did (errors, timeouts, crashes are in
+   * `result.error`); throws only when the host itself fails.
+   */
+  invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult>;
+  /** Releases what `prepare` made for the source (its function on AWS). Idempotent. */
+  remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void>;
+}
