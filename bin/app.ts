@@ -17,11 +17,14 @@ const where = stage ? ` (stage ${stage})` : "";
 
 // No `env`: the stacks are environment-agnostic and deploy to the operator's account and region.
 const stateful = new StatefulStack(app, `${prefix}SluiceStateful`, {
-  description: `Sluice data${where}: DynamoDB tables, retained on stack deletion`,
+  description: `Sluice data${where}: DynamoDB tables and the secrets key, retained on stack deletion`,
+  stage: stage || undefined,
 });
 new ServiceStack(app, `${prefix}SluiceService`, {
-  description: `Sluice service${where}: HTTP API and one Lambda function per REST endpoint`,
+  description: `Sluice service${where}: HTTP API, one Lambda function per REST endpoint, and what sources run on`,
   resourcesTable: stateful.resourcesTable,
+  secretsKey: stateful.secretsKey,
+  stage: stage || undefined,
 });
 
 Tags.of(app).add("sluice:stage", stage ? stage : "default");

@@ -45,7 +45,7 @@ async function start(): Promise<void> {
 
 async function createKey(): Promise<void> {
   const config = loadLocalConfig();
-  const { deps, close } = localDeps(config, jsonLogger({ service: "sluice" }));
+  const { deps, close } = await localDeps(config, jsonLogger({ service: "sluice" }));
   try {
     const user = await deps.identity.findUserByUsername(config.username);
     if (!user) throw new Error(`no local user ${config.username}: run 'npm start' once first`);
@@ -53,7 +53,7 @@ async function createKey(): Promise<void> {
     const file = saveApiKey(config.dataDir, key);
     process.stdout.write(`${key}\n(saved to ${file})\n`);
   } finally {
-    close();
+    await close();
   }
 }
 

@@ -1,12 +1,14 @@
-import { CfnOutput, CrossStackReferences, ReferenceStrength, Stack, type StackProps } from "aws-cdk-lib";
+import { CfnOutput, CrossStackReferences, type Duration, ReferenceStrength, Stack, type StackProps } from "aws-cdk-lib";
 import { HttpApi, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import type { IKey } from "aws-cdk-lib/aws-kms";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
 import { routes as manifest } from "#http/routes";
 import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
 import { SluiceFunction } from "./constructs/sluice-function.ts";
+import { SourceCompute } from "./constructs/source-compute.ts";
 
 export interface ServiceStackProps extends StackProps {
   /** The resources table of the stateful stack. */
@@ -15,6 +17,12 @@ export interface ServiceStackProps extends StackProps {
   readonly routes?: readonly RouteSpec[];
   /** How long the functions' log groups keep events. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /** The key of the stateful stack that seals secret props. @default - no secrets grants */
+  readonly secretsKey?: IKey;
+  /** Stage of the deployment (`-c stage=`); names source functions and the schedule group. @default "default" */
+  readonly stage?: string;
+  /** Time limit of one run or hook of a component. @default Duration.seconds(30) */
+  readonly invocationTimeout?: Duration;
 }
 
 /**
@@ -27,6 +35,8 @@ export class ServiceStack extends Stack {
   readonly routeFunctions: ReadonlyMap<string, ApiRouteFunction>;
   /** The function behind `$default`, which answers unrouted requests in Sluice's error shape. */
   readonly notFoundFunction: SluiceFunction;
+  /** Sources: runtime layer, roles, describer, internal functions, `/http/{key}` routes, schedules. */
+  readonly sources: SourceCompute;
 
   constructor(scope: Construct, id: string, props: ServiceStackProps) {
     super(scope, id, props);
@@ -42,6 +52,15 @@ export class ServiceStack extends Stack {
       description: "Sluice REST API",
     });
 
+    this.sources = new SourceCompute(this, "Sources", {
+      httpApi: this.httpApi,
+      resourcesTable: props.resourcesTable,
+      secretsKey: props.secretsKey,
+      stage: props.stage ?? "default",
+      invocationTimeout: props.invocationTimeout,
+      logRetention: props.logRetention,
+    });
+
     const routeFunctions = new Map<string, ApiRouteFunction>();
     for (const route of routes) {
       routeFunctions.set(
@@ -51,6 +70,7 @@ export class ServiceStack extends Stack {
           route,
           resourcesTable: props.resourcesTable,
           logRetention: props.logRetention,
+          sources: this.sources,
         }),
       );
     }

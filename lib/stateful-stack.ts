@@ -1,5 +1,7 @@
 import { CfnOutput, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
 import { AttributeType, Billing, type CfnGlobalTable, TableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { AccountRootPrincipal, PolicyDocument, PolicyStatement } from "aws-cdk-lib/aws-iam";
+import { type CfnKey, Key } from "aws-cdk-lib/aws-kms";
 import type { Construct } from "constructs";
 import { RESOURCES_TABLE } from "#adapters/aws/table-design";
 
@@ -10,7 +12,12 @@ export interface StatefulStackProps extends StackProps {
    * @default true
    */
   readonly deletionProtection?: boolean;
+  /** Stage of the deployment, part of the secrets key's alias. @default "default" */
+  readonly stage?: string;
 }
+
+/** Logical id of the secrets key, fixed like the table's: a replaced key could open no sealed secret. */
+export const SECRETS_KEY_ID = "SecretsKey";
 
 /**
  * Everything that holds data: the DynamoDB tables (later also events and deliveries, and the
@@ -19,6 +26,8 @@ export interface StatefulStackProps extends StackProps {
 export class StatefulStack extends Stack {
   /** Users, API keys, workspaces, projects and usage: see docs/table-design.md. */
   readonly resourcesTable: TableV2;
+  /** Seals secret prop values (envelope encryption, `KmsSecrets`). */
+  readonly secretsKey: Key;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps = {}) {
     super(scope, id, props);
@@ -37,6 +46,23 @@ export class StatefulStack extends Stack {
     // A fixed logical id: moving or renaming the construct must never make CloudFormation
     // replace the table.
     (this.resourcesTable.node.defaultChild as CfnGlobalTable).overrideLogicalId(RESOURCES_TABLE.id);
+
+    // Secret props in the table are sealed with data keys of this key, so it lives and dies with the
+    // data: retained, and rotated yearly (old key material stays usable for decryption).
+    this.secretsKey = new Key(this, SECRETS_KEY_ID, {
+      description: "Sluice: seals secret prop values of sources",
+      alias: `alias/sluice/${props.stage ?? "default"}/secrets`,
+      enableKeyRotation: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+      // The account's IAM policies decide who may use the key (the service stack grants its
+      // functions on their roles), so the key policy never refers to the service stack.
+      policy: new PolicyDocument({
+        statements: [
+          new PolicyStatement({ actions: ["kms:*"], principals: [new AccountRootPrincipal()], resources: ["*"] }),
+        ],
+      }),
+    });
+    (this.secretsKey.node.defaultChild as CfnKey).overrideLogicalId(SECRETS_KEY_ID);
 
     new CfnOutput(this, "ResourcesTableName", {
       value: this.resourcesTable.tableName,

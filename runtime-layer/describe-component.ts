@@ -152,7 +152,11 @@ function functionNames(value: unknown): string[] {
   return Object.keys(value).filter((name) => typeof value[name] === "function");
 }
 
-function describeProps(props: unknown): PropDescription[] {
+/**
+ * Describes a `props` object (a component's, or what `additionalProps` returned) in declaration
+ * order; anything but an object describes as no props.
+ */
+export function describeProps(props: unknown): PropDescription[] {
   if (!isBag(props)) return [];
   // Object.entries keeps insertion order for string keys, which is declaration order after spreads.
   return Object.entries(props).map(([name, prop]) => describeProp(name, prop));

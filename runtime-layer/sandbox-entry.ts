@@ -1,84 +1,128 @@
 /**
- * The program a sandbox child process runs. The host (`functions/adapters/local/component-sandbox.ts`)
+ * The program a sandbox child process runs. The host (`functions/adapters/local/process-pool-host.ts`)
  * bundles this file to plain JS and forks it under Node's permission model, with read access to
- * this file's folder and the component's bundle folder only, and an empty environment.
+ * this file's folder and one owner's bundle folder only, and an empty environment.
  *
- * Protocol: one JSON request over IPC, one JSON reply. The child keeps no state worth keeping; the
- * host kills it after the reply, and it exits by itself when the host goes away.
+ * One child serves many requests at once over IPC (JSON): `describe` (the host kills the child after
+ * the answer) and `invoke` (the child stays and serves every source of one owner). It says `ready`
+ * once it listens, and exits when the host goes away.
  */
 import { pathToFileURL } from "node:url";
-import { type ComponentDescription, describeComponent } from "./describe-component.ts";
+import { describeComponent } from "./describe-component.ts";
+import type { InvocationResult } from "./protocol.ts";
+import { failCurrentInvocation, runInvocation } from "./run-invocation.ts";
+import {
+  type DescribeReply,
+  type DescribeRequest,
+  type InvokeRequest,
+  type SandboxMessage,
+  type SandboxRequest,
+  toLoadFailure,
+  withPosition,
+} from "./sandbox-protocol.ts";
 
-/** Asks the child to evaluate the bundle at `bundlePath` and describe its export. */
-export interface DescribeRequest {
-  kind: "describe";
-  bundlePath: string;
-}
+// Taken at start: component code running in this process may replace `process.send` later.
+const send: (message: SandboxMessage) => void = (() => {
+  const original = process.send?.bind(process);
+  return (message: SandboxMessage) => {
+    if (!original || !process.connected) return;
+    original(message, undefined, {}, () => {
+      // The host went away; `disconnect` ends this process.
+    });
+  };
+})();
 
-/** Why a component could not be evaluated; `line`/`column` are positions in the user's source. */
-export interface LoadFailure {
-  message: string;
-  line?: number;
-  column?: number;
-}
+/** Loads in progress: an error no invocation owns while one is pending fails the load. */
+const pendingLoads = new Set<(thrown: unknown) => void>();
+/** Bundles are content-addressed, so a path's module never changes. */
+const modules = new Map<string, Promise<unknown>>();
 
-export type DescribeReply = { ok: true; description: ComponentDescription } | { ok: false; error: LoadFailure };
-
-/**
- * The host bundles the user's code with an inline sourcemap and starts the child with
- * `--enable-source-maps`, so stack frames name the user's file (`component.ts`) with its own lines.
- */
-const USER_FRAME = /component\.ts:(\d+):(\d+)/;
-
-let replied = false;
-
-function reply(message: DescribeReply): void {
-  if (replied) return;
-  replied = true;
-  process.send?.(message);
-}
-
-/** Describes what the user's code threw. It can throw anything, not only an Error. */
-export function toLoadFailure(thrown: unknown): LoadFailure {
-  if (!(thrown instanceof Error)) return { message: `non-error thrown: ${String(thrown)}` };
-  const code = (thrown as { code?: unknown }).code;
-  // Node's permission errors say only "Access to this API has been restricted"; the code says which.
-  const prefix = typeof code === "string" && !thrown.message.includes(code) ? `${code}: ` : "";
-  const failure: LoadFailure = { message: `${prefix}${thrown.message}` };
-  const position = USER_FRAME.exec(String(thrown.stack ?? ""));
-  if (position) {
-    failure.line = Number(position[1]);
-    failure.column = Number(position[2]);
+function loadComponent(bundlePath: string): Promise<unknown> {
+  let loaded = modules.get(bundlePath);
+  if (!loaded) {
+    loaded = evaluate(bundlePath);
+    modules.set(bundlePath, loaded);
+    // Not cached when it failed: a stray error of other code may have been blamed on it.
+    loaded.catch(() => modules.delete(bundlePath));
   }
-  return failure;
+  return loaded;
 }
 
-async function describe(request: DescribeRequest): Promise<DescribeReply> {
+function evaluate(bundlePath: string): Promise<unknown> {
+  return new Promise<unknown>((resolve, reject) => {
+    pendingLoads.add(reject);
+    import(pathToFileURL(bundlePath).href)
+      .then(async (module: { default?: unknown }) => {
+        // Let promise chains the module started at top level settle, so a failure there (an
+        // un-awaited `import("node:fs").then(...)`) counts as a load failure rather than a race.
+        await new Promise((settled) => setImmediate(settled));
+        // CommonJS bundles show `module.exports` as the default export too (esbuild's ESM output).
+        resolve(module.default);
+      }, reject)
+      .finally(() => pendingLoads.delete(reject));
+  });
+}
+
+async function describe(request: DescribeRequest): Promise<void> {
+  let reply: DescribeReply;
   try {
-    const module = (await import(pathToFileURL(request.bundlePath).href)) as { default?: unknown };
-    // Let promise chains the module started at top level settle, so a failure there (an
-    // un-awaited `import("node:fs").then(...)`) counts as a load failure rather than a race.
-    await new Promise((resolve) => setImmediate(resolve));
-    if (replied) return { ok: false, error: { message: "already failed" } };
-    // CommonJS bundles show `module.exports` as the default export too (esbuild's ESM output).
-    return { ok: true, description: describeComponent(module.default) };
+    reply = { ok: true, description: describeComponent(await loadComponent(request.bundlePath)) };
   } catch (error) {
-    return { ok: false, error: toLoadFailure(error) };
+    reply = { ok: false, error: toLoadFailure(error) };
   }
+  send({ type: "described", requestId: request.requestId, ...reply });
 }
 
-function isDescribeRequest(message: unknown): message is DescribeRequest {
-  const request = message as Partial<DescribeRequest> | null;
-  return request?.kind === "describe" && typeof request.bundlePath === "string";
+async function invoke(request: InvokeRequest): Promise<void> {
+  const { invocation } = request;
+  const started = performance.now();
+  let result: InvocationResult;
+  try {
+    const component = await loadComponent(request.bundlePath);
+    result = await runInvocation(component, invocation, {
+      onRespond: (response) => send({ type: "respond", invocationId: invocation.invocationId, response }),
+    });
+  } catch (error) {
+    const failure = toLoadFailure(error);
+    result = {
+      invocationId: invocation.invocationId,
+      emits: [],
+      dbWrites: {},
+      logs: [],
+      error: {
+        name: "LoadError",
+        message: `the component could not be loaded: ${withPosition(failure)}`,
+        ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
+        ts: Date.now(),
+      },
+      durationMs: performance.now() - started,
+    };
+  }
+  send({ type: "result", result });
 }
 
-process.on("uncaughtException", (error) => reply({ ok: false, error: toLoadFailure(error) }));
-process.on("unhandledRejection", (reason) => reply({ ok: false, error: toLoadFailure(reason) }));
-process.on("disconnect", () => process.exit(0));
-process.on("message", (message: unknown) => {
-  if (!isDescribeRequest(message)) {
-    reply({ ok: false, error: { message: "sandbox: unknown request" } });
+function onStrayError(thrown: unknown): void {
+  if (failCurrentInvocation(thrown)) return;
+  if (pendingLoads.size > 0) {
+    for (const fail of pendingLoads) fail(thrown);
     return;
   }
-  void describe(message).then(reply);
+  // Not attributable (a late callback of a finished invocation, or module top-level code):
+  // logged, and the child keeps serving the other sources.
+  process.stderr.write(`sluice sandbox: uncaught error outside any invocation: ${String(thrown)}\n`);
+}
+
+process.on("uncaughtException", onStrayError);
+process.on("unhandledRejection", onStrayError);
+process.on("disconnect", () => process.exit(0));
+process.on("message", (message: unknown) => {
+  const request = message as Partial<SandboxRequest> | null;
+  if (request?.type === "describe" && typeof request.requestId === "string" && typeof request.bundlePath === "string") {
+    void describe(request as DescribeRequest);
+  } else if (request?.type === "invoke" && typeof request.bundlePath === "string" && request.invocation) {
+    void invoke(request as InvokeRequest);
+  } else {
+    process.stderr.write("sluice sandbox: unknown request\n");
+  }
 });
+send({ type: "ready" });

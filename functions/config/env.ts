@@ -17,6 +17,21 @@ export const ENV = {
   /** Local mode: username and e-mail of the first user. */
   username: "SLUICE_USERNAME",
   email: "SLUICE_EMAIL",
+  /**
+   * Base URL that HTTP interface endpoints are given (`<url>/http/<key>`). Local default:
+   * `http://HOST:PORT`; on AWS the service stack sets the API's URL.
+   */
+  publicUrl: "SLUICE_PUBLIC_URL",
+  /** Local mode: base64 of a 32-byte key that seals secret props; default a key file in the data dir. */
+  secretKey: "SLUICE_SECRET_KEY",
+  /** Time limit of one run or hook of a component, in milliseconds. */
+  invocationTimeoutMs: "SLUICE_INVOCATION_TIMEOUT_MS",
+  /** Local mode: heap cap of each sandbox process, in MiB. */
+  sandboxHeapMb: "SLUICE_SANDBOX_HEAP_MB",
+  /** Local mode: idle sandbox processes are stopped after this many milliseconds. */
+  sandboxIdleMs: "SLUICE_SANDBOX_IDLE_MS",
+  /** npm registry that component packages are installed from (default: npm's own configuration). */
+  npmRegistry: "SLUICE_NPM_REGISTRY",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */
   resourcesTable: "SLUICE_RESOURCES_TABLE",
   /** Daily quotas reported on users and workspaces; 0 means unlimited. */
@@ -51,10 +66,21 @@ function quotasFrom(parsed: Record<string, unknown>): Quotas {
   };
 }
 
+/** Settings of the component runtime in local mode. */
+export interface LocalRuntimeConfig {
+  publicUrl: string | undefined;
+  secretKey: string | undefined;
+  invocationTimeoutMs: number;
+  sandboxHeapMb: number;
+  sandboxIdleMs: number;
+  npmRegistry: string | undefined;
+}
+
 export interface LocalConfig {
   port: number;
   host: string;
   dataDir: string;
+  runtime: LocalRuntimeConfig;
   apiKey: string | undefined;
   username: string;
   email: string;
@@ -70,6 +96,12 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.apiKey]: z.string().min(1).optional(),
       [ENV.username]: z.string().min(1).default("sluice"),
       [ENV.email]: z.string().min(3).default("sluice@localhost"),
+      [ENV.publicUrl]: z.url({ error: "must be a URL" }).optional(),
+      [ENV.secretKey]: z.string().min(1).optional(),
+      [ENV.invocationTimeoutMs]: z.coerce.number().int().min(100).max(900_000).default(30_000),
+      [ENV.sandboxHeapMb]: z.coerce.number().int().min(16).max(16_384).default(128),
+      [ENV.sandboxIdleMs]: z.coerce.number().int().min(100).default(60_000),
+      [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),
       ...quotaShape,
     },
     env,
@@ -79,6 +111,14 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
     port: parsed[ENV.port] as number,
     host: parsed[ENV.host] as string,
     dataDir: parsed[ENV.dataDir] as string,
+    runtime: {
+      publicUrl: (parsed[ENV.publicUrl] as string | undefined)?.replace(/\/+$/, ""),
+      secretKey: parsed[ENV.secretKey] as string | undefined,
+      invocationTimeoutMs: parsed[ENV.invocationTimeoutMs] as number,
+      sandboxHeapMb: parsed[ENV.sandboxHeapMb] as number,
+      sandboxIdleMs: parsed[ENV.sandboxIdleMs] as number,
+      npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
+    },
     apiKey: parsed[ENV.apiKey] as string | undefined,
     username: parsed[ENV.username] as string,
     email: parsed[ENV.email] as string,

@@ -2,10 +2,10 @@
  * Entities of saved components, deployed sources and their events. Times are epoch milliseconds
  * (views turn them into the spec's epoch seconds).
  */
-import type { ComponentDescription } from "#runtime/describe-component";
+import type { ComponentDescription, PropDescription } from "#runtime/describe-component";
 import type { EmitMeta, Json } from "#runtime/protocol";
 
-export type { ComponentDescription, EmitMeta, Json };
+export type { ComponentDescription, EmitMeta, Json, PropDescription };
 
 /** A saved component (`sc_`): code plus the metadata read from it in the sandbox. */
 export interface ComponentRecord {
@@ -55,6 +55,11 @@ export interface SourceRecord {
   /** Slug of `name`, unique among the sources of `userId` (the store adds `-1`, `-2`, ...). */
   nameSlug: string;
   configuredProps: Record<string, StoredPropValue>;
+  /**
+   * The final prop set when the component's `additionalProps` added props at deploy (static props
+   * merged with the dynamic ones); absent when the component's own props are the whole set.
+   */
+  propDefinitions?: PropDescription[];
   active: boolean;
   /** Random key of the HTTP interface endpoint, when the component has an `$.interface.http` prop. */
   endpointKey?: string;

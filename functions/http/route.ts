@@ -29,7 +29,13 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
   /** False only for public documents such as the OpenAPI file. @default true */
   auth?: boolean;
   /** Tables the function reads or writes, for least-privilege grants. */
-  access: { resources?: TableAccess };
+  access: {
+    resources?: TableAccess;
+    /** Builds, deploys, invokes or removes source code (Lambda functions, schedules, the describer). */
+    compute?: boolean;
+    /** Seals or opens secret prop values (KMS on AWS). */
+    secrets?: boolean;
+  };
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
   body?: z.ZodType<B>;

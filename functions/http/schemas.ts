@@ -63,3 +63,53 @@ export const paginated = <T extends z.ZodType>(schema: T) =>
     }),
     data: z.array(schema),
   });
+
+export const sourceIdParams = z.object({ id: idParam(ID_PREFIXES.source) });
+
+export const configurablePropSchema = z
+  .object({ name: z.string(), type: z.string() })
+  .catchall(z.unknown())
+  .meta({ description: "A prop of the component, with the attributes its code set" });
+
+export const componentSchema = z.object({
+  id: z.string(),
+  code: z.string(),
+  code_hash: z.string(),
+  name: z.string(),
+  version: z.string(),
+  key: z.string().optional(),
+  description: z.string().optional(),
+  type: z.literal("action").optional(),
+  component_url: z.string().optional(),
+  configurable_props: z.array(configurablePropSchema),
+  created_at: z.number().int(),
+  updated_at: z.number().int(),
+});
+
+export const sourceSchema = z.object({
+  id: z.string(),
+  user_id: z.string(),
+  owner_id: z.string(),
+  component_id: z.string(),
+  configured_props: z.record(z.string(), z.unknown()),
+  active: z.boolean(),
+  created_at: z.number().int(),
+  updated_at: z.number().int(),
+  name: z.string(),
+  name_slug: z.string(),
+});
+
+export const eventSummarySchema = z.object({
+  id: z.string(),
+  indexed_at_ms: z.number().int(),
+  event: z.unknown(),
+  metadata: z.object({ emitter_id: z.string(), emit_id: z.string(), name: z.string() }).catchall(z.unknown()),
+});
+
+/** Body fields that choose a component, shared by create and update (spec precedence applies). */
+export const componentChoiceFields = {
+  component_id: z.string().max(128).optional(),
+  component_code: z.string().optional(),
+  component_url: z.string().max(2048).optional(),
+  key: z.string().max(128).optional(),
+};

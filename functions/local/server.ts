@@ -2,12 +2,15 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
 import type { Context } from "aws-lambda";
 import { DomainError } from "#core/errors";
+import { receiveHttpRequest } from "#core/http-interface";
+import { MAX_HTTP_INTERFACE_BODY_BYTES, PAYLOAD_TOO_LARGE_RESPONSE } from "#core/http-run-event";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
 import { createHttpHandler, errorResult, type HttpResult } from "#http/pipeline";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
 import { createRouter } from "#http/routing";
 import type { Deps } from "#ports/deps";
+import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
 
 class BodyTooLargeError extends Error {}
@@ -48,6 +51,42 @@ function send(response: ServerResponse, result: HttpResult): void {
   response.end(result.body);
 }
 
+function sendSpec(response: ServerResponse, spec: HttpResponseSpec): void {
+  const body = Buffer.from(spec.body, spec.bodyEncoding === "base64" ? "base64" : "utf8");
+  response.writeHead(spec.status, { ...spec.headers, "content-length": String(body.length) });
+  response.end(body);
+}
+
+/** `/http/<key>` and `/http/<key>/<path>`: a source's HTTP interface endpoint. */
+const ENDPOINT_PATH = /^\/http\/([A-Za-z0-9_-]{1,64})(\/.*)?$/;
+
+async function handleEndpoint(
+  deps: Deps,
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+  endpointKey: string,
+  path: string,
+): Promise<void> {
+  let body: Buffer;
+  try {
+    body = await readBody(request, MAX_HTTP_INTERFACE_BODY_BYTES);
+  } catch (error) {
+    if (!(error instanceof BodyTooLargeError)) throw error;
+    return sendSpec(response, PAYLOAD_TOO_LARGE_RESPONSE);
+  }
+  const spec = await receiveHttpRequest(deps, endpointKey, {
+    method: request.method ?? "GET",
+    path,
+    rawQuery: url.search.slice(1),
+    headers: request.headers,
+    body,
+    clientIp: request.socket.remoteAddress ?? "",
+    url: `${deps.runtime.publicUrl}${url.pathname}${url.search}`,
+  });
+  sendSpec(response, spec);
+}
+
 /** A minimal Lambda context: enough for middy, with no deadline (local requests do not time out early). */
 function lambdaContext(requestId: string, route: AnyRoute): Context {
   return {
@@ -69,6 +108,8 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps): Serv
     const requestId = randomUUID();
     const method = request.method ?? "GET";
     const url = new URL(request.url ?? "/", "http://localhost");
+    const endpoint = ENDPOINT_PATH.exec(url.pathname);
+    if (endpoint?.[1]) return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/");
     const found = match(method, url.pathname);
     if (found.kind !== "found") {
       request.resume();

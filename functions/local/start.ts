@@ -20,7 +20,8 @@ export async function startLocalMode(
   log: Logger,
   print: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): Promise<RunningLocalMode> {
-  const { deps, close } = localDeps(config, log);
+  const local = await localDeps(config, log);
+  const { deps } = local;
   const outcome = await ensureFirstAccount(deps, config);
   const server = createLocalServer(routes, deps);
   await new Promise<void>((resolve, reject) => {
@@ -29,6 +30,9 @@ export async function startLocalMode(
   });
   const { port } = server.address() as AddressInfo;
   const baseUrl = `http://${config.host}:${port}/v1`;
+  // With PORT=0 the port is known only now; endpoints are derived from it when not configured.
+  if (config.runtime.publicUrl === undefined) deps.runtime.publicUrl = `http://${config.host}:${port}`;
+  await local.startTimers();
   const near = relative(process.cwd(), outcome.keyFile);
   const keyFile = near.startsWith("..") || isAbsolute(near) ? outcome.keyFile : near;
 
@@ -48,7 +52,7 @@ export async function startLocalMode(
       const force = setTimeout(() => server.closeAllConnections(), graceMs);
       await closed;
       clearTimeout(force);
-      close();
+      await local.close(graceMs);
     },
   };
 }

@@ -1,5 +1,7 @@
 import type { Clock } from "./clock.ts";
+import type { CodeFetcher } from "./code-fetcher.ts";
 import type { ComponentHost } from "./component-host.ts";
+import type { ComponentRegistry } from "./component-registry.ts";
 import type { ComponentStore } from "./component-store.ts";
 import type { EventStore } from "./event-store.ts";
 import type { IdGenerator } from "./id-generator.ts";
@@ -20,15 +22,10 @@ export interface Quotas {
 
 /** Settings of the component runtime, the same on both platforms. */
 export interface RuntimeSettings {
-  /**
-   * Base of HTTP interface endpoints (`<publicUrl>/http/<key>`); when absent, the base URL of the
-   * request that deploys the source.
-   */
-  publicUrl?: string;
+  /** Base of HTTP interface endpoints: a source's endpoint is `<publicUrl>/http/<key>`. */
+  publicUrl: string;
   /** Time limit of one run or hook. */
   invocationTimeoutMs: number;
-  /** Where the registry components live (`registry/` of the repo). */
-  registryDir: string;
 }
 
 /**
@@ -45,6 +42,8 @@ export interface Deps {
   host: ComponentHost;
   timers: Timers;
   runs: RunQueue;
+  fetcher: CodeFetcher;
+  registry: ComponentRegistry;
   clock: Clock;
   ids: IdGenerator;
   log: Logger;

@@ -1,3 +1,4 @@
+import { Duration } from "aws-cdk-lib";
 import { type HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
@@ -6,6 +7,7 @@ import { Construct } from "constructs";
 import { ENV } from "#config/env";
 import type { AnyRoute } from "#http/route";
 import { SluiceFunction } from "./sluice-function.ts";
+import type { SourceCompute } from "./source-compute.ts";
 
 /** What the stack needs to know of a manifest route. */
 export type RouteSpec = Pick<AnyRoute, "name" | "method" | "path" | "access">;
@@ -19,6 +21,8 @@ export interface ApiRouteFunctionProps {
   readonly resourcesTable: ITableV2;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /** What sources run on: needed by routes with `access.compute` or `access.secrets`. */
+  readonly sources?: SourceCompute;
 }
 
 /**
@@ -58,6 +62,11 @@ export class ApiRouteFunction extends Construct {
     super(scope, id);
     const { route, resourcesTable } = props;
     const access = route.access.resources;
+    // compute: deploys, runs and removes sources and their timers; secrets: seals and opens secret props.
+    const { compute, secrets } = route.access;
+    if ((compute || secrets) && !props.sources) {
+      throw new Error(`Route "${route.name}" needs compute or secrets access, but the stack gave it no SourceCompute`);
+    }
 
     this.function = new SluiceFunction(this, "Handler", {
       entry: `functions/http/${route.name}.ts`,
@@ -65,8 +74,13 @@ export class ApiRouteFunction extends Construct {
       // Only functions that may touch the table learn its name.
       environment: access ? { [ENV.resourcesTable]: resourcesTable.tableName } : {},
       logRetention: props.logRetention,
+      // Deploying bundles the component (esbuild-wasm: Lambda runs arm64, whatever the deployer's
+      // machine), creates its function and may run its hooks: more memory, and the HTTP API's 30 s.
+      ...(compute ? { memorySize: 1024, timeout: Duration.seconds(30), copyNodeModules: ["esbuild-wasm"] } : {}),
     });
     const fn = this.function.lambdaFunction;
+    if (compute) props.sources!.attachDeployer(fn);
+    if (secrets) props.sources!.attachSecrets(fn, { seal: true });
 
     switch (access) {
       case "read":

@@ -1,6 +1,7 @@
+import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Annotations, Duration, RemovalPolicy } from "aws-cdk-lib";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -31,6 +32,12 @@ export interface SluiceFunctionProps {
   readonly timeout?: Duration;
   /** How long the function's log group keeps events. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /**
+   * Packages left out of the bundle and copied, as installed in `node_modules`, into the function's
+   * `node_modules` instead: for packages that cannot be bundled (`esbuild-wasm` loads its `.wasm`
+   * file from its own folder). They must be platform independent. @default - none
+   */
+  readonly copyNodeModules?: readonly string[];
 }
 
 /**
@@ -46,6 +53,13 @@ export class SluiceFunction extends Construct {
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
     super(scope, id);
     this.entry = props.entry;
+    for (const name of props.copyNodeModules ?? []) {
+      // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
+      // is deployed that could not run.
+      if (!existsSync(join(PROJECT_ROOT, "node_modules", name, "package.json"))) {
+        Annotations.of(this).addError(`${props.entry} needs ${name} in its bundle, but it is not installed: npm install ${name}`);
+      }
+    }
 
     // An explicit log group instead of the deprecated `logRetention`, which adds a custom-resource
     // Lambda to the stack. Logs are not data worth a retained orphan: they leave with the stack.
@@ -80,8 +94,25 @@ export class SluiceFunction extends Construct {
         // Stack traces need the mappings, not the sources; this keeps the zip small.
         sourcesContent: false,
         // The Node.js 22 runtime ships AWS SDK v3; bundling it would only slow cold starts.
-        externalModules: ["@aws-sdk/*"],
+        externalModules: ["@aws-sdk/*", ...(props.copyNodeModules ?? [])],
+        ...(props.copyNodeModules?.length ? { commandHooks: copyNodeModulesHooks(props.copyNodeModules) } : {}),
       },
     });
   }
+}
+
+/** Copies installed packages into the bundle. Missing ones were reported at construction; they are skipped here. */
+function copyNodeModulesHooks(packages: readonly string[]) {
+  return {
+    beforeBundling: () => [],
+    beforeInstall: () => [],
+    afterBundling(inputDir: string, outputDir: string): string[] {
+      return packages
+        .filter((name) => existsSync(join(inputDir, "node_modules", name, "package.json")))
+        .flatMap((name) => {
+          const to = join(outputDir, "node_modules", name);
+          return [`mkdir -p "${join(to, "..")}"`, `cp -R "${join(inputDir, "node_modules", name)}/." "${to}"`];
+        });
+    },
+  };
 }

@@ -1,19 +1,31 @@
 import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { afterAll, beforeAll, describe, inject } from "vitest";
+import { DynamoDbComponentStore } from "#adapters/aws/dynamodb-component-store";
+import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
+import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import { DynamoDbUsageStore } from "#adapters/aws/dynamodb-usage-store";
 import { resourcesTableCreateInput } from "#adapters/aws/table-design";
+import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
+import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { localDynamoDbClient, waitUntilReady } from "../support/dynamodb-local.ts";
+import { componentStoreContract } from "./component-store.contract.ts";
+import { eventStoreContract } from "./event-store.contract.ts";
 import { identityStoreContract } from "./identity-store.contract.ts";
+import { sourceStoreContract } from "./source-store.contract.ts";
 import { usageStoreContract } from "./usage-store.contract.ts";
 
 describe("SQLite adapters", () => {
   identityStoreContract(async () => new SqliteIdentityStore(openSqlite(":memory:")));
   usageStoreContract(async () => new SqliteUsageStore(openSqlite(":memory:")));
+  componentStoreContract(async () => new SqliteComponentStore(openSqlite(":memory:")));
+  sourceStoreContract(async () => new SqliteSourceStore(openSqlite(":memory:")));
+  eventStoreContract(async () => new SqliteEventStore(openSqlite(":memory:")));
 });
 
 describe("DynamoDB adapters (DynamoDB Local)", () => {
@@ -37,4 +49,7 @@ describe("DynamoDB adapters (DynamoDB Local)", () => {
 
   identityStoreContract(async () => new DynamoDbIdentityStore(documents, await freshTable()));
   usageStoreContract(async () => new DynamoDbUsageStore(documents, await freshTable()));
+  componentStoreContract(async () => new DynamoDbComponentStore(documents, await freshTable()));
+  sourceStoreContract(async () => new DynamoDbSourceStore(documents, await freshTable()));
+  eventStoreContract(async () => new DynamoDbEventStore(documents, await freshTable()));
 });

@@ -82,11 +82,9 @@ describe("describeComponentInSandbox", () => {
     });
   });
 
-  it("describes a TypeScript component that imports a relative helper", async () => {
-    // Stands in for @pipedream/types' defineSource: npm packages are not bundled yet.
-    writeFileSync(join(workDir, "define.ts"), "export const defineSource = <T>(component: T): T => component;\n");
+  it("describes a TypeScript component", async () => {
     const code = `
-      import { defineSource } from "./define.ts";
+      const defineSource = <T>(component: T): T => component;
       interface Options { label: string }
       const interval: number = 900;
       const options: Options = { label: "Interval" };
@@ -99,6 +97,19 @@ describe("describeComponentInSandbox", () => {
     expect(description.props).toEqual([
       { name: "timer", type: "$.interface.timer", label: "Interval", default: { intervalSeconds: 900 } },
     ]);
+  });
+
+  it("refuses to bundle files the code names by path, relative or absolute", async () => {
+    // The bundler runs with Sluice's rights: it must not inline a file of the host for the code.
+    const secret = join(workDir, "host-secret.json");
+    writeFileSync(secret, '{"token":"host"}');
+    for (const specifier of ["./host-secret.json", secret]) {
+      const message = await loadFailure(
+        `import data from ${JSON.stringify(specifier)};\nexport default { name: JSON.stringify(data) };\n`,
+      );
+      expect(message).toContain(`cannot import "${specifier}"`);
+      expect(message).toContain("line 1");
+    }
   });
 
   it("rejects a syntax error with its line number", async () => {

@@ -1,5 +1,10 @@
+import { randomBytes } from "node:crypto";
+import { LocalSecrets } from "#adapters/local/local-secrets";
+import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
+import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { createAccount } from "#core/accounts";
 import type { Clock } from "#ports/clock";
@@ -7,18 +12,46 @@ import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import { silentLogger } from "#ports/logger";
 
-/** Real local adapters on a private in-memory SQLite database, with a clock the test controls. */
-export function memoryDeps(startMs = Date.UTC(2026, 10, 20, 12)): Deps & { clock: Clock & { set(ms: number): void } } {
+/** A port a test did not provide: any use of it fails loudly, naming the port. */
+function missing<T extends object>(port: string): T {
+  return new Proxy({} as T, {
+    get: (_target, member) => {
+      if (member === "then") return undefined;
+      throw new Error(`memoryDeps: the test provided no ${port} (used ${String(member)})`);
+    },
+  });
+}
+
+type Overrides = Partial<Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry">>;
+
+/**
+ * Real local stores on a private in-memory SQLite database, a clock the test controls, and the
+ * compute ports the test passes (the others throw when used).
+ */
+export function memoryDeps(
+  startMs = Date.UTC(2026, 10, 20, 12),
+  overrides: Overrides = {},
+): Deps & { clock: Clock & { set(ms: number): void } } {
   const db = openSqlite(":memory:");
   let now = startMs;
   const clock = { nowMs: () => now, set: (ms: number) => (now = ms) };
   return {
     identity: new SqliteIdentityStore(db),
     usage: new SqliteUsageStore(db),
+    components: new SqliteComponentStore(db),
+    sources: new SqliteSourceStore(db),
+    events: new SqliteEventStore(db),
+    secrets: new LocalSecrets(randomBytes(32)),
+    host: overrides.host ?? missing("host"),
+    timers: overrides.timers ?? missing("timers"),
+    runs: overrides.runs ?? missing("runs"),
+    fetcher: overrides.fetcher ?? missing("fetcher"),
+    registry: overrides.registry ?? missing("registry"),
     clock,
     ids: randomIdGenerator(clock),
     log: silentLogger,
     quotas: { dailyInvocations: 1000, dailyComputeTimeMs: 60_000, dailyCredits: 500 },
+    runtime: { publicUrl: "http://127.0.0.1:4000", invocationTimeoutMs: 5_000 },
   };
 }
 

@@ -25,12 +25,72 @@ export const resourceKeys = {
   project: (workspaceId: string, projectId: string) => ({ pk: `WS#${workspaceId}`, sk: `PROJ#${projectId}` }),
   workspaceCounter: () => ({ pk: "COUNTER", sk: "WORKSPACE_NUMBER" }),
   usage: (ownerId: string, day: string) => ({ pk: `USAGE#${ownerId}`, sk: `DAY#${day}` }),
+
+  /** A saved component; `code` is stored gzipped (see `MAX_STORED_COMPONENT_BYTES`). */
+  component: (componentId: string) => ({ pk: `COMP#${componentId}`, sk: "COMP" }),
+  /** One pointer per component that declares a key: the newest is the last sort key. */
+  componentByKey: (ownerId: string, key: string, componentId: string) => ({
+    pk: `COMPKEY#${ownerId}#${key}`,
+    sk: `COMP#${componentId}`,
+  }),
+
+  /** A deployed source; the items below are copies of it or guards, written in one transaction. */
+  source: (sourceId: string) => ({ pk: `SRC#${sourceId}`, sk: "SRC" }),
+  sourceOfUser: (userId: string, sourceId: string) => ({ pk: `USER#${userId}`, sk: `SRC#${sourceId}` }),
+  sourceOfWorkspace: (workspaceId: string, sourceId: string) => ({ pk: `WS#${workspaceId}`, sk: `SRC#${sourceId}` }),
+  /** Guard of a name slug: slugs are unique per user, and one Query finds `slug`, `slug-1`, ... */
+  sourceSlug: (userId: string, slug: string) => ({ pk: `USER#${userId}`, sk: `SLUG#${slug}` }),
+  /** Guard of an HTTP endpoint key and copy of its source: the hot path is one GetItem. */
+  endpoint: (endpointKey: string) => ({ pk: `ENDPOINT#${endpointKey}`, sk: "ENDPOINT" }),
+  /** Copy of every active source with a timer, in one collection. */
+  activeTimer: (sourceId: string) => ({ pk: "TIMERS", sk: `SRC#${sourceId}` }),
+  sourceState: (sourceId: string) => ({ pk: `SRC#${sourceId}`, sk: "STATE" }),
+
+  /** Last event id handed out for a source, and the channels it has events in. */
+  eventSequence: (sourceId: string) => ({ pk: `EVTSEQ#${sourceId}`, sk: "EVTSEQ" }),
+  /** One partition per source and channel (`""` is the default channel). */
+  eventPartition: (sourceId: string, channel: string) => `EVT#${sourceId}#${channel}`,
+  event: (sourceId: string, channel: string, ms: number, n: number) => ({
+    pk: `EVT#${sourceId}#${channel}`,
+    sk: `EVT#${eventSortKey(ms, n)}`,
+  }),
 } as const;
 
 export const SORT_KEY_PREFIX = {
   membershipOfUser: "WS#",
   project: "PROJ#",
+  source: "SRC#",
+  slug: "SLUG#",
+  component: "COMP#",
+  event: "EVT#",
 } as const;
+
+/** The collection of `activeTimer` items. */
+export const ACTIVE_TIMERS_PARTITION = "TIMERS";
+
+/**
+ * The part of an event's sort key after `EVT#`: `ms` zero-padded to 15 digits, `-`, `n` padded to
+ * 9, so string order is (ms, n) numeric order. The public id `<ms>-<n>` is unpadded.
+ */
+export function eventSortKey(ms: number, n: number): string {
+  return `${String(ms).padStart(15, "0")}-${String(n).padStart(9, "0")}`;
+}
+
+/**
+ * Size limits that keep every item under DynamoDB's 400 KB. Above them the adapters refuse the
+ * write with `payload_too_large` before sending anything; the core caps sizes below them, so this
+ * is a safety net. Sizes are UTF-8 bytes of the stored form.
+ */
+/** JSON of one event's `event` (stored as a string attribute). */
+export const MAX_STORED_EVENT_BYTES = 256 * 1024;
+/** JSON of one event's `meta` (stored as a string attribute). */
+export const MAX_STORED_EVENT_META_BYTES = 32 * 1024;
+/** Gzipped `code` plus the JSON of `metadata` of a component. */
+export const MAX_STORED_COMPONENT_BYTES = 350 * 1024;
+/** JSON of a source record (each of its copies is one item). */
+export const MAX_STORED_SOURCE_BYTES = 300 * 1024;
+/** JSON of a source's `db` plus its dedupe memory. */
+export const MAX_STORED_STATE_BYTES = 350 * 1024;
 
 /** CreateTable input for DynamoDB Local; the stateful stack declares the same keys with TableV2. */
 export function resourcesTableCreateInput(tableName: string) {

@@ -58,6 +58,65 @@ const MIGRATIONS: readonly string[] = [
     PRIMARY KEY (owner_id, day)
   );
   `,
+  // Components, sources, their state and their events. No foreign keys to users or workspaces:
+  // the stores are used (and contract-tested) on their own, and the core checks ownership.
+  `
+  CREATE TABLE components (
+    id TEXT PRIMARY KEY,
+    owner_id TEXT NOT NULL,
+    key TEXT,
+    name TEXT NOT NULL,
+    version TEXT NOT NULL,
+    code TEXT NOT NULL,
+    code_hash TEXT NOT NULL,
+    component_url TEXT,
+    metadata TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX components_by_key ON components (owner_id, key, id) WHERE key IS NOT NULL;
+  CREATE TABLE sources (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    component_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    name_slug TEXT NOT NULL,
+    configured_props TEXT NOT NULL,
+    active INTEGER NOT NULL,
+    endpoint_key TEXT UNIQUE,
+    timer TEXT,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL,
+    UNIQUE (user_id, name_slug)
+  );
+  CREATE INDEX sources_by_user ON sources (user_id, id);
+  CREATE INDEX sources_by_workspace ON sources (workspace_id, id);
+  CREATE INDEX sources_with_active_timer ON sources (id) WHERE active = 1 AND timer IS NOT NULL;
+  CREATE TABLE source_states (
+    source_id TEXT PRIMARY KEY,
+    db TEXT NOT NULL,
+    dedupe TEXT NOT NULL,
+    version INTEGER NOT NULL
+  );
+  CREATE TABLE event_sequences (
+    source_id TEXT PRIMARY KEY,
+    last_ms INTEGER NOT NULL,
+    last_n INTEGER NOT NULL
+  );
+  CREATE TABLE events (
+    source_id TEXT NOT NULL,
+    ms INTEGER NOT NULL,
+    n INTEGER NOT NULL,
+    channel TEXT NOT NULL,
+    indexed_at_ms INTEGER NOT NULL,
+    event TEXT NOT NULL,
+    emit_id TEXT NOT NULL,
+    meta TEXT NOT NULL,
+    PRIMARY KEY (source_id, ms, n)
+  );
+  CREATE INDEX events_by_channel ON events (source_id, channel, ms, n);
+  `,
 ];
 
 /**

@@ -1,0 +1,421 @@
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+  TransactWriteCommand,
+} from "@aws-sdk/lib-dynamodb";
+import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
+import { conflict, DomainError, notFound } from "#core/errors";
+import type { Page, PageQuery } from "#core/pagination";
+import type { SourceStore } from "#ports/source-store";
+import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
+import {
+  ACTIVE_TIMERS_PARTITION,
+  MAX_STORED_SOURCE_BYTES,
+  MAX_STORED_STATE_BYTES,
+  resourceKeys,
+  SORT_KEY_PREFIX,
+} from "./table-design.ts";
+
+type Item = Record<string, unknown>;
+type Key = { pk: string; sk: string };
+type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]["TransactItems"]>[number];
+
+/** Transactions lost to a concurrent writer are retried this often before giving up. */
+const WRITE_ATTEMPTS = 8;
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** Jittered, growing pause before another attempt, so racing writers spread out. */
+const backoff = (attempt: number) => sleep(Math.random() * 10 * 2 ** Math.min(attempt, 6));
+
+/** A transaction cancelled because another transaction held one of its items. */
+const isTransactionConflict = (error: unknown) =>
+  (error as { name?: unknown } | null)?.name === "TransactionCanceledException" &&
+  ((error as { CancellationReasons?: ({ Code?: string } | undefined)[] }).CancellationReasons ?? []).some(
+    (reason) => reason?.Code === "TransactionConflict",
+  );
+
+/** `wanted` when free, else `wanted-1`, `wanted-2`, ...: the lowest counter not in `taken`. */
+function lowestFreeSlug(wanted: string, taken: ReadonlySet<string>): string {
+  if (!taken.has(wanted)) return wanted;
+  for (let counter = 1; ; counter++) {
+    const candidate = `${wanted}-${counter}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+/** The record's attributes as stored on every copy: props as a JSON string, no undefined values. */
+function recordAttributes(source: SourceRecord): Item {
+  const attributes: Item = {
+    id: source.id,
+    userId: source.userId,
+    workspaceId: source.workspaceId,
+    componentId: source.componentId,
+    name: source.name,
+    nameSlug: source.nameSlug,
+    configuredProps: JSON.stringify(source.configuredProps),
+    active: source.active,
+    createdAt: source.createdAt,
+    updatedAt: source.updatedAt,
+  };
+  if (source.endpointKey !== undefined) attributes.endpointKey = source.endpointKey;
+  if (source.timer !== undefined) {
+    attributes.timer = Object.fromEntries(Object.entries(source.timer).filter(([, value]) => value !== undefined));
+  }
+  return attributes;
+}
+
+function fromItem(item: Item): SourceRecord {
+  const source: SourceRecord = {
+    id: String(item.id),
+    userId: String(item.userId),
+    workspaceId: String(item.workspaceId),
+    componentId: String(item.componentId),
+    name: String(item.name),
+    nameSlug: String(item.nameSlug),
+    configuredProps: JSON.parse(String(item.configuredProps)),
+    active: item.active === true,
+    createdAt: Number(item.createdAt),
+    updatedAt: Number(item.updatedAt),
+  };
+  if (typeof item.endpointKey === "string") source.endpointKey = item.endpointKey;
+  if (item.timer !== undefined) source.timer = item.timer as TimerSpec;
+  return source;
+}
+
+/** The condition members of a write, omitted entirely when it has none. */
+function conditionOf(condition: string | undefined, values: Item | undefined) {
+  if (condition === undefined) return {};
+  return values === undefined
+    ? { ConditionExpression: condition }
+    : { ConditionExpression: condition, ExpressionAttributeValues: values };
+}
+
+const hasActiveTimer = (source: SourceRecord) => source.active && source.timer !== undefined;
+
+const sameKey = (a: Key, b: Key) => a.pk === b.pk && a.sk === b.sk;
+
+function checkSize(source: SourceRecord): void {
+  const size = Buffer.byteLength(JSON.stringify(source), "utf8");
+  if (size > MAX_STORED_SOURCE_BYTES) {
+    throw new DomainError(
+      "payload_too_large",
+      `the source is too large to store: ${size} bytes, at most ${MAX_STORED_SOURCE_BYTES}`,
+    );
+  }
+}
+
+/**
+ * `SourceStore` on the DynamoDB resources table (docs/table-design.md, "Sources"). A source is one
+ * record item plus copies that serve each lookup with a single request: in its user's and its
+ * workspace's collections, under its endpoint key (which doubles as the key's uniqueness guard) and
+ * in the collection of active timers; plus a slug guard in its user's collection. All of them are
+ * written in one transaction, conditioned on the record's internal revision `rev`, so copies never
+ * disagree and a concurrent writer makes the transaction fail and be retried on a fresh read.
+ */
+export class DynamoDbSourceStore implements SourceStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async createSource(source: SourceRecord): Promise<SourceRecord> {
+    checkSize(source);
+    for (let attempt = 1; ; attempt++) {
+      const saved = { ...source, nameSlug: await this.freeSlug(source.userId, source.nameSlug) };
+      const attributes = recordAttributes(saved);
+      const items: Item[] = [
+        { ...resourceKeys.source(saved.id), type: "source", rev: 1, ...attributes },
+        { ...resourceKeys.sourceSlug(saved.userId, saved.nameSlug), type: "sourceSlug", sourceId: saved.id },
+        ...this.copies(saved, attributes),
+      ];
+      const endpointIndex = items.findIndex((item) => item.type === "endpoint");
+      try {
+        await this.transact(items.map((Item) => this.put(Item, "attribute_not_exists(pk)")));
+        return saved;
+      } catch (error) {
+        const failed = failedConditionIndexes(error);
+        if (failed.includes(endpointIndex)) throw conflict("this endpoint key is in use already");
+        // Any failure besides the slug guard's is an existing id (record or one of its copies).
+        if (failed.some((index) => index !== 1)) throw conflict(`source ${source.id} exists already`);
+        // The slug was taken meanwhile, or a concurrent transaction held an item: read again.
+        if (attempt >= WRITE_ATTEMPTS || !(failed.includes(1) || isTransactionConflict(error))) throw error;
+        await backoff(attempt);
+      }
+    }
+  }
+
+  async updateSource(source: SourceRecord): Promise<SourceRecord> {
+    checkSize(source);
+    for (let attempt = 1; ; attempt++) {
+      const stored = await this.getRecordItem(source.id);
+      if (!stored) throw notFound(`source ${source.id}`);
+      const old = fromItem(stored);
+      const keepSlug = old.nameSlug === source.nameSlug && old.userId === source.userId;
+      const nameSlug = keepSlug ? old.nameSlug : await this.freeSlug(source.userId, source.nameSlug, old);
+      const saved = { ...source, nameSlug };
+      const attributes = recordAttributes(saved);
+
+      const writes: TransactItem[] = [
+        this.put(
+          { ...resourceKeys.source(saved.id), type: "source", rev: Number(stored.rev) + 1, ...attributes },
+          "rev = :rev",
+          {
+            ":rev": stored.rev,
+          },
+        ),
+      ];
+      const newKeys: Key[] = [];
+      let slugIndex = -1;
+      const newSlug = resourceKeys.sourceSlug(saved.userId, saved.nameSlug);
+      const oldSlug = resourceKeys.sourceSlug(old.userId, old.nameSlug);
+      if (!sameKey(newSlug, oldSlug)) {
+        slugIndex = writes.length;
+        writes.push(this.put({ ...newSlug, type: "sourceSlug", sourceId: saved.id }, "attribute_not_exists(pk)"));
+        newKeys.push(newSlug);
+      }
+      let endpointIndex = -1;
+      for (const copy of this.copies(saved, attributes)) {
+        if (copy.type === "endpoint") {
+          endpointIndex = writes.length;
+          // The key may already be this source's; only another source's copy is a conflict.
+          writes.push(this.put(copy, "attribute_not_exists(pk) OR id = :id", { ":id": saved.id }));
+        } else {
+          writes.push(this.put(copy));
+        }
+        newKeys.push({ pk: String(copy.pk), sk: String(copy.sk) });
+      }
+      for (const key of [oldSlug, ...this.copyKeys(old)]) {
+        if (!newKeys.some((newKey) => sameKey(newKey, key))) writes.push(this.delete(key));
+      }
+
+      try {
+        await this.transact(writes);
+        return saved;
+      } catch (error) {
+        const failed = failedConditionIndexes(error);
+        if (failed.includes(endpointIndex)) throw conflict("this endpoint key is in use already");
+        const retry = failed.includes(0) || failed.includes(slugIndex) || isTransactionConflict(error);
+        if (attempt >= WRITE_ATTEMPTS || !retry) throw error;
+        await backoff(attempt);
+      }
+    }
+  }
+
+  async deleteSource(id: string): Promise<void> {
+    for (let attempt = 1; ; attempt++) {
+      const stored = await this.getRecordItem(id);
+      if (!stored) {
+        // State can exist without a record (written for a source being deleted); remove it too.
+        await this.client.send(new DeleteCommand({ TableName: this.tableName, Key: resourceKeys.sourceState(id) }));
+        return;
+      }
+      const old = fromItem(stored);
+      const writes = [
+        this.delete(resourceKeys.source(id), "rev = :rev", { ":rev": stored.rev }),
+        this.delete(resourceKeys.sourceSlug(old.userId, old.nameSlug)),
+        ...this.copyKeys(old).map((key) => this.delete(key)),
+        this.delete(resourceKeys.sourceState(id)),
+      ];
+      try {
+        await this.transact(writes);
+        return;
+      } catch (error) {
+        const retry = failedConditionIndexes(error).includes(0) || isTransactionConflict(error);
+        if (attempt >= WRITE_ATTEMPTS || !retry) throw error;
+        await backoff(attempt);
+      }
+    }
+  }
+
+  async getSource(id: string): Promise<SourceRecord | undefined> {
+    const item = await this.getRecordItem(id);
+    return item && fromItem(item);
+  }
+
+  // Strongly consistent although it is the hot path of HTTP events: a source is often called right
+  // after it was deployed or changed, and a stale copy would route to the old configuration.
+  async findSourceByEndpointKey(endpointKey: string): Promise<SourceRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: resourceKeys.endpoint(endpointKey), ConsistentRead: true }),
+    );
+    return Item && fromItem(Item);
+  }
+
+  async listSourcesOfUser(userId: string, page: PageQuery): Promise<Page<SourceRecord>> {
+    return this.page(resourceKeys.sourceOfUser(userId, "").pk, page);
+  }
+
+  async listSourcesOfWorkspace(workspaceId: string, page: PageQuery): Promise<Page<SourceRecord>> {
+    return this.page(resourceKeys.sourceOfWorkspace(workspaceId, "").pk, page);
+  }
+
+  async listActiveTimerSources(): Promise<SourceRecord[]> {
+    const items: Item[] = [];
+    let startKey: Item | undefined;
+    do {
+      const out = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: "pk = :pk",
+          ExpressionAttributeValues: { ":pk": ACTIVE_TIMERS_PARTITION },
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      items.push(...(out.Items ?? []));
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+    return items.map(fromItem);
+  }
+
+  async getSourceState(sourceId: string): Promise<SourceState> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: resourceKeys.sourceState(sourceId), ConsistentRead: true }),
+    );
+    if (!Item) return { db: {}, dedupe: {}, version: 0 };
+    return { db: JSON.parse(String(Item.db)), dedupe: JSON.parse(String(Item.dedupe)), version: Number(Item.version) };
+  }
+
+  async putSourceState(sourceId: string, state: Omit<SourceState, "version">, expectedVersion: number): Promise<void> {
+    const db = JSON.stringify(state.db);
+    const dedupe = JSON.stringify(state.dedupe);
+    const size = Buffer.byteLength(db, "utf8") + Buffer.byteLength(dedupe, "utf8");
+    if (size > MAX_STORED_STATE_BYTES) {
+      throw new DomainError(
+        "payload_too_large",
+        `the state of source ${sourceId} is too large to store: ${size} bytes, at most ${MAX_STORED_STATE_BYTES}`,
+      );
+    }
+    const condition =
+      expectedVersion === 0
+        ? { ConditionExpression: "attribute_not_exists(pk)" }
+        : { ConditionExpression: "version = :expected", ExpressionAttributeValues: { ":expected": expectedVersion } };
+    try {
+      await this.client.send(
+        new PutCommand({
+          TableName: this.tableName,
+          Item: {
+            ...resourceKeys.sourceState(sourceId),
+            type: "sourceState",
+            db,
+            dedupe,
+            version: expectedVersion + 1,
+          },
+          ...condition,
+        }),
+      );
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) {
+        throw conflict(`the state of source ${sourceId} was changed by another run`);
+      }
+      throw error;
+    }
+  }
+
+  /** The lowest free slug for `wanted` among the user's slug guards; `self`'s own slug counts as free. */
+  private async freeSlug(userId: string, wanted: string, self?: SourceRecord): Promise<string> {
+    const prefix = resourceKeys.sourceSlug(userId, wanted);
+    const taken = new Set<string>();
+    let startKey: Item | undefined;
+    do {
+      const out = await this.client.send(
+        new QueryCommand({
+          TableName: this.tableName,
+          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+          ExpressionAttributeValues: { ":pk": prefix.pk, ":prefix": prefix.sk },
+          ProjectionExpression: "sk",
+          ConsistentRead: true,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      for (const item of out.Items ?? []) taken.add(String(item.sk).slice(SORT_KEY_PREFIX.slug.length));
+      startKey = out.LastEvaluatedKey;
+    } while (startKey);
+    if (self && self.userId === userId) taken.delete(self.nameSlug);
+    return lowestFreeSlug(wanted, taken);
+  }
+
+  /** The copies of a source, each with its key and type. */
+  private copies(source: SourceRecord, attributes: Item): Item[] {
+    const copies: Item[] = [
+      { ...resourceKeys.sourceOfUser(source.userId, source.id), type: "sourceOfUser", ...attributes },
+      { ...resourceKeys.sourceOfWorkspace(source.workspaceId, source.id), type: "sourceOfWorkspace", ...attributes },
+    ];
+    if (source.endpointKey !== undefined) {
+      copies.push({ ...resourceKeys.endpoint(source.endpointKey), type: "endpoint", ...attributes });
+    }
+    if (hasActiveTimer(source))
+      copies.push({ ...resourceKeys.activeTimer(source.id), type: "activeTimer", ...attributes });
+    return copies;
+  }
+
+  private copyKeys(source: SourceRecord): Key[] {
+    const keys: Key[] = [
+      resourceKeys.sourceOfUser(source.userId, source.id),
+      resourceKeys.sourceOfWorkspace(source.workspaceId, source.id),
+    ];
+    if (source.endpointKey !== undefined) keys.push(resourceKeys.endpoint(source.endpointKey));
+    if (hasActiveTimer(source)) keys.push(resourceKeys.activeTimer(source.id));
+    return keys;
+  }
+
+  private put(Item: Item, condition?: string, values?: Item): TransactItem {
+    return { Put: { TableName: this.tableName, Item, ...conditionOf(condition, values) } };
+  }
+
+  private delete(Key: Key, condition?: string, values?: Item): TransactItem {
+    return { Delete: { TableName: this.tableName, Key, ...conditionOf(condition, values) } };
+  }
+
+  private async transact(TransactItems: TransactItem[]): Promise<void> {
+    await this.client.send(new TransactWriteCommand({ TransactItems }));
+  }
+
+  private async getRecordItem(id: string): Promise<Item | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: resourceKeys.source(id), ConsistentRead: true }),
+    );
+    return Item;
+  }
+
+  /** One page of a collection of source copies, newest first (docs/table-design.md, "Pagination"). */
+  private async page(pk: string, page: PageQuery): Promise<Page<SourceRecord>> {
+    const cursor = page.after ?? page.before;
+    const forward = page.after === undefined && page.before !== undefined;
+    const keyCondition = {
+      TableName: this.tableName,
+      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+      ExpressionAttributeValues: { ":pk": pk, ":prefix": SORT_KEY_PREFIX.source },
+      ConsistentRead: true,
+    };
+    const items: Item[] = [];
+    let startKey: Item | undefined =
+      cursor === undefined ? undefined : { pk, sk: `${SORT_KEY_PREFIX.source}${cursor}` };
+    do {
+      const out = await this.client.send(
+        new QueryCommand({
+          ...keyCondition,
+          ScanIndexForward: forward,
+          Limit: page.limit - items.length,
+          ExclusiveStartKey: startKey,
+        }),
+      );
+      items.push(...(out.Items ?? []));
+      startKey = out.LastEvaluatedKey;
+    } while (startKey && items.length < page.limit);
+    if (forward) items.reverse();
+
+    let totalCount = 0;
+    let countKey: Item | undefined;
+    do {
+      const out = await this.client.send(
+        new QueryCommand({ ...keyCondition, Select: "COUNT", ExclusiveStartKey: countKey }),
+      );
+      totalCount += out.Count ?? 0;
+      countKey = out.LastEvaluatedKey;
+    } while (countKey);
+    return { items: items.map(fromItem), totalCount };
+  }
+}

@@ -1,0 +1,370 @@
+/**
+ * `ComponentHost` on AWS (DESIGN.md decision 4): each deployed source runs in its own Lambda
+ * function, `sluice-<stage>-<source id>`, on Node.js 22 (arm64) with the Sluice runtime layer and a
+ * role that may only write logs. Its code is the component bundle plus a tiny entry
+ * (`source-bundle.ts`), zipped reproducibly, so re-deploying unchanged code uploads nothing.
+ *
+ * `describe` cannot evaluate code in the API function: it sends the bundle to the describer
+ * function (`functions/internal/describer.ts`), which evaluates it in a sandboxed child process.
+ *
+ * Differences from the local host, by design: the HTTP response of `respond(...)` is handed over
+ * when the run ends (a Lambda invocation answers once), and `durationMs` is the time this host
+ * waited for the function, which the component cannot forge.
+ */
+import {
+  CreateFunctionCommand,
+  DeleteFunctionCommand,
+  type FunctionConfiguration,
+  GetFunctionCommand,
+  InvokeCommand,
+  type InvokeCommandOutput,
+  type LambdaClient,
+  UpdateFunctionCodeCommand,
+  UpdateFunctionConfigurationCommand,
+  waitUntilFunctionActiveV2,
+  waitUntilFunctionUpdatedV2,
+} from "@aws-sdk/client-lambda";
+import { z } from "zod";
+import type { ComponentDescription } from "#core/component-model";
+import { DomainError } from "#core/errors";
+import { type Clock, systemClock } from "#ports/clock";
+import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component-host";
+import { type Logger, silentLogger } from "#ports/logger";
+import type { Invocation, InvocationResult } from "#runtime/protocol";
+import type { DescribeReply } from "#runtime/sandbox-protocol";
+import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
+
+/** Lambda's limit on a synchronous invocation's request and response. */
+export const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
+const MAX_FUNCTION_NAME = 64;
+const FIELD = "component_code";
+
+export interface LambdaComponentHostOptions {
+  readonly lambda: LambdaClient;
+  /** Stage of the deployment (`SLUICE_STAGE`); part of every function name. */
+  readonly stage: string;
+  /** Execution role of source functions, which may only write logs (`SLUICE_SOURCE_ROLE_ARN`). */
+  readonly sourceRoleArn: string;
+  /** Version ARN of the runtime layer (`SLUICE_RUNTIME_LAYER_ARN`). */
+  readonly runtimeLayerArn: string;
+  /** Name of the describer function (`SLUICE_DESCRIBER_FUNCTION`). */
+  readonly describerFunction: string;
+  /** Log group of all source functions (`SLUICE_SOURCE_LOG_GROUP`). @default - Lambda's `/aws/lambda/<name>` */
+  readonly logGroup?: string;
+  /**
+   * Turns a component's code into its ESM bundle: `(code) => bundleComponent(code, { esbuild,
+   * plugins })` from `source-bundle.ts`.
+   */
+  readonly bundle: (code: string) => Promise<string>;
+  /** Time limit of one invocation (`RuntimeSettings.invocationTimeoutMs`); the function gets 3 s more. */
+  readonly invocationTimeoutMs: number;
+  /** @default 256 */
+  readonly memoryMb?: number;
+  /** How long to wait for a function to become active or finish updating. @default 300 */
+  readonly waitSeconds?: number;
+  /** @default systemClock */
+  readonly clock?: Clock;
+  /** @default silentLogger */
+  readonly log?: Logger;
+}
+
+/** The name of a source's function, `sluice-<stage>-<source id>`, at most 64 characters. */
+export function sourceFunctionName(stage: string, sourceId: string): string {
+  const name = `sluice-${stage}-${sourceId}`;
+  if (name.length > MAX_FUNCTION_NAME || !/^[A-Za-z0-9_-]+$/.test(name)) {
+    throw new Error(`"${name}" is not a valid Lambda function name (letters, digits, - and _, at most 64)`);
+  }
+  return name;
+}
+
+/** The settings every source function has; `prepare` re-applies them when they drift. */
+interface SourceFunctionSettings {
+  Role: string;
+  Handler: string;
+  Runtime: "nodejs22.x";
+  Layers: string[];
+  MemorySize: number;
+  Timeout: number;
+  LoggingConfig?: { LogFormat: "Text"; LogGroup: string };
+}
+
+const jsonSchema = z.json();
+/**
+ * The function's answer is data from a process that ran untrusted code, so it is checked before
+ * trusted code applies it; a result of another shape is reported as the run's error.
+ */
+const invocationResultSchema = z.object({
+  invocationId: z.string(),
+  emits: z.array(
+    z.object({
+      event: jsonSchema,
+      meta: z.object({
+        id: z.union([z.string(), z.number()]).optional(),
+        name: z.string().optional(),
+        summary: z.string().optional(),
+        ts: z.number().optional(),
+        delivery_ts: z.number().optional(),
+      }),
+    }),
+  ),
+  dbWrites: z.record(z.string(), jsonSchema),
+  logs: z.array(
+    z.object({ ts: z.number(), level: z.enum(["log", "info", "warn", "error", "debug"]), message: z.string() }),
+  ),
+  error: z.object({ name: z.string(), message: z.string(), stack: z.string().optional(), ts: z.number() }).optional(),
+  response: z
+    .object({
+      status: z.number().int().min(100).max(599),
+      headers: z.record(z.string(), z.string()),
+      body: z.string(),
+      bodyEncoding: z.enum(["utf8", "base64"]).optional(),
+    })
+    .optional(),
+  additionalProps: z.array(z.record(z.string(), jsonSchema)).optional(),
+  durationMs: z.number(),
+});
+
+const describeReplySchema = z.union([
+  z.object({ ok: z.literal(true), description: z.record(z.string(), z.unknown()) }),
+  z.object({
+    ok: z.literal(false),
+    error: z.object({ message: z.string(), line: z.number().optional(), column: z.number().optional() }),
+  }),
+]);
+
+const isNamed = (error: unknown, name: string) => (error as { name?: unknown } | null)?.name === name;
+
+const invalidCode = (message: string) =>
+  new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
+
+/** The error payload Lambda returns with `FunctionError`. */
+interface LambdaErrorPayload {
+  errorType?: string;
+  errorMessage?: string;
+  trace?: string[];
+}
+
+function parseJson(bytes: Uint8Array | undefined): unknown {
+  if (!bytes || bytes.length === 0) return undefined;
+  try {
+    return JSON.parse(new TextDecoder().decode(bytes));
+  } catch {
+    return undefined;
+  }
+}
+
+export class LambdaComponentHost implements ComponentHost {
+  readonly #options: LambdaComponentHostOptions;
+  readonly #clock: Clock;
+  readonly #log: Logger;
+
+  constructor(options: LambdaComponentHostOptions) {
+    this.#options = options;
+    this.#clock = options.clock ?? systemClock;
+    this.#log = options.log ?? silentLogger;
+  }
+
+  functionName(sourceId: string): string {
+    return sourceFunctionName(this.#options.stage, sourceId);
+  }
+
+  async describe(code: string): Promise<ComponentDescription> {
+    const bundle = await this.#options.bundle(code);
+    const payload = JSON.stringify({ kind: "describe", code: bundle });
+    if (Buffer.byteLength(payload) > MAX_SYNC_PAYLOAD_BYTES) {
+      throw invalidCode(`the bundled component is larger than ${MAX_SYNC_PAYLOAD_BYTES / 1024 / 1024} MiB`);
+    }
+    const out = await this.#options.lambda.send(
+      new InvokeCommand({
+        FunctionName: this.#options.describerFunction,
+        InvocationType: "RequestResponse",
+        Payload: new TextEncoder().encode(payload),
+      }),
+    );
+    const body = parseJson(out.Payload);
+    if (out.FunctionError) {
+      const { errorType, errorMessage } = (body ?? {}) as LambdaErrorPayload;
+      throw invalidCode(`the component could not be loaded: ${lambdaFailure(errorType, errorMessage).message}`);
+    }
+    const reply = describeReplySchema.safeParse(body);
+    if (!reply.success) throw new Error("the describer function answered in an unknown shape");
+    const answer = reply.data as DescribeReply;
+    if (answer.ok) return answer.description;
+    const { message, line, column } = answer.error;
+    throw invalidCode(
+      line === undefined ? message : `${message} (line ${line}${column === undefined ? "" : `, column ${column}`})`,
+    );
+  }
+
+  async prepare(source: SourceCode): Promise<void> {
+    const { zip, sha256 } = sourceZip(await this.#options.bundle(source.code));
+    const FunctionName = this.functionName(source.sourceId);
+    const settings = this.#settings();
+    let current = await this.#getFunction(FunctionName);
+    if (!current) {
+      try {
+        await this.#options.lambda.send(
+          new CreateFunctionCommand({
+            FunctionName,
+            ...settings,
+            Architectures: ["arm64"],
+            PackageType: "Zip",
+            Code: { ZipFile: zip },
+            Description: `Sluice source ${source.sourceId}`,
+            Tags: { "sluice:source": source.sourceId, "sluice:stage": this.#options.stage },
+          }),
+        );
+        await this.#waitActive(FunctionName);
+        this.#log.info("source function created", { source_id: source.sourceId, function: FunctionName });
+        return;
+      } catch (error) {
+        // Another deploy of the same source created it first: update that one instead.
+        if (!isNamed(error, "ResourceConflictException")) throw error;
+        current = await this.#getFunction(FunctionName);
+        if (!current) throw error;
+      }
+    }
+    if (current.CodeSha256 !== Buffer.from(sha256, "hex").toString("base64")) {
+      if (current.LastUpdateStatus === "InProgress") await this.#waitUpdated(FunctionName);
+      await this.#options.lambda.send(
+        new UpdateFunctionCodeCommand({ FunctionName, ZipFile: zip, Architectures: ["arm64"] }),
+      );
+      await this.#waitUpdated(FunctionName);
+    }
+    if (settingsDiffer(current, settings)) {
+      await this.#options.lambda.send(
+        new UpdateFunctionConfigurationCommand({ FunctionName, ...settings, Environment: { Variables: {} } }),
+      );
+      await this.#waitUpdated(FunctionName);
+    }
+    this.#log.info("source function updated", { source_id: source.sourceId, function: FunctionName });
+  }
+
+  async invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
+    const FunctionName = this.functionName(source.sourceId);
+    const started = this.#clock.nowMs();
+    const command = new InvokeCommand({
+      FunctionName,
+      InvocationType: "RequestResponse",
+      Payload: new TextEncoder().encode(JSON.stringify(invocation)),
+    });
+    let out: InvokeCommandOutput;
+    try {
+      out = await this.#options.lambda.send(command);
+    } catch (error) {
+      // A function still being created or updated refuses invocations for a moment.
+      if (!isNamed(error, "ResourceConflictException")) throw error;
+      await this.#waitUpdated(FunctionName);
+      out = await this.#options.lambda.send(command);
+    }
+    const durationMs = Math.max(0, this.#clock.nowMs() - started);
+    const body = parseJson(out.Payload);
+    if (out.FunctionError) {
+      const { errorType, errorMessage } = (body ?? {}) as LambdaErrorPayload;
+      return failedResult(invocation, lambdaFailure(errorType, errorMessage), this.#clock.nowMs(), durationMs);
+    }
+    const parsed = invocationResultSchema.safeParse(body);
+    if (!parsed.success || parsed.data.invocationId !== invocation.invocationId) {
+      this.#log.warn("source function answered in an unknown shape", { source_id: source.sourceId });
+      const failure = { name: "RuntimeError", message: "the runtime returned a result of an unknown shape" };
+      return failedResult(invocation, failure, this.#clock.nowMs(), durationMs);
+    }
+    const result = { ...(parsed.data as InvocationResult), durationMs };
+    if (result.response) handlers?.onRespond?.(result.response);
+    return result;
+  }
+
+  async remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void> {
+    try {
+      await this.#options.lambda.send(new DeleteFunctionCommand({ FunctionName: this.functionName(source.sourceId) }));
+    } catch (error) {
+      if (!isNamed(error, "ResourceNotFoundException")) throw error;
+    }
+  }
+
+  #settings(): SourceFunctionSettings {
+    const settings: SourceFunctionSettings = {
+      Role: this.#options.sourceRoleArn,
+      Handler: SOURCE_HANDLER,
+      Runtime: "nodejs22.x",
+      Layers: [this.#options.runtimeLayerArn],
+      MemorySize: this.#options.memoryMb ?? 256,
+      // Lambda stops the function only as a last resort: the runtime ends a run that is too long
+      // itself, with what it did so far.
+      Timeout: Math.ceil(this.#options.invocationTimeoutMs / 1000) + 3,
+    };
+    if (this.#options.logGroup) settings.LoggingConfig = { LogFormat: "Text", LogGroup: this.#options.logGroup };
+    return settings;
+  }
+
+  async #getFunction(FunctionName: string): Promise<FunctionConfiguration | undefined> {
+    try {
+      const out = await this.#options.lambda.send(new GetFunctionCommand({ FunctionName }));
+      return out.Configuration;
+    } catch (error) {
+      if (isNamed(error, "ResourceNotFoundException")) return undefined;
+      throw error;
+    }
+  }
+
+  #waiter() {
+    return { client: this.#options.lambda, maxWaitTime: this.#options.waitSeconds ?? 300, minDelay: 1, maxDelay: 5 };
+  }
+
+  async #waitActive(FunctionName: string): Promise<void> {
+    await waitUntilFunctionActiveV2(this.#waiter(), { FunctionName });
+  }
+
+  async #waitUpdated(FunctionName: string): Promise<void> {
+    await waitUntilFunctionUpdatedV2(this.#waiter(), { FunctionName });
+  }
+}
+
+function settingsDiffer(current: FunctionConfiguration, wanted: SourceFunctionSettings): boolean {
+  return (
+    current.Role !== wanted.Role ||
+    current.Handler !== wanted.Handler ||
+    current.Runtime !== wanted.Runtime ||
+    current.MemorySize !== wanted.MemorySize ||
+    current.Timeout !== wanted.Timeout ||
+    JSON.stringify((current.Layers ?? []).map((layer) => layer.Arn)) !== JSON.stringify(wanted.Layers) ||
+    (wanted.LoggingConfig !== undefined && current.LoggingConfig?.LogGroup !== wanted.LoggingConfig.LogGroup) ||
+    Object.keys(current.Environment?.Variables ?? {}).length > 0
+  );
+}
+
+/** What Lambda reports when the function itself failed: a timeout, out of memory, a crash. */
+function lambdaFailure(
+  errorType: string | undefined,
+  errorMessage: string | undefined,
+): { name: string; message: string } {
+  const message = errorMessage ?? "the function failed without a message";
+  if (errorType === "Sandbox.Timedout" || /Task timed out/.test(message)) {
+    return { name: "TimeoutError", message: `the function was stopped: ${message}` };
+  }
+  if (errorType === "Runtime.OutOfMemory" || /out of memory/i.test(message)) {
+    return { name: "OutOfMemoryError", message: `the function ran out of memory: ${message}` };
+  }
+  return { name: errorType ?? "Error", message };
+}
+
+function failedResult(
+  invocation: Invocation,
+  failure: { name: string; message: string },
+  ts: number,
+  durationMs: number,
+): InvocationResult {
+  return {
+    invocationId: invocation.invocationId,
+    emits: [],
+    dbWrites: {},
+    logs: [],
+    error: { ...failure, ts },
+    durationMs,
+  };
+}
+
+/** The factory the AWS composition root calls. */
+export function createLambdaComponentHost(options: LambdaComponentHostOptions): LambdaComponentHost {
+  return new LambdaComponentHost(options);
+}

@@ -1,0 +1,110 @@
+/**
+ * `Timers` on AWS: one EventBridge Scheduler schedule per source, named by the source id, in the
+ * stack's schedule group. Each fires the timer-invoker function (`functions/internal/timer-invoker.ts`)
+ * with `{ sourceId, scheduledAt }`; Scheduler fills in `scheduledAt` (its `scheduled-time` context
+ * attribute), so the run's `event.timestamp` is the scheduled time, not the delivery time.
+ *
+ * Scheduler's finest rate is one minute. A shorter interval that divides 60 fires once a minute
+ * with `everySeconds` and `times` in the input, and the invoker runs the source `times` times,
+ * `everySeconds` apart, within that one invocation (`toAwsScheduleExpression` in `#core/timer-schedule`).
+ */
+import {
+  ConflictException,
+  CreateScheduleCommand,
+  type CreateScheduleCommandInput,
+  DeleteScheduleCommand,
+  type SchedulerClient,
+  UpdateScheduleCommand,
+} from "@aws-sdk/client-scheduler";
+import type { TimerSpec } from "#core/component-model";
+import { type AwsScheduleExpression, toAwsScheduleExpression } from "#core/timer-schedule";
+import type { Timers } from "#ports/timers";
+
+/** Replaced by Scheduler with the time the schedule was due, in ISO 8601. */
+export const SCHEDULED_TIME_PLACEHOLDER = "<aws.scheduler.scheduled-time>";
+
+/** What the timer invoker receives. */
+export interface TimerInvokerInput {
+  sourceId: string;
+  /** ISO 8601 time the schedule was due (Scheduler's placeholder, filled in). */
+  scheduledAt?: string;
+  /** For intervals under a minute: seconds between runs within one invocation. */
+  everySeconds?: number;
+  /** For intervals under a minute: runs per invocation. */
+  times?: number;
+}
+
+export interface SchedulerTimersOptions {
+  readonly scheduler: SchedulerClient;
+  /** Schedule group (`SLUICE_SCHEDULE_GROUP`). */
+  readonly groupName: string;
+  /** ARN of the timer-invoker function (`SLUICE_TIMER_INVOKER_ARN`). */
+  readonly timerInvokerArn: string;
+  /** Role Scheduler assumes to invoke it (`SLUICE_SCHEDULER_ROLE_ARN`). */
+  readonly roleArn: string;
+  /** @default toAwsScheduleExpression of `#core/timer-schedule` */
+  readonly toExpression?: (spec: TimerSpec) => AwsScheduleExpression;
+}
+
+const isNamed = (error: unknown, name: string) => (error as { name?: unknown } | null)?.name === name;
+
+export class SchedulerTimers implements Timers {
+  readonly #options: SchedulerTimersOptions;
+
+  constructor(options: SchedulerTimersOptions) {
+    this.#options = options;
+  }
+
+  /** The request that makes (or remakes) a source's schedule; `UpdateSchedule` takes the same fields. */
+  scheduleRequest(sourceId: string, spec: TimerSpec): CreateScheduleCommandInput {
+    const { expression, timezone, subMinuteRepeats } = (this.#options.toExpression ?? toAwsScheduleExpression)(spec);
+    const input: TimerInvokerInput = { sourceId, scheduledAt: SCHEDULED_TIME_PLACEHOLDER };
+    if (subMinuteRepeats) {
+      input.everySeconds = subMinuteRepeats.everySeconds;
+      input.times = subMinuteRepeats.times;
+    }
+    return {
+      Name: sourceId,
+      GroupName: this.#options.groupName,
+      ScheduleExpression: expression,
+      ...(timezone !== undefined ? { ScheduleExpressionTimezone: timezone } : {}),
+      FlexibleTimeWindow: { Mode: "OFF" },
+      State: "ENABLED",
+      Description: `Sluice timer of ${sourceId}`,
+      Target: {
+        Arn: this.#options.timerInvokerArn,
+        RoleArn: this.#options.roleArn,
+        Input: JSON.stringify(input),
+        // Retries cover a failed hand-over to Lambda only; a fire more than 5 minutes late is
+        // dropped, the next one comes anyway.
+        RetryPolicy: { MaximumEventAgeInSeconds: 300, MaximumRetryAttempts: 3 },
+      },
+    };
+  }
+
+  async schedule(sourceId: string, spec: TimerSpec): Promise<void> {
+    const request = this.scheduleRequest(sourceId, spec);
+    try {
+      await this.#options.scheduler.send(new CreateScheduleCommand(request));
+    } catch (error) {
+      if (!(error instanceof ConflictException) && !isNamed(error, "ConflictException")) throw error;
+      // A schedule of that name exists (a re-deploy, or a retried request): replace all its fields.
+      await this.#options.scheduler.send(new UpdateScheduleCommand(request));
+    }
+  }
+
+  async cancel(sourceId: string): Promise<void> {
+    try {
+      await this.#options.scheduler.send(
+        new DeleteScheduleCommand({ Name: sourceId, GroupName: this.#options.groupName }),
+      );
+    } catch (error) {
+      if (!isNamed(error, "ResourceNotFoundException")) throw error;
+    }
+  }
+}
+
+/** The factory the AWS composition root calls. */
+export function createSchedulerTimers(options: SchedulerTimersOptions): SchedulerTimers {
+  return new SchedulerTimers(options);
+}

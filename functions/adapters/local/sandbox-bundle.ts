@@ -1,0 +1,134 @@
+/**
+ * esbuild steps of the local sandbox: the user's component into one self-contained file, and the
+ * sandbox child's program (`runtime-layer/sandbox-entry.ts`) into plain JS, so a child runs without
+ * tsx and reads nothing but two folders.
+ */
+import { createHash, randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
+import { mkdir, rename, rm, writeFile } from "node:fs/promises";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { build, type Message, type Plugin } from "esbuild";
+import { DomainError } from "#core/errors";
+
+const FIELD = "component_code";
+/** The name the user's code has in bundles, source maps and stack frames. */
+const SOURCE_FILE = "component.ts";
+const RUNTIME_LAYER = fileURLToPath(new URL("../../../runtime-layer/", import.meta.url));
+
+export const invalidCode = (message: string) =>
+  new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
+
+export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+const temporaryName = (path: string) => `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
+
+/**
+ * Bundles `code` (a component module: ESM or CommonJS, JavaScript or TypeScript) into `outfile`,
+ * unless it exists. The caller picks a content-addressed path, so an existing file is this code's.
+ *
+ * Everything the code imports is inlined: npm packages through `plugins` (without plugins they
+ * stay external, and fail to load in the child). Imports of files by path are refused: a
+ * component is one module, and the bundler, which runs with Sluice's rights, must not read other
+ * files on the code's behalf.
+ *
+ * @throws DomainError `validation` on `component_code` with esbuild's first message and its line.
+ */
+export async function bundleComponent(code: string, outfile: string, plugins: readonly Plugin[] = []): Promise<string> {
+  if (existsSync(outfile)) return outfile;
+  const resolveDir = dirname(outfile);
+  const temporary = temporaryName(outfile);
+  await mkdir(resolveDir, { recursive: true });
+  try {
+    await build({
+      // The ts loader also takes plain JS. A CommonJS entry needs no wrapper: esbuild's ESM output
+      // of a CommonJS entry is `export default require_component()`, i.e. `module.exports`.
+      stdin: { contents: code, loader: "ts", resolveDir, sourcefile: SOURCE_FILE },
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      plugins: [noFileImports(join(resolveDir, SOURCE_FILE)), ...plugins],
+      // node: built-ins are always external on platform node.
+      ...(plugins.length === 0 ? { packages: "external" as const } : {}),
+      // Inline so the child, which may read only its bundle folder, maps stack frames to the user's lines.
+      sourcemap: "inline",
+      // esbuild's ESM output has no `require`; CommonJS components call it for built-ins.
+      banner: {
+        js: 'import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url);',
+      },
+      outfile: temporary,
+      write: true,
+      logLevel: "silent",
+    });
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw compileError(error);
+  }
+  // Renamed into place so a concurrent reader never imports a half-written bundle.
+  await rename(temporary, outfile);
+  return outfile;
+}
+
+/** Refuses `./x`, `/x`, `C:\x` and `file:` imports written in the user's module itself. */
+function noFileImports(entry: string): Plugin {
+  return {
+    name: "sluice-no-file-imports",
+    setup(pluginBuild) {
+      pluginBuild.onResolve({ filter: /^(\.|\/|\\|[a-zA-Z]:|file:)/ }, (args) =>
+        args.importer === entry
+          ? {
+              errors: [
+                { text: `cannot import "${args.path}": a component is a single module; import npm packages only` },
+              ],
+            }
+          : undefined,
+      );
+    },
+  };
+}
+
+function compileError(error: unknown): unknown {
+  const errors = (error as { errors?: Message[] }).errors;
+  const first = errors?.[0];
+  if (!first) return error;
+  const where = first.location ? ` (line ${first.location.line}, column ${first.location.column + 1})` : "";
+  return invalidCode(`${first.text}${where}`);
+}
+
+/** The entry bundle of each work dir, built on first use in this process. */
+const entryBundles = new Map<string, Promise<string>>();
+
+/**
+ * Bundles `runtime-layer/sandbox-entry.ts` into `<workDir>/runtime/sandbox-entry.mjs` once per
+ * process (always afresh, so a new Sluice version never runs an old entry).
+ */
+export function sandboxEntry(workDir: string): Promise<string> {
+  let entry = entryBundles.get(workDir);
+  if (!entry) {
+    entry = buildEntry(workDir);
+    entryBundles.set(workDir, entry);
+    entry.catch(() => entryBundles.delete(workDir));
+  }
+  return entry;
+}
+
+async function buildEntry(workDir: string): Promise<string> {
+  const outfile = join(workDir, "runtime", "sandbox-entry.mjs");
+  const result = await build({
+    entryPoints: [join(RUNTIME_LAYER, "sandbox-entry.ts")],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    target: "node20",
+    write: false,
+    logLevel: "silent",
+  });
+  const output = result.outputFiles[0];
+  if (!output) throw new Error("esbuild produced no sandbox entry");
+  await mkdir(dirname(outfile), { recursive: true });
+  const temporary = temporaryName(outfile);
+  await writeFile(temporary, output.contents);
+  await rename(temporary, outfile);
+  return outfile;
+}

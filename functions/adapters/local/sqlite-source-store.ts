@@ -1,0 +1,235 @@
+import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
+import { conflict, notFound } from "#core/errors";
+import type { Page, PageQuery } from "#core/pagination";
+import type { SourceStore } from "#ports/source-store";
+import type { SqliteDatabase } from "./sqlite-database.ts";
+
+interface SourceRow {
+  id: string;
+  user_id: string;
+  workspace_id: string;
+  component_id: string;
+  name: string;
+  name_slug: string;
+  configured_props: string;
+  active: number;
+  endpoint_key: string | null;
+  timer: string | null;
+  created_at: number;
+  updated_at: number;
+}
+
+interface StateRow {
+  db: string;
+  dedupe: string;
+  version: number;
+}
+
+function toSource(row: SourceRow): SourceRecord {
+  const source: SourceRecord = {
+    id: row.id,
+    userId: row.user_id,
+    workspaceId: row.workspace_id,
+    componentId: row.component_id,
+    name: row.name,
+    nameSlug: row.name_slug,
+    configuredProps: JSON.parse(row.configured_props),
+    active: row.active === 1,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+  if (row.endpoint_key !== null) source.endpointKey = row.endpoint_key;
+  if (row.timer !== null) source.timer = JSON.parse(row.timer) as TimerSpec;
+  return source;
+}
+
+const toRow = (source: SourceRecord) => ({
+  id: source.id,
+  userId: source.userId,
+  workspaceId: source.workspaceId,
+  componentId: source.componentId,
+  name: source.name,
+  nameSlug: source.nameSlug,
+  configuredProps: JSON.stringify(source.configuredProps),
+  active: source.active ? 1 : 0,
+  endpointKey: source.endpointKey ?? null,
+  timer: source.timer === undefined ? null : JSON.stringify(source.timer),
+  createdAt: source.createdAt,
+  updatedAt: source.updatedAt,
+});
+
+/** `wanted` when free, else `wanted-1`, `wanted-2`, ...: the lowest counter not in `taken`. */
+function lowestFreeSlug(wanted: string, taken: ReadonlySet<string>): string {
+  if (!taken.has(wanted)) return wanted;
+  for (let counter = 1; ; counter++) {
+    const candidate = `${wanted}-${counter}`;
+    if (!taken.has(candidate)) return candidate;
+  }
+}
+
+const constraintOf = (error: unknown): string | undefined => {
+  const code = (error as { code?: string }).code;
+  if (code !== "SQLITE_CONSTRAINT_UNIQUE" && code !== "SQLITE_CONSTRAINT_PRIMARYKEY") return undefined;
+  return String((error as Error).message);
+};
+
+/** The statements of one newest-first list, by the owning column. */
+function pageStatements(db: SqliteDatabase, column: "user_id" | "workspace_id") {
+  return {
+    first: db.prepare<[string, number], SourceRow>(
+      `SELECT * FROM sources WHERE ${column} = ? ORDER BY id DESC LIMIT ?`,
+    ),
+    after: db.prepare<[string, string, number], SourceRow>(
+      `SELECT * FROM sources WHERE ${column} = ? AND id < ? ORDER BY id DESC LIMIT ?`,
+    ),
+    before: db.prepare<[string, string, number], SourceRow>(
+      `SELECT * FROM sources WHERE ${column} = ? AND id > ? ORDER BY id ASC LIMIT ?`,
+    ),
+    count: db.prepare<[string], { total: number }>(`SELECT count(*) AS total FROM sources WHERE ${column} = ?`),
+  };
+}
+type PageStatements = ReturnType<typeof pageStatements>;
+
+/**
+ * `SourceStore` on the local SQLite file. Slugs are unique per user by a unique index; the free
+ * one is chosen inside the same IMMEDIATE transaction as the write, so two writers (even in two
+ * processes on the same file) cannot pick the same one.
+ */
+export class SqliteSourceStore implements SourceStore {
+  private readonly statements;
+
+  constructor(private readonly db: SqliteDatabase) {
+    this.statements = {
+      insert: db.prepare(
+        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, created_at, updated_at)
+         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @createdAt, @updatedAt)`,
+      ),
+      update: db.prepare(
+        `UPDATE sources SET user_id = @userId, workspace_id = @workspaceId, component_id = @componentId, name = @name,
+           name_slug = @nameSlug, configured_props = @configuredProps, active = @active, endpoint_key = @endpointKey,
+           timer = @timer, created_at = @createdAt, updated_at = @updatedAt
+         WHERE id = @id`,
+      ),
+      // Candidates for the slug counter: every slug of the user that starts with the wanted one.
+      slugsLike: db.prepare<[string, number, string], { name_slug: string }>(
+        "SELECT name_slug FROM sources WHERE user_id = ? AND substr(name_slug, 1, ?) = ?",
+      ),
+      byId: db.prepare<[string], SourceRow>("SELECT * FROM sources WHERE id = ?"),
+      byEndpointKey: db.prepare<[string], SourceRow>("SELECT * FROM sources WHERE endpoint_key = ?"),
+      activeTimers: db.prepare<[], SourceRow>(
+        "SELECT * FROM sources WHERE active = 1 AND timer IS NOT NULL ORDER BY id ASC",
+      ),
+      deleteSource: db.prepare<[string]>("DELETE FROM sources WHERE id = ?"),
+      deleteState: db.prepare<[string]>("DELETE FROM source_states WHERE source_id = ?"),
+      getState: db.prepare<[string], StateRow>("SELECT db, dedupe, version FROM source_states WHERE source_id = ?"),
+      insertState: db.prepare<[string, string, string]>(
+        "INSERT INTO source_states (source_id, db, dedupe, version) VALUES (?, ?, ?, 1) ON CONFLICT (source_id) DO NOTHING",
+      ),
+      updateState: db.prepare<[string, string, number, string, number]>(
+        "UPDATE source_states SET db = ?, dedupe = ?, version = ? WHERE source_id = ? AND version = ?",
+      ),
+      ofUser: pageStatements(db, "user_id"),
+      ofWorkspace: pageStatements(db, "workspace_id"),
+    };
+  }
+
+  async createSource(source: SourceRecord): Promise<SourceRecord> {
+    const s = this.statements;
+    try {
+      return this.db
+        .transaction(() => {
+          const saved = { ...source, nameSlug: this.freeSlug(source.userId, source.nameSlug) };
+          s.insert.run(toRow(saved));
+          return saved;
+        })
+        .immediate();
+    } catch (error) {
+      const constraint = constraintOf(error);
+      if (constraint?.includes("sources.id")) throw conflict(`source ${source.id} exists already`);
+      if (constraint?.includes("sources.endpoint_key")) throw conflict("this endpoint key is in use already");
+      throw error;
+    }
+  }
+
+  async updateSource(source: SourceRecord): Promise<SourceRecord> {
+    const s = this.statements;
+    try {
+      return this.db
+        .transaction(() => {
+          const stored = s.byId.get(source.id);
+          if (!stored) throw notFound(`source ${source.id}`);
+          const sameSlug = stored.name_slug === source.nameSlug && stored.user_id === source.userId;
+          // The source's own current slug counts as free: it is released by this very update.
+          const saved = sameSlug
+            ? source
+            : { ...source, nameSlug: this.freeSlug(source.userId, source.nameSlug, stored) };
+          s.update.run(toRow(saved));
+          return saved;
+        })
+        .immediate();
+    } catch (error) {
+      if (constraintOf(error)?.includes("sources.endpoint_key")) throw conflict("this endpoint key is in use already");
+      throw error;
+    }
+  }
+
+  async deleteSource(id: string): Promise<void> {
+    this.db.transaction(() => {
+      this.statements.deleteSource.run(id);
+      this.statements.deleteState.run(id);
+    })();
+  }
+
+  async getSource(id: string): Promise<SourceRecord | undefined> {
+    const row = this.statements.byId.get(id);
+    return row && toSource(row);
+  }
+
+  async findSourceByEndpointKey(endpointKey: string): Promise<SourceRecord | undefined> {
+    const row = this.statements.byEndpointKey.get(endpointKey);
+    return row && toSource(row);
+  }
+
+  async listSourcesOfUser(userId: string, page: PageQuery): Promise<Page<SourceRecord>> {
+    return this.list(this.statements.ofUser, userId, page);
+  }
+
+  async listSourcesOfWorkspace(workspaceId: string, page: PageQuery): Promise<Page<SourceRecord>> {
+    return this.list(this.statements.ofWorkspace, workspaceId, page);
+  }
+
+  async listActiveTimerSources(): Promise<SourceRecord[]> {
+    return this.statements.activeTimers.all().map(toSource);
+  }
+
+  async getSourceState(sourceId: string): Promise<SourceState> {
+    const row = this.statements.getState.get(sourceId);
+    if (!row) return { db: {}, dedupe: {}, version: 0 };
+    return { db: JSON.parse(row.db), dedupe: JSON.parse(row.dedupe), version: row.version };
+  }
+
+  async putSourceState(sourceId: string, state: Omit<SourceState, "version">, expectedVersion: number): Promise<void> {
+    const db = JSON.stringify(state.db);
+    const dedupe = JSON.stringify(state.dedupe);
+    const { changes } =
+      expectedVersion === 0
+        ? this.statements.insertState.run(sourceId, db, dedupe)
+        : this.statements.updateState.run(db, dedupe, expectedVersion + 1, sourceId, expectedVersion);
+    if (changes === 0) throw conflict(`the state of source ${sourceId} was changed by another run`);
+  }
+
+  private freeSlug(userId: string, wanted: string, self?: SourceRow): string {
+    const taken = new Set(this.statements.slugsLike.all(userId, wanted.length, wanted).map((row) => row.name_slug));
+    if (self && self.user_id === userId) taken.delete(self.name_slug);
+    return lowestFreeSlug(wanted, taken);
+  }
+
+  private list(statements: PageStatements, owner: string, page: PageQuery): Page<SourceRecord> {
+    let rows: SourceRow[];
+    if (page.after !== undefined) rows = statements.after.all(owner, page.after, page.limit);
+    else if (page.before !== undefined) rows = statements.before.all(owner, page.before, page.limit).reverse();
+    else rows = statements.first.all(owner, page.limit);
+    const totalCount = statements.count.get(owner)?.total ?? 0;
+    return { items: rows.map(toSource), totalCount };
+  }
+}

@@ -1,0 +1,104 @@
+import { z } from "zod";
+
+/**
+ * The environment variables of the AWS side of sources: deployed source functions, their
+ * schedules, the run queue and the secrets key. The service stack (`lib/`) sets them from these
+ * names; the AWS composition root reads them with {@link loadAwsComputeConfig}.
+ */
+export const AWS_COMPUTE_ENV = {
+  /** Stage of the deployment; source functions are named `sluice-<stage>-<source id>`. */
+  stage: "SLUICE_STAGE",
+  /** Function that runs queued source runs (`LambdaRunQueue`). */
+  sourceRunnerFunction: "SLUICE_SOURCE_RUNNER_FUNCTION",
+  /** ARN of the KMS key that seals secret props (`KmsSecrets`). */
+  secretsKeyArn: "SLUICE_SECRETS_KEY_ARN",
+  /** Execution role of source functions (logging only). */
+  sourceRoleArn: "SLUICE_SOURCE_ROLE_ARN",
+  /** Version ARN of the runtime layer every source function runs on. */
+  runtimeLayerArn: "SLUICE_RUNTIME_LAYER_ARN",
+  /** Log group that all source functions log to. */
+  sourceLogGroup: "SLUICE_SOURCE_LOG_GROUP",
+  /** Function that reads a component's metadata in a sandbox (`LambdaComponentHost.describe`). */
+  describerFunction: "SLUICE_DESCRIBER_FUNCTION",
+  /** ARN of the function that EventBridge Scheduler invokes for timers. */
+  timerInvokerArn: "SLUICE_TIMER_INVOKER_ARN",
+  /** Role EventBridge Scheduler assumes to invoke the timer invoker. */
+  schedulerRoleArn: "SLUICE_SCHEDULER_ROLE_ARN",
+  /** EventBridge Scheduler group of the timers' schedules. */
+  scheduleGroup: "SLUICE_SCHEDULE_GROUP",
+} as const;
+
+/** The names a function that creates, updates and deletes source functions and schedules needs. */
+export const MANAGE_SOURCES_ENV = [
+  AWS_COMPUTE_ENV.sourceRoleArn,
+  AWS_COMPUTE_ENV.runtimeLayerArn,
+  AWS_COMPUTE_ENV.sourceLogGroup,
+  AWS_COMPUTE_ENV.describerFunction,
+  AWS_COMPUTE_ENV.timerInvokerArn,
+  AWS_COMPUTE_ENV.schedulerRoleArn,
+  AWS_COMPUTE_ENV.scheduleGroup,
+] as const;
+
+/** What a function needs to create, update and delete source functions and their schedules. */
+export interface ManageSourcesConfig {
+  sourceRoleArn: string;
+  runtimeLayerArn: string;
+  sourceLogGroup: string;
+  describerFunction: string;
+  timerInvokerArn: string;
+  schedulerRoleArn: string;
+  scheduleGroup: string;
+}
+
+export interface AwsComputeConfig {
+  /** `default` when the stack was deployed without `-c stage=...`. */
+  stage: string;
+  /** Set on functions that queue runs. */
+  sourceRunnerFunction: string | undefined;
+  /** Set on functions that seal or open secret props. */
+  secretsKeyArn: string | undefined;
+  /** Set, all of it, on functions that deploy sources; undefined on the others. */
+  manage: ManageSourcesConfig | undefined;
+}
+
+type Env = Record<string, string | undefined>;
+
+const name = z.string({ error: "is required" }).min(1);
+
+/**
+ * Reads the compute settings. Each group is optional, but a group that is partly set is an error
+ * naming every missing variable, as a half-configured function would fail only at its first use.
+ */
+export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
+  const problems: string[] = [];
+  const stage = env[AWS_COMPUTE_ENV.stage] ?? "default";
+  if (!/^[A-Za-z][A-Za-z0-9-]{0,29}$/.test(stage)) {
+    problems.push(`${AWS_COMPUTE_ENV.stage}: must be 1 to 30 letters, digits or hyphens, starting with a letter`);
+  }
+  let manage: ManageSourcesConfig | undefined;
+  if (MANAGE_SOURCES_ENV.some((variable) => env[variable] !== undefined)) {
+    const shape = Object.fromEntries(MANAGE_SOURCES_ENV.map((variable) => [variable, name]));
+    const parsed = z.object(shape).safeParse(env);
+    if (parsed.success) {
+      const value = (variable: string) => parsed.data[variable] as string;
+      manage = {
+        sourceRoleArn: value(AWS_COMPUTE_ENV.sourceRoleArn),
+        runtimeLayerArn: value(AWS_COMPUTE_ENV.runtimeLayerArn),
+        sourceLogGroup: value(AWS_COMPUTE_ENV.sourceLogGroup),
+        describerFunction: value(AWS_COMPUTE_ENV.describerFunction),
+        timerInvokerArn: value(AWS_COMPUTE_ENV.timerInvokerArn),
+        schedulerRoleArn: value(AWS_COMPUTE_ENV.schedulerRoleArn),
+        scheduleGroup: value(AWS_COMPUTE_ENV.scheduleGroup),
+      };
+    } else {
+      problems.push(...parsed.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`));
+    }
+  }
+  if (problems.length > 0) throw new Error(`AWS compute configuration is invalid:\n  ${problems.join("\n  ")}`);
+  return {
+    stage,
+    sourceRunnerFunction: env[AWS_COMPUTE_ENV.sourceRunnerFunction] || undefined,
+    secretsKeyArn: env[AWS_COMPUTE_ENV.secretsKeyArn] || undefined,
+    manage,
+  };
+}

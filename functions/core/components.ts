@@ -1,0 +1,134 @@
+/**
+ * Saved components (`sc_`): code read in the sandbox for its metadata, stored with it, found by id
+ * or by the `key` its code declares; and the registry of components shipped with Sluice.
+ */
+import { createHash } from "node:crypto";
+import type { Deps } from "#ports/deps";
+import type { ComponentRecord } from "./component-model.ts";
+import { DomainError, invalid, notFound } from "./errors.ts";
+import type { Caller } from "./identity.ts";
+import { formatId, ID_PREFIXES } from "./ids.ts";
+import { configurablePropsView } from "./props.ts";
+
+type ComponentDeps = Pick<Deps, "components" | "host" | "fetcher" | "registry" | "clock" | "ids">;
+
+/** The owner of registry components in the component store; no user has this id. */
+export const REGISTRY_OWNER = "registry";
+
+export const sha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
+
+export interface ComponentSourceInput {
+  component_code?: string | undefined;
+  component_url?: string | undefined;
+}
+
+/** The code of a request: `component_code` wins; `component_url` is fetched only when it is alone. */
+export async function codeFromInput(deps: Pick<Deps, "fetcher">, input: ComponentSourceInput): Promise<string> {
+  if (input.component_code !== undefined) return input.component_code;
+  if (input.component_url !== undefined) return deps.fetcher.fetchCode(input.component_url);
+  throw new DomainError("validation", "one of component_code or component_url is required", [
+    { field: "component_code", message: "is required when component_url is absent" },
+  ]);
+}
+
+/** Reads `code`'s metadata in the sandbox and saves it as a component of `ownerId`. */
+export async function saveComponent(
+  deps: ComponentDeps,
+  ownerId: string,
+  code: string,
+  componentUrl?: string,
+): Promise<ComponentRecord> {
+  if (code.trim() === "") throw invalid("component_code", "must not be empty");
+  const metadata = await deps.host.describe(code);
+  const now = deps.clock.nowMs();
+  const record: ComponentRecord = {
+    id: deps.ids.newId("component"),
+    ownerId,
+    name: metadata.name ?? metadata.key ?? "component",
+    version: metadata.version ?? "0.0.0",
+    code,
+    codeHash: sha256Hex(code),
+    metadata,
+    createdAt: now,
+    updatedAt: now,
+  };
+  if (metadata.key !== undefined) record.key = metadata.key;
+  if (componentUrl !== undefined) record.componentUrl = componentUrl;
+  await deps.components.putComponent(record);
+  return record;
+}
+
+/** `POST /components`. */
+export async function createComponent(deps: ComponentDeps, caller: Caller, input: ComponentSourceInput) {
+  const code = await codeFromInput(deps, input);
+  return saveComponent(deps, caller.userId, code, input.component_url);
+}
+
+/** `GET /components/{key|id}`: the caller's component by id, or their newest with that key, or a registry one. */
+export async function findComponent(deps: ComponentDeps, caller: Caller, keyOrId: string): Promise<ComponentRecord> {
+  if (keyOrId.startsWith(ID_PREFIXES.component)) {
+    const component = await deps.components.getComponent(keyOrId);
+    if (component && (component.ownerId === caller.userId || component.ownerId === REGISTRY_OWNER)) return component;
+    throw notFound("component");
+  }
+  const own = await deps.components.findComponentByKey(caller.userId, keyOrId);
+  if (own) return own;
+  return registryComponent(deps, keyOrId);
+}
+
+/**
+ * A registry component by key. It is saved once under {@link REGISTRY_OWNER} with an id derived
+ * from its code, so every deploy of the same registry code refers to the same `sc_` id.
+ */
+export async function registryComponent(deps: ComponentDeps, key: string): Promise<ComponentRecord> {
+  const code = await deps.registry.readCode(key);
+  if (code === undefined) throw notFound("registry component");
+  const codeHash = sha256Hex(code);
+  const id = formatId("component", 0, Buffer.from(codeHash, "hex"));
+  const saved = await deps.components.getComponent(id);
+  if (saved) return saved;
+  const metadata = await deps.host.describe(code);
+  const now = deps.clock.nowMs();
+  const record: ComponentRecord = {
+    id,
+    ownerId: REGISTRY_OWNER,
+    key,
+    name: metadata.name ?? key,
+    version: metadata.version ?? "0.0.0",
+    code,
+    codeHash,
+    metadata,
+    createdAt: now,
+    updatedAt: now,
+  };
+  try {
+    await deps.components.putComponent(record);
+  } catch (error) {
+    // Two first requests raced; the other one saved the same record.
+    const again = await deps.components.getComponent(id);
+    if (again) return again;
+    throw error;
+  }
+  return record;
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** The Component resource of the spec. */
+export function componentView(component: ComponentRecord) {
+  const view: Record<string, unknown> = {
+    id: component.id,
+    code: component.code,
+    code_hash: component.codeHash,
+    name: component.name,
+    version: component.version,
+    configurable_props: configurablePropsView(component.metadata.props),
+    created_at: seconds(component.createdAt),
+    updated_at: seconds(component.updatedAt),
+  };
+  if (component.key !== undefined) view.key = component.key;
+  if (component.metadata.description !== undefined) view.description = component.metadata.description;
+  if (component.metadata.type === "action") view.type = "action";
+  if (component.componentUrl !== undefined) view.component_url = component.componentUrl;
+  return view;
+}

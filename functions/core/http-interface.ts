@@ -1,0 +1,74 @@
+/**
+ * A request to a source's HTTP endpoint (`/http/<key>`), the same on both platforms.
+ *
+ * Without `customResponse` the caller is answered at once and the run is queued (the original
+ * answers 200 before and independently of `run`, real-behaviour.md §1.2). With it, the answer is
+ * the first `respond(...)` of the run; a run that throws or ends before responding gets 400, one
+ * that never responds within its time limit gets the timeout answer.
+ */
+import type { Deps } from "#ports/deps";
+import type { HttpResponseSpec } from "#runtime/protocol";
+import type { Json } from "./component-model.ts";
+import {
+  corsPreflightResponse,
+  DEFAULT_HTTP_RESPONSE,
+  failedBeforeRespondingResponse,
+  INACTIVE_SOURCE_RESPONSE,
+  type IncomingHttpRequest,
+  MAX_HTTP_INTERFACE_BODY_BYTES,
+  noRespondResponse,
+  PAYLOAD_TOO_LARGE_RESPONSE,
+  respondTimeoutResponse,
+  toHttpRunEvent,
+} from "./http-run-event.ts";
+import { invokeSource, loadComponent, propsOf, type RunDeps } from "./source-runs.ts";
+
+const jsonResponse = (status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseSpec => ({
+  status,
+  headers: { "content-type": "application/json", ...headers },
+  body: JSON.stringify(body),
+});
+
+export const UNKNOWN_ENDPOINT_RESPONSE = jsonResponse(404, { error: "no source listens at this endpoint" });
+
+/** Answers one request to an HTTP interface endpoint. */
+export async function receiveHttpRequest(
+  deps: RunDeps & Pick<Deps, "runs">,
+  endpointKey: string,
+  request: IncomingHttpRequest,
+): Promise<HttpResponseSpec> {
+  const source = await deps.sources.findSourceByEndpointKey(endpointKey);
+  if (!source) return UNKNOWN_ENDPOINT_RESPONSE;
+  if (request.method === "OPTIONS") {
+    return corsPreflightResponse(request.headers);
+  }
+  if (request.body.length > MAX_HTTP_INTERFACE_BODY_BYTES) return PAYLOAD_TOO_LARGE_RESPONSE;
+  if (!source.active) return INACTIVE_SOURCE_RESPONSE;
+  const component = await loadComponent(deps, source.componentId);
+  if (!component) return UNKNOWN_ENDPOINT_RESPONSE;
+
+  const event = toHttpRunEvent(request) as unknown as Json;
+  const httpProp = propsOf(source, component).find((prop) => prop.type === "$.interface.http");
+  if (httpProp?.customResponse !== true) {
+    await deps.runs.enqueue({ sourceId: source.id, trigger: "http", event });
+    return DEFAULT_HTTP_RESPONSE;
+  }
+
+  let answer!: (response: HttpResponseSpec) => void;
+  const responded = new Promise<HttpResponseSpec>((resolve) => {
+    answer = resolve;
+  });
+  const run = invokeSource(deps, source, component, "run", event, { onRespond: answer });
+  const finished = run.then(({ result }) => {
+    if (result.response) return result.response;
+    if (result.error?.name === "TimeoutError") return respondTimeoutResponse();
+    if (result.error) return failedBeforeRespondingResponse();
+    return noRespondResponse();
+  });
+  // The run goes on after an early respond; its effects are still applied, and a failure of the
+  // store while applying them is logged rather than lost in an unhandled rejection.
+  finished.catch((error: unknown) =>
+    deps.log.error("applying an HTTP run failed", { source_id: source.id, error: String(error) }),
+  );
+  return Promise.race([responded, finished]);
+}

@@ -1,0 +1,272 @@
+/**
+ * Running a deployed source and applying what the run did. The component runs in the host's
+ * sandbox and only returns its effects; this trusted code orders and dedupes the emits, stores
+ * them with the run's logs and error, merges the `$.service.db` writes and counts usage
+ * (DESIGN.md decision 2). The emitter of every stored event is the source that was invoked, never
+ * something the component said.
+ */
+import type { InvokeHandlers, SourceCode } from "#ports/component-host";
+import type { Deps } from "#ports/deps";
+import type { RunJob } from "#ports/run-queue";
+import type { EmitRecord, Invocation, InvocationKind, InvocationResult, LogRecord } from "#runtime/protocol";
+import {
+  type ComponentRecord,
+  ERRORS_CHANNEL,
+  type Json,
+  LOGS_CHANNEL,
+  type NewEvent,
+  type PropDescription,
+  type SourceRecord,
+  type StoredEvent,
+} from "./component-model.ts";
+import { applyDedupe, orderEmits } from "./dedupe.ts";
+import { isDomainError } from "./errors.ts";
+import { openSecretValues, runtimeProps } from "./props.ts";
+import { timerRunEvent } from "./timer-schedule.ts";
+import { isoTime, usageDay } from "./views.ts";
+
+export type RunDeps = Pick<
+  Deps,
+  "sources" | "components" | "events" | "secrets" | "host" | "usage" | "clock" | "ids" | "log" | "runtime"
+>;
+
+/** Console lines kept per run on `$logs`; more are summarised in one last line. */
+export const MAX_LOG_LINES_PER_RUN = 100;
+/** JSON size of one emitted event; larger emits are refused with a warning on `$logs`. */
+export const MAX_EMIT_BYTES = 256 * 1024;
+/** Attempts to merge a run's state into the source's state when runs of one source overlap. */
+const STATE_WRITE_ATTEMPTS = 5;
+
+/** The HTTP endpoint of a source, or undefined for a source without an HTTP interface. */
+export function endpointUrlOf(deps: Pick<Deps, "runtime">, source: SourceRecord): string | undefined {
+  return source.endpointKey === undefined ? undefined : `${deps.runtime.publicUrl}/http/${source.endpointKey}`;
+}
+
+/** The prop set a source runs with: the component's, or the final set `additionalProps` made at deploy. */
+export function propsOf(source: SourceRecord, component: ComponentRecord): PropDescription[] {
+  return source.propDefinitions ?? component.metadata.props;
+}
+
+export function sourceCode(source: SourceRecord, component: ComponentRecord): SourceCode {
+  return { sourceId: source.id, ownerId: source.workspaceId, code: component.code, codeHash: component.codeHash };
+}
+
+/** What one invocation did, after it was applied. */
+export interface AppliedRun {
+  result: InvocationResult;
+  /** Events stored for the run: accepted emits, then its logs, then its error. */
+  stored: StoredEvent[];
+}
+
+/** Runs `kind` of a source's code and applies the result. */
+export async function invokeSource(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  kind: InvocationKind,
+  event?: Json,
+  handlers?: InvokeHandlers,
+): Promise<AppliedRun> {
+  const invocation = await buildInvocation(deps, source, component, kind, event);
+  const result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
+  const stored = await applyResult(deps, source, component, invocation, result);
+  return { result, stored };
+}
+
+async function buildInvocation(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  kind: InvocationKind,
+  event: Json | undefined,
+): Promise<Invocation> {
+  const [values, state] = await Promise.all([
+    openSecretValues(deps.secrets, source.configuredProps),
+    deps.sources.getSourceState(source.id),
+  ]);
+  const context: { endpointUrl?: string; timer?: NonNullable<SourceRecord["timer"]> } = {};
+  const endpointUrl = endpointUrlOf(deps, source);
+  if (endpointUrl !== undefined) context.endpointUrl = endpointUrl;
+  if (source.timer !== undefined) context.timer = source.timer;
+  const { props, propTypes } = runtimeProps(propsOf(source, component), values, context);
+  const invocation: Invocation = {
+    invocationId: deps.ids.newSecret(12),
+    kind,
+    sourceId: source.id,
+    props,
+    propTypes,
+    db: state.db,
+    timeoutMs: deps.runtime.invocationTimeoutMs,
+  };
+  if (event !== undefined) invocation.event = event;
+  return invocation;
+}
+
+/** Stores the effects of a run. Never throws for what the component did; store failures do throw. */
+export async function applyResult(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  invocation: Invocation,
+  result: InvocationResult,
+): Promise<StoredEvent[]> {
+  const now = deps.clock.nowMs();
+  const warnings: LogRecord[] = [];
+  const emits = orderEmits(result.emits).filter((emit) => {
+    const size = Buffer.byteLength(JSON.stringify(emit.event ?? null));
+    if (size <= MAX_EMIT_BYTES) return true;
+    warnings.push(warning(now, `an event of ${size} bytes was not emitted: the limit is ${MAX_EMIT_BYTES} bytes`));
+    return false;
+  });
+  const accepted = await mergeState(deps, source, component, emits, result.dbWrites, warnings, now);
+
+  const events: NewEvent[] = accepted.map((emit) => ({
+    channel: emit.meta.name ?? "",
+    event: emit.event ?? null,
+    emitId: deps.ids.newSecret(12),
+    meta: emit.meta,
+  }));
+  for (const log of capLogs([...result.logs, ...warnings])) {
+    events.push({ channel: LOGS_CHANNEL, event: { ...log }, emitId: deps.ids.newSecret(12), meta: { ts: log.ts } });
+  }
+  if (result.error) events.push(errorEvent(deps, source, invocation, result));
+  for (const refusedWarning of warnings) {
+    deps.log.warn("source emit refused", { source_id: source.id, reason: refusedWarning.message });
+  }
+
+  const [stored] = await Promise.all([
+    events.length === 0 ? Promise.resolve([]) : deps.events.appendEvents(source.id, events, now),
+    deps.usage.addUsage(source.workspaceId, usageDay(now), { invocations: 1, computeTimeMs: result.durationMs }),
+  ]);
+  return stored;
+}
+
+/**
+ * Applies dedupe to the run's emits and merges its db writes into the source's state, retrying
+ * when another run of the same source wrote in between (optimistic concurrency on the state's
+ * version). Returns the emits that passed dedupe; refusals are added to `warnings`.
+ */
+async function mergeState(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  emits: EmitRecord[],
+  dbWrites: Record<string, Json>,
+  warnings: LogRecord[],
+  now: number,
+): Promise<EmitRecord[]> {
+  const strategy = component.metadata.dedupe;
+  const writesDb = Object.keys(dbWrites).length > 0;
+  for (let attempt = 1; ; attempt++) {
+    const state = await deps.sources.getSourceState(source.id);
+    const deduped = applyDedupe(strategy, emits, state.dedupe);
+    const changesDedupe = JSON.stringify(deduped.state) !== JSON.stringify(state.dedupe);
+    // Duplicates are what dedupe is for and go unmentioned; an emit without an id is refused
+    // loudly (real-behaviour.md §1.5: the original dropped those silently).
+    const refusals = deduped.refused.filter((refusal) => refusal.kind === "missing_id");
+    const notes = [...refusals.map((refusal) => refusal.reason), ...(deduped.warning ? [deduped.warning] : [])];
+    if (!writesDb && !changesDedupe) {
+      for (const note of notes) warnings.push(warning(now, note));
+      return deduped.accepted;
+    }
+    try {
+      await deps.sources.putSourceState(
+        source.id,
+        { db: { ...state.db, ...dbWrites }, dedupe: deduped.state },
+        state.version,
+      );
+      for (const note of notes) warnings.push(warning(now, note));
+      return deduped.accepted;
+    } catch (error) {
+      if (!isDomainError(error) || error.code !== "conflict" || attempt >= STATE_WRITE_ATTEMPTS) throw error;
+    }
+  }
+}
+
+const warning = (ts: number, message: string): LogRecord => ({ ts, level: "warn", message });
+
+function capLogs(logs: LogRecord[]): LogRecord[] {
+  if (logs.length <= MAX_LOG_LINES_PER_RUN) return logs;
+  const kept = logs.slice(0, MAX_LOG_LINES_PER_RUN - 1);
+  const last = logs[logs.length - 1] as LogRecord;
+  kept.push(warning(last.ts, `${logs.length - kept.length} more log lines of this run were dropped`));
+  return kept;
+}
+
+/** An `$errors` event in the shape of rest-api.md "Event summary" (error summaries). */
+function errorEvent(deps: RunDeps, source: SourceRecord, invocation: Invocation, result: InvocationResult): NewEvent {
+  const error = result.error as NonNullable<InvocationResult["error"]>;
+  const emitId = deps.ids.newSecret(12);
+  return {
+    channel: ERRORS_CHANNEL,
+    emitId,
+    meta: { ts: error.ts, summary: `${error.name}: ${error.message}`.slice(0, 200) },
+    event: {
+      original_event: invocation.event ?? null,
+      original_context: {
+        id: emitId,
+        ts: isoTime(error.ts),
+        workflow_id: null,
+        deployment_id: source.id,
+        source_type: "COMPONENT",
+        verified: false,
+        owner_id: source.userId,
+        platform_version: "sluice",
+        invocation: invocation.kind,
+      },
+      error: {
+        code: error.name,
+        cellId: invocation.kind,
+        ts: isoTime(error.ts),
+        message: error.message,
+        stack: error.stack ?? `${error.name}: ${error.message}`,
+      },
+    },
+  };
+}
+
+/** Recently used components by id: components never change, so a cached one is never stale. */
+const componentCache = new WeakMap<object, Map<string, ComponentRecord>>();
+const COMPONENT_CACHE_SIZE = 500;
+
+/** A component by id through a small per-store cache (the hot path of every HTTP event and timer). */
+export async function loadComponent(
+  deps: Pick<Deps, "components">,
+  componentId: string,
+): Promise<ComponentRecord | undefined> {
+  let cache = componentCache.get(deps.components);
+  if (!cache) {
+    cache = new Map();
+    componentCache.set(deps.components, cache);
+  }
+  const cached = cache.get(componentId);
+  if (cached) return cached;
+  const component = await deps.components.getComponent(componentId);
+  if (component) {
+    if (cache.size >= COMPONENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+    cache.set(componentId, component);
+  }
+  return component;
+}
+
+/** Runs a queued job (an HTTP event answered already, a subscription delivery). */
+export async function runSource(deps: RunDeps, job: RunJob): Promise<AppliedRun | undefined> {
+  const source = await deps.sources.getSource(job.sourceId);
+  if (!source?.active) return undefined;
+  const component = await loadComponent(deps, source.componentId);
+  if (!component) return undefined;
+  return invokeSource(deps, source, component, "run", job.event);
+}
+
+/** Runs a source's timer. A deleted, inactive or timer-less source is skipped. */
+export async function fireTimer(
+  deps: RunDeps,
+  sourceId: string,
+  scheduledAtMs: number,
+): Promise<AppliedRun | undefined> {
+  const source = await deps.sources.getSource(sourceId);
+  if (!source?.active || source.timer === undefined) return undefined;
+  const component = await loadComponent(deps, source.componentId);
+  if (!component) return undefined;
+  return invokeSource(deps, source, component, "run", timerRunEvent(source.timer, scheduledAtMs) as unknown as Json);
+}

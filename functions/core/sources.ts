@@ -1,0 +1,286 @@
+/**
+ * Deployed sources (`dc_`) and their lifecycle (component-model.md "States and transitions"):
+ * deploy runs `deploy()` then `activate()`; update runs `deactivate()`, swaps code and props, then
+ * `activate()`; delete runs `deactivate()` and removes. An inactive source runs no hooks but
+ * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
+ */
+import type { Deps } from "#ports/deps";
+import { requireWorkspace } from "./accounts.ts";
+import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
+import { codeFromInput, findComponent, registryComponent, saveComponent } from "./components.ts";
+import { DomainError, invalid, notFound } from "./errors.ts";
+import type { Caller } from "./identity.ts";
+import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import {
+  configuredPropsView,
+  mergeDynamicProps,
+  sealSecretValues,
+  slugify,
+  type ValidatedProps,
+  validateConfiguredProps,
+} from "./props.ts";
+import { endpointUrlOf, invokeSource, loadComponent, propsOf, sourceCode } from "./source-runs.ts";
+
+export type SourceDeps = Omit<Deps, "quotas">;
+
+/** Where a source's code comes from, with the spec's precedence (component_id first). */
+export interface ComponentChoice {
+  component_id?: string | undefined;
+  component_code?: string | undefined;
+  component_url?: string | undefined;
+  key?: string | undefined;
+}
+
+export interface CreateSourceInput extends ComponentChoice {
+  name?: string | undefined;
+  configured_props?: Record<string, unknown> | undefined;
+  workspace_id?: string | undefined;
+}
+
+export interface UpdateSourceInput extends ComponentChoice {
+  name?: string | undefined;
+  configured_props?: Record<string, unknown> | undefined;
+  active?: boolean | undefined;
+}
+
+function hasChoice(input: ComponentChoice): boolean {
+  return [input.component_id, input.component_code, input.component_url, input.key].some((v) => v !== undefined);
+}
+
+/** The component a create or update names: `component_id`, else code, else URL, else registry `key`. */
+async function chooseComponent(deps: SourceDeps, caller: Caller, input: ComponentChoice): Promise<ComponentRecord> {
+  let component: ComponentRecord;
+  if (input.component_id !== undefined) {
+    component = await findComponent(deps, caller, input.component_id).catch((error: unknown) => {
+      throw (error as DomainError).code === "not_found" ? invalid("component_id", "no such component") : error;
+    });
+  } else if (input.component_code !== undefined || input.component_url !== undefined) {
+    component = await saveComponent(deps, caller.userId, await codeFromInput(deps, input), input.component_url);
+  } else if (input.key !== undefined) {
+    component = await registryComponent(deps, input.key).catch((error: unknown) => {
+      throw (error as DomainError).code === "not_found" ? invalid("key", "no registry component has this key") : error;
+    });
+  } else {
+    throw new DomainError("validation", "one of component_id, component_code, component_url or key is required", [
+      { field: "component_id", message: "is required when component_code, component_url and key are absent" },
+    ]);
+  }
+  if (component.metadata.type === "action") {
+    throw invalid("component_code", "is an action; only sources can be deployed as sources");
+  }
+  return component;
+}
+
+/** A source the caller may manage (a member of its workspace); anything else is "not found". */
+export async function requireSource(deps: Pick<Deps, "sources" | "identity">, caller: Caller, id: string) {
+  const source = await deps.sources.getSource(id);
+  if (!source) throw notFound("source");
+  const membership = await deps.identity.getMembership(source.workspaceId, caller.userId);
+  if (!membership) throw notFound("source");
+  return source;
+}
+
+async function defaultWorkspace(deps: Pick<Deps, "identity">, caller: Caller, workspaceId?: string) {
+  if (workspaceId !== undefined) return requireWorkspace(deps, caller, workspaceId);
+  const [first] = await deps.identity.listWorkspacesOfUser(caller.userId);
+  if (!first) throw notFound("workspace");
+  return first;
+}
+
+/**
+ * Validates the configured props against the component's props; when the component has
+ * `additionalProps`, runs it with the static props configured and validates the final set.
+ */
+async function resolveProps(
+  deps: SourceDeps,
+  draft: SourceRecord,
+  component: ComponentRecord,
+  input: Record<string, unknown> | undefined,
+): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
+  const staticDefs = component.metadata.props;
+  if (!component.metadata.hasAdditionalProps) return { validated: validateConfiguredProps(staticDefs, input) };
+  const staticNames = new Set(staticDefs.map((prop) => prop.name));
+  const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
+  const first = validateConfiguredProps(staticDefs, staticInput);
+  const probe = await withProps(deps, draft, first);
+  // The runtime hands the previous prop definitions to additionalProps(previousPropDefs).
+  const { result } = await invokeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
+  if (result.error) throw invalid("configured_props", `additionalProps failed: ${result.error.message}`);
+  const definitions = mergeDynamicProps(staticDefs, result.additionalProps ?? []);
+  return { validated: validateConfiguredProps(definitions, input), definitions };
+}
+
+async function withProps(deps: SourceDeps, source: SourceRecord, validated: ValidatedProps): Promise<SourceRecord> {
+  const next: SourceRecord = {
+    ...source,
+    configuredProps: await sealSecretValues(deps.secrets, validated.values, validated.secretNames),
+  };
+  delete next.timer;
+  if (validated.timer) next.timer = validated.timer;
+  if (validated.http) next.endpointKey = source.endpointKey ?? deps.ids.newSecret(18);
+  else delete next.endpointKey;
+  return next;
+}
+
+/** Runs a lifecycle hook; a hook that throws fails the operation with its message. */
+async function runHook(
+  deps: SourceDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  hook: "deploy" | "activate" | "deactivate",
+) {
+  if (!component.metadata.hooks.includes(hook)) return;
+  const { result } = await invokeSource(deps, source, component, hook);
+  if (result.error) {
+    throw new DomainError("validation", `the ${hook} hook failed: ${result.error.message}`, [
+      { field: "component_code", message: `the ${hook} hook failed: ${result.error.message}` },
+    ]);
+  }
+}
+
+/** `POST /sources`: saves the source, runs `deploy()` and `activate()`, starts its timer. */
+export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput) {
+  const workspace = await defaultWorkspace(deps, caller, input.workspace_id);
+  const component = await chooseComponent(deps, caller, input);
+  const now = deps.clock.nowMs();
+  const name = input.name ?? slugify(component.key ?? component.name);
+  const draft: SourceRecord = {
+    id: deps.ids.newId("source"),
+    userId: caller.userId,
+    workspaceId: workspace.id,
+    componentId: component.id,
+    name,
+    nameSlug: slugify(name),
+    configuredProps: {},
+    active: true,
+    createdAt: now,
+    updatedAt: now,
+  };
+  const { validated, definitions } = await resolveProps(deps, draft, component, input.configured_props);
+  const prepared = await withProps(deps, draft, validated);
+  if (definitions) prepared.propDefinitions = definitions;
+  await deps.host.prepare(sourceCode(prepared, component));
+  let source = await deps.sources.createSource(prepared);
+  // A defaulted name follows the slug the store made unique (`http-new-requests-1`).
+  if (input.name === undefined && source.name !== source.nameSlug) {
+    source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
+  }
+  try {
+    await runHook(deps, source, component, "deploy");
+    await runHook(deps, source, component, "activate");
+  } catch (error) {
+    await removeSource(deps, source);
+    throw error;
+  }
+  if (source.timer) await deps.timers.schedule(source.id, source.timer);
+  return sourceView(deps, source, component);
+}
+
+/** `PUT /sources/{id}`: `deactivate()`, swap code, props, name and `active`, then `activate()` if active. */
+export async function updateSource(deps: SourceDeps, caller: Caller, id: string, input: UpdateSourceInput) {
+  const current = await requireSource(deps, caller, id);
+  const currentComponent = await loadComponent(deps, current.componentId);
+  if (!currentComponent) throw notFound("component");
+  const component = hasChoice(input) ? await chooseComponent(deps, caller, input) : currentComponent;
+  const active = input.active ?? true;
+  const name = input.name ?? current.name;
+
+  let draft: SourceRecord = {
+    ...current,
+    componentId: component.id,
+    name,
+    nameSlug: input.name === undefined ? current.nameSlug : slugify(input.name),
+    active,
+    updatedAt: deps.clock.nowMs(),
+  };
+  if (input.configured_props !== undefined || component.id !== current.componentId) {
+    const { validated, definitions } = await resolveProps(deps, draft, component, input.configured_props ?? {});
+    draft = await withProps(deps, draft, validated);
+    if (definitions) draft.propDefinitions = definitions;
+    else delete draft.propDefinitions;
+  }
+  await deps.host.prepare(sourceCode(draft, component));
+
+  if (current.active) {
+    await deps.timers.cancel(current.id);
+    await runHook(deps, current, currentComponent, "deactivate");
+  }
+  const saved = await deps.sources.updateSource(draft);
+  if (saved.active) {
+    await runHook(deps, saved, component, "activate");
+    if (saved.timer) await deps.timers.schedule(saved.id, saved.timer);
+  }
+  return sourceView(deps, saved, component);
+}
+
+/** `DELETE /sources/{id}`: `deactivate()` (when active), then the source, its timer, code and events go. */
+export async function deleteSource(deps: SourceDeps, caller: Caller, id: string) {
+  const source = await requireSource(deps, caller, id);
+  const component = await loadComponent(deps, source.componentId);
+  if (source.active && component) await runHook(deps, source, component, "deactivate");
+  await removeSource(deps, source);
+  return { id: source.id, deleted: true };
+}
+
+async function removeSource(deps: SourceDeps, source: SourceRecord) {
+  await deps.timers.cancel(source.id);
+  await deps.sources.deleteSource(source.id);
+  await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
+  await deps.events.deleteAllEvents(source.id);
+}
+
+/** `GET /sources/{id}`. */
+export async function getSource(deps: SourceDeps, caller: Caller, id: string) {
+  const source = await requireSource(deps, caller, id);
+  const component = await loadComponent(deps, source.componentId);
+  if (!component) throw notFound("component");
+  return sourceView(deps, source, component);
+}
+
+/** `GET /users/me/sources`. */
+export async function listUserSources(deps: SourceDeps, caller: Caller, page: PageQuery) {
+  return presentPage(deps, await deps.sources.listSourcesOfUser(caller.userId, page));
+}
+
+/** `GET /orgs/{workspace_id}/sources`. */
+export async function listWorkspaceSources(deps: SourceDeps, caller: Caller, workspaceId: string, page: PageQuery) {
+  const workspace = await requireWorkspace(deps, caller, workspaceId);
+  return presentPage(deps, await deps.sources.listSourcesOfWorkspace(workspace.id, page));
+}
+
+async function presentPage(deps: SourceDeps, page: { items: SourceRecord[]; totalCount: number }) {
+  const components = new Map<string, ComponentRecord | undefined>();
+  for (const source of page.items) {
+    if (!components.has(source.componentId)) {
+      components.set(source.componentId, await loadComponent(deps, source.componentId));
+    }
+  }
+  return pageEnvelope(
+    page,
+    (source) => source.id,
+    (source) => sourceView(deps, source, components.get(source.componentId)),
+  );
+}
+
+const seconds = (ms: number) => Math.floor(ms / 1000);
+
+/** The Source resource of the spec; secrets are never in it. */
+export function sourceView(deps: Pick<Deps, "runtime">, source: SourceRecord, component?: ComponentRecord) {
+  const context: { endpointUrl?: string; timer?: NonNullable<SourceRecord["timer"]> } = {};
+  const endpointUrl = endpointUrlOf(deps, source);
+  if (endpointUrl !== undefined) context.endpointUrl = endpointUrl;
+  if (source.timer) context.timer = source.timer;
+  const definitions = component ? propsOf(source, component) : (source.propDefinitions ?? []);
+  return {
+    id: source.id,
+    user_id: source.userId,
+    owner_id: source.workspaceId,
+    component_id: source.componentId,
+    configured_props: configuredPropsView(definitions, source.configuredProps, context),
+    active: source.active,
+    created_at: seconds(source.createdAt),
+    updated_at: seconds(source.updatedAt),
+    name: source.name,
+    name_slug: source.nameSlug,
+  };
+}

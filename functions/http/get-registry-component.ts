@@ -1,0 +1,18 @@
+import { z } from "zod";
+import { componentView, registryComponent } from "#core/components";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { componentSchema, single } from "./schemas.ts";
+
+export const route = defineRoute({
+  name: "get-registry-component",
+  method: "GET",
+  path: "/v1/components/registry/{key}",
+  summary: "A component shipped in Sluice's registry, by key",
+  access: { resources: "write", compute: true },
+  params: z.object({ key: z.string().min(1).max(128) }),
+  response: single(componentSchema),
+  run: async (deps, { params }) => ({ data: componentView(await registryComponent(deps, params.key)) }),
+});
+
+export const handler = lambdaHandler(route);

@@ -1,0 +1,24 @@
+import { z } from "zod";
+import { updateSource } from "#core/sources";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { componentChoiceFields, single, sourceIdParams, sourceSchema } from "./schemas.ts";
+
+export const route = defineRoute({
+  name: "update-source",
+  method: "PUT",
+  path: "/v1/sources/{id}",
+  summary: "Update a source: deactivate() runs, code, props, name and active are swapped, activate() runs",
+  access: { resources: "write", compute: true, secrets: true },
+  params: sourceIdParams,
+  body: z.object({
+    ...componentChoiceFields,
+    name: z.string().min(1).max(200).optional(),
+    configured_props: z.record(z.string(), z.unknown()).optional(),
+    active: z.boolean().optional(),
+  }),
+  response: single(sourceSchema),
+  run: async (deps, { caller, params, body }) => ({ data: await updateSource(deps, caller, params.id, body) }),
+});
+
+export const handler = lambdaHandler(route);

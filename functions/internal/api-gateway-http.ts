@@ -1,0 +1,79 @@
+/**
+ * The translation between API Gateway (HTTP API, payload format 2.0) and a source's HTTP
+ * interface: the catch-all routes `ANY /http/{key}` and `ANY /http/{key}/{proxy+}` deliver the
+ * request as an event, and the source's answer goes back as a Lambda proxy result. Pure, so
+ * that recorded events test it.
+ */
+import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { z } from "zod";
+import type { IncomingHttpRequest } from "#core/http-run-event";
+import type { HttpResponseSpec } from "#runtime/protocol";
+
+/** The parts of the API Gateway v2 event the interface reads. */
+export const httpInterfaceEventSchema = z.object({
+  rawPath: z.string().startsWith("/"),
+  rawQueryString: z.string().default(""),
+  headers: z.record(z.string(), z.string()).default({}),
+  cookies: z.array(z.string()).optional(),
+  body: z.string().optional(),
+  isBase64Encoded: z.boolean().default(false),
+  pathParameters: z.object({ key: z.string().min(1) }),
+  requestContext: z.object({
+    domainName: z.string().min(1),
+    requestId: z.string(),
+    http: z.object({ method: z.string().min(1), sourceIp: z.string() }),
+  }),
+});
+export type HttpInterfaceEvent = z.infer<typeof httpInterfaceEventSchema>;
+
+/** The endpoint key and the request below it (`/http/<key>/a/b?x=1` → key, path `/a/b`). */
+export function toIncomingHttpRequest(event: HttpInterfaceEvent): {
+  endpointKey: string;
+  request: IncomingHttpRequest;
+} {
+  const endpointKey = event.pathParameters.key;
+  const marker = `/http/${endpointKey}`;
+  // rawPath is what the client sent, still encoded; a custom domain's base path may precede it.
+  const at = event.rawPath.indexOf(marker);
+  const rest = at < 0 ? "" : event.rawPath.slice(at + marker.length);
+  const path = rest.startsWith("/") ? rest : `/${rest}`;
+  const headers: Record<string, string> = { ...event.headers };
+  // Payload format 2.0 moves cookies out of the headers; the run sees them where a client sent them.
+  if (event.cookies?.length) headers.cookie = event.cookies.join("; ");
+  const scheme = headers["x-forwarded-proto"] ?? "https";
+  const host = headers.host ?? event.requestContext.domainName;
+  const query = event.rawQueryString ? `?${event.rawQueryString}` : "";
+  return {
+    endpointKey,
+    request: {
+      method: event.requestContext.http.method.toUpperCase(),
+      path,
+      rawQuery: event.rawQueryString,
+      headers,
+      body: Buffer.from(event.body ?? "", event.isBase64Encoded ? "base64" : "utf8"),
+      clientIp: event.requestContext.http.sourceIp,
+      url: `${scheme}://${host}${event.rawPath}${query}`,
+    },
+  };
+}
+
+/**
+ * The Lambda proxy result of a source's answer. Bytes travel base64-encoded with
+ * `isBase64Encoded`; a `set-cookie` header goes to `cookies`, where payload format 2.0 wants it.
+ */
+export function toApiGatewayResult(response: HttpResponseSpec): APIGatewayProxyStructuredResultV2 {
+  const headers: Record<string, string> = {};
+  const cookies: string[] = [];
+  for (const [name, value] of Object.entries(response.headers)) {
+    if (name.toLowerCase() === "set-cookie") cookies.push(value);
+    else headers[name] = value;
+  }
+  const result: APIGatewayProxyStructuredResultV2 = {
+    statusCode: response.status,
+    headers,
+    body: response.body,
+    isBase64Encoded: response.bodyEncoding === "base64",
+  };
+  if (cookies.length > 0) result.cookies = cookies;
+  return result;
+}

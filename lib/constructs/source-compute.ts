@@ -1,0 +1,284 @@
+import { ArnFormat, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
+import { type HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { Effect, type IGrantable, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
+import type { IKey } from "aws-cdk-lib/aws-kms";
+import { Architecture, Function as LambdaFunction, LayerVersion, Runtime } from "aws-cdk-lib/aws-lambda";
+import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { CfnScheduleGroup } from "aws-cdk-lib/aws-scheduler";
+import { Construct } from "constructs";
+import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
+import { ENV } from "#config/env";
+import { esbuildCode } from "./esbuild-code.ts";
+import { SluiceFunction } from "./sluice-function.ts";
+
+/** The file the source functions' entry imports: `/opt/nodejs/sluice-runtime.mjs` once the layer is unpacked. */
+export const RUNTIME_LAYER_FILE = "nodejs/sluice-runtime.mjs";
+export const RUNTIME_LAYER_ENTRY = "runtime-layer/lambda-entry.ts";
+/** The describer's two files: its handler, and the sandbox child program it forks. */
+export const DESCRIBER_FILES = {
+  "index.mjs": "functions/internal/describer.ts",
+  "sandbox-entry.mjs": "runtime-layer/sandbox-entry.ts",
+} as const;
+
+export interface SourceComputeProps {
+  /** The API that gets the catch-all HTTP interface routes. */
+  readonly httpApi: HttpApi;
+  /** The resources table of the stateful stack. */
+  readonly resourcesTable: ITableV2;
+  /** The key that seals secret props. @default - no KMS grants, and no key ARN in any environment */
+  readonly secretsKey?: IKey;
+  /** Stage of the deployment: source functions are `sluice-<stage>-<source id>`. */
+  readonly stage: string;
+  /** Time limit of one run or hook of a component. @default Duration.seconds(30) */
+  readonly invocationTimeout?: Duration;
+  /** @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * Everything sources run on, on AWS (DESIGN.md decision 4): the runtime layer that source functions
+ * are created with at run time (by the API, not by CloudFormation), their logging-only role and
+ * shared log group, the describer, the internal functions (HTTP interface, source runner, timer
+ * invoker), the catch-all routes `ANY /http/{key}[/{proxy+}]`, the schedule group and the role
+ * EventBridge Scheduler invokes timers with. `attachDeployer`, `attachRunner` and `attachSecrets`
+ * give other functions exactly the permissions and settings they need.
+ */
+export class SourceCompute extends Construct {
+  readonly runtimeLayer: LayerVersion;
+  /** Execution role of every source function: it may write to {@link sourceLogGroup}, nothing else. */
+  readonly sourceRole: Role;
+  readonly sourceLogGroup: LogGroup;
+  readonly describer: LambdaFunction;
+  readonly httpInterface: SluiceFunction;
+  readonly sourceRunner: SluiceFunction;
+  readonly timerInvoker: SluiceFunction;
+  readonly scheduleGroup: CfnScheduleGroup;
+  /** Assumed by EventBridge Scheduler; may invoke the timer invoker only. */
+  readonly schedulerRole: Role;
+  /** `arn:<partition>:lambda:<region>:<account>:function:sluice-<stage>-dc_*` */
+  readonly sourceFunctionsArn: string;
+
+  readonly #props: SourceComputeProps;
+  readonly #invocationTimeout: Duration;
+
+  constructor(scope: Construct, id: string, props: SourceComputeProps) {
+    super(scope, id);
+    this.#props = props;
+    this.#invocationTimeout = props.invocationTimeout ?? Duration.seconds(30);
+    const stack = Stack.of(this);
+    const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
+    this.sourceFunctionsArn = stack.formatArn({
+      service: "lambda",
+      resource: "function",
+      resourceName: `sluice-${props.stage}-dc_*`,
+      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+    });
+
+    // Attached to no function of this stack: the API creates source functions with it and learns
+    // its version ARN from SLUICE_RUNTIME_LAYER_ARN. A new version leaves existing functions on the
+    // old one (Lambda keeps a copy) until their source is deployed again.
+    this.runtimeLayer = new LayerVersion(this, "RuntimeLayer", {
+      code: esbuildCode({ [RUNTIME_LAYER_FILE]: RUNTIME_LAYER_ENTRY }),
+      compatibleRuntimes: [Runtime.NODEJS_22_X],
+      compatibleArchitectures: [Architecture.ARM_64],
+      description: "Sluice component runtime (runtime-layer/lambda-entry.ts) for deployed sources",
+    });
+
+    // One group for all source functions instead of one per function: it has a retention and
+    // leaves with the stack, where Lambda's default groups would be kept forever.
+    this.sourceLogGroup = new LogGroup(this, "SourceLogs", {
+      retention: logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    this.sourceRole = new Role(this, "SourceRole", {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: "Deployed Sluice sources: write their logs, nothing else",
+    });
+    this.sourceLogGroup.grantWrite(this.sourceRole);
+
+    const describerLogs = new LogGroup(this, "DescriberLogs", {
+      retention: logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
+    const describerRole = new Role(this, "DescriberRole", {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: "Sluice describer: evaluates untrusted component code; writes its logs, nothing else",
+    });
+    describerLogs.grantWrite(describerRole);
+    this.describer = new LambdaFunction(this, "Describer", {
+      code: esbuildCode(DESCRIBER_FILES),
+      handler: "index.handler",
+      runtime: Runtime.NODEJS_22_X,
+      architecture: Architecture.ARM_64,
+      memorySize: 512,
+      timeout: Duration.seconds(15),
+      role: describerRole,
+      logGroup: describerLogs,
+      description: "Reads a component's metadata in a sandboxed child process (functions/internal/describer.ts)",
+    });
+
+    this.httpInterface = new SluiceFunction(this, "HttpInterface", {
+      entry: "functions/internal/http-interface.ts",
+      description: "ANY /http/{key}: requests to sources' HTTP endpoints (functions/internal/http-interface.ts)",
+      // The HTTP API gives up after 30 s whatever the function does.
+      timeout: Duration.seconds(30),
+      logRetention: props.logRetention,
+    });
+    this.sourceRunner = new SluiceFunction(this, "SourceRunner", {
+      entry: "functions/internal/source-runner.ts",
+      description: "Runs queued source runs (functions/internal/source-runner.ts)",
+      timeout: this.#invocationTimeout.plus(Duration.seconds(30)),
+      logRetention: props.logRetention,
+    });
+    // A failure here is Sluice's (the store), not the component's: retried, at least once delivery.
+    this.sourceRunner.lambdaFunction.configureAsyncInvoke({ retryAttempts: 2 });
+    this.timerInvoker = new SluiceFunction(this, "TimerInvoker", {
+      entry: "functions/internal/timer-invoker.ts",
+      description: "Runs sources' timers for EventBridge Scheduler (functions/internal/timer-invoker.ts)",
+      // Sub-minute timers run for up to a minute, and the last run then needs its own time.
+      timeout: this.#invocationTimeout.plus(Duration.seconds(90)),
+      logRetention: props.logRetention,
+    });
+    // A retried tick would come late and overlap the next one; the next tick comes anyway.
+    this.timerInvoker.lambdaFunction.configureAsyncInvoke({ retryAttempts: 0 });
+    for (const fn of [this.httpInterface, this.sourceRunner, this.timerInvoker]) {
+      this.attachRunner(fn.lambdaFunction);
+      if (props.secretsKey) this.attachSecrets(fn.lambdaFunction, { seal: false });
+    }
+
+    const integration = new HttpLambdaIntegration("HttpInterfaceIntegration", this.httpInterface.lambdaFunction);
+    for (const [routeId, path] of [
+      ["HttpInterfaceRoute", "/http/{key}"],
+      ["HttpInterfaceProxyRoute", "/http/{key}/{proxy+}"],
+    ] as const) {
+      new HttpRoute(this, routeId, {
+        httpApi: props.httpApi,
+        routeKey: HttpRouteKey.with(path, HttpMethod.ANY),
+        integration,
+      });
+    }
+
+    this.scheduleGroup = new CfnScheduleGroup(this, "ScheduleGroup", { name: `sluice-${props.stage}` });
+    this.schedulerRole = new Role(this, "SchedulerRole", {
+      // Only schedules of this account may use the role (confused-deputy protection).
+      assumedBy: new ServicePrincipal("scheduler.amazonaws.com", {
+        conditions: { StringEquals: { "aws:SourceAccount": stack.account } },
+      }),
+      description: "EventBridge Scheduler: invokes the Sluice timer invoker, nothing else",
+    });
+    this.timerInvoker.lambdaFunction.grantInvoke(this.schedulerRole);
+  }
+
+  /** The API's base URL without a trailing slash; endpoints are `<url>/http/<key>`. */
+  get publicUrl(): string {
+    return this.#props.httpApi.apiEndpoint;
+  }
+
+  /**
+   * A function that runs sources: invoke source functions (and wait for them to become active),
+   * queue runs on the source runner (all but the runner itself), read and write the resources table.
+   */
+  attachRunner(fn: LambdaFunction): void {
+    const { resourcesTable, stage } = this.#props;
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["lambda:InvokeFunction", "lambda:GetFunction"],
+        resources: [this.sourceFunctionsArn],
+      }),
+    );
+    // The runner itself queues nothing (and naming itself would be a reference cycle).
+    if (fn !== this.sourceRunner.lambdaFunction) {
+      this.sourceRunner.lambdaFunction.grantInvoke(fn);
+      fn.addEnvironment(AWS_COMPUTE_ENV.sourceRunnerFunction, this.sourceRunner.lambdaFunction.functionName);
+    }
+    resourcesTable.grantReadWriteData(fn);
+    fn.addEnvironment(ENV.resourcesTable, resourcesTable.tableName);
+    fn.addEnvironment(AWS_COMPUTE_ENV.stage, stage);
+    fn.addEnvironment(ENV.publicUrl, this.publicUrl);
+    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
+  }
+
+  /**
+   * A function that deploys sources (`access.compute` routes): everything {@link attachRunner}
+   * gives, plus creating, updating and deleting source functions (with the runtime layer and the
+   * source role only), the describer, and the timers' schedules.
+   */
+  attachDeployer(fn: LambdaFunction): void {
+    this.attachRunner(fn);
+    const stack = Stack.of(this);
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: [
+          "lambda:CreateFunction",
+          "lambda:UpdateFunctionCode",
+          "lambda:UpdateFunctionConfiguration",
+          "lambda:DeleteFunction",
+          // CreateFunction with tags needs it.
+          "lambda:TagResource",
+        ],
+        resources: [this.sourceFunctionsArn],
+      }),
+    );
+    // Creating a function with a layer needs read access to that layer version.
+    fn.addToRolePolicy(
+      new PolicyStatement({ actions: ["lambda:GetLayerVersion"], resources: [this.runtimeLayer.layerVersionArn] }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["iam:PassRole"],
+        resources: [this.sourceRole.roleArn],
+        conditions: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
+      }),
+    );
+    this.describer.grantInvoke(fn);
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"],
+        resources: [
+          stack.formatArn({
+            service: "scheduler",
+            resource: "schedule",
+            resourceName: `${this.scheduleGroup.ref}/*`,
+            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+          }),
+        ],
+      }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["iam:PassRole"],
+        resources: [this.schedulerRole.roleArn],
+        conditions: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
+      }),
+    );
+    fn.addEnvironment(AWS_COMPUTE_ENV.sourceRoleArn, this.sourceRole.roleArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.runtimeLayerArn, this.runtimeLayer.layerVersionArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.sourceLogGroup, this.sourceLogGroup.logGroupName);
+    fn.addEnvironment(AWS_COMPUTE_ENV.describerFunction, this.describer.functionName);
+    fn.addEnvironment(AWS_COMPUTE_ENV.timerInvokerArn, this.timerInvoker.lambdaFunction.functionArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
+  }
+
+  /**
+   * A function that opens secret props (`kms:Decrypt`) and, with `seal`, seals new ones
+   * (`kms:GenerateDataKey`).
+   */
+  attachSecrets(fn: LambdaFunction, options: { seal: boolean }): void {
+    const key = this.#props.secretsKey;
+    if (!key) throw new Error("SourceCompute: a function needs the secrets key, but the stack was given none");
+    grantKeyUse(fn, key, options.seal ? ["kms:GenerateDataKey", "kms:Decrypt"] : ["kms:Decrypt"]);
+    fn.addEnvironment(AWS_COMPUTE_ENV.secretsKeyArn, key.keyArn);
+  }
+}
+
+/**
+ * An identity policy on the function's role only. `key.grant(...)` would also edit the key's policy
+ * in the stateful stack, a reference back from it to this stack; the key policy lets the
+ * account's IAM policies grant use of the key instead.
+ */
+function grantKeyUse(grantee: IGrantable, key: IKey, actions: string[]): void {
+  grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions, resources: [key.keyArn] }));
+}

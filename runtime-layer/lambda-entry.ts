@@ -1,0 +1,125 @@
+/**
+ * The runtime of a deployed source on AWS. The service stack bundles this file into the runtime
+ * layer as `/opt/nodejs/sluice-runtime.mjs`; each source's function holds only its component
+ * bundle and a three-line entry (`functions/adapters/aws/source-bundle.ts`):
+ *
+ *   import { createSourceHandler } from "/opt/nodejs/sluice-runtime.mjs";
+ *   export const handler = createSourceHandler(() => import("./component.mjs"));
+ *
+ * The event is an {@link Invocation}; the handler's return value is the {@link InvocationResult}.
+ * A `respond(...)` of the code is not sent on its own: it travels in `result.response`, so on AWS
+ * the HTTP answer is given when the run ends (a Lambda function answers once per invocation).
+ *
+ * Component code is untrusted and gets nothing it could misuse: the function's role may only write
+ * its logs, its environment has no Sluice variables, and the role's credentials, which Lambda puts
+ * in the environment, are removed before the code loads.
+ */
+import type { Invocation, InvocationKind, InvocationResult } from "./protocol.ts";
+import { failCurrentInvocation, runInvocation } from "./run-invocation.ts";
+import { toLoadFailure, withPosition } from "./sandbox-protocol.ts";
+
+export type SourceHandler = (event: unknown) => Promise<InvocationResult>;
+
+/** Loads the component's module; the entry passes `() => import("./component.mjs")`. */
+export type ComponentLoader = () => Promise<unknown>;
+
+/**
+ * Set by Lambda from the execution role. The runtime interface client does not need them (it talks
+ * to the local Runtime API), and component code must not have them.
+ */
+const CREDENTIAL_VARIABLES = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"];
+
+const KINDS: ReadonlySet<InvocationKind> = new Set(["run", "deploy", "activate", "deactivate", "additionalProps"]);
+
+let processPrepared = false;
+
+/**
+ * Once per process: scrub credentials, map stack frames through the component's inline source map
+ * (turned on before the component's file is read, which is why the entry imports it lazily), and
+ * take over errors nobody caught. Lambda's runtime client would report those as a failure of the
+ * whole invocation and end the process, losing what the run emitted and logged before; here they
+ * end the invocation they belong to, as in the local sandbox.
+ */
+function prepareProcess(): void {
+  if (processPrepared) return;
+  processPrepared = true;
+  for (const name of CREDENTIAL_VARIABLES) delete process.env[name];
+  process.setSourceMapsEnabled(true);
+  for (const event of ["uncaughtException", "unhandledRejection"] as const) {
+    process.removeAllListeners(event);
+    process.on(event, (thrown: unknown) => {
+      if (failCurrentInvocation(thrown)) return;
+      // Not attributable (a late callback of an earlier run): logged, the function keeps serving.
+      process.stderr.write(`sluice runtime: uncaught error outside any invocation: ${String(thrown)}\n`);
+    });
+  }
+}
+
+/** Checks the shape trusted code sends; a malformed event is a bug of the host, so it throws. */
+export function parseInvocation(event: unknown): Invocation {
+  const value = event as Partial<Record<keyof Invocation, unknown>> | null;
+  const isObject = (field: unknown) => typeof field === "object" && field !== null && !Array.isArray(field);
+  const problems: string[] = [];
+  if (typeof value !== "object" || value === null) throw new TypeError("the event must be a Sluice invocation");
+  if (typeof value.invocationId !== "string" || value.invocationId === "") problems.push("invocationId");
+  if (typeof value.kind !== "string" || !KINDS.has(value.kind as InvocationKind)) problems.push("kind");
+  if (typeof value.sourceId !== "string" || value.sourceId === "") problems.push("sourceId");
+  if (!isObject(value.props)) problems.push("props");
+  if (!isObject(value.propTypes)) problems.push("propTypes");
+  if (!isObject(value.db)) problems.push("db");
+  if (typeof value.timeoutMs !== "number" || !(value.timeoutMs > 0)) problems.push("timeoutMs");
+  if (problems.length > 0) throw new TypeError(`invalid invocation: bad or missing ${problems.join(", ")}`);
+  return value as Invocation;
+}
+
+/**
+ * The Lambda handler of a source function. The module is loaded once per process (a function
+ * serves one source); a module that fails to load fails each invocation with a `LoadError` in
+ * its result, never a Lambda error.
+ */
+export function createSourceHandler(load: ComponentLoader): SourceHandler {
+  prepareProcess();
+  let loaded: Promise<unknown> | undefined;
+  return async (event) => {
+    const invocation = parseInvocation(event);
+    const started = performance.now();
+    let component: unknown;
+    try {
+      loaded ??= load().then(async (module) => {
+        // Let promise chains the module started at top level settle, so their failure counts as a
+        // load failure (as in the local sandbox).
+        await new Promise((settled) => setImmediate(settled));
+        // CommonJS bundles show `module.exports` as the default export too (esbuild's ESM output).
+        return (module as { default?: unknown }).default;
+      });
+      component = await loaded;
+    } catch (error) {
+      loaded = undefined;
+      return loadFailureResult(invocation, error, performance.now() - started);
+    }
+    let responded: InvocationResult["response"];
+    const result = await runInvocation(component, invocation, {
+      onRespond: (response) => {
+        responded ??= response;
+      },
+    });
+    if (result.response === undefined && responded !== undefined) result.response = responded;
+    return result;
+  };
+}
+
+function loadFailureResult(invocation: Invocation, error: unknown, durationMs: number): InvocationResult {
+  return {
+    invocationId: invocation.invocationId,
+    emits: [],
+    dbWrites: {},
+    logs: [],
+    error: {
+      name: "LoadError",
+      message: `the component could not be loaded: ${withPosition(toLoadFailure(error))}`,
+      ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
+      ts: Date.now(),
+    },
+    durationMs,
+  };
+}

@@ -1,0 +1,265 @@
+/**
+ * The runtime semantics of one invocation of a component (component-model.md): builds `this`
+ * (props, methods, `$emit`, `$.service.db`, the HTTP and timer interfaces, app props), runs `run`,
+ * a hook or `additionalProps`, and returns everything the code did as an {@link InvocationResult}.
+ * Shared by the local sandbox child (`sandbox-entry.ts`) and the Lambda entry; it does no I/O of
+ * its own besides `io.onRespond`.
+ */
+import { inspect } from "node:util";
+import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
+import { normalizeResponse } from "./http-response.ts";
+import { type InvocationScope, runInScope } from "./invocation-scope.ts";
+import type {
+  EmitMeta,
+  EmitRecord,
+  ErrorRecord,
+  HttpResponseSpec,
+  Invocation,
+  InvocationResult,
+  Json,
+  LogLevel,
+  LogRecord,
+} from "./protocol.ts";
+import { createServiceDb, type ServiceDb } from "./service-db.ts";
+
+export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
+export { failCurrentInvocation } from "./invocation-scope.ts";
+export { DB_MAX_BYTES } from "./service-db.ts";
+
+/** Log text one invocation may return; what comes after is dropped with one warning record. */
+export const LOG_MAX_BYTES = 256 * 1024;
+/** Counted per log record on top of its text, so that empty lines in a loop are bounded too. */
+const LOG_RECORD_OVERHEAD = 32;
+/** Used when an invocation carries no usable `timeoutMs`. */
+const DEFAULT_TIMEOUT_MS = 30_000;
+const HOOKS = new Set(["deploy", "activate", "deactivate"]);
+
+export interface InvocationIo {
+  /** Called once, synchronously, on the first valid `respond` call of the run. */
+  onRespond(response: HttpResponseSpec): void;
+}
+
+type Bag = Record<string, unknown>;
+type Outcome = { error?: ErrorRecord; additionalProps?: PropDescription[] };
+
+const isBag = (value: unknown): value is Bag => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * Runs one invocation of `component` (the module's export: the default export of an ES module,
+ * `module.exports` of a CommonJS one).
+ *
+ * Never rejects: what the code threw, and a run that outlived `invocation.timeoutMs`
+ * (`TimeoutError`), end up in `result.error`, next to the emits, db writes and logs made before.
+ * A synchronous endless loop cannot be stopped from inside the process; the host kills it.
+ */
+export async function runInvocation(
+  component: unknown,
+  invocation: Invocation,
+  io: InvocationIo,
+): Promise<InvocationResult> {
+  const started = performance.now();
+  const state = new InvocationState(invocation, io);
+  const timeoutMs =
+    Number.isFinite(invocation.timeoutMs) && invocation.timeoutMs > 0 ? invocation.timeoutMs : DEFAULT_TIMEOUT_MS;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<Outcome>((resolve) => {
+    timer = setTimeout(() => resolve({ error: timeoutError(timeoutMs) }), timeoutMs);
+  });
+  let outcome: Outcome;
+  try {
+    outcome = await Promise.race([
+      runInScope(state, () => execute(component, state)),
+      state.failure.then((error): Outcome => ({ error })),
+      timedOut,
+    ]);
+  } finally {
+    clearTimeout(timer);
+    state.closed = true;
+  }
+  // Copies: code still running after a timeout must not change a result already handed out.
+  const result: InvocationResult = {
+    invocationId: invocation.invocationId,
+    emits: [...state.emits],
+    dbWrites: { ...state.dbWrites },
+    logs: [...state.logs],
+    durationMs: performance.now() - started,
+  };
+  if (outcome.error) result.error = outcome.error;
+  if (state.response) result.response = state.response;
+  if (outcome.additionalProps) result.additionalProps = outcome.additionalProps;
+  return result;
+}
+
+async function execute(component: unknown, state: InvocationState): Promise<Outcome> {
+  try {
+    if (!isBag(component)) {
+      throw new TypeError("the module must export a component object (export default { ... } or module.exports)");
+    }
+    const self = buildThis(component, state);
+    const { kind, event } = state.invocation;
+    if (kind === "run") {
+      if (typeof component.run === "function") await component.run.call(self, event);
+      return {};
+    }
+    if (kind === "additionalProps") {
+      if (typeof component.additionalProps !== "function") return { additionalProps: [] };
+      // The previously returned prop definitions travel in `event`.
+      const returned: unknown = await component.additionalProps.call(self, isBag(event) ? event : {});
+      return { additionalProps: describeProps(returned) };
+    }
+    if (!HOOKS.has(kind)) throw new TypeError(`unknown invocation kind: ${String(kind)}`);
+    const hook = isBag(component.hooks) ? component.hooks[kind] : undefined;
+    if (typeof hook === "function") await hook.call(self);
+    return {};
+  } catch (thrown) {
+    return { error: toErrorRecord(thrown) };
+  }
+}
+
+/**
+ * `this` of the invocation: methods bound to it, then the props (a prop wins over a method of the
+ * same name), then `$emit`. Built afresh for every invocation, so nothing leaks between runs.
+ */
+function buildThis(component: Bag, state: InvocationState): Bag {
+  const self: Bag = {};
+  if (isBag(component.methods)) {
+    for (const [name, method] of Object.entries(component.methods)) {
+      if (typeof method === "function") self[name] = method.bind(self);
+    }
+  }
+  const declared = isBag(component.props) ? component.props : {};
+  const { props, propTypes } = state.invocation;
+  let db: ServiceDb | undefined;
+  const serviceDb = () => {
+    db ??= createServiceDb(state.invocation.db ?? {}, state.dbWrites);
+    return db;
+  };
+  for (const name of new Set([...Object.keys(declared), ...Object.keys(props)])) {
+    const type = propTypes[name] ?? declaredType(declared[name]);
+    if (type === "$.service.db") {
+      // Needs no configuration: trusted code may leave it out of `props`. All db props share one store.
+      self[name] = serviceDb();
+    } else if (Object.hasOwn(props, name)) {
+      self[name] = propValue(type, props[name] as Json, declared[name], state);
+    }
+  }
+  self.$emit = (event: unknown, meta?: unknown) => state.emit(event, meta);
+  return self;
+}
+
+function declaredType(declared: unknown): string | undefined {
+  if (typeof declared === "string") return declared;
+  return isBag(declared) && typeof declared.type === "string" ? declared.type : undefined;
+}
+
+function propValue(type: string | undefined, value: Json, declared: unknown, state: InvocationState): unknown {
+  if (type === "$.interface.http") {
+    return { ...(isBag(value) ? value : {}), respond: (spec: unknown) => state.respond(spec) };
+  }
+  if (type === "app") return appValue(value, declared);
+  return value;
+}
+
+/** `this.<appProp>`: the configured value (its `$auth`), with the app's methods bound to it. */
+function appValue(value: Json, declared: unknown): Bag {
+  const app: Bag = isBag(value) ? { ...value } : {};
+  if (!isBag(app.$auth)) app.$auth = {};
+  const methods = isBag(declared) && isBag(declared.methods) ? declared.methods : {};
+  for (const [name, method] of Object.entries(methods)) {
+    if (typeof method === "function") app[name] = method.bind(app);
+  }
+  return app;
+}
+
+/** What one invocation collected; also its scope for console, `process.env` and stray errors. */
+class InvocationState implements InvocationScope {
+  readonly emits: EmitRecord[] = [];
+  readonly dbWrites: Record<string, Json> = {};
+  readonly logs: LogRecord[] = [];
+  response: HttpResponseSpec | undefined;
+  closed = false;
+  private logBytes = 0;
+  private settleFailure!: (error: ErrorRecord) => void;
+  readonly failure = new Promise<ErrorRecord>((resolve) => {
+    this.settleFailure = resolve;
+  });
+
+  constructor(
+    readonly invocation: Invocation,
+    private readonly io: InvocationIo,
+  ) {}
+
+  get sourceId(): string {
+    return this.invocation.sourceId;
+  }
+
+  log(level: LogLevel, message: string): void {
+    if (this.logBytes >= LOG_MAX_BYTES) return;
+    const bytes = Buffer.byteLength(message) + LOG_RECORD_OVERHEAD;
+    if (this.logBytes + bytes > LOG_MAX_BYTES) {
+      this.logBytes = LOG_MAX_BYTES;
+      const note = `further logs were dropped: one invocation may log at most ${LOG_MAX_BYTES} bytes`;
+      this.logs.push({ ts: Date.now(), level: "warn", message: note });
+      return;
+    }
+    this.logBytes += bytes;
+    this.logs.push({ ts: Date.now(), level, message });
+  }
+
+  fail(thrown: unknown): void {
+    this.settleFailure(toErrorRecord(thrown));
+  }
+
+  emit(event: unknown, meta: unknown): Promise<void> {
+    if (!this.closed) this.emits.push({ event: toJson(event) ?? null, meta: toEmitMeta(meta) });
+    return Promise.resolve();
+  }
+
+  respond(spec: unknown): void {
+    if (this.invocation.kind !== "run") throw new Error("respond can only be called from run");
+    // The first call wins (legacy components call it twice); a finished run has answered already.
+    if (this.response || this.closed) return;
+    const response = normalizeResponse(spec);
+    this.response = response;
+    this.io.onRespond(response);
+  }
+}
+
+/** Keeps the fields of `$emit`'s options that have the documented types; ignores the rest. */
+export function toEmitMeta(options: unknown): EmitMeta {
+  const meta: EmitMeta = {};
+  if (!isBag(options)) return meta;
+  const { id, name, summary, ts, delivery_ts } = options;
+  if (typeof id === "string" || (typeof id === "number" && Number.isFinite(id))) meta.id = id;
+  if (typeof name === "string") meta.name = name;
+  if (typeof summary === "string") meta.summary = summary;
+  if (typeof ts === "number" && Number.isFinite(ts)) meta.ts = ts;
+  if (typeof delivery_ts === "number" && Number.isFinite(delivery_ts)) meta.delivery_ts = delivery_ts;
+  return meta;
+}
+
+function timeoutError(timeoutMs: number): ErrorRecord {
+  return { name: "TimeoutError", message: `the invocation timed out after ${timeoutMs / 1000}s`, ts: Date.now() };
+}
+
+/** Describes what the code threw: anything, not only an Error. */
+export function toErrorRecord(thrown: unknown, ts: number = Date.now()): ErrorRecord {
+  try {
+    if (thrown instanceof Error || (isBag(thrown) && typeof thrown.message === "string")) {
+      const { name, message, stack } = thrown as { name?: unknown; message?: unknown; stack?: unknown };
+      const record: ErrorRecord = {
+        name: typeof name === "string" && name !== "" ? name : "Error",
+        message: typeof message === "string" ? message : String(message),
+        ts,
+      };
+      if (typeof stack === "string") record.stack = stack;
+      return record;
+    }
+    const message =
+      typeof thrown === "string" ? thrown : inspect(thrown, { depth: 2, breakLength: Number.POSITIVE_INFINITY });
+    return { name: "Error", message, ts };
+  } catch {
+    // A proxy or a getter that throws while being described.
+    return { name: "Error", message: "the component threw a value that cannot be described", ts };
+  }
+}

@@ -1,0 +1,306 @@
+import { createHash } from "node:crypto";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ProcessPoolHost } from "#adapters/local/process-pool-host";
+import type { SourceCode } from "#ports/component-host";
+import type { HttpResponseSpec, Invocation, InvocationResult, Json } from "#runtime/protocol";
+
+// Real child processes under Node's permission model: nothing here is mocked.
+let workDir: string;
+let host: ProcessPoolHost;
+let counter = 0;
+
+beforeAll(() => {
+  workDir = mkdtempSync(join(tmpdir(), "sluice-pool-"));
+  host = new ProcessPoolHost({ workDir, heapMb: 64 });
+});
+
+afterAll(async () => {
+  await host.close();
+  rmSync(workDir, { recursive: true, force: true });
+});
+
+function source(ownerId: string, code: string, sourceId = "dc_source"): SourceCode {
+  return { sourceId, ownerId, code, codeHash: createHash("sha256").update(code).digest("hex") };
+}
+
+function invocation(sourceId = "dc_source", overrides: Partial<Invocation> = {}): Invocation {
+  counter += 1;
+  return {
+    invocationId: `inv_${counter}`,
+    kind: "run",
+    sourceId,
+    props: {},
+    propTypes: {},
+    db: {},
+    timeoutMs: 10_000,
+    ...overrides,
+  };
+}
+
+async function run(code: SourceCode, overrides: Partial<Invocation> = {}): Promise<InvocationResult> {
+  return host.invoke(code, invocation(code.sourceId, overrides));
+}
+
+const events = (result: InvocationResult): Json[] => result.emits.map((emit) => emit.event);
+
+/** Emits `{pid, source}` from the child it runs in. */
+const PID_COMPONENT = `export default {
+  async run() { this.$emit({ pid: process.pid, source: process.env.PD_COMPONENT }); },
+};`;
+
+async function pidOf(code: SourceCode): Promise<number> {
+  const result = await run(code);
+  expect(result.error).toBeUndefined();
+  return (events(result)[0] as { pid: number }).pid;
+}
+
+const isAlive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe("ProcessPoolHost: running components", () => {
+  it("describes code in a short-lived child", async () => {
+    const description = await host.describe('export default { name: "Described", props: { db: "$.service.db" } };');
+    expect(description).toMatchObject({ name: "Described", props: [{ name: "db", type: "$.service.db" }] });
+  });
+
+  it("runs an ES module component with its props, db and PD_COMPONENT", async () => {
+    const code = source(
+      "o_esm",
+      `export default {
+        props: { name: "string", db: "$.service.db" },
+        methods: { greet() { return "hello " + this.name; } },
+        async run(event) {
+          console.log("count was", this.db.get("count"));
+          this.db.set("count", (this.db.get("count") ?? 0) + 1);
+          this.$emit({ greeting: this.greet(), event, source: process.env.PD_COMPONENT }, { id: "e1", summary: "hi" });
+        },
+      };`,
+      "dc_esm",
+    );
+    const result = await run(code, {
+      props: { name: "sluice" },
+      propTypes: { name: "string", db: "$.service.db" },
+      db: { count: 41 },
+      event: { n: 1 },
+    });
+    expect(result.error).toBeUndefined();
+    expect(result.emits).toEqual([
+      { event: { greeting: "hello sluice", event: { n: 1 }, source: "dc_esm" }, meta: { id: "e1", summary: "hi" } },
+    ]);
+    expect(result.dbWrites).toEqual({ count: 42 });
+    expect(result.logs).toMatchObject([{ level: "log", message: "count was 41" }]);
+  });
+
+  it("runs a CommonJS component that requires a built-in module", async () => {
+    const code = source(
+      "o_cjs",
+      `const { format } = require("node:util");
+      module.exports = { async run() { this.$emit(format("%s-%d", "cjs", 7)); } };`,
+    );
+    expect(events(await run(code))).toEqual(["cjs-7"]);
+  });
+
+  it("runs a TypeScript component", async () => {
+    const code = source(
+      "o_ts",
+      `interface Payload { doubled: number }
+      const double = (n: number): Payload => ({ doubled: n * 2 });
+      export default { async run(this: { $emit(e: unknown): void }, event: { n: number }): Promise<void> {
+        this.$emit(double(event.n));
+      } };`,
+    );
+    expect(events(await run(code, { event: { n: 21 } }))).toEqual([{ doubled: 42 }]);
+  });
+
+  it("reports a module that throws while loading, with the user's line", async () => {
+    const code = source("o_load", 'const ok = 1;\nthrow new Error("top level");\nexport default {};\n');
+    const result = await run(code);
+    expect(result.error?.name).toBe("LoadError");
+    expect(result.error?.message).toContain("top level");
+    expect(result.error?.message).toContain("line 2");
+  });
+
+  it("reports a compile error as the run's error", async () => {
+    const result = await run(source("o_compile", "export default {"));
+    expect(result.error?.name).toBe("CompileError");
+    expect(result.error?.message).toContain("component_code");
+  });
+
+  it("gives the component an empty environment besides PD_COMPONENT", async () => {
+    const code = source("o_env", "export default { run() { this.$emit(Object.keys(process.env)); } };");
+    expect(events(await run(code))).toEqual([["PD_COMPONENT"]]);
+  });
+
+  it("sends respond to onRespond while the run is still going", async () => {
+    const code = source(
+      "o_respond",
+      `export default {
+        props: { http: { type: "$.interface.http", customResponse: true } },
+        async run() {
+          this.http.respond({ status: "202", body: { accepted: true } });
+          await new Promise((resolve) => setTimeout(resolve, 3000));
+          this.$emit("done");
+        },
+      };`,
+    );
+    const responses: HttpResponseSpec[] = [];
+    let settled = false;
+    const running = host
+      .invoke(
+        code,
+        invocation(code.sourceId, {
+          props: { http: { endpoint: "https://e.test", customResponse: true } },
+          propTypes: { http: "$.interface.http" },
+        }),
+        { onRespond: (response) => responses.push(response) },
+      )
+      .finally(() => {
+        settled = true;
+      });
+    await expect.poll(() => responses.length, { timeout: 10_000 }).toBe(1);
+    expect(settled).toBe(false);
+    const result = await running;
+    const expected = { status: 202, headers: { "content-type": "application/json" }, body: '{"accepted":true}' };
+    expect(responses).toEqual([expected]);
+    expect(result.response).toEqual(expected);
+    expect(events(result)).toEqual(["done"]);
+  });
+
+  it("blames an uncaught asynchronous error on its invocation and keeps serving the others", async () => {
+    const failing = source(
+      "o_stray",
+      `export default { async run() {
+        setTimeout(() => { throw new Error("late boom"); }, 10);
+        await new Promise((resolve) => setTimeout(resolve, 5000));
+      } };`,
+      "dc_failing",
+    );
+    const healthy = source("o_stray", PID_COMPONENT, "dc_healthy");
+    const pid = await pidOf(healthy);
+    const [failed, fine] = await Promise.all([run(failing), run(healthy)]);
+    expect(failed.error).toMatchObject({ name: "Error", message: "late boom" });
+    expect(fine.error).toBeUndefined();
+    expect(await pidOf(healthy)).toBe(pid);
+  });
+});
+
+describe("ProcessPoolHost: isolation", () => {
+  it("runs different owners in different processes and one owner's sources in one", async () => {
+    const first = await pidOf(source("o_iso_a", PID_COMPONENT, "dc_1"));
+    const sameOwner = await pidOf(source("o_iso_a", `${PID_COMPONENT}\n// another source`, "dc_2"));
+    const otherOwner = await pidOf(source("o_iso_b", PID_COMPONENT, "dc_3"));
+    expect(sameOwner).toBe(first);
+    expect(otherOwner).not.toBe(first);
+    expect(host.pidOf("o_iso_a")).toBe(first);
+  });
+
+  it("denies writing files", async () => {
+    const target = join(workDir, "written-by-component.txt");
+    const code = source(
+      "o_fs",
+      `import { writeFileSync } from "node:fs";
+      export default { run() {
+        try { writeFileSync(${JSON.stringify(target)}, "x"); this.$emit("written"); }
+        catch (error) { this.$emit(error.code); }
+      } };`,
+    );
+    expect(events(await run(code))).toEqual(["ERR_ACCESS_DENIED"]);
+    expect(existsSync(target)).toBe(false);
+  });
+
+  it("denies reading another owner's bundle, even one whose id extends this owner's", async () => {
+    const other = source("o_peek2", "export default { run() {} };");
+    await host.prepare(other);
+    const bundle = join(workDir, "owners", "o_peek2", other.codeHash, "component.mjs");
+    expect(existsSync(bundle)).toBe(true);
+    const code = source(
+      "o_peek",
+      `import { readFileSync } from "node:fs";
+      export default { run() {
+        try { readFileSync(${JSON.stringify(bundle)}); this.$emit("read"); }
+        catch (error) { this.$emit(error.code); }
+      } };`,
+    );
+    expect(events(await run(code))).toEqual(["ERR_ACCESS_DENIED"]);
+  });
+});
+
+describe("ProcessPoolHost: failures", () => {
+  it("kills an endless loop with a TimeoutError while other owners keep answering", async () => {
+    const looping = source("o_loop", "export default { run() { while (true) {} } };", "dc_loop");
+    const waiting = source(
+      "o_loop",
+      "export default { async run() { await new Promise((resolve) => setTimeout(resolve, 8000)); } };",
+      "dc_waiting",
+    );
+    const neighbour = source("o_loop_neighbour", PID_COMPONENT);
+    const healthy = source("o_loop", PID_COMPONENT, "dc_after");
+    const before = await pidOf(healthy);
+
+    const waited = run(waiting, { timeoutMs: 20_000 });
+    const looped = run(looping, { timeoutMs: 500 });
+    // The neighbour answers while the loop still blocks its own process.
+    const neighbourResult = await run(neighbour);
+    expect(neighbourResult.error).toBeUndefined();
+
+    const [loopResult, waitResult] = await Promise.all([looped, waited]);
+    expect(loopResult.error?.name).toBe("TimeoutError");
+    expect(loopResult.error?.message).toContain("0.5s");
+    expect(waitResult.error?.message).toContain("restarted");
+    await expect.poll(() => isAlive(before), { timeout: 10_000 }).toBe(false);
+
+    const after = await pidOf(healthy);
+    expect(after).not.toBe(before);
+  });
+
+  it("reports running out of memory, and the next invocation works", async () => {
+    const hoarding = source(
+      "o_oom",
+      "export default { run() { const hoard = []; while (true) hoard.push(new Array(1e6).fill(1)); } };",
+    );
+    const result = await run(hoarding, { timeoutMs: 25_000 });
+    expect(result.error?.message).toMatch(/memory/);
+    expect(events(await run(source("o_oom", PID_COMPONENT)))).toHaveLength(1);
+  });
+
+  it("reports process.exit as an error, and the next invocation works", async () => {
+    const exiting = source("o_exit", "export default { run() { process.exit(1); } };");
+    const result = await run(exiting);
+    expect(result.error?.name).toBe("SandboxCrashError");
+    expect(result.error?.message).toContain("exited with code 1");
+    expect(events(await run(source("o_exit", PID_COMPONENT)))).toHaveLength(1);
+  });
+});
+
+describe("ProcessPoolHost: lifecycle", () => {
+  it("reaps an idle child, starts a new one when needed, and kills all on close", async () => {
+    const reapingDir = mkdtempSync(join(tmpdir(), "sluice-reap-"));
+    const reaping = new ProcessPoolHost({ workDir: reapingDir, idleMs: 200 });
+    try {
+      const code = source("o_reap", PID_COMPONENT);
+      const invoke = async () =>
+        (events(await reaping.invoke(code, invocation(code.sourceId)))[0] as { pid: number }).pid;
+      const first = await invoke();
+      await expect.poll(() => isAlive(first), { timeout: 10_000 }).toBe(false);
+      expect(reaping.pidOf("o_reap")).toBeUndefined();
+
+      const second = await invoke();
+      expect(second).not.toBe(first);
+      await reaping.close();
+      expect(isAlive(second)).toBe(false);
+      await expect(reaping.invoke(code, invocation())).rejects.toThrow("closed");
+    } finally {
+      await reaping.close();
+      rmSync(reapingDir, { recursive: true, force: true });
+    }
+  });
+});

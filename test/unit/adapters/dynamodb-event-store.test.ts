@@ -1,0 +1,323 @@
+import {
+  ConditionalCheckFailedException,
+  DynamoDBClient,
+  TransactionCanceledException,
+} from "@aws-sdk/client-dynamodb";
+import {
+  BatchWriteCommand,
+  DeleteCommand,
+  DynamoDBDocumentClient,
+  GetCommand,
+  QueryCommand,
+  TransactWriteCommand,
+} from "@aws-sdk/lib-dynamodb";
+import { mockClient } from "aws-sdk-client-mock";
+import { beforeEach, describe, expect, it } from "vitest";
+import { documentClient } from "#adapters/aws/composition";
+import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
+import { MAX_STORED_EVENT_BYTES } from "#adapters/aws/table-design";
+import type { NewEvent } from "#core/component-model";
+
+const TABLE = "resources-test";
+const ddb = mockClient(DynamoDBDocumentClient);
+const store = new DynamoDbEventStore(documentClient(new DynamoDBClient({ region: "local" })), TABLE);
+
+const event = (channel = "", n = 0): NewEvent => ({
+  channel,
+  event: { n },
+  emitId: `emit-${n}`,
+  meta: { id: n, summary: `event ${n}` },
+});
+const sequenceItem = (lastMs: number, lastN: number, channels = ["ch:"]) => ({
+  pk: "EVTSEQ#dc_1",
+  sk: "EVTSEQ",
+  type: "eventSequence",
+  lastMs,
+  lastN,
+  channels: new Set(channels),
+});
+const eventItem = (id: string, channel = "") => {
+  const [ms, n] = id.split("-");
+  return {
+    pk: `EVT#dc_1#${channel}`,
+    sk: `EVT#${ms!.padStart(15, "0")}-${n!.padStart(9, "0")}`,
+    type: "event",
+    sourceId: "dc_1",
+    id,
+    channel,
+    indexedAtMs: 5,
+    event: '{"n":1}',
+    emitId: "emit-1",
+    meta: "{}",
+  };
+};
+
+/** A lost race as DynamoDB reports it: the sequence update's condition failed, with the item as it was. */
+function lostRace(lastMs: number, lastN: number, length: number) {
+  return new TransactionCanceledException({
+    message: "Transaction cancelled",
+    $metadata: {},
+    CancellationReasons: [
+      {
+        Code: "ConditionalCheckFailed",
+        Item: { lastMs: { N: String(lastMs) }, lastN: { N: String(lastN) }, channels: { SS: ["ch:"] } },
+      },
+      ...Array.from({ length: length - 1 }, () => ({ Code: "None" })),
+    ],
+  });
+}
+
+beforeEach(() => {
+  ddb.reset();
+});
+
+describe("DynamoDbEventStore.appendEvents", () => {
+  it("reads the sequence, then writes it and the events in one transaction, the sequence conditioned on being new", async () => {
+    ddb.on(GetCommand).resolves({});
+    const stored = await store.appendEvents("dc_1", [event("", 1), event("$logs", 2)], 1_790_000_000_123);
+    expect(stored.map((e) => e.id)).toEqual(["1790000000123-0", "1790000000123-1"]);
+    expect(ddb.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+      TableName: TABLE,
+      Key: { pk: "EVTSEQ#dc_1", sk: "EVTSEQ" },
+      ConsistentRead: true,
+    });
+    expect(ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems).toEqual([
+      {
+        Update: {
+          TableName: TABLE,
+          Key: { pk: "EVTSEQ#dc_1", sk: "EVTSEQ" },
+          UpdateExpression: "SET #type = :type, lastMs = :ms, lastN = :n ADD channels :channels",
+          ConditionExpression: "attribute_not_exists(pk)",
+          ExpressionAttributeNames: { "#type": "type" },
+          ExpressionAttributeValues: {
+            ":type": "eventSequence",
+            ":ms": 1_790_000_000_123,
+            ":n": 1,
+            ":channels": new Set(["ch:", "ch:$logs"]),
+          },
+          ReturnValuesOnConditionCheckFailure: "ALL_OLD",
+        },
+      },
+      {
+        Put: {
+          TableName: TABLE,
+          Item: {
+            pk: "EVT#dc_1#",
+            sk: "EVT#001790000000123-000000000",
+            type: "event",
+            sourceId: "dc_1",
+            id: "1790000000123-0",
+            channel: "",
+            indexedAtMs: 1_790_000_000_123,
+            event: '{"n":1}',
+            emitId: "emit-1",
+            meta: '{"id":1,"summary":"event 1"}',
+          },
+          ConditionExpression: "attribute_not_exists(pk)",
+        },
+      },
+      {
+        Put: expect.objectContaining({
+          Item: expect.objectContaining({ pk: "EVT#dc_1#$logs", sk: "EVT#001790000000123-000000001" }),
+        }),
+      },
+    ]);
+  });
+
+  it("continues after a later stored ms, conditioned on the sequence it read", async () => {
+    ddb.on(GetCommand).resolves({ Item: sequenceItem(2000, 4) });
+    const stored = await store.appendEvents("dc_1", [event()], 1500);
+    expect(stored.map((e) => [e.id, e.indexedAtMs])).toEqual([["2000-5", 1500]]);
+    expect(ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems?.[0]?.Update).toMatchObject({
+      ConditionExpression: "lastMs = :prevMs AND lastN = :prevN",
+      ExpressionAttributeValues: { ":ms": 2000, ":n": 5, ":prevMs": 2000, ":prevN": 4 },
+    });
+  });
+
+  it("after losing a race, goes again from the sequence the cancellation reported, without reading it", async () => {
+    ddb.on(GetCommand).resolves({ Item: sequenceItem(1000, 0) });
+    ddb
+      .on(TransactWriteCommand)
+      .rejectsOnce(lostRace(1000, 3, 2))
+      .resolves({});
+    const stored = await store.appendEvents("dc_1", [event()], 1000);
+    expect(stored.map((e) => e.id)).toEqual(["1000-4"]);
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(1);
+    const updates = ddb.commandCalls(TransactWriteCommand).map((call) => call.args[0].input.TransactItems?.[0]?.Update);
+    expect(updates.map((u) => u?.ExpressionAttributeValues)).toEqual([
+      expect.objectContaining({ ":prevN": 0, ":n": 1 }),
+      expect.objectContaining({ ":prevN": 3, ":n": 4 }),
+    ]);
+  });
+
+  it("reads the sequence again after a transaction conflict", async () => {
+    ddb
+      .on(GetCommand)
+      .resolvesOnce({ Item: sequenceItem(1000, 0) })
+      .resolves({ Item: sequenceItem(1000, 8) });
+    const busy = new TransactionCanceledException({
+      message: "Transaction cancelled",
+      $metadata: {},
+      CancellationReasons: [{ Code: "TransactionConflict" }, { Code: "None" }],
+    });
+    ddb.on(TransactWriteCommand).rejectsOnce(busy).resolves({});
+    await expect(store.appendEvents("dc_1", [event()], 1000)).resolves.toMatchObject([{ id: "1000-9" }]);
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(2);
+  });
+
+  it("lets any other failure propagate unchanged", async () => {
+    ddb.on(GetCommand).resolves({});
+    const error = new Error("network down");
+    ddb.on(TransactWriteCommand).rejects(error);
+    await expect(store.appendEvents("dc_1", [event()], 1)).rejects.toBe(error);
+  });
+
+  it("splits a large batch into transactions of at most 100 actions, with consecutive ids", async () => {
+    ddb
+      .on(GetCommand)
+      .resolvesOnce({})
+      .resolves({ Item: sequenceItem(7, 98) });
+    const stored = await store.appendEvents(
+      "dc_1",
+      Array.from({ length: 150 }, (_, n) => event("", n)),
+      7,
+    );
+    expect(stored.map((e) => e.id)).toEqual(Array.from({ length: 150 }, (_, n) => `7-${n}`));
+    const sizes = ddb.commandCalls(TransactWriteCommand).map((call) => call.args[0].input.TransactItems?.length);
+    expect(sizes).toEqual([100, 52]);
+  });
+
+  it("refuses an event over the stored size limit before writing anything", async () => {
+    const big = event("", 2);
+    big.event = { body: "x".repeat(MAX_STORED_EVENT_BYTES) };
+    await expect(store.appendEvents("dc_1", [event(), big], 1)).rejects.toMatchObject({ code: "payload_too_large" });
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
+    expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(0);
+  });
+
+  it("sends nothing for an empty batch", async () => {
+    await expect(store.appendEvents("dc_1", [], 1)).resolves.toEqual([]);
+    expect(ddb.calls()).toHaveLength(0);
+  });
+});
+
+describe("DynamoDbEventStore.listEvents", () => {
+  it("queries one channel's partition from the padded cursor, newest first, and counts it", async () => {
+    ddb
+      .on(QueryCommand, { Select: "COUNT" })
+      .resolves({ Count: 12 })
+      .on(QueryCommand, { ScanIndexForward: false })
+      .resolves({ Items: [eventItem("1000-9")] });
+    const page = await store.listEvents("dc_1", { limit: 5, channel: "", after: "1000-10" });
+    expect(page).toEqual({
+      items: [
+        {
+          sourceId: "dc_1",
+          id: "1000-9",
+          indexedAtMs: 5,
+          channel: "",
+          event: { n: 1 },
+          emitId: "emit-1",
+          meta: {},
+        },
+      ],
+      totalCount: 12,
+    });
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
+    const query = ddb.commandCalls(QueryCommand).find((call) => call.args[0].input.ScanIndexForward === false);
+    expect(query?.args[0].input).toEqual({
+      TableName: TABLE,
+      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+      ExpressionAttributeValues: { ":pk": "EVT#dc_1#", ":prefix": "EVT#" },
+      ScanIndexForward: false,
+      Limit: 5,
+      ConsistentRead: true,
+      ExclusiveStartKey: { pk: "EVT#dc_1#", sk: "EVT#000000000001000-000000010" },
+    });
+  });
+
+  it("merges the channels named by the sequence item when no channel is given", async () => {
+    ddb.on(GetCommand).resolves({ Item: sequenceItem(3, 2, ["ch:", "ch:custom"]) });
+    ddb
+      .on(QueryCommand, { Select: "COUNT" })
+      .resolves({ Count: 2 })
+      .on(QueryCommand, {
+        ScanIndexForward: false,
+        ExpressionAttributeValues: { ":pk": "EVT#dc_1#", ":prefix": "EVT#" },
+      })
+      .resolves({ Items: [eventItem("3-2"), eventItem("1-0")] })
+      .on(QueryCommand, {
+        ScanIndexForward: false,
+        ExpressionAttributeValues: { ":pk": "EVT#dc_1#custom", ":prefix": "EVT#" },
+      })
+      .resolves({ Items: [eventItem("2-0", "custom")] });
+    const page = await store.listEvents("dc_1", { limit: 2 });
+    expect(page.items.map((e) => e.id)).toEqual(["3-2", "2-0"]);
+    expect(page.totalCount).toBe(4);
+  });
+
+  it("rejects a cursor that is not an event id", async () => {
+    await expect(store.listEvents("dc_1", { limit: 5, channel: "", before: "nope" })).rejects.toMatchObject({
+      code: "validation",
+    });
+  });
+});
+
+describe("DynamoDbEventStore.deleteAllEvents", () => {
+  it("deletes each channel's events in batches of 25, then the sequence if no append came in", async () => {
+    ddb.on(GetCommand).resolves({ Item: sequenceItem(9, 29) });
+    const keys = Array.from({ length: 30 }, (_, n) => ({ pk: "EVT#dc_1#", sk: `EVT#${n}` }));
+    ddb.on(QueryCommand).resolves({ Items: keys });
+    ddb.on(BatchWriteCommand).resolves({});
+    await store.deleteAllEvents("dc_1");
+
+    expect(ddb.commandCalls(QueryCommand)[0]?.args[0].input).toMatchObject({
+      ExpressionAttributeValues: { ":pk": "EVT#dc_1#", ":prefix": "EVT#" },
+      ProjectionExpression: "pk, sk",
+    });
+    const batches = ddb.commandCalls(BatchWriteCommand).map((call) => call.args[0].input.RequestItems?.[TABLE]);
+    expect(batches.map((batch) => batch?.length)).toEqual([25, 5]);
+    expect(batches[0]?.[0]).toEqual({ DeleteRequest: { Key: { pk: "EVT#dc_1#", sk: "EVT#0" } } });
+    expect(ddb.commandCalls(DeleteCommand)[0]?.args[0].input).toEqual({
+      TableName: TABLE,
+      Key: { pk: "EVTSEQ#dc_1", sk: "EVTSEQ" },
+      ConditionExpression: "lastMs = :ms AND lastN = :n",
+      ExpressionAttributeValues: { ":ms": 9, ":n": 29 },
+    });
+  });
+
+  it("goes again when an append moved the sequence during the deletion", async () => {
+    ddb
+      .on(GetCommand)
+      .resolvesOnce({ Item: sequenceItem(9, 1) })
+      .resolves({ Item: sequenceItem(9, 2) });
+    ddb.on(QueryCommand).resolves({ Items: [] });
+    ddb
+      .on(DeleteCommand)
+      .rejectsOnce(new ConditionalCheckFailedException({ message: "failed", $metadata: {} }))
+      .resolves({});
+    await store.deleteAllEvents("dc_1");
+    expect(ddb.commandCalls(DeleteCommand).map((call) => call.args[0].input.ExpressionAttributeValues)).toEqual([
+      { ":ms": 9, ":n": 1 },
+      { ":ms": 9, ":n": 2 },
+    ]);
+  });
+
+  it("retries unprocessed deletes", async () => {
+    ddb.on(GetCommand).resolves({ Item: sequenceItem(9, 1) });
+    ddb.on(QueryCommand).resolves({ Items: [{ pk: "EVT#dc_1#", sk: "EVT#1" }] });
+    const unprocessed = [{ DeleteRequest: { Key: { pk: "EVT#dc_1#", sk: "EVT#1" } } }];
+    ddb
+      .on(BatchWriteCommand)
+      .resolvesOnce({ UnprocessedItems: { [TABLE]: unprocessed } })
+      .resolves({});
+    await store.deleteAllEvents("dc_1");
+    expect(ddb.commandCalls(BatchWriteCommand)).toHaveLength(2);
+  });
+
+  it("does nothing more than one read for a source without events", async () => {
+    ddb.on(GetCommand).resolves({});
+    await store.deleteAllEvents("dc_1");
+    expect(ddb.calls()).toHaveLength(1);
+  });
+});

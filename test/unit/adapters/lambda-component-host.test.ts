@@ -1,0 +1,325 @@
+import {
+  CreateFunctionCommand,
+  DeleteFunctionCommand,
+  type FunctionConfiguration,
+  GetFunctionCommand,
+  InvokeCommand,
+  LambdaClient,
+  ResourceConflictException,
+  ResourceNotFoundException,
+  UpdateFunctionCodeCommand,
+  UpdateFunctionConfigurationCommand,
+} from "@aws-sdk/client-lambda";
+import { mockClient } from "aws-sdk-client-mock";
+import { unzipSync } from "fflate";
+import { beforeEach, describe, expect, it, vi } from "vitest";
+import { LambdaComponentHost, sourceFunctionName } from "#adapters/aws/lambda-component-host";
+import { sourceZip } from "#adapters/aws/source-bundle";
+import type { SourceCode } from "#ports/component-host";
+import type { Invocation, InvocationResult } from "#runtime/protocol";
+
+const lambdaMock = mockClient(LambdaClient);
+
+const ROLE = "arn:aws:iam::123456789012:role/sluice-source";
+const LAYER = "arn:aws:lambda:eu-west-1:123456789012:layer:sluice-runtime:7";
+const LOG_GROUP = "/sluice/dev/sources";
+const SOURCE: SourceCode = {
+  sourceId: "dc_01kab00000abcdefghjkmn",
+  ownerId: "o_01kab00000abcdefghjkmn",
+  code: "export default { name: 'x' };",
+  codeHash: "0".repeat(64),
+};
+const NAME = `sluice-dev-${SOURCE.sourceId}`;
+const bundle = async (code: string) => `// bundled\n${code}`;
+const EXPECTED_ZIP = sourceZip(`// bundled\n${SOURCE.code}`);
+const ZIP_SHA_BASE64 = Buffer.from(EXPECTED_ZIP.sha256, "hex").toString("base64");
+
+function host(overrides: Partial<ConstructorParameters<typeof LambdaComponentHost>[0]> = {}) {
+  let now = 1_000;
+  return new LambdaComponentHost({
+    lambda: new LambdaClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
+    stage: "dev",
+    sourceRoleArn: ROLE,
+    runtimeLayerArn: LAYER,
+    describerFunction: "sluice-dev-describer",
+    logGroup: LOG_GROUP,
+    bundle,
+    invocationTimeoutMs: 30_000,
+    clock: { nowMs: () => (now += 250) },
+    ...overrides,
+  });
+}
+
+const settled: FunctionConfiguration = {
+  State: "Active",
+  LastUpdateStatus: "Successful",
+  Role: ROLE,
+  Handler: "index.handler",
+  Runtime: "nodejs22.x",
+  MemorySize: 256,
+  Timeout: 33,
+  Layers: [{ Arn: LAYER }],
+  LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
+};
+
+const notFound = () => new ResourceNotFoundException({ message: "Function not found", $metadata: {} });
+
+const invocation: Invocation = {
+  invocationId: "inv-1",
+  kind: "run",
+  sourceId: SOURCE.sourceId,
+  props: {},
+  propTypes: {},
+  db: {},
+  timeoutMs: 30_000,
+};
+
+const encode = (value: unknown) => new TextEncoder().encode(JSON.stringify(value));
+
+beforeEach(() => {
+  lambdaMock.reset();
+});
+
+describe("sourceFunctionName", () => {
+  it("names functions sluice-<stage>-<source id> and refuses names over 64 characters", () => {
+    expect(sourceFunctionName("dev", SOURCE.sourceId)).toBe(NAME);
+    expect(sourceFunctionName("a".repeat(30), SOURCE.sourceId)).toHaveLength(63);
+    expect(() => sourceFunctionName("a".repeat(32), SOURCE.sourceId)).toThrow(/at most 64/);
+  });
+});
+
+describe("LambdaComponentHost.prepare", () => {
+  it("creates a missing function with the runtime layer, the logging-only role and no environment", async () => {
+    lambdaMock
+      .on(GetFunctionCommand)
+      .rejectsOnce(notFound())
+      .resolves({ Configuration: { ...settled, FunctionName: NAME } });
+    lambdaMock.on(CreateFunctionCommand).resolves({});
+    await host().prepare(SOURCE);
+
+    const calls = lambdaMock.commandCalls(CreateFunctionCommand);
+    expect(calls).toHaveLength(1);
+    const input = calls[0]!.args[0].input;
+    expect({ ...input, Code: undefined }).toEqual({
+      FunctionName: NAME,
+      Role: ROLE,
+      Handler: "index.handler",
+      Runtime: "nodejs22.x",
+      Architectures: ["arm64"],
+      Layers: [LAYER],
+      MemorySize: 256,
+      Timeout: 33,
+      LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
+      PackageType: "Zip",
+      Description: `Sluice source ${SOURCE.sourceId}`,
+      Tags: { "sluice:source": SOURCE.sourceId, "sluice:stage": "dev" },
+      Code: undefined,
+    });
+    expect(input.Environment).toBeUndefined();
+    expect(Buffer.from(input.Code!.ZipFile!).equals(Buffer.from(EXPECTED_ZIP.zip))).toBe(true);
+    expect(Object.keys(unzipSync(input.Code!.ZipFile!))).toEqual(["component.mjs", "index.mjs"]);
+    // Waited for the new function to become active.
+    expect(lambdaMock.commandCalls(GetFunctionCommand).length).toBeGreaterThanOrEqual(2);
+    expect(lambdaMock.commandCalls(UpdateFunctionCodeCommand)).toHaveLength(0);
+  });
+
+  it("updates the code of an existing function whose code differs, and leaves matching settings alone", async () => {
+    lambdaMock.on(GetFunctionCommand).resolves({ Configuration: { ...settled, CodeSha256: "b2xk" } });
+    lambdaMock.on(UpdateFunctionCodeCommand).resolves({});
+    await host().prepare(SOURCE);
+
+    const update = lambdaMock.commandCalls(UpdateFunctionCodeCommand);
+    expect(update).toHaveLength(1);
+    const { ZipFile, ...rest } = update[0]!.args[0].input;
+    expect(rest).toEqual({ FunctionName: NAME, Architectures: ["arm64"] });
+    expect(Buffer.from(ZipFile!).equals(Buffer.from(EXPECTED_ZIP.zip))).toBe(true);
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
+    expect(lambdaMock.commandCalls(UpdateFunctionConfigurationCommand)).toHaveLength(0);
+  });
+
+  it("uploads nothing for unchanged code but re-applies settings that drifted (a new runtime layer)", async () => {
+    const oldLayer = LAYER.replace(/:7$/, ":6");
+    lambdaMock
+      .on(GetFunctionCommand)
+      .resolves({ Configuration: { ...settled, CodeSha256: ZIP_SHA_BASE64, Layers: [{ Arn: oldLayer }] } });
+    lambdaMock.on(UpdateFunctionConfigurationCommand).resolves({});
+    await host().prepare(SOURCE);
+
+    expect(lambdaMock.commandCalls(UpdateFunctionCodeCommand)).toHaveLength(0);
+    const config = lambdaMock.commandCalls(UpdateFunctionConfigurationCommand);
+    expect(config).toHaveLength(1);
+    expect(config[0]!.args[0].input).toEqual({
+      FunctionName: NAME,
+      Role: ROLE,
+      Handler: "index.handler",
+      Runtime: "nodejs22.x",
+      Layers: [LAYER],
+      MemorySize: 256,
+      Timeout: 33,
+      LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
+      Environment: { Variables: {} },
+    });
+  });
+
+  it("does nothing for an up-to-date function", async () => {
+    lambdaMock.on(GetFunctionCommand).resolves({ Configuration: { ...settled, CodeSha256: ZIP_SHA_BASE64 } });
+    await host().prepare(SOURCE);
+    expect(lambdaMock.commandCalls(UpdateFunctionCodeCommand)).toHaveLength(0);
+    expect(lambdaMock.commandCalls(UpdateFunctionConfigurationCommand)).toHaveLength(0);
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
+  });
+
+  it("updates the function that a concurrent deploy created first", async () => {
+    lambdaMock
+      .on(GetFunctionCommand)
+      .rejectsOnce(notFound())
+      .resolves({ Configuration: { ...settled, CodeSha256: "b2xk" } });
+    lambdaMock
+      .on(CreateFunctionCommand)
+      .rejects(new ResourceConflictException({ message: "Function already exist", $metadata: {} }));
+    lambdaMock.on(UpdateFunctionCodeCommand).resolves({});
+    await host().prepare(SOURCE);
+    expect(lambdaMock.commandCalls(UpdateFunctionCodeCommand)).toHaveLength(1);
+  });
+
+  it("passes a bundling failure through without touching Lambda", async () => {
+    const failing = host({
+      bundle: async () => {
+        throw new Error("boom");
+      },
+    });
+    await expect(failing.prepare(SOURCE)).rejects.toThrow("boom");
+    expect(lambdaMock.calls()).toHaveLength(0);
+  });
+});
+
+describe("LambdaComponentHost.invoke", () => {
+  const result: InvocationResult = {
+    invocationId: "inv-1",
+    emits: [{ event: { a: 1 }, meta: { id: "e1", summary: "one" } }],
+    dbWrites: { cursor: 5 },
+    logs: [{ ts: 1, level: "log", message: "hello" }],
+    response: { status: 201, headers: { "content-type": "text/plain" }, body: "made" },
+    durationMs: 3,
+  };
+
+  it("invokes the source's function synchronously with the invocation and returns its result", async () => {
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode(result) as never });
+    const onRespond = vi.fn();
+    const answer = await host().invoke(SOURCE, invocation, { onRespond });
+
+    const calls = lambdaMock.commandCalls(InvokeCommand);
+    expect(calls).toHaveLength(1);
+    const { Payload, ...rest } = calls[0]!.args[0].input;
+    expect(rest).toEqual({ FunctionName: NAME, InvocationType: "RequestResponse" });
+    expect(JSON.parse(new TextDecoder().decode(Payload as Uint8Array))).toEqual(invocation);
+    // durationMs is measured by the host (clock: +250 ms per reading), not taken from the function.
+    expect(answer).toEqual({ ...result, durationMs: 250 });
+    expect(onRespond).toHaveBeenCalledExactlyOnceWith(result.response);
+  });
+
+  it("reports a function stopped by Lambda's timeout as a TimeoutError result", async () => {
+    lambdaMock.on(InvokeCommand).resolves({
+      StatusCode: 200,
+      FunctionError: "Unhandled",
+      Payload: encode({ errorType: "Sandbox.Timedout", errorMessage: "Task timed out after 33.00 seconds" }) as never,
+    });
+    const answer = await host().invoke(SOURCE, invocation);
+    expect(answer).toMatchObject({ invocationId: "inv-1", emits: [], dbWrites: {}, logs: [] });
+    expect(answer.error).toMatchObject({ name: "TimeoutError", message: expect.stringContaining("Task timed out") });
+  });
+
+  it("reports other function errors with their type and message", async () => {
+    lambdaMock.on(InvokeCommand).resolves({
+      StatusCode: 200,
+      FunctionError: "Unhandled",
+      Payload: encode({ errorType: "Runtime.ExitError", errorMessage: "exited with status 1" }) as never,
+    });
+    const answer = await host().invoke(SOURCE, invocation);
+    expect(answer.error).toMatchObject({ name: "Runtime.ExitError", message: "exited with status 1" });
+  });
+
+  it("treats an answer of an unknown shape as the run's error, not as effects", async () => {
+    for (const payload of [{ invocationId: "inv-1", emits: "nope" }, { ...result, invocationId: "other" }]) {
+      lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode(payload) as never });
+      const answer = await host().invoke(SOURCE, invocation);
+      expect(answer.emits).toEqual([]);
+      expect(answer.error).toMatchObject({ name: "RuntimeError" });
+    }
+  });
+
+  it("waits for a function that is still updating, then invokes it again", async () => {
+    lambdaMock
+      .on(InvokeCommand)
+      .rejectsOnce(new ResourceConflictException({ message: "The operation cannot be performed at this time.", $metadata: {} }))
+      .resolves({ StatusCode: 200, Payload: encode(result) as never });
+    lambdaMock.on(GetFunctionCommand).resolves({ Configuration: settled });
+    const answer = await host().invoke(SOURCE, invocation);
+    expect(answer.emits).toEqual(result.emits);
+    expect(lambdaMock.commandCalls(InvokeCommand)).toHaveLength(2);
+  });
+
+  it("throws when Lambda itself fails (the host's failure, not the component's)", async () => {
+    lambdaMock.on(InvokeCommand).rejects(notFound());
+    await expect(host().invoke(SOURCE, invocation)).rejects.toThrow("Function not found");
+  });
+});
+
+describe("LambdaComponentHost.describe", () => {
+  it("sends the bundle to the describer function and returns the description", async () => {
+    const description = { name: "x", type: "source", props: [] };
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ ok: true, description }) as never });
+    expect(await host().describe(SOURCE.code)).toEqual(description);
+    const { Payload, ...rest } = lambdaMock.commandCalls(InvokeCommand)[0]!.args[0].input;
+    expect(rest).toEqual({ FunctionName: "sluice-dev-describer", InvocationType: "RequestResponse" });
+    expect(JSON.parse(new TextDecoder().decode(Payload as Uint8Array))).toEqual({
+      kind: "describe",
+      code: `// bundled\n${SOURCE.code}`,
+    });
+  });
+
+  it("answers a load failure as a validation error on component_code with its line", async () => {
+    lambdaMock.on(InvokeCommand).resolves({
+      StatusCode: 200,
+      Payload: encode({ ok: false, error: { message: "boom", line: 3, column: 9 } }) as never,
+    });
+    await expect(host().describe(SOURCE.code)).rejects.toMatchObject({
+      code: "validation",
+      message: "component_code: boom (line 3, column 9)",
+      issues: [{ field: "component_code", message: "boom (line 3, column 9)" }],
+    });
+  });
+
+  it("answers a describer that timed out as a validation error", async () => {
+    lambdaMock.on(InvokeCommand).resolves({
+      StatusCode: 200,
+      FunctionError: "Unhandled",
+      Payload: encode({ errorMessage: "Task timed out after 10.00 seconds" }) as never,
+    });
+    await expect(host().describe(SOURCE.code)).rejects.toMatchObject({
+      code: "validation",
+      message: expect.stringContaining("could not be loaded"),
+    });
+  });
+
+  it("refuses a bundle too large for a synchronous invocation without calling Lambda", async () => {
+    const huge = host({ bundle: async () => "x".repeat(6 * 1024 * 1024) });
+    await expect(huge.describe("code")).rejects.toMatchObject({ code: "validation" });
+    expect(lambdaMock.calls()).toHaveLength(0);
+  });
+});
+
+describe("LambdaComponentHost.remove", () => {
+  it("deletes the source's function", async () => {
+    lambdaMock.on(DeleteFunctionCommand).resolves({});
+    await host().remove(SOURCE);
+    expect(lambdaMock.commandCalls(DeleteFunctionCommand)[0]!.args[0].input).toEqual({ FunctionName: NAME });
+  });
+
+  it("succeeds when the function is already gone, and throws other failures", async () => {
+    lambdaMock.on(DeleteFunctionCommand).rejects(notFound());
+    await expect(host().remove(SOURCE)).resolves.toBeUndefined();
+    lambdaMock.on(DeleteFunctionCommand).rejects(new Error("AccessDenied"));
+    await expect(host().remove(SOURCE)).rejects.toThrow("AccessDenied");
+  });
+});

@@ -1,0 +1,242 @@
+import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
+import { LocalTimers } from "#adapters/local/local-timers";
+import { isDomainError } from "#core/errors";
+import { systemClock } from "#ports/clock";
+import type { Logger } from "#ports/logger";
+
+interface LogLine {
+  level: "info" | "warn" | "error";
+  message: string;
+  fields?: Record<string, unknown>;
+}
+
+function recordingLogger(lines: LogLine[]): Logger {
+  const logger: Logger = {
+    info: (message, fields) => lines.push({ level: "info", message, fields }),
+    warn: (message, fields) => lines.push({ level: "warn", message, fields }),
+    error: (message, fields) => lines.push({ level: "error", message, fields }),
+    child: () => logger,
+  };
+  return logger;
+}
+
+const T0 = Date.parse("2024-03-30T08:00:00Z");
+const SECOND = 1000;
+const DAY = 86_400 * SECOND;
+
+interface Harness {
+  timers: LocalTimers;
+  fires: { sourceId: string; scheduledAtMs: number }[];
+  lines: LogLine[];
+}
+
+function harness(onFire?: (sourceId: string, scheduledAtMs: number) => Promise<void> | void): Harness {
+  const fires: Harness["fires"] = [];
+  const lines: LogLine[] = [];
+  const timers = new LocalTimers({
+    clock: systemClock,
+    log: recordingLogger(lines),
+    onFire: (sourceId, scheduledAtMs) => {
+      fires.push({ sourceId, scheduledAtMs });
+      return onFire?.(sourceId, scheduledAtMs);
+    },
+  });
+  return { timers, fires, lines };
+}
+
+describe("LocalTimers (fake time)", () => {
+  beforeEach(() => {
+    vi.useFakeTimers({ now: T0 });
+  });
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  it("fires an interval timer one interval after scheduling, then on its cadence, with the slot's time", async () => {
+    const { timers, fires } = harness();
+    await timers.schedule("dc_a", { intervalSeconds: 60 });
+    await vi.advanceTimersByTimeAsync(59 * SECOND);
+    expect(fires).toEqual([]);
+    await vi.advanceTimersByTimeAsync(121 * SECOND);
+    expect(fires).toEqual([
+      { sourceId: "dc_a", scheduledAtMs: T0 + 60 * SECOND },
+      { sourceId: "dc_a", scheduledAtMs: T0 + 120 * SECOND },
+      { sourceId: "dc_a", scheduledAtMs: T0 + 180 * SECOND },
+    ]);
+    await timers.stop();
+  });
+
+  it("keeps timers of different sources apart", async () => {
+    const { timers, fires } = harness();
+    await timers.schedule("dc_a", { intervalSeconds: 60 });
+    await timers.schedule("dc_b", { intervalSeconds: 90 });
+    await vi.advanceTimersByTimeAsync(180 * SECOND);
+    expect(fires.filter((fire) => fire.sourceId === "dc_a")).toHaveLength(3);
+    expect(fires.filter((fire) => fire.sourceId === "dc_b")).toHaveLength(2);
+    await timers.stop();
+  });
+
+  it("stops firing once cancelled, and cancelling again or an unknown source succeeds", async () => {
+    const { timers, fires } = harness();
+    await timers.schedule("dc_a", { intervalSeconds: 60 });
+    await vi.advanceTimersByTimeAsync(60 * SECOND);
+    expect(fires).toHaveLength(1);
+    await timers.cancel("dc_a");
+    await timers.cancel("dc_a");
+    await timers.cancel("dc_unknown");
+    await vi.advanceTimersByTimeAsync(600 * SECOND);
+    expect(fires).toHaveLength(1);
+    expect(timers.scheduled().size).toBe(0);
+  });
+
+  it("replaces the timer of a source, anchored at the new schedule", async () => {
+    const { timers, fires } = harness();
+    await timers.schedule("dc_a", { intervalSeconds: 60 });
+    await vi.advanceTimersByTimeAsync(30 * SECOND);
+    await timers.schedule("dc_a", { intervalSeconds: 300 });
+    expect(timers.scheduled()).toEqual(new Map([["dc_a", T0 + 330 * SECOND]]));
+    await vi.advanceTimersByTimeAsync(299 * SECOND);
+    expect(fires).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1 * SECOND);
+    expect(fires).toEqual([{ sourceId: "dc_a", scheduledAtMs: T0 + 330 * SECOND }]);
+    await timers.stop();
+  });
+
+  it("skips a slot while the previous run of the source is in progress, with a log line", async () => {
+    let finish: () => void = () => {};
+    const { timers, fires, lines } = harness(
+      () =>
+        new Promise<void>((resolve) => {
+          finish = resolve;
+        }),
+    );
+    await timers.schedule("dc_a", { intervalSeconds: 1 });
+    await vi.advanceTimersByTimeAsync(5 * SECOND);
+    expect(fires).toHaveLength(1);
+    const skipped = lines.filter((line) => line.level === "warn" && /skipped/.test(line.message));
+    expect(skipped).toHaveLength(4);
+    expect(skipped[0]?.fields).toMatchObject({
+      sourceId: "dc_a",
+      scheduledAt: new Date(T0 + 2 * SECOND).toISOString(),
+    });
+
+    finish();
+    await vi.advanceTimersByTimeAsync(1 * SECOND);
+    expect(fires).toHaveLength(2);
+    expect(fires[1]?.scheduledAtMs).toBe(T0 + 6 * SECOND);
+    finish();
+    await timers.stop();
+  });
+
+  it("logs errors of a run and keeps firing", async () => {
+    let calls = 0;
+    const { timers, fires, lines } = harness(() => {
+      calls += 1;
+      if (calls === 1) throw new Error("sync boom");
+      return Promise.reject(new Error("async boom"));
+    });
+    await timers.schedule("dc_a", { intervalSeconds: 10 });
+    await vi.advanceTimersByTimeAsync(30 * SECOND);
+    expect(fires).toHaveLength(3);
+    const errors = lines.filter((line) => line.level === "error");
+    expect(errors).toHaveLength(3);
+    expect(String(errors[0]?.fields?.error)).toMatch(/sync boom/);
+    expect(String(errors[1]?.fields?.error)).toMatch(/async boom/);
+    expect(errors[0]?.fields?.sourceId).toBe("dc_a");
+    await timers.stop();
+  });
+
+  it("does not catch up on missed runs after a restart", async () => {
+    const first = harness();
+    await first.timers.schedule("dc_a", { intervalSeconds: 60 });
+    await vi.advanceTimersByTimeAsync(150 * SECOND);
+    expect(first.fires).toHaveLength(2);
+    await first.timers.stop();
+
+    await vi.advanceTimersByTimeAsync(600 * SECOND); // the process is down
+    expect(first.fires).toHaveLength(2);
+
+    const second = harness();
+    await second.timers.schedule("dc_a", { intervalSeconds: 60 });
+    await vi.advanceTimersByTimeAsync(59 * SECOND);
+    expect(second.fires).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1 * SECOND);
+    expect(second.fires).toEqual([{ sourceId: "dc_a", scheduledAtMs: T0 + 810 * SECOND }]);
+    await second.timers.stop();
+  });
+
+  it("waits longer than setTimeout's maximum without firing early", async () => {
+    const { timers, fires } = harness();
+    await timers.schedule("dc_a", { intervalSeconds: 100 * 86_400 });
+    await vi.advanceTimersByTimeAsync(99 * DAY);
+    expect(fires).toEqual([]);
+    await vi.advanceTimersByTimeAsync(1 * DAY);
+    expect(fires).toEqual([{ sourceId: "dc_a", scheduledAtMs: T0 + 100 * DAY }]);
+    await timers.stop();
+  });
+
+  it("fires a cron timer in its time zone across a DST change", async () => {
+    vi.setSystemTime(T0 - 3600 * SECOND); // 08:00 in Berlin, an hour before the first run
+    const { timers, fires } = harness();
+    await timers.schedule("dc_a", { cron: "0 9 * * *", timezone: "Europe/Berlin" });
+    await vi.advanceTimersByTimeAsync(2 * DAY - SECOND);
+    expect(fires.map((fire) => new Date(fire.scheduledAtMs).toISOString())).toEqual([
+      "2024-03-30T08:00:00.000Z",
+      "2024-03-31T07:00:00.000Z",
+    ]);
+    await timers.stop();
+  });
+
+  it("stops every timer, waits for runs in progress and ignores later schedules", async () => {
+    let finish: () => void = () => {};
+    let finished = false;
+    const { timers, fires, lines } = harness(
+      () =>
+        new Promise<void>((resolve) => {
+          finish = () => {
+            finished = true;
+            resolve();
+          };
+        }),
+    );
+    await timers.schedule("dc_a", { intervalSeconds: 1 });
+    await timers.schedule("dc_b", { intervalSeconds: 5 });
+    await vi.advanceTimersByTimeAsync(1 * SECOND);
+    expect(fires).toHaveLength(1);
+
+    let stopped = false;
+    const stopping = timers.stop().then(() => {
+      stopped = true;
+    });
+    await vi.advanceTimersByTimeAsync(0);
+    expect(stopped).toBe(false);
+    finish();
+    await stopping;
+    expect(finished).toBe(true);
+
+    await timers.schedule("dc_c", { intervalSeconds: 1 });
+    await vi.advanceTimersByTimeAsync(10 * SECOND);
+    expect(fires).toHaveLength(1);
+    expect(timers.scheduled().size).toBe(0);
+    expect(lines.some((line) => line.level === "warn" && /stopped/.test(line.message))).toBe(true);
+  });
+
+  it("refuses an invalid timer", async () => {
+    const { timers } = harness();
+    const error = await timers.schedule("dc_a", {}).catch((caught: unknown) => caught);
+    expect(isDomainError(error) && error.code === "validation").toBe(true);
+    expect(timers.scheduled().size).toBe(0);
+  });
+});
+
+describe("LocalTimers (real time)", () => {
+  it("fires with real timers", async () => {
+    const { timers, fires } = harness();
+    await timers.schedule("dc_a", { intervalSeconds: 1 });
+    const deadline = Date.now() + 10_000;
+    while (fires.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
+    await timers.stop();
+    expect(fires.length).toBeGreaterThanOrEqual(2);
+    expect((fires[1]?.scheduledAtMs ?? 0) - (fires[0]?.scheduledAtMs ?? 0)).toBe(1000);
+  });
+});

@@ -1,0 +1,115 @@
+import {
+  ConflictException,
+  CreateScheduleCommand,
+  DeleteScheduleCommand,
+  ResourceNotFoundException,
+  SchedulerClient,
+  UpdateScheduleCommand,
+} from "@aws-sdk/client-scheduler";
+import { mockClient } from "aws-sdk-client-mock";
+import { beforeEach, describe, expect, it } from "vitest";
+import { SchedulerTimers } from "#adapters/aws/scheduler-timers";
+
+const schedulerMock = mockClient(SchedulerClient);
+const INVOKER = "arn:aws:lambda:eu-west-1:123456789012:function:SluiceService-TimerInvoker";
+const ROLE = "arn:aws:iam::123456789012:role/SluiceService-SchedulerRole";
+const SOURCE = "dc_01kab00000abcdefghjkmn";
+
+const timers = () =>
+  new SchedulerTimers({
+    scheduler: new SchedulerClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
+    groupName: "sluice-dev",
+    timerInvokerArn: INVOKER,
+    roleArn: ROLE,
+  });
+
+const expected = (expression: string, input: Record<string, unknown>, timezone?: string) => ({
+  Name: SOURCE,
+  GroupName: "sluice-dev",
+  ScheduleExpression: expression,
+  ...(timezone ? { ScheduleExpressionTimezone: timezone } : {}),
+  FlexibleTimeWindow: { Mode: "OFF" },
+  State: "ENABLED",
+  Description: `Sluice timer of ${SOURCE}`,
+  Target: {
+    Arn: INVOKER,
+    RoleArn: ROLE,
+    Input: JSON.stringify(input),
+    RetryPolicy: { MaximumEventAgeInSeconds: 300, MaximumRetryAttempts: 3 },
+  },
+});
+
+beforeEach(() => {
+  schedulerMock.reset();
+});
+
+describe("SchedulerTimers.schedule", () => {
+  it("creates a schedule named by the source that invokes the timer invoker with the scheduled time", async () => {
+    schedulerMock.on(CreateScheduleCommand).resolves({ ScheduleArn: "arn:x" });
+    await timers().schedule(SOURCE, { intervalSeconds: 900 });
+    const calls = schedulerMock.commandCalls(CreateScheduleCommand);
+    expect(calls).toHaveLength(1);
+    expect(calls[0]!.args[0].input).toEqual(
+      expected("rate(15 minutes)", { sourceId: SOURCE, scheduledAt: "<aws.scheduler.scheduled-time>" }),
+    );
+    expect(schedulerMock.commandCalls(UpdateScheduleCommand)).toHaveLength(0);
+  });
+
+  it("fires once a minute with everySeconds and times for an interval under a minute", async () => {
+    schedulerMock.on(CreateScheduleCommand).resolves({});
+    await timers().schedule(SOURCE, { intervalSeconds: 15 });
+    expect(schedulerMock.commandCalls(CreateScheduleCommand)[0]!.args[0].input).toEqual(
+      expected("rate(1 minute)", {
+        sourceId: SOURCE,
+        scheduledAt: "<aws.scheduler.scheduled-time>",
+        everySeconds: 15,
+        times: 4,
+      }),
+    );
+  });
+
+  it("passes a cron timer's time zone", async () => {
+    schedulerMock.on(CreateScheduleCommand).resolves({});
+    await timers().schedule(SOURCE, { cron: "0 9 * * 1", timezone: "Europe/Paris" });
+    const input = schedulerMock.commandCalls(CreateScheduleCommand)[0]!.args[0].input;
+    expect(input.ScheduleExpression).toMatch(/^cron\(0 9 \? \* 2 \*\)$/);
+    expect(input.ScheduleExpressionTimezone).toBe("Europe/Paris");
+  });
+
+  it("replaces an existing schedule of the source with UpdateSchedule", async () => {
+    schedulerMock
+      .on(CreateScheduleCommand)
+      .rejects(new ConflictException({ message: `Schedule ${SOURCE} already exists.`, Message: "exists", $metadata: {} }));
+    schedulerMock.on(UpdateScheduleCommand).resolves({});
+    await timers().schedule(SOURCE, { intervalSeconds: 3600 });
+    const update = schedulerMock.commandCalls(UpdateScheduleCommand);
+    expect(update).toHaveLength(1);
+    expect(update[0]!.args[0].input).toEqual(
+      expected("rate(1 hour)", { sourceId: SOURCE, scheduledAt: "<aws.scheduler.scheduled-time>" }),
+    );
+  });
+
+  it("throws other failures", async () => {
+    schedulerMock.on(CreateScheduleCommand).rejects(new Error("AccessDenied"));
+    await expect(timers().schedule(SOURCE, { intervalSeconds: 60 })).rejects.toThrow("AccessDenied");
+    expect(schedulerMock.commandCalls(UpdateScheduleCommand)).toHaveLength(0);
+  });
+});
+
+describe("SchedulerTimers.cancel", () => {
+  it("deletes the source's schedule from the group", async () => {
+    schedulerMock.on(DeleteScheduleCommand).resolves({});
+    await timers().cancel(SOURCE);
+    expect(schedulerMock.commandCalls(DeleteScheduleCommand)[0]!.args[0].input).toEqual({
+      Name: SOURCE,
+      GroupName: "sluice-dev",
+    });
+  });
+
+  it("succeeds when there is no schedule", async () => {
+    schedulerMock
+      .on(DeleteScheduleCommand)
+      .rejects(new ResourceNotFoundException({ message: "Schedule not found", Message: "not found", $metadata: {} }));
+    await expect(timers().cancel(SOURCE)).resolves.toBeUndefined();
+  });
+});

@@ -1,0 +1,145 @@
+import { createHash } from "node:crypto";
+import type { Plugin } from "esbuild";
+import { unzipSync } from "fflate";
+import { describe, expect, it } from "vitest";
+import {
+  buildSourceBundle,
+  bundleComponent,
+  loadEsbuild,
+  RUNTIME_LAYER_MODULE,
+  sourceEntry,
+  zipReproducibly,
+} from "#adapters/aws/source-bundle";
+import { DomainError } from "#core/errors";
+
+const esbuild = await loadEsbuild("native");
+
+const COMPONENT = `
+export default {
+  name: "Bundle test",
+  version: "0.0.1",
+  props: { greeting: { type: "string", default: "hi" } },
+  async run() { this.$emit({ greeting: this.greeting }); },
+};`;
+
+/** Central-directory entries of a zip: name, DOS time/date, external attributes. */
+function centralEntries(zip: Uint8Array) {
+  const view = new DataView(zip.buffer, zip.byteOffset, zip.byteLength);
+  const entries: { name: string; time: number; date: number; attrs: number }[] = [];
+  for (let at = 0; at + 46 <= zip.length; at++) {
+    if (view.getUint32(at, true) !== 0x02014b50) continue;
+    const nameLength = view.getUint16(at + 28, true);
+    entries.push({
+      name: new TextDecoder().decode(zip.subarray(at + 46, at + 46 + nameLength)),
+      time: view.getUint16(at + 12, true),
+      date: view.getUint16(at + 14, true),
+      attrs: view.getUint32(at + 38, true),
+    });
+  }
+  return entries;
+}
+
+describe("buildSourceBundle", () => {
+  it("gives byte-identical zips for the same code, and another zip for other code", async () => {
+    const first = await buildSourceBundle(COMPONENT, { esbuild });
+    const second = await buildSourceBundle(COMPONENT, { esbuild });
+    expect(Buffer.from(second.zip).equals(Buffer.from(first.zip))).toBe(true);
+    expect(first.sha256).toBe(createHash("sha256").update(first.zip).digest("hex"));
+    const other = await buildSourceBundle(COMPONENT.replace("hi", "hello"), { esbuild });
+    expect(other.sha256).not.toBe(first.sha256);
+  });
+
+  it("holds the entry and the component bundle, sorted, with a fixed date and rw-r--r-- files", async () => {
+    const { zip } = await buildSourceBundle(COMPONENT, { esbuild });
+    const files = unzipSync(zip);
+    expect(Object.keys(files)).toEqual(["component.mjs", "index.mjs"]);
+    const entry = new TextDecoder().decode(files["index.mjs"]);
+    expect(entry).toBe(sourceEntry(RUNTIME_LAYER_MODULE));
+    expect(entry).toContain('from "/opt/nodejs/sluice-runtime.mjs"');
+    expect(entry).toContain('import("./component.mjs")');
+    const bundle = new TextDecoder().decode(files["component.mjs"]);
+    expect(bundle).toContain("Bundle test");
+    expect(bundle).toContain("sourceMappingURL=data:application/json;base64,");
+    expect(bundle.startsWith('import { createRequire as __sluiceCreateRequire } from "node:module";')).toBe(true);
+    for (const item of centralEntries(zip)) {
+      expect(item.attrs >>> 16, item.name).toBe(0o644);
+      // 2000-01-01 00:00:00 as a DOS date: year 20 since 1980, January, day 1.
+      expect([item.date, item.time], item.name).toEqual([(20 << 9) | (1 << 5) | 1, 0]);
+    }
+  });
+
+  it("writes the runtime module the entry imports from as given", () => {
+    expect(sourceEntry("file:///tmp/layer/nodejs/sluice-runtime.mjs")).toContain(
+      'import { createSourceHandler } from "file:///tmp/layer/nodejs/sluice-runtime.mjs";',
+    );
+  });
+});
+
+describe("zipReproducibly", () => {
+  it("does not depend on the order files are given in", () => {
+    const a = zipReproducibly({ "b.txt": "b", "a.txt": "a" });
+    const b = zipReproducibly({ "a.txt": "a", "b.txt": "b" });
+    expect(a.sha256).toBe(b.sha256);
+  });
+});
+
+describe("bundleComponent", () => {
+  it("bundles CommonJS and TypeScript components", async () => {
+    const cjs = await bundleComponent('module.exports = { name: "cjs", run() {} };', { esbuild });
+    expect(cjs).toContain('name: "cjs"');
+    const ts = await bundleComponent('const n: number = 1; export default { name: "ts", version: `${n}` };', {
+      esbuild,
+    });
+    expect(ts).not.toContain(": number");
+  });
+
+  it("answers a validation error on component_code naming the line of a syntax error", async () => {
+    const error = await bundleComponent("export default {\n  name: 'x',\n  run() {\n}", { esbuild }).catch((e) => e);
+    expect(error).toBeInstanceOf(DomainError);
+    expect(error).toMatchObject({ code: "validation", issues: [{ field: "component_code" }] });
+    expect(error.message).toMatch(/line 4/);
+  });
+
+  it("refuses imports of files by path", async () => {
+    for (const path of ["/proc/self/environ", "./sibling.js", "file:///etc/passwd"]) {
+      const error = await bundleComponent(`import x from ${JSON.stringify(path)}; export default { x };`, {
+        esbuild,
+      }).catch((e) => e);
+      expect(error, path).toMatchObject({ code: "validation" });
+      expect(error.message, path).toContain("a component is a single module");
+    }
+  });
+
+  it("answers an unresolvable npm package as a validation error", async () => {
+    const error = await bundleComponent('import x from "not-installed-anywhere"; export default { x };', {
+      esbuild,
+    }).catch((e) => e);
+    expect(error).toMatchObject({ code: "validation" });
+    expect(error.message).toContain("not-installed-anywhere");
+  });
+
+  it("inlines packages that plugins resolve, and passes a plugin's DomainError through", async () => {
+    const virtualPackage: Plugin = {
+      name: "virtual",
+      setup(build) {
+        build.onResolve({ filter: /^virtual-pkg$/ }, () => ({ path: "virtual-pkg", namespace: "virtual" }));
+        build.onLoad({ filter: /.*/, namespace: "virtual" }, () => ({ contents: "export const answer = 42;" }));
+        build.onResolve({ filter: /^broken-pkg$/ }, () => {
+          throw new DomainError("validation", "component_code: cannot install broken-pkg", [
+            { field: "component_code", message: "cannot install broken-pkg" },
+          ]);
+        });
+      },
+    };
+    const bundle = await bundleComponent('import { answer } from "virtual-pkg"; export default { answer };', {
+      esbuild,
+      plugins: [virtualPackage],
+    });
+    expect(bundle).toContain("answer = 42");
+    const error = await bundleComponent('import x from "broken-pkg"; export default { x };', {
+      esbuild,
+      plugins: [virtualPackage],
+    }).catch((e) => e);
+    expect(error).toMatchObject({ code: "validation", message: "component_code: cannot install broken-pkg" });
+  });
+});

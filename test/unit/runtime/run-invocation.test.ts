@@ -1,0 +1,545 @@
+import { describe, expect, it } from "vitest";
+import type { HttpResponseSpec, Invocation } from "../../../runtime-layer/protocol.ts";
+import {
+  DB_MAX_BYTES,
+  failCurrentInvocation,
+  LOG_MAX_BYTES,
+  normalizeResponse,
+  runInvocation,
+  STATUS_MESSAGE,
+} from "../../../runtime-layer/run-invocation.ts";
+
+let counter = 0;
+
+function invocation(overrides: Partial<Invocation> = {}): Invocation {
+  counter += 1;
+  return {
+    invocationId: `inv_${counter}`,
+    kind: "run",
+    sourceId: "dc_test",
+    props: {},
+    propTypes: {},
+    db: {},
+    timeoutMs: 5000,
+    ...overrides,
+  };
+}
+
+const noIo = { onRespond() {} };
+
+/** Resolves after `ms` of the event loop; used only to interleave two invocations. */
+const tick = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+describe("runInvocation: this", () => {
+  it("exposes props as this.<name> and binds methods and app methods", async () => {
+    const component = {
+      props: {
+        greeting: "string",
+        github: {
+          type: "app",
+          app: "github",
+          methods: {
+            token(this: { $auth: { oauth_access_token: string } }) {
+              return this.$auth.oauth_access_token;
+            },
+          },
+        },
+      },
+      methods: {
+        shout(this: { greeting: string }) {
+          return this.greeting.toUpperCase();
+        },
+      },
+      async run(this: any, event: unknown) {
+        this.$emit({
+          greeting: this.greeting,
+          shout: this.shout(),
+          token: this.github.token(),
+          timer: this.timer,
+          endpoint: this.http.endpoint,
+          event,
+        });
+      },
+    };
+    const result = await runInvocation(
+      component,
+      invocation({
+        props: {
+          greeting: "hello",
+          github: { $auth: { oauth_access_token: "tok" } },
+          timer: { type: "$.interface.timer", intervalSeconds: 60 },
+          http: { endpoint: "https://example.test/abc", customResponse: false },
+        },
+        propTypes: { greeting: "string", github: "app", timer: "$.interface.timer", http: "$.interface.http" },
+        event: { n: 1 },
+      }),
+      noIo,
+    );
+    expect(result.error).toBeUndefined();
+    expect(result.emits).toEqual([
+      {
+        event: {
+          greeting: "hello",
+          shout: "HELLO",
+          token: "tok",
+          timer: { type: "$.interface.timer", intervalSeconds: 60 },
+          endpoint: "https://example.test/abc",
+          event: { n: 1 },
+        },
+        meta: {},
+      },
+    ]);
+  });
+
+  it("gives an app prop an empty $auth when none is configured", async () => {
+    const result = await runInvocation(
+      {
+        props: { slack: { type: "app", app: "slack" } },
+        run(this: any) {
+          this.$emit({ auth: this.slack.$auth });
+        },
+      },
+      invocation({ props: { slack: {} }, propTypes: { slack: "app" } }),
+      noIo,
+    );
+    expect(result.emits[0]?.event).toEqual({ auth: {} });
+  });
+
+  it("builds this afresh for every invocation", async () => {
+    const component = {
+      run(this: any) {
+        this.$emit({ seen: this.leftover ?? null });
+        this.leftover = "from an earlier run";
+      },
+    };
+    await runInvocation(component, invocation(), noIo);
+    const second = await runInvocation(component, invocation(), noIo);
+    expect(second.emits[0]?.event).toEqual({ seen: null });
+  });
+
+  it("reports a module that exports no component object", async () => {
+    const result = await runInvocation(undefined, invocation(), noIo);
+    expect(result.error?.name).toBe("TypeError");
+    expect(result.error?.message).toContain("component object");
+  });
+});
+
+describe("runInvocation: $emit", () => {
+  it("records events in order with valid metadata and ignores fields of the wrong type", async () => {
+    let returned: unknown;
+    const result = await runInvocation(
+      {
+        run(this: any) {
+          returned = this.$emit({ a: 1, fn() {} }, { id: "x1", name: "chan", summary: "first", ts: 1700000000000 });
+          this.$emit({ b: new Date(0) }, { id: 7, delivery_ts: 1700000001000 });
+          this.$emit("plain", { id: { nested: true }, name: 5, summary: null, ts: Number.NaN, extra: "kept out" });
+          this.$emit();
+        },
+      },
+      invocation(),
+      noIo,
+    );
+    expect(returned).toBeInstanceOf(Promise);
+    expect(result.emits).toEqual([
+      { event: { a: 1 }, meta: { id: "x1", name: "chan", summary: "first", ts: 1700000000000 } },
+      { event: { b: "1970-01-01T00:00:00.000Z" }, meta: { id: 7, delivery_ts: 1700000001000 } },
+      { event: "plain", meta: {} },
+      { event: null, meta: {} },
+    ]);
+  });
+});
+
+describe("runInvocation: $.service.db", () => {
+  it("reads the snapshot, returns copies, and records writes", async () => {
+    const snapshot = { cursor: { page: 2 }, seen: ["a"] };
+    const result = await runInvocation(
+      {
+        props: { db: "$.service.db" },
+        run(this: any) {
+          const cursor = this.db.get("cursor");
+          cursor.page = 99;
+          this.$emit({
+            cursor: this.db.get("cursor"),
+            missing: this.db.get("missing") === undefined,
+          });
+          this.db.set("cursor", { page: 3 });
+          this.db.set("cleared", undefined);
+          this.db.set("seen", [...this.db.get("seen"), "b"]);
+          this.$emit({ after: this.db.get("cursor") });
+        },
+      },
+      // Trusted code may leave the db prop out of `props`: it needs no configuration.
+      invocation({ db: snapshot }),
+      noIo,
+    );
+    expect(result.error).toBeUndefined();
+    expect(result.emits.map((emit) => emit.event)).toEqual([
+      { cursor: { page: 2 }, missing: true },
+      { after: { page: 3 } },
+    ]);
+    expect(result.dbWrites).toEqual({ cursor: { page: 3 }, cleared: null, seen: ["a", "b"] });
+    expect(snapshot).toEqual({ cursor: { page: 2 }, seen: ["a"] });
+  });
+
+  it("rejects values that are not JSON-serialisable, naming the key", async () => {
+    const result = await runInvocation(
+      {
+        props: { db: { type: "$.service.db" } },
+        run(this: any) {
+          const messages: string[] = [];
+          const cycle: Record<string, unknown> = {};
+          cycle.self = cycle;
+          for (const [key, value] of [
+            ["fn", () => 1],
+            ["nested", { handler() {} }],
+            ["big", 10n],
+            ["cycle", cycle],
+          ] as const) {
+            try {
+              this.db.set(key, value);
+            } catch (error) {
+              messages.push(`${(error as Error).name}: ${(error as Error).message}`);
+            }
+          }
+          this.$emit(messages);
+        },
+      },
+      invocation({ props: { db: { type: "$.service.db" } }, propTypes: { db: "$.service.db" } }),
+      noIo,
+    );
+    const messages = result.emits[0]?.event as string[];
+    expect(messages).toHaveLength(4);
+    for (const [index, key] of ["fn", "nested", "big", "cycle"].entries()) {
+      expect(messages[index]).toMatch(/^TypeError: /);
+      expect(messages[index]).toContain(`"${key}"`);
+    }
+    expect(result.dbWrites).toEqual({});
+  });
+
+  it("refuses a write that grows the store past DB_MAX_BYTES, keeping earlier writes", async () => {
+    const result = await runInvocation(
+      {
+        props: { db: "$.service.db" },
+        run(this: any) {
+          this.db.set("small", "ok");
+          this.db.set("huge", "x".repeat(DB_MAX_BYTES));
+        },
+      },
+      invocation({ propTypes: { db: "$.service.db" }, props: { db: { type: "$.service.db" } } }),
+      noIo,
+    );
+    expect(result.error?.name).toBe("RangeError");
+    expect(result.error?.message).toContain(String(DB_MAX_BYTES));
+    expect(result.dbWrites).toEqual({ small: "ok" });
+  });
+});
+
+describe("runInvocation: hooks and additionalProps", () => {
+  it("runs the hook of the invocation's kind with this", async () => {
+    const component = {
+      props: { label: "string" },
+      hooks: {
+        async deploy(this: any) {
+          this.$emit({ hook: "deploy", label: this.label });
+        },
+      },
+      async run(this: any) {
+        this.$emit({ hook: "run" });
+      },
+    };
+    const deployed = await runInvocation(
+      component,
+      invocation({ kind: "deploy", props: { label: "L" }, propTypes: { label: "string" } }),
+      noIo,
+    );
+    expect(deployed.emits.map((emit) => emit.event)).toEqual([{ hook: "deploy", label: "L" }]);
+    const activated = await runInvocation(component, invocation({ kind: "activate" }), noIo);
+    expect(activated).toMatchObject({ emits: [], logs: [] });
+    expect(activated.error).toBeUndefined();
+  });
+
+  it("describes what additionalProps returns, given the previous definitions", async () => {
+    const result = await runInvocation(
+      {
+        props: { mode: "string" },
+        async additionalProps(this: any, previous: Record<string, unknown>) {
+          return {
+            extra: { type: "integer", label: `for ${this.mode}`, min: 1 },
+            previousCount: { type: "string", default: String(Object.keys(previous).length) },
+          };
+        },
+      },
+      invocation({
+        kind: "additionalProps",
+        props: { mode: "fast" },
+        propTypes: { mode: "string" },
+        event: { old: { type: "string" } },
+      }),
+      noIo,
+    );
+    expect(result.error).toBeUndefined();
+    expect(result.additionalProps).toEqual([
+      { name: "extra", type: "integer", label: "for fast", min: 1 },
+      { name: "previousCount", type: "string", default: "1" },
+    ]);
+  });
+
+  it("returns no additional props when the component has no additionalProps", async () => {
+    const result = await runInvocation({}, invocation({ kind: "additionalProps" }), noIo);
+    expect(result.additionalProps).toEqual([]);
+  });
+});
+
+describe("runInvocation: respond", () => {
+  const http = {
+    props: { http: { endpoint: "https://e.test", customResponse: true } },
+    propTypes: { http: "$.interface.http" },
+  };
+
+  it("sends the first response at once; later calls are ignored", async () => {
+    const responses: HttpResponseSpec[] = [];
+    let release: () => void = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    const running = runInvocation(
+      {
+        async run(this: any) {
+          this.http.respond({ status: "201", headers: { "x-n": 5 }, body: { ok: true } });
+          this.http.respond({ status: 500, body: "second" });
+          await released;
+        },
+      },
+      invocation(http),
+      { onRespond: (response) => responses.push(response) },
+    );
+    // Still running: the response went out before the run ended.
+    await expect.poll(() => responses.length).toBe(1);
+    release();
+    const result = await running;
+    const expected = { status: 201, headers: { "x-n": "5", "content-type": "application/json" }, body: '{"ok":true}' };
+    expect(responses).toEqual([expected]);
+    expect(result.response).toEqual(expected);
+  });
+
+  it("throws to the caller on a status outside 100-599, and a later valid call still answers", async () => {
+    const result = await runInvocation(
+      {
+        run(this: any) {
+          const errors: string[] = [];
+          for (const status of [99, 600, 200.5, "abc", undefined]) {
+            try {
+              this.http.respond({ status });
+            } catch (error) {
+              errors.push((error as Error).message);
+            }
+          }
+          this.$emit(errors);
+          this.http.respond({ status: 204 });
+        },
+      },
+      invocation(http),
+      noIo,
+    );
+    expect(result.emits[0]?.event).toEqual(Array(5).fill(STATUS_MESSAGE));
+    expect(result.response).toEqual({ status: 204, headers: {}, body: "" });
+  });
+
+  it("encodes a Buffer body as base64", async () => {
+    const result = await runInvocation(
+      {
+        run(this: any) {
+          this.http.respond({ status: 200, body: Buffer.from([0, 1, 254, 255]) });
+        },
+      },
+      invocation(http),
+      noIo,
+    );
+    expect(result.response).toEqual({ status: 200, headers: {}, body: "AAH+/w==", bodyEncoding: "base64" });
+  });
+
+  it("is not callable from a hook", async () => {
+    const result = await runInvocation(
+      {
+        hooks: {
+          activate(this: any) {
+            this.http.respond({ status: 200 });
+          },
+        },
+      },
+      invocation({ ...http, kind: "activate" }),
+      noIo,
+    );
+    expect(result.error?.message).toBe("respond can only be called from run");
+    expect(result.response).toBeUndefined();
+  });
+});
+
+describe("normalizeResponse", () => {
+  it("keeps a content type the code set and stringifies header values", () => {
+    expect(
+      normalizeResponse({ status: 200, headers: { "Content-Type": "text/plain", a: ["1", "2"], b: null }, body: [1] }),
+    ).toEqual({ status: 200, headers: { "Content-Type": "text/plain", a: "1, 2" }, body: "[1]" });
+  });
+
+  it("is idempotent, so trusted code can check what a runtime sent", () => {
+    const once = normalizeResponse({ status: "404", body: new Uint8Array([104, 105]) });
+    expect(normalizeResponse(once)).toEqual(once);
+  });
+
+  it("rejects a non-object", () => {
+    expect(() => normalizeResponse("200")).toThrow(TypeError);
+  });
+});
+
+describe("runInvocation: errors and timeouts", () => {
+  it("reports any thrown value and keeps what happened before the throw", async () => {
+    const result = await runInvocation(
+      {
+        props: { db: "$.service.db" },
+        run(this: any) {
+          console.log("before %s", "throw");
+          this.$emit({ n: 1 });
+          this.db.set("k", 1);
+          throw "a plain string";
+        },
+      },
+      invocation({ propTypes: { db: "$.service.db" } }),
+      noIo,
+    );
+    expect(result.error).toMatchObject({ name: "Error", message: "a plain string" });
+    expect(result.emits).toHaveLength(1);
+    expect(result.dbWrites).toEqual({ k: 1 });
+    expect(result.logs).toMatchObject([{ level: "log", message: "before throw" }]);
+  });
+
+  it("describes a thrown object and keeps an Error's name and stack", async () => {
+    const thrownObject = await runInvocation(
+      {
+        run() {
+          throw { code: 42 };
+        },
+      },
+      invocation(),
+      noIo,
+    );
+    expect(thrownObject.error?.message).toBe("{ code: 42 }");
+    class QuotaError extends Error {
+      override name = "QuotaError";
+    }
+    const thrownError = await runInvocation(
+      {
+        async run() {
+          throw new QuotaError("over");
+        },
+      },
+      invocation(),
+      noIo,
+    );
+    expect(thrownError.error).toMatchObject({ name: "QuotaError", message: "over" });
+    expect(thrownError.error?.stack).toContain("QuotaError: over");
+  });
+
+  it("stops waiting at timeoutMs with a TimeoutError and ignores what the code does afterwards", async () => {
+    let lateEmit: (() => void) | undefined;
+    const result = await runInvocation(
+      {
+        async run(this: any) {
+          this.$emit({ n: 1 });
+          lateEmit = () => this.$emit({ n: 2 });
+          await new Promise(() => {});
+        },
+      },
+      invocation({ timeoutMs: 50 }),
+      noIo,
+    );
+    lateEmit?.();
+    expect(result.error).toMatchObject({ name: "TimeoutError", message: "the invocation timed out after 0.05s" });
+    expect(result.emits).toEqual([{ event: { n: 1 }, meta: {} }]);
+  });
+});
+
+describe("failCurrentInvocation", () => {
+  it("ends the invocation whose callback reports a stray error, and no other", async () => {
+    const component = {
+      async run(this: any, event: { fail: boolean }) {
+        this.$emit("started");
+        // What the sandbox's uncaughtException handler does for an error thrown in a timer.
+        if (event.fail) setTimeout(() => failCurrentInvocation(new Error("stray")), 5);
+        await tick(50);
+      },
+    };
+    const [failing, other] = await Promise.all([
+      runInvocation(component, invocation({ event: { fail: true } }), noIo),
+      runInvocation(component, invocation({ event: { fail: false } }), noIo),
+    ]);
+    expect(failing.error).toMatchObject({ name: "Error", message: "stray" });
+    expect(failing.emits).toHaveLength(1);
+    expect(other.error).toBeUndefined();
+    expect(failCurrentInvocation(new Error("outside"))).toBe(false);
+  });
+});
+
+describe("runInvocation: console and process.env", () => {
+  it("keeps logs and PD_COMPONENT apart for concurrent invocations of different sources", async () => {
+    const component = {
+      async run(this: any) {
+        for (let round = 0; round < 3; round += 1) {
+          console.info("round %d of %s", round, process.env.PD_COMPONENT);
+          await tick(5);
+          this.$emit({ env: process.env.PD_COMPONENT, keys: Object.keys(process.env).includes("PD_COMPONENT") });
+        }
+        console.warn({ source: process.env.PD_COMPONENT });
+      },
+    };
+    const [a, b] = await Promise.all([
+      runInvocation(component, invocation({ sourceId: "dc_a" }), noIo),
+      runInvocation(component, invocation({ sourceId: "dc_b" }), noIo),
+    ]);
+    for (const [result, id] of [
+      [a, "dc_a"],
+      [b, "dc_b"],
+    ] as const) {
+      expect(result.logs.map((log) => [log.level, log.message])).toEqual([
+        ["info", `round 0 of ${id}`],
+        ["info", `round 1 of ${id}`],
+        ["info", `round 2 of ${id}`],
+        ["warn", `{ source: '${id}' }`],
+      ]);
+      expect(result.emits.map((emit) => emit.event)).toEqual(Array(3).fill({ env: id, keys: true }));
+    }
+    // Outside any invocation the variable is whatever the process has (nothing, here).
+    expect(process.env.PD_COMPONENT).toBeUndefined();
+  });
+
+  it("ignores writes to PD_COMPONENT inside an invocation", async () => {
+    const result = await runInvocation(
+      {
+        run(this: any) {
+          process.env.PD_COMPONENT = "dc_forged";
+          delete process.env.PD_COMPONENT;
+          this.$emit(process.env.PD_COMPONENT);
+        },
+      },
+      invocation({ sourceId: "dc_real" }),
+      noIo,
+    );
+    expect(result.emits[0]?.event).toBe("dc_real");
+    expect(process.env.PD_COMPONENT).toBeUndefined();
+  });
+
+  it("bounds the log volume of one invocation", async () => {
+    const result = await runInvocation(
+      {
+        run() {
+          for (let i = 0; i < 2000; i += 1) console.log("x".repeat(1000));
+        },
+      },
+      invocation(),
+      noIo,
+    );
+    const total = result.logs.reduce((sum, log) => sum + log.message.length, 0);
+    expect(total).toBeLessThanOrEqual(LOG_MAX_BYTES);
+    expect(result.logs.at(-1)?.message).toContain("further logs were dropped");
+  });
+});
