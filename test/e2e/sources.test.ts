@@ -1,6 +1,10 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { route as createComponent } from "#http/create-component";
+import { route as createSource } from "#http/create-source";
+import { route as listSourceEvents } from "#http/list-source-events";
+import { route as listUserSources } from "#http/list-user-sources";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /** A user's HTTP source: custom response, props of several types, a secret, db and every hook. */
@@ -98,6 +102,7 @@ describe("sources over real HTTP against local mode", () => {
   it("saves a component with its metadata and finds it by id and by key", async () => {
     const created = await api("POST", "/components", { component_code: WEBHOOK_SOURCE });
     expect(created.status).toBe(200);
+    expect(createComponent.response.safeParse(created.json).error).toBeUndefined();
     const component = created.json.data;
     expect(component.id).toMatch(/^sc_/);
     expect(component.code_hash).toMatch(/^[0-9a-f]{64}$/);
@@ -142,6 +147,7 @@ describe("sources over real HTTP against local mode", () => {
       configured_props: { limit: 5, token: "s3cret-value" },
     });
     expect(deployed.status).toBe(200);
+    expect(createSource.response.safeParse(deployed.json).error).toBeUndefined();
     const source = deployed.json.data;
     expect(source.id).toMatch(/^dc_/);
     expect(source.active).toBe(true);
@@ -163,6 +169,7 @@ describe("sources over real HTTP against local mode", () => {
 
     const events = await api("GET", `/sources/${source.id}/event_summaries`);
     expect(events.status).toBe(200);
+    expect(listSourceEvents.response.safeParse(events.json).error).toBeUndefined();
     const [first] = events.json.data;
     expect(first.id).toMatch(/^\d+-\d+$/);
     expect(first.metadata).toMatchObject({ emitter_id: source.id, name: "", id: 1, summary: "request 1" });
@@ -297,6 +304,7 @@ describe("sources over real HTTP against local mode", () => {
 
     const mine = await api("GET", "/users/me/sources?limit=2");
     expect(mine.status).toBe(200);
+    expect(listUserSources.response.safeParse(mine.json).error).toBeUndefined();
     expect(mine.json.data).toHaveLength(2);
     expect(mine.json.data[0].id).toBe(source.id);
     const next = await api("GET", `/users/me/sources?limit=2&after=${mine.json.page_info.end_cursor}`);

@@ -11,7 +11,31 @@ describe("configuration", () => {
       username: "sluice",
       email: "sluice@localhost",
       quotas: { dailyInvocations: 0, dailyComputeTimeMs: 0, dailyCredits: 0 },
+      runtime: {
+        publicUrl: undefined,
+        secretKey: undefined,
+        invocationTimeoutMs: 30_000,
+        sandboxHeapMb: 128,
+        sandboxIdleMs: 60_000,
+        npmRegistry: undefined,
+      },
     });
+  });
+
+  it("reads the runtime settings of local mode and drops a trailing slash of the public URL", () => {
+    const config = loadLocalConfig({
+      SLUICE_PUBLIC_URL: "https://hooks.example.com/",
+      SLUICE_INVOCATION_TIMEOUT_MS: "5000",
+      SLUICE_SANDBOX_HEAP_MB: "64",
+    });
+    expect(config.runtime).toMatchObject({
+      publicUrl: "https://hooks.example.com",
+      invocationTimeoutMs: 5000,
+      sandboxHeapMb: 64,
+    });
+    expect(() => loadLocalConfig({ SLUICE_PUBLIC_URL: "not a url", SLUICE_INVOCATION_TIMEOUT_MS: "5" })).toThrow(
+      /SLUICE_PUBLIC_URL: [^\n]+\n\s+SLUICE_INVOCATION_TIMEOUT_MS: /,
+    );
   });
 
   it("reports every invalid variable at once", () => {

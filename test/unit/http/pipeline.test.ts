@@ -184,10 +184,13 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     });
   });
 
-  it("answers every route's success body in the shape its response schema declares", async () => {
+  it("answers every input-free route's success body in the shape its response schema declares", async () => {
     const deps = memoryDeps();
     const { apiKey, workspace } = await accountIn(deps, "ada");
-    for (const route of routes) {
+    // Routes that need a body or another resource's id are checked against their schemas end to end.
+    const inputFree = routes.filter((route) => route.method === "GET" && !/\{(?!workspace_id\})/.test(route.path));
+    expect(inputFree.map((route) => route.name)).toContain("list-user-sources");
+    for (const route of inputFree) {
       const result = await invoke(
         route,
         deps,
