@@ -2,7 +2,10 @@ import type { NewEvent, StoredEvent } from "#core/component-model";
 import type { Page, PageQuery } from "#core/pagination";
 
 export interface EventQuery extends PageQuery {
-  /** Only this channel (`""` = default); all channels when absent. Cursors are event ids. */
+  /**
+   * Only this channel (`""` = default, `$logs`, ...); when absent, every channel except the
+   * reserved ones whose names start with `$`. Cursors are event ids.
+   */
   channel?: string;
 }
 

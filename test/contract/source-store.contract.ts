@@ -108,10 +108,12 @@ export function sourceStoreContract(makeStore: () => Promise<SourceStore>) {
       const b = await store.createSource(source({ nameSlug: "delta" }));
       const renamed = await store.updateSource({ ...b, nameSlug: "gamma" });
       expect(renamed.nameSlug).toBe("gamma-1");
-      // Unchanged slug: kept, not treated as taken by the source itself.
+      // Unchanged slug: kept, not treated as taken by the source itself, and still reserved.
       expect((await store.updateSource({ ...renamed, active: false })).nameSlug).toBe("gamma-1");
-      // Asking again for the plain slug while another source has it lands on its own counter.
+      expect((await store.createSource(source({ nameSlug: "gamma" }))).nameSlug).toBe("gamma-2");
+      // Asking again for the plain slug while others have it and gamma-1 lands on its own counter.
       expect((await store.updateSource({ ...renamed, nameSlug: "gamma" })).nameSlug).toBe("gamma-1");
+      expect((await store.createSource(source({ nameSlug: "gamma" }))).nameSlug).toBe("gamma-3");
       expect((await store.createSource(source({ nameSlug: "delta" }))).nameSlug).toBe("delta");
     });
 

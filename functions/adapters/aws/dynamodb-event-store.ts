@@ -155,7 +155,8 @@ export class DynamoDbEventStore implements EventStore {
   async listEvents(sourceId: string, query: EventQuery): Promise<Page<StoredEvent>> {
     let channels: string[];
     if (query.channel !== undefined) channels = [query.channel];
-    else channels = (await this.getSequence(sourceId))?.channels ?? [];
+    // Without a channel: every channel but the reserved ones (`$logs`, `$errors`, ...).
+    else channels = ((await this.getSequence(sourceId))?.channels ?? []).filter((name) => !name.startsWith("$"));
 
     const startSortKey = (() => {
       if (query.after !== undefined) return eventSortKey(...parseEventId(query.after, "after"));
@@ -166,10 +167,14 @@ export class DynamoDbEventStore implements EventStore {
     // Each channel's partition is read up to `limit` items from the cursor; the nearest `limit` of
     // all of them are the page.
     const perChannel = await Promise.all(
-      channels.map(async (channel) => ({
-        items: await this.queryPage(resourceKeys.eventPartition(sourceId, channel), startSortKey, forward, query.limit),
-        count: await this.count(resourceKeys.eventPartition(sourceId, channel)),
-      })),
+      channels.map(async (channel) => {
+        const pk = resourceKeys.eventPartition(sourceId, channel);
+        const [items, count] = await Promise.all([
+          this.queryPage(pk, startSortKey, forward, query.limit),
+          this.count(pk),
+        ]);
+        return { items, count };
+      }),
     );
     const merged = perChannel.flatMap((result) => result.items);
     const bySortKey = (a: Item, b: Item) => (String(a.sk) < String(b.sk) ? -1 : String(a.sk) > String(b.sk) ? 1 : 0);

@@ -166,15 +166,15 @@ export class DynamoDbSourceStore implements SourceStore {
           },
         ),
       ];
-      const newKeys: Key[] = [];
       let slugIndex = -1;
       const newSlug = resourceKeys.sourceSlug(saved.userId, saved.nameSlug);
       const oldSlug = resourceKeys.sourceSlug(old.userId, old.nameSlug);
       if (!sameKey(newSlug, oldSlug)) {
         slugIndex = writes.length;
         writes.push(this.put({ ...newSlug, type: "sourceSlug", sourceId: saved.id }, "attribute_not_exists(pk)"));
-        newKeys.push(newSlug);
       }
+      // Keys the source keeps after this write; what it held before and is not among them goes.
+      const newKeys: Key[] = [newSlug];
       let endpointIndex = -1;
       for (const copy of this.copies(saved, attributes)) {
         if (copy.type === "endpoint") {

@@ -85,8 +85,8 @@ export function eventSortKey(ms: number, n: number): string {
 export const MAX_STORED_EVENT_BYTES = 256 * 1024;
 /** JSON of one event's `meta` (stored as a string attribute). */
 export const MAX_STORED_EVENT_META_BYTES = 32 * 1024;
-/** Gzipped `code` plus the JSON of `metadata` of a component. */
-export const MAX_STORED_COMPONENT_BYTES = 350 * 1024;
+/** Gzipped `code` plus the JSON of the rest of the component (metadata, name, URL, ...). */
+export const MAX_STORED_COMPONENT_BYTES = 390 * 1024;
 /** JSON of a source record (each of its copies is one item). */
 export const MAX_STORED_SOURCE_BYTES = 300 * 1024;
 /** JSON of a source's `db` plus its dedupe memory. */

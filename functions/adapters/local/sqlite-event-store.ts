@@ -34,7 +34,10 @@ function parseEventId(id: string, field: string): [number, number] {
 
 /** The statements of one newest-first list, with or without a channel. */
 function listStatements(db: SqliteDatabase, channel: boolean) {
-  const where = channel ? "source_id = @sourceId AND channel = @channel" : "source_id = @sourceId";
+  // Without a channel: every channel but the reserved `$logs`, `$errors`, ... (they start with `$`).
+  const where = channel
+    ? "source_id = @sourceId AND channel = @channel"
+    : "source_id = @sourceId AND substr(channel, 1, 1) <> '$'";
   return {
     first: db.prepare<object, EventRow>(`SELECT * FROM events WHERE ${where} ORDER BY ms DESC, n DESC LIMIT @limit`),
     after: db.prepare<object, EventRow>(
