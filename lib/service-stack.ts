@@ -17,8 +17,8 @@ export interface ServiceStackProps extends StackProps {
   readonly routes?: readonly RouteSpec[];
   /** How long the functions' log groups keep events. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
-  /** The key of the stateful stack that seals secret props. @default - no secrets grants */
-  readonly secretsKey?: IKey;
+  /** The key of the stateful stack that seals secret props. */
+  readonly secretsKey: IKey;
   /** Stage of the deployment (`-c stage=`); names source functions and the schedule group. @default "default" */
   readonly stage?: string;
   /** Time limit of one run or hook of a component. @default Duration.seconds(30) */

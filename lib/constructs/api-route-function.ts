@@ -76,7 +76,14 @@ export class ApiRouteFunction extends Construct {
       logRetention: props.logRetention,
       // Deploying bundles the component (esbuild-wasm: Lambda runs arm64, whatever the deployer's
       // machine), creates its function and may run its hooks: more memory, and the HTTP API's 30 s.
-      ...(compute ? { memorySize: 1024, timeout: Duration.seconds(30), copyNodeModules: ["esbuild-wasm"] } : {}),
+      ...(compute
+        ? {
+            memorySize: 1024,
+            timeout: Duration.seconds(30),
+            copyNodeModules: ["esbuild-wasm"],
+            copyFolders: ["registry"],
+          }
+        : {}),
     });
     const fn = this.function.lambdaFunction;
     if (compute) props.sources!.attachDeployer(fn);

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { AssetHashType, type BundlingOptions, DockerImage, type ILocalBundling } from "aws-cdk-lib";
 import { type AssetCode, Code } from "aws-cdk-lib/aws-lambda";
 import { buildSync } from "esbuild";
-import { PROJECT_ROOT } from "./sluice-function.ts";
+import { ESM_REQUIRE_BANNER, PROJECT_ROOT } from "./sluice-function.ts";
 
 /** Output file (relative to the asset's root) → entry module (relative to the repository root). */
 export type EsbuildFiles = Readonly<Record<string, string>>;
@@ -11,9 +11,6 @@ export interface EsbuildCodeOptions {
   /** Imports left to the Lambda runtime. @default - none (everything is bundled) */
   readonly external?: readonly string[];
 }
-
-/** The same as `SluiceFunction`'s bundles: `require()` in ESM needs a `require` made from the file's URL. */
-const ESM_REQUIRE_BANNER = "import { createRequire } from 'module'; const require = createRequire(import.meta.url);";
 
 /**
  * Bundles each entry to one ESM file for Node 22 under `outputDir`. Used by {@link esbuildCode} at

@@ -12,9 +12,11 @@ export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
  * Bundled ESM has no `require`; some dependencies still call it for Node built-ins, so the bundle
- * gets one made from its own URL.
+ * gets one made from its own URL. The import is aliased: a bundled package (fflate) imports
+ * `createRequire` under its own name, and two top-level bindings of one name do not load.
  */
-const ESM_REQUIRE_BANNER = "import { createRequire } from 'module'; const require = createRequire(import.meta.url);";
+export const ESM_REQUIRE_BANNER =
+  "import { createRequire as __sluiceCreateRequire } from 'module'; const require = __sluiceCreateRequire(import.meta.url);";
 
 export interface SluiceFunctionProps {
   /**
@@ -38,6 +40,11 @@ export interface SluiceFunctionProps {
    * file from its own folder). They must be platform independent. @default - none
    */
   readonly copyNodeModules?: readonly string[];
+  /**
+   * Folders of the repository copied into the bundle under the same name, for data files the
+   * function reads at run time (`registry/` for compute routes). @default - none
+   */
+  readonly copyFolders?: readonly string[];
 }
 
 /**
@@ -57,7 +64,9 @@ export class SluiceFunction extends Construct {
       // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
       // is deployed that could not run.
       if (!existsSync(join(PROJECT_ROOT, "node_modules", name, "package.json"))) {
-        Annotations.of(this).addError(`${props.entry} needs ${name} in its bundle, but it is not installed: npm install ${name}`);
+        Annotations.of(this).addError(
+          `${props.entry} needs ${name} in its bundle, but it is not installed: npm install ${name}`,
+        );
       }
     }
 
@@ -95,24 +104,34 @@ export class SluiceFunction extends Construct {
         sourcesContent: false,
         // The Node.js 22 runtime ships AWS SDK v3; bundling it would only slow cold starts.
         externalModules: ["@aws-sdk/*", ...(props.copyNodeModules ?? [])],
-        ...(props.copyNodeModules?.length ? { commandHooks: copyNodeModulesHooks(props.copyNodeModules) } : {}),
+        ...(props.copyNodeModules?.length || props.copyFolders?.length
+          ? { commandHooks: copyHooks(props.copyNodeModules ?? [], props.copyFolders ?? []) }
+          : {}),
       },
     });
   }
 }
 
-/** Copies installed packages into the bundle. Missing ones were reported at construction; they are skipped here. */
-function copyNodeModulesHooks(packages: readonly string[]) {
+/**
+ * Copies installed packages and repository folders into the bundle. Missing packages were
+ * reported at construction; they are skipped here.
+ */
+function copyHooks(packages: readonly string[], folders: readonly string[]) {
   return {
     beforeBundling: () => [],
     beforeInstall: () => [],
     afterBundling(inputDir: string, outputDir: string): string[] {
-      return packages
+      const modules = packages
         .filter((name) => existsSync(join(inputDir, "node_modules", name, "package.json")))
         .flatMap((name) => {
           const to = join(outputDir, "node_modules", name);
           return [`mkdir -p "${join(to, "..")}"`, `cp -R "${join(inputDir, "node_modules", name)}/." "${to}"`];
         });
+      const data = folders.flatMap((folder) => {
+        const to = join(outputDir, folder);
+        return [`mkdir -p "${to}"`, `cp -R "${join(inputDir, folder)}/." "${to}"`];
+      });
+      return [...modules, ...data];
     },
   };
 }

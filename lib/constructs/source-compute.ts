@@ -27,8 +27,8 @@ export interface SourceComputeProps {
   readonly httpApi: HttpApi;
   /** The resources table of the stateful stack. */
   readonly resourcesTable: ITableV2;
-  /** The key that seals secret props. @default - no KMS grants, and no key ARN in any environment */
-  readonly secretsKey?: IKey;
+  /** The key that seals secret props. */
+  readonly secretsKey: IKey;
   /** Stage of the deployment: source functions are `sluice-<stage>-<source id>`. */
   readonly stage: string;
   /** Time limit of one run or hook of a component. @default Duration.seconds(30) */
@@ -145,7 +145,7 @@ export class SourceCompute extends Construct {
     this.timerInvoker.lambdaFunction.configureAsyncInvoke({ retryAttempts: 0 });
     for (const fn of [this.httpInterface, this.sourceRunner, this.timerInvoker]) {
       this.attachRunner(fn.lambdaFunction);
-      if (props.secretsKey) this.attachSecrets(fn.lambdaFunction, { seal: false });
+      this.attachSecrets(fn.lambdaFunction, { seal: false });
     }
 
     const integration = new HttpLambdaIntegration("HttpInterfaceIntegration", this.httpInterface.lambdaFunction);
@@ -268,7 +268,6 @@ export class SourceCompute extends Construct {
    */
   attachSecrets(fn: LambdaFunction, options: { seal: boolean }): void {
     const key = this.#props.secretsKey;
-    if (!key) throw new Error("SourceCompute: a function needs the secrets key, but the stack was given none");
     grantKeyUse(fn, key, options.seal ? ["kms:GenerateDataKey", "kms:Decrypt"] : ["kms:Decrypt"]);
     fn.addEnvironment(AWS_COMPUTE_ENV.secretsKeyArn, key.keyArn);
   }
@@ -280,5 +279,7 @@ export class SourceCompute extends Construct {
  * account's IAM policies grant use of the key instead.
  */
 function grantKeyUse(grantee: IGrantable, key: IKey, actions: string[]): void {
-  grantee.grantPrincipal.addToPrincipalPolicy(new PolicyStatement({ effect: Effect.ALLOW, actions, resources: [key.keyArn] }));
+  grantee.grantPrincipal.addToPrincipalPolicy(
+    new PolicyStatement({ effect: Effect.ALLOW, actions, resources: [key.keyArn] }),
+  );
 }

@@ -151,7 +151,13 @@ describe("registry-style components through the use cases and the sandbox", () =
     const answer = await receiveHttpRequest(deps, key, request({ ping: true }));
     expect(answer.status).toBe(202);
     expect(answer.body).toBe("thanks");
-    const [emitted] = await events(source.id);
+    // The answer came from `respond`; the run's emit is applied right after it.
+    const deadline = Date.now() + 5_000;
+    let emitted = (await events(source.id))[0];
+    while (!emitted && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      emitted = (await events(source.id))[0];
+    }
     expect(JSON.stringify(emitted?.event)).toContain("ping");
   });
 });

@@ -9,6 +9,7 @@ import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { HttpEvent, HttpResult } from "#http/pipeline";
 import { systemClock } from "#ports/clock";
 import { randomIdGenerator } from "#ports/id-generator";
+import { ESM_REQUIRE_BANNER } from "../../lib/constructs/sluice-function.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
 
@@ -33,7 +34,7 @@ async function bundle(entry: string): Promise<LambdaHandler> {
     target: "node22",
     format: "esm",
     external: ["@aws-sdk/*"],
-    banner: { js: "import { createRequire } from 'module'; const require = createRequire(import.meta.url);" },
+    banner: { js: ESM_REQUIRE_BANNER },
     logLevel: "silent",
   });
   return (await import(pathToFileURL(outfile).href)).handler;

@@ -1,12 +1,15 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { App, Stack } from "aws-cdk-lib";
+import { App, type CfnElement, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
+import type { IConstruct } from "constructs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { PROJECT_ROOT, type SluiceFunction } from "../../lib/constructs/sluice-function.ts";
+import { RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
+import { ESM_REQUIRE_BANNER, PROJECT_ROOT, type SluiceFunction } from "../../lib/constructs/sluice-function.ts";
+import { RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
 import { StatefulStack } from "../../lib/stateful-stack.ts";
 
@@ -60,7 +63,10 @@ describe("ServiceStack bundling", () => {
     // Default context: every function is bundled with the local esbuild, as `cdk synth` does.
     app = new App({ outdir });
     const stateful = new StatefulStack(app, "SluiceStateful");
-    service = new ServiceStack(app, "SluiceService", { resourcesTable: stateful.resourcesTable });
+    service = new ServiceStack(app, "SluiceService", {
+      resourcesTable: stateful.resourcesTable,
+      secretsKey: stateful.secretsKey,
+    });
     template = Template.fromStack(service);
   });
 
@@ -83,11 +89,14 @@ describe("ServiceStack bundling", () => {
     const functions = [
       ...[...service.routeFunctions.values()].map((route) => route.function),
       service.notFoundFunction,
+      service.sources.httpInterface,
+      service.sources.sourceRunner,
+      service.sources.timerInvoker,
     ];
     for (const fn of functions) {
       const { dir } = bundleOf(fn);
       const code = readFileSync(join(dir, "index.mjs"), "utf8");
-      expect(code.startsWith("import { createRequire } from 'module';"), fn.entry).toBe(true);
+      expect(code.startsWith(ESM_REQUIRE_BANNER), fn.entry).toBe(true);
       const map = JSON.parse(readFileSync(join(dir, "index.mjs.map"), "utf8")) as { sources: string[] };
       expect(
         map.sources.some((source) => source.endsWith(fn.entry)),
@@ -98,6 +107,29 @@ describe("ServiceStack bundling", () => {
         fn.entry,
       ).toBe(false);
     }
+  });
+
+  /** The asset directory of an L1 resource's code, from the asset hash its S3 key carries. */
+  function assetDirOf(construct: IConstruct, type: string, property: "Code" | "Content"): string {
+    const cfn = construct.node.defaultChild as CfnElement;
+    const props = template.findResources(type)[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
+    expect(props?.[property]?.S3Key).toMatch(/^[0-9a-f]{64}\.zip$/);
+    return join(app.outdir, `asset.${props[property].S3Key.replace(/\.zip$/, "")}`);
+  }
+
+  it("puts the runtime in the layer at nodejs/sluice-runtime.mjs, where source functions import it from", async () => {
+    const dir = assetDirOf(service.sources.runtimeLayer, "AWS::Lambda::LayerVersion", "Content");
+    expect(readdirSync(dir)).toEqual(["nodejs"]);
+    expect(readdirSync(join(dir, "nodejs"))).toEqual(["sluice-runtime.mjs"]);
+    expect(`/opt/${RUNTIME_LAYER_FILE}`).toBe(RUNTIME_LAYER_MODULE);
+    const runtime = await import(pathToFileURL(join(dir, RUNTIME_LAYER_FILE)).href);
+    expect(typeof runtime.createSourceHandler).toBe("function");
+  });
+
+  it("bundles the describer's handler and the sandbox program it forks side by side", () => {
+    const dir = assetDirOf(service.sources.describer, "AWS::Lambda::Function", "Code");
+    expect(readdirSync(dir).sort()).toEqual(["index.mjs", "sandbox-entry.mjs"]);
+    expect(readFileSync(join(dir, "index.mjs"), "utf8")).toContain("sandbox-entry.mjs");
   });
 
   it("runs the bundled $default function, which answers an unrouted request with a JSON 404", () => {

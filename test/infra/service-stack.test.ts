@@ -24,6 +24,7 @@ function synth(serviceRoutes?: readonly RouteSpec[]) {
   const stateful = new StatefulStack(app, "SluiceStateful");
   const service = new ServiceStack(app, "SluiceService", {
     resourcesTable: stateful.resourcesTable,
+    secretsKey: stateful.secretsKey,
     routes: serviceRoutes,
   });
   return {
@@ -68,14 +69,15 @@ describe("ServiceStack", () => {
   const routeFunctionId = (name: string) => logicalIdOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const notFoundId = () => logicalIdOf(service.notFoundFunction.lambdaFunction);
 
-  it("has one function per manifest route plus one for $default", () => {
+  it("has one function per manifest route, one for $default and the four of sources", () => {
     expect(routes.length).toBeGreaterThan(0);
-    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1);
+    // Sources: the describer, the HTTP interface, the source runner and the timer invoker.
+    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 4);
     expect([...service.routeFunctions.keys()].sort()).toEqual(routes.map((route) => route.name).sort());
   });
 
   it.each(routes.map((route) => [route.name, route] as const))(
-    "runs %s from its file's handler export on Node.js 22, arm64, 512 MB, 10 s",
+    "runs %s from its file's handler export on Node.js 22, arm64, 512 MB and 10 s (1024 MB and 30 s to deploy sources)",
     (name, route) => {
       const entry = `functions/http/${name}.ts`;
       expect(service.routeFunctions.get(name)!.function.entry).toBe(entry);
@@ -85,8 +87,8 @@ describe("ServiceStack", () => {
         Handler: "index.handler",
         Runtime: "nodejs22.x",
         Architectures: ["arm64"],
-        MemorySize: 512,
-        Timeout: 10,
+        MemorySize: route.access.compute ? 1024 : 512,
+        Timeout: route.access.compute ? 30 : 10,
         Description: `${route.method} ${route.path} (${entry})`,
       });
     },
@@ -124,7 +126,8 @@ describe("ServiceStack", () => {
       RouteKey: "$default",
       Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
     });
-    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1);
+    // Plus the two catch-all routes of sources' HTTP interfaces.
+    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1 + 2);
   });
 
   it("declares no route key with a trailing slash, which HTTP APIs refuse", () => {
@@ -177,19 +180,25 @@ describe("ServiceStack", () => {
     expect(users.length).toBeGreaterThan(0);
     for (const route of users) {
       const fn = template.findResources("AWS::Lambda::Function")[routeFunctionId(route.name)] as Resource;
-      expect(fn.Properties.Environment.Variables, route.name).toEqual({
-        [ENV.resourcesTable]: { "Fn::ImportValue": tableName },
-        NODE_OPTIONS: "--enable-source-maps",
-      });
+      const variables = fn.Properties.Environment.Variables;
+      expect(variables[ENV.resourcesTable], route.name).toEqual({ "Fn::ImportValue": tableName });
+      // Routes that deploy or run sources learn more (source-compute.test.ts); the others nothing else.
+      if (!route.access.compute && !route.access.secrets) {
+        expect(variables, route.name).toEqual({
+          [ENV.resourcesTable]: { "Fn::ImportValue": tableName },
+          NODE_OPTIONS: "--enable-source-maps",
+        });
+      }
     }
   });
 
-  it("logs every function to its own log group kept for 30 days", () => {
-    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1);
+  it("logs every function to its own log group kept for 30 days, and deployed sources to one more", () => {
+    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1 + 4 + 1);
     const groups = template.findResources("AWS::Logs::LogGroup", { Properties: { RetentionInDays: 30 } });
     const functions = Object.values(template.findResources("AWS::Lambda::Function")) as Resource[];
     const used = functions.map((fn) => fn.Properties.LoggingConfig.LogGroup.Ref as string);
-    expect(used.sort()).toEqual(Object.keys(groups).sort());
+    const sourceLogs = logicalIdOf(service.sources.sourceLogGroup);
+    expect([...used, sourceLogs].sort()).toEqual(Object.keys(groups).sort());
   });
 
   it("outputs the API URL with the /v1 prefix", () => {

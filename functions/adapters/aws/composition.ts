@@ -1,14 +1,27 @@
+import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { KMSClient } from "@aws-sdk/client-kms";
+import { LambdaClient } from "@aws-sdk/client-lambda";
+import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { loadAwsConfig } from "#config/env";
+import { readRegistryComponent } from "#adapters/registry-files";
+import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
+import { loadAwsComputeConfig } from "#config/aws-compute-env";
+import { ENV, loadAwsConfig } from "#config/env";
 import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
-import type { IdentityStore } from "#ports/identity-store";
 import { jsonLogger } from "#ports/logger";
-import type { UsageStore } from "#ports/usage-store";
+import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
+import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
 import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
+import { DynamoDbSourceStore } from "./dynamodb-source-store.ts";
 import { DynamoDbUsageStore } from "./dynamodb-usage-store.ts";
+import { KmsSecrets } from "./kms-secrets.ts";
+import { createLambdaComponentHost } from "./lambda-component-host.ts";
+import { createLambdaRunQueue } from "./lambda-run-queue.ts";
+import { createSchedulerTimers } from "./scheduler-timers.ts";
+import { componentBundler, loadEsbuild } from "./source-bundle.ts";
 
 let deps: Deps | undefined;
 
@@ -17,35 +30,105 @@ export function documentClient(client = new DynamoDBClient({})) {
   return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 }
 
-/** A port this function was deployed without: any use is a deployment bug, reported as such. */
-function unavailable<T extends object>(port: string): T {
+/**
+ * A port built on first use. A function is deployed with the settings and grants of the ports its
+ * route uses only; building a port it was not deployed for fails at that use, naming the port and
+ * the reason, instead of at the cold start of every function.
+ */
+function lazy<T extends object>(port: string, build: () => T): T {
+  let built: T | undefined;
+  const instance = () => {
+    built ??= build();
+    return built;
+  };
   return new Proxy({} as T, {
-    get: () => {
-      throw new Error(`${port} is not available: this function was deployed without table access`);
+    get(_target, member) {
+      const target = instance() as Record<PropertyKey, unknown>;
+      const value = target[member];
+      return typeof value === "function" ? value.bind(target) : value;
     },
   });
 }
 
+function required<T>(value: T | undefined, port: string, why: string): T {
+  if (value === undefined) throw new Error(`${port} is not available: this function was deployed without ${why}`);
+  return value;
+}
+
 /**
  * The composition root on AWS, built once per Lambda container on first use: configuration is
- * read and validated then, and SDK clients are reused by every later invocation. Functions of
- * routes that declare no table access get no table name, so they build no stores.
+ * read and validated then, and SDK clients are reused by every later invocation. Each port is
+ * built when first used (see {@link lazy}), so the OpenAPI function never reads a table name and
+ * a list route never builds a Lambda client.
  */
 export function awsDeps(options: { resources: boolean }, env: Record<string, string | undefined> = process.env): Deps {
   if (deps) return deps;
   const config = loadAwsConfig(env, options);
-  const documents = config.resourcesTable === undefined ? undefined : documentClient();
+  const compute = loadAwsComputeConfig(env);
+  const table = () => required(config.resourcesTable, "the resources table", "table access");
+  const documents = lazy("the document client", () => documentClient());
+  const lambda = lazy("the Lambda client", () => new LambdaClient({}));
+  const log = jsonLogger({ function: env.AWS_LAMBDA_FUNCTION_NAME });
+  const invocationTimeoutMs = Number(env[ENV.invocationTimeoutMs] ?? 30_000);
+  // The compute routes' bundles carry `registry/` next to their entry (lib/constructs/sluice-function.ts).
+  const registryDir = join(env.LAMBDA_TASK_ROOT ?? process.cwd(), "registry");
+
   deps = {
-    identity: documents
-      ? new DynamoDbIdentityStore(documents, config.resourcesTable!)
-      : unavailable<IdentityStore>("the identity store"),
-    usage: documents
-      ? new DynamoDbUsageStore(documents, config.resourcesTable!)
-      : unavailable<UsageStore>("the usage store"),
+    identity: lazy("the identity store", () => new DynamoDbIdentityStore(documents, table())),
+    usage: lazy("the usage store", () => new DynamoDbUsageStore(documents, table())),
+    components: lazy("the component store", () => new DynamoDbComponentStore(documents, table())),
+    sources: lazy("the source store", () => new DynamoDbSourceStore(documents, table())),
+    events: lazy("the event store", () => new DynamoDbEventStore(documents, table())),
+    secrets: lazy(
+      "the secrets key",
+      () =>
+        new KmsSecrets({
+          kms: new KMSClient({}),
+          keyId: required(compute.secretsKeyArn, "the secrets key", "access to the secrets key"),
+        }),
+    ),
+    host: lazy("the component host", () =>
+      createLambdaComponentHost({
+        lambda,
+        stage: compute.stage,
+        invocationTimeoutMs,
+        log,
+        ...(compute.manage
+          ? {
+              deploy: {
+                sourceRoleArn: compute.manage.sourceRoleArn,
+                runtimeLayerArn: compute.manage.runtimeLayerArn,
+                describerFunction: compute.manage.describerFunction,
+                logGroup: compute.manage.sourceLogGroup,
+                bundle: componentBundler({ esbuild: () => loadEsbuild("wasm") }),
+              },
+            }
+          : {}),
+      }),
+    ),
+    timers: lazy("the timers", () => {
+      const manage = required(compute.manage, "the timers", "compute access");
+      return createSchedulerTimers({
+        scheduler: new SchedulerClient({}),
+        groupName: manage.scheduleGroup,
+        timerInvokerArn: manage.timerInvokerArn,
+        roleArn: manage.schedulerRoleArn,
+      });
+    }),
+    runs: lazy("the run queue", () =>
+      createLambdaRunQueue({
+        lambda,
+        functionName: required(compute.sourceRunnerFunction, "the run queue", "the source runner's name"),
+      }),
+    ),
+    // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
+    fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
+    registry: { readCode: (key) => readRegistryComponent(registryDir, key) },
     clock: systemClock,
     ids: randomIdGenerator(systemClock),
-    log: jsonLogger({ function: env.AWS_LAMBDA_FUNCTION_NAME }),
+    log,
     quotas: config.quotas,
+    runtime: { publicUrl: (env[ENV.publicUrl] ?? "").replace(/\/+$/, ""), invocationTimeoutMs },
   };
   return deps;
 }

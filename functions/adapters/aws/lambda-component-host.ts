@@ -39,10 +39,8 @@ export const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
 const MAX_FUNCTION_NAME = 64;
 const FIELD = "component_code";
 
-export interface LambdaComponentHostOptions {
-  readonly lambda: LambdaClient;
-  /** Stage of the deployment (`SLUICE_STAGE`); part of every function name. */
-  readonly stage: string;
+/** What `describe` and `prepare` need; functions that only run sources are deployed without it. */
+export interface SourceDeploySettings {
   /** Execution role of source functions, which may only write logs (`SLUICE_SOURCE_ROLE_ARN`). */
   readonly sourceRoleArn: string;
   /** Version ARN of the runtime layer (`SLUICE_RUNTIME_LAYER_ARN`). */
@@ -56,11 +54,19 @@ export interface LambdaComponentHostOptions {
    * plugins })` from `source-bundle.ts`.
    */
   readonly bundle: (code: string) => Promise<string>;
+}
+
+export interface LambdaComponentHostOptions {
+  readonly lambda: LambdaClient;
+  /** Stage of the deployment (`SLUICE_STAGE`); part of every function name. */
+  readonly stage: string;
   /** Time limit of one invocation (`RuntimeSettings.invocationTimeoutMs`); the function gets 3 s more. */
   readonly invocationTimeoutMs: number;
+  /** @default - `describe` and `prepare` throw: this function may only invoke sources */
+  readonly deploy?: SourceDeploySettings;
   /** @default 256 */
   readonly memoryMb?: number;
-  /** How long to wait for a function to become active or finish updating. @default 300 */
+  /** How long to wait for a function to become active or finish updating (API routes have 30 s). @default 20 */
   readonly waitSeconds?: number;
   /** @default systemClock */
   readonly clock?: Clock;
@@ -169,14 +175,15 @@ export class LambdaComponentHost implements ComponentHost {
   }
 
   async describe(code: string): Promise<ComponentDescription> {
-    const bundle = await this.#options.bundle(code);
+    const deploy = this.#deploySettings();
+    const bundle = await deploy.bundle(code);
     const payload = JSON.stringify({ kind: "describe", code: bundle });
     if (Buffer.byteLength(payload) > MAX_SYNC_PAYLOAD_BYTES) {
       throw invalidCode(`the bundled component is larger than ${MAX_SYNC_PAYLOAD_BYTES / 1024 / 1024} MiB`);
     }
     const out = await this.#options.lambda.send(
       new InvokeCommand({
-        FunctionName: this.#options.describerFunction,
+        FunctionName: deploy.describerFunction,
         InvocationType: "RequestResponse",
         Payload: new TextEncoder().encode(payload),
       }),
@@ -197,9 +204,10 @@ export class LambdaComponentHost implements ComponentHost {
   }
 
   async prepare(source: SourceCode): Promise<void> {
-    const { zip, sha256 } = sourceZip(await this.#options.bundle(source.code));
+    const deploy = this.#deploySettings();
+    const { zip, sha256 } = sourceZip(await deploy.bundle(source.code));
     const FunctionName = this.functionName(source.sourceId);
-    const settings = this.#settings();
+    const settings = this.#settings(deploy);
     let current = await this.#getFunction(FunctionName);
     if (!current) {
       try {
@@ -224,8 +232,10 @@ export class LambdaComponentHost implements ComponentHost {
         if (!current) throw error;
       }
     }
+    // A function still being created or updated refuses further updates until it is done.
+    if (current.State === "Pending") await this.#waitActive(FunctionName);
+    if (current.LastUpdateStatus === "InProgress") await this.#waitUpdated(FunctionName);
     if (current.CodeSha256 !== Buffer.from(sha256, "hex").toString("base64")) {
-      if (current.LastUpdateStatus === "InProgress") await this.#waitUpdated(FunctionName);
       await this.#options.lambda.send(
         new UpdateFunctionCodeCommand({ FunctionName, ZipFile: zip, Architectures: ["arm64"] }),
       );
@@ -282,18 +292,26 @@ export class LambdaComponentHost implements ComponentHost {
     }
   }
 
-  #settings(): SourceFunctionSettings {
+  #deploySettings(): SourceDeploySettings {
+    const { deploy } = this.#options;
+    if (!deploy) {
+      throw new Error("this function was deployed without the settings to deploy sources (access.compute)");
+    }
+    return deploy;
+  }
+
+  #settings(deploy: SourceDeploySettings): SourceFunctionSettings {
     const settings: SourceFunctionSettings = {
-      Role: this.#options.sourceRoleArn,
+      Role: deploy.sourceRoleArn,
       Handler: SOURCE_HANDLER,
       Runtime: "nodejs22.x",
-      Layers: [this.#options.runtimeLayerArn],
+      Layers: [deploy.runtimeLayerArn],
       MemorySize: this.#options.memoryMb ?? 256,
       // Lambda stops the function only as a last resort: the runtime ends a run that is too long
       // itself, with what it did so far.
       Timeout: Math.ceil(this.#options.invocationTimeoutMs / 1000) + 3,
     };
-    if (this.#options.logGroup) settings.LoggingConfig = { LogFormat: "Text", LogGroup: this.#options.logGroup };
+    if (deploy.logGroup) settings.LoggingConfig = { LogFormat: "Text", LogGroup: deploy.logGroup };
     return settings;
   }
 
@@ -308,7 +326,7 @@ export class LambdaComponentHost implements ComponentHost {
   }
 
   #waiter() {
-    return { client: this.#options.lambda, maxWaitTime: this.#options.waitSeconds ?? 300, minDelay: 1, maxDelay: 5 };
+    return { client: this.#options.lambda, maxWaitTime: this.#options.waitSeconds ?? 20, minDelay: 1, maxDelay: 5 };
   }
 
   async #waitActive(FunctionName: string): Promise<void> {

@@ -138,6 +138,23 @@ function compileError(error: unknown): unknown {
   return invalidCode(`${first.text}${where}`);
 }
 
+export interface ComponentBundlerOptions extends Omit<BundleComponentOptions, "esbuild"> {
+  /** Loads esbuild on first use, e.g. `() => loadEsbuild("wasm")`; a cold start that only runs pays nothing. */
+  readonly esbuild: () => Promise<EsbuildApi>;
+}
+
+/** `LambdaComponentHost`'s `deploy.bundle`: {@link bundleComponent} with esbuild loaded once, lazily. */
+export function componentBundler(options: ComponentBundlerOptions): (code: string) => Promise<string> {
+  let esbuild: Promise<EsbuildApi> | undefined;
+  return async (code) => {
+    esbuild ??= options.esbuild();
+    esbuild.catch(() => {
+      esbuild = undefined;
+    });
+    return bundleComponent(code, { ...options, esbuild: await esbuild });
+  };
+}
+
 /**
  * The entry of a source function. The component is imported on the first invocation, not
  * statically: the runtime module turns on source maps when it loads, which must happen before the

@@ -34,19 +34,21 @@ const bundle = async (code: string) => `// bundled\n${code}`;
 const EXPECTED_ZIP = sourceZip(`// bundled\n${SOURCE.code}`);
 const ZIP_SHA_BASE64 = Buffer.from(EXPECTED_ZIP.sha256, "hex").toString("base64");
 
-function host(overrides: Partial<ConstructorParameters<typeof LambdaComponentHost>[0]> = {}) {
+function host(overrides: { bundle?: (code: string) => Promise<string>; deploy?: null } = {}) {
   let now = 1_000;
-  return new LambdaComponentHost({
-    lambda: new LambdaClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
-    stage: "dev",
+  const deploy = {
     sourceRoleArn: ROLE,
     runtimeLayerArn: LAYER,
     describerFunction: "sluice-dev-describer",
     logGroup: LOG_GROUP,
-    bundle,
+    bundle: overrides.bundle ?? bundle,
+  };
+  return new LambdaComponentHost({
+    lambda: new LambdaClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
+    stage: "dev",
     invocationTimeoutMs: 30_000,
     clock: { nowMs: () => (now += 250) },
-    ...overrides,
+    ...(overrides.deploy === null ? {} : { deploy }),
   });
 }
 
@@ -161,6 +163,17 @@ describe("LambdaComponentHost.prepare", () => {
     });
   });
 
+  it("waits for a function that is still being created before updating it", async () => {
+    lambdaMock
+      .on(GetFunctionCommand)
+      .resolvesOnce({ Configuration: { ...settled, State: "Pending", CodeSha256: "b2xk" } })
+      .resolves({ Configuration: { ...settled, CodeSha256: "b2xk" } });
+    lambdaMock.on(UpdateFunctionCodeCommand).resolves({});
+    await host().prepare(SOURCE);
+    const order = lambdaMock.calls().map((call) => call.args[0].constructor.name);
+    expect(order.slice(0, 3)).toEqual(["GetFunctionCommand", "GetFunctionCommand", "UpdateFunctionCodeCommand"]);
+  });
+
   it("does nothing for an up-to-date function", async () => {
     lambdaMock.on(GetFunctionCommand).resolves({ Configuration: { ...settled, CodeSha256: ZIP_SHA_BASE64 } });
     await host().prepare(SOURCE);
@@ -180,6 +193,12 @@ describe("LambdaComponentHost.prepare", () => {
     lambdaMock.on(UpdateFunctionCodeCommand).resolves({});
     await host().prepare(SOURCE);
     expect(lambdaMock.commandCalls(UpdateFunctionCodeCommand)).toHaveLength(1);
+  });
+
+  it("refuses to deploy in a function that may only invoke sources", async () => {
+    await expect(host({ deploy: null }).prepare(SOURCE)).rejects.toThrow(/without the settings to deploy sources/);
+    await expect(host({ deploy: null }).describe(SOURCE.code)).rejects.toThrow(/without the settings/);
+    expect(lambdaMock.calls()).toHaveLength(0);
   });
 
   it("passes a bundling failure through without touching Lambda", async () => {
@@ -240,7 +259,10 @@ describe("LambdaComponentHost.invoke", () => {
   });
 
   it("treats an answer of an unknown shape as the run's error, not as effects", async () => {
-    for (const payload of [{ invocationId: "inv-1", emits: "nope" }, { ...result, invocationId: "other" }]) {
+    for (const payload of [
+      { invocationId: "inv-1", emits: "nope" },
+      { ...result, invocationId: "other" },
+    ]) {
       lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode(payload) as never });
       const answer = await host().invoke(SOURCE, invocation);
       expect(answer.emits).toEqual([]);
@@ -251,7 +273,9 @@ describe("LambdaComponentHost.invoke", () => {
   it("waits for a function that is still updating, then invokes it again", async () => {
     lambdaMock
       .on(InvokeCommand)
-      .rejectsOnce(new ResourceConflictException({ message: "The operation cannot be performed at this time.", $metadata: {} }))
+      .rejectsOnce(
+        new ResourceConflictException({ message: "The operation cannot be performed at this time.", $metadata: {} }),
+      )
       .resolves({ StatusCode: 200, Payload: encode(result) as never });
     lambdaMock.on(GetFunctionCommand).resolves({ Configuration: settled });
     const answer = await host().invoke(SOURCE, invocation);

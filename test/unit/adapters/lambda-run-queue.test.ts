@@ -18,7 +18,11 @@ beforeEach(() => {
 describe("LambdaRunQueue", () => {
   it("invokes the source runner asynchronously with the job as the payload", async () => {
     lambdaMock.on(InvokeCommand).resolves({ StatusCode: 202 });
-    const job: RunJob = { sourceId: "dc_01kab00000abcdefghjkmn", trigger: "http", event: { method: "POST", body: "é" } };
+    const job: RunJob = {
+      sourceId: "dc_01kab00000abcdefghjkmn",
+      trigger: "http",
+      event: { method: "POST", body: "é" },
+    };
     await queue().enqueue(job);
     const calls = lambdaMock.commandCalls(InvokeCommand);
     expect(calls).toHaveLength(1);

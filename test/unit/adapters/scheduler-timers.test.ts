@@ -79,7 +79,9 @@ describe("SchedulerTimers.schedule", () => {
   it("replaces an existing schedule of the source with UpdateSchedule", async () => {
     schedulerMock
       .on(CreateScheduleCommand)
-      .rejects(new ConflictException({ message: `Schedule ${SOURCE} already exists.`, Message: "exists", $metadata: {} }));
+      .rejects(
+        new ConflictException({ message: `Schedule ${SOURCE} already exists.`, Message: "exists", $metadata: {} }),
+      );
     schedulerMock.on(UpdateScheduleCommand).resolves({});
     await timers().schedule(SOURCE, { intervalSeconds: 3600 });
     const update = schedulerMock.commandCalls(UpdateScheduleCommand);

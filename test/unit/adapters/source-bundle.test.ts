@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest";
 import {
   buildSourceBundle,
   bundleComponent,
+  componentBundler,
   loadEsbuild,
   RUNTIME_LAYER_MODULE,
   sourceEntry,
@@ -87,7 +88,7 @@ describe("bundleComponent", () => {
   it("bundles CommonJS and TypeScript components", async () => {
     const cjs = await bundleComponent('module.exports = { name: "cjs", run() {} };', { esbuild });
     expect(cjs).toContain('name: "cjs"');
-    const ts = await bundleComponent('const n: number = 1; export default { name: "ts", version: `${n}` };', {
+    const ts = await bundleComponent('const n: number = 1; export default { name: "ts", version: String(n) };', {
       esbuild,
     });
     expect(ts).not.toContain(": number");
@@ -141,5 +142,22 @@ describe("bundleComponent", () => {
       plugins: [virtualPackage],
     }).catch((e) => e);
     expect(error).toMatchObject({ code: "validation", message: "component_code: cannot install broken-pkg" });
+  });
+});
+
+describe("componentBundler", () => {
+  it("loads esbuild once, on the first bundle, and bundles with it", async () => {
+    let loads = 0;
+    const bundle = componentBundler({
+      esbuild: async () => {
+        loads += 1;
+        return esbuild;
+      },
+    });
+    expect(loads).toBe(0);
+    const [first, second] = await Promise.all([bundle(COMPONENT), bundle(COMPONENT)]);
+    expect(first).toBe(second);
+    expect(first).toContain("Bundle test");
+    expect(loads).toBe(1);
   });
 });

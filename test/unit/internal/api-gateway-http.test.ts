@@ -2,7 +2,9 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "#internal/api-gateway-http";
 
-const recorded = JSON.parse(readFileSync(new URL("../../fixtures/api-gateway/http-interface.json", import.meta.url), "utf8"));
+const recorded = JSON.parse(
+  readFileSync(new URL("../../fixtures/api-gateway/http-interface.json", import.meta.url), "utf8"),
+);
 
 describe("toIncomingHttpRequest", () => {
   it("turns a recorded catch-all event into the endpoint key and the request below it", () => {
@@ -41,7 +43,9 @@ describe("toIncomingHttpRequest", () => {
 
   it("reads an event without a body as an empty body", () => {
     const { body, isBase64Encoded, ...rest } = recorded;
-    const { request } = toIncomingHttpRequest(httpInterfaceEventSchema.parse({ ...rest, rawPath: "/http/k8f3j2h1g0a9/" }));
+    const { request } = toIncomingHttpRequest(
+      httpInterfaceEventSchema.parse({ ...rest, rawPath: "/http/k8f3j2h1g0a9/" }),
+    );
     expect(request.body.length).toBe(0);
     expect(request.path).toBe("/");
   });

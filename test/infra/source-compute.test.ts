@@ -1,0 +1,304 @@
+import { App, type CfnElement, Stack } from "aws-cdk-lib";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import type { IConstruct } from "constructs";
+import { beforeAll, describe, expect, it } from "vitest";
+import { AWS_COMPUTE_ENV, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+import { ENV } from "#config/env";
+import { routes } from "#http/routes";
+import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
+import { ServiceStack } from "../../lib/service-stack.ts";
+import { StatefulStack } from "../../lib/stateful-stack.ts";
+
+// Skips the CloudFormation validation plugin, which halves synth time; it checks nothing of ours.
+process.env.CDK_VALIDATION = "false";
+
+type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
+type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown; Effect: string };
+
+const SOURCE_FUNCTIONS_ARN = {
+  "Fn::Join": [
+    "",
+    [
+      "arn:",
+      { Ref: "AWS::Partition" },
+      ":lambda:",
+      { Ref: "AWS::Region" },
+      ":",
+      { Ref: "AWS::AccountId" },
+      ":function:sluice-dev-dc_*",
+    ],
+  ],
+};
+
+function synth() {
+  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+  const stateful = new StatefulStack(app, "SluiceStateful", { stage: "dev" });
+  const service = new ServiceStack(app, "SluiceService", {
+    resourcesTable: stateful.resourcesTable,
+    secretsKey: stateful.secretsKey,
+    stage: "dev",
+  });
+  return { service, template: Template.fromStack(service), statefulTemplate: Template.fromStack(stateful) };
+}
+
+/** The logical id of an L2 construct's resource, or of an L1 resource itself. */
+const idOf = (construct: IConstruct) =>
+  Stack.of(construct).getLogicalId((construct.node.defaultChild ?? construct) as CfnElement);
+
+describe("ServiceStack: what sources run on", () => {
+  let service: ServiceStack;
+  let template: Template;
+  let statefulTemplate: Template;
+
+  beforeAll(() => {
+    ({ service, template, statefulTemplate } = synth());
+  });
+
+  const functions = () => template.findResources("AWS::Lambda::Function") as Record<string, Resource>;
+  const roleIdOf = (functionId: string): string => functions()[functionId]!.Properties.Role["Fn::GetAtt"][0];
+  /** Every statement of the inline policies attached to a role. */
+  const statementsOfRole = (roleId: string): Statement[] =>
+    (Object.values(template.findResources("AWS::IAM::Policy")) as Resource[])
+      .filter((policy) => JSON.stringify(policy.Properties.Roles).includes(JSON.stringify({ Ref: roleId })))
+      .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
+  const statementsOf = (functionId: string) => statementsOfRole(roleIdOf(functionId));
+  const actionsOf = (functionId: string) => statementsOf(functionId).flatMap((statement) => [statement.Action].flat());
+  const environmentOf = (functionId: string): Record<string, unknown> =>
+    functions()[functionId]!.Properties.Environment?.Variables ?? {};
+  const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
+  const computeRoutes = () => routes.filter((route) => route.access.compute);
+  const layerId = () => idOf(service.sources.runtimeLayer);
+
+  it("builds the runtime layer for Node.js 22 on arm64 and attaches it to no function of the stack", () => {
+    template.resourceCountIs("AWS::Lambda::LayerVersion", 1);
+    template.hasResourceProperties("AWS::Lambda::LayerVersion", {
+      CompatibleRuntimes: ["nodejs22.x"],
+      CompatibleArchitectures: ["arm64"],
+    });
+    for (const [id, fn] of Object.entries(functions())) expect(fn.Properties.Layers, id).toBeUndefined();
+  });
+
+  it("tells every route that deploys sources the layer's version ARN, and no other function", () => {
+    expect(computeRoutes().length).toBeGreaterThan(0);
+    const computeIds = computeRoutes().map((route) => routeFunctionId(route.name));
+    for (const [id] of Object.entries(functions())) {
+      const layer = environmentOf(id)[AWS_COMPUTE_ENV.runtimeLayerArn];
+      if (computeIds.includes(id)) expect(layer, id).toEqual({ Ref: layerId() });
+      else expect(layer, id).toBeUndefined();
+    }
+  });
+
+  it("routes ANY /http/{key} and ANY /http/{key}/{proxy+} to the HTTP interface function", () => {
+    const integrations = template.findResources("AWS::ApiGatewayV2::Integration", {
+      Properties: { IntegrationUri: { "Fn::GetAtt": [idOf(service.sources.httpInterface.lambdaFunction), "Arn"] } },
+    });
+    expect(Object.keys(integrations)).toHaveLength(1);
+    for (const routeKey of ["ANY /http/{key}", "ANY /http/{key}/{proxy+}"]) {
+      template.hasResourceProperties("AWS::ApiGatewayV2::Route", {
+        RouteKey: routeKey,
+        Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
+      });
+    }
+  });
+
+  it("lets deploying routes manage only sluice-<stage>-dc_* functions, with the source role and the layer", () => {
+    for (const route of computeRoutes()) {
+      const statements = statementsOf(routeFunctionId(route.name));
+      const on = (action: string) => statements.filter((statement) => [statement.Action].flat().includes(action));
+      for (const action of [
+        "lambda:CreateFunction",
+        "lambda:UpdateFunctionCode",
+        "lambda:UpdateFunctionConfiguration",
+        "lambda:DeleteFunction",
+        "lambda:TagResource",
+        "lambda:GetFunction",
+      ]) {
+        expect(
+          on(action).map((statement) => statement.Resource),
+          `${route.name} ${action}`,
+        ).toEqual([SOURCE_FUNCTIONS_ARN]);
+      }
+      expect(on("lambda:GetLayerVersion").map((statement) => statement.Resource)).toEqual([{ Ref: layerId() }]);
+      expect(on("iam:PassRole").map(({ Resource, Condition }) => ({ Resource, Condition }))).toEqual([
+        {
+          Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
+          Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
+        },
+        {
+          Resource: { "Fn::GetAtt": [idOf(service.sources.schedulerRole), "Arn"] },
+          Condition: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
+        },
+      ]);
+      const scheduleArn = {
+        "Fn::Join": [
+          "",
+          [
+            "arn:",
+            { Ref: "AWS::Partition" },
+            ":scheduler:",
+            { Ref: "AWS::Region" },
+            ":",
+            { Ref: "AWS::AccountId" },
+            ":schedule/",
+            { Ref: idOf(service.sources.scheduleGroup) },
+            "/*",
+          ],
+        ],
+      };
+      for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"]) {
+        expect(
+          on(action).map((statement) => statement.Resource),
+          action,
+        ).toEqual([scheduleArn]);
+      }
+      // Invoke: source functions, the run queue's runner and the describer; nothing else.
+      const invokable = on("lambda:InvokeFunction").map((statement) => JSON.stringify(statement.Resource));
+      expect(invokable).toHaveLength(3);
+      expect(invokable.join()).toContain("sluice-dev-dc_*");
+      expect(invokable.join()).toContain(idOf(service.sources.sourceRunner.lambdaFunction));
+      expect(invokable.join()).toContain(idOf(service.sources.describer));
+    }
+  });
+
+  it("gives routes that neither deploy nor seal no Lambda, IAM, Scheduler or KMS action", () => {
+    for (const route of routes.filter((r) => !r.access.compute && !r.access.secrets)) {
+      expect(
+        actionsOf(routeFunctionId(route.name)).filter((action) => /^(lambda|iam|scheduler|kms):/.test(action)),
+        route.name,
+      ).toEqual([]);
+    }
+  });
+
+  it("lets routes with secrets generate data keys and decrypt with the stateful stack's key only", () => {
+    const keyArn = Object.values(statefulTemplate.findOutputs("*", { Value: { "Fn::GetAtt": ["SecretsKey", "Arn"] } }));
+    expect(keyArn).toHaveLength(1);
+    const imported = { "Fn::ImportValue": keyArn[0]!.Export.Name };
+    for (const route of routes.filter((r) => r.access.secrets)) {
+      const kms = statementsOf(routeFunctionId(route.name)).filter((s) => JSON.stringify(s.Action).includes("kms:"));
+      expect(
+        kms.map(({ Action, Resource }) => ({ Action, Resource })),
+        route.name,
+      ).toEqual([{ Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: imported }]);
+      expect(environmentOf(routeFunctionId(route.name))[AWS_COMPUTE_ENV.secretsKeyArn]).toEqual(imported);
+    }
+  });
+
+  it("lets source functions' role write to the sources' log group and do nothing else", () => {
+    const roleId = idOf(service.sources.sourceRole);
+    const role = template.findResources("AWS::IAM::Role")[roleId] as Resource;
+    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+      { Action: "sts:AssumeRole", Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" } },
+    ]);
+    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(statementsOfRole(roleId)).toEqual([
+      {
+        Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
+        Effect: "Allow",
+        Resource: { "Fn::GetAtt": [idOf(service.sources.sourceLogGroup), "Arn"] },
+      },
+    ]);
+  });
+
+  it("runs the describer with a logging-only role and no environment", () => {
+    const id = idOf(service.sources.describer);
+    const fn = functions()[id]!;
+    expect(fn.Properties).toMatchObject({ Handler: "index.handler", Runtime: "nodejs22.x", Architectures: ["arm64"] });
+    expect(fn.Properties.Environment).toBeUndefined();
+    const role = template.findResources("AWS::IAM::Role")[roleIdOf(id)] as Resource;
+    expect(role.Properties.ManagedPolicyArns).toBeUndefined();
+    expect(actionsOf(id).sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
+  });
+
+  it("lets EventBridge Scheduler of this account assume the scheduler role, which may invoke the timer invoker only", () => {
+    const roleId = idOf(service.sources.schedulerRole);
+    const role = template.findResources("AWS::IAM::Role")[roleId] as Resource;
+    expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
+      {
+        Action: "sts:AssumeRole",
+        Effect: "Allow",
+        Principal: { Service: "scheduler.amazonaws.com" },
+        Condition: { StringEquals: { "aws:SourceAccount": { Ref: "AWS::AccountId" } } },
+      },
+    ]);
+    const invoker = idOf(service.sources.timerInvoker.lambdaFunction);
+    expect(statementsOfRole(roleId)).toEqual([
+      {
+        Action: "lambda:InvokeFunction",
+        Effect: "Allow",
+        Resource: [
+          { "Fn::GetAtt": [invoker, "Arn"] },
+          { "Fn::Join": ["", [{ "Fn::GetAtt": [invoker, "Arn"] }, ":*"]] },
+        ],
+      },
+    ]);
+    template.hasResourceProperties("AWS::Scheduler::ScheduleGroup", { Name: "sluice-dev" });
+  });
+
+  it("configures the internal functions with the table, stage, public URL, runner, key and time limit", () => {
+    const common = {
+      [ENV.resourcesTable]: Match.objectLike({ "Fn::ImportValue": Match.anyValue() }),
+      [AWS_COMPUTE_ENV.stage]: "dev",
+      [ENV.publicUrl]: { "Fn::GetAtt": [idOf(service.httpApi), "ApiEndpoint"] },
+      [ENV.invocationTimeoutMs]: "30000",
+      [AWS_COMPUTE_ENV.secretsKeyArn]: Match.objectLike({ "Fn::ImportValue": Match.anyValue() }),
+      NODE_OPTIONS: "--enable-source-maps",
+    };
+    const runner = {
+      [AWS_COMPUTE_ENV.sourceRunnerFunction]: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },
+    };
+    const expectations = [
+      [service.sources.httpInterface, { ...common, ...runner }, 30],
+      [service.sources.timerInvoker, { ...common, ...runner }, 120],
+      [service.sources.sourceRunner, common, 60],
+    ] as const;
+    for (const [fn, variables, timeout] of expectations) {
+      template.hasResourceProperties("AWS::Lambda::Function", {
+        Description: Match.stringLikeRegexp(fn.entry),
+        Timeout: timeout,
+        Environment: { Variables: Match.exact(variables) },
+      });
+      // Run, not deploy: no setting of the deploying routes.
+      const environment = environmentOf(idOf(fn.lambdaFunction));
+      for (const name of MANAGE_SOURCES_ENV) expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
+      expect(actionsOf(idOf(fn.lambdaFunction))).not.toContain("lambda:CreateFunction");
+      expect(actionsOf(idOf(fn.lambdaFunction))).toContain("kms:Decrypt");
+      expect(actionsOf(idOf(fn.lambdaFunction))).not.toContain("kms:GenerateDataKey");
+    }
+  });
+
+  it("retries failed queued runs twice and failed timer ticks never", () => {
+    template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
+      FunctionName: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },
+      MaximumRetryAttempts: 2,
+    });
+    template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
+      FunctionName: { Ref: idOf(service.sources.timerInvoker.lambdaFunction) },
+      MaximumRetryAttempts: 0,
+    });
+  });
+
+  it("gives deploying routes every setting the AWS compute config needs", () => {
+    for (const route of computeRoutes()) {
+      const environment = environmentOf(routeFunctionId(route.name));
+      for (const name of [...MANAGE_SOURCES_ENV, AWS_COMPUTE_ENV.stage, AWS_COMPUTE_ENV.sourceRunnerFunction]) {
+        expect(environment[name], `${route.name} ${name}`).toBeDefined();
+      }
+      expect(environment[AWS_COMPUTE_ENV.scheduleGroup]).toEqual({ Ref: idOf(service.sources.scheduleGroup) });
+    }
+  });
+});
+
+describe("SluiceFunction with packages copied into its bundle", () => {
+  it("fails synth with an error naming a package that is not installed", () => {
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Test");
+    new SluiceFunction(stack, "Fn", {
+      entry: "functions/http/get-openapi.ts",
+      copyNodeModules: ["sluice-package-that-is-not-installed"],
+    });
+    Annotations.fromStack(stack).hasError(
+      "/Test/Fn",
+      Match.stringLikeRegexp("sluice-package-that-is-not-installed.*npm install"),
+    );
+  });
+});

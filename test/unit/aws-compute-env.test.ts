@@ -1,0 +1,47 @@
+import { describe, expect, it } from "vitest";
+import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+
+const manage = Object.fromEntries(MANAGE_SOURCES_ENV.map((name) => [name, `value of ${name}`]));
+
+describe("loadAwsComputeConfig", () => {
+  it("defaults the stage and leaves unset groups undefined", () => {
+    expect(loadAwsComputeConfig({})).toEqual({
+      stage: "default",
+      sourceRunnerFunction: undefined,
+      secretsKeyArn: undefined,
+      manage: undefined,
+    });
+  });
+
+  it("reads every group when set", () => {
+    const config = loadAwsComputeConfig({
+      ...manage,
+      [AWS_COMPUTE_ENV.stage]: "dev",
+      [AWS_COMPUTE_ENV.sourceRunnerFunction]: "runner",
+      [AWS_COMPUTE_ENV.secretsKeyArn]: "arn:aws:kms:eu-west-1:1:key/x",
+    });
+    expect(config).toMatchObject({
+      stage: "dev",
+      sourceRunnerFunction: "runner",
+      secretsKeyArn: "arn:aws:kms:eu-west-1:1:key/x",
+    });
+    expect(config.manage).toEqual({
+      sourceRoleArn: `value of ${AWS_COMPUTE_ENV.sourceRoleArn}`,
+      runtimeLayerArn: `value of ${AWS_COMPUTE_ENV.runtimeLayerArn}`,
+      sourceLogGroup: `value of ${AWS_COMPUTE_ENV.sourceLogGroup}`,
+      describerFunction: `value of ${AWS_COMPUTE_ENV.describerFunction}`,
+      timerInvokerArn: `value of ${AWS_COMPUTE_ENV.timerInvokerArn}`,
+      schedulerRoleArn: `value of ${AWS_COMPUTE_ENV.schedulerRoleArn}`,
+      scheduleGroup: `value of ${AWS_COMPUTE_ENV.scheduleGroup}`,
+    });
+  });
+
+  it("names every missing variable of a partly set group, and a bad stage, at once", () => {
+    const { [AWS_COMPUTE_ENV.describerFunction]: _d, [AWS_COMPUTE_ENV.scheduleGroup]: _g, ...partial } = manage;
+    expect(() => loadAwsComputeConfig({ ...partial, [AWS_COMPUTE_ENV.stage]: "9bad" })).toThrow(
+      new RegExp(
+        `${AWS_COMPUTE_ENV.stage}[\\s\\S]*${AWS_COMPUTE_ENV.describerFunction}[\\s\\S]*${AWS_COMPUTE_ENV.scheduleGroup}`,
+      ),
+    );
+  });
+});
