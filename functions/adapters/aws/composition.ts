@@ -38,7 +38,11 @@ export function documentClient(client = new DynamoDBClient({})) {
 function lazy<T extends object>(port: string, build: () => T): T {
   let built: T | undefined;
   const instance = () => {
-    built ??= build();
+    try {
+      built ??= build();
+    } catch (error) {
+      throw new Error(`${port} could not be built: ${(error as Error).message}`, { cause: error });
+    }
     return built;
   };
   return new Proxy({} as T, {

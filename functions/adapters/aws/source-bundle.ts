@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { build, Message, Plugin } from "esbuild";
 import { zipSync } from "fflate";
+import { noFileImports } from "#adapters/no-file-imports";
 import { DomainError } from "#core/errors";
 
 /** The esbuild JS API; `esbuild` and `esbuild-wasm` both provide it. */
@@ -104,28 +105,6 @@ export async function bundleComponent(code: string, options: BundleComponentOpti
   const output = result.outputFiles?.[0];
   if (!output) throw new Error("esbuild produced no bundle");
   return output.text;
-}
-
-/**
- * Refuses `./x`, `/x`, `C:\x` and `file:` imports in the user's module: a component is one module,
- * and the bundler runs with Sluice's rights (on AWS, in a function with credentials in its
- * environment), so it must not read files on the code's behalf.
- */
-function noFileImports(entry: string): Plugin {
-  return {
-    name: "sluice-no-file-imports",
-    setup(pluginBuild) {
-      pluginBuild.onResolve({ filter: /^(\.|\/|\\|[a-zA-Z]:|file:)/ }, (args) =>
-        args.importer === entry
-          ? {
-              errors: [
-                { text: `cannot import "${args.path}": a component is a single module; import npm packages only` },
-              ],
-            }
-          : undefined,
-      );
-    },
-  };
 }
 
 function compileError(error: unknown): unknown {

@@ -9,6 +9,7 @@ import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { build, type Message, type Plugin } from "esbuild";
+import { noFileImports } from "#adapters/no-file-imports";
 import { DomainError } from "#core/errors";
 
 const FIELD = "component_code";
@@ -68,24 +69,6 @@ export async function bundleComponent(code: string, outfile: string, plugins: re
   // Renamed into place so a concurrent reader never imports a half-written bundle.
   await rename(temporary, outfile);
   return outfile;
-}
-
-/** Refuses `./x`, `/x`, `C:\x` and `file:` imports written in the user's module itself. */
-function noFileImports(entry: string): Plugin {
-  return {
-    name: "sluice-no-file-imports",
-    setup(pluginBuild) {
-      pluginBuild.onResolve({ filter: /^(\.|\/|\\|[a-zA-Z]:|file:)/ }, (args) =>
-        args.importer === entry
-          ? {
-              errors: [
-                { text: `cannot import "${args.path}": a component is a single module; import npm packages only` },
-              ],
-            }
-          : undefined,
-      );
-    },
-  };
 }
 
 function compileError(error: unknown): unknown {

@@ -1,0 +1,24 @@
+import type { Plugin } from "esbuild";
+
+/**
+ * An esbuild plugin that refuses `./x`, `/x`, `C:\x` and `file:` imports written in the user's
+ * module (`entry`): a component is one module plus npm packages, and the bundler runs with
+ * Sluice's rights (on AWS, in a function with credentials), so it must never read files on the
+ * code's behalf. Used by the local sandbox's bundler and by the AWS source bundler.
+ */
+export function noFileImports(entry: string): Plugin {
+  return {
+    name: "sluice-no-file-imports",
+    setup(pluginBuild) {
+      pluginBuild.onResolve({ filter: /^(\.|\/|\\|[a-zA-Z]:|file:)/ }, (args) =>
+        args.importer === entry
+          ? {
+              errors: [
+                { text: `cannot import "${args.path}": a component is a single module; import npm packages only` },
+              ],
+            }
+          : undefined,
+      );
+    },
+  };
+}
