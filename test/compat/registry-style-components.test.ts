@@ -10,7 +10,14 @@ import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { listSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
-import { deleteSource, deploySource, updateSource } from "#core/sources";
+import {
+  deleteSource,
+  deploySource,
+  getSource,
+  listUserSources,
+  listWorkspaceSources,
+  updateSource,
+} from "#core/sources";
 import type { RunJob } from "#ports/run-queue";
 import { accountIn, memoryDeps } from "../support/memory-deps.ts";
 
@@ -159,5 +166,24 @@ describe("registry-style components through the use cases and the sandbox", () =
       emitted = (await events(source.id))[0];
     }
     expect(JSON.stringify(emitted?.event)).toContain("ping");
+  });
+
+  it("answers not found to another account for every operation on a source, and lists only its own", async () => {
+    const source = await deploySource(deps, caller, { component_code: fixture("typescript-define-source.ts") });
+    const other = await accountIn(deps, "mallory");
+    const stranger = { userId: other.user.id };
+    const notFound = { code: "not_found" };
+    await expect(getSource(deps, stranger, source.id)).rejects.toMatchObject(notFound);
+    await expect(updateSource(deps, stranger, source.id, { active: false })).rejects.toMatchObject(notFound);
+    await expect(deleteSource(deps, stranger, source.id)).rejects.toMatchObject(notFound);
+    await expect(listSourceEvents(deps, stranger, source.id, {})).rejects.toMatchObject(notFound);
+    const workspace = (await deps.identity.listWorkspacesOfUser(caller.userId))[0]?.id as string;
+    await expect(listWorkspaceSources(deps, stranger, workspace, { limit: 10 })).rejects.toMatchObject(notFound);
+    await expect(deploySource(deps, stranger, { component_id: source.component_id })).rejects.toMatchObject({
+      code: "validation",
+      issues: [{ field: "component_id" }],
+    });
+    expect((await listUserSources(deps, stranger, { limit: 10 })).data).toEqual([]);
+    expect((await getSource(deps, caller, source.id)).active).toBe(true);
   });
 });
