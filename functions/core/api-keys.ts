@@ -1,13 +1,12 @@
-import { createHash, timingSafeEqual } from "node:crypto";
+import { timingSafeEqual } from "node:crypto";
+import { sha256Hex } from "./sha256.ts";
 
 /** Prefix of generated keys, so a leaked key is recognisable by secret scanners. */
 export const API_KEY_PREFIX = "sluice_";
 /** Shortest key accepted from an operator (`SLUICE_API_KEY`, `create-user --key`). */
 export const API_KEY_MIN_LENGTH = 16;
 
-export function hashApiKey(key: string): string {
-  return createHash("sha256").update(key, "utf8").digest("hex");
-}
+export const hashApiKey = sha256Hex;
 
 /** Constant-time comparison of two hex digests of equal length. */
 export function sameHash(a: string, b: string): boolean {

@@ -2,20 +2,19 @@
  * Saved components (`sc_`): code read in the sandbox for its metadata, stored with it, found by id
  * or by the `key` its code declares; and the registry of components shipped with Sluice.
  */
-import { createHash } from "node:crypto";
 import type { Deps } from "#ports/deps";
 import type { ComponentRecord } from "./component-model.ts";
 import { DomainError, invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { formatId, ID_PREFIXES } from "./ids.ts";
 import { configurablePropsView } from "./props.ts";
+import { sha256Hex } from "./sha256.ts";
+import { epochSeconds } from "./views.ts";
 
 type ComponentDeps = Pick<Deps, "components" | "host" | "fetcher" | "registry" | "clock" | "ids">;
 
 /** The owner of registry components in the component store; no user has this id. */
 export const REGISTRY_OWNER = "registry";
-
-export const sha256Hex = (text: string) => createHash("sha256").update(text).digest("hex");
 
 export interface ComponentSourceInput {
   component_code?: string | undefined;
@@ -112,8 +111,6 @@ export async function registryComponent(deps: ComponentDeps, key: string): Promi
   return record;
 }
 
-const seconds = (ms: number) => Math.floor(ms / 1000);
-
 /** The Component resource of the spec. */
 export function componentView(component: ComponentRecord) {
   const view: Record<string, unknown> = {
@@ -123,8 +120,8 @@ export function componentView(component: ComponentRecord) {
     name: component.name,
     version: component.version,
     configurable_props: configurablePropsView(component.metadata.props),
-    created_at: seconds(component.createdAt),
-    updated_at: seconds(component.updatedAt),
+    created_at: epochSeconds(component.createdAt),
+    updated_at: epochSeconds(component.updatedAt),
   };
   if (component.key !== undefined) view.key = component.key;
   if (component.metadata.description !== undefined) view.description = component.metadata.description;

@@ -12,24 +12,17 @@ import type { Json } from "./component-model.ts";
 import {
   corsPreflightResponse,
   DEFAULT_HTTP_RESPONSE,
-  failedBeforeRespondingResponse,
+  ENDED_WITHOUT_RESPOND_RESPONSE,
+  FAILED_BEFORE_RESPOND_RESPONSE,
   INACTIVE_SOURCE_RESPONSE,
   type IncomingHttpRequest,
   MAX_HTTP_INTERFACE_BODY_BYTES,
-  noRespondResponse,
   PAYLOAD_TOO_LARGE_RESPONSE,
-  respondTimeoutResponse,
+  RESPOND_TIMEOUT_RESPONSE,
   toHttpRunEvent,
+  UNKNOWN_ENDPOINT_RESPONSE,
 } from "./http-run-event.ts";
 import { invokeSource, loadComponent, propsOf, type RunDeps } from "./source-runs.ts";
-
-const jsonResponse = (status: number, body: unknown, headers: Record<string, string> = {}): HttpResponseSpec => ({
-  status,
-  headers: { "content-type": "application/json", ...headers },
-  body: JSON.stringify(body),
-});
-
-export const UNKNOWN_ENDPOINT_RESPONSE = jsonResponse(404, { error: "no source listens at this endpoint" });
 
 /** Answers one request to an HTTP interface endpoint. */
 export async function receiveHttpRequest(
@@ -61,9 +54,9 @@ export async function receiveHttpRequest(
   const run = invokeSource(deps, source, component, "run", event, { onRespond: answer });
   const finished = run.then(({ result }) => {
     if (result.response) return result.response;
-    if (result.error?.name === "TimeoutError") return respondTimeoutResponse();
-    if (result.error) return failedBeforeRespondingResponse();
-    return noRespondResponse();
+    if (result.error?.name === "TimeoutError") return RESPOND_TIMEOUT_RESPONSE;
+    if (result.error) return FAILED_BEFORE_RESPOND_RESPONSE;
+    return ENDED_WITHOUT_RESPOND_RESPONSE;
   });
   // The run goes on after an early respond; its effects are still applied, and a failure of the
   // store while applying them is logged rather than lost in an unhandled rejection.

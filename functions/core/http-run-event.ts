@@ -131,18 +131,10 @@ export const FAILED_BEFORE_RESPOND_RESPONSE: HttpResponseSpec = fixedJsonRespons
   error: "the source failed before responding",
 });
 
-/** {@link RESPOND_TIMEOUT_RESPONSE} as a fresh copy the caller may add headers to. */
-export const respondTimeoutResponse = (): HttpResponseSpec => copyResponse(RESPOND_TIMEOUT_RESPONSE);
-
-/** {@link ENDED_WITHOUT_RESPOND_RESPONSE} as a fresh copy the caller may add headers to. */
-export const noRespondResponse = (): HttpResponseSpec => copyResponse(ENDED_WITHOUT_RESPOND_RESPONSE);
-
-/** {@link FAILED_BEFORE_RESPOND_RESPONSE} as a fresh copy the caller may add headers to. */
-export const failedBeforeRespondingResponse = (): HttpResponseSpec => copyResponse(FAILED_BEFORE_RESPOND_RESPONSE);
-
-function copyResponse(response: HttpResponseSpec): HttpResponseSpec {
-  return { ...response, headers: { ...response.headers } };
-}
+/** No source has this endpoint key (never had, or deleted). */
+export const UNKNOWN_ENDPOINT_RESPONSE: HttpResponseSpec = fixedJsonResponse(404, {
+  error: "no source listens at this endpoint",
+});
 
 /** The request body is over {@link MAX_HTTP_INTERFACE_BODY_BYTES}; the source is not run. */
 export const PAYLOAD_TOO_LARGE_RESPONSE: HttpResponseSpec = fixedJsonResponse(413, {

@@ -17,11 +17,12 @@ import {
   type NewEvent,
   type PropDescription,
   type SourceRecord,
+  type SourceState,
   type StoredEvent,
 } from "./component-model.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
-import { openSecretValues, runtimeProps } from "./props.ts";
+import { type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
 import { timerRunEvent } from "./timer-schedule.ts";
 import { isoTime, usageDay } from "./views.ts";
 
@@ -67,10 +68,19 @@ export async function invokeSource(
   event?: Json,
   handlers?: InvokeHandlers,
 ): Promise<AppliedRun> {
-  const invocation = await buildInvocation(deps, source, component, kind, event);
+  const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
   const result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
-  const stored = await applyResult(deps, source, component, invocation, result);
+  const stored = await applyResult(deps, source, component, invocation, result, state);
   return { result, stored };
+}
+
+/** What the runtime needs to shape a source's interface props: its endpoint URL and timer. */
+export function interfaceContext(deps: Pick<Deps, "runtime">, source: SourceRecord): InterfaceContext {
+  const context: InterfaceContext = {};
+  const endpointUrl = endpointUrlOf(deps, source);
+  if (endpointUrl !== undefined) context.endpointUrl = endpointUrl;
+  if (source.timer !== undefined) context.timer = source.timer;
+  return context;
 }
 
 async function buildInvocation(
@@ -79,16 +89,12 @@ async function buildInvocation(
   component: ComponentRecord,
   kind: InvocationKind,
   event: Json | undefined,
-): Promise<Invocation> {
+): Promise<{ invocation: Invocation; state: SourceState }> {
   const [values, state] = await Promise.all([
     openSecretValues(deps.secrets, source.configuredProps),
     deps.sources.getSourceState(source.id),
   ]);
-  const context: { endpointUrl?: string; timer?: NonNullable<SourceRecord["timer"]> } = {};
-  const endpointUrl = endpointUrlOf(deps, source);
-  if (endpointUrl !== undefined) context.endpointUrl = endpointUrl;
-  if (source.timer !== undefined) context.timer = source.timer;
-  const { props, propTypes } = runtimeProps(propsOf(source, component), values, context);
+  const { props, propTypes } = runtimeProps(propsOf(source, component), values, interfaceContext(deps, source));
   const invocation: Invocation = {
     invocationId: deps.ids.newSecret(12),
     kind,
@@ -99,16 +105,21 @@ async function buildInvocation(
     timeoutMs: deps.runtime.invocationTimeoutMs,
   };
   if (event !== undefined) invocation.event = event;
-  return invocation;
+  return { invocation, state };
 }
 
-/** Stores the effects of a run. Never throws for what the component did; store failures do throw. */
-export async function applyResult(
+/**
+ * Stores the effects of a run. `stateBefore` is the state the invocation was built from: the first
+ * merge attempt writes on top of it, so a run of a source nobody else ran meanwhile reads its
+ * state once. Never throws for what the component did; store failures do throw.
+ */
+async function applyResult(
   deps: RunDeps,
   source: SourceRecord,
   component: ComponentRecord,
   invocation: Invocation,
   result: InvocationResult,
+  stateBefore: SourceState,
 ): Promise<StoredEvent[]> {
   const now = deps.clock.nowMs();
   const warnings: LogRecord[] = [];
@@ -118,7 +129,7 @@ export async function applyResult(
     warnings.push(warning(now, `an event of ${size} bytes was not emitted: the limit is ${MAX_EMIT_BYTES} bytes`));
     return false;
   });
-  const accepted = await mergeState(deps, source, component, emits, result.dbWrites, warnings, now);
+  const accepted = await mergeState(deps, source, component, stateBefore, emits, result.dbWrites, warnings, now);
 
   const events: NewEvent[] = accepted.map((emit) => ({
     channel: emit.meta.name ?? "",
@@ -150,6 +161,7 @@ async function mergeState(
   deps: RunDeps,
   source: SourceRecord,
   component: ComponentRecord,
+  stateBefore: SourceState,
   emits: EmitRecord[],
   dbWrites: Record<string, Json>,
   warnings: LogRecord[],
@@ -158,7 +170,8 @@ async function mergeState(
   const strategy = component.metadata.dedupe;
   const writesDb = Object.keys(dbWrites).length > 0;
   for (let attempt = 1; ; attempt++) {
-    const state = await deps.sources.getSourceState(source.id);
+    // After a conflict another run wrote in between: merge onto what it wrote.
+    const state = attempt === 1 ? stateBefore : await deps.sources.getSourceState(source.id);
     const deduped = applyDedupe(strategy, emits, state.dedupe);
     const changesDedupe = JSON.stringify(deduped.state) !== JSON.stringify(state.dedupe);
     // Duplicates are what dedupe is for and go unmentioned; an emit without an id is refused

@@ -8,7 +8,7 @@ import type { Deps } from "#ports/deps";
 import { requireWorkspace } from "./accounts.ts";
 import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
 import { codeFromInput, findComponent, registryComponent, saveComponent } from "./components.ts";
-import { DomainError, invalid, notFound } from "./errors.ts";
+import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import {
@@ -19,7 +19,8 @@ import {
   type ValidatedProps,
   validateConfiguredProps,
 } from "./props.ts";
-import { endpointUrlOf, invokeSource, loadComponent, propsOf, sourceCode } from "./source-runs.ts";
+import { interfaceContext, invokeSource, loadComponent, propsOf, sourceCode } from "./source-runs.ts";
+import { epochSeconds } from "./views.ts";
 
 export type SourceDeps = Omit<Deps, "quotas">;
 
@@ -52,13 +53,15 @@ async function chooseComponent(deps: SourceDeps, caller: Caller, input: Componen
   let component: ComponentRecord;
   if (input.component_id !== undefined) {
     component = await findComponent(deps, caller, input.component_id).catch((error: unknown) => {
-      throw (error as DomainError).code === "not_found" ? invalid("component_id", "no such component") : error;
+      throw isDomainError(error) && error.code === "not_found" ? invalid("component_id", "no such component") : error;
     });
   } else if (input.component_code !== undefined || input.component_url !== undefined) {
     component = await saveComponent(deps, caller.userId, await codeFromInput(deps, input), input.component_url);
   } else if (input.key !== undefined) {
     component = await registryComponent(deps, input.key).catch((error: unknown) => {
-      throw (error as DomainError).code === "not_found" ? invalid("key", "no registry component has this key") : error;
+      throw isDomainError(error) && error.code === "not_found"
+        ? invalid("key", "no registry component has this key")
+        : error;
     });
   } else {
     throw new DomainError("validation", "one of component_id, component_code, component_url or key is required", [
@@ -262,24 +265,18 @@ async function presentPage(deps: SourceDeps, page: { items: SourceRecord[]; tota
   );
 }
 
-const seconds = (ms: number) => Math.floor(ms / 1000);
-
 /** The Source resource of the spec; secrets are never in it. */
 export function sourceView(deps: Pick<Deps, "runtime">, source: SourceRecord, component?: ComponentRecord) {
-  const context: { endpointUrl?: string; timer?: NonNullable<SourceRecord["timer"]> } = {};
-  const endpointUrl = endpointUrlOf(deps, source);
-  if (endpointUrl !== undefined) context.endpointUrl = endpointUrl;
-  if (source.timer) context.timer = source.timer;
   const definitions = component ? propsOf(source, component) : (source.propDefinitions ?? []);
   return {
     id: source.id,
     user_id: source.userId,
     owner_id: source.workspaceId,
     component_id: source.componentId,
-    configured_props: configuredPropsView(definitions, source.configuredProps, context),
+    configured_props: configuredPropsView(definitions, source.configuredProps, interfaceContext(deps, source)),
     active: source.active,
-    created_at: seconds(source.createdAt),
-    updated_at: seconds(source.updatedAt),
+    created_at: epochSeconds(source.createdAt),
+    updated_at: epochSeconds(source.updatedAt),
     name: source.name,
     name_slug: source.nameSlug,
   };

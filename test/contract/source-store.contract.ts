@@ -42,10 +42,21 @@ export function sourceStoreContract(makeStore: () => Promise<SourceStore>) {
   describe("SourceStore", () => {
     it("reads back a created source exactly as written, by id and by endpoint key", async () => {
       const store = await makeStore();
-      const created = source({ timer: { cron: "*/5 * * * *", timezone: "Europe/Paris" } });
+      // Every optional field set, so an adapter that drops one fails here.
+      const created = source({
+        timer: { cron: "*/5 * * * *", timezone: "Europe/Paris" },
+        propDefinitions: [
+          { name: "kind", type: "string", options: ["a", { label: "B", value: "b" }] },
+          { name: "count", type: "integer", min: 1, optional: true, default: 2 },
+        ],
+      });
       expect(await store.createSource(created)).toStrictEqual(created);
       expect(await store.getSource(created.id)).toStrictEqual(created);
       expect(await store.findSourceByEndpointKey(created.endpointKey!)).toStrictEqual(created);
+      expect((await store.listSourcesOfUser(created.userId, { limit: 10 })).items).toStrictEqual([created]);
+      const { propDefinitions: _dropped, ...withoutDefinitions } = created;
+      expect(await store.updateSource(withoutDefinitions)).toStrictEqual(withoutDefinitions);
+      expect(await store.getSource(created.id)).toStrictEqual(withoutDefinitions);
     });
 
     it("reads back a source without endpoint key or timer without inventing those fields", async () => {

@@ -1,19 +1,17 @@
-import { CreateTableCommand } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { afterAll, beforeAll, describe, inject } from "vitest";
+import { afterAll, describe, inject } from "vitest";
+import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbComponentStore } from "#adapters/aws/dynamodb-component-store";
 import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import { DynamoDbUsageStore } from "#adapters/aws/dynamodb-usage-store";
-import { resourcesTableCreateInput } from "#adapters/aws/table-design";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
-import { localDynamoDbClient, waitUntilReady } from "../support/dynamodb-local.ts";
+import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { componentStoreContract } from "./component-store.contract.ts";
 import { eventStoreContract } from "./event-store.contract.ts";
 import { identityStoreContract } from "./identity-store.contract.ts";
@@ -31,20 +29,13 @@ describe("SQLite adapters", () => {
 describe("DynamoDB adapters (DynamoDB Local)", () => {
   const endpoint = inject("dynamodbEndpoint");
   const client = localDynamoDbClient(endpoint);
-  const documents = DynamoDBDocumentClient.from(client);
+  // The document client the AWS composition builds, so the contract covers its marshalling too.
+  const documents = documentClient(client);
   let tables = 0;
 
   /** A fresh table per test, so each starts empty as the contract requires. */
-  async function freshTable(): Promise<string> {
-    tables += 1;
-    const name = `resources-${process.pid}-${tables}`;
-    await client.send(new CreateTableCommand(resourcesTableCreateInput(name)));
-    return name;
-  }
+  const freshTable = () => createResourcesTable(endpoint, `resources-${process.pid}-${++tables}`);
 
-  beforeAll(async () => {
-    await waitUntilReady(endpoint);
-  });
   afterAll(() => client.destroy());
 
   identityStoreContract(async () => new DynamoDbIdentityStore(documents, await freshTable()));

@@ -29,7 +29,7 @@ function bundledJarDirectory(): string {
   return directory;
 }
 
-export async function freeLoopbackPort(): Promise<number> {
+async function freeLoopbackPort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = createServer();
     server.once("error", reject);

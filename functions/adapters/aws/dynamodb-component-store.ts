@@ -4,9 +4,8 @@ import type { ComponentRecord } from "#core/component-model";
 import { conflict, DomainError } from "#core/errors";
 import type { ComponentStore } from "#ports/component-store";
 import { failedConditionIndexes } from "./dynamodb-errors.ts";
+import { collectionQuery, type Item } from "./dynamodb-paging.ts";
 import { MAX_STORED_COMPONENT_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
-
-type Item = Record<string, unknown>;
 
 function toItem(component: ComponentRecord, code: Uint8Array, metadata: string): Item {
   const item: Item = {
@@ -98,19 +97,12 @@ export class DynamoDbComponentStore implements ComponentStore {
   }
 
   async findComponentByKey(ownerId: string, key: string): Promise<ComponentRecord | undefined> {
-    const { Items } = await this.client.send(
-      new QueryCommand({
-        TableName: this.tableName,
-        KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-        ExpressionAttributeValues: {
-          ":pk": resourceKeys.componentByKey(ownerId, key, "").pk,
-          ":prefix": SORT_KEY_PREFIX.component,
-        },
-        ScanIndexForward: false,
-        Limit: 1,
-        ConsistentRead: true,
-      }),
+    const pointers = collectionQuery(
+      this.tableName,
+      resourceKeys.componentByKey(ownerId, key, "").pk,
+      SORT_KEY_PREFIX.component,
     );
+    const { Items } = await this.client.send(new QueryCommand({ ...pointers, ScanIndexForward: false, Limit: 1 }));
     const newest = Items?.[0];
     return newest && this.getComponent(String(newest.componentId));
   }

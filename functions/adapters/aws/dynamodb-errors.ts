@@ -19,7 +19,16 @@ export const isConditionalCheckFailed = (error: unknown): boolean =>
  * other reasons (a concurrent transaction, throttling), which callers let propagate.
  */
 export function failedConditionIndexes(error: unknown): number[] {
+  return cancellationCodes(error).flatMap((code, index) => (code === "ConditionalCheckFailed" ? [index] : []));
+}
+
+/** A transaction cancelled because another transaction was writing one of its items at that moment. */
+export const isTransactionConflict = (error: unknown): boolean =>
+  cancellationCodes(error).includes("TransactionConflict");
+
+/** One code per item of a cancelled transaction, in request order; empty for every other error. */
+function cancellationCodes(error: unknown): (string | undefined)[] {
   if (nameOf(error) !== "TransactionCanceledException") return [];
   const reasons = (error as { CancellationReasons?: ({ Code?: string } | undefined)[] }).CancellationReasons ?? [];
-  return reasons.flatMap((reason, index) => (reason?.Code === "ConditionalCheckFailed" ? [index] : []));
+  return reasons.map((reason) => reason?.Code);
 }

@@ -3,23 +3,15 @@ import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
-  QueryCommand,
   TransactWriteCommand,
 } from "@aws-sdk/lib-dynamodb";
 import type { NewEvent, StoredEvent } from "#core/component-model";
 import { DomainError, invalid } from "#core/errors";
 import type { Page } from "#core/pagination";
 import type { EventQuery, EventStore } from "#ports/event-store";
-import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
-import {
-  eventSortKey,
-  MAX_STORED_EVENT_BYTES,
-  MAX_STORED_EVENT_META_BYTES,
-  resourceKeys,
-  SORT_KEY_PREFIX,
-} from "./table-design.ts";
-
-type Item = Record<string, unknown>;
+import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
+import { collectionQuery, countAll, type Item, queryPages, queryUpTo, sendUntilProcessed } from "./dynamodb-paging.ts";
+import { MAX_STORED_EVENT_BYTES, MAX_STORED_EVENT_META_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
 /** TransactWriteItems takes 100 actions (one is the sequence update) and 4 MB in all. */
 const EVENTS_PER_TRANSACTION = 99;
@@ -28,19 +20,14 @@ const TRANSACTION_BYTES = 3 * 1024 * 1024;
 const BATCH_WRITE_LIMIT = 25;
 /**
  * Appends lost to a concurrent appender of the same source are retried this often. Every lost
- * attempt means another append committed, so the source as a whole always makes progress; the
- * bound only stops one appender from starving forever under a sustained burst.
+ * attempt (but a first one that found the ms taken already) means another append committed, so
+ * the source as a whole always makes progress; the bound only stops one appender from starving
+ * forever under a sustained burst.
  */
 const APPEND_ATTEMPTS = 100;
 const BATCH_WRITE_ATTEMPTS = 8;
 
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const isTransactionConflict = (error: unknown) =>
-  (error as { name?: unknown } | null)?.name === "TransactionCanceledException" &&
-  ((error as { CancellationReasons?: ({ Code?: string } | undefined)[] }).CancellationReasons ?? []).some(
-    (reason) => reason?.Code === "TransactionConflict",
-  );
 
 /** Channel names in the sequence item's string set; prefixed so the default channel is not `""`. */
 const CHANNEL_MARK = "ch:";
@@ -108,35 +95,37 @@ const fromItem = (item: Item): StoredEvent => ({
   meta: JSON.parse(String(item.meta)),
 });
 
-interface Sequence {
+/** The last id handed out for a source. */
+interface Position {
   lastMs: number;
   lastN: number;
+}
+
+interface Sequence extends Position {
   channels: string[];
 }
 
 /**
- * The sequence item as a cancelled append's first action (the sequence update, asked for
- * `ALL_OLD`) found it; undefined when there was none. The SDK leaves it in DynamoDB's wire format.
+ * The position the sequence item held when a cancelled append's first action (the sequence
+ * update, asked for `ALL_OLD`) found its condition false; undefined when the cancellation does not
+ * carry it. The SDK leaves the item in DynamoDB's wire format.
  */
-function sequenceFromCancellation(error: unknown): Sequence | undefined {
-  const reasons = (error as { CancellationReasons?: { Item?: Record<string, { N?: string; SS?: string[] }> }[] })
-    .CancellationReasons;
+function positionFromCancellation(error: unknown): Position | undefined {
+  const reasons = (error as { CancellationReasons?: { Item?: Record<string, { N?: string }> }[] }).CancellationReasons;
   const item = reasons?.[0]?.Item;
   if (item?.lastMs?.N === undefined || item.lastN?.N === undefined) return undefined;
-  return {
-    lastMs: Number(item.lastMs.N),
-    lastN: Number(item.lastN.N),
-    channels: (item.channels?.SS ?? []).map((value) => value.slice(CHANNEL_MARK.length)),
-  };
+  return { lastMs: Number(item.lastMs.N), lastN: Number(item.lastN.N) };
 }
 
 /**
  * `EventStore` on a DynamoDB table with the resources table's key schema (docs/table-design.md,
- * "Events"). Each source has a sequence item holding the last id handed out; an append reads it,
- * then writes the events and the advanced sequence in one transaction conditioned on the sequence
- * being unchanged. Two appenders that read the same sequence cannot both commit, so ids are unique
- * and increasing, and events become visible in id order (a reader following the newest id never
- * misses one that commits later with a smaller id). The loser reads again and retries.
+ * "Events"). Each source has a sequence item holding the last id handed out; an append writes the
+ * events and the advanced sequence in one transaction, conditioned on the sequence: older than
+ * `nowMs` when the append starts a new ms (the common case, which needs no read first), or exactly
+ * the last id when it continues one. Two appenders that would take the same ids cannot both
+ * commit, so ids are unique and increasing, and events become visible in id order (a reader
+ * following the newest id never misses one that commits later with a smaller id). The loser goes
+ * again from the sequence its cancellation reports.
  */
 export class DynamoDbEventStore implements EventStore {
   constructor(
@@ -148,7 +137,13 @@ export class DynamoDbEventStore implements EventStore {
     // Every size is checked before anything is written, so an oversized event stores nothing.
     const encoded = events.map(encode);
     const stored: StoredEvent[] = [];
-    for (const chunk of chunks(encoded)) stored.push(...(await this.appendChunk(sourceId, chunk, nowMs)));
+    // Unknown at first; after a chunk, the position it committed, which the next chunk continues.
+    let last: Position | undefined;
+    for (const chunk of chunks(encoded)) {
+      const appended = await this.appendChunk(sourceId, chunk, nowMs, last);
+      stored.push(...appended.events);
+      last = appended.position;
+    }
     return stored;
   }
 
@@ -158,9 +153,10 @@ export class DynamoDbEventStore implements EventStore {
     // Without a channel: every channel but the reserved ones (`$logs`, `$errors`, ...).
     else channels = ((await this.getSequence(sourceId))?.channels ?? []).filter((name) => !name.startsWith("$"));
 
-    const startSortKey = (() => {
-      if (query.after !== undefined) return eventSortKey(...parseEventId(query.after, "after"));
-      if (query.before !== undefined) return eventSortKey(...parseEventId(query.before, "before"));
+    // The cursor's (ms, n): the start key in each partition, whether or not an event has that id.
+    const cursor = (() => {
+      if (query.after !== undefined) return parseEventId(query.after, "after");
+      if (query.before !== undefined) return parseEventId(query.before, "before");
       return undefined;
     })();
     const forward = query.after === undefined && query.before !== undefined;
@@ -168,10 +164,15 @@ export class DynamoDbEventStore implements EventStore {
     // all of them are the page.
     const perChannel = await Promise.all(
       channels.map(async (channel) => {
-        const pk = resourceKeys.eventPartition(sourceId, channel);
+        const partition = collectionQuery(
+          this.tableName,
+          resourceKeys.eventPartition(sourceId, channel),
+          SORT_KEY_PREFIX.event,
+        );
+        const start = cursor && { ExclusiveStartKey: resourceKeys.event(sourceId, channel, ...cursor) };
         const [items, count] = await Promise.all([
-          this.queryPage(pk, startSortKey, forward, query.limit),
-          this.count(pk),
+          queryUpTo(this.client, { ...partition, ScanIndexForward: forward, ...start }, query.limit),
+          countAll(this.client, partition),
         ]);
         return { items, count };
       }),
@@ -211,12 +212,20 @@ export class DynamoDbEventStore implements EventStore {
     }
   }
 
-  private async appendChunk(sourceId: string, chunk: EncodedEvent[], nowMs: number): Promise<StoredEvent[]> {
+  /** Appends one transaction's worth of events; `last` is the sequence's position when known. */
+  private async appendChunk(
+    sourceId: string,
+    chunk: EncodedEvent[],
+    nowMs: number,
+    last: Position | undefined,
+  ): Promise<{ events: StoredEvent[]; position: Position }> {
     const channels = new Set(chunk.map((event) => `${CHANNEL_MARK}${event.source.channel}`));
-    let last = await this.getSequence(sourceId);
     for (let attempt = 1; ; attempt++) {
-      const ms = last && last.lastMs >= nowMs ? last.lastMs : nowMs;
-      const firstN = last && last.lastMs === ms ? last.lastN + 1 : 0;
+      // The ms to continue when the source already has ids at or after `nowMs`; else a new one.
+      const continued = last && last.lastMs >= nowMs ? last : undefined;
+      const ms = continued?.lastMs ?? nowMs;
+      const firstN = continued ? continued.lastN + 1 : 0;
+      const position = { lastMs: ms, lastN: firstN + chunk.length - 1 };
       const stored = chunk.map(
         ({ source }, index): StoredEvent => ({
           sourceId,
@@ -233,16 +242,20 @@ export class DynamoDbEventStore implements EventStore {
           TableName: this.tableName,
           Key: resourceKeys.eventSequence(sourceId),
           UpdateExpression: "SET #type = :type, lastMs = :ms, lastN = :n ADD channels :channels",
-          ConditionExpression: last ? "lastMs = :prevMs AND lastN = :prevN" : "attribute_not_exists(pk)",
+          // The ids taken must all be above every id handed out: a new ms needs only an older
+          // last ms (so no read comes first), continuing one needs exactly the last id.
+          ConditionExpression: continued
+            ? "lastMs = :ms AND lastN = :prevN"
+            : "attribute_not_exists(pk) OR lastMs < :ms",
           ExpressionAttributeNames: { "#type": "type" },
           ExpressionAttributeValues: {
             ":type": "eventSequence",
             ":ms": ms,
-            ":n": firstN + chunk.length - 1,
+            ":n": position.lastN,
             ":channels": channels,
-            ...(last ? { ":prevMs": last.lastMs, ":prevN": last.lastN } : {}),
+            ...(continued ? { ":prevN": continued.lastN } : {}),
           },
-          // A lost race then reports the sequence as it is, which saves reading it again.
+          // A lost race then reports the sequence as it is, which saves reading it.
           ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
         },
       };
@@ -265,12 +278,13 @@ export class DynamoDbEventStore implements EventStore {
       }));
       try {
         await this.client.send(new TransactWriteCommand({ TransactItems: [sequenceUpdate, ...puts] }));
-        return stored;
+        return { events: stored, position };
       } catch (error) {
         if (attempt >= APPEND_ATTEMPTS) throw error;
         if (failedConditionIndexes(error).includes(0)) {
-          // Another append committed first: go again from the sequence it left.
-          last = sequenceFromCancellation(error);
+          // The source has ids at or after this ms, or another append committed first: go again
+          // from the sequence as it is.
+          last = positionFromCancellation(error) ?? (await this.getSequence(sourceId));
         } else if (isTransactionConflict(error)) {
           // Another append is committing right now: give it a few ms, jittered so the waiting
           // appenders do not all come back together.
@@ -296,79 +310,18 @@ export class DynamoDbEventStore implements EventStore {
     };
   }
 
-  /** Up to `limit` events of one partition from the cursor, in query order. */
-  private async queryPage(pk: string, startSortKey: string | undefined, forward: boolean, limit: number) {
-    const items: Item[] = [];
-    let startKey: Item | undefined =
-      startSortKey === undefined ? undefined : { pk, sk: `${SORT_KEY_PREFIX.event}${startSortKey}` };
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": pk, ":prefix": SORT_KEY_PREFIX.event },
-          ScanIndexForward: forward,
-          Limit: limit - items.length,
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      items.push(...(out.Items ?? []));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey && items.length < limit);
-    return items;
-  }
-
-  private async count(pk: string): Promise<number> {
-    let total = 0;
-    let startKey: Item | undefined;
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": pk, ":prefix": SORT_KEY_PREFIX.event },
-          Select: "COUNT",
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      total += out.Count ?? 0;
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
-    return total;
-  }
-
   /** Deletes every event of one partition: its keys page by page, in batches of 25. */
   private async deletePartition(pk: string): Promise<void> {
-    let startKey: Item | undefined;
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": pk, ":prefix": SORT_KEY_PREFIX.event },
-          ProjectionExpression: "pk, sk",
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      const keys = (out.Items ?? []).map((item) => ({ pk: item.pk, sk: item.sk }));
+    const keysOnly = { ...collectionQuery(this.tableName, pk, SORT_KEY_PREFIX.event), ProjectionExpression: "pk, sk" };
+    for await (const page of queryPages(this.client, keysOnly)) {
+      const keys = (page.Items ?? []).map((item) => ({ pk: item.pk, sk: item.sk }));
       for (let start = 0; start < keys.length; start += BATCH_WRITE_LIMIT) {
-        await this.batchDelete(keys.slice(start, start + BATCH_WRITE_LIMIT));
+        const deletes = keys.slice(start, start + BATCH_WRITE_LIMIT).map((Key) => ({ DeleteRequest: { Key } }));
+        await sendUntilProcessed("BatchWriteItem", deletes, BATCH_WRITE_ATTEMPTS, async (pending) => {
+          const out = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }));
+          return (out.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
+        });
       }
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
-  }
-
-  private async batchDelete(keys: Item[]): Promise<void> {
-    let pending = keys.map((Key) => ({ DeleteRequest: { Key } }));
-    for (let attempt = 1; pending.length > 0; attempt++) {
-      if (attempt > BATCH_WRITE_ATTEMPTS) throw new Error(`BatchWriteItem left ${pending.length} deletes unprocessed`);
-      // Unprocessed items mean throttling; asking again at once would be throttled again.
-      if (attempt > 1) await sleep(25 * 2 ** (attempt - 1));
-      const out = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }));
-      pending = (out.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
     }
   }
 }

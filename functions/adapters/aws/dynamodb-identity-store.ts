@@ -3,7 +3,6 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  QueryCommand,
   TransactWriteCommand,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
@@ -11,9 +10,9 @@ import { conflict } from "#core/errors";
 import type { ApiKeyRecord, Membership, NewAccount, Project, User, Workspace } from "#core/identity";
 import type { IdentityStore } from "#ports/identity-store";
 import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
+import { collectionQuery, type Item, queryAll, sendUntilProcessed } from "./dynamodb-paging.ts";
 import { resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
-type Item = Record<string, unknown>;
 type Key = { pk: string; sk: string };
 
 /** Every attribute of an entity: a mapper built from it can neither miss one nor leak pk/sk/type. */
@@ -46,7 +45,6 @@ const fromItem = <T>(item: Item | undefined, fields: Fields<T>): T | undefined =
 /** BatchGetItem reads at most 100 keys per request. */
 const BATCH_GET_LIMIT = 100;
 const BATCH_GET_ATTEMPTS = 6;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
  * `IdentityStore` on the DynamoDB resources table; docs/table-design.md describes the items and
@@ -142,7 +140,7 @@ export class DynamoDbIdentityStore implements IdentityStore {
   }
 
   async listWorkspacesOfUser(userId: string) {
-    const memberships = await this.queryAll(resourceKeys.user(userId).pk, SORT_KEY_PREFIX.membershipOfUser);
+    const memberships = await this.queryCollection(resourceKeys.user(userId).pk, SORT_KEY_PREFIX.membershipOfUser);
     const keys = memberships.map((item) => resourceKeys.workspace(String(item.workspaceId)));
     const workspaces = (await this.batchGet(keys)).map((item) => pick(item, WORKSPACE));
     // BatchGetItem returns items in no particular order; ids sort by creation time.
@@ -150,7 +148,7 @@ export class DynamoDbIdentityStore implements IdentityStore {
   }
 
   async listProjects(workspaceId: string) {
-    const items = await this.queryAll(resourceKeys.workspace(workspaceId).pk, SORT_KEY_PREFIX.project);
+    const items = await this.queryCollection(resourceKeys.workspace(workspaceId).pk, SORT_KEY_PREFIX.project);
     return items.map((item) => pick(item, PROJECT));
   }
 
@@ -161,41 +159,22 @@ export class DynamoDbIdentityStore implements IdentityStore {
     return out.Item;
   }
 
-  /** Every item of a collection under a sort-key prefix, ascending (= creation order), all pages. */
-  private async queryAll(pk: string, skPrefix: string): Promise<Item[]> {
-    const items: Item[] = [];
-    let startKey: Item | undefined;
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": pk, ":prefix": skPrefix },
-          ScanIndexForward: true,
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      items.push(...(out.Items ?? []));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
-    return items;
+  /** Every item of a collection under a sort-key prefix, ascending (= creation order). */
+  private queryCollection(pk: string, skPrefix: string): Promise<Item[]> {
+    return queryAll(this.client, { ...collectionQuery(this.tableName, pk, skPrefix), ScanIndexForward: true });
   }
 
   private async batchGet(keys: Key[]): Promise<Item[]> {
     const items: Item[] = [];
     for (let start = 0; start < keys.length; start += BATCH_GET_LIMIT) {
-      let pending: Item[] = keys.slice(start, start + BATCH_GET_LIMIT);
-      for (let attempt = 1; pending.length > 0; attempt++) {
-        if (attempt > BATCH_GET_ATTEMPTS) throw new Error(`BatchGetItem left ${pending.length} keys unprocessed`);
-        // Unprocessed keys mean throttling; asking again at once would be throttled again.
-        if (attempt > 1) await sleep(25 * 2 ** (attempt - 1));
+      const batch = keys.slice(start, start + BATCH_GET_LIMIT);
+      await sendUntilProcessed("BatchGetItem", batch, BATCH_GET_ATTEMPTS, async (Keys) => {
         const out = await this.client.send(
-          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys: pending, ConsistentRead: true } } }),
+          new BatchGetCommand({ RequestItems: { [this.tableName]: { Keys, ConsistentRead: true } } }),
         );
         items.push(...(out.Responses?.[this.tableName] ?? []));
-        pending = out.UnprocessedKeys?.[this.tableName]?.Keys ?? [];
-      }
+        return (out.UnprocessedKeys?.[this.tableName]?.Keys ?? []) as Key[];
+      });
     }
     return items;
   }

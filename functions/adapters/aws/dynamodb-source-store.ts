@@ -3,23 +3,17 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  QueryCommand,
   TransactWriteCommand,
 } from "@aws-sdk/lib-dynamodb";
 import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
 import { conflict, DomainError, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
+import { lowestFreeSlug } from "#core/slugs";
 import type { SourceStore } from "#ports/source-store";
-import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
-import {
-  ACTIVE_TIMERS_PARTITION,
-  MAX_STORED_SOURCE_BYTES,
-  MAX_STORED_STATE_BYTES,
-  resourceKeys,
-  SORT_KEY_PREFIX,
-} from "./table-design.ts";
+import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
+import { collectionQuery, countAll, type Item, queryAll, queryUpTo } from "./dynamodb-paging.ts";
+import { MAX_STORED_SOURCE_BYTES, MAX_STORED_STATE_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
-type Item = Record<string, unknown>;
 type Key = { pk: string; sk: string };
 type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]["TransactItems"]>[number];
 
@@ -28,22 +22,6 @@ const WRITE_ATTEMPTS = 8;
 const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Jittered, growing pause before another attempt, so racing writers spread out. */
 const backoff = (attempt: number) => sleep(Math.random() * 10 * 2 ** Math.min(attempt, 6));
-
-/** A transaction cancelled because another transaction held one of its items. */
-const isTransactionConflict = (error: unknown) =>
-  (error as { name?: unknown } | null)?.name === "TransactionCanceledException" &&
-  ((error as { CancellationReasons?: ({ Code?: string } | undefined)[] }).CancellationReasons ?? []).some(
-    (reason) => reason?.Code === "TransactionConflict",
-  );
-
-/** `wanted` when free, else `wanted-1`, `wanted-2`, ...: the lowest counter not in `taken`. */
-function lowestFreeSlug(wanted: string, taken: ReadonlySet<string>): string {
-  if (!taken.has(wanted)) return wanted;
-  for (let counter = 1; ; counter++) {
-    const candidate = `${wanted}-${counter}`;
-    if (!taken.has(candidate)) return candidate;
-  }
-}
 
 /** The record's attributes as stored on every copy: props as a JSON string, no undefined values. */
 function recordAttributes(source: SourceRecord): Item {
@@ -60,6 +38,7 @@ function recordAttributes(source: SourceRecord): Item {
     updatedAt: source.updatedAt,
   };
   if (source.endpointKey !== undefined) attributes.endpointKey = source.endpointKey;
+  if (source.propDefinitions !== undefined) attributes.propDefinitions = JSON.stringify(source.propDefinitions);
   if (source.timer !== undefined) {
     attributes.timer = Object.fromEntries(Object.entries(source.timer).filter(([, value]) => value !== undefined));
   }
@@ -81,6 +60,7 @@ function fromItem(item: Item): SourceRecord {
   };
   if (typeof item.endpointKey === "string") source.endpointKey = item.endpointKey;
   if (item.timer !== undefined) source.timer = item.timer as TimerSpec;
+  if (typeof item.propDefinitions === "string") source.propDefinitions = JSON.parse(item.propDefinitions);
   return source;
 }
 
@@ -252,22 +232,8 @@ export class DynamoDbSourceStore implements SourceStore {
   }
 
   async listActiveTimerSources(): Promise<SourceRecord[]> {
-    const items: Item[] = [];
-    let startKey: Item | undefined;
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk",
-          ExpressionAttributeValues: { ":pk": ACTIVE_TIMERS_PARTITION },
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      items.push(...(out.Items ?? []));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
-    return items.map(fromItem);
+    const timers = collectionQuery(this.tableName, resourceKeys.activeTimer("").pk, SORT_KEY_PREFIX.source);
+    return (await queryAll(this.client, timers)).map(fromItem);
   }
 
   async getSourceState(sourceId: string): Promise<SourceState> {
@@ -317,22 +283,11 @@ export class DynamoDbSourceStore implements SourceStore {
   /** The lowest free slug for `wanted` among the user's slug guards; `self`'s own slug counts as free. */
   private async freeSlug(userId: string, wanted: string, self?: SourceRecord): Promise<string> {
     const prefix = resourceKeys.sourceSlug(userId, wanted);
-    const taken = new Set<string>();
-    let startKey: Item | undefined;
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          TableName: this.tableName,
-          KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-          ExpressionAttributeValues: { ":pk": prefix.pk, ":prefix": prefix.sk },
-          ProjectionExpression: "sk",
-          ConsistentRead: true,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      for (const item of out.Items ?? []) taken.add(String(item.sk).slice(SORT_KEY_PREFIX.slug.length));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey);
+    const guards = await queryAll(this.client, {
+      ...collectionQuery(this.tableName, prefix.pk, prefix.sk),
+      ProjectionExpression: "sk",
+    });
+    const taken = new Set(guards.map((item) => String(item.sk).slice(SORT_KEY_PREFIX.slug.length)));
     if (self && self.userId === userId) taken.delete(self.nameSlug);
     return lowestFreeSlug(wanted, taken);
   }
@@ -384,38 +339,13 @@ export class DynamoDbSourceStore implements SourceStore {
   private async page(pk: string, page: PageQuery): Promise<Page<SourceRecord>> {
     const cursor = page.after ?? page.before;
     const forward = page.after === undefined && page.before !== undefined;
-    const keyCondition = {
-      TableName: this.tableName,
-      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
-      ExpressionAttributeValues: { ":pk": pk, ":prefix": SORT_KEY_PREFIX.source },
-      ConsistentRead: true,
-    };
-    const items: Item[] = [];
-    let startKey: Item | undefined =
-      cursor === undefined ? undefined : { pk, sk: `${SORT_KEY_PREFIX.source}${cursor}` };
-    do {
-      const out = await this.client.send(
-        new QueryCommand({
-          ...keyCondition,
-          ScanIndexForward: forward,
-          Limit: page.limit - items.length,
-          ExclusiveStartKey: startKey,
-        }),
-      );
-      items.push(...(out.Items ?? []));
-      startKey = out.LastEvaluatedKey;
-    } while (startKey && items.length < page.limit);
+    const copies = collectionQuery(this.tableName, pk, SORT_KEY_PREFIX.source);
+    const start = cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: `${SORT_KEY_PREFIX.source}${cursor}` } };
+    const [items, totalCount] = await Promise.all([
+      queryUpTo(this.client, { ...copies, ScanIndexForward: forward, ...start }, page.limit),
+      countAll(this.client, copies),
+    ]);
     if (forward) items.reverse();
-
-    let totalCount = 0;
-    let countKey: Item | undefined;
-    do {
-      const out = await this.client.send(
-        new QueryCommand({ ...keyCondition, Select: "COUNT", ExclusiveStartKey: countKey }),
-      );
-      totalCount += out.Count ?? 0;
-      countKey = out.LastEvaluatedKey;
-    } while (countKey);
     return { items: items.map(fromItem), totalCount };
   }
 }

@@ -12,6 +12,8 @@ export const RESOURCES_TABLE = {
   sortKey: "sk",
 } as const;
 
+const eventPartition = (sourceId: string, channel: string) => `EVT#${sourceId}#${channel}`;
+
 /** Key builders: the only place item keys are spelled. */
 export const resourceKeys = {
   user: (userId: string) => ({ pk: `USER#${userId}`, sk: "USER" }),
@@ -49,9 +51,9 @@ export const resourceKeys = {
   /** Last event id handed out for a source, and the channels it has events in. */
   eventSequence: (sourceId: string) => ({ pk: `EVTSEQ#${sourceId}`, sk: "EVTSEQ" }),
   /** One partition per source and channel (`""` is the default channel). */
-  eventPartition: (sourceId: string, channel: string) => `EVT#${sourceId}#${channel}`,
+  eventPartition,
   event: (sourceId: string, channel: string, ms: number, n: number) => ({
-    pk: `EVT#${sourceId}#${channel}`,
+    pk: eventPartition(sourceId, channel),
     sk: `EVT#${eventSortKey(ms, n)}`,
   }),
 } as const;
@@ -64,9 +66,6 @@ export const SORT_KEY_PREFIX = {
   component: "COMP#",
   event: "EVT#",
 } as const;
-
-/** The collection of `activeTimer` items. */
-export const ACTIVE_TIMERS_PARTITION = "TIMERS";
 
 /**
  * The part of an event's sort key after `EVT#`: `ms` zero-padded to 15 digits, `-`, `n` padded to

@@ -1,7 +1,7 @@
 import type { ComponentRecord } from "#core/component-model";
 import { conflict } from "#core/errors";
 import type { ComponentStore } from "#ports/component-store";
-import type { SqliteDatabase } from "./sqlite-database.ts";
+import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 
 interface ComponentRow {
   id: string;
@@ -34,8 +34,6 @@ function toComponent(row: ComponentRow): ComponentRecord {
   return component;
 }
 
-const isPrimaryKeyViolation = (error: unknown) => (error as { code?: string }).code === "SQLITE_CONSTRAINT_PRIMARYKEY";
-
 /** `ComponentStore` on the local SQLite file; code is stored as plain text. */
 export class SqliteComponentStore implements ComponentStore {
   private readonly statements;
@@ -62,7 +60,7 @@ export class SqliteComponentStore implements ComponentStore {
         metadata: JSON.stringify(component.metadata),
       });
     } catch (error) {
-      if (isPrimaryKeyViolation(error)) throw conflict(`component ${component.id} exists already`);
+      if (violatedConstraint(error)) throw conflict(`component ${component.id} exists already`);
       throw error;
     }
   }

@@ -5,6 +5,16 @@ import Database from "better-sqlite3";
 export type SqliteDatabase = Database.Database;
 
 /**
+ * The message of a failed UNIQUE or PRIMARY KEY constraint, which names the columns
+ * (`UNIQUE constraint failed: sources.endpoint_key`); undefined for every other error.
+ */
+export function violatedConstraint(error: unknown): string | undefined {
+  const code = (error as { code?: unknown } | null)?.code;
+  if (code !== "SQLITE_CONSTRAINT_UNIQUE" && code !== "SQLITE_CONSTRAINT_PRIMARYKEY") return undefined;
+  return String((error as Error).message);
+}
+
+/**
  * Schema migrations, applied in order; `PRAGMA user_version` records how many have run.
  * Append only: a released migration never changes.
  */
@@ -117,6 +127,8 @@ const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX events_by_channel ON events (source_id, channel, ms, n);
   `,
+  // The final prop set of a source whose component has `additionalProps` (JSON; NULL otherwise).
+  `ALTER TABLE sources ADD COLUMN prop_definitions TEXT;`,
 ];
 
 /**

@@ -1,7 +1,7 @@
 import { conflict } from "#core/errors";
 import type { ApiKeyRecord, Membership, NewAccount, Project, User, Workspace, WorkspaceRole } from "#core/identity";
 import type { IdentityStore } from "#ports/identity-store";
-import type { SqliteDatabase } from "./sqlite-database.ts";
+import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 
 interface UserRow {
   id: string;
@@ -71,10 +71,6 @@ const toApiKey = (r: ApiKeyRow): ApiKeyRecord => ({
   createdAt: r.created_at,
 });
 
-const isUniqueViolation = (error: unknown) =>
-  (error as { code?: string }).code === "SQLITE_CONSTRAINT_UNIQUE" ||
-  (error as { code?: string }).code === "SQLITE_CONSTRAINT_PRIMARYKEY";
-
 /** `IdentityStore` on the local SQLite file. */
 export class SqliteIdentityStore implements IdentityStore {
   private readonly statements;
@@ -125,11 +121,9 @@ export class SqliteIdentityStore implements IdentityStore {
       })();
       return { workspace: { ...account.workspace, number } };
     } catch (error) {
-      if (isUniqueViolation(error) && /users\.username/.test(String(error))) {
-        throw conflict(`username ${account.user.username} is taken`);
-      }
-      if (isUniqueViolation(error) && /api_keys\.hash/.test(String(error)))
-        throw conflict("this API key exists already");
+      const constraint = violatedConstraint(error);
+      if (constraint?.includes("users.username")) throw conflict(`username ${account.user.username} is taken`);
+      if (constraint?.includes("api_keys.hash")) throw conflict("this API key exists already");
       throw error;
     }
   }
@@ -138,7 +132,7 @@ export class SqliteIdentityStore implements IdentityStore {
     try {
       this.statements.insertApiKey.run(key);
     } catch (error) {
-      if (isUniqueViolation(error)) throw conflict("this API key exists already");
+      if (violatedConstraint(error)) throw conflict("this API key exists already");
       throw error;
     }
   }

@@ -1,8 +1,9 @@
 import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
+import { lowestFreeSlug } from "#core/slugs";
 import type { SourceStore } from "#ports/source-store";
-import type { SqliteDatabase } from "./sqlite-database.ts";
+import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 
 interface SourceRow {
   id: string;
@@ -15,6 +16,7 @@ interface SourceRow {
   active: number;
   endpoint_key: string | null;
   timer: string | null;
+  prop_definitions: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -40,6 +42,7 @@ function toSource(row: SourceRow): SourceRecord {
   };
   if (row.endpoint_key !== null) source.endpointKey = row.endpoint_key;
   if (row.timer !== null) source.timer = JSON.parse(row.timer) as TimerSpec;
+  if (row.prop_definitions !== null) source.propDefinitions = JSON.parse(row.prop_definitions);
   return source;
 }
 
@@ -54,24 +57,10 @@ const toRow = (source: SourceRecord) => ({
   active: source.active ? 1 : 0,
   endpointKey: source.endpointKey ?? null,
   timer: source.timer === undefined ? null : JSON.stringify(source.timer),
+  propDefinitions: source.propDefinitions === undefined ? null : JSON.stringify(source.propDefinitions),
   createdAt: source.createdAt,
   updatedAt: source.updatedAt,
 });
-
-/** `wanted` when free, else `wanted-1`, `wanted-2`, ...: the lowest counter not in `taken`. */
-function lowestFreeSlug(wanted: string, taken: ReadonlySet<string>): string {
-  if (!taken.has(wanted)) return wanted;
-  for (let counter = 1; ; counter++) {
-    const candidate = `${wanted}-${counter}`;
-    if (!taken.has(candidate)) return candidate;
-  }
-}
-
-const constraintOf = (error: unknown): string | undefined => {
-  const code = (error as { code?: string }).code;
-  if (code !== "SQLITE_CONSTRAINT_UNIQUE" && code !== "SQLITE_CONSTRAINT_PRIMARYKEY") return undefined;
-  return String((error as Error).message);
-};
 
 /** The statements of one newest-first list, by the owning column. */
 function pageStatements(db: SqliteDatabase, column: "user_id" | "workspace_id") {
@@ -101,13 +90,13 @@ export class SqliteSourceStore implements SourceStore {
   constructor(private readonly db: SqliteDatabase) {
     this.statements = {
       insert: db.prepare(
-        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, created_at, updated_at)
-         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @createdAt, @updatedAt)`,
+        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, created_at, updated_at)
+         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @createdAt, @updatedAt)`,
       ),
       update: db.prepare(
         `UPDATE sources SET user_id = @userId, workspace_id = @workspaceId, component_id = @componentId, name = @name,
            name_slug = @nameSlug, configured_props = @configuredProps, active = @active, endpoint_key = @endpointKey,
-           timer = @timer, created_at = @createdAt, updated_at = @updatedAt
+           timer = @timer, prop_definitions = @propDefinitions, created_at = @createdAt, updated_at = @updatedAt
          WHERE id = @id`,
       ),
       // Candidates for the slug counter: every slug of the user that starts with the wanted one.
@@ -144,7 +133,7 @@ export class SqliteSourceStore implements SourceStore {
         })
         .immediate();
     } catch (error) {
-      const constraint = constraintOf(error);
+      const constraint = violatedConstraint(error);
       if (constraint?.includes("sources.id")) throw conflict(`source ${source.id} exists already`);
       if (constraint?.includes("sources.endpoint_key")) throw conflict("this endpoint key is in use already");
       throw error;
@@ -168,7 +157,8 @@ export class SqliteSourceStore implements SourceStore {
         })
         .immediate();
     } catch (error) {
-      if (constraintOf(error)?.includes("sources.endpoint_key")) throw conflict("this endpoint key is in use already");
+      const constraint = violatedConstraint(error);
+      if (constraint?.includes("sources.endpoint_key")) throw conflict("this endpoint key is in use already");
       throw error;
     }
   }

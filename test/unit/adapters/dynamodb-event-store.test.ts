@@ -52,42 +52,40 @@ const eventItem = (id: string, channel = "") => {
   };
 };
 
-/** A lost race as DynamoDB reports it: the sequence update's condition failed, with the item as it was. */
-function lostRace(lastMs: number, lastN: number, length: number) {
+/**
+ * A failed sequence condition as DynamoDB reports it: one reason per action, the sequence's first,
+ * with the item as it was (`ALL_OLD`) unless `withItem` is false.
+ */
+function lostRace(lastMs: number, lastN: number, length: number, withItem = true) {
+  const item = { lastMs: { N: String(lastMs) }, lastN: { N: String(lastN) }, channels: { SS: ["ch:"] } };
   return new TransactionCanceledException({
     message: "Transaction cancelled",
     $metadata: {},
     CancellationReasons: [
-      {
-        Code: "ConditionalCheckFailed",
-        Item: { lastMs: { N: String(lastMs) }, lastN: { N: String(lastN) }, channels: { SS: ["ch:"] } },
-      },
+      { Code: "ConditionalCheckFailed", ...(withItem ? { Item: item } : {}) },
       ...Array.from({ length: length - 1 }, () => ({ Code: "None" })),
     ],
   });
 }
+const sequenceUpdates = () =>
+  ddb.commandCalls(TransactWriteCommand).map((call) => call.args[0].input.TransactItems?.[0]?.Update);
 
 beforeEach(() => {
   ddb.reset();
 });
 
 describe("DynamoDbEventStore.appendEvents", () => {
-  it("reads the sequence, then writes it and the events in one transaction, the sequence conditioned on being new", async () => {
-    ddb.on(GetCommand).resolves({});
+  it("without reading first, writes the sequence and the events in one transaction, the sequence conditioned on an older ms", async () => {
     const stored = await store.appendEvents("dc_1", [event("", 1), event("$logs", 2)], 1_790_000_000_123);
     expect(stored.map((e) => e.id)).toEqual(["1790000000123-0", "1790000000123-1"]);
-    expect(ddb.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
-      TableName: TABLE,
-      Key: { pk: "EVTSEQ#dc_1", sk: "EVTSEQ" },
-      ConsistentRead: true,
-    });
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
     expect(ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems).toEqual([
       {
         Update: {
           TableName: TABLE,
           Key: { pk: "EVTSEQ#dc_1", sk: "EVTSEQ" },
           UpdateExpression: "SET #type = :type, lastMs = :ms, lastN = :n ADD channels :channels",
-          ConditionExpression: "attribute_not_exists(pk)",
+          ConditionExpression: "attribute_not_exists(pk) OR lastMs < :ms",
           ExpressionAttributeNames: { "#type": "type" },
           ExpressionAttributeValues: {
             ":type": "eventSequence",
@@ -124,37 +122,55 @@ describe("DynamoDbEventStore.appendEvents", () => {
     ]);
   });
 
-  it("continues after a later stored ms, conditioned on the sequence it read", async () => {
-    ddb.on(GetCommand).resolves({ Item: sequenceItem(2000, 4) });
-    const stored = await store.appendEvents("dc_1", [event()], 1500);
-    expect(stored.map((e) => [e.id, e.indexedAtMs])).toEqual([["2000-5", 1500]]);
-    expect(ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems?.[0]?.Update).toMatchObject({
-      ConditionExpression: "lastMs = :prevMs AND lastN = :prevN",
-      ExpressionAttributeValues: { ":ms": 2000, ":n": 5, ":prevMs": 2000, ":prevN": 4 },
-    });
-  });
-
-  it("after losing a race, goes again from the sequence the cancellation reported, without reading it", async () => {
-    ddb.on(GetCommand).resolves({ Item: sequenceItem(1000, 0) });
+  it("continues the ms the cancellation reports when the source has ids at or after nowMs, without reading", async () => {
     ddb
       .on(TransactWriteCommand)
+      .rejectsOnce(lostRace(2000, 4, 2))
+      .resolves({});
+    const stored = await store.appendEvents("dc_1", [event()], 1500);
+    expect(stored.map((e) => [e.id, e.indexedAtMs])).toEqual([["2000-5", 1500]]);
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
+    expect(sequenceUpdates()).toEqual([
+      expect.objectContaining({ ConditionExpression: "attribute_not_exists(pk) OR lastMs < :ms" }),
+      expect.objectContaining({
+        ConditionExpression: "lastMs = :ms AND lastN = :prevN",
+        ExpressionAttributeValues: expect.objectContaining({ ":ms": 2000, ":n": 5, ":prevN": 4 }),
+      }),
+    ]);
+  });
+
+  it("after losing a race again, goes on from the sequence each cancellation reported", async () => {
+    ddb
+      .on(TransactWriteCommand)
+      .rejectsOnce(lostRace(1000, 0, 2))
       .rejectsOnce(lostRace(1000, 3, 2))
       .resolves({});
     const stored = await store.appendEvents("dc_1", [event()], 1000);
     expect(stored.map((e) => e.id)).toEqual(["1000-4"]);
-    expect(ddb.commandCalls(GetCommand)).toHaveLength(1);
-    const updates = ddb.commandCalls(TransactWriteCommand).map((call) => call.args[0].input.TransactItems?.[0]?.Update);
-    expect(updates.map((u) => u?.ExpressionAttributeValues)).toEqual([
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
+    expect(sequenceUpdates().map((u) => u?.ExpressionAttributeValues)).toEqual([
+      expect.objectContaining({ ":ms": 1000, ":n": 0 }),
       expect.objectContaining({ ":prevN": 0, ":n": 1 }),
       expect.objectContaining({ ":prevN": 3, ":n": 4 }),
     ]);
   });
 
-  it("reads the sequence again after a transaction conflict", async () => {
+  it("reads the sequence when a cancellation does not report it", async () => {
+    ddb.on(GetCommand).resolves({ Item: sequenceItem(1000, 2) });
     ddb
-      .on(GetCommand)
-      .resolvesOnce({ Item: sequenceItem(1000, 0) })
-      .resolves({ Item: sequenceItem(1000, 8) });
+      .on(TransactWriteCommand)
+      .rejectsOnce(lostRace(0, 0, 2, false))
+      .resolves({});
+    await expect(store.appendEvents("dc_1", [event()], 1000)).resolves.toMatchObject([{ id: "1000-3" }]);
+    expect(ddb.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+      TableName: TABLE,
+      Key: { pk: "EVTSEQ#dc_1", sk: "EVTSEQ" },
+      ConsistentRead: true,
+    });
+  });
+
+  it("reads the sequence after a transaction conflict", async () => {
+    ddb.on(GetCommand).resolves({ Item: sequenceItem(1000, 8) });
     const busy = new TransactionCanceledException({
       message: "Transaction cancelled",
       $metadata: {},
@@ -162,7 +178,7 @@ describe("DynamoDbEventStore.appendEvents", () => {
     });
     ddb.on(TransactWriteCommand).rejectsOnce(busy).resolves({});
     await expect(store.appendEvents("dc_1", [event()], 1000)).resolves.toMatchObject([{ id: "1000-9" }]);
-    expect(ddb.commandCalls(GetCommand)).toHaveLength(2);
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(1);
   });
 
   it("lets any other failure propagate unchanged", async () => {
@@ -172,11 +188,7 @@ describe("DynamoDbEventStore.appendEvents", () => {
     await expect(store.appendEvents("dc_1", [event()], 1)).rejects.toBe(error);
   });
 
-  it("splits a large batch into transactions of at most 100 actions, with consecutive ids", async () => {
-    ddb
-      .on(GetCommand)
-      .resolvesOnce({})
-      .resolves({ Item: sequenceItem(7, 98) });
+  it("splits a large batch into transactions of at most 100 actions, each continuing the one before", async () => {
     const stored = await store.appendEvents(
       "dc_1",
       Array.from({ length: 150 }, (_, n) => event("", n)),
@@ -185,6 +197,11 @@ describe("DynamoDbEventStore.appendEvents", () => {
     expect(stored.map((e) => e.id)).toEqual(Array.from({ length: 150 }, (_, n) => `7-${n}`));
     const sizes = ddb.commandCalls(TransactWriteCommand).map((call) => call.args[0].input.TransactItems?.length);
     expect(sizes).toEqual([100, 52]);
+    expect(sequenceUpdates()[1]).toMatchObject({
+      ConditionExpression: "lastMs = :ms AND lastN = :prevN",
+      ExpressionAttributeValues: { ":ms": 7, ":prevN": 98, ":n": 149 },
+    });
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
   });
 
   it("refuses an event over the stored size limit before writing anything", async () => {

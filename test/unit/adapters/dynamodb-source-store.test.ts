@@ -126,6 +126,16 @@ describe("DynamoDbSourceStore.createSource", () => {
     expect(slugs).toEqual(["SLUG#ticker", "SLUG#ticker-1"]);
   });
 
+  it("goes again when a concurrent transaction held one of its items", async () => {
+    ddb.on(QueryCommand).resolves({ Items: [] });
+    ddb
+      .on(TransactWriteCommand)
+      .rejectsOnce(cancelled(["None", "TransactionConflict", "None", "None", "None", "None"]))
+      .resolves({});
+    await expect(store.createSource(source)).resolves.toEqual(source);
+    expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(2);
+  });
+
   it("reports a taken endpoint key and an existing id as conflicts", async () => {
     ddb.on(QueryCommand).resolves({ Items: [] });
     ddb.on(TransactWriteCommand).rejectsOnce(failedAt(4, 6)).rejectsOnce(failedAt(0, 6));
@@ -224,6 +234,18 @@ describe("DynamoDbSourceStore.deleteSource", () => {
     ]);
   });
 
+  it("reads again and retries when another write changed the record first", async () => {
+    ddb
+      .on(GetCommand)
+      .resolvesOnce({ Item: recordItem(source, 7) })
+      .resolves({ Item: recordItem({ ...source, endpointKey: "ep9" }, 8) });
+    ddb.on(TransactWriteCommand).rejectsOnce(failedAt(0, 7)).resolves({});
+    await store.deleteSource("dc_1");
+    const second = ddb.commandCalls(TransactWriteCommand)[1]?.args[0].input.TransactItems;
+    expect(second?.[0]).toEqual(del({ pk: "SRC#dc_1", sk: "SRC" }, "rev = :rev", { ":rev": 8 }));
+    expect(second).toContainEqual(del({ pk: "ENDPOINT#ep9", sk: "ENDPOINT" }));
+  });
+
   it("only removes a leftover state when the source is already gone", async () => {
     ddb.on(GetCommand).resolves({});
     await store.deleteSource("dc_1");
@@ -307,8 +329,8 @@ describe("DynamoDbSourceStore reads", () => {
       .resolvesOnce({ Items: [] });
     await expect(store.listActiveTimerSources()).resolves.toStrictEqual([source]);
     expect(ddb.commandCalls(QueryCommand)[0]?.args[0].input).toMatchObject({
-      KeyConditionExpression: "pk = :pk",
-      ExpressionAttributeValues: { ":pk": "TIMERS" },
+      KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+      ExpressionAttributeValues: { ":pk": "TIMERS", ":prefix": "SRC#" },
       ConsistentRead: true,
     });
     expect(ddb.commandCalls(QueryCommand)).toHaveLength(2);

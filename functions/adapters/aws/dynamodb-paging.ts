@@ -1,0 +1,91 @@
+import {
+  type DynamoDBDocumentClient,
+  QueryCommand,
+  type QueryCommandInput,
+  type QueryCommandOutput,
+} from "@aws-sdk/lib-dynamodb";
+
+/**
+ * Requests shared by the DynamoDB adapters. A Query result stops at 1 MB (or at `Limit`), so every
+ * read of a collection follows `LastEvaluatedKey`; batch requests leave entries unprocessed under
+ * throttling, so they are sent again until done.
+ */
+
+export type Item = Record<string, unknown>;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The strongly consistent Query of one collection: partition `pk`, sort keys that start with `skPrefix`. */
+export function collectionQuery(tableName: string, pk: string, skPrefix: string) {
+  return {
+    TableName: tableName,
+    KeyConditionExpression: "pk = :pk AND begins_with(sk, :prefix)",
+    ExpressionAttributeValues: { ":pk": pk, ":prefix": skPrefix },
+    ConsistentRead: true,
+  } satisfies QueryCommandInput;
+}
+
+/** Every page of a query, from `input.ExclusiveStartKey` (if any) to the end of the collection. */
+export async function* queryPages(
+  client: DynamoDBDocumentClient,
+  input: QueryCommandInput,
+): AsyncGenerator<QueryCommandOutput> {
+  let startKey = input.ExclusiveStartKey;
+  do {
+    const out = await client.send(new QueryCommand({ ...input, ExclusiveStartKey: startKey }));
+    yield out;
+    startKey = out.LastEvaluatedKey;
+  } while (startKey);
+}
+
+/** Every item a query matches. */
+export async function queryAll(client: DynamoDBDocumentClient, input: QueryCommandInput): Promise<Item[]> {
+  const items: Item[] = [];
+  for await (const page of queryPages(client, input)) items.push(...(page.Items ?? []));
+  return items;
+}
+
+/** How many items a query matches (`Select: COUNT`, all pages summed). */
+export async function countAll(client: DynamoDBDocumentClient, input: QueryCommandInput): Promise<number> {
+  let total = 0;
+  for await (const page of queryPages(client, { ...input, Select: "COUNT" })) total += page.Count ?? 0;
+  return total;
+}
+
+/** The first `limit` items a query matches, in query order; each request asks only for those still missing. */
+export async function queryUpTo(
+  client: DynamoDBDocumentClient,
+  input: QueryCommandInput,
+  limit: number,
+): Promise<Item[]> {
+  const items: Item[] = [];
+  let startKey = input.ExclusiveStartKey;
+  do {
+    const out = await client.send(
+      new QueryCommand({ ...input, Limit: limit - items.length, ExclusiveStartKey: startKey }),
+    );
+    items.push(...(out.Items ?? []));
+    startKey = out.LastEvaluatedKey;
+  } while (startKey && items.length < limit);
+  return items;
+}
+
+/**
+ * Sends a batch (`BatchGetItem`, `BatchWriteItem`) until DynamoDB has processed every entry:
+ * `send` returns the entries left unprocessed. Those mean throttling, and asking again at once
+ * would be throttled again, so each retry waits twice as long (50 ms, 100 ms, ...); after
+ * `attempts` requests it fails.
+ */
+export async function sendUntilProcessed<T>(
+  operation: string,
+  entries: T[],
+  attempts: number,
+  send: (pending: T[]) => Promise<T[]>,
+): Promise<void> {
+  let pending = entries;
+  for (let attempt = 1; pending.length > 0; attempt++) {
+    if (attempt > attempts) throw new Error(`${operation} left ${pending.length} entries unprocessed`);
+    if (attempt > 1) await sleep(25 * 2 ** (attempt - 1));
+    pending = await send(pending);
+  }
+}
