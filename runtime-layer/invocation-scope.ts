@@ -31,11 +31,6 @@ const storage = globals[STORAGE];
 const CONSOLE_LEVELS: readonly LogLevel[] = ["log", "info", "warn", "error", "debug"];
 const PD_COMPONENT = "PD_COMPONENT";
 
-/** The invocation whose code is running now, if any. */
-export function currentScope(): InvocationScope | undefined {
-  return storage.getStore();
-}
-
 /** Runs `fn` (and everything it starts) as part of `scope`'s invocation. */
 export function runInScope<T>(scope: InvocationScope, fn: () => T): T {
   installProcessHooks();
@@ -57,7 +52,7 @@ export function failCurrentInvocation(thrown: unknown): boolean {
  * Patches `console` and replaces `process.env` with a proxy, once per process. Outside any
  * invocation both behave as before (console writes where it always wrote).
  */
-export function installProcessHooks(): void {
+function installProcessHooks(): void {
   if (globals[INSTALLED]) return;
   globals[INSTALLED] = true;
   const methods = console as unknown as Record<LogLevel, (...args: unknown[]) => void>;

@@ -15,8 +15,7 @@
  * in the environment, are removed before the code loads.
  */
 import type { Invocation, InvocationKind, InvocationResult } from "./protocol.ts";
-import { failCurrentInvocation, runInvocation } from "./run-invocation.ts";
-import { toLoadFailure, withPosition } from "./sandbox-protocol.ts";
+import { componentExport, failCurrentInvocation, loadFailureResult, runInvocation } from "./run-invocation.ts";
 
 export type SourceHandler = (event: unknown) => Promise<InvocationResult>;
 
@@ -56,7 +55,7 @@ function prepareProcess(): void {
 }
 
 /** Checks the shape trusted code sends; a malformed event is a bug of the host, so it throws. */
-export function parseInvocation(event: unknown): Invocation {
+function parseInvocation(event: unknown): Invocation {
   const value = event as Partial<Record<keyof Invocation, unknown>> | null;
   const isObject = (field: unknown) => typeof field === "object" && field !== null && !Array.isArray(field);
   const problems: string[] = [];
@@ -85,41 +84,13 @@ export function createSourceHandler(load: ComponentLoader): SourceHandler {
     const started = performance.now();
     let component: unknown;
     try {
-      loaded ??= load().then(async (module) => {
-        // Let promise chains the module started at top level settle, so their failure counts as a
-        // load failure (as in the local sandbox).
-        await new Promise((settled) => setImmediate(settled));
-        // CommonJS bundles show `module.exports` as the default export too (esbuild's ESM output).
-        return (module as { default?: unknown }).default;
-      });
+      loaded ??= load().then(componentExport);
       component = await loaded;
     } catch (error) {
       loaded = undefined;
-      return loadFailureResult(invocation, error, performance.now() - started);
+      return loadFailureResult(invocation.invocationId, error, performance.now() - started);
     }
-    let responded: InvocationResult["response"];
-    const result = await runInvocation(component, invocation, {
-      onRespond: (response) => {
-        responded ??= response;
-      },
-    });
-    if (result.response === undefined && responded !== undefined) result.response = responded;
-    return result;
-  };
-}
-
-function loadFailureResult(invocation: Invocation, error: unknown, durationMs: number): InvocationResult {
-  return {
-    invocationId: invocation.invocationId,
-    emits: [],
-    dbWrites: {},
-    logs: [],
-    error: {
-      name: "LoadError",
-      message: `the component could not be loaded: ${withPosition(toLoadFailure(error))}`,
-      ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
-      ts: Date.now(),
-    },
-    durationMs,
+    // The response travels in the result: a Lambda function answers once per invocation.
+    return runInvocation(component, invocation);
   };
 }

@@ -20,6 +20,7 @@ import type {
   LogLevel,
   LogRecord,
 } from "./protocol.ts";
+import { toLoadFailure, withPosition } from "./sandbox-protocol.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
@@ -39,6 +40,9 @@ export interface InvocationIo {
   onRespond(response: HttpResponseSpec): void;
 }
 
+/** For a caller that sends the response only with the result (the Lambda entry). */
+const NO_IO: InvocationIo = { onRespond() {} };
+
 type Bag = Record<string, unknown>;
 type Outcome = { error?: ErrorRecord; additionalProps?: PropDescription[] };
 
@@ -55,7 +59,7 @@ const isBag = (value: unknown): value is Bag => typeof value === "object" && val
 export async function runInvocation(
   component: unknown,
   invocation: Invocation,
-  io: InvocationIo,
+  io: InvocationIo = NO_IO,
 ): Promise<InvocationResult> {
   const started = performance.now();
   const state = new InvocationState(invocation, io);
@@ -243,7 +247,8 @@ function timeoutError(timeoutMs: number): ErrorRecord {
 }
 
 /** Describes what the code threw: anything, not only an Error. */
-export function toErrorRecord(thrown: unknown, ts: number = Date.now()): ErrorRecord {
+function toErrorRecord(thrown: unknown): ErrorRecord {
+  const ts = Date.now();
   try {
     if (thrown instanceof Error || (isBag(thrown) && typeof thrown.message === "string")) {
       const { name, message, stack } = thrown as { name?: unknown; message?: unknown; stack?: unknown };
@@ -262,4 +267,31 @@ export function toErrorRecord(thrown: unknown, ts: number = Date.now()): ErrorRe
     // A proxy or a getter that throws while being described.
     return { name: "Error", message: "the component threw a value that cannot be described", ts };
   }
+}
+
+/**
+ * The component a freshly imported bundle exports (the default export; esbuild's ESM output of a
+ * CommonJS module shows `module.exports` as the default export too), once the promise chains its
+ * top level started have settled: a failure there (an un-awaited `import("node:fs").then(...)`)
+ * then counts as a load failure rather than a race.
+ */
+export async function componentExport(module: unknown): Promise<unknown> {
+  await new Promise((settled) => setImmediate(settled));
+  return (module as { default?: unknown }).default;
+}
+
+/** The result of an invocation that did not run: nothing emitted, written or logged. */
+export function failedResult(invocationId: string, error: ErrorRecord, durationMs: number): InvocationResult {
+  return { invocationId, emits: [], dbWrites: {}, logs: [], error, durationMs };
+}
+
+/** The result of an invocation whose component could not be loaded (`thrown` by its module). */
+export function loadFailureResult(invocationId: string, thrown: unknown, durationMs: number): InvocationResult {
+  const error: ErrorRecord = {
+    name: "LoadError",
+    message: `the component could not be loaded: ${withPosition(toLoadFailure(thrown))}`,
+    ts: Date.now(),
+  };
+  if (thrown instanceof Error && thrown.stack) error.stack = thrown.stack;
+  return failedResult(invocationId, error, durationMs);
 }

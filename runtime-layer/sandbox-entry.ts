@@ -10,7 +10,7 @@
 import { pathToFileURL } from "node:url";
 import { describeComponent } from "./describe-component.ts";
 import type { InvocationResult } from "./protocol.ts";
-import { failCurrentInvocation, runInvocation } from "./run-invocation.ts";
+import { componentExport, failCurrentInvocation, loadFailureResult, runInvocation } from "./run-invocation.ts";
 import {
   type DescribeReply,
   type DescribeRequest,
@@ -18,7 +18,6 @@ import {
   type SandboxMessage,
   type SandboxRequest,
   toLoadFailure,
-  withPosition,
 } from "./sandbox-protocol.ts";
 
 // Taken at start: component code running in this process may replace `process.send` later.
@@ -52,13 +51,8 @@ function evaluate(bundlePath: string): Promise<unknown> {
   return new Promise<unknown>((resolve, reject) => {
     pendingLoads.add(reject);
     import(pathToFileURL(bundlePath).href)
-      .then(async (module: { default?: unknown }) => {
-        // Let promise chains the module started at top level settle, so a failure there (an
-        // un-awaited `import("node:fs").then(...)`) counts as a load failure rather than a race.
-        await new Promise((settled) => setImmediate(settled));
-        // CommonJS bundles show `module.exports` as the default export too (esbuild's ESM output).
-        resolve(module.default);
-      }, reject)
+      .then(componentExport)
+      .then(resolve, reject)
       .finally(() => pendingLoads.delete(reject));
   });
 }
@@ -83,20 +77,7 @@ async function invoke(request: InvokeRequest): Promise<void> {
       onRespond: (response) => send({ type: "respond", invocationId: invocation.invocationId, response }),
     });
   } catch (error) {
-    const failure = toLoadFailure(error);
-    result = {
-      invocationId: invocation.invocationId,
-      emits: [],
-      dbWrites: {},
-      logs: [],
-      error: {
-        name: "LoadError",
-        message: `the component could not be loaded: ${withPosition(failure)}`,
-        ...(error instanceof Error && error.stack ? { stack: error.stack } : {}),
-        ts: Date.now(),
-      },
-      durationMs: performance.now() - started,
-    };
+    result = loadFailureResult(invocation.invocationId, error, performance.now() - started);
   }
   send({ type: "result", result });
 }

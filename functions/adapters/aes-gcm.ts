@@ -5,8 +5,8 @@
 import { createCipheriv, createDecipheriv, randomBytes } from "node:crypto";
 
 export const AES_KEY_BYTES = 32;
-export const GCM_IV_BYTES = 12;
-export const GCM_TAG_BYTES = 16;
+const GCM_IV_BYTES = 12;
+const GCM_TAG_BYTES = 16;
 
 /** A sealed value that cannot be opened: malformed, tampered with, or sealed under another key. */
 export class SealedSecretError extends Error {

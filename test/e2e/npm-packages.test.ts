@@ -5,15 +5,15 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type Message, type Plugin } from "esbuild";
+import type { Plugin } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { npmCacheFolder, npmPackagesPlugin } from "#adapters/local/npm-packages";
+import { bundleComponent } from "#adapters/local/sandbox-bundle";
+import { isDomainError } from "#core/errors";
 
 // Real esbuild, real `node` children and, for failures, a real `npm`, pointed at a closed port or
 // at a local server that answers 404: nothing here needs the internet or the public registry.
 const FIXTURE_PACKAGE = fileURLToPath(new URL("../fixtures/npm/tiny-fixture-pkg/", import.meta.url));
-const REQUIRE_BANNER =
-  'import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url);';
 
 let workDir: string;
 let closedRegistry: string;
@@ -40,30 +40,18 @@ function freshCache(): string {
 }
 
 /** Bundles `code` as the sandbox host does and returns the bundle's path. */
-async function bundle(code: string, plugin: Plugin): Promise<string> {
-  const outfile = join(mkdtempSync(join(workDir, "bundle-")), "component.mjs");
-  await build({
-    stdin: { contents: code, loader: "ts", resolveDir: workDir, sourcefile: "component.ts" },
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    banner: { js: REQUIRE_BANNER },
-    outfile,
-    plugins: [plugin],
-    logLevel: "silent",
-  });
-  return outfile;
+function bundle(code: string, plugin: Plugin): Promise<string> {
+  return bundleComponent(code, join(mkdtempSync(join(workDir, "bundle-")), "component.mjs"), [plugin]);
 }
 
-/** The text of the first error of a failed bundle. */
+/** The message of the first error of a failed bundle, with its position in the code. */
 async function bundleError(code: string, plugin: Plugin): Promise<string> {
   const error = await bundle(code, plugin).then(
     () => undefined,
-    (thrown: unknown) => thrown as { errors?: Message[] },
+    (thrown: unknown) => thrown,
   );
-  const text = error?.errors?.[0]?.text;
-  if (text === undefined) throw new Error("expected the bundle to fail");
+  const text = isDomainError(error) ? error.issues?.[0]?.message : undefined;
+  if (text === undefined) throw new Error(`expected the bundle to fail with a validation error, got ${String(error)}`);
   return text;
 }
 
@@ -205,6 +193,6 @@ describe("npmPackagesPlugin", () => {
   it("rejects an import whose version part is not a range", async () => {
     const plugin = npmPackagesPlugin({ cacheDir: freshCache(), registry: closedRegistry });
     const text = await bundleError(`import x from "left-pad@git+ssh:x"; export default x;`, plugin);
-    expect(text).toBe('"left-pad@git+ssh:x" is not a valid npm package name');
+    expect(text).toBe('"left-pad@git+ssh:x" is not a valid npm package name (line 1, column 15)');
   });
 });

@@ -175,6 +175,53 @@ describe("ProcessPoolHost: running components", () => {
     expect(events(result)).toEqual(["done"]);
   });
 
+  it("checks what the child sends: a forged result keeps only well-formed fields", async () => {
+    // Code in the child can use the IPC channel itself; the host must not trust what comes over it.
+    const code = source(
+      "o_forged",
+      `export default {
+        props: { http: { type: "$.interface.http", customResponse: true } },
+        async run() {
+          process.send({ type: "respond", invocationId: "inv_forged", response: { status: 42 } });
+          this.http.respond({ status: 201, body: "real" });
+          process.send({ type: "result", result: {
+            invocationId: "inv_forged",
+            emits: [{ event: "forged", meta: { id: { x: 1 }, summary: "s", extra: 1 } }, "not an emit"],
+            dbWrites: [1],
+            logs: [{ ts: 1, level: "shout", message: "x" }, { ts: 2, level: "info", message: "kept" }],
+            error: { name: 5, message: "forged error" },
+            response: { status: 500, body: "forged" },
+            additionalProps: [{ name: "untyped" }, { name: "q", type: "string" }],
+            durationMs: "slow",
+          } });
+          await new Promise((resolve) => setTimeout(resolve, 3000));
+        },
+      };`,
+    );
+    const responses: HttpResponseSpec[] = [];
+    const result = await host.invoke(
+      code,
+      invocation(code.sourceId, {
+        invocationId: "inv_forged",
+        props: { http: { endpoint: "https://e.test", customResponse: true } },
+        propTypes: { http: "$.interface.http" },
+      }),
+      { onRespond: (response) => responses.push(response) },
+    );
+    const real = { status: 201, headers: {}, body: "real" };
+    expect(responses).toEqual([real]);
+    expect(result).toEqual({
+      invocationId: "inv_forged",
+      emits: [{ event: "forged", meta: { summary: "s" } }],
+      dbWrites: {},
+      logs: [{ ts: 2, level: "info", message: "kept" }],
+      error: { name: "Error", message: "forged error", ts: expect.any(Number) },
+      response: real,
+      additionalProps: [{ name: "q", type: "string" }],
+      durationMs: expect.any(Number),
+    });
+  });
+
   it("blames an uncaught asynchronous error on its invocation and keeps serving the others", async () => {
     const failing = source(
       "o_stray",

@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { ENV } from "#config/env";
 import type { Secrets } from "#ports/secrets";
 import { AES_KEY_BYTES, fromBase64Url, gcmOpen, gcmSeal, SealedSecretError, toBase64Url } from "../aes-gcm.ts";
 
@@ -32,7 +33,7 @@ export class LocalSecrets implements Secrets {
    */
   static async fromDataDir(dataDir: string, keyBase64?: string): Promise<LocalSecrets> {
     if (keyBase64 !== undefined && keyBase64 !== "") {
-      return new LocalSecrets(decodeKey(keyBase64, "SLUICE_SECRET_KEY"));
+      return new LocalSecrets(decodeKey(keyBase64, ENV.secretKey));
     }
     const path = join(dataDir, SECRET_KEY_FILE);
     await mkdir(dataDir, { recursive: true, mode: 0o700 });

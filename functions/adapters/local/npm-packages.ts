@@ -32,13 +32,14 @@
  * to delete at any time Sluice is stopped.
  */
 import { execFile } from "node:child_process";
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { isBuiltin } from "node:module";
 import { dirname, join, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { OnResolveArgs, OnResolveResult, Plugin, PluginBuild } from "esbuild";
+import { sha256Hex } from "#core/sha256";
 
 /** Options of {@link npmPackagesPlugin}. */
 export interface NpmPackagesOptions {
@@ -125,7 +126,7 @@ export const npmInstallSpec = (name: string, range: string | undefined) => `${na
 
 /** The cache folder of one spec: `<cacheDir>/<sha256 of "name@range">`. */
 export function npmCacheFolder(cacheDir: string, name: string, range: string | undefined): string {
-  return join(cacheDir, createHash("sha256").update(npmInstallSpec(name, range)).digest("hex"));
+  return join(cacheDir, sha256Hex(npmInstallSpec(name, range)));
 }
 
 /**

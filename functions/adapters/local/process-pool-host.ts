@@ -17,10 +17,12 @@ import { dirname, join } from "node:path";
 import type { Plugin } from "esbuild";
 import type { ComponentDescription } from "#core/component-model";
 import { isDomainError } from "#core/errors";
+import { sha256Hex } from "#core/sha256";
 import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component-host";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
+import { failedResult } from "#runtime/run-invocation";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
-import { bundleComponent, sandboxEntry, sha256 } from "./sandbox-bundle.ts";
+import { bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
 import { SandboxOwnerProcess } from "./sandbox-owner-process.ts";
 
 /** Options of {@link ProcessPoolHost}. */
@@ -57,7 +59,10 @@ const DAY_MS = 24 * 60 * 60 * 1000;
 const DESCRIBE_RETENTION_MS = DAY_MS;
 
 /** A folder name for an owner id; ids that are not plain get a hash, never a path. */
-const ownerFolder = (ownerId: string) => (/^[A-Za-z0-9_-]{1,100}$/.test(ownerId) ? ownerId : `h_${sha256(ownerId)}`);
+const ownerFolder = (ownerId: string) => (/^[A-Za-z0-9_-]{1,100}$/.test(ownerId) ? ownerId : `h_${sha256Hex(ownerId)}`);
+/** The bundle folder of a source's code: its `codeHash`, hashed afresh only when that is no hex digest. */
+const codeFolder = (source: SourceCode) =>
+  /^[0-9a-f]{64}$/.test(source.codeHash) ? source.codeHash : sha256Hex(source.code);
 
 export class ProcessPoolHost implements ComponentHost {
   private readonly workDir: string;
@@ -99,23 +104,18 @@ export class ProcessPoolHost implements ComponentHost {
   async invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
     if (this.closed) throw new Error("the component host is closed");
     const startedAt = performance.now();
+    // Built alongside the component on the first invoke (sandboxEntry caches it and handles its failure).
+    const entry = sandboxEntry(this.workDir);
     let bundlePath: string;
     try {
       bundlePath = await this.bundleFor(source);
     } catch (error) {
       // Code that compiled when it was saved may fail now (an npm package gone): the run fails.
       if (!isDomainError(error)) throw error;
-      return {
-        invocationId: invocation.invocationId,
-        emits: [],
-        dbWrites: {},
-        logs: [],
-        error: { name: "CompileError", message: error.message, ts: Date.now() },
-        durationMs: performance.now() - startedAt,
-      };
+      const compileError = { name: "CompileError", message: error.message, ts: Date.now() };
+      return failedResult(invocation.invocationId, compileError, performance.now() - startedAt);
     }
-    const entryPath = await sandboxEntry(this.workDir);
-    return this.processFor(source.ownerId, entryPath).invoke(bundlePath, invocation, handlers);
+    return this.processFor(source.ownerId, await entry).invoke(bundlePath, invocation, handlers);
   }
 
   /** Bundles are shared by content and age out (see the file comment): nothing to release. */
@@ -152,7 +152,7 @@ export class ProcessPoolHost implements ComponentHost {
   }
 
   private bundleFor(source: SourceCode): Promise<string> {
-    const key = `${ownerFolder(source.ownerId)}/${sha256(source.code)}`;
+    const key = `${ownerFolder(source.ownerId)}/${codeFolder(source)}`;
     let bundle = this.bundles.get(key);
     if (!bundle) {
       const outfile = join(this.workDir, OWNERS_DIR, key, BUNDLE_FILE);

@@ -3,24 +3,18 @@
  * sandbox child's program (`runtime-layer/sandbox-entry.ts`) into plain JS, so a child runs without
  * tsx and reads nothing but two folders.
  */
-import { createHash, randomBytes } from "node:crypto";
+import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type Message, type Plugin } from "esbuild";
+import { build, type Plugin } from "esbuild";
+import { compileError } from "#adapters/component-compile-error";
 import { noFileImports } from "#adapters/no-file-imports";
-import { DomainError } from "#core/errors";
 
-const FIELD = "component_code";
 /** The name the user's code has in bundles, source maps and stack frames. */
 const SOURCE_FILE = "component.ts";
 const RUNTIME_LAYER = fileURLToPath(new URL("../../../runtime-layer/", import.meta.url));
-
-export const invalidCode = (message: string) =>
-  new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
-
-export const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
 
 const temporaryName = (path: string) => `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
 
@@ -69,14 +63,6 @@ export async function bundleComponent(code: string, outfile: string, plugins: re
   // Renamed into place so a concurrent reader never imports a half-written bundle.
   await rename(temporary, outfile);
   return outfile;
-}
-
-function compileError(error: unknown): unknown {
-  const errors = (error as { errors?: Message[] }).errors;
-  const first = errors?.[0];
-  if (!first) return error;
-  const where = first.location ? ` (line ${first.location.line}, column ${first.location.column + 1})` : "";
-  return invalidCode(`${first.text}${where}`);
 }
 
 /** The entry bundle of each work dir, built on first use in this process. */

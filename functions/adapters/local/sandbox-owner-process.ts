@@ -4,8 +4,16 @@
  * {@link InvocationResult} per invocation.
  */
 import type { InvokeHandlers } from "#ports/component-host";
-import type { EmitRecord, ErrorRecord, Invocation, InvocationResult, Json, LogRecord } from "#runtime/protocol";
-import { normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
+import type {
+  EmitRecord,
+  ErrorRecord,
+  HttpResponseSpec,
+  Invocation,
+  InvocationResult,
+  Json,
+  LogRecord,
+} from "#runtime/protocol";
+import { failedResult, normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
 import type { InvokeRequest, SandboxMessage } from "#runtime/sandbox-protocol";
 import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess } from "./sandbox-process.ts";
 
@@ -14,7 +22,7 @@ import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess
  * answers a TimeoutError by itself unless the code blocks the event loop; starting the child
  * counts against the invocation too.
  */
-export const KILL_GRACE_MS = 1000;
+const KILL_GRACE_MS = 1000;
 
 export interface SandboxOwnerProcessOptions {
   readonly entryPath: string;
@@ -33,7 +41,8 @@ interface Pending {
   readonly resolve: (result: InvocationResult) => void;
   readonly startedAt: number;
   timer?: NodeJS.Timeout;
-  responded: boolean;
+  /** The response passed to `onRespond`, normalised; the result carries the same. */
+  response?: HttpResponseSpec;
 }
 
 type Refable = { ref?(): void; unref?(): void } | null | undefined;
@@ -80,7 +89,6 @@ export class SandboxOwnerProcess {
         handlers,
         resolve,
         startedAt,
-        responded: false,
       };
       this.pending.set(invocationId, entry);
       entry.timer = setTimeout(() => this.timeOut(invocationId), invocation.timeoutMs + KILL_GRACE_MS);
@@ -128,15 +136,9 @@ export class SandboxOwnerProcess {
 
   private forwardRespond(invocationId: unknown, response: unknown): void {
     const entry = typeof invocationId === "string" ? this.pending.get(invocationId) : undefined;
-    if (!entry || entry.responded) return;
-    try {
-      // Normalised again: the child runs untrusted code, which can send anything.
-      const normal = normalizeResponse(response);
-      entry.responded = true;
-      entry.handlers?.onRespond?.(normal);
-    } catch {
-      // A malformed response is no response; the result still comes.
-    }
+    if (!entry || entry.response) return;
+    entry.response = checkedResponse(response);
+    if (entry.response) entry.handlers?.onRespond?.(entry.response);
   }
 
   private timeOut(invocationId: string): void {
@@ -200,14 +202,16 @@ export class SandboxOwnerProcess {
 }
 
 function failed(invocation: Invocation, name: string, message: string, startedAt: number): InvocationResult {
-  return {
-    invocationId: invocation.invocationId,
-    emits: [],
-    dbWrites: {},
-    logs: [],
-    error: { name, message, ts: Date.now() },
-    durationMs: performance.now() - startedAt,
-  };
+  return failedResult(invocation.invocationId, { name, message, ts: Date.now() }, performance.now() - startedAt);
+}
+
+/** Normalised again: the child runs untrusted code, which can send anything. Malformed is no response. */
+function checkedResponse(response: unknown): HttpResponseSpec | undefined {
+  try {
+    return normalizeResponse(response);
+  } catch {
+    return undefined;
+  }
 }
 
 type Bag = Record<string, unknown>;
@@ -233,13 +237,9 @@ function checkedResult(raw: unknown, entry: Pending): InvocationResult {
     durationMs: typeof sent.durationMs === "number" ? sent.durationMs : performance.now() - entry.startedAt,
   };
   if (isBag(sent.error)) result.error = errorRecord(sent.error);
-  if (sent.response !== undefined) {
-    try {
-      result.response = normalizeResponse(sent.response);
-    } catch {
-      // Dropped, as in forwardRespond.
-    }
-  }
+  // The response already given to the caller, if any, is the run's response.
+  const response = entry.response ?? (sent.response === undefined ? undefined : checkedResponse(sent.response));
+  if (response) result.response = response;
   if (Array.isArray(sent.additionalProps)) {
     result.additionalProps = sent.additionalProps.filter(
       (prop) => isBag(prop) && typeof prop.name === "string" && typeof prop.type === "string",

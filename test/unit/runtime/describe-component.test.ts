@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { describeComponent, UNKNOWN_PROP_TYPE } from "../../../runtime-layer/describe-component.ts";
+import { describeComponent, UNKNOWN_PROP_TYPE } from "#runtime/describe-component";
 
 const github = {
   type: "app",

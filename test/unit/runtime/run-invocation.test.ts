@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { HttpResponseSpec, Invocation } from "../../../runtime-layer/protocol.ts";
+import type { HttpResponseSpec, Invocation } from "#runtime/protocol";
 import {
   DB_MAX_BYTES,
   failCurrentInvocation,
@@ -7,7 +7,7 @@ import {
   normalizeResponse,
   runInvocation,
   STATUS_MESSAGE,
-} from "../../../runtime-layer/run-invocation.ts";
+} from "#runtime/run-invocation";
 
 let counter = 0;
 
