@@ -1,5 +1,6 @@
 #!/usr/bin/env node
 import { App, Tags } from "aws-cdk-lib";
+import { STAGE_PATTERN, STAGE_RULE } from "#config/aws-compute-env";
 import { ServiceStack } from "../lib/service-stack.ts";
 import { StatefulStack } from "../lib/stateful-stack.ts";
 
@@ -7,10 +8,8 @@ const app = new App();
 
 // `cdk deploy -c stage=dev` deploys a second, independent copy (`dev-SluiceStateful`, ...).
 const stage: unknown = app.node.tryGetContext("stage");
-if (stage !== undefined && (typeof stage !== "string" || !/^[A-Za-z][A-Za-z0-9-]{0,29}$/.test(stage))) {
-  throw new Error(
-    `Invalid stage ${JSON.stringify(stage)}: use 1 to 30 letters, digits or hyphens, starting with a letter (it prefixes the stack names).`,
-  );
+if (stage !== undefined && (typeof stage !== "string" || !STAGE_PATTERN.test(stage))) {
+  throw new Error(`Invalid stage ${JSON.stringify(stage)}: use ${STAGE_RULE} (it prefixes the stack names).`);
 }
 const prefix = stage ? `${stage}-` : "";
 const where = stage ? ` (stage ${stage})` : "";

@@ -1,4 +1,6 @@
 import { z } from "zod";
+import type { RuntimeSettings } from "#ports/deps";
+import { ENV, invocationTimeoutRule } from "./env.ts";
 
 /**
  * The environment variables of the AWS side of sources: deployed source functions, their
@@ -59,11 +61,25 @@ export interface AwsComputeConfig {
   secretsKeyArn: string | undefined;
   /** Set, all of it, on functions that deploy sources; undefined on the others. */
   manage: ManageSourcesConfig | undefined;
+  /**
+   * `SLUICE_PUBLIC_URL` without a trailing slash (empty where unset: functions that show no
+   * endpoint) and `SLUICE_INVOCATION_TIMEOUT_MS` (default 30 s), both set by the service stack.
+   */
+  runtime: RuntimeSettings;
 }
 
 type Env = Record<string, string | undefined>;
 
 const name = z.string({ error: "is required" }).min(1);
+const issuesOf = (error: z.ZodError) => error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
+const runtimeShape = {
+  [ENV.publicUrl]: z.url({ error: "must be a URL" }).optional(),
+  [ENV.invocationTimeoutMs]: invocationTimeoutRule,
+};
+
+/** Stage names: they prefix stack, function and schedule group names (`bin/app.ts` checks `-c stage` with it). */
+export const STAGE_PATTERN = /^[A-Za-z][A-Za-z0-9-]{0,29}$/;
+export const STAGE_RULE = "1 to 30 letters, digits or hyphens, starting with a letter";
 
 /**
  * Reads the compute settings. Each group is optional, but a group that is partly set is an error
@@ -72,9 +88,9 @@ const name = z.string({ error: "is required" }).min(1);
 export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   const problems: string[] = [];
   const stage = env[AWS_COMPUTE_ENV.stage] ?? "default";
-  if (!/^[A-Za-z][A-Za-z0-9-]{0,29}$/.test(stage)) {
-    problems.push(`${AWS_COMPUTE_ENV.stage}: must be 1 to 30 letters, digits or hyphens, starting with a letter`);
-  }
+  if (!STAGE_PATTERN.test(stage)) problems.push(`${AWS_COMPUTE_ENV.stage}: must be ${STAGE_RULE}`);
+  const runtime = z.object(runtimeShape).safeParse(env);
+  if (!runtime.success) problems.push(...issuesOf(runtime.error));
   let manage: ManageSourcesConfig | undefined;
   if (MANAGE_SOURCES_ENV.some((variable) => env[variable] !== undefined)) {
     const shape = Object.fromEntries(MANAGE_SOURCES_ENV.map((variable) => [variable, name]));
@@ -91,14 +107,19 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
         scheduleGroup: value(AWS_COMPUTE_ENV.scheduleGroup),
       };
     } else {
-      problems.push(...parsed.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`));
+      problems.push(...issuesOf(parsed.error));
     }
   }
   if (problems.length > 0) throw new Error(`AWS compute configuration is invalid:\n  ${problems.join("\n  ")}`);
+  const settings = runtime.data as NonNullable<typeof runtime.data>;
   return {
     stage,
     sourceRunnerFunction: env[AWS_COMPUTE_ENV.sourceRunnerFunction] || undefined,
     secretsKeyArn: env[AWS_COMPUTE_ENV.secretsKeyArn] || undefined,
     manage,
+    runtime: {
+      publicUrl: (settings[ENV.publicUrl] ?? "").replace(/\/+$/, ""),
+      invocationTimeoutMs: settings[ENV.invocationTimeoutMs],
+    },
   };
 }

@@ -44,6 +44,9 @@ type Env = Record<string, string | undefined>;
 
 const count = z.coerce.number().int().min(0);
 
+/** `SLUICE_INVOCATION_TIMEOUT_MS`, on both platforms: up to Lambda's 15 minutes. */
+export const invocationTimeoutRule = z.coerce.number().int().min(100).max(900_000).default(30_000);
+
 function parse<T extends z.ZodRawShape>(shape: T, env: Env, what: string): z.infer<z.ZodObject<T>> {
   const result = z.object(shape).safeParse(env);
   if (result.success) return result.data;
@@ -98,7 +101,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.email]: z.string().min(3).default("sluice@localhost"),
       [ENV.publicUrl]: z.url({ error: "must be a URL" }).optional(),
       [ENV.secretKey]: z.string().min(1).optional(),
-      [ENV.invocationTimeoutMs]: z.coerce.number().int().min(100).max(900_000).default(30_000),
+      [ENV.invocationTimeoutMs]: invocationTimeoutRule,
       [ENV.sandboxHeapMb]: z.coerce.number().int().min(16).max(16_384).default(128),
       [ENV.sandboxIdleMs]: z.coerce.number().int().min(100).default(60_000),
       [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),

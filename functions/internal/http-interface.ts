@@ -8,14 +8,13 @@ import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { receiveHttpRequest } from "#core/http-interface";
 import { errorResult } from "#http/pipeline";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
-
-const loadDeps = async () => (await import("#adapters/aws/composition")).awsDeps({ resources: true });
+import { loadAwsDeps } from "./internal-handler.ts";
 
 export async function handler(
   event: unknown,
   context?: { awsRequestId?: string },
 ): Promise<APIGatewayProxyStructuredResultV2> {
-  const deps = await loadDeps();
+  const deps = await loadAwsDeps();
   const requestId = context?.awsRequestId ?? "unknown";
   const log = deps.log.child({ request_id: requestId });
   try {

@@ -5,6 +5,7 @@
  */
 import { z } from "zod";
 import { runSource } from "#core/source-runs";
+import { internalHandler } from "./internal-handler.ts";
 
 export const runJobSchema = z.object({
   sourceId: z.string().startsWith("dc_"),
@@ -12,15 +13,4 @@ export const runJobSchema = z.object({
   event: z.json(),
 });
 
-const loadDeps = async () => (await import("#adapters/aws/composition")).awsDeps({ resources: true });
-
-export async function handler(event: unknown): Promise<void> {
-  const deps = await loadDeps();
-  const job = runJobSchema.safeParse(event);
-  if (!job.success) {
-    // Retrying cannot fix a malformed job: it is logged and dropped.
-    deps.log.error("malformed run job dropped", { issues: job.error.issues });
-    return;
-  }
-  await runSource(deps, job.data);
-}
+export const handler = internalHandler("run job", runJobSchema, runSource);

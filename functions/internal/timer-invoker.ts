@@ -12,6 +12,7 @@ import { setTimeout as sleepFor } from "node:timers/promises";
 import { z } from "zod";
 import { fireTimer } from "#core/source-runs";
 import { type Clock, systemClock } from "#ports/clock";
+import { internalHandler } from "./internal-handler.ts";
 
 export const timerInvokerInputSchema = z
   .object({
@@ -68,14 +69,6 @@ export async function fireScheduledRuns(
   }
 }
 
-const loadDeps = async () => (await import("#adapters/aws/composition")).awsDeps({ resources: true });
-
-export async function handler(event: unknown): Promise<void> {
-  const deps = await loadDeps();
-  const input = timerInvokerInputSchema.safeParse(event);
-  if (!input.success) {
-    deps.log.error("malformed timer input dropped", { issues: input.error.issues });
-    return;
-  }
-  await fireScheduledRuns(input.data, (sourceId, at) => fireTimer(deps, sourceId, at), { clock: deps.clock });
-}
+export const handler = internalHandler("timer input", timerInvokerInputSchema, (deps, input) =>
+  fireScheduledRuns(input, (sourceId, at) => fireTimer(deps, sourceId, at), { clock: deps.clock }),
+);

@@ -4,9 +4,10 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
+import { SHIPPED_NPM_PACKAGES } from "#adapters/local/npm-packages";
 import { ENV } from "#config/env";
 import type { AnyRoute } from "#http/route";
-import { SluiceFunction } from "./sluice-function.ts";
+import { SluiceFunction, withDependencies } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 
 /** What the stack needs to know of a manifest route. */
@@ -67,12 +68,19 @@ export class ApiRouteFunction extends Construct {
     if ((compute || secrets) && !props.sources) {
       throw new Error(`Route "${route.name}" needs compute or secrets access, but the stack gave it no SourceCompute`);
     }
+    // Deploying runs hooks and stores their events: SourceCompute grants write access to such routes.
+    if (compute && access !== "write") {
+      throw new Error(`Route "${route.name}" has compute access, which needs access.resources "write"`);
+    }
 
     this.function = new SluiceFunction(this, "Handler", {
       entry: `functions/http/${route.name}.ts`,
       description: `${route.method} ${route.path} (functions/http/${route.name}.ts)`,
-      // Only functions that may touch the table learn its name.
-      environment: access ? { [ENV.resourcesTable]: resourcesTable.tableName } : {},
+      // Only functions that may touch the table learn its name; those may show a source, whose
+      // HTTP endpoint is `<public URL>/http/<key>`.
+      environment: access
+        ? { [ENV.resourcesTable]: resourcesTable.tableName, [ENV.publicUrl]: props.httpApi.apiEndpoint }
+        : {},
       logRetention: props.logRetention,
       // Deploying bundles the component (esbuild-wasm: Lambda runs arm64, whatever the deployer's
       // machine), creates its function and may run its hooks: more memory, and the HTTP API's 30 s.
@@ -81,6 +89,8 @@ export class ApiRouteFunction extends Construct {
             memorySize: 1024,
             timeout: Duration.seconds(30),
             copyNodeModules: ["esbuild-wasm"],
+            // The npm packages components may import on AWS, where there is no npm to install others.
+            runtimeNodeModules: withDependencies(SHIPPED_NPM_PACKAGES),
             copyFolders: ["registry"],
           }
         : {}),

@@ -1,5 +1,5 @@
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Annotations, Duration, RemovalPolicy } from "aws-cdk-lib";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
@@ -41,6 +41,12 @@ export interface SluiceFunctionProps {
    */
   readonly copyNodeModules?: readonly string[];
   /**
+   * Packages copied the same way for code the function bundles at run time (the npm packages a
+   * component may import on AWS; see {@link withDependencies}). Unlike `copyNodeModules`, they
+   * stay in the function's own bundle wherever its code imports them. @default - none
+   */
+  readonly runtimeNodeModules?: readonly string[];
+  /**
    * Folders of the repository copied into the bundle under the same name, for data files the
    * function reads at run time (`registry/` for compute routes). @default - none
    */
@@ -60,7 +66,8 @@ export class SluiceFunction extends Construct {
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
     super(scope, id);
     this.entry = props.entry;
-    for (const name of props.copyNodeModules ?? []) {
+    const copied = [...(props.copyNodeModules ?? []), ...(props.runtimeNodeModules ?? [])];
+    for (const name of copied) {
       // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
       // is deployed that could not run.
       if (!existsSync(join(PROJECT_ROOT, "node_modules", name, "package.json"))) {
@@ -104,12 +111,48 @@ export class SluiceFunction extends Construct {
         sourcesContent: false,
         // The Node.js 22 runtime ships AWS SDK v3; bundling it would only slow cold starts.
         externalModules: ["@aws-sdk/*", ...(props.copyNodeModules ?? [])],
-        ...(props.copyNodeModules?.length || props.copyFolders?.length
-          ? { commandHooks: copyHooks(props.copyNodeModules ?? [], props.copyFolders ?? []) }
+        ...(copied.length || props.copyFolders?.length
+          ? { commandHooks: copyHooks(copied, props.copyFolders ?? []) }
           : {}),
       },
     });
   }
+}
+
+/**
+ * The packages `names` need at run time, as installed under `nodeModules`: the names themselves
+ * and every dependency Node would resolve from that top-level folder (dependencies npm nested
+ * inside a package's own `node_modules` travel with it). For `copyNodeModules`.
+ */
+export function withDependencies(
+  names: readonly string[],
+  nodeModules: string = join(PROJECT_ROOT, "node_modules"),
+): string[] {
+  const visited = new Set<string>();
+  const visit = (packageDir: string | undefined) => {
+    if (packageDir === undefined || visited.has(packageDir)) return;
+    visited.add(packageDir);
+    const manifest = JSON.parse(readFileSync(join(packageDir, "package.json"), "utf8")) as Record<string, unknown>;
+    const needs = ["dependencies", "optionalDependencies", "peerDependencies"].flatMap((field) =>
+      Object.keys((manifest[field] as Record<string, string> | undefined) ?? {}),
+    );
+    for (const name of needs) visit(resolvePackage(name, packageDir, nodeModules));
+  };
+  for (const name of names) visit(resolvePackage(name, nodeModules, nodeModules));
+  return [...visited]
+    .map((dir) => relative(nodeModules, dir))
+    .filter((path) => !path.split(sep).includes("node_modules"))
+    .sort();
+}
+
+/** Where Node finds package `name` from `fromDir`: the `node_modules` of it and its parents, up to `root`. */
+function resolvePackage(name: string, fromDir: string, root: string): string | undefined {
+  for (let dir = fromDir; dir !== root && dir.startsWith(root); dir = dirname(dir)) {
+    const nested = join(dir, "node_modules", name);
+    if (existsSync(join(nested, "package.json"))) return nested;
+  }
+  const top = join(root, name);
+  return existsSync(join(top, "package.json")) ? top : undefined;
 }
 
 /**

@@ -5,6 +5,7 @@ import { build } from "esbuild";
 import { beforeAll, describe, expect, inject, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
+import { ENV } from "#config/env";
 import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { HttpEvent, HttpResult } from "#http/pipeline";
 import { systemClock } from "#ports/clock";
@@ -58,7 +59,7 @@ describe("Lambda entry points against DynamoDB Local", () => {
     client.destroy();
     // What the service stack and the Lambda runtime set; the SDK reads the endpoint override itself.
     Object.assign(process.env, {
-      SLUICE_RESOURCES_TABLE: table,
+      [ENV.resourcesTable]: table,
       AWS_ENDPOINT_URL_DYNAMODB: endpoint,
       AWS_REGION: "local",
       AWS_ACCESS_KEY_ID: "local",

@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { unzipSync } from "fflate";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { buildSourceBundle, bundleComponent, loadEsbuild } from "#adapters/aws/source-bundle";
+import { bundleComponent, loadEsbuild, sourceZip } from "#adapters/aws/source-bundle";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
 import { DESCRIBER_FILES, RUNTIME_LAYER_ENTRY, RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
@@ -99,7 +99,7 @@ describe("a source function's bundle on the runtime layer", () => {
 
   /** Builds the function's zip and unpacks it, as Lambda does into /var/task. */
   async function deployFunction(name: string, code: string): Promise<string> {
-    const { zip } = await buildSourceBundle(code, { esbuild, runtimeModule: pathToFileURL(layerFile).href });
+    const { zip } = sourceZip(await bundleComponent(code, { esbuild }), pathToFileURL(layerFile).href);
     const task = join(work, name);
     for (const [file, bytes] of Object.entries(unzipSync(zip))) {
       mkdirSync(dirname(join(task, file)), { recursive: true });

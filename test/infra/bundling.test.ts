@@ -1,5 +1,6 @@
 import { execFileSync } from "node:child_process";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { App, type CfnElement, Stack } from "aws-cdk-lib";
@@ -7,7 +8,8 @@ import { Template } from "aws-cdk-lib/assertions";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import type { IConstruct } from "constructs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
+import { bundleComponent, loadEsbuild, RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
+import { npmPackagesPlugin } from "#adapters/local/npm-packages";
 import { ESM_REQUIRE_BANNER, PROJECT_ROOT, type SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import { RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
@@ -130,6 +132,33 @@ describe("ServiceStack bundling", () => {
     const dir = assetDirOf(service.sources.describer, "AWS::Lambda::Function", "Code");
     expect(readdirSync(dir).sort()).toEqual(["index.mjs", "sandbox-entry.mjs"]);
     expect(readFileSync(join(dir, "index.mjs"), "utf8")).toContain("sandbox-entry.mjs");
+  });
+
+  it("gives deploying routes esbuild-wasm, the registry and the shipped npm packages, enough to bundle @pipedream/platform", async () => {
+    const { dir } = bundleOf(service.routeFunctions.get("create-source")!.function);
+    expect(existsSync(join(dir, "node_modules", "esbuild-wasm", "package.json"))).toBe(true);
+    expect(readdirSync(join(dir, "registry"))).toContain("http-new-requests.mjs");
+    expect(existsSync(join(dir, "node_modules", "@pipedream", "platform", "package.json"))).toBe(true);
+    // As the composition root bundles on AWS, from the function's own node_modules alone (copied
+    // out of the project, whose node_modules would otherwise stand in for a missing dependency).
+    const task = mkdtempSync(join(tmpdir(), "sluice-task-"));
+    try {
+      cpSync(join(dir, "node_modules"), join(task, "node_modules"), { recursive: true });
+      const bundle = await bundleComponent(
+        'import { axios } from "@pipedream/platform";\nexport default { name: "x", async run() { return typeof axios; } };',
+        {
+          esbuild: await loadEsbuild("native"),
+          resolveDir: task,
+          plugins: [npmPackagesPlugin({ shippedPackagesDir: join(task, "node_modules"), cacheDir: join(task, "npm") })],
+        },
+      );
+      expect(existsSync(join(task, "npm")), "tried to install a package").toBe(false);
+      writeFileSync(join(task, "component.mjs"), bundle);
+      const component = (await import(pathToFileURL(join(task, "component.mjs")).href)).default;
+      expect(await component.run()).toBe("function");
+    } finally {
+      rmSync(task, { recursive: true, force: true });
+    }
   });
 
   it("runs the bundled $default function, which answers an unrouted request with a JSON 404", () => {

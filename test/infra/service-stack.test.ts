@@ -1,54 +1,15 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { App, type CfnElement, Stack } from "aws-cdk-lib";
-import { Match, Template } from "aws-cdk-lib/assertions";
-import type { IConstruct } from "constructs";
+import { Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ENV } from "#config/env";
 import { routes } from "#http/routes";
-import { type RouteSpec, routeKeyOf } from "../../lib/constructs/api-route-function.ts";
+import { routeKeyOf } from "../../lib/constructs/api-route-function.ts";
 import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
-import { ServiceStack } from "../../lib/service-stack.ts";
-import { StatefulStack } from "../../lib/stateful-stack.ts";
-
-// Skips the CloudFormation validation plugin, which halves synth time; it checks nothing of ours.
-process.env.CDK_VALIDATION = "false";
-
-type Resource = { Properties: Record<string, any> };
+import type { ServiceStack } from "../../lib/service-stack.ts";
+import { actionsOf, functionsOf, idOf, synthService as synth } from "./service-template.ts";
 
 const DYNAMODB_WRITES = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"];
-
-/** Both stacks with bundling skipped (bundling.test.ts bundles for real). */
-function synth(serviceRoutes?: readonly RouteSpec[]) {
-  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
-  const stateful = new StatefulStack(app, "SluiceStateful");
-  const service = new ServiceStack(app, "SluiceService", {
-    resourcesTable: stateful.resourcesTable,
-    secretsKey: stateful.secretsKey,
-    routes: serviceRoutes,
-  });
-  return {
-    service,
-    template: Template.fromStack(service),
-    statefulTemplate: Template.fromStack(stateful),
-  };
-}
-
-function logicalIdOf(construct: IConstruct): string {
-  return Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnElement);
-}
-
-/** Every IAM action granted to a function's execution role. */
-function actionsOf(template: Template, functionId: string): string[] {
-  const fn = template.findResources("AWS::Lambda::Function")[functionId] as Resource | undefined;
-  expect(fn, `function ${functionId}`).toBeDefined();
-  const roleId: string = fn!.Properties.Role["Fn::GetAtt"][0];
-  const policies = Object.values(template.findResources("AWS::IAM::Policy")) as Resource[];
-  return policies
-    .filter((policy) => JSON.stringify(policy.Properties.Roles).includes(JSON.stringify({ Ref: roleId })))
-    .flatMap((policy) => policy.Properties.PolicyDocument.Statement)
-    .flatMap((statement: { Action: string | string[] }) => [statement.Action].flat());
-}
 
 /** The name under which the stateful stack exports a value (`Ref` or `Arn` of the table). */
 function exportOf(statefulTemplate: Template, value: unknown): string {
@@ -66,8 +27,8 @@ describe("ServiceStack", () => {
     ({ service, template, statefulTemplate } = synth());
   });
 
-  const routeFunctionId = (name: string) => logicalIdOf(service.routeFunctions.get(name)!.function.lambdaFunction);
-  const notFoundId = () => logicalIdOf(service.notFoundFunction.lambdaFunction);
+  const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
+  const notFoundId = () => idOf(service.notFoundFunction.lambdaFunction);
 
   it("has one function per manifest route, one for $default and the four of sources", () => {
     expect(routes.length).toBeGreaterThan(0);
@@ -82,7 +43,7 @@ describe("ServiceStack", () => {
       const entry = `functions/http/${name}.ts`;
       expect(service.routeFunctions.get(name)!.function.entry).toBe(entry);
       expect(existsSync(join(PROJECT_ROOT, entry))).toBe(true);
-      const fn = template.findResources("AWS::Lambda::Function")[routeFunctionId(name)] as Resource;
+      const fn = functionsOf(template)[routeFunctionId(name)]!;
       expect(fn.Properties).toMatchObject({
         Handler: "index.handler",
         Runtime: "nodejs22.x",
@@ -96,7 +57,7 @@ describe("ServiceStack", () => {
 
   it("runs the $default function from route-not-found.ts on Node.js 22", () => {
     expect(service.notFoundFunction.entry).toBe("functions/http/route-not-found.ts");
-    const fn = template.findResources("AWS::Lambda::Function")[notFoundId()] as Resource;
+    const fn = functionsOf(template)[notFoundId()]!;
     expect(fn.Properties).toMatchObject({ Handler: "index.handler", Runtime: "nodejs22.x", Architectures: ["arm64"] });
   });
 
@@ -132,7 +93,7 @@ describe("ServiceStack", () => {
 
   it("declares no route key with a trailing slash, which HTTP APIs refuse", () => {
     const keys = Object.values(template.findResources("AWS::ApiGatewayV2::Route")).map(
-      (route) => (route as Resource).Properties.RouteKey as string,
+      (route) => route.Properties.RouteKey as string,
     );
     expect(keys.filter((key) => key.endsWith("/"))).toEqual([]);
   });
@@ -169,23 +130,26 @@ describe("ServiceStack", () => {
         actionsOf(template, id).filter((action) => action.startsWith("dynamodb:")),
         id,
       ).toEqual([]);
-      const fn = template.findResources("AWS::Lambda::Function")[id] as Resource;
+      const fn = functionsOf(template)[id]!;
       expect(fn.Properties.Environment.Variables, id).toEqual({ NODE_OPTIONS: "--enable-source-maps" });
     }
   });
 
-  it("sets SLUICE_RESOURCES_TABLE to the stateful stack's table name on routes that use the table", () => {
+  it("sets the table's name and the API's URL (sources show their endpoints) on routes that use the table", () => {
     const tableName = exportOf(statefulTemplate, { Ref: "Resources" });
+    const apiUrl = { "Fn::GetAtt": [idOf(service.httpApi), "ApiEndpoint"] };
     const users = routes.filter((route) => route.access.resources);
     expect(users.length).toBeGreaterThan(0);
     for (const route of users) {
-      const fn = template.findResources("AWS::Lambda::Function")[routeFunctionId(route.name)] as Resource;
+      const fn = functionsOf(template)[routeFunctionId(route.name)]!;
       const variables = fn.Properties.Environment.Variables;
       expect(variables[ENV.resourcesTable], route.name).toEqual({ "Fn::ImportValue": tableName });
+      expect(variables[ENV.publicUrl], route.name).toEqual(apiUrl);
       // Routes that deploy or run sources learn more (source-compute.test.ts); the others nothing else.
       if (!route.access.compute && !route.access.secrets) {
         expect(variables, route.name).toEqual({
           [ENV.resourcesTable]: { "Fn::ImportValue": tableName },
+          [ENV.publicUrl]: apiUrl,
           NODE_OPTIONS: "--enable-source-maps",
         });
       }
@@ -195,9 +159,9 @@ describe("ServiceStack", () => {
   it("logs every function to its own log group kept for 30 days, and deployed sources to one more", () => {
     template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1 + 4 + 1);
     const groups = template.findResources("AWS::Logs::LogGroup", { Properties: { RetentionInDays: 30 } });
-    const functions = Object.values(template.findResources("AWS::Lambda::Function")) as Resource[];
+    const functions = Object.values(functionsOf(template));
     const used = functions.map((fn) => fn.Properties.LoggingConfig.LogGroup.Ref as string);
-    const sourceLogs = logicalIdOf(service.sources.sourceLogGroup);
+    const sourceLogs = idOf(service.sources.sourceLogGroup);
     expect([...used, sourceLogs].sort()).toEqual(Object.keys(groups).sort());
   });
 
@@ -210,26 +174,38 @@ describe("ServiceStack", () => {
 
 describe("ServiceStack with routes other than the manifest's", () => {
   it("grants a write route read and write actions on the table", () => {
-    const { service, template } = synth([
-      { name: "get-me", method: "POST", path: "/v1/users/me", access: { resources: "write" } },
-    ]);
-    const actions = actionsOf(template, logicalIdOf(service.routeFunctions.get("get-me")!.function.lambdaFunction));
+    const { service, template } = synth({
+      routes: [{ name: "get-me", method: "POST", path: "/v1/users/me", access: { resources: "write" } }],
+    });
+    const actions = actionsOf(template, idOf(service.routeFunctions.get("get-me")!.function.lambdaFunction));
     expect(actions).toEqual(expect.arrayContaining(["dynamodb:GetItem", "dynamodb:Query", ...DYNAMODB_WRITES]));
   });
 
   it("declares a path the spec writes with a trailing slash on the bare path", () => {
     const route = { name: "get-me", method: "POST", path: "/v1/sources/", access: {} } as const;
     expect(routeKeyOf(route)).toBe("POST /v1/sources");
-    const { template } = synth([route]);
+    const { template } = synth({ routes: [route] });
     template.hasResourceProperties("AWS::ApiGatewayV2::Route", { RouteKey: "POST /v1/sources" });
+  });
+
+  it("fails at synth when a route that deploys sources may not write to the table", () => {
+    expect(() =>
+      synth({
+        routes: [
+          { name: "create-source", method: "POST", path: "/v1/sources", access: { resources: "read", compute: true } },
+        ],
+      }),
+    ).toThrow(/"create-source" has compute access, which needs access.resources "write"/);
   });
 
   it("fails at synth when two routes claim the same METHOD /path", () => {
     expect(() =>
-      synth([
-        { name: "get-me", method: "GET", path: "/v1/users/me", access: {} },
-        { name: "get-workspace", method: "GET", path: "/v1/users/me/", access: {} },
-      ]),
+      synth({
+        routes: [
+          { name: "get-me", method: "GET", path: "/v1/users/me", access: {} },
+          { name: "get-workspace", method: "GET", path: "/v1/users/me/", access: {} },
+        ],
+      }),
     ).toThrow(/"get-me" and "get-workspace" both claim "GET \/v1\/users\/me"/);
   });
 });

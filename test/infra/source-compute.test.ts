@@ -1,19 +1,22 @@
-import { App, type CfnElement, Stack } from "aws-cdk-lib";
-import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
-import type { IConstruct } from "constructs";
+import { App, Stack } from "aws-cdk-lib";
+import { Annotations, Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AWS_COMPUTE_ENV, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { routes } from "#http/routes";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
-import { ServiceStack } from "../../lib/service-stack.ts";
-import { StatefulStack } from "../../lib/stateful-stack.ts";
-
-// Skips the CloudFormation validation plugin, which halves synth time; it checks nothing of ours.
-process.env.CDK_VALIDATION = "false";
-
-type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
-type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown; Effect: string };
+import type { ServiceStack } from "../../lib/service-stack.ts";
+import {
+  actionsOf,
+  environmentOf,
+  functionsOf,
+  idOf,
+  type Resource,
+  roleIdOf,
+  statementsOf,
+  statementsOfRole,
+  synthService,
+} from "./service-template.ts";
 
 const SOURCE_FUNCTIONS_ARN = {
   "Fn::Join": [
@@ -30,41 +33,16 @@ const SOURCE_FUNCTIONS_ARN = {
   ],
 };
 
-function synth() {
-  const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
-  const stateful = new StatefulStack(app, "SluiceStateful", { stage: "dev" });
-  const service = new ServiceStack(app, "SluiceService", {
-    resourcesTable: stateful.resourcesTable,
-    secretsKey: stateful.secretsKey,
-    stage: "dev",
-  });
-  return { service, template: Template.fromStack(service), statefulTemplate: Template.fromStack(stateful) };
-}
-
-/** The logical id of an L2 construct's resource, or of an L1 resource itself. */
-const idOf = (construct: IConstruct) =>
-  Stack.of(construct).getLogicalId((construct.node.defaultChild ?? construct) as CfnElement);
-
 describe("ServiceStack: what sources run on", () => {
   let service: ServiceStack;
   let template: Template;
   let statefulTemplate: Template;
 
   beforeAll(() => {
-    ({ service, template, statefulTemplate } = synth());
+    ({ service, template, statefulTemplate } = synthService({ stage: "dev" }));
   });
 
-  const functions = () => template.findResources("AWS::Lambda::Function") as Record<string, Resource>;
-  const roleIdOf = (functionId: string): string => functions()[functionId]!.Properties.Role["Fn::GetAtt"][0];
-  /** Every statement of the inline policies attached to a role. */
-  const statementsOfRole = (roleId: string): Statement[] =>
-    (Object.values(template.findResources("AWS::IAM::Policy")) as Resource[])
-      .filter((policy) => JSON.stringify(policy.Properties.Roles).includes(JSON.stringify({ Ref: roleId })))
-      .flatMap((policy) => policy.Properties.PolicyDocument.Statement);
-  const statementsOf = (functionId: string) => statementsOfRole(roleIdOf(functionId));
-  const actionsOf = (functionId: string) => statementsOf(functionId).flatMap((statement) => [statement.Action].flat());
-  const environmentOf = (functionId: string): Record<string, unknown> =>
-    functions()[functionId]!.Properties.Environment?.Variables ?? {};
+  const functions = () => functionsOf(template);
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const computeRoutes = () => routes.filter((route) => route.access.compute);
   const layerId = () => idOf(service.sources.runtimeLayer);
@@ -82,7 +60,7 @@ describe("ServiceStack: what sources run on", () => {
     expect(computeRoutes().length).toBeGreaterThan(0);
     const computeIds = computeRoutes().map((route) => routeFunctionId(route.name));
     for (const [id] of Object.entries(functions())) {
-      const layer = environmentOf(id)[AWS_COMPUTE_ENV.runtimeLayerArn];
+      const layer = environmentOf(template, id)[AWS_COMPUTE_ENV.runtimeLayerArn];
       if (computeIds.includes(id)) expect(layer, id).toEqual({ Ref: layerId() });
       else expect(layer, id).toBeUndefined();
     }
@@ -103,7 +81,7 @@ describe("ServiceStack: what sources run on", () => {
 
   it("lets deploying routes manage only sluice-<stage>-dc_* functions, with the source role and the layer", () => {
     for (const route of computeRoutes()) {
-      const statements = statementsOf(routeFunctionId(route.name));
+      const statements = statementsOf(template, routeFunctionId(route.name));
       const on = (action: string) => statements.filter((statement) => [statement.Action].flat().includes(action));
       for (const action of [
         "lambda:CreateFunction",
@@ -163,7 +141,9 @@ describe("ServiceStack: what sources run on", () => {
   it("gives routes that neither deploy nor seal no Lambda, IAM, Scheduler or KMS action", () => {
     for (const route of routes.filter((r) => !r.access.compute && !r.access.secrets)) {
       expect(
-        actionsOf(routeFunctionId(route.name)).filter((action) => /^(lambda|iam|scheduler|kms):/.test(action)),
+        actionsOf(template, routeFunctionId(route.name)).filter((action) =>
+          /^(lambda|iam|scheduler|kms):/.test(action),
+        ),
         route.name,
       ).toEqual([]);
     }
@@ -174,12 +154,14 @@ describe("ServiceStack: what sources run on", () => {
     expect(keyArn).toHaveLength(1);
     const imported = { "Fn::ImportValue": keyArn[0]!.Export.Name };
     for (const route of routes.filter((r) => r.access.secrets)) {
-      const kms = statementsOf(routeFunctionId(route.name)).filter((s) => JSON.stringify(s.Action).includes("kms:"));
+      const kms = statementsOf(template, routeFunctionId(route.name)).filter((s) =>
+        JSON.stringify(s.Action).includes("kms:"),
+      );
       expect(
         kms.map(({ Action, Resource }) => ({ Action, Resource })),
         route.name,
       ).toEqual([{ Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: imported }]);
-      expect(environmentOf(routeFunctionId(route.name))[AWS_COMPUTE_ENV.secretsKeyArn]).toEqual(imported);
+      expect(environmentOf(template, routeFunctionId(route.name))[AWS_COMPUTE_ENV.secretsKeyArn]).toEqual(imported);
     }
   });
 
@@ -190,7 +172,7 @@ describe("ServiceStack: what sources run on", () => {
       { Action: "sts:AssumeRole", Effect: "Allow", Principal: { Service: "lambda.amazonaws.com" } },
     ]);
     expect(role.Properties.ManagedPolicyArns).toBeUndefined();
-    expect(statementsOfRole(roleId)).toEqual([
+    expect(statementsOfRole(template, roleId)).toEqual([
       {
         Action: ["logs:CreateLogStream", "logs:PutLogEvents"],
         Effect: "Allow",
@@ -204,9 +186,9 @@ describe("ServiceStack: what sources run on", () => {
     const fn = functions()[id]!;
     expect(fn.Properties).toMatchObject({ Handler: "index.handler", Runtime: "nodejs22.x", Architectures: ["arm64"] });
     expect(fn.Properties.Environment).toBeUndefined();
-    const role = template.findResources("AWS::IAM::Role")[roleIdOf(id)] as Resource;
+    const role = template.findResources("AWS::IAM::Role")[roleIdOf(template, id)] as Resource;
     expect(role.Properties.ManagedPolicyArns).toBeUndefined();
-    expect(actionsOf(id).sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
+    expect(actionsOf(template, id).sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
   });
 
   it("lets EventBridge Scheduler of this account assume the scheduler role, which may invoke the timer invoker only", () => {
@@ -221,7 +203,7 @@ describe("ServiceStack: what sources run on", () => {
       },
     ]);
     const invoker = idOf(service.sources.timerInvoker.lambdaFunction);
-    expect(statementsOfRole(roleId)).toEqual([
+    expect(statementsOfRole(template, roleId)).toEqual([
       {
         Action: "lambda:InvokeFunction",
         Effect: "Allow",
@@ -258,11 +240,11 @@ describe("ServiceStack: what sources run on", () => {
         Environment: { Variables: Match.exact(variables) },
       });
       // Run, not deploy: no setting of the deploying routes.
-      const environment = environmentOf(idOf(fn.lambdaFunction));
+      const environment = environmentOf(template, idOf(fn.lambdaFunction));
       for (const name of MANAGE_SOURCES_ENV) expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
-      expect(actionsOf(idOf(fn.lambdaFunction))).not.toContain("lambda:CreateFunction");
-      expect(actionsOf(idOf(fn.lambdaFunction))).toContain("kms:Decrypt");
-      expect(actionsOf(idOf(fn.lambdaFunction))).not.toContain("kms:GenerateDataKey");
+      expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("lambda:CreateFunction");
+      expect(actionsOf(template, idOf(fn.lambdaFunction))).toContain("kms:Decrypt");
+      expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("kms:GenerateDataKey");
     }
   });
 
@@ -279,7 +261,7 @@ describe("ServiceStack: what sources run on", () => {
 
   it("gives deploying routes every setting the AWS compute config needs", () => {
     for (const route of computeRoutes()) {
-      const environment = environmentOf(routeFunctionId(route.name));
+      const environment = environmentOf(template, routeFunctionId(route.name));
       for (const name of [...MANAGE_SOURCES_ENV, AWS_COMPUTE_ENV.stage, AWS_COMPUTE_ENV.sourceRunnerFunction]) {
         expect(environment[name], `${route.name} ${name}`).toBeDefined();
       }

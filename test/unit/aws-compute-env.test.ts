@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+import { ENV } from "#config/env";
 
 const manage = Object.fromEntries(MANAGE_SOURCES_ENV.map((name) => [name, `value of ${name}`]));
 
@@ -10,6 +11,18 @@ describe("loadAwsComputeConfig", () => {
       sourceRunnerFunction: undefined,
       secretsKeyArn: undefined,
       manage: undefined,
+      runtime: { publicUrl: "", invocationTimeoutMs: 30_000 },
+    });
+  });
+
+  it("reads the public URL without its trailing slash and the invocation time limit", () => {
+    const config = loadAwsComputeConfig({
+      [ENV.publicUrl]: "https://abc.execute-api.eu-west-1.amazonaws.com/",
+      [ENV.invocationTimeoutMs]: "45000",
+    });
+    expect(config.runtime).toEqual({
+      publicUrl: "https://abc.execute-api.eu-west-1.amazonaws.com",
+      invocationTimeoutMs: 45_000,
     });
   });
 
@@ -38,9 +51,17 @@ describe("loadAwsComputeConfig", () => {
 
   it("names every missing variable of a partly set group, and a bad stage, at once", () => {
     const { [AWS_COMPUTE_ENV.describerFunction]: _d, [AWS_COMPUTE_ENV.scheduleGroup]: _g, ...partial } = manage;
-    expect(() => loadAwsComputeConfig({ ...partial, [AWS_COMPUTE_ENV.stage]: "9bad" })).toThrow(
+    const env = { ...partial, [AWS_COMPUTE_ENV.stage]: "9bad", [ENV.invocationTimeoutMs]: "soon" };
+    expect(() => loadAwsComputeConfig(env)).toThrow(
       new RegExp(
-        `${AWS_COMPUTE_ENV.stage}[\\s\\S]*${AWS_COMPUTE_ENV.describerFunction}[\\s\\S]*${AWS_COMPUTE_ENV.scheduleGroup}`,
+        [
+          AWS_COMPUTE_ENV.stage,
+          ENV.invocationTimeoutMs,
+          AWS_COMPUTE_ENV.describerFunction,
+          AWS_COMPUTE_ENV.scheduleGroup,
+        ]
+          .map((name) => `${name}: `)
+          .join("[\\s\\S]*"),
       ),
     );
   });

@@ -1,13 +1,15 @@
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { KMSClient } from "@aws-sdk/client-kms";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { npmPackagesPlugin } from "#adapters/local/npm-packages";
 import { readRegistryComponent } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { loadAwsComputeConfig } from "#config/aws-compute-env";
-import { ENV, loadAwsConfig } from "#config/env";
+import { loadAwsConfig } from "#config/env";
 import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
@@ -18,9 +20,9 @@ import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
 import { DynamoDbSourceStore } from "./dynamodb-source-store.ts";
 import { DynamoDbUsageStore } from "./dynamodb-usage-store.ts";
 import { KmsSecrets } from "./kms-secrets.ts";
-import { createLambdaComponentHost } from "./lambda-component-host.ts";
-import { createLambdaRunQueue } from "./lambda-run-queue.ts";
-import { createSchedulerTimers } from "./scheduler-timers.ts";
+import { LambdaComponentHost } from "./lambda-component-host.ts";
+import { LambdaRunQueue } from "./lambda-run-queue.ts";
+import { SchedulerTimers } from "./scheduler-timers.ts";
 import { componentBundler, loadEsbuild } from "./source-bundle.ts";
 
 let deps: Deps | undefined;
@@ -30,21 +32,32 @@ export function documentClient(client = new DynamoDBClient({})) {
   return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
 }
 
+/** `build()`, called once, on first use. */
+function once<T>(build: () => T): () => T {
+  let built: { value: T } | undefined;
+  return () => {
+    built ??= { value: build() };
+    return built.value;
+  };
+}
+
 /**
  * A port built on first use. A function is deployed with the settings and grants of the ports its
  * route uses only; building a port it was not deployed for fails at that use, naming the port and
  * the reason, instead of at the cold start of every function.
+ *
+ * A proxy rather than a getter on `Deps`, so that passing the port around, spreading or
+ * destructuring `Deps`, or keying a WeakMap by the port (`loadComponent`) builds nothing. Methods
+ * are bound to the built port, whose private fields a call through the proxy would not reach.
  */
 function lazy<T extends object>(port: string, build: () => T): T {
-  let built: T | undefined;
-  const instance = () => {
+  const instance = once(() => {
     try {
-      built ??= build();
+      return build();
     } catch (error) {
       throw new Error(`${port} could not be built: ${(error as Error).message}`, { cause: error });
     }
-    return built;
-  };
+  });
   return new Proxy({} as T, {
     get(_target, member) {
       const target = instance() as Record<PropertyKey, unknown>;
@@ -70,19 +83,20 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
   const config = loadAwsConfig(env, options);
   const compute = loadAwsComputeConfig(env);
   const table = () => required(config.resourcesTable, "the resources table", "table access");
-  const documents = lazy("the document client", () => documentClient());
-  const lambda = lazy("the Lambda client", () => new LambdaClient({}));
+  // SDK clients are made when the first port that uses them is built.
+  const documents = once(() => documentClient());
+  const lambda = once(() => new LambdaClient({}));
   const log = jsonLogger({ function: env.AWS_LAMBDA_FUNCTION_NAME });
-  const invocationTimeoutMs = Number(env[ENV.invocationTimeoutMs] ?? 30_000);
-  // The compute routes' bundles carry `registry/` next to their entry (lib/constructs/sluice-function.ts).
-  const registryDir = join(env.LAMBDA_TASK_ROOT ?? process.cwd(), "registry");
+  // The compute routes' bundles carry `registry/` and the shipped npm packages' `node_modules/`
+  // next to their entry (lib/constructs/api-route-function.ts).
+  const taskRoot = env.LAMBDA_TASK_ROOT ?? process.cwd();
 
   deps = {
-    identity: lazy("the identity store", () => new DynamoDbIdentityStore(documents, table())),
-    usage: lazy("the usage store", () => new DynamoDbUsageStore(documents, table())),
-    components: lazy("the component store", () => new DynamoDbComponentStore(documents, table())),
-    sources: lazy("the source store", () => new DynamoDbSourceStore(documents, table())),
-    events: lazy("the event store", () => new DynamoDbEventStore(documents, table())),
+    identity: lazy("the identity store", () => new DynamoDbIdentityStore(documents(), table())),
+    usage: lazy("the usage store", () => new DynamoDbUsageStore(documents(), table())),
+    components: lazy("the component store", () => new DynamoDbComponentStore(documents(), table())),
+    sources: lazy("the source store", () => new DynamoDbSourceStore(documents(), table())),
+    events: lazy("the event store", () => new DynamoDbEventStore(documents(), table())),
     secrets: lazy(
       "the secrets key",
       () =>
@@ -91,48 +105,61 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
           keyId: required(compute.secretsKeyArn, "the secrets key", "access to the secrets key"),
         }),
     ),
-    host: lazy("the component host", () =>
-      createLambdaComponentHost({
-        lambda,
-        stage: compute.stage,
-        invocationTimeoutMs,
-        log,
-        ...(compute.manage
-          ? {
-              deploy: {
-                sourceRoleArn: compute.manage.sourceRoleArn,
-                runtimeLayerArn: compute.manage.runtimeLayerArn,
-                describerFunction: compute.manage.describerFunction,
-                logGroup: compute.manage.sourceLogGroup,
-                bundle: componentBundler({ esbuild: () => loadEsbuild("wasm") }),
-              },
-            }
-          : {}),
-      }),
+    host: lazy(
+      "the component host",
+      () =>
+        new LambdaComponentHost({
+          lambda: lambda(),
+          stage: compute.stage,
+          invocationTimeoutMs: compute.runtime.invocationTimeoutMs,
+          log,
+          ...(compute.manage
+            ? {
+                deploy: {
+                  sourceRoleArn: compute.manage.sourceRoleArn,
+                  runtimeLayerArn: compute.manage.runtimeLayerArn,
+                  describerFunction: compute.manage.describerFunction,
+                  logGroup: compute.manage.sourceLogGroup,
+                  bundle: componentBundler({
+                    esbuild: () => loadEsbuild("wasm"),
+                    plugins: [
+                      npmPackagesPlugin({
+                        shippedPackagesDir: join(taskRoot, "node_modules"),
+                        // Only reached for a package Sluice does not ship, which Lambda cannot install.
+                        cacheDir: join(tmpdir(), "sluice-npm"),
+                      }),
+                    ],
+                  }),
+                },
+              }
+            : {}),
+        }),
     ),
     timers: lazy("the timers", () => {
       const manage = required(compute.manage, "the timers", "compute access");
-      return createSchedulerTimers({
+      return new SchedulerTimers({
         scheduler: new SchedulerClient({}),
         groupName: manage.scheduleGroup,
         timerInvokerArn: manage.timerInvokerArn,
         roleArn: manage.schedulerRoleArn,
       });
     }),
-    runs: lazy("the run queue", () =>
-      createLambdaRunQueue({
-        lambda,
-        functionName: required(compute.sourceRunnerFunction, "the run queue", "the source runner's name"),
-      }),
+    runs: lazy(
+      "the run queue",
+      () =>
+        new LambdaRunQueue({
+          lambda: lambda(),
+          functionName: required(compute.sourceRunnerFunction, "the run queue", "the source runner's name"),
+        }),
     ),
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
-    registry: { readCode: (key) => readRegistryComponent(registryDir, key) },
+    registry: { readCode: (key) => readRegistryComponent(join(taskRoot, "registry"), key) },
     clock: systemClock,
     ids: randomIdGenerator(systemClock),
     log,
     quotas: config.quotas,
-    runtime: { publicUrl: (env[ENV.publicUrl] ?? "").replace(/\/+$/, ""), invocationTimeoutMs },
+    runtime: compute.runtime,
   };
   return deps;
 }

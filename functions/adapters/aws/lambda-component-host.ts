@@ -25,19 +25,18 @@ import {
   waitUntilFunctionUpdatedV2,
 } from "@aws-sdk/client-lambda";
 import { z } from "zod";
+import { invalidCode } from "#adapters/component-compile-error";
 import type { ComponentDescription } from "#core/component-model";
-import { DomainError } from "#core/errors";
 import { type Clock, systemClock } from "#ports/clock";
 import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component-host";
 import { type Logger, silentLogger } from "#ports/logger";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
-import type { DescribeReply } from "#runtime/sandbox-protocol";
+import { type DescribeReply, withPosition } from "#runtime/sandbox-protocol";
 import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
 
 /** Lambda's limit on a synchronous invocation's request and response. */
 export const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
 const MAX_FUNCTION_NAME = 64;
-const FIELD = "component_code";
 
 /** What `describe` and `prepare` need; functions that only run sources are deployed without it. */
 export interface SourceDeploySettings {
@@ -49,10 +48,7 @@ export interface SourceDeploySettings {
   readonly describerFunction: string;
   /** Log group of all source functions (`SLUICE_SOURCE_LOG_GROUP`). @default - Lambda's `/aws/lambda/<name>` */
   readonly logGroup?: string;
-  /**
-   * Turns a component's code into its ESM bundle: `(code) => bundleComponent(code, { esbuild,
-   * plugins })` from `source-bundle.ts`.
-   */
+  /** Turns a component's code into its ESM bundle: `componentBundler(...)` of `source-bundle.ts`. */
   readonly bundle: (code: string) => Promise<string>;
 }
 
@@ -140,9 +136,6 @@ const describeReplySchema = z.union([
 
 const isNamed = (error: unknown, name: string) => (error as { name?: unknown } | null)?.name === name;
 
-const invalidCode = (message: string) =>
-  new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
-
 /** The error payload Lambda returns with `FunctionError`. */
 interface LambdaErrorPayload {
   errorType?: string;
@@ -197,10 +190,7 @@ export class LambdaComponentHost implements ComponentHost {
     if (!reply.success) throw new Error("the describer function answered in an unknown shape");
     const answer = reply.data as DescribeReply;
     if (answer.ok) return answer.description;
-    const { message, line, column } = answer.error;
-    throw invalidCode(
-      line === undefined ? message : `${message} (line ${line}${column === undefined ? "" : `, column ${column}`})`,
-    );
+    throw invalidCode(withPosition(answer.error));
   }
 
   async prepare(source: SourceCode): Promise<void> {
@@ -380,9 +370,4 @@ function failedResult(
     error: { ...failure, ts },
     durationMs,
   };
-}
-
-/** The factory the AWS composition root calls. */
-export function createLambdaComponentHost(options: LambdaComponentHostOptions): LambdaComponentHost {
-  return new LambdaComponentHost(options);
 }

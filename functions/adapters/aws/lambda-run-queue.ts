@@ -32,8 +32,3 @@ export class LambdaRunQueue implements RunQueue {
     );
   }
 }
-
-/** The factory the AWS composition root calls. */
-export function createLambdaRunQueue(options: LambdaRunQueueOptions): LambdaRunQueue {
-  return new LambdaRunQueue(options);
-}

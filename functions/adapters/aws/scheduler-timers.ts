@@ -9,7 +9,6 @@
  * `everySeconds` apart, within that one invocation (`toAwsScheduleExpression` in `#core/timer-schedule`).
  */
 import {
-  ConflictException,
   CreateScheduleCommand,
   type CreateScheduleCommandInput,
   DeleteScheduleCommand,
@@ -18,21 +17,11 @@ import {
 } from "@aws-sdk/client-scheduler";
 import type { TimerSpec } from "#core/component-model";
 import { type AwsScheduleExpression, toAwsScheduleExpression } from "#core/timer-schedule";
+import type { TimerInvokerInput } from "#internal/timer-invoker";
 import type { Timers } from "#ports/timers";
 
 /** Replaced by Scheduler with the time the schedule was due, in ISO 8601. */
 export const SCHEDULED_TIME_PLACEHOLDER = "<aws.scheduler.scheduled-time>";
-
-/** What the timer invoker receives. */
-export interface TimerInvokerInput {
-  sourceId: string;
-  /** ISO 8601 time the schedule was due (Scheduler's placeholder, filled in). */
-  scheduledAt?: string;
-  /** For intervals under a minute: seconds between runs within one invocation. */
-  everySeconds?: number;
-  /** For intervals under a minute: runs per invocation. */
-  times?: number;
-}
 
 export interface SchedulerTimersOptions {
   readonly scheduler: SchedulerClient;
@@ -87,7 +76,7 @@ export class SchedulerTimers implements Timers {
     try {
       await this.#options.scheduler.send(new CreateScheduleCommand(request));
     } catch (error) {
-      if (!(error instanceof ConflictException) && !isNamed(error, "ConflictException")) throw error;
+      if (!isNamed(error, "ConflictException")) throw error;
       // A schedule of that name exists (a re-deploy, or a retried request): replace all its fields.
       await this.#options.scheduler.send(new UpdateScheduleCommand(request));
     }
@@ -102,9 +91,4 @@ export class SchedulerTimers implements Timers {
       if (!isNamed(error, "ResourceNotFoundException")) throw error;
     }
   }
-}
-
-/** The factory the AWS composition root calls. */
-export function createSchedulerTimers(options: SchedulerTimersOptions): SchedulerTimers {
-  return new SchedulerTimers(options);
 }

@@ -11,10 +11,10 @@
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { build, Message, Plugin } from "esbuild";
+import type { build, Plugin } from "esbuild";
 import { zipSync } from "fflate";
+import { compileError } from "#adapters/component-compile-error";
 import { noFileImports } from "#adapters/no-file-imports";
-import { DomainError } from "#core/errors";
 
 /** The esbuild JS API; `esbuild` and `esbuild-wasm` both provide it. */
 export interface EsbuildApi {
@@ -26,7 +26,7 @@ export const RUNTIME_LAYER_MODULE = "/opt/nodejs/sluice-runtime.mjs";
 /** The Lambda handler of every source function. */
 export const SOURCE_HANDLER = "index.handler";
 /** Bundle file of the component inside the function's zip. */
-export const COMPONENT_FILE = "component.mjs";
+const COMPONENT_FILE = "component.mjs";
 const ENTRY_FILE = "index.mjs";
 /** The name the user's code has in bundles, source maps and stack frames. */
 const SOURCE_FILE = "component.ts";
@@ -39,10 +39,6 @@ const SOURCE_FILE = "component.ts";
 const ZIP_MTIME = new Date(2000, 0, 1, 0, 0, 0);
 /** Unix mode `rw-r--r--`: Lambda must be able to read every file. */
 const ZIP_FILE_ATTRS = 0o644 << 16;
-
-const FIELD = "component_code";
-const invalidCode = (message: string) =>
-  new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
 
 /**
  * Loads esbuild without letting a bundler of this file pull it in: `native` is the `esbuild`
@@ -107,16 +103,6 @@ export async function bundleComponent(code: string, options: BundleComponentOpti
   return output.text;
 }
 
-function compileError(error: unknown): unknown {
-  const first = (error as { errors?: Message[] }).errors?.[0];
-  if (!first) return error;
-  // A plugin that throws a DomainError (a package that cannot be installed) keeps its own message.
-  const detail = first.detail as { name?: unknown; code?: unknown } | undefined;
-  if (detail?.name === "DomainError" && typeof detail.code === "string") return detail;
-  const where = first.location ? ` (line ${first.location.line}, column ${first.location.column + 1})` : "";
-  return invalidCode(`${first.text}${where}`);
-}
-
 export interface ComponentBundlerOptions extends Omit<BundleComponentOptions, "esbuild"> {
   /** Loads esbuild on first use, e.g. `() => loadEsbuild("wasm")`; a cold start that only runs pays nothing. */
   readonly esbuild: () => Promise<EsbuildApi>;
@@ -170,14 +156,4 @@ export function zipReproducibly(files: Readonly<Record<string, string | Uint8Arr
 /** The zip of a source function from its component bundle (see {@link bundleComponent}). */
 export function sourceZip(componentBundle: string, runtimeModule: string = RUNTIME_LAYER_MODULE): SourceZip {
   return zipReproducibly({ [ENTRY_FILE]: sourceEntry(runtimeModule), [COMPONENT_FILE]: componentBundle });
-}
-
-export interface SourceBundleOptions extends BundleComponentOptions {
-  /** @default RUNTIME_LAYER_MODULE */
-  readonly runtimeModule?: string;
-}
-
-/** Bundles a component and zips it with the entry, ready for `CreateFunction`/`UpdateFunctionCode`. */
-export async function buildSourceBundle(code: string, options: SourceBundleOptions): Promise<SourceZip> {
-  return sourceZip(await bundleComponent(code, options), options.runtimeModule);
 }

@@ -237,26 +237,23 @@ describe("LambdaComponentHost.invoke", () => {
     expect(onRespond).toHaveBeenCalledExactlyOnceWith(result.response);
   });
 
-  it("reports a function stopped by Lambda's timeout as a TimeoutError result", async () => {
-    lambdaMock.on(InvokeCommand).resolves({
-      StatusCode: 200,
-      FunctionError: "Unhandled",
-      Payload: encode({ errorType: "Sandbox.Timedout", errorMessage: "Task timed out after 33.00 seconds" }) as never,
-    });
-    const answer = await host().invoke(SOURCE, invocation);
-    expect(answer).toMatchObject({ invocationId: "inv-1", emits: [], dbWrites: {}, logs: [] });
-    expect(answer.error).toMatchObject({ name: "TimeoutError", message: expect.stringContaining("Task timed out") });
-  });
-
-  it("reports other function errors with their type and message", async () => {
-    lambdaMock.on(InvokeCommand).resolves({
-      StatusCode: 200,
-      FunctionError: "Unhandled",
-      Payload: encode({ errorType: "Runtime.ExitError", errorMessage: "exited with status 1" }) as never,
-    });
-    const answer = await host().invoke(SOURCE, invocation);
-    expect(answer.error).toMatchObject({ name: "Runtime.ExitError", message: "exited with status 1" });
-  });
+  it.each([
+    ["Sandbox.Timedout", "Task timed out after 33.00 seconds", "TimeoutError", /^the function was stopped: Task timed/],
+    ["Runtime.OutOfMemory", "Runtime exited with error: signal: killed", "OutOfMemoryError", /^the function ran out/],
+    ["Runtime.ExitError", "exited with status 1", "Runtime.ExitError", /^exited with status 1$/],
+  ])(
+    "reports a function error %s (%s) as the run's error, with no effects",
+    async (errorType, errorMessage, name, message) => {
+      lambdaMock.on(InvokeCommand).resolves({
+        StatusCode: 200,
+        FunctionError: "Unhandled",
+        Payload: encode({ errorType, errorMessage }) as never,
+      });
+      const answer = await host().invoke(SOURCE, invocation);
+      expect(answer).toMatchObject({ invocationId: "inv-1", emits: [], dbWrites: {}, logs: [] });
+      expect(answer.error).toMatchObject({ name, message: expect.stringMatching(message) });
+    },
+  );
 
   it("treats an answer of an unknown shape as the run's error, not as effects", async () => {
     for (const payload of [

@@ -8,7 +8,8 @@ import {
 } from "@aws-sdk/client-scheduler";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { SchedulerTimers } from "#adapters/aws/scheduler-timers";
+import { SCHEDULED_TIME_PLACEHOLDER, SchedulerTimers } from "#adapters/aws/scheduler-timers";
+import { scheduledTimes, timerInvokerInputSchema } from "#internal/timer-invoker";
 
 const schedulerMock = mockClient(SchedulerClient);
 const INVOKER = "arn:aws:lambda:eu-west-1:123456789012:function:SluiceService-TimerInvoker";
@@ -66,6 +67,14 @@ describe("SchedulerTimers.schedule", () => {
         times: 4,
       }),
     );
+  });
+
+  it("sends an input the timer invoker accepts once Scheduler has filled in the time", () => {
+    const { Target } = timers().scheduleRequest(SOURCE, { intervalSeconds: 20 });
+    const filled = Target!.Input!.replace(SCHEDULED_TIME_PLACEHOLDER, "2026-11-20T10:00:00Z");
+    const input = timerInvokerInputSchema.parse(JSON.parse(filled));
+    const at = Date.parse("2026-11-20T10:00:00Z");
+    expect(scheduledTimes(input, at)).toEqual([at, at + 20_000, at + 40_000]);
   });
 
   it("passes a cron timer's time zone", async () => {

@@ -3,12 +3,12 @@ import type { Plugin } from "esbuild";
 import { unzipSync } from "fflate";
 import { describe, expect, it } from "vitest";
 import {
-  buildSourceBundle,
   bundleComponent,
   componentBundler,
   loadEsbuild,
   RUNTIME_LAYER_MODULE,
   sourceEntry,
+  sourceZip,
   zipReproducibly,
 } from "#adapters/aws/source-bundle";
 import { DomainError } from "#core/errors";
@@ -40,18 +40,18 @@ function centralEntries(zip: Uint8Array) {
   return entries;
 }
 
-describe("buildSourceBundle", () => {
+describe("sourceZip of a bundled component", () => {
   it("gives byte-identical zips for the same code, and another zip for other code", async () => {
-    const first = await buildSourceBundle(COMPONENT, { esbuild });
-    const second = await buildSourceBundle(COMPONENT, { esbuild });
+    const first = sourceZip(await bundleComponent(COMPONENT, { esbuild }));
+    const second = sourceZip(await bundleComponent(COMPONENT, { esbuild }));
     expect(Buffer.from(second.zip).equals(Buffer.from(first.zip))).toBe(true);
     expect(first.sha256).toBe(createHash("sha256").update(first.zip).digest("hex"));
-    const other = await buildSourceBundle(COMPONENT.replace("hi", "hello"), { esbuild });
+    const other = sourceZip(await bundleComponent(COMPONENT.replace("hi", "hello"), { esbuild }));
     expect(other.sha256).not.toBe(first.sha256);
   });
 
   it("holds the entry and the component bundle, sorted, with a fixed date and rw-r--r-- files", async () => {
-    const { zip } = await buildSourceBundle(COMPONENT, { esbuild });
+    const { zip } = sourceZip(await bundleComponent(COMPONENT, { esbuild }));
     const files = unzipSync(zip);
     expect(Object.keys(files)).toEqual(["component.mjs", "index.mjs"]);
     const entry = new TextDecoder().decode(files["index.mjs"]);

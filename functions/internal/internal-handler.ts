@@ -1,0 +1,32 @@
+/**
+ * The shape of the internal functions Lambda invokes with a JSON event (source runner, timer
+ * invoker): parse the event with zod, call one use case. A malformed event is logged and dropped,
+ * as retrying cannot fix it; a failure of the use case is thrown, so that the function's retry
+ * setting in the stack applies.
+ */
+import type { z } from "zod";
+import type { Deps } from "#ports/deps";
+
+/**
+ * The AWS composition root, imported on the first invocation: tests import these modules for
+ * their pure parts without loading the AWS SDK.
+ */
+export const loadAwsDeps = async (): Promise<Deps> =>
+  (await import("#adapters/aws/composition")).awsDeps({ resources: true });
+
+export function internalHandler<T>(
+  what: string,
+  schema: z.ZodType<T>,
+  run: (deps: Deps, input: T) => Promise<unknown>,
+  loadDeps: () => Promise<Deps> = loadAwsDeps,
+): (event: unknown) => Promise<void> {
+  return async (event) => {
+    const deps = await loadDeps();
+    const input = schema.safeParse(event);
+    if (!input.success) {
+      deps.log.error(`malformed ${what} dropped`, { issues: input.error.issues });
+      return;
+    }
+    await run(deps, input.data);
+  };
+}
