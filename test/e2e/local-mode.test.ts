@@ -1,10 +1,10 @@
 import { execFile } from "node:child_process";
 import { rmSync, statSync } from "node:fs";
-import { connect } from "node:net";
 import { join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newDataDir, REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { oversizedUpload } from "../support/oversized-upload.ts";
 
 const run = promisify(execFile);
 
@@ -77,32 +77,12 @@ describe("local mode, started as a user starts it", () => {
     ["a declared length", true],
     ["a chunked upload", false],
   ])("answers 413 mid-upload to an oversized body with %s, and keeps serving", async (_, declared) => {
-    const url = new URL(sluice.baseUrl);
-    const answer = await new Promise<string>((resolve, reject) => {
-      const socket = connect(Number(url.port), url.hostname);
-      let received = "";
-      socket.on("data", (chunk) => {
-        received += chunk;
-        if (received.includes("\r\n\r\n")) {
-          socket.destroy();
-          resolve(received);
-        }
-      });
-      socket.on("error", reject);
-      const size = 3 * 1024 * 1024;
-      const framing = declared ? `content-length: ${size}` : "transfer-encoding: chunked";
-      socket.write(
-        `GET /v1/users/me HTTP/1.1\r\nhost: x\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json\r\n${framing}\r\n\r\n`,
-      );
-      // Sends 2 MiB of the body, more than the 1 MiB limit, then waits for the answer.
-      const piece = Buffer.alloc(64 * 1024, 32);
-      for (let i = 0; i < 32; i++)
-        socket.write(
-          declared
-            ? piece
-            : Buffer.concat([Buffer.from(`${piece.length.toString(16)}\r\n`), piece, Buffer.from("\r\n")]),
-        );
-    });
+    // Sends 2 MiB of the body, more than the 1 MiB limit, then waits for the answer.
+    const answer = await oversizedUpload(
+      new URL(sluice.baseUrl),
+      `GET /v1/users/me HTTP/1.1\r\nauthorization: Bearer ${key}\r\ncontent-type: application/json`,
+      { declared, sendBytes: 2 * 1024 * 1024 },
+    );
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
     expect((await call(sluice.baseUrl, "/v1/users/me", { key })).status).toBe(200);
   });

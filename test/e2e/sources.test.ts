@@ -6,6 +6,7 @@ import { route as createSource } from "#http/create-source";
 import { route as listSourceEvents } from "#http/list-source-events";
 import { route as listUserSources } from "#http/list-user-sources";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { oversizedUpload } from "../support/oversized-upload.ts";
 
 /** A user's HTTP source: custom response, props of several types, a secret, db and every hook. */
 const WEBHOOK_SOURCE = `
@@ -167,7 +168,11 @@ describe("sources over real HTTP against local mode", () => {
     expect(answer.headers.get("x-count")).toBe("1");
     expect(await answer.json()).toEqual({ count: 1, greeting: "hi" });
 
-    const events = await api("GET", `/sources/${source.id}/event_summaries`);
+    // The answer came from `respond`; the run's emit is stored right after it.
+    const events = await eventually(async () => {
+      const page = await api("GET", `/sources/${source.id}/event_summaries`);
+      return page.json.data.length > 0 ? page : undefined;
+    }, "the run's emit");
     expect(events.status).toBe(200);
     expect(listSourceEvents.response.safeParse(events.json).error).toBeUndefined();
     const [first] = events.json.data;
@@ -237,8 +242,12 @@ describe("sources over real HTTP against local mode", () => {
     const preflight = await fetch(endpoint, { method: "OPTIONS" });
     expect(preflight.headers.get("access-control-allow-origin")).toBe("*");
     expect((await fetch(`${endpoint}x`, { method: "POST" })).status).toBe(404);
-    const huge = await fetch(endpoint, { method: "POST", body: "x".repeat(513 * 1024) }).catch(() => undefined);
-    if (huge) expect(huge.status).toBe(413);
+    const url = new URL(endpoint);
+    const huge = await oversizedUpload(url, `POST ${url.pathname} HTTP/1.1`, {
+      declared: true,
+      sendBytes: 1024 * 1024,
+    });
+    expect(huge).toMatch(/^HTTP\/1\.1 413 /);
 
     expect((await api("DELETE", `/sources/${source.id}`)).status).toBe(200);
     expect((await fetch(endpoint, { method: "POST" })).status).toBe(404);
@@ -274,7 +283,10 @@ describe("sources over real HTTP against local mode", () => {
     const endpoint = updated.json.data.configured_props.http.endpoint_url;
     expect(endpoint).toBe(source.configured_props.http.endpoint_url);
     await fetch(endpoint, { method: "POST" });
-    const [latest] = (await api("GET", `/sources/${source.id}/event_summaries?expand=event`)).json.data;
+    const latest = await eventually(async () => {
+      const page = await api("GET", `/sources/${source.id}/event_summaries?expand=event`);
+      return page.json.data[0];
+    }, "the run's emit");
     expect(latest.event.hooks).toEqual(["deploy", "activate", "deactivate", "activate"]);
 
     const paused = await api("PUT", `/sources/${source.id}`, { active: false });
@@ -320,5 +332,28 @@ describe("sources over real HTTP against local mode", () => {
     expect((await api("DELETE", "/sources/dc_00000000000000000000aa")).status).toBe(404);
     expect((await api("GET", "/sources/nope")).status).toBe(400);
     expect((await api("GET", "/sources/dc_00000000000000000000aa/event_summaries?before=%%%")).status).toBe(400);
+  });
+});
+
+describe("timers after a restart", () => {
+  it("start again with the server, from the saved sources", async () => {
+    const first = await startSluice();
+    const key = first.apiKeyFromFile();
+    const source = (await call(first, key, "POST", "/sources", { component_code: TIMER_SOURCE })).json.data;
+    expect(source.id).toMatch(/^dc_/);
+    expect((await first.stop()).code).toBe(0);
+
+    const restartedAt = Date.now();
+    const second = await startSluice({ dataDir: first.dataDir });
+    try {
+      const fired = await eventually(async () => {
+        const page = await call(second, key, "GET", `/sources/${source.id}/event_summaries`);
+        const after = page.json.data.filter((event: { indexed_at_ms: number }) => event.indexed_at_ms >= restartedAt);
+        return after.length > 0 ? after : undefined;
+      }, "a timer run after the restart");
+      expect(fired[0].event.interval).toBe(1);
+    } finally {
+      await second.stop();
+    }
   });
 });

@@ -1,0 +1,230 @@
+import { describe, expect, it } from "vitest";
+import type { ComponentDescription } from "#core/component-model";
+import { receiveHttpRequest } from "#core/http-interface";
+import type { IncomingHttpRequest } from "#core/http-run-event";
+import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
+import { runSource } from "#core/source-runs";
+import { deleteSource, deploySource, updateSource } from "#core/sources";
+import type { ComponentHost, InvokeHandlers } from "#ports/component-host";
+import type { RunJob } from "#ports/run-queue";
+import type { Invocation, InvocationResult } from "#runtime/protocol";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+
+/**
+ * The use cases of sources against a scripted host: what the component "does" is the `script`
+ * function's result, so the trusted side (hooks in order, props, HTTP answers, state merging) is
+ * tested on its own. The real sandbox runs in test/compat and test/e2e.
+ */
+type Script = (invocation: Invocation, handlers: InvokeHandlers | undefined) => Promise<Partial<InvocationResult>>;
+
+function scriptedHost(description: Partial<ComponentDescription>, script: Script) {
+  const calls: Invocation[] = [];
+  const host: ComponentHost = {
+    describe: async () => ({
+      type: "source",
+      hooks: [],
+      methods: [],
+      hasRun: true,
+      hasAdditionalProps: false,
+      props: [],
+      name: "Scripted",
+      version: "1.0.0",
+      ...description,
+    }),
+    prepare: async () => {},
+    remove: async () => {},
+    invoke: async (_source, invocation, handlers) => {
+      calls.push(invocation);
+      const partial = await script(invocation, handlers);
+      return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1, ...partial };
+    },
+  };
+  return { host, calls };
+}
+
+async function setUp(description: Partial<ComponentDescription>, script: Script = async () => ({})) {
+  const { host, calls } = scriptedHost(description, script);
+  const jobs: RunJob[] = [];
+  const timers: string[] = [];
+  const deps = memoryDeps(Date.now(), {
+    host,
+    runs: { enqueue: async (job) => void jobs.push(job) },
+    timers: {
+      schedule: async (id) => void timers.push(`schedule ${id}`),
+      cancel: async (id) => void timers.push(`cancel ${id}`),
+    },
+    registry: { readCode: async () => undefined },
+    fetcher: { fetchCode: async () => "" },
+  });
+  const account = await accountIn(deps, "lifecycle");
+  return { deps, calls, jobs, timers, caller: { userId: account.user.id } };
+}
+
+const HTTP_PROP = { name: "http", type: "$.interface.http" };
+
+function request(method = "POST", body = "{}"): IncomingHttpRequest {
+  return {
+    method,
+    path: "/",
+    rawQuery: "",
+    headers: { "content-type": "application/json" },
+    body: Buffer.from(body),
+    clientIp: "127.0.0.1",
+    url: "http://x/",
+  };
+}
+
+const keyOf = (source: { configured_props: Record<string, unknown> }) =>
+  String((source.configured_props.http as { endpoint_url: string }).endpoint_url)
+    .split("/")
+    .at(-1) as string;
+
+describe("source lifecycle", () => {
+  it("runs deploy then activate, deactivate then activate on update, deactivate on delete", async () => {
+    const { deps, calls, timers, caller } = await setUp({
+      hooks: ["deploy", "activate", "deactivate"],
+      props: [{ name: "timer", type: "$.interface.timer", default: { intervalSeconds: 60 } }],
+    });
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    await updateSource(deps, caller, source.id, { configured_props: { timer: { intervalSeconds: 120 } } });
+    await updateSource(deps, caller, source.id, { active: false });
+    await updateSource(deps, caller, source.id, { active: false });
+    await deleteSource(deps, caller, source.id);
+    expect(calls.map((call) => call.kind)).toEqual(["deploy", "activate", "deactivate", "activate", "deactivate"]);
+    expect(timers).toEqual([
+      `schedule ${source.id}`,
+      `cancel ${source.id}`,
+      `schedule ${source.id}`,
+      `cancel ${source.id}`,
+      `cancel ${source.id}`,
+    ]);
+  });
+
+  it("leaves nothing behind when the deploy hook throws", async () => {
+    const { deps, caller } = await setUp({ hooks: ["deploy"] }, async () => ({
+      error: { name: "Error", message: "no webhook for you", ts: 1 },
+    }));
+    await expect(deploySource(deps, caller, { component_code: "code" })).rejects.toMatchObject({
+      code: "validation",
+      message: expect.stringContaining("the deploy hook failed: no webhook for you"),
+    });
+    expect((await deps.sources.listSourcesOfUser(caller.userId, { limit: 10 })).totalCount).toBe(0);
+  });
+
+  it("runs additionalProps with the static props and validates the final prop set", async () => {
+    const { deps, calls, caller } = await setUp(
+      { hasAdditionalProps: true, props: [{ name: "kind", type: "string" }] },
+      async (invocation) =>
+        invocation.kind === "additionalProps" ? { additionalProps: [{ name: "count", type: "integer", min: 1 }] } : {},
+    );
+    await expect(
+      deploySource(deps, caller, { component_code: "code", configured_props: { kind: "a", count: 0 } }),
+    ).rejects.toMatchObject({ issues: [{ field: "configured_props.count" }] });
+    expect(calls.at(-1)?.props).toEqual({ kind: "a" });
+    const source = await deploySource(deps, caller, {
+      component_code: "code",
+      configured_props: { kind: "a", count: 2 },
+    });
+    expect(source.configured_props).toEqual({ kind: "a", count: 2 });
+    expect((await deps.sources.getSource(source.id))?.propDefinitions?.map((p) => p.name)).toEqual(["kind", "count"]);
+  });
+});
+
+describe("the HTTP interface", () => {
+  it("answers 404, CORS, 413 and the inactive answer without running anything", async () => {
+    const { deps, calls, caller } = await setUp({ props: [HTTP_PROP] });
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    expect((await receiveHttpRequest(deps, "nope", request())).status).toBe(404);
+    const preflight = await receiveHttpRequest(deps, keyOf(source), request("OPTIONS"));
+    expect(preflight.headers["access-control-allow-origin"]).toBe("*");
+    const big = "x".repeat(MAX_HTTP_INTERFACE_BODY_BYTES + 1);
+    expect((await receiveHttpRequest(deps, keyOf(source), request("POST", big))).status).toBe(413);
+    await updateSource(deps, caller, source.id, { active: false });
+    const inactive = await receiveHttpRequest(deps, keyOf(source), request());
+    expect(inactive.headers["x-sluice-source-inactive"]).toBe("1");
+    expect(calls).toEqual([]);
+  });
+
+  it("answers 200 at once and queues the run when there is no custom response", async () => {
+    const { deps, jobs, calls, caller } = await setUp({ props: [HTTP_PROP] });
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    const answer = await receiveHttpRequest(deps, keyOf(source), request("POST", '{"a":1}'));
+    expect(answer.status).toBe(200);
+    expect(calls).toEqual([]);
+    expect(jobs).toEqual([
+      { sourceId: source.id, trigger: "http", event: expect.objectContaining({ body: { a: 1 } }) },
+    ]);
+  });
+
+  it.each([
+    ["respond", 201, { response: { status: 201, headers: {}, body: "ok" } }],
+    ["a throw before responding", 400, { error: { name: "Error", message: "boom", ts: 1 } }],
+    ["a timeout", 504, { error: { name: "TimeoutError", message: "too slow", ts: 1 } }],
+    ["an end without respond", 400, {}],
+  ] as const)("answers a custom-response run's %s with %i", async (_what, status, outcome) => {
+    const { deps, caller } = await setUp({ props: [{ ...HTTP_PROP, customResponse: true }] }, async () => outcome);
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    expect((await receiveHttpRequest(deps, keyOf(source), request())).status).toBe(status);
+  });
+
+  it("answers as soon as the run responds, before the run ends", async () => {
+    let finish!: () => void;
+    const { deps, caller } = await setUp(
+      { props: [{ ...HTTP_PROP, customResponse: true }] },
+      (_invocation, handlers) => {
+        handlers?.onRespond?.({ status: 202, headers: {}, body: "early" });
+        return new Promise((resolve) => {
+          finish = () => resolve({ emits: [{ event: { late: true }, meta: {} }] });
+        });
+      },
+    );
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    const answer = await receiveHttpRequest(deps, keyOf(source), request());
+    expect(answer).toMatchObject({ status: 202, body: "early" });
+    expect((await deps.events.listEvents(source.id, { limit: 10 })).totalCount).toBe(0);
+    finish();
+    const deadline = Date.now() + 2_000;
+    while ((await deps.events.listEvents(source.id, { limit: 10 })).totalCount === 0 && Date.now() < deadline) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    }
+    expect((await deps.events.listEvents(source.id, { limit: 10 })).items[0]?.event).toEqual({ late: true });
+  });
+});
+
+describe("applying a run", () => {
+  it("merges the db writes of overlapping runs of one source, losing no key", async () => {
+    const releases: (() => void)[] = [];
+    const { deps, caller } = await setUp({ props: [HTTP_PROP] }, (invocation) => {
+      const key = String((invocation.event as { body: { key: string } }).body.key);
+      return new Promise((resolve) => releases.push(() => resolve({ dbWrites: { [key]: true } })));
+    });
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    const job = (key: string): RunJob => ({ sourceId: source.id, trigger: "http", event: { body: { key } } });
+    // Both runs read the same state before either writes; the second write must merge, not overwrite.
+    const runs = [runSource(deps, job("a")), runSource(deps, job("b"))];
+    while (releases.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    for (const release of releases) release();
+    await Promise.all(runs);
+    const state = await deps.sources.getSourceState(source.id);
+    expect(state.db).toEqual({ a: true, b: true });
+    expect(state.version).toBe(2);
+  });
+
+  it("refuses an emit without an id under a dedupe strategy, saying so on $logs", async () => {
+    const { deps, caller } = await setUp({ props: [HTTP_PROP], dedupe: "unique" }, async () => ({
+      emits: [
+        { event: { n: 1 }, meta: { id: "1" } },
+        { event: { n: 2 }, meta: {} },
+        { event: { n: 3 }, meta: { id: "1" } },
+      ],
+    }));
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    const emitted = await deps.events.listEvents(source.id, { limit: 10 });
+    expect(emitted.items.map((e) => e.event)).toEqual([{ n: 1 }]);
+    const logs = await deps.events.listEvents(source.id, { limit: 10, channel: "$logs" });
+    expect(logs.items.map((e) => (e.event as { message: string }).message)).toEqual([
+      expect.stringContaining("without an id"),
+    ]);
+  });
+});
