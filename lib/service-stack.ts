@@ -7,6 +7,8 @@ import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct } from "constructs";
 import { routes as manifest } from "#http/routes";
 import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
+import { EventFanout } from "./constructs/event-fanout.ts";
+import { EventStreaming, SSE_ROUTE_PATH } from "./constructs/event-streaming.ts";
 import { SluiceFunction } from "./constructs/sluice-function.ts";
 import { SourceCompute } from "./constructs/source-compute.ts";
 
@@ -37,6 +39,10 @@ export class ServiceStack extends Stack {
   readonly notFoundFunction: SluiceFunction;
   /** Sources: runtime layer, roles, describer, internal functions, `/http/{key}` routes, schedules. */
   readonly sources: SourceCompute;
+  /** The live stream (function URL with response streaming), its `/sources/{id}/sse` redirect, the event purger. */
+  readonly eventStreaming: EventStreaming;
+  /** Subscriptions and webhook delivery: the bus, its rule, the dispatcher, the delivery queues and the deliverer. */
+  readonly eventFanout: EventFanout;
 
   constructor(scope: Construct, id: string, props: ServiceStackProps) {
     super(scope, id, props);
@@ -47,7 +53,7 @@ export class ServiceStack extends Stack {
     assertDistinctRouteKeys(routes);
 
     // An HTTP API rather than a REST API: payload format 2.0, lower price and latency. The
-    // real-time stream needs response streaming, which will come through function URLs.
+    // real-time stream needs response streaming, which it gets from a function URL (EventStreaming).
     this.httpApi = new HttpApi(this, "HttpApi", {
       description: "Sluice REST API",
     });
@@ -61,6 +67,19 @@ export class ServiceStack extends Stack {
       logRetention: props.logRetention,
     });
 
+    this.eventStreaming = new EventStreaming(this, "EventStreaming", {
+      httpApi: this.httpApi,
+      resourcesTable: props.resourcesTable,
+      logRetention: props.logRetention,
+    });
+
+    this.eventFanout = new EventFanout(this, "EventFanout", {
+      resourcesTable: props.resourcesTable,
+      sources: this.sources,
+      stage: props.stage ?? "default",
+      logRetention: props.logRetention,
+    });
+
     const routeFunctions = new Map<string, ApiRouteFunction>();
     for (const route of routes) {
       routeFunctions.set(
@@ -71,6 +90,8 @@ export class ServiceStack extends Stack {
           resourcesTable: props.resourcesTable,
           logRetention: props.logRetention,
           sources: this.sources,
+          eventStreaming: this.eventStreaming,
+          eventFanout: this.eventFanout,
         }),
       );
     }
@@ -97,12 +118,17 @@ export class ServiceStack extends Stack {
       value: `${url}v1`,
       description: "Base URL of the Sluice REST API (the spec's /v1)",
     });
+    new CfnOutput(this, "StreamUrl", {
+      value: this.eventStreaming.streamUrl,
+      description: `Base URL of live streams: <StreamUrl>${SSE_ROUTE_PATH} (Lambda function URL with response streaming)`,
+    });
   }
 }
 
 /** Two routes on one `METHOD path` would fail only at deploy time; fail at synth instead. */
 function assertDistinctRouteKeys(routes: readonly RouteSpec[]): void {
-  const owners = new Map<string, string>();
+  // Declared by EventStreaming, outside the manifest.
+  const owners = new Map<string, string>([[`GET ${SSE_ROUTE_PATH}`, "the live stream's redirect"]]);
   for (const route of routes) {
     const key = routeKeyOf(route);
     const owner = owners.get(key);

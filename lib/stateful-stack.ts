@@ -16,6 +16,9 @@ export interface StatefulStackProps extends StackProps {
   readonly stage?: string;
 }
 
+/** The table's TTL attribute, written on event items by `DynamoDbEventStore`. */
+export const EVENT_TTL_ATTRIBUTE = "expiresAt";
+
 /** Logical id of the secrets key, fixed like the table's: a replaced key could open no sealed secret. */
 export const SECRETS_KEY_ID = "SecretsKey";
 
@@ -39,6 +42,9 @@ export class StatefulStack extends Stack {
       // On-demand: a self-hosted install has spiky, mostly idle traffic and nobody to tune capacity.
       billing: Billing.onDemand(),
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
+      // Items with `expiresAt` (epoch seconds) are removed by DynamoDB after that time, at no cost:
+      // the retention of events (docs/aws.md, "Event history, deletion and the live stream on AWS").
+      timeToLiveAttribute: EVENT_TTL_ATTRIBUTE,
       deletionProtection,
       // Deleting the stack leaves the table (and its data) in place.
       removalPolicy: RemovalPolicy.RETAIN,

@@ -4,7 +4,8 @@ import { ENV, invocationTimeoutRule } from "./env.ts";
 
 /**
  * The environment variables of the AWS side of sources: deployed source functions, their
- * schedules, the run queue and the secrets key. The service stack (`lib/`) sets them from these
+ * schedules, the run queue, the secrets key, the event purger, the live stream and the event fan-out (bus and
+ * delivery queues). The service stack (`lib/`) sets them from these
  * names; the AWS composition root reads them with {@link loadAwsComputeConfig}.
  */
 export const AWS_COMPUTE_ENV = {
@@ -28,6 +29,20 @@ export const AWS_COMPUTE_ENV = {
   schedulerRoleArn: "SLUICE_SCHEDULER_ROLE_ARN",
   /** EventBridge Scheduler group of the timers' schedules. */
   scheduleGroup: "SLUICE_SCHEDULE_GROUP",
+  /** Function that physically removes deleted events (`LambdaEventPurger`). */
+  eventPurgerFunction: "SLUICE_EVENT_PURGER_FUNCTION",
+  /** Base URL of the stream function (its function URL, no trailing slash): where `GET /sources/{id}/sse` redirects. */
+  streamUrl: "SLUICE_STREAM_URL",
+  /** Stream function: how often it reads the store for new events, in milliseconds. */
+  streamPollMs: "SLUICE_STREAM_POLL_MS",
+  /** Stream function: ends the response this long before the function's timeout, in milliseconds. */
+  streamEndMarginMs: "SLUICE_STREAM_END_MARGIN_MS",
+  /** EventBridge bus that stored events are published on (`EventBridgeEventBus`); set on functions that append events. */
+  eventBusName: "SLUICE_EVENT_BUS_NAME",
+  /** URL of the FIFO queue of webhook deliveries (`SqsDeliveryQueue`): the dispatcher and the replay routes. */
+  deliveryQueueUrl: "SLUICE_DELIVERY_QUEUE_URL",
+  /** URL of the standard queue that holds failed deliveries until their retry is due (the webhook deliverer). */
+  deliveryRetryQueueUrl: "SLUICE_DELIVERY_RETRY_QUEUE_URL",
 } as const;
 
 /** The names a function that creates, updates and deletes source functions and schedules needs. */
@@ -52,6 +67,22 @@ export interface ManageSourcesConfig {
   scheduleGroup: string;
 }
 
+/** Settings of the live stream on AWS (`functions/stream/`). */
+export interface StreamSettings {
+  /** The stream function's URL without a trailing slash; set on the function that redirects to it. */
+  url: string | undefined;
+  /** Pause between two reads of the store for new events. @default 500 */
+  pollIntervalMs: number;
+  /**
+   * The response ends when the function has less than this left before its timeout, so the client
+   * reconnects (with `Last-Event-ID`) instead of being cut off. @default 5000
+   */
+  endMarginMs: number;
+}
+
+export const STREAM_POLL_DEFAULT_MS = 500;
+export const STREAM_END_MARGIN_DEFAULT_MS = 5_000;
+
 export interface AwsComputeConfig {
   /** `default` when the stack was deployed without `-c stage=...`. */
   stage: string;
@@ -61,6 +92,18 @@ export interface AwsComputeConfig {
   secretsKeyArn: string | undefined;
   /** Set, all of it, on functions that deploy sources; undefined on the others. */
   manage: ManageSourcesConfig | undefined;
+  /** Set on functions that start purges of deleted events (`access.eventPurges` routes). */
+  eventPurgerFunction: string | undefined;
+  /** `SLUICE_NPM_REGISTRY`: where deploying functions install components' npm packages (npm's default when unset). */
+  npmRegistry: string | undefined;
+  /** The live stream's settings (defaults where unset). */
+  stream: StreamSettings;
+  /** Set on functions that append events: they publish them on this EventBridge bus. */
+  eventBusName: string | undefined;
+  /** Set on functions that queue webhook deliveries (the dispatcher, the replay routes). */
+  deliveryQueueUrl: string | undefined;
+  /** Set on the webhook deliverer, which sends failed deliveries there until their retry is due. */
+  deliveryRetryQueueUrl: string | undefined;
   /**
    * `SLUICE_PUBLIC_URL` without a trailing slash (empty where unset: functions that show no
    * endpoint) and `SLUICE_INVOCATION_TIMEOUT_MS` (default 30 s), both set by the service stack.
@@ -75,6 +118,17 @@ const issuesOf = (error: z.ZodError) => error.issues.map((issue) => `${String(is
 const runtimeShape = {
   [ENV.publicUrl]: z.url({ error: "must be a URL" }).optional(),
   [ENV.invocationTimeoutMs]: invocationTimeoutRule,
+  [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),
+};
+const streamShape = {
+  [AWS_COMPUTE_ENV.streamUrl]: z.url({ error: "must be a URL" }).optional(),
+  [AWS_COMPUTE_ENV.streamPollMs]: z.coerce.number().int().min(100).max(60_000).default(STREAM_POLL_DEFAULT_MS),
+  [AWS_COMPUTE_ENV.streamEndMarginMs]: z.coerce
+    .number()
+    .int()
+    .min(1_000)
+    .max(60_000)
+    .default(STREAM_END_MARGIN_DEFAULT_MS),
 };
 
 /** Stage names: they prefix stack, function and schedule group names (`bin/app.ts` checks `-c stage` with it). */
@@ -91,6 +145,8 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   if (!STAGE_PATTERN.test(stage)) problems.push(`${AWS_COMPUTE_ENV.stage}: must be ${STAGE_RULE}`);
   const runtime = z.object(runtimeShape).safeParse(env);
   if (!runtime.success) problems.push(...issuesOf(runtime.error));
+  const stream = z.object(streamShape).safeParse(env);
+  if (!stream.success) problems.push(...issuesOf(stream.error));
   let manage: ManageSourcesConfig | undefined;
   if (MANAGE_SOURCES_ENV.some((variable) => env[variable] !== undefined)) {
     const shape = Object.fromEntries(MANAGE_SOURCES_ENV.map((variable) => [variable, name]));
@@ -112,11 +168,22 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   }
   if (problems.length > 0) throw new Error(`AWS compute configuration is invalid:\n  ${problems.join("\n  ")}`);
   const settings = runtime.data as NonNullable<typeof runtime.data>;
+  const streaming = stream.data as NonNullable<typeof stream.data>;
   return {
     stage,
     sourceRunnerFunction: env[AWS_COMPUTE_ENV.sourceRunnerFunction] || undefined,
     secretsKeyArn: env[AWS_COMPUTE_ENV.secretsKeyArn] || undefined,
     manage,
+    eventPurgerFunction: env[AWS_COMPUTE_ENV.eventPurgerFunction] || undefined,
+    npmRegistry: settings[ENV.npmRegistry],
+    stream: {
+      url: streaming[AWS_COMPUTE_ENV.streamUrl]?.replace(/\/+$/, ""),
+      pollIntervalMs: streaming[AWS_COMPUTE_ENV.streamPollMs],
+      endMarginMs: streaming[AWS_COMPUTE_ENV.streamEndMarginMs],
+    },
+    eventBusName: env[AWS_COMPUTE_ENV.eventBusName] || undefined,
+    deliveryQueueUrl: env[AWS_COMPUTE_ENV.deliveryQueueUrl] || undefined,
+    deliveryRetryQueueUrl: env[AWS_COMPUTE_ENV.deliveryRetryQueueUrl] || undefined,
     runtime: {
       publicUrl: (settings[ENV.publicUrl] ?? "").replace(/\/+$/, ""),
       invocationTimeoutMs: settings[ENV.invocationTimeoutMs],

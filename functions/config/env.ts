@@ -32,6 +32,19 @@ export const ENV = {
   sandboxIdleMs: "SLUICE_SANDBOX_IDLE_MS",
   /** npm registry that component packages are installed from (default: npm's own configuration). */
   npmRegistry: "SLUICE_NPM_REGISTRY",
+  /** Events older than this many days are removed (0 keeps them forever). */
+  eventRetentionDays: "SLUICE_EVENT_RETENTION_DAYS",
+  /** Local mode: the newest this many events of each channel of a source are kept (0: no count limit). */
+  eventRetentionPerChannel: "SLUICE_EVENT_RETENTION_PER_CHANNEL",
+  /** Webhook delivery: attempts in all, first delay bound, largest delay bound, time limit of one POST. */
+  webhookMaxAttempts: "SLUICE_WEBHOOK_MAX_ATTEMPTS",
+  webhookBaseDelayMs: "SLUICE_WEBHOOK_BASE_DELAY_MS",
+  webhookMaxDelayMs: "SLUICE_WEBHOOK_MAX_DELAY_MS",
+  webhookTimeoutMs: "SLUICE_WEBHOOK_TIMEOUT_MS",
+  /** Local mode: webhooks delivered to at the same time. */
+  webhookConcurrency: "SLUICE_WEBHOOK_CONCURRENCY",
+  /** Local mode: whether webhooks may point at loopback and private addresses (always false on AWS). */
+  webhookAllowPrivate: "SLUICE_WEBHOOK_ALLOW_PRIVATE",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */
   resourcesTable: "SLUICE_RESOURCES_TABLE",
   /** Daily quotas reported on users and workspaces; 0 means unlimited. */
@@ -79,8 +92,26 @@ export interface LocalRuntimeConfig {
   npmRegistry: string | undefined;
 }
 
+/** Webhook delivery settings (docs/webhooks.md). */
+export interface WebhookDeliveryConfig {
+  maxAttempts: number;
+  baseDelayMs: number;
+  maxDelayMs: number;
+  timeoutMs: number;
+  concurrency: number;
+  allowPrivateAddresses: boolean;
+}
+
+/** How long events are kept (docs/events.md "Retention"). */
+export interface EventRetentionConfig {
+  maxAgeMs: number;
+  keepPerChannel: number;
+}
+
 export interface LocalConfig {
   port: number;
+  events: EventRetentionConfig;
+  webhooks: WebhookDeliveryConfig;
   host: string;
   dataDir: string;
   runtime: LocalRuntimeConfig;
@@ -105,6 +136,14 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.sandboxHeapMb]: z.coerce.number().int().min(16).max(16_384).default(128),
       [ENV.sandboxIdleMs]: z.coerce.number().int().min(100).default(60_000),
       [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),
+      [ENV.eventRetentionDays]: count.default(30),
+      [ENV.eventRetentionPerChannel]: count.default(0),
+      [ENV.webhookMaxAttempts]: z.coerce.number().int().min(1).max(100).default(8),
+      [ENV.webhookBaseDelayMs]: z.coerce.number().int().min(1).default(30_000),
+      [ENV.webhookMaxDelayMs]: z.coerce.number().int().min(1).default(1_800_000),
+      [ENV.webhookTimeoutMs]: z.coerce.number().int().min(100).max(60_000).default(10_000),
+      [ENV.webhookConcurrency]: z.coerce.number().int().min(1).max(256).default(8),
+      [ENV.webhookAllowPrivate]: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("true"),
       ...quotaShape,
     },
     env,
@@ -122,6 +161,18 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxIdleMs: parsed[ENV.sandboxIdleMs] as number,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
     },
+    events: {
+      maxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,
+      keepPerChannel: parsed[ENV.eventRetentionPerChannel] as number,
+    },
+    webhooks: {
+      maxAttempts: parsed[ENV.webhookMaxAttempts] as number,
+      baseDelayMs: parsed[ENV.webhookBaseDelayMs] as number,
+      maxDelayMs: parsed[ENV.webhookMaxDelayMs] as number,
+      timeoutMs: parsed[ENV.webhookTimeoutMs] as number,
+      concurrency: parsed[ENV.webhookConcurrency] as number,
+      allowPrivateAddresses: parsed[ENV.webhookAllowPrivate] === "true",
+    },
     apiKey: parsed[ENV.apiKey] as string | undefined,
     username: parsed[ENV.username] as string,
     email: parsed[ENV.email] as string,
@@ -133,10 +184,24 @@ export interface AwsConfig {
   /** Set on functions whose route declares table access; absent on the others. */
   resourcesTable: string | undefined;
   quotas: Quotas;
+  /** Age after which events expire (DynamoDB TTL); the count limit does not apply on AWS. */
+  eventMaxAgeMs: number;
 }
 
 export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
   const table = z.string({ error: "is required" }).min(3);
-  const parsed = parse({ [ENV.resourcesTable]: needs.resources ? table : table.optional(), ...quotaShape }, env, "AWS");
-  return { resourcesTable: parsed[ENV.resourcesTable] as string | undefined, quotas: quotasFrom(parsed) };
+  const parsed = parse(
+    {
+      [ENV.resourcesTable]: needs.resources ? table : table.optional(),
+      [ENV.eventRetentionDays]: count.default(30),
+      ...quotaShape,
+    },
+    env,
+    "AWS",
+  );
+  return {
+    resourcesTable: parsed[ENV.resourcesTable] as string | undefined,
+    quotas: quotasFrom(parsed),
+    eventMaxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,
+  };
 }

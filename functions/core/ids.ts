@@ -22,6 +22,8 @@ export const ID_PREFIXES = {
   template: "tch_",
   deployment: "d_",
   apiKey: "key_",
+  /** Not in the spec: one delivery of one event to one webhook (also the id of its dead letter). */
+  delivery: "dlv_",
 } as const;
 
 export type ResourceKind = keyof typeof ID_PREFIXES;

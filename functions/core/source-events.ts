@@ -3,15 +3,16 @@
  * last 100 per page; event data over 1 KB is cut unless `expand=event` asks for all of it.
  */
 import type { Deps } from "#ports/deps";
+import type { EventRange } from "#ports/event-store";
 import type { StoredEvent } from "./component-model.ts";
 import { invalid } from "./errors.ts";
+import { compareEventIds, EVENT_ID, requireEventId } from "./event-ids.ts";
 import type { Caller } from "./identity.ts";
 import { decodeCursor, PAGE_LIMIT_MAX, pageEnvelope } from "./pagination.ts";
 import { requireSource } from "./sources.ts";
 
 /** Bytes of an event's JSON shown without `expand=event`. */
 export const EVENT_PREVIEW_BYTES = 1024;
-const EVENT_ID = /^\d{1,15}-\d{1,9}$/;
 
 export interface ListEventsInput {
   limit?: number | undefined;
@@ -50,6 +51,57 @@ export async function listSourceEvents(
     (event) => event.id,
     (event) => eventSummaryView(event, expand),
   );
+}
+
+export interface DeleteEventsInput {
+  start_id?: string | undefined;
+  end_id?: string | undefined;
+  event_name?: string | undefined;
+}
+
+/**
+ * `DELETE /sources/{id}/events`: no ids deletes all, `start_id` from it to the newest, `end_id`
+ * from the oldest to it, both the inclusive range (the same id twice: that one event).
+ * `event_name` limits the deletion to one channel (`default` or an empty value: the default
+ * channel); without it every channel goes, `$logs` and `$errors` included. When this returns, no
+ * read shows a deleted event; the space is reclaimed in the background.
+ */
+export async function deleteSourceEvents(
+  deps: Pick<Deps, "sources" | "identity" | "events" | "purger" | "log">,
+  caller: Caller,
+  sourceId: string,
+  input: DeleteEventsInput,
+) {
+  const range: EventRange = {};
+  if (input.start_id !== undefined) {
+    requireEventId(input.start_id, "start_id");
+    range.fromId = input.start_id;
+  }
+  if (input.end_id !== undefined) {
+    requireEventId(input.end_id, "end_id");
+    range.toId = input.end_id;
+  }
+  if (range.fromId !== undefined && range.toId !== undefined && compareEventIds(range.fromId, range.toId) > 0) {
+    throw invalid("start_id", "must not be newer than end_id");
+  }
+  if (input.event_name !== undefined) {
+    if (input.event_name.length > 128) throw invalid("event_name", "must be at most 128 characters");
+    range.channel = input.event_name === "default" ? "" : input.event_name;
+  }
+  const source = await requireSource(deps, caller, sourceId);
+  await deps.events.deleteEvents(source.id, range);
+  try {
+    await deps.purger.purgeLater(source.id);
+  } catch (error) {
+    // The events are already hidden; the next deletion of this source purges them.
+    deps.log.warn("event purge not started", { source_id: source.id, error: String(error) });
+  }
+  return {
+    source_id: source.id,
+    start_id: range.fromId ?? null,
+    end_id: range.toId ?? null,
+    event_name: range.channel ?? null,
+  };
 }
 
 /** An event summary: `{id, indexed_at_ms, event, metadata}` (rest-api.md "Event summary"). */

@@ -28,7 +28,7 @@ import { isoTime, usageDay } from "./views.ts";
 
 export type RunDeps = Pick<
   Deps,
-  "sources" | "components" | "events" | "secrets" | "host" | "usage" | "clock" | "ids" | "log" | "runtime"
+  "sources" | "components" | "events" | "bus" | "secrets" | "host" | "usage" | "clock" | "ids" | "log" | "runtime"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */
@@ -132,7 +132,8 @@ async function applyResult(
   const accepted = await mergeState(deps, source, component, stateBefore, emits, result.dbWrites, warnings, now);
 
   const events: NewEvent[] = accepted.map((emit) => ({
-    channel: emit.meta.name ?? "",
+    // real-behaviour.md §1.6: the default channel is named "" or "default".
+    channel: emit.meta.name === undefined || emit.meta.name === "default" ? "" : emit.meta.name,
     event: emit.event ?? null,
     emitId: deps.ids.newSecret(12),
     meta: emit.meta,
@@ -146,9 +147,20 @@ async function applyResult(
   }
 
   const [stored] = await Promise.all([
-    events.length === 0 ? Promise.resolve([]) : deps.events.appendEvents(source.id, events, now),
+    events.length === 0 ? Promise.resolve([]) : storeAndPublish(deps, source.id, events, now),
     deps.usage.addUsage(source.workspaceId, usageDay(now), { invocations: 1, computeTimeMs: result.durationMs }),
   ]);
+  return stored;
+}
+
+/**
+ * Stores events and announces them on the bus. The publish follows its own append directly (no
+ * other await in between), so a source's publishes come in id order whenever its appends resolve
+ * in the order they were made (SQLite appends do).
+ */
+async function storeAndPublish(deps: RunDeps, sourceId: string, events: NewEvent[], now: number) {
+  const stored = await deps.events.appendEvents(sourceId, events, now);
+  await deps.bus.publish(stored);
   return stored;
 }
 

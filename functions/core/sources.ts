@@ -20,6 +20,7 @@ import {
   validateConfiguredProps,
 } from "./props.ts";
 import { interfaceContext, invokeSource, loadComponent, propsOf, sourceCode } from "./source-runs.ts";
+import { applyAutoSubscriptions } from "./subscriptions.ts";
 import { epochSeconds } from "./views.ts";
 
 export type SourceDeps = Omit<Deps, "quotas">;
@@ -141,7 +142,10 @@ async function runHook(
   }
 }
 
-/** `POST /sources`: saves the source, runs `deploy()` and `activate()`, starts its timer. */
+/**
+ * `POST /sources`: saves the source, subscribes the owner's auto-subscribed listeners to it, runs
+ * `deploy()` and `activate()`, starts its timer.
+ */
 export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput) {
   const workspace = await defaultWorkspace(deps, caller, input.workspace_id);
   const component = await chooseComponent(deps, caller, input);
@@ -169,6 +173,8 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
     source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
   }
   try {
+    // Before the hooks, so what deploy() logs or throws already reaches auto-subscribed listeners.
+    await applyAutoSubscriptions(deps, source);
     await runHook(deps, source, component, "deploy");
     await runHook(deps, source, component, "activate");
   } catch (error) {
@@ -216,7 +222,10 @@ export async function updateSource(deps: SourceDeps, caller: Caller, id: string,
   return sourceView(deps, saved, component);
 }
 
-/** `DELETE /sources/{id}`: `deactivate()` (when active), then the source, its timer, code and events go. */
+/**
+ * `DELETE /sources/{id}`: `deactivate()` (when active), then the source, its timer, its
+ * subscriptions (as emitter and as listener), its auto subscriptions, code and events go.
+ */
 export async function deleteSource(deps: SourceDeps, caller: Caller, id: string) {
   const source = await requireSource(deps, caller, id);
   const component = await loadComponent(deps, source.componentId);
@@ -227,6 +236,10 @@ export async function deleteSource(deps: SourceDeps, caller: Caller, id: string)
 
 async function removeSource(deps: SourceDeps, source: SourceRecord) {
   await deps.timers.cancel(source.id);
+  // Subscriptions (as emitter or listener) go before the source, so a failure half way leaves the
+  // source in place and repeating the deletion finishes the job.
+  await deps.subscriptions.deleteSubscriptionsOf(source.id);
+  await deps.subscriptions.deleteAutoSubscriptionsOf(source.id);
   await deps.sources.deleteSource(source.id);
   await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
   await deps.events.deleteAllEvents(source.id);

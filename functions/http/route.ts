@@ -35,6 +35,10 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
     compute?: boolean;
     /** Seals or opens secret prop values (KMS on AWS). */
     secrets?: boolean;
+    /** Starts the background purge of deleted events (invokes the event-purger function on AWS). */
+    eventPurges?: boolean;
+    /** Queues webhook deliveries (sends to the FIFO delivery queue on AWS): dead-letter replays. */
+    deliveries?: boolean;
   };
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;

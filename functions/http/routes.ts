@@ -1,16 +1,30 @@
+import { route as createAutoSubscription } from "./create-auto-subscription.ts";
 import { route as createComponent } from "./create-component.ts";
 import { route as createSource } from "./create-source.ts";
+import { route as createSubscription } from "./create-subscription.ts";
+import { route as createWebhook } from "./create-webhook.ts";
 import { route as deleteSource } from "./delete-source.ts";
+import { route as deleteSourceEvents } from "./delete-source-events.ts";
+import { route as deleteSubscription } from "./delete-subscription.ts";
+import { route as deleteWebhook } from "./delete-webhook.ts";
 import { route as getComponent } from "./get-component.ts";
 import { route as getMe } from "./get-me.ts";
 import { route as getOpenApi } from "./get-openapi.ts";
 import { route as getRegistryComponent } from "./get-registry-component.ts";
 import { route as getSource } from "./get-source.ts";
+import { route as getWebhook } from "./get-webhook.ts";
 import { route as getWorkspace } from "./get-workspace.ts";
+import { route as listDeadLetters } from "./list-dead-letters.ts";
 import { route as listSourceEvents } from "./list-source-events.ts";
 import { route as listUserSources } from "./list-user-sources.ts";
+import { route as listUserSubscriptions } from "./list-user-subscriptions.ts";
+import { route as listUserWebhooks } from "./list-user-webhooks.ts";
 import { route as listWorkspaceProjects } from "./list-workspace-projects.ts";
 import { route as listWorkspaceSources } from "./list-workspace-sources.ts";
+import { route as listWorkspaceSubscriptions } from "./list-workspace-subscriptions.ts";
+import { route as replayDeadLetter } from "./replay-dead-letter.ts";
+import { route as replayDeadLetters } from "./replay-dead-letters.ts";
+import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 import type { AnyRoute } from "./route.ts";
 import { route as updateSource } from "./update-source.ts";
 
@@ -32,5 +46,19 @@ export const routes: readonly AnyRoute[] = [
   listUserSources,
   listWorkspaceSources,
   listSourceEvents,
+  deleteSourceEvents,
+  createWebhook,
+  listUserWebhooks,
+  getWebhook,
+  rotateWebhookSecret,
+  deleteWebhook,
+  createSubscription,
+  deleteSubscription,
+  listUserSubscriptions,
+  listWorkspaceSubscriptions,
+  createAutoSubscription,
+  listDeadLetters,
+  replayDeadLetter,
+  replayDeadLetters,
   getOpenApi,
 ];

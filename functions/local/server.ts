@@ -12,6 +12,7 @@ import { createRouter } from "#http/routing";
 import type { Deps } from "#ports/deps";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
+import { SourceStreamServer, type SourceStreamServerOptions, STREAM_PATH } from "./source-stream-server.ts";
 
 class BodyTooLargeError extends Error {}
 
@@ -96,13 +97,37 @@ function lambdaContext(requestId: string, route: AnyRoute): Context {
   } as Context;
 }
 
+function decodeSegment(segment: string): string {
+  try {
+    return decodeURIComponent(segment);
+  } catch {
+    return segment;
+  }
+}
+
+export interface LocalServerOptions {
+  /** The bus live streams follow (`localDeps().bus`). */
+  bus: SourceStreamServerOptions["bus"];
+  /** Live stream tuning (tests shorten the keepalive). */
+  stream?: Pick<SourceStreamServerOptions, "keepaliveMs" | "maxUnsentBytes">;
+}
+
+export interface LocalServer {
+  /** Not listening yet. */
+  server: Server;
+  /** The live streams it serves; `streams.close()` ends them before the server closes. */
+  streams: SourceStreamServer;
+}
+
 /**
  * The local REST API: one Node HTTP server that routes each request with the manifest, turns it
- * into the API Gateway event the deployed Lambda would receive, and calls the same handler.
+ * into the API Gateway event the deployed Lambda would receive, and calls the same handler. Live
+ * streams (`/sources/{id}/sse`, no `/v1`) are served apart, outside the JSON pipeline.
  */
-export function createLocalServer(routes: readonly AnyRoute[], deps: Deps): Server {
+export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, options: LocalServerOptions): LocalServer {
   const match = createRouter(routes);
   const handlers = new Map(routes.map((route) => [route, createHttpHandler(route, async () => deps)]));
+  const streams = new SourceStreamServer({ deps, bus: options.bus, ...options.stream });
 
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const requestId = randomUUID();
@@ -110,6 +135,8 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps): Serv
     const url = new URL(request.url ?? "/", "http://localhost");
     const endpoint = ENDPOINT_PATH.exec(url.pathname);
     if (endpoint?.[1]) return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/");
+    const stream = STREAM_PATH.exec(url.pathname);
+    if (stream?.[1]) return streams.handle(request, response, url, decodeSegment(stream[1]));
     const found = match(method, url.pathname);
     if (found.kind !== "found") {
       request.resume();
@@ -135,7 +162,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps): Serv
     send(response, await handler!(event, lambdaContext(requestId, found.route) as never));
   }
 
-  return createServer((request, response) => {
+  const server = createServer((request, response) => {
     handle(request, response).catch((error) => {
       const requestId = randomUUID();
       deps.log.error("request failed outside the handler", { request_id: requestId, error: String(error) });
@@ -143,4 +170,5 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps): Serv
       else response.destroy();
     });
   });
+  return { server, streams };
 }

@@ -23,7 +23,7 @@ export async function startLocalMode(
   const local = await localDeps(config, log);
   const { deps } = local;
   const outcome = await ensureFirstAccount(deps, config);
-  const server = createLocalServer(routes, deps);
+  const { server, streams } = createLocalServer(routes, deps, { bus: local.bus });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
     server.listen(config.port, config.host, () => resolve());
@@ -47,6 +47,8 @@ export async function startLocalMode(
   return {
     baseUrl,
     async stop(graceMs = 5_000) {
+      // Live streams never finish on their own: end them so the server's close does not wait for them.
+      streams.close();
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       server.closeIdleConnections();
       const force = setTimeout(() => server.closeAllConnections(), graceMs);

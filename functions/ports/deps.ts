@@ -3,6 +3,10 @@ import type { CodeFetcher } from "./code-fetcher.ts";
 import type { ComponentHost } from "./component-host.ts";
 import type { ComponentRegistry } from "./component-registry.ts";
 import type { ComponentStore } from "./component-store.ts";
+import type { DeadLetterStore } from "./dead-letter-store.ts";
+import type { DeliveryQueue } from "./delivery-queue.ts";
+import type { EventBus } from "./event-bus.ts";
+import type { EventPurger } from "./event-purger.ts";
 import type { EventStore } from "./event-store.ts";
 import type { IdGenerator } from "./id-generator.ts";
 import type { IdentityStore } from "./identity-store.ts";
@@ -10,6 +14,7 @@ import type { Logger } from "./logger.ts";
 import type { RunQueue } from "./run-queue.ts";
 import type { Secrets } from "./secrets.ts";
 import type { SourceStore } from "./source-store.ts";
+import type { SubscriptionStore } from "./subscription-store.ts";
 import type { Timers } from "./timers.ts";
 import type { UsageStore } from "./usage-store.ts";
 
@@ -38,6 +43,16 @@ export interface Deps {
   components: ComponentStore;
   sources: SourceStore;
   events: EventStore;
+  /** Announces stored events (live streams). */
+  bus: EventBus;
+  /** Reclaims the space of deleted events in the background. */
+  purger: EventPurger;
+  /** Webhooks, subscriptions and auto subscriptions. */
+  subscriptions: SubscriptionStore;
+  /** Webhook deliveries waiting to be attempted (durable). */
+  deliveries: DeliveryQueue;
+  /** Webhook deliveries that failed every attempt. */
+  deadLetters: DeadLetterStore;
   secrets: Secrets;
   host: ComponentHost;
   timers: Timers;

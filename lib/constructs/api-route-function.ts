@@ -4,9 +4,11 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { SHIPPED_NPM_PACKAGES } from "#adapters/local/npm-packages";
+import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#adapters/local/npm-packages";
 import { ENV } from "#config/env";
 import type { AnyRoute } from "#http/route";
+import type { EventFanout } from "./event-fanout.ts";
+import type { EventStreaming } from "./event-streaming.ts";
 import { SluiceFunction, withDependencies } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 
@@ -24,6 +26,13 @@ export interface ApiRouteFunctionProps {
   readonly logRetention?: RetentionDays;
   /** What sources run on: needed by routes with `access.compute` or `access.secrets`. */
   readonly sources?: SourceCompute;
+  /** The event purger: needed by routes with `access.eventPurges`. */
+  readonly eventStreaming?: EventStreaming;
+  /**
+   * The event bus and the delivery queue: needed by routes with `access.deliveries`, and by routes
+   * that run sources' hooks (`access.compute` with `access.secrets`), which store what they emit.
+   */
+  readonly eventFanout?: EventFanout;
 }
 
 /**
@@ -63,14 +72,34 @@ export class ApiRouteFunction extends Construct {
     super(scope, id);
     const { route, resourcesTable } = props;
     const access = route.access.resources;
-    // compute: deploys, runs and removes sources and their timers; secrets: seals and opens secret props.
-    const { compute, secrets } = route.access;
+    // compute: deploys, runs and removes sources and their timers; secrets: seals and opens secret props;
+    // eventPurges: starts the background removal of deleted events; deliveries: queues webhook deliveries.
+    const { compute, secrets, eventPurges, deliveries } = route.access;
+    // Running a hook needs the source's secret props opened: deploying routes that open secrets run
+    // hooks, and store and publish the events those emit (the others only bundle and describe).
+    const appendsEvents = Boolean(compute && secrets);
     if ((compute || secrets) && !props.sources) {
       throw new Error(`Route "${route.name}" needs compute or secrets access, but the stack gave it no SourceCompute`);
     }
     // Deploying runs hooks and stores their events: SourceCompute grants write access to such routes.
     if (compute && access !== "write") {
       throw new Error(`Route "${route.name}" has compute access, which needs access.resources "write"`);
+    }
+    if (eventPurges && !props.eventStreaming) {
+      throw new Error(`Route "${route.name}" starts event purges, but the stack gave it no EventStreaming`);
+    }
+    // A purge follows a deletion, which hides the events in the table first.
+    if (eventPurges && access !== "write") {
+      throw new Error(`Route "${route.name}" starts event purges, which needs access.resources "write"`);
+    }
+    if ((deliveries || appendsEvents) && !props.eventFanout) {
+      throw new Error(
+        `Route "${route.name}" ${deliveries ? "queues webhook deliveries" : "stores events"}, but the stack gave it no EventFanout`,
+      );
+    }
+    // A replay deletes the dead letter it queued again.
+    if (deliveries && access !== "write") {
+      throw new Error(`Route "${route.name}" queues webhook deliveries, which needs access.resources "write"`);
     }
 
     this.function = new SluiceFunction(this, "Handler", {
@@ -90,7 +119,7 @@ export class ApiRouteFunction extends Construct {
             timeout: Duration.seconds(30),
             copyNodeModules: ["esbuild-wasm"],
             // The npm packages components may import on AWS, where there is no npm to install others.
-            runtimeNodeModules: withDependencies(SHIPPED_NPM_PACKAGES),
+            runtimeNodeModules: withDependencies([...SHIPPED_NPM_PACKAGES, NPM_CLI_PACKAGE]),
             copyFolders: ["registry"],
           }
         : {}),
@@ -98,6 +127,9 @@ export class ApiRouteFunction extends Construct {
     const fn = this.function.lambdaFunction;
     if (compute) props.sources!.attachDeployer(fn);
     if (secrets) props.sources!.attachSecrets(fn, { seal: true });
+    if (eventPurges) props.eventStreaming!.attachPurgeStarter(fn);
+    if (appendsEvents) props.eventFanout!.attachPublisher(fn);
+    if (deliveries) props.eventFanout!.attachDeliveryQueuer(fn);
 
     switch (access) {
       case "read":

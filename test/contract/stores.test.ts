@@ -18,12 +18,18 @@ import { identityStoreContract } from "./identity-store.contract.ts";
 import { sourceStoreContract } from "./source-store.contract.ts";
 import { usageStoreContract } from "./usage-store.contract.ts";
 
+/** The event stores' retention when a test sets none: its ids use small, long-past ms. */
+const KEEP_FOREVER = { maxAgeMs: 0, keepPerChannel: 0 };
+
 describe("SQLite adapters", () => {
   identityStoreContract(async () => new SqliteIdentityStore(openSqlite(":memory:")));
   usageStoreContract(async () => new SqliteUsageStore(openSqlite(":memory:")));
   componentStoreContract(async () => new SqliteComponentStore(openSqlite(":memory:")));
   sourceStoreContract(async () => new SqliteSourceStore(openSqlite(":memory:")));
-  eventStoreContract(async () => new SqliteEventStore(openSqlite(":memory:")));
+  eventStoreContract(
+    async (options) => new SqliteEventStore(openSqlite(":memory:"), { retention: options?.retention ?? KEEP_FOREVER }),
+    { sweep: (store, nowMs) => store.trimExpired(nowMs), keepsPerChannel: true },
+  );
 });
 
 describe("DynamoDB adapters (DynamoDB Local)", () => {
@@ -42,5 +48,8 @@ describe("DynamoDB adapters (DynamoDB Local)", () => {
   usageStoreContract(async () => new DynamoDbUsageStore(documents, await freshTable()));
   componentStoreContract(async () => new DynamoDbComponentStore(documents, await freshTable()));
   sourceStoreContract(async () => new DynamoDbSourceStore(documents, await freshTable()));
-  eventStoreContract(async () => new DynamoDbEventStore(documents, await freshTable()));
+  eventStoreContract(
+    async (options) =>
+      new DynamoDbEventStore(documents, await freshTable(), { retention: options?.retention ?? KEEP_FOREVER }),
+  );
 });

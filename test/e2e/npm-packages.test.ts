@@ -1,19 +1,34 @@
 import { execFile } from "node:child_process";
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import type { Plugin } from "esbuild";
+import { build, type Plugin } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { npmCacheFolder, npmPackagesPlugin } from "#adapters/local/npm-packages";
+import {
+  bundledNpmCli,
+  type NpmPackagesOptions,
+  npmCacheFolder,
+  npmPackagesPlugin,
+} from "#adapters/local/npm-packages";
 import { bundleComponent } from "#adapters/local/sandbox-bundle";
 import { isDomainError } from "#core/errors";
+import { type FixturePackage, type NpmRegistryFixture, startNpmRegistry } from "../support/npm-registry-fixture.ts";
 
-// Real esbuild, real `node` children and, for failures, a real `npm`, pointed at a closed port or
-// at a local server that answers 404: nothing here needs the internet or the public registry.
+// Real esbuild, real `node` children and the real npm CLI Sluice depends on, pointed at a tiny
+// registry on 127.0.0.1, a closed port or a server that answers 404: nothing here needs the
+// internet or the public registry. npm gets a home of its own per test (`npmHome`), so no test
+// reads the machine's ~/.npmrc or npm cache, or writes there.
 const FIXTURE_PACKAGE = fileURLToPath(new URL("../fixtures/npm/tiny-fixture-pkg/", import.meta.url));
+const PLUGIN_SOURCE = fileURLToPath(new URL("../../functions/adapters/local/npm-packages.ts", import.meta.url));
+const NPM_VERSION = (
+  JSON.parse(readFileSync(join(bundledNpmCli(), "..", "..", "package.json"), "utf8")) as { version: string }
+).version;
+/** Real installs start a Node process running npm: generous on a loaded 2-core machine, still bounded. */
+const INSTALL_TIMEOUT_MS = 45_000;
+const INSTALL_TEST_TIMEOUT_MS = 90_000;
 
 let workDir: string;
 let closedRegistry: string;
@@ -37,6 +52,11 @@ function listen(server: Server): Promise<number> {
 /** A fresh cache folder per test, so no test sees another's installs. */
 function freshCache(): string {
   return mkdtempSync(join(workDir, "cache-"));
+}
+
+/** The plugin over a fresh cache, with npm's home in this test's own folder. */
+function pluginWith(options: Partial<NpmPackagesOptions> = {}): Plugin {
+  return npmPackagesPlugin({ cacheDir: freshCache(), npmHome: mkdtempSync(join(workDir, "home-")), ...options });
 }
 
 /** Bundles `code` as the sandbox host does and returns the bundle's path. */
@@ -83,7 +103,7 @@ const FAKE_PLATFORM = {
 describe("npmPackagesPlugin", () => {
   it("bundles @pipedream/platform from the packages Sluice ships, and the bundle runs in plain node", async () => {
     const cacheDir = freshCache();
-    const plugin = npmPackagesPlugin({ cacheDir, registry: closedRegistry, installTimeoutMs: 10_000 });
+    const plugin = pluginWith({ cacheDir, registry: closedRegistry, installTimeoutMs: 10_000 });
     const path = await bundle(
       `import { axios, ConfigurationError } from "@pipedream/platform";
        export default { axios, ConfigurationError };`,
@@ -99,13 +119,13 @@ describe("npmPackagesPlugin", () => {
     const cacheDir = freshCache();
     // A decoy in the cache for the same spec: the shipped copy must win.
     prepopulate(cacheDir, "@pipedream/platform", "^3", FAKE_PLATFORM);
-    const plugin = npmPackagesPlugin({ cacheDir, registry: closedRegistry });
+    const plugin = pluginWith({ cacheDir, registry: closedRegistry });
     const path = await bundle(`import { axios } from "@pipedream/platform@^3"; export default axios;`, plugin);
     expect(await runInNode(path, "typeof m.default")).toBe('"function"');
   });
 
   it("bundles shipped dependencies imported directly, CommonJS require included", async () => {
-    const plugin = npmPackagesPlugin({ cacheDir: freshCache(), registry: closedRegistry });
+    const plugin = pluginWith({ registry: closedRegistry });
     const path = await bundle(
       `const { v4 } = require("uuid");
        const mime = require("mime-types@^3");
@@ -120,7 +140,7 @@ describe("npmPackagesPlugin", () => {
   it("falls through to the cache when the shipped version does not satisfy the range", async () => {
     const cacheDir = freshCache();
     prepopulate(cacheDir, "@pipedream/platform", "^1", FAKE_PLATFORM);
-    const plugin = npmPackagesPlugin({ cacheDir, registry: closedRegistry });
+    const plugin = pluginWith({ cacheDir, registry: closedRegistry });
     const path = await bundle(`import { axios } from "@pipedream/platform@^1"; export default axios;`, plugin);
     expect(await runInNode(path, "m.default")).toBe('"fake platform 1.6.8"');
   });
@@ -129,7 +149,7 @@ describe("npmPackagesPlugin", () => {
     const cacheDir = freshCache();
     const target = join(npmCacheFolder(cacheDir, "sluice-tiny-fixture", "^1"), "node_modules", "sluice-tiny-fixture");
     cpSync(FIXTURE_PACKAGE, target, { recursive: true });
-    const plugin = npmPackagesPlugin({ cacheDir, registry: closedRegistry, installTimeoutMs: 5_000 });
+    const plugin = pluginWith({ cacheDir, registry: closedRegistry, installTimeoutMs: 5_000 });
     const path = await bundle(
       `import x from "sluice-tiny-fixture@^1";
        export default { version: x.version, doubled: x.double(21) };`,
@@ -139,7 +159,7 @@ describe("npmPackagesPlugin", () => {
   });
 
   it("leaves Node built-ins to Node", async () => {
-    const plugin = npmPackagesPlugin({ cacheDir: freshCache(), registry: closedRegistry, installTimeoutMs: 5_000 });
+    const plugin = pluginWith({ registry: closedRegistry, installTimeoutMs: 5_000 });
     const path = await bundle(
       `import { createHash } from "crypto";
        import { join } from "node:path";
@@ -151,14 +171,14 @@ describe("npmPackagesPlugin", () => {
   });
 
   it("fails the build naming the package when the range cannot be installed", async () => {
-    const plugin = npmPackagesPlugin({ cacheDir: freshCache(), registry: closedRegistry, installTimeoutMs: 4_000 });
+    const plugin = pluginWith({ registry: closedRegistry, installTimeoutMs: 4_000 });
     const text = await bundleError(`import { axios } from "@pipedream/platform@^99"; export default axios;`, plugin);
     expect(text).toMatch(/^cannot install npm package "@pipedream\/platform@\^99": /);
   });
 
   it("fails the build naming the package when the registry cannot be reached", async () => {
     const cacheDir = freshCache();
-    const plugin = npmPackagesPlugin({ cacheDir, registry: closedRegistry, installTimeoutMs: 4_000 });
+    const plugin = pluginWith({ cacheDir, registry: closedRegistry, installTimeoutMs: 4_000 });
     const text = await bundleError(`import x from "sluice-made-up-package-7f3a"; export default x;`, plugin);
     expect(text).toMatch(/^cannot install npm package "sluice-made-up-package-7f3a@latest": ./);
     // The failed install left nothing behind, so a later bundle tries again.
@@ -174,7 +194,7 @@ describe("npmPackagesPlugin", () => {
     });
     const port = await listen(registry);
     try {
-      const plugin = npmPackagesPlugin({ cacheDir: freshCache(), registry: `http://127.0.0.1:${port}/` });
+      const plugin = pluginWith({ registry: `http://127.0.0.1:${port}/` });
       const code = `import x from "sluice-made-up-package-9c1e@~2.1"; export default x;`;
       const text = await bundleError(code, plugin);
       expect(text).toMatch(/^cannot install npm package "sluice-made-up-package-9c1e@~2\.1": E404 /);
@@ -191,8 +211,203 @@ describe("npmPackagesPlugin", () => {
   });
 
   it("rejects an import whose version part is not a range", async () => {
-    const plugin = npmPackagesPlugin({ cacheDir: freshCache(), registry: closedRegistry });
+    const plugin = pluginWith({ registry: closedRegistry });
     const text = await bundleError(`import x from "left-pad@git+ssh:x"; export default x;`, plugin);
     expect(text).toBe('"left-pad@git+ssh:x" is not a valid npm package name (line 1, column 15)');
+  });
+});
+
+/** Fixture packages of the local registry: `^1` must pick 1.4.2 over 1.0.0 and 2.0.0. */
+const REGISTRY_PACKAGES: readonly FixturePackage[] = [
+  ...["1.0.0", "1.4.2", "2.0.0"].map((version) => ({
+    name: "sluice-fixture-pkg",
+    version,
+    files: {
+      "index.js": `exports.version = ${JSON.stringify(version)}; exports.greet = (who) => "hello " + who;`,
+    },
+  })),
+  ...["1.0.0", "1.1.0"].map((version) => ({
+    name: "@sluice-fixture/util",
+    version,
+    files: {
+      "index.js": `exports.version = ${JSON.stringify(version)}; exports.shout = (t) => t.toUpperCase() + "!";`,
+    },
+  })),
+  {
+    name: "sluice-fixture-app",
+    version: "2.1.0",
+    dependencies: { "@sluice-fixture/util": "^1.0.0" },
+    files: {
+      "index.js": `const util = require("@sluice-fixture/util");
+        exports.welcome = (who) => util.shout("welcome " + who);
+        exports.utilVersion = util.version;`,
+    },
+  },
+];
+
+/** Runs `test` against a fresh local registry, closed afterwards. */
+async function withRegistry(test: (registry: NpmRegistryFixture) => Promise<void>): Promise<void> {
+  const registry = await startNpmRegistry(REGISTRY_PACKAGES);
+  try {
+    await test(registry);
+  } finally {
+    await registry.close();
+  }
+}
+
+describe("npmPackagesPlugin installing from a registry with the npm CLI Sluice depends on", () => {
+  it(
+    "installs a pinned range, the bundle runs in plain node, and a second bundle reuses the cache entry",
+    () =>
+      withRegistry(async (registry) => {
+        const cacheDir = freshCache();
+        const npmHome = mkdtempSync(join(workDir, "home-"));
+        const options = { cacheDir, npmHome, registry: registry.url, installTimeoutMs: INSTALL_TIMEOUT_MS };
+        const path = await bundle(
+          `import pkg from "sluice-fixture-pkg@^1";
+           export default { version: pkg.version, text: pkg.greet("sluice") };`,
+          npmPackagesPlugin(options),
+        );
+        expect(JSON.parse(await runInNode(path, "m.default"))).toEqual({ version: "1.4.2", text: "hello sluice" });
+        expect(registry.tarballRequests("sluice-fixture-pkg")).toBe(1);
+        // The npm that installed is Sluice's own (the machine's may be another version, or none).
+        expect(registry.requests.map((request) => request.userAgent.split(" ")[0])).toContain(`npm/${NPM_VERSION}`);
+        // One finished cache entry, nothing left of the install, npm's own files in its home.
+        const entry = npmCacheFolder(cacheDir, "sluice-fixture-pkg", "^1");
+        expect(readdirSync(cacheDir)).toEqual([entry.slice(cacheDir.length + 1)]);
+        expect(existsSync(join(npmHome, "cache", "_cacache"))).toBe(true);
+
+        // A new plugin (a restarted Sluice) over the same cache: no request reaches the registry.
+        const seen = registry.requests.length;
+        const again = await bundle(
+          `import { greet } from "sluice-fixture-pkg@^1"; export default greet("again");`,
+          npmPackagesPlugin(options),
+        );
+        expect(await runInNode(again, "m.default")).toBe('"hello again"');
+        expect(registry.requests.length).toBe(seen);
+        expect(registry.tarballRequests()).toBe(1);
+      }),
+    INSTALL_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "installs a package's dependencies from the registry too",
+    () =>
+      withRegistry(async (registry) => {
+        const cacheDir = freshCache();
+        const plugin = pluginWith({ cacheDir, registry: registry.url, installTimeoutMs: INSTALL_TIMEOUT_MS });
+        const path = await bundle(
+          `const app = require("sluice-fixture-app@^2");
+           module.exports = { text: app.welcome("ada"), util: app.utilVersion };`,
+          plugin,
+        );
+        expect(JSON.parse(await runInNode(path, "m.default"))).toEqual({ text: "WELCOME ADA!", util: "1.1.0" });
+        expect(registry.tarballRequests("sluice-fixture-app")).toBe(1);
+        expect(registry.tarballRequests("@sluice-fixture/util")).toBe(1);
+        const installed = join(npmCacheFolder(cacheDir, "sluice-fixture-app", "^2"), "node_modules");
+        expect(
+          JSON.parse(readFileSync(join(installed, "@sluice-fixture", "util", "package.json"), "utf8")),
+        ).toMatchObject({ version: "1.1.0" });
+      }),
+    INSTALL_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "fails the build naming the package when the registry has no version in the range",
+    () =>
+      withRegistry(async (registry) => {
+        const cacheDir = freshCache();
+        const plugin = pluginWith({ cacheDir, registry: registry.url, installTimeoutMs: INSTALL_TIMEOUT_MS });
+        const text = await bundleError(`import x from "sluice-fixture-pkg@^9"; export default x;`, plugin);
+        expect(text).toMatch(/^cannot install npm package "sluice-fixture-pkg@\^9": ETARGET .*sluice-fixture-pkg@\^9/);
+        expect(registry.tarballRequests()).toBe(0);
+        expect(readdirSync(cacheDir)).toEqual([]);
+      }),
+    INSTALL_TEST_TIMEOUT_MS,
+  );
+
+  it("runs the given npm CLI with node, npm's home and settings, and without Sluice's secrets", async () => {
+    const cliDir = mkdtempSync(join(workDir, "fake-npm-"));
+    const npmCli = join(cliDir, "npm-cli.cjs");
+    writeFileSync(
+      npmCli,
+      `const { writeFileSync } = require("node:fs");
+       const seen = { argv: process.argv.slice(2), env: process.env, cwd: process.cwd() };
+       writeFileSync(require("node:path").join(__dirname, "seen.json"), JSON.stringify(seen));
+       process.stderr.write("npm error code EFAKE\\nnpm error the fake npm says no\\n");
+       process.exit(1);`,
+    );
+    const npmHome = join(mkdtempSync(join(workDir, "home-")), "npm");
+    // Credentials, Sluice's secrets key, and what an outer `npm start` or `npx` leaves in the environment.
+    const planted = {
+      AWS_SECRET_ACCESS_KEY: "not-for-npm",
+      SLUICE_SECRET_KEY: "not-for-npm",
+      NPM_CONFIG_CACHE: "/not-for-npm",
+      npm_config_user_agent: "npm/0.0.0",
+    };
+    const saved = Object.fromEntries(Object.keys(planted).map((name) => [name, process.env[name]]));
+    Object.assign(process.env, planted);
+    try {
+      const plugin = pluginWith({ npmCli, npmHome, registry: closedRegistry, installTimeoutMs: 10_000 });
+      const text = await bundleError(`import x from "sluice-fixture-pkg@~1.4"; export default x;`, plugin);
+      expect(text).toMatch(/^cannot install npm package "sluice-fixture-pkg@~1\.4": EFAKE the fake npm says no/);
+    } finally {
+      for (const [name, value] of Object.entries(saved)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+    const seen = JSON.parse(readFileSync(join(cliDir, "seen.json"), "utf8")) as {
+      argv: string[];
+      env: Record<string, string>;
+    };
+    expect(seen.argv[0]).toBe("install");
+    expect(seen.argv).toEqual(expect.arrayContaining(["--ignore-scripts", "--omit=dev", "--no-save", closedRegistry]));
+    expect(seen.argv.at(-1)).toBe("sluice-fixture-pkg@~1.4");
+    expect(seen.env).toMatchObject({
+      HOME: npmHome,
+      npm_config_cache: join(npmHome, "cache"),
+      npm_config_userconfig: join(npmHome, ".npmrc"),
+      npm_config_update_notifier: "false",
+      npm_config_fund: "false",
+      npm_config_audit: "false",
+    });
+    for (const name of Object.keys(planted)) expect(seen.env[name]).toBeUndefined();
+    expect(existsSync(npmHome)).toBe(true);
+  });
+
+  it("fails the build saying so when the npm CLI is missing", async () => {
+    const npmCli = join(workDir, "no-such-npm", "bin", "npm-cli.js");
+    const plugin = pluginWith({ npmCli, registry: closedRegistry });
+    const text = await bundleError(`import x from "sluice-fixture-pkg"; export default x;`, plugin);
+    expect(text).toContain(
+      `cannot install npm package "sluice-fixture-pkg@latest": the npm CLI is missing (${npmCli})`,
+    );
+  });
+});
+
+describe("bundledNpmCli", () => {
+  it("finds Sluice's own npm from the source tree, or in the node_modules it is given", () => {
+    const cli = bundledNpmCli();
+    expect(cli).toBe(fileURLToPath(new URL("../../node_modules/npm/bin/npm-cli.js", import.meta.url)));
+    expect(existsSync(cli)).toBe(true);
+    expect(bundledNpmCli("/var/task/node_modules")).toBe("/var/task/node_modules/npm/bin/npm-cli.js");
+  });
+
+  it("finds the npm beside the bundle when the plugin is bundled, as in a Lambda function", async () => {
+    const taskRoot = mkdtempSync(join(workDir, "task-"));
+    const cli = join(taskRoot, "node_modules", "npm", "bin", "npm-cli.js");
+    mkdirSync(join(cli, ".."), { recursive: true });
+    writeFileSync(cli, "");
+    const outfile = join(taskRoot, "index.mjs");
+    await build({
+      entryPoints: [PLUGIN_SOURCE],
+      outfile,
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      logLevel: "silent",
+    });
+    expect(await runInNode(outfile, "m.bundledNpmCli()")).toBe(JSON.stringify(cli));
   });
 });

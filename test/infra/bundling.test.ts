@@ -70,7 +70,8 @@ describe("ServiceStack bundling", () => {
       secretsKey: stateful.secretsKey,
     });
     template = Template.fromStack(service);
-  });
+    // Every function is bundled here: on 2 cores with other suites running, that takes minutes.
+  }, 240_000);
 
   afterAll(() => {
     if (app) rmSync(app.outdir, { recursive: true, force: true });
@@ -139,6 +140,8 @@ describe("ServiceStack bundling", () => {
     expect(existsSync(join(dir, "node_modules", "esbuild-wasm", "package.json"))).toBe(true);
     expect(readdirSync(join(dir, "registry"))).toContain("http-new-requests.mjs");
     expect(existsSync(join(dir, "node_modules", "@pipedream", "platform", "package.json"))).toBe(true);
+    // The npm CLI itself, for packages Sluice does not ship (Lambda has no npm of its own).
+    expect(existsSync(join(dir, "node_modules", "npm", "bin", "npm-cli.js"))).toBe(true);
     // As the composition root bundles on AWS, from the function's own node_modules alone (copied
     // out of the project, whose node_modules would otherwise stand in for a missing dependency).
     const task = mkdtempSync(join(tmpdir(), "sluice-task-"));

@@ -30,10 +30,11 @@ describe("ServiceStack", () => {
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const notFoundId = () => idOf(service.notFoundFunction.lambdaFunction);
 
-  it("has one function per manifest route, one for $default and the four of sources", () => {
+  it("has one function per manifest route, one for $default, four of sources, three of events and two of fan-out", () => {
     expect(routes.length).toBeGreaterThan(0);
-    // Sources: the describer, the HTTP interface, the source runner and the timer invoker.
-    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 4);
+    // Sources: the describer, the HTTP interface, the source runner and the timer invoker. Events:
+    // the stream, its redirect and the purger. Fan-out: the dispatcher and the webhook deliverer.
+    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 4 + 3 + 2);
     expect([...service.routeFunctions.keys()].sort()).toEqual(routes.map((route) => route.name).sort());
   });
 
@@ -87,8 +88,8 @@ describe("ServiceStack", () => {
       RouteKey: "$default",
       Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
     });
-    // Plus the two catch-all routes of sources' HTTP interfaces.
-    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1 + 2);
+    // Plus the two catch-all routes of sources' HTTP interfaces and the stream's redirect.
+    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1 + 2 + 1);
   });
 
   it("declares no route key with a trailing slash, which HTTP APIs refuse", () => {
@@ -145,8 +146,10 @@ describe("ServiceStack", () => {
       const variables = fn.Properties.Environment.Variables;
       expect(variables[ENV.resourcesTable], route.name).toEqual({ "Fn::ImportValue": tableName });
       expect(variables[ENV.publicUrl], route.name).toEqual(apiUrl);
-      // Routes that deploy or run sources learn more (source-compute.test.ts); the others nothing else.
-      if (!route.access.compute && !route.access.secrets) {
+      // Routes that deploy or run sources (source-compute.test.ts), start purges
+      // (event-streaming.test.ts) or queue deliveries (event-fanout.test.ts) learn more; the others nothing else.
+      const { compute, secrets, eventPurges, deliveries } = route.access;
+      if (!compute && !secrets && !eventPurges && !deliveries) {
         expect(variables, route.name).toEqual({
           [ENV.resourcesTable]: { "Fn::ImportValue": tableName },
           [ENV.publicUrl]: apiUrl,
@@ -157,7 +160,7 @@ describe("ServiceStack", () => {
   });
 
   it("logs every function to its own log group kept for 30 days, and deployed sources to one more", () => {
-    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1 + 4 + 1);
+    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1 + 4 + 3 + 2 + 1);
     const groups = template.findResources("AWS::Logs::LogGroup", { Properties: { RetentionInDays: 30 } });
     const functions = Object.values(functionsOf(template));
     const used = functions.map((fn) => fn.Properties.LoggingConfig.LogGroup.Ref as string);

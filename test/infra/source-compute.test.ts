@@ -138,8 +138,8 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("gives routes that neither deploy nor seal no Lambda, IAM, Scheduler or KMS action", () => {
-    for (const route of routes.filter((r) => !r.access.compute && !r.access.secrets)) {
+  it("gives routes that neither deploy, seal nor start purges no Lambda, IAM, Scheduler or KMS action", () => {
+    for (const route of routes.filter((r) => !r.access.compute && !r.access.secrets && !r.access.eventPurges)) {
       expect(
         actionsOf(template, routeFunctionId(route.name)).filter((action) =>
           /^(lambda|iam|scheduler|kms):/.test(action),
@@ -223,6 +223,8 @@ describe("ServiceStack: what sources run on", () => {
       [ENV.publicUrl]: { "Fn::GetAtt": [idOf(service.httpApi), "ApiEndpoint"] },
       [ENV.invocationTimeoutMs]: "30000",
       [AWS_COMPUTE_ENV.secretsKeyArn]: Match.objectLike({ "Fn::ImportValue": Match.anyValue() }),
+      // They store what sources emit, and publish it for subscribers (event-fanout.test.ts).
+      [AWS_COMPUTE_ENV.eventBusName]: { Ref: idOf(service.eventFanout.bus) },
       NODE_OPTIONS: "--enable-source-maps",
     };
     const runner = {

@@ -1,10 +1,13 @@
 import { randomBytes } from "node:crypto";
+import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
+import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { createAccount } from "#core/accounts";
 import type { Clock } from "#ports/clock";
@@ -22,7 +25,9 @@ function missing<T extends object>(port: string): T {
   });
 }
 
-type Overrides = Partial<Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry">>;
+type Overrides = Partial<
+  Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries">
+>;
 
 /**
  * Real local stores on a private in-memory SQLite database, a clock the test controls, and the
@@ -35,12 +40,18 @@ export function memoryDeps(
   const db = openSqlite(":memory:");
   let now = startMs;
   const clock = { nowMs: () => now, set: (ms: number) => (now = ms) };
+  const events = new SqliteEventStore(db);
   return {
     identity: new SqliteIdentityStore(db),
     usage: new SqliteUsageStore(db),
     components: new SqliteComponentStore(db),
     sources: new SqliteSourceStore(db),
-    events: new SqliteEventStore(db),
+    events,
+    bus: overrides.bus ?? new InProcessEventBus(silentLogger),
+    purger: overrides.purger ?? { purgeLater: (sourceId) => events.purgeDeletedEvents(sourceId) },
+    subscriptions: new SqliteSubscriptionStore(db),
+    deadLetters: new SqliteDeadLetterStore(db),
+    deliveries: overrides.deliveries ?? missing("deliveries"),
     secrets: new LocalSecrets(randomBytes(32)),
     host: overrides.host ?? missing("host"),
     timers: overrides.timers ?? missing("timers"),

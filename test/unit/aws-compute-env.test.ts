@@ -11,8 +11,59 @@ describe("loadAwsComputeConfig", () => {
       sourceRunnerFunction: undefined,
       secretsKeyArn: undefined,
       manage: undefined,
+      eventPurgerFunction: undefined,
+      stream: { url: undefined, pollIntervalMs: 500, endMarginMs: 5_000 },
       runtime: { publicUrl: "", invocationTimeoutMs: 30_000 },
     });
+  });
+
+  it("reads the event purger's name and the stream settings, the stream URL without its trailing slash", () => {
+    const config = loadAwsComputeConfig({
+      [AWS_COMPUTE_ENV.eventPurgerFunction]: "SluiceService-EventPurger",
+      [AWS_COMPUTE_ENV.streamUrl]: "https://abc.lambda-url.eu-west-1.on.aws/",
+      [AWS_COMPUTE_ENV.streamPollMs]: "250",
+      [AWS_COMPUTE_ENV.streamEndMarginMs]: "8000",
+    });
+    expect(config.eventPurgerFunction).toBe("SluiceService-EventPurger");
+    expect(config.stream).toEqual({
+      url: "https://abc.lambda-url.eu-west-1.on.aws",
+      pollIntervalMs: 250,
+      endMarginMs: 8_000,
+    });
+  });
+
+  it("reads the event bus's name and the delivery queues' URLs, undefined where unset or empty", () => {
+    const config = loadAwsComputeConfig({
+      [AWS_COMPUTE_ENV.eventBusName]: "sluice-dev",
+      [AWS_COMPUTE_ENV.deliveryQueueUrl]: "https://sqs.eu-west-1.amazonaws.com/1/Deliveries.fifo",
+      [AWS_COMPUTE_ENV.deliveryRetryQueueUrl]: "",
+    });
+    expect(config).toMatchObject({
+      eventBusName: "sluice-dev",
+      deliveryQueueUrl: "https://sqs.eu-west-1.amazonaws.com/1/Deliveries.fifo",
+    });
+    expect(config.deliveryRetryQueueUrl).toBeUndefined();
+    const unset = loadAwsComputeConfig({});
+    expect([unset.eventBusName, unset.deliveryQueueUrl, unset.deliveryRetryQueueUrl]).toEqual([
+      undefined,
+      undefined,
+      undefined,
+    ]);
+  });
+
+  it("refuses stream settings out of range, naming each variable", () => {
+    const env = {
+      [AWS_COMPUTE_ENV.streamUrl]: "not a url",
+      [AWS_COMPUTE_ENV.streamPollMs]: "10",
+      [AWS_COMPUTE_ENV.streamEndMarginMs]: "120000",
+    };
+    expect(() => loadAwsComputeConfig(env)).toThrow(
+      new RegExp(
+        [AWS_COMPUTE_ENV.streamUrl, AWS_COMPUTE_ENV.streamPollMs, AWS_COMPUTE_ENV.streamEndMarginMs]
+          .map((name) => `${name}: `)
+          .join("[\\s\\S]*"),
+      ),
+    );
   });
 
   it("reads the public URL without its trailing slash and the invocation time limit", () => {

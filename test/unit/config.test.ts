@@ -19,7 +19,31 @@ describe("configuration", () => {
         sandboxIdleMs: 60_000,
         npmRegistry: undefined,
       },
+      events: { maxAgeMs: 30 * 86_400_000, keepPerChannel: 0 },
+      webhooks: {
+        maxAttempts: 8,
+        baseDelayMs: 30_000,
+        maxDelayMs: 1_800_000,
+        timeoutMs: 10_000,
+        concurrency: 8,
+        allowPrivateAddresses: true,
+      },
     });
+  });
+
+  it("reads event retention and webhook delivery settings, and refuses bad ones by name", () => {
+    const config = loadLocalConfig({
+      SLUICE_EVENT_RETENTION_DAYS: "0",
+      SLUICE_EVENT_RETENTION_PER_CHANNEL: "500",
+      SLUICE_WEBHOOK_MAX_ATTEMPTS: "3",
+      SLUICE_WEBHOOK_BASE_DELAY_MS: "10",
+      SLUICE_WEBHOOK_ALLOW_PRIVATE: "false",
+    });
+    expect(config.events).toEqual({ maxAgeMs: 0, keepPerChannel: 500 });
+    expect(config.webhooks).toMatchObject({ maxAttempts: 3, baseDelayMs: 10, allowPrivateAddresses: false });
+    expect(() => loadLocalConfig({ SLUICE_WEBHOOK_ALLOW_PRIVATE: "yes", SLUICE_WEBHOOK_MAX_ATTEMPTS: "0" })).toThrow(
+      /SLUICE_WEBHOOK_MAX_ATTEMPTS[\s\S]*SLUICE_WEBHOOK_ALLOW_PRIVATE|SLUICE_WEBHOOK_ALLOW_PRIVATE[\s\S]*SLUICE_WEBHOOK_MAX_ATTEMPTS/,
+    );
   });
 
   it("reads the runtime settings of local mode and drops a trailing slash of the public URL", () => {

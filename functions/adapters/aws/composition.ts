@@ -1,11 +1,13 @@
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
+import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { KMSClient } from "@aws-sdk/client-kms";
 import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
+import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
-import { npmPackagesPlugin } from "#adapters/local/npm-packages";
+import { bundledNpmCli, NPM_HOME_FOLDER, npmPackagesPlugin } from "#adapters/local/npm-packages";
 import { readRegistryComponent } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { loadAwsComputeConfig } from "#config/aws-compute-env";
@@ -15,15 +17,20 @@ import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import { jsonLogger } from "#ports/logger";
 import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
+import { DynamoDbDeadLetterStore } from "./dynamodb-dead-letter-store.ts";
 import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
 import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
 import { DynamoDbSourceStore } from "./dynamodb-source-store.ts";
+import { DynamoDbSubscriptionStore } from "./dynamodb-subscription-store.ts";
 import { DynamoDbUsageStore } from "./dynamodb-usage-store.ts";
+import { EventBridgeEventBus } from "./eventbridge-event-bus.ts";
 import { KmsSecrets } from "./kms-secrets.ts";
 import { LambdaComponentHost } from "./lambda-component-host.ts";
+import { LambdaEventPurger } from "./lambda-event-purger.ts";
 import { LambdaRunQueue } from "./lambda-run-queue.ts";
 import { SchedulerTimers } from "./scheduler-timers.ts";
 import { componentBundler, loadEsbuild } from "./source-bundle.ts";
+import { SqsDeliveryQueue } from "./sqs-delivery-queue.ts";
 
 let deps: Deps | undefined;
 
@@ -90,13 +97,59 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
   // The compute routes' bundles carry `registry/` and the shipped npm packages' `node_modules/`
   // next to their entry (lib/constructs/api-route-function.ts).
   const taskRoot = env.LAMBDA_TASK_ROOT ?? process.cwd();
+  const npmCache = join(tmpdir(), "sluice-npm");
 
   deps = {
     identity: lazy("the identity store", () => new DynamoDbIdentityStore(documents(), table())),
     usage: lazy("the usage store", () => new DynamoDbUsageStore(documents(), table())),
     components: lazy("the component store", () => new DynamoDbComponentStore(documents(), table())),
     sources: lazy("the source store", () => new DynamoDbSourceStore(documents(), table())),
-    events: lazy("the event store", () => new DynamoDbEventStore(documents(), table())),
+    events: lazy(
+      "the event store",
+      () =>
+        new DynamoDbEventStore(documents(), table(), {
+          retention: { maxAgeMs: config.eventMaxAgeMs, keepPerChannel: 0 },
+        }),
+    ),
+    purger: lazy(
+      "the event purger",
+      () =>
+        new LambdaEventPurger({
+          lambda: lambda(),
+          functionName: required(
+            compute.eventPurgerFunction,
+            "the event purger",
+            "the event purger's name (access.eventPurges)",
+          ),
+        }),
+    ),
+    subscriptions: lazy("the subscription store", () => new DynamoDbSubscriptionStore(documents(), table())),
+    deadLetters: lazy("the dead letter store", () => new DynamoDbDeadLetterStore(documents(), table())),
+    // Functions that append events publish them on EventBridge, for subscribers (docs/aws.md); no
+    // listener lives in a Lambda container (the live stream polls the store), so the others need no bus.
+    bus: compute.eventBusName
+      ? lazy(
+          "the event bus",
+          () =>
+            new EventBridgeEventBus({
+              eventBridge: new EventBridgeClient({}),
+              busName: required(compute.eventBusName, "the event bus", "the event bus's name"),
+              log,
+            }),
+        )
+      : { publish: async () => {} },
+    deliveries: lazy(
+      "the delivery queue",
+      () =>
+        new SqsDeliveryQueue({
+          sqs: new SQSClient({}),
+          queueUrl: required(
+            compute.deliveryQueueUrl,
+            "the delivery queue",
+            "the delivery queue's URL (access.deliveries)",
+          ),
+        }),
+    ),
     secrets: lazy(
       "the secrets key",
       () =>
@@ -125,8 +178,13 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
                     plugins: [
                       npmPackagesPlugin({
                         shippedPackagesDir: join(taskRoot, "node_modules"),
-                        // Only reached for a package Sluice does not ship, which Lambda cannot install.
-                        cacheDir: join(tmpdir(), "sluice-npm"),
+                        // Lambda has no npm of its own: the bundled CLI installs under /tmp.
+                        cacheDir: npmCache,
+                        npmCli: bundledNpmCli(join(taskRoot, "node_modules")),
+                        npmHome: join(npmCache, NPM_HOME_FOLDER),
+                        // A failure names the package before the API's 30 s limit.
+                        installTimeoutMs: 20_000,
+                        ...(compute.npmRegistry ? { registry: compute.npmRegistry } : {}),
                       }),
                     ],
                   }),

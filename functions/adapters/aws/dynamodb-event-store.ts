@@ -3,15 +3,30 @@ import {
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
+  type QueryCommandInput,
   TransactWriteCommand,
+  UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import type { NewEvent, StoredEvent } from "#core/component-model";
-import { DomainError, invalid } from "#core/errors";
+import { DomainError } from "#core/errors";
+import { requireEventId } from "#core/event-ids";
 import type { Page } from "#core/pagination";
-import type { EventQuery, EventStore } from "#ports/event-store";
+import {
+  DEFAULT_EVENT_RETENTION,
+  type EventQuery,
+  type EventRange,
+  type EventRetention,
+  type EventStore,
+} from "#ports/event-store";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
 import { collectionQuery, countAll, type Item, queryPages, queryUpTo, sendUntilProcessed } from "./dynamodb-paging.ts";
-import { MAX_STORED_EVENT_BYTES, MAX_STORED_EVENT_META_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
+import {
+  eventSortKey,
+  MAX_STORED_EVENT_BYTES,
+  MAX_STORED_EVENT_META_BYTES,
+  resourceKeys,
+  SORT_KEY_PREFIX,
+} from "./table-design.ts";
 
 /** TransactWriteItems takes 100 actions (one is the sequence update) and 4 MB in all. */
 const EVENTS_PER_TRANSACTION = 99;
@@ -32,11 +47,82 @@ const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 /** Channel names in the sequence item's string set; prefixed so the default channel is not `""`. */
 const CHANNEL_MARK = "ch:";
 
-/** `<ms>-<n>` as numbers. The core validates cursors; this only refuses what it cannot order. */
-function parseEventId(id: string, field: string): [number, number] {
-  const match = /^(\d{1,15})-(\d{1,9})$/.exec(id);
-  if (!match) throw invalid(field, "is not an event id");
-  return [Number(match[1]), Number(match[2])];
+/**
+ * An id `(ms, n)` as one number, `ms * 10^9 + n`, so that ranges are plain intervals: the next id
+ * is `key + 1`. Ids have at most 15 + 9 digits, past `Number`'s exact range, hence bigint.
+ */
+const N_SPAN = 1_000_000_000n;
+const MAX_KEY = 10n ** 24n - 1n;
+const keyOf = ([ms, n]: readonly [number, number]): bigint => BigInt(ms) * N_SPAN + BigInt(n);
+const paddedOf = (key: bigint): string => eventSortKey(Number(key / N_SPAN), Number(key % N_SPAN));
+const keyOfPadded = (padded: string): bigint => BigInt(padded.slice(0, 15)) * N_SPAN + BigInt(padded.slice(16));
+const PADDED_LENGTH = 25;
+
+/**
+ * A range hidden by `deleteEvents` and not purged yet. Stored in the sequence item's string set
+ * `tombstones` as `<from:15>-<from:9> <to:15>-<to:9> <scope>`, the scope `*` (every channel) or
+ * `ch:<channel>`: a set, so adding one and removing the ones purged are single atomic actions
+ * that leave the others alone, and the same deletion twice is one tombstone.
+ */
+interface Tombstone {
+  encoded: string;
+  from: bigint;
+  to: bigint;
+  /** Undefined: every channel. */
+  channel: string | undefined;
+}
+
+function encodeTombstone(from: bigint, to: bigint, channel: string | undefined): string {
+  return `${paddedOf(from)} ${paddedOf(to)} ${channel === undefined ? "*" : `${CHANNEL_MARK}${channel}`}`;
+}
+
+function decodeTombstone(encoded: string): Tombstone {
+  const scope = encoded.slice(2 * PADDED_LENGTH + 2);
+  return {
+    encoded,
+    from: keyOfPadded(encoded.slice(0, PADDED_LENGTH)),
+    to: keyOfPadded(encoded.slice(PADDED_LENGTH + 1, 2 * PADDED_LENGTH + 1)),
+    channel: scope === "*" ? undefined : scope.slice(CHANNEL_MARK.length),
+  };
+}
+
+/** The ranges hidden in one channel, sorted and merged into disjoint intervals. */
+function hiddenIn(tombstones: Tombstone[], channel: string): [bigint, bigint][] {
+  const ranges = tombstones
+    .filter((tombstone) => tombstone.channel === undefined || tombstone.channel === channel)
+    .map((tombstone): [bigint, bigint] => [tombstone.from, tombstone.to])
+    .sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  const merged: [bigint, bigint][] = [];
+  for (const [from, to] of ranges) {
+    const last = merged[merged.length - 1];
+    if (last && from <= last[1] + 1n) last[1] = to > last[1] ? to : last[1];
+    else merged.push([from, to]);
+  }
+  return merged;
+}
+
+/** The parts of `[lo, hi]` outside the (sorted, disjoint) hidden ranges, in ascending order. */
+export function visibleSegments(lo: bigint, hi: bigint, hidden: [bigint, bigint][]): [bigint, bigint][] {
+  const segments: [bigint, bigint][] = [];
+  let start = lo;
+  for (const [from, to] of hidden) {
+    if (start > hi) break;
+    if (to < start) continue;
+    if (from > hi) break;
+    if (from > start) segments.push([start, from - 1n]);
+    start = to + 1n;
+  }
+  if (start <= hi) segments.push([start, hi]);
+  return segments;
+}
+
+/** Where one list reads: keys `lo` to `hi` (inclusive), newest first unless `forward`. */
+interface ReadSpan {
+  forward: boolean;
+  lo: bigint;
+  hi: bigint;
+  /** The cursor, the exclusive start of a read that sees no hidden range. */
+  cursor?: [number, number];
 }
 
 interface EncodedEvent {
@@ -103,6 +189,16 @@ interface Position {
 
 interface Sequence extends Position {
   channels: string[];
+  tombstones: Tombstone[];
+}
+
+export interface DynamoDbEventStoreOptions {
+  /**
+   * `maxAgeMs` sets `expiresAt` (epoch seconds) on every event, which the table's TTL deletes and
+   * reads skip; `keepPerChannel` is not enforced on AWS (docs/table-design.md, "Events").
+   * @default DEFAULT_EVENT_RETENTION
+   */
+  retention?: EventRetention;
 }
 
 /**
@@ -126,12 +222,21 @@ function positionFromCancellation(error: unknown): Position | undefined {
  * commit, so ids are unique and increasing, and events become visible in id order (a reader
  * following the newest id never misses one that commits later with a smaller id). The loser goes
  * again from the sequence its cancellation reports.
+ *
+ * `deleteEvents` only records the range as a tombstone on the sequence item, which every list
+ * reads first and skips; `purgeDeletedEvents` deletes the items and then the tombstone. With a
+ * `maxAgeMs`, every event carries `expiresAt` for the table's TTL, and reads skip expired ones.
  */
 export class DynamoDbEventStore implements EventStore {
+  private readonly maxAgeMs: number;
+
   constructor(
     private readonly client: DynamoDBDocumentClient,
     private readonly tableName: string,
-  ) {}
+    options: DynamoDbEventStoreOptions = {},
+  ) {
+    this.maxAgeMs = (options.retention ?? DEFAULT_EVENT_RETENTION).maxAgeMs;
+  }
 
   async appendEvents(sourceId: string, events: NewEvent[], nowMs: number): Promise<StoredEvent[]> {
     // Every size is checked before anything is written, so an oversized event stores nothing.
@@ -148,31 +253,36 @@ export class DynamoDbEventStore implements EventStore {
   }
 
   async listEvents(sourceId: string, query: EventQuery): Promise<Page<StoredEvent>> {
-    let channels: string[];
-    if (query.channel !== undefined) channels = [query.channel];
-    // Without a channel: every channel but the reserved ones (`$logs`, `$errors`, ...).
-    else channels = ((await this.getSequence(sourceId))?.channels ?? []).filter((name) => !name.startsWith("$"));
-
-    // The cursor's (ms, n): the start key in each partition, whether or not an event has that id.
+    // The cursor's (ms, n): where the read starts in each partition, whether or not an event has that id.
     const cursor = (() => {
-      if (query.after !== undefined) return parseEventId(query.after, "after");
-      if (query.before !== undefined) return parseEventId(query.before, "before");
+      if (query.after !== undefined) return requireEventId(query.after, "after");
+      if (query.before !== undefined) return requireEventId(query.before, "before");
       return undefined;
     })();
+    // The sequence names the channels and holds the ranges deleted but not purged yet.
+    const sequence = await this.getSequence(sourceId);
+    if (!sequence) return { items: [], totalCount: 0 };
+    const channels =
+      query.channel === undefined
+        ? // Without a channel: every channel but the reserved ones (`$logs`, `$errors`, ...).
+          sequence.channels.filter((name) => !name.startsWith("$"))
+        : sequence.channels.filter((name) => name === query.channel);
     const forward = query.after === undefined && query.before !== undefined;
+    const read: ReadSpan = {
+      forward,
+      lo: query.before !== undefined && cursor ? keyOf(cursor) + 1n : 0n,
+      hi: query.after !== undefined && cursor ? keyOf(cursor) - 1n : MAX_KEY,
+      ...(cursor ? { cursor } : {}),
+    };
+    const nowSeconds = Math.floor(Date.now() / 1000);
     // Each channel's partition is read up to `limit` items from the cursor; the nearest `limit` of
     // all of them are the page.
     const perChannel = await Promise.all(
       channels.map(async (channel) => {
-        const partition = collectionQuery(
-          this.tableName,
-          resourceKeys.eventPartition(sourceId, channel),
-          SORT_KEY_PREFIX.event,
-        );
-        const start = cursor && { ExclusiveStartKey: resourceKeys.event(sourceId, channel, ...cursor) };
+        const hidden = hiddenIn(sequence.tombstones, channel);
         const [items, count] = await Promise.all([
-          queryUpTo(this.client, { ...partition, ScanIndexForward: forward, ...start }, query.limit),
-          countAll(this.client, partition),
+          this.readVisible(sourceId, channel, hidden, read, query.limit, nowSeconds),
+          query.count === false ? 0 : this.countVisible(sourceId, channel, hidden, nowSeconds),
         ]);
         return { items, count };
       }),
@@ -188,12 +298,83 @@ export class DynamoDbEventStore implements EventStore {
     };
   }
 
+  /**
+   * Hides the range at once by adding a tombstone to the sequence item (one read, one small
+   * write, whatever the range holds); {@link purgeDeletedEvents} deletes the items later. The end
+   * is capped at the newest id the sequence holds now: appends take larger ids, so a tombstone
+   * never covers an event appended after this call.
+   */
+  async deleteEvents(sourceId: string, range: EventRange): Promise<void> {
+    const from = range.fromId === undefined ? 0n : keyOf(requireEventId(range.fromId, "fromId"));
+    const requestedTo = range.toId === undefined ? MAX_KEY : keyOf(requireEventId(range.toId, "toId"));
+    const sequence = await this.getSequence(sourceId);
+    if (!sequence) return;
+    if (range.channel !== undefined && !sequence.channels.includes(range.channel)) return;
+    const newest = keyOf([sequence.lastMs, sequence.lastN]);
+    const to = requestedTo < newest ? requestedTo : newest;
+    if (from > to) return;
+    try {
+      await this.client.send(
+        new UpdateCommand({
+          TableName: this.tableName,
+          Key: resourceKeys.eventSequence(sourceId),
+          UpdateExpression: "ADD tombstones :tombstone",
+          // Never re-create a sequence that deleteAllEvents removed meanwhile: nothing is left to hide.
+          ConditionExpression: "attribute_exists(pk)",
+          ExpressionAttributeValues: { ":tombstone": new Set([encodeTombstone(from, to, range.channel)]) },
+        }),
+      );
+    } catch (error) {
+      if (!isConditionalCheckFailed(error)) throw error;
+    }
+  }
+
+  /**
+   * Deletes the items of every tombstone (a key-only `Query` of its range per channel, then
+   * `BatchWriteItem`), then removes that tombstone from the set. Removing only the tombstones it
+   * purged keeps one added meanwhile; a tombstone's range holds no event appended after it was
+   * written, so once its items are deleted it is done. Running it again (or twice at once)
+   * deletes what is already gone, which DynamoDB accepts.
+   */
+  async purgeDeletedEvents(sourceId: string): Promise<void> {
+    const sequence = await this.getSequence(sourceId);
+    if (!sequence) return;
+    for (const tombstone of sequence.tombstones) {
+      const channels = tombstone.channel === undefined ? sequence.channels : [tombstone.channel];
+      for (const channel of channels) {
+        await this.deleteMatching({
+          ...this.between(sourceId, channel, tombstone.from, tombstone.to),
+          ProjectionExpression: "pk, sk",
+        });
+      }
+      try {
+        await this.client.send(
+          new UpdateCommand({
+            TableName: this.tableName,
+            Key: resourceKeys.eventSequence(sourceId),
+            UpdateExpression: "DELETE tombstones :tombstone",
+            ConditionExpression: "attribute_exists(pk)",
+            ExpressionAttributeValues: { ":tombstone": new Set([tombstone.encoded]) },
+          }),
+        );
+      } catch (error) {
+        // deleteAllEvents removed the sequence (and every event) meanwhile.
+        if (isConditionalCheckFailed(error)) return;
+        throw error;
+      }
+    }
+  }
+
   async deleteAllEvents(sourceId: string): Promise<void> {
     for (let attempt = 1; ; attempt++) {
       const sequence = await this.getSequence(sourceId);
       if (!sequence) return;
-      for (const channel of sequence.channels)
-        await this.deletePartition(resourceKeys.eventPartition(sourceId, channel));
+      for (const channel of sequence.channels) {
+        await this.deleteMatching({
+          ...collectionQuery(this.tableName, resourceKeys.eventPartition(sourceId, channel), SORT_KEY_PREFIX.event),
+          ProjectionExpression: "pk, sk",
+        });
+      }
       try {
         // Removed last, and only if no append came in meanwhile: otherwise go again, so nothing
         // appended before this call returns survives it.
@@ -210,6 +391,97 @@ export class DynamoDbEventStore implements EventStore {
         if (!isConditionalCheckFailed(error) || attempt >= APPEND_ATTEMPTS) throw error;
       }
     }
+  }
+
+  /**
+   * Up to `limit` visible events of one channel in `read`'s direction. Without hidden ranges, one
+   * query from the cursor (as `ExclusiveStartKey`); with some, one `sk BETWEEN` query per visible
+   * segment, nearest first, until the page is full: hidden items are never read, and a page is
+   * full however large the hidden ranges in its way.
+   */
+  private async readVisible(
+    sourceId: string,
+    channel: string,
+    hidden: [bigint, bigint][],
+    read: ReadSpan,
+    limit: number,
+    nowSeconds: number,
+  ): Promise<Item[]> {
+    if (hidden.length === 0) {
+      const start = read.cursor && { ExclusiveStartKey: resourceKeys.event(sourceId, channel, ...read.cursor) };
+      const partition = collectionQuery(
+        this.tableName,
+        resourceKeys.eventPartition(sourceId, channel),
+        SORT_KEY_PREFIX.event,
+      );
+      return queryUpTo(
+        this.client,
+        this.unexpired({ ...partition, ScanIndexForward: read.forward, ...start }, nowSeconds),
+        limit,
+      );
+    }
+    const segments = visibleSegments(read.lo, read.hi, hidden);
+    if (!read.forward) segments.reverse();
+    const items: Item[] = [];
+    for (const [lo, hi] of segments) {
+      if (items.length >= limit) break;
+      const input = { ...this.between(sourceId, channel, lo, hi), ScanIndexForward: read.forward };
+      items.push(...(await queryUpTo(this.client, this.unexpired(input, nowSeconds), limit - items.length)));
+    }
+    return items;
+  }
+
+  /**
+   * The visible events of one channel: `Select: COUNT` over the partition, or over each visible
+   * segment. It reads every counted item, so it costs in proportion to what retention keeps.
+   */
+  private async countVisible(
+    sourceId: string,
+    channel: string,
+    hidden: [bigint, bigint][],
+    nowSeconds: number,
+  ): Promise<number> {
+    if (hidden.length === 0) {
+      const pk = resourceKeys.eventPartition(sourceId, channel);
+      return countAll(
+        this.client,
+        this.unexpired(collectionQuery(this.tableName, pk, SORT_KEY_PREFIX.event), nowSeconds),
+      );
+    }
+    const counts = await Promise.all(
+      visibleSegments(0n, MAX_KEY, hidden).map(([lo, hi]) =>
+        countAll(this.client, this.unexpired(this.between(sourceId, channel, lo, hi), nowSeconds)),
+      ),
+    );
+    return counts.reduce((sum, count) => sum + count, 0);
+  }
+
+  /** The strongly consistent Query of one channel's events from key `lo` to key `hi`, inclusive. */
+  private between(sourceId: string, channel: string, lo: bigint, hi: bigint) {
+    return {
+      TableName: this.tableName,
+      KeyConditionExpression: "pk = :pk AND sk BETWEEN :lo AND :hi",
+      ExpressionAttributeValues: {
+        ":pk": resourceKeys.eventPartition(sourceId, channel),
+        ":lo": `${SORT_KEY_PREFIX.event}${paddedOf(lo)}`,
+        ":hi": `${SORT_KEY_PREFIX.event}${paddedOf(hi)}`,
+      },
+      ConsistentRead: true,
+    } satisfies QueryCommandInput;
+  }
+
+  /**
+   * `input` without the events past their `expiresAt`: TTL deletes them only within a few days,
+   * so reads skip them. Items of an older retention setting keep the `expiresAt` they were written
+   * with; with retention off (`maxAgeMs` 0) reads do not filter, and TTL still deletes those.
+   */
+  private unexpired<T extends QueryCommandInput>(input: T, nowSeconds: number): T {
+    if (this.maxAgeMs <= 0) return input;
+    return {
+      ...input,
+      FilterExpression: "attribute_not_exists(expiresAt) OR expiresAt > :now",
+      ExpressionAttributeValues: { ...input.ExpressionAttributeValues, ":now": nowSeconds },
+    };
   }
 
   /** Appends one transaction's worth of events; `last` is the sequence's position when known. */
@@ -259,6 +531,8 @@ export class DynamoDbEventStore implements EventStore {
           ReturnValuesOnConditionCheckFailure: "ALL_OLD" as const,
         },
       };
+      // Age counts from the id's ms (never before nowMs), rounded up to TTL's whole seconds.
+      const expiry = this.maxAgeMs > 0 ? { expiresAt: Math.ceil((ms + this.maxAgeMs) / 1000) } : {};
       const puts = stored.map((event, index) => ({
         Put: {
           TableName: this.tableName,
@@ -272,6 +546,7 @@ export class DynamoDbEventStore implements EventStore {
             event: chunk[index]?.event,
             emitId: event.emitId,
             meta: chunk[index]?.meta,
+            ...expiry,
           },
           ConditionExpression: "attribute_not_exists(pk)",
         },
@@ -303,16 +578,17 @@ export class DynamoDbEventStore implements EventStore {
     );
     if (!Item) return undefined;
     const marked = Item.channels instanceof Set ? [...(Item.channels as Set<string>)] : [];
+    const tombstones = Item.tombstones instanceof Set ? [...(Item.tombstones as Set<string>)] : [];
     return {
       lastMs: Number(Item.lastMs),
       lastN: Number(Item.lastN),
       channels: marked.map((value) => value.slice(CHANNEL_MARK.length)),
+      tombstones: tombstones.map(decodeTombstone),
     };
   }
 
-  /** Deletes every event of one partition: its keys page by page, in batches of 25. */
-  private async deletePartition(pk: string): Promise<void> {
-    const keysOnly = { ...collectionQuery(this.tableName, pk, SORT_KEY_PREFIX.event), ProjectionExpression: "pk, sk" };
+  /** Deletes every item a key-only query matches, page by page, in batches of 25. */
+  private async deleteMatching(keysOnly: QueryCommandInput): Promise<void> {
     for await (const page of queryPages(this.client, keysOnly)) {
       const keys = (page.Items ?? []).map((item) => ({ pk: item.pk, sk: item.sk }));
       for (let start = 0; start < keys.length; start += BATCH_WRITE_LIMIT) {

@@ -1,22 +1,30 @@
 import { join } from "node:path";
+import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
+import { serialDispatcher } from "#core/dispatcher";
 import { fireTimer, runSource } from "#core/source-runs";
 import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import type { Logger } from "#ports/logger";
+import { InProcessEventBus } from "./in-process-event-bus.ts";
+import { InProcessEventPurger } from "./in-process-event-purger.ts";
 import { InProcessRunQueue } from "./in-process-run-queue.ts";
+import { LocalDeliveryWorker } from "./local-delivery-worker.ts";
 import { LocalSecrets } from "./local-secrets.ts";
 import { LocalTimers } from "./local-timers.ts";
 import { npmPackagesPlugin } from "./npm-packages.ts";
 import { ProcessPoolHost } from "./process-pool-host.ts";
 import { SqliteComponentStore } from "./sqlite-component-store.ts";
 import { openSqlite } from "./sqlite-database.ts";
+import { SqliteDeadLetterStore } from "./sqlite-dead-letter-store.ts";
+import { SqliteDeliveryQueue } from "./sqlite-delivery-queue.ts";
 import { SqliteEventStore } from "./sqlite-event-store.ts";
 import { SqliteIdentityStore } from "./sqlite-identity-store.ts";
 import { SqliteSourceStore } from "./sqlite-source-store.ts";
+import { SqliteSubscriptionStore } from "./sqlite-subscription-store.ts";
 import { SqliteUsageStore } from "./sqlite-usage-store.ts";
 
 export const DATABASE_FILE = "sluice.db";
@@ -27,11 +35,15 @@ export const PACKAGES_DIR = "packages";
 
 export interface LocalMode {
   deps: Deps;
+  /** The bus `deps.bus` publishes on: live streams follow sources through it. */
+  bus: InProcessEventBus;
   /** Schedules the timers of every active source (after a restart). */
   startTimers(): Promise<void>;
   /** Stops timers, lets queued runs finish (up to `graceMs`), stops sandboxes, closes the store. */
   close(graceMs?: number): Promise<void>;
 }
+
+const RETENTION_SWEEP_MS = 60_000;
 
 /**
  * The composition root of local mode: every port on SQLite and this machine. `publicUrl` is the
@@ -61,12 +73,28 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       await fireTimer(deps, sourceId, scheduledAtMs);
     },
   });
+  const events = new SqliteEventStore(db, { retention: config.events });
+  // Expired events are removed in the background, once a minute (docs/events.md "Retention").
+  const retentionSweep = setInterval(() => {
+    events
+      .trimExpired(clock.nowMs())
+      .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
+  }, RETENTION_SWEEP_MS);
+  retentionSweep.unref();
+  const bus = new InProcessEventBus(log);
+  const deliveries = new SqliteDeliveryQueue(db);
+  const purger = new InProcessEventPurger(events, log);
   deps = {
     identity: new SqliteIdentityStore(db),
     usage: new SqliteUsageStore(db),
     components: new SqliteComponentStore(db),
     sources: new SqliteSourceStore(db),
-    events: new SqliteEventStore(db),
+    events,
+    bus,
+    purger,
+    subscriptions: new SqliteSubscriptionStore(db),
+    deadLetters: new SqliteDeadLetterStore(db),
+    deliveries,
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
     host,
     timers,
@@ -82,8 +110,17 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       invocationTimeoutMs: config.runtime.invocationTimeoutMs,
     },
   };
+  // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the
+  // durable queue to the worker.
+  const { allowPrivateAddresses, concurrency, ...retries } = config.webhooks;
+  const sender = new NodeHttpWebhookSender({ allowPrivateAddresses });
+  const worker = new LocalDeliveryWorker({ queue: deliveries, deps, sender, settings: retries, concurrency });
+  const dispatcher = serialDispatcher(deps);
+  const unhookDispatcher = bus.subscribeAll(dispatcher.listener);
+  worker.start();
   return {
     deps,
+    bus,
     async startTimers() {
       for (const source of await deps.sources.listActiveTimerSources()) {
         if (!source.timer) continue;
@@ -96,8 +133,14 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       }
     },
     async close(graceMs = 5_000) {
+      clearInterval(retentionSweep);
       await timers.stop();
       await runs.drain(graceMs);
+      unhookDispatcher();
+      await dispatcher.drain();
+      await worker.stop(graceMs);
+      sender.close();
+      await purger.drain();
       await host.close();
       db.close();
     },

@@ -17,6 +17,14 @@
  *    once complete, so a crash or a concurrent install never leaves a half-filled cache entry.
  *    Installs skip lifecycle scripts (`--ignore-scripts`) and dev dependencies.
  *
+ * npm is the one Sluice depends on ({@link bundledNpmCli}: `node_modules/npm`, pinned in
+ * package.json), run as `node <npm-cli.js>` with Sluice's own Node, never an `npm` from PATH: the
+ * Lambda Node.js runtime has none, and a pinned CLI installs the same way on every machine. On
+ * Lambda only /tmp is writable, so npm is given a home of its own there ({@link NpmPackagesOptions.npmHome}).
+ * npm gets Sluice's environment without `AWS_*`, `SLUICE_*` and inherited `npm_*` variables
+ * ({@link npmEnvironment}): credentials and the secrets key are none of its business, even though
+ * it runs no package code (`--ignore-scripts`).
+ *
  * Imports made by packages themselves are left to esbuild's own resolution inside the package's
  * tree. Node built-ins stay external.
  *
@@ -25,11 +33,12 @@
  *   <cacheDir>/
  *     <sha256("name@range")>/node_modules/<name>/...   one finished install per spec, never changed
  *     .install-<sha256>-<pid>-<random>/                 an install in progress (or left by a crash)
+ *     .npm-home/                                        npm's own home and cache, when put here (AWS)
  *
  * Entries are never refreshed or evicted: `lodash` stays at the version that was latest on first
  * use. To take newer versions or reclaim space, stop Sluice and delete the folder (or one entry);
- * the next bundle that needs a package installs it again. Leftover `.install-*` folders are safe
- * to delete at any time Sluice is stopped.
+ * the next bundle that needs a package installs it again. Leftover `.install-*` folders and
+ * `.npm-home` are safe to delete at any time Sluice is stopped.
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
@@ -61,7 +70,28 @@ export interface NpmPackagesOptions {
    * @default the `node_modules` of the Sluice checkout
    */
   readonly shippedPackagesDir?: string;
+  /**
+   * The npm CLI's JavaScript entry (`bin/npm-cli.js` of an npm package), run with Sluice's own
+   * Node (`process.execPath`). On AWS, `bundledNpmCli(<task root>/node_modules)`.
+   * @default {@link bundledNpmCli}(): the npm Sluice depends on, found from this module
+   */
+  readonly npmCli?: string;
+  /**
+   * A writable folder of npm's own, created on first install: npm runs with `HOME` set to it, its
+   * cache (`npm_config_cache`) in `<npmHome>/cache` and its user configuration
+   * (`npm_config_userconfig`) at `<npmHome>/.npmrc`, so it writes nothing elsewhere and no user's
+   * `~/.npmrc` applies. Required on Lambda, where only /tmp is writable: `<cacheDir>/.npm-home`.
+   * @default unset: the user's home, npm cache and `~/.npmrc`, as the user's own npm uses them
+   */
+  readonly npmHome?: string;
 }
+
+/** The npm CLI package Sluice depends on, to install the packages it does not ship. */
+export const NPM_CLI_PACKAGE = "npm";
+/** The CLI's entry inside {@link NPM_CLI_PACKAGE} (the package's `exports` hide it from `require.resolve`). */
+const NPM_CLI_ENTRY = join("bin", "npm-cli.js");
+/** The name of npm's own home inside a cache folder, when it is put there (dot-prefixed, as `.install-*`). */
+export const NPM_HOME_FOLDER = ".npm-home";
 
 /**
  * Packages served from Sluice's own `node_modules`: `@pipedream/platform`, which most registry
@@ -85,6 +115,26 @@ export interface NpmSpecifier {
 }
 
 const DEFAULT_SHIPPED_DIR = fileURLToPath(new URL("../../../node_modules/", import.meta.url));
+
+/**
+ * The npm CLI Sluice depends on, `<node_modules>/npm/bin/npm-cli.js`. Without `nodeModulesDir`,
+ * found as Node finds a package from this module: in the `node_modules` of its folder or of the
+ * nearest parent that has one. That is the Sluice checkout's when it runs from source, and the one
+ * beside the bundle when this module is bundled (a Lambda function's `/var/task/index.mjs` with
+ * `/var/task/node_modules/npm`). When none holds it, the checkout's path: an install then fails
+ * saying the CLI is missing.
+ */
+export function bundledNpmCli(nodeModulesDir?: string): string {
+  if (nodeModulesDir !== undefined) return join(nodeModulesDir, NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    const cli = join(dir, "node_modules", NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
+    if (existsSync(cli)) return cli;
+    const parent = dirname(dir);
+    if (parent === dir) return join(DEFAULT_SHIPPED_DIR, NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
+    dir = parent;
+  }
+}
 const DEFAULT_INSTALL_TIMEOUT_MS = 120_000;
 /** Set on our own `build.resolve` calls so the plugin does not resolve its own lookups again. */
 const OWN_LOOKUP = "sluice-npm-packages";
@@ -135,7 +185,12 @@ export function npmCacheFolder(cacheDir: string, name: string, range: string | u
  */
 export function npmPackagesPlugin(options: NpmPackagesOptions): Plugin {
   const shippedDir = options.shippedPackagesDir ?? DEFAULT_SHIPPED_DIR;
-  const timeoutMs = options.installTimeoutMs ?? DEFAULT_INSTALL_TIMEOUT_MS;
+  const npm: NpmRun = {
+    cli: options.npmCli ?? bundledNpmCli(),
+    home: options.npmHome,
+    registry: options.registry,
+    timeoutMs: options.installTimeoutMs ?? DEFAULT_INSTALL_TIMEOUT_MS,
+  };
   return {
     name: "sluice-npm-packages",
     setup(build) {
@@ -150,7 +205,7 @@ export function npmPackagesPlugin(options: NpmPackagesOptions): Plugin {
         let folder = shippedFolder(shippedDir, spec);
         if (folder === undefined) {
           try {
-            folder = await cachedOrInstalled(options.cacheDir, spec, options.registry, timeoutMs);
+            folder = await cachedOrInstalled(options.cacheDir, spec, npm);
           } catch (error) {
             const reason = error instanceof Error ? error.message : String(error);
             return {
@@ -215,20 +270,23 @@ async function resolveInside(
   };
 }
 
+/** How npm is run: the plugin's options, resolved. */
+interface NpmRun {
+  readonly cli: string;
+  readonly home: string | undefined;
+  readonly registry: string | undefined;
+  readonly timeoutMs: number;
+}
+
 /** Installs in progress in this process, by cache folder: one `npm install` per spec at a time. */
 const installs = new Map<string, Promise<string>>();
 
-async function cachedOrInstalled(
-  cacheDir: string,
-  spec: NpmSpecifier,
-  registry: string | undefined,
-  timeoutMs: number,
-): Promise<string> {
+async function cachedOrInstalled(cacheDir: string, spec: NpmSpecifier, npm: NpmRun): Promise<string> {
   const folder = npmCacheFolder(cacheDir, spec.name, spec.range);
   if (isInstalled(folder, spec.name)) return folder;
   let install = installs.get(folder);
   if (!install) {
-    install = installInto(cacheDir, folder, spec, registry, timeoutMs).finally(() => installs.delete(folder));
+    install = installInto(cacheDir, folder, spec, npm).finally(() => installs.delete(folder));
     installs.set(folder, install);
   }
   return install;
@@ -236,18 +294,12 @@ async function cachedOrInstalled(
 
 const isInstalled = (folder: string, name: string) => existsSync(join(folder, "node_modules", name, "package.json"));
 
-async function installInto(
-  cacheDir: string,
-  folder: string,
-  spec: NpmSpecifier,
-  registry: string | undefined,
-  timeoutMs: number,
-): Promise<string> {
+async function installInto(cacheDir: string, folder: string, spec: NpmSpecifier, npm: NpmRun): Promise<string> {
   const hash = folder.slice(folder.lastIndexOf(sep) + 1);
   const temporary = join(cacheDir, `.install-${hash}-${process.pid}-${randomBytes(4).toString("hex")}`);
   await mkdir(temporary, { recursive: true });
   try {
-    await runNpmInstall(temporary, npmInstallSpec(spec.name, spec.range), registry, timeoutMs);
+    await runNpmInstall(temporary, npmInstallSpec(spec.name, spec.range), npm);
     if (!isInstalled(temporary, spec.name)) throw new Error(`npm finished without installing ${spec.name}`);
     try {
       await rename(temporary, folder);
@@ -261,8 +313,12 @@ async function installInto(
   }
 }
 
-function runNpmInstall(prefix: string, installSpec: string, registry: string | undefined, timeoutMs: number) {
+async function runNpmInstall(prefix: string, installSpec: string, npm: NpmRun): Promise<void> {
+  if (!existsSync(npm.cli)) throw new Error(`the npm CLI is missing (${npm.cli})`);
+  if (npm.home !== undefined) await mkdir(npm.home, { recursive: true });
+  const { registry, timeoutMs } = npm;
   const args = [
+    npm.cli,
     "install",
     "--prefix",
     prefix,
@@ -277,9 +333,16 @@ function runNpmInstall(prefix: string, installSpec: string, registry: string | u
   ];
   return new Promise<void>((resolve, reject) => {
     execFile(
-      "npm",
+      process.execPath,
       args,
-      { timeout: timeoutMs, killSignal: "SIGKILL", maxBuffer: 4 * 1024 * 1024, windowsHide: true },
+      {
+        cwd: prefix,
+        env: npmEnvironment(process.env, npm.home),
+        timeout: timeoutMs,
+        killSignal: "SIGKILL",
+        maxBuffer: 4 * 1024 * 1024,
+        windowsHide: true,
+      },
       (error, _stdout, stderr) => {
         if (!error) return resolve();
         if ((error as { killed?: boolean }).killed) {
@@ -291,6 +354,32 @@ function runNpmInstall(prefix: string, installSpec: string, registry: string | u
       },
     );
   });
+}
+
+/**
+ * Variables npm is not given: cloud credentials and Sluice's settings (its secrets key among them),
+ * which npm never needs, and inherited `npm_*` variables. Those reach Sluice from an npm that
+ * started it (`npm start`, `npx`) for its own scripts: its user agent and version, package fields,
+ * lifecycle. npm reads `npm_config_*` in any case, hence the flag.
+ */
+const WITHHELD_FROM_NPM = /^(AWS_|SLUICE_|npm_)/i;
+
+/**
+ * The environment npm runs with: `base` (Sluice's own) without {@link WITHHELD_FROM_NPM}, no
+ * update notifier, funding or audit requests, and with `home`, npm's home, cache and user config
+ * there.
+ */
+function npmEnvironment(base: NodeJS.ProcessEnv, home: string | undefined): NodeJS.ProcessEnv {
+  const kept = Object.entries(base).filter(([key]) => !WITHHELD_FROM_NPM.test(key));
+  return {
+    ...Object.fromEntries(kept),
+    npm_config_update_notifier: "false",
+    npm_config_fund: "false",
+    npm_config_audit: "false",
+    ...(home === undefined
+      ? {}
+      : { HOME: home, npm_config_cache: join(home, "cache"), npm_config_userconfig: join(home, ".npmrc") }),
+  };
 }
 
 /**

@@ -1,6 +1,8 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
+import { DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
+import { SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
 
 export type SqliteDatabase = Database.Database;
 
@@ -129,6 +131,10 @@ const MIGRATIONS: readonly string[] = [
   `,
   // The final prop set of a source whose component has `additionalProps` (JSON; NULL otherwise).
   `ALTER TABLE sources ADD COLUMN prop_definitions TEXT;`,
+  // Webhooks, subscriptions, auto subscriptions and dead letters (kept beside their store).
+  ...SUBSCRIPTION_MIGRATIONS,
+  // The durable queue of webhook deliveries (kept beside the queue).
+  ...DELIVERY_MIGRATIONS,
 ];
 
 /**

@@ -1,8 +1,32 @@
+import { setImmediate as nextTurn } from "node:timers/promises";
 import type { NewEvent, StoredEvent } from "#core/component-model";
-import { invalid } from "#core/errors";
+import { requireEventId } from "#core/event-ids";
 import type { Page } from "#core/pagination";
-import type { EventQuery, EventStore } from "#ports/event-store";
+import {
+  DEFAULT_EVENT_RETENTION,
+  type EventQuery,
+  type EventRange,
+  type EventRetention,
+  type EventStore,
+} from "#ports/event-store";
 import type { SqliteDatabase } from "./sqlite-database.ts";
+
+export interface SqliteEventStoreOptions {
+  /** @default DEFAULT_EVENT_RETENTION */
+  retention?: EventRetention;
+  /**
+   * `keepPerChannel` is enforced for a source after this many events were appended to it (in the
+   * background, after the append), so the append itself stays one short transaction.
+   * @default 1000
+   */
+  trimEveryAppends?: number;
+}
+
+/** Rows removed per statement by the background trims, so appenders wait at most one chunk. */
+const TRIM_CHUNK = 2000;
+/** Above any id: 15 digits of ms, 9 of n. */
+const MAX_MS = 999_999_999_999_999;
+const MAX_N = 999_999_999;
 
 interface EventRow {
   source_id: string;
@@ -25,13 +49,6 @@ const toEvent = (row: EventRow): StoredEvent => ({
   meta: JSON.parse(row.meta),
 });
 
-/** `<ms>-<n>` as numbers. The core validates cursors; this only refuses what it cannot order. */
-function parseEventId(id: string, field: string): [number, number] {
-  const match = /^(\d{1,15})-(\d{1,9})$/.exec(id);
-  if (!match) throw invalid(field, "is not an event id");
-  return [Number(match[1]), Number(match[2])];
-}
-
 /** The statements of one newest-first list, with or without a channel. */
 function listStatements(db: SqliteDatabase, channel: boolean) {
   // Without a channel: every channel but the reserved `$logs`, `$errors`, ... (they start with `$`).
@@ -50,16 +67,40 @@ function listStatements(db: SqliteDatabase, channel: boolean) {
   };
 }
 
+/** The inclusive range deletes of one source, over every channel (primary key) or one (`events_by_channel`). */
+function rangeDeletes(db: SqliteDatabase) {
+  const range = "source_id = @sourceId AND (ms, n) >= (@fromMs, @fromN) AND (ms, n) <= (@toMs, @toN)";
+  return {
+    allChannels: db.prepare<object>(`DELETE FROM events WHERE ${range}`),
+    oneChannel: db.prepare<object>(`DELETE FROM events WHERE ${range} AND channel = @channel`),
+  };
+}
+
 /**
  * `EventStore` on the local SQLite file. Ids come from a per-source sequence row (the last
  * `<ms>-<n>` handed out), read and advanced in the same IMMEDIATE transaction that inserts the
  * events, so concurrent appenders (even in other processes) are serialised by SQLite's write lock.
  * The row outlives range deletes, so an id is never handed out twice; `deleteAllEvents` removes it.
+ *
+ * `deleteEvents` removes the rows at once (one indexed range DELETE), so `purgeDeletedEvents` has
+ * nothing left to do. Retention runs in the background: {@link trimExpired} (called from a timer by
+ * the local composition) removes events older than `maxAgeMs` and trims every channel to
+ * `keepPerChannel`; the count is also enforced for a source every `trimEveryAppends` events.
  */
 export class SqliteEventStore implements EventStore {
   private readonly statements;
+  private readonly retention: EventRetention;
+  private readonly trimEveryAppends: number;
+  /** Events appended per source since its channels were last trimmed to `keepPerChannel`. */
+  private readonly appendedSinceTrim = new Map<string, number>();
+  private readonly trimming = new Set<string>();
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    options: SqliteEventStoreOptions = {},
+  ) {
+    this.retention = { ...(options.retention ?? DEFAULT_EVENT_RETENTION) };
+    this.trimEveryAppends = options.trimEveryAppends ?? 1000;
     this.statements = {
       sequence: db.prepare<[string], { last_ms: number; last_n: number }>(
         "SELECT last_ms, last_n FROM event_sequences WHERE source_id = ?",
@@ -76,13 +117,34 @@ export class SqliteEventStore implements EventStore {
       deleteSequence: db.prepare<[string]>("DELETE FROM event_sequences WHERE source_id = ?"),
       allChannels: listStatements(db, false),
       oneChannel: listStatements(db, true),
+      rangeDeletes: rangeDeletes(db),
+      sources: db.prepare<[], { source_id: string }>("SELECT source_id FROM event_sequences"),
+      // One index step per channel (a loose index scan), however many events each holds.
+      nextChannel: db.prepare<[string, string], { channel: string }>(
+        "SELECT channel FROM events WHERE source_id = ? AND channel > ? ORDER BY channel LIMIT 1",
+      ),
+      firstChannel: db.prepare<[string], { channel: string }>(
+        "SELECT channel FROM events WHERE source_id = ? ORDER BY channel LIMIT 1",
+      ),
+      // The newest event of a channel beyond the ones kept: it and everything older go.
+      keptBoundary: db.prepare<[string, string, number], { ms: number; n: number }>(
+        "SELECT ms, n FROM events WHERE source_id = ? AND channel = ? ORDER BY ms DESC, n DESC LIMIT 1 OFFSET ?",
+      ),
+      trimChannelChunk: db.prepare<[string, string, number, number]>(
+        `DELETE FROM events WHERE rowid IN (SELECT rowid FROM events
+         WHERE source_id = ? AND channel = ? AND (ms, n) <= (?, ?) LIMIT ${TRIM_CHUNK})`,
+      ),
+      expireChunk: db.prepare<[string, number]>(
+        `DELETE FROM events WHERE rowid IN (SELECT rowid FROM events
+         WHERE source_id = ? AND ms < ? LIMIT ${TRIM_CHUNK})`,
+      ),
     };
   }
 
   async appendEvents(sourceId: string, events: NewEvent[], nowMs: number): Promise<StoredEvent[]> {
     if (events.length === 0) return [];
     const s = this.statements;
-    return this.db
+    const appended = this.db
       .transaction(() => {
         const last = s.sequence.get(sourceId);
         const ms = last && last.last_ms >= nowMs ? last.last_ms : nowMs;
@@ -114,6 +176,8 @@ export class SqliteEventStore implements EventStore {
         return stored;
       })
       .immediate();
+    this.countAppended(sourceId, events.length);
+    return appended;
   }
 
   async listEvents(sourceId: string, query: EventQuery): Promise<Page<StoredEvent>> {
@@ -121,22 +185,106 @@ export class SqliteEventStore implements EventStore {
     const params = { sourceId, channel: query.channel, limit: query.limit };
     let rows: EventRow[];
     if (query.after !== undefined) {
-      const [ms, n] = parseEventId(query.after, "after");
+      const [ms, n] = requireEventId(query.after, "after");
       rows = statements.after.all({ ...params, ms, n });
     } else if (query.before !== undefined) {
-      const [ms, n] = parseEventId(query.before, "before");
+      const [ms, n] = requireEventId(query.before, "before");
       rows = statements.before.all({ ...params, ms, n }).reverse();
     } else {
       rows = statements.first.all(params);
     }
-    const totalCount = statements.count.get(params)?.total ?? 0;
+    // count(*) walks the source's (or channel's) index entries: proportional to what retention keeps.
+    const totalCount = query.count === false ? 0 : (statements.count.get(params)?.total ?? 0);
     return { items: rows.map(toEvent), totalCount };
   }
+
+  async deleteEvents(sourceId: string, range: EventRange): Promise<void> {
+    const [fromMs, fromN] = range.fromId === undefined ? [0, 0] : requireEventId(range.fromId, "fromId");
+    // Without an end, up to the newest: appends are serialised with this statement by the write
+    // lock, so one that commits after it has larger ids and is not touched.
+    const [toMs, toN] = range.toId === undefined ? [MAX_MS, MAX_N] : requireEventId(range.toId, "toId");
+    const params = { sourceId, fromMs, fromN, toMs, toN };
+    if (range.channel === undefined) this.statements.rangeDeletes.allChannels.run(params);
+    else this.statements.rangeDeletes.oneChannel.run({ ...params, channel: range.channel });
+  }
+
+  /** Nothing to do: `deleteEvents` removed the rows already. */
+  async purgeDeletedEvents(_sourceId: string): Promise<void> {}
 
   async deleteAllEvents(sourceId: string): Promise<void> {
     this.db.transaction(() => {
       this.statements.deleteEvents.run(sourceId);
       this.statements.deleteSequence.run(sourceId);
     })();
+    this.appendedSinceTrim.delete(sourceId);
+  }
+
+  /**
+   * Applies the retention as of `nowMs` to every source: removes events whose id's ms is more than
+   * `maxAgeMs` before `nowMs`, then trims each channel to its newest `keepPerChannel`. Deletes in
+   * chunks of a few thousand rows and yields to the event loop between them, so appends and reads
+   * go on meanwhile. The local composition calls it from a timer (every minute or so); a run that
+   * overlaps another is harmless. Returns how many events it removed.
+   */
+  async trimExpired(nowMs: number): Promise<number> {
+    let removed = 0;
+    const sources = this.statements.sources.all().map((row) => row.source_id);
+    for (const sourceId of sources) {
+      if (this.retention.maxAgeMs > 0) {
+        removed += await this.inChunks(() =>
+          this.statements.expireChunk.run(sourceId, nowMs - this.retention.maxAgeMs),
+        );
+      }
+      removed += await this.trimSource(sourceId);
+    }
+    return removed;
+  }
+
+  /** Trims each channel of a source to its newest `keepPerChannel` events; the count removed. */
+  private async trimSource(sourceId: string): Promise<number> {
+    const keep = this.retention.keepPerChannel;
+    if (keep <= 0) return 0;
+    let removed = 0;
+    const s = this.statements;
+    let channel = s.firstChannel.get(sourceId)?.channel;
+    while (channel !== undefined) {
+      const boundary = s.keptBoundary.get(sourceId, channel, keep);
+      if (boundary) {
+        const name = channel;
+        removed += await this.inChunks(() => s.trimChannelChunk.run(sourceId, name, boundary.ms, boundary.n));
+      }
+      channel = s.nextChannel.get(sourceId, channel)?.channel;
+    }
+    return removed;
+  }
+
+  /** Runs a chunked DELETE until it removes less than a chunk, yielding between chunks. */
+  private async inChunks(deleteChunk: () => { changes: number }): Promise<number> {
+    let removed = 0;
+    for (;;) {
+      const { changes } = deleteChunk();
+      removed += changes;
+      if (changes < TRIM_CHUNK) return removed;
+      await nextTurn();
+    }
+  }
+
+  /** Starts a background count trim of a source once every `trimEveryAppends` appended events. */
+  private countAppended(sourceId: string, count: number): void {
+    if (this.retention.keepPerChannel <= 0) return;
+    const total = (this.appendedSinceTrim.get(sourceId) ?? 0) + count;
+    if (total < this.trimEveryAppends || this.trimming.has(sourceId)) {
+      this.appendedSinceTrim.set(sourceId, total);
+      return;
+    }
+    this.appendedSinceTrim.set(sourceId, 0);
+    this.trimming.add(sourceId);
+    // After the append has answered; a failure (the file busy past the timeout) is retried by the
+    // next trigger or by the next `trimExpired`.
+    setImmediate(() => {
+      this.trimSource(sourceId)
+        .catch(() => this.appendedSinceTrim.set(sourceId, this.trimEveryAppends))
+        .finally(() => this.trimming.delete(sourceId));
+    });
   }
 }

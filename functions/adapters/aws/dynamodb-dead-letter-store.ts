@@ -1,0 +1,143 @@
+import {
+  BatchWriteCommand,
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+} from "@aws-sdk/lib-dynamodb";
+import { DomainError } from "#core/errors";
+import type { Page, PageQuery } from "#core/pagination";
+import type { DeadLetterRecord } from "#core/subscription-model";
+import type { DeadLetterStore } from "#ports/dead-letter-store";
+import { isConditionalCheckFailed } from "./dynamodb-errors.ts";
+import { collectionQuery, type Item, queryPages, sendUntilProcessed } from "./dynamodb-paging.ts";
+import { newestFirstPage } from "./dynamodb-subscription-store.ts";
+import { MAX_STORED_DEAD_LETTER_BYTES, SUBSCRIPTION_SORT_KEY_PREFIX, subscriptionKeys } from "./subscription-keys.ts";
+
+/** BatchWriteItem takes 25 requests. */
+const BATCH_WRITE_LIMIT = 25;
+const BATCH_WRITE_ATTEMPTS = 8;
+
+function deadLetterAttributes(deadLetter: DeadLetterRecord): Item {
+  const attributes: Item = {
+    id: deadLetter.id,
+    webhookId: deadLetter.webhookId,
+    subscriptionIds: [...deadLetter.subscriptionIds],
+    emitterId: deadLetter.emitterId,
+    eventId: deadLetter.eventId,
+    channel: deadLetter.channel,
+    // A JSON string keeps any payload exact (a map nests 32 levels at most and refuses undefined).
+    payload: JSON.stringify(deadLetter.payload),
+    attempts: deadLetter.attempts,
+    nextAttemptAt: deadLetter.nextAttemptAt,
+    createdAt: deadLetter.createdAt,
+    userId: deadLetter.userId,
+    failedAt: deadLetter.failedAt,
+  };
+  if (deadLetter.lastError !== undefined) attributes.lastError = deadLetter.lastError;
+  return attributes;
+}
+
+function toDeadLetter(item: Item): DeadLetterRecord {
+  const deadLetter: DeadLetterRecord = {
+    id: String(item.id),
+    webhookId: String(item.webhookId),
+    subscriptionIds: (item.subscriptionIds as unknown[]).map(String),
+    emitterId: String(item.emitterId),
+    eventId: String(item.eventId),
+    channel: String(item.channel),
+    payload: JSON.parse(String(item.payload)),
+    attempts: Number(item.attempts),
+    nextAttemptAt: Number(item.nextAttemptAt),
+    createdAt: Number(item.createdAt),
+    userId: String(item.userId),
+    failedAt: Number(item.failedAt),
+  };
+  if (typeof item.lastError === "string") deadLetter.lastError = item.lastError;
+  return deadLetter;
+}
+
+/**
+ * `DeadLetterStore` on the DynamoDB resources table: one partition per webhook, `DLQ#<webhookId>`,
+ * sorted by delivery id (`DL#<id>`), so a page is one Query and a dead letter one GetItem.
+ * Putting one again (a replay that failed again) replaces it.
+ */
+export class DynamoDbDeadLetterStore implements DeadLetterStore {
+  constructor(
+    private readonly client: DynamoDBDocumentClient,
+    private readonly tableName: string,
+  ) {}
+
+  async putDeadLetter(deadLetter: DeadLetterRecord): Promise<void> {
+    const attributes = deadLetterAttributes(deadLetter);
+    const size = Buffer.byteLength(JSON.stringify(attributes), "utf8");
+    if (size > MAX_STORED_DEAD_LETTER_BYTES) {
+      throw new DomainError(
+        "payload_too_large",
+        `the dead letter ${deadLetter.id} is too large to store: ${size} bytes, at most ${MAX_STORED_DEAD_LETTER_BYTES}`,
+      );
+    }
+    await this.client.send(
+      new PutCommand({
+        TableName: this.tableName,
+        Item: {
+          ...subscriptionKeys.deadLetter(deadLetter.webhookId, deadLetter.id),
+          type: "deadLetter",
+          ...attributes,
+        },
+      }),
+    );
+  }
+
+  async getDeadLetter(webhookId: string, id: string): Promise<DeadLetterRecord | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({
+        TableName: this.tableName,
+        Key: subscriptionKeys.deadLetter(webhookId, id),
+        ConsistentRead: true,
+      }),
+    );
+    return Item && toDeadLetter(Item);
+  }
+
+  async listDeadLetters(webhookId: string, page: PageQuery): Promise<Page<DeadLetterRecord>> {
+    const pk = subscriptionKeys.deadLetter(webhookId, "").pk;
+    const prefix = SUBSCRIPTION_SORT_KEY_PREFIX.deadLetter;
+    const { items, totalCount } = await newestFirstPage(this.client, this.tableName, pk, prefix, page);
+    return { items: items.map(toDeadLetter), totalCount };
+  }
+
+  async deleteDeadLetter(webhookId: string, id: string): Promise<boolean> {
+    // Conditioned on the item existing, so of two racing replays exactly one deletes it.
+    try {
+      await this.client.send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: subscriptionKeys.deadLetter(webhookId, id),
+          ConditionExpression: "attribute_exists(pk)",
+        }),
+      );
+      return true;
+    } catch (error) {
+      if (isConditionalCheckFailed(error)) return false;
+      throw error;
+    }
+  }
+
+  async deleteDeadLettersOf(webhookId: string): Promise<void> {
+    const pk = subscriptionKeys.deadLetter(webhookId, "").pk;
+    const collection = collectionQuery(this.tableName, pk, SUBSCRIPTION_SORT_KEY_PREFIX.deadLetter);
+    for await (const page of queryPages(this.client, { ...collection, ProjectionExpression: "pk, sk" })) {
+      const items = page.Items ?? [];
+      for (let start = 0; start < items.length; start += BATCH_WRITE_LIMIT) {
+        const deletes = items
+          .slice(start, start + BATCH_WRITE_LIMIT)
+          .map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } }));
+        await sendUntilProcessed("BatchWriteItem", deletes, BATCH_WRITE_ATTEMPTS, async (pending) => {
+          const out = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }));
+          return (out.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
+        });
+      }
+    }
+  }
+}

@@ -1,0 +1,64 @@
+/**
+ * The tables of routing (webhooks, subscriptions, auto subscriptions, dead letters), one migration
+ * to append to `MIGRATIONS` in `sqlite-database.ts`. No foreign keys, like the other stores: each
+ * is used on its own and the core checks ownership and cascades.
+ */
+export const SUBSCRIPTION_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE webhooks (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    url TEXT NOT NULL,
+    name TEXT NOT NULL,
+    description TEXT NOT NULL,
+    sealed_signing_secret TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    updated_at INTEGER NOT NULL
+  );
+  CREATE INDEX webhooks_by_user ON webhooks (user_id, id);
+  CREATE TABLE subscriptions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    emitter_id TEXT NOT NULL,
+    emitter_kind TEXT NOT NULL,
+    emitter_key TEXT NOT NULL,
+    listener_id TEXT NOT NULL,
+    listener_kind TEXT NOT NULL,
+    event_name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (emitter_key, event_name, listener_id)
+  );
+  CREATE INDEX subscriptions_by_user ON subscriptions (user_id, id);
+  CREATE INDEX subscriptions_by_workspace ON subscriptions (workspace_id, id);
+  CREATE INDEX subscriptions_by_listener ON subscriptions (listener_id);
+  CREATE TABLE auto_subscriptions (
+    id TEXT PRIMARY KEY,
+    user_id TEXT NOT NULL,
+    workspace_id TEXT NOT NULL,
+    event_name TEXT NOT NULL,
+    listener_id TEXT NOT NULL,
+    listener_kind TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (user_id, event_name, listener_id)
+  );
+  CREATE INDEX auto_subscriptions_by_listener ON auto_subscriptions (listener_id);
+  CREATE TABLE dead_letters (
+    webhook_id TEXT NOT NULL,
+    id TEXT NOT NULL,
+    user_id TEXT NOT NULL,
+    subscription_ids TEXT NOT NULL,
+    emitter_id TEXT NOT NULL,
+    event_id TEXT NOT NULL,
+    channel TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    attempts INTEGER NOT NULL,
+    next_attempt_at INTEGER NOT NULL,
+    created_at INTEGER NOT NULL,
+    last_error TEXT,
+    failed_at INTEGER NOT NULL,
+    PRIMARY KEY (webhook_id, id)
+  );
+  `,
+];

@@ -1,0 +1,163 @@
+/**
+ * Fan-out of stored events to their listeners (rest-api.md "Events" 4-5; issue 5). Platform-free:
+ * local mode calls it from the in-process bus (`serialDispatcher`), an AWS dispatcher function
+ * from its bus rule.
+ *
+ * An event of source S (user U, workspace W) on channel C goes to every subscription on C whose
+ * emitter key is S, `dc_*:U`, or W when C is `$errors` (subscription-model.ts). Each listener gets
+ * each event once, however many of its subscriptions match:
+ * - a webhook: one `DeliveryRecord` whose payload is the live stream's envelope (`sseEnvelope`),
+ *   all of a batch's deliveries queued in event order by ONE `deliveries.enqueue`;
+ * - a source: a run with the emitted event as its `event`, queued in event order. A source may
+ *   listen to its own custom channels, as in the original (real-behaviour.md §1.6); a loop it makes
+ *   that way is its own, each hop being a queued run, never a recursion. The one guard: a source's
+ *   own `$logs` and `$errors` are not delivered back to it, since any log line or error of the run
+ *   they start would start another, forever;
+ * - a workflow (`p_`): nothing yet (workflows arrive in a later issue); counted in the result.
+ *
+ * Cost when nobody listens: one source read and one subscription lookup per channel in the batch.
+ */
+import type { Deps } from "#ports/deps";
+import type { RunJob } from "#ports/run-queue";
+import { ERRORS_CHANNEL, type Json, LOGS_CHANNEL, type StoredEvent } from "./component-model.ts";
+import { sseEnvelope } from "./source-stream.ts";
+import type { DeliveryRecord, SubscriptionRecord } from "./subscription-model.ts";
+
+export type DispatchDeps = Pick<Deps, "sources" | "subscriptions" | "deliveries" | "runs" | "ids" | "clock">;
+
+export interface DispatchResult {
+  /** Webhook deliveries queued. */
+  deliveries: number;
+  /** Source runs queued. */
+  runs: number;
+  /** Events not delivered to workflow listeners (not implemented yet). */
+  workflowsSkipped: number;
+}
+
+/** The emitter keys an event of `sourceId` on `channel` is found under (subscription-model.ts). */
+export function emitterKeys(
+  sourceId: string,
+  owner: { userId: string; workspaceId: string } | undefined,
+  channel: string,
+): string[] {
+  if (!owner) return [sourceId];
+  const keys = [sourceId, `dc_*:${owner.userId}`];
+  if (channel === ERRORS_CHANNEL) keys.push(owner.workspaceId);
+  return keys;
+}
+
+/** The listeners of one channel, each with every subscription of theirs that matched (oldest first). */
+function byListener(subscriptions: readonly SubscriptionRecord[]): [string, SubscriptionRecord[]][] {
+  const listeners = new Map<string, SubscriptionRecord[]>();
+  for (const subscription of subscriptions) {
+    const list = listeners.get(subscription.listenerId);
+    if (list) list.push(subscription);
+    else listeners.set(subscription.listenerId, [subscription]);
+  }
+  for (const list of listeners.values()) list.sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  return [...listeners].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+}
+
+/**
+ * Routes one source's stored events (one `publish`: one source, id order) to their listeners.
+ * Resolves when every delivery and run is queued; rejects when a store or queue failed (nothing
+ * of the batch's webhook deliveries is then queued, since they go in one call).
+ */
+export async function dispatchEvents(deps: DispatchDeps, events: readonly StoredEvent[]): Promise<DispatchResult> {
+  const result: DispatchResult = { deliveries: 0, runs: 0, workflowsSkipped: 0 };
+  const first = events[0];
+  if (!first) return result;
+  const sourceId = first.sourceId;
+  // A source deleted since it emitted has lost its subscriptions; its exact-id key is still tried.
+  const source = await deps.sources.getSource(sourceId);
+  const listenersOf = new Map<string, [string, SubscriptionRecord[]][]>();
+  let anyone = false;
+  for (const event of events) {
+    if (listenersOf.has(event.channel)) continue;
+    const found = await deps.subscriptions.findSubscriptions(
+      emitterKeys(sourceId, source, event.channel),
+      event.channel,
+    );
+    listenersOf.set(event.channel, byListener(found));
+    anyone ||= found.length > 0;
+  }
+  if (!anyone) return result;
+
+  const now = deps.clock.nowMs();
+  const deliveries: DeliveryRecord[] = [];
+  const runs: RunJob[] = [];
+  for (const event of events) {
+    let payload: Json | undefined;
+    for (const [listenerId, subscriptions] of listenersOf.get(event.channel) ?? []) {
+      const kind = subscriptions[0]?.listenerKind;
+      if (kind === "webhook") {
+        payload ??= sseEnvelope(event) as unknown as Json;
+        deliveries.push({
+          id: deps.ids.newId("delivery"),
+          webhookId: listenerId,
+          subscriptionIds: subscriptions.map((subscription) => subscription.id),
+          emitterId: event.sourceId,
+          eventId: event.id,
+          channel: event.channel,
+          payload,
+          attempts: 0,
+          nextAttemptAt: now,
+          createdAt: now,
+        });
+      } else if (kind === "source") {
+        const ownReservedChannel =
+          listenerId === event.sourceId && (event.channel === LOGS_CHANNEL || event.channel === ERRORS_CHANNEL);
+        if (!ownReservedChannel) runs.push({ sourceId: listenerId, trigger: "event", event: event.event });
+      } else {
+        result.workflowsSkipped++;
+      }
+    }
+  }
+  if (deliveries.length > 0) await deps.deliveries.enqueue(deliveries);
+  for (const run of runs) await deps.runs.enqueue(run);
+  result.deliveries = deliveries.length;
+  result.runs = runs.length;
+  return result;
+}
+
+/** A bus listener that dispatches, and a way to wait for what it started. */
+export interface SerialDispatcher {
+  /** For `InProcessEventBus.subscribeAll`: never blocks, never throws. */
+  listener(events: readonly StoredEvent[]): void;
+  /** Resolves when every dispatch started so far has settled. */
+  drain(): Promise<void>;
+}
+
+/**
+ * Local mode's bus listener: dispatches each publish in the background, one source's publishes one
+ * after the other, so that source's deliveries are queued in emit order. A failed dispatch is
+ * logged; its events stay in the store but are not delivered (no outbox in local mode).
+ */
+export function serialDispatcher(deps: DispatchDeps & Pick<Deps, "log">): SerialDispatcher {
+  const tails = new Map<string, Promise<void>>();
+  return {
+    listener(events) {
+      const sourceId = events[0]?.sourceId;
+      if (sourceId === undefined) return;
+      const previous = tails.get(sourceId) ?? Promise.resolve();
+      const next = previous
+        .then(() => dispatchEvents(deps, events))
+        .then(
+          () => undefined,
+          (error: unknown) =>
+            deps.log.error("events could not be dispatched to their subscribers", {
+              source_id: sourceId,
+              event_ids: events.map((event) => event.id),
+              error: String(error),
+            }),
+        )
+        .finally(() => {
+          if (tails.get(sourceId) === next) tails.delete(sourceId);
+        });
+      tails.set(sourceId, next);
+    },
+    async drain() {
+      while (tails.size > 0) await Promise.all([...tails.values()]);
+    },
+  };
+}

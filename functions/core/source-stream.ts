@@ -1,0 +1,133 @@
+/**
+ * The live stream of a source, `GET /sources/{id}/sse` (rest-api.md "Source events";
+ * real-behaviour.md §1.1). This module decides who may stream, what is sent and in which frames;
+ * the platforms do the I/O: `functions/local/source-stream-server.ts` pushes events from the
+ * in-process bus, and the AWS stream function polls the store.
+ *
+ * A stream carries one selection of channels: every channel whose name does not start with `$`
+ * (the default), or exactly one channel named by `event_name` (`default` or an empty value for the
+ * default channel, a custom name, `$logs`, `$errors`). Each event is one SSE message:
+ *
+ *   id: <event id>
+ *   event: <channel>          (absent for the default channel, so `onmessage` receives it)
+ *   data: <JSON envelope, one line>
+ *
+ * A client that reconnects with `Last-Event-ID` (or `?last_event_id=`) first receives the events
+ * newer than that id from the history, oldest first, then the live ones: no gap and no repeat, as
+ * far back as the history holds.
+ */
+import type { Deps } from "#ports/deps";
+import type { StoredEvent } from "./component-model.ts";
+import { invalid } from "./errors.ts";
+import { compareEventIds, requireEventId } from "./event-ids.ts";
+import type { Caller } from "./identity.ts";
+import { eventSummaryView } from "./source-events.ts";
+import { requireSource } from "./sources.ts";
+
+/** A comment line sent when nothing else was sent for this long, so proxies keep the connection. */
+export const SSE_KEEPALIVE_MS = 15_000;
+export const SSE_KEEPALIVE_FRAME = ":keepalive\n\n";
+/** Sent first: how long an EventSource waits before reconnecting. */
+export const SSE_RETRY_MS = 1_000;
+/** Events read from the history per page while catching up. */
+export const CATCH_UP_PAGE = 100;
+
+/** Headers of a stream response. */
+export const SSE_HEADERS: Readonly<Record<string, string>> = {
+  "content-type": "text/event-stream; charset=utf-8",
+  "cache-control": "no-cache, no-transform",
+  "x-accel-buffering": "no",
+};
+
+export interface SourceStreamInput {
+  /** The `Last-Event-ID` header, or the `last_event_id` query parameter. */
+  lastEventId?: string | undefined;
+  event_name?: string | undefined;
+}
+
+/** What one client streams. */
+export interface SourceStream {
+  sourceId: string;
+  /** One channel, or undefined for every channel not starting with `$`. */
+  channel: string | undefined;
+  /** Resume after this event id (history first), or undefined to start with the next live event. */
+  resumeAfter: string | undefined;
+}
+
+/**
+ * Checks the request and the caller's access (another account's source is 404, as everywhere).
+ * Bad input is a 400 naming the field, before anything is streamed.
+ */
+export async function openSourceStream(
+  deps: Pick<Deps, "sources" | "identity">,
+  caller: Caller,
+  sourceId: string,
+  input: SourceStreamInput,
+): Promise<SourceStream> {
+  const lastEventId = input.lastEventId?.trim() || undefined;
+  if (lastEventId !== undefined) requireEventId(lastEventId, "Last-Event-ID");
+  const name = input.event_name;
+  if (name !== undefined && (name.length > 128 || /[\r\n]/.test(name))) {
+    throw invalid("event_name", "must be a channel name of at most 128 characters on one line");
+  }
+  const source = await requireSource(deps, caller, sourceId);
+  return {
+    sourceId: source.id,
+    channel: name === undefined ? undefined : name === "default" ? "" : name,
+    resumeAfter: lastEventId,
+  };
+}
+
+/** True when the stream carries this event. */
+export function streamCarries(stream: Pick<SourceStream, "sourceId" | "channel">, event: StoredEvent): boolean {
+  if (event.sourceId !== stream.sourceId) return false;
+  return stream.channel === undefined ? !event.channel.startsWith("$") : event.channel === stream.channel;
+}
+
+/**
+ * The JSON of a message's `data:`. It reads both ways real-behaviour.md §1.1 allows: as an event
+ * summary with full data (`id`, `indexed_at_ms`, `event`, `metadata`, as `event_summaries?expand=event`
+ * returns it) and as the original's emit record (`e` the event, `k: "emit"`, `ts` in epoch ms,
+ * `sum` the summary when there is one).
+ */
+export function sseEnvelope(stored: StoredEvent) {
+  const summary = eventSummaryView(stored, true);
+  const envelope: Record<string, unknown> = { ...summary, k: "emit", e: stored.event, ts: stored.indexedAtMs };
+  if (stored.meta.summary !== undefined) envelope.sum = stored.meta.summary;
+  return envelope;
+}
+
+/** One SSE message for an event. */
+export function sseFrame(stored: StoredEvent): string {
+  const name = stored.channel === "" ? "" : `event: ${stored.channel.replace(/[\r\n]/g, " ")}\n`;
+  return `id: ${stored.id}\n${name}data: ${JSON.stringify(sseEnvelope(stored))}\n\n`;
+}
+
+/** The first bytes of every stream: the reconnection delay and a comment that flushes proxies. */
+export const SSE_OPENING_FRAME = `retry: ${SSE_RETRY_MS}\n:ok\n\n`;
+
+/**
+ * The stream's events newer than `afterId` in the history, oldest first, a page at a time. Ends
+ * when the history has nothing newer; events stored while it runs may or may not be included, so
+ * callers skip what they already sent by id ({@link compareEventIds}).
+ */
+export async function* eventsAfter(
+  deps: Pick<Deps, "events">,
+  stream: Pick<SourceStream, "sourceId" | "channel">,
+  afterId: string,
+): AsyncGenerator<StoredEvent> {
+  let cursor = afterId;
+  for (;;) {
+    const query: Parameters<Deps["events"]["listEvents"]>[1] = { limit: CATCH_UP_PAGE, before: cursor, count: false };
+    if (stream.channel !== undefined) query.channel = stream.channel;
+    const page = await deps.events.listEvents(stream.sourceId, query);
+    // `before` returns the nearest newer events, newest first.
+    const oldestFirst = [...page.items].reverse();
+    for (const event of oldestFirst) {
+      if (compareEventIds(event.id, cursor) <= 0) continue;
+      yield event;
+      cursor = event.id;
+    }
+    if (page.items.length < CATCH_UP_PAGE) return;
+  }
+}

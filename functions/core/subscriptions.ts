@@ -1,0 +1,265 @@
+/**
+ * Subscriptions (`sub_`) and auto subscriptions (rest-api.md "Subscriptions", "Events"): which
+ * listener receives which emitter's channel. A caller subscribes only with what they can reach:
+ * sources of their workspaces, their own webhooks, their workspaces; anything else is 404 exactly
+ * like a missing id. A malformed id is 400 naming the parameter, checked before any lookup.
+ *
+ * Workflows (`p_`) do not exist yet: a well-formed workflow id is accepted as emitter or listener
+ * and stored as given, so subscriptions made now start working when workflows arrive. Who may use
+ * a workflow id cannot be checked until then.
+ */
+import type { Deps } from "#ports/deps";
+import { requireWorkspace } from "./accounts.ts";
+import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
+import { invalid, notFound } from "./errors.ts";
+import type { Caller } from "./identity.ts";
+import { isId } from "./ids.ts";
+import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import { requireSource } from "./sources.ts";
+import type { AutoSubscriptionRecord, EmitterKind, ListenerKind, SubscriptionRecord } from "./subscription-model.ts";
+import { epochSeconds } from "./views.ts";
+import { requireWebhook, workspaceFor } from "./webhooks.ts";
+
+type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
+
+export const EVENT_NAME_MAX_LENGTH = 128;
+const ID_MAX_LENGTH = 64;
+/** `dc_*`: every source of the subscribing user; `p_*`: every workflow of theirs. */
+export const SOURCES_GLOB = "dc_*";
+export const WORKFLOWS_GLOB = "p_*";
+/** The reserved channels a subscription may name; any other `$` name is refused. */
+export const RESERVED_CHANNELS: readonly string[] = [ERRORS_CHANNEL, LOGS_CHANNEL];
+
+export interface SubscriptionInput {
+  emitter_id?: string | undefined;
+  listener_id?: string | undefined;
+  event_name?: string | undefined;
+  /** Only for a workflow listener: the workspace the subscription is listed under (default: the caller's first). */
+  workspace_id?: string | undefined;
+}
+
+export interface AutoSubscriptionInput {
+  event_name?: string | undefined;
+  listener_id?: string | undefined;
+  workspace_id?: string | undefined;
+}
+
+interface Emitter {
+  id: string;
+  kind: EmitterKind;
+  key: string;
+}
+
+interface Listener {
+  id: string;
+  kind: ListenerKind;
+}
+
+/**
+ * The channel a subscription names. Omitted, empty or `default` is the default channel `""` (as
+ * in `GET /sources/{id}/event_summaries?event_name=default`); `$errors` and `$logs` are the
+ * reserved streams; any other name starting with `$` is refused.
+ */
+export function channelOf(eventName: string | undefined): string {
+  if (eventName === undefined || eventName === "" || eventName === "default") return "";
+  if (eventName.length > EVENT_NAME_MAX_LENGTH) {
+    throw invalid("event_name", `must be at most ${EVENT_NAME_MAX_LENGTH} characters`);
+  }
+  if (/\p{Cc}/u.test(eventName)) throw invalid("event_name", "must not contain control characters");
+  if (eventName.startsWith("$") && !RESERVED_CHANNELS.includes(eventName)) {
+    throw invalid("event_name", `names no channel: the reserved channels are ${RESERVED_CHANNELS.join(" and ")}`);
+  }
+  return eventName;
+}
+
+function requiredId(field: string, value: string | undefined): string {
+  if (value === undefined || value === "") throw invalid(field, "is required");
+  if (value.length > ID_MAX_LENGTH) throw invalid(field, "is not a valid id");
+  return value;
+}
+
+/** Parses `emitter_id` without looking anything up; globs are keyed by the subscribing user. */
+function parseEmitter(caller: Caller, value: string | undefined): Emitter {
+  const id = requiredId("emitter_id", value);
+  if (id === SOURCES_GLOB) return { id, kind: "sources-glob", key: `${SOURCES_GLOB}:${caller.userId}` };
+  if (id === WORKFLOWS_GLOB) return { id, kind: "workflows-glob", key: `${WORKFLOWS_GLOB}:${caller.userId}` };
+  if (isId("source", id)) return { id, kind: "source", key: id };
+  if (isId("workflow", id)) return { id, kind: "workflow", key: id };
+  if (isId("workspace", id)) return { id, kind: "workspace", key: id };
+  throw invalid(
+    "emitter_id",
+    "must be a source id (dc_...), a workflow id (p_...), dc_*, p_* or a workspace id (o_...)",
+  );
+}
+
+function parseListener(value: string | undefined): Listener {
+  const id = requiredId("listener_id", value);
+  if (isId("webhook", id)) return { id, kind: "webhook" };
+  if (isId("source", id)) return { id, kind: "source" };
+  if (isId("workflow", id)) return { id, kind: "workflow" };
+  throw invalid("listener_id", "must be a webhook id (wh_...), a source id (dc_...) or a workflow id (p_...)");
+}
+
+/** Every check that needs no lookup, so a malformed request is 400 whatever it names. */
+function parseSubscription(caller: Caller, input: SubscriptionInput) {
+  const emitter = parseEmitter(caller, input.emitter_id);
+  const listener = parseListener(input.listener_id);
+  const eventName = channelOf(input.event_name);
+  if (emitter.kind === "workspace" && eventName !== ERRORS_CHANNEL) {
+    throw invalid("event_name", `must be ${ERRORS_CHANNEL} when emitter_id is a workspace`);
+  }
+  return { emitter, listener, eventName };
+}
+
+/** Checks the caller can reach the emitter (404 otherwise). Workflow ids cannot be checked yet. */
+async function checkEmitter(deps: SubscriptionDeps, caller: Caller, emitter: Emitter): Promise<void> {
+  if (emitter.kind === "source") await requireSource(deps, caller, emitter.id);
+  if (emitter.kind === "workspace") await requireWorkspace(deps, caller, emitter.id);
+}
+
+/** Checks the caller can reach the listener (404 otherwise); answers the workspace it is listed under. */
+async function listenerWorkspace(
+  deps: SubscriptionDeps,
+  caller: Caller,
+  listener: Listener,
+  workspaceId: string | undefined,
+): Promise<string> {
+  if (listener.kind === "webhook") return (await requireWebhook(deps, caller, listener.id)).workspaceId;
+  if (listener.kind === "source") return (await requireSource(deps, caller, listener.id)).workspaceId;
+  return (await workspaceFor(deps, caller, workspaceId)).id;
+}
+
+/**
+ * `POST /subscriptions`: events of `emitter_id`'s channel `event_name` go to `listener_id`. A
+ * source may listen to itself (its run receives its own emits on that channel). Subscribing twice
+ * answers the first subscription: the store keeps one per (emitter, listener, channel).
+ */
+export async function createSubscription(deps: SubscriptionDeps, caller: Caller, input: SubscriptionInput) {
+  const { emitter, listener, eventName } = parseSubscription(caller, input);
+  await checkEmitter(deps, caller, emitter);
+  const workspaceId = await listenerWorkspace(deps, caller, listener, input.workspace_id);
+  const stored = await deps.subscriptions.putSubscription({
+    id: deps.ids.newId("subscription"),
+    userId: caller.userId,
+    workspaceId,
+    emitterId: emitter.id,
+    emitterKind: emitter.kind,
+    emitterKey: emitter.key,
+    listenerId: listener.id,
+    listenerKind: listener.kind,
+    eventName,
+    createdAt: deps.clock.nowMs(),
+  });
+  return subscriptionView(stored);
+}
+
+/**
+ * `DELETE /subscriptions` with the parameters of its creation (an empty or omitted `event_name` is
+ * the default channel). 404 when there is no such subscription, or the caller neither made it nor
+ * belongs to the workspace it is listed under.
+ */
+export async function deleteSubscription(deps: SubscriptionDeps, caller: Caller, input: SubscriptionInput) {
+  const { emitter, listener, eventName } = parseSubscription(caller, input);
+  const key = { emitterKey: emitter.key, listenerId: listener.id, eventName };
+  const existing = await deps.subscriptions.getSubscription(key);
+  if (!existing || !(await mayManage(deps, caller, existing))) throw notFound("subscription");
+  const deleted = await deps.subscriptions.deleteSubscription(key);
+  if (!deleted) throw notFound("subscription");
+  return { id: deleted.id, deleted: true as const };
+}
+
+async function mayManage(deps: Pick<Deps, "identity">, caller: Caller, subscription: SubscriptionRecord) {
+  if (subscription.userId === caller.userId) return true;
+  return (await deps.identity.getMembership(subscription.workspaceId, caller.userId)) !== undefined;
+}
+
+/** `GET /users/me/subscriptions`: the subscriptions the caller made, newest first. */
+export async function listUserSubscriptions(deps: Pick<Deps, "subscriptions">, caller: Caller, page: PageQuery) {
+  const found = await deps.subscriptions.listSubscriptionsOfUser(caller.userId, page);
+  return pageEnvelope(found, (s) => s.id, subscriptionView);
+}
+
+/** `GET /workspaces/{id}/subscriptions`: those listed under a workspace the caller belongs to. */
+export async function listWorkspaceSubscriptions(
+  deps: Pick<Deps, "subscriptions" | "identity">,
+  caller: Caller,
+  workspaceId: string,
+  page: PageQuery,
+) {
+  const workspace = await requireWorkspace(deps, caller, workspaceId);
+  const found = await deps.subscriptions.listSubscriptionsOfWorkspace(workspace.id, page);
+  return pageEnvelope(found, (s) => s.id, subscriptionView);
+}
+
+/**
+ * `POST /auto_subscriptions`: the listener is subscribed to `event_name` (`$errors` or `$logs`) of
+ * every source (and later workflow) the caller creates from now on. Existing ones are untouched.
+ * Creating the same twice answers the first.
+ */
+export async function createAutoSubscription(deps: SubscriptionDeps, caller: Caller, input: AutoSubscriptionInput) {
+  if (input.event_name === undefined || input.event_name === "") throw invalid("event_name", "is required");
+  if (!RESERVED_CHANNELS.includes(input.event_name)) {
+    throw invalid("event_name", `must be ${RESERVED_CHANNELS.join(" or ")}`);
+  }
+  const listener = parseListener(input.listener_id);
+  const workspaceId = await listenerWorkspace(deps, caller, listener, input.workspace_id);
+  const stored = await deps.subscriptions.putAutoSubscription({
+    id: deps.ids.newId("subscription"),
+    userId: caller.userId,
+    workspaceId,
+    eventName: input.event_name,
+    listenerId: listener.id,
+    listenerKind: listener.kind,
+    createdAt: deps.clock.nowMs(),
+  });
+  return autoSubscriptionView(stored);
+}
+
+/**
+ * Subscribes the listeners of the owner's auto subscriptions to a newly created source. Called by
+ * `deploySource` before the source's hooks run, so what `deploy()` logs or throws reaches them too.
+ */
+export async function applyAutoSubscriptions(
+  deps: Pick<Deps, "subscriptions" | "clock" | "ids">,
+  source: Pick<SourceRecord, "id" | "userId">,
+): Promise<SubscriptionRecord[]> {
+  const autos = await deps.subscriptions.listAutoSubscriptionsOfUser(source.userId);
+  const made: SubscriptionRecord[] = [];
+  for (const auto of autos) {
+    made.push(
+      await deps.subscriptions.putSubscription({
+        id: deps.ids.newId("subscription"),
+        userId: auto.userId,
+        workspaceId: auto.workspaceId,
+        emitterId: source.id,
+        emitterKind: "source",
+        emitterKey: source.id,
+        listenerId: auto.listenerId,
+        listenerKind: auto.listenerKind,
+        eventName: auto.eventName,
+        createdAt: deps.clock.nowMs(),
+      }),
+    );
+  }
+  return made;
+}
+
+/** The Subscription resource of the spec; `event_name` is `""` for the default channel. */
+export function subscriptionView(subscription: SubscriptionRecord) {
+  return {
+    id: subscription.id,
+    emitter_id: subscription.emitterId,
+    listener_id: subscription.listenerId,
+    event_name: subscription.eventName,
+    created_at: epochSeconds(subscription.createdAt),
+  };
+}
+
+export function autoSubscriptionView(auto: AutoSubscriptionRecord) {
+  return {
+    id: auto.id,
+    listener_id: auto.listenerId,
+    event_name: auto.eventName,
+    created_at: epochSeconds(auto.createdAt),
+  };
+}

@@ -1,0 +1,224 @@
+/**
+ * Delivery of events to webhooks (docs/webhooks.md): the retry policy, one attempt, and the dead
+ * letters a user lists and replays. Platform-free: the local worker
+ * (`functions/adapters/local/local-delivery-worker.ts`) and an AWS delivery function both call
+ * `attemptDelivery` and apply its outcome to their own queue.
+ *
+ * An attempt POSTs the delivery's fixed payload, signed (`webhook-signature.ts`). A 2xx is success;
+ * any other status, a timeout, a refused connection or a refused address is a failure, retried
+ * after an exponential delay with full jitter (`random() * min(cap, base * 2^(n-1))` after the n-th
+ * failure) until `maxAttempts` attempts were made; then the delivery becomes a dead letter. The
+ * same delivery id is sent on every attempt and on replay, so a receiver deduplicates on it.
+ */
+import type { Deps } from "#ports/deps";
+import type { WebhookSender } from "#ports/webhook-sender";
+import { notFound } from "./errors.ts";
+import type { Caller } from "./identity.ts";
+import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import type { DeadLetterRecord, DeliveryRecord } from "./subscription-model.ts";
+import { SIGNATURE_HEADER, signWebhookBody } from "./webhook-signature.ts";
+import { openSigningSecret, requireWebhook } from "./webhooks.ts";
+
+export interface DeliverySettings {
+  /** Attempts in all, the first included. @default 8 */
+  maxAttempts: number;
+  /** Delay bound after the first failure. @default 30000 */
+  baseDelayMs: number;
+  /** Largest delay bound between two attempts. @default 1800000 (30 min) */
+  maxDelayMs: number;
+  /** Time limit of one POST (connect, send, status line). @default 10000 */
+  timeoutMs: number;
+  /** A number in [0, 1): the jitter. @default Math.random */
+  random: () => number;
+}
+
+/**
+ * 8 attempts; the delay bounds are 30 s, 1, 2, 4, 8, 16 and 30 min, so the last attempt comes at
+ * most about 62 minutes (plus the attempts' own time) after the first, on average half of that.
+ */
+export const DEFAULT_DELIVERY_SETTINGS: Readonly<DeliverySettings> = Object.freeze({
+  maxAttempts: 8,
+  baseDelayMs: 30_000,
+  maxDelayMs: 30 * 60_000,
+  timeoutMs: 10_000,
+  random: Math.random,
+});
+
+export function deliverySettings(overrides: Partial<DeliverySettings> = {}): DeliverySettings {
+  const settings = { ...DEFAULT_DELIVERY_SETTINGS, ...overrides };
+  if (!(settings.maxAttempts >= 1)) throw new Error("delivery settings: maxAttempts must be at least 1");
+  return settings;
+}
+
+/** The upper bound of the delay before the next attempt, after `failedAttempts` failures (1 or more). */
+export function retryDelayBoundMs(
+  failedAttempts: number,
+  settings: Pick<DeliverySettings, "baseDelayMs" | "maxDelayMs">,
+) {
+  const exponent = Math.min(Math.max(failedAttempts - 1, 0), 52);
+  return Math.min(settings.maxDelayMs, settings.baseDelayMs * 2 ** exponent);
+}
+
+/** The delay before the next attempt, drawn uniformly in [0, bound] ("full jitter"). */
+export function retryDelayMs(
+  failedAttempts: number,
+  settings: Pick<DeliverySettings, "baseDelayMs" | "maxDelayMs" | "random">,
+): number {
+  return Math.floor(settings.random() * (retryDelayBoundMs(failedAttempts, settings) + 1));
+}
+
+/** The longest time from the first attempt to the last one, not counting the attempts themselves. */
+export function retryWindowMs(settings: Pick<DeliverySettings, "maxAttempts" | "baseDelayMs" | "maxDelayMs">) {
+  let total = 0;
+  for (let failed = 1; failed < settings.maxAttempts; failed++) total += retryDelayBoundMs(failed, settings);
+  return total;
+}
+
+export const WEBHOOK_USER_AGENT = "Sluice-Webhooks/1";
+
+/** The headers of one attempt; `body` is the exact text sent. */
+export function deliveryHeaders(delivery: DeliveryRecord, secret: string, timestampSec: number, body: string) {
+  return {
+    "content-type": "application/json",
+    "user-agent": WEBHOOK_USER_AGENT,
+    "x-sluice-event-id": delivery.eventId,
+    "x-sluice-subscription-id": delivery.subscriptionIds[0] ?? "",
+    "x-sluice-delivery-id": delivery.id,
+    "x-sluice-timestamp": String(timestampSec),
+    [SIGNATURE_HEADER]: signWebhookBody(secret, timestampSec, body),
+  };
+}
+
+/** What became of one attempt; the caller applies it to its queue. */
+export type DeliveryOutcome =
+  | { kind: "delivered"; status: number; attempts: number }
+  /** Failed; attempt again at `at` (epoch ms) with `attempts` made so far. */
+  | { kind: "retry"; at: number; attempts: number; error: string }
+  /** Failed for the last time; the dead letter is stored. */
+  | { kind: "dead"; attempts: number; error: string }
+  /** The webhook no longer exists: nothing was sent, nothing is kept. */
+  | { kind: "dropped"; reason: string };
+
+export type DeliveryDeps = Pick<Deps, "subscriptions" | "secrets" | "deadLetters" | "clock">;
+
+/**
+ * Makes one attempt of `delivery` at `now` (epoch ms). Resolves with the outcome; rejects only
+ * when Sluice itself failed (a store, the secret), in which case the attempt does not count and
+ * the caller should try again later.
+ */
+export async function attemptDelivery(
+  deps: DeliveryDeps,
+  sender: WebhookSender,
+  delivery: DeliveryRecord,
+  now: number,
+  settings: DeliverySettings = DEFAULT_DELIVERY_SETTINGS,
+): Promise<DeliveryOutcome> {
+  const webhook = await deps.subscriptions.getWebhook(delivery.webhookId);
+  if (!webhook) return { kind: "dropped", reason: "the webhook was deleted" };
+  const secret = await openSigningSecret(deps, webhook);
+  const body = JSON.stringify(delivery.payload);
+  const timestampSec = Math.floor(now / 1000);
+  const result = await sender.post(
+    webhook.url,
+    deliveryHeaders(delivery, secret, timestampSec, body),
+    body,
+    settings.timeoutMs,
+  );
+  const attempts = delivery.attempts + 1;
+  if ("status" in result && result.status >= 200 && result.status < 300) {
+    return { kind: "delivered", status: result.status, attempts };
+  }
+  const error = "status" in result ? `HTTP ${result.status}` : result.error;
+  const finishedAt = Math.max(now, deps.clock.nowMs());
+  if (attempts < settings.maxAttempts) {
+    return { kind: "retry", at: finishedAt + retryDelayMs(attempts, settings), attempts, error };
+  }
+  const deadLetter: DeadLetterRecord = {
+    ...delivery,
+    attempts,
+    lastError: error,
+    userId: webhook.userId,
+    failedAt: finishedAt,
+  };
+  await deps.deadLetters.putDeadLetter(deadLetter);
+  return { kind: "dead", attempts, error };
+}
+
+/** A dead letter as the API shows it (times in epoch seconds, like webhooks). */
+export function deadLetterView(deadLetter: DeadLetterRecord) {
+  return {
+    id: deadLetter.id,
+    webhook_id: deadLetter.webhookId,
+    subscription_ids: deadLetter.subscriptionIds,
+    emitter_id: deadLetter.emitterId,
+    event_id: deadLetter.eventId,
+    event_name: deadLetter.channel,
+    attempts: deadLetter.attempts,
+    last_error: deadLetter.lastError ?? null,
+    created_at: Math.floor(deadLetter.createdAt / 1000),
+    failed_at: Math.floor(deadLetter.failedAt / 1000),
+    payload: deadLetter.payload,
+  };
+}
+
+/** `GET /webhooks/{id}/dead_letters`: newest first, paginated by delivery id. */
+export async function listDeadLetters(
+  deps: Pick<Deps, "subscriptions" | "deadLetters">,
+  caller: Caller,
+  webhookId: string,
+  page: PageQuery,
+) {
+  const webhook = await requireWebhook(deps, caller, webhookId);
+  const found = await deps.deadLetters.listDeadLetters(webhook.id, page);
+  return pageEnvelope(found, (deadLetter) => deadLetter.id, deadLetterView);
+}
+
+/** The delivery a dead letter came from, ready to be attempted again from the start. */
+function revived(deadLetter: DeadLetterRecord, now: number): DeliveryRecord {
+  const { userId: _userId, failedAt: _failedAt, lastError: _lastError, ...delivery } = deadLetter;
+  return { ...delivery, attempts: 0, nextAttemptAt: now };
+}
+
+export type ReplayDeps = Pick<Deps, "subscriptions" | "deadLetters" | "deliveries" | "clock">;
+
+/**
+ * `POST /webhooks/{id}/dead_letters/{delivery_id}/replay`: queues the delivery again with the same
+ * id and a fresh set of attempts, then forgets the dead letter. Queued first and deleted second, so
+ * a failure in between can at worst deliver twice under one delivery id, never lose it.
+ */
+export async function replayDeadLetter(deps: ReplayDeps, caller: Caller, webhookId: string, deliveryId: string) {
+  const webhook = await requireWebhook(deps, caller, webhookId);
+  const deadLetter = await deps.deadLetters.getDeadLetter(webhook.id, deliveryId);
+  if (!deadLetter) throw notFound("dead letter");
+  await deps.deliveries.enqueue([revived(deadLetter, deps.clock.nowMs())]);
+  await deps.deadLetters.deleteDeadLetter(webhook.id, deadLetter.id);
+  return { id: deadLetter.id, webhook_id: webhook.id, replayed: true as const };
+}
+
+/** Dead letters replayed by one `replay` call at most. */
+export const REPLAY_BATCH_MAX = 100;
+
+/**
+ * `POST /webhooks/{id}/dead_letters/replay`: replays the oldest `limit` dead letters (in the order
+ * they were made) in one enqueue. `remaining` says how many are left for another call.
+ */
+export async function replayAllDeadLetters(
+  deps: ReplayDeps,
+  caller: Caller,
+  webhookId: string,
+  limit = REPLAY_BATCH_MAX,
+) {
+  const webhook = await requireWebhook(deps, caller, webhookId);
+  const batch = Math.min(Math.max(1, Math.floor(limit)), REPLAY_BATCH_MAX);
+  // `before` a key below every delivery id gives the oldest page (pagination.ts: the nearest newer items).
+  const page = await deps.deadLetters.listDeadLetters(webhook.id, { limit: batch, before: "dlv_" });
+  const oldestFirst = [...page.items].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const now = deps.clock.nowMs();
+  if (oldestFirst.length > 0) await deps.deliveries.enqueue(oldestFirst.map((deadLetter) => revived(deadLetter, now)));
+  for (const deadLetter of oldestFirst) await deps.deadLetters.deleteDeadLetter(webhook.id, deadLetter.id);
+  return {
+    webhook_id: webhook.id,
+    replayed: oldestFirst.length,
+    remaining: Math.max(0, page.totalCount - oldestFirst.length),
+  };
+}

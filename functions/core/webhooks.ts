@@ -1,0 +1,172 @@
+/**
+ * Webhooks (`wh_`, rest-api.md "Webhooks"): URLs a user owns that receive events through
+ * subscriptions. Each has a signing secret, sealed at rest, shown in clear only in the answer
+ * that made it (creation or rotation). A webhook belongs to the user who made it; anyone else
+ * gets 404, exactly as for a webhook that does not exist.
+ */
+import type { Deps } from "#ports/deps";
+import { requireWorkspace } from "./accounts.ts";
+import { invalid, notFound } from "./errors.ts";
+import type { Caller } from "./identity.ts";
+import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import type { WebhookRecord } from "./subscription-model.ts";
+import { epochSeconds } from "./views.ts";
+
+type WebhookDeps = Pick<Deps, "subscriptions" | "identity" | "secrets" | "clock" | "ids">;
+
+export const WEBHOOK_URL_MAX_LENGTH = 2048;
+export const WEBHOOK_NAME_MAX_LENGTH = 200;
+export const WEBHOOK_DESCRIPTION_MAX_LENGTH = 1000;
+/** Marks the secret as a webhook signing secret in logs and secret scanners. */
+export const SIGNING_SECRET_PREFIX = "whsec_";
+const SIGNING_SECRET_BYTES = 32;
+
+export interface CreateWebhookInput {
+  url?: string | undefined;
+  name?: string | undefined;
+  description?: string | undefined;
+  workspace_id?: string | undefined;
+}
+
+// Control characters and whitespace: a URL with them is either a typo or an attempt at header
+// injection once it reaches an HTTP client.
+const FORBIDDEN_IN_URL = /[\s\p{Cc}]/u;
+
+/**
+ * The spec's rule: `http` or `https`, a hostname, optionally a port and a path. Also refused:
+ * credentials (`user:pass@`, they would sit in clear in every listing), a fragment (never sent to
+ * the server), port 0, whitespace and control characters. A query string is allowed: receivers
+ * often authenticate with a token in it. The URL is stored as given.
+ */
+export function validateWebhookUrl(url: string | undefined): string {
+  if (url === undefined || url === "") throw invalid("url", "is required");
+  if (url.length > WEBHOOK_URL_MAX_LENGTH) throw invalid("url", `must be at most ${WEBHOOK_URL_MAX_LENGTH} characters`);
+  if (FORBIDDEN_IN_URL.test(url)) throw invalid("url", "must not contain spaces or control characters");
+  // WHATWG parsing forgives `http:host` and `http:///host`; the spec wants the protocol written out.
+  if (!/^https?:\/\/[^/?#]/i.test(url)) {
+    throw invalid("url", "must start with http:// or https:// followed by a hostname");
+  }
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    throw invalid("url", "is not a valid URL");
+  }
+  if (parsed.hostname === "") throw invalid("url", "must have a hostname");
+  if (parsed.username !== "" || parsed.password !== "") {
+    throw invalid("url", "must not contain credentials (user:password@)");
+  }
+  if (parsed.port === "0") throw invalid("url", "must not use port 0");
+  if (url.includes("#")) throw invalid("url", "must not contain a fragment (#...)");
+  return url;
+}
+
+function optionalText(field: string, value: string | undefined, max: number): string {
+  if (value === undefined) return "";
+  if (value.length > max) throw invalid(field, `must be at most ${max} characters`);
+  if (/\p{Cc}/u.test(value.replace(/[\n\t]/g, ""))) throw invalid(field, "must not contain control characters");
+  return value;
+}
+
+/** The workspace a new webhook or subscription is recorded under: the one named, else the caller's first. */
+export async function workspaceFor(deps: Pick<Deps, "identity">, caller: Caller, workspaceId: string | undefined) {
+  if (workspaceId !== undefined) return requireWorkspace(deps, caller, workspaceId);
+  const [first] = await deps.identity.listWorkspacesOfUser(caller.userId);
+  if (!first) throw notFound("workspace");
+  return first;
+}
+
+async function newSigningSecret(deps: Pick<Deps, "secrets" | "ids">) {
+  const secret = `${SIGNING_SECRET_PREFIX}${deps.ids.newSecret(SIGNING_SECRET_BYTES)}`;
+  return { secret, sealed: await deps.secrets.seal(secret) };
+}
+
+/** A webhook the caller owns; another user's, or a missing one, is "not found". */
+export async function requireWebhook(deps: Pick<Deps, "subscriptions">, caller: Caller, id: string) {
+  const webhook = await deps.subscriptions.getWebhook(id);
+  if (!webhook || webhook.userId !== caller.userId) throw notFound("webhook");
+  return webhook;
+}
+
+/** `POST /webhooks`: answers the webhook with its `signing_secret`, the only time it is shown. */
+export async function createWebhook(deps: WebhookDeps, caller: Caller, input: CreateWebhookInput) {
+  const url = validateWebhookUrl(input.url);
+  const name = optionalText("name", input.name, WEBHOOK_NAME_MAX_LENGTH);
+  const description = optionalText("description", input.description, WEBHOOK_DESCRIPTION_MAX_LENGTH);
+  const workspace = await workspaceFor(deps, caller, input.workspace_id);
+  const { secret, sealed } = await newSigningSecret(deps);
+  const now = deps.clock.nowMs();
+  const webhook: WebhookRecord = {
+    id: deps.ids.newId("webhook"),
+    userId: caller.userId,
+    workspaceId: workspace.id,
+    url,
+    name,
+    description,
+    sealedSigningSecret: sealed,
+    createdAt: now,
+    updatedAt: now,
+  };
+  await deps.subscriptions.createWebhook(webhook);
+  return { ...webhookView(webhook), signing_secret: secret };
+}
+
+/** `GET /webhooks/{id}`: without the secret. */
+export async function getWebhook(deps: Pick<Deps, "subscriptions">, caller: Caller, id: string) {
+  return webhookView(await requireWebhook(deps, caller, id));
+}
+
+/** `GET /users/me/webhooks`: the caller's webhooks, newest first. */
+export async function listWebhooks(deps: Pick<Deps, "subscriptions">, caller: Caller, page: PageQuery) {
+  return pageEnvelope(await deps.subscriptions.listWebhooksOfUser(caller.userId, page), (w) => w.id, webhookView);
+}
+
+/**
+ * `POST /webhooks/{id}/rotate_secret`: a new secret replaces the old one at once; every delivery
+ * attempted from now on (retries and replays included) is signed with it. Shown once.
+ */
+export async function rotateWebhookSecret(deps: WebhookDeps, caller: Caller, id: string) {
+  const current = await requireWebhook(deps, caller, id);
+  const { secret, sealed } = await newSigningSecret(deps);
+  const rotated: WebhookRecord = { ...current, sealedSigningSecret: sealed, updatedAt: deps.clock.nowMs() };
+  await deps.subscriptions.updateWebhook(rotated);
+  return { ...webhookView(rotated), signing_secret: secret };
+}
+
+/**
+ * `DELETE /webhooks/{id}`: its subscriptions, auto subscriptions and dead letters go first, the
+ * webhook last, so a failure half way leaves it in place and repeating the call finishes the job.
+ */
+export async function deleteWebhook(deps: Pick<Deps, "subscriptions" | "deadLetters">, caller: Caller, id: string) {
+  const webhook = await requireWebhook(deps, caller, id);
+  await deps.subscriptions.deleteSubscriptionsOf(webhook.id);
+  await deps.subscriptions.deleteAutoSubscriptionsOf(webhook.id);
+  await deps.deadLetters.deleteDeadLettersOf(webhook.id);
+  await deps.subscriptions.deleteWebhook(webhook.id);
+  return { id: webhook.id, deleted: true as const };
+}
+
+/**
+ * The clear signing secret, for the delivery worker only (never for an API answer after creation).
+ * Throws when the sealed secret was tampered with or sealed under another key.
+ */
+export async function openSigningSecret(deps: Pick<Deps, "secrets">, webhook: WebhookRecord): Promise<string> {
+  return deps.secrets.open(webhook.sealedSigningSecret);
+}
+
+/**
+ * The Webhook resource of the spec. `name` and `description` are null when not given; `active` is
+ * always true (the spec names no transition for it).
+ */
+export function webhookView(webhook: WebhookRecord) {
+  return {
+    id: webhook.id,
+    user_id: webhook.userId,
+    name: webhook.name === "" ? null : webhook.name,
+    description: webhook.description === "" ? null : webhook.description,
+    url: webhook.url,
+    active: true,
+    created_at: epochSeconds(webhook.createdAt),
+    updated_at: epochSeconds(webhook.updatedAt),
+  };
+}

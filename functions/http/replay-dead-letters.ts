@@ -1,0 +1,29 @@
+import { z } from "zod";
+import { ID_PREFIXES } from "#core/ids";
+import { REPLAY_BATCH_MAX, replayAllDeadLetters } from "#core/webhook-delivery";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { idParam, single } from "./schemas.ts";
+
+export const route = defineRoute({
+  name: "replay-dead-letters",
+  method: "POST",
+  path: "/v1/webhooks/{id}/dead_letters/replay",
+  summary: `Queue a webhook's oldest dead letters (at most ${REPLAY_BATCH_MAX} per call) for delivery again; call again while remaining > 0`,
+  access: { resources: "write", deliveries: true },
+  params: z.object({ id: idParam(ID_PREFIXES.webhook) }),
+  query: z.object({
+    limit: z.coerce
+      .number({ error: "must be an integer" })
+      .int("must be an integer")
+      .min(1, "must be at least 1")
+      .max(REPLAY_BATCH_MAX, `must be at most ${REPLAY_BATCH_MAX}`)
+      .optional(),
+  }),
+  response: single(z.object({ webhook_id: z.string(), replayed: z.number().int(), remaining: z.number().int() })),
+  run: async (deps, { caller, params, query }) => ({
+    data: await replayAllDeadLetters(deps, caller, params.id, query.limit),
+  }),
+});
+
+export const handler = lambdaHandler(route);

@@ -1,0 +1,154 @@
+/**
+ * The dispatcher on AWS: the target of the EventBridge rule that matches what
+ * `EventBridgeEventBus` publishes (`source` {@link EVENT_SOURCE}, `detail-type`
+ * {@link EVENT_DETAIL_TYPE}). It runs the same `dispatchEvents` as local mode, with the webhook
+ * deliveries queued on the FIFO delivery queue (`SqsDeliveryQueue`) and the runs of listening
+ * sources on the source runner (`LambdaRunQueue`).
+ *
+ * EventBridge hands an event over at least once, and Lambda retries a failed dispatch twice, so a
+ * dispatch may run again. It is therefore made a pure function of the published detail: each
+ * delivery's id is derived from (webhook, source, event) ({@link deliveryIdFor}) and its times from
+ * the events, never from when the dispatcher runs. A repeated dispatch makes byte-identical
+ * deliveries, which the FIFO queue deduplicates for 5 minutes and receivers deduplicate on the
+ * delivery id after that. A run of a listening source may run twice (at least once).
+ *
+ * A published entry carries the events themselves, or, for an event too large for EventBridge, a
+ * reference `{sourceId, eventId, channel}` that is read back from the store here.
+ */
+import { createHash } from "node:crypto";
+import { z } from "zod";
+import type { StoredEvent } from "#core/component-model";
+import { type DispatchDeps, dispatchEvents } from "#core/dispatcher";
+import { EVENT_ID, parseEventId } from "#core/event-ids";
+import { formatId } from "#core/ids";
+import type { DeliveryQueue } from "#ports/delivery-queue";
+import type { Deps } from "#ports/deps";
+import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
+
+/** `source` of every entry the bus publishes; the rule matches it. */
+export const EVENT_SOURCE = "sluice.events";
+/** `detail-type` of every entry the bus publishes; the rule matches it. */
+export const EVENT_DETAIL_TYPE = "event.stored";
+
+const storedEventSchema = z.object({
+  sourceId: z.string().startsWith("dc_"),
+  id: z.string().regex(EVENT_ID),
+  indexedAtMs: z.number(),
+  channel: z.string(),
+  event: z.json(),
+  emitId: z.string(),
+  meta: z.looseObject({}),
+});
+
+/** Events of one append of one source, in id order, inline. */
+const inlineDetailSchema = z
+  .object({ sourceId: z.string().startsWith("dc_"), events: z.array(storedEventSchema).min(1) })
+  .refine((detail) => detail.events.every((event) => event.sourceId === detail.sourceId), {
+    message: "every event must be of the entry's source",
+  });
+
+/** One event too large to travel inline: read back from the store. */
+const referenceDetailSchema = z.object({
+  sourceId: z.string().startsWith("dc_"),
+  eventId: z.string().regex(EVENT_ID),
+  channel: z.string(),
+});
+
+/** The `detail` of an entry the bus publishes. */
+export type StoredEventsDetail =
+  | { sourceId: string; events: readonly StoredEvent[] }
+  | { sourceId: string; eventId: string; channel: string };
+
+/** The parts of the EventBridge event the dispatcher reads. */
+export const dispatcherInputSchema = z.object({
+  source: z.literal(EVENT_SOURCE),
+  "detail-type": z.literal(EVENT_DETAIL_TYPE),
+  detail: z.union([inlineDetailSchema, referenceDetailSchema]),
+});
+export type DispatcherInput = z.infer<typeof dispatcherInputSchema>;
+
+/**
+ * The id of the delivery of `eventId` (of `emitterId`) to `webhookId`: the same whichever
+ * dispatch makes it. Shaped like every delivery id (`dlv_`, the event's ms, 60 bits), so dead
+ * letters still sort by time; the 60 bits are those of a SHA-256 of the three ids.
+ */
+export function deliveryIdFor(webhookId: string, emitterId: string, eventId: string): string {
+  const ms = parseEventId(eventId)?.[0] ?? 0;
+  const digest = createHash("sha256").update(`${webhookId}\n${emitterId}\n${eventId}`).digest();
+  return formatId("delivery", ms, digest);
+}
+
+/** `queue` with each delivery's id replaced by {@link deliveryIdFor}. */
+export function withDerivedDeliveryIds(queue: DeliveryQueue): DeliveryQueue {
+  return {
+    enqueue: (deliveries) =>
+      queue.enqueue(
+        deliveries.map((delivery) => ({
+          ...delivery,
+          id: deliveryIdFor(delivery.webhookId, delivery.emitterId, delivery.eventId),
+        })),
+      ),
+  };
+}
+
+/** The dependencies of one dispatch: ids and times from the events (see the module comment). */
+export function dispatchDepsFor(deps: Deps, events: readonly StoredEvent[]): DispatchDeps {
+  const storedAt = Math.max(...events.map((event) => event.indexedAtMs));
+  return {
+    sources: deps.sources,
+    subscriptions: deps.subscriptions,
+    runs: deps.runs,
+    ids: deps.ids,
+    deliveries: withDerivedDeliveryIds(deps.deliveries),
+    clock: { nowMs: () => storedAt },
+  };
+}
+
+/** The event a reference names, or undefined when it was deleted or expired meanwhile. */
+export async function readReferencedEvent(
+  deps: Pick<Deps, "events">,
+  reference: { sourceId: string; eventId: string; channel: string },
+): Promise<StoredEvent | undefined> {
+  const [ms, n] = parseEventId(reference.eventId) ?? [0, 0];
+  // `after` the next id: the newest event at or before the one named.
+  const page = await deps.events.listEvents(reference.sourceId, {
+    channel: reference.channel,
+    limit: 1,
+    after: `${ms}-${n + 1}`,
+    count: false,
+  });
+  const found = page.items[0];
+  return found?.id === reference.eventId ? found : undefined;
+}
+
+/** Dispatches the events of one published entry. */
+export async function dispatchEntry(deps: Deps, input: DispatcherInput): Promise<void> {
+  const { detail } = input;
+  let events: readonly StoredEvent[];
+  if ("events" in detail) {
+    events = detail.events as StoredEvent[];
+  } else {
+    const event = await readReferencedEvent(deps, detail);
+    if (!event) {
+      deps.log.warn("a published event no longer exists; it is not dispatched", {
+        source_id: detail.sourceId,
+        event_id: detail.eventId,
+      });
+      return;
+    }
+    events = [event];
+  }
+  const result = await dispatchEvents(dispatchDepsFor(deps, events), events);
+  if (result.workflowsSkipped > 0) {
+    deps.log.info("events not delivered to workflow listeners (workflows are not implemented yet)", {
+      source_id: detail.sourceId,
+      skipped: result.workflowsSkipped,
+    });
+  }
+}
+
+/** The dispatcher's entry with its dependencies given (tests); {@link handler} builds the AWS ones. */
+export const createEventDispatcherHandler = (loadDeps: () => Promise<Deps> = loadAwsDeps) =>
+  internalHandler("stored events entry", dispatcherInputSchema, dispatchEntry, loadDeps);
+
+export const handler = createEventDispatcherHandler();

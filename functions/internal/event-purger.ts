@@ -1,0 +1,22 @@
+/**
+ * The function that physically removes a source's deleted events (`LambdaEventPurger`), after
+ * `DELETE /sources/{id}/events` has hidden them and answered 202. Lambda invokes it
+ * asynchronously and retries a failed purge twice; `purgeDeletedEvents` is idempotent, so a retry,
+ * a duplicate delivery or two purges of one source running together remove nothing twice and
+ * nothing that was not deleted. A purge that never succeeds leaves the events hidden (reads never
+ * show them); the next deletion of the source purges them.
+ */
+import { z } from "zod";
+import type { Deps } from "#ports/deps";
+import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
+
+export const purgeJobSchema = z.object({
+  sourceId: z.string().startsWith("dc_"),
+});
+export type PurgeJob = z.infer<typeof purgeJobSchema>;
+
+/** The purger's entry with its dependencies given (tests); {@link handler} builds the AWS ones. */
+export const createEventPurgerHandler = (loadDeps: () => Promise<Deps> = loadAwsDeps) =>
+  internalHandler("event purge", purgeJobSchema, (deps, job) => deps.events.purgeDeletedEvents(job.sourceId), loadDeps);
+
+export const handler = createEventPurgerHandler();

@@ -1,0 +1,195 @@
+/**
+ * The webhook deliverer on AWS: consumes the FIFO delivery queue and the retry queue
+ * (`#adapters/aws/sqs-delivery-queue`) and makes one attempt per delivery with `attemptDelivery`,
+ * the same as local mode's worker, through `NodeHttpWebhookSender` with private, loopback and
+ * link-local addresses refused.
+ *
+ * - From the FIFO queue, a batch's messages of one group (one webhook) are attempted one after
+ *   the other, in queue order; groups go in parallel.
+ * - A failed attempt that is to be retried is sent to the retry queue, delayed until its next
+ *   attempt is due, and its FIFO message is done: the webhook's next deliveries are not held up.
+ * - From the retry queue, a delivery whose attempt is not due yet (waits over 15 minutes, SQS's
+ *   longest delay) is sent back delayed again; a due one is attempted.
+ * - A dead letter is stored by `attemptDelivery`; a delivery to a deleted webhook is dropped.
+ *
+ * Only a failure of Sluice itself (a store, the signing secret, the retry queue) fails a message
+ * (`batchItemFailures`, with every later message of its group, so that order holds): SQS hands it
+ * over again after the visibility timeout, with its attempts unchanged, and moves it to the queue's
+ * dead-letter queue after 5 receives. A malformed message is logged and dropped.
+ */
+import type { SQSBatchResponse } from "aws-lambda";
+import { z } from "zod";
+import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import type { DeliveryRecord } from "#core/subscription-model";
+import { attemptDelivery, type DeliverySettings, deliverySettings } from "#core/webhook-delivery";
+import type { Deps } from "#ports/deps";
+import type { WebhookSender } from "#ports/webhook-sender";
+import { loadAwsDeps } from "./internal-handler.ts";
+
+/** Where a delivery waits for its next attempt (`SqsDeliveryRetryQueue`). */
+export interface RetryScheduler {
+  /** Sends the delivery so that it comes back at its `nextAttemptAt` (or in 15 minutes, when later). */
+  schedule(delivery: DeliveryRecord, now: number): Promise<void>;
+}
+
+/** A wait shorter than this is due: SQS delays count whole seconds. */
+const DUE_WITHIN_MS = 1000;
+
+const sqsRecordSchema = z.object({
+  messageId: z.string(),
+  body: z.string(),
+  attributes: z.looseObject({ MessageGroupId: z.string().optional() }).optional(),
+  eventSourceARN: z.string(),
+});
+type SqsRecord = z.infer<typeof sqsRecordSchema>;
+const sqsEventSchema = z.object({ Records: z.array(sqsRecordSchema) });
+
+export const deliveryRecordSchema = z.object({
+  id: z.string().startsWith("dlv_"),
+  webhookId: z.string().startsWith("wh_"),
+  subscriptionIds: z.array(z.string()),
+  emitterId: z.string(),
+  eventId: z.string(),
+  channel: z.string(),
+  payload: z.json(),
+  attempts: z.number().int().min(0),
+  nextAttemptAt: z.number(),
+  createdAt: z.number(),
+  lastError: z.string().optional(),
+});
+
+/** FIFO queue ARNs end in `.fifo`; the retry queue is a standard queue. */
+const fromFifo = (record: SqsRecord) => record.eventSourceARN.endsWith(".fifo");
+
+export interface WebhookDelivererOptions {
+  /** @default the AWS composition root */
+  readonly loadDeps?: () => Promise<Deps>;
+  /** @default NodeHttpWebhookSender with private addresses refused */
+  readonly sender?: WebhookSender;
+  /** @default SqsDeliveryRetryQueue on `SLUICE_DELIVERY_RETRY_QUEUE_URL` */
+  readonly retryQueue?: () => Promise<RetryScheduler>;
+  /** @default DEFAULT_DELIVERY_SETTINGS */
+  readonly settings?: Partial<DeliverySettings>;
+}
+
+/** The retry queue of the deployed function, built on first use (the SDK loads only then). */
+async function awsRetryQueue(): Promise<RetryScheduler> {
+  const [{ SQSClient }, { SqsDeliveryRetryQueue }, { loadAwsComputeConfig }] = await Promise.all([
+    import("@aws-sdk/client-sqs"),
+    import("#adapters/aws/sqs-delivery-queue"),
+    import("#config/aws-compute-env"),
+  ]);
+  const queueUrl = loadAwsComputeConfig().deliveryRetryQueueUrl;
+  if (!queueUrl) throw new Error("the retry queue is not available: this function was deployed without its URL");
+  return new SqsDeliveryRetryQueue({ sqs: new SQSClient({}), queueUrl });
+}
+
+function once<T>(build: () => Promise<T>): () => Promise<T> {
+  let built: Promise<T> | undefined;
+  return () => {
+    built ??= build().catch((error: unknown) => {
+      built = undefined;
+      throw error;
+    });
+    return built;
+  };
+}
+
+/** The deliverer's entry with its dependencies given (tests); {@link handler} builds the AWS ones. */
+export function createWebhookDelivererHandler(options: WebhookDelivererOptions = {}) {
+  const loadDeps = options.loadDeps ?? loadAwsDeps;
+  const sender = options.sender ?? new NodeHttpWebhookSender({ allowPrivateAddresses: false });
+  const retryQueue = once(options.retryQueue ?? awsRetryQueue);
+  const settings = deliverySettings(options.settings);
+
+  /** True when the message is done with; false when Sluice failed and SQS should hand it over again. */
+  async function deliver(deps: Deps, record: SqsRecord): Promise<boolean> {
+    let delivery: DeliveryRecord;
+    try {
+      delivery = deliveryRecordSchema.parse(JSON.parse(record.body)) as DeliveryRecord;
+    } catch (error) {
+      deps.log.error("malformed webhook delivery dropped", { message_id: record.messageId, error: String(error) });
+      return true;
+    }
+    const fields = { delivery_id: delivery.id, webhook_id: delivery.webhookId, event_id: delivery.eventId };
+    try {
+      const now = deps.clock.nowMs();
+      if (!fromFifo(record) && delivery.nextAttemptAt - now >= DUE_WITHIN_MS) {
+        await (await retryQueue()).schedule(delivery, now);
+        return true;
+      }
+      const outcome = await attemptDelivery(deps, sender, delivery, now, settings);
+      switch (outcome.kind) {
+        case "delivered":
+          break;
+        case "retry":
+          await (await retryQueue()).schedule(
+            { ...delivery, attempts: outcome.attempts, nextAttemptAt: outcome.at, lastError: outcome.error },
+            deps.clock.nowMs(),
+          );
+          deps.log.info("webhook delivery failed; it will be retried", {
+            ...fields,
+            attempts: outcome.attempts,
+            error: outcome.error,
+            next_attempt_at: new Date(outcome.at).toISOString(),
+          });
+          break;
+        case "dead":
+          deps.log.warn("webhook delivery failed every attempt; kept as a dead letter", {
+            ...fields,
+            attempts: outcome.attempts,
+            error: outcome.error,
+          });
+          break;
+        case "dropped":
+          deps.log.info("webhook delivery dropped", { ...fields, reason: outcome.reason });
+          break;
+      }
+      return true;
+    } catch (error) {
+      deps.log.error("webhook delivery could not be attempted; SQS hands it over again", {
+        ...fields,
+        error: String(error),
+      });
+      return false;
+    }
+  }
+
+  return async function handler(event: unknown): Promise<SQSBatchResponse> {
+    const deps = await loadDeps();
+    const parsed = sqsEventSchema.safeParse(event);
+    if (!parsed.success) {
+      deps.log.error("malformed SQS event dropped", { issues: parsed.error.issues });
+      return { batchItemFailures: [] };
+    }
+    const groups = new Map<string, SqsRecord[]>();
+    const retries: SqsRecord[] = [];
+    for (const record of parsed.data.Records) {
+      if (!fromFifo(record)) {
+        retries.push(record);
+        continue;
+      }
+      const group = record.attributes?.MessageGroupId ?? "";
+      const list = groups.get(group);
+      if (list) list.push(record);
+      else groups.set(group, [record]);
+    }
+    const failed: string[] = [];
+    await Promise.all([
+      ...[...groups.values()].map(async (records) => {
+        for (const [index, record] of records.entries()) {
+          if (await deliver(deps, record)) continue;
+          // FIFO: the later messages of the group must not go before this one.
+          failed.push(...records.slice(index).map((later) => later.messageId));
+          return;
+        }
+      }),
+      ...retries.map(async (record) => {
+        if (!(await deliver(deps, record))) failed.push(record.messageId);
+      }),
+    ]);
+    return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
+  };
+}
+
+export const handler = createWebhookDelivererHandler();

@@ -1,0 +1,314 @@
+import { randomUUID } from "node:crypto";
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { Socket } from "node:net";
+import { performance } from "node:perf_hooks";
+import type { InProcessEventBus } from "#adapters/local/in-process-event-bus";
+import { authenticate } from "#core/accounts";
+import type { StoredEvent } from "#core/component-model";
+import { DomainError, isDomainError } from "#core/errors";
+import { compareEventIds } from "#core/event-ids";
+import {
+  eventsAfter,
+  openSourceStream,
+  type SourceStream,
+  SSE_HEADERS,
+  SSE_KEEPALIVE_FRAME,
+  SSE_KEEPALIVE_MS,
+  SSE_OPENING_FRAME,
+  sseFrame,
+  streamCarries,
+} from "#core/source-stream";
+import { errorResult, type HttpResult, jsonResult } from "#http/pipeline";
+import type { Deps } from "#ports/deps";
+
+/** `/sources/{id}/sse`, without a version segment (rest-api.md "Source events"). */
+export const STREAM_PATH = /^\/sources\/([^/]+)\/sse$/;
+
+/**
+ * Bytes a client may leave unread (the response's and its socket's buffers) before it is
+ * disconnected. A client that reconnects with `Last-Event-ID` catches up from the history.
+ */
+export const MAX_UNSENT_BYTES = 1024 * 1024;
+
+export interface SourceStreamServerOptions {
+  deps: Deps;
+  /** The bus core publishes every stored event on (`localDeps().bus`). */
+  bus: Pick<InProcessEventBus, "subscribe">;
+  /** A comment is sent to a client nothing was sent to for this long. @default SSE_KEEPALIVE_MS */
+  keepaliveMs?: number;
+  /** See {@link MAX_UNSENT_BYTES}. @default MAX_UNSENT_BYTES */
+  maxUnsentBytes?: number;
+}
+
+/** A live event kept for a client that is still being sent the history. */
+interface PendingFrame {
+  id: string;
+  text: string;
+}
+
+interface StreamClient {
+  readonly stream: SourceStream;
+  /** Clients with the same selection get the same bytes: frames are joined once per selection. */
+  readonly selection: string;
+  readonly response: ServerResponse;
+  readonly socket: Socket;
+  open: boolean;
+  lastWriteMs: number;
+  /** Live frames that arrived while the history was being sent; undefined once the client is live. */
+  backlog: PendingFrame[] | undefined;
+  backlogBytes: number;
+}
+
+/** The clients of one source and its single bus subscription. */
+interface SourceHub {
+  clients: Set<StreamClient>;
+  unsubscribe: () => void;
+}
+
+/** The frames one publish sends to one selection, encoded once for all its clients. */
+interface Batch {
+  frames: PendingFrame[];
+  bytes: Buffer;
+}
+
+function sendResult(response: ServerResponse, result: HttpResult, requestId: string): void {
+  response.writeHead(result.statusCode, { ...result.headers, "x-request-id": requestId });
+  response.end(result.body);
+}
+
+/**
+ * The live streams of local mode, `GET /sources/{id}/sse` (docs/events.md "Live stream"). One bus
+ * subscription per followed source feeds every client of that source: each event is framed once
+ * and written to the clients whose selection carries it. A client resuming with `Last-Event-ID`
+ * is subscribed before the history is read, so events stored meanwhile are kept aside and sent
+ * after the history, skipping what the history already sent.
+ *
+ * Slow clients: writes never wait for a live client. One whose unsent bytes pass
+ * `maxUnsentBytes` (or whose kept-aside live events do, while it catches up) is disconnected;
+ * it resumes from the history with `Last-Event-ID`.
+ */
+export class SourceStreamServer {
+  private readonly deps: Deps;
+  private readonly bus: Pick<InProcessEventBus, "subscribe">;
+  private readonly keepaliveMs: number;
+  private readonly maxUnsentBytes: number;
+  private readonly hubs = new Map<string, SourceHub>();
+  private clientTotal = 0;
+  private ticker: NodeJS.Timeout | undefined;
+  private closing = false;
+
+  constructor(options: SourceStreamServerOptions) {
+    this.deps = options.deps;
+    this.bus = options.bus;
+    this.keepaliveMs = options.keepaliveMs ?? SSE_KEEPALIVE_MS;
+    this.maxUnsentBytes = options.maxUnsentBytes ?? MAX_UNSENT_BYTES;
+  }
+
+  /** Open streams, of one source or of all. */
+  clientCount(sourceId?: string): number {
+    return sourceId === undefined ? this.clientTotal : (this.hubs.get(sourceId)?.clients.size ?? 0);
+  }
+
+  /**
+   * Serves one stream request. Errors before streaming answer like the API (JSON, 401 with
+   * `www-authenticate`, 404, 400 naming the field, 405 with `allow`).
+   */
+  async handle(request: IncomingMessage, response: ServerResponse, url: URL, sourceId: string): Promise<void> {
+    const requestId = randomUUID();
+    request.resume();
+    let gone = false;
+    let client: StreamClient | undefined;
+    response.once("close", () => {
+      gone = true;
+      if (client) this.detach(client);
+    });
+    if (request.method !== "GET") {
+      const result = errorResult(
+        new DomainError("method_not_allowed", `${request.method} is not allowed on ${url.pathname}`),
+        requestId,
+        undefined,
+      );
+      result.headers.allow = "GET";
+      return sendResult(response, result, requestId);
+    }
+
+    let stream: SourceStream;
+    try {
+      const caller = await authenticate(this.deps, request.headers.authorization);
+      const header = request.headers["last-event-id"];
+      stream = await openSourceStream(this.deps, caller, sourceId, {
+        lastEventId:
+          (typeof header === "string" && header.trim()) || (url.searchParams.get("last_event_id") ?? undefined),
+        event_name: url.searchParams.get("event_name") ?? undefined,
+      });
+    } catch (error) {
+      const result = errorResult(error, requestId, this.deps.log.child({ request_id: requestId }));
+      if (isDomainError(error) && error.code === "unauthorized") {
+        result.headers["www-authenticate"] = 'Bearer realm="sluice"';
+      }
+      return sendResult(response, result, requestId);
+    }
+    if (gone) return;
+    if (this.closing) return sendResult(response, jsonResult(503, { error: "the server is stopping" }), requestId);
+
+    request.socket.setNoDelay(true);
+    client = this.attach(stream, response, request.socket);
+    response.writeHead(200, { ...SSE_HEADERS, "x-request-id": requestId });
+    this.write(client, SSE_OPENING_FRAME);
+    if (stream.resumeAfter !== undefined) await this.catchUp(client, stream.resumeAfter);
+  }
+
+  /** Ends every stream (server stop) and stops following sources. New streams are refused. */
+  close(): void {
+    this.closing = true;
+    for (const hub of [...this.hubs.values()]) {
+      for (const client of [...hub.clients]) {
+        this.detach(client);
+        // The connection is closed once the end is flushed, so the server's close does not wait for it.
+        const { socket } = client;
+        client.response.end(() => socket.destroy());
+      }
+    }
+  }
+
+  private attach(stream: SourceStream, response: ServerResponse, socket: Socket): StreamClient {
+    const client: StreamClient = {
+      stream,
+      selection: stream.channel === undefined ? "*" : `=${stream.channel}`,
+      response,
+      socket,
+      open: true,
+      lastWriteMs: performance.now(),
+      backlog: stream.resumeAfter === undefined ? undefined : [],
+      backlogBytes: 0,
+    };
+    let hub = this.hubs.get(stream.sourceId);
+    if (!hub) {
+      const clients = new Set<StreamClient>();
+      const unsubscribe = this.bus.subscribe(stream.sourceId, (events) => this.broadcast(clients, events));
+      hub = { clients, unsubscribe };
+      this.hubs.set(stream.sourceId, hub);
+    }
+    hub.clients.add(client);
+    this.clientTotal++;
+    if (!this.ticker) {
+      this.ticker = setInterval(() => this.keepalive(), Math.max(1, Math.floor(this.keepaliveMs / 4)));
+      this.ticker.unref();
+    }
+    return client;
+  }
+
+  private detach(client: StreamClient): void {
+    if (!client.open) return;
+    client.open = false;
+    client.backlog = undefined;
+    this.clientTotal--;
+    const hub = this.hubs.get(client.stream.sourceId);
+    if (hub?.clients.delete(client) && hub.clients.size === 0) {
+      hub.unsubscribe();
+      this.hubs.delete(client.stream.sourceId);
+    }
+    if (this.clientTotal === 0 && this.ticker) {
+      clearInterval(this.ticker);
+      this.ticker = undefined;
+    }
+  }
+
+  /** Sends one publish (one source, id order) to the source's clients. */
+  private broadcast(clients: Set<StreamClient>, events: readonly StoredEvent[]): void {
+    const framed: (string | undefined)[] = [];
+    const batches = new Map<string, Batch>();
+    for (const client of clients) {
+      let batch = batches.get(client.selection);
+      if (!batch) {
+        const frames: PendingFrame[] = [];
+        events.forEach((event, i) => {
+          if (!streamCarries(client.stream, event)) return;
+          framed[i] ??= sseFrame(event);
+          frames.push({ id: event.id, text: framed[i] });
+        });
+        batch = { frames, bytes: Buffer.from(frames.map((frame) => frame.text).join("")) };
+        batches.set(client.selection, batch);
+      }
+      if (batch.frames.length === 0) continue;
+      if (client.backlog) this.keepAside(client, batch);
+      else this.write(client, batch.bytes);
+    }
+  }
+
+  private keepAside(client: StreamClient, batch: Batch): void {
+    client.backlog?.push(...batch.frames);
+    client.backlogBytes += batch.bytes.length;
+    if (client.backlogBytes > this.maxUnsentBytes) this.disconnect(client, "too many live events while catching up");
+  }
+
+  private write(client: StreamClient, data: string | Buffer): void {
+    if (!client.open) return;
+    // Counts the socket's own buffer too: what the client has not taken yet. Checked before the
+    // write, so one event larger than the bound still reaches a client that keeps up.
+    if (client.response.writableLength > this.maxUnsentBytes) {
+      this.disconnect(client, "too slow");
+      return;
+    }
+    client.response.write(data);
+    client.lastWriteMs = performance.now();
+  }
+
+  private disconnect(client: StreamClient, reason: string): void {
+    this.detach(client);
+    this.deps.log.info("live stream client disconnected", { source_id: client.stream.sourceId, reason });
+    client.response.destroy();
+  }
+
+  /**
+   * Sends the history after `afterId`, waiting for the client to read it, then the live events
+   * kept aside meanwhile that are newer than the last one sent.
+   */
+  private async catchUp(client: StreamClient, afterId: string): Promise<void> {
+    let lastId = afterId;
+    try {
+      for await (const event of eventsAfter(this.deps, client.stream, afterId)) {
+        if (!client.open) return;
+        const flushed = client.response.write(sseFrame(event));
+        client.lastWriteMs = performance.now();
+        lastId = event.id;
+        if (!flushed) await drained(client.response);
+      }
+    } catch (error) {
+      this.deps.log.error("live stream history could not be read", {
+        source_id: client.stream.sourceId,
+        error: String(error),
+      });
+      if (client.open) this.disconnect(client, "history unavailable");
+      return;
+    }
+    const backlog = client.backlog;
+    if (!client.open || !backlog) return;
+    client.backlog = undefined;
+    client.backlogBytes = 0;
+    const rest = backlog.filter((frame) => compareEventIds(frame.id, lastId) > 0);
+    if (rest.length > 0) this.write(client, rest.map((frame) => frame.text).join(""));
+  }
+
+  private keepalive(): void {
+    const now = performance.now();
+    for (const hub of this.hubs.values()) {
+      for (const client of hub.clients) {
+        if (!client.backlog && now - client.lastWriteMs >= this.keepaliveMs) this.write(client, SSE_KEEPALIVE_FRAME);
+      }
+    }
+  }
+}
+
+/** Resolves when the response's buffer drains or the connection closes. */
+function drained(response: ServerResponse): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      response.off("drain", done);
+      response.off("close", done);
+      resolve();
+    };
+    response.on("drain", done);
+    response.on("close", done);
+  });
+}

@@ -1,0 +1,9 @@
+/**
+ * Physical removal of deleted events, after `DELETE /sources/{id}/events` has answered 202.
+ * Adapters: `InProcessEventPurger` (local mode: in the background in this process) and
+ * `LambdaEventPurger` (AWS: an asynchronous `Invoke` of the event-purger function). Either way the
+ * job ends in `EventStore.purgeDeletedEvents(sourceId)`, which is idempotent.
+ */
+export interface EventPurger {
+  purgeLater(sourceId: string): Promise<void>;
+}

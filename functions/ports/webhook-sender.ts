@@ -1,0 +1,17 @@
+/** What one POST to a webhook URL came to: the status the receiver answered, or why there was none. */
+export type WebhookSendResult = { status: number } | { error: string };
+
+/**
+ * POSTs one webhook delivery. Never rejects for a network failure: a refused connection, a
+ * timeout, an unresolvable or refused address all come back as `{ error }`. Redirects are not
+ * followed (a 3xx is a status like any other). Adapter: `NodeHttpWebhookSender`
+ * (`functions/adapters/node-http-webhook-sender.ts`), on both platforms.
+ */
+export interface WebhookSender {
+  post(
+    url: string,
+    headers: Readonly<Record<string, string>>,
+    body: string,
+    timeoutMs: number,
+  ): Promise<WebhookSendResult>;
+}

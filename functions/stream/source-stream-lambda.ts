@@ -1,0 +1,314 @@
+/**
+ * The live stream on AWS, `GET <stream URL>/sources/{id}/sse`: a Lambda function behind a function
+ * URL with response streaming (`InvokeMode: RESPONSE_STREAM`, auth `NONE`: the function checks the
+ * Bearer key itself). API Gateway HTTP APIs cannot stream, so the HTTP API's `GET /sources/{id}/sse`
+ * only redirects here (`sse-redirect.ts`).
+ *
+ * What is sent is decided by `functions/core/source-stream.ts`, as in local mode. The I/O differs:
+ * a Lambda function has no bus to listen to, so it POLLS the store for events newer than the last
+ * id it sent (every `SLUICE_STREAM_POLL_MS`). A client that resumes (`Last-Event-ID`) first gets
+ * the events after that id from the history, through the same loop. Ids increase and events
+ * become visible in id order, so "newer than the last id sent" misses nothing and repeats nothing.
+ *
+ * A Lambda invocation lasts at most 15 minutes. The response ends cleanly `SLUICE_STREAM_END_MARGIN_MS`
+ * before the function's timeout (and after {@link MAX_RESPONSE_BYTES}); the client reconnects with
+ * `Last-Event-ID` (an `EventSource` does it by itself, after the opening frame's `retry:`) and
+ * resumes exactly where it was. Lambda does not tell a function that its client went away, so a
+ * disconnected stream polls until its window ends.
+ *
+ * A slow client cannot grow memory: when the response stream reports backpressure, nothing more is
+ * read from the store until it drains (or the window ends). Each client has its own invocation, so
+ * it slows nobody else.
+ */
+import type { Writable } from "node:stream";
+import { finished } from "node:stream/promises";
+import { setTimeout as sleep } from "node:timers/promises";
+import { z } from "zod";
+import { loadAwsComputeConfig, type StreamSettings } from "#config/aws-compute-env";
+import { authenticate } from "#core/accounts";
+import { DomainError, isDomainError } from "#core/errors";
+import { compareEventIds } from "#core/event-ids";
+import {
+  eventsAfter,
+  openSourceStream,
+  type SourceStream,
+  SSE_HEADERS,
+  SSE_KEEPALIVE_FRAME,
+  SSE_KEEPALIVE_MS,
+  SSE_OPENING_FRAME,
+  sseFrame,
+  streamCarries,
+} from "#core/source-stream";
+import { errorResult, type HttpResult } from "#http/pipeline";
+import { sourceIdParams } from "#http/schemas";
+import type { Deps } from "#ports/deps";
+import type { EventQuery } from "#ports/event-store";
+import type { Logger } from "#ports/logger";
+
+/**
+ * A response ends once it has carried this much (the client reconnects at once and resumes):
+ * well below Lambda's limit on a streamed response, and it restarts the uncapped first 6 MB.
+ */
+export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
+
+/** What the stream reads: the caller's key, the source, its events. */
+export type StreamDeps = Pick<Deps, "identity" | "sources" | "events" | "log">;
+
+/** The parts of the function URL event (payload format 2.0) the stream reads. */
+export const functionUrlEventSchema = z.object({
+  rawPath: z.string().default("/"),
+  rawQueryString: z.string().default(""),
+  headers: z.record(z.string(), z.string()).default({}),
+  requestContext: z
+    .object({
+      requestId: z.string().optional(),
+      http: z.object({ method: z.string().default("GET") }).default({ method: "GET" }),
+    })
+    .default({ http: { method: "GET" } }),
+});
+
+/** The invocation context the handler uses (Lambda's `Context` has these). */
+export interface StreamContext {
+  getRemainingTimeInMillis(): number;
+  awsRequestId?: string;
+}
+
+export interface ResponseMetadata {
+  statusCode: number;
+  headers: Record<string, string>;
+}
+
+/**
+ * Sets the status and headers of a streamed response and returns the stream to write the body to:
+ * `awslambda.HttpResponseStream.from` in the Lambda runtime.
+ */
+export type ResponseStreamFactory = (stream: Writable, metadata: ResponseMetadata) => Writable;
+
+export interface SourceStreamHandlerOptions {
+  /** Builds (once) what the stream reads. */
+  loadDeps: () => Promise<StreamDeps>;
+  /** Poll interval and end margin. @default from the environment (`loadAwsComputeConfig`) */
+  settings?: () => Pick<StreamSettings, "pollIntervalMs" | "endMarginMs">;
+  /** A comment line is sent when nothing was sent for this long. @default SSE_KEEPALIVE_MS */
+  keepaliveMs?: number;
+  /** @default MAX_RESPONSE_BYTES */
+  maxResponseBytes?: number;
+  /** @default awslambda.HttpResponseStream.from when the Lambda runtime provides it, else the stream as is */
+  responseStream?: ResponseStreamFactory;
+}
+
+type LambdaGlobal = {
+  streamifyResponse?: <H>(handler: H) => H;
+  HttpResponseStream?: { from(stream: Writable, metadata: ResponseMetadata): Writable };
+};
+
+const lambdaGlobal = (): LambdaGlobal | undefined => (globalThis as unknown as { awslambda?: LambdaGlobal }).awslambda;
+
+/** `awslambda.HttpResponseStream.from` when running in Lambda; elsewhere the body goes to the stream itself. */
+export const lambdaResponseStream: ResponseStreamFactory = (stream, metadata) => {
+  const responses = lambdaGlobal()?.HttpResponseStream;
+  return responses ? responses.from(stream, metadata) : stream;
+};
+
+const PATH = /^\/+sources\/+([^/]+)\/+sse\/*$/;
+
+/** The source id of a stream path, or undefined for any other path. */
+export function streamPathSourceId(rawPath: string): string | undefined {
+  const match = PATH.exec(rawPath);
+  if (!match) return undefined;
+  try {
+    return decodeURIComponent(match[1] as string);
+  } catch {
+    return match[1];
+  }
+}
+
+/** The source id of a request for a stream; anything else is a 404 or 405, answered without reading the store. */
+function routeOf(event: z.infer<typeof functionUrlEventSchema>): string {
+  const method = event.requestContext.http.method.toUpperCase();
+  const sourceId = streamPathSourceId(event.rawPath);
+  if (sourceId === undefined) {
+    throw new DomainError("not_found", `no route for ${method} ${event.rawPath}: streams are at /sources/{id}/sse`);
+  }
+  if (method !== "GET") throw new DomainError("method_not_allowed", `${method} is not allowed on ${event.rawPath}`);
+  return sourceId;
+}
+
+/** Checks the caller and the request and opens the stream: every error here is answered as JSON, before any byte is streamed. */
+async function open(
+  deps: StreamDeps,
+  event: z.infer<typeof functionUrlEventSchema>,
+  sourceId: string,
+): Promise<SourceStream> {
+  const caller = await authenticate(deps, event.headers.authorization);
+  const params = sourceIdParams.safeParse({ id: sourceId });
+  if (!params.success) {
+    const message = params.error.issues[0]?.message ?? "is not a source id";
+    throw new DomainError("validation", `id: ${message}`, [{ field: "id", message }]);
+  }
+  const query = new URLSearchParams(event.rawQueryString);
+  return openSourceStream(deps, caller, params.data.id, {
+    lastEventId: event.headers["last-event-id"] ?? query.get("last_event_id") ?? undefined,
+    event_name: query.get("event_name") ?? undefined,
+  });
+}
+
+/** The error response of a request refused before streaming. */
+function refusal(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
+  const result = errorResult(error, requestId, log);
+  result.headers["x-request-id"] = requestId;
+  if (isDomainError(error) && error.code === "unauthorized")
+    result.headers["www-authenticate"] = 'Bearer realm="sluice"';
+  if (isDomainError(error) && error.code === "method_not_allowed") result.headers.allow = "GET";
+  return result;
+}
+
+/** The id the stream starts after when the client does not resume: the newest event it carries now. */
+async function newestId(deps: StreamDeps, stream: SourceStream): Promise<string> {
+  const query: EventQuery = { limit: 1, count: false };
+  if (stream.channel !== undefined) query.channel = stream.channel;
+  const page = await deps.events.listEvents(stream.sourceId, query);
+  return page.items[0]?.id ?? "0-0";
+}
+
+/** Writes with backpressure: waits for `drain` unless `stop` fires first. */
+class FrameWriter {
+  bytes = 0;
+  lastWriteAt = Date.now();
+
+  constructor(
+    private readonly out: Writable,
+    private readonly stop: AbortSignal,
+  ) {}
+
+  /** False when nothing was written: the response is ending. */
+  async write(text: string): Promise<boolean> {
+    if (this.stop.aborted || this.out.destroyed || this.out.writableEnded) return false;
+    this.bytes += Buffer.byteLength(text, "utf8");
+    this.lastWriteAt = Date.now();
+    if (this.out.write(text)) return true;
+    await new Promise<void>((resolve) => {
+      const done = () => {
+        this.out.off("drain", done);
+        this.out.off("close", done);
+        this.stop.removeEventListener("abort", done);
+        resolve();
+      };
+      this.out.once("drain", done);
+      this.out.once("close", done);
+      this.stop.addEventListener("abort", done, { once: true });
+    });
+    return true;
+  }
+}
+
+/** Ends the response and waits (briefly) until it is flushed. */
+async function endResponse(out: Writable, body?: string): Promise<void> {
+  // A client that went away may make the end fail; that must not be an unhandled 'error'.
+  out.on("error", () => undefined);
+  if (!out.destroyed && !out.writableEnded) out.end(body);
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([
+    finished(out).catch(() => undefined),
+    new Promise((resolve) => {
+      timer = setTimeout(resolve, 2_000);
+    }),
+  ]);
+  clearTimeout(timer);
+}
+
+/**
+ * The handler Lambda wraps with `awslambda.streamifyResponse`: `(event, responseStream, context)`.
+ * Tests call it directly with a Node `Writable` and a context whose remaining time they choose.
+ */
+export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
+  const settingsOf = options.settings ?? (() => loadAwsComputeConfig().stream);
+  const keepaliveMs = options.keepaliveMs ?? SSE_KEEPALIVE_MS;
+  const maxBytes = options.maxResponseBytes ?? MAX_RESPONSE_BYTES;
+  const respond = options.responseStream ?? lambdaResponseStream;
+
+  return async (rawEvent: unknown, responseStream: Writable, context: StreamContext): Promise<void> => {
+    let requestId = context.awsRequestId ?? "unknown";
+    let deps: StreamDeps | undefined;
+    let stream: SourceStream;
+    let cursor: string;
+    let settings: Pick<StreamSettings, "pollIntervalMs" | "endMarginMs">;
+    try {
+      const event = functionUrlEventSchema.parse(rawEvent);
+      requestId = event.requestContext.requestId ?? requestId;
+      const sourceId = routeOf(event);
+      deps = await options.loadDeps();
+      settings = settingsOf();
+      stream = await open(deps, event, sourceId);
+      cursor = stream.resumeAfter ?? (await newestId(deps, stream));
+    } catch (error) {
+      const result = refusal(error, requestId, deps?.log.child({ request_id: requestId }));
+      await endResponse(
+        respond(responseStream, { statusCode: result.statusCode, headers: result.headers }),
+        result.body,
+      );
+      return;
+    }
+    const log = deps.log.child({ request_id: requestId, source_id: stream.sourceId });
+
+    // Everything that ends the response: the window closing, the client going away, the byte cap.
+    const stop = new AbortController();
+    const windowMs = Math.max(0, context.getRemainingTimeInMillis() - settings.endMarginMs);
+    const deadline = setTimeout(() => stop.abort("window"), windowMs);
+    const out = respond(responseStream, {
+      statusCode: 200,
+      headers: { ...SSE_HEADERS, "x-request-id": requestId },
+    });
+    const gone = () => stop.abort("client");
+    out.once("close", gone);
+    out.on("error", gone);
+    const writer = new FrameWriter(out, stop.signal);
+    const stopping = () => stop.signal.aborted || context.getRemainingTimeInMillis() <= settings.endMarginMs;
+
+    let sent = 0;
+    let failed = false;
+    try {
+      await writer.write(SSE_OPENING_FRAME);
+      while (!stopping()) {
+        for await (const stored of eventsAfter(deps, stream, cursor)) {
+          if (stopping()) break;
+          if (compareEventIds(stored.id, cursor) <= 0) continue;
+          if (streamCarries(stream, stored)) {
+            if (!(await writer.write(sseFrame(stored)))) break;
+            sent++;
+          }
+          cursor = stored.id;
+          if (writer.bytes >= maxBytes) stop.abort("size");
+        }
+        if (stopping()) break;
+        if (Date.now() - writer.lastWriteAt >= keepaliveMs) await writer.write(SSE_KEEPALIVE_FRAME);
+        const untilKeepalive = Math.max(1, keepaliveMs - (Date.now() - writer.lastWriteAt));
+        await sleep(Math.min(settings.pollIntervalMs, untilKeepalive), undefined, { signal: stop.signal }).catch(
+          () => undefined,
+        );
+      }
+    } catch (error) {
+      // The store failed: end the response; the client reconnects with the last id it received.
+      failed = true;
+      log.error("stream failed", { error: (error as Error).message, stack: (error as Error).stack });
+    } finally {
+      clearTimeout(deadline);
+      out.off("close", gone);
+      const reason = failed ? "error" : String(stop.signal.reason ?? "window");
+      log.info("stream ended", { reason, events_sent: sent, last_event_id: cursor });
+      await endResponse(out);
+    }
+  };
+}
+
+/**
+ * The AWS composition root, imported on the first invocation (tests import this module without
+ * the AWS SDK). The stream reads the resources table only.
+ */
+const loadAwsStreamDeps = async (): Promise<StreamDeps> =>
+  (await import("#adapters/aws/composition")).awsDeps({ resources: true });
+
+export const streamHandler = createSourceStreamHandler({ loadDeps: loadAwsStreamDeps });
+
+/** The Lambda entry: `awslambda.streamifyResponse` exists only in Lambda's Node.js runtime. */
+export const handler = lambdaGlobal()?.streamifyResponse?.(streamHandler) ?? streamHandler;

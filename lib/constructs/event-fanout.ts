@@ -1,0 +1,182 @@
+import { Duration } from "aws-cdk-lib";
+import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { EventBus, Rule } from "aws-cdk-lib/aws-events";
+import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
+import { PolicyStatement } from "aws-cdk-lib/aws-iam";
+import type { Function as LambdaFunction } from "aws-cdk-lib/aws-lambda";
+import { SqsDestination } from "aws-cdk-lib/aws-lambda-destinations";
+import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
+import type { RetentionDays } from "aws-cdk-lib/aws-logs";
+import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption, type QueueProps } from "aws-cdk-lib/aws-sqs";
+import { Construct } from "constructs";
+import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
+import { ENV } from "#config/env";
+import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
+import { SluiceFunction } from "./sluice-function.ts";
+import type { SourceCompute } from "./source-compute.ts";
+
+/** A delivery message may carry an event of 256 KiB twice (`event` and `e`): SQS's largest size. */
+const MAX_MESSAGE_BYTES = 1024 * 1024;
+/** Time limit of the deliverer: a FIFO batch's deliveries to one webhook go one after the other. */
+const DELIVERER_TIMEOUT = Duration.seconds(90);
+/** Messages of the delivery queues in one invocation of the deliverer. */
+export const DELIVERY_BATCH_SIZE = 5;
+export const RETRY_BATCH_SIZE = 10;
+/** Receives of a message Sluice failed to handle (a store, a key, a queue) before its dead-letter queue. */
+export const MAX_RECEIVES = 5;
+
+export interface EventFanoutProps {
+  /** The resources table: sources and subscriptions (read), webhooks and dead letters (read, write). */
+  readonly resourcesTable: ITableV2;
+  /** What sources run on: the dispatcher queues runs on its runner; the deliverer opens signing secrets with its key. */
+  readonly sources: SourceCompute;
+  /** Stage of the deployment: the bus is `sluice-<stage>`. */
+  readonly stage: string;
+  /** @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * Subscriptions and webhook delivery on AWS (docs/aws.md, "Subscriptions and webhook delivery on
+ * AWS"):
+ *
+ * - the **bus** `sluice-<stage>`, on which functions that append events publish them
+ *   ({@link attachPublisher}), and a **rule** that hands every such entry to
+ * - the **dispatcher** (`functions/internal/event-dispatcher.ts`), which resolves subscriptions,
+ *   queues runs of listening sources and sends webhook deliveries to
+ * - the FIFO **delivery queue** (one message group per webhook; also fed by dead-letter replays,
+ *   {@link attachDeliveryQueuer}), consumed by
+ * - the **deliverer** (`functions/internal/webhook-deliverer.ts`), which sends failed attempts to
+ *   the **retry queue**, delayed until they are due, and consumes it too;
+ * - a dead-letter queue for each stage, for what Sluice itself failed to handle: entries the rule
+ *   could not hand over and dispatches that failed every retry ({@link dispatchDeadLetterQueue}),
+ *   deliveries the deliverer failed 5 times (one per delivery queue). A receiver that keeps failing
+ *   ends in the dead-letter *store* instead, which users list and replay through the API.
+ */
+export class EventFanout extends Construct {
+  readonly bus: EventBus;
+  readonly rule: Rule;
+  readonly dispatcher: SluiceFunction;
+  /** Entries the rule could not hand to the dispatcher, and dispatches that failed every retry. */
+  readonly dispatchDeadLetterQueue: Queue;
+  /** FIFO; one message group per webhook. */
+  readonly deliveryQueue: Queue;
+  readonly deliveryDeadLetterQueue: Queue;
+  /** Standard; failed deliveries wait here, delayed, for their next attempt. */
+  readonly retryQueue: Queue;
+  readonly retryDeadLetterQueue: Queue;
+  readonly deliverer: SluiceFunction;
+
+  constructor(scope: Construct, id: string, props: EventFanoutProps) {
+    super(scope, id);
+    const { resourcesTable, sources } = props;
+
+    this.bus = new EventBus(this, "Bus", {
+      eventBusName: `sluice-${props.stage}`,
+      description: "Sluice: events stored by sources, for their subscribers",
+    });
+
+    const common: QueueProps = {
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+    };
+    this.dispatchDeadLetterQueue = new Queue(this, "DispatchDeadLetters", common);
+    this.deliveryDeadLetterQueue = new Queue(this, "DeliveryDeadLetters", { ...common, fifo: true });
+    this.retryDeadLetterQueue = new Queue(this, "RetryDeadLetters", common);
+    const consumed: QueueProps = {
+      ...common,
+      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
+      // Lambda's advice for queues it polls: six times the function's timeout.
+      visibilityTimeout: Duration.seconds(DELIVERER_TIMEOUT.toSeconds() * 6),
+    };
+    this.deliveryQueue = new Queue(this, "Deliveries", {
+      ...consumed,
+      fifo: true,
+      // Deduplication ids are set per message (the delivery id and when it is due).
+      contentBasedDeduplication: false,
+      // High-throughput FIFO: limits and deduplication per webhook, not per queue.
+      deduplicationScope: DeduplicationScope.MESSAGE_GROUP,
+      fifoThroughputLimit: FifoThroughputLimit.PER_MESSAGE_GROUP_ID,
+      deadLetterQueue: { queue: this.deliveryDeadLetterQueue, maxReceiveCount: MAX_RECEIVES },
+    });
+    this.retryQueue = new Queue(this, "Retries", {
+      ...consumed,
+      deadLetterQueue: { queue: this.retryDeadLetterQueue, maxReceiveCount: MAX_RECEIVES },
+    });
+
+    this.dispatcher = new SluiceFunction(this, "Dispatcher", {
+      entry: "functions/internal/event-dispatcher.ts",
+      description: "Routes stored events to their subscribers (functions/internal/event-dispatcher.ts)",
+      timeout: Duration.seconds(60),
+      environment: { [ENV.resourcesTable]: resourcesTable.tableName },
+      logRetention: props.logRetention,
+    });
+    const dispatcherFn = this.dispatcher.lambdaFunction;
+    // Reads sources, subscriptions and referenced events; writes nothing.
+    resourcesTable.grantReadData(dispatcherFn);
+    sources.sourceRunner.lambdaFunction.grantInvoke(dispatcherFn);
+    dispatcherFn.addEnvironment(AWS_COMPUTE_ENV.sourceRunnerFunction, sources.sourceRunner.lambdaFunction.functionName);
+    this.attachDeliveryQueuer(dispatcherFn);
+    // A dispatch is repeatable (its deliveries are deduplicated): retried twice, then kept.
+    dispatcherFn.configureAsyncInvoke({
+      retryAttempts: 2,
+      onFailure: new SqsDestination(this.dispatchDeadLetterQueue),
+    });
+
+    this.rule = new Rule(this, "StoredEvents", {
+      eventBus: this.bus,
+      description: "Every stored event, to the dispatcher",
+      eventPattern: { source: [EVENT_SOURCE], detailType: [EVENT_DETAIL_TYPE] },
+      targets: [
+        new LambdaTarget(dispatcherFn, {
+          // EventBridge's own bounds, stated: an entry it cannot hand over within a day is kept.
+          retryAttempts: 185,
+          maxEventAge: Duration.hours(24),
+          deadLetterQueue: this.dispatchDeadLetterQueue,
+        }),
+      ],
+    });
+
+    this.deliverer = new SluiceFunction(this, "Deliverer", {
+      entry: "functions/internal/webhook-deliverer.ts",
+      description: "POSTs events to webhooks (functions/internal/webhook-deliverer.ts)",
+      timeout: DELIVERER_TIMEOUT,
+      environment: {
+        [ENV.resourcesTable]: resourcesTable.tableName,
+        [AWS_COMPUTE_ENV.deliveryRetryQueueUrl]: this.retryQueue.queueUrl,
+      },
+      logRetention: props.logRetention,
+    });
+    const delivererFn = this.deliverer.lambdaFunction;
+    // Reads webhooks, stores dead letters.
+    resourcesTable.grantReadWriteData(delivererFn);
+    sources.attachSecrets(delivererFn, { seal: false });
+    delivererFn.addToRolePolicy(
+      new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.retryQueue.queueArn] }),
+    );
+    delivererFn.addEventSource(
+      new SqsEventSource(this.deliveryQueue, { batchSize: DELIVERY_BATCH_SIZE, reportBatchItemFailures: true }),
+    );
+    delivererFn.addEventSource(
+      new SqsEventSource(this.retryQueue, { batchSize: RETRY_BATCH_SIZE, reportBatchItemFailures: true }),
+    );
+
+    // The functions that run sources store their events.
+    for (const fn of [sources.httpInterface, sources.sourceRunner, sources.timerInvoker]) {
+      this.attachPublisher(fn.lambdaFunction);
+    }
+  }
+
+  /** A function that appends events: may put events on the bus, and learns its name. */
+  attachPublisher(fn: LambdaFunction): void {
+    this.bus.grantPutEventsTo(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.eventBusName, this.bus.eventBusName);
+  }
+
+  /** A function that queues webhook deliveries (`access.deliveries`): may send to the delivery queue, and learns its URL. */
+  attachDeliveryQueuer(fn: LambdaFunction): void {
+    fn.addToRolePolicy(new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.deliveryQueue.queueArn] }));
+    fn.addEnvironment(AWS_COMPUTE_ENV.deliveryQueueUrl, this.deliveryQueue.queueUrl);
+  }
+}

@@ -1,0 +1,120 @@
+import { Duration, Fn } from "aws-cdk-lib";
+import { type HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
+import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
+import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import {
+  type CfnFunction,
+  type FunctionUrl,
+  FunctionUrlAuthType,
+  InvokeMode,
+  type Function as LambdaFunction,
+} from "aws-cdk-lib/aws-lambda";
+import type { RetentionDays } from "aws-cdk-lib/aws-logs";
+import { Construct } from "constructs";
+import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
+import { ENV } from "#config/env";
+import { SluiceFunction } from "./sluice-function.ts";
+
+/** Where the HTTP API's `GET /sources/{id}/sse` points clients (the spec's stream address, no `/v1`). */
+export const SSE_ROUTE_PATH = "/sources/{id}/sse";
+
+export interface EventStreamingProps {
+  /** The API that gets `GET /sources/{id}/sse` (a redirect to the stream function's URL). */
+  readonly httpApi: HttpApi;
+  /** The resources table: read by the stream, written by the purger. */
+  readonly resourcesTable: ITableV2;
+  /** How often a stream reads the store for new events. @default Duration.millis(500) */
+  readonly pollInterval?: Duration;
+  /**
+   * At most this many streams at once (reserved concurrency of the stream function): each open
+   * stream holds one concurrent execution for up to 15 minutes, which the account's other functions
+   * share. @default - no cap (the account's unreserved concurrency)
+   */
+  readonly maxStreams?: number;
+  /** @default RetentionDays.ONE_MONTH */
+  readonly logRetention?: RetentionDays;
+}
+
+/**
+ * The read side of events that a REST function cannot serve (see docs/aws.md, "Event history,
+ * deletion and the live stream on AWS"):
+ *
+ * - the **stream function** (`functions/stream/source-stream-lambda.ts`) behind a function URL with
+ *   response streaming (`RESPONSE_STREAM`); its auth type is `NONE` because the function checks the
+ *   Bearer key itself, as every route does; 15 minutes, Lambda's limit, after which clients resume
+ *   with `Last-Event-ID`;
+ * - `GET /sources/{id}/sse` on the HTTP API (which cannot stream), a `307` to that URL;
+ * - the **event purger** (`functions/internal/event-purger.ts`), invoked asynchronously after a
+ *   deletion to remove the hidden events; {@link attachPurgeStarter} lets a function start it.
+ */
+export class EventStreaming extends Construct {
+  readonly streamFunction: SluiceFunction;
+  readonly streamFunctionUrl: FunctionUrl;
+  /** `https://<id>.lambda-url.<region>.on.aws`, without a trailing slash; streams are `<it>/sources/{id}/sse`. */
+  readonly streamUrl: string;
+  readonly sseRedirect: SluiceFunction;
+  readonly eventPurger: SluiceFunction;
+
+  constructor(scope: Construct, id: string, props: EventStreamingProps) {
+    super(scope, id);
+    const { resourcesTable } = props;
+
+    this.streamFunction = new SluiceFunction(this, "SourceStream", {
+      entry: "functions/stream/source-stream-lambda.ts",
+      description:
+        "GET <StreamUrl>/sources/{id}/sse: live stream of a source (functions/stream/source-stream-lambda.ts)",
+      // Lambda's limit. The response ends a few seconds before it and the client resumes.
+      timeout: Duration.minutes(15),
+      // It mostly waits between reads of the store; billed by the millisecond of wall time.
+      memorySize: 256,
+      environment: {
+        [ENV.resourcesTable]: resourcesTable.tableName,
+        [AWS_COMPUTE_ENV.streamPollMs]: String((props.pollInterval ?? Duration.millis(500)).toMilliseconds()),
+      },
+      logRetention: props.logRetention,
+    });
+    const streamFn = this.streamFunction.lambdaFunction;
+    if (props.maxStreams !== undefined) {
+      (streamFn.node.defaultChild as CfnFunction).reservedConcurrentExecutions = props.maxStreams;
+    }
+    resourcesTable.grantReadData(streamFn);
+    this.streamFunctionUrl = streamFn.addFunctionUrl({
+      // Public like the HTTP API: the function refuses requests without a valid key (401).
+      authType: FunctionUrlAuthType.NONE,
+      invokeMode: InvokeMode.RESPONSE_STREAM,
+    });
+    // The URL attribute ends in `/`; `https:`, ``, `<host>`, `` once split on it.
+    this.streamUrl = Fn.join("", ["https://", Fn.select(2, Fn.split("/", this.streamFunctionUrl.url))]);
+
+    this.sseRedirect = new SluiceFunction(this, "SseRedirect", {
+      entry: "functions/stream/sse-redirect.ts",
+      description: `GET ${SSE_ROUTE_PATH}: 307 to the stream function's URL (functions/stream/sse-redirect.ts)`,
+      environment: { [AWS_COMPUTE_ENV.streamUrl]: this.streamUrl },
+      logRetention: props.logRetention,
+    });
+    new HttpRoute(this, "SseRoute", {
+      httpApi: props.httpApi,
+      routeKey: HttpRouteKey.with(SSE_ROUTE_PATH, HttpMethod.GET),
+      integration: new HttpLambdaIntegration("SseRedirectIntegration", this.sseRedirect.lambdaFunction),
+    });
+
+    this.eventPurger = new SluiceFunction(this, "EventPurger", {
+      entry: "functions/internal/event-purger.ts",
+      description: "Removes deleted events in the background (functions/internal/event-purger.ts)",
+      // A large range is deleted 25 items per request; a purge cut short is finished by its retry.
+      timeout: Duration.minutes(15),
+      memorySize: 256,
+      environment: { [ENV.resourcesTable]: resourcesTable.tableName },
+      logRetention: props.logRetention,
+    });
+    resourcesTable.grantReadWriteData(this.eventPurger.lambdaFunction);
+    // The purge is idempotent: a failed one (throttling, a timeout) is retried; events stay hidden meanwhile.
+    this.eventPurger.lambdaFunction.configureAsyncInvoke({ retryAttempts: 2 });
+  }
+
+  /** A function that starts purges (`access.eventPurges`): may invoke the purger, and learns its name. */
+  attachPurgeStarter(fn: LambdaFunction): void {
+    this.eventPurger.lambdaFunction.grantInvoke(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.eventPurgerFunction, this.eventPurger.lambdaFunction.functionName);
+  }
+}

@@ -1,0 +1,143 @@
+import { describe, expect, it } from "vitest";
+import { formatId } from "#core/ids";
+import { type PageQuery, slicePage } from "#core/pagination";
+import type { DeadLetterRecord } from "#core/subscription-model";
+import type { DeadLetterStore } from "#ports/dead-letter-store";
+
+let sequence = 0;
+/** Distinct delivery ids that sort by creation, without randomness. */
+function nextDeliveryId(): string {
+  sequence += 1;
+  const random = new Uint8Array(12).map((_, i) => (sequence >> (i % 4)) + i);
+  return formatId("delivery", 1_790_000_000_000 + sequence, random);
+}
+
+function deadLetter(overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {
+  return {
+    id: nextDeliveryId(),
+    webhookId: "wh_hook",
+    subscriptionIds: ["sub_first", "sub_second"],
+    emitterId: "dc_source",
+    eventId: "1790000000000-0",
+    channel: "",
+    payload: {
+      event: { body: { nested: [1, "two", null, true, { deep: "é✓" }] }, empty: "" },
+      metadata: { emitter_id: "dc_source", ts: 1_790_000_000_000 },
+    },
+    attempts: 8,
+    nextAttemptAt: 1_790_000_100_000,
+    createdAt: 1_790_000_000_000,
+    lastError: "HTTP 503",
+    userId: "u_ada",
+    failedAt: 1_790_000_200_000,
+    ...overrides,
+  };
+}
+
+const byId = (item: DeadLetterRecord) => item.id;
+const newestFirst = (items: DeadLetterRecord[]) => [...items].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
+
+/** Behaviour every `DeadLetterStore` adapter must have. `makeStore` returns an empty store. */
+export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore>) {
+  describe("DeadLetterStore", () => {
+    it("reads back a dead letter exactly as written, under its webhook only", async () => {
+      const store = await makeStore();
+      const stored = deadLetter();
+      await store.putDeadLetter(stored);
+      expect(await store.getDeadLetter(stored.webhookId, stored.id)).toStrictEqual(stored);
+      expect(await store.getDeadLetter("wh_other", stored.id)).toBeUndefined();
+      expect(await store.getDeadLetter(stored.webhookId, nextDeliveryId())).toBeUndefined();
+      expect(await store.listDeadLetters(stored.webhookId, { limit: 10 })).toStrictEqual({
+        items: [stored],
+        totalCount: 1,
+      });
+    });
+
+    it("keeps optional and edge-case fields exact: no last error, no subscriptions, scalar payloads", async () => {
+      const store = await makeStore();
+      const { lastError: _none, ...withoutError } = deadLetter({ subscriptionIds: [], payload: null });
+      const scalar = deadLetter({ payload: "just a string", channel: "$errors" });
+      await store.putDeadLetter(withoutError);
+      await store.putDeadLetter(scalar);
+      expect(await store.getDeadLetter(withoutError.webhookId, withoutError.id)).toStrictEqual(withoutError);
+      expect(await store.getDeadLetter(scalar.webhookId, scalar.id)).toStrictEqual(scalar);
+    });
+
+    it("replaces a dead letter put again with the same id (a replay that failed again)", async () => {
+      const store = await makeStore();
+      const first = deadLetter();
+      await store.putDeadLetter(first);
+      const again = { ...first, attempts: 16, lastError: "timeout after 10000 ms", failedAt: first.failedAt + 5 };
+      await store.putDeadLetter(again);
+      expect(await store.getDeadLetter(first.webhookId, first.id)).toStrictEqual(again);
+      expect(await store.listDeadLetters(first.webhookId, { limit: 10 })).toStrictEqual({
+        items: [again],
+        totalCount: 1,
+      });
+    });
+
+    it("pages a webhook's dead letters newest first by id exactly like slicePage", async () => {
+      const store = await makeStore();
+      const mine: DeadLetterRecord[] = [];
+      for (let i = 0; i < 23; i++) {
+        const stored = deadLetter({ webhookId: i % 3 === 0 ? "wh_other" : "wh_hook" });
+        await store.putDeadLetter(stored);
+        if (stored.webhookId === "wh_hook") mine.push(stored);
+      }
+      const sorted = newestFirst(mine);
+      const cursors = [...sorted.map(byId), "dlv_", "dlv_zzzzzzzzzzzzzzzzzzzzzz", `${sorted[4]!.id.slice(0, -1)}0`];
+      const queries: PageQuery[] = [
+        { limit: 10 },
+        { limit: 100 },
+        { limit: 1 },
+        ...cursors.flatMap((cursor) => [
+          { limit: 5, after: cursor },
+          { limit: 5, before: cursor },
+        ]),
+      ];
+      for (const query of queries) {
+        expect(await store.listDeadLetters("wh_hook", query), JSON.stringify(query)).toStrictEqual(
+          slicePage(sorted, byId, query),
+        );
+      }
+      expect(await store.listDeadLetters("wh_nobody", { limit: 10 })).toStrictEqual({ items: [], totalCount: 0 });
+    });
+
+    it("deletes one dead letter, answering true once and false when it is gone", async () => {
+      const store = await makeStore();
+      const gone = deadLetter();
+      const kept = deadLetter();
+      await store.putDeadLetter(gone);
+      await store.putDeadLetter(kept);
+      expect(await store.deleteDeadLetter("wh_other", gone.id)).toBe(false);
+      expect(await store.deleteDeadLetter(gone.webhookId, gone.id)).toBe(true);
+      expect(await store.deleteDeadLetter(gone.webhookId, gone.id)).toBe(false);
+      expect(await store.getDeadLetter(gone.webhookId, gone.id)).toBeUndefined();
+      expect(await store.listDeadLetters(gone.webhookId, { limit: 10 })).toStrictEqual({
+        items: [kept],
+        totalCount: 1,
+      });
+    });
+
+    it("lets exactly one of concurrent deletes of the same dead letter (two replays) answer true", async () => {
+      const store = await makeStore();
+      const stored = deadLetter();
+      await store.putDeadLetter(stored);
+      const results = await Promise.all([1, 2, 3, 4].map(() => store.deleteDeadLetter(stored.webhookId, stored.id)));
+      expect(results.filter(Boolean)).toHaveLength(1);
+    });
+
+    it("deletes every dead letter of a webhook, however many, and keeps the other webhooks'", async () => {
+      const store = await makeStore();
+      // More than one BatchWriteItem's worth (25).
+      for (let i = 0; i < 60; i++) await store.putDeadLetter(deadLetter({ webhookId: "wh_doomed" }));
+      const kept = deadLetter({ webhookId: "wh_kept" });
+      await store.putDeadLetter(kept);
+
+      await store.deleteDeadLettersOf("wh_doomed");
+      expect(await store.listDeadLetters("wh_doomed", { limit: 100 })).toStrictEqual({ items: [], totalCount: 0 });
+      expect(await store.listDeadLetters("wh_kept", { limit: 100 })).toStrictEqual({ items: [kept], totalCount: 1 });
+      await expect(store.deleteDeadLettersOf("wh_doomed")).resolves.toBeUndefined();
+    });
+  });
+}

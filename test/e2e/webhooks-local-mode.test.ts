@@ -1,0 +1,214 @@
+import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { verifyWebhookSignature } from "#core/webhook-signature";
+import { apiClient, eventually, inBatches } from "../support/api-client.ts";
+import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+/**
+ * Issue 5's "Done when", as a user would try it against `npm start`: two webhooks on a receiver
+ * at 127.0.0.1, one subscribed to a source and one to `dc_*`; the receiver goes down and comes
+ * back; a webhook that never recovers ends in the dead letters and a replay delivers it.
+ */
+const EMITTER = `
+export default {
+  name: "Webhook emitter",
+  version: "0.0.1",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    this.$emit({ n: event.body.n }, { summary: "n=" + event.body.n });
+  },
+};
+`;
+
+interface Received {
+  path: string;
+  headers: IncomingHttpHeaders;
+  body: string;
+}
+
+/** A receiver on 127.0.0.1 that records POSTs and answers `answer.status` (200 at first). */
+async function receiver(port = 0) {
+  const received: Received[] = [];
+  const answer = { status: 200 };
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      received.push({ path: request.url ?? "", headers: request.headers, body: Buffer.concat(chunks).toString() });
+      response.writeHead(answer.status).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
+  return {
+    received,
+    answer,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+describe("subscriptions and webhook delivery against local mode", () => {
+  let sluice: SluiceProcess;
+  let api: ReturnType<typeof apiClient>;
+
+  beforeAll(async () => {
+    sluice = await startSluice({
+      env: {
+        SLUICE_WEBHOOK_MAX_ATTEMPTS: "4",
+        SLUICE_WEBHOOK_BASE_DELAY_MS: "100",
+        SLUICE_WEBHOOK_MAX_DELAY_MS: "400",
+        SLUICE_WEBHOOK_TIMEOUT_MS: "2000",
+      },
+    });
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  async function webhook(url: string) {
+    const created = await api("POST", `/webhooks?url=${encodeURIComponent(url)}&name=e2e`);
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    return { id: created.json.data.id as string, secret: created.json.data.signing_secret as string };
+  }
+
+  async function subscribe(emitter: string, listener: string) {
+    const answer = await api(
+      "POST",
+      `/subscriptions?emitter_id=${encodeURIComponent(emitter)}&listener_id=${listener}`,
+    );
+    expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+    return answer.json.data.id as string;
+  }
+
+  async function emit(endpoint: string, numbers: number[]) {
+    await inBatches(numbers, 5, async (n) => {
+      const answer = await fetch(endpoint, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ n }),
+      });
+      expect(answer.status).toBe(200);
+      await answer.arrayBuffer();
+    });
+  }
+
+  const numbersOf = (deliveries: Received[]) =>
+    deliveries.map((d) => JSON.parse(d.body).event.n as number).sort((a, b) => a - b);
+
+  it("delivers what was emitted to both webhooks, signed; a receiver that was down gets every missed event", async () => {
+    const box = await receiver();
+    const [one, all] = [
+      await webhook(`http://127.0.0.1:${box.port}/ok/one`),
+      await webhook(`http://127.0.0.1:${box.port}/ok/all`),
+    ];
+    const created = await api("POST", "/sources", { component_code: EMITTER });
+    expect(created.status).toBe(200);
+    const source = {
+      id: created.json.data.id as string,
+      endpoint: created.json.data.configured_props.http.endpoint_url as string,
+    };
+    const direct = await subscribe(source.id, one.id);
+    const glob = await subscribe("dc_*", all.id);
+    // Subscribing twice changes nothing.
+    expect(await subscribe(source.id, one.id)).toBe(direct);
+
+    await emit(source.endpoint, [1, 2, 3]);
+    const toOne = () => box.received.filter((d) => d.path === "/ok/one");
+    const toAll = () => box.received.filter((d) => d.path === "/ok/all");
+    await eventually(async () => (toOne().length >= 3 && toAll().length >= 3 ? true : undefined), "6 deliveries");
+    expect(numbersOf(toOne())).toEqual([1, 2, 3]);
+    expect(numbersOf(toAll())).toEqual([1, 2, 3]);
+    const now = Math.floor(Date.now() / 1000);
+    for (const [delivery, secret, subscription] of [
+      ...toOne().map((d) => [d, one.secret, direct] as const),
+      ...toAll().map((d) => [d, all.secret, glob] as const),
+    ]) {
+      const signature = String(delivery.headers["x-sluice-signature"]);
+      expect(verifyWebhookSignature(secret, signature, delivery.body, 300, now)).toBe(true);
+      expect(
+        verifyWebhookSignature(secret === one.secret ? all.secret : one.secret, signature, delivery.body, 300, now),
+      ).toBe(false);
+      expect(delivery.headers["x-sluice-subscription-id"]).toBe(subscription);
+      expect(delivery.headers["x-sluice-event-id"]).toBe(JSON.parse(delivery.body).id);
+      expect(delivery.headers["x-sluice-delivery-id"]).toMatch(/^dlv_/);
+      expect(JSON.parse(delivery.body).metadata.emitter_id).toBe(source.id);
+    }
+
+    // The receiver goes down; events keep being emitted; it comes back on the same port.
+    const port = box.port;
+    await box.close();
+    await emit(source.endpoint, [4, 5, 6]);
+    await eventually(async () => {
+      const page = await api("GET", `/sources/${source.id}/event_summaries?limit=10`);
+      return page.json.page_info.total_count >= 6 ? true : undefined;
+    }, "events 4 to 6 stored");
+    const back = await receiver(port);
+    try {
+      await eventually(
+        async () => {
+          const one = back.received.filter((d) => d.path === "/ok/one");
+          const all = back.received.filter((d) => d.path === "/ok/all");
+          return new Set(numbersOf(one)).size >= 3 && new Set(numbersOf(all)).size >= 3 ? true : undefined;
+        },
+        "the missed deliveries",
+        20_000,
+      );
+      for (const path of ["/ok/one", "/ok/all"]) {
+        const deliveries = back.received.filter((d) => d.path === path);
+        expect([...new Set(numbersOf(deliveries))]).toEqual([4, 5, 6]);
+        // Any duplicate is a retry of the same delivery: same delivery id for the same event.
+        const idsByEvent = new Map<string, Set<string>>();
+        for (const d of deliveries) {
+          const ids = idsByEvent.get(String(d.headers["x-sluice-event-id"])) ?? new Set();
+          ids.add(String(d.headers["x-sluice-delivery-id"]));
+          idsByEvent.set(String(d.headers["x-sluice-event-id"]), ids);
+        }
+        expect([...idsByEvent.values()].every((ids) => ids.size === 1)).toBe(true);
+      }
+    } finally {
+      await back.close();
+    }
+  });
+
+  it("keeps a webhook that never recovers as a dead letter, and a replay delivers it", async () => {
+    const box = await receiver();
+    box.answer.status = 500;
+    try {
+      const hook = await webhook(`http://127.0.0.1:${box.port}/broken`);
+      const created = await api("POST", "/sources", { component_code: EMITTER });
+      await subscribe(created.json.data.id, hook.id);
+      await emit(created.json.data.configured_props.http.endpoint_url, [42]);
+      const dead = await eventually(
+        async () => {
+          const page = await api("GET", `/webhooks/${hook.id}/dead_letters`);
+          expect(page.status).toBe(200);
+          return page.json.data.length > 0 ? page.json.data[0] : undefined;
+        },
+        "a dead letter",
+        20_000,
+      );
+      expect(dead).toMatchObject({ webhook_id: hook.id, attempts: 4, last_error: "HTTP 500" });
+      expect(box.received).toHaveLength(4);
+      expect(new Set(box.received.map((d) => d.headers["x-sluice-delivery-id"]))).toEqual(new Set([dead.id]));
+
+      // The receiver is fixed; the replay delivers the same delivery (same id, same body).
+      box.answer.status = 204;
+      const replay = await api("POST", `/webhooks/${hook.id}/dead_letters/${dead.id}/replay`);
+      expect(replay.status, JSON.stringify(replay.json)).toBe(200);
+      await eventually(async () => (box.received.length >= 5 ? true : undefined), "the replayed delivery");
+      const replayed = box.received[4]!;
+      expect(replayed.headers["x-sluice-delivery-id"]).toBe(dead.id);
+      expect(JSON.parse(replayed.body).event).toEqual({ n: 42 });
+      expect((await api("GET", `/webhooks/${hook.id}/dead_letters`)).json.data).toEqual([]);
+      expect((await api("POST", `/webhooks/${hook.id}/dead_letters/${dead.id}/replay`)).status).toBe(404);
+    } finally {
+      await box.close();
+    }
+  });
+});

@@ -1,0 +1,294 @@
+import { Match, type Template } from "aws-cdk-lib/assertions";
+import { beforeAll, describe, expect, it } from "vitest";
+import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
+import { ENV } from "#config/env";
+import { routes } from "#http/routes";
+import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
+import { DELIVERY_BATCH_SIZE, MAX_RECEIVES, RETRY_BATCH_SIZE } from "../../lib/constructs/event-fanout.ts";
+import type { ServiceStack } from "../../lib/service-stack.ts";
+import {
+  actionsOf,
+  environmentOf,
+  functionsOf,
+  idOf,
+  type Resource,
+  type Statement,
+  statementsOf,
+  synthService,
+} from "./service-template.ts";
+
+const DYNAMODB_WRITES = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"];
+
+describe("ServiceStack: subscriptions and webhook delivery", () => {
+  let service: ServiceStack;
+  let template: Template;
+
+  beforeAll(() => {
+    ({ service, template } = synthService({ stage: "dev" }));
+  });
+
+  const fanout = () => service.eventFanout;
+  const busId = () => idOf(fanout().bus);
+  const dispatcherId = () => idOf(fanout().dispatcher.lambdaFunction);
+  const delivererId = () => idOf(fanout().deliverer.lambdaFunction);
+  const queueArn = (queue: Parameters<typeof idOf>[0]) => ({ "Fn::GetAtt": [idOf(queue), "Arn"] });
+  const queues = () => template.findResources("AWS::SQS::Queue") as Record<string, Resource>;
+  const routeId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
+  const on = (statements: Statement[], action: string) =>
+    statements.filter((statement) => [statement.Action].flat().includes(action));
+
+  it("has a custom bus named after the stage, and a rule on it matching what the bus adapter publishes", () => {
+    template.resourceCountIs("AWS::Events::EventBus", 1);
+    template.hasResourceProperties("AWS::Events::EventBus", { Name: "sluice-dev" });
+    expect([EVENT_SOURCE, EVENT_DETAIL_TYPE]).toEqual(["sluice.events", "event.stored"]);
+    template.resourceCountIs("AWS::Events::Rule", 1);
+    template.hasResourceProperties("AWS::Events::Rule", {
+      EventBusName: { Ref: busId() },
+      EventPattern: { source: ["sluice.events"], "detail-type": ["event.stored"] },
+      State: "ENABLED",
+    });
+  });
+
+  it("targets the dispatcher with EventBridge's retry policy and a dead-letter queue, and lets only the rule invoke it", () => {
+    const rule = Object.values(template.findResources("AWS::Events::Rule"))[0] as Resource;
+    expect(rule.Properties.Targets).toEqual([
+      expect.objectContaining({
+        Arn: { "Fn::GetAtt": [dispatcherId(), "Arn"] },
+        RetryPolicy: { MaximumRetryAttempts: 185, MaximumEventAgeInSeconds: 86_400 },
+        DeadLetterConfig: { Arn: queueArn(fanout().dispatchDeadLetterQueue) },
+      }),
+    ]);
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunction",
+      FunctionName: { "Fn::GetAtt": [dispatcherId(), "Arn"] },
+      Principal: "events.amazonaws.com",
+      SourceArn: { "Fn::GetAtt": [idOf(fanout().rule), "Arn"] },
+    });
+    // EventBridge may put what it could not hand over into the dead-letter queue, for this rule only.
+    template.hasResourceProperties("AWS::SQS::QueuePolicy", {
+      Queues: [{ Ref: idOf(fanout().dispatchDeadLetterQueue) }],
+      PolicyDocument: {
+        Statement: Match.arrayWith([
+          Match.objectLike({
+            Action: "sqs:SendMessage",
+            Principal: { Service: "events.amazonaws.com" },
+            Condition: { ArnEquals: { "aws:SourceArn": { "Fn::GetAtt": [idOf(fanout().rule), "Arn"] } } },
+          }),
+        ]),
+      },
+    });
+  });
+
+  it("retries a failed dispatch twice, then sends it to the same dead-letter queue", () => {
+    template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
+      FunctionName: { Ref: dispatcherId() },
+      MaximumRetryAttempts: 2,
+      DestinationConfig: { OnFailure: { Destination: queueArn(fanout().dispatchDeadLetterQueue) } },
+    });
+  });
+
+  it("runs the dispatcher from its entry with the table (read only), the run queue and the delivery queue", () => {
+    expect(fanout().dispatcher.entry).toBe("functions/internal/event-dispatcher.ts");
+    expect(functionsOf(template)[dispatcherId()]!.Properties).toMatchObject({
+      Handler: "index.handler",
+      Runtime: "nodejs22.x",
+      Architectures: ["arm64"],
+      Timeout: 60,
+    });
+    expect(environmentOf(template, dispatcherId())).toEqual({
+      [ENV.resourcesTable]: expect.objectContaining({ "Fn::ImportValue": expect.any(String) }),
+      [AWS_COMPUTE_ENV.sourceRunnerFunction]: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },
+      [AWS_COMPUTE_ENV.deliveryQueueUrl]: { Ref: idOf(fanout().deliveryQueue) },
+      NODE_OPTIONS: "--enable-source-maps",
+    });
+    const actions = actionsOf(template, dispatcherId());
+    expect(actions).toEqual(expect.arrayContaining(["dynamodb:GetItem", "dynamodb:Query"]));
+    expect(actions.filter((action) => DYNAMODB_WRITES.includes(action))).toEqual([]);
+    const statements = statementsOf(template, dispatcherId());
+    expect(on(statements, "sqs:SendMessage").map((statement) => statement.Resource)).toEqual(
+      expect.arrayContaining([queueArn(fanout().deliveryQueue), queueArn(fanout().dispatchDeadLetterQueue)]),
+    );
+    expect(JSON.stringify(on(statements, "lambda:InvokeFunction").map((s) => s.Resource))).toContain(
+      idOf(service.sources.sourceRunner.lambdaFunction),
+    );
+    expect(actions.filter((action) => /^(events|kms|scheduler|iam):/.test(action))).toEqual([]);
+    expect(on(statements, "lambda:InvokeFunction")).toHaveLength(1);
+  });
+
+  it("queues deliveries on a high-throughput FIFO queue deduplicated by message, with a FIFO dead-letter queue", () => {
+    const delivery = queues()[idOf(fanout().deliveryQueue)]!;
+    expect(delivery.Properties).toMatchObject({
+      FifoQueue: true,
+      ContentBasedDeduplication: false,
+      DeduplicationScope: "messageGroup",
+      FifoThroughputLimit: "perMessageGroupId",
+      MaximumMessageSize: 1_048_576,
+      MessageRetentionPeriod: 14 * 86_400,
+      VisibilityTimeout: 540,
+      SqsManagedSseEnabled: true,
+      RedrivePolicy: {
+        deadLetterTargetArn: queueArn(fanout().deliveryDeadLetterQueue),
+        maxReceiveCount: MAX_RECEIVES,
+      },
+    });
+    expect(queues()[idOf(fanout().deliveryDeadLetterQueue)]!.Properties).toMatchObject({
+      FifoQueue: true,
+      MessageRetentionPeriod: 14 * 86_400,
+    });
+  });
+
+  it("holds failed deliveries in a standard retry queue, with its own dead-letter queue", () => {
+    const retry = queues()[idOf(fanout().retryQueue)]!;
+    expect(retry.Properties.FifoQueue).toBeUndefined();
+    expect(retry.Properties).toMatchObject({
+      MaximumMessageSize: 1_048_576,
+      MessageRetentionPeriod: 14 * 86_400,
+      VisibilityTimeout: 540,
+      RedrivePolicy: { deadLetterTargetArn: queueArn(fanout().retryDeadLetterQueue), maxReceiveCount: MAX_RECEIVES },
+    });
+    template.resourceCountIs("AWS::SQS::Queue", 5);
+  });
+
+  it("refuses unencrypted connections to every queue", () => {
+    for (const queue of [
+      fanout().deliveryQueue,
+      fanout().deliveryDeadLetterQueue,
+      fanout().retryQueue,
+      fanout().retryDeadLetterQueue,
+      fanout().dispatchDeadLetterQueue,
+    ]) {
+      template.hasResourceProperties("AWS::SQS::QueuePolicy", {
+        Queues: [{ Ref: idOf(queue) }],
+        PolicyDocument: {
+          Statement: Match.arrayWith([
+            Match.objectLike({ Effect: "Deny", Condition: { Bool: { "aws:SecureTransport": "false" } } }),
+          ]),
+        },
+      });
+    }
+  });
+
+  it("feeds the deliverer from both queues in small batches that report failed items", () => {
+    expect(fanout().deliverer.entry).toBe("functions/internal/webhook-deliverer.ts");
+    template.resourceCountIs("AWS::Lambda::EventSourceMapping", 2);
+    for (const [queue, batchSize] of [
+      [fanout().deliveryQueue, DELIVERY_BATCH_SIZE],
+      [fanout().retryQueue, RETRY_BATCH_SIZE],
+    ] as const) {
+      template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+        EventSourceArn: queueArn(queue),
+        FunctionName: { Ref: delivererId() },
+        BatchSize: batchSize,
+        FunctionResponseTypes: ["ReportBatchItemFailures"],
+      });
+    }
+    expect(DELIVERY_BATCH_SIZE).toBeLessThanOrEqual(10);
+    // Lambda requires a polled queue's visibility timeout to be at least the function's timeout.
+    const timeout = functionsOf(template)[delivererId()]!.Properties.Timeout as number;
+    expect(timeout).toBe(90);
+    for (const queue of [fanout().deliveryQueue, fanout().retryQueue]) {
+      expect(queues()[idOf(queue)]!.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * timeout);
+    }
+  });
+
+  it("lets the deliverer read webhooks, store dead letters, open signing secrets and send to the retry queue only", () => {
+    expect(environmentOf(template, delivererId())).toEqual({
+      [ENV.resourcesTable]: expect.objectContaining({ "Fn::ImportValue": expect.any(String) }),
+      [AWS_COMPUTE_ENV.deliveryRetryQueueUrl]: { Ref: idOf(fanout().retryQueue) },
+      [AWS_COMPUTE_ENV.secretsKeyArn]: expect.objectContaining({ "Fn::ImportValue": expect.any(String) }),
+      NODE_OPTIONS: "--enable-source-maps",
+    });
+    const statements = statementsOf(template, delivererId());
+    const actions = statements.flatMap((statement) => [statement.Action].flat());
+    expect(actions).toEqual(expect.arrayContaining(["dynamodb:GetItem", "dynamodb:PutItem"]));
+    expect(on(statements, "kms:Decrypt").map(({ Action, Resource }) => ({ Action, Resource }))).toEqual([
+      { Action: "kms:Decrypt", Resource: expect.objectContaining({ "Fn::ImportValue": expect.any(String) }) },
+    ]);
+    expect(actions).not.toContain("kms:GenerateDataKey");
+    expect(on(statements, "sqs:SendMessage").map((statement) => statement.Resource)).toEqual([
+      queueArn(fanout().retryQueue),
+    ]);
+    // Consuming: receive and delete on the two queues it is fed from.
+    expect(
+      on(statements, "sqs:ReceiveMessage")
+        .map((statement) => statement.Resource)
+        .sort((a, b) => JSON.stringify(a).localeCompare(JSON.stringify(b))),
+    ).toEqual(
+      [queueArn(fanout().deliveryQueue), queueArn(fanout().retryQueue)].sort((a, b) =>
+        JSON.stringify(a).localeCompare(JSON.stringify(b)),
+      ),
+    );
+    expect(actions.filter((action) => /^(events|lambda|scheduler|iam):/.test(action))).toEqual([]);
+  });
+
+  it("lets exactly the functions that store events put events on the bus, and tells them its name", () => {
+    const busArn = { "Fn::GetAtt": [busId(), "Arn"] };
+    const appendingRoutes = routes.filter((route) => route.access.compute && route.access.secrets);
+    expect(appendingRoutes.map((route) => route.name).sort()).toEqual([
+      "create-source",
+      "delete-source",
+      "update-source",
+    ]);
+    const expected = [
+      ...appendingRoutes.map((route) => routeId(route.name)),
+      idOf(service.sources.httpInterface.lambdaFunction),
+      idOf(service.sources.sourceRunner.lambdaFunction),
+      idOf(service.sources.timerInvoker.lambdaFunction),
+    ].sort();
+    const functionIds = Object.keys(functionsOf(template));
+    const publishers = functionIds.filter((id) => on(statementsOf(template, id), "events:PutEvents").length > 0);
+    expect(publishers.sort()).toEqual(expected);
+    for (const id of publishers) {
+      expect(on(statementsOf(template, id), "events:PutEvents").map((statement) => statement.Resource)).toEqual([
+        busArn,
+      ]);
+    }
+    const named = functionIds.filter((id) => environmentOf(template, id)[AWS_COMPUTE_ENV.eventBusName]);
+    expect(named.sort()).toEqual(expected);
+    for (const id of named) expect(environmentOf(template, id)[AWS_COMPUTE_ENV.eventBusName]).toEqual({ Ref: busId() });
+  });
+
+  it("lets the replay routes (access.deliveries) and the dispatcher send to the delivery queue, and no other function", () => {
+    const replays = routes.filter((route) => route.access.deliveries).map((route) => route.name);
+    expect(replays.sort()).toEqual(["replay-dead-letter", "replay-dead-letters"]);
+    const deliveryArn = JSON.stringify(queueArn(fanout().deliveryQueue));
+    const functionIds = Object.keys(functionsOf(template));
+    const senders = functionIds.filter((id) =>
+      on(statementsOf(template, id), "sqs:SendMessage").some((statement) =>
+        JSON.stringify(statement.Resource).includes(deliveryArn),
+      ),
+    );
+    expect(senders.sort()).toEqual([...replays.map(routeId), dispatcherId()].sort());
+    for (const name of replays) {
+      const sqs = statementsOf(template, routeId(name)).filter((statement) =>
+        [statement.Action].flat().some((action) => action.startsWith("sqs:")),
+      );
+      expect(
+        sqs.map(({ Action, Resource }) => ({ Action, Resource })),
+        name,
+      ).toEqual([{ Action: "sqs:SendMessage", Resource: queueArn(fanout().deliveryQueue) }]);
+      expect(environmentOf(template, routeId(name))[AWS_COMPUTE_ENV.deliveryQueueUrl]).toEqual({
+        Ref: idOf(fanout().deliveryQueue),
+      });
+    }
+    const named = functionIds.filter((id) => environmentOf(template, id)[AWS_COMPUTE_ENV.deliveryQueueUrl]);
+    expect(named.sort()).toEqual(senders.sort());
+  });
+});
+
+describe("ServiceStack with routes that queue deliveries", () => {
+  it("fails at synth when a route that queues deliveries may not write to the table", () => {
+    expect(() =>
+      synthService({
+        routes: [
+          {
+            name: "replay-dead-letter",
+            method: "POST",
+            path: "/v1/webhooks/{id}/dead_letters/{delivery_id}/replay",
+            access: { resources: "read", deliveries: true },
+          },
+        ],
+      }),
+    ).toThrow(/"replay-dead-letter" queues webhook deliveries, which needs access.resources "write"/);
+  });
+});

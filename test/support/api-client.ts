@@ -1,0 +1,48 @@
+/** Small helpers for end-to-end tests that talk to a running Sluice over real HTTP. */
+
+export interface ApiAnswer {
+  status: number;
+  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
+  json: any;
+}
+
+/** Calls the REST API at `baseUrl` (ending in `/v1`) with a Bearer key; parses any JSON answer. */
+export function apiClient(baseUrl: string, key: string) {
+  return async (method: string, path: string, body?: unknown): Promise<ApiAnswer> => {
+    const response = await fetch(`${baseUrl}${path}`, {
+      method,
+      headers: {
+        authorization: `Bearer ${key}`,
+        ...(body === undefined ? {} : { "content-type": "application/json" }),
+      },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const text = await response.text();
+    return { status: response.status, json: text ? JSON.parse(text) : undefined };
+  };
+}
+
+/** Polls `probe` every 50 ms until it returns something other than undefined, or fails after `timeoutMs`. */
+export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await probe();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 50));
+  }
+}
+
+/** Runs `task` over `items` with at most `concurrency` at a time, keeping results in order. */
+export async function inBatches<T, R>(items: readonly T[], concurrency: number, task: (item: T) => Promise<R>) {
+  const results: R[] = new Array(items.length);
+  let next = 0;
+  const worker = async () => {
+    while (next < items.length) {
+      const index = next++;
+      results[index] = await task(items[index] as T);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(concurrency, items.length) }, worker));
+  return results;
+}

@@ -1,0 +1,201 @@
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { mockClient } from "aws-sdk-client-mock";
+import { beforeEach, describe, expect, it } from "vitest";
+import {
+  EventBridgeEventBus,
+  MAX_ENTRY_BYTES,
+  MAX_REQUEST_BYTES,
+  toEntries,
+} from "#adapters/aws/eventbridge-event-bus";
+import type { StoredEvent } from "#core/component-model";
+import { jsonLogger } from "#ports/logger";
+
+const eventBridgeMock = mockClient(EventBridgeClient);
+const SOURCE = "dc_01kab00000abcdefghjkmn";
+const BUS = "sluice-dev";
+const NOW = Date.UTC(2026, 10, 20, 12);
+
+function stored(n: number, event: unknown = { n }, channel = ""): StoredEvent {
+  return {
+    sourceId: SOURCE,
+    id: `${NOW}-${n}`,
+    indexedAtMs: NOW,
+    channel,
+    event: event as StoredEvent["event"],
+    emitId: `emit-${n}`,
+    meta: { summary: `event ${n}` },
+  };
+}
+
+function setup(options: { maxAttempts?: number } = {}) {
+  const lines: Record<string, unknown>[] = [];
+  const waits: number[] = [];
+  const bus = new EventBridgeEventBus({
+    eventBridge: new EventBridgeClient({
+      region: "eu-west-1",
+      credentials: { accessKeyId: "x", secretAccessKey: "x" },
+    }),
+    busName: BUS,
+    log: jsonLogger({}, (line) => lines.push(JSON.parse(line))),
+    sleep: async (ms) => {
+      waits.push(ms);
+    },
+    ...options,
+  });
+  return { bus, lines, waits };
+}
+
+const putCalls = () => eventBridgeMock.commandCalls(PutEventsCommand).map((call) => call.args[0].input);
+
+beforeEach(() => {
+  eventBridgeMock.reset();
+});
+
+describe("EventBridgeEventBus", () => {
+  it("puts one publish's events as one entry on the bus, in order, with the rule's source and detail type", async () => {
+    eventBridgeMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "e1" }] });
+    const { bus, lines } = setup();
+    const events = [stored(0), stored(1, "é", "$logs"), stored(2, null, "custom")];
+    await bus.publish(events);
+    expect(putCalls()).toEqual([
+      {
+        Entries: [
+          {
+            EventBusName: BUS,
+            Source: "sluice.events",
+            DetailType: "event.stored",
+            Detail: JSON.stringify({ sourceId: SOURCE, events }),
+          },
+        ],
+      },
+    ]);
+    expect(lines).toEqual([]);
+  });
+
+  it("publishes nothing for no events", async () => {
+    const { bus } = setup();
+    await bus.publish([]);
+    expect(eventBridgeMock.calls()).toHaveLength(0);
+  });
+
+  it("splits events over entries under the entry limit, and sends an oversized event as a reference", async () => {
+    eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({
+      FailedEntryCount: 0,
+      Entries: input.Entries.map((_, index) => ({ EventId: `e${index}` })),
+    }));
+    const { bus } = setup();
+    const big = "x".repeat(90 * 1024);
+    const huge = "y".repeat(250 * 1024);
+    const events = [stored(0, big), stored(1, big), stored(2, big), stored(3, huge, "$logs"), stored(4, "small")];
+    await bus.publish(events);
+    const entries = putCalls().flatMap((input) => input.Entries ?? []);
+    const details = entries.map((entry) => JSON.parse(entry.Detail ?? ""));
+    expect(details).toEqual([
+      { sourceId: SOURCE, events: [events[0], events[1]] },
+      { sourceId: SOURCE, events: [events[2]] },
+      { sourceId: SOURCE, eventId: `${NOW}-3`, channel: "$logs" },
+      { sourceId: SOURCE, events: [events[4]] },
+    ]);
+    const sizeOf = (entry: (typeof entries)[number]) =>
+      Buffer.byteLength(`${entry.Source}${entry.DetailType}${entry.Detail}`, "utf8");
+    for (const entry of entries) expect(sizeOf(entry)).toBeLessThanOrEqual(MAX_ENTRY_BYTES);
+    // Two entries of ~180 KiB cannot share one request.
+    for (const input of putCalls()) {
+      expect((input.Entries ?? []).reduce((total, entry) => total + sizeOf(entry), 0)).toBeLessThanOrEqual(
+        MAX_REQUEST_BYTES,
+      );
+    }
+    expect(putCalls().length).toBeGreaterThan(1);
+  });
+
+  it("sends at most 10 entries per PutEvents", async () => {
+    eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({
+      FailedEntryCount: 0,
+      Entries: input.Entries.map(() => ({ EventId: "e" })),
+    }));
+    const { bus } = setup();
+    // 25 events too large to share an entry.
+    const events = Array.from({ length: 25 }, (_, n) => stored(n, "z".repeat(MAX_ENTRY_BYTES / 2)));
+    expect(toEntries(BUS, events)).toHaveLength(25);
+    await bus.publish(events.map((event) => ({ ...event, event: "small" })));
+    expect(putCalls()).toHaveLength(1);
+    eventBridgeMock.resetHistory();
+    // 25 reference entries (each event over the entry limit) are small: 10, 10 and 5.
+    await bus.publish(Array.from({ length: 25 }, (_, n) => stored(n, "w".repeat(MAX_ENTRY_BYTES))));
+    expect(putCalls().map((input) => input.Entries?.length)).toEqual([10, 10, 5]);
+  });
+
+  it("puts again only the entries EventBridge refused, until they are accepted", async () => {
+    eventBridgeMock
+      .on(PutEventsCommand)
+      .resolvesOnce({
+        FailedEntryCount: 2,
+        Entries: [
+          { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" },
+          { EventId: "ok-1" },
+          { ErrorCode: "InternalFailure", ErrorMessage: "oops" },
+        ],
+      })
+      .resolvesOnce({
+        FailedEntryCount: 1,
+        Entries: [{ EventId: "ok-0" }, { ErrorCode: "InternalFailure", ErrorMessage: "oops" }],
+      })
+      .resolves({ FailedEntryCount: 0, Entries: [{ EventId: "ok-2" }] });
+    const { bus, lines, waits } = setup();
+    const events = [0, 1, 2].map((n) => stored(n, "r".repeat(MAX_ENTRY_BYTES)));
+    await bus.publish(events);
+    const eventIdsOf = (input: ReturnType<typeof putCalls>[number]) =>
+      (input.Entries ?? []).map((entry) => JSON.parse(entry.Detail ?? "").eventId);
+    expect(putCalls().map(eventIdsOf)).toEqual([
+      [`${NOW}-0`, `${NOW}-1`, `${NOW}-2`],
+      [`${NOW}-0`, `${NOW}-2`],
+      [`${NOW}-2`],
+    ]);
+    expect(waits).toEqual([100, 400]);
+    expect(lines).toEqual([]);
+  });
+
+  it("logs an error naming the events still refused after the last try, and does not reject", async () => {
+    // The entry of event 1 is refused every time.
+    eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: { Detail: string }[] }) => {
+      const results = input.Entries.map((entry) =>
+        JSON.parse(entry.Detail).eventId === `${NOW}-1`
+          ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }
+          : { EventId: "ok" },
+      );
+      return { FailedEntryCount: results.filter((result) => "ErrorCode" in result).length, Entries: results };
+    });
+    const { bus, lines } = setup({ maxAttempts: 2 });
+    await expect(
+      bus.publish([stored(0, "a".repeat(MAX_ENTRY_BYTES)), stored(1, "b".repeat(MAX_ENTRY_BYTES))]),
+    ).resolves.toBeUndefined();
+    expect(putCalls().map((input) => input.Entries?.length)).toEqual([2, 1]);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: "error",
+        message: expect.stringMatching(/could not be published/),
+        source_id: SOURCE,
+        event_ids: [`${NOW}-1`],
+        attempts: 2,
+        error: "ThrottlingException: slow down",
+      }),
+    ]);
+  });
+
+  it("tries a request that failed as a whole again, and logs when it never succeeds", async () => {
+    eventBridgeMock.on(PutEventsCommand).rejectsOnce(new Error("socket hang up")).resolves({ FailedEntryCount: 0 });
+    const first = setup();
+    await first.bus.publish([stored(0)]);
+    expect(putCalls()).toHaveLength(2);
+    expect(first.lines).toEqual([]);
+
+    eventBridgeMock.reset();
+    eventBridgeMock.on(PutEventsCommand).rejects(new Error("AccessDeniedException"));
+    const second = setup();
+    await expect(second.bus.publish([stored(0), stored(1)])).resolves.toBeUndefined();
+    expect(putCalls()).toHaveLength(3);
+    expect(second.lines).toMatchObject([
+      { level: "error", event_ids: [`${NOW}-0`, `${NOW}-1`], error: expect.stringContaining("AccessDeniedException") },
+    ]);
+  });
+});

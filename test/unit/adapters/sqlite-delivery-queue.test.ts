@@ -1,0 +1,185 @@
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
+import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
+import { DELIVERY_MIGRATIONS } from "#adapters/local/sqlite-delivery-schema";
+import type { DeliveryRecord } from "#core/subscription-model";
+
+const NOW = Date.UTC(2026, 10, 20, 12);
+const LEASE = 1_000;
+
+/** Until the lead appends DELIVERY_MIGRATIONS to sqlite-database.ts, the tables are made here. */
+function withDeliveryTables(db: SqliteDatabase): SqliteDatabase {
+  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'deliveries'").get();
+  if (!exists) for (const sql of DELIVERY_MIGRATIONS) db.exec(sql);
+  return db;
+}
+
+function queue(db = withDeliveryTables(openSqlite(":memory:"))) {
+  return new SqliteDeliveryQueue(db, { leaseMs: LEASE });
+}
+
+let counter = 0;
+function delivery(webhookId: string, overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
+  counter++;
+  return {
+    id: `dlv_${String(counter).padStart(6, "0")}`,
+    webhookId,
+    subscriptionIds: ["sub_1"],
+    emitterId: "dc_one",
+    eventId: `${NOW}-${counter}`,
+    channel: "",
+    payload: { n: counter, nested: { text: "é" } },
+    attempts: 0,
+    nextAttemptAt: NOW,
+    createdAt: NOW,
+    ...overrides,
+  };
+}
+
+const ids = (records: DeliveryRecord[]) => records.map((record) => record.id);
+
+describe("SqliteDeliveryQueue", () => {
+  it("hands back what was queued, field for field", async () => {
+    const q = queue();
+    const first = delivery("wh_a");
+    await q.enqueue([first]);
+    expect(q.size()).toBe(1);
+    expect(q.claimDue(NOW, 10)).toEqual([first]);
+  });
+
+  it("gives each webhook one delivery at a time, in the order queued", async () => {
+    const q = queue();
+    const a1 = delivery("wh_a");
+    const b1 = delivery("wh_b");
+    const a2 = delivery("wh_a");
+    const a3 = delivery("wh_a");
+    await q.enqueue([a1, b1, a2]);
+    await q.enqueue([a3]);
+    expect(ids(q.claimDue(NOW, 10))).toEqual([a1.id, b1.id]);
+    // Nothing more of wh_a while a1 is claimed.
+    expect(q.claimDue(NOW, 10)).toEqual([]);
+    expect(q.complete(a1.id)).toBe(true);
+    expect(ids(q.claimDue(NOW, 10))).toEqual([a2.id]);
+    q.complete(a2.id);
+    expect(ids(q.claimDue(NOW, 10))).toEqual([a3.id]);
+    q.complete(a3.id);
+    q.complete(b1.id);
+    expect(q.size()).toBe(0);
+    expect(q.complete(a3.id)).toBe(false);
+  });
+
+  it("lets a webhook's later deliveries go ahead of one waiting for its retry, then retries that one first", async () => {
+    const q = queue();
+    const [a1, a2, a3] = [delivery("wh_a"), delivery("wh_a"), delivery("wh_a")];
+    await q.enqueue([a1, a2, a3]);
+    expect(ids(q.claimDue(NOW, 10))).toEqual([a1.id]);
+    expect(q.reschedule(a1.id, NOW + 500, 1, "HTTP 503")).toBe(true);
+    expect(ids(q.claimDue(NOW + 1, 10))).toEqual([a2.id]);
+    q.complete(a2.id);
+    // a1 is due again: it is older than a3, so it goes first.
+    const [retried] = q.claimDue(NOW + 500, 10);
+    expect(retried).toEqual({ ...a1, attempts: 1, nextAttemptAt: NOW + 500, lastError: "HTTP 503" });
+    q.complete(a1.id);
+    expect(ids(q.claimDue(NOW + 500, 10))).toEqual([a3.id]);
+  });
+
+  it("holds back deliveries not yet due and serves the longest-waiting webhooks first, up to the limit", async () => {
+    const q = queue();
+    const later = delivery("wh_a", { nextAttemptAt: NOW + 100 });
+    const c = delivery("wh_c", { nextAttemptAt: NOW - 5 });
+    const b = delivery("wh_b", { nextAttemptAt: NOW - 10 });
+    const d = delivery("wh_d", { nextAttemptAt: NOW - 1 });
+    await q.enqueue([later, c, b, d]);
+    expect(ids(q.claimDue(NOW, 2))).toEqual([b.id, c.id]);
+    expect(ids(q.claimDue(NOW, 0))).toEqual([]);
+    expect(ids(q.claimDue(NOW, 5))).toEqual([d.id]);
+    expect(ids(q.claimDue(NOW + 100, 5))).toEqual([later.id]);
+  });
+
+  it("makes a claimed delivery due again when its lease runs out (a crash during the attempt)", async () => {
+    const q = queue();
+    const a1 = delivery("wh_a");
+    await q.enqueue([a1]);
+    expect(ids(q.claimDue(NOW, 10))).toEqual([a1.id]);
+    expect(q.claimDue(NOW + LEASE - 1, 10)).toEqual([]);
+    expect(q.claimDue(NOW + LEASE, 10)).toEqual([a1]);
+  });
+
+  it("releases without counting an attempt, and releases every claim at a worker's start", async () => {
+    const q = queue();
+    const a1 = delivery("wh_a");
+    const b1 = delivery("wh_b");
+    await q.enqueue([a1, b1]);
+    q.claimDue(NOW, 10);
+    expect(q.release(a1.id, NOW + 50)).toBe(true);
+    expect(q.claimDue(NOW + 49, 10)).toEqual([]);
+    expect(q.claimDue(NOW + 50, 10)).toEqual([{ ...a1, nextAttemptAt: NOW + 50 }]);
+    expect(q.releaseAllClaims()).toBe(2);
+    // The longest-waiting first: b1 was due at NOW, a1 at NOW + 50.
+    expect(ids(q.claimDue(NOW + 50, 10))).toEqual([b1.id, a1.id]);
+  });
+
+  it("keeps one delivery for an id queued twice (a replay racing another)", async () => {
+    const q = queue();
+    const a1 = delivery("wh_a");
+    await q.enqueue([a1]);
+    await q.enqueue([{ ...a1, attempts: 5 }]);
+    expect(q.size()).toBe(1);
+    expect(q.get(a1.id)?.attempts).toBe(0);
+  });
+
+  it("tells when it next has something to do", async () => {
+    const q = queue();
+    expect(q.nextWakeAt(NOW)).toBeUndefined();
+    const a1 = delivery("wh_a", { nextAttemptAt: NOW + 300 });
+    await q.enqueue([a1]);
+    expect(q.nextWakeAt(NOW)).toBe(NOW + 300);
+    q.claimDue(NOW + 300, 1);
+    expect(q.nextWakeAt(NOW + 300)).toBe(NOW + 300 + LEASE);
+    q.reschedule(a1.id, NOW + 900, 1, "HTTP 500");
+    expect(q.nextWakeAt(NOW + 300)).toBe(NOW + 900);
+  });
+
+  it("calls its listeners after each enqueue commits, until they unsubscribe", async () => {
+    const q = queue();
+    const sizes: number[] = [];
+    const stop = q.onEnqueue(() => sizes.push(q.size()));
+    await q.enqueue([delivery("wh_a"), delivery("wh_a")]);
+    await q.enqueue([]);
+    stop();
+    await q.enqueue([delivery("wh_a")]);
+    expect(sizes).toEqual([2]);
+  });
+
+  describe("on a file", () => {
+    let dir: string | undefined;
+    afterEach(async () => {
+      if (dir) await rm(dir, { recursive: true, force: true });
+      dir = undefined;
+    });
+
+    it("keeps queued, rescheduled and claimed deliveries across a close and reopen", async () => {
+      dir = await mkdtemp(join(tmpdir(), "sluice-deliveries-"));
+      const file = join(dir, "sluice.db");
+      const db = withDeliveryTables(openSqlite(file));
+      const before = new SqliteDeliveryQueue(db, { leaseMs: 60_000 });
+      const [a1, a2, b1] = [delivery("wh_a"), delivery("wh_a"), delivery("wh_b")];
+      await before.enqueue([a1, a2, b1]);
+      before.claimDue(NOW, 10);
+      before.reschedule(a1.id, NOW + 10, 1, "ECONNREFUSED");
+      // b1 stays claimed: the process "dies" during its attempt.
+      db.close();
+
+      const after = new SqliteDeliveryQueue(withDeliveryTables(openSqlite(file)), { leaseMs: 60_000 });
+      expect(after.size()).toBe(3);
+      expect(after.releaseAllClaims()).toBe(1);
+      const claimed = after.claimDue(NOW + 10, 10);
+      expect(claimed).toEqual([b1, { ...a1, attempts: 1, nextAttemptAt: NOW + 10, lastError: "ECONNREFUSED" }]);
+      after.complete(a1.id);
+      expect(ids(after.claimDue(NOW + 10, 10))).toEqual([a2.id]);
+    });
+  });
+});

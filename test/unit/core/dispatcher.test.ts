@@ -1,0 +1,304 @@
+import { describe, expect, it } from "vitest";
+import type { SourceRecord, StoredEvent } from "#core/component-model";
+import { type DispatchDeps, dispatchEvents, emitterKeys, serialDispatcher } from "#core/dispatcher";
+import { sseEnvelope } from "#core/source-stream";
+import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
+import type { Logger } from "#ports/logger";
+import type { RunJob } from "#ports/run-queue";
+import type { SubscriptionStore } from "#ports/subscription-store";
+
+const NOW = Date.UTC(2026, 10, 20, 12);
+const ADA = { userId: "u_ada", workspaceId: "o_ada" };
+const SOURCE = "dc_one";
+
+function source(id: string, owner = ADA): SourceRecord {
+  return {
+    id,
+    userId: owner.userId,
+    workspaceId: owner.workspaceId,
+    componentId: "sc_x",
+    name: id,
+    nameSlug: id,
+    configuredProps: {},
+    active: true,
+    createdAt: NOW,
+    updatedAt: NOW,
+  };
+}
+
+let eventCounter = 0;
+function stored(channel: string, event: unknown, sourceId = SOURCE): StoredEvent {
+  eventCounter++;
+  return {
+    sourceId,
+    id: `${NOW}-${eventCounter}`,
+    indexedAtMs: NOW,
+    channel,
+    event: event as StoredEvent["event"],
+    emitId: `emit-${eventCounter}`,
+    meta: { id: `user-id-${eventCounter}`, summary: `summary ${eventCounter}` },
+  };
+}
+
+let subscriptionCounter = 0;
+function subscription(
+  emitterKey: string,
+  listenerId: string,
+  listenerKind: ListenerKind,
+  eventName = "",
+): SubscriptionRecord {
+  subscriptionCounter++;
+  return {
+    id: `sub_${String(subscriptionCounter).padStart(4, "0")}`,
+    userId: ADA.userId,
+    workspaceId: ADA.workspaceId,
+    emitterId: emitterKey.split(":")[0] ?? emitterKey,
+    emitterKind: emitterKey.startsWith("dc_*") ? "sources-glob" : emitterKey.startsWith("o_") ? "workspace" : "source",
+    emitterKey,
+    listenerId,
+    listenerKind,
+    eventName,
+    createdAt: NOW,
+  };
+}
+
+/** The subscription store's matching rule over a list, recording every lookup. */
+function fakeSubscriptions(all: SubscriptionRecord[]) {
+  const lookups: { keys: readonly string[]; eventName: string }[] = [];
+  const store = {
+    async findSubscriptions(keys: readonly string[], eventName: string) {
+      lookups.push({ keys, eventName });
+      return all.filter((s) => keys.includes(s.emitterKey) && s.eventName === eventName);
+    },
+  } as Partial<SubscriptionStore> as SubscriptionStore;
+  return { store, lookups };
+}
+
+function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = [source(SOURCE)]) {
+  const enqueued: DeliveryRecord[][] = [];
+  const runs: RunJob[] = [];
+  const { store, lookups } = fakeSubscriptions(subscriptions);
+  let ids = 0;
+  const deps: DispatchDeps = {
+    sources: { getSource: async (id: string) => sources.find((s) => s.id === id) } as DispatchDeps["sources"],
+    subscriptions: store,
+    deliveries: {
+      enqueue: async (batch) => {
+        enqueued.push([...batch]);
+      },
+    },
+    runs: {
+      enqueue: async (job) => {
+        runs.push(job);
+      },
+    },
+    ids: {
+      newId: (kind) => `${kind === "delivery" ? "dlv_" : "x_"}${String(++ids).padStart(4, "0")}`,
+      newSecret: () => "s",
+    },
+    clock: { nowMs: () => NOW + 5 },
+  };
+  return { deps, enqueued, runs, lookups };
+}
+
+describe("emitterKeys", () => {
+  it("adds the workspace only for $errors", () => {
+    expect(emitterKeys(SOURCE, ADA, "")).toEqual([SOURCE, "dc_*:u_ada"]);
+    expect(emitterKeys(SOURCE, ADA, "$errors")).toEqual([SOURCE, "dc_*:u_ada", "o_ada"]);
+    expect(emitterKeys(SOURCE, undefined, "$errors")).toEqual([SOURCE]);
+  });
+});
+
+describe("dispatchEvents", () => {
+  it("queues nothing and makes one lookup per channel when nobody listens", async () => {
+    const { deps, enqueued, runs, lookups } = harness([]);
+    const result = await dispatchEvents(deps, [stored("", { a: 1 }), stored("", { a: 2 }), stored("$logs", "x")]);
+    expect(result).toEqual({ deliveries: 0, runs: 0, workflowsSkipped: 0 });
+    expect(enqueued).toEqual([]);
+    expect(runs).toEqual([]);
+    expect(lookups).toEqual([
+      { keys: [SOURCE, "dc_*:u_ada"], eventName: "" },
+      { keys: [SOURCE, "dc_*:u_ada"], eventName: "$logs" },
+    ]);
+  });
+
+  it("makes one delivery per event to a subscribed webhook, with the stream's envelope as payload", async () => {
+    const sub = subscription(SOURCE, "wh_a", "webhook");
+    const { deps, enqueued } = harness([sub]);
+    const events = [stored("", { n: 1 }), stored("", { n: 2 })];
+    const result = await dispatchEvents(deps, events);
+    expect(result.deliveries).toBe(2);
+    expect(enqueued).toHaveLength(1);
+    expect(enqueued[0]).toEqual([
+      {
+        id: "dlv_0001",
+        webhookId: "wh_a",
+        subscriptionIds: [sub.id],
+        emitterId: SOURCE,
+        eventId: events[0]?.id,
+        channel: "",
+        payload: sseEnvelope(events[0] as StoredEvent),
+        attempts: 0,
+        nextAttemptAt: NOW + 5,
+        createdAt: NOW + 5,
+      },
+      expect.objectContaining({
+        id: "dlv_0002",
+        eventId: events[1]?.id,
+        payload: sseEnvelope(events[1] as StoredEvent),
+      }),
+    ]);
+  });
+
+  it("delivers an event once to a webhook that several subscriptions match, naming them oldest first", async () => {
+    const exact = subscription(SOURCE, "wh_a", "webhook");
+    const glob = subscription("dc_*:u_ada", "wh_a", "webhook");
+    const { deps, enqueued } = harness([glob, exact]);
+    await dispatchEvents(deps, [stored("", { n: 1 })]);
+    expect(enqueued.flat()).toHaveLength(1);
+    expect(enqueued[0]?.[0]?.subscriptionIds).toEqual([exact.id, glob.id]);
+  });
+
+  it("queues every webhook's deliveries in one call, in event order", async () => {
+    const { deps, enqueued } = harness([
+      subscription("dc_*:u_ada", "wh_b", "webhook"),
+      subscription(SOURCE, "wh_a", "webhook"),
+    ]);
+    const events = [stored("", 1), stored("", 2), stored("", 3)];
+    await dispatchEvents(deps, events);
+    expect(enqueued).toHaveLength(1);
+    expect(enqueued[0]?.map((d) => [d.eventId, d.webhookId])).toEqual(
+      events.flatMap((e) => [
+        [e.id, "wh_a"],
+        [e.id, "wh_b"],
+      ]),
+    );
+  });
+
+  it("routes by channel: a subscription gets only its own channel, the workspace only $errors", async () => {
+    const { deps, enqueued } = harness([
+      subscription(SOURCE, "wh_default", "webhook", ""),
+      subscription(SOURCE, "wh_custom", "webhook", "orders"),
+      subscription("o_ada", "wh_errors", "webhook", "$errors"),
+      subscription("o_ada", "wh_wrong", "webhook", "orders"),
+    ]);
+    const events = [stored("", "d"), stored("orders", "o"), stored("$errors", "e"), stored("$logs", "l")];
+    await dispatchEvents(deps, events);
+    expect(enqueued[0]?.map((d) => [d.channel, d.webhookId])).toEqual([
+      ["", "wh_default"],
+      ["orders", "wh_custom"],
+      ["$errors", "wh_errors"],
+    ]);
+  });
+
+  it("does not match another user's dc_* glob", async () => {
+    const { deps, enqueued } = harness([subscription("dc_*:u_bob", "wh_bob", "webhook")]);
+    const result = await dispatchEvents(deps, [stored("", 1)]);
+    expect(result.deliveries).toBe(0);
+    expect(enqueued).toEqual([]);
+  });
+
+  it("runs a listening source with each emitted event, in order, including itself on a custom channel", async () => {
+    const { deps, runs, enqueued } = harness(
+      [subscription(SOURCE, "dc_two", "source"), subscription(SOURCE, SOURCE, "source", "self")],
+      [source(SOURCE), source("dc_two")],
+    );
+    await dispatchEvents(deps, [stored("", { n: 1 }), stored("self", { later: true }), stored("", { n: 2 })]);
+    expect(runs).toEqual([
+      { sourceId: "dc_two", trigger: "event", event: { n: 1 } },
+      { sourceId: SOURCE, trigger: "event", event: { later: true } },
+      { sourceId: "dc_two", trigger: "event", event: { n: 2 } },
+    ]);
+    expect(enqueued).toEqual([]);
+  });
+
+  it("does not deliver a source's own $logs and $errors back to it, but does to other sources", async () => {
+    const { deps, runs } = harness(
+      [
+        subscription(SOURCE, SOURCE, "source", "$logs"),
+        subscription(SOURCE, SOURCE, "source", "$errors"),
+        subscription(SOURCE, "dc_two", "source", "$logs"),
+      ],
+      [source(SOURCE), source("dc_two")],
+    );
+    const result = await dispatchEvents(deps, [stored("$logs", "a log line"), stored("$errors", { error: "x" })]);
+    expect(runs).toEqual([{ sourceId: "dc_two", trigger: "event", event: "a log line" }]);
+    expect(result.runs).toBe(1);
+  });
+
+  it("counts workflow listeners without delivering to them", async () => {
+    const { deps, runs, enqueued } = harness([subscription(SOURCE, "p_flow", "workflow")]);
+    const result = await dispatchEvents(deps, [stored("", 1), stored("", 2)]);
+    expect(result).toEqual({ deliveries: 0, runs: 0, workflowsSkipped: 2 });
+    expect(runs).toEqual([]);
+    expect(enqueued).toEqual([]);
+  });
+
+  it("still tries the exact id of a source deleted since it emitted", async () => {
+    const { deps, enqueued, lookups } = harness([subscription("dc_gone", "wh_a", "webhook")], []);
+    await dispatchEvents(deps, [stored("", 1, "dc_gone")]);
+    expect(lookups[0]?.keys).toEqual(["dc_gone"]);
+    expect(enqueued.flat()).toHaveLength(1);
+  });
+
+  it("does nothing for an empty batch", async () => {
+    const { deps, lookups } = harness([]);
+    expect(await dispatchEvents(deps, [])).toEqual({ deliveries: 0, runs: 0, workflowsSkipped: 0 });
+    expect(lookups).toEqual([]);
+  });
+});
+
+describe("serialDispatcher", () => {
+  function recordingLog() {
+    const errors: Record<string, unknown>[] = [];
+    const log: Logger = {
+      info() {},
+      warn() {},
+      error: (_message, fields) => errors.push(fields ?? {}),
+      child: () => log,
+    };
+    return { log, errors };
+  }
+
+  it("queues one source's publishes in publish order even when the first lookup is slower", async () => {
+    const { deps, enqueued } = harness([subscription(SOURCE, "wh_a", "webhook")]);
+    const original = deps.subscriptions.findSubscriptions.bind(deps.subscriptions);
+    let calls = 0;
+    deps.subscriptions.findSubscriptions = async (keys, eventName) => {
+      if (++calls === 1) await new Promise((resolve) => setTimeout(resolve, 20));
+      return original(keys, eventName);
+    };
+    const { log } = recordingLog();
+    const dispatcher = serialDispatcher({ ...deps, log });
+    const first = stored("", 1);
+    const second = stored("", 2);
+    dispatcher.listener([first]);
+    dispatcher.listener([second]);
+    await dispatcher.drain();
+    expect(enqueued.map((batch) => batch[0]?.eventId)).toEqual([first.id, second.id]);
+  });
+
+  it("logs a failed dispatch and goes on with the next one", async () => {
+    const { deps, enqueued } = harness([subscription(SOURCE, "wh_a", "webhook")]);
+    let fail = true;
+    const enqueue = deps.deliveries.enqueue;
+    deps.deliveries.enqueue = async (batch) => {
+      if (fail) {
+        fail = false;
+        throw new Error("disk full");
+      }
+      return enqueue(batch);
+    };
+    const { log, errors } = recordingLog();
+    const dispatcher = serialDispatcher({ ...deps, log });
+    const lost = stored("", 1);
+    const kept = stored("", 2);
+    expect(() => dispatcher.listener([lost])).not.toThrow();
+    dispatcher.listener([kept]);
+    await dispatcher.drain();
+    expect(errors).toEqual([
+      expect.objectContaining({ source_id: SOURCE, event_ids: [lost.id], error: "Error: disk full" }),
+    ]);
+    expect(enqueued.map((batch) => batch[0]?.eventId)).toEqual([kept.id]);
+  });
+});

@@ -1,0 +1,106 @@
+import { describe, expect, it } from "vitest";
+import type { SourceRecord } from "#core/component-model";
+import { isDomainError } from "#core/errors";
+import { deleteSourceEvents, listSourceEvents } from "#core/source-events";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+
+/** Two accounts, a source of the first with five default-channel events and one log line. */
+async function setUp(purgeLater: (sourceId: string) => Promise<void> = async () => {}) {
+  const purged: string[] = [];
+  const deps = memoryDeps(Date.UTC(2026, 10, 21), {
+    purger: {
+      purgeLater: async (sourceId) => {
+        purged.push(sourceId);
+        await purgeLater(sourceId);
+      },
+    },
+  });
+  const owner = await accountIn(deps, "owner");
+  const stranger = await accountIn(deps, "stranger");
+  const source: SourceRecord = {
+    id: "dc_history0000001",
+    userId: owner.user.id,
+    workspaceId: owner.workspace.id,
+    componentId: "sc_unused",
+    name: "history",
+    nameSlug: "history",
+    configuredProps: {},
+    active: true,
+    createdAt: 1,
+    updatedAt: 1,
+  };
+  await deps.sources.createSource(source);
+  const stored = await deps.events.appendEvents(
+    source.id,
+    [
+      ...Array.from({ length: 5 }, (_, n) => ({ channel: "", event: { n }, emitId: `e${n}`, meta: {} })),
+      { channel: "$logs", event: { message: "hi" }, emitId: "log", meta: {} },
+    ],
+    Date.UTC(2026, 10, 21),
+  );
+  return { deps, source, purged, stored, owner: { userId: owner.user.id }, stranger: { userId: stranger.user.id } };
+}
+
+async function rejection(promise: Promise<unknown>) {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!isDomainError(error)) throw new Error(`expected a DomainError, got ${String(error)}`);
+  return error;
+}
+
+describe("deleteSourceEvents", () => {
+  it("hides the range at once and starts a purge of that source", async () => {
+    const { deps, source, purged, stored, owner } = await setUp();
+    const answer = await deleteSourceEvents(deps, owner, source.id, {
+      start_id: stored[1]!.id,
+      end_id: stored[3]!.id,
+    });
+    expect(answer).toEqual({ source_id: source.id, start_id: stored[1]!.id, end_id: stored[3]!.id, event_name: null });
+    expect(purged).toEqual([source.id]);
+    const left = await listSourceEvents(deps, owner, source.id, {});
+    expect(left.data.map((e) => e.id)).toEqual([stored[4]!.id, stored[0]!.id]);
+  });
+
+  it("is 404 for another account's source and deletes nothing", async () => {
+    const { deps, source, purged, stranger, owner } = await setUp();
+    expect((await rejection(deleteSourceEvents(deps, stranger, source.id, {}))).code).toBe("not_found");
+    expect(purged).toEqual([]);
+    expect((await listSourceEvents(deps, owner, source.id, {})).page_info.total_count).toBe(5);
+  });
+
+  it("validates ids before looking at the source", async () => {
+    const { deps, source, stored, owner } = await setUp();
+    const backwards = await rejection(
+      deleteSourceEvents(deps, owner, source.id, { start_id: stored[3]!.id, end_id: stored[1]!.id }),
+    );
+    expect(backwards.message).toContain("start_id");
+    // ms 9 is older than ms 10 although "9-0" > "10-0" as strings: the order is numeric.
+    await deleteSourceEvents(deps, owner, source.id, { start_id: "9-0", end_id: "10-0" });
+    for (const [field, value] of [
+      ["start_id", "9"],
+      ["end_id", "-1-0"],
+      ["start_id", "1.5-0"],
+    ] as const) {
+      const error = await rejection(deleteSourceEvents(deps, owner, "dc_missing", { [field]: value }));
+      expect(error.code).toBe("validation");
+      expect(error.message).toContain(field);
+    }
+  });
+
+  it("limits the deletion to one channel with event_name, `default` meaning the default channel", async () => {
+    const { deps, source, owner } = await setUp();
+    await deleteSourceEvents(deps, owner, source.id, { event_name: "default" });
+    expect((await listSourceEvents(deps, owner, source.id, {})).data).toEqual([]);
+    expect((await listSourceEvents(deps, owner, source.id, { event_name: "$logs" })).data).toHaveLength(1);
+  });
+
+  it("still answers when the purge cannot be started: the events are already hidden", async () => {
+    const { deps, source, owner } = await setUp(async () => {
+      throw new Error("lambda unavailable");
+    });
+    await deleteSourceEvents(deps, owner, source.id, {});
+    expect((await listSourceEvents(deps, owner, source.id, { event_name: "$logs" })).data).toEqual([]);
+  });
+});

@@ -1,0 +1,477 @@
+import { describe, expect, it } from "vitest";
+import type { ComponentDescription } from "#core/component-model";
+import { isDomainError } from "#core/errors";
+import { decodeCursor } from "#core/pagination";
+import { deleteSource, deploySource } from "#core/sources";
+import {
+  applyAutoSubscriptions,
+  createAutoSubscription,
+  createSubscription,
+  deleteSubscription,
+  listUserSubscriptions,
+  listWorkspaceSubscriptions,
+} from "#core/subscriptions";
+import { createWebhook } from "#core/webhooks";
+import type { ComponentHost } from "#ports/component-host";
+import type { Deps } from "#ports/deps";
+import type { InvocationResult } from "#runtime/protocol";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { MemoryDeadLetterStore, MemorySubscriptionStore } from "../../support/memory-subscription-store.ts";
+
+const DESCRIPTION: ComponentDescription = {
+  type: "source",
+  hooks: ["deploy"],
+  methods: [],
+  hasRun: true,
+  hasAdditionalProps: false,
+  props: [],
+  name: "Scripted",
+  version: "1.0.0",
+};
+
+/**
+ * Two accounts, each with a deployed source and a webhook, on real local identity and source
+ * stores with the in-memory subscription store. The host records, at each `deploy` hook, the
+ * subscriptions that already named the deploying source as emitter.
+ */
+async function setUp() {
+  const subscriptions = new MemorySubscriptionStore();
+  const deadLetters = new MemoryDeadLetterStore();
+  const seenAtDeploy: string[][] = [];
+  const host: ComponentHost = {
+    describe: async () => DESCRIPTION,
+    prepare: async () => {},
+    remove: async () => {},
+    invoke: async (source, invocation): Promise<InvocationResult> => {
+      if (invocation.kind === "deploy") {
+        const found = [...subscriptions.subscriptions.values()].filter((s) => s.emitterId === source.sourceId);
+        seenAtDeploy.push(found.map((s) => `${s.listenerId} ${s.eventName}`));
+      }
+      return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1 };
+    },
+  };
+  const base = memoryDeps(Date.UTC(2026, 10, 20, 12), {
+    host,
+    timers: { schedule: async () => {}, cancel: async () => {} },
+  });
+  const deps: Deps & { clock: typeof base.clock } = {
+    ...base,
+    subscriptions,
+    deadLetters,
+    deliveries: {
+      enqueue: async () => {
+        throw new Error("no deliveries in these tests");
+      },
+    },
+  };
+  const ownerAccount = await accountIn(deps, "owner");
+  const strangerAccount = await accountIn(deps, "stranger");
+  const owner = { userId: ownerAccount.user.id };
+  const stranger = { userId: strangerAccount.user.id };
+  const source = await deploySource(deps, owner, { component_code: "owner's code", name: "emitter" });
+  const webhook = await createWebhook(deps, owner, { url: "http://127.0.0.1:9000/in" });
+  const strangerSource = await deploySource(deps, stranger, { component_code: "stranger's code" });
+  const strangerWebhook = await createWebhook(deps, stranger, { url: "http://127.0.0.1:9001/in" });
+  return {
+    deps,
+    subscriptions,
+    seenAtDeploy,
+    owner,
+    ownerWorkspace: ownerAccount.workspace.id,
+    stranger,
+    strangerWorkspace: strangerAccount.workspace.id,
+    source,
+    webhook,
+    strangerSource,
+    strangerWebhook,
+  };
+}
+
+async function rejection(promise: Promise<unknown>) {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!isDomainError(error)) throw new Error(`expected a DomainError, got ${String(error)}`);
+  return error;
+}
+
+const WORKFLOW_ID = "p_01jd0000000000000000ab";
+const OTHER_WORKFLOW_ID = "p_01jd0000000000000000cd";
+
+describe("createSubscription", () => {
+  it("subscribes a webhook to a source's default channel and answers the subscription", async () => {
+    const { deps, subscriptions, owner, ownerWorkspace, source, webhook } = await setUp();
+    const created = await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
+    expect(created).toEqual({
+      id: expect.stringMatching(/^sub_/),
+      emitter_id: source.id,
+      listener_id: webhook.id,
+      event_name: "",
+      created_at: Date.UTC(2026, 10, 20, 12) / 1000,
+    });
+    expect(await subscriptions.findSubscriptions([source.id], "")).toEqual([
+      expect.objectContaining({
+        id: created.id,
+        userId: owner.userId,
+        workspaceId: ownerWorkspace,
+        emitterKind: "source",
+        emitterKey: source.id,
+        listenerKind: "webhook",
+      }),
+    ]);
+  });
+
+  it("answers the same subscription when created twice, and stores one", async () => {
+    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    const first = await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
+    deps.clock.set(Date.UTC(2026, 10, 21));
+    const second = await createSubscription(deps, owner, {
+      emitter_id: source.id,
+      listener_id: webhook.id,
+      event_name: "",
+    });
+    expect(second).toEqual(first);
+    expect(subscriptions.subscriptions.size).toBe(1);
+  });
+
+  it("keys dc_* and p_* globs by the subscribing user", async () => {
+    const { deps, subscriptions, owner, webhook } = await setUp();
+    const sources = await createSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id });
+    const workflows = await createSubscription(deps, owner, {
+      emitter_id: "p_*",
+      listener_id: webhook.id,
+      event_name: "$errors",
+    });
+    expect(sources.emitter_id).toBe("dc_*");
+    expect(await subscriptions.findSubscriptions([`dc_*:${owner.userId}`], "")).toEqual([
+      expect.objectContaining({ id: sources.id, emitterKind: "sources-glob" }),
+    ]);
+    expect(await subscriptions.findSubscriptions([`p_*:${owner.userId}`], "$errors")).toEqual([
+      expect.objectContaining({ id: workflows.id, emitterKind: "workflows-glob" }),
+    ]);
+  });
+
+  it("accepts well-formed workflow ids as emitter and listener and lists a workflow listener under the caller's workspace", async () => {
+    const { deps, subscriptions, owner, ownerWorkspace, source } = await setUp();
+    const fromWorkflow = await createSubscription(deps, owner, { emitter_id: WORKFLOW_ID, listener_id: source.id });
+    const toWorkflow = await createSubscription(deps, owner, {
+      emitter_id: source.id,
+      listener_id: OTHER_WORKFLOW_ID,
+      event_name: "custom",
+    });
+    const stored = [...subscriptions.subscriptions.values()];
+    expect(stored.find((s) => s.id === fromWorkflow.id)).toMatchObject({
+      emitterKind: "workflow",
+      emitterKey: WORKFLOW_ID,
+    });
+    expect(stored.find((s) => s.id === toWorkflow.id)).toMatchObject({
+      listenerKind: "workflow",
+      workspaceId: ownerWorkspace,
+      eventName: "custom",
+    });
+  });
+
+  it("lets a source listen to its own channel", async () => {
+    const { deps, owner, source } = await setUp();
+    const self = await createSubscription(deps, owner, {
+      emitter_id: source.id,
+      listener_id: source.id,
+      event_name: "self",
+    });
+    expect(self).toMatchObject({ emitter_id: source.id, listener_id: source.id, event_name: "self" });
+  });
+
+  it("takes a workspace the caller belongs to as emitter of $errors only", async () => {
+    const { deps, subscriptions, owner, ownerWorkspace, strangerWorkspace, webhook } = await setUp();
+    const errors = await createSubscription(deps, owner, {
+      emitter_id: ownerWorkspace,
+      listener_id: webhook.id,
+      event_name: "$errors",
+    });
+    expect(await subscriptions.findSubscriptions([ownerWorkspace], "$errors")).toEqual([
+      expect.objectContaining({ id: errors.id, emitterKind: "workspace" }),
+    ]);
+    for (const event_name of [undefined, "", "$logs", "custom"]) {
+      const error = await rejection(
+        createSubscription(deps, owner, { emitter_id: ownerWorkspace, listener_id: webhook.id, event_name }),
+      );
+      expect(error.issues).toEqual([
+        { field: "event_name", message: "must be $errors when emitter_id is a workspace" },
+      ]);
+    }
+    const foreign = await rejection(
+      createSubscription(deps, owner, {
+        emitter_id: strangerWorkspace,
+        listener_id: webhook.id,
+        event_name: "$errors",
+      }),
+    );
+    expect(foreign.code).toBe("not_found");
+  });
+
+  it.each([
+    [undefined, ""],
+    ["", ""],
+    ["default", ""],
+    ["orders", "orders"],
+    ["with spaces and ünïcode", "with spaces and ünïcode"],
+    ["$errors", "$errors"],
+    ["$logs", "$logs"],
+    ["e".repeat(128), "e".repeat(128)],
+  ])("stores event_name %j as channel %j", async (event_name, channel) => {
+    const { deps, owner, source, webhook } = await setUp();
+    const created = await createSubscription(deps, owner, {
+      emitter_id: source.id,
+      listener_id: webhook.id,
+      event_name,
+    });
+    expect(created.event_name).toBe(channel);
+  });
+
+  it.each([
+    ["$in", "reserved channels are $errors and $logs"],
+    ["$", "reserved channels are $errors and $logs"],
+    ["$ERRORS", "reserved channels are $errors and $logs"],
+    ["e".repeat(129), "must be at most 128 characters"],
+    ["tab\there", "must not contain control characters"],
+  ])("answers 400 naming event_name for %j", async (event_name, message) => {
+    const { deps, owner, source, webhook } = await setUp();
+    const error = await rejection(
+      createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id, event_name }),
+    );
+    expect(error.code).toBe("validation");
+    expect(error.issues).toEqual([{ field: "event_name", message: expect.stringContaining(message) }]);
+  });
+
+  it.each([
+    [undefined, "is required"],
+    ["", "is required"],
+    ["dc_", "must be a source id"],
+    ["dc_short", "must be a source id"],
+    ["dc_**", "must be a source id"],
+    ["*", "must be a source id"],
+    ["wh_01jd0000000000000000ab", "must be a source id"],
+    ["sc_01jd0000000000000000ab", "must be a source id"],
+    ["DC_01JD0000000000000000AB", "must be a source id"],
+    [`dc_${"0".repeat(80)}`, "is not a valid id"],
+  ])("answers 400 naming emitter_id for %j", async (emitter_id, message) => {
+    const { deps, owner, webhook } = await setUp();
+    const error = await rejection(createSubscription(deps, owner, { emitter_id, listener_id: webhook.id }));
+    expect(error.code).toBe("validation");
+    expect(error.issues).toEqual([{ field: "emitter_id", message: expect.stringContaining(message) }]);
+  });
+
+  it.each([
+    [undefined, "is required"],
+    ["", "is required"],
+    ["dc_*", "must be a webhook id"],
+    ["p_*", "must be a webhook id"],
+    ["o_01jd0000000000000000ab", "must be a webhook id"],
+    ["wh_", "must be a webhook id"],
+    ["https://example.com/", "must be a webhook id"],
+  ])("answers 400 naming listener_id for %j", async (listener_id, message) => {
+    const { deps, owner, source } = await setUp();
+    const error = await rejection(createSubscription(deps, owner, { emitter_id: source.id, listener_id }));
+    expect(error.code).toBe("validation");
+    expect(error.issues).toEqual([{ field: "listener_id", message: expect.stringContaining(message) }]);
+  });
+
+  it("answers 400 for a malformed id before looking up another account's resource", async () => {
+    const { deps, owner, strangerSource } = await setUp();
+    const error = await rejection(createSubscription(deps, owner, { emitter_id: strangerSource.id, listener_id: "x" }));
+    expect(error.code).toBe("validation");
+  });
+
+  it("answers 404 for another account's source or webhook, as for a missing one, and stores nothing", async () => {
+    const { deps, subscriptions, owner, source, webhook, strangerSource, strangerWebhook } = await setUp();
+    const attempts = [
+      { emitter_id: strangerSource.id, listener_id: webhook.id },
+      { emitter_id: source.id, listener_id: strangerWebhook.id },
+      { emitter_id: source.id, listener_id: strangerSource.id },
+      { emitter_id: "dc_*", listener_id: strangerWebhook.id },
+      { emitter_id: "dc_01jd0000000000000000ab", listener_id: webhook.id },
+      { emitter_id: source.id, listener_id: "wh_01jd0000000000000000ab" },
+    ];
+    for (const attempt of attempts) {
+      const error = await rejection(createSubscription(deps, owner, attempt));
+      expect(error.code, JSON.stringify(attempt)).toBe("not_found");
+    }
+    expect(subscriptions.subscriptions.size).toBe(0);
+  });
+});
+
+describe("deleteSubscription", () => {
+  it("removes the subscription named by the parameters of its creation", async () => {
+    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    const kept = await createSubscription(deps, owner, {
+      emitter_id: source.id,
+      listener_id: webhook.id,
+      event_name: "x",
+    });
+    const gone = await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
+    const answer = await deleteSubscription(deps, owner, {
+      emitter_id: source.id,
+      listener_id: webhook.id,
+      event_name: "",
+    });
+    expect(answer).toEqual({ id: gone.id, deleted: true });
+    expect([...subscriptions.subscriptions.values()].map((s) => s.id)).toEqual([kept.id]);
+  });
+
+  it("removes a glob subscription of the caller", async () => {
+    const { deps, subscriptions, owner, webhook } = await setUp();
+    await createSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id, event_name: "$logs" });
+    await deleteSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id, event_name: "$logs" });
+    expect(subscriptions.subscriptions.size).toBe(0);
+  });
+
+  it("answers 404 when there is no such subscription, including on another channel", async () => {
+    const { deps, owner, source, webhook } = await setUp();
+    await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id, event_name: "orders" });
+    const missing = await rejection(
+      deleteSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id }),
+    );
+    expect(missing.code).toBe("not_found");
+    expect(missing.message).toBe("subscription not found");
+    await deleteSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id, event_name: "orders" });
+    const again = await rejection(
+      deleteSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id, event_name: "orders" }),
+    );
+    expect(again.code).toBe("not_found");
+  });
+
+  it("answers 404 to another account and leaves the subscription in place", async () => {
+    const { deps, subscriptions, owner, stranger, source, webhook } = await setUp();
+    await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
+    const error = await rejection(
+      deleteSubscription(deps, stranger, { emitter_id: source.id, listener_id: webhook.id }),
+    );
+    expect(error.code).toBe("not_found");
+    expect(subscriptions.subscriptions.size).toBe(1);
+  });
+
+  it("validates its parameters like creation", async () => {
+    const { deps, owner, webhook } = await setUp();
+    const error = await rejection(
+      deleteSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id, event_name: "$nope" }),
+    );
+    expect(error.issues?.[0]?.field).toBe("event_name");
+    const noEmitter = await rejection(deleteSubscription(deps, owner, { listener_id: webhook.id }));
+    expect(noEmitter.issues?.[0]?.field).toBe("emitter_id");
+  });
+});
+
+describe("listing subscriptions", () => {
+  it("pages through the caller's subscriptions, newest first, without the stranger's", async () => {
+    const { deps, owner, stranger, source, webhook, strangerSource, strangerWebhook } = await setUp();
+    const ids: string[] = [];
+    for (const [n, event_name] of ["a", "b", "c"].entries()) {
+      deps.clock.set(Date.UTC(2026, 10, 20, 13, n));
+      ids.push(
+        (await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id, event_name })).id,
+      );
+    }
+    await createSubscription(deps, stranger, { emitter_id: strangerSource.id, listener_id: strangerWebhook.id });
+
+    const first = await listUserSubscriptions(deps, owner, { limit: 2 });
+    expect(first.page_info).toMatchObject({ total_count: 3, count: 2 });
+    expect(first.data.map((s) => s.id)).toEqual([ids[2], ids[1]]);
+    const second = await listUserSubscriptions(deps, owner, {
+      limit: 2,
+      after: decodeCursor(first.page_info.end_cursor!, "after"),
+    });
+    expect(second.data.map((s) => s.id)).toEqual([ids[0]]);
+    expect((await listUserSubscriptions(deps, stranger, { limit: 10 })).page_info.total_count).toBe(1);
+  });
+
+  it("lists a workspace's subscriptions to its members and answers 404 to others", async () => {
+    const { deps, owner, stranger, ownerWorkspace, source, webhook } = await setUp();
+    const created = await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
+    const listed = await listWorkspaceSubscriptions(deps, owner, ownerWorkspace, { limit: 10 });
+    expect(listed.data).toEqual([created]);
+    expect((await rejection(listWorkspaceSubscriptions(deps, stranger, ownerWorkspace, { limit: 10 }))).code).toBe(
+      "not_found",
+    );
+  });
+});
+
+describe("auto subscriptions", () => {
+  it("requires event_name $errors or $logs and a well-formed listener", async () => {
+    const { deps, owner, webhook } = await setUp();
+    for (const event_name of [undefined, "", "orders", "$in"]) {
+      const error = await rejection(createAutoSubscription(deps, owner, { event_name, listener_id: webhook.id }));
+      expect(error.issues?.[0]?.field, String(event_name)).toBe("event_name");
+    }
+    for (const listener_id of [undefined, "dc_*", "o_01jd0000000000000000ab"]) {
+      const error = await rejection(createAutoSubscription(deps, owner, { event_name: "$errors", listener_id }));
+      expect(error.issues?.[0]?.field, String(listener_id)).toBe("listener_id");
+    }
+  });
+
+  it("answers 404 for another account's listener", async () => {
+    const { deps, owner, strangerWebhook } = await setUp();
+    const error = await rejection(
+      createAutoSubscription(deps, owner, { event_name: "$logs", listener_id: strangerWebhook.id }),
+    );
+    expect(error.code).toBe("not_found");
+  });
+
+  it("subscribes the listener to sources created afterwards, before their deploy hook, and not to older ones", async () => {
+    const { deps, subscriptions, seenAtDeploy, owner, source, webhook } = await setUp();
+    const auto = await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
+    expect(auto).toEqual({
+      id: expect.stringMatching(/^sub_/),
+      listener_id: webhook.id,
+      event_name: "$errors",
+      created_at: Date.UTC(2026, 10, 20, 12) / 1000,
+    });
+    const again = await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
+    expect(again.id).toBe(auto.id);
+
+    const later = await deploySource(deps, owner, { component_code: "later" });
+    expect(seenAtDeploy.at(-1)).toEqual([`${webhook.id} $errors`]);
+    expect(await subscriptions.findSubscriptions([later.id], "$errors")).toEqual([
+      expect.objectContaining({
+        emitterId: later.id,
+        emitterKind: "source",
+        listenerId: webhook.id,
+        userId: owner.userId,
+      }),
+    ]);
+    expect(await subscriptions.findSubscriptions([source.id], "$errors")).toEqual([]);
+  });
+
+  it("does not subscribe another account's new sources", async () => {
+    const { deps, subscriptions, owner, stranger, webhook } = await setUp();
+    await createAutoSubscription(deps, owner, { event_name: "$logs", listener_id: webhook.id });
+    const theirs = await deploySource(deps, stranger, { component_code: "theirs" });
+    expect(await subscriptions.findSubscriptions([theirs.id], "$logs")).toEqual([]);
+  });
+
+  it("applyAutoSubscriptions is idempotent for one source", async () => {
+    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    await createAutoSubscription(deps, owner, { event_name: "$logs", listener_id: webhook.id });
+    const first = await applyAutoSubscriptions(deps, { id: source.id, userId: owner.userId });
+    const second = await applyAutoSubscriptions(deps, { id: source.id, userId: owner.userId });
+    expect(second.map((s) => s.id)).toEqual(first.map((s) => s.id));
+    expect(await subscriptions.findSubscriptions([source.id], "$logs")).toHaveLength(1);
+  });
+});
+
+describe("deleting a source", () => {
+  it("removes its subscriptions as emitter and as listener and the auto subscriptions it listens with", async () => {
+    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    const other = await deploySource(deps, owner, { component_code: "other" });
+    await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
+    await createSubscription(deps, owner, { emitter_id: other.id, listener_id: source.id });
+    await createSubscription(deps, owner, { emitter_id: source.id, listener_id: source.id, event_name: "self" });
+    const kept = await createSubscription(deps, owner, { emitter_id: other.id, listener_id: webhook.id });
+    await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: source.id });
+    const keptAuto = await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
+
+    await deleteSource(deps, owner, source.id);
+    expect([...subscriptions.subscriptions.values()].map((s) => s.id)).toEqual([kept.id]);
+    expect([...subscriptions.autos.values()].map((a) => a.id)).toEqual([keptAuto.id]);
+  });
+});

@@ -1,0 +1,253 @@
+import { describe, expect, it } from "vitest";
+import { isDomainError } from "#core/errors";
+import { decodeCursor } from "#core/pagination";
+import { createSubscription } from "#core/subscriptions";
+import {
+  createWebhook,
+  deleteWebhook,
+  getWebhook,
+  listWebhooks,
+  openSigningSecret,
+  rotateWebhookSecret,
+  WEBHOOK_URL_MAX_LENGTH,
+} from "#core/webhooks";
+import type { Deps } from "#ports/deps";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { MemoryDeadLetterStore, MemorySubscriptionStore } from "../../support/memory-subscription-store.ts";
+
+/** Two accounts on real local identity stores, with the in-memory subscription and dead-letter stores. */
+async function setUp() {
+  const subscriptions = new MemorySubscriptionStore();
+  const deadLetters = new MemoryDeadLetterStore();
+  const base = memoryDeps(Date.UTC(2026, 10, 20, 12));
+  const deps: Deps & { clock: typeof base.clock } = {
+    ...base,
+    subscriptions,
+    deadLetters,
+    deliveries: {
+      enqueue: async () => {
+        throw new Error("no deliveries in these tests");
+      },
+    },
+  };
+  const owner = await accountIn(deps, "owner");
+  const stranger = await accountIn(deps, "stranger");
+  return {
+    deps,
+    subscriptions,
+    deadLetters,
+    owner: { userId: owner.user.id },
+    ownerWorkspace: owner.workspace.id,
+    stranger: { userId: stranger.user.id },
+    strangerWorkspace: stranger.workspace.id,
+  };
+}
+
+async function rejection(promise: Promise<unknown>) {
+  const error = await promise.then(
+    () => undefined,
+    (caught: unknown) => caught,
+  );
+  if (!isDomainError(error)) throw new Error(`expected a DomainError, got ${String(error)}`);
+  return error;
+}
+
+describe("createWebhook", () => {
+  it("answers the webhook with a whsec_ signing secret that only the creation answer shows", async () => {
+    const { deps, subscriptions, owner } = await setUp();
+    const created = await createWebhook(deps, owner, {
+      url: "https://hooks.example.com/in",
+      name: "Ops",
+      description: "to the ops channel",
+    });
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^wh_/),
+      user_id: owner.userId,
+      url: "https://hooks.example.com/in",
+      name: "Ops",
+      description: "to the ops channel",
+      active: true,
+      created_at: Date.UTC(2026, 10, 20, 12) / 1000,
+      updated_at: Date.UTC(2026, 10, 20, 12) / 1000,
+    });
+    expect(created.signing_secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+
+    const fetched = await getWebhook(deps, owner, created.id);
+    expect(fetched).not.toHaveProperty("signing_secret");
+    const { signing_secret: _secret, ...withoutSecret } = created;
+    expect(fetched).toEqual(withoutSecret);
+    const listed = await listWebhooks(deps, owner, { limit: 10 });
+    expect(JSON.stringify(listed)).not.toContain(created.signing_secret);
+
+    const stored = subscriptions.webhooks.get(created.id)!;
+    expect(stored.sealedSigningSecret).not.toContain(created.signing_secret);
+    expect(await openSigningSecret(deps, stored)).toBe(created.signing_secret);
+  });
+
+  it("shows a missing name or description as null", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWebhook(deps, owner, { url: "http://127.0.0.1:8080/" });
+    expect(created.name).toBeNull();
+    expect(created.description).toBeNull();
+  });
+
+  it.each([
+    "http://127.0.0.1:8080/hooks/a?token=abc",
+    "https://example.com",
+    "HTTPS://Example.com/Path/To",
+    "http://localhost:3000",
+    "http://[::1]:9000/x",
+  ])("accepts %s", async (url) => {
+    const { deps, owner } = await setUp();
+    expect((await createWebhook(deps, owner, { url })).url).toBe(url);
+  });
+
+  it.each([
+    [undefined, "is required"],
+    ["", "is required"],
+    ["example.com/hook", "must start with http:// or https://"],
+    ["ftp://example.com/hook", "must start with http:// or https://"],
+    ["mailto:ops@example.com", "must start with http:// or https://"],
+    ["javascript:alert(1)", "must start with http:// or https://"],
+    ["http:example.com", "must start with http:// or https://"],
+    ["http://", "must start with http:// or https://"],
+    ["https:///path-only", "must start with http:// or https://"],
+    ["http://exa mple.com/", "must not contain spaces"],
+    [" http://example.com/", "must not contain spaces"],
+    ["http://example.com/\n", "must not contain spaces"],
+    ["http://user:pass@example.com/", "must not contain credentials"],
+    ["http://user@example.com/", "must not contain credentials"],
+    ["http://example.com:0/", "must not use port 0"],
+    ["http://example.com:99999/", "is not a valid URL"],
+    ["http://example.com/#part", "must not contain a fragment"],
+    [`https://example.com/${"a".repeat(WEBHOOK_URL_MAX_LENGTH)}`, "must be at most"],
+  ])("answers 400 naming url for %j", async (url, message) => {
+    const { deps, owner, subscriptions } = await setUp();
+    const error = await rejection(createWebhook(deps, owner, { url }));
+    expect(error.code).toBe("validation");
+    expect(error.issues).toEqual([{ field: "url", message: expect.stringContaining(message) }]);
+    expect(subscriptions.webhooks.size).toBe(0);
+  });
+
+  it("answers 400 naming name or description when they are too long", async () => {
+    const { deps, owner } = await setUp();
+    const url = "https://example.com/";
+    expect((await rejection(createWebhook(deps, owner, { url, name: "n".repeat(201) }))).issues?.[0]?.field).toBe(
+      "name",
+    );
+    expect(
+      (await rejection(createWebhook(deps, owner, { url, description: "d".repeat(1001) }))).issues?.[0]?.field,
+    ).toBe("description");
+  });
+
+  it("records the webhook under the named workspace, and 404s on another account's workspace", async () => {
+    const { deps, subscriptions, owner, ownerWorkspace, strangerWorkspace } = await setUp();
+    const created = await createWebhook(deps, owner, { url: "https://example.com/", workspace_id: ownerWorkspace });
+    expect(subscriptions.webhooks.get(created.id)?.workspaceId).toBe(ownerWorkspace);
+    const error = await rejection(
+      createWebhook(deps, owner, { url: "https://example.com/", workspace_id: strangerWorkspace }),
+    );
+    expect(error.code).toBe("not_found");
+  });
+});
+
+describe("listWebhooks", () => {
+  it("pages through the caller's webhooks only, newest first", async () => {
+    const { deps, owner, stranger } = await setUp();
+    const ids: string[] = [];
+    for (let n = 0; n < 3; n++) {
+      deps.clock.set(Date.UTC(2026, 10, 20, 12, n));
+      ids.push((await createWebhook(deps, owner, { url: `https://example.com/${n}` })).id);
+    }
+    await createWebhook(deps, stranger, { url: "https://stranger.example.com/" });
+
+    const first = await listWebhooks(deps, owner, { limit: 2 });
+    expect(first.page_info).toMatchObject({ total_count: 3, count: 2 });
+    expect(first.data.map((w) => w.id)).toEqual([ids[2], ids[1]]);
+    const after = decodeCursor(first.page_info.end_cursor!, "after");
+    const second = await listWebhooks(deps, owner, { limit: 2, after });
+    expect(second.data.map((w) => w.id)).toEqual([ids[0]]);
+    expect((await listWebhooks(deps, stranger, { limit: 10 })).data.map((w) => w.url)).toEqual([
+      "https://stranger.example.com/",
+    ]);
+  });
+});
+
+describe("rotateWebhookSecret", () => {
+  it("replaces the secret at once and shows the new one only in its answer", async () => {
+    const { deps, subscriptions, owner } = await setUp();
+    const created = await createWebhook(deps, owner, { url: "https://example.com/" });
+    deps.clock.set(Date.UTC(2026, 10, 21));
+    const rotated = await rotateWebhookSecret(deps, owner, created.id);
+    expect(rotated.signing_secret).toMatch(/^whsec_/);
+    expect(rotated.signing_secret).not.toBe(created.signing_secret);
+    expect(rotated.updated_at).toBe(Date.UTC(2026, 10, 21) / 1000);
+    expect(rotated.created_at).toBe(created.created_at);
+    expect(await openSigningSecret(deps, subscriptions.webhooks.get(created.id)!)).toBe(rotated.signing_secret);
+    expect(await getWebhook(deps, owner, created.id)).not.toHaveProperty("signing_secret");
+  });
+});
+
+describe("another account's webhook", () => {
+  it("is 404 for get, rotate and delete, and stays untouched", async () => {
+    const { deps, subscriptions, owner, stranger } = await setUp();
+    const created = await createWebhook(deps, owner, { url: "https://example.com/" });
+    const before = structuredClone(subscriptions.webhooks.get(created.id));
+    for (const attempt of [
+      getWebhook(deps, stranger, created.id),
+      rotateWebhookSecret(deps, stranger, created.id),
+      deleteWebhook(deps, stranger, created.id),
+    ]) {
+      const error = await rejection(attempt);
+      expect(error.code).toBe("not_found");
+      expect(error.message).toBe("webhook not found");
+    }
+    expect(subscriptions.webhooks.get(created.id)).toEqual(before);
+  });
+
+  it("is 404 like a webhook that does not exist", async () => {
+    const { deps, owner } = await setUp();
+    expect((await rejection(getWebhook(deps, owner, "wh_0000000000000000000000"))).code).toBe("not_found");
+  });
+});
+
+describe("deleteWebhook", () => {
+  it("removes the webhook with its subscriptions, auto subscriptions and dead letters; a second delete is 404", async () => {
+    const { deps, subscriptions, deadLetters, owner } = await setUp();
+    const kept = await createWebhook(deps, owner, { url: "https://example.com/kept" });
+    const gone = await createWebhook(deps, owner, { url: "https://example.com/gone" });
+    for (const webhook of [kept, gone]) {
+      await createSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id });
+      await subscriptions.putAutoSubscription({
+        id: deps.ids.newId("subscription"),
+        userId: owner.userId,
+        workspaceId: "o_x",
+        eventName: "$errors",
+        listenerId: webhook.id,
+        listenerKind: "webhook",
+        createdAt: 1,
+      });
+      await deadLetters.putDeadLetter({
+        id: deps.ids.newId("delivery"),
+        webhookId: webhook.id,
+        subscriptionIds: [],
+        emitterId: "dc_x",
+        eventId: "1-0",
+        channel: "",
+        payload: {},
+        attempts: 5,
+        nextAttemptAt: 0,
+        createdAt: 0,
+        userId: owner.userId,
+        failedAt: 1,
+      });
+    }
+
+    expect(await deleteWebhook(deps, owner, gone.id)).toEqual({ id: gone.id, deleted: true });
+    expect(subscriptions.webhooks.has(gone.id)).toBe(false);
+    expect([...subscriptions.subscriptions.values()].map((s) => s.listenerId)).toEqual([kept.id]);
+    expect([...subscriptions.autos.values()].map((a) => a.listenerId)).toEqual([kept.id]);
+    expect([...deadLetters.letters.values()].map((d) => d.webhookId)).toEqual([kept.id]);
+    expect((await rejection(deleteWebhook(deps, owner, gone.id))).code).toBe("not_found");
+  });
+});

@@ -1,0 +1,233 @@
+import { SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { mockClient } from "aws-sdk-client-mock";
+import { beforeEach, describe, expect, it } from "vitest";
+import { SqsDeliveryQueue } from "#adapters/aws/sqs-delivery-queue";
+import type { NewEvent, SourceRecord, StoredEvent } from "#core/component-model";
+import { isId } from "#core/ids";
+import { sseEnvelope } from "#core/source-stream";
+import type { DeliveryRecord } from "#core/subscription-model";
+import { createSubscription } from "#core/subscriptions";
+import { createWebhook } from "#core/webhooks";
+import {
+  createEventDispatcherHandler,
+  deliveryIdFor,
+  EVENT_DETAIL_TYPE,
+  EVENT_SOURCE,
+} from "#internal/event-dispatcher";
+import type { Deps } from "#ports/deps";
+import { jsonLogger } from "#ports/logger";
+import type { RunJob } from "#ports/run-queue";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+
+const sqsMock = mockClient(SQSClient);
+const QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/SluiceService-Deliveries.fifo";
+const NOW = Date.UTC(2026, 10, 20, 12);
+
+/** What EventBridge hands the rule's Lambda target. */
+const eventBridgeEvent = (detail: unknown) => ({
+  version: "0",
+  id: "6a7e8feb-b491-4cf7-a9f1-bf3703467718",
+  "detail-type": EVENT_DETAIL_TYPE,
+  source: EVENT_SOURCE,
+  account: "123456789012",
+  time: "2026-11-20T12:00:01Z",
+  region: "eu-west-1",
+  resources: [],
+  detail,
+});
+
+async function setup() {
+  const runs: RunJob[] = [];
+  const lines: Record<string, unknown>[] = [];
+  const base = memoryDeps(NOW, {
+    deliveries: new SqsDeliveryQueue({
+      sqs: new SQSClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
+      queueUrl: QUEUE_URL,
+      sleep: async () => {},
+    }),
+    runs: {
+      enqueue: async (job) => {
+        runs.push(job);
+      },
+    },
+  });
+  const deps: Deps = { ...base, log: jsonLogger({}, (line) => lines.push(JSON.parse(line))) };
+  const { user, workspace } = await accountIn(deps, "ada");
+  const caller = { userId: user.id };
+  const source = (id: string): SourceRecord => ({
+    id,
+    userId: user.id,
+    workspaceId: workspace.id,
+    componentId: "sc_x",
+    name: id,
+    nameSlug: id,
+    configuredProps: {},
+    active: true,
+    createdAt: NOW,
+    updatedAt: NOW,
+  });
+  const emitter = await deps.sources.createSource(source(deps.ids.newId("source")));
+  const listener = await deps.sources.createSource(source(deps.ids.newId("source")));
+  const exact = await createWebhook(deps, caller, { url: "https://hooks.example.com/exact" });
+  const glob = await createWebhook(deps, caller, { url: "https://hooks.example.com/glob" });
+  await createSubscription(deps, caller, { emitter_id: emitter.id, listener_id: exact.id });
+  await createSubscription(deps, caller, { emitter_id: emitter.id, listener_id: exact.id, event_name: "big" });
+  await createSubscription(deps, caller, { emitter_id: "dc_*", listener_id: glob.id });
+  await createSubscription(deps, caller, { emitter_id: emitter.id, listener_id: listener.id });
+  const append = (events: Partial<NewEvent>[], at = NOW + 100) =>
+    deps.events.appendEvents(
+      emitter.id,
+      events.map((event, n) => ({ channel: "", event: null, emitId: `emit-${n}`, meta: {}, ...event })),
+      at,
+    );
+  return {
+    deps,
+    base,
+    runs,
+    lines,
+    emitter,
+    listener,
+    webhooks: { exact: exact.id, glob: glob.id },
+    append,
+    handler: createEventDispatcherHandler(async () => deps),
+  };
+}
+
+const sentEntries = () =>
+  sqsMock.commandCalls(SendMessageBatchCommand).flatMap((call) => call.args[0].input.Entries ?? []);
+const sentDeliveries = () => sentEntries().map((entry) => JSON.parse(entry.MessageBody ?? "") as DeliveryRecord);
+
+beforeEach(() => {
+  sqsMock.reset();
+  sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: { Id: string }[] }) => ({
+    Successful: input.Entries.map((entry) => ({ Id: entry.Id, MessageId: `m${entry.Id}`, MD5OfMessageBody: "x" })),
+    Failed: [],
+  }));
+});
+
+describe("the event dispatcher function", () => {
+  it("queues one delivery per event and webhook on the FIFO queue, and a run per event for a listening source", async () => {
+    const { handler, append, emitter, listener, webhooks, runs, lines } = await setup();
+    const events = await append([{ event: { order: 1 } }, { event: { order: 2 }, meta: { summary: "two" } }]);
+    await handler(eventBridgeEvent({ sourceId: emitter.id, events }));
+
+    const storedAt = Math.max(...events.map((event) => event.indexedAtMs));
+    const expected = (webhookId: string, event: StoredEvent) => ({
+      id: deliveryIdFor(webhookId, emitter.id, event.id),
+      webhookId,
+      emitterId: emitter.id,
+      eventId: event.id,
+      channel: "",
+      payload: JSON.parse(JSON.stringify(sseEnvelope(event))),
+      attempts: 0,
+      nextAttemptAt: storedAt,
+      createdAt: storedAt,
+    });
+    const sent = sentDeliveries();
+    // Events in order; for each, its listeners in id order.
+    const [first, second] = [webhooks.exact, webhooks.glob].sort() as [string, string];
+    expect(sent).toEqual([
+      expect.objectContaining(expected(first, events[0]!)),
+      expect.objectContaining(expected(second, events[0]!)),
+      expect.objectContaining(expected(first, events[1]!)),
+      expect.objectContaining(expected(second, events[1]!)),
+    ]);
+    expect(
+      sentEntries().map(({ MessageGroupId, MessageDeduplicationId }) => [MessageGroupId, MessageDeduplicationId]),
+    ).toEqual(sent.map((delivery) => [delivery.webhookId, `${delivery.id}-${storedAt}`]));
+    expect(runs.map((run) => [run.sourceId, run.trigger, run.event])).toEqual([
+      [listener.id, "event", { order: 1 }],
+      [listener.id, "event", { order: 2 }],
+    ]);
+    expect(lines).toEqual([]);
+  });
+
+  it("makes byte-identical messages when the same entry is dispatched again (EventBridge or Lambda retried it)", async () => {
+    const { handler, append, emitter, deps, base } = await setup();
+    const events = await append([{ event: "a" }, { event: "b" }]);
+    const entry = eventBridgeEvent({ sourceId: emitter.id, events });
+    await handler(entry);
+    const first = sentEntries();
+    sqsMock.resetHistory();
+    // Later: another clock reading, another state of the random id generator.
+    base.clock.set(NOW + 60_000);
+    deps.ids.newId("delivery");
+    await handler(entry);
+    expect(sentEntries()).toEqual(first);
+    expect(first).toHaveLength(4);
+  });
+
+  it("reads an event sent as a reference from the store, on the channel the reference names", async () => {
+    const { handler, append, emitter, webhooks, lines } = await setup();
+    const [, big] = await append([
+      { event: "before" },
+      { channel: "big", event: "x".repeat(300_000) },
+      { event: "after" },
+    ]);
+    await handler(eventBridgeEvent({ sourceId: emitter.id, eventId: big!.id, channel: "big" }));
+    expect(sentDeliveries()).toEqual([
+      expect.objectContaining({
+        id: deliveryIdFor(webhooks.exact, emitter.id, big!.id),
+        webhookId: webhooks.exact,
+        eventId: big!.id,
+        channel: "big",
+        payload: JSON.parse(JSON.stringify(sseEnvelope(big!))),
+      }),
+    ]);
+    expect(lines).toEqual([]);
+  });
+
+  it("warns and queues nothing when a referenced event no longer exists", async () => {
+    const { handler, emitter, lines, runs } = await setup();
+    await handler(eventBridgeEvent({ sourceId: emitter.id, eventId: `${NOW}-7`, channel: "big" }));
+    expect(sqsMock.calls()).toHaveLength(0);
+    expect(runs).toEqual([]);
+    expect(lines).toMatchObject([{ level: "warn", source_id: emitter.id, event_id: `${NOW}-7` }]);
+  });
+
+  it("drops, with an error in the log, an entry that is not a stored-events entry", async () => {
+    const { handler, emitter, lines } = await setup();
+    const event = {
+      sourceId: emitter.id,
+      id: `${NOW}-0`,
+      indexedAtMs: NOW,
+      channel: "",
+      event: 1,
+      emitId: "e",
+      meta: {},
+    };
+    await handler({ ...eventBridgeEvent({ sourceId: emitter.id, events: [event] }), source: "aws.s3" });
+    await handler(eventBridgeEvent({ sourceId: emitter.id, events: [] }));
+    await handler(eventBridgeEvent({ sourceId: emitter.id, events: [{ ...event, sourceId: "dc_someoneelse" }] }));
+    await handler(eventBridgeEvent({ sourceId: emitter.id, eventId: "not-an-id", channel: "" }));
+    expect(sqsMock.calls()).toHaveLength(0);
+    expect(lines).toHaveLength(4);
+    for (const line of lines)
+      expect(line).toMatchObject({ level: "error", message: "malformed stored events entry dropped" });
+  });
+
+  it("fails when the delivery queue refuses the deliveries, so that Lambda retries the dispatch", async () => {
+    const { handler, append, emitter } = await setup();
+    sqsMock.reset();
+    sqsMock.on(SendMessageBatchCommand).rejects(new Error("AWS.SimpleQueueService.NonExistentQueue"));
+    const events = await append([{ event: 1 }]);
+    await expect(handler(eventBridgeEvent({ sourceId: emitter.id, events }))).rejects.toThrow("NonExistentQueue");
+  });
+});
+
+describe("deliveryIdFor", () => {
+  it("is the same for the same webhook, source and event, and shaped like a delivery id of the event's time", () => {
+    const id = deliveryIdFor("wh_a", "dc_one", `${NOW}-3`);
+    expect(deliveryIdFor("wh_a", "dc_one", `${NOW}-3`)).toBe(id);
+    expect(isId("delivery", id)).toBe(true);
+    const others = [
+      deliveryIdFor("wh_b", "dc_one", `${NOW}-3`),
+      deliveryIdFor("wh_a", "dc_two", `${NOW}-3`),
+      deliveryIdFor("wh_a", "dc_one", `${NOW}-4`),
+    ];
+    expect(new Set([id, ...others]).size).toBe(4);
+    // Sorted by the event's time, like ids made by the generator.
+    expect(deliveryIdFor("wh_a", "dc_one", `${NOW + 1}-0`) > id).toBe(true);
+    expect(id.slice(0, 14)).toBe(deliveryIdFor("wh_z", "dc_other", `${NOW}-9`).slice(0, 14));
+  });
+});
