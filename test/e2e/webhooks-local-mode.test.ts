@@ -176,6 +176,29 @@ describe("subscriptions and webhook delivery against local mode", () => {
     }
   });
 
+  it("delivers a source's events to a subscribed source, whose run gets the emitted event", async () => {
+    const listenerCode = `
+export default {
+  name: "Listener",
+  version: "0.0.1",
+  props: {},
+  async run(event) {
+    this.$emit({ got: event }, { summary: "relayed" });
+  },
+};
+`;
+    const emitter = await api("POST", "/sources", { component_code: EMITTER });
+    const listener = await api("POST", "/sources", { component_code: listenerCode });
+    expect(listener.status, JSON.stringify(listener.json)).toBe(200);
+    await subscribe(emitter.json.data.id, listener.json.data.id);
+    await emit(emitter.json.data.configured_props.http.endpoint_url, [7, 8]);
+    const relayed = await eventually(async () => {
+      const page = await api("GET", `/sources/${listener.json.data.id}/event_summaries`);
+      return page.json.data.length >= 2 ? page.json.data : undefined;
+    }, "two relayed events");
+    expect(relayed.map((e: { event: { got: { n: number } } }) => e.event.got.n).sort()).toEqual([7, 8]);
+  });
+
   it("keeps a webhook that never recovers as a dead letter, and a replay delivers it", async () => {
     const box = await receiver();
     box.answer.status = 500;
