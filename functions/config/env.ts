@@ -1,5 +1,7 @@
 import { z } from "zod";
+import type { DeliverySettings } from "#core/webhook-delivery";
 import type { Quotas } from "#ports/deps";
+import type { EventRetention } from "#ports/event-store";
 
 /**
  * Every environment variable Sluice reads, in one place. `lib/` sets the AWS ones on each
@@ -92,25 +94,15 @@ export interface LocalRuntimeConfig {
   npmRegistry: string | undefined;
 }
 
-/** Webhook delivery settings (docs/webhooks.md). */
-export interface WebhookDeliveryConfig {
-  maxAttempts: number;
-  baseDelayMs: number;
-  maxDelayMs: number;
-  timeoutMs: number;
+/** Webhook delivery in local mode (docs/webhooks.md): the retry policy plus the worker's own settings. */
+export interface WebhookDeliveryConfig extends Omit<DeliverySettings, "random"> {
   concurrency: number;
   allowPrivateAddresses: boolean;
 }
 
-/** How long events are kept (docs/events.md "Retention"). */
-export interface EventRetentionConfig {
-  maxAgeMs: number;
-  keepPerChannel: number;
-}
-
 export interface LocalConfig {
   port: number;
-  events: EventRetentionConfig;
+  events: EventRetention;
   webhooks: WebhookDeliveryConfig;
   host: string;
   dataDir: string;

@@ -4,6 +4,7 @@
  */
 import type { Deps } from "#ports/deps";
 import type { EventRange } from "#ports/event-store";
+import { requireChannelName } from "./channels.ts";
 import type { StoredEvent } from "./component-model.ts";
 import { invalid } from "./errors.ts";
 import { compareEventIds, EVENT_ID, requireEventId } from "./event-ids.ts";
@@ -41,9 +42,8 @@ export async function listSourceEvents(
   const query: Parameters<Deps["events"]["listEvents"]>[1] = { limit: input.limit ?? PAGE_LIMIT_MAX };
   if (input.after !== undefined) query.after = eventIdFromCursor(input.after, "after");
   if (input.before !== undefined) query.before = eventIdFromCursor(input.before, "before");
+  if (input.event_name !== undefined) query.channel = requireChannelName(input.event_name);
   const source = await requireSource(deps, caller, sourceId);
-  // The default channel is named "" in metadata; `event_name=default` selects it too.
-  if (input.event_name !== undefined) query.channel = input.event_name === "default" ? "" : input.event_name;
   const page = await deps.events.listEvents(source.id, query);
   const expand = input.expand === "event";
   return pageEnvelope(
@@ -84,10 +84,7 @@ export async function deleteSourceEvents(
   if (range.fromId !== undefined && range.toId !== undefined && compareEventIds(range.fromId, range.toId) > 0) {
     throw invalid("start_id", "must not be newer than end_id");
   }
-  if (input.event_name !== undefined) {
-    if (input.event_name.length > 128) throw invalid("event_name", "must be at most 128 characters");
-    range.channel = input.event_name === "default" ? "" : input.event_name;
-  }
+  if (input.event_name !== undefined) range.channel = requireChannelName(input.event_name);
   const source = await requireSource(deps, caller, sourceId);
   await deps.events.deleteEvents(source.id, range);
   try {

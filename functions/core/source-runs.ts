@@ -9,6 +9,7 @@ import type { InvokeHandlers, SourceCode } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
 import type { RunJob } from "#ports/run-queue";
 import type { EmitRecord, Invocation, InvocationKind, InvocationResult, LogRecord } from "#runtime/protocol";
+import { channelName } from "./channels.ts";
 import {
   type ComponentRecord,
   ERRORS_CHANNEL,
@@ -132,8 +133,7 @@ async function applyResult(
   const accepted = await mergeState(deps, source, component, stateBefore, emits, result.dbWrites, warnings, now);
 
   const events: NewEvent[] = accepted.map((emit) => ({
-    // real-behaviour.md §1.6: the default channel is named "" or "default".
-    channel: emit.meta.name === undefined || emit.meta.name === "default" ? "" : emit.meta.name,
+    channel: channelName(emit.meta.name),
     event: emit.event ?? null,
     emitId: deps.ids.newSecret(12),
     meta: emit.meta,

@@ -17,6 +17,7 @@
  * far back as the history holds.
  */
 import type { Deps } from "#ports/deps";
+import { requireChannelName } from "./channels.ts";
 import type { StoredEvent } from "./component-model.ts";
 import { invalid } from "./errors.ts";
 import { compareEventIds, requireEventId } from "./event-ids.ts";
@@ -66,14 +67,11 @@ export async function openSourceStream(
 ): Promise<SourceStream> {
   const lastEventId = input.lastEventId?.trim() || undefined;
   if (lastEventId !== undefined) requireEventId(lastEventId, "Last-Event-ID");
-  const name = input.event_name;
-  if (name !== undefined && (name.length > 128 || /[\r\n]/.test(name))) {
-    throw invalid("event_name", "must be a channel name of at most 128 characters on one line");
-  }
+  const channel = input.event_name === undefined ? undefined : requireChannelName(input.event_name);
   const source = await requireSource(deps, caller, sourceId);
   return {
     sourceId: source.id,
-    channel: name === undefined ? undefined : name === "default" ? "" : name,
+    channel,
     resumeAfter: lastEventId,
   };
 }

@@ -10,6 +10,7 @@
  */
 import type { Deps } from "#ports/deps";
 import { requireWorkspace } from "./accounts.ts";
+import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
@@ -22,7 +23,6 @@ import { requireWebhook, workspaceFor } from "./webhooks.ts";
 
 type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
 
-export const EVENT_NAME_MAX_LENGTH = 128;
 const ID_MAX_LENGTH = 64;
 /** `dc_*`: every source of the subscribing user; `p_*`: every workflow of theirs. */
 export const SOURCES_GLOB = "dc_*";
@@ -61,15 +61,11 @@ interface Listener {
  * reserved streams; any other name starting with `$` is refused.
  */
 export function channelOf(eventName: string | undefined): string {
-  if (eventName === undefined || eventName === "" || eventName === "default") return "";
-  if (eventName.length > EVENT_NAME_MAX_LENGTH) {
-    throw invalid("event_name", `must be at most ${EVENT_NAME_MAX_LENGTH} characters`);
-  }
-  if (/\p{Cc}/u.test(eventName)) throw invalid("event_name", "must not contain control characters");
-  if (eventName.startsWith("$") && !RESERVED_CHANNELS.includes(eventName)) {
+  const channel = requireChannelName(eventName ?? "");
+  if (channel.startsWith("$") && !RESERVED_CHANNELS.includes(channel)) {
     throw invalid("event_name", `names no channel: the reserved channels are ${RESERVED_CHANNELS.join(" and ")}`);
   }
-  return eventName;
+  return channel;
 }
 
 function requiredId(field: string, value: string | undefined): string {

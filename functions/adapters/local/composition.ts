@@ -7,10 +7,10 @@ import { serialDispatcher } from "#core/dispatcher";
 import { fireTimer, runSource } from "#core/source-runs";
 import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
+import type { EventPurger } from "#ports/event-purger";
 import { randomIdGenerator } from "#ports/id-generator";
 import type { Logger } from "#ports/logger";
 import { InProcessEventBus } from "./in-process-event-bus.ts";
-import { InProcessEventPurger } from "./in-process-event-purger.ts";
 import { InProcessRunQueue } from "./in-process-run-queue.ts";
 import { LocalDeliveryWorker } from "./local-delivery-worker.ts";
 import { LocalSecrets } from "./local-secrets.ts";
@@ -83,7 +83,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   retentionSweep.unref();
   const bus = new InProcessEventBus(log);
   const deliveries = new SqliteDeliveryQueue(db);
-  const purger = new InProcessEventPurger(events, log);
+  // SQLite deletes a range at once, so there is nothing to reclaim later: the purge is a no-op.
+  const purger: EventPurger = { purgeLater: (sourceId) => events.purgeDeletedEvents(sourceId) };
   deps = {
     identity: new SqliteIdentityStore(db),
     usage: new SqliteUsageStore(db),
@@ -140,7 +141,6 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       await dispatcher.drain();
       await worker.stop(graceMs);
       sender.close();
-      await purger.drain();
       await host.close();
       db.close();
     },
