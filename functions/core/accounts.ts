@@ -129,3 +129,15 @@ export async function requireWorkspace(
   if (!workspace) throw notFound("workspace");
   return workspace;
 }
+
+/** The named workspace ({@link requireWorkspace}), or the caller's first one when none is named. */
+export async function workspaceOrDefault(
+  deps: Pick<Deps, "identity">,
+  caller: Caller,
+  workspaceId: string | undefined,
+): Promise<Workspace> {
+  if (workspaceId !== undefined) return requireWorkspace(deps, caller, workspaceId);
+  const [first] = await deps.identity.listWorkspacesOfUser(caller.userId);
+  if (!first) throw notFound("workspace");
+  return first;
+}

@@ -5,7 +5,7 @@
  * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
  */
 import type { Deps } from "#ports/deps";
-import { requireWorkspace } from "./accounts.ts";
+import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
 import { codeFromInput, findComponent, registryComponent, saveComponent } from "./components.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
@@ -84,13 +84,6 @@ export async function requireSource(deps: Pick<Deps, "sources" | "identity">, ca
   return source;
 }
 
-async function defaultWorkspace(deps: Pick<Deps, "identity">, caller: Caller, workspaceId?: string) {
-  if (workspaceId !== undefined) return requireWorkspace(deps, caller, workspaceId);
-  const [first] = await deps.identity.listWorkspacesOfUser(caller.userId);
-  if (!first) throw notFound("workspace");
-  return first;
-}
-
 /**
  * Validates the configured props against the component's props; when the component has
  * `additionalProps`, runs it with the static props configured and validates the final set.
@@ -147,7 +140,7 @@ async function runHook(
  * `deploy()` and `activate()`, starts its timer.
  */
 export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput) {
-  const workspace = await defaultWorkspace(deps, caller, input.workspace_id);
+  const workspace = await workspaceOrDefault(deps, caller, input.workspace_id);
   const component = await chooseComponent(deps, caller, input);
   const now = deps.clock.nowMs();
   const name = input.name ?? slugify(component.key ?? component.name);

@@ -22,6 +22,15 @@ export interface WebhookRecord {
   updatedAt: number;
 }
 
+/** `dc_*`: every source of the subscribing user; `p_*`: every workflow of theirs. */
+export const SOURCES_GLOB = "dc_*";
+export const WORKFLOWS_GLOB = "p_*";
+
+/** The `emitterKey` of a glob subscription, `dc_*:<userId>` or `p_*:<userId>`: a glob is its user's alone. */
+export function globEmitterKey(glob: typeof SOURCES_GLOB | typeof WORKFLOWS_GLOB, userId: string): string {
+  return `${glob}:${userId}`;
+}
+
 /** What a subscription's emitter is. */
 export type EmitterKind = "source" | "workflow" | "sources-glob" | "workflows-glob" | "workspace";
 /** What a subscription's listener is. */

@@ -9,7 +9,7 @@
  * a workflow id cannot be checked until then.
  */
 import type { Deps } from "#ports/deps";
-import { requireWorkspace } from "./accounts.ts";
+import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
 import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
 import { invalid, notFound } from "./errors.ts";
@@ -17,18 +17,23 @@ import type { Caller } from "./identity.ts";
 import { isId } from "./ids.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import { requireSource } from "./sources.ts";
-import type { AutoSubscriptionRecord, EmitterKind, ListenerKind, SubscriptionRecord } from "./subscription-model.ts";
+import {
+  type AutoSubscriptionRecord,
+  type EmitterKind,
+  globEmitterKey,
+  type ListenerKind,
+  SOURCES_GLOB,
+  type SubscriptionRecord,
+  WORKFLOWS_GLOB,
+} from "./subscription-model.ts";
 import { epochSeconds } from "./views.ts";
-import { requireWebhook, workspaceFor } from "./webhooks.ts";
+import { requireWebhook } from "./webhooks.ts";
 
 type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
 
 const ID_MAX_LENGTH = 64;
-/** `dc_*`: every source of the subscribing user; `p_*`: every workflow of theirs. */
-export const SOURCES_GLOB = "dc_*";
-export const WORKFLOWS_GLOB = "p_*";
 /** The reserved channels a subscription may name; any other `$` name is refused. */
-export const RESERVED_CHANNELS: readonly string[] = [ERRORS_CHANNEL, LOGS_CHANNEL];
+const RESERVED_CHANNELS: readonly string[] = [ERRORS_CHANNEL, LOGS_CHANNEL];
 
 export interface SubscriptionInput {
   emitter_id?: string | undefined;
@@ -60,7 +65,7 @@ interface Listener {
  * in `GET /sources/{id}/event_summaries?event_name=default`); `$errors` and `$logs` are the
  * reserved streams; any other name starting with `$` is refused.
  */
-export function channelOf(eventName: string | undefined): string {
+function channelOf(eventName: string | undefined): string {
   const channel = requireChannelName(eventName ?? "");
   if (channel.startsWith("$") && !RESERVED_CHANNELS.includes(channel)) {
     throw invalid("event_name", `names no channel: the reserved channels are ${RESERVED_CHANNELS.join(" and ")}`);
@@ -77,8 +82,8 @@ function requiredId(field: string, value: string | undefined): string {
 /** Parses `emitter_id` without looking anything up; globs are keyed by the subscribing user. */
 function parseEmitter(caller: Caller, value: string | undefined): Emitter {
   const id = requiredId("emitter_id", value);
-  if (id === SOURCES_GLOB) return { id, kind: "sources-glob", key: `${SOURCES_GLOB}:${caller.userId}` };
-  if (id === WORKFLOWS_GLOB) return { id, kind: "workflows-glob", key: `${WORKFLOWS_GLOB}:${caller.userId}` };
+  if (id === SOURCES_GLOB) return { id, kind: "sources-glob", key: globEmitterKey(id, caller.userId) };
+  if (id === WORKFLOWS_GLOB) return { id, kind: "workflows-glob", key: globEmitterKey(id, caller.userId) };
   if (isId("source", id)) return { id, kind: "source", key: id };
   if (isId("workflow", id)) return { id, kind: "workflow", key: id };
   if (isId("workspace", id)) return { id, kind: "workspace", key: id };
@@ -122,7 +127,7 @@ async function listenerWorkspace(
 ): Promise<string> {
   if (listener.kind === "webhook") return (await requireWebhook(deps, caller, listener.id)).workspaceId;
   if (listener.kind === "source") return (await requireSource(deps, caller, listener.id)).workspaceId;
-  return (await workspaceFor(deps, caller, workspaceId)).id;
+  return (await workspaceOrDefault(deps, caller, workspaceId)).id;
 }
 
 /**
@@ -241,7 +246,7 @@ export async function applyAutoSubscriptions(
 }
 
 /** The Subscription resource of the spec; `event_name` is `""` for the default channel. */
-export function subscriptionView(subscription: SubscriptionRecord) {
+function subscriptionView(subscription: SubscriptionRecord) {
   return {
     id: subscription.id,
     emitter_id: subscription.emitterId,
@@ -251,7 +256,7 @@ export function subscriptionView(subscription: SubscriptionRecord) {
   };
 }
 
-export function autoSubscriptionView(auto: AutoSubscriptionRecord) {
+function autoSubscriptionView(auto: AutoSubscriptionRecord) {
   return {
     id: auto.id,
     listener_id: auto.listenerId,

@@ -5,7 +5,7 @@
  * gets 404, exactly as for a webhook that does not exist.
  */
 import type { Deps } from "#ports/deps";
-import { requireWorkspace } from "./accounts.ts";
+import { workspaceOrDefault } from "./accounts.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
@@ -18,7 +18,7 @@ export const WEBHOOK_URL_MAX_LENGTH = 2048;
 export const WEBHOOK_NAME_MAX_LENGTH = 200;
 export const WEBHOOK_DESCRIPTION_MAX_LENGTH = 1000;
 /** Marks the secret as a webhook signing secret in logs and secret scanners. */
-export const SIGNING_SECRET_PREFIX = "whsec_";
+const SIGNING_SECRET_PREFIX = "whsec_";
 const SIGNING_SECRET_BYTES = 32;
 
 export interface CreateWebhookInput {
@@ -38,7 +38,7 @@ const FORBIDDEN_IN_URL = /[\s\p{Cc}]/u;
  * the server), port 0, whitespace and control characters. A query string is allowed: receivers
  * often authenticate with a token in it. The URL is stored as given.
  */
-export function validateWebhookUrl(url: string | undefined): string {
+function validateWebhookUrl(url: string | undefined): string {
   if (url === undefined || url === "") throw invalid("url", "is required");
   if (url.length > WEBHOOK_URL_MAX_LENGTH) throw invalid("url", `must be at most ${WEBHOOK_URL_MAX_LENGTH} characters`);
   if (FORBIDDEN_IN_URL.test(url)) throw invalid("url", "must not contain spaces or control characters");
@@ -69,13 +69,6 @@ function optionalText(field: string, value: string | undefined, max: number): st
 }
 
 /** The workspace a new webhook or subscription is recorded under: the one named, else the caller's first. */
-export async function workspaceFor(deps: Pick<Deps, "identity">, caller: Caller, workspaceId: string | undefined) {
-  if (workspaceId !== undefined) return requireWorkspace(deps, caller, workspaceId);
-  const [first] = await deps.identity.listWorkspacesOfUser(caller.userId);
-  if (!first) throw notFound("workspace");
-  return first;
-}
-
 async function newSigningSecret(deps: Pick<Deps, "secrets" | "ids">) {
   const secret = `${SIGNING_SECRET_PREFIX}${deps.ids.newSecret(SIGNING_SECRET_BYTES)}`;
   return { secret, sealed: await deps.secrets.seal(secret) };
@@ -93,7 +86,7 @@ export async function createWebhook(deps: WebhookDeps, caller: Caller, input: Cr
   const url = validateWebhookUrl(input.url);
   const name = optionalText("name", input.name, WEBHOOK_NAME_MAX_LENGTH);
   const description = optionalText("description", input.description, WEBHOOK_DESCRIPTION_MAX_LENGTH);
-  const workspace = await workspaceFor(deps, caller, input.workspace_id);
+  const workspace = await workspaceOrDefault(deps, caller, input.workspace_id);
   const { secret, sealed } = await newSigningSecret(deps);
   const now = deps.clock.nowMs();
   const webhook: WebhookRecord = {
@@ -158,7 +151,7 @@ export async function openSigningSecret(deps: Pick<Deps, "secrets">, webhook: We
  * The Webhook resource of the spec. `name` and `description` are null when not given; `active` is
  * always true (the spec names no transition for it).
  */
-export function webhookView(webhook: WebhookRecord) {
+function webhookView(webhook: WebhookRecord) {
   return {
     id: webhook.id,
     user_id: webhook.userId,

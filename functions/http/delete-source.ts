@@ -1,8 +1,7 @@
-import { z } from "zod";
 import { deleteSource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { single, sourceIdParams } from "./schemas.ts";
+import { deletedSchema, single, sourceIdParams } from "./schemas.ts";
 
 export const route = defineRoute({
   name: "delete-source",
@@ -11,7 +10,7 @@ export const route = defineRoute({
   summary: "Delete a source: deactivate() runs, then the source, its timer, code and events are removed",
   access: { resources: "write", compute: true, secrets: true },
   params: sourceIdParams,
-  response: single(z.object({ id: z.string(), deleted: z.literal(true) })),
+  response: single(deletedSchema),
   run: async (deps, { caller, params }) => ({ data: await deleteSource(deps, caller, params.id) }),
 });
 

@@ -1,8 +1,8 @@
 import { deleteSubscription } from "#core/subscriptions";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { single } from "./schemas.ts";
-import { deletedSchema, queryOrBody, subscriptionFields } from "./subscription-schemas.ts";
+import { deletedSchema, single } from "./schemas.ts";
+import { queryOrBody, subscriptionFields } from "./subscription-schemas.ts";
 
 export const route = defineRoute({
   name: "delete-subscription",

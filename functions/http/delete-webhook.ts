@@ -1,8 +1,8 @@
 import { deleteWebhook } from "#core/webhooks";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { single } from "./schemas.ts";
-import { deletedSchema, webhookIdParams } from "./subscription-schemas.ts";
+import { deletedSchema, single } from "./schemas.ts";
+import { webhookIdParams } from "./subscription-schemas.ts";
 
 export const route = defineRoute({
   name: "delete-webhook",

@@ -113,3 +113,6 @@ export const componentChoiceFields = {
   component_url: z.string().max(2048).optional(),
   key: z.string().max(128).optional(),
 };
+
+/** The answer of a DELETE that removed a resource: `{id, deleted: true}`. */
+export const deletedSchema = z.object({ id: z.string(), deleted: z.literal(true) });

@@ -1,6 +1,8 @@
 import { z } from "zod";
+import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { invalid } from "#core/errors";
 import { ID_PREFIXES } from "#core/ids";
+import { WEBHOOK_DESCRIPTION_MAX_LENGTH, WEBHOOK_NAME_MAX_LENGTH, WEBHOOK_URL_MAX_LENGTH } from "#core/webhooks";
 import { idParam } from "./schemas.ts";
 
 /**
@@ -12,9 +14,11 @@ import { idParam } from "./schemas.ts";
 const text = (description: string) => z.string().optional().meta({ description });
 
 export const webhookFields = z.object({
-  url: text("Delivery URL: http:// or https://, a hostname, optionally a port, a path and a query (required)"),
-  name: text("Shown when listing (at most 200 characters)"),
-  description: text("Shown when listing (at most 1000 characters)"),
+  url: text(
+    `Delivery URL: http:// or https://, a hostname, optionally a port, a path and a query; at most ${WEBHOOK_URL_MAX_LENGTH} characters (required)`,
+  ),
+  name: text(`Shown when listing (at most ${WEBHOOK_NAME_MAX_LENGTH} characters)`),
+  description: text(`Shown when listing (at most ${WEBHOOK_DESCRIPTION_MAX_LENGTH} characters)`),
   workspace_id: text("Workspace to record the webhook under (default: the caller's first)"),
 });
 
@@ -24,7 +28,7 @@ export const subscriptionFields = z.object({
   ),
   listener_id: text("A webhook id (wh_), a source id (dc_) or a workflow id (p_)"),
   event_name: text(
-    "Channel: omitted, empty or `default` for the default channel; a custom name (at most 128 characters); $errors or $logs",
+    `Channel: omitted, empty or \`default\` for the default channel; a custom name (at most ${CHANNEL_NAME_MAX_LENGTH} characters); $errors or $logs`,
   ),
   workspace_id: text("Only for a workflow listener: the workspace the subscription is listed under"),
 });
@@ -85,5 +89,3 @@ export const autoSubscriptionSchema = z.object({
   event_name: z.enum(["$errors", "$logs"]),
   created_at: z.number().int().meta({ description: "Epoch seconds" }),
 });
-
-export const deletedSchema = z.object({ id: z.string(), deleted: z.literal(true) });

@@ -1,20 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { formatId } from "#core/ids";
-import { type PageQuery, slicePage } from "#core/pagination";
+import { slicePage } from "#core/pagination";
 import type { DeadLetterRecord } from "#core/subscription-model";
 import type { DeadLetterStore } from "#ports/dead-letter-store";
-
-let sequence = 0;
-/** Distinct delivery ids that sort by creation, without randomness. */
-function nextDeliveryId(): string {
-  sequence += 1;
-  const random = new Uint8Array(12).map((_, i) => (sequence >> (i % 4)) + i);
-  return formatId("delivery", 1_790_000_000_000 + sequence, random);
-}
+import { byId, newestFirst, nextId, pageQueries } from "./subscription-store.contract.ts";
 
 function deadLetter(overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {
   return {
-    id: nextDeliveryId(),
+    id: nextId("delivery"),
     webhookId: "wh_hook",
     subscriptionIds: ["sub_first", "sub_second"],
     emitterId: "dc_source",
@@ -34,9 +26,6 @@ function deadLetter(overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord
   };
 }
 
-const byId = (item: DeadLetterRecord) => item.id;
-const newestFirst = (items: DeadLetterRecord[]) => [...items].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
-
 /** Behaviour every `DeadLetterStore` adapter must have. `makeStore` returns an empty store. */
 export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore>) {
   describe("DeadLetterStore", () => {
@@ -46,7 +35,7 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
       await store.putDeadLetter(stored);
       expect(await store.getDeadLetter(stored.webhookId, stored.id)).toStrictEqual(stored);
       expect(await store.getDeadLetter("wh_other", stored.id)).toBeUndefined();
-      expect(await store.getDeadLetter(stored.webhookId, nextDeliveryId())).toBeUndefined();
+      expect(await store.getDeadLetter(stored.webhookId, nextId("delivery"))).toBeUndefined();
       expect(await store.listDeadLetters(stored.webhookId, { limit: 10 })).toStrictEqual({
         items: [stored],
         totalCount: 1,
@@ -85,17 +74,7 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
         if (stored.webhookId === "wh_hook") mine.push(stored);
       }
       const sorted = newestFirst(mine);
-      const cursors = [...sorted.map(byId), "dlv_", "dlv_zzzzzzzzzzzzzzzzzzzzzz", `${sorted[4]!.id.slice(0, -1)}0`];
-      const queries: PageQuery[] = [
-        { limit: 10 },
-        { limit: 100 },
-        { limit: 1 },
-        ...cursors.flatMap((cursor) => [
-          { limit: 5, after: cursor },
-          { limit: 5, before: cursor },
-        ]),
-      ];
-      for (const query of queries) {
+      for (const query of pageQueries(sorted, "dlv_")) {
         expect(await store.listDeadLetters("wh_hook", query), JSON.stringify(query)).toStrictEqual(
           slicePage(sorted, byId, query),
         );

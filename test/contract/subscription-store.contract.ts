@@ -5,8 +5,8 @@ import type { AutoSubscriptionRecord, SubscriptionRecord, WebhookRecord } from "
 import type { SubscriptionStore } from "#ports/subscription-store";
 
 let sequence = 0;
-/** Distinct ids that sort by creation, without randomness. */
-function nextId(kind: ResourceKind): string {
+/** Distinct ids that sort by creation, without randomness (the dead-letter contract uses them too). */
+export function nextId(kind: ResourceKind): string {
   sequence += 1;
   const random = new Uint8Array(12).map((_, i) => (sequence >> (i % 4)) + i);
   return formatId(kind, 1_790_000_000_000 + sequence, random);
@@ -58,13 +58,13 @@ function auto(overrides: Partial<AutoSubscriptionRecord> = {}): AutoSubscription
   };
 }
 
-const byId = (item: { id: string }) => item.id;
-const newestFirst = <T extends { id: string }>(items: T[]) =>
+export const byId = (item: { id: string }) => item.id;
+export const newestFirst = <T extends { id: string }>(items: T[]) =>
   [...items].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
 const oldestFirst = <T extends { id: string }>(items: T[]) => newestFirst(items).reverse();
 
 /** Every query the pagination tests compare with `slicePage`: ids and positions between them. */
-function pageQueries(sorted: { id: string }[], prefix: string): PageQuery[] {
+export function pageQueries(sorted: { id: string }[], prefix: string): PageQuery[] {
   const cursors = [...sorted.map(byId), prefix, `${prefix}zzzzzzzzzzzzzzzzzzzzzz`, `${sorted[4]!.id.slice(0, -1)}0`];
   return [
     { limit: 10 },

@@ -2,31 +2,19 @@ import { afterAll, describe, expect, inject, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbDeadLetterStore } from "#adapters/aws/dynamodb-dead-letter-store";
 import { DynamoDbSubscriptionStore } from "#adapters/aws/dynamodb-subscription-store";
-import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
+import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
-import { SUBSCRIPTION_MIGRATIONS } from "#adapters/local/sqlite-subscription-schema";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { deadLetterStoreContract } from "./dead-letter-store.contract.ts";
 import { subscriptionStoreContract } from "./subscription-store.contract.ts";
 
-/**
- * An in-memory database with the routing tables. Until `SUBSCRIPTION_MIGRATIONS` is part of
- * `openSqlite`'s migrations they are applied here; afterwards this finds them there.
- */
-function routingDatabase(): SqliteDatabase {
-  const db = openSqlite(":memory:");
-  const present = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'subscriptions'").get();
-  if (!present) for (const sql of SUBSCRIPTION_MIGRATIONS) db.exec(sql);
-  return db;
-}
-
 describe("SQLite adapters", () => {
-  subscriptionStoreContract(async () => new SqliteSubscriptionStore(routingDatabase()));
-  deadLetterStoreContract(async () => new SqliteDeadLetterStore(routingDatabase()));
+  subscriptionStoreContract(async () => new SqliteSubscriptionStore(openSqlite(":memory:")));
+  deadLetterStoreContract(async () => new SqliteDeadLetterStore(openSqlite(":memory:")));
 
   it("looks up the emit path and both cascades on indexes, never by scanning the table", () => {
-    const db = routingDatabase();
+    const db = openSqlite(":memory:");
     const store = new SqliteSubscriptionStore(db);
     // The statements the store prepared, read back from better-sqlite3 (`source` is their SQL).
     const statements = (store as unknown as { statements: Record<string, { source: string }> }).statements;

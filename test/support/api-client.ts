@@ -2,7 +2,7 @@
 
 export interface ApiAnswer {
   status: number;
-  // biome-ignore lint/suspicious/noExplicitAny: tests read arbitrary JSON answers
+  /** The parsed JSON answer (any: tests read arbitrary shapes). */
   json: any;
 }
 

@@ -9,7 +9,7 @@
  * encoded part holds no `#` and `begins_with(sk, "SUB#<part>#")` matches that part exactly (an
  * event name `a` must not match the subscriptions of `a#b`).
  */
-export function keyPart(text: string): string {
+function keyPart(text: string): string {
   return text.replaceAll("%", "%25").replaceAll("#", "%23");
 }
 

@@ -39,7 +39,10 @@ export interface LocalMode {
   bus: InProcessEventBus;
   /** Schedules the timers of every active source (after a restart). */
   startTimers(): Promise<void>;
-  /** Stops timers, lets queued runs finish (up to `graceMs`), stops sandboxes, closes the store. */
+  /**
+   * Stops timers and the retention sweep, lets queued runs, routing and delivery attempts finish
+   * (up to `graceMs` each), stops sandboxes, closes the store.
+   */
   close(graceMs?: number): Promise<void>;
 }
 
@@ -74,13 +77,6 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     },
   });
   const events = new SqliteEventStore(db, { retention: config.events });
-  // Expired events are removed in the background, once a minute (docs/events.md "Retention").
-  const retentionSweep = setInterval(() => {
-    events
-      .trimExpired(clock.nowMs())
-      .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
-  }, RETENTION_SWEEP_MS);
-  retentionSweep.unref();
   const bus = new InProcessEventBus(log);
   const deliveries = new SqliteDeliveryQueue(db);
   // SQLite deletes a range at once, so there is nothing to reclaim later: the purge is a no-op.
@@ -119,6 +115,13 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   const dispatcher = serialDispatcher(deps);
   const unhookDispatcher = bus.subscribeAll(dispatcher.listener);
   worker.start();
+  // Expired events are removed in the background, once a minute (docs/events.md "Retention").
+  const retentionSweep = setInterval(() => {
+    events
+      .trimExpired(clock.nowMs())
+      .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
+  }, RETENTION_SWEEP_MS);
+  retentionSweep.unref();
   return {
     deps,
     bus,

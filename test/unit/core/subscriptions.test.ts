@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ComponentDescription } from "#core/component-model";
-import { isDomainError } from "#core/errors";
+import type { Caller } from "#core/identity";
 import { decodeCursor } from "#core/pagination";
 import { deleteSource, deploySource } from "#core/sources";
 import {
@@ -14,9 +14,10 @@ import {
 import { createWebhook } from "#core/webhooks";
 import type { ComponentHost } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
+import type { IdentityStore } from "#ports/identity-store";
 import type { InvocationResult } from "#runtime/protocol";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
-import { MemoryDeadLetterStore, MemorySubscriptionStore } from "../../support/memory-subscription-store.ts";
+import { rejection } from "../../support/rejection.ts";
 
 const DESCRIPTION: ComponentDescription = {
   type: "source",
@@ -30,13 +31,11 @@ const DESCRIPTION: ComponentDescription = {
 };
 
 /**
- * Two accounts, each with a deployed source and a webhook, on real local identity and source
- * stores with the in-memory subscription store. The host records, at each `deploy` hook, the
+ * Two accounts, each with a deployed source and a webhook, on the real local stores (an in-memory
+ * SQLite database). The host records, at each `deploy` hook, the `$errors` and `$logs`
  * subscriptions that already named the deploying source as emitter.
  */
 async function setUp() {
-  const subscriptions = new MemorySubscriptionStore();
-  const deadLetters = new MemoryDeadLetterStore();
   const seenAtDeploy: string[][] = [];
   const host: ComponentHost = {
     describe: async () => DESCRIPTION,
@@ -44,26 +43,18 @@ async function setUp() {
     remove: async () => {},
     invoke: async (source, invocation): Promise<InvocationResult> => {
       if (invocation.kind === "deploy") {
-        const found = [...subscriptions.subscriptions.values()].filter((s) => s.emitterId === source.sourceId);
-        seenAtDeploy.push(found.map((s) => `${s.listenerId} ${s.eventName}`));
+        const found = await Promise.all(
+          ["$errors", "$logs"].map((channel) => deps.subscriptions.findSubscriptions([source.sourceId], channel)),
+        );
+        seenAtDeploy.push(found.flat().map((s) => `${s.listenerId} ${s.eventName}`));
       }
       return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1 };
     },
   };
-  const base = memoryDeps(Date.UTC(2026, 10, 20, 12), {
+  const deps = memoryDeps(Date.UTC(2026, 10, 20, 12), {
     host,
     timers: { schedule: async () => {}, cancel: async () => {} },
   });
-  const deps: Deps & { clock: typeof base.clock } = {
-    ...base,
-    subscriptions,
-    deadLetters,
-    deliveries: {
-      enqueue: async () => {
-        throw new Error("no deliveries in these tests");
-      },
-    },
-  };
   const ownerAccount = await accountIn(deps, "owner");
   const strangerAccount = await accountIn(deps, "stranger");
   const owner = { userId: ownerAccount.user.id };
@@ -74,7 +65,6 @@ async function setUp() {
   const strangerWebhook = await createWebhook(deps, stranger, { url: "http://127.0.0.1:9001/in" });
   return {
     deps,
-    subscriptions,
     seenAtDeploy,
     owner,
     ownerWorkspace: ownerAccount.workspace.id,
@@ -87,13 +77,9 @@ async function setUp() {
   };
 }
 
-async function rejection(promise: Promise<unknown>) {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isDomainError(error)) throw new Error(`expected a DomainError, got ${String(error)}`);
-  return error;
+/** Every subscription a user made, as stored. */
+async function storedSubscriptions(deps: Deps, caller: Caller) {
+  return (await deps.subscriptions.listSubscriptionsOfUser(caller.userId, { limit: 100 })).items;
 }
 
 const WORKFLOW_ID = "p_01jd0000000000000000ab";
@@ -101,7 +87,7 @@ const OTHER_WORKFLOW_ID = "p_01jd0000000000000000cd";
 
 describe("createSubscription", () => {
   it("subscribes a webhook to a source's default channel and answers the subscription", async () => {
-    const { deps, subscriptions, owner, ownerWorkspace, source, webhook } = await setUp();
+    const { deps, owner, ownerWorkspace, source, webhook } = await setUp();
     const created = await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
     expect(created).toEqual({
       id: expect.stringMatching(/^sub_/),
@@ -110,7 +96,7 @@ describe("createSubscription", () => {
       event_name: "",
       created_at: Date.UTC(2026, 10, 20, 12) / 1000,
     });
-    expect(await subscriptions.findSubscriptions([source.id], "")).toEqual([
+    expect(await deps.subscriptions.findSubscriptions([source.id], "")).toEqual([
       expect.objectContaining({
         id: created.id,
         userId: owner.userId,
@@ -123,7 +109,7 @@ describe("createSubscription", () => {
   });
 
   it("answers the same subscription when created twice, and stores one", async () => {
-    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    const { deps, owner, source, webhook } = await setUp();
     const first = await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
     deps.clock.set(Date.UTC(2026, 10, 21));
     const second = await createSubscription(deps, owner, {
@@ -132,11 +118,11 @@ describe("createSubscription", () => {
       event_name: "",
     });
     expect(second).toEqual(first);
-    expect(subscriptions.subscriptions.size).toBe(1);
+    expect((await storedSubscriptions(deps, owner)).length).toBe(1);
   });
 
   it("keys dc_* and p_* globs by the subscribing user", async () => {
-    const { deps, subscriptions, owner, webhook } = await setUp();
+    const { deps, owner, webhook } = await setUp();
     const sources = await createSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id });
     const workflows = await createSubscription(deps, owner, {
       emitter_id: "p_*",
@@ -144,23 +130,23 @@ describe("createSubscription", () => {
       event_name: "$errors",
     });
     expect(sources.emitter_id).toBe("dc_*");
-    expect(await subscriptions.findSubscriptions([`dc_*:${owner.userId}`], "")).toEqual([
+    expect(await deps.subscriptions.findSubscriptions([`dc_*:${owner.userId}`], "")).toEqual([
       expect.objectContaining({ id: sources.id, emitterKind: "sources-glob" }),
     ]);
-    expect(await subscriptions.findSubscriptions([`p_*:${owner.userId}`], "$errors")).toEqual([
+    expect(await deps.subscriptions.findSubscriptions([`p_*:${owner.userId}`], "$errors")).toEqual([
       expect.objectContaining({ id: workflows.id, emitterKind: "workflows-glob" }),
     ]);
   });
 
   it("accepts well-formed workflow ids as emitter and listener and lists a workflow listener under the caller's workspace", async () => {
-    const { deps, subscriptions, owner, ownerWorkspace, source } = await setUp();
+    const { deps, owner, ownerWorkspace, source } = await setUp();
     const fromWorkflow = await createSubscription(deps, owner, { emitter_id: WORKFLOW_ID, listener_id: source.id });
     const toWorkflow = await createSubscription(deps, owner, {
       emitter_id: source.id,
       listener_id: OTHER_WORKFLOW_ID,
       event_name: "custom",
     });
-    const stored = [...subscriptions.subscriptions.values()];
+    const stored = await storedSubscriptions(deps, owner);
     expect(stored.find((s) => s.id === fromWorkflow.id)).toMatchObject({
       emitterKind: "workflow",
       emitterKey: WORKFLOW_ID,
@@ -170,6 +156,26 @@ describe("createSubscription", () => {
       workspaceId: ownerWorkspace,
       eventName: "custom",
     });
+  });
+
+  it("lists a workflow listener's subscription under the workspace named, and 404s on another account's", async () => {
+    const { deps, owner, ownerWorkspace, strangerWorkspace, source } = await setUp();
+    const named = await createSubscription(deps, owner, {
+      emitter_id: source.id,
+      listener_id: WORKFLOW_ID,
+      workspace_id: ownerWorkspace,
+    });
+    const listed = await listWorkspaceSubscriptions(deps, owner, ownerWorkspace, { limit: 10 });
+    expect(listed.data.map((s) => s.id)).toEqual([named.id]);
+    const foreign = await rejection(
+      createSubscription(deps, owner, {
+        emitter_id: source.id,
+        listener_id: OTHER_WORKFLOW_ID,
+        workspace_id: strangerWorkspace,
+      }),
+    );
+    expect(foreign.code).toBe("not_found");
+    expect((await storedSubscriptions(deps, owner)).map((s) => s.id)).toEqual([named.id]);
   });
 
   it("lets a source listen to its own channel", async () => {
@@ -183,13 +189,13 @@ describe("createSubscription", () => {
   });
 
   it("takes a workspace the caller belongs to as emitter of $errors only", async () => {
-    const { deps, subscriptions, owner, ownerWorkspace, strangerWorkspace, webhook } = await setUp();
+    const { deps, owner, ownerWorkspace, strangerWorkspace, webhook } = await setUp();
     const errors = await createSubscription(deps, owner, {
       emitter_id: ownerWorkspace,
       listener_id: webhook.id,
       event_name: "$errors",
     });
-    expect(await subscriptions.findSubscriptions([ownerWorkspace], "$errors")).toEqual([
+    expect(await deps.subscriptions.findSubscriptions([ownerWorkspace], "$errors")).toEqual([
       expect.objectContaining({ id: errors.id, emitterKind: "workspace" }),
     ]);
     for (const event_name of [undefined, "", "$logs", "custom"]) {
@@ -284,7 +290,7 @@ describe("createSubscription", () => {
   });
 
   it("answers 404 for another account's source or webhook, as for a missing one, and stores nothing", async () => {
-    const { deps, subscriptions, owner, source, webhook, strangerSource, strangerWebhook } = await setUp();
+    const { deps, owner, source, webhook, strangerSource, strangerWebhook } = await setUp();
     const attempts = [
       { emitter_id: strangerSource.id, listener_id: webhook.id },
       { emitter_id: source.id, listener_id: strangerWebhook.id },
@@ -297,13 +303,13 @@ describe("createSubscription", () => {
       const error = await rejection(createSubscription(deps, owner, attempt));
       expect(error.code, JSON.stringify(attempt)).toBe("not_found");
     }
-    expect(subscriptions.subscriptions.size).toBe(0);
+    expect((await storedSubscriptions(deps, owner)).length).toBe(0);
   });
 });
 
 describe("deleteSubscription", () => {
   it("removes the subscription named by the parameters of its creation", async () => {
-    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    const { deps, owner, source, webhook } = await setUp();
     const kept = await createSubscription(deps, owner, {
       emitter_id: source.id,
       listener_id: webhook.id,
@@ -316,14 +322,14 @@ describe("deleteSubscription", () => {
       event_name: "",
     });
     expect(answer).toEqual({ id: gone.id, deleted: true });
-    expect([...subscriptions.subscriptions.values()].map((s) => s.id)).toEqual([kept.id]);
+    expect((await storedSubscriptions(deps, owner)).map((s) => s.id)).toEqual([kept.id]);
   });
 
   it("removes a glob subscription of the caller", async () => {
-    const { deps, subscriptions, owner, webhook } = await setUp();
+    const { deps, owner, webhook } = await setUp();
     await createSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id, event_name: "$logs" });
     await deleteSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id, event_name: "$logs" });
-    expect(subscriptions.subscriptions.size).toBe(0);
+    expect((await storedSubscriptions(deps, owner)).length).toBe(0);
   });
 
   it("answers 404 when there is no such subscription, including on another channel", async () => {
@@ -342,13 +348,30 @@ describe("deleteSubscription", () => {
   });
 
   it("answers 404 to another account and leaves the subscription in place", async () => {
-    const { deps, subscriptions, owner, stranger, source, webhook } = await setUp();
+    const { deps, owner, stranger, source, webhook } = await setUp();
     await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
     const error = await rejection(
       deleteSubscription(deps, stranger, { emitter_id: source.id, listener_id: webhook.id }),
     );
     expect(error.code).toBe("not_found");
-    expect(subscriptions.subscriptions.size).toBe(1);
+    expect((await storedSubscriptions(deps, owner)).length).toBe(1);
+  });
+
+  it("lets a member of the workspace it is listed under delete a subscription another member made", async () => {
+    const { deps, owner, stranger, ownerWorkspace, source, webhook } = await setUp();
+    const created = await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
+    // No use case adds a member to a workspace yet: this identity store says the stranger is one.
+    const identity: IdentityStore = Object.create(deps.identity);
+    identity.getMembership = async (workspaceId, userId) =>
+      workspaceId === ownerWorkspace && userId === stranger.userId
+        ? { workspaceId, userId, role: "member", createdAt: 0 }
+        : deps.identity.getMembership(workspaceId, userId);
+    const answer = await deleteSubscription({ ...deps, identity }, stranger, {
+      emitter_id: source.id,
+      listener_id: webhook.id,
+    });
+    expect(answer).toEqual({ id: created.id, deleted: true });
+    expect(await storedSubscriptions(deps, owner)).toEqual([]);
   });
 
   it("validates its parameters like creation", async () => {
@@ -418,7 +441,7 @@ describe("auto subscriptions", () => {
   });
 
   it("subscribes the listener to sources created afterwards, before their deploy hook, and not to older ones", async () => {
-    const { deps, subscriptions, seenAtDeploy, owner, source, webhook } = await setUp();
+    const { deps, seenAtDeploy, owner, source, webhook } = await setUp();
     const auto = await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
     expect(auto).toEqual({
       id: expect.stringMatching(/^sub_/),
@@ -431,7 +454,7 @@ describe("auto subscriptions", () => {
 
     const later = await deploySource(deps, owner, { component_code: "later" });
     expect(seenAtDeploy.at(-1)).toEqual([`${webhook.id} $errors`]);
-    expect(await subscriptions.findSubscriptions([later.id], "$errors")).toEqual([
+    expect(await deps.subscriptions.findSubscriptions([later.id], "$errors")).toEqual([
       expect.objectContaining({
         emitterId: later.id,
         emitterKind: "source",
@@ -439,29 +462,29 @@ describe("auto subscriptions", () => {
         userId: owner.userId,
       }),
     ]);
-    expect(await subscriptions.findSubscriptions([source.id], "$errors")).toEqual([]);
+    expect(await deps.subscriptions.findSubscriptions([source.id], "$errors")).toEqual([]);
   });
 
   it("does not subscribe another account's new sources", async () => {
-    const { deps, subscriptions, owner, stranger, webhook } = await setUp();
+    const { deps, owner, stranger, webhook } = await setUp();
     await createAutoSubscription(deps, owner, { event_name: "$logs", listener_id: webhook.id });
     const theirs = await deploySource(deps, stranger, { component_code: "theirs" });
-    expect(await subscriptions.findSubscriptions([theirs.id], "$logs")).toEqual([]);
+    expect(await deps.subscriptions.findSubscriptions([theirs.id], "$logs")).toEqual([]);
   });
 
   it("applyAutoSubscriptions is idempotent for one source", async () => {
-    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    const { deps, owner, source, webhook } = await setUp();
     await createAutoSubscription(deps, owner, { event_name: "$logs", listener_id: webhook.id });
     const first = await applyAutoSubscriptions(deps, { id: source.id, userId: owner.userId });
     const second = await applyAutoSubscriptions(deps, { id: source.id, userId: owner.userId });
     expect(second.map((s) => s.id)).toEqual(first.map((s) => s.id));
-    expect(await subscriptions.findSubscriptions([source.id], "$logs")).toHaveLength(1);
+    expect(await deps.subscriptions.findSubscriptions([source.id], "$logs")).toHaveLength(1);
   });
 });
 
 describe("deleting a source", () => {
   it("removes its subscriptions as emitter and as listener and the auto subscriptions it listens with", async () => {
-    const { deps, subscriptions, owner, source, webhook } = await setUp();
+    const { deps, owner, source, webhook } = await setUp();
     const other = await deploySource(deps, owner, { component_code: "other" });
     await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id });
     await createSubscription(deps, owner, { emitter_id: other.id, listener_id: source.id });
@@ -471,7 +494,9 @@ describe("deleting a source", () => {
     const keptAuto = await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
 
     await deleteSource(deps, owner, source.id);
-    expect([...subscriptions.subscriptions.values()].map((s) => s.id)).toEqual([kept.id]);
-    expect([...subscriptions.autos.values()].map((a) => a.id)).toEqual([keptAuto.id]);
+    expect((await storedSubscriptions(deps, owner)).map((s) => s.id)).toEqual([kept.id]);
+    expect((await deps.subscriptions.listAutoSubscriptionsOfUser(owner.userId)).map((a) => a.id)).toEqual([
+      keptAuto.id,
+    ]);
   });
 });

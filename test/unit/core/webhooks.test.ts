@@ -1,7 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { isDomainError } from "#core/errors";
 import { decodeCursor } from "#core/pagination";
-import { createSubscription } from "#core/subscriptions";
+import { createAutoSubscription, createSubscription } from "#core/subscriptions";
 import {
   createWebhook,
   deleteWebhook,
@@ -11,31 +10,16 @@ import {
   rotateWebhookSecret,
   WEBHOOK_URL_MAX_LENGTH,
 } from "#core/webhooks";
-import type { Deps } from "#ports/deps";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
-import { MemoryDeadLetterStore, MemorySubscriptionStore } from "../../support/memory-subscription-store.ts";
+import { rejection } from "../../support/rejection.ts";
 
-/** Two accounts on real local identity stores, with the in-memory subscription and dead-letter stores. */
+/** Two accounts on the real local stores (an in-memory SQLite database). */
 async function setUp() {
-  const subscriptions = new MemorySubscriptionStore();
-  const deadLetters = new MemoryDeadLetterStore();
-  const base = memoryDeps(Date.UTC(2026, 10, 20, 12));
-  const deps: Deps & { clock: typeof base.clock } = {
-    ...base,
-    subscriptions,
-    deadLetters,
-    deliveries: {
-      enqueue: async () => {
-        throw new Error("no deliveries in these tests");
-      },
-    },
-  };
+  const deps = memoryDeps(Date.UTC(2026, 10, 20, 12));
   const owner = await accountIn(deps, "owner");
   const stranger = await accountIn(deps, "stranger");
   return {
     deps,
-    subscriptions,
-    deadLetters,
     owner: { userId: owner.user.id },
     ownerWorkspace: owner.workspace.id,
     stranger: { userId: stranger.user.id },
@@ -43,18 +27,9 @@ async function setUp() {
   };
 }
 
-async function rejection(promise: Promise<unknown>) {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isDomainError(error)) throw new Error(`expected a DomainError, got ${String(error)}`);
-  return error;
-}
-
 describe("createWebhook", () => {
   it("answers the webhook with a whsec_ signing secret that only the creation answer shows", async () => {
-    const { deps, subscriptions, owner } = await setUp();
+    const { deps, owner } = await setUp();
     const created = await createWebhook(deps, owner, {
       url: "https://hooks.example.com/in",
       name: "Ops",
@@ -79,7 +54,7 @@ describe("createWebhook", () => {
     const listed = await listWebhooks(deps, owner, { limit: 10 });
     expect(JSON.stringify(listed)).not.toContain(created.signing_secret);
 
-    const stored = subscriptions.webhooks.get(created.id)!;
+    const stored = (await deps.subscriptions.getWebhook(created.id))!;
     expect(stored.sealedSigningSecret).not.toContain(created.signing_secret);
     expect(await openSigningSecret(deps, stored)).toBe(created.signing_secret);
   });
@@ -122,11 +97,11 @@ describe("createWebhook", () => {
     ["http://example.com/#part", "must not contain a fragment"],
     [`https://example.com/${"a".repeat(WEBHOOK_URL_MAX_LENGTH)}`, "must be at most"],
   ])("answers 400 naming url for %j", async (url, message) => {
-    const { deps, owner, subscriptions } = await setUp();
+    const { deps, owner } = await setUp();
     const error = await rejection(createWebhook(deps, owner, { url }));
     expect(error.code).toBe("validation");
     expect(error.issues).toEqual([{ field: "url", message: expect.stringContaining(message) }]);
-    expect(subscriptions.webhooks.size).toBe(0);
+    expect((await deps.subscriptions.listWebhooksOfUser(owner.userId, { limit: 10 })).totalCount).toBe(0);
   });
 
   it("answers 400 naming name or description when they are too long", async () => {
@@ -141,9 +116,9 @@ describe("createWebhook", () => {
   });
 
   it("records the webhook under the named workspace, and 404s on another account's workspace", async () => {
-    const { deps, subscriptions, owner, ownerWorkspace, strangerWorkspace } = await setUp();
+    const { deps, owner, ownerWorkspace, strangerWorkspace } = await setUp();
     const created = await createWebhook(deps, owner, { url: "https://example.com/", workspace_id: ownerWorkspace });
-    expect(subscriptions.webhooks.get(created.id)?.workspaceId).toBe(ownerWorkspace);
+    expect((await deps.subscriptions.getWebhook(created.id))?.workspaceId).toBe(ownerWorkspace);
     const error = await rejection(
       createWebhook(deps, owner, { url: "https://example.com/", workspace_id: strangerWorkspace }),
     );
@@ -175,7 +150,7 @@ describe("listWebhooks", () => {
 
 describe("rotateWebhookSecret", () => {
   it("replaces the secret at once and shows the new one only in its answer", async () => {
-    const { deps, subscriptions, owner } = await setUp();
+    const { deps, owner } = await setUp();
     const created = await createWebhook(deps, owner, { url: "https://example.com/" });
     deps.clock.set(Date.UTC(2026, 10, 21));
     const rotated = await rotateWebhookSecret(deps, owner, created.id);
@@ -183,16 +158,18 @@ describe("rotateWebhookSecret", () => {
     expect(rotated.signing_secret).not.toBe(created.signing_secret);
     expect(rotated.updated_at).toBe(Date.UTC(2026, 10, 21) / 1000);
     expect(rotated.created_at).toBe(created.created_at);
-    expect(await openSigningSecret(deps, subscriptions.webhooks.get(created.id)!)).toBe(rotated.signing_secret);
+    const stored = (await deps.subscriptions.getWebhook(created.id))!;
+    expect(await openSigningSecret(deps, stored)).toBe(rotated.signing_secret);
     expect(await getWebhook(deps, owner, created.id)).not.toHaveProperty("signing_secret");
   });
 });
 
 describe("another account's webhook", () => {
-  it("is 404 for get, rotate and delete, and stays untouched", async () => {
-    const { deps, subscriptions, owner, stranger } = await setUp();
+  it("is 404 for get, rotate and delete, and stays untouched with its subscriptions", async () => {
+    const { deps, owner, stranger } = await setUp();
     const created = await createWebhook(deps, owner, { url: "https://example.com/" });
-    const before = structuredClone(subscriptions.webhooks.get(created.id));
+    const subscription = await createSubscription(deps, owner, { emitter_id: "dc_*", listener_id: created.id });
+    const before = await deps.subscriptions.getWebhook(created.id);
     for (const attempt of [
       getWebhook(deps, stranger, created.id),
       rotateWebhookSecret(deps, stranger, created.id),
@@ -202,7 +179,9 @@ describe("another account's webhook", () => {
       expect(error.code).toBe("not_found");
       expect(error.message).toBe("webhook not found");
     }
-    expect(subscriptions.webhooks.get(created.id)).toEqual(before);
+    expect(await deps.subscriptions.getWebhook(created.id)).toEqual(before);
+    const left = await deps.subscriptions.listSubscriptionsOfUser(owner.userId, { limit: 10 });
+    expect(left.items.map((s) => s.id)).toEqual([subscription.id]);
   });
 
   it("is 404 like a webhook that does not exist", async () => {
@@ -213,21 +192,13 @@ describe("another account's webhook", () => {
 
 describe("deleteWebhook", () => {
   it("removes the webhook with its subscriptions, auto subscriptions and dead letters; a second delete is 404", async () => {
-    const { deps, subscriptions, deadLetters, owner } = await setUp();
+    const { deps, owner } = await setUp();
     const kept = await createWebhook(deps, owner, { url: "https://example.com/kept" });
     const gone = await createWebhook(deps, owner, { url: "https://example.com/gone" });
     for (const webhook of [kept, gone]) {
       await createSubscription(deps, owner, { emitter_id: "dc_*", listener_id: webhook.id });
-      await subscriptions.putAutoSubscription({
-        id: deps.ids.newId("subscription"),
-        userId: owner.userId,
-        workspaceId: "o_x",
-        eventName: "$errors",
-        listenerId: webhook.id,
-        listenerKind: "webhook",
-        createdAt: 1,
-      });
-      await deadLetters.putDeadLetter({
+      await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
+      await deps.deadLetters.putDeadLetter({
         id: deps.ids.newId("delivery"),
         webhookId: webhook.id,
         subscriptionIds: [],
@@ -244,10 +215,13 @@ describe("deleteWebhook", () => {
     }
 
     expect(await deleteWebhook(deps, owner, gone.id)).toEqual({ id: gone.id, deleted: true });
-    expect(subscriptions.webhooks.has(gone.id)).toBe(false);
-    expect([...subscriptions.subscriptions.values()].map((s) => s.listenerId)).toEqual([kept.id]);
-    expect([...subscriptions.autos.values()].map((a) => a.listenerId)).toEqual([kept.id]);
-    expect([...deadLetters.letters.values()].map((d) => d.webhookId)).toEqual([kept.id]);
+    expect(await deps.subscriptions.getWebhook(gone.id)).toBeUndefined();
+    const subscriptions = await deps.subscriptions.listSubscriptionsOfUser(owner.userId, { limit: 100 });
+    expect(subscriptions.items.map((s) => s.listenerId)).toEqual([kept.id]);
+    const autos = await deps.subscriptions.listAutoSubscriptionsOfUser(owner.userId);
+    expect(autos.map((a) => a.listenerId)).toEqual([kept.id]);
+    expect((await deps.deadLetters.listDeadLetters(gone.id, { limit: 100 })).totalCount).toBe(0);
+    expect((await deps.deadLetters.listDeadLetters(kept.id, { limit: 100 })).totalCount).toBe(1);
     expect((await rejection(deleteWebhook(deps, owner, gone.id))).code).toBe("not_found");
   });
 });
