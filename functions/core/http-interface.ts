@@ -22,6 +22,7 @@ import {
   toHttpRunEvent,
   UNKNOWN_ENDPOINT_RESPONSE,
 } from "./http-run-event.ts";
+import { HTTP_INTERFACE } from "./props.ts";
 import { invokeSource, loadComponent, propsOf, type RunDeps } from "./source-runs.ts";
 
 /** Answers one request to an HTTP interface endpoint. */
@@ -41,7 +42,7 @@ export async function receiveHttpRequest(
   if (!component) return UNKNOWN_ENDPOINT_RESPONSE;
 
   const event = toHttpRunEvent(request) as unknown as Json;
-  const httpProp = propsOf(source, component).find((prop) => prop.type === "$.interface.http");
+  const httpProp = propsOf(source, component).find((prop) => prop.type === HTTP_INTERFACE);
   if (httpProp?.customResponse !== true) {
     await deps.runs.enqueue({ sourceId: source.id, trigger: "http", event });
     return DEFAULT_HTTP_RESPONSE;

@@ -416,16 +416,23 @@ export async function sealSecretValues(
   return out;
 }
 
-/** Opens every sealed value of `stored`, to build an invocation. */
+/**
+ * Opens every sealed value of `stored`, to build an invocation. The values are opened at once: on
+ * a cold AWS container each one waits for KMS to decrypt its own data key.
+ */
 export async function openSecretValues(
   secrets: Secrets,
   stored: Record<string, StoredPropValue>,
 ): Promise<Record<string, Json>> {
-  const out: Record<string, Json> = {};
-  for (const [name, value] of Object.entries(stored)) {
-    out[name] = isSealed(value) ? await secrets.open(value[SEALED_SECRET]) : value;
-  }
-  return out;
+  const entries = await Promise.all(
+    Object.entries(stored).map(
+      async ([name, value]): Promise<[string, Json]> => [
+        name,
+        isSealed(value) ? await secrets.open(value[SEALED_SECRET]) : value,
+      ],
+    ),
+  );
+  return Object.fromEntries(entries);
 }
 
 /**

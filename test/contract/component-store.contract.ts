@@ -1,7 +1,7 @@
-import { createHash } from "node:crypto";
 import { describe, expect, it } from "vitest";
 import type { ComponentRecord } from "#core/component-model";
 import { formatId } from "#core/ids";
+import { sha256Hex } from "#core/sha256";
 import type { ComponentStore } from "#ports/component-store";
 
 let sequence = 0;
@@ -22,7 +22,7 @@ function component(overrides: Partial<ComponentRecord> = {}): ComponentRecord {
     name: "Tick",
     version: "0.0.1",
     code,
-    codeHash: createHash("sha256").update(code).digest("hex"),
+    codeHash: sha256Hex(code),
     componentUrl: "https://example.com/tick.mjs",
     metadata: {
       key: "tick",
@@ -106,7 +106,7 @@ export function componentStoreContract(makeStore: () => Promise<ComponentStore>)
     it("stores code as large as the API's body limit allows, byte for byte", async () => {
       const store = await makeStore();
       const code = `${largeCode(1000 * 1024)}// héllo ✓ 🌊\n`;
-      const saved = component({ code, codeHash: createHash("sha256").update(code).digest("hex") });
+      const saved = component({ code, codeHash: sha256Hex(code) });
       await store.putComponent(saved);
       const read = await store.getComponent(saved.id);
       expect(read?.code.length).toBe(code.length);

@@ -1,8 +1,7 @@
-import { mkdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { build } from "esbuild";
-import { beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { ENV } from "#config/env";
@@ -10,7 +9,7 @@ import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { HttpEvent, HttpResult } from "#http/pipeline";
 import { systemClock } from "#ports/clock";
 import { randomIdGenerator } from "#ports/id-generator";
-import { ESM_REQUIRE_BANNER } from "../../lib/constructs/sluice-function.ts";
+import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
 
@@ -21,24 +20,12 @@ const recorded: HttpEvent = JSON.parse(
 );
 const context = { awsRequestId: "lambda-request", getRemainingTimeInMillis: () => 10_000 };
 
-/** Bundles a route's entry the way the service stack does (ESM, node22, AWS SDK external). */
+/** Bundles a route's entry as the service stack does (ESM, node22, the AWS SDK left to the runtime). */
 async function bundle(entry: string): Promise<LambdaHandler> {
   // Inside node_modules so that the external @aws-sdk packages resolve as they do on Lambda.
   const outdir = join(REPO_ROOT, "node_modules", ".cache", "sluice-test-bundles", String(process.pid));
-  mkdirSync(outdir, { recursive: true });
-  const outfile = join(outdir, `${entry}.mjs`);
-  await build({
-    entryPoints: [join(REPO_ROOT, "functions", "http", `${entry}.ts`)],
-    outfile,
-    bundle: true,
-    platform: "node",
-    target: "node22",
-    format: "esm",
-    external: ["@aws-sdk/*"],
-    banner: { js: ESM_REQUIRE_BANNER },
-    logLevel: "silent",
-  });
-  return (await import(pathToFileURL(outfile).href)).handler;
+  bundleLambdaFiles({ [`${entry}.mjs`]: `functions/http/${entry}.ts` }, outdir, { external: ["@aws-sdk/*"] });
+  return (await import(pathToFileURL(join(outdir, `${entry}.mjs`)).href)).handler;
 }
 
 describe("Lambda entry points against DynamoDB Local", () => {
@@ -58,13 +45,17 @@ describe("Lambda entry points against DynamoDB Local", () => {
     );
     client.destroy();
     // What the service stack and the Lambda runtime set; the SDK reads the endpoint override itself.
-    Object.assign(process.env, {
+    const env = {
       [ENV.resourcesTable]: table,
       AWS_ENDPOINT_URL_DYNAMODB: endpoint,
       AWS_REGION: "local",
       AWS_ACCESS_KEY_ID: "local",
       AWS_SECRET_ACCESS_KEY: "local",
-    });
+    };
+    for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
+  });
+  afterAll(() => {
+    vi.unstubAllEnvs();
   });
 
   const eventFor = (key: string): HttpEvent => ({

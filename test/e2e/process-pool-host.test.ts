@@ -1,9 +1,9 @@
-import { createHash } from "node:crypto";
-import { existsSync, mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
+import { sha256Hex } from "#core/sha256";
 import type { SourceCode } from "#ports/component-host";
 import type { HttpResponseSpec, Invocation, InvocationResult, Json } from "#runtime/protocol";
 
@@ -23,7 +23,7 @@ afterAll(async () => {
 });
 
 function source(ownerId: string, code: string, sourceId = "dc_source"): SourceCode {
-  return { sourceId, ownerId, code, codeHash: createHash("sha256").update(code).digest("hex") };
+  return { sourceId, ownerId, code, codeHash: sha256Hex(code) };
 }
 
 function invocation(sourceId = "dc_source", overrides: Partial<Invocation> = {}): Invocation {
@@ -45,6 +45,12 @@ async function run(code: SourceCode, overrides: Partial<Invocation> = {}): Promi
 }
 
 const events = (result: InvocationResult): Json[] => result.emits.map((emit) => emit.event);
+
+/** What trusted code sends for a `$.interface.http` prop with `customResponse: true`. */
+const CUSTOM_RESPONSE_PROPS: Partial<Invocation> = {
+  props: { http: { endpoint: "https://e.test", customResponse: true } },
+  propTypes: { http: "$.interface.http" },
+};
 
 /** Emits `{pid, source}` from the child it runs in. */
 const PID_COMPONENT = `export default {
@@ -155,14 +161,9 @@ describe("ProcessPoolHost: running components", () => {
     const responses: HttpResponseSpec[] = [];
     let settled = false;
     const running = host
-      .invoke(
-        code,
-        invocation(code.sourceId, {
-          props: { http: { endpoint: "https://e.test", customResponse: true } },
-          propTypes: { http: "$.interface.http" },
-        }),
-        { onRespond: (response) => responses.push(response) },
-      )
+      .invoke(code, invocation(code.sourceId, CUSTOM_RESPONSE_PROPS), {
+        onRespond: (response) => responses.push(response),
+      })
       .finally(() => {
         settled = true;
       });
@@ -201,11 +202,7 @@ describe("ProcessPoolHost: running components", () => {
     const responses: HttpResponseSpec[] = [];
     const result = await host.invoke(
       code,
-      invocation(code.sourceId, {
-        invocationId: "inv_forged",
-        props: { http: { endpoint: "https://e.test", customResponse: true } },
-        propTypes: { http: "$.interface.http" },
-      }),
+      invocation(code.sourceId, { ...CUSTOM_RESPONSE_PROPS, invocationId: "inv_forged" }),
       { onRespond: (response) => responses.push(response) },
     );
     const real = { status: 201, headers: {}, body: "real" };
@@ -329,6 +326,35 @@ describe("ProcessPoolHost: failures", () => {
 });
 
 describe("ProcessPoolHost: lifecycle", () => {
+  it("removes owner bundles unused for the retention time and describe bundles older than a day, at start", async () => {
+    const sweptDir = mkdtempSync(join(tmpdir(), "sluice-sweep-"));
+    const DAY_S = 24 * 60 * 60;
+    const folder = (path: string, ageSeconds: number) => {
+      mkdirSync(join(sweptDir, path), { recursive: true });
+      const time = Date.now() / 1000 - ageSeconds;
+      utimesSync(join(sweptDir, path), time, time);
+      return join(sweptDir, path);
+    };
+    const staleOwned = folder("owners/o_sweep/stale", 10 * DAY_S);
+    const recentOwned = folder("owners/o_sweep/recent", 60);
+    const staleDescribed = folder("describe/stale", 2 * DAY_S);
+    const recentDescribed = folder("describe/recent", 60);
+    const sweeping = new ProcessPoolHost({ workDir: sweptDir, bundleRetentionMs: 7 * DAY_S * 1000 });
+    try {
+      // Every bundle waits for the sweep, so it is over once one is built.
+      await sweeping.prepare(source("o_sweep", "export default { run() {} };"));
+      expect([staleOwned, recentOwned, staleDescribed, recentDescribed].map(existsSync)).toEqual([
+        false,
+        true,
+        false,
+        true,
+      ]);
+    } finally {
+      await sweeping.close();
+      rmSync(sweptDir, { recursive: true, force: true });
+    }
+  });
+
   it("reaps an idle child, starts a new one when needed, and kills all on close", async () => {
     const reapingDir = mkdtempSync(join(tmpdir(), "sluice-reap-"));
     const reaping = new ProcessPoolHost({ workDir: reapingDir, idleMs: 200 });

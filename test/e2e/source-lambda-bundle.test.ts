@@ -11,7 +11,7 @@ import { pathToFileURL } from "node:url";
 import { promisify } from "node:util";
 import { unzipSync } from "fflate";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { bundleComponent, loadEsbuild, sourceZip } from "#adapters/aws/source-bundle";
+import { bundleComponent, type EsbuildApi, loadEsbuild, sourceZip } from "#adapters/aws/source-bundle";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
 import { DESCRIBER_FILES, RUNTIME_LAYER_ENTRY, RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
@@ -80,17 +80,21 @@ async function invokeInProcess(handlerFile: string, events: unknown[], env: Reco
   return JSON.parse(stdout.trimEnd().split("\n").at(-1) ?? "[]") as unknown[];
 }
 
+/** Native esbuild, as on the deployer's machine; the API functions on Lambda load esbuild-wasm instead. */
+let esbuild: EsbuildApi;
+beforeAll(async () => {
+  esbuild = await loadEsbuild("native");
+});
+
 describe("a source function's bundle on the runtime layer", () => {
   let work: string;
   let layerFile: string;
-  let esbuild: Awaited<ReturnType<typeof loadEsbuild>>;
 
-  beforeAll(async () => {
+  beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), "sluice-lambda-bundle-"));
     // The layer as the stack builds it; unpacked by Lambda under /opt, here under <work>/opt.
     bundleLambdaFiles({ [RUNTIME_LAYER_FILE]: RUNTIME_LAYER_ENTRY }, join(work, "opt"));
     layerFile = join(work, "opt", RUNTIME_LAYER_FILE);
-    esbuild = await loadEsbuild("native");
   });
 
   afterAll(() => {
@@ -166,13 +170,11 @@ describe("a source function's bundle on the runtime layer", () => {
 describe("the describer function", () => {
   let work: string;
   let handlerFile: string;
-  let esbuild: Awaited<ReturnType<typeof loadEsbuild>>;
 
-  beforeAll(async () => {
+  beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), "sluice-describer-"));
     bundleLambdaFiles(DESCRIBER_FILES, join(work, "task"));
     handlerFile = join(work, "task", "index.mjs");
-    esbuild = await loadEsbuild("native");
   });
 
   afterAll(() => {

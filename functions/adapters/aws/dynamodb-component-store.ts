@@ -1,10 +1,10 @@
 import { gunzipSync, gzipSync } from "node:zlib";
-import { type DynamoDBDocumentClient, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import type { ComponentRecord } from "#core/component-model";
 import { conflict, DomainError } from "#core/errors";
 import type { ComponentStore } from "#ports/component-store";
 import { failedConditionIndexes } from "./dynamodb-errors.ts";
-import { collectionQuery, type Item } from "./dynamodb-paging.ts";
+import { collectionQuery, type Item, putAllNew } from "./dynamodb-paging.ts";
 import { MAX_STORED_COMPONENT_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
 function toItem(component: ComponentRecord, code: Uint8Array, metadata: string): Item {
@@ -76,13 +76,7 @@ export class DynamoDbComponentStore implements ComponentStore {
       });
     }
     try {
-      await this.client.send(
-        new TransactWriteCommand({
-          TransactItems: items.map((Item) => ({
-            Put: { TableName: this.tableName, Item, ConditionExpression: "attribute_not_exists(pk)" },
-          })),
-        }),
-      );
+      await putAllNew(this.client, this.tableName, items);
     } catch (error) {
       if (failedConditionIndexes(error).length > 0) throw conflict(`component ${component.id} exists already`);
       throw error;

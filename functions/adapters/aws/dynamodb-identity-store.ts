@@ -3,14 +3,13 @@ import {
   type DynamoDBDocumentClient,
   GetCommand,
   PutCommand,
-  TransactWriteCommand,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
 import { conflict } from "#core/errors";
 import type { ApiKeyRecord, Membership, NewAccount, Project, User, Workspace } from "#core/identity";
 import type { IdentityStore } from "#ports/identity-store";
 import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
-import { collectionQuery, type Item, queryAll, sendUntilProcessed } from "./dynamodb-paging.ts";
+import { collectionQuery, type Item, putAllNew, queryAll, sendUntilProcessed } from "./dynamodb-paging.ts";
 import { resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
 type Key = { pk: string; sk: string };
@@ -83,15 +82,7 @@ export class DynamoDbIdentityStore implements IdentityStore {
       apiKeyItem,
     ];
     try {
-      await this.client.send(
-        new TransactWriteCommand({
-          // Every item is new: a condition on each turns any collision into a cancelled
-          // transaction instead of a silent overwrite.
-          TransactItems: items.map((Item) => ({
-            Put: { TableName: this.tableName, Item, ConditionExpression: "attribute_not_exists(pk)" },
-          })),
-        }),
-      );
+      await putAllNew(this.client, this.tableName, items);
     } catch (error) {
       const failed = failedConditionIndexes(error);
       if (failed.includes(items.indexOf(usernameGuard))) throw conflict(`username ${user.username} is taken`);

@@ -3,6 +3,7 @@ import {
   QueryCommand,
   type QueryCommandInput,
   type QueryCommandOutput,
+  TransactWriteCommand,
 } from "@aws-sdk/lib-dynamodb";
 
 /**
@@ -23,6 +24,21 @@ export function collectionQuery(tableName: string, pk: string, skPrefix: string)
     ExpressionAttributeValues: { ":pk": pk, ":prefix": skPrefix },
     ConsistentRead: true,
   } satisfies QueryCommandInput;
+}
+
+/**
+ * Writes `items` in one transaction, each only if its key is new: any collision cancels the whole
+ * write instead of silently overwriting (`failedConditionIndexes` of `dynamodb-errors.ts` says
+ * which items collided).
+ */
+export async function putAllNew(client: DynamoDBDocumentClient, tableName: string, items: Item[]): Promise<void> {
+  await client.send(
+    new TransactWriteCommand({
+      TransactItems: items.map((Item) => ({
+        Put: { TableName: tableName, Item, ConditionExpression: "attribute_not_exists(pk)" },
+      })),
+    }),
+  );
 }
 
 /** Every page of a query, from `input.ExclusiveStartKey` (if any) to the end of the collection. */

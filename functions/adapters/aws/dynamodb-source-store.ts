@@ -11,7 +11,7 @@ import type { Page, PageQuery } from "#core/pagination";
 import { lowestFreeSlug } from "#core/slugs";
 import type { SourceStore } from "#ports/source-store";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
-import { collectionQuery, countAll, type Item, queryAll, queryUpTo } from "./dynamodb-paging.ts";
+import { collectionQuery, countAll, type Item, putAllNew, queryAll, queryUpTo } from "./dynamodb-paging.ts";
 import { MAX_STORED_SOURCE_BYTES, MAX_STORED_STATE_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
 type Key = { pk: string; sk: string };
@@ -112,7 +112,7 @@ export class DynamoDbSourceStore implements SourceStore {
       ];
       const endpointIndex = items.findIndex((item) => item.type === "endpoint");
       try {
-        await this.transact(items.map((Item) => this.put(Item, "attribute_not_exists(pk)")));
+        await putAllNew(this.client, this.tableName, items);
         return saved;
       } catch (error) {
         const failed = failedConditionIndexes(error);

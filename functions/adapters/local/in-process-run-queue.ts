@@ -14,8 +14,8 @@ export interface InProcessRunQueueOptions {
 
 /**
  * Local mode's run queue: jobs run in this process, in the background, a bounded number at a
- * time. Jobs live in memory only: a hard kill loses the ones not yet run (a durable queue comes
- * with the delivery work of a later issue); `drain` lets a clean stop finish them.
+ * time. Jobs live in memory only (unlike webhook deliveries, which are rows in SQLite): a hard kill
+ * loses the ones not yet run; `drain` lets a clean stop finish them.
  */
 export class InProcessRunQueue implements RunQueue {
   private readonly waiting: RunJob[] = [];

@@ -2,23 +2,10 @@ import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LocalTimers } from "#adapters/local/local-timers";
 import { isDomainError } from "#core/errors";
 import { systemClock } from "#ports/clock";
-import type { Logger } from "#ports/logger";
+import { jsonLogger } from "#ports/logger";
 
-interface LogLine {
-  level: "info" | "warn" | "error";
-  message: string;
-  fields?: Record<string, unknown>;
-}
-
-function recordingLogger(lines: LogLine[]): Logger {
-  const logger: Logger = {
-    info: (message, fields) => lines.push({ level: "info", message, fields }),
-    warn: (message, fields) => lines.push({ level: "warn", message, fields }),
-    error: (message, fields) => lines.push({ level: "error", message, fields }),
-    child: () => logger,
-  };
-  return logger;
-}
+/** A line the timers logged: its level, message and fields. */
+type LogLine = { level: "info" | "warn" | "error"; message: string } & Record<string, unknown>;
 
 const T0 = Date.parse("2024-03-30T08:00:00Z");
 const SECOND = 1000;
@@ -35,7 +22,7 @@ function harness(onFire?: (sourceId: string, scheduledAtMs: number) => Promise<v
   const lines: LogLine[] = [];
   const timers = new LocalTimers({
     clock: systemClock,
-    log: recordingLogger(lines),
+    log: jsonLogger({}, (line) => lines.push(JSON.parse(line))),
     onFire: (sourceId, scheduledAtMs) => {
       fires.push({ sourceId, scheduledAtMs });
       return onFire?.(sourceId, scheduledAtMs);
@@ -115,7 +102,7 @@ describe("LocalTimers (fake time)", () => {
     expect(fires).toHaveLength(1);
     const skipped = lines.filter((line) => line.level === "warn" && /skipped/.test(line.message));
     expect(skipped).toHaveLength(4);
-    expect(skipped[0]?.fields).toMatchObject({
+    expect(skipped[0]).toMatchObject({
       sourceId: "dc_a",
       scheduledAt: new Date(T0 + 2 * SECOND).toISOString(),
     });
@@ -140,9 +127,9 @@ describe("LocalTimers (fake time)", () => {
     expect(fires).toHaveLength(3);
     const errors = lines.filter((line) => line.level === "error");
     expect(errors).toHaveLength(3);
-    expect(String(errors[0]?.fields?.error)).toMatch(/sync boom/);
-    expect(String(errors[1]?.fields?.error)).toMatch(/async boom/);
-    expect(errors[0]?.fields?.sourceId).toBe("dc_a");
+    expect(String(errors[0]?.error)).toMatch(/sync boom/);
+    expect(String(errors[1]?.error)).toMatch(/async boom/);
+    expect(errors[0]?.sourceId).toBe("dc_a");
     await timers.stop();
   });
 

@@ -415,25 +415,11 @@ describe("configurablePropsView", () => {
       { name: "note", type: "alert", alertType: "warning", content: "Careful" },
       { name: "method", type: "string", static: "GET" },
     ];
-    expect(configurablePropsView(defs)).toEqual([
-      { name: "timer", type: "$.interface.timer", default: { intervalSeconds: 900 } },
-      { name: "http", type: "$.interface.http", customResponse: true },
-      { name: "github", type: "app", app: "github" },
-      {
-        name: "repo",
-        type: "string",
-        label: "Repository",
-        description: "Pick one",
-        optional: true,
-        remoteOptions: true,
-        useQuery: true,
-        reloadProps: true,
-        disabled: false,
-        hidden: true,
-      },
-      { name: "n", type: "integer", min: 1, max: 5, options: [1, { label: "two", value: 2 }] },
-      { name: "note", type: "alert", alertType: "warning", content: "Careful" },
-      { name: "method", type: "string", static: "GET" },
+    // A description stored by an older Sluice may carry attributes no longer echoed.
+    const stale = { name: "legacy", type: "string", label: "Legacy", propDefinition: ["github", "repo"] };
+    expect(configurablePropsView([...defs, stale as PropDescription])).toStrictEqual([
+      ...defs,
+      { name: "legacy", type: "string", label: "Legacy" },
     ]);
   });
 
@@ -515,6 +501,28 @@ describe("sealing secret values", () => {
   it("does not mistake an object with more keys for a sealed value", async () => {
     const stored = { obj: { [SEALED_SECRET]: "x", other: 1 } };
     expect(await openSecretValues(fakeSecrets, stored)).toEqual(stored);
+  });
+
+  it("opens all sealed values at once, keeping the props in order", async () => {
+    let inFlight = 0;
+    let mostInFlight = 0;
+    const slowSecrets: Secrets = {
+      seal: fakeSecrets.seal,
+      open: async (sealed) => {
+        mostInFlight = Math.max(mostInFlight, ++inFlight);
+        await new Promise((resolve) => setImmediate(resolve));
+        inFlight -= 1;
+        return fakeSecrets.open(sealed);
+      },
+    };
+    const stored = await sealSecretValues(slowSecrets, { a: "one", plain: 0, b: "two" }, ["a", "b"]);
+    const opened = await openSecretValues(slowSecrets, stored);
+    expect(Object.entries(opened)).toEqual([
+      ["a", "one"],
+      ["plain", 0],
+      ["b", "two"],
+    ]);
+    expect(mostInFlight).toBe(2);
   });
 
   it("fails when a sealed value cannot be opened", async () => {

@@ -183,11 +183,9 @@ describe("the HTTP interface", () => {
     expect(answer).toMatchObject({ status: 202, body: "early" });
     expect((await deps.events.listEvents(source.id, { limit: 10 })).totalCount).toBe(0);
     finish();
-    const deadline = Date.now() + 2_000;
-    while ((await deps.events.listEvents(source.id, { limit: 10 })).totalCount === 0 && Date.now() < deadline) {
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-    expect((await deps.events.listEvents(source.id, { limit: 10 })).items[0]?.event).toEqual({ late: true });
+    await expect
+      .poll(async () => (await deps.events.listEvents(source.id, { limit: 10 })).items[0]?.event, { timeout: 2_000 })
+      .toEqual({ late: true });
   });
 });
 
@@ -202,7 +200,7 @@ describe("applying a run", () => {
     const job = (key: string): RunJob => ({ sourceId: source.id, trigger: "http", event: { body: { key } } });
     // Both runs read the same state before either writes; the second write must merge, not overwrite.
     const runs = [runSource(deps, job("a")), runSource(deps, job("b"))];
-    while (releases.length < 2) await new Promise((resolve) => setTimeout(resolve, 5));
+    await expect.poll(() => releases.length, { timeout: 2_000 }).toBe(2);
     for (const release of releases) release();
     await Promise.all(runs);
     const state = await deps.sources.getSourceState(source.id);
