@@ -19,8 +19,7 @@
 import type { Deps } from "#ports/deps";
 import { requireChannelName } from "./channels.ts";
 import type { StoredEvent } from "./component-model.ts";
-import { invalid } from "./errors.ts";
-import { compareEventIds, requireEventId } from "./event-ids.ts";
+import { requireEventId } from "./event-ids.ts";
 import type { Caller } from "./identity.ts";
 import { eventSummaryView } from "./source-events.ts";
 import { requireSource } from "./sources.ts";
@@ -41,8 +40,13 @@ export const SSE_HEADERS: Readonly<Record<string, string>> = {
 };
 
 export interface SourceStreamInput {
-  /** The `Last-Event-ID` header, or the `last_event_id` query parameter. */
+  /** The `Last-Event-ID` header. */
   lastEventId?: string | undefined;
+  /**
+   * The `last_event_id` query parameter, for a first connection (a browser EventSource cannot set
+   * the header). The header wins when both are sent: it is the newer position.
+   */
+  last_event_id?: string | undefined;
   event_name?: string | undefined;
 }
 
@@ -65,7 +69,7 @@ export async function openSourceStream(
   sourceId: string,
   input: SourceStreamInput,
 ): Promise<SourceStream> {
-  const lastEventId = input.lastEventId?.trim() || undefined;
+  const lastEventId = input.lastEventId?.trim() || input.last_event_id?.trim() || undefined;
   if (lastEventId !== undefined) requireEventId(lastEventId, "Last-Event-ID");
   const channel = input.event_name === undefined ? undefined : requireChannelName(input.event_name);
   const source = await requireSource(deps, caller, sourceId);
@@ -105,9 +109,10 @@ export function sseFrame(stored: StoredEvent): string {
 export const SSE_OPENING_FRAME = `retry: ${SSE_RETRY_MS}\n:ok\n\n`;
 
 /**
- * The stream's events newer than `afterId` in the history, oldest first, a page at a time. Ends
- * when the history has nothing newer; events stored while it runs may or may not be included, so
- * callers skip what they already sent by id ({@link compareEventIds}).
+ * The stream's events newer than `afterId` in the history, oldest first, a page at a time (each
+ * page a `before` query, exclusive of its cursor, without a count). Ends when the history has
+ * nothing newer; events stored while it runs may or may not be included, so a caller that also
+ * receives live events skips the ones the history already sent by id (`compareEventIds`).
  */
 export async function* eventsAfter(
   deps: Pick<Deps, "events">,
@@ -118,14 +123,11 @@ export async function* eventsAfter(
   for (;;) {
     const query: Parameters<Deps["events"]["listEvents"]>[1] = { limit: CATCH_UP_PAGE, before: cursor, count: false };
     if (stream.channel !== undefined) query.channel = stream.channel;
-    const page = await deps.events.listEvents(stream.sourceId, query);
-    // `before` returns the nearest newer events, newest first.
-    const oldestFirst = [...page.items].reverse();
-    for (const event of oldestFirst) {
-      if (compareEventIds(event.id, cursor) <= 0) continue;
-      yield event;
-      cursor = event.id;
-    }
-    if (page.items.length < CATCH_UP_PAGE) return;
+    // The nearest `limit` events newer than the cursor, newest first.
+    const { items } = await deps.events.listEvents(stream.sourceId, query);
+    for (const event of [...items].reverse()) yield event;
+    const newest = items[0];
+    if (!newest || items.length < CATCH_UP_PAGE) return;
+    cursor = newest.id;
   }
 }

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { pageParamsSchema } from "#core/pagination";
 import { listSourceEvents } from "#core/source-events";
 import { lambdaHandler } from "./lambda.ts";
@@ -14,7 +15,7 @@ export const route = defineRoute({
   params: sourceIdParams,
   query: pageParamsSchema.extend({
     expand: z.string().optional(),
-    event_name: z.string().max(128).optional(),
+    event_name: z.string().max(CHANNEL_NAME_MAX_LENGTH).optional(),
   }),
   response: paginated(eventSummarySchema),
   run: async (deps, { caller, params, query }) => listSourceEvents(deps, caller, params.id, query),

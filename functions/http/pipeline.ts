@@ -41,16 +41,24 @@ export function jsonResult(statusCode: number, body: unknown, headers: Record<st
   return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
 }
 
-/** Turns an error into the response a client sees: 4xx messages as they are, anything else a bare 500. */
+/**
+ * Turns an error into the response a client sees: 4xx messages as they are, anything else a bare
+ * 500; always with `x-request-id`, and with a Bearer challenge on 401.
+ */
 export function errorResult(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
+  let result: HttpResult;
   if (isDomainError(error) && error.code !== "internal") {
     const body: { error: string; details?: FieldIssue[] } = { error: error.message };
     if (error.issues?.length) body.details = error.issues;
-    return jsonResult(STATUS_OF[error.code], body);
+    result = jsonResult(STATUS_OF[error.code], body);
+    if (error.code === "unauthorized") result.headers["www-authenticate"] = 'Bearer realm="sluice"';
+  } else {
+    const { message, stack } = error instanceof Error ? error : { message: String(error), stack: undefined };
+    log?.error("unhandled error", { error: message, stack });
+    result = jsonResult(500, { error: "internal server error", request_id: requestId });
   }
-  const { message, stack } = error instanceof Error ? error : { message: String(error), stack: undefined };
-  log?.error("unhandled error", { error: message, stack });
-  return jsonResult(500, { error: "internal server error", request_id: requestId });
+  result.headers["x-request-id"] = requestId;
+  return result;
 }
 
 function issuesOf(error: z.ZodError, location: string): FieldIssue[] {
@@ -110,10 +118,6 @@ function requestContext(): MiddlewareObj<HttpEvent, HttpResult, Error, HttpConte
     onError: (request) => {
       const state = request.context.sluice ?? { requestId: "unknown" };
       request.response = errorResult(request.error, state.requestId, state.log);
-      request.response.headers["x-request-id"] = state.requestId;
-      if (isDomainError(request.error) && request.error.code === "unauthorized") {
-        request.response.headers["www-authenticate"] = 'Bearer realm="sluice"';
-      }
     },
   };
 }

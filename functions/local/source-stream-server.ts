@@ -5,7 +5,7 @@ import { performance } from "node:perf_hooks";
 import type { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { authenticate } from "#core/accounts";
 import type { StoredEvent } from "#core/component-model";
-import { DomainError, isDomainError } from "#core/errors";
+import { DomainError } from "#core/errors";
 import { compareEventIds } from "#core/event-ids";
 import {
   eventsAfter,
@@ -18,8 +18,9 @@ import {
   sseFrame,
   streamCarries,
 } from "#core/source-stream";
-import { errorResult, type HttpResult, jsonResult } from "#http/pipeline";
+import { type HttpResult, jsonResult } from "#http/pipeline";
 import type { Deps } from "#ports/deps";
+import { streamRefusal } from "../stream/stream-refusal.ts";
 
 /** `/sources/{id}/sse`, without a version segment (rest-api.md "Source events"). */
 export const STREAM_PATH = /^\/sources\/([^/]+)\/sse$/;
@@ -123,13 +124,8 @@ export class SourceStreamServer {
       if (client) this.detach(client);
     });
     if (request.method !== "GET") {
-      const result = errorResult(
-        new DomainError("method_not_allowed", `${request.method} is not allowed on ${url.pathname}`),
-        requestId,
-        undefined,
-      );
-      result.headers.allow = "GET";
-      return sendResult(response, result, requestId);
+      const notGet = new DomainError("method_not_allowed", `${request.method} is not allowed on ${url.pathname}`);
+      return sendResult(response, streamRefusal(notGet, requestId, undefined), requestId);
     }
 
     let stream: SourceStream;
@@ -137,16 +133,13 @@ export class SourceStreamServer {
       const caller = await authenticate(this.deps, request.headers.authorization);
       const header = request.headers["last-event-id"];
       stream = await openSourceStream(this.deps, caller, sourceId, {
-        lastEventId:
-          (typeof header === "string" && header.trim()) || (url.searchParams.get("last_event_id") ?? undefined),
+        lastEventId: typeof header === "string" ? header : undefined,
+        last_event_id: url.searchParams.get("last_event_id") ?? undefined,
         event_name: url.searchParams.get("event_name") ?? undefined,
       });
     } catch (error) {
-      const result = errorResult(error, requestId, this.deps.log.child({ request_id: requestId }));
-      if (isDomainError(error) && error.code === "unauthorized") {
-        result.headers["www-authenticate"] = 'Bearer realm="sluice"';
-      }
-      return sendResult(response, result, requestId);
+      const log = this.deps.log.child({ request_id: requestId });
+      return sendResult(response, streamRefusal(error, requestId, log), requestId);
     }
     if (gone) return;
     if (this.closing) return sendResult(response, jsonResult(503, { error: "the server is stopping" }), requestId);

@@ -26,8 +26,7 @@ import { setTimeout as sleep } from "node:timers/promises";
 import { z } from "zod";
 import { loadAwsComputeConfig, type StreamSettings } from "#config/aws-compute-env";
 import { authenticate } from "#core/accounts";
-import { DomainError, isDomainError } from "#core/errors";
-import { compareEventIds } from "#core/event-ids";
+import { DomainError } from "#core/errors";
 import {
   eventsAfter,
   openSourceStream,
@@ -37,13 +36,11 @@ import {
   SSE_KEEPALIVE_MS,
   SSE_OPENING_FRAME,
   sseFrame,
-  streamCarries,
 } from "#core/source-stream";
-import { errorResult, type HttpResult } from "#http/pipeline";
 import { sourceIdParams } from "#http/schemas";
 import type { Deps } from "#ports/deps";
 import type { EventQuery } from "#ports/event-store";
-import type { Logger } from "#ports/logger";
+import { streamRefusal } from "./stream-refusal.ts";
 
 /**
  * A response ends once it has carried this much (the client reconnects at once and resumes):
@@ -148,19 +145,10 @@ async function open(
   }
   const query = new URLSearchParams(event.rawQueryString);
   return openSourceStream(deps, caller, params.data.id, {
-    lastEventId: event.headers["last-event-id"] ?? query.get("last_event_id") ?? undefined,
+    lastEventId: event.headers["last-event-id"],
+    last_event_id: query.get("last_event_id") ?? undefined,
     event_name: query.get("event_name") ?? undefined,
   });
-}
-
-/** The error response of a request refused before streaming. */
-function refusal(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
-  const result = errorResult(error, requestId, log);
-  result.headers["x-request-id"] = requestId;
-  if (isDomainError(error) && error.code === "unauthorized")
-    result.headers["www-authenticate"] = 'Bearer realm="sluice"';
-  if (isDomainError(error) && error.code === "method_not_allowed") result.headers.allow = "GET";
-  return result;
 }
 
 /** The id the stream starts after when the client does not resume: the newest event it carries now. */
@@ -242,7 +230,7 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
       stream = await open(deps, event, sourceId);
       cursor = stream.resumeAfter ?? (await newestId(deps, stream));
     } catch (error) {
-      const result = refusal(error, requestId, deps?.log.child({ request_id: requestId }));
+      const result = streamRefusal(error, requestId, deps?.log.child({ request_id: requestId }));
       await endResponse(
         respond(responseStream, { statusCode: result.statusCode, headers: result.headers }),
         result.body,
@@ -270,13 +258,11 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
     try {
       await writer.write(SSE_OPENING_FRAME);
       while (!stopping()) {
+        // The store reads only the stream's channels, and only ids after the cursor.
         for await (const stored of eventsAfter(deps, stream, cursor)) {
           if (stopping()) break;
-          if (compareEventIds(stored.id, cursor) <= 0) continue;
-          if (streamCarries(stream, stored)) {
-            if (!(await writer.write(sseFrame(stored)))) break;
-            sent++;
-          }
+          if (!(await writer.write(sseFrame(stored)))) break;
+          sent++;
           cursor = stored.id;
           if (writer.bytes >= maxBytes) stop.abort("size");
         }

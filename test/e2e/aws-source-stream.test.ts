@@ -7,17 +7,15 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { Writable } from "node:stream";
 import { pathToFileURL } from "node:url";
-import { build } from "esbuild";
-import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import { ENV } from "#config/env";
 import { type CreatedAccount, createAccount } from "#core/accounts";
-import type { SourceRecord, StoredEvent } from "#core/component-model";
+import type { StoredEvent } from "#core/component-model";
 import { SSE_OPENING_FRAME } from "#core/source-stream";
 import { createEventPurgerHandler } from "#internal/event-purger";
 import { systemClock } from "#ports/clock";
@@ -29,78 +27,15 @@ import {
   type ResponseMetadata,
   type StreamDeps,
 } from "../../functions/stream/source-stream-lambda.ts";
-import { ESM_REQUIRE_BANNER } from "../../lib/constructs/sluice-function.ts";
+import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
+import { eventually } from "../support/eventually.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
+import { sourceRecord } from "../support/source-record.ts";
+import { dataOf, when } from "../support/sse-client.ts";
+import { fakeLambdaRuntime, functionUrlRequest, lambdaContext, recordedResponse } from "../support/stream-function.ts";
 
 const END_MARGIN_MS = 1_000;
-
-async function until(condition: () => boolean, what: string, timeoutMs = 15_000): Promise<void> {
-  const deadline = Date.now() + timeoutMs;
-  while (!condition()) {
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-}
-
-function client() {
-  const chunks: string[] = [];
-  const out = new Writable({
-    write(chunk, _encoding, callback) {
-      chunks.push(String(chunk));
-      callback();
-    },
-  });
-  return { out, text: () => chunks.join("") };
-}
-
-interface Frame {
-  id?: string;
-  event?: string;
-  data?: Record<string, any>;
-  comment?: string;
-}
-
-function frames(text: string): Frame[] {
-  return text
-    .split("\n\n")
-    .filter((block) => block.trim() !== "")
-    .map((block) => {
-      const frame: Frame = {};
-      for (const line of block.split("\n")) {
-        if (line.startsWith(":")) frame.comment = line.slice(1);
-        else if (line.startsWith("id: ")) frame.id = line.slice(4);
-        else if (line.startsWith("event: ")) frame.event = line.slice(7);
-        else if (line.startsWith("data: ")) frame.data = JSON.parse(line.slice(6));
-      }
-      return frame;
-    });
-}
-
-const eventFrames = (text: string) => frames(text).filter((frame) => frame.id !== undefined);
-
-/** A Lambda context whose remaining time the test can cut short. */
-function lambdaContext(windowMs: number) {
-  let end = Date.now() + windowMs;
-  return {
-    awsRequestId: "lambda-req",
-    getRemainingTimeInMillis: () => end - Date.now(),
-    /** The function now has `ms` left. */
-    cutTo(ms: number) {
-      end = Date.now() + ms;
-    },
-  };
-}
-
-function request(sourceId: string, headers: Record<string, string>) {
-  return {
-    version: "2.0",
-    rawPath: `/sources/${sourceId}/sse`,
-    rawQueryString: "",
-    headers,
-    requestContext: { requestId: "url-req", http: { method: "GET" } },
-  };
-}
 
 describe("the AWS stream function on DynamoDB Local", () => {
   const endpoint = inject("dynamodbEndpoint");
@@ -124,6 +59,13 @@ describe("the AWS stream function on DynamoDB Local", () => {
       },
     });
 
+  /** A request of alice's, resuming after `lastEventId`. */
+  const resuming = (lastEventId: string) =>
+    functionUrlRequest(`/sources/${sourceId}/sse`, {
+      authorization: `Bearer ${alice.apiKey}`,
+      "last-event-id": lastEventId,
+    });
+
   const emit = (channel: string, ...values: number[]): Promise<StoredEvent[]> =>
     deps.events.appendEvents(
       sourceId,
@@ -141,40 +83,22 @@ describe("the AWS stream function on DynamoDB Local", () => {
     const accountDeps = { identity, clock: systemClock, ids: randomIdGenerator(systemClock) };
     alice = await createAccount(accountDeps, { username: "alice", email: "alice@example.com" });
     bob = await createAccount(accountDeps, { username: "bob", email: "bob@example.com" });
-    const now = Date.now();
-    const source: SourceRecord = {
-      id: accountDeps.ids.newId("source"),
-      userId: alice.user.id,
-      workspaceId: alice.workspace.id,
-      componentId: accountDeps.ids.newId("component"),
-      name: "feed",
-      nameSlug: "feed",
-      configuredProps: {},
-      active: true,
-      createdAt: now,
-      updatedAt: now,
-    };
-    sourceId = (await sources.createSource(source)).id;
+    sourceId = (await sources.createSource(sourceRecord(alice, accountDeps.ids.newId("source"), Date.now()))).id;
   });
 
   afterAll(() => dynamodb.destroy());
 
   it("streams the history after Last-Event-ID, then events appended while it polls, keepalives, and ends before the timeout; a reconnection resumes exactly", async () => {
     const history = await emit("", 1, 2, 3);
-    const first = client();
+    const first = recordedResponse();
     const context = lambdaContext(120_000);
-    const done = handler()(
-      request(sourceId, { authorization: `Bearer ${alice.apiKey}`, "last-event-id": history[0]!.id }),
-      first.out,
-      context,
-    );
-    await until(() => eventFrames(first.text()).length === 2, "the history after Last-Event-ID");
+    const done = handler()(resuming(history[0]!.id), first.out, context);
+    await eventually(() => when(first.messages.length === 2), "the history after Last-Event-ID");
     await emit("", 4);
     await emit("$logs", 100);
     await emit("alerts", 5);
-    await until(() => eventFrames(first.text()).length === 4, "the events appended while polling");
-    const keepalives = () => frames(first.text()).filter((frame) => frame.comment === "keepalive").length;
-    await until(() => keepalives() > 0, "a keepalive");
+    await eventually(() => when(first.messages.length === 4), "the events appended while polling");
+    await eventually(() => when(first.comments.includes("keepalive")), "a keepalive");
 
     // The function is about to time out: the response ends cleanly, before it does.
     context.cutTo(END_MARGIN_MS + 500);
@@ -186,27 +110,21 @@ describe("the AWS stream function on DynamoDB Local", () => {
       headers: { "content-type": "text/event-stream; charset=utf-8" },
     });
     expect(first.text().startsWith(SSE_OPENING_FRAME)).toBe(true);
-    const sent = eventFrames(first.text());
-    expect(sent.map((frame) => frame.data?.e)).toEqual([{ n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }]);
-    expect(sent.map((frame) => frame.event)).toEqual([undefined, undefined, undefined, "alerts"]);
-    expect(sent[0]).toMatchObject({
-      id: history[1]!.id,
-      data: { id: history[1]!.id, metadata: { emitter_id: sourceId } },
-    });
+    const sent = first.messages;
+    expect(dataOf(sent).map((data) => data.e)).toEqual([{ n: 2 }, { n: 3 }, { n: 4 }, { n: 5 }]);
+    expect(sent.map((message) => message.event)).toEqual([undefined, undefined, undefined, "alerts"]);
+    expect(sent[0]?.id).toBe(history[1]!.id);
+    expect(dataOf(sent)[0]).toMatchObject({ id: history[1]!.id, metadata: { emitter_id: sourceId } });
 
     // Events stored while the client was away arrive on reconnection, exactly once.
     const missed = await emit("", 6, 7);
-    const second = client();
+    const second = recordedResponse();
     const again = lambdaContext(120_000);
-    const reconnected = handler()(
-      request(sourceId, { authorization: `Bearer ${alice.apiKey}`, "last-event-id": sent.at(-1)!.id! }),
-      second.out,
-      again,
-    );
-    await until(() => eventFrames(second.text()).length === 2, "the missed events");
+    const reconnected = handler()(resuming(sent.at(-1)!.id!), second.out, again);
+    await eventually(() => when(second.messages.length === 2), "the missed events");
     again.cutTo(END_MARGIN_MS + 200);
     await reconnected;
-    expect(eventFrames(second.text()).map((frame) => frame.id)).toEqual(missed.map((event) => event.id));
+    expect(second.messages.map((message) => message.id)).toEqual(missed.map((event) => event.id));
   });
 
   it("never streams deleted events, before or after the purger removed them", async () => {
@@ -216,17 +134,13 @@ describe("the AWS stream function on DynamoDB Local", () => {
     const cursor = previous.items[0]?.id ?? "0-0";
     await deps.events.deleteEvents(sourceId, { fromId: a!.id, toId: b!.id });
     const streamAfter = async (lastEventId: string) => {
-      const { out, text } = client();
+      const { out, messages } = recordedResponse();
       const context = lambdaContext(120_000);
-      const done = handler()(
-        request(sourceId, { authorization: `Bearer ${alice.apiKey}`, "last-event-id": lastEventId }),
-        out,
-        context,
-      );
-      await until(() => eventFrames(text()).some((frame) => frame.id === c!.id), "the event after the range");
+      const done = handler()(resuming(lastEventId), out, context);
+      await eventually(() => when(messages.some((message) => message.id === c!.id)), "the event after the range");
       context.cutTo(END_MARGIN_MS + 200);
       await done;
-      return eventFrames(text()).map((frame) => frame.data?.e.n);
+      return dataOf(messages).map((data) => data.e.n);
     };
     expect(await streamAfter(cursor)).toEqual([12]);
     const purge = createEventPurgerHandler(async () => deps as unknown as Deps);
@@ -236,13 +150,17 @@ describe("the AWS stream function on DynamoDB Local", () => {
   });
 
   it("answers 404 for another account's source and 401 without a key, before streaming", async () => {
-    const theirs = client();
-    await handler()(request(sourceId, { authorization: `Bearer ${bob.apiKey}` }), theirs.out, lambdaContext(60_000));
+    const theirs = recordedResponse();
+    await handler()(
+      functionUrlRequest(`/sources/${sourceId}/sse`, { authorization: `Bearer ${bob.apiKey}` }),
+      theirs.out,
+      lambdaContext(60_000),
+    );
     expect(responses.at(-1)?.statusCode).toBe(404);
     expect(JSON.parse(theirs.text())).toEqual({ error: expect.stringMatching(/not found/) });
 
-    const anonymous = client();
-    await handler()(request(sourceId, {}), anonymous.out, lambdaContext(60_000));
+    const anonymous = recordedResponse();
+    await handler()(functionUrlRequest(`/sources/${sourceId}/sse`, {}), anonymous.out, lambdaContext(60_000));
     expect(responses.at(-1)).toMatchObject({
       statusCode: 401,
       headers: { "www-authenticate": 'Bearer realm="sluice"' },
@@ -254,61 +172,37 @@ describe("the AWS stream function on DynamoDB Local", () => {
     // Bundled as the service stack bundles it, and loaded with the globals of Lambda's Node.js runtime.
     const outdir = join(REPO_ROOT, "node_modules", ".cache", "sluice-test-bundles", String(process.pid));
     mkdirSync(outdir, { recursive: true });
-    const outfile = join(outdir, "source-stream-lambda.mjs");
-    await build({
-      entryPoints: [join(REPO_ROOT, "functions", "stream", "source-stream-lambda.ts")],
-      outfile,
-      bundle: true,
-      platform: "node",
-      target: "node22",
-      format: "esm",
+    bundleLambdaFiles({ "source-stream-lambda.mjs": "functions/stream/source-stream-lambda.ts" }, outdir, {
       external: ["@aws-sdk/*"],
-      banner: { js: ESM_REQUIRE_BANNER },
-      logLevel: "silent",
     });
-    const metadata: unknown[] = [];
-    const streamified: unknown[] = [];
-    (globalThis as { awslambda?: unknown }).awslambda = {
-      streamifyResponse: (inner: unknown) => {
-        streamified.push(inner);
-        return inner;
-      },
-      HttpResponseStream: {
-        from: (stream: Writable, meta: unknown) => {
-          metadata.push(meta);
-          return stream;
-        },
-      },
-    };
+    const runtime = fakeLambdaRuntime();
     // What the stack sets on the stream function (and the Lambda runtime, for the SDK).
-    Object.assign(process.env, {
+    const env = {
       [ENV.resourcesTable]: table,
       AWS_ENDPOINT_URL_DYNAMODB: endpoint,
       AWS_REGION: "local",
       AWS_ACCESS_KEY_ID: "local",
       AWS_SECRET_ACCESS_KEY: "local",
-    });
+    };
+    for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
     try {
-      const { handler } = await import(pathToFileURL(outfile).href);
-      expect(streamified).toEqual([handler]);
+      const { handler } = await import(pathToFileURL(join(outdir, "source-stream-lambda.mjs")).href);
+      expect(runtime.streamified).toEqual([handler]);
       const [stored] = await emit("", 42);
-      const { out, text } = client();
+      const { out, messages } = recordedResponse();
       const context = lambdaContext(120_000);
-      const done = handler(
-        request(sourceId, { authorization: `Bearer ${alice.apiKey}`, "last-event-id": "0-0" }),
-        out,
-        context,
-      );
-      await until(() => eventFrames(text()).some((frame) => frame.id === stored!.id), "the event, from the bundle");
+      const done = handler(resuming("0-0"), out, context);
+      await eventually(() => when(messages.some((message) => message.id === stored!.id)), "the event, from the bundle");
       // The default end margin is 5 s.
       context.cutTo(5_000 + 300);
       await done;
-      expect(metadata).toEqual([
+      expect(runtime.metadata).toEqual([
         { statusCode: 200, headers: expect.objectContaining({ "content-type": "text/event-stream; charset=utf-8" }) },
       ]);
       expect(out.writableFinished).toBe(true);
     } finally {
-      delete (globalThis as { awslambda?: unknown }).awslambda;
+      runtime.remove();
+      vi.unstubAllEnvs();
     }
   });
 });

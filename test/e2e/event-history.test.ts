@@ -1,7 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compareEventIds } from "#core/event-ids";
 import { route as deleteSourceEvents } from "#http/delete-source-events";
 import { route as listSourceEvents } from "#http/list-source-events";
-import { apiClient, eventually, inBatches } from "../support/api-client.ts";
+import { apiClient, inBatches } from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /** Emits what it is sent, on the channel it is told, logs a line, and throws when asked to. */
@@ -28,13 +30,6 @@ interface Summary {
   >;
   metadata: { name: string; summary?: string; emitter_id: string; truncated?: boolean };
 }
-
-/** (ms, n) order of two event ids. */
-const newer = (a: string, b: string) => {
-  const [aMs, aN] = a.split("-").map(Number) as [number, number];
-  const [bMs, bN] = b.split("-").map(Number) as [number, number];
-  return aMs - bMs || aN - bN;
-};
 
 describe("event history and deletion over real HTTP against local mode", () => {
   let sluice: SluiceProcess;
@@ -118,7 +113,7 @@ describe("event history and deletion over real HTTP against local mode", () => {
     expect(third.page_info.count).toBe(50);
     const pages = [...first.data, ...second.data, ...third.data];
     expect(new Set(pages.map((e) => e.event.n))).toEqual(new Set(Array.from({ length: 250 }, (_, n) => n)));
-    for (let i = 1; i < pages.length; i++) expect(newer(pages[i - 1]!.id, pages[i]!.id)).toBeGreaterThan(0);
+    for (let i = 1; i < pages.length; i++) expect(compareEventIds(pages[i - 1]!.id, pages[i]!.id)).toBeGreaterThan(0);
     const end = await list(source.id, `?after=${third.page_info.end_cursor}`);
     expect(end.page_info).toMatchObject({ count: 0, start_cursor: null, end_cursor: null, total_count: 253 });
 
@@ -228,12 +223,12 @@ describe("event history and deletion over real HTTP against local mode", () => {
 
     // end_id only: from the oldest to it.
     await remove(`?end_id=${idAt(4)}`);
-    expected = expected.filter((id) => newer(id, idAt(4)) > 0);
+    expected = expected.filter((id) => compareEventIds(id, idAt(4)) > 0);
     expect(await remaining()).toEqual(expected);
 
     // start_id only: from it to the newest.
     await remove(`?start_id=${idAt(50)}`);
-    expected = expected.filter((id) => newer(id, idAt(50)) < 0);
+    expected = expected.filter((id) => compareEventIds(id, idAt(50)) < 0);
     expect(await remaining()).toEqual(expected);
     expect((await list(source.id, "?limit=1")).page_info.total_count).toBe(expected.length);
 
@@ -268,7 +263,7 @@ describe("event history and deletion over real HTTP against local mode", () => {
       ["?start_id=", "start_id"],
       ["?end_id=12345678901234567-0", "end_id"],
       [`?start_id=${newest}&end_id=${oldest}`, "start_id"],
-      ["?event_name=" + "x".repeat(129), "event_name"],
+      [`?event_name=${"x".repeat(129)}`, "event_name"],
     ];
     for (const [query, field] of bad) {
       const answer = await api("DELETE", `/sources/${source.id}/events${query}`);

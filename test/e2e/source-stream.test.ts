@@ -13,8 +13,10 @@ import { createLocalServer } from "#local/server";
 import type { SourceStreamServer } from "#local/source-stream-server";
 import { startLocalMode } from "#local/start";
 import { silentLogger } from "#ports/logger";
+import { apiClient } from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
 import { newDataDir } from "../support/local-process.ts";
-import { eventually, openRawStream, type RawStream, type SseMessage, when } from "../support/sse-client.ts";
+import { dataOf, openRawStream, type RawStream, type SseMessage, when } from "../support/sse-client.ts";
 
 /**
  * The live stream of local mode end to end: a source deployed over the REST API emits what is
@@ -47,6 +49,7 @@ let streams: SourceStreamServer;
 let root: string;
 let key: string;
 let otherKey: string;
+let api: ReturnType<typeof apiClient>;
 const opened: { close(): void }[] = [];
 
 beforeAll(async () => {
@@ -61,6 +64,7 @@ beforeAll(async () => {
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   root = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
   local.deps.runtime.publicUrl = root;
+  api = apiClient(`${root}/v1`, key);
 });
 
 afterEach(() => {
@@ -72,19 +76,6 @@ afterAll(async () => {
   await new Promise<void>((resolve) => (server ? server.close(() => resolve()) : resolve()));
   await local?.close();
 });
-
-async function api(method: string, path: string, body?: unknown, apiKey = key) {
-  const response = await fetch(`${root}/v1${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${apiKey}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  return { status: response.status, json: text ? JSON.parse(text) : undefined };
-}
 
 async function deploy(): Promise<{ id: string; endpoint: string }> {
   const deployed = await api("POST", "/sources", { component_code: STREAMING_SOURCE });
@@ -120,7 +111,6 @@ async function stream(sourceId: string, query = "", headers: Record<string, stri
   return opening;
 }
 
-const dataOf = (messages: SseMessage[]) => messages.map((message) => JSON.parse(message.data));
 const numbersOf = (messages: SseMessage[]) => dataOf(messages).map((data) => data.event.n as number);
 
 async function received(messages: SseMessage[], count: number, timeoutMs = 20_000) {

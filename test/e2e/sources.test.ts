@@ -5,7 +5,8 @@ import { route as createComponent } from "#http/create-component";
 import { route as createSource } from "#http/create-source";
 import { route as listSourceEvents } from "#http/list-source-events";
 import { route as listUserSources } from "#http/list-user-sources";
-import { apiClient, eventually } from "../support/api-client.ts";
+import { apiClient } from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { oversizedUpload } from "../support/oversized-upload.ts";
 

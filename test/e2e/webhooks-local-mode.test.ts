@@ -2,7 +2,8 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhookSignature } from "#core/webhook-signature";
-import { apiClient, eventually, inBatches } from "../support/api-client.ts";
+import { apiClient, inBatches } from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
@@ -157,7 +158,7 @@ describe("subscriptions and webhook delivery against local mode", () => {
           return new Set(numbersOf(one)).size >= 3 && new Set(numbersOf(all)).size >= 3 ? true : undefined;
         },
         "the missed deliveries",
-        20_000,
+        { timeoutMs: 20_000 },
       );
       for (const path of ["/ok/one", "/ok/all"]) {
         const deliveries = back.received.filter((d) => d.path === path);
@@ -214,7 +215,7 @@ export default {
           return page.json.data.length > 0 ? page.json.data[0] : undefined;
         },
         "a dead letter",
-        20_000,
+        { timeoutMs: 20_000 },
       );
       expect(dead).toMatchObject({ webhook_id: hook.id, attempts: 4, last_error: "HTTP 500" });
       expect(box.received).toHaveLength(4);

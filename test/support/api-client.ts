@@ -22,17 +22,6 @@ export function apiClient(baseUrl: string, key: string) {
   };
 }
 
-/** Polls `probe` every 50 ms until it returns something other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(probe: () => Promise<T | undefined>, what: string, timeoutMs = 15_000): Promise<T> {
-  const deadline = Date.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 50));
-  }
-}
-
 /** Runs `task` over `items` with at most `concurrency` at a time, keeping results in order. */
 export async function inBatches<T, R>(items: readonly T[], concurrency: number, task: (item: T) => Promise<R>) {
   const results: R[] = new Array(items.length);

@@ -1,5 +1,4 @@
 import { request } from "node:http";
-import { performance } from "node:perf_hooks";
 
 /** One SSE message as an EventSource would dispatch it (`event` absent for the default type). */
 export interface SseMessage {
@@ -100,20 +99,8 @@ export function openRawStream(url: string, headers: Record<string, string> = {},
   });
 }
 
-/** Polls `probe` until it returns a value other than undefined, or fails after `timeoutMs`. */
-export async function eventually<T>(
-  probe: () => T | undefined | Promise<T | undefined>,
-  what: string,
-  { timeoutMs = 15_000, intervalMs = 20 } = {},
-): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, intervalMs));
-  }
-}
+/** The parsed `data:` of each message (Sluice sends one line of JSON). */
+export const dataOf = (messages: readonly SseMessage[]): any[] => messages.map((message) => JSON.parse(message.data));
 
 /** `true` when `condition` holds, else undefined: for {@link eventually}. */
 export const when = (condition: boolean): true | undefined => (condition ? true : undefined);

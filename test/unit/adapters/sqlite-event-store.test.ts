@@ -1,23 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import type { NewEvent } from "#core/component-model";
 
 const event = (channel = ""): NewEvent => ({ channel, event: {}, emitId: "emit", meta: {} });
 const events = (count: number, channel = "") => Array.from({ length: count }, () => event(channel));
-
-/** Polls `check` until it passes or the deadline, then lets its last failure through. */
-async function eventually(check: () => Promise<void>, timeoutMs = 10_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    try {
-      return await check();
-    } catch (error) {
-      if (performance.now() > deadline) throw error;
-      await new Promise((resolve) => setTimeout(resolve, 10));
-    }
-  }
-}
 
 describe("SqliteEventStore retention", () => {
   it("trims each channel to keepPerChannel in the background once trimEveryAppends events came in", async () => {
@@ -32,10 +19,13 @@ describe("SqliteEventStore retention", () => {
     expect((await store.listEvents("dc_a", { limit: 100, channel: "" })).totalCount).toBe(6);
 
     await store.appendEvents("dc_a", events(1), 3);
-    await eventually(async () => {
-      const page = await store.listEvents("dc_a", { limit: 100, channel: "" });
-      expect(page.items.map((e) => e.id)).toEqual(["3-0", "1-5", "1-4", "1-3"]);
-    });
+    await vi.waitFor(
+      async () => {
+        const page = await store.listEvents("dc_a", { limit: 100, channel: "" });
+        expect(page.items.map((e) => e.id)).toEqual(["3-0", "1-5", "1-4", "1-3"]);
+      },
+      { timeout: 10_000, interval: 10 },
+    );
     expect((await store.listEvents("dc_a", { limit: 100, channel: "$logs" })).totalCount).toBe(3);
   });
 

@@ -1,8 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { SourceRecord } from "#core/component-model";
-import { isDomainError } from "#core/errors";
 import { deleteSourceEvents, listSourceEvents } from "#core/source-events";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { sourceRecord } from "../../support/source-record.ts";
 
 /** Two accounts, a source of the first with five default-channel events and one log line. */
 async function setUp(purgeLater: (sourceId: string) => Promise<void> = async () => {}) {
@@ -17,19 +16,7 @@ async function setUp(purgeLater: (sourceId: string) => Promise<void> = async () 
   });
   const owner = await accountIn(deps, "owner");
   const stranger = await accountIn(deps, "stranger");
-  const source: SourceRecord = {
-    id: "dc_history0000001",
-    userId: owner.user.id,
-    workspaceId: owner.workspace.id,
-    componentId: "sc_unused",
-    name: "history",
-    nameSlug: "history",
-    configuredProps: {},
-    active: true,
-    createdAt: 1,
-    updatedAt: 1,
-  };
-  await deps.sources.createSource(source);
+  const source = await deps.sources.createSource(sourceRecord(owner, "dc_history0000001"));
   const stored = await deps.events.appendEvents(
     source.id,
     [
@@ -39,15 +26,6 @@ async function setUp(purgeLater: (sourceId: string) => Promise<void> = async () 
     Date.UTC(2026, 10, 21),
   );
   return { deps, source, purged, stored, owner: { userId: owner.user.id }, stranger: { userId: stranger.user.id } };
-}
-
-async function rejection(promise: Promise<unknown>) {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isDomainError(error)) throw new Error(`expected a DomainError, got ${String(error)}`);
-  return error;
 }
 
 describe("deleteSourceEvents", () => {
@@ -65,17 +43,16 @@ describe("deleteSourceEvents", () => {
 
   it("is 404 for another account's source and deletes nothing", async () => {
     const { deps, source, purged, stranger, owner } = await setUp();
-    expect((await rejection(deleteSourceEvents(deps, stranger, source.id, {}))).code).toBe("not_found");
+    await expect(deleteSourceEvents(deps, stranger, source.id, {})).rejects.toMatchObject({ code: "not_found" });
     expect(purged).toEqual([]);
     expect((await listSourceEvents(deps, owner, source.id, {})).page_info.total_count).toBe(5);
   });
 
   it("validates ids before looking at the source", async () => {
     const { deps, source, stored, owner } = await setUp();
-    const backwards = await rejection(
+    await expect(
       deleteSourceEvents(deps, owner, source.id, { start_id: stored[3]!.id, end_id: stored[1]!.id }),
-    );
-    expect(backwards.message).toContain("start_id");
+    ).rejects.toMatchObject({ code: "validation", message: expect.stringContaining("start_id") });
     // ms 9 is older than ms 10 although "9-0" > "10-0" as strings: the order is numeric.
     await deleteSourceEvents(deps, owner, source.id, { start_id: "9-0", end_id: "10-0" });
     for (const [field, value] of [
@@ -83,9 +60,10 @@ describe("deleteSourceEvents", () => {
       ["end_id", "-1-0"],
       ["start_id", "1.5-0"],
     ] as const) {
-      const error = await rejection(deleteSourceEvents(deps, owner, "dc_missing", { [field]: value }));
-      expect(error.code).toBe("validation");
-      expect(error.message).toContain(field);
+      await expect(deleteSourceEvents(deps, owner, "dc_missing", { [field]: value })).rejects.toMatchObject({
+        code: "validation",
+        message: expect.stringContaining(field),
+      });
     }
   });
 

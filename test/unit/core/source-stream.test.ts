@@ -1,6 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { NewEvent, SourceRecord, StoredEvent } from "#core/component-model";
-import { isDomainError } from "#core/errors";
+import type { NewEvent, StoredEvent } from "#core/component-model";
 import {
   CATCH_UP_PAGE,
   eventsAfter,
@@ -11,7 +10,9 @@ import {
   sseFrame,
   streamCarries,
 } from "#core/source-stream";
+import type { EventQuery, EventStore } from "#ports/event-store";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { sourceRecord } from "../../support/source-record.ts";
 
 const NOW = Date.UTC(2026, 10, 20, 12);
 
@@ -43,29 +44,8 @@ async function setUp() {
   const deps = memoryDeps(NOW);
   const owner = await accountIn(deps, "owner");
   const other = await accountIn(deps, "other");
-  const source: SourceRecord = {
-    id: "dc_streamed",
-    userId: owner.user.id,
-    workspaceId: owner.workspace.id,
-    componentId: "sc_any",
-    name: "streamed",
-    nameSlug: "streamed",
-    configuredProps: {},
-    active: true,
-    createdAt: NOW,
-    updatedAt: NOW,
-  };
-  await deps.sources.createSource(source);
+  const source = await deps.sources.createSource(sourceRecord(owner, "dc_streamed", NOW));
   return { deps, source, owner: { userId: owner.user.id }, other: { userId: other.user.id } };
-}
-
-async function errorOf(promise: Promise<unknown>) {
-  const error = await promise.then(
-    () => undefined,
-    (caught: unknown) => caught,
-  );
-  if (!isDomainError(error)) throw new Error(`expected a domain error, got ${String(error)}`);
-  return error;
 }
 
 async function collect<T>(items: AsyncIterable<T>): Promise<T[]> {
@@ -160,6 +140,12 @@ describe("openSourceStream", () => {
     const resumed = await openSourceStream(deps, owner, source.id, { lastEventId: ` ${NOW}-4 ` });
     expect(resumed.resumeAfter).toBe(`${NOW}-4`);
     expect((await openSourceStream(deps, owner, source.id, { lastEventId: "  " })).resumeAfter).toBeUndefined();
+    // The query parameter is for a first connection; a header (a reconnection) wins over it.
+    const resumeAfter = async (input: { lastEventId?: string; last_event_id?: string }) =>
+      (await openSourceStream(deps, owner, source.id, input)).resumeAfter;
+    expect(await resumeAfter({ last_event_id: `${NOW}-1` })).toBe(`${NOW}-1`);
+    expect(await resumeAfter({ lastEventId: `${NOW}-2`, last_event_id: `${NOW}-1` })).toBe(`${NOW}-2`);
+    expect(await resumeAfter({ lastEventId: "", last_event_id: `${NOW}-1` })).toBe(`${NOW}-1`);
   });
 
   it("selects one channel by event_name, `default` and an empty name meaning the default channel", async () => {
@@ -174,18 +160,22 @@ describe("openSourceStream", () => {
 
   it("answers 400 naming the field for a bad Last-Event-ID or event_name", async () => {
     const { deps, source, owner } = await setUp();
-    const badId = await errorOf(openSourceStream(deps, owner, source.id, { lastEventId: "yesterday" }));
-    expect([badId.code, badId.issues?.[0]?.field]).toEqual(["validation", "Last-Event-ID"]);
-    const long = await errorOf(openSourceStream(deps, owner, source.id, { event_name: "x".repeat(129) }));
-    expect([long.code, long.issues?.[0]?.field]).toEqual(["validation", "event_name"]);
-    const twoLines = await errorOf(openSourceStream(deps, owner, source.id, { event_name: "a\nb" }));
-    expect(twoLines.issues?.[0]?.field).toBe("event_name");
+    const invalid = (field: string) => ({ code: "validation", issues: [{ field, message: expect.any(String) }] });
+    await expect(openSourceStream(deps, owner, source.id, { lastEventId: "yesterday" })).rejects.toMatchObject(
+      invalid("Last-Event-ID"),
+    );
+    await expect(openSourceStream(deps, owner, source.id, { event_name: "x".repeat(129) })).rejects.toMatchObject(
+      invalid("event_name"),
+    );
+    await expect(openSourceStream(deps, owner, source.id, { event_name: "a\nb" })).rejects.toMatchObject(
+      invalid("event_name"),
+    );
   });
 
   it("answers not found for an unknown source and for another account's source", async () => {
     const { deps, source, other, owner } = await setUp();
-    expect((await errorOf(openSourceStream(deps, owner, "dc_missing", {}))).code).toBe("not_found");
-    expect((await errorOf(openSourceStream(deps, other, source.id, {}))).code).toBe("not_found");
+    await expect(openSourceStream(deps, owner, "dc_missing", {})).rejects.toMatchObject({ code: "not_found" });
+    await expect(openSourceStream(deps, other, source.id, {})).rejects.toMatchObject({ code: "not_found" });
   });
 });
 
@@ -200,8 +190,19 @@ describe("eventsAfter", () => {
       NOW,
     );
     const stream = { sourceId: source.id, channel: undefined };
-    const after9 = await collect(eventsAfter(deps, stream, events[9]?.id as string));
+    const counted: boolean[] = [];
+    const reading = {
+      events: {
+        listEvents: (sourceId: string, query: EventQuery) => {
+          counted.push(query.count !== false);
+          return deps.events.listEvents(sourceId, query);
+        },
+      } as EventStore,
+    };
+    const after9 = await collect(eventsAfter(reading, stream, events[9]?.id as string));
     expect(after9.map((event) => event.event)).toEqual(Array.from({ length: count - 10 }, (_, i) => ({ n: i + 10 })));
+    // 240 events: two full pages and a last one, none of them counted.
+    expect(counted).toEqual([false, false, false]);
     expect(await collect(eventsAfter(deps, stream, events[count - 1]?.id as string))).toEqual([]);
     const fromBefore = await collect(eventsAfter(deps, stream, `${NOW - 1}-0`));
     expect(fromBefore).toHaveLength(count);

@@ -1,4 +1,6 @@
-import { describe, expect, it } from "vitest";
+import type { APIGatewayProxyEventV2 } from "aws-lambda";
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { sseRedirect } from "../../../functions/stream/sse-redirect.ts";
 
 const event = (id: string, rawQueryString = "") => ({
@@ -22,5 +24,29 @@ describe("GET /sources/{id}/sse on the HTTP API", () => {
   it("keeps the id inside its path segment", () => {
     const result = sseRedirect(event("dc_x/../../v1"), "https://abc.lambda-url.eu-west-1.on.aws");
     expect(result.headers.location).toBe("https://abc.lambda-url.eu-west-1.on.aws/sources/dc_x%2F..%2F..%2Fv1/sse");
+  });
+});
+
+describe("the redirect function's entry", () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+    vi.resetModules();
+  });
+
+  const entry = async () => (await import("../../../functions/stream/sse-redirect.ts")).handler;
+
+  it("redirects to the stream URL the stack sets in its environment", async () => {
+    vi.stubEnv(AWS_COMPUTE_ENV.streamUrl, "https://abc.lambda-url.eu-west-1.on.aws/");
+    const result = await (await entry())(event("dc_01kab00000abcdefghjkmn") as unknown as APIGatewayProxyEventV2);
+    expect(result.headers.location).toBe(
+      "https://abc.lambda-url.eu-west-1.on.aws/sources/dc_01kab00000abcdefghjkmn/sse",
+    );
+  });
+
+  it("fails, naming the variable, when the stream URL is not set", async () => {
+    vi.stubEnv(AWS_COMPUTE_ENV.streamUrl, undefined);
+    await expect((await entry())(event("dc_x") as unknown as APIGatewayProxyEventV2)).rejects.toThrow(
+      AWS_COMPUTE_ENV.streamUrl,
+    );
   });
 });

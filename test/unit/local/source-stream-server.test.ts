@@ -2,14 +2,16 @@ import type { Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
-import type { NewEvent, SourceRecord, StoredEvent } from "#core/component-model";
+import type { NewEvent, StoredEvent } from "#core/component-model";
 import { routes } from "#http/routes";
 import { createLocalServer } from "#local/server";
 import type { SourceStreamServer } from "#local/source-stream-server";
 import type { EventStore } from "#ports/event-store";
 import { silentLogger } from "#ports/logger";
+import { eventually } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
-import { eventually, openRawStream, type RawStream, when } from "../../support/sse-client.ts";
+import { sourceRecord } from "../../support/source-record.ts";
+import { dataOf, openRawStream, type RawStream, when } from "../../support/sse-client.ts";
 
 /**
  * The stream server of local mode on a real HTTP server, fed straight from the bus: events are
@@ -59,23 +61,28 @@ function holdListEvents(readFirst: boolean) {
   };
 }
 
+/** Opens a stream resuming after `afterId` whose history read is held (see holdListEvents) once it started. */
+async function openHeldCatchUp(sourceId: string, afterId: string, readFirst: boolean) {
+  const release = holdListEvents(readFirst);
+  const callsBefore = listCalls;
+  const stream = await open(`/sources/${sourceId}/sse`, { authorization: `Bearer ${key}`, "last-event-id": afterId });
+  await eventually(() => when(listCalls > callsBefore), "the catch-up to start");
+  return { stream, release };
+}
+
 let server: Server;
 let streams: SourceStreamServer;
 let root: string;
+let owner: Awaited<ReturnType<typeof accountIn>>;
 let key: string;
 let otherKey: string;
-let userId: string;
-let workspaceId: string;
 let sourceCount = 0;
 const opened: RawStream[] = [];
 
 beforeAll(async () => {
-  const owner = await accountIn(deps, "owner");
-  const other = await accountIn(deps, "other");
+  owner = await accountIn(deps, "owner");
   key = owner.apiKey;
-  otherKey = other.apiKey;
-  userId = owner.user.id;
-  workspaceId = owner.workspace.id;
+  otherKey = (await accountIn(deps, "other")).apiKey;
   ({ server, streams } = createLocalServer(routes, deps, {
     bus,
     stream: { keepaliveMs: KEEPALIVE_MS, maxUnsentBytes: MAX_UNSENT_BYTES },
@@ -96,21 +103,7 @@ afterAll(async () => {
 });
 
 async function newSource(): Promise<string> {
-  const now = Date.now();
-  const source: SourceRecord = {
-    id: `dc_stream${++sourceCount}`,
-    userId,
-    workspaceId,
-    componentId: "sc_any",
-    name: `stream-${sourceCount}`,
-    nameSlug: `stream-${sourceCount}`,
-    configuredProps: {},
-    active: true,
-    createdAt: now,
-    updatedAt: now,
-  };
-  await deps.sources.createSource(source);
-  return source.id;
+  return (await deps.sources.createSource(sourceRecord(owner, `dc_stream${++sourceCount}`, Date.now()))).id;
 }
 
 /** Stores events and publishes them, as core does after a run. */
@@ -129,8 +122,7 @@ async function open(path: string, headers: Record<string, string> = { authorizat
   return stream;
 }
 
-const dataOf = (stream: RawStream) => stream.messages.map((message) => JSON.parse(message.data));
-const numbersOf = (stream: RawStream) => dataOf(stream).map((data) => data.event.n as number);
+const numbersOf = (stream: RawStream) => dataOf(stream.messages).map((data) => data.event.n as number);
 
 async function receivedCount(stream: RawStream, count: number) {
   await eventually(() => when(stream.messages.length >= count), `${count} messages`);
@@ -192,7 +184,7 @@ describe("GET /sources/{id}/sse in local mode", () => {
       [stored[1]?.id, "orders"],
       [stored[3]?.id, undefined],
     ]);
-    expect(dataOf(stream)[0]).toEqual({
+    expect(dataOf(stream.messages)[0]).toEqual({
       id: stored[0]?.id,
       indexed_at_ms: stored[0]?.indexedAtMs,
       event: { n: 1 },
@@ -251,13 +243,7 @@ describe("GET /sources/{id}/sse in local mode", () => {
   ])("sends each event once when %s", async (_case, readFirst) => {
     const sourceId = await newSource();
     const [first] = await emit(sourceId, numbered(1, 2));
-    const release = holdListEvents(readFirst);
-    const callsBefore = listCalls;
-    const stream = await open(`/sources/${sourceId}/sse`, {
-      authorization: `Bearer ${key}`,
-      "last-event-id": first?.id as string,
-    });
-    await eventually(() => when(listCalls > callsBefore), "the catch-up to start");
+    const { stream, release } = await openHeldCatchUp(sourceId, first!.id, readFirst);
     await emit(sourceId, numbered(3, 2));
     release();
     await receivedCount(stream, 3);
@@ -320,13 +306,7 @@ describe("GET /sources/{id}/sse in local mode", () => {
   it("disconnects a catching-up client when the live events kept for it pass the bound", async () => {
     const sourceId = await newSource();
     const [first] = await emit(sourceId, numbered(1, 1));
-    const release = holdListEvents(true);
-    const callsBefore = listCalls;
-    const stream = await open(`/sources/${sourceId}/sse`, {
-      authorization: `Bearer ${key}`,
-      "last-event-id": first?.id as string,
-    });
-    await eventually(() => when(listCalls > callsBefore), "the catch-up to start");
+    const { stream, release } = await openHeldCatchUp(sourceId, first!.id, true);
     const blob = "x".repeat(16 * 1024);
     for (let n = 0; n < 5; n++) {
       await emit(sourceId, [{ channel: "", event: { n, blob }, emitId: `em_${n}`, meta: {} }]);
