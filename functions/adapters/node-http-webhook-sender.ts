@@ -6,15 +6,14 @@
  * With `allowPrivateAddresses: false` (AWS), a literal IP host is checked before connecting and a
  * host name is resolved by the socket's own `lookup`, which refuses loopback, private, link-local
  * (169.254.0.0/16: cloud metadata), unique-local and IPv4-mapped forms of those
- * (`isForbiddenAddress` of url-code-fetcher.ts). The connection goes to the very address that was
+ * (`address-guard.ts`, shared with the component-URL fetcher). The connection goes to the very address that was
  * checked, so DNS rebinding cannot slip a private address in between the check and the connect.
  */
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import type { WebhookSender, WebhookSendResult } from "#ports/webhook-sender";
-import { isForbiddenAddress } from "./url-code-fetcher.ts";
+import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
 
 export interface NodeHttpWebhookSenderOptions {
   /** Local mode allows loopback and private addresses (a receiver on the same machine). */
@@ -23,26 +22,8 @@ export interface NodeHttpWebhookSenderOptions {
   readonly maxResponseBytes?: number;
 }
 
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-const refused = (message: string) => Object.assign(new Error(message), { code: "ESLUICEFORBIDDEN" });
-
-/** A socket `lookup` that fails when any address of the host is forbidden. */
-function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const list = addresses as LookupAddress[];
-    const bad = list.find((entry) => isForbiddenAddress(entry.address));
-    if (bad) return callback(refused(`${hostname} resolves to a private address (${bad.address})`), []);
-    if ((options as { all?: boolean }).all === true) return callback(null, list);
-    const first = list[0];
-    if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), []);
-    callback(null, first.address, first.family);
-  });
-}
-
 function describeError(error: NodeJS.ErrnoException, url: URL): string {
-  if (error.code === "ESLUICEFORBIDDEN") return `refused: ${error.message}`;
+  if (error.code === FORBIDDEN_ADDRESS) return `refused: ${error.message}`;
   if (error.code === "ECONNREFUSED") return `ECONNREFUSED: ${url.host} refused the connection`;
   if (error.code === "ENOTFOUND" || error.code === "EAI_AGAIN")
     return `${error.code}: ${url.hostname} could not be resolved`;

@@ -4,12 +4,12 @@
  * checked before connecting, and the connection goes to the checked address (the check is the
  * socket's own DNS lookup), so DNS rebinding cannot slip a private address in between.
  */
-import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { get as httpGet, type IncomingMessage, type RequestOptions } from "node:http";
 import { get as httpsGet } from "node:https";
-import { BlockList, isIP } from "node:net";
+import { isIP } from "node:net";
 import { DomainError } from "#core/errors";
 import type { CodeFetcher } from "#ports/code-fetcher";
+import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
 
 export interface UrlCodeFetcherOptions {
   /** Local mode allows loopback and private addresses (a component served from the same machine). */
@@ -24,65 +24,6 @@ export interface UrlCodeFetcherOptions {
 
 const FIELD = "component_url";
 const failed = (message: string) => new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
-
-/** Loopback, private, link-local (cloud metadata at 169.254.169.254), CGNAT, unspecified, multicast. */
-const FORBIDDEN = new BlockList();
-for (const [network, prefix] of [
-  ["0.0.0.0", 8],
-  ["10.0.0.0", 8],
-  ["100.64.0.0", 10],
-  ["127.0.0.0", 8],
-  ["169.254.0.0", 16],
-  ["172.16.0.0", 12],
-  ["192.0.0.0", 24],
-  ["192.168.0.0", 16],
-  ["198.18.0.0", 15],
-  ["224.0.0.0", 3],
-] as const) {
-  FORBIDDEN.addSubnet(network, prefix, "ipv4");
-}
-for (const [network, prefix] of [
-  ["::", 128],
-  ["::1", 128],
-  ["fc00::", 7],
-  ["fe80::", 10],
-  ["ff00::", 8],
-] as const) {
-  FORBIDDEN.addSubnet(network, prefix, "ipv6");
-}
-
-/** True for addresses a deployed service must never fetch from on a user's behalf. */
-export function isForbiddenAddress(address: string): boolean {
-  const family = isIP(address);
-  if (family === 4) return FORBIDDEN.check(address, "ipv4");
-  if (family !== 6) return true;
-  // IPv4-mapped IPv6 (::ffff:127.0.0.1) is the IPv4 address in disguise.
-  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(address);
-  if (mapped?.[1]) return FORBIDDEN.check(mapped[1], "ipv4");
-  return FORBIDDEN.check(address, "ipv6");
-}
-
-type LookupCallback = (error: NodeJS.ErrnoException | null, address: string | LookupAddress[], family?: number) => void;
-
-/** A `lookup` for http.get that refuses forbidden addresses. */
-function guardedLookup(hostname: string, options: object, callback: LookupCallback): void {
-  dnsLookup(hostname, { ...options, all: true }, (error, addresses) => {
-    if (error) return callback(error, []);
-    const list = addresses as LookupAddress[];
-    const bad = list.find((entry) => isForbiddenAddress(entry.address));
-    if (bad) {
-      const refusal = Object.assign(new Error(`${hostname} resolves to a private address (${bad.address})`), {
-        code: "ESLUICEFORBIDDEN",
-      });
-      return callback(refusal, []);
-    }
-    const wantsAll = (options as { all?: boolean }).all === true;
-    if (wantsAll) return callback(null, list);
-    const first = list[0];
-    if (!first) return callback(Object.assign(new Error(`${hostname} has no address`), { code: "ENOTFOUND" }), []);
-    callback(null, first.address, first.family);
-  });
-}
 
 export class UrlCodeFetcher implements CodeFetcher {
   private readonly maxBytes: number;
@@ -165,7 +106,7 @@ export class UrlCodeFetcher implements CodeFetcher {
 }
 
 function describeNetworkError(error: NodeJS.ErrnoException, url: URL): string {
-  if (error.code === "ESLUICEFORBIDDEN") return error.message;
+  if (error.code === FORBIDDEN_ADDRESS) return error.message;
   if (error.code === "ENOTFOUND" || error.code === "EAI_AGAIN") return `${url.hostname} could not be resolved`;
   if (error.code === "ECONNREFUSED") return `${url.host} refused the connection`;
   return `could not be fetched: ${error.message}`;

@@ -15,9 +15,12 @@
  *   they start would start another, forever;
  * - a workflow (`p_`): nothing yet (workflows arrive in a later issue); counted in the result.
  *
- * Cost when nobody listens: one source read and one subscription lookup per channel in the batch.
+ * Cost when nobody listens: one subscription lookup per channel in the batch. The owner (U, W)
+ * comes with the publish; only a publish without it (an EventBridge entry put before entries
+ * carried it) costs a source read.
  */
 import type { Deps } from "#ports/deps";
+import type { EmitterOwner } from "#ports/event-bus";
 import type { RunJob } from "#ports/run-queue";
 import { ERRORS_CHANNEL, type Json, LOGS_CHANNEL, type StoredEvent } from "./component-model.ts";
 import { sseEnvelope } from "./source-stream.ts";
@@ -35,11 +38,7 @@ export interface DispatchResult {
 }
 
 /** The emitter keys an event of `sourceId` on `channel` is found under (subscription-model.ts). */
-export function emitterKeys(
-  sourceId: string,
-  owner: { userId: string; workspaceId: string } | undefined,
-  channel: string,
-): string[] {
+export function emitterKeys(sourceId: string, owner: EmitterOwner | undefined, channel: string): string[] {
   if (!owner) return [sourceId];
   const keys = [sourceId, `dc_*:${owner.userId}`];
   if (channel === ERRORS_CHANNEL) keys.push(owner.workspaceId);
@@ -60,22 +59,27 @@ function byListener(subscriptions: readonly SubscriptionRecord[]): [string, Subs
 
 /**
  * Routes one source's stored events (one `publish`: one source, id order) to their listeners.
- * Resolves when every delivery and run is queued; rejects when a store or queue failed (nothing
- * of the batch's webhook deliveries is then queued, since they go in one call).
+ * `owner` is the source's, as the publisher gave it; without it the source is read (and a source
+ * deleted since it emitted is then found under its exact id only). Resolves when every delivery
+ * and run is queued; rejects when a store or queue failed (nothing of the batch's webhook
+ * deliveries is then queued, since they go in one call).
  */
-export async function dispatchEvents(deps: DispatchDeps, events: readonly StoredEvent[]): Promise<DispatchResult> {
+export async function dispatchEvents(
+  deps: DispatchDeps,
+  events: readonly StoredEvent[],
+  owner?: EmitterOwner,
+): Promise<DispatchResult> {
   const result: DispatchResult = { deliveries: 0, runs: 0, workflowsSkipped: 0 };
   const first = events[0];
   if (!first) return result;
   const sourceId = first.sourceId;
-  // A source deleted since it emitted has lost its subscriptions; its exact-id key is still tried.
-  const source = await deps.sources.getSource(sourceId);
+  const emitter = owner ?? (await deps.sources.getSource(sourceId));
   const listenersOf = new Map<string, [string, SubscriptionRecord[]][]>();
   let anyone = false;
   for (const event of events) {
     if (listenersOf.has(event.channel)) continue;
     const found = await deps.subscriptions.findSubscriptions(
-      emitterKeys(sourceId, source, event.channel),
+      emitterKeys(sourceId, emitter, event.channel),
       event.channel,
     );
     listenersOf.set(event.channel, byListener(found));
@@ -123,7 +127,7 @@ export async function dispatchEvents(deps: DispatchDeps, events: readonly Stored
 /** A bus listener that dispatches, and a way to wait for what it started. */
 export interface SerialDispatcher {
   /** For `InProcessEventBus.subscribeAll`: never blocks, never throws. */
-  listener(events: readonly StoredEvent[]): void;
+  listener(events: readonly StoredEvent[], owner?: EmitterOwner): void;
   /** Resolves when every dispatch started so far has settled. */
   drain(): Promise<void>;
 }
@@ -136,12 +140,12 @@ export interface SerialDispatcher {
 export function serialDispatcher(deps: DispatchDeps & Pick<Deps, "log">): SerialDispatcher {
   const tails = new Map<string, Promise<void>>();
   return {
-    listener(events) {
+    listener(events, owner) {
       const sourceId = events[0]?.sourceId;
       if (sourceId === undefined) return;
       const previous = tails.get(sourceId) ?? Promise.resolve();
       const next = previous
-        .then(() => dispatchEvents(deps, events))
+        .then(() => dispatchEvents(deps, events, owner))
         .then(
           () => undefined,
           (error: unknown) =>

@@ -147,20 +147,21 @@ async function applyResult(
   }
 
   const [stored] = await Promise.all([
-    events.length === 0 ? Promise.resolve([]) : storeAndPublish(deps, source.id, events, now),
+    events.length === 0 ? Promise.resolve([]) : storeAndPublish(deps, source, events, now),
     deps.usage.addUsage(source.workspaceId, usageDay(now), { invocations: 1, computeTimeMs: result.durationMs }),
   ]);
   return stored;
 }
 
 /**
- * Stores events and announces them on the bus. The publish follows its own append directly (no
- * other await in between), so a source's publishes come in id order whenever its appends resolve
- * in the order they were made (SQLite appends do).
+ * Stores events and announces them on the bus, with the source's owner (its subscriptions are
+ * found by it). The publish follows its own append directly (no other await in between), so a
+ * source's publishes come in id order whenever its appends resolve in the order they were made
+ * (SQLite appends do).
  */
-async function storeAndPublish(deps: RunDeps, sourceId: string, events: NewEvent[], now: number) {
-  const stored = await deps.events.appendEvents(sourceId, events, now);
-  await deps.bus.publish(stored);
+async function storeAndPublish(deps: RunDeps, source: SourceRecord, events: NewEvent[], now: number) {
+  const stored = await deps.events.appendEvents(source.id, events, now);
+  await deps.bus.publish(stored, { userId: source.userId, workspaceId: source.workspaceId });
   return stored;
 }
 

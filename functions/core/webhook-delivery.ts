@@ -2,7 +2,7 @@
  * Delivery of events to webhooks (docs/webhooks.md): the retry policy, one attempt, and the dead
  * letters a user lists and replays. Platform-free: the local worker
  * (`functions/adapters/local/local-delivery-worker.ts`) and an AWS delivery function both call
- * `attemptDelivery` and apply its outcome to their own queue.
+ * `attemptDelivery`, apply its outcome to their own queue and log it with `logDeliveryOutcome`.
  *
  * An attempt POSTs the delivery's fixed payload, signed (`webhook-signature.ts`). A 2xx is success;
  * any other status, a timeout, a refused connection or a refused address is a failure, retried
@@ -11,6 +11,7 @@
  * same delivery id is sent on every attempt and on replay, so a receiver deduplicates on it.
  */
 import type { Deps } from "#ports/deps";
+import type { Logger } from "#ports/logger";
 import type { WebhookSender } from "#ports/webhook-sender";
 import { notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
@@ -142,6 +143,38 @@ export async function attemptDelivery(
   };
   await deps.deadLetters.putDeadLetter(deadLetter);
   return { kind: "dead", attempts, error };
+}
+
+/** The log fields that name a delivery. */
+export function deliveryLogFields(delivery: DeliveryRecord) {
+  return { delivery_id: delivery.id, webhook_id: delivery.webhookId, event_id: delivery.eventId };
+}
+
+/** Logs what became of an attempt (nothing when it was delivered), the same on both platforms. */
+export function logDeliveryOutcome(log: Logger, delivery: DeliveryRecord, outcome: DeliveryOutcome): void {
+  const fields = deliveryLogFields(delivery);
+  switch (outcome.kind) {
+    case "delivered":
+      return;
+    case "retry":
+      log.info("webhook delivery failed; it will be retried", {
+        ...fields,
+        attempts: outcome.attempts,
+        error: outcome.error,
+        next_attempt_at: new Date(outcome.at).toISOString(),
+      });
+      return;
+    case "dead":
+      log.warn("webhook delivery failed every attempt; kept as a dead letter", {
+        ...fields,
+        attempts: outcome.attempts,
+        error: outcome.error,
+      });
+      return;
+    case "dropped":
+      log.info("webhook delivery dropped", { ...fields, reason: outcome.reason });
+      return;
+  }
 }
 
 /** A dead letter as the API shows it (times in epoch seconds, like webhooks). */

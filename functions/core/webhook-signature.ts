@@ -12,8 +12,6 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 
 export const SIGNATURE_HEADER = "x-sluice-signature";
-/** How far a signature's timestamp may be from the receiver's clock, by default. */
-export const DEFAULT_SIGNATURE_TOLERANCE_SEC = 300;
 
 /** Hex HMAC-SHA256 of `${timestampSec}.${body}` under `secret`. */
 export function webhookSignatureHex(secret: string, timestampSec: number, body: string): string {

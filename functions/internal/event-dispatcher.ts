@@ -13,7 +13,9 @@
  * delivery id after that. A run of a listening source may run twice (at least once).
  *
  * A published entry carries the events themselves, or, for an event too large for EventBridge, a
- * reference `{sourceId, eventId, channel}` that is read back from the store here.
+ * reference `{sourceId, eventId, channel}` that is read back from the store here. It carries the
+ * source's `owner` too, which the subscriptions are found by; an entry put before entries carried
+ * it (still in flight or in the dead-letter queue at an upgrade) is dispatched with a source read.
  */
 import { createHash } from "node:crypto";
 import { z } from "zod";
@@ -23,6 +25,7 @@ import { EVENT_ID, parseEventId } from "#core/event-ids";
 import { formatId } from "#core/ids";
 import type { DeliveryQueue } from "#ports/delivery-queue";
 import type { Deps } from "#ports/deps";
+import type { EmitterOwner } from "#ports/event-bus";
 import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
 
 /** `source` of every entry the bus publishes; the rule matches it. */
@@ -40,9 +43,16 @@ const storedEventSchema = z.object({
   meta: z.looseObject({}),
 });
 
+/** The emitting source's owner (`EmitterOwner`). */
+const ownerSchema = z.object({ userId: z.string().startsWith("u_"), workspaceId: z.string().startsWith("o_") });
+
 /** Events of one append of one source, in id order, inline. */
 const inlineDetailSchema = z
-  .object({ sourceId: z.string().startsWith("dc_"), events: z.array(storedEventSchema).min(1) })
+  .object({
+    sourceId: z.string().startsWith("dc_"),
+    owner: ownerSchema.optional(),
+    events: z.array(storedEventSchema).min(1),
+  })
   .refine((detail) => detail.events.every((event) => event.sourceId === detail.sourceId), {
     message: "every event must be of the entry's source",
   });
@@ -50,14 +60,15 @@ const inlineDetailSchema = z
 /** One event too large to travel inline: read back from the store. */
 const referenceDetailSchema = z.object({
   sourceId: z.string().startsWith("dc_"),
+  owner: ownerSchema.optional(),
   eventId: z.string().regex(EVENT_ID),
   channel: z.string(),
 });
 
 /** The `detail` of an entry the bus publishes. */
 export type StoredEventsDetail =
-  | { sourceId: string; events: readonly StoredEvent[] }
-  | { sourceId: string; eventId: string; channel: string };
+  | { sourceId: string; owner: EmitterOwner; events: readonly StoredEvent[] }
+  | { sourceId: string; owner: EmitterOwner; eventId: string; channel: string };
 
 /** The parts of the EventBridge event the dispatcher reads. */
 export const dispatcherInputSchema = z.object({
@@ -138,7 +149,7 @@ export async function dispatchEntry(deps: Deps, input: DispatcherInput): Promise
     }
     events = [event];
   }
-  const result = await dispatchEvents(dispatchDepsFor(deps, events), events);
+  const result = await dispatchEvents(dispatchDepsFor(deps, events), events, detail.owner);
   if (result.workflowsSkipped > 0) {
     deps.log.info("events not delivered to workflow listeners (workflows are not implemented yet)", {
       source_id: detail.sourceId,

@@ -21,7 +21,13 @@ import type { SQSBatchResponse } from "aws-lambda";
 import { z } from "zod";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import type { DeliveryRecord } from "#core/subscription-model";
-import { attemptDelivery, type DeliverySettings, deliverySettings } from "#core/webhook-delivery";
+import {
+  attemptDelivery,
+  type DeliverySettings,
+  deliveryLogFields,
+  deliverySettings,
+  logDeliveryOutcome,
+} from "#core/webhook-delivery";
 import type { Deps } from "#ports/deps";
 import type { WebhookSender } from "#ports/webhook-sender";
 import { loadAwsDeps } from "./internal-handler.ts";
@@ -111,7 +117,6 @@ export function createWebhookDelivererHandler(options: WebhookDelivererOptions =
       deps.log.error("malformed webhook delivery dropped", { message_id: record.messageId, error: String(error) });
       return true;
     }
-    const fields = { delivery_id: delivery.id, webhook_id: delivery.webhookId, event_id: delivery.eventId };
     try {
       const now = deps.clock.nowMs();
       if (!fromFifo(record) && delivery.nextAttemptAt - now >= DUE_WITHIN_MS) {
@@ -119,36 +124,17 @@ export function createWebhookDelivererHandler(options: WebhookDelivererOptions =
         return true;
       }
       const outcome = await attemptDelivery(deps, sender, delivery, now, settings);
-      switch (outcome.kind) {
-        case "delivered":
-          break;
-        case "retry":
-          await (await retryQueue()).schedule(
-            { ...delivery, attempts: outcome.attempts, nextAttemptAt: outcome.at, lastError: outcome.error },
-            deps.clock.nowMs(),
-          );
-          deps.log.info("webhook delivery failed; it will be retried", {
-            ...fields,
-            attempts: outcome.attempts,
-            error: outcome.error,
-            next_attempt_at: new Date(outcome.at).toISOString(),
-          });
-          break;
-        case "dead":
-          deps.log.warn("webhook delivery failed every attempt; kept as a dead letter", {
-            ...fields,
-            attempts: outcome.attempts,
-            error: outcome.error,
-          });
-          break;
-        case "dropped":
-          deps.log.info("webhook delivery dropped", { ...fields, reason: outcome.reason });
-          break;
+      if (outcome.kind === "retry") {
+        await (await retryQueue()).schedule(
+          { ...delivery, attempts: outcome.attempts, nextAttemptAt: outcome.at, lastError: outcome.error },
+          deps.clock.nowMs(),
+        );
       }
+      logDeliveryOutcome(deps.log, delivery, outcome);
       return true;
     } catch (error) {
       deps.log.error("webhook delivery could not be attempted; SQS hands it over again", {
-        ...fields,
+        ...deliveryLogFields(delivery),
         error: String(error),
       });
       return false;

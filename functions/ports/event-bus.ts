@@ -1,4 +1,11 @@
-import type { StoredEvent } from "#core/component-model";
+import type { SourceRecord, StoredEvent } from "#core/component-model";
+
+/**
+ * The owner of the source whose events are published: what its `dc_*` and workspace `$errors`
+ * subscriptions are found by (`emitterKeys` in `#core/dispatcher`). The publisher holds the source
+ * already, so the dispatcher need not read it again.
+ */
+export type EmitterOwner = Pick<SourceRecord, "userId" | "workspaceId">;
 
 /**
  * Announces events once they are stored, for live streams and subscriptions. Adapters:
@@ -8,8 +15,9 @@ import type { StoredEvent } from "#core/component-model";
  */
 export interface EventBus {
   /**
-   * Called after `appendEvents`, with the events of one append, one source, in id order. Calls for
-   * one source are made in id order. Never rejects because a listener failed.
+   * Called after `appendEvents`, with the events of one append, one source, in id order, and that
+   * source's owner. Calls for one source are made in id order. Never rejects because a listener
+   * failed.
    */
-  publish(events: readonly StoredEvent[]): Promise<void>;
+  publish(events: readonly StoredEvent[], owner: EmitterOwner): Promise<void>;
 }

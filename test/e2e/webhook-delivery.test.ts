@@ -15,7 +15,6 @@ import { LocalSecrets } from "#adapters/local/local-secrets";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
-import { DELIVERY_MIGRATIONS } from "#adapters/local/sqlite-delivery-schema";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
@@ -132,8 +131,6 @@ async function receiver(): Promise<Receiver> {
 
 function openQueue(file: string): { db: SqliteDatabase; queue: SqliteDeliveryQueue } {
   const db = openSqlite(file);
-  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'deliveries'").get();
-  if (!exists) for (const sql of DELIVERY_MIGRATIONS) db.exec(sql);
   return { db, queue: new SqliteDeliveryQueue(db, { leaseMs: 5_000 }) };
 }
 
@@ -211,7 +208,7 @@ function storesOn(db: SqliteDatabase) {
   };
 }
 
-/** Stores events as a run would, then dispatches them. */
+/** Stores events as a run would, then dispatches them with their source's owner, as the bus does. */
 async function emit(...payloads: { event: unknown; channel?: string }[]): Promise<StoredEvent[]> {
   const stored = await world.deps.events.appendEvents(
     SOURCE.id,
@@ -223,7 +220,7 @@ async function emit(...payloads: { event: unknown; channel?: string }[]): Promis
     })),
     Date.now(),
   );
-  await dispatchEvents(world.deps, stored);
+  await dispatchEvents(world.deps, stored, SOURCE);
   return stored;
 }
 
@@ -234,9 +231,6 @@ beforeEach(async () => {
   const file = join(dir, "sluice.db");
   const { db, queue } = openQueue(file);
   const deps = {
-    sources: { getSource: async (id: string) => (id === SOURCE.id ? SOURCE : undefined) } as Partial<
-      Deps["sources"]
-    > as Deps["sources"],
     ...storesOn(db),
     deliveries: queue,
     runs: {
@@ -312,6 +306,16 @@ describe("webhook delivery end to end", () => {
     await waitFor("an empty queue", () => world.queue.size() === 0);
     expect(one.requests).toHaveLength(3);
     expect(all.requests).toHaveLength(3);
+  });
+
+  it("delivers one webhook's events in emit order across separate emits, the worker busy meanwhile", async () => {
+    const r = await receiver();
+    await addWebhook(r, SOURCE.id);
+    const stored: StoredEvent[] = [];
+    // Each emit is queued while the worker may be POSTing an earlier one (it has 4 slots).
+    for (let n = 0; n < 12; n++) stored.push(...(await emit({ event: { n } })));
+    await waitFor("every event", () => r.delivered.length === 12);
+    expect(eventIdsOf(r.requests)).toEqual(stored.map((event) => event.id));
   });
 
   it("delivers every event missed while the receiver was down once it is back, duplicates only under one delivery id", async () => {

@@ -4,10 +4,11 @@
  * function (`functions/internal/event-dispatcher.ts`), which routes the events to subscribers.
  *
  * One publish (one append of one source, id order) becomes as few entries as fit: each entry's
- * `detail` is `{sourceId, events: [...]}` with consecutive events, at most
- * {@link MAX_ENTRY_BYTES}. An event that does not fit in an entry by itself (emits may reach
- * 256 KiB, EventBridge's limit for a whole request) travels as a reference
- * `{sourceId, eventId, channel}`, and the dispatcher reads it from the store. Entries go in
+ * `detail` is `{sourceId, owner, events: [...]}` with consecutive events, at most
+ * {@link MAX_ENTRY_BYTES}; `owner` is the source's `{userId, workspaceId}`, so the dispatcher need
+ * not read the source. An event that does not fit in an entry by itself (emits may reach 256 KiB,
+ * EventBridge's limit for a whole request) travels as a reference
+ * `{sourceId, owner, eventId, channel}`, and the dispatcher reads it from the store. Entries go in
  * requests of at most 10 entries and {@link MAX_REQUEST_BYTES}, one request after the other.
  *
  * Entries EventBridge refuses (`FailedEntryCount`, throttling above all) and requests that fail are
@@ -20,7 +21,7 @@ import { setTimeout as sleepFor } from "node:timers/promises";
 import { type EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import type { StoredEvent } from "#core/component-model";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE, type StoredEventsDetail } from "#internal/event-dispatcher";
-import type { EventBus } from "#ports/event-bus";
+import type { EmitterOwner, EventBus } from "#ports/event-bus";
 import type { Logger } from "#ports/logger";
 
 /**
@@ -65,12 +66,14 @@ function sized(busName: string, detail: StoredEventsDetail, eventIds: string[]):
 }
 
 /** The entries of one publish, in event order: consecutive events packed, oversized ones as references. */
-export function toEntries(busName: string, events: readonly StoredEvent[]): SizedEntry[] {
+export function toEntries(busName: string, events: readonly StoredEvent[], emitter: EmitterOwner): SizedEntry[] {
   const entries: SizedEntry[] = [];
   const sourceId = events[0]?.sourceId;
   if (sourceId === undefined) return entries;
-  // `{"sourceId":"...","events":[]}` and the entry's fixed fields; each event adds its JSON and a comma.
-  const emptyBytes = FIXED_BYTES + bytesOf(JSON.stringify({ sourceId, events: [] }));
+  // Only the owner's two ids, whatever else the object given holds.
+  const owner = { userId: emitter.userId, workspaceId: emitter.workspaceId };
+  // `{"sourceId":"...","owner":{...},"events":[]}` and the entry's fixed fields; each event adds its JSON and a comma.
+  const emptyBytes = FIXED_BYTES + bytesOf(JSON.stringify({ sourceId, owner, events: [] }));
   let pending: StoredEvent[] = [];
   let pendingBytes = emptyBytes;
   const flush = () => {
@@ -78,7 +81,7 @@ export function toEntries(busName: string, events: readonly StoredEvent[]): Size
     entries.push(
       sized(
         busName,
-        { sourceId, events: pending },
+        { sourceId, owner, events: pending },
         pending.map((event) => event.id),
       ),
     );
@@ -89,7 +92,7 @@ export function toEntries(busName: string, events: readonly StoredEvent[]): Size
     const eventBytes = bytesOf(JSON.stringify(event));
     if (emptyBytes + eventBytes > MAX_ENTRY_BYTES) {
       flush();
-      entries.push(sized(busName, { sourceId, eventId: event.id, channel: event.channel }, [event.id]));
+      entries.push(sized(busName, { sourceId, owner, eventId: event.id, channel: event.channel }, [event.id]));
       continue;
     }
     const added = eventBytes + (pending.length > 0 ? 1 : 0);
@@ -128,9 +131,11 @@ export class EventBridgeEventBus implements EventBus {
     this.#maxAttempts = Math.max(1, options.maxAttempts ?? 3);
   }
 
-  async publish(events: readonly StoredEvent[]): Promise<void> {
+  async publish(events: readonly StoredEvent[], owner: EmitterOwner): Promise<void> {
     const sourceId = events[0]?.sourceId;
-    for (const request of toRequests(toEntries(this.#options.busName, events))) await this.#put(sourceId, request);
+    for (const request of toRequests(toEntries(this.#options.busName, events, owner))) {
+      await this.#put(sourceId, request);
+    }
   }
 
   /** Puts one request's entries, trying the refused ones again; logs what never went through. */

@@ -1,15 +1,19 @@
 import type { StoredEvent } from "#core/component-model";
-import type { EventBus } from "#ports/event-bus";
+import type { EmitterOwner, EventBus } from "#ports/event-bus";
 import type { Logger } from "#ports/logger";
 
-/** Receives the events of one `publish` call (one source, id order). Must not block. */
-export type EventListener = (events: readonly StoredEvent[]) => void;
+/**
+ * Receives the events of one `publish` call (one source, id order) and the source's owner, when
+ * the publisher gave it. Must not block.
+ */
+export type EventListener = (events: readonly StoredEvent[], owner?: EmitterOwner) => void;
 
 /**
  * `EventBus` of local mode: listeners in this process, called synchronously in `publish`, so
  * every listener sees a source's events in id order. Listeners of one source (live streams) are
  * kept apart from listeners of every source, so a publish costs nothing for sources nobody
- * follows. A listener that throws is logged and does not stop the others.
+ * follows. A listener that throws is logged and does not stop the others. `owner` may be left out
+ * (the live stream does not need it; the dispatcher then reads the source).
  */
 export class InProcessEventBus implements EventBus {
   private readonly bySource = new Map<string, Set<EventListener>>();
@@ -17,12 +21,12 @@ export class InProcessEventBus implements EventBus {
 
   constructor(private readonly log?: Logger) {}
 
-  async publish(events: readonly StoredEvent[]): Promise<void> {
+  async publish(events: readonly StoredEvent[], owner?: EmitterOwner): Promise<void> {
     const first = events[0];
     if (!first) return;
     const listeners = this.bySource.get(first.sourceId);
-    if (listeners) for (const listener of [...listeners]) this.call(listener, events);
-    for (const listener of [...this.everySource]) this.call(listener, events);
+    if (listeners) for (const listener of [...listeners]) this.call(listener, events, owner);
+    for (const listener of [...this.everySource]) this.call(listener, events, owner);
   }
 
   /** Follows one source's events; returns the function that stops following. */
@@ -53,9 +57,9 @@ export class InProcessEventBus implements EventBus {
     return this.bySource.get(sourceId)?.size ?? 0;
   }
 
-  private call(listener: EventListener, events: readonly StoredEvent[]): void {
+  private call(listener: EventListener, events: readonly StoredEvent[], owner: EmitterOwner | undefined): void {
     try {
-      listener(events);
+      listener(events, owner);
     } catch (error) {
       this.log?.error("event listener failed", { source_id: events[0]?.sourceId, error: String(error) });
     }

@@ -1,5 +1,12 @@
 import type { DeliveryRecord } from "#core/subscription-model";
-import { attemptDelivery, type DeliveryDeps, type DeliverySettings, deliverySettings } from "#core/webhook-delivery";
+import {
+  attemptDelivery,
+  type DeliveryDeps,
+  type DeliverySettings,
+  deliveryLogFields,
+  deliverySettings,
+  logDeliveryOutcome,
+} from "#core/webhook-delivery";
 import type { Deps } from "#ports/deps";
 import type { WebhookSender } from "#ports/webhook-sender";
 import type { SqliteDeliveryQueue } from "./sqlite-delivery-queue.ts";
@@ -76,11 +83,6 @@ export class LocalDeliveryWorker {
     return ended;
   }
 
-  /** Attempts in flight (for tests and diagnostics). */
-  get busy(): number {
-    return this.inFlight.size;
-  }
-
   /** Claims what is due into the free slots, then sleeps until the next thing can be due. */
   private pump(): void {
     if (!this.running) return;
@@ -136,38 +138,16 @@ export class LocalDeliveryWorker {
 
   private async attempt(delivery: DeliveryRecord): Promise<void> {
     const { queue, deps, sender } = this.options;
-    const log = deps.log;
-    const fields = { delivery_id: delivery.id, webhook_id: delivery.webhookId, event_id: delivery.eventId };
     try {
       const outcome = await attemptDelivery(deps, sender, delivery, deps.clock.nowMs(), this.settings);
-      switch (outcome.kind) {
-        case "delivered":
-          queue.complete(delivery.id);
-          break;
-        case "retry":
-          queue.reschedule(delivery.id, outcome.at, outcome.attempts, outcome.error);
-          log.info("webhook delivery failed; it will be retried", {
-            ...fields,
-            attempts: outcome.attempts,
-            error: outcome.error,
-            next_attempt_at: new Date(outcome.at).toISOString(),
-          });
-          break;
-        case "dead":
-          queue.complete(delivery.id);
-          log.warn("webhook delivery failed every attempt; kept as a dead letter", {
-            ...fields,
-            attempts: outcome.attempts,
-            error: outcome.error,
-          });
-          break;
-        case "dropped":
-          queue.complete(delivery.id);
-          log.info("webhook delivery dropped", { ...fields, reason: outcome.reason });
-          break;
-      }
+      if (outcome.kind === "retry") queue.reschedule(delivery.id, outcome.at, outcome.attempts, outcome.error);
+      else queue.complete(delivery.id);
+      logDeliveryOutcome(deps.log, delivery, outcome);
     } catch (error) {
-      log.error("webhook delivery could not be attempted", { ...fields, error: String(error) });
+      deps.log.error("webhook delivery could not be attempted", {
+        ...deliveryLogFields(delivery),
+        error: String(error),
+      });
       try {
         queue.release(delivery.id, deps.clock.nowMs() + this.internalRetryMs);
       } catch {

@@ -1,6 +1,6 @@
 /**
- * Tables of `SqliteDeliveryQueue`, to append to `MIGRATIONS` in sqlite-database.ts (append only,
- * like every migration there).
+ * Tables of `SqliteDeliveryQueue`, appended to `MIGRATIONS` in sqlite-database.ts (append only,
+ * like every migration there: released text never changes).
  *
  * `seq` is the enqueue order, the order of a webhook's deliveries. `claimed_until` is the lease of
  * a delivery being attempted (NULL when nobody holds it): past it, the delivery is due again, so a

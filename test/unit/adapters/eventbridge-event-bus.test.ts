@@ -14,6 +14,7 @@ const eventBridgeMock = mockClient(EventBridgeClient);
 const SOURCE = "dc_01kab00000abcdefghjkmn";
 const BUS = "sluice-dev";
 const NOW = Date.UTC(2026, 10, 20, 12);
+const OWNER = { userId: "u_01kab00000abcdefghjkmn", workspaceId: "o_01kab00000abcdefghjkmn" };
 
 function stored(n: number, event: unknown = { n }, channel = ""): StoredEvent {
   return {
@@ -52,11 +53,13 @@ beforeEach(() => {
 });
 
 describe("EventBridgeEventBus", () => {
-  it("puts one publish's events as one entry on the bus, in order, with the rule's source and detail type", async () => {
+  it("puts one publish's events as one entry on the bus, in order, with the owner's two ids, the rule's source and detail type", async () => {
     eventBridgeMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "e1" }] });
     const { bus, lines } = setup();
     const events = [stored(0), stored(1, "é", "$logs"), stored(2, null, "custom")];
-    await bus.publish(events);
+    // A whole source record as the owner: only its user and workspace ids travel.
+    const source = { ...OWNER, id: SOURCE, configuredProps: { apiKey: "sealed" } };
+    await bus.publish(events, source);
     expect(putCalls()).toEqual([
       {
         Entries: [
@@ -64,7 +67,7 @@ describe("EventBridgeEventBus", () => {
             EventBusName: BUS,
             Source: "sluice.events",
             DetailType: "event.stored",
-            Detail: JSON.stringify({ sourceId: SOURCE, events }),
+            Detail: JSON.stringify({ sourceId: SOURCE, owner: OWNER, events }),
           },
         ],
       },
@@ -74,7 +77,7 @@ describe("EventBridgeEventBus", () => {
 
   it("publishes nothing for no events", async () => {
     const { bus } = setup();
-    await bus.publish([]);
+    await bus.publish([], OWNER);
     expect(eventBridgeMock.calls()).toHaveLength(0);
   });
 
@@ -87,14 +90,14 @@ describe("EventBridgeEventBus", () => {
     const big = "x".repeat(90 * 1024);
     const huge = "y".repeat(250 * 1024);
     const events = [stored(0, big), stored(1, big), stored(2, big), stored(3, huge, "$logs"), stored(4, "small")];
-    await bus.publish(events);
+    await bus.publish(events, OWNER);
     const entries = putCalls().flatMap((input) => input.Entries ?? []);
     const details = entries.map((entry) => JSON.parse(entry.Detail ?? ""));
     expect(details).toEqual([
-      { sourceId: SOURCE, events: [events[0], events[1]] },
-      { sourceId: SOURCE, events: [events[2]] },
-      { sourceId: SOURCE, eventId: `${NOW}-3`, channel: "$logs" },
-      { sourceId: SOURCE, events: [events[4]] },
+      { sourceId: SOURCE, owner: OWNER, events: [events[0], events[1]] },
+      { sourceId: SOURCE, owner: OWNER, events: [events[2]] },
+      { sourceId: SOURCE, owner: OWNER, eventId: `${NOW}-3`, channel: "$logs" },
+      { sourceId: SOURCE, owner: OWNER, events: [events[4]] },
     ]);
     const sizeOf = (entry: (typeof entries)[number]) =>
       Buffer.byteLength(`${entry.Source}${entry.DetailType}${entry.Detail}`, "utf8");
@@ -116,12 +119,18 @@ describe("EventBridgeEventBus", () => {
     const { bus } = setup();
     // 25 events too large to share an entry.
     const events = Array.from({ length: 25 }, (_, n) => stored(n, "z".repeat(MAX_ENTRY_BYTES / 2)));
-    expect(toEntries(BUS, events)).toHaveLength(25);
-    await bus.publish(events.map((event) => ({ ...event, event: "small" })));
+    expect(toEntries(BUS, events, OWNER)).toHaveLength(25);
+    await bus.publish(
+      events.map((event) => ({ ...event, event: "small" })),
+      OWNER,
+    );
     expect(putCalls()).toHaveLength(1);
     eventBridgeMock.resetHistory();
     // 25 reference entries (each event over the entry limit) are small: 10, 10 and 5.
-    await bus.publish(Array.from({ length: 25 }, (_, n) => stored(n, "w".repeat(MAX_ENTRY_BYTES))));
+    await bus.publish(
+      Array.from({ length: 25 }, (_, n) => stored(n, "w".repeat(MAX_ENTRY_BYTES))),
+      OWNER,
+    );
     expect(putCalls().map((input) => input.Entries?.length)).toEqual([10, 10, 5]);
   });
 
@@ -143,7 +152,7 @@ describe("EventBridgeEventBus", () => {
       .resolves({ FailedEntryCount: 0, Entries: [{ EventId: "ok-2" }] });
     const { bus, lines, waits } = setup();
     const events = [0, 1, 2].map((n) => stored(n, "r".repeat(MAX_ENTRY_BYTES)));
-    await bus.publish(events);
+    await bus.publish(events, OWNER);
     const eventIdsOf = (input: ReturnType<typeof putCalls>[number]) =>
       (input.Entries ?? []).map((entry) => JSON.parse(entry.Detail ?? "").eventId);
     expect(putCalls().map(eventIdsOf)).toEqual([
@@ -167,7 +176,7 @@ describe("EventBridgeEventBus", () => {
     });
     const { bus, lines } = setup({ maxAttempts: 2 });
     await expect(
-      bus.publish([stored(0, "a".repeat(MAX_ENTRY_BYTES)), stored(1, "b".repeat(MAX_ENTRY_BYTES))]),
+      bus.publish([stored(0, "a".repeat(MAX_ENTRY_BYTES)), stored(1, "b".repeat(MAX_ENTRY_BYTES))], OWNER),
     ).resolves.toBeUndefined();
     expect(putCalls().map((input) => input.Entries?.length)).toEqual([2, 1]);
     expect(lines).toEqual([
@@ -185,14 +194,14 @@ describe("EventBridgeEventBus", () => {
   it("tries a request that failed as a whole again, and logs when it never succeeds", async () => {
     eventBridgeMock.on(PutEventsCommand).rejectsOnce(new Error("socket hang up")).resolves({ FailedEntryCount: 0 });
     const first = setup();
-    await first.bus.publish([stored(0)]);
+    await first.bus.publish([stored(0)], OWNER);
     expect(putCalls()).toHaveLength(2);
     expect(first.lines).toEqual([]);
 
     eventBridgeMock.reset();
     eventBridgeMock.on(PutEventsCommand).rejects(new Error("AccessDeniedException"));
     const second = setup();
-    await expect(second.bus.publish([stored(0), stored(1)])).resolves.toBeUndefined();
+    await expect(second.bus.publish([stored(0), stored(1)], OWNER)).resolves.toBeUndefined();
     expect(putCalls()).toHaveLength(3);
     expect(second.lines).toMatchObject([
       { level: "error", event_ids: [`${NOW}-0`, `${NOW}-1`], error: expect.stringContaining("AccessDeniedException") },

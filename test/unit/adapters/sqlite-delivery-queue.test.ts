@@ -2,22 +2,14 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
+import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
-import { DELIVERY_MIGRATIONS } from "#adapters/local/sqlite-delivery-schema";
 import type { DeliveryRecord } from "#core/subscription-model";
 
 const NOW = Date.UTC(2026, 10, 20, 12);
 const LEASE = 1_000;
 
-/** Until the lead appends DELIVERY_MIGRATIONS to sqlite-database.ts, the tables are made here. */
-function withDeliveryTables(db: SqliteDatabase): SqliteDatabase {
-  const exists = db.prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'deliveries'").get();
-  if (!exists) for (const sql of DELIVERY_MIGRATIONS) db.exec(sql);
-  return db;
-}
-
-function queue(db = withDeliveryTables(openSqlite(":memory:"))) {
+function queue(db = openSqlite(":memory:")) {
   return new SqliteDeliveryQueue(db, { leaseMs: LEASE });
 }
 
@@ -164,7 +156,7 @@ describe("SqliteDeliveryQueue", () => {
     it("keeps queued, rescheduled and claimed deliveries across a close and reopen", async () => {
       dir = await mkdtemp(join(tmpdir(), "sluice-deliveries-"));
       const file = join(dir, "sluice.db");
-      const db = withDeliveryTables(openSqlite(file));
+      const db = openSqlite(file);
       const before = new SqliteDeliveryQueue(db, { leaseMs: 60_000 });
       const [a1, a2, b1] = [delivery("wh_a"), delivery("wh_a"), delivery("wh_b")];
       await before.enqueue([a1, a2, b1]);
@@ -173,7 +165,7 @@ describe("SqliteDeliveryQueue", () => {
       // b1 stays claimed: the process "dies" during its attempt.
       db.close();
 
-      const after = new SqliteDeliveryQueue(withDeliveryTables(openSqlite(file)), { leaseMs: 60_000 });
+      const after = new SqliteDeliveryQueue(openSqlite(file), { leaseMs: 60_000 });
       expect(after.size()).toBe(3);
       expect(after.releaseAllClaims()).toBe(1);
       const claimed = after.claimDue(NOW + 10, 10);

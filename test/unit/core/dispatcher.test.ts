@@ -6,25 +6,14 @@ import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/sub
 import type { Logger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
 import type { SubscriptionStore } from "#ports/subscription-store";
+import { sourceRecord } from "../../support/source-record.ts";
 
 const NOW = Date.UTC(2026, 10, 20, 12);
 const ADA = { userId: "u_ada", workspaceId: "o_ada" };
 const SOURCE = "dc_one";
 
-function source(id: string, owner = ADA): SourceRecord {
-  return {
-    id,
-    userId: owner.userId,
-    workspaceId: owner.workspaceId,
-    componentId: "sc_x",
-    name: id,
-    nameSlug: id,
-    configuredProps: {},
-    active: true,
-    createdAt: NOW,
-    updatedAt: NOW,
-  };
-}
+const source = (id: string): SourceRecord =>
+  sourceRecord({ user: { id: ADA.userId }, workspace: { id: ADA.workspaceId } }, id, NOW);
 
 let eventCounter = 0;
 function stored(channel: string, event: unknown, sourceId = SOURCE): StoredEvent {
@@ -78,9 +67,15 @@ function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = 
   const enqueued: DeliveryRecord[][] = [];
   const runs: RunJob[] = [];
   const { store, lookups } = fakeSubscriptions(subscriptions);
+  const sourceReads: string[] = [];
   let ids = 0;
   const deps: DispatchDeps = {
-    sources: { getSource: async (id: string) => sources.find((s) => s.id === id) } as DispatchDeps["sources"],
+    sources: {
+      getSource: async (id: string) => {
+        sourceReads.push(id);
+        return sources.find((s) => s.id === id);
+      },
+    } as DispatchDeps["sources"],
     subscriptions: store,
     deliveries: {
       enqueue: async (batch) => {
@@ -98,7 +93,7 @@ function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = 
     },
     clock: { nowMs: () => NOW + 5 },
   };
-  return { deps, enqueued, runs, lookups };
+  return { deps, enqueued, runs, lookups, sourceReads };
 }
 
 describe("emitterKeys", () => {
@@ -234,11 +229,23 @@ describe("dispatchEvents", () => {
     expect(enqueued).toEqual([]);
   });
 
-  it("still tries the exact id of a source deleted since it emitted", async () => {
-    const { deps, enqueued, lookups } = harness([subscription("dc_gone", "wh_a", "webhook")], []);
-    await dispatchEvents(deps, [stored("", 1, "dc_gone")]);
+  it("finds subscriptions by the owner the publisher gave, without reading the source", async () => {
+    const { deps, enqueued, sourceReads } = harness(
+      [subscription("dc_*:u_ada", "wh_glob", "webhook"), subscription("o_ada", "wh_errors", "webhook", "$errors")],
+      [],
+    );
+    const result = await dispatchEvents(deps, [stored("", 1), stored("$errors", { error: "x" })], ADA);
+    expect(result.deliveries).toBe(2);
+    expect(enqueued.flat().map((d) => d.webhookId)).toEqual(["wh_glob", "wh_errors"]);
+    expect(sourceReads).toEqual([]);
+  });
+
+  it("without an owner, reads the source once, and still tries the exact id of one deleted since it emitted", async () => {
+    const { deps, enqueued, lookups, sourceReads } = harness([subscription("dc_gone", "wh_a", "webhook")], []);
+    await dispatchEvents(deps, [stored("", 1, "dc_gone"), stored("", 2, "dc_gone")]);
+    expect(sourceReads).toEqual(["dc_gone"]);
     expect(lookups[0]?.keys).toEqual(["dc_gone"]);
-    expect(enqueued.flat()).toHaveLength(1);
+    expect(enqueued.flat()).toHaveLength(2);
   });
 
   it("does nothing for an empty batch", async () => {
@@ -261,7 +268,7 @@ describe("serialDispatcher", () => {
   }
 
   it("queues one source's publishes in publish order even when the first lookup is slower", async () => {
-    const { deps, enqueued } = harness([subscription(SOURCE, "wh_a", "webhook")]);
+    const { deps, enqueued, sourceReads } = harness([subscription("dc_*:u_ada", "wh_a", "webhook")]);
     const original = deps.subscriptions.findSubscriptions.bind(deps.subscriptions);
     let calls = 0;
     deps.subscriptions.findSubscriptions = async (keys, eventName) => {
@@ -272,10 +279,12 @@ describe("serialDispatcher", () => {
     const dispatcher = serialDispatcher({ ...deps, log });
     const first = stored("", 1);
     const second = stored("", 2);
-    dispatcher.listener([first]);
-    dispatcher.listener([second]);
+    dispatcher.listener([first], ADA);
+    dispatcher.listener([second], ADA);
     await dispatcher.drain();
     expect(enqueued.map((batch) => batch[0]?.eventId)).toEqual([first.id, second.id]);
+    // The owner given with each publish reached the dispatch.
+    expect(sourceReads).toEqual([]);
   });
 
   it("logs a failed dispatch and goes on with the next one", async () => {

@@ -3,8 +3,8 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
-import { slicePage } from "#core/pagination";
 import type { DeadLetterRecord, DeliveryRecord, WebhookRecord } from "#core/subscription-model";
 import {
   attemptDelivery,
@@ -31,7 +31,6 @@ import { route as listRoute } from "#http/list-dead-letters";
 import { createHttpHandler, type HttpEvent } from "#http/pipeline";
 import { route as replayOneRoute } from "#http/replay-dead-letter";
 import { route as replayAllRoute } from "#http/replay-dead-letters";
-import type { DeadLetterStore } from "#ports/dead-letter-store";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import { silentLogger } from "#ports/logger";
@@ -42,30 +41,11 @@ import { accountIn } from "../../support/memory-deps.ts";
 const NOW = Date.UTC(2026, 10, 20, 12);
 const SECRET = "whsec_test-secret";
 
-/** A dead-letter store over a map, paging with the reference semantics. */
-function memoryDeadLetters(): DeadLetterStore & { all(): DeadLetterRecord[] } {
-  const items = new Map<string, DeadLetterRecord>();
-  const key = (webhookId: string, id: string) => `${webhookId}/${id}`;
-  const newestFirst = (webhookId: string) =>
-    [...items.values()].filter((d) => d.webhookId === webhookId).sort((a, b) => (a.id < b.id ? 1 : -1));
-  return {
-    async putDeadLetter(deadLetter) {
-      items.set(key(deadLetter.webhookId, deadLetter.id), structuredClone(deadLetter));
-    },
-    async getDeadLetter(webhookId, id) {
-      return items.get(key(webhookId, id));
-    },
-    async listDeadLetters(webhookId, page) {
-      return slicePage(newestFirst(webhookId), (d) => d.id, page);
-    },
-    async deleteDeadLetter(webhookId, id) {
-      return items.delete(key(webhookId, id));
-    },
-    async deleteDeadLettersOf(webhookId) {
-      for (const d of newestFirst(webhookId)) items.delete(key(webhookId, d.id));
-    },
-    all: () => [...items.values()],
-  };
+/** The local dead-letter store on a private in-memory database, and what it holds for a webhook. */
+function memoryDeadLetters() {
+  const store = new SqliteDeadLetterStore(openSqlite(":memory:"));
+  const of = async (webhookId = "wh_a") => (await store.listDeadLetters(webhookId, { limit: 100 })).items;
+  return Object.assign(store, { of });
 }
 
 function webhooksStore(webhooks: WebhookRecord[]): SubscriptionStore {
@@ -239,7 +219,7 @@ describe("attemptDelivery", () => {
       // Third failure: bound 4 s, half of it with random() = 0.5.
       expect(outcome).toEqual({ kind: "retry", at: NOW + 250 + 2_000, attempts: 3, error });
     }
-    expect(deadLetters.all()).toEqual([]);
+    expect(await deadLetters.of()).toEqual([]);
   });
 
   it("keeps the delivery as a dead letter when the last attempt fails", async () => {
@@ -248,7 +228,7 @@ describe("attemptDelivery", () => {
     const settings = deliverySettings({ maxAttempts: 3 });
     const outcome = await attemptDelivery(deps, sender, delivery({ attempts: 2 }), NOW, settings);
     expect(outcome).toEqual({ kind: "dead", attempts: 3, error: "HTTP 500" });
-    expect(deadLetters.all()).toEqual([
+    expect(await deadLetters.of()).toEqual([
       { ...delivery(), attempts: 3, lastError: "HTTP 500", userId: "u_ada", failedAt: NOW + 250 },
     ]);
   });
@@ -261,7 +241,7 @@ describe("attemptDelivery", () => {
       reason: "the webhook was deleted",
     });
     expect(sent).toEqual([]);
-    expect(deadLetters.all()).toEqual([]);
+    expect(await deadLetters.of()).toEqual([]);
   });
 
   it("rejects, without counting an attempt, when the signing secret cannot be opened", async () => {
@@ -332,7 +312,7 @@ describe("dead letters: list and replay", () => {
       replayed: true,
     });
     expect(queued).toEqual([[{ ...delivery({ id: "dlv_0001" }), attempts: 0, nextAttemptAt: NOW + 9_000 }]]);
-    expect(deadLetters.all().map((d) => d.id)).toEqual(["dlv_0002"]);
+    expect((await deadLetters.of()).map((d) => d.id)).toEqual(["dlv_0002"]);
     await expect(replayDeadLetter(deps, ada, "wh_a", "dlv_0001")).rejects.toMatchObject({ code: "not_found" });
   });
 
@@ -342,7 +322,7 @@ describe("dead letters: list and replay", () => {
     await expect(replayDeadLetter(deps, ada, "wh_bob", "dlv_0009")).rejects.toMatchObject({ code: "not_found" });
     await expect(replayAllDeadLetters(deps, ada, "wh_bob")).rejects.toMatchObject({ code: "not_found" });
     expect(queued).toEqual([]);
-    expect(deadLetters.all()).toHaveLength(1);
+    expect(await deadLetters.of("wh_bob")).toHaveLength(1);
   });
 
   it("replays the oldest dead letters in one enqueue, in order, bounded by the batch", async () => {
@@ -359,7 +339,7 @@ describe("dead letters: list and replay", () => {
     expect(await replayAllDeadLetters(deps, ada, "wh_a")).toEqual({ webhook_id: "wh_a", replayed: 2, remaining: 0 });
     expect(await replayAllDeadLetters(deps, ada, "wh_a")).toEqual({ webhook_id: "wh_a", replayed: 0, remaining: 0 });
     expect(queued).toHaveLength(2);
-    expect(deadLetters.all()).toEqual([]);
+    expect(await deadLetters.of()).toEqual([]);
     expect(REPLAY_BATCH_MAX).toBe(100);
   });
 });

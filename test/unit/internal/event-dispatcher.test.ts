@@ -1,8 +1,10 @@
+import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
 import { SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
+import { EventBridgeEventBus } from "#adapters/aws/eventbridge-event-bus";
 import { SqsDeliveryQueue } from "#adapters/aws/sqs-delivery-queue";
-import type { NewEvent, SourceRecord, StoredEvent } from "#core/component-model";
+import type { NewEvent, StoredEvent } from "#core/component-model";
 import { isId } from "#core/ids";
 import { sseEnvelope } from "#core/source-stream";
 import type { DeliveryRecord } from "#core/subscription-model";
@@ -18,8 +20,10 @@ import type { Deps } from "#ports/deps";
 import { jsonLogger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { sourceRecord } from "../../support/source-record.ts";
 
 const sqsMock = mockClient(SQSClient);
+const eventBridgeMock = mockClient(EventBridgeClient);
 const QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/SluiceService-Deliveries.fifo";
 const NOW = Date.UTC(2026, 10, 20, 12);
 
@@ -52,22 +56,11 @@ async function setup() {
     },
   });
   const deps: Deps = { ...base, log: jsonLogger({}, (line) => lines.push(JSON.parse(line))) };
-  const { user, workspace } = await accountIn(deps, "ada");
-  const caller = { userId: user.id };
-  const source = (id: string): SourceRecord => ({
-    id,
-    userId: user.id,
-    workspaceId: workspace.id,
-    componentId: "sc_x",
-    name: id,
-    nameSlug: id,
-    configuredProps: {},
-    active: true,
-    createdAt: NOW,
-    updatedAt: NOW,
-  });
-  const emitter = await deps.sources.createSource(source(deps.ids.newId("source")));
-  const listener = await deps.sources.createSource(source(deps.ids.newId("source")));
+  const account = await accountIn(deps, "ada");
+  const caller = { userId: account.user.id };
+  const owner = { userId: account.user.id, workspaceId: account.workspace.id };
+  const emitter = await deps.sources.createSource(sourceRecord(account, deps.ids.newId("source"), NOW));
+  const listener = await deps.sources.createSource(sourceRecord(account, deps.ids.newId("source"), NOW));
   const exact = await createWebhook(deps, caller, { url: "https://hooks.example.com/exact" });
   const glob = await createWebhook(deps, caller, { url: "https://hooks.example.com/glob" });
   await createSubscription(deps, caller, { emitter_id: emitter.id, listener_id: exact.id });
@@ -85,6 +78,7 @@ async function setup() {
     base,
     runs,
     lines,
+    owner,
     emitter,
     listener,
     webhooks: { exact: exact.id, glob: glob.id },
@@ -98,6 +92,7 @@ const sentEntries = () =>
 const sentDeliveries = () => sentEntries().map((entry) => JSON.parse(entry.MessageBody ?? "") as DeliveryRecord);
 
 beforeEach(() => {
+  eventBridgeMock.reset();
   sqsMock.reset();
   sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: { Id: string }[] }) => ({
     Successful: input.Entries.map((entry) => ({ Id: entry.Id, MessageId: `m${entry.Id}`, MD5OfMessageBody: "x" })),
@@ -107,9 +102,9 @@ beforeEach(() => {
 
 describe("the event dispatcher function", () => {
   it("queues one delivery per event and webhook on the FIFO queue, and a run per event for a listening source", async () => {
-    const { handler, append, emitter, listener, webhooks, runs, lines } = await setup();
+    const { handler, append, owner, emitter, listener, webhooks, runs, lines } = await setup();
     const events = await append([{ event: { order: 1 } }, { event: { order: 2 }, meta: { summary: "two" } }]);
-    await handler(eventBridgeEvent({ sourceId: emitter.id, events }));
+    await handler(eventBridgeEvent({ sourceId: emitter.id, owner, events }));
 
     const storedAt = Math.max(...events.map((event) => event.indexedAtMs));
     const expected = (webhookId: string, event: StoredEvent) => ({
@@ -140,6 +135,46 @@ describe("the event dispatcher function", () => {
       [listener.id, "event", { order: 2 }],
     ]);
     expect(lines).toEqual([]);
+  });
+
+  it("dispatches the entries the bus puts, routing by the owner they carry without reading the source", async () => {
+    const { handler, append, owner, emitter, webhooks, deps } = await setup();
+    eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: unknown[] }) => ({
+      FailedEntryCount: 0,
+      Entries: input.Entries.map(() => ({ EventId: "e" })),
+    }));
+    const bus = new EventBridgeEventBus({
+      eventBridge: new EventBridgeClient({
+        region: "eu-west-1",
+        credentials: { accessKeyId: "x", secretAccessKey: "x" },
+      }),
+      busName: "sluice-test",
+      log: deps.log,
+    });
+    const events = await append([{ event: "small" }, { channel: "big", event: "x".repeat(300_000) }]);
+    await bus.publish(events, owner);
+    // The source is gone: only the owner in the entries can match the dc_* subscription.
+    await deps.sources.deleteSource(emitter.id);
+    const entries = eventBridgeMock.commandCalls(PutEventsCommand).flatMap((call) => call.args[0].input.Entries ?? []);
+    expect(entries).toHaveLength(2);
+    for (const entry of entries) await handler(eventBridgeEvent(JSON.parse(entry.Detail ?? "")));
+    const [first, second] = [webhooks.exact, webhooks.glob].sort();
+    expect(sentDeliveries().map((delivery) => [delivery.eventId, delivery.webhookId])).toEqual([
+      [events[0]!.id, first],
+      [events[0]!.id, second],
+      [events[1]!.id, webhooks.exact],
+    ]);
+  });
+
+  it("reads the source of an entry that carries no owner (put before entries did)", async () => {
+    const { handler, append, emitter, webhooks } = await setup();
+    const events = await append([{ event: 1 }]);
+    await handler(eventBridgeEvent({ sourceId: emitter.id, events }));
+    expect(
+      sentDeliveries()
+        .map((delivery) => delivery.webhookId)
+        .sort(),
+    ).toEqual([webhooks.exact, webhooks.glob].sort());
   });
 
   it("makes byte-identical messages when the same entry is dispatched again (EventBridge or Lambda retried it)", async () => {
