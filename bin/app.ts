@@ -11,6 +11,11 @@ const stage: unknown = app.node.tryGetContext("stage");
 if (stage !== undefined && (typeof stage !== "string" || !STAGE_PATTERN.test(stage))) {
   throw new Error(`Invalid stage ${JSON.stringify(stage)}: use ${STAGE_RULE} (it prefixes the stack names).`);
 }
+// `-c npmRegistry=https://...`: where deploying functions install the npm packages components import.
+const npmRegistry: unknown = app.node.tryGetContext("npmRegistry");
+if (npmRegistry !== undefined && typeof npmRegistry !== "string") {
+  throw new Error(`Invalid npmRegistry ${JSON.stringify(npmRegistry)}: use an http or https URL.`);
+}
 const prefix = stage ? `${stage}-` : "";
 const where = stage ? ` (stage ${stage})` : "";
 
@@ -24,6 +29,7 @@ new ServiceStack(app, `${prefix}SluiceService`, {
   resourcesTable: stateful.resourcesTable,
   secretsKey: stateful.secretsKey,
   stage: stage || undefined,
+  npmRegistry: npmRegistry || undefined,
 });
 
 Tags.of(app).add("sluice:stage", stage ? stage : "default");

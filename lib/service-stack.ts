@@ -25,6 +25,8 @@ export interface ServiceStackProps extends StackProps {
   readonly stage?: string;
   /** Time limit of one run or hook of a component. @default Duration.seconds(30) */
   readonly invocationTimeout?: Duration;
+  /** The npm registry deploying functions install components' packages from (`-c npmRegistry=`). @default - npm's own */
+  readonly npmRegistry?: string;
 }
 
 /**
@@ -65,6 +67,7 @@ export class ServiceStack extends Stack {
       stage: props.stage ?? "default",
       invocationTimeout: props.invocationTimeout,
       logRetention: props.logRetention,
+      npmRegistry: props.npmRegistry,
     });
 
     this.eventStreaming = new EventStreaming(this, "EventStreaming", {

@@ -16,9 +16,6 @@ export interface StatefulStackProps extends StackProps {
   readonly stage?: string;
 }
 
-/** The table's TTL attribute, written on event items by `DynamoDbEventStore`. */
-export const EVENT_TTL_ATTRIBUTE = "expiresAt";
-
 /** Logical id of the secrets key, fixed like the table's: a replaced key could open no sealed secret. */
 export const SECRETS_KEY_ID = "SecretsKey";
 
@@ -44,7 +41,7 @@ export class StatefulStack extends Stack {
       pointInTimeRecoverySpecification: { pointInTimeRecoveryEnabled: true },
       // Items with `expiresAt` (epoch seconds) are removed by DynamoDB after that time, at no cost:
       // the retention of events (docs/aws.md, "Event history, deletion and the live stream on AWS").
-      timeToLiveAttribute: EVENT_TTL_ATTRIBUTE,
+      timeToLiveAttribute: RESOURCES_TABLE.timeToLiveAttribute,
       deletionProtection,
       // Deleting the stack leaves the table (and its data) in place.
       removalPolicy: RemovalPolicy.RETAIN,

@@ -45,27 +45,22 @@ export const AWS_COMPUTE_ENV = {
   deliveryRetryQueueUrl: "SLUICE_DELIVERY_RETRY_QUEUE_URL",
 } as const;
 
-/** The names a function that creates, updates and deletes source functions and schedules needs. */
-export const MANAGE_SOURCES_ENV = [
-  AWS_COMPUTE_ENV.sourceRoleArn,
-  AWS_COMPUTE_ENV.runtimeLayerArn,
-  AWS_COMPUTE_ENV.sourceLogGroup,
-  AWS_COMPUTE_ENV.describerFunction,
-  AWS_COMPUTE_ENV.timerInvokerArn,
-  AWS_COMPUTE_ENV.schedulerRoleArn,
-  AWS_COMPUTE_ENV.scheduleGroup,
-] as const;
+/** The settings of a function that creates, updates and deletes source functions and their schedules. */
+const MANAGE_SOURCES_KEYS = [
+  "sourceRoleArn",
+  "runtimeLayerArn",
+  "sourceLogGroup",
+  "describerFunction",
+  "timerInvokerArn",
+  "schedulerRoleArn",
+  "scheduleGroup",
+] as const satisfies readonly (keyof typeof AWS_COMPUTE_ENV)[];
 
-/** What a function needs to create, update and delete source functions and their schedules. */
-export interface ManageSourcesConfig {
-  sourceRoleArn: string;
-  runtimeLayerArn: string;
-  sourceLogGroup: string;
-  describerFunction: string;
-  timerInvokerArn: string;
-  schedulerRoleArn: string;
-  scheduleGroup: string;
-}
+/** The names a function that creates, updates and deletes source functions and schedules needs. */
+export const MANAGE_SOURCES_ENV = MANAGE_SOURCES_KEYS.map((key) => AWS_COMPUTE_ENV[key]);
+
+/** What a function needs to create, update and delete source functions and their schedules (see {@link AWS_COMPUTE_ENV}). */
+export type ManageSourcesConfig = Record<(typeof MANAGE_SOURCES_KEYS)[number], string>;
 
 /** Settings of the live stream on AWS (`functions/stream/`). */
 export interface StreamSettings {
@@ -94,7 +89,10 @@ export interface AwsComputeConfig {
   manage: ManageSourcesConfig | undefined;
   /** Set on functions that start purges of deleted events (`access.eventPurges` routes). */
   eventPurgerFunction: string | undefined;
-  /** `SLUICE_NPM_REGISTRY`: where deploying functions install components' npm packages (npm's default when unset). */
+  /**
+   * `SLUICE_NPM_REGISTRY`: where deploying functions install components' npm packages (npm's default
+   * when unset). The stack sets it from `-c npmRegistry=<url>`.
+   */
   npmRegistry: string | undefined;
   /** The live stream's settings (defaults where unset). */
   stream: StreamSettings;
@@ -152,16 +150,10 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
     const shape = Object.fromEntries(MANAGE_SOURCES_ENV.map((variable) => [variable, name]));
     const parsed = z.object(shape).safeParse(env);
     if (parsed.success) {
-      const value = (variable: string) => parsed.data[variable] as string;
-      manage = {
-        sourceRoleArn: value(AWS_COMPUTE_ENV.sourceRoleArn),
-        runtimeLayerArn: value(AWS_COMPUTE_ENV.runtimeLayerArn),
-        sourceLogGroup: value(AWS_COMPUTE_ENV.sourceLogGroup),
-        describerFunction: value(AWS_COMPUTE_ENV.describerFunction),
-        timerInvokerArn: value(AWS_COMPUTE_ENV.timerInvokerArn),
-        schedulerRoleArn: value(AWS_COMPUTE_ENV.schedulerRoleArn),
-        scheduleGroup: value(AWS_COMPUTE_ENV.scheduleGroup),
-      };
+      const values = parsed.data as Record<string, string>;
+      manage = Object.fromEntries(
+        MANAGE_SOURCES_KEYS.map((key) => [key, values[AWS_COMPUTE_ENV[key]]]),
+      ) as ManageSourcesConfig;
     } else {
       problems.push(...issuesOf(parsed.error));
     }

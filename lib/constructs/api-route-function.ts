@@ -81,7 +81,7 @@ export class ApiRouteFunction extends Construct {
     if ((compute || secrets) && !props.sources) {
       throw new Error(`Route "${route.name}" needs compute or secrets access, but the stack gave it no SourceCompute`);
     }
-    // Deploying runs hooks and stores their events: SourceCompute grants write access to such routes.
+    // Deploying runs hooks, which store state and events.
     if (compute && access !== "write") {
       throw new Error(`Route "${route.name}" has compute access, which needs access.resources "write"`);
     }
@@ -118,7 +118,8 @@ export class ApiRouteFunction extends Construct {
             memorySize: 1024,
             timeout: Duration.seconds(30),
             copyNodeModules: ["esbuild-wasm"],
-            // The npm packages components may import on AWS, where there is no npm to install others.
+            // The npm packages served without an install, and the npm CLI that installs the others
+            // (the Lambda runtime has none).
             runtimeNodeModules: withDependencies([...SHIPPED_NPM_PACKAGES, NPM_CLI_PACKAGE]),
             copyFolders: ["registry"],
           }

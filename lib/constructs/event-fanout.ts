@@ -115,8 +115,7 @@ export class EventFanout extends Construct {
     const dispatcherFn = this.dispatcher.lambdaFunction;
     // Reads sources, subscriptions and referenced events; writes nothing.
     resourcesTable.grantReadData(dispatcherFn);
-    sources.sourceRunner.lambdaFunction.grantInvoke(dispatcherFn);
-    dispatcherFn.addEnvironment(AWS_COMPUTE_ENV.sourceRunnerFunction, sources.sourceRunner.lambdaFunction.functionName);
+    sources.attachRunQueuer(dispatcherFn);
     this.attachDeliveryQueuer(dispatcherFn);
     // A dispatch is repeatable (its deliveries are deduplicated): retried twice, then kept.
     dispatcherFn.configureAsyncInvoke({

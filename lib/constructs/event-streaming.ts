@@ -11,7 +11,7 @@ import {
 } from "aws-cdk-lib/aws-lambda";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
+import { AWS_COMPUTE_ENV, STREAM_END_MARGIN_DEFAULT_MS, STREAM_POLL_DEFAULT_MS } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { SluiceFunction } from "./sluice-function.ts";
 
@@ -25,6 +25,11 @@ export interface EventStreamingProps {
   readonly resourcesTable: ITableV2;
   /** How often a stream reads the store for new events. @default Duration.millis(500) */
   readonly pollInterval?: Duration;
+  /**
+   * How long before the stream function's 15 minutes a response ends, so that its client resumes
+   * rather than being cut off. @default Duration.seconds(5)
+   */
+  readonly endMargin?: Duration;
   /**
    * At most this many streams at once (reserved concurrency of the stream function): each open
    * stream holds one concurrent execution for up to 15 minutes, which the account's other functions
@@ -69,7 +74,12 @@ export class EventStreaming extends Construct {
       memorySize: 256,
       environment: {
         [ENV.resourcesTable]: resourcesTable.tableName,
-        [AWS_COMPUTE_ENV.streamPollMs]: String((props.pollInterval ?? Duration.millis(500)).toMilliseconds()),
+        [AWS_COMPUTE_ENV.streamPollMs]: String(
+          (props.pollInterval ?? Duration.millis(STREAM_POLL_DEFAULT_MS)).toMilliseconds(),
+        ),
+        [AWS_COMPUTE_ENV.streamEndMarginMs]: String(
+          (props.endMargin ?? Duration.millis(STREAM_END_MARGIN_DEFAULT_MS)).toMilliseconds(),
+        ),
       },
       logRetention: props.logRetention,
     });

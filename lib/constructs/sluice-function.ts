@@ -41,9 +41,10 @@ export interface SluiceFunctionProps {
    */
   readonly copyNodeModules?: readonly string[];
   /**
-   * Packages copied the same way for code the function bundles at run time (the npm packages a
-   * component may import on AWS; see {@link withDependencies}). Unlike `copyNodeModules`, they
-   * stay in the function's own bundle wherever its code imports them. @default - none
+   * Packages copied the same way for what the function uses at run time other than by importing
+   * them (the shipped npm packages it bundles components with, the npm CLI it runs; see
+   * {@link withDependencies}). Unlike `copyNodeModules`, they stay in the function's own bundle
+   * wherever its code imports them. @default - none
    */
   readonly runtimeNodeModules?: readonly string[];
   /**

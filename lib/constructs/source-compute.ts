@@ -35,6 +35,11 @@ export interface SourceComputeProps {
   readonly invocationTimeout?: Duration;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /**
+   * The npm registry that deploying functions install components' packages from (an http or https
+   * URL, e.g. a mirror). @default - npm's own default, https://registry.npmjs.org/
+   */
+  readonly npmRegistry?: string;
 }
 
 /**
@@ -42,7 +47,7 @@ export interface SourceComputeProps {
  * are created with at run time (by the API, not by CloudFormation), their logging-only role and
  * shared log group, the describer, the internal functions (HTTP interface, source runner, timer
  * invoker), the catch-all routes `ANY /http/{key}[/{proxy+}]`, the schedule group and the role
- * EventBridge Scheduler invokes timers with. `attachDeployer`, `attachRunner` and `attachSecrets`
+ * EventBridge Scheduler invokes timers with. `attachDeployer`, `attachRunner`, `attachRunQueuer` and `attachSecrets`
  * give other functions exactly the permissions and settings they need.
  */
 export class SourceCompute extends Construct {
@@ -65,6 +70,9 @@ export class SourceCompute extends Construct {
 
   constructor(scope: Construct, id: string, props: SourceComputeProps) {
     super(scope, id);
+    if (props.npmRegistry !== undefined && !isHttpUrl(props.npmRegistry)) {
+      throw new Error(`npmRegistry ${JSON.stringify(props.npmRegistry)} is not an http or https URL`);
+    }
     this.#props = props;
     this.#invocationTimeout = props.invocationTimeout ?? Duration.seconds(30);
     const stack = Stack.of(this);
@@ -143,9 +151,14 @@ export class SourceCompute extends Construct {
     });
     // A retried tick would come late and overlap the next one; the next tick comes anyway.
     this.timerInvoker.lambdaFunction.configureAsyncInvoke({ retryAttempts: 0 });
-    for (const fn of [this.httpInterface, this.sourceRunner, this.timerInvoker]) {
-      this.attachRunner(fn.lambdaFunction);
-      this.attachSecrets(fn.lambdaFunction, { seal: false });
+    for (const { lambdaFunction: fn } of [this.httpInterface, this.sourceRunner, this.timerInvoker]) {
+      // What a route function gets from its `access.resources: "write"` (ApiRouteFunction).
+      props.resourcesTable.grantReadWriteData(fn);
+      fn.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
+      // The API's base URL without a trailing slash: endpoints are `<url>/http/<key>`.
+      fn.addEnvironment(ENV.publicUrl, props.httpApi.apiEndpoint);
+      this.attachRunner(fn);
+      this.attachSecrets(fn, { seal: false });
     }
 
     const integration = new HttpLambdaIntegration("HttpInterfaceIntegration", this.httpInterface.lambdaFunction);
@@ -171,17 +184,12 @@ export class SourceCompute extends Construct {
     this.timerInvoker.lambdaFunction.grantInvoke(this.schedulerRole);
   }
 
-  /** The API's base URL without a trailing slash; endpoints are `<url>/http/<key>`. */
-  get publicUrl(): string {
-    return this.#props.httpApi.apiEndpoint;
-  }
-
   /**
    * A function that runs sources: invoke source functions (and wait for them to become active),
-   * queue runs on the source runner (all but the runner itself), read and write the resources table.
+   * queue runs on the source runner (all but the runner itself), and the stage and time limit. It
+   * also needs read and write access to the resources table and the public URL, which its caller gives.
    */
   attachRunner(fn: LambdaFunction): void {
-    const { resourcesTable, stage } = this.#props;
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["lambda:InvokeFunction", "lambda:GetFunction"],
@@ -189,21 +197,21 @@ export class SourceCompute extends Construct {
       }),
     );
     // The runner itself queues nothing (and naming itself would be a reference cycle).
-    if (fn !== this.sourceRunner.lambdaFunction) {
-      this.sourceRunner.lambdaFunction.grantInvoke(fn);
-      fn.addEnvironment(AWS_COMPUTE_ENV.sourceRunnerFunction, this.sourceRunner.lambdaFunction.functionName);
-    }
-    resourcesTable.grantReadWriteData(fn);
-    fn.addEnvironment(ENV.resourcesTable, resourcesTable.tableName);
-    fn.addEnvironment(AWS_COMPUTE_ENV.stage, stage);
-    fn.addEnvironment(ENV.publicUrl, this.publicUrl);
+    if (fn !== this.sourceRunner.lambdaFunction) this.attachRunQueuer(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
     fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
+  }
+
+  /** A function that queues runs (`LambdaRunQueue`): may invoke the source runner, and learns its name. */
+  attachRunQueuer(fn: LambdaFunction): void {
+    this.sourceRunner.lambdaFunction.grantInvoke(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.sourceRunnerFunction, this.sourceRunner.lambdaFunction.functionName);
   }
 
   /**
    * A function that deploys sources (`access.compute` routes): everything {@link attachRunner}
    * gives, plus creating, updating and deleting source functions (with the runtime layer and the
-   * source role only), the describer, and the timers' schedules.
+   * source role only), the describer, the timers' schedules, and the npm registry to install from.
    */
   attachDeployer(fn: LambdaFunction): void {
     this.attachRunner(fn);
@@ -260,6 +268,7 @@ export class SourceCompute extends Construct {
     fn.addEnvironment(AWS_COMPUTE_ENV.timerInvokerArn, this.timerInvoker.lambdaFunction.functionArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
+    if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);
   }
 
   /**
@@ -270,6 +279,14 @@ export class SourceCompute extends Construct {
     const key = this.#props.secretsKey;
     grantKeyUse(fn, key, options.seal ? ["kms:GenerateDataKey", "kms:Decrypt"] : ["kms:Decrypt"]);
     fn.addEnvironment(AWS_COMPUTE_ENV.secretsKeyArn, key.keyArn);
+  }
+}
+
+function isHttpUrl(text: string): boolean {
+  try {
+    return ["http:", "https:"].includes(new URL(text).protocol);
+  } catch {
+    return false;
   }
 }
 

@@ -9,7 +9,7 @@ import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import type { IConstruct } from "constructs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleComponent, loadEsbuild, RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
-import { npmPackagesPlugin } from "#adapters/local/npm-packages";
+import { bundledNpmCli, npmPackagesPlugin } from "#adapters/local/npm-packages";
 import { ESM_REQUIRE_BANNER, PROJECT_ROOT, type SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import { RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
@@ -140,8 +140,6 @@ describe("ServiceStack bundling", () => {
     expect(existsSync(join(dir, "node_modules", "esbuild-wasm", "package.json"))).toBe(true);
     expect(readdirSync(join(dir, "registry"))).toContain("http-new-requests.mjs");
     expect(existsSync(join(dir, "node_modules", "@pipedream", "platform", "package.json"))).toBe(true);
-    // The npm CLI itself, for packages Sluice does not ship (Lambda has no npm of its own).
-    expect(existsSync(join(dir, "node_modules", "npm", "bin", "npm-cli.js"))).toBe(true);
     // As the composition root bundles on AWS, from the function's own node_modules alone (copied
     // out of the project, whose node_modules would otherwise stand in for a missing dependency).
     const task = mkdtempSync(join(tmpdir(), "sluice-task-"));
@@ -159,6 +157,14 @@ describe("ServiceStack bundling", () => {
       writeFileSync(join(task, "component.mjs"), bundle);
       const component = (await import(pathToFileURL(join(task, "component.mjs")).href)).default;
       expect(await component.run()).toBe("function");
+      // The npm carried runs from the copy alone, as the composition root starts it on Lambda.
+      const npmVersion = execFileSync(process.execPath, [bundledNpmCli(join(task, "node_modules")), "--version"], {
+        env: { PATH: process.env.PATH, HOME: task },
+        encoding: "utf8",
+      });
+      expect(npmVersion.trim()).toBe(
+        JSON.parse(readFileSync(join(PROJECT_ROOT, "node_modules", "npm", "package.json"), "utf8")).version,
+      );
     } finally {
       rmSync(task, { recursive: true, force: true });
     }

@@ -8,16 +8,15 @@ import { DELIVERY_BATCH_SIZE, MAX_RECEIVES, RETRY_BATCH_SIZE } from "../../lib/c
 import type { ServiceStack } from "../../lib/service-stack.ts";
 import {
   actionsOf,
+  DYNAMODB_WRITES,
   environmentOf,
   functionsOf,
   idOf,
+  statementsWith as on,
   type Resource,
-  type Statement,
   statementsOf,
   synthService,
 } from "./service-template.ts";
-
-const DYNAMODB_WRITES = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"];
 
 describe("ServiceStack: subscriptions and webhook delivery", () => {
   let service: ServiceStack;
@@ -34,8 +33,6 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
   const queueArn = (queue: Parameters<typeof idOf>[0]) => ({ "Fn::GetAtt": [idOf(queue), "Arn"] });
   const queues = () => template.findResources("AWS::SQS::Queue") as Record<string, Resource>;
   const routeId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
-  const on = (statements: Statement[], action: string) =>
-    statements.filter((statement) => [statement.Action].flat().includes(action));
 
   it("has a custom bus named after the stage, and a rule on it matching what the bus adapter publishes", () => {
     template.resourceCountIs("AWS::Events::EventBus", 1);

@@ -1,25 +1,25 @@
 import { App, Duration, Stack } from "aws-cdk-lib";
-import { Match, Template } from "aws-cdk-lib/assertions";
+import { Template } from "aws-cdk-lib/assertions";
 import { HttpApi } from "aws-cdk-lib/aws-apigatewayv2";
 import { AttributeType, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { beforeAll, describe, expect, it } from "vitest";
+import { RESOURCES_TABLE } from "#adapters/aws/table-design";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { routes } from "#http/routes";
 import { EventStreaming, SSE_ROUTE_PATH } from "../../lib/constructs/event-streaming.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
-import { EVENT_TTL_ATTRIBUTE } from "../../lib/stateful-stack.ts";
 import {
   actionsOf,
+  DYNAMODB_WRITES,
   environmentOf,
   functionsOf,
   idOf,
+  importOf,
   type Resource,
   statementsOf,
   synthService,
 } from "./service-template.ts";
-
-const DYNAMODB_WRITES = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"];
 
 describe("ServiceStack: event history, deletion and the live stream", () => {
   let service: ServiceStack;
@@ -41,13 +41,7 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
       ["https://", { "Fn::Select": [2, { "Fn::Split": ["/", { "Fn::GetAtt": [urlId(), "FunctionUrl"] }] }] }],
     ],
   });
-  const tableName = () => {
-    const outputs = Object.values(
-      statefulTemplate.findOutputs("*", { Value: { Ref: "Resources" }, Export: Match.anyValue() }),
-    );
-    expect(outputs).toHaveLength(1);
-    return { "Fn::ImportValue": outputs[0]!.Export.Name };
-  };
+  const tableName = () => importOf(statefulTemplate, { Ref: "Resources" });
 
   it("serves the stream from a public function URL in RESPONSE_STREAM mode", () => {
     template.resourceCountIs("AWS::Lambda::Url", 1);
@@ -71,7 +65,7 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
     });
   });
 
-  it("runs the stream function from its entry for Lambda's 15 minutes, with the table and the poll interval", () => {
+  it("runs the stream function from its entry for Lambda's 15 minutes, with the table, the poll interval and the end margin", () => {
     expect(service.eventStreaming.streamFunction.entry).toBe("functions/stream/source-stream-lambda.ts");
     const fn = functionsOf(template)[streamId()]!;
     expect(fn.Properties).toMatchObject({
@@ -85,6 +79,7 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
     expect(environmentOf(template, streamId())).toEqual({
       [ENV.resourcesTable]: tableName(),
       [AWS_COMPUTE_ENV.streamPollMs]: "500",
+      [AWS_COMPUTE_ENV.streamEndMarginMs]: "5000",
       NODE_OPTIONS: "--enable-source-maps",
     });
   });
@@ -166,7 +161,7 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
   });
 
   it("removes items after their expiresAt time through the table's TTL", () => {
-    expect(EVENT_TTL_ATTRIBUTE).toBe("expiresAt");
+    expect(RESOURCES_TABLE.timeToLiveAttribute).toBe("expiresAt");
     statefulTemplate.hasResourceProperties("AWS::DynamoDB::GlobalTable", {
       TimeToLiveSpecification: { AttributeName: "expiresAt", Enabled: true },
     });
@@ -186,13 +181,18 @@ describe("EventStreaming settings and checks", () => {
     return { streaming, template: Template.fromStack(stack) };
   }
 
-  it("caps concurrent streams with reserved concurrency when maxStreams is given, and sets the poll interval", () => {
-    const { streaming, template } = standalone({ maxStreams: 50, pollInterval: Duration.seconds(2) });
+  it("caps concurrent streams with reserved concurrency when maxStreams is given, and sets the poll interval and end margin", () => {
+    const { streaming, template } = standalone({
+      maxStreams: 50,
+      pollInterval: Duration.seconds(2),
+      endMargin: Duration.seconds(10),
+    });
     const fn = (template.findResources("AWS::Lambda::Function") as Record<string, Resource>)[
       idOf(streaming.streamFunction.lambdaFunction)
     ]!;
     expect(fn.Properties.ReservedConcurrentExecutions).toBe(50);
     expect(fn.Properties.Environment.Variables[AWS_COMPUTE_ENV.streamPollMs]).toBe("2000");
+    expect(fn.Properties.Environment.Variables[AWS_COMPUTE_ENV.streamEndMarginMs]).toBe("10000");
   });
 
   it("fails at synth when a route starts purges but may not write to the table", () => {

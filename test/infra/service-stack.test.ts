@@ -2,21 +2,22 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { ENV } from "#config/env";
+import { AWS_COMPUTE_ENV, loadAwsComputeConfig } from "#config/aws-compute-env";
+import { ENV, loadAwsConfig } from "#config/env";
 import { routes } from "#http/routes";
 import { routeKeyOf } from "../../lib/constructs/api-route-function.ts";
 import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
-import { actionsOf, functionsOf, idOf, synthService as synth } from "./service-template.ts";
-
-const DYNAMODB_WRITES = ["dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:BatchWriteItem"];
-
-/** The name under which the stateful stack exports a value (`Ref` or `Arn` of the table). */
-function exportOf(statefulTemplate: Template, value: unknown): string {
-  const outputs = Object.values(statefulTemplate.findOutputs("*", { Value: value, Export: Match.anyValue() }));
-  expect(outputs).toHaveLength(1);
-  return outputs[0]!.Export.Name;
-}
+import {
+  actionsOf,
+  DYNAMODB_WRITES,
+  deployedEnvironmentOf,
+  environmentOf,
+  functionsOf,
+  idOf,
+  importOf,
+  synthService as synth,
+} from "./service-template.ts";
 
 describe("ServiceStack", () => {
   let service: ServiceStack;
@@ -100,7 +101,7 @@ describe("ServiceStack", () => {
   });
 
   it("grants routes that read resources read actions on the table and no write action", () => {
-    const tableArn = exportOf(statefulTemplate, { "Fn::GetAtt": ["Resources", "Arn"] });
+    const tableArn = importOf(statefulTemplate, { "Fn::GetAtt": ["Resources", "Arn"] });
     const readers = routes.filter((route) => route.access.resources === "read");
     expect(readers.length).toBeGreaterThan(0);
     for (const route of readers) {
@@ -117,7 +118,7 @@ describe("ServiceStack", () => {
         Statement: Match.arrayWith([
           Match.objectLike({
             Action: Match.arrayWith(["dynamodb:GetItem"]),
-            Resource: { "Fn::ImportValue": tableArn },
+            Resource: tableArn,
           }),
         ]),
       },
@@ -137,25 +138,39 @@ describe("ServiceStack", () => {
   });
 
   it("sets the table's name and the API's URL (sources show their endpoints) on routes that use the table", () => {
-    const tableName = exportOf(statefulTemplate, { Ref: "Resources" });
+    const tableName = importOf(statefulTemplate, { Ref: "Resources" });
     const apiUrl = { "Fn::GetAtt": [idOf(service.httpApi), "ApiEndpoint"] };
     const users = routes.filter((route) => route.access.resources);
     expect(users.length).toBeGreaterThan(0);
     for (const route of users) {
       const fn = functionsOf(template)[routeFunctionId(route.name)]!;
       const variables = fn.Properties.Environment.Variables;
-      expect(variables[ENV.resourcesTable], route.name).toEqual({ "Fn::ImportValue": tableName });
+      expect(variables[ENV.resourcesTable], route.name).toEqual(tableName);
       expect(variables[ENV.publicUrl], route.name).toEqual(apiUrl);
       // Routes that deploy or run sources (source-compute.test.ts), start purges
       // (event-streaming.test.ts) or queue deliveries (event-fanout.test.ts) learn more; the others nothing else.
       const { compute, secrets, eventPurges, deliveries } = route.access;
       if (!compute && !secrets && !eventPurges && !deliveries) {
         expect(variables, route.name).toEqual({
-          [ENV.resourcesTable]: { "Fn::ImportValue": tableName },
+          [ENV.resourcesTable]: tableName,
           [ENV.publicUrl]: apiUrl,
           NODE_OPTIONS: "--enable-source-maps",
         });
       }
+    }
+  });
+
+  it("sets on every function only variables Sluice reads, each function's settings complete and valid", () => {
+    const read = new Set<string>([...Object.values(ENV), ...Object.values(AWS_COMPUTE_ENV), "NODE_OPTIONS"]);
+    for (const id of Object.keys(functionsOf(template))) {
+      expect(
+        Object.keys(environmentOf(template, id)).filter((name) => !read.has(name)),
+        id,
+      ).toEqual([]);
+      // A group set in part, or a value out of range, would fail the function at its first request.
+      const environment = deployedEnvironmentOf(template, id);
+      expect(() => loadAwsComputeConfig(environment), id).not.toThrow();
+      expect(() => loadAwsConfig(environment, { resources: false }), id).not.toThrow();
     }
   });
 

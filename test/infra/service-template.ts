@@ -1,6 +1,6 @@
 /** The service stack synthesised without bundling, and readers of its template, for the infra tests. */
 import { App, type CfnElement, Stack } from "aws-cdk-lib";
-import { Template } from "aws-cdk-lib/assertions";
+import { Match, Template } from "aws-cdk-lib/assertions";
 import type { IConstruct } from "constructs";
 import { expect } from "vitest";
 import type { RouteSpec } from "../../lib/constructs/api-route-function.ts";
@@ -13,8 +13,15 @@ process.env.CDK_VALIDATION = "false";
 export type Resource = { Properties: Record<string, any>; DeletionPolicy?: string };
 export type Statement = { Action: string | string[]; Resource: unknown; Condition?: unknown; Effect: string };
 
+export const DYNAMODB_WRITES = [
+  "dynamodb:PutItem",
+  "dynamodb:UpdateItem",
+  "dynamodb:DeleteItem",
+  "dynamodb:BatchWriteItem",
+];
+
 /** Both stacks with bundling skipped (bundling.test.ts bundles for real). */
-export function synthService(options: { stage?: string; routes?: readonly RouteSpec[] } = {}) {
+export function synthService(options: { stage?: string; routes?: readonly RouteSpec[]; npmRegistry?: string } = {}) {
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
   const stateful = new StatefulStack(app, "SluiceStateful", { stage: options.stage });
   const service = new ServiceStack(app, "SluiceService", {
@@ -22,8 +29,16 @@ export function synthService(options: { stage?: string; routes?: readonly RouteS
     secretsKey: stateful.secretsKey,
     stage: options.stage,
     routes: options.routes,
+    npmRegistry: options.npmRegistry,
   });
   return { service, template: Template.fromStack(service), statefulTemplate: Template.fromStack(stateful) };
+}
+
+/** How the service stack refers to a value the stateful stack exports (the table's name or ARN, the key's ARN). */
+export function importOf(statefulTemplate: Template, value: unknown): { "Fn::ImportValue": string } {
+  const outputs = Object.values(statefulTemplate.findOutputs("*", { Value: value, Export: Match.anyValue() }));
+  expect(outputs).toHaveLength(1);
+  return { "Fn::ImportValue": outputs[0]!.Export.Name };
 }
 
 /** The logical id of an L2 construct's resource, or of an L1 resource itself. */
@@ -49,9 +64,25 @@ export const statementsOfRole = (template: Template, roleId: string): Statement[
 export const statementsOf = (template: Template, functionId: string) =>
   statementsOfRole(template, roleIdOf(template, functionId));
 
+/** The statements that grant `action`. */
+export const statementsWith = (statements: Statement[], action: string) =>
+  statements.filter((statement) => [statement.Action].flat().includes(action));
+
 /** Every IAM action granted to a function's execution role. */
 export const actionsOf = (template: Template, functionId: string): string[] =>
   statementsOf(template, functionId).flatMap((statement) => [statement.Action].flat());
 
 export const environmentOf = (template: Template, functionId: string): Record<string, unknown> =>
   functionsOf(template)[functionId]?.Properties.Environment?.Variables ?? {};
+
+/**
+ * A function's environment as it would read it once deployed, a placeholder URL standing in for
+ * each value CloudFormation resolves at deploy (a name, an ARN, a URL).
+ */
+export const deployedEnvironmentOf = (template: Template, functionId: string): Record<string, string> =>
+  Object.fromEntries(
+    Object.entries(environmentOf(template, functionId)).map(([name, value]) => [
+      name,
+      typeof value === "string" ? value : "https://resolved-at-deploy.example",
+    ]),
+  );

@@ -1,20 +1,23 @@
 import { App, Stack } from "aws-cdk-lib";
 import { Annotations, Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { AWS_COMPUTE_ENV, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { routes } from "#http/routes";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
 import {
   actionsOf,
+  deployedEnvironmentOf,
   environmentOf,
   functionsOf,
   idOf,
+  importOf,
   type Resource,
   roleIdOf,
   statementsOf,
   statementsOfRole,
+  statementsWith,
   synthService,
 } from "./service-template.ts";
 
@@ -82,7 +85,7 @@ describe("ServiceStack: what sources run on", () => {
   it("lets deploying routes manage only sluice-<stage>-dc_* functions, with the source role and the layer", () => {
     for (const route of computeRoutes()) {
       const statements = statementsOf(template, routeFunctionId(route.name));
-      const on = (action: string) => statements.filter((statement) => [statement.Action].flat().includes(action));
+      const on = (action: string) => statementsWith(statements, action);
       for (const action of [
         "lambda:CreateFunction",
         "lambda:UpdateFunctionCode",
@@ -150,9 +153,7 @@ describe("ServiceStack: what sources run on", () => {
   });
 
   it("lets routes with secrets generate data keys and decrypt with the stateful stack's key only", () => {
-    const keyArn = Object.values(statefulTemplate.findOutputs("*", { Value: { "Fn::GetAtt": ["SecretsKey", "Arn"] } }));
-    expect(keyArn).toHaveLength(1);
-    const imported = { "Fn::ImportValue": keyArn[0]!.Export.Name };
+    const imported = importOf(statefulTemplate, { "Fn::GetAtt": ["SecretsKey", "Arn"] });
     for (const route of routes.filter((r) => r.access.secrets)) {
       const kms = statementsOf(template, routeFunctionId(route.name)).filter((s) =>
         JSON.stringify(s.Action).includes("kms:"),
@@ -261,14 +262,40 @@ describe("ServiceStack: what sources run on", () => {
     });
   });
 
-  it("gives deploying routes every setting the AWS compute config needs", () => {
+  it("gives deploying routes every setting the AWS compute config needs, and no npm registry unless asked", () => {
     for (const route of computeRoutes()) {
-      const environment = environmentOf(template, routeFunctionId(route.name));
-      for (const name of [...MANAGE_SOURCES_ENV, AWS_COMPUTE_ENV.stage, AWS_COMPUTE_ENV.sourceRunnerFunction]) {
-        expect(environment[name], `${route.name} ${name}`).toBeDefined();
-      }
-      expect(environment[AWS_COMPUTE_ENV.scheduleGroup]).toEqual({ Ref: idOf(service.sources.scheduleGroup) });
+      const config = loadAwsComputeConfig(deployedEnvironmentOf(template, routeFunctionId(route.name)));
+      expect(config.manage, route.name).toBeDefined();
+      expect(config.sourceRunnerFunction, route.name).toBeDefined();
+      expect(config.stage).toBe("dev");
+      expect(config.npmRegistry).toBeUndefined();
+      expect(environmentOf(template, routeFunctionId(route.name))[AWS_COMPUTE_ENV.scheduleGroup]).toEqual({
+        Ref: idOf(service.sources.scheduleGroup),
+      });
     }
+  });
+});
+
+describe("ServiceStack with an npm registry (-c npmRegistry)", () => {
+  it("tells the routes that deploy sources, and no other function, where to install npm packages", () => {
+    const registry = "https://npm.example.com/mirror/";
+    const { service, template } = synthService({ npmRegistry: registry });
+    const deploying = routes
+      .filter((route) => route.access.compute)
+      .map((route) => idOf(service.routeFunctions.get(route.name)!.function.lambdaFunction));
+    expect(deploying.length).toBeGreaterThan(0);
+    const told = Object.keys(functionsOf(template)).filter((id) => environmentOf(template, id)[ENV.npmRegistry]);
+    expect(told.sort()).toEqual(deploying.sort());
+    for (const id of told) {
+      expect(loadAwsComputeConfig(deployedEnvironmentOf(template, id)).npmRegistry).toBe(registry);
+    }
+  });
+
+  it("fails at synth when the registry is not an http or https URL", () => {
+    expect(() => synthService({ npmRegistry: "npm.example.com" })).toThrow(
+      /npmRegistry "npm.example.com" is not an http/,
+    );
+    expect(() => synthService({ npmRegistry: "file:///tmp/npm" })).toThrow(/is not an http or https URL/);
   });
 });
 

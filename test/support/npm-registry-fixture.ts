@@ -11,6 +11,7 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
+import { compareVersions, parseVersion } from "#adapters/local/npm-packages";
 
 /** One version of a package the registry serves. */
 export interface FixturePackage {
@@ -72,7 +73,10 @@ export async function startNpmRegistry(packages: readonly FixturePackage[]): Pro
     packuments.set(pkg.name, packument);
   }
   for (const packument of packuments.values()) {
-    packument["dist-tags"].latest = Object.keys(packument.versions).sort(compareVersions).at(-1)!;
+    const newestFirst = Object.keys(packument.versions).sort((a, b) =>
+      compareVersions(parseVersion(b)!, parseVersion(a)!),
+    );
+    packument["dist-tags"].latest = newestFirst[0]!;
   }
 
   function serve(request: IncomingMessage, response: ServerResponse): void {
@@ -115,14 +119,8 @@ interface Packument {
   versions: Record<string, unknown>;
 }
 
-const compareVersions = (a: string, b: string) => {
-  const [x, y] = [a, b].map((version) => version.split(".").map(Number));
-  for (let i = 0; i < 3; i++) if (x![i] !== y![i]) return x![i]! - y![i]!;
-  return 0;
-};
-
 /** A package tarball as npm publishes it: every file under `package/`, in a gzipped ustar archive. */
-export function packageTarball(files: Readonly<Record<string, string>>): Buffer {
+function packageTarball(files: Readonly<Record<string, string>>): Buffer {
   const blocks = Object.entries(files).flatMap(([path, text]) => tarEntry(`package/${path}`, Buffer.from(text)));
   // Two zero blocks end the archive.
   return gzipSync(Buffer.concat([...blocks, Buffer.alloc(1024)]));

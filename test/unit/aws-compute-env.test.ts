@@ -4,15 +4,23 @@ import { ENV } from "#config/env";
 
 const manage = Object.fromEntries(MANAGE_SOURCES_ENV.map((name) => [name, `value of ${name}`]));
 
+/** The error of an invalid configuration: one line per variable, `NAME: reason`, in this order. */
+const naming = (...names: string[]) => new RegExp(names.map((name) => `${name}: `).join("[\\s\\S]*"));
+
 describe("loadAwsComputeConfig", () => {
   it("defaults the stage and leaves unset groups undefined", () => {
-    expect(loadAwsComputeConfig({})).toEqual({
+    // Strict: every field is there, undefined where its variables are unset.
+    expect(loadAwsComputeConfig({})).toStrictEqual({
       stage: "default",
       sourceRunnerFunction: undefined,
       secretsKeyArn: undefined,
       manage: undefined,
       eventPurgerFunction: undefined,
+      npmRegistry: undefined,
       stream: { url: undefined, pollIntervalMs: 500, endMarginMs: 5_000 },
+      eventBusName: undefined,
+      deliveryQueueUrl: undefined,
+      deliveryRetryQueueUrl: undefined,
       runtime: { publicUrl: "", invocationTimeoutMs: 30_000 },
     });
   });
@@ -32,7 +40,7 @@ describe("loadAwsComputeConfig", () => {
     });
   });
 
-  it("reads the event bus's name and the delivery queues' URLs, undefined where unset or empty", () => {
+  it("reads the event bus's name and the delivery queues' URLs, undefined where empty", () => {
     const config = loadAwsComputeConfig({
       [AWS_COMPUTE_ENV.eventBusName]: "sluice-dev",
       [AWS_COMPUTE_ENV.deliveryQueueUrl]: "https://sqs.eu-west-1.amazonaws.com/1/Deliveries.fifo",
@@ -43,12 +51,6 @@ describe("loadAwsComputeConfig", () => {
       deliveryQueueUrl: "https://sqs.eu-west-1.amazonaws.com/1/Deliveries.fifo",
     });
     expect(config.deliveryRetryQueueUrl).toBeUndefined();
-    const unset = loadAwsComputeConfig({});
-    expect([unset.eventBusName, unset.deliveryQueueUrl, unset.deliveryRetryQueueUrl]).toEqual([
-      undefined,
-      undefined,
-      undefined,
-    ]);
   });
 
   it("refuses stream settings out of range, naming each variable", () => {
@@ -58,11 +60,7 @@ describe("loadAwsComputeConfig", () => {
       [AWS_COMPUTE_ENV.streamEndMarginMs]: "120000",
     };
     expect(() => loadAwsComputeConfig(env)).toThrow(
-      new RegExp(
-        [AWS_COMPUTE_ENV.streamUrl, AWS_COMPUTE_ENV.streamPollMs, AWS_COMPUTE_ENV.streamEndMarginMs]
-          .map((name) => `${name}: `)
-          .join("[\\s\\S]*"),
-      ),
+      naming(AWS_COMPUTE_ENV.streamUrl, AWS_COMPUTE_ENV.streamPollMs, AWS_COMPUTE_ENV.streamEndMarginMs),
     );
   });
 
@@ -75,6 +73,14 @@ describe("loadAwsComputeConfig", () => {
       publicUrl: "https://abc.execute-api.eu-west-1.amazonaws.com",
       invocationTimeoutMs: 45_000,
     });
+  });
+
+  it("reads the npm registry deploying functions install from, and refuses one that is not a URL", () => {
+    expect(loadAwsComputeConfig({ [ENV.npmRegistry]: "https://npm.example.com/" }).npmRegistry).toBe(
+      "https://npm.example.com/",
+    );
+    expect(loadAwsComputeConfig({}).npmRegistry).toBeUndefined();
+    expect(() => loadAwsComputeConfig({ [ENV.npmRegistry]: "npm.example.com" })).toThrow(naming(ENV.npmRegistry));
   });
 
   it("reads every group when set", () => {
@@ -104,15 +110,11 @@ describe("loadAwsComputeConfig", () => {
     const { [AWS_COMPUTE_ENV.describerFunction]: _d, [AWS_COMPUTE_ENV.scheduleGroup]: _g, ...partial } = manage;
     const env = { ...partial, [AWS_COMPUTE_ENV.stage]: "9bad", [ENV.invocationTimeoutMs]: "soon" };
     expect(() => loadAwsComputeConfig(env)).toThrow(
-      new RegExp(
-        [
-          AWS_COMPUTE_ENV.stage,
-          ENV.invocationTimeoutMs,
-          AWS_COMPUTE_ENV.describerFunction,
-          AWS_COMPUTE_ENV.scheduleGroup,
-        ]
-          .map((name) => `${name}: `)
-          .join("[\\s\\S]*"),
+      naming(
+        AWS_COMPUTE_ENV.stage,
+        ENV.invocationTimeoutMs,
+        AWS_COMPUTE_ENV.describerFunction,
+        AWS_COMPUTE_ENV.scheduleGroup,
       ),
     );
   });

@@ -24,6 +24,7 @@ import {
   eventSortKey,
   MAX_STORED_EVENT_BYTES,
   MAX_STORED_EVENT_META_BYTES,
+  RESOURCES_TABLE,
   resourceKeys,
   SORT_KEY_PREFIX,
 } from "./table-design.ts";
@@ -479,7 +480,8 @@ export class DynamoDbEventStore implements EventStore {
     if (this.maxAgeMs <= 0) return input;
     return {
       ...input,
-      FilterExpression: "attribute_not_exists(expiresAt) OR expiresAt > :now",
+      FilterExpression: "attribute_not_exists(#ttl) OR #ttl > :now",
+      ExpressionAttributeNames: { ...input.ExpressionAttributeNames, "#ttl": RESOURCES_TABLE.timeToLiveAttribute },
       ExpressionAttributeValues: { ...input.ExpressionAttributeValues, ":now": nowSeconds },
     };
   }
@@ -532,7 +534,8 @@ export class DynamoDbEventStore implements EventStore {
         },
       };
       // Age counts from the id's ms (never before nowMs), rounded up to TTL's whole seconds.
-      const expiry = this.maxAgeMs > 0 ? { expiresAt: Math.ceil((ms + this.maxAgeMs) / 1000) } : {};
+      const expiry =
+        this.maxAgeMs > 0 ? { [RESOURCES_TABLE.timeToLiveAttribute]: Math.ceil((ms + this.maxAgeMs) / 1000) } : {};
       const puts = stored.map((event, index) => ({
         Put: {
           TableName: this.tableName,

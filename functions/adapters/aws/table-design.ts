@@ -10,6 +10,8 @@ export const RESOURCES_TABLE = {
   id: "Resources",
   partitionKey: "pk",
   sortKey: "sk",
+  /** The TTL attribute (epoch seconds), written on event items when events expire. */
+  timeToLiveAttribute: "expiresAt",
 } as const;
 
 const eventPartition = (sourceId: string, channel: string) => `EVT#${sourceId}#${channel}`;

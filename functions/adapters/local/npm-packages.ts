@@ -73,7 +73,7 @@ export interface NpmPackagesOptions {
   /**
    * The npm CLI's JavaScript entry (`bin/npm-cli.js` of an npm package), run with Sluice's own
    * Node (`process.execPath`). On AWS, `bundledNpmCli(<task root>/node_modules)`.
-   * @default {@link bundledNpmCli}(): the npm Sluice depends on, found from this module
+   * @default {@link bundledNpmCli}(): the npm of the Sluice checkout
    */
   readonly npmCli?: string;
   /**
@@ -117,24 +117,13 @@ export interface NpmSpecifier {
 const DEFAULT_SHIPPED_DIR = fileURLToPath(new URL("../../../node_modules/", import.meta.url));
 
 /**
- * The npm CLI Sluice depends on, `<node_modules>/npm/bin/npm-cli.js`. Without `nodeModulesDir`,
- * found as Node finds a package from this module: in the `node_modules` of its folder or of the
- * nearest parent that has one. That is the Sluice checkout's when it runs from source, and the one
- * beside the bundle when this module is bundled (a Lambda function's `/var/task/index.mjs` with
- * `/var/task/node_modules/npm`). When none holds it, the checkout's path: an install then fails
- * saying the CLI is missing.
+ * The npm CLI Sluice depends on, `<nodeModulesDir>/npm/bin/npm-cli.js`: by default the Sluice
+ * checkout's; a Lambda function passes its own (`/var/task/node_modules`), which carries npm.
  */
-export function bundledNpmCli(nodeModulesDir?: string): string {
-  if (nodeModulesDir !== undefined) return join(nodeModulesDir, NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
-  let dir = dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    const cli = join(dir, "node_modules", NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
-    if (existsSync(cli)) return cli;
-    const parent = dirname(dir);
-    if (parent === dir) return join(DEFAULT_SHIPPED_DIR, NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
-    dir = parent;
-  }
+export function bundledNpmCli(nodeModulesDir: string = DEFAULT_SHIPPED_DIR): string {
+  return join(nodeModulesDir, NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
 }
+
 const DEFAULT_INSTALL_TIMEOUT_MS = 120_000;
 /** Set on our own `build.resolve` calls so the plugin does not resolve its own lookups again. */
 const OWN_LOOKUP = "sluice-npm-packages";
@@ -365,17 +354,13 @@ async function runNpmInstall(prefix: string, installSpec: string, npm: NpmRun): 
 const WITHHELD_FROM_NPM = /^(AWS_|SLUICE_|npm_)/i;
 
 /**
- * The environment npm runs with: `base` (Sluice's own) without {@link WITHHELD_FROM_NPM}, no
- * update notifier, funding or audit requests, and with `home`, npm's home, cache and user config
- * there.
+ * The environment npm runs with: `base` (Sluice's own) without {@link WITHHELD_FROM_NPM}, and with
+ * `home`, npm's home, cache and user config there.
  */
 function npmEnvironment(base: NodeJS.ProcessEnv, home: string | undefined): NodeJS.ProcessEnv {
   const kept = Object.entries(base).filter(([key]) => !WITHHELD_FROM_NPM.test(key));
   return {
     ...Object.fromEntries(kept),
-    npm_config_update_notifier: "false",
-    npm_config_fund: "false",
-    npm_config_audit: "false",
     ...(home === undefined
       ? {}
       : { HOME: home, npm_config_cache: join(home, "cache"), npm_config_userconfig: join(home, ".npmrc") }),

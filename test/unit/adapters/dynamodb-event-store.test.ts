@@ -388,7 +388,8 @@ describe("DynamoDbEventStore retention", () => {
     const after = Math.floor(Date.now() / 1000);
     expect(queries()).toHaveLength(2);
     for (const input of queries()) {
-      expect(input.FilterExpression).toBe("attribute_not_exists(expiresAt) OR expiresAt > :now");
+      expect(input.FilterExpression).toBe("attribute_not_exists(#ttl) OR #ttl > :now");
+      expect(input.ExpressionAttributeNames?.["#ttl"]).toBe("expiresAt");
       expect(input.ExpressionAttributeValues?.[":now"]).toBeGreaterThanOrEqual(before);
       expect(input.ExpressionAttributeValues?.[":now"]).toBeLessThanOrEqual(after);
     }
