@@ -1,22 +1,11 @@
-import {
-  BatchWriteCommand,
-  DeleteCommand,
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-} from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { DomainError } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeadLetterRecord } from "#core/subscription-model";
 import type { DeadLetterStore } from "#ports/dead-letter-store";
 import { isConditionalCheckFailed } from "./dynamodb-errors.ts";
-import { collectionQuery, type Item, queryPages, sendUntilProcessed } from "./dynamodb-paging.ts";
-import { newestFirstPage } from "./dynamodb-subscription-store.ts";
+import { collectionQuery, deleteAllMatching, type Item, newestFirstPage } from "./dynamodb-paging.ts";
 import { MAX_STORED_DEAD_LETTER_BYTES, SUBSCRIPTION_SORT_KEY_PREFIX, subscriptionKeys } from "./subscription-keys.ts";
-
-/** BatchWriteItem takes 25 requests. */
-const BATCH_WRITE_LIMIT = 25;
-const BATCH_WRITE_ATTEMPTS = 8;
 
 function deadLetterAttributes(deadLetter: DeadLetterRecord): Item {
   const attributes: Item = {
@@ -127,17 +116,6 @@ export class DynamoDbDeadLetterStore implements DeadLetterStore {
   async deleteDeadLettersOf(webhookId: string): Promise<void> {
     const pk = subscriptionKeys.deadLetter(webhookId, "").pk;
     const collection = collectionQuery(this.tableName, pk, SUBSCRIPTION_SORT_KEY_PREFIX.deadLetter);
-    for await (const page of queryPages(this.client, { ...collection, ProjectionExpression: "pk, sk" })) {
-      const items = page.Items ?? [];
-      for (let start = 0; start < items.length; start += BATCH_WRITE_LIMIT) {
-        const deletes = items
-          .slice(start, start + BATCH_WRITE_LIMIT)
-          .map((item) => ({ DeleteRequest: { Key: { pk: item.pk, sk: item.sk } } }));
-        await sendUntilProcessed("BatchWriteItem", deletes, BATCH_WRITE_ATTEMPTS, async (pending) => {
-          const out = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }));
-          return (out.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
-        });
-      }
-    }
+    await deleteAllMatching(this.client, this.tableName, { ...collection, ProjectionExpression: "pk, sk" });
   }
 }

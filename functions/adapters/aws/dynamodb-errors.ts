@@ -1,16 +1,10 @@
-/**
- * Recognises the DynamoDB failures the adapters turn into domain errors.
- *
- * Matching is on `error.name` rather than `instanceof`: the SDK defines its exception classes per
- * package, and a bundle can hold two copies of `@aws-sdk/client-dynamodb`, so `instanceof`
- * would miss errors thrown by the other copy.
- */
+import { hasErrorName } from "./sdk-errors.ts";
 
-const nameOf = (error: unknown): unknown => (error as { name?: unknown } | null)?.name;
+/** Recognises the DynamoDB failures the adapters turn into domain errors, by name (`sdk-errors.ts`). */
 
 /** A single conditional write (Put, Update, Delete) whose condition did not hold. */
 export const isConditionalCheckFailed = (error: unknown): boolean =>
-  nameOf(error) === "ConditionalCheckFailedException";
+  hasErrorName(error, "ConditionalCheckFailedException");
 
 /**
  * The positions, in the request's `TransactItems`, of the items whose condition failed when a
@@ -28,7 +22,7 @@ export const isTransactionConflict = (error: unknown): boolean =>
 
 /** One code per item of a cancelled transaction, in request order; empty for every other error. */
 function cancellationCodes(error: unknown): (string | undefined)[] {
-  if (nameOf(error) !== "TransactionCanceledException") return [];
+  if (!hasErrorName(error, "TransactionCanceledException")) return [];
   const reasons = (error as { CancellationReasons?: ({ Code?: string } | undefined)[] }).CancellationReasons ?? [];
   return reasons.map((reason) => reason?.Code);
 }

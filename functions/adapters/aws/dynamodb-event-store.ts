@@ -1,5 +1,4 @@
 import {
-  BatchWriteCommand,
   DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
@@ -18,8 +17,9 @@ import {
   type EventRetention,
   type EventStore,
 } from "#ports/event-store";
+import { consecutiveBatches } from "./batches.ts";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
-import { collectionQuery, countAll, type Item, queryPages, queryUpTo, sendUntilProcessed } from "./dynamodb-paging.ts";
+import { collectionQuery, countAll, deleteAllMatching, type Item, queryUpTo, sleep } from "./dynamodb-paging.ts";
 import {
   eventSortKey,
   MAX_STORED_EVENT_BYTES,
@@ -32,8 +32,6 @@ import {
 /** TransactWriteItems takes 100 actions (one is the sequence update) and 4 MB in all. */
 const EVENTS_PER_TRANSACTION = 99;
 const TRANSACTION_BYTES = 3 * 1024 * 1024;
-/** BatchWriteItem takes 25 requests. */
-const BATCH_WRITE_LIMIT = 25;
 /**
  * Appends lost to a concurrent appender of the same source are retried this often. Every lost
  * attempt (but a first one that found the ms taken already) means another append committed, so
@@ -41,9 +39,6 @@ const BATCH_WRITE_LIMIT = 25;
  * forever under a sustained burst.
  */
 const APPEND_ATTEMPTS = 100;
-const BATCH_WRITE_ATTEMPTS = 8;
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Channel names in the sequence item's string set; prefixed so the default channel is not `""`. */
 const CHANNEL_MARK = "ch:";
@@ -155,22 +150,12 @@ function encode(source: NewEvent): EncodedEvent {
 }
 
 /** Consecutive runs of events that each fit in one transaction. */
-function chunks(events: EncodedEvent[]): EncodedEvent[][] {
-  const result: EncodedEvent[][] = [];
-  let current: EncodedEvent[] = [];
-  let bytes = 0;
-  for (const event of events) {
-    if (current.length === EVENTS_PER_TRANSACTION || (current.length > 0 && bytes + event.bytes > TRANSACTION_BYTES)) {
-      result.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(event);
-    bytes += event.bytes;
-  }
-  if (current.length > 0) result.push(current);
-  return result;
-}
+const chunks = (events: EncodedEvent[]): EncodedEvent[][] =>
+  consecutiveBatches(events, {
+    maxItems: EVENTS_PER_TRANSACTION,
+    maxBytes: TRANSACTION_BYTES,
+    sizeOf: (event) => event.bytes,
+  });
 
 const fromItem = (item: Item): StoredEvent => ({
   sourceId: String(item.sourceId),
@@ -343,7 +328,7 @@ export class DynamoDbEventStore implements EventStore {
     for (const tombstone of sequence.tombstones) {
       const channels = tombstone.channel === undefined ? sequence.channels : [tombstone.channel];
       for (const channel of channels) {
-        await this.deleteMatching({
+        await deleteAllMatching(this.client, this.tableName, {
           ...this.between(sourceId, channel, tombstone.from, tombstone.to),
           ProjectionExpression: "pk, sk",
         });
@@ -371,7 +356,7 @@ export class DynamoDbEventStore implements EventStore {
       const sequence = await this.getSequence(sourceId);
       if (!sequence) return;
       for (const channel of sequence.channels) {
-        await this.deleteMatching({
+        await deleteAllMatching(this.client, this.tableName, {
           ...collectionQuery(this.tableName, resourceKeys.eventPartition(sourceId, channel), SORT_KEY_PREFIX.event),
           ProjectionExpression: "pk, sk",
         });
@@ -588,19 +573,5 @@ export class DynamoDbEventStore implements EventStore {
       channels: marked.map((value) => value.slice(CHANNEL_MARK.length)),
       tombstones: tombstones.map(decodeTombstone),
     };
-  }
-
-  /** Deletes every item a key-only query matches, page by page, in batches of 25. */
-  private async deleteMatching(keysOnly: QueryCommandInput): Promise<void> {
-    for await (const page of queryPages(this.client, keysOnly)) {
-      const keys = (page.Items ?? []).map((item) => ({ pk: item.pk, sk: item.sk }));
-      for (let start = 0; start < keys.length; start += BATCH_WRITE_LIMIT) {
-        const deletes = keys.slice(start, start + BATCH_WRITE_LIMIT).map((Key) => ({ DeleteRequest: { Key } }));
-        await sendUntilProcessed("BatchWriteItem", deletes, BATCH_WRITE_ATTEMPTS, async (pending) => {
-          const out = await this.client.send(new BatchWriteCommand({ RequestItems: { [this.tableName]: pending } }));
-          return (out.UnprocessedItems?.[this.tableName] ?? []) as typeof pending;
-        });
-      }
-    }
   }
 }

@@ -1,10 +1,12 @@
 import {
+  BatchWriteCommand,
   type DynamoDBDocumentClient,
   QueryCommand,
   type QueryCommandInput,
   type QueryCommandOutput,
   TransactWriteCommand,
 } from "@aws-sdk/lib-dynamodb";
+import type { Page, PageQuery } from "#core/pagination";
 
 /**
  * Requests shared by the DynamoDB adapters. A Query result stops at 1 MB (or at `Limit`), so every
@@ -14,7 +16,11 @@ import {
 
 export type Item = Record<string, unknown>;
 
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+/** BatchWriteItem takes 25 requests. */
+const BATCH_WRITE_LIMIT = 25;
+const BATCH_WRITE_ATTEMPTS = 8;
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** The strongly consistent Query of one collection: partition `pk`, sort keys that start with `skPrefix`. */
 export function collectionQuery(tableName: string, pk: string, skPrefix: string) {
@@ -103,5 +109,49 @@ export async function sendUntilProcessed<T>(
     if (attempt > attempts) throw new Error(`${operation} left ${pending.length} entries unprocessed`);
     if (attempt > 1) await sleep(25 * 2 ** (attempt - 1));
     pending = await send(pending);
+  }
+}
+
+/**
+ * One page of a collection newest first, with `slicePage` semantics (docs/table-design.md,
+ * "Pagination"): the sort keys are `<prefix><id>`, the cursor an id.
+ */
+export async function newestFirstPage(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  pk: string,
+  prefix: string,
+  page: PageQuery,
+): Promise<Page<Item>> {
+  const cursor = page.after ?? page.before;
+  const forward = page.after === undefined && page.before !== undefined;
+  const collection = collectionQuery(tableName, pk, prefix);
+  const start = cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: `${prefix}${cursor}` } };
+  const [items, totalCount] = await Promise.all([
+    queryUpTo(client, { ...collection, ScanIndexForward: forward, ...start }, page.limit),
+    countAll(client, collection),
+  ]);
+  if (forward) items.reverse();
+  return { items, totalCount };
+}
+
+/**
+ * Deletes every item a key-only query (`ProjectionExpression: "pk, sk"`) matches, page by page,
+ * in `BatchWriteItem`s of 25.
+ */
+export async function deleteAllMatching(
+  client: DynamoDBDocumentClient,
+  tableName: string,
+  keysQuery: QueryCommandInput,
+): Promise<void> {
+  for await (const page of queryPages(client, keysQuery)) {
+    const keys = (page.Items ?? []).map((item) => ({ pk: item.pk, sk: item.sk }));
+    for (let start = 0; start < keys.length; start += BATCH_WRITE_LIMIT) {
+      const deletes = keys.slice(start, start + BATCH_WRITE_LIMIT).map((Key) => ({ DeleteRequest: { Key } }));
+      await sendUntilProcessed("BatchWriteItem", deletes, BATCH_WRITE_ATTEMPTS, async (pending) => {
+        const out = await client.send(new BatchWriteCommand({ RequestItems: { [tableName]: pending } }));
+        return (out.UnprocessedItems?.[tableName] ?? []) as typeof pending;
+      });
+    }
   }
 }

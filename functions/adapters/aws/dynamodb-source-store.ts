@@ -1,27 +1,21 @@
-import {
-  DeleteCommand,
-  type DynamoDBDocumentClient,
-  GetCommand,
-  PutCommand,
-  TransactWriteCommand,
-} from "@aws-sdk/lib-dynamodb";
+import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
 import { conflict, DomainError, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import { lowestFreeSlug } from "#core/slugs";
 import type { SourceStore } from "#ports/source-store";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
-import { collectionQuery, countAll, type Item, putAllNew, queryAll, queryUpTo } from "./dynamodb-paging.ts";
+import { collectionQuery, type Item, newestFirstPage, putAllNew, queryAll } from "./dynamodb-paging.ts";
+import {
+  type Key,
+  lostToConcurrentWriter,
+  pauseBeforeRetry,
+  type TransactItem,
+  transactDelete,
+  transactPut,
+  transactWrite,
+} from "./dynamodb-transactions.ts";
 import { MAX_STORED_SOURCE_BYTES, MAX_STORED_STATE_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
-
-type Key = { pk: string; sk: string };
-type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]["TransactItems"]>[number];
-
-/** Transactions lost to a concurrent writer are retried this often before giving up. */
-const WRITE_ATTEMPTS = 8;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Jittered, growing pause before another attempt, so racing writers spread out. */
-const backoff = (attempt: number) => sleep(Math.random() * 10 * 2 ** Math.min(attempt, 6));
 
 /** The record's attributes as stored on every copy: props as a JSON string, no undefined values. */
 function recordAttributes(source: SourceRecord): Item {
@@ -62,14 +56,6 @@ function fromItem(item: Item): SourceRecord {
   if (item.timer !== undefined) source.timer = item.timer as TimerSpec;
   if (typeof item.propDefinitions === "string") source.propDefinitions = JSON.parse(item.propDefinitions);
   return source;
-}
-
-/** The condition members of a write, omitted entirely when it has none. */
-function conditionOf(condition: string | undefined, values: Item | undefined) {
-  if (condition === undefined) return {};
-  return values === undefined
-    ? { ConditionExpression: condition }
-    : { ConditionExpression: condition, ExpressionAttributeValues: values };
 }
 
 const hasActiveTimer = (source: SourceRecord) => source.active && source.timer !== undefined;
@@ -120,8 +106,7 @@ export class DynamoDbSourceStore implements SourceStore {
         // Any failure besides the slug guard's is an existing id (record or one of its copies).
         if (failed.some((index) => index !== 1)) throw conflict(`source ${source.id} exists already`);
         // The slug was taken meanwhile, or a concurrent transaction held an item: read again.
-        if (attempt >= WRITE_ATTEMPTS || !(failed.includes(1) || isTransactionConflict(error))) throw error;
-        await backoff(attempt);
+        if (!(await pauseBeforeRetry(failed.includes(1) || isTransactionConflict(error), attempt))) throw error;
       }
     }
   }
@@ -177,8 +162,7 @@ export class DynamoDbSourceStore implements SourceStore {
         const failed = failedConditionIndexes(error);
         if (failed.includes(endpointIndex)) throw conflict("this endpoint key is in use already");
         const retry = failed.includes(0) || failed.includes(slugIndex) || isTransactionConflict(error);
-        if (attempt >= WRITE_ATTEMPTS || !retry) throw error;
-        await backoff(attempt);
+        if (!(await pauseBeforeRetry(retry, attempt))) throw error;
       }
     }
   }
@@ -202,9 +186,7 @@ export class DynamoDbSourceStore implements SourceStore {
         await this.transact(writes);
         return;
       } catch (error) {
-        const retry = failedConditionIndexes(error).includes(0) || isTransactionConflict(error);
-        if (attempt >= WRITE_ATTEMPTS || !retry) throw error;
-        await backoff(attempt);
+        if (!(await pauseBeforeRetry(lostToConcurrentWriter(error), attempt))) throw error;
       }
     }
   }
@@ -317,15 +299,15 @@ export class DynamoDbSourceStore implements SourceStore {
   }
 
   private put(Item: Item, condition?: string, values?: Item): TransactItem {
-    return { Put: { TableName: this.tableName, Item, ...conditionOf(condition, values) } };
+    return transactPut(this.tableName, Item, condition, values);
   }
 
   private delete(Key: Key, condition?: string, values?: Item): TransactItem {
-    return { Delete: { TableName: this.tableName, Key, ...conditionOf(condition, values) } };
+    return transactDelete(this.tableName, Key, condition, values);
   }
 
   private async transact(TransactItems: TransactItem[]): Promise<void> {
-    await this.client.send(new TransactWriteCommand({ TransactItems }));
+    await transactWrite(this.client, TransactItems);
   }
 
   private async getRecordItem(id: string): Promise<Item | undefined> {
@@ -337,15 +319,7 @@ export class DynamoDbSourceStore implements SourceStore {
 
   /** One page of a collection of source copies, newest first (docs/table-design.md, "Pagination"). */
   private async page(pk: string, page: PageQuery): Promise<Page<SourceRecord>> {
-    const cursor = page.after ?? page.before;
-    const forward = page.after === undefined && page.before !== undefined;
-    const copies = collectionQuery(this.tableName, pk, SORT_KEY_PREFIX.source);
-    const start = cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: `${SORT_KEY_PREFIX.source}${cursor}` } };
-    const [items, totalCount] = await Promise.all([
-      queryUpTo(this.client, { ...copies, ScanIndexForward: forward, ...start }, page.limit),
-      countAll(this.client, copies),
-    ]);
-    if (forward) items.reverse();
+    const { items, totalCount } = await newestFirstPage(this.client, this.tableName, pk, SORT_KEY_PREFIX.source, page);
     return { items: items.map(fromItem), totalCount };
   }
 }

@@ -1,4 +1,4 @@
-import { type DynamoDBDocumentClient, GetCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
+import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type {
@@ -10,20 +10,22 @@ import type {
 } from "#core/subscription-model";
 import type { SubscriptionStore } from "#ports/subscription-store";
 import { failedConditionIndexes, isTransactionConflict } from "./dynamodb-errors.ts";
-import { collectionQuery, countAll, type Item, queryAll, queryUpTo } from "./dynamodb-paging.ts";
+import { collectionQuery, type Item, newestFirstPage, queryAll } from "./dynamodb-paging.ts";
+import {
+  type Key,
+  lostToConcurrentWriter,
+  pauseBeforeRetry,
+  type TransactItem,
+  transactDelete,
+  transactPut,
+  transactWrite,
+} from "./dynamodb-transactions.ts";
 import { SUBSCRIPTION_SORT_KEY_PREFIX, subscriptionKeys } from "./subscription-keys.ts";
 
-type Key = { pk: string; sk: string };
-type TransactItem = NonNullable<ConstructorParameters<typeof TransactWriteCommand>[0]["TransactItems"]>[number];
 type SubscriptionKey = Pick<SubscriptionRecord, "emitterKey" | "listenerId" | "eventName">;
 
-/** Transactions lost to a concurrent writer are retried this often before giving up. */
-const WRITE_ATTEMPTS = 8;
 /** Subscriptions of a deleted resource removed at once (one transaction each). */
 const DELETE_CONCURRENCY = 8;
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-/** Jittered, growing pause before another attempt, so racing writers spread out. */
-const backoff = (attempt: number) => sleep(Math.random() * 10 * 2 ** Math.min(attempt, 6));
 
 const webhookAttributes = (webhook: WebhookRecord): Item => ({
   id: webhook.id,
@@ -114,42 +116,11 @@ const subscriptionCopyKeys = (subscription: SubscriptionRecord) => [
 const autoKey = (auto: AutoSubscriptionRecord) =>
   subscriptionKeys.autoSubscription(auto.userId, auto.eventName, auto.listenerId);
 
-/** The condition members of a write, omitted entirely when it has none. */
-function conditionOf(condition: string | undefined, values: Item | undefined) {
-  if (condition === undefined) return {};
-  return values === undefined
-    ? { ConditionExpression: condition }
-    : { ConditionExpression: condition, ExpressionAttributeValues: values };
-}
-
 /** Runs `tasks` with at most `limit` of them in flight. */
 async function inBatches<T>(items: readonly T[], limit: number, task: (item: T) => Promise<void>): Promise<void> {
   for (let start = 0; start < items.length; start += limit) {
     await Promise.all(items.slice(start, start + limit).map(task));
   }
-}
-
-/**
- * One page of a collection newest first, with `slicePage` semantics (docs/table-design.md,
- * "Pagination"): the sort keys are `<prefix><id>`, the cursor an id. Exported for the dead letters.
- */
-export async function newestFirstPage(
-  client: DynamoDBDocumentClient,
-  tableName: string,
-  pk: string,
-  prefix: string,
-  page: PageQuery,
-): Promise<Page<Item>> {
-  const cursor = page.after ?? page.before;
-  const forward = page.after === undefined && page.before !== undefined;
-  const collection = collectionQuery(tableName, pk, prefix);
-  const start = cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: `${prefix}${cursor}` } };
-  const [items, totalCount] = await Promise.all([
-    queryUpTo(client, { ...collection, ScanIndexForward: forward, ...start }, page.limit),
-    countAll(client, collection),
-  ]);
-  if (forward) items.reverse();
-  return { items, totalCount };
 }
 
 /**
@@ -217,7 +188,7 @@ export class DynamoDbSubscriptionStore implements SubscriptionStore {
         await this.transact(writes);
         return;
       } catch (error) {
-        if (!(await this.retry(error, attempt))) throw error;
+        if (!(await pauseBeforeRetry(lostToConcurrentWriter(error), attempt))) throw error;
       }
     }
   }
@@ -233,7 +204,7 @@ export class DynamoDbSubscriptionStore implements SubscriptionStore {
         ]);
         return;
       } catch (error) {
-        if (!(await this.retry(error, attempt))) throw error;
+        if (!(await pauseBeforeRetry(lostToConcurrentWriter(error), attempt))) throw error;
       }
     }
   }
@@ -272,7 +243,7 @@ export class DynamoDbSubscriptionStore implements SubscriptionStore {
         return subscription;
       } catch (error) {
         // Deleted (or replaced by a new subscription) meanwhile: read again.
-        if (!(await this.retry(error, attempt))) throw error;
+        if (!(await pauseBeforeRetry(lostToConcurrentWriter(error), attempt))) throw error;
       }
     }
   }
@@ -378,8 +349,7 @@ export class DynamoDbSubscriptionStore implements SubscriptionStore {
         } else if (!isTransactionConflict(error)) {
           throw error;
         }
-        if (attempt >= WRITE_ATTEMPTS) throw error;
-        await backoff(attempt);
+        if (!(await pauseBeforeRetry(true, attempt))) throw error;
       }
     }
   }
@@ -403,18 +373,9 @@ export class DynamoDbSubscriptionStore implements SubscriptionStore {
         return;
       } catch (error) {
         if (failedConditionIndexes(error).includes(0)) return;
-        if (attempt >= WRITE_ATTEMPTS || !isTransactionConflict(error)) throw error;
-        await backoff(attempt);
+        if (!(await pauseBeforeRetry(isTransactionConflict(error), attempt))) throw error;
       }
     }
-  }
-
-  /** After a read-then-write transaction failed: true (after a pause) when reading again may succeed. */
-  private async retry(error: unknown, attempt: number): Promise<boolean> {
-    const lost = failedConditionIndexes(error).includes(0) || isTransactionConflict(error);
-    if (attempt >= WRITE_ATTEMPTS || !lost) return false;
-    await backoff(attempt);
-    return true;
   }
 
   private async subscriptionPage(pk: string, page: PageQuery): Promise<Page<SubscriptionRecord>> {
@@ -429,14 +390,14 @@ export class DynamoDbSubscriptionStore implements SubscriptionStore {
   }
 
   private put(Item: Item, condition?: string, values?: Item): TransactItem {
-    return { Put: { TableName: this.tableName, Item, ...conditionOf(condition, values) } };
+    return transactPut(this.tableName, Item, condition, values);
   }
 
   private delete(Key: Key, condition?: string, values?: Item): TransactItem {
-    return { Delete: { TableName: this.tableName, Key, ...conditionOf(condition, values) } };
+    return transactDelete(this.tableName, Key, condition, values);
   }
 
   private async transact(TransactItems: TransactItem[]): Promise<void> {
-    await this.client.send(new TransactWriteCommand({ TransactItems }));
+    await transactWrite(this.client, TransactItems);
   }
 }

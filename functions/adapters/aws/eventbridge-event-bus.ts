@@ -23,6 +23,7 @@ import type { StoredEvent } from "#core/component-model";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE, type StoredEventsDetail } from "#internal/event-dispatcher";
 import type { EmitterOwner, EventBus } from "#ports/event-bus";
 import type { Logger } from "#ports/logger";
+import { consecutiveBatches } from "./batches.ts";
 
 /**
  * Largest entry (`Source` + `DetailType` + `Detail`, as EventBridge counts it). Below the 256 KB a
@@ -106,20 +107,11 @@ export function toEntries(busName: string, events: readonly StoredEvent[], emitt
 
 /** Entries grouped into requests of at most 10 entries and {@link MAX_REQUEST_BYTES}, order kept. */
 export function toRequests<T extends { bytes: number }>(entries: readonly T[]): T[][] {
-  const requests: T[][] = [];
-  let current: T[] = [];
-  let bytes = 0;
-  for (const entry of entries) {
-    if (current.length === MAX_ENTRIES_PER_REQUEST || (current.length > 0 && bytes + entry.bytes > MAX_REQUEST_BYTES)) {
-      requests.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(entry);
-    bytes += entry.bytes;
-  }
-  if (current.length > 0) requests.push(current);
-  return requests;
+  return consecutiveBatches(entries, {
+    maxItems: MAX_ENTRIES_PER_REQUEST,
+    maxBytes: MAX_REQUEST_BYTES,
+    sizeOf: (entry) => entry.bytes,
+  });
 }
 
 export class EventBridgeEventBus implements EventBus {

@@ -32,6 +32,7 @@ import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component
 import { type Logger, silentLogger } from "#ports/logger";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { type DescribeReply, withPosition } from "#runtime/sandbox-protocol";
+import { hasErrorName } from "./sdk-errors.ts";
 import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
 
 /** Lambda's limit on a synchronous invocation's request and response. */
@@ -134,8 +135,6 @@ const describeReplySchema = z.union([
   }),
 ]);
 
-const isNamed = (error: unknown, name: string) => (error as { name?: unknown } | null)?.name === name;
-
 /** The error payload Lambda returns with `FunctionError`. */
 interface LambdaErrorPayload {
   errorType?: string;
@@ -217,7 +216,7 @@ export class LambdaComponentHost implements ComponentHost {
         return;
       } catch (error) {
         // Another deploy of the same source created it first: update that one instead.
-        if (!isNamed(error, "ResourceConflictException")) throw error;
+        if (!hasErrorName(error, "ResourceConflictException")) throw error;
         current = await this.#getFunction(FunctionName);
         if (!current) throw error;
       }
@@ -253,7 +252,7 @@ export class LambdaComponentHost implements ComponentHost {
       out = await this.#options.lambda.send(command);
     } catch (error) {
       // A function still being created or updated refuses invocations for a moment.
-      if (!isNamed(error, "ResourceConflictException")) throw error;
+      if (!hasErrorName(error, "ResourceConflictException")) throw error;
       await this.#waitUpdated(FunctionName);
       out = await this.#options.lambda.send(command);
     }
@@ -278,7 +277,7 @@ export class LambdaComponentHost implements ComponentHost {
     try {
       await this.#options.lambda.send(new DeleteFunctionCommand({ FunctionName: this.functionName(source.sourceId) }));
     } catch (error) {
-      if (!isNamed(error, "ResourceNotFoundException")) throw error;
+      if (!hasErrorName(error, "ResourceNotFoundException")) throw error;
     }
   }
 
@@ -310,7 +309,7 @@ export class LambdaComponentHost implements ComponentHost {
       const out = await this.#options.lambda.send(new GetFunctionCommand({ FunctionName }));
       return out.Configuration;
     } catch (error) {
-      if (isNamed(error, "ResourceNotFoundException")) return undefined;
+      if (hasErrorName(error, "ResourceNotFoundException")) return undefined;
       throw error;
     }
   }

@@ -19,6 +19,7 @@ import type { TimerSpec } from "#core/component-model";
 import { type AwsScheduleExpression, toAwsScheduleExpression } from "#core/timer-schedule";
 import type { TimerInvokerInput } from "#internal/timer-invoker";
 import type { Timers } from "#ports/timers";
+import { hasErrorName } from "./sdk-errors.ts";
 
 /** Replaced by Scheduler with the time the schedule was due, in ISO 8601. */
 export const SCHEDULED_TIME_PLACEHOLDER = "<aws.scheduler.scheduled-time>";
@@ -34,8 +35,6 @@ export interface SchedulerTimersOptions {
   /** @default toAwsScheduleExpression of `#core/timer-schedule` */
   readonly toExpression?: (spec: TimerSpec) => AwsScheduleExpression;
 }
-
-const isNamed = (error: unknown, name: string) => (error as { name?: unknown } | null)?.name === name;
 
 export class SchedulerTimers implements Timers {
   readonly #options: SchedulerTimersOptions;
@@ -76,7 +75,7 @@ export class SchedulerTimers implements Timers {
     try {
       await this.#options.scheduler.send(new CreateScheduleCommand(request));
     } catch (error) {
-      if (!isNamed(error, "ConflictException")) throw error;
+      if (!hasErrorName(error, "ConflictException")) throw error;
       // A schedule of that name exists (a re-deploy, or a retried request): replace all its fields.
       await this.#options.scheduler.send(new UpdateScheduleCommand(request));
     }
@@ -88,7 +87,7 @@ export class SchedulerTimers implements Timers {
         new DeleteScheduleCommand({ Name: sourceId, GroupName: this.#options.groupName }),
       );
     } catch (error) {
-      if (!isNamed(error, "ResourceNotFoundException")) throw error;
+      if (!hasErrorName(error, "ResourceNotFoundException")) throw error;
     }
   }
 }

@@ -21,6 +21,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import type { DeliveryRecord } from "#core/subscription-model";
 import type { DeliveryQueue } from "#ports/delivery-queue";
+import { consecutiveBatches } from "./batches.ts";
 
 /** The queues' `MaximumMessageSize` (set by the stack): 1 MiB, SQS's largest. */
 export const MAX_MESSAGE_BYTES = 1024 * 1024;
@@ -91,7 +92,12 @@ export class SqsDeliveryQueue implements DeliveryQueue {
         `delivery ${deliveries[oversized]?.id} is ${messages[oversized]?.bytes} bytes, over SQS's ${MAX_MESSAGE_BYTES}`,
       );
     }
-    for (const batch of batches(messages)) await this.#send(batch);
+    const batches = consecutiveBatches(messages, {
+      maxItems: MAX_BATCH_ENTRIES,
+      maxBytes: MAX_MESSAGE_BYTES,
+      sizeOf: (message) => message.bytes,
+    });
+    for (const batch of batches) await this.#send(batch);
   }
 
   async #send(batch: Message[]): Promise<void> {
@@ -116,24 +122,6 @@ export class SqsDeliveryQueue implements DeliveryQueue {
     }
     throw new Error(`${pending.length} of ${batch.length} webhook deliveries could not be queued: ${lastError}`);
   }
-}
-
-/** Consecutive batches of at most 10 messages and {@link MAX_MESSAGE_BYTES} in all, order kept. */
-function batches(messages: readonly Message[]): Message[][] {
-  const result: Message[][] = [];
-  let current: Message[] = [];
-  let bytes = 0;
-  for (const message of messages) {
-    if (current.length === MAX_BATCH_ENTRIES || (current.length > 0 && bytes + message.bytes > MAX_MESSAGE_BYTES)) {
-      result.push(current);
-      current = [];
-      bytes = 0;
-    }
-    current.push(message);
-    bytes += message.bytes;
-  }
-  if (current.length > 0) result.push(current);
-  return result;
 }
 
 export interface SqsDeliveryRetryQueueOptions {

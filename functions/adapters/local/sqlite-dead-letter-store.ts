@@ -2,7 +2,7 @@ import type { Page, PageQuery } from "#core/pagination";
 import type { DeadLetterRecord } from "#core/subscription-model";
 import type { DeadLetterStore } from "#ports/dead-letter-store";
 import type { SqliteDatabase } from "./sqlite-database.ts";
-import { pageStatements, readPage } from "./sqlite-subscription-store.ts";
+import { pageStatements, readPage } from "./sqlite-paging.ts";
 
 interface DeadLetterRow {
   webhook_id: string;

@@ -4,6 +4,7 @@ import type { Page, PageQuery } from "#core/pagination";
 import { lowestFreeSlug } from "#core/slugs";
 import type { SourceStore } from "#ports/source-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
+import { pageStatements, readPage } from "./sqlite-paging.ts";
 
 interface SourceRow {
   id: string;
@@ -62,23 +63,6 @@ const toRow = (source: SourceRecord) => ({
   updatedAt: source.updatedAt,
 });
 
-/** The statements of one newest-first list, by the owning column. */
-function pageStatements(db: SqliteDatabase, column: "user_id" | "workspace_id") {
-  return {
-    first: db.prepare<[string, number], SourceRow>(
-      `SELECT * FROM sources WHERE ${column} = ? ORDER BY id DESC LIMIT ?`,
-    ),
-    after: db.prepare<[string, string, number], SourceRow>(
-      `SELECT * FROM sources WHERE ${column} = ? AND id < ? ORDER BY id DESC LIMIT ?`,
-    ),
-    before: db.prepare<[string, string, number], SourceRow>(
-      `SELECT * FROM sources WHERE ${column} = ? AND id > ? ORDER BY id ASC LIMIT ?`,
-    ),
-    count: db.prepare<[string], { total: number }>(`SELECT count(*) AS total FROM sources WHERE ${column} = ?`),
-  };
-}
-type PageStatements = ReturnType<typeof pageStatements>;
-
 /**
  * `SourceStore` on the local SQLite file. Slugs are unique per user by a unique index; the free
  * one is chosen inside the same IMMEDIATE transaction as the write, so two writers (even in two
@@ -117,8 +101,8 @@ export class SqliteSourceStore implements SourceStore {
       updateState: db.prepare<[string, string, number, string, number]>(
         "UPDATE source_states SET db = ?, dedupe = ?, version = ? WHERE source_id = ? AND version = ?",
       ),
-      ofUser: pageStatements(db, "user_id"),
-      ofWorkspace: pageStatements(db, "workspace_id"),
+      ofUser: pageStatements<SourceRow>(db, "sources", "user_id"),
+      ofWorkspace: pageStatements<SourceRow>(db, "sources", "workspace_id"),
     };
   }
 
@@ -181,11 +165,11 @@ export class SqliteSourceStore implements SourceStore {
   }
 
   async listSourcesOfUser(userId: string, page: PageQuery): Promise<Page<SourceRecord>> {
-    return this.list(this.statements.ofUser, userId, page);
+    return readPage(this.statements.ofUser, userId, page, toSource);
   }
 
   async listSourcesOfWorkspace(workspaceId: string, page: PageQuery): Promise<Page<SourceRecord>> {
-    return this.list(this.statements.ofWorkspace, workspaceId, page);
+    return readPage(this.statements.ofWorkspace, workspaceId, page, toSource);
   }
 
   async listActiveTimerSources(): Promise<SourceRecord[]> {
@@ -212,14 +196,5 @@ export class SqliteSourceStore implements SourceStore {
     const taken = new Set(this.statements.slugsLike.all(userId, wanted.length, wanted).map((row) => row.name_slug));
     if (self && self.user_id === userId) taken.delete(self.name_slug);
     return lowestFreeSlug(wanted, taken);
-  }
-
-  private list(statements: PageStatements, owner: string, page: PageQuery): Page<SourceRecord> {
-    let rows: SourceRow[];
-    if (page.after !== undefined) rows = statements.after.all(owner, page.after, page.limit);
-    else if (page.before !== undefined) rows = statements.before.all(owner, page.before, page.limit).reverse();
-    else rows = statements.first.all(owner, page.limit);
-    const totalCount = statements.count.get(owner)?.total ?? 0;
-    return { items: rows.map(toSource), totalCount };
   }
 }

@@ -9,6 +9,7 @@ import type {
 } from "#core/subscription-model";
 import type { SubscriptionStore } from "#ports/subscription-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
+import { pageStatements, readPage } from "./sqlite-paging.ts";
 
 interface WebhookRow {
   id: string;
@@ -81,38 +82,6 @@ const toAutoSubscription = (row: AutoSubscriptionRow): AutoSubscriptionRecord =>
 });
 
 type SubscriptionKey = Pick<SubscriptionRecord, "emitterKey" | "listenerId" | "eventName">;
-
-/**
- * The statements of one newest-first list of `table` by the owning `column`, on an index of
- * (`column`, id). Exported for the other routing store.
- */
-export function pageStatements<Row>(db: SqliteDatabase, table: string, column: string) {
-  return {
-    first: db.prepare<[string, number], Row>(`SELECT * FROM ${table} WHERE ${column} = ? ORDER BY id DESC LIMIT ?`),
-    after: db.prepare<[string, string, number], Row>(
-      `SELECT * FROM ${table} WHERE ${column} = ? AND id < ? ORDER BY id DESC LIMIT ?`,
-    ),
-    before: db.prepare<[string, string, number], Row>(
-      `SELECT * FROM ${table} WHERE ${column} = ? AND id > ? ORDER BY id ASC LIMIT ?`,
-    ),
-    count: db.prepare<[string], { total: number }>(`SELECT count(*) AS total FROM ${table} WHERE ${column} = ?`),
-  };
-}
-
-/** One page (`slicePage` semantics) read with statements from `pageStatements`. */
-export function readPage<Row, T>(
-  statements: ReturnType<typeof pageStatements<Row>>,
-  owner: string,
-  page: PageQuery,
-  map: (row: Row) => T,
-): Page<T> {
-  let rows: Row[];
-  if (page.after !== undefined) rows = statements.after.all(owner, page.after, page.limit);
-  else if (page.before !== undefined) rows = statements.before.all(owner, page.before, page.limit).reverse();
-  else rows = statements.first.all(owner, page.limit);
-  const totalCount = statements.count.get(owner)?.total ?? 0;
-  return { items: rows.map(map), totalCount };
-}
 
 /**
  * `SubscriptionStore` on the local SQLite file (tables in `sqlite-subscription-schema.ts`).
