@@ -2,8 +2,8 @@
 import { parseArgs } from "node:util";
 import { localDeps } from "#adapters/local/composition";
 import { loadLocalConfig } from "#config/env";
-import { addApiKey, createAccount } from "#core/accounts";
-import { saveApiKey } from "#local/bootstrap";
+import { addApiKey, type CreatedAccount, createAccount } from "#core/accounts";
+import { createLocalUser, saveApiKey } from "#local/bootstrap";
 import { startLocalMode } from "#local/start";
 import { jsonLogger } from "#ports/logger";
 
@@ -12,14 +12,16 @@ const USAGE = `Usage: sluice <command> [options]
 Commands:
   start          Run Sluice locally (REST API on 127.0.0.1:\${PORT:-4000}, data in \${SLUICE_DATA_DIR:-./.sluice}).
   create-key     Make a new API key for the local user and save it to <data dir>/api-key.
-  create-user    Create a user, workspace, project and API key in a deployed stack's table,
-                 with your own AWS credentials:
-                   --table <name>      ResourcesTableName output of the SluiceStateful stack (required)
+  create-user    Create another user with their own workspace, project and API key, and print them
+                 as JSON (the key is shown only there). Without --table: in local mode's data dir
+                 \${SLUICE_DATA_DIR:-./.sluice}, also while Sluice runs. With --table: in a deployed
+                 stack's table, with your own AWS credentials.
                    --username <name>   (required)
                    --email <address>   (required)
-                   --region <region>   AWS region (default: your AWS configuration)
-                   --endpoint <url>    DynamoDB endpoint (for DynamoDB Local)
                    --key <key>         use this key instead of generating one
+                   --table <name>      ResourcesTableName output of the SluiceStateful stack
+                   --region <region>   with --table: AWS region (default: your AWS configuration)
+                   --endpoint <url>    with --table: DynamoDB endpoint (for DynamoDB Local)
 `;
 
 async function start(): Promise<void> {
@@ -57,6 +59,16 @@ async function createKey(): Promise<void> {
   }
 }
 
+function printAccount(account: CreatedAccount): void {
+  const printed = {
+    user_id: account.user.id,
+    workspace_id: account.workspace.id,
+    project_id: account.project.id,
+    api_key: account.apiKey,
+  };
+  process.stdout.write(`${JSON.stringify(printed, null, 2)}\n`);
+}
+
 async function createUser(args: string[]): Promise<void> {
   const { values } = parseArgs({
     args,
@@ -69,8 +81,16 @@ async function createUser(args: string[]): Promise<void> {
       key: { type: "string" },
     },
   });
-  const missing = (["table", "username", "email"] as const).filter((name) => !values[name]);
+  const missing = (["username", "email"] as const).filter((name) => !values[name]);
   if (missing.length > 0) throw new Error(`missing ${missing.map((m) => `--${m}`).join(", ")}\n\n${USAGE}`);
+  const input = { username: values.username!, email: values.email!, apiKey: values.key };
+  if (values.table === undefined) {
+    const stray = (["region", "endpoint"] as const).filter((name) => values[name] !== undefined);
+    if (stray.length > 0)
+      throw new Error(`${stray.map((s) => `--${s}`).join(", ")} only apply with --table\n\n${USAGE}`);
+    return printAccount(await createLocalUser(loadLocalConfig().dataDir, input));
+  }
+  if (values.table === "") throw new Error(`--table needs a table name\n\n${USAGE}`);
   const { DynamoDBClient } = await import("@aws-sdk/client-dynamodb");
   const { documentClient } = await import("#adapters/aws/composition");
   const { DynamoDbIdentityStore } = await import("#adapters/aws/dynamodb-identity-store");
@@ -78,17 +98,8 @@ async function createUser(args: string[]): Promise<void> {
   const { randomIdGenerator } = await import("#ports/id-generator");
   const client = new DynamoDBClient({ region: values.region, endpoint: values.endpoint });
   try {
-    const account = await createAccount(
-      {
-        identity: new DynamoDbIdentityStore(documentClient(client), values.table!),
-        clock: systemClock,
-        ids: randomIdGenerator(systemClock),
-      },
-      { username: values.username!, email: values.email!, apiKey: values.key },
-    );
-    process.stdout.write(
-      `${JSON.stringify({ user_id: account.user.id, workspace_id: account.workspace.id, project_id: account.project.id, api_key: account.apiKey }, null, 2)}\n`,
-    );
+    const identity = new DynamoDbIdentityStore(documentClient(client), values.table);
+    printAccount(await createAccount({ identity, clock: systemClock, ids: randomIdGenerator(systemClock) }, input));
   } finally {
     client.destroy();
   }

@@ -1,9 +1,14 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { DATABASE_FILE } from "#adapters/local/composition";
+import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import type { LocalConfig } from "#config/env";
-import { addApiKey, createAccount } from "#core/accounts";
+import { addApiKey, type CreateAccountInput, type CreatedAccount, createAccount } from "#core/accounts";
 import { hashApiKey } from "#core/api-keys";
+import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
+import { randomIdGenerator } from "#ports/id-generator";
 
 export const API_KEY_FILE = "api-key";
 
@@ -52,4 +57,27 @@ export async function ensureFirstAccount(deps: Deps, config: LocalConfig): Promi
     return { kind: "from-env", keyFile };
   }
   return { kind: "existing", keyFile, keyFileExists: existsSync(keyFile) };
+}
+
+/**
+ * `sluice create-user` in local mode: another user with their own workspace, default project and
+ * API key (the key is returned, not saved: `<data dir>/api-key` stays the first user's). It opens
+ * only the identity tables of the data file, so it works while local mode runs in another process
+ * (SQLite in WAL mode; a write waits up to the busy timeout for the server's). Refuses a data dir
+ * that holds no data yet (a mistyped SLUICE_DATA_DIR would otherwise make a new, empty one) and a
+ * taken username (`conflict`).
+ */
+export async function createLocalUser(dataDir: string, input: CreateAccountInput): Promise<CreatedAccount> {
+  const file = join(dataDir, DATABASE_FILE);
+  if (!existsSync(file))
+    throw new Error(`no local data in ${dataDir}: run 'npm start' once first (or set SLUICE_DATA_DIR)`);
+  const db = openSqlite(file);
+  try {
+    return await createAccount(
+      { identity: new SqliteIdentityStore(db), clock: systemClock, ids: randomIdGenerator(systemClock) },
+      input,
+    );
+  } finally {
+    db.close();
+  }
 }

@@ -1,11 +1,12 @@
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { beforeAll, describe, expect, inject, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { authenticate } from "#core/accounts";
+import { apiClient } from "../support/api-client.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
-import { REPO_ROOT } from "../support/local-process.ts";
+import { newDataDir, REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 const run = promisify(execFile);
 
@@ -44,5 +45,79 @@ describe("sluice create-user against a deployed stack's table (DynamoDB Local he
     await expect(cli(...target, "--username", "alice", "--email", "a@example.com")).rejects.toMatchObject({
       stderr: expect.stringContaining("username alice is taken"),
     });
+  });
+});
+
+describe("sluice create-user in local mode (no --table)", () => {
+  let sluice: SluiceProcess;
+  /** The test's environment without SLUICE_ variables, plus `env`. */
+  const envWith = (env: Record<string, string>) => {
+    const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("SLUICE_")));
+    return { ...clean, ...env };
+  };
+  const cli = (dataDir: string, ...args: string[]) =>
+    run(process.execPath, ["--import", "tsx", "bin/sluice.ts", "create-user", ...args], {
+      cwd: REPO_ROOT,
+      env: envWith({ SLUICE_DATA_DIR: dataDir }),
+    });
+
+  beforeAll(async () => {
+    sluice = await startSluice();
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  it("creates a user with their own workspace and project while the server runs; the key works at once", async () => {
+    const key = "bob-key-0123456789abcdef";
+    const { stdout } = await cli(sluice.dataDir, "--username", "bob", "--email", "bob@example.com", "--key", key);
+    const created = JSON.parse(stdout);
+    expect(created).toEqual({
+      user_id: expect.stringMatching(/^u_/),
+      workspace_id: expect.stringMatching(/^o_/),
+      project_id: expect.stringMatching(/^proj_/),
+      api_key: key,
+    });
+    const bob = apiClient(sluice.baseUrl, created.api_key);
+    const me = await bob("GET", "/users/me");
+    expect(me.status).toBe(200);
+    expect(me.json.data).toMatchObject({ id: created.user_id, username: "bob", email: "bob@example.com" });
+    expect(me.json.data.orgs.map((org: { id: string }) => org.id)).toEqual([created.workspace_id]);
+    const projects = await bob("GET", `/workspaces/${created.workspace_id}/projects`);
+    expect(projects.json.data.map((project: { id: string }) => project.id)).toEqual([created.project_id]);
+
+    // A generated key is printed and works too; the first user's key file is left alone.
+    const firstKey = sluice.apiKeyFromFile();
+    const generated = JSON.parse((await cli(sluice.dataDir, "--username", "carol", "--email", "c@example.com")).stdout);
+    expect(generated.api_key).toMatch(/^sluice_/);
+    expect((await apiClient(sluice.baseUrl, generated.api_key)("GET", "/users/me")).json.data.username).toBe("carol");
+    expect(sluice.apiKeyFromFile()).toBe(firstKey);
+    const first = await apiClient(sluice.baseUrl, firstKey)("GET", "/users/me");
+    expect(first.json.data.orgs.map((org: { id: string }) => org.id)).not.toContain(created.workspace_id);
+  });
+
+  it("refuses a taken username, missing options, AWS-only options and a data dir without data", async () => {
+    const empty = newDataDir();
+    // Each call is its own process: run them side by side. "sluice" is the first user local mode made.
+    const refusals: Array<[string[], string, string]> = [
+      [["--username", "sluice", "--email", "x@example.com"], sluice.dataDir, "username sluice is taken"],
+      [["--username", "bob", "--email", "x@example.com"], sluice.dataDir, "username bob is taken"],
+      [["--username", "dave"], sluice.dataDir, "missing --email"],
+      [
+        ["--username", "dave", "--email", "d@example.com", "--region", "eu-west-1"],
+        sluice.dataDir,
+        "--region only apply with --table",
+      ],
+      [["--username", "Dave", "--email", "d@example.com"], sluice.dataDir, "username: must be"],
+      [["--username", "dave", "--email", "d@example.com"], empty, `no local data in ${empty}`],
+    ];
+    await Promise.all(
+      refusals.map(([args, dataDir, message]) =>
+        expect(cli(dataDir, ...args)).rejects.toMatchObject({ code: 1, stderr: expect.stringContaining(message) }),
+      ),
+    );
+    // Nothing was made by the refused calls.
+    const bob = apiClient(sluice.baseUrl, "bob-key-0123456789abcdef");
+    expect((await bob("GET", "/users/me")).json.data.orgs).toHaveLength(1);
   });
 });

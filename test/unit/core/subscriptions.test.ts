@@ -158,6 +158,19 @@ describe("createSubscription", () => {
     });
   });
 
+  it("404s, without answering or changing it, when workflow ids name a subscription another account made", async () => {
+    const { deps, owner, stranger } = await setUp();
+    const input = { emitter_id: WORKFLOW_ID, listener_id: OTHER_WORKFLOW_ID, event_name: "$errors" };
+    const theirs = await createSubscription(deps, owner, input);
+    const refused = await rejection(createSubscription(deps, stranger, input));
+    expect(refused).toMatchObject({ code: "not_found", message: "workflow not found" });
+    expect(JSON.stringify(refused)).not.toContain(theirs.id);
+    expect(await storedSubscriptions(deps, stranger)).toEqual([]);
+    expect((await storedSubscriptions(deps, owner)).map((s) => [s.id, s.userId])).toEqual([[theirs.id, owner.userId]]);
+    // The maker still gets their own subscription back when creating it again.
+    expect(await createSubscription(deps, owner, input)).toEqual(theirs);
+  });
+
   it("lists a workflow listener's subscription under the workspace named, and 404s on another account's", async () => {
     const { deps, owner, ownerWorkspace, strangerWorkspace, source } = await setUp();
     const named = await createSubscription(deps, owner, {
