@@ -7,6 +7,7 @@
  * turns its request into an {@link IncomingHttpRequest} first.
  */
 import type { HttpResponseSpec, HttpRunEvent, Json } from "#runtime/protocol";
+import { jsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
 
 /** A request to a source's endpoint, independent of where it arrived. */
 export interface IncomingHttpRequest {
@@ -170,7 +171,10 @@ function addField<T>(target: Record<string, T | T[]>, key: string, value: T): vo
     return;
   }
   const existing = target[key] as T | T[];
-  setOwn(target, key, Array.isArray(existing) ? [...existing, value] : [existing, value]);
+  // The arrays are ours (made here), so a repeated field is pushed, not copied: copying made a
+  // body of many repeats quadratic.
+  if (Array.isArray(existing)) existing.push(value);
+  else setOwn(target, key, [existing, value]);
 }
 
 interface MediaType {
@@ -200,8 +204,11 @@ function parseParams(text: string): Record<string, string> {
 function parseBody(body: Buffer, bodyRaw: string, contentType: string | undefined): Json {
   const media = parseMediaType(contentType);
   if (media.type === "application/json" || media.type.endsWith("+json")) {
+    const text = bodyRaw.replace(/^\uFEFF/, "");
+    // Nested past the limit, it stays text: as JSON it would overflow the stack when stored.
+    if (jsonDepth(text) > MAX_JSON_DEPTH) return bodyRaw;
     try {
-      return JSON.parse(bodyRaw.replace(/^\uFEFF/, "")) as Json;
+      return JSON.parse(text) as Json;
     } catch {
       return bodyRaw;
     }

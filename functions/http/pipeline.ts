@@ -4,6 +4,7 @@ import type { z } from "zod";
 import { authenticate } from "#core/accounts";
 import { DomainError, type FieldIssue, isDomainError } from "#core/errors";
 import type { Caller } from "#core/identity";
+import { jsonDepth, MAX_JSON_DEPTH } from "#core/json-depth";
 import type { Deps } from "#ports/deps";
 import type { Logger } from "#ports/logger";
 import { STATUS_OF } from "./error-status.ts";
@@ -42,14 +43,33 @@ export function jsonResult(statusCode: number, body: unknown, headers: Record<st
 }
 
 /**
- * Turns an error into the response a client sees: 4xx messages as they are, anything else a bare
- * 500; always with `x-request-id`, and with a Bearer challenge on 401.
+ * Longest message of an error answer. Messages can quote the input (a component's code that
+ * does not build names the offending identifier, which may be a megabyte long); past this they
+ * are cut, so a bad request never gets an answer larger than itself.
+ */
+export const MAX_ERROR_MESSAGE_CHARS = 1000;
+
+function clip(message: string): string {
+  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
+  let end = MAX_ERROR_MESSAGE_CHARS;
+  const last = message.charCodeAt(end - 1);
+  // A surrogate pair is never split.
+  if (last >= 0xd800 && last <= 0xdbff) end--;
+  return `${message.slice(0, end)}... (${message.length} characters)`;
+}
+
+/**
+ * Turns an error into the response a client sees: 4xx messages as they are (cut past
+ * {@link MAX_ERROR_MESSAGE_CHARS}), anything else a bare 500; always with `x-request-id`, and with
+ * a Bearer challenge on 401.
  */
 export function errorResult(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
   let result: HttpResult;
   if (isDomainError(error) && error.code !== "internal") {
-    const body: { error: string; details?: FieldIssue[] } = { error: error.message };
-    if (error.issues?.length) body.details = error.issues;
+    const body: { error: string; details?: FieldIssue[] } = { error: clip(error.message) };
+    if (error.issues?.length) {
+      body.details = error.issues.map((issue) => ({ field: clip(issue.field), message: clip(issue.message) }));
+    }
     result = jsonResult(STATUS_OF[error.code], body);
     if (error.code === "unauthorized") result.headers["www-authenticate"] = 'Bearer realm="sluice"';
   } else {
@@ -81,7 +101,10 @@ function header(event: HttpEvent, name: string): string | undefined {
   return event.headers?.[name] ?? undefined;
 }
 
-/** Reads and parses the JSON body: 413 past the limit, 415 without a JSON content type, 400 when malformed. */
+/**
+ * Reads and parses the JSON body: 413 past the limit, 415 without a JSON content type, 400 when
+ * malformed or nested deeper than {@link MAX_JSON_DEPTH}.
+ */
 export function readJsonBody(event: HttpEvent): unknown {
   const raw = event.body ?? "";
   const text = event.isBase64Encoded ? Buffer.from(raw, "base64").toString("utf8") : raw;
@@ -93,13 +116,20 @@ export function readJsonBody(event: HttpEvent): unknown {
   if (!/^application\/([a-z0-9.+-]+\+)?json\s*(;|$)/i.test(contentType)) {
     throw new DomainError("unsupported_media_type", "a request body must be sent with Content-Type: application/json");
   }
+  let body: unknown;
   try {
-    return JSON.parse(text);
+    body = JSON.parse(text);
   } catch (error) {
     throw new DomainError("validation", `request body is not valid JSON: ${(error as Error).message}`, [
       { field: "body", message: "is not valid JSON" },
     ]);
   }
+  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+    throw new DomainError("validation", `request body: nests arrays and objects deeper than ${MAX_JSON_DEPTH}`, [
+      { field: "body", message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH}` },
+    ]);
+  }
+  return body;
 }
 
 function stateOf(request: Request): RequestState {

@@ -9,12 +9,15 @@ export const errorSchema = z.object({
   request_id: z.string().optional(),
 });
 
-/** A path id with its prefix; anything else is a 400 that names the parameter. */
+/**
+ * A path id with its prefix; anything else is a 400 that names the parameter. A regex rather than
+ * a refinement, so the OpenAPI document states the prefix (`pattern: "^dc_"`).
+ */
 export const idParam = (prefix: string) =>
   z
     .string()
     .max(64, "is too long")
-    .refine((value) => value.startsWith(prefix), `must be an id starting with ${prefix}`);
+    .regex(new RegExp(`^${prefix}`), `must be an id starting with ${prefix}`);
 
 export const workspaceIdParams = z.object({ workspace_id: idParam(ID_PREFIXES.workspace) });
 

@@ -19,10 +19,13 @@ export function toApiGatewayEvent(
   for (const [name, value] of Object.entries(request.headers)) {
     if (value !== undefined) headers[name] = Array.isArray(value) ? value.join(",") : value;
   }
-  const query: Record<string, string> = {};
+  // A Map, so names such as `__proto__` or `toString` are plain keys and not the object's own members.
+  const joined = new Map<string, string>();
   for (const [name, value] of url.searchParams) {
-    query[name] = name in query ? `${query[name]},${value}` : value;
+    const before = joined.get(name);
+    joined.set(name, before === undefined ? value : `${before},${value}`);
   }
+  const query: Record<string, string> = Object.fromEntries(joined);
   const method = request.method ?? "GET";
   return {
     version: "2.0",
@@ -30,7 +33,7 @@ export function toApiGatewayEvent(
     rawPath: url.pathname,
     rawQueryString: url.search.slice(1),
     headers,
-    queryStringParameters: Object.keys(query).length > 0 ? query : undefined,
+    queryStringParameters: joined.size > 0 ? query : undefined,
     pathParameters: route.pathParameters,
     body: body.length > 0 ? body.toString("utf8") : undefined,
     isBase64Encoded: false,

@@ -1,11 +1,12 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http";
+import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import type { Context } from "aws-lambda";
 import { DomainError } from "#core/errors";
 import { receiveHttpRequest } from "#core/http-interface";
 import { MAX_HTTP_INTERFACE_BODY_BYTES, PAYLOAD_TOO_LARGE_RESPONSE } from "#core/http-run-event";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
-import { createHttpHandler, errorResult, type HttpResult } from "#http/pipeline";
+import { createHttpHandler, errorResult, type HttpResult, jsonResult } from "#http/pipeline";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
 import { createRouter } from "#http/routing";
@@ -45,6 +46,72 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
     request.on("end", () => resolve(Buffer.concat(chunks)));
     request.on("error", reject);
   });
+}
+
+/**
+ * The answer to a request Node's HTTP parser refused before any handler saw it: headers over
+ * Node's limit (431, as Node answers), a chunk extension too large (413), a request that took too
+ * long to arrive (408), anything else that is not valid HTTP, such as raw non-ASCII bytes in the
+ * path (400). Node would send these with no body; this gives them the API's error shape.
+ */
+export function malformedRequestResult(error: Error & { code?: string }, requestId: string): HttpResult {
+  let result: HttpResult;
+  switch (error.code) {
+    case "HPE_HEADER_OVERFLOW":
+      result = jsonResult(431, { error: "the request line and headers are too large" });
+      break;
+    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
+      result = errorResult(
+        new DomainError("payload_too_large", "chunk extensions are too large"),
+        requestId,
+        undefined,
+      );
+      break;
+    case "ERR_HTTP_REQUEST_TIMEOUT":
+      result = jsonResult(408, { error: "the request took too long to arrive" });
+      break;
+    default:
+      result = errorResult(
+        new DomainError("validation", `the request is not valid HTTP (${error.code ?? "unparsable"})`),
+        requestId,
+        undefined,
+      );
+  }
+  result.headers["x-request-id"] = requestId;
+  return result;
+}
+
+/** The whole HTTP/1.1 response, for a socket no ServerResponse belongs to; a HEAD answer has no body. */
+function rawResponse(result: HttpResult, head = false): string {
+  const length = Buffer.byteLength(result.body, "utf8");
+  const headers = { ...result.headers, "content-length": String(length), connection: "close" };
+  const lines = Object.entries(headers).map(([name, value]) => `${name}: ${value}`);
+  const status = `HTTP/1.1 ${result.statusCode} ${STATUS_CODES[result.statusCode] ?? ""}`;
+  return `${status}\r\n${lines.join("\r\n")}\r\n\r\n${head ? "" : result.body}`;
+}
+
+/**
+ * Answers a refused request on its socket, unless an answer already started on it. The rest of
+ * what the client sends is read and dropped (bounded) so that the close does not reset the
+ * connection before the client reads the answer.
+ */
+function answerClientError(error: Error & { code?: string; rawPacket?: Buffer }, socket: Socket): void {
+  // The same check as Node's own default (`socketOnError`): never write into an answer already started.
+  const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+  if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) {
+    socket.destroy();
+    return;
+  }
+  let discarded = 0;
+  socket.on("data", (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > DISCARD_AFTER_413_BYTES) socket.destroy();
+  });
+  socket.on("error", () => socket.destroy());
+  socket.setTimeout(5_000, () => socket.destroy());
+  const head = error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD ";
+  socket.end(rawResponse(malformedRequestResult(error, randomUUID()), head));
+  socket.resume();
 }
 
 function send(response: ServerResponse, result: HttpResult): void {
@@ -97,6 +164,19 @@ function lambdaContext(requestId: string, route: AnyRoute): Context {
   } as Context;
 }
 
+/**
+ * The URL of a request from its target. An origin-form target is read as a path even when it
+ * starts with `//` (which `new URL(target, base)` would take for a host); an absolute-form target
+ * (`http://host/path`) keeps its path. Undefined for a target that is neither, such as `*`.
+ */
+export function requestUrl(target: string): URL | undefined {
+  try {
+    return target.startsWith("/") ? new URL(`http://localhost${target}`) : new URL(target);
+  } catch {
+    return undefined;
+  }
+}
+
 function decodeSegment(segment: string): string {
   try {
     return decodeURIComponent(segment);
@@ -132,7 +212,12 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
   async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
     const requestId = randomUUID();
     const method = request.method ?? "GET";
-    const url = new URL(request.url ?? "/", "http://localhost");
+    const url = requestUrl(request.url ?? "/");
+    if (!url) {
+      request.resume();
+      const refused = new DomainError("validation", "the request target is not a path");
+      return send(response, errorResult(refused, requestId, undefined));
+    }
     const endpoint = ENDPOINT_PATH.exec(url.pathname);
     if (endpoint?.[1]) return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/");
     const stream = STREAM_PATH.exec(url.pathname);
@@ -170,5 +255,6 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
       else response.destroy();
     });
   });
+  server.on("clientError", answerClientError);
   return { server, streams };
 }

@@ -14,6 +14,7 @@ import {
   toHttpRunEvent,
   UNKNOWN_ENDPOINT_RESPONSE,
 } from "#core/http-run-event";
+import { MAX_JSON_DEPTH } from "#core/json-depth";
 
 function request(overrides: Partial<IncomingHttpRequest> = {}): IncomingHttpRequest {
   return {
@@ -157,6 +158,25 @@ describe("toHttpRunEvent", () => {
   ])("falls back to the raw string for multipart with %s", (_, contentType, raw) => {
     const event = toHttpRunEvent(withBody(contentType, raw));
     expect(event.body).toBe(raw);
+  });
+
+  it("keeps a JSON body nested past the limit as text, so storing it cannot overflow the stack", () => {
+    const nested = (depth: number) => `${"[".repeat(depth)}1${"]".repeat(depth)}`;
+    const deep = nested(5_000);
+    const event = toHttpRunEvent(withBody("application/json", deep));
+    expect(event.body).toBe(deep);
+    expect(() => JSON.stringify(event)).not.toThrow();
+    expect(toHttpRunEvent(withBody("application/json", nested(MAX_JSON_DEPTH))).body).toEqual(
+      JSON.parse(nested(MAX_JSON_DEPTH)),
+    );
+  });
+
+  it("collects a field repeated many times into one array of every value", () => {
+    const repeats = 50_000;
+    const event = toHttpRunEvent(withBody("application/x-www-form-urlencoded", "a=1&".repeat(repeats)));
+    const values = (event.body as { a: string[] }).a;
+    expect(values).toHaveLength(repeats);
+    expect(new Set(values)).toEqual(new Set(["1"]));
   });
 
   it("never throws on arbitrary bytes under any content type", () => {
