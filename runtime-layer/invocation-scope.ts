@@ -11,6 +11,7 @@ import type { LogLevel } from "./protocol.ts";
 
 /** What the process-wide hooks need of the running invocation. */
 export interface InvocationScope {
+  readonly invocationId: string;
   readonly sourceId: string;
   /** True once the invocation has returned: late callbacks of its code change nothing any more. */
   readonly closed: boolean;
@@ -46,6 +47,11 @@ export function failCurrentInvocation(thrown: unknown): boolean {
   if (!scope || scope.closed) return false;
   scope.fail(thrown);
   return true;
+}
+
+/** The id of the invocation whose code is running now (also after it returned), if any. */
+export function currentInvocationId(): string | undefined {
+  return storage.getStore()?.invocationId;
 }
 
 /**

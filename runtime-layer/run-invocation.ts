@@ -24,7 +24,7 @@ import { toLoadFailure, withPosition } from "./sandbox-protocol.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
-export { failCurrentInvocation } from "./invocation-scope.ts";
+export { currentInvocationId, failCurrentInvocation } from "./invocation-scope.ts";
 export { DB_MAX_BYTES } from "./service-db.ts";
 
 /** Log text one invocation may return; what comes after is dropped with one warning record. */
@@ -192,6 +192,10 @@ class InvocationState implements InvocationScope {
     readonly invocation: Invocation,
     private readonly io: InvocationIo,
   ) {}
+
+  get invocationId(): string {
+    return this.invocation.invocationId;
+  }
 
   get sourceId(): string {
     return this.invocation.sourceId;

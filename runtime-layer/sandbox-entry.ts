@@ -4,17 +4,28 @@
  * this file's folder and one owner's bundle folder only, and an empty environment.
  *
  * One child serves many requests at once over IPC (JSON): `describe` (the host kills the child after
- * the answer) and `invoke` (the child stays and serves every source of one owner). It says `ready`
- * once it listens, and exits when the host goes away.
+ * the answer) and `invoke` (the child stays and serves sources of one owner; an owner may have a few
+ * such children). It says `ready` once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while its
+ * event loop turns, `started` right before it runs an invocation's code and `exiting` when that
+ * code ends the process: the host uses them to route around a blocked child and to tell which
+ * invocation stopped it. It exits when the host goes away.
  */
 import { pathToFileURL } from "node:url";
 import { describeComponent } from "./describe-component.ts";
 import type { InvocationResult } from "./protocol.ts";
-import { componentExport, failCurrentInvocation, loadFailureResult, runInvocation } from "./run-invocation.ts";
+import {
+  componentExport,
+  currentInvocationId,
+  failCurrentInvocation,
+  loadFailureResult,
+  runInvocation,
+} from "./run-invocation.ts";
 import {
   type DescribeReply,
   type DescribeRequest,
+  EVALUATING_HOOK,
   type InvokeRequest,
+  SANDBOX_HEARTBEAT_MS,
   type SandboxMessage,
   type SandboxRequest,
   toLoadFailure,
@@ -31,15 +42,31 @@ const send: (message: SandboxMessage) => void = (() => {
   };
 })();
 
+/** Invocations the host took back before they started (see `CancelRequest`). */
+const cancelled = new Set<string>();
+const MAX_CANCELLED = 1000;
+
 /** Loads in progress: an error no invocation owns while one is pending fails the load. */
 const pendingLoads = new Set<(thrown: unknown) => void>();
 /** Bundles are content-addressed, so a path's module never changes. */
 const modules = new Map<string, Promise<unknown>>();
 
-function loadComponent(bundlePath: string): Promise<unknown> {
+/**
+ * Bundle URL to the invocation that loads it. A local bundle calls the EVALUATING_HOOK global as
+ * its top-level code starts: that code belongs to this invocation.
+ */
+const loading = new Map<string, string>();
+(globalThis as Record<symbol, unknown>)[Symbol.for(EVALUATING_HOOK)] = (url: unknown) => {
+  const invocationId = typeof url === "string" ? loading.get(url) : undefined;
+  if (invocationId !== undefined) send({ type: "started", invocationId });
+};
+
+function loadComponent(bundlePath: string, invocationId?: string): Promise<unknown> {
   let loaded = modules.get(bundlePath);
   if (!loaded) {
-    loaded = evaluate(bundlePath);
+    const url = pathToFileURL(bundlePath).href;
+    if (invocationId !== undefined) loading.set(url, invocationId);
+    loaded = evaluate(bundlePath).finally(() => loading.delete(url));
     modules.set(bundlePath, loaded);
     // Not cached when it failed: a stray error of other code may have been blamed on it.
     loaded.catch(() => modules.delete(bundlePath));
@@ -69,17 +96,58 @@ async function describe(request: DescribeRequest): Promise<void> {
 
 async function invoke(request: InvokeRequest): Promise<void> {
   const { invocation } = request;
+  const { invocationId } = invocation;
   const started = performance.now();
   let result: InvocationResult;
   try {
-    const component = await loadComponent(request.bundlePath);
+    // A first load evaluates the module's top level: that is code of this invocation too.
+    const component = await loadComponent(request.bundlePath, invocationId);
+    if (cancelled.delete(invocationId)) return;
+    // Sent last before the code runs (other invocations may have started while this one loaded).
+    send({ type: "started", invocationId });
     result = await runInvocation(component, invocation, {
-      onRespond: (response) => send({ type: "respond", invocationId: invocation.invocationId, response }),
+      onRespond: (response) => send({ type: "respond", invocationId, response }),
     });
   } catch (error) {
-    result = loadFailureResult(invocation.invocationId, error, performance.now() - started);
+    result = loadFailureResult(invocationId, error, performance.now() - started);
   }
+  cancelled.delete(invocationId);
   send({ type: "result", result });
+}
+
+/** libuv's EPERM, which `process.kill` turns into an `EPERM` error. */
+const UV_EPERM = -1;
+
+/**
+ * Code that ends its own process says which invocation it belongs to first: the host then blames
+ * that invocation alone and runs the others again elsewhere. Code can still end the process in ways
+ * not seen here (running out of memory, a native crash); the host then guesses (the `started` order).
+ *
+ * Signals go to this process only: Node's permission model does not cover `process.kill`, and the
+ * parent (Sluice itself) and its process group must be out of reach. `process.kill` sends through
+ * `process._kill`, which answers an errno; EPERM makes it throw `kill EPERM`.
+ */
+function guardProcess(): void {
+  const reportExit = () => {
+    const invocationId = currentInvocationId();
+    if (invocationId !== undefined) send({ type: "exiting", invocationId });
+  };
+  const own = process as unknown as Record<"exit" | "reallyExit" | "abort", (...args: unknown[]) => never> & {
+    _kill(pid: number, signal: number): number;
+  };
+  for (const name of ["exit", "reallyExit", "abort"] as const) {
+    const original = own[name].bind(process);
+    own[name] = (...args: unknown[]) => {
+      reportExit();
+      return original(...args);
+    };
+  }
+  const kill = own._kill.bind(process);
+  own._kill = (pid: number, signal: number) => {
+    if (pid !== process.pid) return UV_EPERM;
+    if (signal !== 0) reportExit();
+    return kill(pid, signal);
+  };
 }
 
 function onStrayError(thrown: unknown): void {
@@ -102,8 +170,15 @@ process.on("message", (message: unknown) => {
     void describe(request as DescribeRequest);
   } else if (request?.type === "invoke" && typeof request.bundlePath === "string" && request.invocation) {
     void invoke(request as InvokeRequest);
+  } else if (request?.type === "cancel" && typeof request.invocationId === "string") {
+    // Bounded: a cancel that comes after its invocation ended is never taken out again.
+    if (cancelled.size >= MAX_CANCELLED) cancelled.delete(cancelled.values().next().value as string);
+    cancelled.add(request.invocationId);
   } else {
     process.stderr.write("sluice sandbox: unknown request\n");
   }
 });
+guardProcess();
+// Unreferenced: the IPC channel keeps the child alive, and only as long as the host is there.
+setInterval(() => send({ type: "beat" }), SANDBOX_HEARTBEAT_MS).unref();
 send({ type: "ready" });

@@ -19,7 +19,16 @@ export interface InvokeRequest {
   invocation: Invocation;
 }
 
-export type SandboxRequest = DescribeRequest | InvokeRequest;
+/**
+ * Tells the child not to start an invocation it was sent: the host runs it elsewhere (the child
+ * seemed blocked). An invocation already started goes on; its result is ignored.
+ */
+export interface CancelRequest {
+  type: "cancel";
+  invocationId: string;
+}
+
+export type SandboxRequest = DescribeRequest | InvokeRequest | CancelRequest;
 
 /** Why a component could not be evaluated; `line`/`column` are positions in the user's source. */
 export interface LoadFailure {
@@ -41,8 +50,49 @@ export interface ReadyMessage {
   type: "ready";
 }
 
+/**
+ * Sent every {@link SANDBOX_HEARTBEAT_MS} while the child's event loop turns: a child the host
+ * does not hear from for a few hundred milliseconds is blocked (a synchronous loop).
+ */
+export interface BeatMessage {
+  type: "beat";
+}
+
+/**
+ * Sent synchronously right before the child runs code of an invocation (its run, or the first
+ * load of its bundle). The invocation the child started last is the one whose code is likeliest to
+ * be running when the child blocks or dies.
+ */
+export interface StartedMessage {
+  type: "started";
+  invocationId: string;
+}
+
+/** Sent when code of an invocation ends or kills its own process (`process.exit`, `abort`, `kill`). */
+export interface ExitingMessage {
+  type: "exiting";
+  invocationId: string;
+}
+
 /** Everything the child sends; `respond` comes before the `result` of the same invocation. */
-export type SandboxMessage = ReadyMessage | DescribedMessage | RespondMessage | ResultMessage;
+export type SandboxMessage =
+  | ReadyMessage
+  | BeatMessage
+  | StartedMessage
+  | ExitingMessage
+  | DescribedMessage
+  | RespondMessage
+  | ResultMessage;
+
+/**
+ * The global (a `Symbol.for` key) a local bundle calls with its own URL as its top-level code
+ * starts (`functions/adapters/local/sandbox-bundle.ts`): the child then says which invocation
+ * loads it (`started`).
+ */
+export const EVALUATING_HOOK = "sluice.sandbox.evaluating";
+
+/** How often a sandbox child says it is alive. */
+export const SANDBOX_HEARTBEAT_MS = 50;
 
 /**
  * The host bundles the user's code with an inline sourcemap and starts the child with

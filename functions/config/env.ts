@@ -32,6 +32,8 @@ export const ENV = {
   sandboxHeapMb: "SLUICE_SANDBOX_HEAP_MB",
   /** Local mode: idle sandbox processes are stopped after this many milliseconds. */
   sandboxIdleMs: "SLUICE_SANDBOX_IDLE_MS",
+  /** Local mode: sandbox processes per workspace at most (default: the number of cores, 2 to 4). */
+  sandboxProcesses: "SLUICE_SANDBOX_PROCESSES",
   /** npm registry that component packages are installed from (default: npm's own configuration). */
   npmRegistry: "SLUICE_NPM_REGISTRY",
   /** Events older than this many days are removed (0 keeps them forever). */
@@ -91,6 +93,8 @@ export interface LocalRuntimeConfig {
   invocationTimeoutMs: number;
   sandboxHeapMb: number;
   sandboxIdleMs: number;
+  /** Undefined: the host's default (one per core, 2 to 4). */
+  sandboxProcesses: number | undefined;
   npmRegistry: string | undefined;
 }
 
@@ -127,6 +131,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.invocationTimeoutMs]: invocationTimeoutRule,
       [ENV.sandboxHeapMb]: z.coerce.number().int().min(16).max(16_384).default(128),
       [ENV.sandboxIdleMs]: z.coerce.number().int().min(100).default(60_000),
+      [ENV.sandboxProcesses]: z.coerce.number().int().min(1).max(64).optional(),
       [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),
       [ENV.eventRetentionDays]: count.default(30),
       [ENV.eventRetentionPerChannel]: count.default(0),
@@ -151,6 +156,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       invocationTimeoutMs: parsed[ENV.invocationTimeoutMs] as number,
       sandboxHeapMb: parsed[ENV.sandboxHeapMb] as number,
       sandboxIdleMs: parsed[ENV.sandboxIdleMs] as number,
+      sandboxProcesses: parsed[ENV.sandboxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
     },
     events: {

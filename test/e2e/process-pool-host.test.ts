@@ -1,4 +1,6 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -261,6 +263,20 @@ describe("ProcessPoolHost: isolation", () => {
     expect(existsSync(target)).toBe(false);
   });
 
+  it("refuses signals to any process but its own: not Sluice, not its process group", async () => {
+    // Signal 0 only checks that the target exists, so a regression would not kill this test.
+    const code = source(
+      "o_signal",
+      `export default { run() {
+        for (const pid of [process.ppid, 0, -process.ppid]) {
+          try { process.kill(pid, 0); this.$emit("sent"); } catch (error) { this.$emit(error.code); }
+        }
+        this.$emit(process.kill(process.pid, 0));
+      } };`,
+    );
+    expect(events(await run(code))).toEqual(["EPERM", "EPERM", "EPERM", true]);
+  });
+
   it("denies reading another owner's bundle, even one whose id extends this owner's", async () => {
     const other = source("o_peek2", "export default { run() {} };");
     await host.prepare(other);
@@ -279,11 +295,14 @@ describe("ProcessPoolHost: isolation", () => {
 });
 
 describe("ProcessPoolHost: failures", () => {
-  it("kills an endless loop with a TimeoutError while other owners keep answering", async () => {
+  it("kills an endless loop with a TimeoutError, runs its neighbours again elsewhere, other owners keep answering", async () => {
     const looping = source("o_loop", "export default { run() { while (true) {} } };", "dc_loop");
     const waiting = source(
       "o_loop",
-      "export default { async run() { await new Promise((resolve) => setTimeout(resolve, 8000)); } };",
+      `export default { async run() {
+        await new Promise((resolve) => setTimeout(resolve, 1500));
+        this.$emit({ pid: process.pid });
+      } };`,
       "dc_waiting",
     );
     const neighbour = source("o_loop_neighbour", PID_COMPONENT);
@@ -299,7 +318,9 @@ describe("ProcessPoolHost: failures", () => {
     const [loopResult, waitResult] = await Promise.all([looped, waited]);
     expect(loopResult.error?.name).toBe("TimeoutError");
     expect(loopResult.error?.message).toContain("0.5s");
-    expect(waitResult.error?.message).toContain("restarted");
+    // The waiting run shared the blocked process: it ran again in another one, and succeeded.
+    expect(waitResult.error).toBeUndefined();
+    expect((events(waitResult)[0] as { pid: number }).pid).not.toBe(before);
     await expect.poll(() => isAlive(before), { timeout: 10_000 }).toBe(false);
 
     const after = await pidOf(healthy);
@@ -322,6 +343,212 @@ describe("ProcessPoolHost: failures", () => {
     expect(result.error?.name).toBe("SandboxCrashError");
     expect(result.error?.message).toContain("exited with code 1");
     expect(events(await run(source("o_exit", PID_COMPONENT)))).toHaveLength(1);
+  });
+});
+
+describe("ProcessPoolHost: the pool of an owner", () => {
+  /** A host of its own, so that the children counted are this test's. */
+  async function withHost<T>(
+    options: { processes: number; idleMs?: number },
+    body: (pool: ProcessPoolHost) => Promise<T>,
+  ) {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
+    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
+    try {
+      return await body(own);
+    } finally {
+      await own.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }
+
+  const SLOW_PID = `export default { async run() {
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    this.$emit({ pid: process.pid });
+  } };`;
+  const pidIn = (result: InvocationResult) => (events(result)[0] as { pid: number } | undefined)?.pid;
+
+  it("spreads one owner's concurrent runs over at most `processes` children, never another owner's", async () => {
+    await withHost({ processes: 2 }, async (own) => {
+      const code = source("o_spread", SLOW_PID);
+      const results = await Promise.all(Array.from({ length: 30 }, () => own.invoke(code, invocation(code.sourceId))));
+      expect(results.map((result) => result.error)).toEqual(Array(30).fill(undefined));
+      const pids = new Set(results.map(pidIn));
+      expect(pids.size).toBe(2);
+      expect(own.pidsOf("o_spread").sort()).toEqual([...pids].sort());
+
+      const other = source("o_spread_other", SLOW_PID);
+      const otherPid = pidIn(await own.invoke(other, invocation(other.sourceId)));
+      expect(pids.has(otherPid as number)).toBe(false);
+    });
+  });
+
+  it("lets a spare child go idle and reaps it while the oldest one serves sequential runs", async () => {
+    await withHost({ processes: 2, idleMs: 300 }, async (own) => {
+      const code = source("o_spare", SLOW_PID);
+      await Promise.all(Array.from({ length: 10 }, () => own.invoke(code, invocation(code.sourceId))));
+      expect(own.pidsOf("o_spare")).toHaveLength(2);
+      const [oldest] = own.pidsOf("o_spare");
+      await expect
+        .poll(
+          async () => {
+            expect(pidIn(await own.invoke(code, invocation(code.sourceId)))).toBe(oldest);
+            return own.pidsOf("o_spare");
+          },
+          { timeout: 10_000, interval: 50 },
+        )
+        .toEqual([oldest]);
+    });
+  });
+
+  it("sends nothing new to a child blocked by a loop: other runs of the owner are answered meanwhile", async () => {
+    await withHost({ processes: 2 }, async (own) => {
+      const healthy = source("o_blocked", PID_COMPONENT, "dc_healthy");
+      const looping = source(
+        "o_blocked",
+        "export default { run(event) { while (event.loop) {} this.$emit({ pid: process.pid }); } };",
+        "dc_looping",
+      );
+      const blockedPid = pidIn(await own.invoke(healthy, invocation(healthy.sourceId)));
+      // Loaded in the child first: it then loops as soon as it is sent.
+      expect(pidIn(await own.invoke(looping, invocation(looping.sourceId, { event: { loop: false } })))).toBe(
+        blockedPid,
+      );
+      let loopSettled = false;
+      const looped = own
+        .invoke(looping, invocation(looping.sourceId, { timeoutMs: 3000, event: { loop: true } }))
+        .finally(() => {
+          loopSettled = true;
+        });
+
+      const answers: InvocationResult[] = [];
+      for (let i = 0; i < 10; i++) answers.push(await own.invoke(healthy, invocation(healthy.sourceId)));
+      expect(answers.map((answer) => answer.error)).toEqual(Array(10).fill(undefined));
+      expect(answers.map(pidIn)).not.toContain(blockedPid);
+      // All answered by another child while the loop still held the blocked one.
+      expect(loopSettled).toBe(false);
+
+      expect((await looped).error?.name).toBe("TimeoutError");
+      await expect.poll(() => isAlive(blockedPid as number), { timeout: 10_000 }).toBe(false);
+    });
+  });
+
+  it("moves work off a child that code of a finished run blocks, and kills that child", async () => {
+    await withHost({ processes: 2 }, async (own) => {
+      const leaving = source(
+        "o_stray_loop",
+        `export default { run() {
+          setTimeout(() => { while (true) {} }, 0);
+          this.$emit({ pid: process.pid });
+        } };`,
+        "dc_leaving",
+      );
+      const healthy = source("o_stray_loop", PID_COMPONENT, "dc_healthy");
+      const strayPid = pidIn(await own.invoke(leaving, invocation(leaving.sourceId)));
+      expect(strayPid).toBeDefined();
+      const answers: InvocationResult[] = [];
+      for (let i = 0; i < 5; i++) answers.push(await own.invoke(healthy, invocation(healthy.sourceId)));
+      expect(answers.map((answer) => answer.error)).toEqual(Array(5).fill(undefined));
+      await expect.poll(() => isAlive(strayPid as number), { timeout: 10_000 }).toBe(false);
+      expect(answers.map(pidIn)).not.toContain(strayPid);
+    });
+  });
+
+  /** Culprits that stop their child while another run waits in it. */
+  const CULPRITS: [string, string, string, RegExp][] = [
+    ["process.exit", "export default { run() { process.exit(7); } };", "SandboxCrashError", /exited with code 7/],
+    ["process.abort", "export default { run() { process.abort(); } };", "SandboxCrashError", /SIGABRT/],
+    [
+      "a kill of its own process",
+      'export default { run() { process.kill(process.pid, "SIGKILL"); } };',
+      "SandboxCrashError",
+      /SIGKILL/,
+    ],
+    ["an endless loop", "export default { run() { while (true) {} } };", "TimeoutError", /timed out after 1s/],
+    ["a module that loops as it loads", "while (true) {}\nexport default {};", "TimeoutError", /timed out after 1s/],
+    [
+      "allocating without bound",
+      "export default { run() { const hoard = []; while (true) hoard.push(new Array(1e6).fill(1)); } };",
+      "OutOfMemoryError",
+      /out of memory/,
+    ],
+  ];
+
+  it.each(CULPRITS)(
+    "blames %s on its own run and runs the other one in flight again elsewhere",
+    async (_, code, name, message) => {
+      await withHost({ processes: 2 }, async (own) => {
+        const waiting = source(
+          "o_culprit",
+          `export default {
+          props: { http: { type: "$.interface.http", customResponse: true } },
+          async run() {
+            this.http.respond({ status: 200, body: String(process.pid) });
+            await new Promise((resolve) => setTimeout(resolve, 1000));
+            this.$emit({ pid: process.pid });
+          },
+        };`,
+          "dc_waiting",
+        );
+        const culprit = source("o_culprit", code, "dc_culprit");
+        const responses: HttpResponseSpec[] = [];
+        const waited = own.invoke(waiting, invocation(waiting.sourceId, CUSTOM_RESPONSE_PROPS), {
+          onRespond: (response) => responses.push(response),
+        });
+        // The waiting run has started in the first child before the culprit joins it there.
+        await expect.poll(() => responses.length, { timeout: 10_000 }).toBe(1);
+        const firstPid = Number(responses[0]?.body);
+
+        const culpritResult = await own.invoke(culprit, invocation(culprit.sourceId, { timeoutMs: 1000 }));
+        expect(culpritResult.error?.name).toBe(name);
+        expect(culpritResult.error?.message).toMatch(message);
+
+        const waitResult = await waited;
+        expect(waitResult.error).toBeUndefined();
+        expect(pidIn(waitResult)).not.toBe(firstPid);
+        // The caller had its answer from the first run; the second run's respond is not passed on again.
+        expect(responses).toHaveLength(1);
+        expect(waitResult.response).toEqual(responses[0]);
+        await expect.poll(() => isAlive(firstPid), { timeout: 10_000 }).toBe(false);
+      });
+    },
+  );
+
+  it("runs a displaced invocation again only once", async () => {
+    const hits: number[] = [];
+    const server = createServer((request, response) => {
+      hits.push(Number(new URL(request.url ?? "/", "http://x").searchParams.get("pid")));
+      response.end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await withHost({ processes: 1 }, async (own) => {
+        const waiting = source(
+          "o_twice",
+          `export default { async run() {
+            await fetch("http://127.0.0.1:${port}/started?pid=" + process.pid);
+            await new Promise((resolve) => setTimeout(resolve, 5000));
+          } };`,
+          "dc_waiting",
+        );
+        const exiting = source("o_twice", "export default { run() { process.exit(3); } };", "dc_exiting");
+        const waited = own.invoke(waiting, invocation(waiting.sourceId));
+        await expect.poll(() => hits.length, { timeout: 10_000 }).toBe(1);
+        expect((await own.invoke(exiting, invocation(exiting.sourceId))).error?.name).toBe("SandboxCrashError");
+        // Run again in a new child, which the second exit stops too.
+        await expect.poll(() => hits.length, { timeout: 10_000 }).toBe(2);
+        expect(hits[1]).not.toBe(hits[0]);
+        expect((await own.invoke(exiting, invocation(exiting.sourceId))).error?.name).toBe("SandboxCrashError");
+
+        const result = await waited;
+        expect(result.error?.name).toBe("SandboxError");
+        expect(result.error?.message).toMatch(/run again once already/);
+        expect(hits).toHaveLength(2);
+      });
+    } finally {
+      server.close();
+    }
   });
 });
 

@@ -17,6 +17,7 @@ describe("configuration", () => {
         invocationTimeoutMs: 30_000,
         sandboxHeapMb: 128,
         sandboxIdleMs: 60_000,
+        sandboxProcesses: undefined,
         npmRegistry: undefined,
       },
       events: { maxAgeMs: 30 * 86_400_000, keepPerChannel: 0 },
@@ -51,12 +52,15 @@ describe("configuration", () => {
       SLUICE_PUBLIC_URL: "https://hooks.example.com/",
       SLUICE_INVOCATION_TIMEOUT_MS: "5000",
       SLUICE_SANDBOX_HEAP_MB: "64",
+      SLUICE_SANDBOX_PROCESSES: "3",
     });
     expect(config.runtime).toMatchObject({
       publicUrl: "https://hooks.example.com",
       invocationTimeoutMs: 5000,
       sandboxHeapMb: 64,
+      sandboxProcesses: 3,
     });
+    expect(() => loadLocalConfig({ SLUICE_SANDBOX_PROCESSES: "0" })).toThrow(/SLUICE_SANDBOX_PROCESSES/);
     expect(() => loadLocalConfig({ SLUICE_PUBLIC_URL: "not a url", SLUICE_INVOCATION_TIMEOUT_MS: "5" })).toThrow(
       /SLUICE_PUBLIC_URL: [^\n]+\n\s+SLUICE_INVOCATION_TIMEOUT_MS: /,
     );

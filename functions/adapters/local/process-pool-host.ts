@@ -1,7 +1,8 @@
 /**
  * `ComponentHost` of local mode (DESIGN.md decision 3): component code runs in sandboxed child
- * processes, one long-lived child per owner (workspace) serving all of its sources; children of
- * different owners never share a process, and each reads only its owner's bundle folder.
+ * processes, a small pool per owner (workspace, `sandbox-owner-pool.ts`) serving all of its
+ * sources; children of different owners never share a process, and each reads only its owner's
+ * bundle folder.
  *
  * Work dir layout:
  * - `runtime/sandbox-entry.mjs` the child's program, rebuilt once per Sluice process;
@@ -13,6 +14,7 @@
  * bundle is simply rebuilt on its next invocation.
  */
 import { readdir, rm, stat, utimes } from "node:fs/promises";
+import { availableParallelism } from "node:os";
 import { dirname, join } from "node:path";
 import type { Plugin } from "esbuild";
 import type { ComponentDescription } from "#core/component-model";
@@ -23,7 +25,7 @@ import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { failedResult } from "#runtime/run-invocation";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
 import { bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
-import { SandboxOwnerProcess } from "./sandbox-owner-process.ts";
+import { SandboxOwnerPool } from "./sandbox-owner-pool.ts";
 
 /** Options of {@link ProcessPoolHost}. */
 export interface ProcessPoolHostOptions {
@@ -39,6 +41,11 @@ export interface ProcessPoolHostOptions {
    * @default 60_000
    */
   readonly idleMs?: number;
+  /**
+   * Healthy sandbox children per owner at most (blocked ones waiting to be killed come on top).
+   * @default the number of cores, from 2 to 4 ({@link defaultSandboxProcesses})
+   */
+  readonly processes?: number;
   /**
    * How long describing a component may take (start, evaluate, answer).
    * @default 5000
@@ -64,14 +71,18 @@ const ownerFolder = (ownerId: string) => (/^[A-Za-z0-9_-]{1,100}$/.test(ownerId)
 const codeFolder = (source: SourceCode) =>
   /^[0-9a-f]{64}$/.test(source.codeHash) ? source.codeHash : sha256Hex(source.code);
 
+/** Children per owner when not configured: one per core, at least 2 (one may be blocked), at most 4. */
+export const defaultSandboxProcesses = () => Math.min(4, Math.max(2, availableParallelism()));
+
 export class ProcessPoolHost implements ComponentHost {
   private readonly workDir: string;
   private readonly heapMb: number;
   private readonly idleMs: number;
   private readonly describeTimeoutMs: number;
   private readonly plugins: readonly Plugin[];
-  /** The live child of each owner folder. */
-  private readonly processes = new Map<string, SandboxOwnerProcess>();
+  private readonly maxProcesses: number;
+  /** The pool of each owner folder. */
+  private readonly pools = new Map<string, SandboxOwnerPool>();
   /** Bundle path per `<owner folder>/<hash>`, once built or found in this process. */
   private readonly bundles = new Map<string, Promise<string>>();
   private readonly swept: Promise<void>;
@@ -83,6 +94,7 @@ export class ProcessPoolHost implements ComponentHost {
     this.idleMs = options.idleMs ?? 60_000;
     this.describeTimeoutMs = options.describeTimeoutMs ?? 5000;
     this.plugins = options.esbuildPlugins ?? [];
+    this.maxProcesses = Math.max(1, Math.floor(options.processes ?? defaultSandboxProcesses()));
     this.swept = sweepBundles(this.workDir, options.bundleRetentionMs ?? 30 * DAY_MS).catch(() => undefined);
   }
 
@@ -115,40 +127,44 @@ export class ProcessPoolHost implements ComponentHost {
       const compileError = { name: "CompileError", message: error.message, ts: Date.now() };
       return failedResult(invocation.invocationId, compileError, performance.now() - startedAt);
     }
-    return this.processFor(source.ownerId, await entry).invoke(bundlePath, invocation, handlers);
+    return this.poolFor(source.ownerId, await entry).invoke(bundlePath, invocation, handlers);
   }
 
   /** Bundles are shared by content and age out (see the file comment): nothing to release. */
   async remove(_source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void> {}
 
-  /** The pid of the owner's sandbox child, when one runs. */
+  /** The pid of the owner's oldest sandbox child, when one runs. */
   pidOf(ownerId: string): number | undefined {
-    return this.processes.get(ownerFolder(ownerId))?.pid;
+    return this.pidsOf(ownerId)[0];
+  }
+
+  /** The pids of the owner's sandbox children, oldest first. */
+  pidsOf(ownerId: string): number[] {
+    return this.pools.get(ownerFolder(ownerId))?.pids ?? [];
   }
 
   /** Kills every child; in-flight invocations end with an error. Later invokes throw. */
   async close(): Promise<void> {
     this.closed = true;
-    const processes = [...this.processes.values()];
-    this.processes.clear();
-    await Promise.all(processes.map((sandbox) => sandbox.kill("the component host was closed")));
+    const pools = [...this.pools.values()];
+    this.pools.clear();
+    await Promise.all(pools.map((pool) => pool.close("the component host was closed")));
   }
 
-  private processFor(ownerId: string, entryPath: string): SandboxOwnerProcess {
+  private poolFor(ownerId: string, entryPath: string): SandboxOwnerPool {
     const folder = ownerFolder(ownerId);
-    const current = this.processes.get(folder);
-    if (current?.accepting) return current;
-    const sandbox: SandboxOwnerProcess = new SandboxOwnerProcess({
-      entryPath,
-      ownerDir: `${join(this.workDir, OWNERS_DIR, folder)}/`,
-      heapMb: this.heapMb,
-      idleMs: this.idleMs,
-      onRetired: () => {
-        if (this.processes.get(folder) === sandbox) this.processes.delete(folder);
-      },
-    });
-    this.processes.set(folder, sandbox);
-    return sandbox;
+    let pool = this.pools.get(folder);
+    if (!pool) {
+      pool = new SandboxOwnerPool({
+        entryPath,
+        ownerDir: `${join(this.workDir, OWNERS_DIR, folder)}/`,
+        heapMb: this.heapMb,
+        idleMs: this.idleMs,
+        maxProcesses: this.maxProcesses,
+      });
+      this.pools.set(folder, pool);
+    }
+    return pool;
   }
 
   private bundleFor(source: SourceCode): Promise<string> {

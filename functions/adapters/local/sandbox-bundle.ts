@@ -11,6 +11,7 @@ import { fileURLToPath } from "node:url";
 import { build, type Plugin } from "esbuild";
 import { compileError } from "#adapters/component-compile-error";
 import { noFileImports } from "#adapters/no-file-imports";
+import { EVALUATING_HOOK } from "#runtime/sandbox-protocol";
 
 /** The name the user's code has in bundles, source maps and stack frames. */
 const SOURCE_FILE = "component.ts";
@@ -48,9 +49,10 @@ export async function bundleComponent(code: string, outfile: string, plugins: re
       ...(plugins.length === 0 ? { packages: "external" as const } : {}),
       // Inline so the child, which may read only its bundle folder, maps stack frames to the user's lines.
       sourcemap: "inline",
-      // esbuild's ESM output has no `require`; CommonJS components call it for built-ins.
+      // esbuild's ESM output has no `require`; CommonJS components call it for built-ins. Then the
+      // child is told that the module's own code starts (EVALUATING_HOOK).
       banner: {
-        js: 'import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url);',
+        js: `import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url); globalThis[Symbol.for("${EVALUATING_HOOK}")]?.(import.meta.url);`,
       },
       outfile: temporary,
       write: true,

@@ -1,9 +1,14 @@
 /**
- * One long-lived sandbox child serving every source of one owner, many invocations at a time.
- * It turns whatever happens to the child (an answer, a timeout, a crash) into exactly one
- * {@link InvocationResult} per invocation.
+ * One long-lived sandbox child of an owner, running many invocations at a time for its pool
+ * (`sandbox-owner-pool.ts`). It turns whatever happens to the child (an answer, a timeout, a crash,
+ * a blocked event loop) into exactly one outcome per invocation: a result, or "run it elsewhere".
+ *
+ * Which invocation stopped the child: the one whose time limit ran out; the one whose code said it
+ * ends the process (`exiting`); otherwise (out of memory, a native crash, a blocked loop) the one
+ * whose code the child started last (`started`), which is exact when the code blocks or allocates
+ * right as it runs and a guess when it does so after an `await` while other runs started. That
+ * invocation gets the error; the others in flight are given back to the pool to run again.
  */
-import type { InvokeHandlers } from "#ports/component-host";
 import type {
   EmitRecord,
   ErrorRecord,
@@ -14,7 +19,12 @@ import type {
   LogRecord,
 } from "#runtime/protocol";
 import { failedResult, normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
-import type { InvokeRequest, SandboxMessage } from "#runtime/sandbox-protocol";
+import {
+  type CancelRequest,
+  type InvokeRequest,
+  SANDBOX_HEARTBEAT_MS,
+  type SandboxMessage,
+} from "#runtime/sandbox-protocol";
 import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess } from "./sandbox-process.ts";
 
 /**
@@ -23,6 +33,39 @@ import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess
  * counts against the invocation too.
  */
 const KILL_GRACE_MS = 1000;
+/** How often the host looks for a blocked child. */
+const CHECK_MS = 2 * SANDBOX_HEARTBEAT_MS;
+/**
+ * Consecutive checks without a word from the child after which it counts as blocked (about 300
+ * ms). Counted in checks rather than time: when this process itself was busy, the child's beats
+ * wait unread in the pipe, and the poll phase between two checks reads them.
+ */
+const BLOCKED_AFTER_CHECKS = 3;
+/** A blocked child running no invocation of ours (code left behind by a finished one) is killed after this many. */
+const STRAY_AFTER_CHECKS = 30;
+
+/** Why an invocation gets no result from this process. */
+export interface StopReason {
+  readonly name: string;
+  readonly message: string;
+}
+
+/** One invocation as the pool hands it to a process, perhaps a second time to another one. */
+export interface ChildTask {
+  readonly bundlePath: string;
+  readonly invocation: Invocation;
+  /** When the pool got the invocation: an error made here reports the whole time. */
+  readonly startedAt: number;
+  /** The child's `respond`, normalised. */
+  respond(response: HttpResponseSpec): void;
+  /** The outcome of the invocation: the child's result, or its error (timeout, crash, ...). */
+  finish(result: InvocationResult): void;
+  /**
+   * This process gave the invocation back without a result: it stopped, or is blocked, because
+   * of another invocation. `started` says whether the invocation's code had begun running here.
+   */
+  displace(from: SandboxOwnerProcess, why: StopReason, started: boolean): void;
+}
 
 export interface SandboxOwnerProcessOptions {
   readonly entryPath: string;
@@ -32,17 +75,19 @@ export interface SandboxOwnerProcessOptions {
   /** Killed after this long without an invocation in flight. */
   readonly idleMs: number;
   /** Called once, when the process stops taking invocations (killed, reaped or exited). */
-  onRetired(): void;
+  onRetired(process: SandboxOwnerProcess): void;
+  /** Called when the process becomes ready, blocked, or healthy again. */
+  onChange(process: SandboxOwnerProcess): void;
 }
 
 interface Pending {
-  readonly request: InvokeRequest;
-  readonly handlers: InvokeHandlers | undefined;
-  readonly resolve: (result: InvocationResult) => void;
-  readonly startedAt: number;
+  readonly task: ChildTask;
+  readonly sentAt: number;
   timer?: NodeJS.Timeout;
-  /** The response passed to `onRespond`, normalised; the result carries the same. */
+  /** The response passed on, normalised; the result carries the same. */
   response?: HttpResponseSpec;
+  /** When the child said it began running this invocation's code (a counter; 0: not yet). */
+  startOrder: number;
 }
 
 type Refable = { ref?(): void; unref?(): void } | null | undefined;
@@ -51,17 +96,28 @@ export class SandboxOwnerProcess {
   private readonly sandbox: SandboxProcess;
   private readonly pending = new Map<string, Pending>();
   private readonly exited: Promise<void>;
-  private ready = false;
+  private readonly watchdog: NodeJS.Timeout;
+  private isReady = false;
   private retired = false;
+  private isBlocked = false;
   private idleTimer: NodeJS.Timeout | undefined;
+  private heard = false;
+  private silentChecks = 0;
+  private starts = 0;
+  /** The invocation whose code said it ends the process. */
+  private exiting: string | undefined;
 
   constructor(private readonly options: SandboxOwnerProcessOptions) {
     this.sandbox = forkSandbox(options.entryPath, options.ownerDir, options.heapMb);
     const { child } = this.sandbox;
     this.exited = new Promise((resolve) => child.once("exit", () => resolve()));
     child.on("message", (message: SandboxMessage | null) => this.onMessage(message));
-    child.once("exit", (code, signal) => this.onExit(code, signal));
+    child.once("exit", () => this.retire());
+    // After `exit`, once stderr and the channel are drained: the crash report and `exiting` are in.
+    child.once("close", (code, signal) => this.onClose(code, signal));
     child.on("error", (error) => this.onError(error));
+    this.watchdog = setInterval(() => this.check(), CHECK_MS);
+    this.watchdog.unref();
   }
 
   get pid(): number | undefined {
@@ -73,33 +129,51 @@ export class SandboxOwnerProcess {
     return !this.retired;
   }
 
-  /** Runs one invocation; never rejects. */
-  invoke(bundlePath: string, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
-    const startedAt = performance.now();
-    const { invocationId } = invocation;
+  /** Whether the child has started and said so. */
+  get ready(): boolean {
+    return this.isReady;
+  }
+
+  /** Whether the child has not been heard from for a few hundred ms (its event loop is blocked). */
+  get blocked(): boolean {
+    return this.isBlocked;
+  }
+
+  /** Invocations in flight. */
+  get load(): number {
+    return this.pending.size;
+  }
+
+  /** The source whose invocation blocks this process, while it is blocked. */
+  get blockingSourceId(): string | undefined {
+    if (!this.isBlocked) return undefined;
+    return this.suspect()?.task.invocation.sourceId;
+  }
+
+  /** Runs one invocation; its outcome goes to the task's callbacks. */
+  invoke(task: ChildTask): void {
+    const { invocationId } = task.invocation;
     if (this.retired || this.pending.has(invocationId)) {
       const why = this.retired ? "the sandbox process has stopped" : "an invocation with this id is running";
-      return Promise.resolve(failed(invocation, "SandboxError", why, startedAt));
+      task.finish(failed(task, "SandboxError", why));
+      return;
     }
     clearTimeout(this.idleTimer);
     this.setRef(true);
-    return new Promise<InvocationResult>((resolve) => {
-      const entry: Pending = {
-        request: { type: "invoke", bundlePath, invocation },
-        handlers,
-        resolve,
-        startedAt,
-      };
-      this.pending.set(invocationId, entry);
-      entry.timer = setTimeout(() => this.timeOut(invocationId), invocation.timeoutMs + KILL_GRACE_MS);
-      if (this.ready) this.send(entry);
-    });
+    const entry: Pending = { task, sentAt: performance.now(), startOrder: 0 };
+    this.pending.set(invocationId, entry);
+    entry.timer = setTimeout(() => this.timeOut(invocationId), task.invocation.timeoutMs + KILL_GRACE_MS);
+    if (this.isReady) this.send(entry);
   }
 
   /** Kills the process; in-flight invocations end with a SandboxError saying `why`. */
   kill(why: string): Promise<void> {
     this.retire();
-    for (const id of [...this.pending.keys()]) this.fail(id, "SandboxError", why);
+    for (const entry of [...this.pending.values()]) this.settle(entry, failed(entry.task, "SandboxError", why));
+    return this.terminate();
+  }
+
+  private terminate(): Promise<void> {
     const { child } = this.sandbox;
     if (child.pid === undefined || !isRunning(child)) return Promise.resolve();
     child.kill("SIGKILL");
@@ -107,88 +181,183 @@ export class SandboxOwnerProcess {
   }
 
   private send(entry: Pending): void {
+    const request: InvokeRequest = {
+      type: "invoke",
+      bundlePath: entry.task.bundlePath,
+      invocation: entry.task.invocation,
+    };
+    this.post(request);
+  }
+
+  private post(request: InvokeRequest | CancelRequest): void {
     try {
-      this.sandbox.child.send(entry.request, (error) => {
-        // The channel is closing: the exit handler ends the invocation with the reason.
-        if (error && !this.retired) this.kill(`the sandbox process could not be reached: ${error.message}`);
+      this.sandbox.child.send(request, (error) => {
+        // The channel is closing: the child is stopping, and `close` settles what is in flight.
+        if (error && isRunning(this.sandbox.child)) void this.terminate();
       });
-    } catch (error) {
-      this.fail(
-        entry.request.invocation.invocationId,
-        "SandboxError",
-        `could not send the invocation: ${String(error)}`,
-      );
+    } catch {
+      if (isRunning(this.sandbox.child)) void this.terminate();
     }
   }
 
   private onMessage(message: SandboxMessage | null): void {
-    if (message?.type === "ready") {
-      this.ready = true;
-      for (const entry of this.pending.values()) this.send(entry);
-    } else if (message?.type === "respond") {
-      this.forwardRespond(message.invocationId, message.response);
-    } else if (message?.type === "result") {
-      const id = (message.result as Partial<InvocationResult> | null)?.invocationId;
-      const entry = typeof id === "string" ? this.pending.get(id) : undefined;
-      if (entry) this.settle(entry, checkedResult(message.result, entry));
+    this.heard = true;
+    switch (message?.type) {
+      case "result": {
+        const id = (message.result as Partial<InvocationResult> | null)?.invocationId;
+        const entry = typeof id === "string" ? this.pending.get(id) : undefined;
+        if (entry) this.settle(entry, checkedResult(message.result, entry));
+        break;
+      }
+      case "respond":
+        this.forwardRespond(message.invocationId, message.response);
+        break;
+      case "started": {
+        const entry = this.entryOf(message.invocationId);
+        if (entry) entry.startOrder = ++this.starts;
+        break;
+      }
+      case "exiting":
+        if (this.entryOf(message.invocationId)) this.exiting = message.invocationId;
+        break;
+      case "ready":
+        this.isReady = true;
+        for (const entry of this.pending.values()) this.send(entry);
+        this.options.onChange(this);
+        break;
+      default:
+        break;
     }
   }
 
+  private entryOf(invocationId: unknown): Pending | undefined {
+    return typeof invocationId === "string" ? this.pending.get(invocationId) : undefined;
+  }
+
   private forwardRespond(invocationId: unknown, response: unknown): void {
-    const entry = typeof invocationId === "string" ? this.pending.get(invocationId) : undefined;
+    const entry = this.entryOf(invocationId);
     if (!entry || entry.response) return;
     entry.response = checkedResponse(response);
-    if (entry.response) entry.handlers?.onRespond?.(entry.response);
+    if (entry.response) entry.task.respond(entry.response);
+  }
+
+  /** The in-flight invocation whose code the child started last. */
+  private suspect(): Pending | undefined {
+    let suspect: Pending | undefined;
+    for (const entry of this.pending.values()) {
+      if (entry.startOrder > (suspect?.startOrder ?? 0)) suspect = entry;
+    }
+    return suspect;
+  }
+
+  /** Runs every CHECK_MS: a child silent for BLOCKED_AFTER_CHECKS checks in a row is blocked. */
+  private check(): void {
+    if (this.retired || !this.isReady) return;
+    if (this.heard) {
+      this.heard = false;
+      this.silentChecks = 0;
+      if (this.isBlocked) {
+        this.isBlocked = false;
+        this.options.onChange(this);
+      }
+      return;
+    }
+    this.silentChecks += 1;
+    if (this.silentChecks === BLOCKED_AFTER_CHECKS) this.onBlocked();
+    else if (this.silentChecks >= STRAY_AFTER_CHECKS && this.pending.size === 0)
+      void this.kill("the sandbox process stayed blocked");
+  }
+
+  /**
+   * The child's event loop is blocked: new work goes elsewhere, and so does the work in flight
+   * here, except the invocation likely blocking it, which stays until it answers or its time runs
+   * out. Invocations that have not started are cancelled here and do not count as a retry.
+   */
+  private onBlocked(): void {
+    this.isBlocked = true;
+    // Without a suspect, nothing in flight here runs: code left behind by a finished invocation
+    // loops, or this machine is too busy to run the child. Everything moves; the child stays, and
+    // is killed if it does not come back (STRAY_AFTER_CHECKS).
+    const suspect = this.suspect();
+    const message = suspect
+      ? `its sandbox process was blocked by another invocation (of source ${suspect.task.invocation.sourceId})`
+      : "its sandbox process was blocked";
+    for (const entry of [...this.pending.values()]) {
+      if (entry === suspect) continue;
+      if (entry.startOrder === 0) this.post({ type: "cancel", invocationId: entry.task.invocation.invocationId });
+      this.displace(entry, { name: "SandboxError", message });
+    }
+    this.options.onChange(this);
   }
 
   private timeOut(invocationId: string): void {
     const entry = this.pending.get(invocationId);
     if (!entry) return;
-    const { timeoutMs } = entry.request.invocation;
-    this.fail(
-      invocationId,
-      "TimeoutError",
-      `the invocation timed out after ${timeoutMs / 1000}s; its process was killed`,
+    const { timeoutMs } = entry.task.invocation;
+    this.retire();
+    this.settle(
+      entry,
+      failed(entry.task, "TimeoutError", `the invocation timed out after ${timeoutMs / 1000}s; its process was killed`),
     );
-    void this.kill("the sandbox process was restarted because another invocation in it timed out");
+    this.displaceAll(undefined, {
+      name: "SandboxError",
+      message: "its sandbox process was stopped because another invocation in it timed out",
+    });
+    void this.terminate();
   }
 
-  private onExit(code: number | null, signal: NodeJS.Signals | null): void {
+  private onClose(code: number | null, signal: NodeJS.Signals | null): void {
     this.retire();
     if (this.pending.size === 0) return;
     const stderr = this.sandbox.stderrTail();
     const name = isOutOfMemory(stderr) ? "OutOfMemoryError" : "SandboxCrashError";
-    const why = `the sandbox process stopped: ${crashReason(code, signal, stderr)}`;
-    for (const id of [...this.pending.keys()]) this.fail(id, name, why);
+    const reason = crashReason(code, signal, stderr);
+    const culprit = (this.exiting === undefined ? undefined : this.pending.get(this.exiting)) ?? this.suspect();
+    if (culprit) this.settle(culprit, failed(culprit.task, name, `the sandbox process stopped: ${reason}`));
+    this.displaceAll(culprit, {
+      name: "SandboxError",
+      message: `its sandbox process stopped because of another invocation: ${reason}`,
+    });
   }
 
   private onError(error: Error): void {
     void this.kill(`the sandbox process failed: ${error.message}`);
   }
 
-  private fail(invocationId: string, name: string, message: string): void {
-    const entry = this.pending.get(invocationId);
-    if (entry) this.settle(entry, failed(entry.request.invocation, name, message, entry.startedAt));
+  private displaceAll(except: Pending | undefined, why: StopReason): void {
+    for (const entry of [...this.pending.values()]) if (entry !== except) this.displace(entry, why);
+  }
+
+  private displace(entry: Pending, why: StopReason): void {
+    if (!this.remove(entry)) return;
+    entry.task.displace(this, why, entry.startOrder > 0);
   }
 
   private settle(entry: Pending, result: InvocationResult): void {
-    const { invocationId } = entry.request.invocation;
-    if (this.pending.get(invocationId) !== entry) return;
+    if (this.remove(entry)) entry.task.finish(result);
+  }
+
+  /** Takes `entry` out of the in-flight set; false when it was out already. */
+  private remove(entry: Pending): boolean {
+    const { invocationId } = entry.task.invocation;
+    if (this.pending.get(invocationId) !== entry) return false;
     this.pending.delete(invocationId);
     clearTimeout(entry.timer);
-    entry.resolve(result);
+    if (this.exiting === invocationId) this.exiting = undefined;
     if (this.pending.size === 0 && !this.retired) {
       this.idleTimer = setTimeout(() => void this.kill("the sandbox process was idle"), this.options.idleMs);
       this.idleTimer.unref();
       this.setRef(false);
     }
+    return true;
   }
 
   private retire(): void {
     if (this.retired) return;
     this.retired = true;
     clearTimeout(this.idleTimer);
-    this.options.onRetired();
+    clearInterval(this.watchdog);
+    this.options.onRetired(this);
   }
 
   /** An idle child must not keep this process alive; a busy one must, until its answer. */
@@ -201,8 +370,9 @@ export class SandboxOwnerProcess {
   }
 }
 
-function failed(invocation: Invocation, name: string, message: string, startedAt: number): InvocationResult {
-  return failedResult(invocation.invocationId, { name, message, ts: Date.now() }, performance.now() - startedAt);
+function failed(task: ChildTask, name: string, message: string): InvocationResult {
+  const error: ErrorRecord = { name, message, ts: Date.now() };
+  return failedResult(task.invocation.invocationId, error, performance.now() - task.startedAt);
 }
 
 /** Normalised again: the child runs untrusted code, which can send anything. Malformed is no response. */
@@ -223,7 +393,7 @@ const LOG_LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
  * correctly, but the code running beside it can send a result of its own.
  */
 function checkedResult(raw: unknown, entry: Pending): InvocationResult {
-  const { invocation } = entry.request;
+  const { invocation } = entry.task;
   const sent = isBag(raw) ? raw : {};
   const result: InvocationResult = {
     invocationId: invocation.invocationId,
@@ -234,7 +404,7 @@ function checkedResult(raw: unknown, entry: Pending): InvocationResult {
       : [],
     dbWrites: isBag(sent.dbWrites) ? (sent.dbWrites as Record<string, Json>) : {},
     logs: Array.isArray(sent.logs) ? (sent.logs.filter(isLogRecord) as LogRecord[]) : [],
-    durationMs: typeof sent.durationMs === "number" ? sent.durationMs : performance.now() - entry.startedAt,
+    durationMs: typeof sent.durationMs === "number" ? sent.durationMs : performance.now() - entry.sentAt,
   };
   if (isBag(sent.error)) result.error = errorRecord(sent.error);
   // The response already given to the caller, if any, is the run's response.

@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiClient } from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
+import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+/**
+ * Issue 6's fault test "runaway components", against `npm start`: a source that loops forever, one
+ * that allocates without bound, three that end their own process (exit, abort, SIGKILL) and one
+ * that signals Sluice itself share a workspace (so a sandbox pool) with a healthy source whose
+ * custom response doubles a number.
+ * Requests keep flowing to the healthy source while the bad ones are triggered one after another:
+ * each bad run is stopped and recorded on its `$errors` channel with the cause, and every healthy
+ * request gets its own correct answer.
+ */
+
+const TIMEOUT_MS = 2000;
+
+const HEALTHY_SOURCE = `
+export default {
+  name: "Doubler",
+  version: "1.0.0",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    this.http.respond({ status: 200, body: { n: event.body.n, doubled: event.body.n * 2 } });
+  },
+};
+`;
+
+/** A source whose run does `body`; its endpoint answers at once and the run is queued. */
+const badSource = (name: string, body: string) => `
+export default {
+  name: "${name}",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run() { ${body} },
+};
+`;
+
+/** The bad sources, in the order they are triggered, with the `$errors` entry each must leave. */
+const RUNAWAYS = [
+  {
+    name: "Looper",
+    body: "while (true) {}",
+    code: "TimeoutError",
+    message: /timed out after 2s; its process was killed/,
+  },
+  {
+    name: "Hoarder",
+    body: "const hoard = []; while (true) hoard.push(new Array(1e6).fill(1));",
+    code: "OutOfMemoryError",
+    message: /out of memory/,
+  },
+  { name: "Exiter", body: "process.exit(1);", code: "SandboxCrashError", message: /exited with code 1/ },
+  { name: "Aborter", body: "process.abort();", code: "SandboxCrashError", message: /killed by SIGABRT/ },
+  {
+    name: "Self-killer",
+    body: 'process.kill(process.pid, "SIGKILL");',
+    code: "SandboxCrashError",
+    message: /killed by SIGKILL/,
+  },
+  // Aims at Sluice itself: refused, so the run fails like any throw and the server stays up.
+  { name: "Parent-killer", body: 'process.kill(process.ppid, "SIGKILL");', code: "Error", message: /EPERM/ },
+] as const;
+
+interface Traffic {
+  /** Healthy requests answered so far, and those whose answer was wrong (with what came back). */
+  answered: number;
+  wrong: string[];
+  stop(): Promise<void>;
+}
+
+/** `concurrency` loops of POSTs `{n}` to the endpoint, each checking its own doubled answer. */
+function keepRequesting(endpoint: string, concurrency: number): Traffic {
+  let running = true;
+  let next = 0;
+  const traffic: Traffic = { answered: 0, wrong: [], stop: async () => {} };
+  const loop = async () => {
+    while (running) {
+      const n = next++;
+      try {
+        const response = await fetch(endpoint, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ n }),
+        });
+        const text = await response.text();
+        if (response.status !== 200 || text !== JSON.stringify({ n, doubled: n * 2 })) {
+          traffic.wrong.push(`${n}: ${response.status} ${text}`);
+        }
+      } catch (error) {
+        traffic.wrong.push(`${n}: ${String(error)}`);
+      }
+      traffic.answered += 1;
+    }
+  };
+  const loops = Array.from({ length: concurrency }, loop);
+  traffic.stop = async () => {
+    running = false;
+    await Promise.all(loops);
+  };
+  return traffic;
+}
+
+describe("fault: runaway components", () => {
+  let sluice: SluiceProcess;
+  let api: ReturnType<typeof apiClient>;
+
+  beforeAll(async () => {
+    sluice = await startSluice({
+      env: {
+        SLUICE_INVOCATION_TIMEOUT_MS: String(TIMEOUT_MS),
+        SLUICE_SANDBOX_HEAP_MB: "64",
+        SLUICE_SANDBOX_PROCESSES: "2",
+      },
+    });
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+  });
+
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  async function deploy(code: string): Promise<{ id: string; endpoint: string }> {
+    const answer = await api("POST", "/sources", { component_code: code });
+    expect(answer.status).toBe(200);
+    return { id: answer.json.data.id, endpoint: answer.json.data.configured_props.http.endpoint_url };
+  }
+
+  it("stops each runaway with an $errors event naming the cause while a healthy source answers throughout", async () => {
+    const healthy = await deploy(HEALTHY_SOURCE);
+    const runaways = [];
+    for (const runaway of RUNAWAYS)
+      runaways.push({ ...runaway, ...(await deploy(badSource(runaway.name, runaway.body))) });
+
+    const traffic = keepRequesting(healthy.endpoint, 4);
+    try {
+      await eventually(() => (traffic.answered >= 20 ? true : undefined), "the first healthy answers");
+      const answeredBefore = traffic.answered;
+      for (const runaway of runaways) {
+        const trigger = await fetch(runaway.endpoint, { method: "POST", body: "{}" });
+        expect(trigger.status).toBe(200);
+        const recorded = await eventually(
+          async () => {
+            const page = await api("GET", `/sources/${runaway.id}/event_summaries?event_name=$errors&expand=event`);
+            return page.json.data[0];
+          },
+          `the $errors event of ${runaway.name}`,
+          { timeoutMs: 20_000, intervalMs: 50 },
+        );
+        expect(recorded.event.error, runaway.name).toMatchObject({ code: runaway.code, cellId: "run" });
+        expect(recorded.event.error.message, runaway.name).toMatch(runaway.message);
+      }
+      // Healthy requests were answered while the runaways ran, not only before and after.
+      expect(traffic.answered - answeredBefore).toBeGreaterThan(20);
+    } finally {
+      await traffic.stop();
+    }
+    expect(traffic.wrong).toEqual([]);
+
+    // Every runaway failed once and only once; the sandbox still serves the workspace.
+    for (const runaway of runaways) {
+      const page = await api("GET", `/sources/${runaway.id}/event_summaries?event_name=$errors`);
+      expect(page.json.data, runaway.name).toHaveLength(1);
+    }
+    const after = await fetch(healthy.endpoint, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ n: 21 }),
+    });
+    expect(await after.json()).toEqual({ n: 21, doubled: 42 });
+  }, 60_000);
+});
