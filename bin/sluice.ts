@@ -47,7 +47,8 @@ async function start(): Promise<void> {
 
 async function createKey(): Promise<void> {
   const config = loadLocalConfig();
-  const { deps, close } = await localDeps(config, jsonLogger({ service: "sluice" }));
+  // No background work: a server may be running on the same data dir and owns its queues.
+  const { deps, close } = await localDeps(config, jsonLogger({ service: "sluice" }), undefined, { background: false });
   try {
     const user = await deps.identity.findUserByUsername(config.username);
     if (!user) throw new Error(`no local user ${config.username}: run 'npm start' once first`);

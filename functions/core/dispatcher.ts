@@ -7,7 +7,10 @@
  * emitter key is S, `dc_*:U`, or W when C is `$errors` (subscription-model.ts). Each listener gets
  * each event once, however many of its subscriptions match:
  * - a webhook: one `DeliveryRecord` whose payload is the live stream's envelope (`sseEnvelope`),
- *   all of a batch's deliveries queued in event order by ONE `deliveries.enqueue`;
+ *   all of a batch's deliveries queued in event order by ONE `deliveries.enqueue`. Its id is
+ *   {@link deliveryIdFor} (webhook, source, event), the same on every dispatch of the event, so a
+ *   dispatch made again (local outbox, EventBridge or Lambda retries) queues nothing new where the
+ *   queue still holds the delivery, and receivers deduplicate on the id where it was delivered;
  * - a source: a run with the emitted event as its `event`, queued in event order. A source may
  *   listen to its own custom channels, as in the original (real-behaviour.md §1.6); a loop it makes
  *   that way is its own, each hop being a queued run, never a recursion. The one guard: a source's
@@ -19,14 +22,28 @@
  * comes with the publish; only a publish without it (an EventBridge entry put before entries
  * carried it) costs a source read.
  */
+import { createHash } from "node:crypto";
 import type { Deps } from "#ports/deps";
 import type { EmitterOwner } from "#ports/event-bus";
 import type { RunJob } from "#ports/run-queue";
 import { ERRORS_CHANNEL, type Json, LOGS_CHANNEL, type StoredEvent } from "./component-model.ts";
+import { parseEventId } from "./event-ids.ts";
+import { formatId } from "./ids.ts";
 import { sseEnvelope } from "./source-stream.ts";
 import type { DeliveryRecord, SubscriptionRecord } from "./subscription-model.ts";
 
-export type DispatchDeps = Pick<Deps, "sources" | "subscriptions" | "deliveries" | "runs" | "ids" | "clock">;
+export type DispatchDeps = Pick<Deps, "sources" | "subscriptions" | "deliveries" | "runs" | "clock">;
+
+/**
+ * The id of the delivery of `eventId` (of `emitterId`) to `webhookId`: the same whichever
+ * dispatch makes it, on both platforms. Shaped like every delivery id (`dlv_`, the event's ms, 60
+ * bits), so dead letters still sort by time; the 60 bits are those of a SHA-256 of the three ids.
+ */
+export function deliveryIdFor(webhookId: string, emitterId: string, eventId: string): string {
+  const ms = parseEventId(eventId)?.[0] ?? 0;
+  const digest = createHash("sha256").update(`${webhookId}\n${emitterId}\n${eventId}`).digest();
+  return formatId("delivery", ms, digest);
+}
 
 export interface DispatchResult {
   /** Webhook deliveries queued. */
@@ -97,7 +114,7 @@ export async function dispatchEvents(
       if (kind === "webhook") {
         payload ??= sseEnvelope(event) as unknown as Json;
         deliveries.push({
-          id: deps.ids.newId("delivery"),
+          id: deliveryIdFor(listenerId, event.sourceId, event.id),
           webhookId: listenerId,
           subscriptionIds: subscriptions.map((subscription) => subscription.id),
           emitterId: event.sourceId,
@@ -132,13 +149,32 @@ export interface SerialDispatcher {
   drain(): Promise<void>;
 }
 
+export interface SerialDispatcherHooks {
+  /**
+   * Called once per `listener` call when its dispatch settled: `dispatched` is true when every
+   * delivery and run was queued, false when the dispatch failed (and was logged). A throw is logged.
+   */
+  onSettled?(events: readonly StoredEvent[], dispatched: boolean): void;
+}
+
 /**
  * Local mode's bus listener: dispatches each publish in the background, one source's publishes one
  * after the other, so that source's deliveries are queued in emit order. A failed dispatch is
- * logged; its events stay in the store but are not delivered (no outbox in local mode).
+ * logged and reported to `onSettled`; local mode's outbox (`OutboxRelay`) keeps its events and
+ * dispatches them again later.
  */
-export function serialDispatcher(deps: DispatchDeps & Pick<Deps, "log">): SerialDispatcher {
+export function serialDispatcher(
+  deps: DispatchDeps & Pick<Deps, "log">,
+  hooks: SerialDispatcherHooks = {},
+): SerialDispatcher {
   const tails = new Map<string, Promise<void>>();
+  const settled = (events: readonly StoredEvent[], dispatched: boolean) => {
+    try {
+      hooks.onSettled?.(events, dispatched);
+    } catch (error) {
+      deps.log.error("a dispatch's settle hook failed", { source_id: events[0]?.sourceId, error: String(error) });
+    }
+  };
   return {
     listener(events, owner) {
       const sourceId = events[0]?.sourceId;
@@ -147,13 +183,15 @@ export function serialDispatcher(deps: DispatchDeps & Pick<Deps, "log">): Serial
       const next = previous
         .then(() => dispatchEvents(deps, events, owner))
         .then(
-          () => undefined,
-          (error: unknown) =>
+          () => settled(events, true),
+          (error: unknown) => {
             deps.log.error("events could not be dispatched to their subscribers", {
               source_id: sourceId,
               event_ids: events.map((event) => event.id),
               error: String(error),
-            }),
+            });
+            settled(events, false);
+          },
         )
         .finally(() => {
           if (tails.get(sourceId) === next) tails.delete(sourceId);

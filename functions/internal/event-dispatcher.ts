@@ -1,29 +1,35 @@
 /**
  * The dispatcher on AWS: the target of the EventBridge rule that matches what
  * `EventBridgeEventBus` publishes (`source` {@link EVENT_SOURCE}, `detail-type`
- * {@link EVENT_DETAIL_TYPE}). It runs the same `dispatchEvents` as local mode, with the webhook
- * deliveries queued on the FIFO delivery queue (`SqsDeliveryQueue`) and the runs of listening
- * sources on the source runner (`LambdaRunQueue`).
+ * {@link EVENT_DETAIL_TYPE}), and the consumer of the unpublished-events queue, where the bus puts
+ * the entries EventBridge kept refusing. It runs the same `dispatchEvents` as local mode, with the
+ * webhook deliveries queued on the FIFO delivery queue (`SqsDeliveryQueue`) and the runs of
+ * listening sources on the source runner (`LambdaRunQueue`).
  *
- * EventBridge hands an event over at least once, and Lambda retries a failed dispatch twice, so a
- * dispatch may run again. It is therefore made a pure function of the published detail: each
- * delivery's id is derived from (webhook, source, event) ({@link deliveryIdFor}) and its times from
- * the events, never from when the dispatcher runs. A repeated dispatch makes byte-identical
- * deliveries, which the FIFO queue deduplicates for 5 minutes and receivers deduplicate on the
- * delivery id after that. A run of a listening source may run twice (at least once).
+ * EventBridge hands an event over at least once, Lambda retries a failed dispatch twice and SQS
+ * hands a message over again when its dispatch failed, so a dispatch may run again. It is
+ * therefore made a pure function of the published detail: each delivery's id is derived from
+ * (webhook, source, event) (`deliveryIdFor` of `#core/dispatcher`) and its times from the events,
+ * never from when the dispatcher runs. A repeated dispatch makes byte-identical deliveries, which
+ * the FIFO queue deduplicates for 5 minutes and receivers deduplicate on the delivery id after
+ * that. A run of a listening source may run twice (at least once).
  *
  * A published entry carries the events themselves, or, for an event too large for EventBridge, a
  * reference `{sourceId, eventId, channel}` that is read back from the store here. It carries the
  * source's `owner` too, which the subscriptions are found by; an entry put before entries carried
  * it (still in flight or in the dead-letter queue at an upgrade) is dispatched with a source read.
+ *
+ * From SQS (a batch, `ReportBatchItemFailures`), a message's body is an entry as EventBridge hands
+ * it over (`{source, detail-type, detail}`: what the bus sends when EventBridge refused it, and what
+ * EventBridge puts in the rule's dead-letter queue), or Lambda's record of a failed asynchronous
+ * dispatch (`{requestPayload: <entry>, ...}`), so every message of the dispatch dead-letter queue
+ * can be moved to the unpublished-events queue to be dispatched again (docs/aws.md).
  */
-import { createHash } from "node:crypto";
+import type { SQSBatchResponse } from "aws-lambda";
 import { z } from "zod";
 import type { StoredEvent } from "#core/component-model";
 import { type DispatchDeps, dispatchEvents } from "#core/dispatcher";
 import { EVENT_ID, parseEventId } from "#core/event-ids";
-import { formatId } from "#core/ids";
-import type { DeliveryQueue } from "#ports/delivery-queue";
 import type { Deps } from "#ports/deps";
 import type { EmitterOwner } from "#ports/event-bus";
 import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
@@ -78,39 +84,14 @@ export const dispatcherInputSchema = z.object({
 });
 export type DispatcherInput = z.infer<typeof dispatcherInputSchema>;
 
-/**
- * The id of the delivery of `eventId` (of `emitterId`) to `webhookId`: the same whichever
- * dispatch makes it. Shaped like every delivery id (`dlv_`, the event's ms, 60 bits), so dead
- * letters still sort by time; the 60 bits are those of a SHA-256 of the three ids.
- */
-export function deliveryIdFor(webhookId: string, emitterId: string, eventId: string): string {
-  const ms = parseEventId(eventId)?.[0] ?? 0;
-  const digest = createHash("sha256").update(`${webhookId}\n${emitterId}\n${eventId}`).digest();
-  return formatId("delivery", ms, digest);
-}
-
-/** `queue` with each delivery's id replaced by {@link deliveryIdFor}. */
-export function withDerivedDeliveryIds(queue: DeliveryQueue): DeliveryQueue {
-  return {
-    enqueue: (deliveries) =>
-      queue.enqueue(
-        deliveries.map((delivery) => ({
-          ...delivery,
-          id: deliveryIdFor(delivery.webhookId, delivery.emitterId, delivery.eventId),
-        })),
-      ),
-  };
-}
-
-/** The dependencies of one dispatch: ids and times from the events (see the module comment). */
+/** The dependencies of one dispatch: its times from the events (see the module comment). */
 export function dispatchDepsFor(deps: Deps, events: readonly StoredEvent[]): DispatchDeps {
   const storedAt = Math.max(...events.map((event) => event.indexedAtMs));
   return {
     sources: deps.sources,
     subscriptions: deps.subscriptions,
     runs: deps.runs,
-    ids: deps.ids,
-    deliveries: withDerivedDeliveryIds(deps.deliveries),
+    deliveries: deps.deliveries,
     clock: { nowMs: () => storedAt },
   };
 }
@@ -158,8 +139,68 @@ export async function dispatchEntry(deps: Deps, input: DispatcherInput): Promise
   }
 }
 
-/** The dispatcher's entry with its dependencies given (tests); {@link handler} builds the AWS ones. */
-export const createEventDispatcherHandler = (loadDeps: () => Promise<Deps> = loadAwsDeps) =>
-  internalHandler("stored events entry", dispatcherInputSchema, dispatchEntry, loadDeps);
+const sqsEventSchema = z.object({
+  Records: z.array(z.object({ messageId: z.string(), body: z.string(), eventSource: z.literal("aws:sqs") })).min(1),
+});
+
+/** The entry a queued message carries: the entry itself, or inside Lambda's record of a failed invocation. */
+function entryOfMessage(body: string): unknown {
+  const parsed: unknown = JSON.parse(body);
+  if (parsed !== null && typeof parsed === "object" && "requestPayload" in parsed) {
+    return (parsed as { requestPayload: unknown }).requestPayload;
+  }
+  return parsed;
+}
+
+/**
+ * Dispatches the entries of an SQS batch one after the other. A malformed message is logged and
+ * dropped (handing it over again cannot fix it); a message whose dispatch failed is reported, so
+ * SQS hands it over again after the visibility timeout (and moves it to the dead-letter queue
+ * after the queue's receive limit).
+ */
+export async function dispatchQueuedEntries(
+  deps: Deps,
+  event: z.infer<typeof sqsEventSchema>,
+): Promise<SQSBatchResponse> {
+  const failed: string[] = [];
+  for (const record of event.Records) {
+    let input: DispatcherInput;
+    try {
+      input = dispatcherInputSchema.parse(entryOfMessage(record.body));
+    } catch (error) {
+      deps.log.error("malformed queued stored events entry dropped", {
+        message_id: record.messageId,
+        error: error instanceof z.ZodError ? JSON.stringify(error.issues) : String(error),
+      });
+      continue;
+    }
+    try {
+      await dispatchEntry(deps, input);
+    } catch (error) {
+      deps.log.error("queued stored events could not be dispatched; SQS hands them over again", {
+        message_id: record.messageId,
+        source_id: input.detail.sourceId,
+        error: String(error),
+      });
+      failed.push(record.messageId);
+    }
+  }
+  return { batchItemFailures: failed.map((itemIdentifier) => ({ itemIdentifier })) };
+}
+
+/**
+ * The dispatcher's entry with its dependencies given (tests); {@link handler} builds the AWS ones.
+ * An SQS batch (the unpublished-events queue) answers with its failed items; an EventBridge event
+ * (the rule) resolves, or rejects so that Lambda retries it.
+ */
+export function createEventDispatcherHandler(loadDeps: () => Promise<Deps> = loadAwsDeps) {
+  const fromRule = internalHandler("stored events entry", dispatcherInputSchema, dispatchEntry, loadDeps);
+  return async (event: unknown): Promise<SQSBatchResponse | undefined> => {
+    const batch = sqsEventSchema.safeParse(event);
+    if (batch.success) return dispatchQueuedEntries(await loadDeps(), batch.data);
+    await fromRule(event);
+    return undefined;
+  };
+}
 
 export const handler = createEventDispatcherHandler();

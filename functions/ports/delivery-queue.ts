@@ -7,5 +7,10 @@ import type { DeliveryRecord } from "#core/subscription-model";
  * Deliveries of one webhook are attempted first in the order they were enqueued.
  */
 export interface DeliveryQueue {
+  /**
+   * Queues the deliveries, in order. A delivery whose id the queue already holds is not queued a
+   * second time (a dispatch made again derives the same ids: `deliveryIdFor` of `#core/dispatcher`):
+   * SQLite keeps the row it has; SQS FIFO drops a repeat within its 5-minute deduplication window.
+   */
   enqueue(deliveries: readonly DeliveryRecord[]): Promise<void>;
 }

@@ -9,6 +9,7 @@ import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption, type QueueProps } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { fallbackQueueNameFor } from "#adapters/aws/eventbridge-event-bus";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
@@ -24,6 +25,10 @@ export const DELIVERY_BATCH_SIZE = 5;
 export const RETRY_BATCH_SIZE = 10;
 /** Receives of a message Sluice failed to handle (a store, a key, a queue) before its dead-letter queue. */
 export const MAX_RECEIVES = 5;
+/** Time limit of the dispatcher. */
+const DISPATCHER_TIMEOUT = Duration.seconds(60);
+/** Messages of the unpublished-events queue in one invocation of the dispatcher. */
+export const UNPUBLISHED_BATCH_SIZE = 10;
 
 export interface EventFanoutProps {
   /** The resources table: sources and subscriptions (read), webhooks and dead letters (read, write). */
@@ -48,17 +53,24 @@ export interface EventFanoutProps {
  *   {@link attachDeliveryQueuer}), consumed by
  * - the **deliverer** (`functions/internal/webhook-deliverer.ts`), which sends failed attempts to
  *   the **retry queue**, delayed until they are due, and consumes it too;
+ * - the **unpublished-events queue** (`sluice-<stage>-unpublished-events`), where functions that
+ *   publish send the entries EventBridge kept refusing ({@link attachPublisher}); the dispatcher
+ *   consumes it too, so such events are routed later rather than never;
  * - a dead-letter queue for each stage, for what Sluice itself failed to handle: entries the rule
- *   could not hand over and dispatches that failed every retry ({@link dispatchDeadLetterQueue}),
- *   deliveries the deliverer failed 5 times (one per delivery queue). A receiver that keeps failing
- *   ends in the dead-letter *store* instead, which users list and replay through the API.
+ *   could not hand over, dispatches that failed every retry and queued entries that failed 5
+ *   dispatches ({@link dispatchDeadLetterQueue}; moved back to the unpublished-events queue, every
+ *   message is dispatched again), deliveries the deliverer failed 5 times (one per delivery queue).
+ *   A receiver that keeps failing ends in the dead-letter *store* instead, which users list and
+ *   replay through the API.
  */
 export class EventFanout extends Construct {
   readonly bus: EventBus;
   readonly rule: Rule;
   readonly dispatcher: SluiceFunction;
-  /** Entries the rule could not hand to the dispatcher, and dispatches that failed every retry. */
+  /** Entries the rule could not hand to the dispatcher, dispatches that failed every retry, unpublished entries that failed 5 dispatches. */
   readonly dispatchDeadLetterQueue: Queue;
+  /** Standard; entries EventBridge refused, sent by the publishers and consumed by the dispatcher. */
+  readonly unpublishedQueue: Queue;
   /** FIFO; one message group per webhook. */
   readonly deliveryQueue: Queue;
   readonly deliveryDeadLetterQueue: Queue;
@@ -71,8 +83,9 @@ export class EventFanout extends Construct {
     super(scope, id);
     const { resourcesTable, sources } = props;
 
+    const busName = `sluice-${props.stage}`;
     this.bus = new EventBus(this, "Bus", {
-      eventBusName: `sluice-${props.stage}`,
+      eventBusName: busName,
       description: "Sluice: events stored by sources, for their subscribers",
     });
 
@@ -105,10 +118,18 @@ export class EventFanout extends Construct {
       deadLetterQueue: { queue: this.retryDeadLetterQueue, maxReceiveCount: MAX_RECEIVES },
     });
 
+    this.unpublishedQueue = new Queue(this, "UnpublishedEvents", {
+      ...common,
+      queueName: fallbackQueueNameFor(busName),
+      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
+      visibilityTimeout: Duration.seconds(DISPATCHER_TIMEOUT.toSeconds() * 6),
+      deadLetterQueue: { queue: this.dispatchDeadLetterQueue, maxReceiveCount: MAX_RECEIVES },
+    });
+
     this.dispatcher = new SluiceFunction(this, "Dispatcher", {
       entry: "functions/internal/event-dispatcher.ts",
       description: "Routes stored events to their subscribers (functions/internal/event-dispatcher.ts)",
-      timeout: Duration.seconds(60),
+      timeout: DISPATCHER_TIMEOUT,
       environment: { [ENV.resourcesTable]: resourcesTable.tableName },
       logRetention: props.logRetention,
     });
@@ -122,6 +143,13 @@ export class EventFanout extends Construct {
       retryAttempts: 2,
       onFailure: new SqsDestination(this.dispatchDeadLetterQueue),
     });
+    // What EventBridge refused is dispatched from the queue; a failed message is handed over again.
+    dispatcherFn.addEventSource(
+      new SqsEventSource(this.unpublishedQueue, {
+        batchSize: UNPUBLISHED_BATCH_SIZE,
+        reportBatchItemFailures: true,
+      }),
+    );
 
     this.rule = new Rule(this, "StoredEvents", {
       eventBus: this.bus,
@@ -167,10 +195,20 @@ export class EventFanout extends Construct {
     }
   }
 
-  /** A function that appends events: may put events on the bus, and learns its name. */
+  /**
+   * A function that appends events: may put events on the bus, and learns its name; may send what
+   * EventBridge refuses to the unpublished-events queue, which it finds by its name (derived from
+   * the bus's).
+   */
   attachPublisher(fn: LambdaFunction): void {
     this.bus.grantPutEventsTo(fn);
     fn.addEnvironment(AWS_COMPUTE_ENV.eventBusName, this.bus.eventBusName);
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["sqs:GetQueueUrl", "sqs:SendMessage"],
+        resources: [this.unpublishedQueue.queueArn],
+      }),
+    );
   }
 
   /** A function that queues webhook deliveries (`access.deliveries`): may send to the delivery queue, and learns its URL. */

@@ -1,10 +1,16 @@
 import { Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
+import { fallbackQueueNameFor } from "#adapters/aws/eventbridge-event-bus";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { routes } from "#http/routes";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
-import { DELIVERY_BATCH_SIZE, MAX_RECEIVES, RETRY_BATCH_SIZE } from "../../lib/constructs/event-fanout.ts";
+import {
+  DELIVERY_BATCH_SIZE,
+  MAX_RECEIVES,
+  RETRY_BATCH_SIZE,
+  UNPUBLISHED_BATCH_SIZE,
+} from "../../lib/constructs/event-fanout.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
 import {
   actionsOf,
@@ -143,7 +149,37 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       VisibilityTimeout: 540,
       RedrivePolicy: { deadLetterTargetArn: queueArn(fanout().retryDeadLetterQueue), maxReceiveCount: MAX_RECEIVES },
     });
-    template.resourceCountIs("AWS::SQS::Queue", 5);
+    template.resourceCountIs("AWS::SQS::Queue", 6);
+  });
+
+  it("keeps what EventBridge refused in a standard queue named after the bus, which the dispatcher consumes", () => {
+    const unpublished = queues()[idOf(fanout().unpublishedQueue)]!;
+    expect(fallbackQueueNameFor("sluice-dev")).toBe("sluice-dev-unpublished-events");
+    expect(unpublished.Properties.FifoQueue).toBeUndefined();
+    expect(unpublished.Properties).toMatchObject({
+      QueueName: "sluice-dev-unpublished-events",
+      MaximumMessageSize: 1_048_576,
+      MessageRetentionPeriod: 14 * 86_400,
+      SqsManagedSseEnabled: true,
+      // Six times the dispatcher's 60 s, as Lambda advises for queues it polls.
+      VisibilityTimeout: 360,
+      // A message that failed 5 dispatches joins the other undispatched entries.
+      RedrivePolicy: {
+        deadLetterTargetArn: queueArn(fanout().dispatchDeadLetterQueue),
+        maxReceiveCount: MAX_RECEIVES,
+      },
+    });
+    template.hasResourceProperties("AWS::Lambda::EventSourceMapping", {
+      EventSourceArn: queueArn(fanout().unpublishedQueue),
+      FunctionName: { Ref: dispatcherId() },
+      BatchSize: UNPUBLISHED_BATCH_SIZE,
+      FunctionResponseTypes: ["ReportBatchItemFailures"],
+    });
+    expect(UNPUBLISHED_BATCH_SIZE).toBeLessThanOrEqual(10);
+    const consumed = on(statementsOf(template, dispatcherId()), "sqs:ReceiveMessage").map((s) => s.Resource);
+    expect(consumed).toEqual([queueArn(fanout().unpublishedQueue)]);
+    const timeout = functionsOf(template)[dispatcherId()]!.Properties.Timeout as number;
+    expect(unpublished.Properties.VisibilityTimeout).toBeGreaterThanOrEqual(6 * timeout);
   });
 
   it("refuses unencrypted connections to every queue", () => {
@@ -153,6 +189,7 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       fanout().retryQueue,
       fanout().retryDeadLetterQueue,
       fanout().dispatchDeadLetterQueue,
+      fanout().unpublishedQueue,
     ]) {
       template.hasResourceProperties("AWS::SQS::QueuePolicy", {
         Queues: [{ Ref: idOf(queue) }],
@@ -167,7 +204,8 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
 
   it("feeds the deliverer from both queues in small batches that report failed items", () => {
     expect(fanout().deliverer.entry).toBe("functions/internal/webhook-deliverer.ts");
-    template.resourceCountIs("AWS::Lambda::EventSourceMapping", 2);
+    // Two for the deliverer, one for the dispatcher (the unpublished-events queue).
+    template.resourceCountIs("AWS::Lambda::EventSourceMapping", 3);
     for (const [queue, batchSize] of [
       [fanout().deliveryQueue, DELIVERY_BATCH_SIZE],
       [fanout().retryQueue, RETRY_BATCH_SIZE],
@@ -243,6 +281,23 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
     const named = functionIds.filter((id) => environmentOf(template, id)[AWS_COMPUTE_ENV.eventBusName]);
     expect(named.sort()).toEqual(expected);
     for (const id of named) expect(environmentOf(template, id)[AWS_COMPUTE_ENV.eventBusName]).toEqual({ Ref: busId() });
+    // The same functions, and they alone, may send to the unpublished-events queue (the dispatcher consumes it).
+    const unpublishedArn = JSON.stringify(queueArn(fanout().unpublishedQueue));
+    const fallingBack = functionIds.filter((id) =>
+      on(statementsOf(template, id), "sqs:SendMessage").some(
+        (statement) => JSON.stringify(statement.Resource) === unpublishedArn,
+      ),
+    );
+    expect(fallingBack.sort()).toEqual(expected);
+    for (const id of expected) {
+      const onQueue = statementsOf(template, id).filter(
+        (statement) => JSON.stringify(statement.Resource) === unpublishedArn,
+      );
+      expect(onQueue.flatMap((statement) => [statement.Action].flat()).sort()).toEqual([
+        "sqs:GetQueueUrl",
+        "sqs:SendMessage",
+      ]);
+    }
   });
 
   it("lets the replay routes (access.deliveries) and the dispatcher send to the delivery queue, and no other function", () => {

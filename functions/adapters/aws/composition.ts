@@ -23,7 +23,7 @@ import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
 import { DynamoDbSourceStore } from "./dynamodb-source-store.ts";
 import { DynamoDbSubscriptionStore } from "./dynamodb-subscription-store.ts";
 import { DynamoDbUsageStore } from "./dynamodb-usage-store.ts";
-import { EventBridgeEventBus } from "./eventbridge-event-bus.ts";
+import { EventBridgeEventBus, fallbackQueueNameFor } from "./eventbridge-event-bus.ts";
 import { KmsSecrets } from "./kms-secrets.ts";
 import { LambdaComponentHost } from "./lambda-component-host.ts";
 import { LambdaEventPurger } from "./lambda-event-purger.ts";
@@ -93,6 +93,7 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
   // SDK clients are made when the first port that uses them is built.
   const documents = once(() => documentClient());
   const lambda = once(() => new LambdaClient({}));
+  const sqs = once(() => new SQSClient({}));
   const log = jsonLogger({ function: env.AWS_LAMBDA_FUNCTION_NAME });
   // The compute routes' bundles carry `registry/` and the shipped npm packages' `node_modules/`
   // next to their entry (lib/constructs/api-route-function.ts).
@@ -125,24 +126,25 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
     ),
     subscriptions: lazy("the subscription store", () => new DynamoDbSubscriptionStore(documents(), table())),
     deadLetters: lazy("the dead letter store", () => new DynamoDbDeadLetterStore(documents(), table())),
-    // Functions that append events publish them on EventBridge, for subscribers (docs/aws.md); no
-    // listener lives in a Lambda container (the live stream polls the store), so the others need no bus.
+    // Functions that append events publish them on EventBridge, for subscribers (docs/aws.md), with
+    // the queue named after the bus for entries EventBridge keeps refusing; no listener lives in a
+    // Lambda container (the live stream polls the store), so the others need no bus.
     bus: compute.eventBusName
-      ? lazy(
-          "the event bus",
-          () =>
-            new EventBridgeEventBus({
-              eventBridge: new EventBridgeClient({}),
-              busName: required(compute.eventBusName, "the event bus", "the event bus's name"),
-              log,
-            }),
-        )
+      ? lazy("the event bus", () => {
+          const busName = required(compute.eventBusName, "the event bus", "the event bus's name");
+          return new EventBridgeEventBus({
+            eventBridge: new EventBridgeClient({}),
+            busName,
+            log,
+            fallback: { sqs: sqs(), queue: { name: fallbackQueueNameFor(busName) } },
+          });
+        })
       : { publish: async () => {} },
     deliveries: lazy(
       "the delivery queue",
       () =>
         new SqsDeliveryQueue({
-          sqs: new SQSClient({}),
+          sqs: sqs(),
           queueUrl: required(
             compute.deliveryQueueUrl,
             "the delivery queue",

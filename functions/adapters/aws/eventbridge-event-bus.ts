@@ -12,13 +12,17 @@
  * requests of at most 10 entries and {@link MAX_REQUEST_BYTES}, one request after the other.
  *
  * Entries EventBridge refuses (`FailedEntryCount`, throttling above all) and requests that fail are
- * tried again, {@link EventBridgeEventBusOptions.maxAttempts} times in all; what still fails is
- * logged as an error and not published. The events stay stored (and visible in the API and the
- * stream) but their subscribers do not receive them: there is no outbox (docs/aws.md). `publish`
- * never rejects, so a run whose events are stored is not retried and stored twice.
+ * tried again, {@link EventBridgeEventBusOptions.maxAttempts} times in all, with a growing pause.
+ * What still fails is sent to the fallback queue ({@link EventBridgeEventBusOptions.fallback}), an
+ * SQS queue that the dispatcher consumes as well: each message is the entry as EventBridge would
+ * have handed it over (`{source, detail-type, detail}`), so it is dispatched the same way, only
+ * later. Only an entry that neither EventBridge nor SQS takes after their tries is lost to routing
+ * (the events stay stored, visible in the API and the stream); it is logged as an error naming the
+ * events. `publish` never rejects, so a run whose events are stored is not retried and stored twice.
  */
 import { setTimeout as sleepFor } from "node:timers/promises";
 import { type EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
+import { GetQueueUrlCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
 import type { StoredEvent } from "#core/component-model";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE, type StoredEventsDetail } from "#internal/event-dispatcher";
 import type { EmitterOwner, EventBus } from "#ports/event-bus";
@@ -35,6 +39,19 @@ export const MAX_REQUEST_BYTES = 255 * 1024;
 /** EventBridge's limit of entries per `PutEvents`. */
 export const MAX_ENTRIES_PER_REQUEST = 10;
 
+/**
+ * Name of the fallback queue of the bus `busName` (`sluice-<stage>`): the stack names the queue so
+ * (lib/constructs/event-fanout.ts), and functions that publish find its URL by that name.
+ */
+export const fallbackQueueNameFor = (busName: string) => `${busName}-unpublished-events`;
+
+/** Where entries EventBridge keeps refusing are sent: an SQS queue the dispatcher consumes. */
+export interface PublishFallback {
+  readonly sqs: SQSClient;
+  /** The queue's URL, or its name (its URL is then asked for once, on first use). */
+  readonly queue: { url: string } | { name: string };
+}
+
 export interface EventBridgeEventBusOptions {
   readonly eventBridge: EventBridgeClient;
   /** Name of the custom bus (`SLUICE_EVENT_BUS_NAME`). */
@@ -46,6 +63,8 @@ export interface EventBridgeEventBusOptions {
   readonly backoffMs?: (attempt: number) => number;
   /** @default node:timers/promises setTimeout */
   readonly sleep?: (ms: number) => Promise<unknown>;
+  /** Where what EventBridge still refuses after the last try goes; without it, it is only logged. */
+  readonly fallback?: PublishFallback;
 }
 
 interface SizedEntry {
@@ -117,6 +136,7 @@ export function toRequests<T extends { bytes: number }>(entries: readonly T[]): 
 export class EventBridgeEventBus implements EventBus {
   readonly #options: EventBridgeEventBusOptions;
   readonly #maxAttempts: number;
+  #fallbackUrl: Promise<string> | undefined;
 
   constructor(options: EventBridgeEventBusOptions) {
     this.#options = options;
@@ -130,15 +150,21 @@ export class EventBridgeEventBus implements EventBus {
     }
   }
 
-  /** Puts one request's entries, trying the refused ones again; logs what never went through. */
+  #backoffMs(attempt: number): number {
+    return this.#options.backoffMs?.(attempt) ?? 100 * 4 ** (attempt - 2);
+  }
+
+  #sleep(ms: number): Promise<unknown> {
+    return (this.#options.sleep ?? sleepFor)(ms);
+  }
+
+  /** Puts one request's entries, trying the refused ones again; hands what never went through to the fallback. */
   async #put(sourceId: string | undefined, entries: SizedEntry[]): Promise<void> {
-    const { eventBridge, log } = this.#options;
-    const backoffMs = this.#options.backoffMs ?? ((attempt: number) => 100 * 4 ** (attempt - 2));
-    const sleep = this.#options.sleep ?? sleepFor;
+    const { eventBridge } = this.#options;
     let pending = entries;
     let lastError = "";
     for (let attempt = 1; attempt <= this.#maxAttempts && pending.length > 0; attempt++) {
-      if (attempt > 1) await sleep(backoffMs(attempt));
+      if (attempt > 1) await this.#sleep(this.#backoffMs(attempt));
       try {
         const output = await eventBridge.send(new PutEventsCommand({ Entries: pending.map(({ entry }) => entry) }));
         if (!output.FailedEntryCount) {
@@ -155,13 +181,72 @@ export class EventBridgeEventBus implements EventBus {
         lastError = String(error);
       }
     }
-    if (pending.length > 0) {
+    if (pending.length > 0) await this.#fallBack(sourceId, pending, lastError);
+  }
+
+  /** Sends entries EventBridge refused to the fallback queue, trying refused messages again; logs what is lost. */
+  async #fallBack(sourceId: string | undefined, entries: SizedEntry[], busError: string): Promise<void> {
+    const { fallback, log } = this.#options;
+    const fields = { source_id: sourceId, attempts: this.#maxAttempts, error: busError };
+    if (!fallback) {
       log.error("stored events could not be published on the event bus; their subscribers will not receive them", {
-        source_id: sourceId,
-        event_ids: pending.flatMap((entry) => entry.eventIds),
-        attempts: this.#maxAttempts,
-        error: lastError,
+        ...fields,
+        event_ids: entries.flatMap((entry) => entry.eventIds),
+      });
+      return;
+    }
+    let pending = entries.map((entry, index) => ({ entry, id: String(index) }));
+    let lastError = "";
+    for (let attempt = 1; attempt <= this.#maxAttempts && pending.length > 0; attempt++) {
+      if (attempt > 1) await this.#sleep(this.#backoffMs(attempt));
+      try {
+        const output = await fallback.sqs.send(
+          new SendMessageBatchCommand({
+            QueueUrl: await this.#fallbackQueueUrl(fallback),
+            Entries: pending.map(({ entry, id }) => ({ Id: id, MessageBody: fallbackMessageOf(entry.entry) })),
+          }),
+        );
+        const failed = new Set((output.Failed ?? []).map((failure) => failure.Id));
+        lastError = (output.Failed ?? []).map((failure) => `${failure.Code}: ${failure.Message ?? ""}`).join("; ");
+        pending = pending.filter(({ id }) => failed.has(id));
+      } catch (error) {
+        lastError = String(error);
+      }
+    }
+    const queued = entries.length - pending.length;
+    if (queued > 0) {
+      log.warn("stored events were refused by the event bus and queued for the dispatcher instead", {
+        ...fields,
+        event_ids: entries.filter((entry) => !pending.some((left) => left.entry === entry)).flatMap((e) => e.eventIds),
       });
     }
+    if (pending.length > 0) {
+      log.error(
+        "stored events could be neither published on the event bus nor queued for the dispatcher; their subscribers will not receive them",
+        { ...fields, event_ids: pending.flatMap(({ entry }) => entry.eventIds), fallback_error: lastError },
+      );
+    }
   }
+
+  #fallbackQueueUrl(fallback: PublishFallback): Promise<string> {
+    const { queue } = fallback;
+    if ("url" in queue) return Promise.resolve(queue.url);
+    if (!this.#fallbackUrl) {
+      const lookup = fallback.sqs.send(new GetQueueUrlCommand({ QueueName: queue.name })).then((output) => {
+        if (!output.QueueUrl) throw new Error(`queue ${queue.name} has no URL`);
+        return output.QueueUrl;
+      });
+      // A failed look-up is made again by the next use.
+      lookup.catch(() => {
+        if (this.#fallbackUrl === lookup) this.#fallbackUrl = undefined;
+      });
+      this.#fallbackUrl = lookup;
+    }
+    return this.#fallbackUrl;
+  }
+}
+
+/** The message of an entry on the fallback queue: the entry as EventBridge hands it to the dispatcher. */
+export function fallbackMessageOf(entry: PutEventsRequestEntry): string {
+  return `{"source":${JSON.stringify(entry.Source)},"detail-type":${JSON.stringify(entry.DetailType)},"detail":${entry.Detail}}`;
 }

@@ -3,7 +3,6 @@ import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
-import { serialDispatcher } from "#core/dispatcher";
 import { fireTimer, runSource } from "#core/source-runs";
 import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
@@ -11,7 +10,6 @@ import type { EventPurger } from "#ports/event-purger";
 import { randomIdGenerator } from "#ports/id-generator";
 import type { Logger } from "#ports/logger";
 import { InProcessEventBus } from "./in-process-event-bus.ts";
-import { InProcessRunQueue } from "./in-process-run-queue.ts";
 import { LocalDeliveryWorker } from "./local-delivery-worker.ts";
 import { LocalSecrets } from "./local-secrets.ts";
 import { LocalTimers } from "./local-timers.ts";
@@ -23,6 +21,8 @@ import { SqliteDeadLetterStore } from "./sqlite-dead-letter-store.ts";
 import { SqliteDeliveryQueue } from "./sqlite-delivery-queue.ts";
 import { SqliteEventStore } from "./sqlite-event-store.ts";
 import { SqliteIdentityStore } from "./sqlite-identity-store.ts";
+import { OutboxRelay, SqliteOutbox } from "./sqlite-outbox.ts";
+import { SqliteRunQueue } from "./sqlite-run-queue.ts";
 import { SqliteSourceStore } from "./sqlite-source-store.ts";
 import { SqliteSubscriptionStore } from "./sqlite-subscription-store.ts";
 import { SqliteUsageStore } from "./sqlite-usage-store.ts";
@@ -40,24 +40,46 @@ export interface LocalMode {
   /** Schedules the timers of every active source (after a restart). */
   startTimers(): Promise<void>;
   /**
-   * Stops timers and the retention sweep, lets queued runs, routing and delivery attempts finish
-   * (up to `graceMs` each), stops sandboxes, closes the store.
+   * Stops timers and the sweeps, lets queued runs, routing and delivery attempts finish (up to
+   * `graceMs` each; runs not started stay queued for the next start), stops sandboxes, closes the
+   * store.
    */
   close(graceMs?: number): Promise<void>;
 }
 
 const RETENTION_SWEEP_MS = 60_000;
+/** How often the outbox is swept, and how old a row must be to be dispatched again by a sweep. */
+const OUTBOX_SWEEP_MS = 60_000;
+
+export interface LocalDepsOptions {
+  /**
+   * Whether this process does local mode's background work: running queued runs (those a previous
+   * process left first), delivering webhooks, routing what the outbox holds (at once, then every
+   * minute), the retention sweep. False for a short-lived command on the data dir of a server that
+   * may be running (`sluice create-key`), which would otherwise run that server's queued runs,
+   * release its delivery claims and route its outbox a second time.
+   * @default true
+   */
+  background?: boolean;
+}
 
 /**
  * The composition root of local mode: every port on SQLite and this machine. `publicUrl` is the
  * base of HTTP interface endpoints when `SLUICE_PUBLIC_URL` is not set (the server's own URL).
  */
-export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: string): Promise<LocalMode> {
+export async function localDeps(
+  config: LocalConfig,
+  log: Logger,
+  publicUrl?: string,
+  options: LocalDepsOptions = {},
+): Promise<LocalMode> {
+  const background = options.background ?? true;
   const db = openSqlite(join(config.dataDir, DATABASE_FILE));
   const clock = systemClock;
   const host = new ProcessPoolHost({
     workDir: join(config.dataDir, SANDBOX_DIR),
     heapMb: config.runtime.sandboxHeapMb,
+    processes: config.runtime.sandboxProcesses,
     idleMs: config.runtime.sandboxIdleMs,
     esbuildPlugins: [
       npmPackagesPlugin({
@@ -68,7 +90,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   });
   // The queue and the timers call back into use cases that need the finished deps.
   let deps!: Deps;
-  const runs = new InProcessRunQueue({ run: (job) => runSource(deps, job), log });
+  // Durable: jobs are rows until their run is applied (docs/durability.md).
+  const runs = new SqliteRunQueue(db, { run: (job) => runSource(deps, job), log });
   const timers = new LocalTimers({
     clock,
     log,
@@ -76,7 +99,9 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       await fireTimer(deps, sourceId, scheduledAtMs);
     },
   });
-  const events = new SqliteEventStore(db, { retention: config.events });
+  // Each append also writes its outbox row, removed once its events are routed.
+  const outbox = new SqliteOutbox(db);
+  const events = new SqliteEventStore(db, { retention: config.events, outbox });
   const bus = new InProcessEventBus(log);
   const deliveries = new SqliteDeliveryQueue(db);
   // SQLite deletes a range at once, so there is nothing to reclaim later: the purge is a no-op.
@@ -108,20 +133,38 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     },
   };
   // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the
-  // durable queue to the worker.
+  // durable queue to the worker, runs of listening sources through the durable run queue.
   const { allowPrivateAddresses, concurrency, ...retries } = config.webhooks;
   const sender = new NodeHttpWebhookSender({ allowPrivateAddresses });
   const worker = new LocalDeliveryWorker({ queue: deliveries, deps, sender, settings: retries, concurrency });
-  const dispatcher = serialDispatcher(deps);
-  const unhookDispatcher = bus.subscribeAll(dispatcher.listener);
-  worker.start();
-  // Expired events are removed in the background, once a minute (docs/events.md "Retention").
-  const retentionSweep = setInterval(() => {
-    events
-      .trimExpired(clock.nowMs())
-      .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
-  }, RETENTION_SWEEP_MS);
-  retentionSweep.unref();
+  const relay = new OutboxRelay({ outbox, events, deps });
+  const unhookDispatcher = bus.subscribeAll(relay.listener);
+  const sweeps: NodeJS.Timeout[] = [];
+  if (background) {
+    worker.start();
+    // What a previous process appended but did not finish routing is routed before any request.
+    await relay.redispatch(Number.POSITIVE_INFINITY);
+    // Runs it left go first (they see the configured URL as their endpoint's base until the
+    // server sets the one it listens on, which only differs with PORT=0).
+    runs.start();
+    // Then, every minute, what a failed dispatch left (docs/durability.md).
+    sweeps.push(
+      setInterval(() => {
+        relay
+          .redispatch(clock.nowMs() - OUTBOX_SWEEP_MS)
+          .catch((error: unknown) => log.error("outbox sweep failed", { error: String(error) }));
+      }, OUTBOX_SWEEP_MS),
+    );
+    // Expired events are removed in the background, once a minute (docs/events.md "Retention").
+    sweeps.push(
+      setInterval(() => {
+        events
+          .trimExpired(clock.nowMs())
+          .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
+      }, RETENTION_SWEEP_MS),
+    );
+    for (const sweep of sweeps) sweep.unref();
+  }
   return {
     deps,
     bus,
@@ -137,11 +180,14 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       }
     },
     async close(graceMs = 5_000) {
-      clearInterval(retentionSweep);
+      for (const sweep of sweeps) clearInterval(sweep);
       await timers.stop();
       await runs.drain(graceMs);
       unhookDispatcher();
-      await dispatcher.drain();
+      await relay.drain();
+      // Jobs not started stay queued (with those the dispatches above added) for the next start.
+      runs.stop();
+      outbox.flush();
       await worker.stop(graceMs);
       sender.close();
       await host.close();

@@ -2,6 +2,8 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
+import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
+import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
 import { SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
 
 export type SqliteDatabase = Database.Database;
@@ -135,6 +137,9 @@ const MIGRATIONS: readonly string[] = [
   ...SUBSCRIPTION_MIGRATIONS,
   // The durable queue of webhook deliveries (kept beside the queue).
   ...DELIVERY_MIGRATIONS,
+  // The durable queue of source runs, and the outbox of appended events not yet routed.
+  ...RUN_QUEUE_MIGRATIONS,
+  ...OUTBOX_MIGRATIONS,
 ];
 
 /**

@@ -10,6 +10,7 @@ import {
   type EventStore,
 } from "#ports/event-store";
 import type { SqliteDatabase } from "./sqlite-database.ts";
+import type { SqliteOutbox } from "./sqlite-outbox.ts";
 
 export interface SqliteEventStoreOptions {
   /** @default DEFAULT_EVENT_RETENTION */
@@ -20,6 +21,11 @@ export interface SqliteEventStoreOptions {
    * @default 1000
    */
   trimEveryAppends?: number;
+  /**
+   * Local mode's outbox: each append also writes, in its own transaction, a row saying its events
+   * are not routed yet (sqlite-outbox.ts). None by default (the store on its own, in tests).
+   */
+  outbox?: Pick<SqliteOutbox, "record">;
 }
 
 /** Rows removed per statement by the background trims, so appenders wait at most one chunk. */
@@ -82,6 +88,9 @@ function rangeDeletes(db: SqliteDatabase) {
  * events, so concurrent appenders (even in other processes) are serialised by SQLite's write lock.
  * The row outlives range deletes, so an id is never handed out twice; `deleteAllEvents` removes it.
  *
+ * With an outbox (local mode), each append also writes its outbox row in the same transaction, and
+ * {@link eventsOfAppend} reads an append back for the outbox's re-dispatch (sqlite-outbox.ts).
+ *
  * `deleteEvents` removes the rows at once (one indexed range DELETE), so `purgeDeletedEvents` has
  * nothing left to do. Retention runs in the background: {@link trimExpired} (called from a timer by
  * the local composition) removes events older than `maxAgeMs` and trims every channel to
@@ -94,6 +103,7 @@ export class SqliteEventStore implements EventStore {
   /** Events appended per source since its channels were last trimmed to `keepPerChannel`. */
   private readonly appendedSinceTrim = new Map<string, number>();
   private readonly trimming = new Set<string>();
+  private readonly outbox: Pick<SqliteOutbox, "record"> | undefined;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -101,6 +111,7 @@ export class SqliteEventStore implements EventStore {
   ) {
     this.retention = { ...(options.retention ?? DEFAULT_EVENT_RETENTION) };
     this.trimEveryAppends = options.trimEveryAppends ?? 1000;
+    this.outbox = options.outbox;
     this.statements = {
       sequence: db.prepare<[string], { last_ms: number; last_n: number }>(
         "SELECT last_ms, last_n FROM event_sequences WHERE source_id = ?",
@@ -112,6 +123,9 @@ export class SqliteEventStore implements EventStore {
       insert: db.prepare(
         `INSERT INTO events (source_id, ms, n, channel, indexed_at_ms, event, emit_id, meta)
          VALUES (@sourceId, @ms, @n, @channel, @indexedAtMs, @event, @emitId, @meta)`,
+      ),
+      ofAppend: db.prepare<[string, number, number, number], EventRow>(
+        "SELECT * FROM events WHERE source_id = ? AND ms = ? AND n >= ? AND n <= ? ORDER BY n",
       ),
       deleteEvents: db.prepare<[string]>("DELETE FROM events WHERE source_id = ?"),
       deleteSequence: db.prepare<[string]>("DELETE FROM event_sequences WHERE source_id = ?"),
@@ -173,6 +187,7 @@ export class SqliteEventStore implements EventStore {
           });
         });
         s.advance.run(sourceId, ms, firstN + events.length - 1);
+        this.outbox?.record(sourceId, ms, firstN, firstN + events.length - 1, nowMs);
         return stored;
       })
       .immediate();
@@ -206,6 +221,14 @@ export class SqliteEventStore implements EventStore {
     const params = { sourceId, fromMs, fromN, toMs, toN };
     if (range.channel === undefined) this.statements.rangeDeletes.allChannels.run(params);
     else this.statements.rangeDeletes.oneChannel.run({ ...params, channel: range.channel });
+  }
+
+  /**
+   * The events of one append still stored, in id order: `<ms>-<firstN>` to `<ms>-<lastN>` (every
+   * event of an append shares its ms). Local mode only: the outbox reads appends back with it.
+   */
+  eventsOfAppend(sourceId: string, ms: number, firstN: number, lastN: number): StoredEvent[] {
+    return this.statements.ofAppend.all(sourceId, ms, firstN, lastN).map(toEvent);
   }
 
   /** Nothing to do: `deleteEvents` removed the rows already. */

@@ -1,16 +1,22 @@
 import { EventBridgeClient, PutEventsCommand } from "@aws-sdk/client-eventbridge";
+import { GetQueueUrlCommand, SendMessageBatchCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
   EventBridgeEventBus,
+  fallbackQueueNameFor,
   MAX_ENTRY_BYTES,
   MAX_REQUEST_BYTES,
+  type PublishFallback,
   toEntries,
 } from "#adapters/aws/eventbridge-event-bus";
 import type { StoredEvent } from "#core/component-model";
+import { dispatcherInputSchema } from "#internal/event-dispatcher";
 import { jsonLogger } from "#ports/logger";
 
 const eventBridgeMock = mockClient(EventBridgeClient);
+const sqsMock = mockClient(SQSClient);
+const FALLBACK_URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/sluice-dev-unpublished-events";
 const SOURCE = "dc_01kab00000abcdefghjkmn";
 const BUS = "sluice-dev";
 const NOW = Date.UTC(2026, 10, 20, 12);
@@ -28,7 +34,7 @@ function stored(n: number, event: unknown = { n }, channel = ""): StoredEvent {
   };
 }
 
-function setup(options: { maxAttempts?: number } = {}) {
+function setup(options: { maxAttempts?: number; fallback?: PublishFallback } = {}) {
   const lines: Record<string, unknown>[] = [];
   const waits: number[] = [];
   const bus = new EventBridgeEventBus({
@@ -50,7 +56,11 @@ const putCalls = () => eventBridgeMock.commandCalls(PutEventsCommand).map((call)
 
 beforeEach(() => {
   eventBridgeMock.reset();
+  sqsMock.reset();
 });
+
+const sqs = () => new SQSClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
+const sentToFallback = () => sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input);
 
 describe("EventBridgeEventBus", () => {
   it("puts one publish's events as one entry on the bus, in order, with the owner's two ids, the rule's source and detail type", async () => {
@@ -206,5 +216,104 @@ describe("EventBridgeEventBus", () => {
     expect(second.lines).toMatchObject([
       { level: "error", event_ids: [`${NOW}-0`, `${NOW}-1`], error: expect.stringContaining("AccessDeniedException") },
     ]);
+  });
+
+  describe("with a fallback queue", () => {
+    /** EventBridge refuses the entry of event 1 every time. */
+    function refuseEventOne() {
+      eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: { Detail: string }[] }) => {
+        const results = input.Entries.map((entry) =>
+          JSON.parse(entry.Detail).eventId === `${NOW}-1`
+            ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }
+            : { EventId: "ok" },
+        );
+        return { FailedEntryCount: results.filter((result) => "ErrorCode" in result).length, Entries: results };
+      });
+    }
+
+    it("sends what EventBridge still refuses to the queue found by its name, as the entry the dispatcher reads", async () => {
+      refuseEventOne();
+      sqsMock.on(GetQueueUrlCommand).resolves({ QueueUrl: FALLBACK_URL });
+      sqsMock
+        .on(SendMessageBatchCommand)
+        .resolves({ Successful: [{ Id: "0", MessageId: "m", MD5OfMessageBody: "x" }] });
+      const { bus, lines, waits } = setup({
+        fallback: { sqs: sqs(), queue: { name: fallbackQueueNameFor(BUS) } },
+      });
+      const events = [stored(0, "a".repeat(MAX_ENTRY_BYTES)), stored(1, "b".repeat(MAX_ENTRY_BYTES))];
+      await bus.publish(events, OWNER);
+      await bus.publish([stored(1, "b".repeat(MAX_ENTRY_BYTES))], OWNER);
+
+      // Three tries on the bus each time, then the queue; its URL is asked for once.
+      expect(putCalls().map((input) => input.Entries?.length)).toEqual([2, 1, 1, 1, 1, 1]);
+      expect(waits).toEqual([100, 400, 100, 400]);
+      expect(sqsMock.commandCalls(GetQueueUrlCommand).map((call) => call.args[0].input)).toEqual([
+        { QueueName: "sluice-dev-unpublished-events" },
+      ]);
+      const sent = sentToFallback();
+      expect(sent).toHaveLength(2);
+      expect(sent[0]?.QueueUrl).toBe(FALLBACK_URL);
+      expect(sent[0]?.Entries?.map((entry) => entry.Id)).toEqual(["0"]);
+      const message = JSON.parse(sent[0]?.Entries?.[0]?.MessageBody ?? "");
+      expect(message).toEqual({
+        source: "sluice.events",
+        "detail-type": "event.stored",
+        detail: { sourceId: SOURCE, owner: OWNER, eventId: `${NOW}-1`, channel: "" },
+      });
+      expect(dispatcherInputSchema.safeParse(message).success).toBe(true);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: "warn",
+          message: expect.stringMatching(/queued for the dispatcher/),
+          event_ids: [`${NOW}-1`],
+        }),
+        expect.objectContaining({ level: "warn", event_ids: [`${NOW}-1`] }),
+      ]);
+    });
+
+    it("carries inline events whole, and tries again the messages SQS refused", async () => {
+      eventBridgeMock.on(PutEventsCommand).rejects(new Error("ServiceUnavailable"));
+      sqsMock
+        .on(SendMessageBatchCommand)
+        .resolvesOnce({ Successful: [], Failed: [{ Id: "0", Code: "InternalError", SenderFault: false }] })
+        .resolves({ Successful: [{ Id: "0", MessageId: "m", MD5OfMessageBody: "x" }] });
+      const { bus, lines } = setup({ fallback: { sqs: sqs(), queue: { url: FALLBACK_URL } } });
+      const events = [stored(0), stored(1, "é")];
+      await bus.publish(events, OWNER);
+      expect(sqsMock.commandCalls(GetQueueUrlCommand)).toHaveLength(0);
+      const sent = sentToFallback();
+      expect(sent).toHaveLength(2);
+      expect(JSON.parse(sent[1]?.Entries?.[0]?.MessageBody ?? "")).toEqual({
+        source: "sluice.events",
+        "detail-type": "event.stored",
+        detail: JSON.parse(JSON.stringify({ sourceId: SOURCE, owner: OWNER, events })),
+      });
+      expect(lines).toEqual([expect.objectContaining({ level: "warn", event_ids: [`${NOW}-0`, `${NOW}-1`] })]);
+    });
+
+    it("logs an error naming the events when the queue refuses them too, and does not reject", async () => {
+      refuseEventOne();
+      sqsMock.on(GetQueueUrlCommand).rejectsOnce(new Error("AccessDenied")).resolves({ QueueUrl: FALLBACK_URL });
+      sqsMock
+        .on(SendMessageBatchCommand)
+        .resolves({ Failed: [{ Id: "0", Code: "KMS.Throttled", SenderFault: false }] });
+      const { bus, lines } = setup({ maxAttempts: 2, fallback: { sqs: sqs(), queue: { name: "q" } } });
+      await expect(
+        bus.publish([stored(0, "a".repeat(MAX_ENTRY_BYTES)), stored(1, "b".repeat(MAX_ENTRY_BYTES))], OWNER),
+      ).resolves.toBeUndefined();
+      // The failed look-up is made again by the next try.
+      expect(sqsMock.commandCalls(GetQueueUrlCommand)).toHaveLength(2);
+      expect(sentToFallback()).toHaveLength(1);
+      expect(lines).toEqual([
+        expect.objectContaining({
+          level: "error",
+          message: expect.stringMatching(/neither published on the event bus nor queued/),
+          source_id: SOURCE,
+          event_ids: [`${NOW}-1`],
+          error: "ThrottlingException: slow down",
+          fallback_error: "KMS.Throttled: ",
+        }),
+      ]);
+    });
   });
 });

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
-import { type DispatchDeps, dispatchEvents, emitterKeys, serialDispatcher } from "#core/dispatcher";
+import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys, serialDispatcher } from "#core/dispatcher";
+import { isId } from "#core/ids";
 import { sseEnvelope } from "#core/source-stream";
 import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
 import type { Logger } from "#ports/logger";
@@ -68,7 +69,6 @@ function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = 
   const runs: RunJob[] = [];
   const { store, lookups } = fakeSubscriptions(subscriptions);
   const sourceReads: string[] = [];
-  let ids = 0;
   const deps: DispatchDeps = {
     sources: {
       getSource: async (id: string) => {
@@ -87,14 +87,27 @@ function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = 
         runs.push(job);
       },
     },
-    ids: {
-      newId: (kind) => `${kind === "delivery" ? "dlv_" : "x_"}${String(++ids).padStart(4, "0")}`,
-      newSecret: () => "s",
-    },
     clock: { nowMs: () => NOW + 5 },
   };
   return { deps, enqueued, runs, lookups, sourceReads };
 }
+
+describe("deliveryIdFor", () => {
+  it("is the same for the same webhook, source and event, and shaped like a delivery id of the event's time", () => {
+    const id = deliveryIdFor("wh_a", "dc_one", `${NOW}-3`);
+    expect(deliveryIdFor("wh_a", "dc_one", `${NOW}-3`)).toBe(id);
+    expect(isId("delivery", id)).toBe(true);
+    const others = [
+      deliveryIdFor("wh_b", "dc_one", `${NOW}-3`),
+      deliveryIdFor("wh_a", "dc_two", `${NOW}-3`),
+      deliveryIdFor("wh_a", "dc_one", `${NOW}-4`),
+    ];
+    expect(new Set([id, ...others]).size).toBe(4);
+    // Sorted by the event's time, like ids made by the generator.
+    expect(deliveryIdFor("wh_a", "dc_one", `${NOW + 1}-0`) > id).toBe(true);
+    expect(id.slice(0, 14)).toBe(deliveryIdFor("wh_z", "dc_other", `${NOW}-9`).slice(0, 14));
+  });
+});
 
 describe("emitterKeys", () => {
   it("adds the workspace only for $errors", () => {
@@ -126,7 +139,7 @@ describe("dispatchEvents", () => {
     expect(enqueued).toHaveLength(1);
     expect(enqueued[0]).toEqual([
       {
-        id: "dlv_0001",
+        id: deliveryIdFor("wh_a", SOURCE, events[0]?.id as string),
         webhookId: "wh_a",
         subscriptionIds: [sub.id],
         emitterId: SOURCE,
@@ -138,11 +151,24 @@ describe("dispatchEvents", () => {
         createdAt: NOW + 5,
       },
       expect.objectContaining({
-        id: "dlv_0002",
+        id: deliveryIdFor("wh_a", SOURCE, events[1]?.id as string),
         eventId: events[1]?.id,
         payload: sseEnvelope(events[1] as StoredEvent),
       }),
     ]);
+  });
+
+  it("makes the same delivery ids when the same events are dispatched again", async () => {
+    const { deps, enqueued } = harness([
+      subscription(SOURCE, "wh_a", "webhook"),
+      subscription(SOURCE, "wh_b", "webhook"),
+    ]);
+    const events = [stored("", 1), stored("", 2)];
+    await dispatchEvents(deps, events);
+    await dispatchEvents(deps, events);
+    const [first, again] = enqueued.map((batch) => batch.map((delivery) => delivery.id));
+    expect(again).toEqual(first);
+    expect(new Set(first).size).toBe(4);
   });
 
   it("delivers an event once to a webhook that several subscriptions match, naming them oldest first", async () => {
@@ -285,6 +311,39 @@ describe("serialDispatcher", () => {
     expect(enqueued.map((batch) => batch[0]?.eventId)).toEqual([first.id, second.id]);
     // The owner given with each publish reached the dispatch.
     expect(sourceReads).toEqual([]);
+  });
+
+  it("reports each dispatch to onSettled once it settled, whether it was queued, and survives a hook that throws", async () => {
+    const { deps } = harness([subscription(SOURCE, "wh_a", "webhook")]);
+    const enqueue = deps.deliveries.enqueue;
+    deps.deliveries.enqueue = async (batch) => {
+      if (batch[0]?.eventId === failing.id) throw new Error("disk full");
+      return enqueue(batch);
+    };
+    const { log, errors } = recordingLog();
+    const settled: [string, boolean][] = [];
+    const dispatcher = serialDispatcher(
+      { ...deps, log },
+      {
+        onSettled: (events, dispatched) => {
+          settled.push([events[0]?.id as string, dispatched]);
+          if (settled.length === 1) throw new Error("hook bug");
+        },
+      },
+    );
+    const ok = stored("", 1);
+    const failing = stored("", 2);
+    const later = stored("", 3);
+    dispatcher.listener([ok], ADA);
+    dispatcher.listener([failing], ADA);
+    dispatcher.listener([later], ADA);
+    await dispatcher.drain();
+    expect(settled).toEqual([
+      [ok.id, true],
+      [failing.id, false],
+      [later.id, true],
+    ]);
+    expect(errors.map((fields) => fields.error)).toEqual(["Error: hook bug", "Error: disk full"]);
   });
 
   it("logs a failed dispatch and goes on with the next one", async () => {

@@ -5,17 +5,12 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { EventBridgeEventBus } from "#adapters/aws/eventbridge-event-bus";
 import { SqsDeliveryQueue } from "#adapters/aws/sqs-delivery-queue";
 import type { NewEvent, StoredEvent } from "#core/component-model";
-import { isId } from "#core/ids";
+import { deliveryIdFor } from "#core/dispatcher";
 import { sseEnvelope } from "#core/source-stream";
 import type { DeliveryRecord } from "#core/subscription-model";
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
-import {
-  createEventDispatcherHandler,
-  deliveryIdFor,
-  EVENT_DETAIL_TYPE,
-  EVENT_SOURCE,
-} from "#internal/event-dispatcher";
+import { createEventDispatcherHandler, EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
 import type { Deps } from "#ports/deps";
 import { jsonLogger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
@@ -250,19 +245,92 @@ describe("the event dispatcher function", () => {
   });
 });
 
-describe("deliveryIdFor", () => {
-  it("is the same for the same webhook, source and event, and shaped like a delivery id of the event's time", () => {
-    const id = deliveryIdFor("wh_a", "dc_one", `${NOW}-3`);
-    expect(deliveryIdFor("wh_a", "dc_one", `${NOW}-3`)).toBe(id);
-    expect(isId("delivery", id)).toBe(true);
-    const others = [
-      deliveryIdFor("wh_b", "dc_one", `${NOW}-3`),
-      deliveryIdFor("wh_a", "dc_two", `${NOW}-3`),
-      deliveryIdFor("wh_a", "dc_one", `${NOW}-4`),
-    ];
-    expect(new Set([id, ...others]).size).toBe(4);
-    // Sorted by the event's time, like ids made by the generator.
-    expect(deliveryIdFor("wh_a", "dc_one", `${NOW + 1}-0`) > id).toBe(true);
-    expect(id.slice(0, 14)).toBe(deliveryIdFor("wh_z", "dc_other", `${NOW}-9`).slice(0, 14));
+/** An SQS batch as Lambda hands it over from the unpublished-events queue. */
+const sqsBatch = (...bodies: unknown[]) => ({
+  Records: bodies.map((body, index) => ({
+    messageId: `m${index}`,
+    receiptHandle: `r${index}`,
+    body: typeof body === "string" ? body : JSON.stringify(body),
+    attributes: { ApproximateReceiveCount: "1" },
+    messageAttributes: {},
+    md5OfBody: "x",
+    eventSource: "aws:sqs",
+    eventSourceARN: "arn:aws:sqs:eu-west-1:123456789012:sluice-dev-unpublished-events",
+    awsRegion: "eu-west-1",
+  })),
+});
+
+describe("the event dispatcher function, from the unpublished-events queue", () => {
+  it("dispatches entries sent by the bus, left by EventBridge and by failed invocations alike", async () => {
+    const { handler, append, owner, emitter, webhooks, lines } = await setup();
+    const [a, b, c] = await append([{ event: "a" }, { event: "b" }, { event: "c" }]);
+    const result = await handler(
+      sqsBatch(
+        // What EventBridgeEventBus sends when EventBridge refused the entry.
+        {
+          source: EVENT_SOURCE,
+          "detail-type": EVENT_DETAIL_TYPE,
+          detail: { sourceId: emitter.id, owner, events: [a] },
+        },
+        // What EventBridge puts in the rule's dead-letter queue: the event itself.
+        eventBridgeEvent({ sourceId: emitter.id, owner, events: [b] }),
+        // What Lambda records for an asynchronous dispatch that failed every retry.
+        {
+          version: "1.0",
+          timestamp: "2026-11-20T12:00:02.000Z",
+          requestContext: { requestId: "x", condition: "RetriesExhausted", approximateInvokeCount: 3 },
+          requestPayload: eventBridgeEvent({ sourceId: emitter.id, owner, events: [c] }),
+          responseContext: { statusCode: 200, executedVersion: "$LATEST", functionError: "Unhandled" },
+          responsePayload: { errorMessage: "table throttled" },
+        },
+      ),
+    );
+    expect(result).toEqual({ batchItemFailures: [] });
+    const [first, second] = [webhooks.exact, webhooks.glob].sort();
+    expect(sentDeliveries().map((delivery) => [delivery.eventId, delivery.webhookId])).toEqual(
+      [a, b, c].flatMap((event) => [
+        [event!.id, first],
+        [event!.id, second],
+      ]),
+    );
+    expect(lines).toEqual([]);
+  });
+
+  it("drops a malformed message with an error in the log, and reports a message whose dispatch failed", async () => {
+    const { handler, append, owner, emitter, lines } = await setup();
+    const [good, bad] = await append([{ event: "good" }, { event: "bad" }]);
+    sqsMock.reset();
+    const queued: string[] = [];
+    sqsMock.on(SendMessageBatchCommand).callsFake((input: { Entries: { Id: string; MessageBody: string }[] }) => {
+      const eventIds = input.Entries.map((entry) => JSON.parse(entry.MessageBody).eventId as string);
+      if (eventIds.includes(bad!.id)) throw new Error("AWS.SimpleQueueService.NonExistentQueue");
+      queued.push(...eventIds);
+      return {
+        Successful: input.Entries.map((entry) => ({ Id: entry.Id, MessageId: "m", MD5OfMessageBody: "x" })),
+        Failed: [],
+      };
+    });
+    const entryOf = (event: StoredEvent) => eventBridgeEvent({ sourceId: emitter.id, owner, events: [event] });
+    const result = await handler(sqsBatch("not json", { source: "aws.s3" }, entryOf(bad!), entryOf(good!)));
+    expect(result).toEqual({ batchItemFailures: [{ itemIdentifier: "m2" }] });
+    expect(queued).toEqual([good!.id, good!.id]);
+    expect(lines).toEqual([
+      expect.objectContaining({
+        level: "error",
+        message: "malformed queued stored events entry dropped",
+        message_id: "m0",
+      }),
+      expect.objectContaining({
+        level: "error",
+        message: "malformed queued stored events entry dropped",
+        message_id: "m1",
+      }),
+      expect.objectContaining({
+        level: "error",
+        message_id: "m2",
+        source_id: emitter.id,
+        error: expect.stringContaining("NonExistentQueue"),
+      }),
+    ]);
   });
 });

@@ -1,0 +1,310 @@
+import type { Logger } from "#ports/logger";
+import type { RunJob, RunQueue } from "#ports/run-queue";
+import type { SqliteDatabase } from "./sqlite-database.ts";
+
+export interface SqliteRunQueueOptions {
+  /** Runs the job; in local mode `runSource` of `#core/source-runs` with the local deps. */
+  run(job: RunJob): Promise<unknown>;
+  log: Logger;
+  /**
+   * Jobs running at once; the rest wait in arrival order.
+   * @default 64
+   */
+  concurrency?: number;
+  /**
+   * Jobs left by a previous process read back at a time, as slots free up (so a long backlog is
+   * never all in memory).
+   * @default 256
+   */
+  recoveryPageSize?: number;
+  /**
+   * How long the rows of finished jobs may wait to be deleted with the next write (an enqueue's,
+   * usually). A crash in between only runs those jobs again.
+   * @default 10
+   */
+  deleteDelayMs?: number;
+}
+
+interface Held {
+  seq: number;
+  job: RunJob;
+}
+
+interface PendingInsert {
+  job: RunJob;
+  json: string;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/** A FIFO of held jobs that does not shift arrays (which copies them once they grow large). */
+class HeldQueue {
+  private items: Held[] = [];
+  private head = 0;
+
+  get length(): number {
+    return this.items.length - this.head;
+  }
+
+  push(item: Held): void {
+    this.items.push(item);
+  }
+
+  shift(): Held | undefined {
+    if (this.head >= this.items.length) return undefined;
+    const item = this.items[this.head] as Held;
+    this.head++;
+    if (this.head > 1024 && this.head * 2 > this.items.length) {
+      this.items = this.items.slice(this.head);
+      this.head = 0;
+    }
+    return item;
+  }
+}
+
+function prepare(db: SqliteDatabase) {
+  return {
+    insert: db.prepare<[string]>("INSERT INTO run_jobs (job) VALUES (?)"),
+    remove: db.prepare<[number]>("DELETE FROM run_jobs WHERE seq = ?"),
+    lastSeq: db.prepare<[], { seq: number | null }>("SELECT max(seq) AS seq FROM run_jobs"),
+    leftPage: db.prepare<[number, number, number], { seq: number; job: string }>(
+      "SELECT seq, job FROM run_jobs WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+    ),
+    count: db.prepare<[], { total: number }>("SELECT count(*) AS total FROM run_jobs"),
+  };
+}
+
+/**
+ * Local mode's run queue, durable: a job is a row in the SQLite file from `enqueue` until its run
+ * has been applied, so a hard kill loses no accepted run. Jobs run in this process, in the
+ * background, a bounded number at a time, oldest first.
+ *
+ * - `enqueue` resolves once the row is committed (the HTTP interface answers 2xx only then). Writes
+ *   are grouped: the enqueues of one turn of the event loop are written in ONE transaction
+ *   (`setImmediate`), with the deletes of jobs finished meanwhile, which costs a few microseconds
+ *   per job instead of two commits.
+ * - A job is held in memory from its enqueue to its end: its row is never read back while this
+ *   process lives. When the run has been applied, its row is deleted with the next grouped write
+ *   (within `deleteDelayMs`).
+ * - {@link start} re-runs, before any new job, every job a previous process left (it died, or
+ *   stopped before they ran), reading them back a page at a time. A job whose run had been applied
+ *   but whose row was not yet deleted runs a second time: runs are at least once.
+ * - A run that fails (Sluice's store, not the component: the component's errors are part of its
+ *   result) is logged and its row kept, so it runs again at the next start.
+ */
+export class SqliteRunQueue implements RunQueue {
+  private readonly statements: ReturnType<typeof prepare>;
+  private readonly concurrency: number;
+  private readonly recoveryPageSize: number;
+  private readonly waiting = new HeldQueue();
+  private running = 0;
+  private readonly idle = new Set<() => void>();
+  private pendingInserts: PendingInsert[] = [];
+  private pendingDeletes: number[] = [];
+  private flushSoon = false;
+  private flushTimer: NodeJS.Timeout | undefined;
+  private readonly deleteDelayMs: number;
+  /** Rows up to this seq were left by a previous process; those after `recoveredTo` are not read yet. */
+  private readonly leftUpTo: number;
+  private recoveredTo = 0;
+  private recovering: Held[] = [];
+  private leftToRead: boolean;
+  private started = false;
+  private stopped = false;
+
+  constructor(
+    private readonly db: SqliteDatabase,
+    private readonly options: SqliteRunQueueOptions,
+  ) {
+    this.statements = prepare(db);
+    this.concurrency = Math.max(1, options.concurrency ?? 64);
+    this.recoveryPageSize = Math.max(1, options.recoveryPageSize ?? 256);
+    this.deleteDelayMs = Math.max(0, options.deleteDelayMs ?? 10);
+    this.leftUpTo = this.statements.lastSeq.get()?.seq ?? 0;
+    this.leftToRead = this.leftUpTo > 0;
+  }
+
+  enqueue(job: RunJob): Promise<void> {
+    const json = JSON.stringify(job);
+    if (this.stopped) {
+      // Closing: written at once (the file closes next), run at the next start.
+      try {
+        this.statements.insert.run(json);
+        return Promise.resolve();
+      } catch (error) {
+        return Promise.reject(error);
+      }
+    }
+    return new Promise<void>((resolve, reject) => {
+      this.pendingInserts.push({ job, json, resolve, reject });
+      this.scheduleFlush(true);
+    });
+  }
+
+  /**
+   * Starts running jobs: first those a previous process left, then those enqueued since this queue
+   * was made (held until now). Local mode calls it at start, once the outbox has been routed.
+   */
+  start(): void {
+    if (this.started || this.stopped) return;
+    this.started = true;
+    if (this.leftToRead) this.options.log.info("resuming source runs left by a previous process");
+    this.pump();
+  }
+
+  /**
+   * Starts no more jobs and writes what is pending at once. Jobs running go on; a row whose run
+   * ends after the database is closed stays, and that job runs again at the next start.
+   */
+  stop(): void {
+    this.stopped = true;
+    this.flush();
+  }
+
+  /** Jobs waiting in memory or running (not counting those of a previous process not read back yet). */
+  get pending(): number {
+    return this.waiting.length + this.recovering.length + this.running;
+  }
+
+  /** Rows in the queue: jobs waiting, running, or left to run again at the next start. */
+  size(): number {
+    return this.statements.count.get()?.total ?? 0;
+  }
+
+  /** Resolves when no started job is queued or running, or after `timeoutMs`; at once when not started. */
+  drain(timeoutMs: number): Promise<void> {
+    if (!this.started || this.isIdle()) return Promise.resolve();
+    return new Promise((resolve) => {
+      const done = () => {
+        clearTimeout(timer);
+        this.idle.delete(done);
+        resolve();
+      };
+      const timer = setTimeout(done, timeoutMs);
+      this.idle.add(done);
+    });
+  }
+
+  private isIdle(): boolean {
+    return this.pending === 0 && !this.leftToRead && this.pendingInserts.length === 0;
+  }
+
+  /** Enqueues are written after this turn; deletes may wait up to `deleteDelayMs` for them. */
+  private scheduleFlush(urgent: boolean): void {
+    if (urgent) {
+      if (this.flushSoon) return;
+      this.flushSoon = true;
+      setImmediate(() => this.flush());
+      return;
+    }
+    if (this.flushSoon || this.flushTimer) return;
+    this.flushTimer = setTimeout(() => this.flush(), this.deleteDelayMs);
+    this.flushTimer.unref();
+  }
+
+  /** Writes every pending insert and delete in one transaction, then hands the new jobs on. */
+  private flush(): void {
+    this.flushSoon = false;
+    clearTimeout(this.flushTimer);
+    this.flushTimer = undefined;
+    const inserts = this.pendingInserts;
+    const deletes = this.pendingDeletes;
+    if (inserts.length === 0 && deletes.length === 0) return;
+    this.pendingInserts = [];
+    this.pendingDeletes = [];
+    const s = this.statements;
+    let seqs: number[];
+    try {
+      seqs = this.db.transaction(() => {
+        for (const seq of deletes) s.remove.run(seq);
+        return inserts.map((insert) => Number(s.insert.run(insert.json).lastInsertRowid));
+      })();
+    } catch (error) {
+      for (const insert of inserts) insert.reject(error);
+      if (this.db.open) this.deleteAlone(deletes);
+      return;
+    }
+    inserts.forEach((insert, index) => {
+      this.waiting.push({ seq: seqs[index] as number, job: insert.job });
+      insert.resolve();
+    });
+    if (inserts.length > 0) this.pump();
+  }
+
+  /** Deletes finished jobs' rows when the grouped write failed for an insert. */
+  private deleteAlone(deletes: number[]): void {
+    try {
+      this.db.transaction(() => {
+        for (const seq of deletes) this.statements.remove.run(seq);
+      })();
+    } catch (error) {
+      this.options.log.error(
+        "finished source runs could not be removed from the run queue; they run again at the next start",
+        {
+          error: String(error),
+        },
+      );
+    }
+  }
+
+  private pump(): void {
+    if (!this.started || this.stopped) return;
+    while (this.running < this.concurrency) {
+      const next = this.next();
+      if (!next) break;
+      this.running++;
+      this.options
+        .run(next.job)
+        .then(
+          () => this.finished(next.seq),
+          (error: unknown) =>
+            this.options.log.error("a queued source run failed; it runs again at the next start", {
+              source_id: next.job.sourceId,
+              error: String(error),
+            }),
+        )
+        .finally(() => {
+          this.running--;
+          this.pump();
+          if (this.isIdle()) for (const done of [...this.idle]) done();
+        });
+    }
+  }
+
+  /** The next job: those left by a previous process first, then the new ones. */
+  private next(): Held | undefined {
+    if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
+    return this.recovering.shift() ?? this.waiting.shift();
+  }
+
+  private readLeftPage(): void {
+    let rows: { seq: number; job: string }[];
+    try {
+      rows = this.statements.leftPage.all(this.recoveredTo, this.leftUpTo, this.recoveryPageSize);
+    } catch (error) {
+      this.options.log.error("source runs left by a previous process could not be read", { error: String(error) });
+      this.leftToRead = false;
+      return;
+    }
+    if (rows.length < this.recoveryPageSize) this.leftToRead = false;
+    for (const row of rows) {
+      this.recoveredTo = row.seq;
+      try {
+        this.recovering.push({ seq: row.seq, job: JSON.parse(row.job) as RunJob });
+      } catch {
+        this.options.log.error("a malformed queued source run was dropped", { seq: row.seq });
+        this.finished(row.seq);
+      }
+    }
+  }
+
+  private finished(seq: number): void {
+    if (this.stopped) {
+      if (!this.db.open) return;
+      this.deleteAlone([seq]);
+      return;
+    }
+    this.pendingDeletes.push(seq);
+    this.scheduleFlush(false);
+  }
+}

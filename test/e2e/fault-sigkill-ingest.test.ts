@@ -1,0 +1,242 @@
+import { randomUUID } from "node:crypto";
+import { createServer, type Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { compareEventIds } from "#core/event-ids";
+import { apiClient } from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
+import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+/**
+ * Issue 6's first fault test: local mode killed with SIGKILL while it ingests, restarted on the
+ * same data dir. Every request answered 2xx is in the history (0 lost), and every event in the
+ * history reaches the webhook, retries and re-dispatches under the same delivery id only. Then a
+ * second kill while deliveries are pending (the receiver failing): they arrive after the restart.
+ */
+const EMITTER = `
+export default {
+  name: "Body emitter",
+  version: "0.0.1",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    this.$emit(event.body, { summary: event.body.uid });
+  },
+};
+`;
+
+const ENV = {
+  SLUICE_WEBHOOK_BASE_DELAY_MS: "50",
+  SLUICE_WEBHOOK_MAX_DELAY_MS: "200",
+  // Enough attempts that nothing becomes a dead letter while the receiver fails on purpose.
+  SLUICE_WEBHOOK_MAX_ATTEMPTS: "100",
+  SLUICE_WEBHOOK_TIMEOUT_MS: "2000",
+};
+
+interface Receipt {
+  deliveryId: string;
+  eventId: string;
+  uid: string;
+}
+
+/** A webhook receiver on 127.0.0.1 recording every POST; it answers `answer.status`. */
+async function receiver() {
+  const received: Receipt[] = [];
+  /** Event ids of the attempts answered with a failure. */
+  const refused: string[] = [];
+  const answer = { status: 200 };
+  const server: Server = createServer((request, response) => {
+    const chunks: Buffer[] = [];
+    request.on("data", (chunk: Buffer) => chunks.push(chunk));
+    request.on("end", () => {
+      const eventId = String(request.headers["x-sluice-event-id"]);
+      if (answer.status < 300) {
+        received.push({
+          deliveryId: String(request.headers["x-sluice-delivery-id"]),
+          eventId,
+          uid: JSON.parse(Buffer.concat(chunks).toString()).event.uid,
+        });
+      } else {
+        refused.push(eventId);
+      }
+      response.writeHead(answer.status).end();
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    received,
+    refused,
+    answer,
+    port: (server.address() as AddressInfo).port,
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.closeAllConnections();
+        server.close(() => resolve());
+      }),
+  };
+}
+
+/** POSTs `{uid}` bodies with `concurrency` workers until `stop()`; records the uids answered 2xx. */
+function ingest(endpoint: string, concurrency: number) {
+  const accepted: string[] = [];
+  let running = true;
+  const worker = async () => {
+    while (running) {
+      const uid = randomUUID();
+      try {
+        const answer = await fetch(endpoint, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ uid }),
+        });
+        await answer.arrayBuffer();
+        if (answer.status >= 200 && answer.status < 300) accepted.push(uid);
+      } catch {
+        // The server was killed: this request was never answered.
+        return;
+      }
+    }
+  };
+  const workers = Promise.all(Array.from({ length: concurrency }, worker));
+  return {
+    accepted,
+    stop: async () => {
+      running = false;
+      await workers;
+    },
+  };
+}
+
+describe("SIGKILL while ingesting (issue 6)", () => {
+  let sluice: SluiceProcess;
+  let api: ReturnType<typeof apiClient>;
+  let box: Awaited<ReturnType<typeof receiver>>;
+  let sourceId: string;
+  let endpoint: string;
+
+  beforeAll(async () => {
+    box = await receiver();
+    sluice = await startSluice({ env: ENV });
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    const created = await api("POST", "/sources", { component_code: EMITTER });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    sourceId = created.json.data.id;
+    endpoint = created.json.data.configured_props.http.endpoint_url;
+    const hook = await api("POST", `/webhooks?url=${encodeURIComponent(`http://127.0.0.1:${box.port}/hook`)}`);
+    expect(hook.status, JSON.stringify(hook.json)).toBe(200);
+    const subscribed = await api("POST", `/subscriptions?emitter_id=${sourceId}&listener_id=${hook.json.data.id}`);
+    expect(subscribed.status, JSON.stringify(subscribed.json)).toBe(200);
+  });
+
+  afterAll(async () => {
+    await sluice?.stop();
+    await box?.close();
+  });
+
+  /** Kills the server hard and starts it again on the same data dir. */
+  async function killAndRestart() {
+    const ended = await sluice.stop("SIGKILL");
+    expect(ended.signal).toBe("SIGKILL");
+    sluice = await startSluice({ dataDir: sluice.dataDir, env: ENV });
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+  }
+
+  /** Every event of the source's history, oldest first. */
+  async function history(): Promise<{ id: string; uid: string }[]> {
+    const events: { id: string; uid: string }[] = [];
+    let cursor: string | undefined;
+    for (;;) {
+      const page = await api(
+        "GET",
+        `/sources/${sourceId}/event_summaries?limit=100${cursor ? `&after=${cursor}` : ""}`,
+      );
+      expect(page.status).toBe(200);
+      for (const item of page.json.data) events.push({ id: item.id, uid: item.event.uid });
+      if (page.json.data.length < 100) break;
+      cursor = page.json.page_info.end_cursor;
+    }
+    return events.sort((a, b) => compareEventIds(a.id, b.id));
+  }
+
+  /** Waits until every uid is stored; returns the history then. */
+  async function storedIncluding(uids: readonly string[]) {
+    return eventually(
+      async () => {
+        const events = await history();
+        const stored = new Set(events.map((event) => event.uid));
+        return uids.every((uid) => stored.has(uid)) ? events : undefined;
+      },
+      "every accepted event in the history",
+      { timeoutMs: 30_000, intervalMs: 200 },
+    ).catch(async (error) => {
+      const stored = new Set((await history()).map((event) => event.uid));
+      const lost = uids.filter((uid) => !stored.has(uid));
+      throw new Error(`${lost.length} of ${uids.length} accepted events lost: ${String(error)}`);
+    });
+  }
+
+  /** Waits until every event of `events` reached the receiver; checks that duplicates share a delivery id. */
+  async function deliveredAll(events: readonly { id: string; uid: string }[]) {
+    await eventually(
+      () => {
+        const got = new Set(box.received.map((receipt) => receipt.eventId));
+        return events.every((event) => got.has(event.id)) ? true : undefined;
+      },
+      "every stored event at the receiver",
+      { timeoutMs: 30_000, intervalMs: 50 },
+    );
+    const byDelivery = new Map<string, Set<string>>();
+    const byEvent = new Map<string, Set<string>>();
+    for (const receipt of box.received) {
+      byDelivery.set(receipt.deliveryId, (byDelivery.get(receipt.deliveryId) ?? new Set()).add(receipt.eventId));
+      byEvent.set(receipt.eventId, (byEvent.get(receipt.eventId) ?? new Set()).add(receipt.deliveryId));
+    }
+    // A delivery id names one event, and an event reaches this webhook under one delivery id.
+    expect([...byDelivery.values()].filter((eventIds) => eventIds.size > 1)).toEqual([]);
+    expect([...byEvent.values()].filter((deliveryIds) => deliveryIds.size > 1)).toEqual([]);
+    // What was received is what was stored.
+    const stored = new Map(events.map((event) => [event.id, event.uid]));
+    for (const receipt of box.received) {
+      if (stored.has(receipt.eventId)) expect(receipt.uid).toBe(stored.get(receipt.eventId));
+    }
+  }
+
+  it("loses no event answered 2xx, and delivers every stored event, when killed mid-ingest", async () => {
+    const load = ingest(endpoint, 20);
+    await eventually(() => (load.accepted.length >= 300 ? true : undefined), "300 accepted requests", {
+      timeoutMs: 30_000,
+    });
+    // Killed while the workers keep sending: requests in flight are never answered.
+    await killAndRestart();
+    await load.stop();
+    const accepted = [...load.accepted];
+    expect(accepted.length).toBeGreaterThanOrEqual(300);
+
+    const events = await storedIncluding(accepted);
+    const stored = new Set(events.map((event) => event.uid));
+    expect(accepted.filter((uid) => !stored.has(uid))).toEqual([]);
+    await deliveredAll(events);
+  });
+
+  it("delivers after a restart what was pending when it was killed", async () => {
+    box.answer.status = 503;
+    const uids: string[] = Array.from({ length: 40 }, () => randomUUID());
+    for (const uid of uids) {
+      const answer = await fetch(endpoint.replace(/^http:\/\/[^/]+/, new URL(sluice.baseUrl).origin), {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ uid }),
+      });
+      expect(answer.status).toBe(200);
+      await answer.arrayBuffer();
+    }
+    const events = await storedIncluding(uids);
+    const pending = new Set(events.filter((event) => uids.includes(event.uid)).map((event) => event.id));
+    // Their deliveries are being attempted, and failing.
+    await eventually(() => (box.refused.some((eventId) => pending.has(eventId)) ? true : undefined), "failed attempts");
+    expect(box.received.filter((receipt) => pending.has(receipt.eventId))).toEqual([]);
+
+    await killAndRestart();
+    box.answer.status = 200;
+    await deliveredAll(await history());
+  });
+});

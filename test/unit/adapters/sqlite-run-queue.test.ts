@@ -1,0 +1,203 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
+import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
+import type { Logger } from "#ports/logger";
+import type { RunJob } from "#ports/run-queue";
+
+const job = (sourceId: string): RunJob => ({ sourceId, trigger: "http", event: { sourceId, body: { é: [1, null] } } });
+
+/** Jobs the queue started, each finished by hand with `finish(sourceId)` or `fail(sourceId)`. */
+function controlledRuns() {
+  const started: string[] = [];
+  const settle = new Map<string, { resolve: () => void; reject: (error: Error) => void }>();
+  const run = (queued: RunJob) =>
+    new Promise<void>((resolve, reject) => {
+      started.push(queued.sourceId);
+      settle.set(queued.sourceId, { resolve, reject });
+    });
+  return {
+    run,
+    started,
+    finish: (sourceId: string) => settle.get(sourceId)?.resolve(),
+    fail: (sourceId: string, error: Error) => settle.get(sourceId)?.reject(error),
+  };
+}
+
+/** Runs that end at once, recording their jobs. */
+function instantRuns() {
+  const ran: RunJob[] = [];
+  return { ran, run: async (queued: RunJob) => void ran.push(queued) };
+}
+
+function recordingLogger(errors: Record<string, unknown>[] = []): Logger {
+  const logger: Logger = {
+    info() {},
+    warn() {},
+    error: (message, fields) => errors.push({ message, ...fields }),
+    child: () => logger,
+  };
+  return logger;
+}
+
+const rowsOf = (db: SqliteDatabase) =>
+  db
+    .prepare<[], { job: string }>("SELECT job FROM run_jobs ORDER BY seq")
+    .all()
+    .map((row) => (JSON.parse(row.job) as RunJob).sourceId);
+
+const folders: string[] = [];
+afterEach(() => {
+  for (const folder of folders.splice(0)) rmSync(folder, { recursive: true, force: true });
+});
+
+describe("SqliteRunQueue", () => {
+  it("has the job's row committed when enqueue resolves, with the job as given", async () => {
+    const db = openSqlite(":memory:");
+    const queue = new SqliteRunQueue(db, { run: instantRuns().run, log: recordingLogger() });
+    const pending = queue.enqueue(job("dc_1"));
+    await pending;
+    const rows = db.prepare<[], { job: string }>("SELECT job FROM run_jobs").all();
+    expect(rows.map((row) => JSON.parse(row.job))).toEqual([job("dc_1")]);
+  });
+
+  it("runs nothing before start, then at most `concurrency` jobs at once in arrival order, deleting each row when its run ends", async () => {
+    const db = openSqlite(":memory:");
+    const runs = controlledRuns();
+    const queue = new SqliteRunQueue(db, { run: runs.run, log: recordingLogger(), concurrency: 2 });
+    await Promise.all(["dc_1", "dc_2", "dc_3", "dc_4"].map((id) => queue.enqueue(job(id))));
+    expect(runs.started).toEqual([]);
+    queue.start();
+    expect(runs.started).toEqual(["dc_1", "dc_2"]);
+    expect(queue.pending).toBe(4);
+
+    runs.finish("dc_2");
+    await expect.poll(() => runs.started).toEqual(["dc_1", "dc_2", "dc_3"]);
+    await expect.poll(() => rowsOf(db)).toEqual(["dc_1", "dc_3", "dc_4"]);
+    runs.finish("dc_1");
+    await expect.poll(() => runs.started).toEqual(["dc_1", "dc_2", "dc_3", "dc_4"]);
+    runs.finish("dc_3");
+    runs.finish("dc_4");
+    await queue.drain(60_000);
+    await expect.poll(() => queue.size()).toBe(0);
+  });
+
+  it("writes the enqueues of one turn of the event loop together, each resolving after the commit", async () => {
+    const db = openSqlite(":memory:");
+    const queue = new SqliteRunQueue(db, { run: instantRuns().run, log: recordingLogger() });
+    let resolved = 0;
+    const all = Array.from({ length: 50 }, (_, n) => queue.enqueue(job(`dc_${n}`)).then(() => resolved++));
+    // Nothing is written, nor resolved, before the grouped write.
+    expect(queue.size()).toBe(0);
+    await Promise.resolve();
+    expect(resolved).toBe(0);
+    await Promise.all(all);
+    expect(rowsOf(db)).toEqual(Array.from({ length: 50 }, (_, n) => `dc_${n}`));
+  });
+
+  it("re-runs at start every job a stopped process left (unfinished or never started), before new ones", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "sluice-run-queue-"));
+    folders.push(folder);
+    const file = join(folder, "sluice.db");
+    const before = openSqlite(file);
+    const first = controlledRuns();
+    const dead = new SqliteRunQueue(before, { run: first.run, log: recordingLogger(), concurrency: 1 });
+    await dead.enqueue(job("dc_running"));
+    await dead.enqueue(job("dc_waiting"));
+    dead.start();
+    expect(first.started).toEqual(["dc_running"]);
+    // The process dies: nothing more is written.
+    before.close();
+
+    const after = openSqlite(file);
+    const again = instantRuns();
+    const queue = new SqliteRunQueue(after, { run: again.run, log: recordingLogger(), recoveryPageSize: 1 });
+    await queue.enqueue(job("dc_new"));
+    queue.start();
+    await queue.drain(60_000);
+    expect(again.ran).toEqual([job("dc_running"), job("dc_waiting"), job("dc_new")]);
+    await expect.poll(() => queue.size()).toBe(0);
+    after.close();
+  });
+
+  it("reads a long backlog back a page at a time, in order", async () => {
+    const db = openSqlite(":memory:");
+    const left = new SqliteRunQueue(db, { run: instantRuns().run, log: recordingLogger() });
+    await Promise.all(Array.from({ length: 7 }, (_, n) => left.enqueue(job(`dc_${n}`))));
+    const runs = controlledRuns();
+    const queue = new SqliteRunQueue(db, {
+      run: runs.run,
+      log: recordingLogger(),
+      recoveryPageSize: 3,
+      concurrency: 2,
+    });
+    queue.start();
+    // Only the jobs read so far are in memory: one page.
+    expect(runs.started).toEqual(["dc_0", "dc_1"]);
+    expect(queue.pending).toBe(3);
+    for (let n = 0; n < 7; n++) {
+      await expect.poll(() => runs.started.length).toBeGreaterThan(n);
+      runs.finish(`dc_${n}`);
+    }
+    await queue.drain(60_000);
+    expect(runs.started).toEqual(Array.from({ length: 7 }, (_, n) => `dc_${n}`));
+    await expect.poll(() => queue.size()).toBe(0);
+  });
+
+  it("logs a failed run and keeps its row, so that it runs again at the next start; the queue goes on", async () => {
+    const db = openSqlite(":memory:");
+    const runs = controlledRuns();
+    const errors: Record<string, unknown>[] = [];
+    const queue = new SqliteRunQueue(db, { run: runs.run, log: recordingLogger(errors), concurrency: 1 });
+    await queue.enqueue(job("dc_bad"));
+    await queue.enqueue(job("dc_next"));
+    queue.start();
+    runs.fail("dc_bad", new Error("database is locked"));
+    await expect.poll(() => runs.started).toEqual(["dc_bad", "dc_next"]);
+    runs.finish("dc_next");
+    await queue.drain(60_000);
+    await expect.poll(() => rowsOf(db)).toEqual(["dc_bad"]);
+    expect(errors).toEqual([expect.objectContaining({ source_id: "dc_bad", error: "Error: database is locked" })]);
+
+    const restarted = instantRuns();
+    const next = new SqliteRunQueue(db, { run: restarted.run, log: recordingLogger() });
+    next.start();
+    await next.drain(60_000);
+    expect(restarted.ran).toEqual([job("dc_bad")]);
+  });
+
+  it("rejects an enqueue whose row could not be written", async () => {
+    const db = openSqlite(":memory:");
+    const queue = new SqliteRunQueue(db, { run: instantRuns().run, log: recordingLogger() });
+    db.close();
+    await expect(queue.enqueue(job("dc_1"))).rejects.toThrow(/not open/);
+  });
+
+  it("after stop, starts nothing more, and writes later enqueues at once for the next start", async () => {
+    const db = openSqlite(":memory:");
+    const runs = controlledRuns();
+    const queue = new SqliteRunQueue(db, { run: runs.run, log: recordingLogger(), concurrency: 1 });
+    await queue.enqueue(job("dc_1"));
+    await queue.enqueue(job("dc_2"));
+    queue.start();
+    queue.stop();
+    await queue.enqueue(job("dc_3"));
+    expect(rowsOf(db)).toEqual(["dc_1", "dc_2", "dc_3"]);
+    runs.finish("dc_1");
+    await expect.poll(() => rowsOf(db)).toEqual(["dc_2", "dc_3"]);
+    expect(runs.started).toEqual(["dc_1"]);
+  });
+
+  it("drains at once when not started, and stops waiting for a job that never ends after the time limit", async () => {
+    const db = openSqlite(":memory:");
+    const runs = controlledRuns();
+    const queue = new SqliteRunQueue(db, { run: runs.run, log: recordingLogger() });
+    await queue.enqueue(job("dc_stuck"));
+    await queue.drain(60_000);
+    queue.start();
+    await queue.drain(20);
+    expect(queue.pending).toBe(1);
+  });
+});
