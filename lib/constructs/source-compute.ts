@@ -5,8 +5,10 @@ import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { Effect, type IGrantable, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import type { IKey } from "aws-cdk-lib/aws-kms";
 import { Architecture, Function as LambdaFunction, LayerVersion, Runtime } from "aws-cdk-lib/aws-lambda";
+import { SqsDestination } from "aws-cdk-lib/aws-lambda-destinations";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { CfnScheduleGroup } from "aws-cdk-lib/aws-scheduler";
+import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
@@ -21,6 +23,15 @@ export const DESCRIBER_FILES = {
   "index.mjs": "functions/internal/describer.ts",
   "sandbox-entry.mjs": "runtime-layer/sandbox-entry.ts",
 } as const;
+
+/**
+ * Lambda's record of a queued run that failed every try carries the job (up to Lambda's 1 MiB
+ * payload limit) under `requestPayload`: SQS's largest size.
+ */
+const MAX_FAILED_RUN_BYTES = 1024 * 1024;
+
+/** The queue of queued runs that failed every try: named after the stage, so operators find it. */
+export const failedRunsQueueNameFor = (stage: string): string => `sluice-${stage}-failed-runs`;
 
 export interface SourceComputeProps {
   /** The API that gets the catch-all HTTP interface routes. */
@@ -46,7 +57,7 @@ export interface SourceComputeProps {
  * Everything sources run on, on AWS (DESIGN.md decision 4): the runtime layer that source functions
  * are created with at run time (by the API, not by CloudFormation), their logging-only role and
  * shared log group, the describer, the internal functions (HTTP interface, source runner, timer
- * invoker), the catch-all routes `ANY /http/{key}[/{proxy+}]`, the schedule group and the role
+ * invoker), the queue of runs that failed every try, the catch-all routes `ANY /http/{key}[/{proxy+}]`, the schedule group and the role
  * EventBridge Scheduler invokes timers with. `attachDeployer`, `attachRunner`, `attachRunQueuer` and `attachSecrets`
  * give other functions exactly the permissions and settings they need.
  */
@@ -58,6 +69,12 @@ export class SourceCompute extends Construct {
   readonly describer: LambdaFunction;
   readonly httpInterface: SluiceFunction;
   readonly sourceRunner: SluiceFunction;
+  /**
+   * `sluice-<stage>-failed-runs`: the source runner's on-failure destination. Lambda's record of
+   * each queued run that failed its three tries (or waited in Lambda's queue for 6 hours), the job
+   * under `requestPayload`; replayed by hand (docs/aws.md, "Queued runs that keep failing").
+   */
+  readonly failedRunsQueue: Queue;
   readonly timerInvoker: SluiceFunction;
   readonly scheduleGroup: CfnScheduleGroup;
   /** Assumed by EventBridge Scheduler; may invoke the timer invoker only. */
@@ -140,8 +157,19 @@ export class SourceCompute extends Construct {
       timeout: this.#invocationTimeout.plus(Duration.seconds(30)),
       logRetention: props.logRetention,
     });
-    // A failure here is Sluice's (the store), not the component's: retried, at least once delivery.
-    this.sourceRunner.lambdaFunction.configureAsyncInvoke({ retryAttempts: 2 });
+    this.failedRunsQueue = new Queue(this, "FailedRuns", {
+      queueName: failedRunsQueueNameFor(props.stage),
+      encryption: QueueEncryption.SQS_MANAGED,
+      enforceSSL: true,
+      retentionPeriod: Duration.days(14),
+      maxMessageSizeBytes: MAX_FAILED_RUN_BYTES,
+    });
+    // A failure here is Sluice's (the store), not the component's: retried, at least once delivery;
+    // a run that fails every try is kept, not dropped (local mode keeps its job row).
+    this.sourceRunner.lambdaFunction.configureAsyncInvoke({
+      retryAttempts: 2,
+      onFailure: new SqsDestination(this.failedRunsQueue),
+    });
     this.timerInvoker = new SluiceFunction(this, "TimerInvoker", {
       entry: "functions/internal/timer-invoker.ts",
       description: "Runs sources' timers for EventBridge Scheduler (functions/internal/timer-invoker.ts)",

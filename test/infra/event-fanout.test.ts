@@ -149,7 +149,8 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       VisibilityTimeout: 540,
       RedrivePolicy: { deadLetterTargetArn: queueArn(fanout().retryDeadLetterQueue), maxReceiveCount: MAX_RECEIVES },
     });
-    template.resourceCountIs("AWS::SQS::Queue", 6);
+    // The fan-out's six, and the source runner's failed-runs queue (source-compute.ts).
+    template.resourceCountIs("AWS::SQS::Queue", 7);
   });
 
   it("keeps what EventBridge refused in a standard queue named after the bus, which the dispatcher consumes", () => {

@@ -5,6 +5,7 @@ import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#conf
 import { ENV } from "#config/env";
 import { routes } from "#http/routes";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
+import { failedRunsQueueNameFor } from "../../lib/constructs/source-compute.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
 import {
   actionsOf,
@@ -251,15 +252,67 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("retries failed queued runs twice and failed timer ticks never", () => {
-    template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
-      FunctionName: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },
-      MaximumRetryAttempts: 2,
+  it("retries failed queued runs twice, then keeps them in the failed-runs queue; failed timer ticks never", () => {
+    const failedRunsArn = { "Fn::GetAtt": [idOf(service.sources.failedRunsQueue), "Arn"] };
+    const configs = template.findResources("AWS::Lambda::EventInvokeConfig", {
+      Properties: { FunctionName: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) } },
     });
+    expect(Object.values(configs).map((config) => (config as Resource).Properties)).toEqual([
+      {
+        FunctionName: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },
+        Qualifier: "$LATEST",
+        MaximumRetryAttempts: 2,
+        DestinationConfig: { OnFailure: { Destination: failedRunsArn } },
+      },
+    ]);
     template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
       FunctionName: { Ref: idOf(service.sources.timerInvoker.lambdaFunction) },
       MaximumRetryAttempts: 0,
+      DestinationConfig: Match.absent(),
     });
+  });
+
+  it("keeps failed runs 14 days in an encrypted, TLS-only queue named after the stage", () => {
+    const queueId = idOf(service.sources.failedRunsQueue);
+    const queue = template.findResources("AWS::SQS::Queue")[queueId] as Resource;
+    expect(failedRunsQueueNameFor("dev")).toBe("sluice-dev-failed-runs");
+    expect(queue.Properties).toEqual({
+      QueueName: "sluice-dev-failed-runs",
+      SqsManagedSseEnabled: true,
+      MessageRetentionPeriod: 14 * 86_400,
+      // A run job may be as large as Lambda's async payload limit, 1 MiB.
+      MaximumMessageSize: 1_048_576,
+    });
+    // Nothing consumes it: a failed run is replayed by hand, not retried forever.
+    expect(
+      template.findResources("AWS::Lambda::EventSourceMapping", {
+        Properties: { EventSourceArn: { "Fn::GetAtt": [queueId, "Arn"] } },
+      }),
+    ).toEqual({});
+    template.hasResourceProperties("AWS::SQS::QueuePolicy", {
+      Queues: [{ Ref: queueId }],
+      PolicyDocument: {
+        Statement: [
+          Match.objectLike({
+            Action: "sqs:*",
+            Effect: "Deny",
+            Condition: { Bool: { "aws:SecureTransport": "false" } },
+          }),
+        ],
+      },
+    });
+  });
+
+  it("lets the source runner, and no other function, send to the failed-runs queue", () => {
+    const queueArn = { "Fn::GetAtt": [idOf(service.sources.failedRunsQueue), "Arn"] };
+    const runnerId = idOf(service.sources.sourceRunner.lambdaFunction);
+    const sends = statementsWith(statementsOf(template, runnerId), "sqs:SendMessage").filter(
+      (statement) => JSON.stringify(statement.Resource) === JSON.stringify(queueArn),
+    );
+    expect(sends).toHaveLength(1);
+    for (const id of Object.keys(functions()).filter((id) => id !== runnerId)) {
+      expect(JSON.stringify(statementsOf(template, id)), id).not.toContain(idOf(service.sources.failedRunsQueue));
+    }
   });
 
   it("gives deploying routes every setting the AWS compute config needs, and no npm registry unless asked", () => {
