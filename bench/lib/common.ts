@@ -1,0 +1,78 @@
+import { monoMs, sleep } from "./clock.ts";
+import { type LoadOptions, type LoadResult, runLoad } from "./load.ts";
+import type { ScenarioContext } from "./scenario.ts";
+import { round } from "./stats.ts";
+
+/** Requests sent to warm a path up (sandbox process started, bundle loaded) before measuring. */
+export const WARMUP_REQUESTS = 50;
+
+/** A small JSON body that carries its request index, as every scenario's load does. */
+export const numberedBody = (index: number) => JSON.stringify({ n: index, note: "sluice bench" });
+
+/**
+ * Runs the same load against the bare reference server (its own child process, started and
+ * stopped here), warmed up the same way. `durationMs` may be shorter than the scenario's: the
+ * bare server's figures settle within seconds.
+ */
+export async function referenceLoad(context: ScenarioContext, options: Omit<LoadOptions, "url">): Promise<LoadResult> {
+  const reference = await context.startReference();
+  try {
+    await runLoad({ ...options, url: reference.url, durationMs: 300, ratePerSec: undefined });
+    return await runLoad({ ...options, url: reference.url });
+  } finally {
+    await reference.stop();
+  }
+}
+
+/** A few sequential requests, so the first measured one does not start a sandbox process. */
+export async function warmUp(url: string, body: (index: number) => string = numberedBody, count = WARMUP_REQUESTS) {
+  for (let index = 0; index < count; index++) {
+    await fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: body(-1 - index) })
+      .then((answer) => answer.arrayBuffer())
+      .catch(() => undefined);
+  }
+}
+
+/** Polls `count()` until it reaches `expected` or stops growing for `stallMs`; returns the last count and when it was reached. */
+export async function waitForCount(
+  count: () => Promise<number>,
+  expected: number,
+  { stallMs = 10_000, timeoutMs = 120_000, intervalMs = 100 } = {},
+): Promise<{ count: number; reachedAt: number; complete: boolean }> {
+  const deadline = monoMs() + timeoutMs;
+  let last = -1;
+  let lastChange = monoMs();
+  let reachedAt = monoMs();
+  for (;;) {
+    const value = await count();
+    const now = monoMs();
+    if (value !== last) {
+      last = value;
+      lastChange = now;
+      reachedAt = now;
+    }
+    if (value >= expected) return { count: value, reachedAt, complete: true };
+    if (now - lastChange > stallMs || now > deadline) return { count: value, reachedAt, complete: false };
+    await sleep(intervalMs);
+  }
+}
+
+/** The load result as compact numbers for the JSON file. */
+export function loadDetails(result: LoadResult) {
+  return {
+    mode: result.mode,
+    concurrency: result.concurrency,
+    ...(result.ratePerSec === undefined ? {} : { ratePerSec: result.ratePerSec }),
+    sent: result.sent,
+    ok: result.ok,
+    statuses: result.statuses,
+    elapsedMs: round(result.elapsedMs),
+    okPerSec: round(result.okPerSec),
+    latencyMs: Object.fromEntries(Object.entries(result.latency).map(([key, value]) => [key, round(value)])),
+    lateSlots: result.lateSlots,
+    errors: result.errors,
+  };
+}
+
+export const perSec = (value: number) => `${Math.round(value).toLocaleString("en-US")}/s`;
+export const ms = (value: number) => `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ms`;

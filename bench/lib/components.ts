@@ -1,0 +1,35 @@
+/** Components the scenarios deploy (inline code, no npm packages). */
+
+/** Emits the request body on the default channel; the endpoint answers at once (no custom response). */
+export const INGEST_CODE = `export default {
+  name: "Bench ingest",
+  version: "0.0.1",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    this.$emit(event.body);
+  },
+};
+`;
+
+/** Answers each request itself (custom response) with a small JSON body. */
+export const RESPOND_CODE = `export default {
+  name: "Bench respond",
+  version: "0.0.1",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    this.http.respond({ status: 200, headers: { "content-type": "application/json" }, body: { ok: true, n: event.body?.n ?? null } });
+  },
+};
+`;
+
+/** Inline code that differs per deploy (a comment), so every deploy and update bundles afresh. */
+export const uniqueCode = (index: number) => `// bench deploy ${index} ${Math.random()}
+export default {
+  name: "Bench deploy",
+  version: "0.0.1",
+  props: { http: "$.interface.http", greeting: { type: "string", default: "hello" } },
+  async run(event) {
+    this.$emit({ greeting: this.greeting, body: event.body });
+  },
+};
+`;

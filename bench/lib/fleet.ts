@@ -1,0 +1,99 @@
+/**
+ * 1,000 deployed sources (and optionally their history) for the scale and history scenarios.
+ *
+ * Deploying through the API costs about 150 ms a source here (the deploy row measures that), so
+ * 1,000 deploys would take minutes. Instead one source is deployed through the API and run once,
+ * the server is stopped, and the other sources are written into the same data directory through
+ * the SQLite adapters themselves (`SqliteSourceStore.createSource`, `SqliteEventStore.appendEvents`:
+ * the same code the server stores them with, so no SQL of the bench depends on the schema); then
+ * the measured server starts on that data. The copies differ from the deployed one only in id,
+ * name and endpoint key; the component has no hooks, so a deploy would have stored the same rows.
+ */
+import { randomBytes, randomUUID } from "node:crypto";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { DATABASE_FILE } from "#adapters/local/composition";
+import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
+import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
+import type { NewEvent } from "#core/component-model";
+import { formatId } from "#core/ids";
+import { waitFor } from "./clock.ts";
+import { INGEST_CODE } from "./components.ts";
+import type { BenchServer } from "./processes.ts";
+import type { ScenarioContext } from "./scenario.ts";
+import { type DeployedSource, sluiceApi } from "./sluice-api.ts";
+
+export interface Fleet {
+  server: BenchServer;
+  sources: DeployedSource[];
+  /** Events written per source before the server started. */
+  eventsPerSource: number;
+  seedMs: number;
+}
+
+export async function buildFleet(
+  context: ScenarioContext,
+  { sources: total, eventsPerSource }: { sources: number; eventsPerSource: number },
+): Promise<Fleet> {
+  const dataDir = mkdtempSync(join(tmpdir(), "sluice-bench-fleet-"));
+  context.defer(() => rmSync(dataDir, { recursive: true, force: true }));
+  const started = performance.now();
+
+  const seeder = await context.startServer({ dataDir, profile: false });
+  const api = sluiceApi(seeder);
+  const first = await api.deploy(INGEST_CODE);
+  // One run builds the sandbox bundle that every copy shares.
+  await fetch(first.endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  await waitFor("the first source's event", async () => ((await api.eventCount(first.id)) >= 1 ? true : undefined));
+  await seeder.stop({ keepData: true });
+
+  const db = openSqlite(join(dataDir, DATABASE_FILE));
+  const copies: { id: string; key: string }[] = [];
+  try {
+    const store = new SqliteSourceStore(db);
+    const template = await store.getSource(first.id);
+    if (!template?.endpointKey) throw new Error("the deployed source has no endpoint key");
+    const now = Date.now();
+    for (let index = 1; index < total; index++) {
+      const id = formatId("source", now + index, randomBytes(10));
+      const key = randomBytes(18).toString("base64url");
+      await store.createSource({
+        ...template,
+        id,
+        name: `Bench fleet ${index}`,
+        nameSlug: `bench-fleet-${index}`,
+        endpointKey: key,
+      });
+      copies.push({ id, key });
+    }
+    if (eventsPerSource > 0) {
+      const events = new SqliteEventStore(db);
+      for (const id of [first.id, ...copies.map((copy) => copy.id)]) {
+        const batch: NewEvent[] = Array.from({ length: eventsPerSource }, (_, n) => ({
+          channel: "",
+          event: { n, note: "seeded by the bench" },
+          emitId: randomUUID(),
+          meta: { id: n, summary: `event ${n}` },
+        }));
+        await events.appendEvents(id, batch, Date.now());
+      }
+    }
+  } finally {
+    db.close();
+  }
+
+  const server = await context.startServer({ dataDir });
+  const endpointOf = (key: string) => `${server.root}/http/${key}`;
+  const firstKey = new URL(first.endpoint).pathname.split("/").at(-1) as string;
+  return {
+    server,
+    sources: [
+      { id: first.id, endpoint: endpointOf(firstKey) },
+      ...copies.map((copy) => ({ id: copy.id, endpoint: endpointOf(copy.key) })),
+    ],
+    eventsPerSource,
+    seedMs: performance.now() - started,
+  };
+}

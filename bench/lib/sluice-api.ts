@@ -1,0 +1,50 @@
+import { type ApiAnswer, apiClient } from "../../test/support/api-client.ts";
+import type { BenchServer } from "./processes.ts";
+
+export interface DeployedSource {
+  id: string;
+  endpoint: string;
+}
+
+function expectOk(answer: ApiAnswer, what: string): ApiAnswer {
+  if (answer.status < 200 || answer.status >= 300) {
+    throw new Error(`${what} answered ${answer.status}: ${JSON.stringify(answer.json).slice(0, 400)}`);
+  }
+  return answer;
+}
+
+/** The REST API of a bench server, with the calls the scenarios need. */
+export function sluiceApi(server: Pick<BenchServer, "baseUrl" | "apiKey">) {
+  const call = apiClient(server.baseUrl, server.apiKey);
+  return {
+    call,
+    async deploy(code: string, extra: Record<string, unknown> = {}): Promise<DeployedSource> {
+      const answer = expectOk(await call("POST", "/sources", { component_code: code, ...extra }), "POST /sources");
+      return { id: answer.json.data.id, endpoint: answer.json.data.configured_props.http.endpoint_url };
+    },
+    /** Events stored on a source's default channel (`page_info.total_count`). */
+    async eventCount(sourceId: string): Promise<number> {
+      const answer = expectOk(
+        await call("GET", `/sources/${sourceId}/event_summaries?event_name=default&limit=1`),
+        "GET event_summaries",
+      );
+      return Number(answer.json.page_info.total_count);
+    },
+    async createWebhook(url: string): Promise<string> {
+      const answer = expectOk(
+        await call("POST", `/webhooks?url=${encodeURIComponent(url)}&name=bench`),
+        "POST /webhooks",
+      );
+      return answer.json.data.id;
+    },
+    async subscribe(emitterId: string, listenerId: string): Promise<string> {
+      const answer = expectOk(
+        await call("POST", `/subscriptions?emitter_id=${encodeURIComponent(emitterId)}&listener_id=${listenerId}`),
+        "POST /subscriptions",
+      );
+      return answer.json.data.id;
+    },
+  };
+}
+
+export type SluiceApi = ReturnType<typeof sluiceApi>;

@@ -1,0 +1,12 @@
+import type { Scenario } from "../lib/scenario.ts";
+import { badInput } from "./bad-input.ts";
+import { deploy } from "./deploy.ts";
+import { history } from "./history.ts";
+import { ingest } from "./ingest.ts";
+import { respond } from "./respond.ts";
+import { scale } from "./scale.ts";
+import { stream } from "./stream.ts";
+import { webhook } from "./webhook.ts";
+
+/** Every scenario, in the order of issue 6's table. */
+export const SCENARIOS: readonly Scenario[] = [ingest, respond, webhook, deploy, scale, stream, history, badInput];
