@@ -1,12 +1,11 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compareEventIds } from "#core/event-ids";
 import { apiClient, inBatches } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { expectOneDeliveryIdPerEvent, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 /**
  * Issue 6's second fault test: a webhook receiver that is down for a few seconds while events are
@@ -27,37 +26,6 @@ export default {
 
 /** How long the receiver stays down once the events emitted meanwhile are stored. */
 const DOWN_MS = 2_000;
-
-interface Receipt {
-  deliveryId: string;
-  eventId: string;
-  uid: string;
-}
-
-/** A receiver on 127.0.0.1 (on `port` when given) recording every POST in arrival order. */
-async function receiver(received: Receipt[], port = 0) {
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      received.push({
-        deliveryId: String(request.headers["x-sluice-delivery-id"]),
-        eventId: String(request.headers["x-sluice-event-id"]),
-        uid: JSON.parse(Buffer.concat(chunks).toString()).event.uid,
-      });
-      response.writeHead(204).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
-  return {
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe("a webhook receiver down for a while (issue 6)", () => {
   let sluice: SluiceProcess;
@@ -81,8 +49,7 @@ describe("a webhook receiver down for a while (issue 6)", () => {
   });
 
   it("delivers every event once it is back, duplicates only under the same delivery id, first-time successes in order", async () => {
-    const received: Receipt[] = [];
-    let box = await receiver(received);
+    const box = await WebhookReceiver.start();
     const port = box.port;
     const created = await api("POST", "/sources", { component_code: EMITTER });
     expect(created.status, JSON.stringify(created.json)).toBe(200);
@@ -105,14 +72,14 @@ describe("a webhook receiver down for a while (issue 6)", () => {
       });
     const uids = (): string[] => Array.from({ length: 35 }, () => randomUUID());
     const [before, during, after] = [uids(), uids(), uids()];
-    const receivedUids = () => new Set(received.map((receipt) => receipt.uid));
+    const receivedUids = () => new Set(box.receipts.map((receipt) => receipt.uid));
 
     // Up: the first events arrive.
     await emit(before);
     await eventually(() => (before.every((uid) => receivedUids().has(uid)) ? true : undefined), "the first events");
 
     // Down: events are emitted and stored, and their deliveries fail (connection refused).
-    await box.close();
+    await box.stop();
     const downSince = performance.now();
     await emit(during);
     await eventually(async () => {
@@ -121,10 +88,10 @@ describe("a webhook receiver down for a while (issue 6)", () => {
     }, "the events emitted while the receiver is down, stored");
     // The receiver stays down a few seconds in all (the fault being tested, not a wait for an effect).
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, DOWN_MS - (performance.now() - downSince))));
-    expect(received.filter((receipt) => during.includes(receipt.uid))).toEqual([]);
+    expect(box.receipts.filter((receipt) => during.includes(receipt.uid))).toEqual([]);
 
     // Back on the same port: everything missed arrives, and what is emitted now too.
-    box = await receiver(received, port);
+    await box.start(port);
     try {
       await emit(after);
       const all = [...before, ...during, ...after];
@@ -134,26 +101,20 @@ describe("a webhook receiver down for a while (issue 6)", () => {
       expect(receivedUids().size).toBe(all.length);
 
       // A delivery id names one event, and each event came under one delivery id.
-      const byDelivery = new Map<string, Set<string>>();
-      const byEvent = new Map<string, Set<string>>();
-      for (const receipt of received) {
-        byDelivery.set(receipt.deliveryId, (byDelivery.get(receipt.deliveryId) ?? new Set()).add(receipt.uid));
-        byEvent.set(receipt.uid, (byEvent.get(receipt.uid) ?? new Set()).add(receipt.deliveryId));
-      }
-      expect([...byDelivery.values()].filter((events) => events.size > 1)).toEqual([]);
-      expect([...byEvent.values()].filter((deliveries) => deliveries.size > 1)).toEqual([]);
-      expect(byDelivery.size).toBe(all.length);
+      expectOneDeliveryIdPerEvent(box.receipts);
+      expect(new Set(box.receipts.map((receipt) => receipt.deliveryId)).size).toBe(all.length);
 
       // Emitted while the receiver was up, they succeeded the first time: in emit (event id) order.
       for (const group of [before, after]) {
-        const firstArrivals = received.filter(
-          (receipt, index) => group.includes(receipt.uid) && received.findIndex((r) => r.uid === receipt.uid) === index,
+        const receipts = box.receipts;
+        const firstArrivals = receipts.filter(
+          (receipt, index) => group.includes(receipt.uid) && receipts.findIndex((r) => r.uid === receipt.uid) === index,
         );
         const eventIds = firstArrivals.map((receipt) => receipt.eventId);
         expect(eventIds).toEqual([...eventIds].sort(compareEventIds));
       }
     } finally {
-      await box.close();
+      await box.stop();
     }
   });
 });

@@ -1,11 +1,10 @@
 import { randomUUID } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compareEventIds } from "#core/event-ids";
 import { apiClient } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { expectOneDeliveryIdPerEvent, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 /**
  * Issue 6's first fault test: local mode killed with SIGKILL while it ingests, restarted on the
@@ -31,49 +30,6 @@ const ENV = {
   SLUICE_WEBHOOK_MAX_ATTEMPTS: "100",
   SLUICE_WEBHOOK_TIMEOUT_MS: "2000",
 };
-
-interface Receipt {
-  deliveryId: string;
-  eventId: string;
-  uid: string;
-}
-
-/** A webhook receiver on 127.0.0.1 recording every POST; it answers `answer.status`. */
-async function receiver() {
-  const received: Receipt[] = [];
-  /** Event ids of the attempts answered with a failure. */
-  const refused: string[] = [];
-  const answer = { status: 200 };
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      const eventId = String(request.headers["x-sluice-event-id"]);
-      if (answer.status < 300) {
-        received.push({
-          deliveryId: String(request.headers["x-sluice-delivery-id"]),
-          eventId,
-          uid: JSON.parse(Buffer.concat(chunks).toString()).event.uid,
-        });
-      } else {
-        refused.push(eventId);
-      }
-      response.writeHead(answer.status).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    received,
-    refused,
-    answer,
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 /** POSTs `{uid}` bodies with `concurrency` workers until `stop()`; records the uids answered 2xx. */
 function ingest(endpoint: string, concurrency: number) {
@@ -109,12 +65,12 @@ function ingest(endpoint: string, concurrency: number) {
 describe("SIGKILL while ingesting (issue 6)", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
-  let box: Awaited<ReturnType<typeof receiver>>;
+  let box: WebhookReceiver;
   let sourceId: string;
   let endpoint: string;
 
   beforeAll(async () => {
-    box = await receiver();
+    box = await WebhookReceiver.start();
     sluice = await startSluice({ env: ENV });
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
     const created = await api("POST", "/sources", { component_code: EMITTER });
@@ -129,7 +85,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
 
   afterAll(async () => {
     await sluice?.stop();
-    await box?.close();
+    await box?.stop();
   });
 
   /** Kills the server hard and starts it again on the same data dir. */
@@ -178,24 +134,16 @@ describe("SIGKILL while ingesting (issue 6)", () => {
   async function deliveredAll(events: readonly { id: string; uid: string }[]) {
     await eventually(
       () => {
-        const got = new Set(box.received.map((receipt) => receipt.eventId));
+        const got = new Set(box.receipts.map((receipt) => receipt.eventId));
         return events.every((event) => got.has(event.id)) ? true : undefined;
       },
       "every stored event at the receiver",
       { timeoutMs: 30_000, intervalMs: 50 },
     );
-    const byDelivery = new Map<string, Set<string>>();
-    const byEvent = new Map<string, Set<string>>();
-    for (const receipt of box.received) {
-      byDelivery.set(receipt.deliveryId, (byDelivery.get(receipt.deliveryId) ?? new Set()).add(receipt.eventId));
-      byEvent.set(receipt.eventId, (byEvent.get(receipt.eventId) ?? new Set()).add(receipt.deliveryId));
-    }
-    // A delivery id names one event, and an event reaches this webhook under one delivery id.
-    expect([...byDelivery.values()].filter((eventIds) => eventIds.size > 1)).toEqual([]);
-    expect([...byEvent.values()].filter((deliveryIds) => deliveryIds.size > 1)).toEqual([]);
+    expectOneDeliveryIdPerEvent(box.receipts);
     // What was received is what was stored.
     const stored = new Map(events.map((event) => [event.id, event.uid]));
-    for (const receipt of box.received) {
+    for (const receipt of box.receipts) {
       if (stored.has(receipt.eventId)) expect(receipt.uid).toBe(stored.get(receipt.eventId));
     }
   }
@@ -218,7 +166,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
   });
 
   it("delivers after a restart what was pending when it was killed", async () => {
-    box.answer.status = 503;
+    box.status = 503;
     const uids: string[] = Array.from({ length: 40 }, () => randomUUID());
     for (const uid of uids) {
       const answer = await fetch(endpoint.replace(/^http:\/\/[^/]+/, new URL(sluice.baseUrl).origin), {
@@ -232,11 +180,15 @@ describe("SIGKILL while ingesting (issue 6)", () => {
     const events = await storedIncluding(uids);
     const pending = new Set(events.filter((event) => uids.includes(event.uid)).map((event) => event.id));
     // Their deliveries are being attempted, and failing.
-    await eventually(() => (box.refused.some((eventId) => pending.has(eventId)) ? true : undefined), "failed attempts");
-    expect(box.received.filter((receipt) => pending.has(receipt.eventId))).toEqual([]);
+    await eventually(
+      () =>
+        box.refused.some((request) => pending.has(String(request.headers["x-sluice-event-id"]))) ? true : undefined,
+      "failed attempts",
+    );
+    expect(box.receipts.filter((receipt) => pending.has(receipt.eventId))).toEqual([]);
 
     await killAndRestart();
-    box.answer.status = 200;
+    box.status = 200;
     await deliveredAll(await history());
   });
 });

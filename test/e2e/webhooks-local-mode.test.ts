@@ -1,10 +1,9 @@
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhookSignature } from "#core/webhook-signature";
 import { apiClient, inBatches } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 /**
  * Issue 5's "Done when", as a user would try it against `npm start`: two webhooks on a receiver
@@ -21,37 +20,6 @@ export default {
   },
 };
 `;
-
-interface Received {
-  path: string;
-  headers: IncomingHttpHeaders;
-  body: string;
-}
-
-/** A receiver on 127.0.0.1 that records POSTs and answers `answer.status` (200 at first). */
-async function receiver(port = 0) {
-  const received: Received[] = [];
-  const answer = { status: 200 };
-  const server: Server = createServer((request, response) => {
-    const chunks: Buffer[] = [];
-    request.on("data", (chunk: Buffer) => chunks.push(chunk));
-    request.on("end", () => {
-      received.push({ path: request.url ?? "", headers: request.headers, body: Buffer.concat(chunks).toString() });
-      response.writeHead(answer.status).end();
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(port, "127.0.0.1", resolve));
-  return {
-    received,
-    answer,
-    port: (server.address() as AddressInfo).port,
-    close: () =>
-      new Promise<void>((resolve) => {
-        server.closeAllConnections();
-        server.close(() => resolve());
-      }),
-  };
-}
 
 describe("subscriptions and webhook delivery against local mode", () => {
   let sluice: SluiceProcess;
@@ -99,11 +67,11 @@ describe("subscriptions and webhook delivery against local mode", () => {
     });
   }
 
-  const numbersOf = (deliveries: Received[]) =>
+  const numbersOf = (deliveries: ReceivedRequest[]) =>
     deliveries.map((d) => JSON.parse(d.body).event.n as number).sort((a, b) => a - b);
 
   it("delivers what was emitted to both webhooks, signed; a receiver that was down gets every missed event", async () => {
-    const box = await receiver();
+    const box = await WebhookReceiver.start();
     const [one, all] = [
       await webhook(`http://127.0.0.1:${box.port}/ok/one`),
       await webhook(`http://127.0.0.1:${box.port}/ok/all`),
@@ -120,8 +88,8 @@ describe("subscriptions and webhook delivery against local mode", () => {
     expect(await subscribe(source.id, one.id)).toBe(direct);
 
     await emit(source.endpoint, [1, 2, 3]);
-    const toOne = () => box.received.filter((d) => d.path === "/ok/one");
-    const toAll = () => box.received.filter((d) => d.path === "/ok/all");
+    const toOne = () => box.requests.filter((d) => d.path === "/ok/one");
+    const toAll = () => box.requests.filter((d) => d.path === "/ok/all");
     await eventually(async () => (toOne().length >= 3 && toAll().length >= 3 ? true : undefined), "6 deliveries");
     expect(numbersOf(toOne())).toEqual([1, 2, 3]);
     expect(numbersOf(toAll())).toEqual([1, 2, 3]);
@@ -143,25 +111,25 @@ describe("subscriptions and webhook delivery against local mode", () => {
 
     // The receiver goes down; events keep being emitted; it comes back on the same port.
     const port = box.port;
-    await box.close();
+    await box.stop();
     await emit(source.endpoint, [4, 5, 6]);
     await eventually(async () => {
       const page = await api("GET", `/sources/${source.id}/event_summaries?limit=10`);
       return page.json.page_info.total_count >= 6 ? true : undefined;
     }, "events 4 to 6 stored");
-    const back = await receiver(port);
+    const back = await WebhookReceiver.start(port);
     try {
       await eventually(
         async () => {
-          const one = back.received.filter((d) => d.path === "/ok/one");
-          const all = back.received.filter((d) => d.path === "/ok/all");
+          const one = back.requests.filter((d) => d.path === "/ok/one");
+          const all = back.requests.filter((d) => d.path === "/ok/all");
           return new Set(numbersOf(one)).size >= 3 && new Set(numbersOf(all)).size >= 3 ? true : undefined;
         },
         "the missed deliveries",
         { timeoutMs: 20_000 },
       );
       for (const path of ["/ok/one", "/ok/all"]) {
-        const deliveries = back.received.filter((d) => d.path === path);
+        const deliveries = back.requests.filter((d) => d.path === path);
         expect([...new Set(numbersOf(deliveries))]).toEqual([4, 5, 6]);
         // Any duplicate is a retry of the same delivery: same delivery id for the same event.
         const idsByEvent = new Map<string, Set<string>>();
@@ -173,7 +141,7 @@ describe("subscriptions and webhook delivery against local mode", () => {
         expect([...idsByEvent.values()].every((ids) => ids.size === 1)).toBe(true);
       }
     } finally {
-      await back.close();
+      await back.stop();
     }
   });
 
@@ -201,8 +169,8 @@ export default {
   });
 
   it("keeps a webhook that never recovers as a dead letter, and a replay delivers it", async () => {
-    const box = await receiver();
-    box.answer.status = 500;
+    const box = await WebhookReceiver.start();
+    box.status = 500;
     try {
       const hook = await webhook(`http://127.0.0.1:${box.port}/broken`);
       const created = await api("POST", "/sources", { component_code: EMITTER });
@@ -218,21 +186,21 @@ export default {
         { timeoutMs: 20_000 },
       );
       expect(dead).toMatchObject({ webhook_id: hook.id, attempts: 4, last_error: "HTTP 500" });
-      expect(box.received).toHaveLength(4);
-      expect(new Set(box.received.map((d) => d.headers["x-sluice-delivery-id"]))).toEqual(new Set([dead.id]));
+      expect(box.requests).toHaveLength(4);
+      expect(new Set(box.requests.map((d) => d.headers["x-sluice-delivery-id"]))).toEqual(new Set([dead.id]));
 
       // The receiver is fixed; the replay delivers the same delivery (same id, same body).
-      box.answer.status = 204;
+      box.status = 204;
       const replay = await api("POST", `/webhooks/${hook.id}/dead_letters/${dead.id}/replay`);
       expect(replay.status, JSON.stringify(replay.json)).toBe(200);
-      await eventually(async () => (box.received.length >= 5 ? true : undefined), "the replayed delivery");
-      const replayed = box.received[4]!;
+      await eventually(async () => (box.requests.length >= 5 ? true : undefined), "the replayed delivery");
+      const replayed = box.requests[4]!;
       expect(replayed.headers["x-sluice-delivery-id"]).toBe(dead.id);
       expect(JSON.parse(replayed.body).event).toEqual({ n: 42 });
       expect((await api("GET", `/webhooks/${hook.id}/dead_letters`)).json.data).toEqual([]);
       expect((await api("POST", `/webhooks/${hook.id}/dead_letters/${dead.id}/replay`)).status).toBe(404);
     } finally {
-      await box.close();
+      await box.stop();
     }
   });
 });
