@@ -4,8 +4,9 @@
  * this file's folder and one owner's bundle folder only, and an empty environment.
  *
  * One child serves many requests at once over IPC (JSON): `describe` (the host kills the child after
- * the answer) and `invoke` (the child stays and serves sources of one owner; an owner may have a few
- * such children). It says `ready` once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while its
+ * the answer) and `invoke`/`invokes` (the child stays and serves sources of one owner; an owner may
+ * have a few such children). What it sends in one tick goes as one `batch` message. It says `ready`
+ * once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while its
  * event loop turns, `started` right before it runs an invocation's code and `exiting` when that
  * code ends the process: the host uses them to route around a blocked child and to tell which
  * invocation stopped it. It exits when the host goes away.
@@ -32,7 +33,7 @@ import {
 } from "./sandbox-protocol.ts";
 
 // Taken at start: component code running in this process may replace `process.send` later.
-const send: (message: SandboxMessage) => void = (() => {
+const post: (message: SandboxMessage) => void = (() => {
   const original = process.send?.bind(process);
   return (message: SandboxMessage) => {
     if (!original || !process.connected) return;
@@ -41,6 +42,44 @@ const send: (message: SandboxMessage) => void = (() => {
     });
   };
 })();
+const nextTick = process.nextTick.bind(process);
+
+/**
+ * Messages of this tick not written yet. They go out as one message at the end of the tick, or
+ * sooner, in front of a `started` or `exiting`: nothing queued waits while code of an invocation
+ * runs that may block or end the process. What a crash in between loses (a result queued in the
+ * same tick) is run again elsewhere by the host.
+ */
+let queued: SandboxMessage[] = [];
+let flushPending = false;
+
+function flush(): void {
+  flushPending = false;
+  if (queued.length === 0) return;
+  const messages = queued;
+  queued = [];
+  post(messages.length === 1 ? (messages[0] as SandboxMessage) : { type: "batch", messages });
+}
+
+/** Queues `message` for the end of this tick. */
+function send(message: SandboxMessage): void {
+  queued.push(message);
+  if (flushPending) return;
+  flushPending = true;
+  nextTick(flush);
+}
+
+/** Writes `message`, after what is queued, before the caller goes on. */
+function sendNow(message: SandboxMessage): void {
+  queued.push(message);
+  flush();
+}
+
+/** Writes `message` as a message of its own (`ready`, `described`). */
+function sendAlone(message: SandboxMessage): void {
+  flush();
+  post(message);
+}
 
 /** Invocations the host took back before they started (see `CancelRequest`). */
 const cancelled = new Set<string>();
@@ -58,7 +97,7 @@ const modules = new Map<string, Promise<unknown>>();
 const loading = new Map<string, string>();
 (globalThis as Record<symbol, unknown>)[Symbol.for(EVALUATING_HOOK)] = (url: unknown) => {
   const invocationId = typeof url === "string" ? loading.get(url) : undefined;
-  if (invocationId !== undefined) send({ type: "started", invocationId });
+  if (invocationId !== undefined) sendNow({ type: "started", invocationId });
 };
 
 function loadComponent(bundlePath: string, invocationId?: string): Promise<unknown> {
@@ -91,7 +130,7 @@ async function describe(request: DescribeRequest): Promise<void> {
   } catch (error) {
     reply = { ok: false, error: toLoadFailure(error) };
   }
-  send({ type: "described", requestId: request.requestId, ...reply });
+  sendAlone({ type: "described", requestId: request.requestId, ...reply });
 }
 
 async function invoke(request: InvokeRequest): Promise<void> {
@@ -104,9 +143,10 @@ async function invoke(request: InvokeRequest): Promise<void> {
     const component = await loadComponent(request.bundlePath, invocationId);
     if (cancelled.delete(invocationId)) return;
     // Sent last before the code runs (other invocations may have started while this one loaded).
-    send({ type: "started", invocationId });
+    sendNow({ type: "started", invocationId });
     result = await runInvocation(component, invocation, {
-      onRespond: (response) => send({ type: "respond", invocationId, response }),
+      // At once: the code may go on to block its process, and the caller has its answer then.
+      onRespond: (response) => sendNow({ type: "respond", invocationId, response }),
     });
   } catch (error) {
     result = loadFailureResult(invocationId, error, performance.now() - started);
@@ -130,7 +170,7 @@ const UV_EPERM = -1;
 function guardProcess(): void {
   const reportExit = () => {
     const invocationId = currentInvocationId();
-    if (invocationId !== undefined) send({ type: "exiting", invocationId });
+    if (invocationId !== undefined) sendNow({ type: "exiting", invocationId });
   };
   const own = process as unknown as Record<"exit" | "reallyExit" | "abort", (...args: unknown[]) => never> & {
     _kill(pid: number, signal: number): number;
@@ -161,6 +201,11 @@ function onStrayError(thrown: unknown): void {
   process.stderr.write(`sluice sandbox: uncaught error outside any invocation: ${String(thrown)}\n`);
 }
 
+function startInvocation(request: Partial<InvokeRequest> | null): void {
+  if (typeof request?.bundlePath === "string" && request.invocation) void invoke(request as InvokeRequest);
+  else process.stderr.write("sluice sandbox: malformed invocation\n");
+}
+
 process.on("uncaughtException", onStrayError);
 process.on("unhandledRejection", onStrayError);
 process.on("disconnect", () => process.exit(0));
@@ -168,8 +213,10 @@ process.on("message", (message: unknown) => {
   const request = message as Partial<SandboxRequest> | null;
   if (request?.type === "describe" && typeof request.requestId === "string" && typeof request.bundlePath === "string") {
     void describe(request as DescribeRequest);
-  } else if (request?.type === "invoke" && typeof request.bundlePath === "string" && request.invocation) {
-    void invoke(request as InvokeRequest);
+  } else if (request?.type === "invoke") {
+    startInvocation(request);
+  } else if (request?.type === "invokes" && Array.isArray(request.requests)) {
+    for (const each of request.requests as unknown[]) startInvocation(each as Partial<InvokeRequest> | null);
   } else if (request?.type === "cancel" && typeof request.invocationId === "string") {
     // Bounded: a cancel that comes after its invocation ended is never taken out again.
     if (cancelled.size >= MAX_CANCELLED) cancelled.delete(cancelled.values().next().value as string);
@@ -181,4 +228,4 @@ process.on("message", (message: unknown) => {
 guardProcess();
 // Unreferenced: the IPC channel keeps the child alive, and only as long as the host is there.
 setInterval(() => send({ type: "beat" }), SANDBOX_HEARTBEAT_MS).unref();
-send({ type: "ready" });
+sendAlone({ type: "ready" });

@@ -1,6 +1,9 @@
 /**
  * Messages between the local host (`functions/adapters/local/process-pool-host.ts`) and its sandbox
  * children (`sandbox-entry.ts`), as JSON over the IPC channel. No side effects: the host imports it.
+ *
+ * Each IPC message costs a write on one side and a read, a parse and an event on the other, whatever
+ * its size: both sides send what one tick produced as one message (`InvokeBatch`, `BatchMessage`).
  */
 import type { ComponentDescription } from "./describe-component.ts";
 import type { Invocation, InvocationResult, RespondMessage } from "./protocol.ts";
@@ -28,7 +31,13 @@ export interface CancelRequest {
   invocationId: string;
 }
 
-export type SandboxRequest = DescribeRequest | InvokeRequest | CancelRequest;
+/** Invocations the host sent in one tick, to start in this order. */
+export interface InvokeBatch {
+  type: "invokes";
+  requests: InvokeRequest[];
+}
+
+export type SandboxRequest = DescribeRequest | InvokeRequest | InvokeBatch | CancelRequest;
 
 /** Why a component could not be evaluated; `line`/`column` are positions in the user's source. */
 export interface LoadFailure {
@@ -60,8 +69,8 @@ export interface BeatMessage {
 
 /**
  * Sent synchronously right before the child runs code of an invocation (its run, or the first
- * load of its bundle). The invocation the child started last is the one whose code is likeliest to
- * be running when the child blocks or dies.
+ * load of its bundle), together with whatever else the child had queued. The invocation the child
+ * started last is the one whose code is likeliest to be running when the child blocks or dies.
  */
 export interface StartedMessage {
   type: "started";
@@ -74,8 +83,18 @@ export interface ExitingMessage {
   invocationId: string;
 }
 
+/**
+ * Messages of one tick of the child, in the order they happened. `ready` and `described` always
+ * travel alone (a describing host looks for them by type).
+ */
+export interface BatchMessage {
+  type: "batch";
+  messages: SandboxMessage[];
+}
+
 /** Everything the child sends; `respond` comes before the `result` of the same invocation. */
 export type SandboxMessage =
+  | BatchMessage
   | ReadyMessage
   | BeatMessage
   | StartedMessage

@@ -237,6 +237,31 @@ describe("ProcessPoolHost: running components", () => {
     expect(fine.error).toBeUndefined();
     expect(await pidOf(healthy)).toBe(pid);
   });
+
+  it("answers every invocation of one tick with its own result, across sources, props and logs", async () => {
+    // Invocations sent in one tick travel to a child as one message, and its answers come back batched.
+    const echo = (sourceId: string) =>
+      source(
+        "o_batch",
+        `export default { props: { tag: "string" }, async run(event) {
+          console.log("run", event.n);
+          this.$emit({ tag: this.tag, n: event.n, source: process.env.PD_COMPONENT });
+        } };`,
+        sourceId,
+      );
+    const sources = [echo("dc_batch_a"), echo("dc_batch_b"), echo("dc_batch_c")];
+    const results = await Promise.all(
+      Array.from({ length: 30 }, (_, n) => {
+        const code = sources[n % 3] as SourceCode;
+        return run(code, { props: { tag: `t${n}` }, propTypes: { tag: "string" }, event: { n } });
+      }),
+    );
+    results.forEach((result, n) => {
+      expect(result.error).toBeUndefined();
+      expect(events(result)).toEqual([{ tag: `t${n}`, n, source: `dc_batch_${"abc"[n % 3]}` }]);
+      expect(result.logs).toMatchObject([{ level: "log", message: `run ${n}` }]);
+    });
+  });
 });
 
 describe("ProcessPoolHost: isolation", () => {

@@ -8,6 +8,10 @@
  * whose code the child started last (`started`), which is exact when the code blocks or allocates
  * right as it runs and a guess when it does so after an `await` while other runs started. That
  * invocation gets the error; the others in flight are given back to the pool to run again.
+ *
+ * Invocations go to the child in batches, one message per turn of the event loop; the child answers
+ * what it has at the end of each tick as one message, and writes its `started` at once, with what
+ * it had queued, before the code runs (`sandbox-entry.ts`).
  */
 import type {
   EmitRecord,
@@ -21,6 +25,7 @@ import type {
 import { failedResult, normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
 import {
   type CancelRequest,
+  type InvokeBatch,
   type InvokeRequest,
   SANDBOX_HEARTBEAT_MS,
   type SandboxMessage,
@@ -88,6 +93,8 @@ interface Pending {
   response?: HttpResponseSpec;
   /** When the child said it began running this invocation's code (a counter; 0: not yet). */
   startOrder: number;
+  /** Written to the child (not only queued for the end of the tick). */
+  sent: boolean;
 }
 
 type Refable = { ref?(): void; unref?(): void } | null | undefined;
@@ -106,6 +113,8 @@ export class SandboxOwnerProcess {
   private starts = 0;
   /** The invocation whose code said it ends the process. */
   private exiting: string | undefined;
+  /** Invocations to send at the end of this tick, as one message. */
+  private outbox: Pending[] = [];
 
   constructor(private readonly options: SandboxOwnerProcessOptions) {
     this.sandbox = forkSandbox(options.entryPath, options.ownerDir, options.heapMb);
@@ -160,7 +169,7 @@ export class SandboxOwnerProcess {
     }
     clearTimeout(this.idleTimer);
     this.setRef(true);
-    const entry: Pending = { task, sentAt: performance.now(), startOrder: 0 };
+    const entry: Pending = { task, sentAt: performance.now(), startOrder: 0, sent: false };
     this.pending.set(invocationId, entry);
     entry.timer = setTimeout(() => this.timeOut(invocationId), task.invocation.timeoutMs + KILL_GRACE_MS);
     if (this.isReady) this.send(entry);
@@ -180,16 +189,30 @@ export class SandboxOwnerProcess {
     return this.exited;
   }
 
+  /**
+   * Queues `entry` until the end of this turn of the event loop (`setImmediate`): what a turn sends
+   * to the child goes as one message, one write here and one read and parse there. A message costs
+   * about as much whatever its size, so this is most of the host's cost per invocation under load.
+   */
   private send(entry: Pending): void {
-    const request: InvokeRequest = {
-      type: "invoke",
-      bundlePath: entry.task.bundlePath,
-      invocation: entry.task.invocation,
-    };
-    this.post(request);
+    this.outbox.push(entry);
+    if (this.outbox.length === 1) setImmediate(() => this.flush());
   }
 
-  private post(request: InvokeRequest | CancelRequest): void {
+  private flush(): void {
+    const requests: InvokeRequest[] = [];
+    for (const entry of this.outbox) {
+      // Settled or moved meanwhile (the process stopped or blocked): not sent.
+      if (this.pending.get(entry.task.invocation.invocationId) !== entry) continue;
+      entry.sent = true;
+      requests.push({ type: "invoke", bundlePath: entry.task.bundlePath, invocation: entry.task.invocation });
+    }
+    this.outbox = [];
+    if (requests.length === 0 || this.retired) return;
+    this.post(requests.length === 1 ? (requests[0] as InvokeRequest) : { type: "invokes", requests });
+  }
+
+  private post(request: InvokeRequest | InvokeBatch | CancelRequest): void {
     try {
       this.sandbox.child.send(request, (error) => {
         // The channel is closing: the child is stopping, and `close` settles what is in flight.
@@ -202,6 +225,16 @@ export class SandboxOwnerProcess {
 
   private onMessage(message: SandboxMessage | null): void {
     this.heard = true;
+    if (message?.type !== "batch") {
+      this.handle(message);
+      return;
+    }
+    if (!Array.isArray(message.messages)) return;
+    // One level only: a batch inside a batch is not the runtime's (code can send anything).
+    for (const each of message.messages as (SandboxMessage | null)[]) if (each?.type !== "batch") this.handle(each);
+  }
+
+  private handle(message: SandboxMessage | null): void {
     switch (message?.type) {
       case "result": {
         const id = (message.result as Partial<InvocationResult> | null)?.invocationId;
@@ -284,7 +317,9 @@ export class SandboxOwnerProcess {
       : "its sandbox process was blocked";
     for (const entry of [...this.pending.values()]) {
       if (entry === suspect) continue;
-      if (entry.startOrder === 0) this.post({ type: "cancel", invocationId: entry.task.invocation.invocationId });
+      if (entry.startOrder === 0 && entry.sent) {
+        this.post({ type: "cancel", invocationId: entry.task.invocation.invocationId });
+      }
       this.displace(entry, { name: "SandboxError", message });
     }
     this.options.onChange(this);
