@@ -1,7 +1,7 @@
 import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
-import type { Socket } from "node:net";
 import { performance } from "node:perf_hooks";
+import type { Writable } from "node:stream";
 import type { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { authenticate } from "#core/accounts";
 import type { StoredEvent } from "#core/component-model";
@@ -41,6 +41,13 @@ export interface SourceStreamServerOptions {
   maxUnsentBytes?: number;
 }
 
+/**
+ * The headers of a stream, besides the platform-neutral {@link SSE_HEADERS}: the body runs until the
+ * connection closes (no chunked transfer encoding), so each frame is written to the client's socket
+ * as it is, the same bytes for every client of a selection.
+ */
+const LOCAL_SSE_HEADERS: Readonly<Record<string, string>> = { ...SSE_HEADERS, connection: "close" };
+
 /** A live event kept for a client that is still being sent the history. */
 interface PendingFrame {
   id: string;
@@ -52,7 +59,12 @@ interface StreamClient {
   /** Clients with the same selection get the same bytes: frames are joined once per selection. */
   readonly selection: string;
   readonly response: ServerResponse;
-  readonly socket: Socket;
+  /**
+   * Where the body is written: the connection's socket once the response owns it (after the headers,
+   * every write is one plain socket write of the shared frame), else the response, which holds the
+   * bytes until an earlier response on the same connection is done.
+   */
+  out: Writable;
   open: boolean;
   lastWriteMs: number;
   /** Live frames that arrived while the history was being sent; undefined once the client is live. */
@@ -145,9 +157,13 @@ export class SourceStreamServer {
     if (this.closing) return sendResult(response, jsonResult(503, { error: "the server is stopping" }), requestId);
 
     request.socket.setNoDelay(true);
-    client = this.attach(stream, response, request.socket);
-    response.writeHead(200, { ...SSE_HEADERS, "x-request-id": requestId });
-    this.write(client, SSE_OPENING_FRAME);
+    // Without chunked encoding the body is delimited by the end of the connection (RFC 9112 §6.3),
+    // which is how a stream ends anyway: frames then need no per-client framing at all.
+    response.removeHeader("transfer-encoding");
+    response.writeHead(200, { ...LOCAL_SSE_HEADERS, "x-request-id": requestId });
+    response.flushHeaders();
+    client = this.attach(stream, response);
+    this.write(client, SSE_OPENING_FRAME, performance.now());
     if (stream.resumeAfter !== undefined) await this.catchUp(client, stream.resumeAfter);
   }
 
@@ -158,18 +174,20 @@ export class SourceStreamServer {
       for (const client of [...hub.clients]) {
         this.detach(client);
         // The connection is closed once the end is flushed, so the server's close does not wait for it.
-        const { socket } = client;
-        client.response.end(() => socket.destroy());
+        const { socket } = client.response;
+        client.response.end(() => socket?.destroy());
       }
     }
   }
 
-  private attach(stream: SourceStream, response: ServerResponse, socket: Socket): StreamClient {
+  private attach(stream: SourceStream, response: ServerResponse): StreamClient {
     const client: StreamClient = {
       stream,
       selection: stream.channel === undefined ? "*" : `=${stream.channel}`,
       response,
-      socket,
+      // The headers are in the socket's queue once the response owns the socket, so writing to the
+      // socket directly keeps the order. A pipelined request waits for the responses before it.
+      out: response.socket ?? response,
       open: true,
       lastWriteMs: performance.now(),
       backlog: stream.resumeAfter === undefined ? undefined : [],
@@ -209,6 +227,7 @@ export class SourceStreamServer {
 
   /** Sends one publish (one source, id order) to the source's clients. */
   private broadcast(clients: Set<StreamClient>, events: readonly StoredEvent[]): void {
+    const now = performance.now();
     const framed: (string | undefined)[] = [];
     const batches = new Map<string, Batch>();
     for (const client of clients) {
@@ -225,7 +244,7 @@ export class SourceStreamServer {
       }
       if (batch.frames.length === 0) continue;
       if (client.backlog) this.keepAside(client, batch);
-      else this.write(client, batch.bytes);
+      else this.write(client, batch.bytes, now);
     }
   }
 
@@ -235,16 +254,18 @@ export class SourceStreamServer {
     if (client.backlogBytes > this.maxUnsentBytes) this.disconnect(client, "too many live events while catching up");
   }
 
-  private write(client: StreamClient, data: string | Buffer): void {
-    if (!client.open) return;
-    // Counts the socket's own buffer too: what the client has not taken yet. Checked before the
-    // write, so one event larger than the bound still reaches a client that keeps up.
-    if (client.response.writableLength > this.maxUnsentBytes) {
+  private write(client: StreamClient, data: string | Buffer, now: number): void {
+    // A connection the client is ending is left alone: its `close` detaches it.
+    if (!client.open || !client.out.writable) return;
+    // What the client has not taken yet: the socket's buffer (and the response's, when the socket
+    // is not its yet). Checked before the write, so one event larger than the bound still reaches
+    // a client that keeps up.
+    if (client.out.writableLength > this.maxUnsentBytes) {
       this.disconnect(client, "too slow");
       return;
     }
-    client.response.write(data);
-    client.lastWriteMs = performance.now();
+    client.out.write(data);
+    client.lastWriteMs = now;
   }
 
   private disconnect(client: StreamClient, reason: string): void {
@@ -262,10 +283,10 @@ export class SourceStreamServer {
     try {
       for await (const event of eventsAfter(this.deps, client.stream, afterId)) {
         if (!client.open) return;
-        const flushed = client.response.write(sseFrame(event));
+        const flushed = client.out.write(sseFrame(event));
         client.lastWriteMs = performance.now();
         lastId = event.id;
-        if (!flushed) await drained(client.response);
+        if (!flushed) await drained(client.out);
       }
     } catch (error) {
       this.deps.log.error("live stream history could not be read", {
@@ -280,28 +301,31 @@ export class SourceStreamServer {
     client.backlog = undefined;
     client.backlogBytes = 0;
     const rest = backlog.filter((frame) => compareEventIds(frame.id, lastId) > 0);
-    if (rest.length > 0) this.write(client, rest.map((frame) => frame.text).join(""));
+    if (rest.length > 0) this.write(client, rest.map((frame) => frame.text).join(""), performance.now());
   }
 
   private keepalive(): void {
     const now = performance.now();
     for (const hub of this.hubs.values()) {
       for (const client of hub.clients) {
-        if (!client.backlog && now - client.lastWriteMs >= this.keepaliveMs) this.write(client, SSE_KEEPALIVE_FRAME);
+        if (!client.backlog && now - client.lastWriteMs >= this.keepaliveMs) {
+          this.write(client, SSE_KEEPALIVE_FRAME, now);
+        }
       }
     }
   }
 }
 
-/** Resolves when the response's buffer drains or the connection closes. */
-function drained(response: ServerResponse): Promise<void> {
+/** Resolves when the client's buffer drains or the connection closes. */
+function drained(out: Writable): Promise<void> {
   return new Promise((resolve) => {
+    if (out.destroyed) return resolve();
     const done = () => {
-      response.off("drain", done);
-      response.off("close", done);
+      out.off("drain", done);
+      out.off("close", done);
       resolve();
     };
-    response.on("drain", done);
-    response.on("close", done);
+    out.on("drain", done);
+    out.on("close", done);
   });
 }

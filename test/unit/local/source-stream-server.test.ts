@@ -1,8 +1,9 @@
 import type { Server } from "node:http";
-import { type AddressInfo, connect } from "node:net";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type AddressInfo, connect, Socket } from "node:net";
+import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import type { NewEvent, StoredEvent } from "#core/component-model";
+import { SSE_OPENING_FRAME, sseFrame } from "#core/source-stream";
 import { routes } from "#http/routes";
 import { createLocalServer } from "#local/server";
 import type { SourceStreamServer } from "#local/source-stream-server";
@@ -265,6 +266,57 @@ describe("GET /sources/{id}/sse in local mode", () => {
     for (const client of clients) client.close();
     await eventually(() => when(bus.listenerCount(sourceId) === 0), "the subscription to end");
     expect(streams.clientCount(sourceId)).toBe(0);
+  });
+
+  it("writes each event as one shared buffer to every client of a selection, the same bytes for all", async () => {
+    const sourceId = await newSource();
+    const all = await Promise.all(Array.from({ length: 6 }, () => open(`/sources/${sourceId}/sse`)));
+    const orders = await Promise.all(
+      Array.from({ length: 4 }, () => open(`/sources/${sourceId}/sse?event_name=orders`)),
+    );
+    const writes = vi.spyOn(Socket.prototype, "write");
+    let chunks: unknown[];
+    let stored: StoredEvent[];
+    try {
+      stored = await emit(sourceId, numbered(1, 1, "orders"));
+      chunks = writes.mock.calls.map(([chunk]) => chunk);
+    } finally {
+      writes.mockRestore();
+    }
+    const frame = sseFrame(stored[0]!);
+    const framesWritten = chunks.filter((chunk) => Buffer.isBuffer(chunk) && chunk.toString() === frame);
+    // One socket write per client and nothing else (no chunk framing), of one buffer per selection:
+    // encoded once, not per client.
+    expect(chunks).toHaveLength(10);
+    expect(framesWritten).toHaveLength(10);
+    expect(new Set(framesWritten).size).toBe(2);
+    for (const client of [...all, ...orders]) await receivedCount(client, 1);
+    for (const client of [...all, ...orders]) expect(client.text()).toBe(SSE_OPENING_FRAME + frame);
+  });
+
+  it("sends the stream without chunked encoding: the body is the frames, until the connection closes", async () => {
+    const sourceId = await newSource();
+    const socket = connect((server.address() as AddressInfo).port, "127.0.0.1");
+    let raw = "";
+    socket.setEncoding("latin1");
+    socket.on("data", (chunk: string) => (raw += chunk));
+    try {
+      socket.write(`GET /sources/${sourceId}/sse HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\n\r\n`);
+      await eventually(() => when(raw.includes(SSE_OPENING_FRAME)), "the opening frame");
+      const stored = await emit(sourceId, numbered(1, 2));
+      const body = SSE_OPENING_FRAME + stored.map((event) => sseFrame(event)).join("");
+      await eventually(() => when(raw.endsWith(body)), "both frames");
+      const [head, rest] = raw.split("\r\n\r\n");
+      expect(rest).toBe(body);
+      const headers = (head ?? "").toLowerCase().split("\r\n");
+      expect(headers[0]).toBe("http/1.1 200 ok");
+      expect(headers).toContain("connection: close");
+      expect(headers.some((line) => line.startsWith("transfer-encoding:") || line.startsWith("content-length:"))).toBe(
+        false,
+      );
+    } finally {
+      socket.destroy();
+    }
   });
 
   it("sends a keepalive comment when nothing else was sent for the interval", async () => {
