@@ -8,6 +8,7 @@ import {
   logDeliveryOutcome,
 } from "#core/webhook-delivery";
 import type { Deps } from "#ports/deps";
+import type { Secrets } from "#ports/secrets";
 import type { WebhookSender } from "#ports/webhook-sender";
 import type { SqliteDeliveryQueue } from "./sqlite-delivery-queue.ts";
 
@@ -17,8 +18,13 @@ export interface LocalDeliveryWorkerOptions {
   sender: WebhookSender;
   /** Retry policy and attempt time limit; DEFAULT_DELIVERY_SETTINGS for what is not given. */
   settings?: Partial<DeliverySettings>;
-  /** Attempts in flight at once, each to a different webhook. @default 8 */
+  /** Webhooks delivered to at once (one delivery in flight per webhook). @default 8 */
   concurrency?: number;
+  /**
+   * Due deliveries of one webhook claimed together and then sent one after the other, in order, on
+   * the kept-alive connection: one claim per batch instead of per delivery. @default 32
+   */
+  batchSize?: number;
   /** When Sluice itself failed an attempt (a store, a secret), the delivery is tried again this much later. @default 5000 */
   internalRetryMs?: number;
 }
@@ -29,26 +35,62 @@ const MAX_SLEEP_MS = 60_000;
 const MIN_SLEEP_MS = 5;
 /** The sleep while a due delivery waits behind another process's claim (not a supported setup). */
 const BLOCKED_SLEEP_MS = 1_000;
+/** A batch stops before a delivery whose attempt could outlast the batch's lease by then (less this margin). */
+const LEASE_MARGIN_MS = 1_000;
+
+/** Signing secrets kept opened, at most (the cache starts over past it). */
+const OPENED_SECRETS_MAX = 1_024;
+
+/**
+ * The deps of the worker's attempts: a sealed signing secret is opened (decrypted) once, not per
+ * delivery. Keyed by the sealed value, so a rotated secret is a new key and the deliveries
+ * attempted after a rotation are signed with the new one.
+ */
+function withSecretsOpenedOnce<D extends DeliveryDeps>(deps: D): D {
+  const opened = new Map<string, Promise<string>>();
+  const secrets: Secrets = {
+    seal: (plaintext) => deps.secrets.seal(plaintext),
+    open: (sealed) => {
+      let secret = opened.get(sealed);
+      if (!secret) {
+        if (opened.size >= OPENED_SECRETS_MAX) opened.clear();
+        secret = deps.secrets.open(sealed);
+        opened.set(sealed, secret);
+        secret.catch(() => opened.delete(sealed));
+      }
+      return secret;
+    },
+  };
+  // The other deps read through to the given object, so a change to it later shows here too.
+  return Object.assign(Object.create(deps) as D, { secrets });
+}
 
 /**
  * Local mode's delivery worker: claims due deliveries from the SQLite queue and attempts them,
- * several webhooks at once (one delivery per webhook at a time, see SqliteDeliveryQueue). It wakes
- * at once when deliveries are queued or an attempt ends, and otherwise sleeps until the next retry
- * is due: no polling on the hot path. Assumes it is the only worker on its database file.
+ * several webhooks at once, one delivery in flight per webhook: it claims a webhook's next due
+ * deliveries as a batch (see SqliteDeliveryQueue) and sends them one after the other, in order. It
+ * looks at the queue once per event-loop turn when deliveries were queued or a batch ended (however
+ * many did), and otherwise sleeps until the next retry is due: no polling on the hot path. Assumes
+ * it is the only worker on its database file.
  */
 export class LocalDeliveryWorker {
   private readonly settings: DeliverySettings;
   private readonly concurrency: number;
+  private readonly batchSize: number;
   private readonly internalRetryMs: number;
   private readonly inFlight = new Set<Promise<void>>();
   private running = false;
   private timer: NodeJS.Timeout | undefined;
+  private pumpScheduled = false;
+  private readonly deps: LocalDeliveryWorkerOptions["deps"];
   private unsubscribe: (() => void) | undefined;
 
   constructor(private readonly options: LocalDeliveryWorkerOptions) {
     this.settings = deliverySettings(options.settings);
     this.concurrency = Math.max(1, options.concurrency ?? 8);
+    this.batchSize = Math.max(1, Math.floor(options.batchSize ?? 32));
     this.internalRetryMs = options.internalRetryMs ?? 5_000;
+    this.deps = withSecretsOpenedOnce(options.deps);
   }
 
   /** Starts delivering; claims left by a stopped process are released first. */
@@ -57,7 +99,7 @@ export class LocalDeliveryWorker {
     this.running = true;
     const released = this.options.queue.releaseAllClaims();
     if (released > 0) this.options.deps.log.info("webhook deliveries resumed after a stop", { deliveries: released });
-    this.unsubscribe = this.options.queue.onEnqueue(() => this.pump());
+    this.unsubscribe = this.options.queue.onEnqueue(() => this.schedulePump());
     this.pump();
   }
 
@@ -83,6 +125,16 @@ export class LocalDeliveryWorker {
     return ended;
   }
 
+  /** Pumps once in the next turn of the event loop, however many enqueues and batch ends asked for it. */
+  private schedulePump(): void {
+    if (this.pumpScheduled || !this.running) return;
+    this.pumpScheduled = true;
+    setImmediate(() => {
+      this.pumpScheduled = false;
+      this.pump();
+    });
+  }
+
   /** Claims what is due into the free slots, then sleeps until the next thing can be due. */
   private pump(): void {
     if (!this.running) return;
@@ -90,7 +142,8 @@ export class LocalDeliveryWorker {
     try {
       const free = this.concurrency - this.inFlight.size;
       if (free > 0) {
-        for (const delivery of queue.claimDue(deps.clock.nowMs(), free)) this.track(delivery);
+        const now = deps.clock.nowMs();
+        for (const batch of queue.claimBatches(now, free, this.batchSize)) this.track(batch, now);
       }
       this.sleep();
     } catch (error) {
@@ -128,16 +181,42 @@ export class LocalDeliveryWorker {
     }, delayMs);
   }
 
-  private track(delivery: DeliveryRecord): void {
-    const attempt = this.attempt(delivery).finally(() => {
-      this.inFlight.delete(attempt);
-      this.pump();
+  private track(batch: readonly DeliveryRecord[], claimedAt: number): void {
+    const run = this.deliver(batch, claimedAt).finally(() => {
+      this.inFlight.delete(run);
+      this.schedulePump();
     });
-    this.inFlight.add(attempt);
+    this.inFlight.add(run);
+  }
+
+  /**
+   * Attempts one webhook's batch one delivery after the other, in order. What is left when the
+   * worker stops, or when the next attempt could outlast the batch's lease, is released unattempted.
+   */
+  private async deliver(batch: readonly DeliveryRecord[], claimedAt: number): Promise<void> {
+    const { queue, deps } = this.options;
+    const leaseEnd = claimedAt + queue.leaseMs - this.settings.timeoutMs - LEASE_MARGIN_MS;
+    for (let i = 0; i < batch.length; i++) {
+      const now = deps.clock.nowMs();
+      if (i > 0 && (!this.running || now > leaseEnd)) {
+        for (const rest of batch.slice(i)) this.releaseQuietly(rest.id, now);
+        return;
+      }
+      await this.attempt(batch[i] as DeliveryRecord);
+    }
+  }
+
+  private releaseQuietly(id: string, at: number): void {
+    try {
+      this.options.queue.release(id, at);
+    } catch {
+      // The database is gone (shutting down): the claim's lease brings the delivery back.
+    }
   }
 
   private async attempt(delivery: DeliveryRecord): Promise<void> {
-    const { queue, deps, sender } = this.options;
+    const { queue, sender } = this.options;
+    const deps = this.deps;
     try {
       const outcome = await attemptDelivery(deps, sender, delivery, deps.clock.nowMs(), this.settings);
       if (outcome.kind === "retry") queue.reschedule(delivery.id, outcome.at, outcome.attempts, outcome.error);
@@ -148,11 +227,7 @@ export class LocalDeliveryWorker {
         ...deliveryLogFields(delivery),
         error: String(error),
       });
-      try {
-        queue.release(delivery.id, deps.clock.nowMs() + this.internalRetryMs);
-      } catch {
-        // The database is gone (shutting down): the claim's lease brings the delivery back.
-      }
+      this.releaseQuietly(delivery.id, deps.clock.nowMs() + this.internalRetryMs);
     }
   }
 }

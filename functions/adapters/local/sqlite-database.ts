@@ -1,7 +1,7 @@
 import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
-import { DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
+import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
 import { SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
@@ -140,6 +140,8 @@ const MIGRATIONS: readonly string[] = [
   // The durable queue of source runs, and the outbox of appended events not yet routed.
   ...RUN_QUEUE_MIGRATIONS,
   ...OUTBOX_MIGRATIONS,
+  // The webhook delivery queue's claim indexes (sqlite-delivery-schema.ts).
+  DELIVERY_CLAIM_INDEXES,
 ];
 
 /**

@@ -146,6 +146,72 @@ describe("SqliteDeliveryQueue", () => {
     expect(sizes).toEqual([2]);
   });
 
+  it("claims a webhook's next due deliveries as one batch, in queue order, and nothing more of it until the batch ends", async () => {
+    const q = queue();
+    const a = [delivery("wh_a"), delivery("wh_a"), delivery("wh_a"), delivery("wh_a")];
+    const b1 = delivery("wh_b");
+    await q.enqueue([a[0]!, a[1]!, b1, a[2]!, a[3]!]);
+    const batches = q.claimBatches(NOW, 10, 3);
+    expect(batches.map(ids)).toEqual([[a[0]!.id, a[1]!.id, a[2]!.id], [b1.id]]);
+    expect(batches[0]![0]).toEqual(a[0]);
+    q.complete(a[0]!.id);
+    q.complete(a[1]!.id);
+    // a[2] is still claimed: wh_a stays busy, so a[3] waits.
+    expect(q.claimBatches(NOW, 10, 3)).toEqual([]);
+    q.complete(a[2]!.id);
+    expect(q.claimBatches(NOW, 10, 3).map(ids)).toEqual([[a[3]!.id]]);
+  });
+
+  it("serves the longest-waiting delivery first across webhooks, so a webhook's backlog does not starve a later one", async () => {
+    const q = queue();
+    const a1 = delivery("wh_a");
+    const b1 = delivery("wh_b");
+    const a2 = delivery("wh_a");
+    const c1 = delivery("wh_c");
+    await q.enqueue([a1, b1, a2, c1]);
+    expect(ids(q.claimDue(NOW, 1))).toEqual([a1.id]);
+    q.complete(a1.id);
+    // a2 was queued after b1: b1 goes first, then a2, then c1.
+    expect(ids(q.claimDue(NOW, 1))).toEqual([b1.id]);
+    expect(ids(q.claimDue(NOW, 1))).toEqual([a2.id]);
+    expect(ids(q.claimDue(NOW, 1))).toEqual([c1.id]);
+    // Every webhook is busy now; it still says something is due only once a claim ends.
+    expect(q.nextWakeAt(NOW)).toBe(NOW + LEASE);
+  });
+
+  it("reads past a long tail of retries that are not due, and hands a due retry out in queue order", async () => {
+    const q = queue();
+    const failing = Array.from({ length: 300 }, () => delivery("wh_a"));
+    await q.enqueue(failing);
+    for (const [i, record] of failing.entries()) {
+      expect(ids(q.claimDue(NOW, 1))).toEqual([record.id]);
+      q.reschedule(record.id, NOW + 1_000 + i, 1, "HTTP 503");
+    }
+    const fresh = [delivery("wh_a"), delivery("wh_a")];
+    await q.enqueue(fresh);
+    expect(q.claimBatches(NOW, 1, 5).map(ids)).toEqual([fresh.map((record) => record.id)]);
+    for (const record of fresh) q.complete(record.id);
+    expect(q.nextWakeAt(NOW)).toBe(NOW + 1_000);
+    const later = delivery("wh_a");
+    await q.enqueue([later]);
+    // The first two retries are due: older than `later`, they come first, in queue order.
+    expect(q.claimBatches(NOW + 1_001, 1, 3).map(ids)).toEqual([[failing[0]!.id, failing[1]!.id, later.id]]);
+  });
+
+  it("forgets a webhook whose queue emptied, and serves it again when deliveries come", async () => {
+    const q = queue();
+    const a1 = delivery("wh_a");
+    await q.enqueue([a1]);
+    q.claimDue(NOW, 1);
+    q.complete(a1.id);
+    expect(q.claimDue(NOW, 1)).toEqual([]);
+    expect(q.nextWakeAt(NOW)).toBeUndefined();
+    const a2 = delivery("wh_a", { nextAttemptAt: NOW + 5 });
+    await q.enqueue([a2]);
+    expect(q.nextWakeAt(NOW)).toBe(NOW + 5);
+    expect(ids(q.claimDue(NOW + 5, 1))).toEqual([a2.id]);
+  });
+
   describe("on a file", () => {
     let dir: string | undefined;
     afterEach(async () => {
@@ -153,7 +219,7 @@ describe("SqliteDeliveryQueue", () => {
       dir = undefined;
     });
 
-    it("keeps queued, rescheduled and claimed deliveries across a close and reopen", async () => {
+    it("keeps queued and rescheduled deliveries across a close and reopen; a claim does not outlive its process", async () => {
       dir = await mkdtemp(join(tmpdir(), "sluice-deliveries-"));
       const file = join(dir, "sluice.db");
       const db = openSqlite(file);
@@ -167,11 +233,32 @@ describe("SqliteDeliveryQueue", () => {
 
       const after = new SqliteDeliveryQueue(openSqlite(file), { leaseMs: 60_000 });
       expect(after.size()).toBe(3);
-      expect(after.releaseAllClaims()).toBe(1);
+      // Claims are not written: b1 is due at once, without waiting for a lease.
+      expect(after.releaseAllClaims()).toBe(0);
       const claimed = after.claimDue(NOW + 10, 10);
       expect(claimed).toEqual([b1, { ...a1, attempts: 1, nextAttemptAt: NOW + 10, lastError: "ECONNREFUSED" }]);
       after.complete(a1.id);
       expect(ids(after.claimDue(NOW + 10, 10))).toEqual([a2.id]);
+    });
+
+    it("respects a lease an older version wrote in the file until it ends or the worker releases it", async () => {
+      dir = await mkdtemp(join(tmpdir(), "sluice-deliveries-"));
+      const file = join(dir, "sluice.db");
+      const db = openSqlite(file);
+      const [a1, a2, b1] = [delivery("wh_a"), delivery("wh_a"), delivery("wh_b")];
+      await new SqliteDeliveryQueue(db).enqueue([a1, a2, b1]);
+      db.prepare("UPDATE deliveries SET claimed_until = ? WHERE id = ?").run(NOW + 500, a1.id);
+      db.close();
+
+      const reopened = () => new SqliteDeliveryQueue(openSqlite(file), { leaseMs: 60_000 });
+      const waiting = reopened();
+      expect(ids(waiting.claimDue(NOW, 10))).toEqual([b1.id]);
+      expect(waiting.nextWakeAt(NOW)).toBe(NOW + 500);
+      expect(ids(waiting.claimDue(NOW + 500, 10))).toEqual([a1.id]);
+
+      const released = reopened();
+      expect(released.releaseAllClaims()).toBe(1);
+      expect(ids(released.claimDue(NOW, 10))).toEqual([a1.id, b1.id]);
     });
   });
 });

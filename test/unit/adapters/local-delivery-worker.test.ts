@@ -1,0 +1,193 @@
+import { afterEach, describe, expect, it } from "vitest";
+import { LocalDeliveryWorker } from "#adapters/local/local-delivery-worker";
+import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
+import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
+import type { DeliveryRecord, WebhookRecord } from "#core/subscription-model";
+import type { DeliveryDeps } from "#core/webhook-delivery";
+import { silentLogger } from "#ports/logger";
+import type { WebhookSender, WebhookSendResult } from "#ports/webhook-sender";
+
+const FAST = { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 5, timeoutMs: 1_000, random: () => 0 };
+
+async function waitFor(what: string, probe: () => boolean, timeoutMs = 5_000): Promise<void> {
+  const deadline = performance.now() + timeoutMs;
+  while (!probe()) {
+    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+interface Post {
+  url: string;
+  deliveryId: string;
+  n: number;
+}
+
+/** A sender that answers after a macrotask, records every POST and how many were in flight per URL. */
+class FakeSender implements WebhookSender {
+  readonly posts: Post[] = [];
+  /** Most POSTs in flight at once, per URL and in all. */
+  readonly peak = new Map<string, number>();
+  peakAll = 0;
+  /** Delivery ids to fail once (with a 503). */
+  readonly failOnce = new Set<string>();
+  /** While set, POSTs wait for it. */
+  gate: Promise<void> | undefined;
+  private readonly inFlight = new Map<string, number>();
+
+  async post(url: string, headers: Readonly<Record<string, string>>, body: string): Promise<WebhookSendResult> {
+    const deliveryId = headers["x-sluice-delivery-id"] ?? "";
+    this.posts.push({ url, deliveryId, n: (JSON.parse(body) as { n: number }).n });
+    const now = (this.inFlight.get(url) ?? 0) + 1;
+    this.inFlight.set(url, now);
+    this.peak.set(url, Math.max(this.peak.get(url) ?? 0, now));
+    this.peakAll = Math.max(
+      this.peakAll,
+      [...this.inFlight.values()].reduce((a, b) => a + b, 0),
+    );
+    await new Promise((resolve) => setImmediate(resolve));
+    await this.gate;
+    this.inFlight.set(url, (this.inFlight.get(url) ?? 1) - 1);
+    if (this.failOnce.delete(deliveryId)) return { status: 503 };
+    return { status: 204 };
+  }
+}
+
+const webhook = (id: string): WebhookRecord => ({
+  id,
+  userId: "u_1",
+  workspaceId: "o_1",
+  url: `http://127.0.0.1/${id}`,
+  name: id,
+  description: "",
+  sealedSigningSecret: `sealed:${id}`,
+  createdAt: 0,
+  updatedAt: 0,
+});
+
+let counter = 0;
+function delivery(webhookId: string): DeliveryRecord {
+  counter++;
+  return {
+    id: `dlv_${String(counter).padStart(6, "0")}`,
+    webhookId,
+    subscriptionIds: ["sub_1"],
+    emitterId: "dc_one",
+    eventId: `1-${counter}`,
+    channel: "",
+    payload: { n: counter },
+    attempts: 0,
+    nextAttemptAt: Date.now(),
+    createdAt: Date.now(),
+  };
+}
+
+let db: SqliteDatabase;
+let worker: LocalDeliveryWorker | undefined;
+
+afterEach(async () => {
+  await worker?.stop(1_000);
+  worker = undefined;
+  db?.close();
+});
+
+function setUp(options: { batchSize?: number; concurrency?: number } = {}) {
+  db = openSqlite(":memory:");
+  const queue = new SqliteDeliveryQueue(db);
+  const sender = new FakeSender();
+  const claims = { count: 0 };
+  const claimBatches = queue.claimBatches.bind(queue);
+  queue.claimBatches = (...args) => {
+    claims.count++;
+    return claimBatches(...args);
+  };
+  const opened: string[] = [];
+  const deps: DeliveryDeps & { log: typeof silentLogger } = {
+    subscriptions: { getWebhook: async (id: string) => webhook(id) } as unknown as DeliveryDeps["subscriptions"],
+    secrets: {
+      seal: async (plaintext: string) => plaintext,
+      open: async (sealed: string) => {
+        opened.push(sealed);
+        return `whsec_${sealed}`;
+      },
+    },
+    deadLetters: { putDeadLetter: async () => {} } as unknown as DeliveryDeps["deadLetters"],
+    clock: { nowMs: () => Date.now() },
+    log: silentLogger,
+  };
+  worker = new LocalDeliveryWorker({ queue, deps, sender, settings: FAST, ...options });
+  return { queue, sender, claims, opened, worker, deps };
+}
+
+const sent = (sender: FakeSender, url: string) => sender.posts.filter((p) => p.url === url).map((p) => p.deliveryId);
+
+describe("LocalDeliveryWorker", () => {
+  it("looks at the queue once for many enqueues in one turn, and sends one webhook's deliveries one at a time in order", async () => {
+    const { queue, sender, claims, opened, worker } = setUp({ batchSize: 16 });
+    worker.start();
+    const queued = Array.from({ length: 40 }, () => delivery("wh_a"));
+    for (const record of queued) void queue.enqueue([record]);
+    await waitFor("every delivery", () => queue.size() === 0);
+    expect(sent(sender, webhook("wh_a").url)).toEqual(queued.map((record) => record.id));
+    expect(sender.peak.get(webhook("wh_a").url)).toBe(1);
+    // start, then three batches (16 + 16 + 8) and a last look: not one claim per enqueue.
+    expect(claims.count).toBeLessThanOrEqual(6);
+    // The signing secret is opened once, not once per delivery.
+    expect(opened).toEqual(["sealed:wh_a"]);
+  });
+
+  it("delivers to several webhooks at once, each one at a time", async () => {
+    const { queue, sender } = setUp({ batchSize: 4, concurrency: 3 });
+    const byWebhook = new Map(["wh_a", "wh_b", "wh_c"].map((id) => [id, [] as DeliveryRecord[]]));
+    const all: DeliveryRecord[] = [];
+    for (let i = 0; i < 30; i++) {
+      const record = delivery(`wh_${"abc"[i % 3]}`);
+      byWebhook.get(record.webhookId)?.push(record);
+      all.push(record);
+    }
+    await queue.enqueue(all);
+    worker?.start();
+    await waitFor("every delivery", () => queue.size() === 0);
+    for (const [id, records] of byWebhook) {
+      expect(sent(sender, webhook(id).url)).toEqual(records.map((record) => record.id));
+      expect(sender.peak.get(webhook(id).url)).toBe(1);
+    }
+    expect(sender.peakAll).toBeGreaterThan(1);
+  });
+
+  it("goes on with a batch past a failed delivery, and retries that one afterwards", async () => {
+    const { queue, sender } = setUp({ batchSize: 8 });
+    const queued = Array.from({ length: 5 }, () => delivery("wh_a"));
+    sender.failOnce.add(queued[1]!.id);
+    await queue.enqueue(queued);
+    worker?.start();
+    await waitFor("every delivery", () => queue.size() === 0);
+    const order = sent(sender, webhook("wh_a").url);
+    expect(order.slice(0, 5)).toEqual(queued.map((record) => record.id));
+    expect(order.slice(5)).toEqual([queued[1]!.id]);
+  });
+
+  it("stops between two deliveries of a batch and leaves the rest due, unattempted, for the next start", async () => {
+    const { queue, sender, worker: first, deps } = setUp({ batchSize: 10 });
+    let open: () => void = () => {};
+    sender.gate = new Promise((resolve) => {
+      open = resolve;
+    });
+    const queued = Array.from({ length: 4 }, () => delivery("wh_a"));
+    await queue.enqueue(queued);
+    first.start();
+    await waitFor("the first POST", () => sender.posts.length === 1);
+    const stopped = first.stop(1_000);
+    open();
+    expect(await stopped).toBe(true);
+    expect(sender.posts.map((p) => p.deliveryId)).toEqual([queued[0]!.id]);
+    expect(queue.size()).toBe(3);
+    for (const record of queued.slice(1)) expect(queue.get(record.id)?.attempts).toBe(0);
+    // A new worker on the same queue delivers the rest at once, in order.
+    sender.gate = undefined;
+    worker = new LocalDeliveryWorker({ queue, deps, sender, settings: FAST });
+    worker.start();
+    await waitFor("the rest", () => queue.size() === 0);
+    expect(sent(sender, webhook("wh_a").url)).toEqual(queued.map((record) => record.id));
+  });
+});
