@@ -5,7 +5,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { mkdtemp, rm } from "node:fs/promises";
-import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
+import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -28,6 +28,7 @@ import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import { silentLogger } from "#ports/logger";
+import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const ADA = { userId: "u_ada", workspaceId: "o_ada" };
 const SOURCE: SourceRecord = {
@@ -59,55 +60,6 @@ async function waitFor<T>(
   }
 }
 
-interface Received {
-  headers: IncomingHttpHeaders;
-  body: string;
-  status: number;
-}
-
-/** A webhook receiver on 127.0.0.1 that records every request and answers `status`. */
-class Receiver {
-  readonly requests: Received[] = [];
-  status = 200;
-  private server: Server | undefined;
-  port = 0;
-
-  async start(port = this.port): Promise<void> {
-    const server = createServer((request, response) => {
-      const chunks: Buffer[] = [];
-      request.on("data", (chunk: Buffer) => chunks.push(chunk));
-      request.on("end", () => {
-        const status = this.status;
-        this.requests.push({ headers: request.headers, body: Buffer.concat(chunks).toString("utf8"), status });
-        response.writeHead(status, { "content-type": "text/plain" }).end("ok");
-      });
-    });
-    await new Promise<void>((resolve, reject) => {
-      server.once("error", reject);
-      server.listen(port, "127.0.0.1", () => resolve());
-    });
-    this.server = server;
-    this.port = (server.address() as AddressInfo).port;
-  }
-
-  async stop(): Promise<void> {
-    const server = this.server;
-    this.server = undefined;
-    if (!server) return;
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.port}/hook`;
-  }
-
-  /** Requests it answered with a 2xx. */
-  get delivered(): Received[] {
-    return this.requests.filter((r) => r.status >= 200 && r.status < 300);
-  }
-}
-
 interface World {
   dir: string;
   file: string;
@@ -120,11 +72,10 @@ interface World {
 }
 
 let world: World;
-const receivers: Receiver[] = [];
+const receivers: WebhookReceiver[] = [];
 
-async function receiver(): Promise<Receiver> {
-  const r = new Receiver();
-  await r.start(0);
+async function receiver(): Promise<WebhookReceiver> {
+  const r = await WebhookReceiver.start();
   receivers.push(r);
   return r;
 }
@@ -158,7 +109,7 @@ async function restart(settings: Partial<DeliverySettings> = FAST): Promise<void
 }
 
 async function addWebhook(
-  r: Receiver,
+  r: WebhookReceiver,
   emitterKey: string,
   eventName = "",
 ): Promise<{ webhook: WebhookRecord; subscription: SubscriptionRecord }> {
@@ -168,7 +119,7 @@ async function addWebhook(
     id,
     userId: ADA.userId,
     workspaceId: ADA.workspaceId,
-    url: r.url,
+    url: r.url(),
     name: id,
     description: "",
     sealedSigningSecret: await world.deps.secrets.seal(secret),
@@ -224,7 +175,7 @@ async function emit(...payloads: { event: unknown; channel?: string }[]): Promis
   return stored;
 }
 
-const eventIdsOf = (requests: Received[]) => requests.map((r) => r.headers["x-sluice-event-id"]);
+const eventIdsOf = (requests: ReceivedRequest[]) => requests.map((r) => r.headers["x-sluice-event-id"]);
 
 beforeEach(async () => {
   const dir = await mkdtemp(join(tmpdir(), "sluice-webhooks-"));
@@ -395,7 +346,7 @@ describe("NodeHttpWebhookSender", () => {
     const guarded = new NodeHttpWebhookSender({ allowPrivateAddresses: false });
     try {
       for (const url of [
-        r.url,
+        r.url(),
         `http://localhost:${r.port}/hook`,
         `http://[::ffff:127.0.0.1]:${r.port}/hook`,
         `http://[::1]:${r.port}/hook`,
@@ -415,12 +366,12 @@ describe("NodeHttpWebhookSender", () => {
   it("reports the status without following redirects, and a refused connection or a timeout as errors", async () => {
     const r = await receiver();
     r.status = 302;
-    expect(await world.sender.post(r.url, { "content-type": "application/json" }, "{}", 2_000)).toEqual({
+    expect(await world.sender.post(r.url(), { "content-type": "application/json" }, "{}", 2_000)).toEqual({
       status: 302,
     });
     expect(r.requests).toHaveLength(1);
     await r.stop();
-    const refused = await world.sender.post(r.url, {}, "{}", 2_000);
+    const refused = await world.sender.post(r.url(), {}, "{}", 2_000);
     expect(refused).toEqual({ error: expect.stringMatching(/^ECONNREFUSED/) });
 
     const silent = createServer(() => {});
