@@ -106,9 +106,11 @@ export async function localDeps(
   const deliveries = new SqliteDeliveryQueue(db);
   // SQLite deletes a range at once, so there is nothing to reclaim later: the purge is a no-op.
   const purger: EventPurger = { purgeLater: (sourceId) => events.purgeDeletedEvents(sourceId) };
+  // Usage additions and appends are grouped per turn of the event loop; close writes what is pending.
+  const usage = new SqliteUsageStore(db);
   deps = {
     identity: new SqliteIdentityStore(db),
-    usage: new SqliteUsageStore(db),
+    usage,
     components: new SqliteComponentStore(db),
     sources: new SqliteSourceStore(db),
     events,
@@ -191,6 +193,8 @@ export async function localDeps(
       await worker.stop(graceMs);
       sender.close();
       await host.close();
+      events.flushAppends();
+      usage.flush();
       db.close();
     },
   };

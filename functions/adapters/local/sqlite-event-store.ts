@@ -45,6 +45,15 @@ interface EventRow {
   meta: string;
 }
 
+/** An append waiting for the grouped write of this turn. */
+interface PendingAppend {
+  sourceId: string;
+  events: NewEvent[];
+  nowMs: number;
+  resolve(stored: StoredEvent[]): void;
+  reject(error: unknown): void;
+}
+
 const toEvent = (row: EventRow): StoredEvent => ({
   sourceId: row.source_id,
   id: `${row.ms}-${row.n}`,
@@ -87,6 +96,8 @@ function rangeDeletes(db: SqliteDatabase) {
  * `<ms>-<n>` handed out), read and advanced in the same IMMEDIATE transaction that inserts the
  * events, so concurrent appenders (even in other processes) are serialised by SQLite's write lock.
  * The row outlives range deletes, so an id is never handed out twice; `deleteAllEvents` removes it.
+ * The appends of one turn of the event loop share that transaction (one commit for all of them;
+ * {@link appendEvents}), which is what keeps a busy local mode's cost per event low.
  *
  * With an outbox (local mode), each append also writes its outbox row in the same transaction, and
  * {@link eventsOfAppend} reads an append back for the outbox's re-dispatch (sqlite-outbox.ts).
@@ -104,11 +115,11 @@ export class SqliteEventStore implements EventStore {
   private readonly appendedSinceTrim = new Map<string, number>();
   private readonly trimming = new Set<string>();
   private readonly outbox: Pick<SqliteOutbox, "record"> | undefined;
+  private pendingAppends: PendingAppend[] = [];
+  private readonly appendTransaction;
+  private readonly deleteAllTransaction;
 
-  constructor(
-    private readonly db: SqliteDatabase,
-    options: SqliteEventStoreOptions = {},
-  ) {
+  constructor(db: SqliteDatabase, options: SqliteEventStoreOptions = {}) {
     this.retention = { ...(options.retention ?? DEFAULT_EVENT_RETENTION) };
     this.trimEveryAppends = options.trimEveryAppends ?? 1000;
     this.outbox = options.outbox;
@@ -120,9 +131,9 @@ export class SqliteEventStore implements EventStore {
         `INSERT INTO event_sequences (source_id, last_ms, last_n) VALUES (?, ?, ?)
          ON CONFLICT (source_id) DO UPDATE SET last_ms = excluded.last_ms, last_n = excluded.last_n`,
       ),
-      insert: db.prepare(
+      insert: db.prepare<[string, number, number, string, number, string, string, string]>(
         `INSERT INTO events (source_id, ms, n, channel, indexed_at_ms, event, emit_id, meta)
-         VALUES (@sourceId, @ms, @n, @channel, @indexedAtMs, @event, @emitId, @meta)`,
+         VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
       ),
       ofAppend: db.prepare<[string, number, number, number], EventRow>(
         "SELECT * FROM events WHERE source_id = ? AND ms = ? AND n >= ? AND n <= ? ORDER BY n",
@@ -153,49 +164,95 @@ export class SqliteEventStore implements EventStore {
          WHERE source_id = ? AND ms < ? LIMIT ${TRIM_CHUNK})`,
       ),
     };
+    this.appendTransaction = db.transaction((batch: PendingAppend[]) =>
+      batch.map((append) => this.insertAppend(append)),
+    );
+    this.deleteAllTransaction = db.transaction((sourceId: string) => {
+      this.statements.deleteEvents.run(sourceId);
+      this.statements.deleteSequence.run(sourceId);
+    });
   }
 
-  async appendEvents(sourceId: string, events: NewEvent[], nowMs: number): Promise<StoredEvent[]> {
-    if (events.length === 0) return [];
+  /**
+   * Appends are grouped: those made in one turn of the event loop are written in ONE transaction
+   * (`setImmediate`), each with its outbox row, and each caller gets its own events back. They are
+   * applied in call order, so a source's ids follow the order of its calls, and resolved in that
+   * order (after the commit), so publishes that follow each append directly come in id order.
+   */
+  appendEvents(sourceId: string, events: NewEvent[], nowMs: number): Promise<StoredEvent[]> {
+    if (events.length === 0) return Promise.resolve([]);
+    return new Promise<StoredEvent[]>((resolve, reject) => {
+      this.pendingAppends.push({ sourceId, events, nowMs, resolve, reject });
+      if (this.pendingAppends.length === 1) setImmediate(this.flushAppends);
+    });
+  }
+
+  /**
+   * Writes the pending appends now. Reads and deletes call it first, so they see every append
+   * called before them, as if appends were written at once.
+   */
+  readonly flushAppends = (): void => {
+    const batch = this.pendingAppends;
+    if (batch.length === 0) return;
+    this.pendingAppends = [];
+    let stored: StoredEvent[][];
+    try {
+      stored = this.appendTransaction.immediate(batch);
+    } catch {
+      // One failed append must not fail the others: each is tried again in its own transaction.
+      for (const append of batch) {
+        try {
+          append.resolve(this.appendTransaction.immediate([append])[0] as StoredEvent[]);
+          this.countAppended(append.sourceId, append.events.length);
+        } catch (error) {
+          append.reject(error);
+        }
+      }
+      return;
+    }
+    batch.forEach((append, index) => {
+      append.resolve(stored[index] as StoredEvent[]);
+      this.countAppended(append.sourceId, append.events.length);
+    });
+  };
+
+  /** Inserts one append's events, advances the source's sequence and notes the append in the outbox. */
+  private insertAppend({ sourceId, events, nowMs }: PendingAppend): StoredEvent[] {
     const s = this.statements;
-    const appended = this.db
-      .transaction(() => {
-        const last = s.sequence.get(sourceId);
-        const ms = last && last.last_ms >= nowMs ? last.last_ms : nowMs;
-        const firstN = last && last.last_ms === ms ? last.last_n + 1 : 0;
-        const stored = events.map(
-          (event, index): StoredEvent => ({
-            sourceId,
-            id: `${ms}-${firstN + index}`,
-            indexedAtMs: nowMs,
-            channel: event.channel,
-            event: event.event,
-            emitId: event.emitId,
-            meta: event.meta,
-          }),
-        );
-        stored.forEach((event, index) => {
-          s.insert.run({
-            sourceId,
-            ms,
-            n: firstN + index,
-            channel: event.channel,
-            indexedAtMs: nowMs,
-            event: JSON.stringify(event.event),
-            emitId: event.emitId,
-            meta: JSON.stringify(event.meta),
-          });
-        });
-        s.advance.run(sourceId, ms, firstN + events.length - 1);
-        this.outbox?.record(sourceId, ms, firstN, firstN + events.length - 1, nowMs);
-        return stored;
-      })
-      .immediate();
-    this.countAppended(sourceId, events.length);
-    return appended;
+    const last = s.sequence.get(sourceId);
+    const ms = last && last.last_ms >= nowMs ? last.last_ms : nowMs;
+    const firstN = last && last.last_ms === ms ? last.last_n + 1 : 0;
+    const stored: StoredEvent[] = [];
+    for (let index = 0; index < events.length; index++) {
+      const event = events[index] as NewEvent;
+      const n = firstN + index;
+      s.insert.run(
+        sourceId,
+        ms,
+        n,
+        event.channel,
+        nowMs,
+        JSON.stringify(event.event),
+        event.emitId,
+        JSON.stringify(event.meta),
+      );
+      stored.push({
+        sourceId,
+        id: `${ms}-${n}`,
+        indexedAtMs: nowMs,
+        channel: event.channel,
+        event: event.event,
+        emitId: event.emitId,
+        meta: event.meta,
+      });
+    }
+    s.advance.run(sourceId, ms, firstN + events.length - 1);
+    this.outbox?.record(sourceId, ms, firstN, firstN + events.length - 1, nowMs);
+    return stored;
   }
 
   async listEvents(sourceId: string, query: EventQuery): Promise<Page<StoredEvent>> {
+    this.flushAppends();
     const statements = query.channel === undefined ? this.statements.allChannels : this.statements.oneChannel;
     const params = { sourceId, channel: query.channel, limit: query.limit };
     let rows: EventRow[];
@@ -214,6 +271,7 @@ export class SqliteEventStore implements EventStore {
   }
 
   async deleteEvents(sourceId: string, range: EventRange): Promise<void> {
+    this.flushAppends();
     const [fromMs, fromN] = range.fromId === undefined ? [0, 0] : requireEventId(range.fromId, "fromId");
     // Without an end, up to the newest: appends are serialised with this statement by the write
     // lock, so one that commits after it has larger ids and is not touched.
@@ -228,6 +286,7 @@ export class SqliteEventStore implements EventStore {
    * event of an append shares its ms). Local mode only: the outbox reads appends back with it.
    */
   eventsOfAppend(sourceId: string, ms: number, firstN: number, lastN: number): StoredEvent[] {
+    this.flushAppends();
     return this.statements.ofAppend.all(sourceId, ms, firstN, lastN).map(toEvent);
   }
 
@@ -235,10 +294,8 @@ export class SqliteEventStore implements EventStore {
   async purgeDeletedEvents(_sourceId: string): Promise<void> {}
 
   async deleteAllEvents(sourceId: string): Promise<void> {
-    this.db.transaction(() => {
-      this.statements.deleteEvents.run(sourceId);
-      this.statements.deleteSequence.run(sourceId);
-    })();
+    this.flushAppends();
+    this.deleteAllTransaction(sourceId);
     this.appendedSinceTrim.delete(sourceId);
   }
 
@@ -250,6 +307,7 @@ export class SqliteEventStore implements EventStore {
    * overlaps another is harmless. Returns how many events it removed.
    */
   async trimExpired(nowMs: number): Promise<number> {
+    this.flushAppends();
     let removed = 0;
     const sources = this.statements.sources.all().map((row) => row.source_id);
     for (const sourceId of sources) {

@@ -75,12 +75,16 @@ export class SqliteOutbox {
   private readonly statements: ReturnType<typeof prepare>;
   private pendingRemovals: [string, number, number][] = [];
   private flushTimer: NodeJS.Timeout | undefined;
+  private readonly removeAll;
 
   constructor(
     private readonly db: SqliteDatabase,
     private readonly options: { removeDelayMs?: number } = {},
   ) {
     this.statements = prepare(db);
+    this.removeAll = db.transaction((removals: [string, number, number][]) => {
+      for (const [sourceId, ms, firstN] of removals) this.statements.remove.run(sourceId, ms, firstN);
+    });
   }
 
   /** Notes an append of `<ms>-<firstN>` to `<ms>-<lastN>`. Call it inside the append's transaction. */
@@ -106,9 +110,7 @@ export class SqliteOutbox {
     const removals = this.pendingRemovals;
     if (removals.length === 0 || !this.db.open) return;
     this.pendingRemovals = [];
-    this.db.transaction(() => {
-      for (const [sourceId, ms, firstN] of removals) this.statements.remove.run(sourceId, ms, firstN);
-    })();
+    this.removeAll(removals);
   }
 
   /** Up to `limit` rows of appends made before `createdBefore`, in key order, after the row `after`. */
@@ -180,6 +182,9 @@ export class OutboxRelay {
     const { outbox, events, deps } = this.options;
     let started = 0;
     let after: OutboxEntry | undefined;
+    // Rows of dispatches that settled are no longer in flight but may still wait for their grouped
+    // removal: written first, so they are not dispatched a second time.
+    outbox.flush();
     for (;;) {
       const page = outbox.list(createdBefore, this.pageSize, after);
       for (const entry of page) {

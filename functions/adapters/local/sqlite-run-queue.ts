@@ -94,6 +94,8 @@ function prepare(db: SqliteDatabase) {
  */
 export class SqliteRunQueue implements RunQueue {
   private readonly statements: ReturnType<typeof prepare>;
+  /** One grouped write: the deletes, then the inserts (their seqs, in order). */
+  private readonly write;
   private readonly concurrency: number;
   private readonly recoveryPageSize: number;
   private readonly waiting = new HeldQueue();
@@ -117,6 +119,11 @@ export class SqliteRunQueue implements RunQueue {
     private readonly options: SqliteRunQueueOptions,
   ) {
     this.statements = prepare(db);
+    const s = this.statements;
+    this.write = db.transaction((deletes: number[], inserts: PendingInsert[]) => {
+      for (const seq of deletes) s.remove.run(seq);
+      return inserts.map((insert) => Number(s.insert.run(insert.json).lastInsertRowid));
+    });
     this.concurrency = Math.max(1, options.concurrency ?? 64);
     this.recoveryPageSize = Math.max(1, options.recoveryPageSize ?? 256);
     this.deleteDelayMs = Math.max(0, options.deleteDelayMs ?? 10);
@@ -212,13 +219,9 @@ export class SqliteRunQueue implements RunQueue {
     if (inserts.length === 0 && deletes.length === 0) return;
     this.pendingInserts = [];
     this.pendingDeletes = [];
-    const s = this.statements;
     let seqs: number[];
     try {
-      seqs = this.db.transaction(() => {
-        for (const seq of deletes) s.remove.run(seq);
-        return inserts.map((insert) => Number(s.insert.run(insert.json).lastInsertRowid));
-      })();
+      seqs = this.write(deletes, inserts);
     } catch (error) {
       for (const insert of inserts) insert.reject(error);
       if (this.db.open) this.deleteAlone(deletes);

@@ -52,3 +52,68 @@ describe("SqliteEventStore retention", () => {
     expect(next?.id).toBe("10000-2");
   });
 });
+
+describe("SqliteEventStore grouped appends", () => {
+  const valued = (...values: number[]): NewEvent[] =>
+    values.map((value) => ({ channel: "", event: value, emitId: `em_${value}`, meta: {} }));
+
+  it("writes one turn's appends of several sources together; each caller gets its own events, in call order", async () => {
+    const store = new SqliteEventStore(openSqlite(":memory:"));
+    const resolved: string[] = [];
+    const appends = [
+      store.appendEvents("dc_a", valued(1, 2), 10),
+      store.appendEvents("dc_b", valued(3), 10),
+      store.appendEvents("dc_a", valued(4), 9),
+      store.appendEvents("dc_a", [], 10),
+    ].map((append, index) =>
+      append.then((stored) => {
+        resolved.push(`#${index}`);
+        return stored;
+      }),
+    );
+    const [a1, b1, a2, none] = await Promise.all(appends);
+    expect(a1?.map((e) => [e.sourceId, e.id, e.event])).toEqual([
+      ["dc_a", "10-0", 1],
+      ["dc_a", "10-1", 2],
+    ]);
+    expect(b1?.map((e) => [e.sourceId, e.id, e.event])).toEqual([["dc_b", "10-0", 3]]);
+    // A later call of the same source gets later ids, even with an earlier clock.
+    expect(a2?.map((e) => [e.id, e.event])).toEqual([["10-2", 4]]);
+    expect(none).toEqual([]);
+    // Resolved in call order (the empty append at once), so publishes that follow come in id order.
+    expect(resolved).toEqual(["#3", "#0", "#1", "#2"]);
+    expect((await store.listEvents("dc_a", { limit: 10 })).items.map((e) => e.id)).toEqual(["10-2", "10-1", "10-0"]);
+  });
+
+  it("a read or delete called after an append sees it, even before the append's promise resolved", async () => {
+    const store = new SqliteEventStore(openSqlite(":memory:"));
+    const appended = store.appendEvents("dc_a", valued(1, 2, 3), 10);
+    expect((await store.listEvents("dc_a", { limit: 10 })).totalCount).toBe(3);
+    await expect(appended).resolves.toHaveLength(3);
+    const again = store.appendEvents("dc_a", valued(4), 10);
+    await store.deleteAllEvents("dc_a");
+    await again;
+    expect((await store.listEvents("dc_a", { limit: 10 })).items).toEqual([]);
+  });
+
+  it("one append that fails does not fail the others of its turn", async () => {
+    const db = openSqlite(":memory:");
+    const store = new SqliteEventStore(db, {
+      outbox: {
+        record: (sourceId) => {
+          if (sourceId === "dc_bad") throw new Error("disk full");
+        },
+      },
+    });
+    const [good, bad, alsoGood] = await Promise.allSettled([
+      store.appendEvents("dc_a", valued(1), 10),
+      store.appendEvents("dc_bad", valued(2), 10),
+      store.appendEvents("dc_a", valued(3), 10),
+    ]);
+    expect(good).toMatchObject({ status: "fulfilled", value: [{ id: "10-0", event: 1 }] });
+    expect(bad).toMatchObject({ status: "rejected", reason: new Error("disk full") });
+    expect(alsoGood).toMatchObject({ status: "fulfilled", value: [{ id: "10-1", event: 3 }] });
+    expect((await store.listEvents("dc_bad", { limit: 10 })).items).toEqual([]);
+    expect((await store.listEvents("dc_a", { limit: 10 })).totalCount).toBe(2);
+  });
+});

@@ -199,9 +199,9 @@ describe("OutboxRelay", () => {
 
   it("leaves alone the rows this process is dispatching", async () => {
     const { relay, emit, outbox, enqueued } = fanout();
-    // Two publishes of one source: the second waits behind the first in the per-source queue.
-    await emit({ n: 1 });
-    await emit({ n: 2 });
+    // Two publishes of one source (appended in one grouped write): the second waits behind the
+    // first in the per-source queue.
+    await Promise.all([emit({ n: 1 }), emit({ n: 2 })]);
     await expect(relay.redispatch(Number.POSITIVE_INFINITY)).resolves.toBe(0);
     await relay.drain();
     outbox.flush();

@@ -95,6 +95,24 @@ describe("toHttpRunEvent", () => {
     expect(Object.getPrototypeOf(query)).toBe(Object.prototype);
   });
 
+  it("keeps headers named like Object.prototype members (__proto__, constructor, toString) as data", () => {
+    const headers = toHttpRunEvent(
+      request({ headers: JSON.parse('{"__proto__":"p","constructor":"a","Constructor":"b","toString":"t"}') }),
+    ).headers;
+    expect(JSON.parse(JSON.stringify(headers))).toEqual(
+      JSON.parse('{"__proto__":"p","constructor":"a, b","tostring":"t"}'),
+    );
+    expect(Object.getPrototypeOf(headers)).toBe(Object.prototype);
+  });
+
+  it("parses a JSON body with a byte order mark, and keeps one nested past the limit as text", () => {
+    expect(toHttpRunEvent(withBody("application/json", '\uFEFF{"a":1}')).body).toEqual({ a: 1 });
+    const deep = `${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}`;
+    expect(toHttpRunEvent(withBody("application/json", deep)).body).toBe(deep);
+    const limit = `${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}`;
+    expect(toHttpRunEvent(withBody("application/json", limit)).body).toEqual(JSON.parse(limit));
+  });
+
   it.each([
     ["application/json", '{"a":1,"b":[true,null]}', { a: 1, b: [true, null] }],
     ["application/json; charset=utf-8", "[1,2]", [1, 2]],
