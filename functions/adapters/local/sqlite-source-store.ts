@@ -5,6 +5,7 @@ import { lowestFreeSlug } from "#core/slugs";
 import type { SourceStore } from "#ports/source-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
+import { SqliteReadCache } from "./sqlite-read-cache.ts";
 
 interface SourceRow {
   id: string;
@@ -47,14 +48,6 @@ function toSource(row: SourceRow): SourceRecord {
   return source;
 }
 
-function deepFreeze<T>(value: T): T {
-  if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
-    for (const child of Object.values(value)) deepFreeze(child);
-    Object.freeze(value);
-  }
-  return value;
-}
-
 const toRow = (source: SourceRecord) => ({
   id: source.id,
   userId: source.userId,
@@ -78,21 +71,25 @@ const toRow = (source: SourceRecord) => ({
  */
 export class SqliteSourceStore implements SourceStore {
   private readonly statements;
-  /** Recently read sources by id, and by endpoint key, and states (see {@link cached}). */
-  private readonly byId = new Map<string, SourceRecord>();
-  private readonly byEndpointKey = new Map<string, SourceRecord>();
-  /** Recently read states by source id; dropped by every write of that state. */
-  private readonly stateById = new Map<string, SourceState>();
-  /** `PRAGMA data_version` when the cache was last known to be current. */
-  private cachedVersion = -1;
-  private checkedThisTurn = false;
+  /**
+   * Recently read sources by id and by endpoint key, and states by source id (see
+   * `SqliteReadCache`): emptied by every write of this store, except that a state write drops
+   * only that state. Hits are handed out as shallow copies of a frozen record.
+   */
+  private readonly cache;
+  private readonly byId;
+  private readonly byEndpointKey;
+  private readonly stateById;
 
   constructor(
     private readonly db: SqliteDatabase,
-    private readonly options: { cacheSize?: number } = {},
+    options: { cacheSize?: number } = {},
   ) {
+    this.cache = new SqliteReadCache(db, options.cacheSize);
+    this.byId = this.cache.map<SourceRecord>();
+    this.byEndpointKey = this.cache.map<SourceRecord>();
+    this.stateById = this.cache.map<SourceState>();
     this.statements = {
-      dataVersion: db.prepare<[], number>("PRAGMA data_version").pluck(),
       insert: db.prepare(
         `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, created_at, updated_at)
          VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @createdAt, @updatedAt)`,
@@ -128,7 +125,7 @@ export class SqliteSourceStore implements SourceStore {
 
   async createSource(source: SourceRecord): Promise<SourceRecord> {
     const s = this.statements;
-    this.forget();
+    this.cache.clear();
     try {
       return this.db
         .transaction(() => {
@@ -147,7 +144,7 @@ export class SqliteSourceStore implements SourceStore {
 
   async updateSource(source: SourceRecord): Promise<SourceRecord> {
     const s = this.statements;
-    this.forget();
+    this.cache.clear();
     try {
       return this.db
         .transaction(() => {
@@ -170,7 +167,7 @@ export class SqliteSourceStore implements SourceStore {
   }
 
   async deleteSource(id: string): Promise<void> {
-    this.forget();
+    this.cache.clear();
     this.db.transaction(() => {
       this.statements.deleteSource.run(id);
       this.statements.deleteState.run(id);
@@ -178,19 +175,17 @@ export class SqliteSourceStore implements SourceStore {
   }
 
   async getSource(id: string): Promise<SourceRecord | undefined> {
-    const hit = this.cached(this.byId, id);
+    const hit = this.cache.get(this.byId, id);
     if (hit) return { ...hit };
     const row = this.statements.byId.get(id);
-    return row && { ...this.remember(this.byId, id, toSource(row)) };
+    return row && { ...this.remember(toSource(row)) };
   }
 
   async findSourceByEndpointKey(endpointKey: string): Promise<SourceRecord | undefined> {
-    const hit = this.cached(this.byEndpointKey, endpointKey);
+    const hit = this.cache.get(this.byEndpointKey, endpointKey);
     if (hit) return { ...hit };
     const row = this.statements.byEndpointKey.get(endpointKey);
-    if (!row) return undefined;
-    const source = toSource(row);
-    return { ...this.remember(this.byId, source.id, source) };
+    return row && { ...this.remember(toSource(row)) };
   }
 
   async listSourcesOfUser(userId: string, page: PageQuery): Promise<Page<SourceRecord>> {
@@ -206,13 +201,13 @@ export class SqliteSourceStore implements SourceStore {
   }
 
   async getSourceState(sourceId: string): Promise<SourceState> {
-    const hit = this.cached(this.stateById, sourceId);
+    const hit = this.cache.get(this.stateById, sourceId);
     if (hit) return { ...hit };
     const row = this.statements.getState.get(sourceId);
     const state: SourceState = row
       ? { db: JSON.parse(row.db), dedupe: JSON.parse(row.dedupe), version: row.version }
       : { db: {}, dedupe: {}, version: 0 };
-    return { ...this.remember(this.stateById, sourceId, state) };
+    return { ...this.cache.set(this.stateById, sourceId, state) };
   }
 
   async putSourceState(sourceId: string, state: Omit<SourceState, "version">, expectedVersion: number): Promise<void> {
@@ -227,51 +222,11 @@ export class SqliteSourceStore implements SourceStore {
     if (changes === 0) throw conflict(`the state of source ${sourceId} was changed by another run`);
   }
 
-  /**
-   * A source or state read earlier, when nothing can have changed it since. This store's writes
-   * empty the cache before they write ({@link forget}; a state write drops that state); a commit by
-   * another connection to the file (another process) changes `PRAGMA data_version`, which empties
-   * it at the first read of the next turn of the event loop. Hits are handed out as shallow copies
-   * of a frozen record, so a caller cannot change the cached one.
-   */
-  private cached<T>(map: Map<string, T>, key: string): T | undefined {
-    if (map.size === 0) return undefined;
-    if (!this.checkedThisTurn) {
-      // Reading the version costs about as much as reading the row, so it is read once per turn of
-      // the event loop: a commit by another process within the turn is concurrent with its reads.
-      this.checkedThisTurn = true;
-      setImmediate(this.newTurn);
-      if (this.statements.dataVersion.get() !== this.cachedVersion) {
-        this.forget();
-        return undefined;
-      }
-    }
-    return map.get(key);
-  }
-
-  private readonly newTurn = () => {
-    this.checkedThisTurn = false;
-  };
-
-  /** Caches `value` (frozen) in `map`; for a source, `map` is `byId` and its endpoint key is noted too. */
-  private remember<T>(map: Map<string, T>, key: string, value: T): T {
-    const limit = this.options.cacheSize ?? 1000;
-    if (limit <= 0) return value;
-    if (this.byId.size === 0 && this.stateById.size === 0) {
-      this.cachedVersion = this.statements.dataVersion.get() as number;
-    }
-    if (map.size >= limit) this.forget();
-    const frozen = deepFreeze(value);
-    map.set(key, frozen);
-    const endpointKey = map === this.byId ? (frozen as SourceRecord).endpointKey : undefined;
-    if (endpointKey !== undefined) this.byEndpointKey.set(endpointKey, frozen as SourceRecord);
+  /** Caches `source` (frozen) by id and by its endpoint key; returns the frozen one. */
+  private remember(source: SourceRecord): SourceRecord {
+    const frozen = this.cache.set(this.byId, source.id, source);
+    if (frozen.endpointKey !== undefined) this.cache.set(this.byEndpointKey, frozen.endpointKey, frozen);
     return frozen;
-  }
-
-  private forget(): void {
-    this.byId.clear();
-    this.byEndpointKey.clear();
-    this.stateById.clear();
   }
 
   private freeSlug(userId: string, wanted: string, self?: SourceRow): string {

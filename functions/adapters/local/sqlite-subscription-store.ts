@@ -10,6 +10,7 @@ import type {
 import type { SubscriptionStore } from "#ports/subscription-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
+import { SqliteReadCache } from "./sqlite-read-cache.ts";
 
 interface WebhookRow {
   id: string;
@@ -90,11 +91,24 @@ type SubscriptionKey = Pick<SubscriptionRecord, "emitterKey" | "listenerId" | "e
  * `ON CONFLICT DO NOTHING` and reads the stored row back in the same IMMEDIATE transaction, so
  * concurrent puts (even from two processes on the same file) all return the first one. That index
  * also serves the emit path, `emitter_key IN (...) AND event_name = ?`.
+ *
+ * The emit path's results (`findSubscriptions`, mostly empty ones) are cached in process, by
+ * emitter keys and event name, at most `cacheSize` of them (see `SqliteReadCache`): every write
+ * of this store empties the cache first, and a commit by another connection to the file is seen
+ * from the next turn of the event loop. The subscription tables are written by this store only.
  */
 export class SqliteSubscriptionStore implements SubscriptionStore {
   private readonly statements;
+  private readonly cache;
+  /** `findSubscriptions` results, frozen, by `JSON.stringify([eventName, ...emitterKeys])`. */
+  private readonly found;
 
-  constructor(private readonly db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    options: { cacheSize?: number } = {},
+  ) {
+    this.cache = new SqliteReadCache(db, options.cacheSize);
+    this.found = this.cache.map<readonly SubscriptionRecord[]>();
     this.statements = {
       insertWebhook: db.prepare(
         `INSERT INTO webhooks (id, user_id, workspace_id, url, name, description, sealed_signing_secret, created_at, updated_at)
@@ -148,6 +162,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   }
 
   async createWebhook(webhook: WebhookRecord): Promise<void> {
+    this.cache.clear();
     try {
       this.statements.insertWebhook.run(webhook);
     } catch (error) {
@@ -162,11 +177,13 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   }
 
   async updateWebhook(webhook: WebhookRecord): Promise<void> {
+    this.cache.clear();
     const { changes } = this.statements.updateWebhook.run(webhook);
     if (changes === 0) throw notFound(`webhook ${webhook.id}`);
   }
 
   async deleteWebhook(id: string): Promise<void> {
+    this.cache.clear();
     this.statements.deleteWebhook.run(id);
   }
 
@@ -175,6 +192,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   }
 
   async putSubscription(subscription: SubscriptionRecord): Promise<SubscriptionRecord> {
+    this.cache.clear();
     const s = this.statements;
     try {
       return this.db
@@ -194,6 +212,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   }
 
   async deleteSubscription(key: SubscriptionKey): Promise<SubscriptionRecord | undefined> {
+    this.cache.clear();
     const row = this.statements.deleteSubscriptionByKey.get(key.emitterKey, key.eventName, key.listenerId);
     return row && toSubscription(row);
   }
@@ -213,14 +232,25 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
 
   async findSubscriptions(emitterKeys: readonly string[], eventName: string): Promise<SubscriptionRecord[]> {
     if (emitterKeys.length === 0) return [];
-    return this.statements.findSubscriptions.all(JSON.stringify(emitterKeys), eventName).map(toSubscription);
+    const key = JSON.stringify([eventName, ...emitterKeys]);
+    const found =
+      this.cache.get(this.found, key) ??
+      this.cache.set(
+        this.found,
+        key,
+        this.statements.findSubscriptions.all(JSON.stringify(emitterKeys), eventName).map(toSubscription),
+      );
+    // Records are flat: a shallow copy of each cannot reach the frozen cached ones.
+    return found.map((subscription) => ({ ...subscription }));
   }
 
   async deleteSubscriptionsOf(resourceId: string): Promise<void> {
+    this.cache.clear();
     this.statements.deleteSubscriptionsOf.run(resourceId, resourceId);
   }
 
   async putAutoSubscription(auto: AutoSubscriptionRecord): Promise<AutoSubscriptionRecord> {
+    this.cache.clear();
     const s = this.statements;
     try {
       return this.db
@@ -242,6 +272,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   }
 
   async deleteAutoSubscriptionsOf(listenerId: string): Promise<void> {
+    this.cache.clear();
     this.statements.deleteAutosOf.run(listenerId);
   }
 }
