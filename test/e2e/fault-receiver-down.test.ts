@@ -5,7 +5,10 @@ import { compareEventIds } from "#core/event-ids";
 import { apiClient, inBatches } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
-import { expectOneDeliveryIdPerEvent, WebhookReceiver } from "../support/webhook-receiver.ts";
+import { expectOneDeliveryIdPerEvent, UID_EMITTER, WebhookReceiver } from "../support/webhook-receiver.ts";
+
+/** How long the receiver stays down once the events emitted meanwhile are stored. */
+const DOWN_MS = 2_000;
 
 /**
  * Issue 6's second fault test: a webhook receiver that is down for a few seconds while events are
@@ -13,20 +16,6 @@ import { expectOneDeliveryIdPerEvent, WebhookReceiver } from "../support/webhook
  * under the same delivery id; deliveries that succeed the first time keep the emit order
  * (docs/webhooks.md, "Order").
  */
-const EMITTER = `
-export default {
-  name: "Body emitter",
-  version: "0.0.1",
-  props: { http: "$.interface.http" },
-  async run(event) {
-    this.$emit(event.body, { summary: event.body.uid });
-  },
-};
-`;
-
-/** How long the receiver stays down once the events emitted meanwhile are stored. */
-const DOWN_MS = 2_000;
-
 describe("a webhook receiver down for a while (issue 6)", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
@@ -51,7 +40,7 @@ describe("a webhook receiver down for a while (issue 6)", () => {
   it("delivers every event once it is back, duplicates only under the same delivery id, first-time successes in order", async () => {
     const box = await WebhookReceiver.start();
     const port = box.port;
-    const created = await api("POST", "/sources", { component_code: EMITTER });
+    const created = await api("POST", "/sources", { component_code: UID_EMITTER });
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     const sourceId: string = created.json.data.id;
     const endpoint: string = created.json.data.configured_props.http.endpoint_url;

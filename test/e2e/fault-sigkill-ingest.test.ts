@@ -4,24 +4,7 @@ import { compareEventIds } from "#core/event-ids";
 import { apiClient } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
-import { expectOneDeliveryIdPerEvent, WebhookReceiver } from "../support/webhook-receiver.ts";
-
-/**
- * Issue 6's first fault test: local mode killed with SIGKILL while it ingests, restarted on the
- * same data dir. Every request answered 2xx is in the history (0 lost), and every event in the
- * history reaches the webhook, retries and re-dispatches under the same delivery id only. Then a
- * second kill while deliveries are pending (the receiver failing): they arrive after the restart.
- */
-const EMITTER = `
-export default {
-  name: "Body emitter",
-  version: "0.0.1",
-  props: { http: "$.interface.http" },
-  async run(event) {
-    this.$emit(event.body, { summary: event.body.uid });
-  },
-};
-`;
+import { expectOneDeliveryIdPerEvent, UID_EMITTER, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const ENV = {
   SLUICE_WEBHOOK_BASE_DELAY_MS: "50",
@@ -62,6 +45,12 @@ function ingest(endpoint: string, concurrency: number) {
   };
 }
 
+/**
+ * Issue 6's first fault test: local mode killed with SIGKILL while it ingests, restarted on the
+ * same data dir. Every request answered 2xx is in the history (0 lost), and every event in the
+ * history reaches the webhook, retries and re-dispatches under the same delivery id only. Then a
+ * second kill while deliveries are pending (the receiver failing): they arrive after the restart.
+ */
 describe("SIGKILL while ingesting (issue 6)", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
@@ -73,7 +62,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
     box = await WebhookReceiver.start();
     sluice = await startSluice({ env: ENV });
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
-    const created = await api("POST", "/sources", { component_code: EMITTER });
+    const created = await api("POST", "/sources", { component_code: UID_EMITTER });
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     sourceId = created.json.data.id;
     endpoint = created.json.data.configured_props.http.endpoint_url;

@@ -10,6 +10,21 @@ export interface ReceivedRequest {
   status: number;
 }
 
+/**
+ * A component whose HTTP interface emits the request body as it is, summarised by its `uid`: the
+ * fault tests POST `{uid}` bodies to it and follow each uid to the receiver ({@link Receipt}).
+ */
+export const UID_EMITTER = `
+export default {
+  name: "Body emitter",
+  version: "0.0.1",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    this.$emit(event.body, { summary: event.body.uid });
+  },
+};
+`;
+
 /** What the fault tests compare: a delivery's ids and the `uid` its emitted event carried. */
 export interface Receipt {
   deliveryId: string;
