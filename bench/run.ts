@@ -90,9 +90,7 @@ process.stdout.write(`\n${renderConsoleTable(rows)}\n\n`);
 const met = rows.filter((row) => isMet(row) === true).length;
 const unmet = rows.filter((row) => isMet(row) === false).length;
 const failed = report.scenarios.filter((scenario) => scenario.status === "failed");
-const skipped = report.scenarios.filter((scenario) => scenario.status === "skipped");
-for (const scenario of [...failed, ...skipped])
-  process.stdout.write(`${scenario.name} ${scenario.status}: ${scenario.message}\n`);
+for (const scenario of failed) process.stdout.write(`${scenario.name} ${scenario.status}: ${scenario.message}\n`);
 process.stdout.write(
   `${met} of ${rows.filter((row) => row.target).length} targets met${unmet ? `, ${unmet} not met` : ""}; ${(report.elapsedMs / 1000).toFixed(0)} s. Report: ${join(resultsDir, "latest.md")}\n`,
 );

@@ -15,26 +15,11 @@ export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(r
 export async function withDeadline<T>(what: string, ms: number, task: () => Promise<T>): Promise<T> {
   let timer: NodeJS.Timeout | undefined;
   const expired = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${Math.round(ms / 1000)} s`)), ms);
+    timer = setTimeout(() => reject(new Error(`${what} did not finish within ${ms / 1000} s`)), ms);
   });
   try {
     return await Promise.race([task(), expired]);
   } finally {
     clearTimeout(timer);
-  }
-}
-
-/** Polls `probe` until it returns something other than undefined, or throws after `timeoutMs`. */
-export async function waitFor<T>(
-  what: string,
-  probe: () => T | undefined | Promise<T | undefined>,
-  { timeoutMs = 30_000, intervalMs = 50 } = {},
-): Promise<T> {
-  const deadline = monoMs() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined) return value;
-    if (monoMs() > deadline) throw new Error(`timed out after ${Math.round(timeoutMs / 1000)} s waiting for ${what}`);
-    await sleep(intervalMs);
   }
 }

@@ -1,7 +1,8 @@
 import { monoMs, sleep } from "./clock.ts";
 import { type LoadOptions, type LoadResult, runLoad } from "./load.ts";
+import { formatValue } from "./report.ts";
 import type { ScenarioContext } from "./scenario.ts";
-import { round } from "./stats.ts";
+import { round, roundAll } from "./stats.ts";
 
 /** Requests sent to warm a path up (sandbox process started, bundle loaded) before measuring. */
 export const WARMUP_REQUESTS = 50;
@@ -22,6 +23,26 @@ export async function referenceLoad(context: ScenarioContext, options: Omit<Load
   } finally {
     await reference.stop();
   }
+}
+
+/**
+ * {@link runLoad} with {@link numberedBody} bodies that notes when each request `n` was sent
+ * (`monoMs()`, to subtract from when its event arrived somewhere) and which were accepted (2xx).
+ */
+export async function trackedLoad(options: Omit<LoadOptions, "body" | "onAnswer">) {
+  const sentAt = new Map<number, number>();
+  const accepted: number[] = [];
+  const load = await runLoad({
+    ...options,
+    body: (index) => {
+      sentAt.set(index, monoMs());
+      return numberedBody(index);
+    },
+    onAnswer: (index, status) => {
+      if (status >= 200 && status < 300) accepted.push(index);
+    },
+  });
+  return { load, sentAt, accepted };
 }
 
 /** A few sequential requests, so the first measured one does not start a sandbox process. */
@@ -68,11 +89,12 @@ export function loadDetails(result: LoadResult) {
     statuses: result.statuses,
     elapsedMs: round(result.elapsedMs),
     okPerSec: round(result.okPerSec),
-    latencyMs: Object.fromEntries(Object.entries(result.latency).map(([key, value]) => [key, round(value)])),
+    latencyMs: roundAll(result.latency),
     lateSlots: result.lateSlots,
     errors: result.errors,
   };
 }
 
-export const perSec = (value: number) => `${Math.round(value).toLocaleString("en-US")}/s`;
-export const ms = (value: number) => `${value < 10 ? value.toFixed(2) : value.toFixed(1)} ms`;
+/** A rate or a latency for notes and reference cells, written as the table writes them. */
+export const perSec = (value: number) => formatValue(value, "/s");
+export const ms = (value: number) => formatValue(value, "ms");

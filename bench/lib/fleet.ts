@@ -1,7 +1,7 @@
 /**
  * 1,000 deployed sources (and optionally their history) for the scale and history scenarios.
  *
- * Deploying through the API costs about 150 ms a source here (the deploy row measures that), so
+ * Deploying through the API costs about 80 ms a source here (the deploy row measures that), so
  * 1,000 deploys would take minutes. Instead one source is deployed through the API and run once,
  * the server is stopped, and the other sources are written into the same data directory through
  * the SQLite adapters themselves (`SqliteSourceStore.createSource`, `SqliteEventStore.appendEvents`:
@@ -19,7 +19,7 @@ import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import type { NewEvent } from "#core/component-model";
 import { formatId } from "#core/ids";
-import { waitFor } from "./clock.ts";
+import { eventually } from "../../test/support/eventually.ts";
 import { INGEST_CODE } from "./components.ts";
 import type { BenchServer } from "./processes.ts";
 import type { ScenarioContext } from "./scenario.ts";
@@ -46,7 +46,9 @@ export async function buildFleet(
   const first = await api.deploy(INGEST_CODE);
   // One run builds the sandbox bundle that every copy shares.
   await fetch(first.endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-  await waitFor("the first source's event", async () => ((await api.eventCount(first.id)) >= 1 ? true : undefined));
+  await eventually(async () => ((await api.eventCount(first.id)) >= 1 ? true : undefined), "the first source's event", {
+    timeoutMs: 30_000,
+  });
   await seeder.stop({ keepData: true });
 
   const db = openSqlite(join(dataDir, DATABASE_FILE));

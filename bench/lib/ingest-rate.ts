@@ -19,7 +19,7 @@ export interface IngestMeasurement {
 }
 
 /** Events on the default channel of all `sources`, summed. */
-export async function countEvents(api: SluiceApi, sources: readonly DeployedSource[]): Promise<number> {
+async function countEvents(api: SluiceApi, sources: readonly DeployedSource[]): Promise<number> {
   let total = 0;
   for (let index = 0; index < sources.length; index += 20) {
     const counts = await Promise.all(sources.slice(index, index + 20).map((source) => api.eventCount(source.id)));

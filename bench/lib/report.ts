@@ -10,7 +10,7 @@ export type Target = { kind: "atLeast" | "atMost" | "equals"; value: number };
 export interface Row {
   scenario: string;
   figure: string;
-  /** Undefined when the scenario failed or was skipped before measuring it. */
+  /** Undefined when the scenario failed before measuring it. */
   measured: number | undefined;
   unit: Unit;
   target?: Target;
@@ -23,9 +23,9 @@ export type Unit = "/s" | "ms" | "%" | "MiB" | "count";
 export interface ScenarioReport {
   name: string;
   title: string;
-  /** `ok`; `failed` (an error or its deadline); `skipped` (e.g. bad-input.ts missing). */
-  status: "ok" | "failed" | "skipped";
-  /** Why it failed or was skipped. */
+  /** `failed`: an error, or its deadline passed. */
+  status: "ok" | "failed";
+  /** Why it failed. */
   message?: string;
   elapsedMs: number;
   rows: Row[];

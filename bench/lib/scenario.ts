@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
 import { REPO_ROOT } from "../../test/support/local-process.ts";
-import { monoMs } from "./clock.ts";
+import { monoMs, withDeadline } from "./clock.ts";
 import { type CpuProfile, selfTime } from "./cpu-profile.ts";
 import { cpuMsByRole, readTree } from "./proc.ts";
 import {
@@ -50,12 +50,9 @@ export interface Scenario {
   deadlineMs: number;
   quickDeadlineMs: number;
   run(context: ScenarioContext): Promise<ScenarioOutcome>;
-  /** Rows with no measurement, for a scenario that failed or was skipped. */
+  /** Rows with no measurement, for a scenario that failed. */
   emptyRows(): Row[];
 }
-
-/** Thrown by a scenario that cannot run here (reported as skipped, not failed). */
-export class SkipScenario extends Error {}
 
 export interface RunScenarioOptions {
   quick: boolean;
@@ -119,26 +116,14 @@ export async function runScenario(scenario: Scenario, options: RunScenarioOption
   let status: ScenarioReport["status"] = "ok";
   let message: string | undefined;
   let outcome: ScenarioOutcome | undefined;
-  let timer: NodeJS.Timeout | undefined;
-  const task = scenario.run(context);
-  // After a deadline the task may still fail later, once its processes are gone: that is expected.
-  task.catch(() => {});
   try {
-    outcome = await Promise.race([
-      task,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(
-          () => reject(new Error(`deadline of ${Math.round(deadlineMs / 1000)} s passed`)),
-          deadlineMs,
-        );
-      }),
-    ]);
+    // A run still going at its deadline may reject later, once its processes are stopped: the race handles that.
+    outcome = await withDeadline(`the ${scenario.name} scenario`, deadlineMs, () => scenario.run(context));
   } catch (error) {
-    status = error instanceof SkipScenario ? "skipped" : "failed";
+    status = "failed";
     message = error instanceof Error ? error.message : String(error);
     log(`${status}: ${message}`);
   } finally {
-    clearTimeout(timer);
     for (const cleanup of cleanups.reverse()) {
       try {
         await cleanup();

@@ -41,3 +41,8 @@ export function round(value: number): number {
   const digits = Math.abs(value) < 10 ? 100 : Math.abs(value) < 100 ? 10 : 1;
   return Math.round(value * digits) / digits;
 }
+
+/** Every figure of `summary` (a {@link LatencySummary}, say) through {@link round}, for the JSON file. */
+export function roundAll(summary: object): Record<string, number> {
+  return Object.fromEntries(Object.entries(summary).map(([key, value]) => [key, round(value as number)]));
+}

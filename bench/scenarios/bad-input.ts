@@ -1,18 +1,7 @@
-import { existsSync } from "node:fs";
-import { fileURLToPath } from "node:url";
+import { runBadInput } from "../bad-input.ts";
 import { monoMs } from "../lib/clock.ts";
 import type { Row } from "../lib/report.ts";
-import { type Scenario, SkipScenario } from "../lib/scenario.ts";
-
-/** The contract of bench/bad-input.ts (engineer D's file; see helpers' TEAM.md). */
-type RunBadInput = (options: { baseUrl: string; apiKey: string; count: number; seed?: number }) => Promise<{
-  requests: number;
-  serverErrors: number;
-  badShape: number;
-  examples: string[];
-}>;
-
-const MODULE = new URL("../bad-input.ts", import.meta.url);
+import type { Scenario } from "../lib/scenario.ts";
 
 const rows = (requests?: number, serverErrors?: number, badShape?: number, up?: number): Row[] => [
   {
@@ -45,11 +34,6 @@ export const badInput: Scenario = {
   quickDeadlineMs: 45_000,
   emptyRows: () => rows(),
   async run(context) {
-    if (!existsSync(fileURLToPath(MODULE))) {
-      throw new SkipScenario("bench/bad-input.ts does not exist yet (engineer D writes it); row skipped");
-    }
-    const { runBadInput } = (await import(MODULE.href)) as { runBadInput?: RunBadInput };
-    if (typeof runBadInput !== "function") throw new Error("bench/bad-input.ts does not export runBadInput");
     const count = context.pick(5_000, 100);
     const server = await context.startServer();
     const start = monoMs();

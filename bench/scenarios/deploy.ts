@@ -4,7 +4,7 @@ import { uniqueCode } from "../lib/components.ts";
 import type { Row } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { sluiceApi } from "../lib/sluice-api.ts";
-import { round, summarize } from "../lib/stats.ts";
+import { roundAll, summarize } from "../lib/stats.ts";
 
 const rows = (deployP50?: number, updateP50?: number, referenceP50?: number): Row[] => [
   {
@@ -24,9 +24,6 @@ const rows = (deployP50?: number, updateP50?: number, referenceP50?: number): Ro
     ...(referenceP50 === undefined ? {} : { reference: `bare request ${ms(referenceP50)}` }),
   },
 ];
-
-const rounded = (summary: ReturnType<typeof summarize>) =>
-  Object.fromEntries(Object.entries(summary).map(([key, value]) => [key, round(value)]));
 
 export const deploy: Scenario = {
   name: "deploy",
@@ -72,7 +69,7 @@ export const deploy: Scenario = {
     );
     return {
       rows: rows(deploy.p50, update.p50, reference.latency.p50),
-      details: { count, deployMs: rounded(deploy), updateMs: rounded(update), reference: loadDetails(reference) },
+      details: { count, deployMs: roundAll(deploy), updateMs: roundAll(update), reference: loadDetails(reference) },
     };
   },
 };

@@ -4,7 +4,7 @@ import { buildFleet } from "../lib/fleet.ts";
 import { Connection, serializeRequest } from "../lib/http1.ts";
 import type { Row } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
-import { round, summarize } from "../lib/stats.ts";
+import { round, roundAll, summarize } from "../lib/stats.ts";
 
 const PAGE = 10;
 
@@ -99,7 +99,7 @@ export const history: Scenario = {
         seedMs: round(fleet.seedMs),
         pageSize: PAGE,
         pages: pagesWalked,
-        latencyMs: Object.fromEntries(Object.entries(latency).map(([key, value]) => [key, round(value)])),
+        latencyMs: roundAll(latency),
         reference: loadDetails(reference),
       },
     };

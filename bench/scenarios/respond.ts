@@ -1,4 +1,4 @@
-import { loadDetails, ms, numberedBody, referenceLoad, warmUp } from "../lib/common.ts";
+import { loadDetails, ms, numberedBody, referenceLoad, WARMUP_REQUESTS, warmUp } from "../lib/common.ts";
 import { RESPOND_CODE } from "../lib/components.ts";
 import { runLoad } from "../lib/load.ts";
 import type { Row } from "../lib/report.ts";
@@ -45,7 +45,9 @@ export const respond: Scenario = {
     if (load.ok !== load.sent)
       throw new Error(`only ${load.ok} of ${load.sent} answers were 2xx: ${JSON.stringify(load.statuses)}`);
     context.log(`p50 ${ms(load.latency.p50)}, p99 ${ms(load.latency.p99)} over ${load.ok} requests`);
-    context.note(`${load.ok} requests one at a time for ${durationMs / 1000} s after ${50} warm-up requests.`);
+    context.note(
+      `${load.ok} requests one at a time for ${durationMs / 1000} s after ${WARMUP_REQUESTS} warm-up requests.`,
+    );
     return {
       rows: rows(load.latency.p50, load.latency.p99, reference.latency),
       details: { durationMs, load: loadDetails(load), reference: loadDetails(reference) },

@@ -1,6 +1,5 @@
 import type { ChildProcess } from "node:child_process";
-import { monoMs } from "../lib/clock.ts";
-import { loadDetails, ms, numberedBody, referenceLoad, waitForCount } from "../lib/common.ts";
+import { loadDetails, ms, numberedBody, referenceLoad, trackedLoad, waitForCount } from "../lib/common.ts";
 import { INGEST_CODE } from "../lib/components.ts";
 import { runLoad } from "../lib/load.ts";
 import { cpuMsByRole, readTree } from "../lib/proc.ts";
@@ -8,7 +7,7 @@ import { spawnBenchChild } from "../lib/processes.ts";
 import type { Row } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { sluiceApi } from "../lib/sluice-api.ts";
-import { round, summarize } from "../lib/stats.ts";
+import { roundAll, summarize } from "../lib/stats.ts";
 
 const RATE = 20;
 const CLIENTS_PER_PROCESS = 500;
@@ -99,32 +98,22 @@ export const stream: Scenario = {
       body: (i) => numberedBody(-1 - i),
     });
 
-    const sentAt = new Map<number, number>();
-    const accepted: number[] = [];
     const clientTrees = async () =>
       (await Promise.all(processes.map((child) => readTree(child.child.pid ?? 0)))).flat();
     const clientsBefore = await clientTrees();
-    const load = await context.measure(server, async () => {
-      const load = await runLoad({
-        url: source.endpoint,
-        concurrency: 10,
-        ratePerSec: RATE,
-        durationMs,
-        body: (index) => {
-          sentAt.set(index, monoMs());
-          return numberedBody(index);
-        },
-        onAnswer: (index, status) => {
-          if (status >= 200 && status < 300) accepted.push(index);
-        },
-      });
+    const { load, sentAt, accepted } = await context.measure(server, async () => {
+      const tracked = await trackedLoad({ url: source.endpoint, concurrency: 10, ratePerSec: RATE, durationMs });
       const received = async () => {
         let total = 0;
         for (const child of processes) total += (await ask<{ received: number }>(child.child, "progress")).received;
         return total;
       };
-      await waitForCount(received, accepted.length * clients, { intervalMs: 250, stallMs: 5_000, timeoutMs: 30_000 });
-      return load;
+      await waitForCount(received, tracked.accepted.length * clients, {
+        intervalMs: 250,
+        stallMs: 5_000,
+        timeoutMs: 30_000,
+      });
+      return tracked;
     });
 
     const clientCpuMs = Object.values(cpuMsByRole(clientsBefore, await clientTrees())).reduce(
@@ -155,8 +144,8 @@ export const stream: Scenario = {
         clients,
         durationMs,
         events: accepted.length,
-        toEveryClientMs: Object.fromEntries(Object.entries(every).map(([key, value]) => [key, round(value)])),
-        perMessageMs: Object.fromEntries(Object.entries(single).map(([key, value]) => [key, round(value)])),
+        toEveryClientMs: roundAll(every),
+        perMessageMs: roundAll(single),
         missed,
         clientCpuMs: Math.round(clientCpuMs),
         streamsEnded: reports.reduce((sum, report) => sum + report.ended, 0),

@@ -1,13 +1,21 @@
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { monoMs } from "../lib/clock.ts";
-import { loadDetails, ms, numberedBody, referenceLoad, WARMUP_REQUESTS, waitForCount, warmUp } from "../lib/common.ts";
+import {
+  loadDetails,
+  ms,
+  numberedBody,
+  referenceLoad,
+  trackedLoad,
+  WARMUP_REQUESTS,
+  waitForCount,
+  warmUp,
+} from "../lib/common.ts";
 import { INGEST_CODE } from "../lib/components.ts";
-import { runLoad } from "../lib/load.ts";
 import type { Row } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { sluiceApi } from "../lib/sluice-api.ts";
-import { round, summarize } from "../lib/stats.ts";
+import { roundAll, summarize } from "../lib/stats.ts";
 
 const RATE = 500;
 
@@ -87,25 +95,11 @@ export const webhook: Scenario = {
     await warmUp(source.endpoint);
     await waitForCount(async () => receiver.firstAt.size, WARMUP_REQUESTS, { timeoutMs: 30_000 });
 
-    const sentAt = new Map<number, number>();
-    const accepted: number[] = [];
-    const { load, delivered } = await context.measure(server, async () => {
-      const load = await runLoad({
-        url: source.endpoint,
-        concurrency: 50,
-        ratePerSec: RATE,
-        durationMs,
-        body: (index) => {
-          sentAt.set(index, monoMs());
-          return numberedBody(index);
-        },
-        onAnswer: (index, status) => {
-          if (status >= 200 && status < 300) accepted.push(index);
-        },
-      });
-      const arrived = () => accepted.filter((n) => receiver.firstAt.has(n)).length;
-      const delivered = await waitForCount(async () => arrived(), accepted.length, { timeoutMs: 60_000 });
-      return { load, delivered };
+    const { load, sentAt, accepted, delivered } = await context.measure(server, async () => {
+      const tracked = await trackedLoad({ url: source.endpoint, concurrency: 50, ratePerSec: RATE, durationMs });
+      const arrived = () => tracked.accepted.filter((n) => receiver.firstAt.has(n)).length;
+      const delivered = await waitForCount(async () => arrived(), tracked.accepted.length, { timeoutMs: 60_000 });
+      return { ...tracked, delivered };
     });
     const latencies = accepted
       .filter((n) => receiver.firstAt.has(n))
@@ -122,7 +116,7 @@ export const webhook: Scenario = {
         durationMs,
         load: loadDetails(load),
         reference: loadDetails(reference),
-        latencyMs: Object.fromEntries(Object.entries(latency).map(([key, value]) => [key, round(value)])),
+        latencyMs: roundAll(latency),
         receiver: receiver.stats(),
         complete: delivered.complete,
       },

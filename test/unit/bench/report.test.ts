@@ -107,8 +107,8 @@ describe("renderReport", () => {
       {
         name: "bad-input",
         title: "bad input",
-        status: "skipped",
-        message: "not there yet",
+        status: "failed",
+        message: "deadline passed",
         elapsedMs: 0,
         rows: [],
         details: {},
@@ -124,7 +124,7 @@ describe("renderReport", () => {
     expect(text).toContain("## ingest: ingest things");
     expect(text).toContain("CPU while measuring: server 3.0 s (75%), sandbox 1.0 s (25%).");
     expect(text).toContain("- measured carefully");
-    expect(text).toContain("**skipped**: not there yet");
+    expect(text).toContain("**failed**: deadline passed");
   });
 
   it("says so when every target is met", () => {

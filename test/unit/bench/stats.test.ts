@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { percentile, round, summarize } from "../../../bench/lib/stats.ts";
+import { percentile, round, roundAll, summarize } from "../../../bench/lib/stats.ts";
 
 describe("percentile (nearest rank)", () => {
   const hundred = Array.from({ length: 100 }, (_, index) => index + 1);
@@ -48,5 +48,18 @@ describe("round", () => {
     expect(round(12.3456)).toBe(12.3);
     expect(round(123.456)).toBe(123);
     expect(round(Number.NaN)).toBeNaN();
+  });
+});
+
+describe("roundAll", () => {
+  it("rounds every figure of a summary the same way", () => {
+    expect(roundAll(summarize([1.2345, 12.345, 123.45]))).toEqual({
+      count: 3,
+      p50: 12.3,
+      p90: 123,
+      p99: 123,
+      max: 123,
+      mean: 45.7,
+    });
   });
 });
