@@ -154,7 +154,7 @@ export async function createSubscription(deps: SubscriptionDeps, caller: Caller,
   // The store keeps one subscription per (emitter, listener, channel) across all tenants. Sources,
   // webhooks and workspaces were checked above, and globs are keyed by user, so only workflow ids
   // (not checkable yet) can name a subscription someone else made: it is not answered, nor changed.
-  if (stored.userId !== caller.userId && !(await mayManage(deps, caller, stored))) throw notFound("workflow");
+  if (!(await mayManage(deps, caller, stored))) throw notFound("workflow");
   return subscriptionView(stored);
 }
 

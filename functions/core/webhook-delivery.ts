@@ -1,8 +1,9 @@
 /**
  * Delivery of events to webhooks (docs/webhooks.md): the retry policy, one attempt, and the dead
  * letters a user lists and replays. Platform-free: the local worker
- * (`functions/adapters/local/local-delivery-worker.ts`) and an AWS delivery function both call
- * `attemptDelivery`, apply its outcome to their own queue and log it with `logDeliveryOutcome`.
+ * (`functions/adapters/local/local-delivery-worker.ts`) and the AWS deliverer
+ * (`functions/internal/webhook-deliverer.ts`) both call `attemptDelivery`, apply its outcome to
+ * their own queue and log it with `logDeliveryOutcome`.
  *
  * An attempt POSTs the delivery's fixed payload, signed (`webhook-signature.ts`). A 2xx is success;
  * any other status, a timeout, a refused connection or a refused address is a failure, retried
@@ -17,6 +18,7 @@ import { notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { DeadLetterRecord, DeliveryRecord } from "./subscription-model.ts";
+import { epochSeconds } from "./views.ts";
 import { SIGNATURE_HEADER, signWebhookBody } from "./webhook-signature.ts";
 import { openSigningSecret, requireWebhook } from "./webhooks.ts";
 
@@ -75,10 +77,10 @@ export function retryWindowMs(settings: Pick<DeliverySettings, "maxAttempts" | "
   return total;
 }
 
-export const WEBHOOK_USER_AGENT = "Sluice-Webhooks/1";
+const WEBHOOK_USER_AGENT = "Sluice-Webhooks/1";
 
 /** The headers of one attempt; `body` is the exact text sent. */
-export function deliveryHeaders(delivery: DeliveryRecord, secret: string, timestampSec: number, body: string) {
+function deliveryHeaders(delivery: DeliveryRecord, secret: string, timestampSec: number, body: string) {
   return {
     "content-type": "application/json",
     "user-agent": WEBHOOK_USER_AGENT,
@@ -118,7 +120,7 @@ export async function attemptDelivery(
   if (!webhook) return { kind: "dropped", reason: "the webhook was deleted" };
   const secret = await openSigningSecret(deps, webhook);
   const body = JSON.stringify(delivery.payload);
-  const timestampSec = Math.floor(now / 1000);
+  const timestampSec = epochSeconds(now);
   const result = await sender.post(
     webhook.url,
     deliveryHeaders(delivery, secret, timestampSec, body),
@@ -178,7 +180,7 @@ export function logDeliveryOutcome(log: Logger, delivery: DeliveryRecord, outcom
 }
 
 /** A dead letter as the API shows it (times in epoch seconds, like webhooks). */
-export function deadLetterView(deadLetter: DeadLetterRecord) {
+function deadLetterView(deadLetter: DeadLetterRecord) {
   return {
     id: deadLetter.id,
     webhook_id: deadLetter.webhookId,
@@ -188,8 +190,8 @@ export function deadLetterView(deadLetter: DeadLetterRecord) {
     event_name: deadLetter.channel,
     attempts: deadLetter.attempts,
     last_error: deadLetter.lastError ?? null,
-    created_at: Math.floor(deadLetter.createdAt / 1000),
-    failed_at: Math.floor(deadLetter.failedAt / 1000),
+    created_at: epochSeconds(deadLetter.createdAt),
+    failed_at: epochSeconds(deadLetter.failedAt),
     payload: deadLetter.payload,
   };
 }

@@ -68,7 +68,7 @@ function optionalText(field: string, value: string | undefined, max: number): st
   return value;
 }
 
-/** The workspace a new webhook or subscription is recorded under: the one named, else the caller's first. */
+/** A new signing secret: in clear (shown once) and sealed (stored). */
 async function newSigningSecret(deps: Pick<Deps, "secrets" | "ids">) {
   const secret = `${SIGNING_SECRET_PREFIX}${deps.ids.newSecret(SIGNING_SECRET_BYTES)}`;
   return { secret, sealed: await deps.secrets.seal(secret) };

@@ -1,22 +1,20 @@
-import { execFile } from "node:child_process";
-import { promisify } from "node:util";
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
+import { DATABASE_FILE } from "#adapters/local/composition";
 import { authenticate } from "#core/accounts";
 import { apiClient } from "../support/api-client.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
-import { newDataDir, REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
-
-const run = promisify(execFile);
+import { newDataDir, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 describe("sluice create-user against a deployed stack's table (DynamoDB Local here)", () => {
   const endpoint = inject("dynamodbEndpoint");
   const table = `cli-${process.pid}`;
   const target = ["--table", table, "--region", "local", "--endpoint", endpoint];
-  const env = { ...process.env, AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" };
   const cli = (...args: string[]) =>
-    run(process.execPath, ["--import", "tsx", "bin/sluice.ts", "create-user", ...args], { cwd: REPO_ROOT, env });
+    runSluice(["create-user", ...args], { AWS_ACCESS_KEY_ID: "local", AWS_SECRET_ACCESS_KEY: "local" });
 
   beforeAll(async () => {
     await createResourcesTable(endpoint, table);
@@ -50,16 +48,7 @@ describe("sluice create-user against a deployed stack's table (DynamoDB Local he
 
 describe("sluice create-user in local mode (no --table)", () => {
   let sluice: SluiceProcess;
-  /** The test's environment without SLUICE_ variables, plus `env`. */
-  const envWith = (env: Record<string, string>) => {
-    const clean = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("SLUICE_")));
-    return { ...clean, ...env };
-  };
-  const cli = (dataDir: string, ...args: string[]) =>
-    run(process.execPath, ["--import", "tsx", "bin/sluice.ts", "create-user", ...args], {
-      cwd: REPO_ROOT,
-      env: envWith({ SLUICE_DATA_DIR: dataDir }),
-    });
+  const cli = (dataDir: string, ...args: string[]) => runSluice(["create-user", ...args], { SLUICE_DATA_DIR: dataDir });
 
   beforeAll(async () => {
     sluice = await startSluice();
@@ -119,5 +108,31 @@ describe("sluice create-user in local mode (no --table)", () => {
     // Nothing was made by the refused calls.
     const bob = apiClient(sluice.baseUrl, "bob-key-0123456789abcdef");
     expect((await bob("GET", "/users/me")).json.data.orgs).toHaveLength(1);
+  });
+});
+
+describe("sluice create-key", () => {
+  it("does none of the server's background work: a queued run stays queued for the server", async () => {
+    // A data dir whose server stopped with one run still queued (as after a kill mid-ingest).
+    const stopped = await startSluice();
+    await stopped.stop();
+    const file = join(stopped.dataDir, DATABASE_FILE);
+    const queuedRuns = () => {
+      const db = new Database(file, { readonly: true, fileMustExist: true });
+      try {
+        return db.prepare<[], { job: string }>("SELECT job FROM run_jobs").all();
+      } finally {
+        db.close();
+      }
+    };
+    const job = JSON.stringify({ sourceId: "dc_01jd0000000000000000ab", trigger: "http", event: { n: 1 } });
+    const db = new Database(file);
+    db.prepare("INSERT INTO run_jobs (job) VALUES (?)").run(job);
+    db.close();
+
+    const { stdout } = await runSluice(["create-key"], { SLUICE_DATA_DIR: stopped.dataDir });
+    expect(stdout).toMatch(/^sluice_\S+\n\(saved to /);
+    // The next server runs it; create-key, which may run beside a live server, must not.
+    expect(queuedRuns()).toEqual([{ job }]);
   });
 });

@@ -1,15 +1,13 @@
-import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { createServer, type Server } from "node:http";
-import type { AddressInfo } from "node:net";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { formatId } from "#core/ids";
 import type { AnyRoute } from "#http/route";
 import { routes } from "#http/routes";
 import { eventually } from "../support/eventually.ts";
-import { REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { WebhookReceiver } from "../support/webhook-receiver.ts";
 
 /**
  * Issue 6's fault test "tenant isolation", against `npm start`: user 1 (the first account) makes
@@ -43,9 +41,8 @@ export default {
 };
 `;
 
-const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
-const randomId = (prefix: string) =>
-  prefix + Array.from(randomBytes(22), (byte) => ID_ALPHABET[byte % ID_ALPHABET.length]).join("");
+/** A well-formed workflow id nobody used. */
+const newWorkflowId = () => formatId("workflow", Date.now(), randomBytes(12));
 
 /** A well-formed id (or key, or event id) of the same kind that nothing has. */
 function missingTwin(value: string): string {
@@ -122,7 +119,7 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { query: { emitter_id: two.sourceId, listener_id: one.sourceId } },
     { query: { emitter_id: "dc_*", listener_id: one.webhookId } },
     { query: { emitter_id: one.workspaceId, listener_id: two.webhookId, event_name: "$errors" } },
-    { query: { emitter_id: two.sourceId, listener_id: randomId("p_"), workspace_id: one.workspaceId } },
+    { query: { emitter_id: two.sourceId, listener_id: newWorkflowId(), workspace_id: one.workspaceId } },
     // The subscription user 1 made between two workflow ids: 404, not user 1's subscription. Unused
     // workflow ids cannot be told from used ones yet, so this is not the answer of missing ids.
     {
@@ -145,7 +142,7 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
   "create-auto-subscription": ({ one }): CrossRequest[] => [
     { query: { event_name: "$errors", listener_id: one.webhookId } },
     { query: { event_name: "$logs", listener_id: one.sourceId } },
-    { query: { event_name: "$errors", listener_id: randomId("p_"), workspace_id: one.workspaceId } },
+    { query: { event_name: "$errors", listener_id: newWorkflowId(), workspace_id: one.workspaceId } },
   ],
 };
 
@@ -180,19 +177,6 @@ function expectErrorShape(answer: Answer, what: string) {
   }
 }
 
-/** A receiver on 127.0.0.1 that answers 500 to everything: each delivery ends as a dead letter. */
-async function failingReceiver() {
-  const server: Server = createServer((request, response) => {
-    request.resume();
-    request.on("end", () => response.writeHead(500).end());
-  });
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  return {
-    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
-    close: () => new Promise<void>((resolve) => server.close(() => resolve())),
-  };
-}
-
 /**
  * Every row of every table but the delivery machinery's (queue and outbox rows come and go as
  * work is done), sorted: a 404 must not change any of it.
@@ -224,7 +208,8 @@ function databaseSnapshot(dataDir: string) {
 
 describe("fault: tenant isolation", () => {
   let sluice: SluiceProcess;
-  let receiver: Awaited<ReturnType<typeof failingReceiver>>;
+  /** Answers 500 to everything: each delivery ends as a dead letter. */
+  let receiver: WebhookReceiver;
   let root: string;
   let fixture: Fixture;
   let oneSamples: Samples;
@@ -271,7 +256,7 @@ describe("fault: tenant isolation", () => {
     const me = await ok(call(key, "GET", "/v1/users/me"));
     const workspaceId: string = me.orgs[0].id;
     const [project] = await ok(call(key, "GET", `/v1/workspaces/${workspaceId}/projects`));
-    const webhook = await ok(call(key, "POST", "/v1/webhooks", { query: { url: receiver.url, name: "dead end" } }));
+    const webhook = await ok(call(key, "POST", "/v1/webhooks", { query: { url: receiver.url(), name: "dead end" } }));
     // Before the source: the auto subscription subscribes it at creation.
     const auto = await ok(
       call(key, "POST", "/v1/auto_subscriptions", { query: { event_name: "$errors", listener_id: webhook.id } }),
@@ -330,7 +315,8 @@ describe("fault: tenant isolation", () => {
   }
 
   beforeAll(async () => {
-    receiver = await failingReceiver();
+    receiver = await WebhookReceiver.start();
+    receiver.status = 500;
     sluice = await startSluice({
       env: {
         SLUICE_USERNAME: ROOT_USER.username,
@@ -340,7 +326,7 @@ describe("fault: tenant isolation", () => {
     });
     root = sluice.baseUrl.replace(/\/v1$/, "");
     const one = await populate(sluice.apiKeyFromFile(), COMPONENT_KEY, { secret: MARKER });
-    const oneWorkflows: [string, string] = [randomId("p_"), randomId("p_")];
+    const oneWorkflows: [string, string] = [newWorkflowId(), newWorkflowId()];
     const workflowSubscription = await call(one.tenant.key, "POST", "/v1/subscriptions", {
       query: { emitter_id: oneWorkflows[0], listener_id: oneWorkflows[1], event_name: "$errors" },
     });
@@ -352,27 +338,16 @@ describe("fault: tenant isolation", () => {
     one.tenant.subscriptionIds.push(workflowSubscription.json.data.id, workspaceSubscription.json.data.id);
 
     // User 2, made from the command line while the server runs.
-    const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith("SLUICE_")));
-    const { stdout } = await promisify(execFile)(
-      process.execPath,
-      [
-        "--import",
-        "tsx",
-        "bin/sluice.ts",
-        "create-user",
-        "--username",
-        SECOND_USER.username,
-        "--email",
-        SECOND_USER.email,
-      ],
-      { cwd: REPO_ROOT, env: { ...env, SLUICE_DATA_DIR: sluice.dataDir }, timeout: 20_000 },
+    const { stdout } = await runSluice(
+      ["create-user", "--username", SECOND_USER.username, "--email", SECOND_USER.email],
+      { SLUICE_DATA_DIR: sluice.dataDir },
     );
     const created = JSON.parse(stdout);
     const two = await populate(created.api_key, "tenant-two-probe", { mine: "two" });
     // Names are per user: the same name as user 1's gets no counter.
     expect(two.sourceName).toBe(one.sourceName);
 
-    fixture = { one: one.tenant, two: two.tenant, oneWorkflows, deadUrl: receiver.url };
+    fixture = { one: one.tenant, two: two.tenant, oneWorkflows, deadUrl: receiver.url() };
     const samplesOf = (t: Tenant, componentKeys: string[], registryKey: string): Samples => ({
       sources: [t.sourceId],
       webhooks: [t.webhookId],
@@ -404,7 +379,7 @@ describe("fault: tenant isolation", () => {
 
   afterAll(async () => {
     await sluice?.stop();
-    await receiver?.close();
+    await receiver?.stop();
   });
 
   it("404s every route that takes a path id, given user 1's, exactly like a missing id", async () => {

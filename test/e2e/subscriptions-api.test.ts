@@ -9,9 +9,9 @@ import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
  * The webhook and subscription endpoints over real HTTP against local mode, with parameters in the
- * query string as the spec writes them. Local mode has one account, so "another account's
- * resource is 404" is covered with two accounts in test/unit/core/{webhooks,subscriptions}.test.ts;
- * here, ids that exist nowhere answer the same 404.
+ * query string as the spec writes them, for one account. "Another account's resource is 404" is
+ * covered with two accounts in fault-tenant-isolation.test.ts (over HTTP) and
+ * test/unit/core/{webhooks,subscriptions}.test.ts; here, ids that exist nowhere answer 404.
  */
 const QUIET_SOURCE = `
 export default {

@@ -1,10 +1,36 @@
-import { type ChildProcess, spawn } from "node:child_process";
+import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { promisify } from "node:util";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
+
+/** `bin/sluice.ts` run as `npm run sluice` does (tsx), followed by the command's arguments. */
+const SLUICE_ARGS = ["--import", "tsx", "bin/sluice.ts"];
+
+/** The test's environment minus every SLUICE_ variable, plus `env`. */
+function sluiceEnv(env: Record<string, string> = {}): Record<string, string> {
+  const clean: Record<string, string> = {};
+  for (const [name, value] of Object.entries(process.env)) {
+    if (value !== undefined && !name.startsWith("SLUICE_")) clean[name] = value;
+  }
+  return { ...clean, ...env };
+}
+
+/**
+ * Runs one `sluice` command (`create-user`, `create-key`...) to its end in the environment of
+ * {@link sluiceEnv}. Resolves with its output; rejects, with `code` and `stderr`, when it exits
+ * with an error. Bounded: killed after 60 s (the longest a test hook waits).
+ */
+export function runSluice(args: string[], env: Record<string, string> = {}) {
+  return promisify(execFile)(process.execPath, [...SLUICE_ARGS, ...args], {
+    cwd: REPO_ROOT,
+    env: sluiceEnv(env),
+    timeout: 60_000,
+  });
+}
 
 export interface SluiceProcess {
   baseUrl: string;
@@ -27,14 +53,9 @@ export async function startSluice(
   options: { dataDir?: string; env?: Record<string, string> } = {},
 ): Promise<SluiceProcess> {
   const dataDir = options.dataDir ?? newDataDir();
-  const env: Record<string, string> = {};
-  for (const [name, value] of Object.entries(process.env)) {
-    if (value !== undefined && !name.startsWith("SLUICE_")) env[name] = value;
-  }
-  Object.assign(env, { PORT: "0", SLUICE_DATA_DIR: dataDir }, options.env);
-  const child = spawn(process.execPath, ["--import", "tsx", "bin/sluice.ts", "start"], {
+  const child = spawn(process.execPath, [...SLUICE_ARGS, "start"], {
     cwd: REPO_ROOT,
-    env,
+    env: sluiceEnv({ PORT: "0", SLUICE_DATA_DIR: dataDir, ...options.env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   let output = "";

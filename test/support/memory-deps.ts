@@ -10,10 +10,13 @@ import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { createAccount } from "#core/accounts";
+import type { ComponentDescription } from "#core/component-model";
 import type { Clock } from "#ports/clock";
+import type { ComponentHost, InvokeHandlers } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import { silentLogger } from "#ports/logger";
+import type { Invocation, InvocationResult } from "#runtime/protocol";
 
 /** A port a test did not provide: any use of it fails loudly, naming the port. */
 function missing<T extends object>(port: string): T {
@@ -68,4 +71,41 @@ export function memoryDeps(
 
 export async function accountIn(deps: Deps, username: string) {
   return createAccount(deps, { username, email: `${username}@example.com` });
+}
+
+/** What a scripted component "does" on one invocation: the parts of its result that are not empty. */
+export type Script = (
+  invocation: Invocation,
+  handlers: InvokeHandlers | undefined,
+) => Promise<Partial<InvocationResult>>;
+
+/**
+ * A host that runs no code: it describes every component as a source with `description`'s fields
+ * (no hooks, no props by default) and answers each invocation with `script`'s result. `calls` are
+ * the invocations in order. For testing the trusted side of sources (use cases, props, effects)
+ * on its own; the real sandbox runs in test/compat and test/e2e.
+ */
+export function scriptedHost(description: Partial<ComponentDescription> = {}, script: Script = async () => ({})) {
+  const calls: Invocation[] = [];
+  const host: ComponentHost = {
+    describe: async () => ({
+      type: "source",
+      hooks: [],
+      methods: [],
+      hasRun: true,
+      hasAdditionalProps: false,
+      props: [],
+      name: "Scripted",
+      version: "1.0.0",
+      ...description,
+    }),
+    prepare: async () => {},
+    remove: async () => {},
+    invoke: async (_source, invocation, handlers) => {
+      calls.push(invocation);
+      const partial = await script(invocation, handlers);
+      return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1, ...partial };
+    },
+  };
+  return { host, calls };
 }

@@ -5,43 +5,14 @@ import type { IncomingHttpRequest } from "#core/http-run-event";
 import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
 import { runSource } from "#core/source-runs";
 import { deleteSource, deploySource, updateSource } from "#core/sources";
-import type { ComponentHost, InvokeHandlers } from "#ports/component-host";
 import type { RunJob } from "#ports/run-queue";
-import type { Invocation, InvocationResult } from "#runtime/protocol";
-import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { accountIn, memoryDeps, type Script, scriptedHost } from "../../support/memory-deps.ts";
 
 /**
  * The use cases of sources against a scripted host: what the component "does" is the `script`
  * function's result, so the trusted side (hooks in order, props, HTTP answers, state merging) is
  * tested on its own. The real sandbox runs in test/compat and test/e2e.
  */
-type Script = (invocation: Invocation, handlers: InvokeHandlers | undefined) => Promise<Partial<InvocationResult>>;
-
-function scriptedHost(description: Partial<ComponentDescription>, script: Script) {
-  const calls: Invocation[] = [];
-  const host: ComponentHost = {
-    describe: async () => ({
-      type: "source",
-      hooks: [],
-      methods: [],
-      hasRun: true,
-      hasAdditionalProps: false,
-      props: [],
-      name: "Scripted",
-      version: "1.0.0",
-      ...description,
-    }),
-    prepare: async () => {},
-    remove: async () => {},
-    invoke: async (_source, invocation, handlers) => {
-      calls.push(invocation);
-      const partial = await script(invocation, handlers);
-      return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1, ...partial };
-    },
-  };
-  return { host, calls };
-}
-
 async function setUp(description: Partial<ComponentDescription>, script: Script = async () => ({})) {
   const { host, calls } = scriptedHost(description, script);
   const jobs: RunJob[] = [];

@@ -1,5 +1,4 @@
 import { describe, expect, it } from "vitest";
-import type { ComponentDescription } from "#core/component-model";
 import type { Caller } from "#core/identity";
 import { decodeCursor } from "#core/pagination";
 import { deleteSource, deploySource } from "#core/sources";
@@ -12,23 +11,10 @@ import {
   listWorkspaceSubscriptions,
 } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
-import type { ComponentHost } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
 import type { IdentityStore } from "#ports/identity-store";
-import type { InvocationResult } from "#runtime/protocol";
-import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
-
-const DESCRIPTION: ComponentDescription = {
-  type: "source",
-  hooks: ["deploy"],
-  methods: [],
-  hasRun: true,
-  hasAdditionalProps: false,
-  props: [],
-  name: "Scripted",
-  version: "1.0.0",
-};
 
 /**
  * Two accounts, each with a deployed source and a webhook, on the real local stores (an in-memory
@@ -37,20 +23,15 @@ const DESCRIPTION: ComponentDescription = {
  */
 async function setUp() {
   const seenAtDeploy: string[][] = [];
-  const host: ComponentHost = {
-    describe: async () => DESCRIPTION,
-    prepare: async () => {},
-    remove: async () => {},
-    invoke: async (source, invocation): Promise<InvocationResult> => {
-      if (invocation.kind === "deploy") {
-        const found = await Promise.all(
-          ["$errors", "$logs"].map((channel) => deps.subscriptions.findSubscriptions([source.sourceId], channel)),
-        );
-        seenAtDeploy.push(found.flat().map((s) => `${s.listenerId} ${s.eventName}`));
-      }
-      return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1 };
-    },
-  };
+  const { host } = scriptedHost({ hooks: ["deploy"] }, async (invocation) => {
+    if (invocation.kind === "deploy") {
+      const found = await Promise.all(
+        ["$errors", "$logs"].map((channel) => deps.subscriptions.findSubscriptions([invocation.sourceId], channel)),
+      );
+      seenAtDeploy.push(found.flat().map((s) => `${s.listenerId} ${s.eventName}`));
+    }
+    return {};
+  });
   const deps = memoryDeps(Date.UTC(2026, 10, 20, 12), {
     host,
     timers: { schedule: async () => {}, cancel: async () => {} },
