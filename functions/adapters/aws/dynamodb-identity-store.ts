@@ -10,9 +10,8 @@ import type { ApiKeyRecord, Membership, NewAccount, Project, User, Workspace } f
 import type { IdentityStore } from "#ports/identity-store";
 import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, type Item, putAllNew, queryAll, sendUntilProcessed } from "./dynamodb-paging.ts";
+import type { Key } from "./dynamodb-transactions.ts";
 import { resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
-
-type Key = { pk: string; sk: string };
 
 /** Every attribute of an entity: a mapper built from it can neither miss one nor leak pk/sk/type. */
 type Fields<T> = Record<keyof T, true>;

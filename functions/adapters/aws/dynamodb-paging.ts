@@ -48,7 +48,7 @@ export async function putAllNew(client: DynamoDBDocumentClient, tableName: strin
 }
 
 /** Every page of a query, from `input.ExclusiveStartKey` (if any) to the end of the collection. */
-export async function* queryPages(
+async function* queryPages(
   client: DynamoDBDocumentClient,
   input: QueryCommandInput,
 ): AsyncGenerator<QueryCommandOutput> {

@@ -1,11 +1,12 @@
 import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from "@aws-sdk/client-kms";
 import type { Secrets } from "#ports/secrets";
 import { AES_KEY_BYTES, fromBase64Url, gcmOpen, gcmSeal, SealedSecretError, toBase64Url } from "../aes-gcm.ts";
+import { hasErrorName } from "./sdk-errors.ts";
 
 const PREFIX = "kms1";
 const AAD = "sluice-secret-prop:kms1";
 /** Bound to every data key: a key made for another purpose does not decrypt here, and CloudTrail shows why. */
-export const KMS_ENCRYPTION_CONTEXT = { purpose: "sluice-secret-prop" } as const;
+const KMS_ENCRYPTION_CONTEXT = { purpose: "sluice-secret-prop" } as const;
 /** Plaintext data keys kept in memory, most recently used last. */
 export const DATA_KEY_CACHE_SIZE = 100;
 
@@ -92,9 +93,7 @@ export class KmsSecrets implements Secrets {
       }
       return out.Plaintext;
     } catch (error) {
-      // By name, not instanceof: the SDK may be bundled more than once.
-      const name = (error as { name?: unknown }).name;
-      if (name === "InvalidCiphertextException" || name === "IncorrectKeyException") {
+      if (hasErrorName(error, "InvalidCiphertextException") || hasErrorName(error, "IncorrectKeyException")) {
         throw new SealedSecretError(
           "sealed secret could not be opened: KMS refused its data key (tampered with, or sealed under another key or context)",
           {

@@ -31,12 +31,13 @@ import { type Clock, systemClock } from "#ports/clock";
 import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component-host";
 import { type Logger, silentLogger } from "#ports/logger";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
+import { failedResult } from "#runtime/run-invocation";
 import { type DescribeReply, withPosition } from "#runtime/sandbox-protocol";
 import { hasErrorName } from "./sdk-errors.ts";
 import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
 
 /** Lambda's limit on a synchronous invocation's request and response. */
-export const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
+const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
 const MAX_FUNCTION_NAME = 64;
 
 /** What `describe` and `prepare` need; functions that only run sources are deployed without it. */
@@ -260,13 +261,14 @@ export class LambdaComponentHost implements ComponentHost {
     const body = parseJson(out.Payload);
     if (out.FunctionError) {
       const { errorType, errorMessage } = (body ?? {}) as LambdaErrorPayload;
-      return failedResult(invocation, lambdaFailure(errorType, errorMessage), this.#clock.nowMs(), durationMs);
+      const failure = lambdaFailure(errorType, errorMessage);
+      return failedResult(invocation.invocationId, { ...failure, ts: this.#clock.nowMs() }, durationMs);
     }
     const parsed = invocationResultSchema.safeParse(body);
     if (!parsed.success || parsed.data.invocationId !== invocation.invocationId) {
       this.#log.warn("source function answered in an unknown shape", { source_id: source.sourceId });
       const failure = { name: "RuntimeError", message: "the runtime returned a result of an unknown shape" };
-      return failedResult(invocation, failure, this.#clock.nowMs(), durationMs);
+      return failedResult(invocation.invocationId, { ...failure, ts: this.#clock.nowMs() }, durationMs);
     }
     const result = { ...(parsed.data as InvocationResult), durationMs };
     if (result.response) handlers?.onRespond?.(result.response);
@@ -353,20 +355,4 @@ function lambdaFailure(
     return { name: "OutOfMemoryError", message: `the function ran out of memory: ${message}` };
   }
   return { name: errorType ?? "Error", message };
-}
-
-function failedResult(
-  invocation: Invocation,
-  failure: { name: string; message: string },
-  ts: number,
-  durationMs: number,
-): InvocationResult {
-  return {
-    invocationId: invocation.invocationId,
-    emits: [],
-    dbWrites: {},
-    logs: [],
-    error: { ...failure, ts },
-    durationMs,
-  };
 }

@@ -112,10 +112,14 @@ export interface ComponentBundlerOptions extends Omit<BundleComponentOptions, "e
 export function componentBundler(options: ComponentBundlerOptions): (code: string) => Promise<string> {
   let esbuild: Promise<EsbuildApi> | undefined;
   return async (code) => {
-    esbuild ??= options.esbuild();
-    esbuild.catch(() => {
-      esbuild = undefined;
-    });
+    if (!esbuild) {
+      const loading = options.esbuild();
+      esbuild = loading;
+      // A failed load is not kept: the next bundle tries again.
+      loading.catch(() => {
+        if (esbuild === loading) esbuild = undefined;
+      });
+    }
     return bundleComponent(code, { ...options, esbuild: await esbuild });
   };
 }

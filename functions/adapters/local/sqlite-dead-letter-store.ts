@@ -62,19 +62,10 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
 
   async putDeadLetter(deadLetter: DeadLetterRecord): Promise<void> {
     this.statements.put.run({
-      webhookId: deadLetter.webhookId,
-      id: deadLetter.id,
-      userId: deadLetter.userId,
+      ...deadLetter,
       subscriptionIds: JSON.stringify(deadLetter.subscriptionIds),
-      emitterId: deadLetter.emitterId,
-      eventId: deadLetter.eventId,
-      channel: deadLetter.channel,
       payload: JSON.stringify(deadLetter.payload),
-      attempts: deadLetter.attempts,
-      nextAttemptAt: deadLetter.nextAttemptAt,
-      createdAt: deadLetter.createdAt,
       lastError: deadLetter.lastError ?? null,
-      failedAt: deadLetter.failedAt,
     });
   }
 

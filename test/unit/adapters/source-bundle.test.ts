@@ -160,4 +160,20 @@ describe("componentBundler", () => {
     expect(first).toContain("Bundle test");
     expect(loads).toBe(1);
   });
+
+  it("does not keep a failed load: the next bundle loads esbuild again", async () => {
+    const failure = new Error("no esbuild here");
+    let loads = 0;
+    const bundle = componentBundler({
+      esbuild: async () => {
+        loads += 1;
+        if (loads === 1) throw failure;
+        return esbuild;
+      },
+    });
+    await expect(bundle(COMPONENT)).rejects.toBe(failure);
+    await expect(bundle(COMPONENT)).resolves.toContain("Bundle test");
+    await bundle(COMPONENT);
+    expect(loads).toBe(2);
+  });
 });
