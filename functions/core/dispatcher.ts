@@ -141,56 +141,56 @@ export async function dispatchEvents(
   return result;
 }
 
-/** A bus listener that dispatches, and a way to wait for what it started. */
+/** Dispatches publishes in the background, and a way to wait for what it started. */
 export interface SerialDispatcher {
-  /** For `InProcessEventBus.subscribeAll`: never blocks, never throws. */
-  listener(events: readonly StoredEvent[], owner?: EmitterOwner): void;
+  /**
+   * Dispatches one publish after that source's earlier ones; never blocks, never throws. `settled`
+   * is called once the dispatch settled: `dispatched` is true when every delivery and run was
+   * queued, false when the dispatch failed (and was logged). A throw of `settled` is logged.
+   */
+  listener(events: readonly StoredEvent[], owner?: EmitterOwner, settled?: (dispatched: boolean) => void): void;
   /** Resolves when every dispatch started so far has settled. */
   drain(): Promise<void>;
 }
 
-export interface SerialDispatcherHooks {
-  /**
-   * Called once per `listener` call when its dispatch settled: `dispatched` is true when every
-   * delivery and run was queued, false when the dispatch failed (and was logged). A throw is logged.
-   */
-  onSettled?(events: readonly StoredEvent[], dispatched: boolean): void;
+/** Calls `settled`; a throw is logged, lest it break the chain of that source's later dispatches. */
+function report(
+  deps: Pick<Deps, "log">,
+  sourceId: string,
+  settled: ((dispatched: boolean) => void) | undefined,
+  dispatched: boolean,
+): void {
+  try {
+    settled?.(dispatched);
+  } catch (error) {
+    deps.log.error("a dispatch's settle callback failed", { source_id: sourceId, error: String(error) });
+  }
 }
 
 /**
- * Local mode's bus listener: dispatches each publish in the background, one source's publishes one
+ * Local mode's dispatcher: dispatches each publish in the background, one source's publishes one
  * after the other, so that source's deliveries are queued in emit order. A failed dispatch is
- * logged and reported to `onSettled`; local mode's outbox (`OutboxRelay`) keeps its events and
+ * logged and reported to `settled`; local mode's outbox (`OutboxRelay`) keeps its events and
  * dispatches them again later.
  */
-export function serialDispatcher(
-  deps: DispatchDeps & Pick<Deps, "log">,
-  hooks: SerialDispatcherHooks = {},
-): SerialDispatcher {
+export function serialDispatcher(deps: DispatchDeps & Pick<Deps, "log">): SerialDispatcher {
   const tails = new Map<string, Promise<void>>();
-  const settled = (events: readonly StoredEvent[], dispatched: boolean) => {
-    try {
-      hooks.onSettled?.(events, dispatched);
-    } catch (error) {
-      deps.log.error("a dispatch's settle hook failed", { source_id: events[0]?.sourceId, error: String(error) });
-    }
-  };
   return {
-    listener(events, owner) {
+    listener(events, owner, settled) {
       const sourceId = events[0]?.sourceId;
       if (sourceId === undefined) return;
       const previous = tails.get(sourceId) ?? Promise.resolve();
       const next = previous
         .then(() => dispatchEvents(deps, events, owner))
         .then(
-          () => settled(events, true),
+          () => report(deps, sourceId, settled, true),
           (error: unknown) => {
             deps.log.error("events could not be dispatched to their subscribers", {
               source_id: sourceId,
               event_ids: events.map((event) => event.id),
               error: String(error),
             });
-            settled(events, false);
+            report(deps, sourceId, settled, false);
           },
         )
         .finally(() => {

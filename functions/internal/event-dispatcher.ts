@@ -158,10 +158,7 @@ function entryOfMessage(body: string): unknown {
  * SQS hands it over again after the visibility timeout (and moves it to the dead-letter queue
  * after the queue's receive limit).
  */
-export async function dispatchQueuedEntries(
-  deps: Deps,
-  event: z.infer<typeof sqsEventSchema>,
-): Promise<SQSBatchResponse> {
+async function dispatchQueuedEntries(deps: Deps, event: z.infer<typeof sqsEventSchema>): Promise<SQSBatchResponse> {
   const failed: string[] = [];
   for (const record of event.Records) {
     let input: DispatcherInput;

@@ -10,14 +10,13 @@ import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption, type QueueProps } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { fallbackQueueNameFor } from "#adapters/aws/eventbridge-event-bus";
+import { MAX_MESSAGE_BYTES } from "#adapters/aws/sqs-delivery-queue";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
 import { SluiceFunction } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 
-/** A delivery message may carry an event of 256 KiB twice (`event` and `e`): SQS's largest size. */
-const MAX_MESSAGE_BYTES = 1024 * 1024;
 /** Time limit of the deliverer: a FIFO batch's deliveries to one webhook go one after the other. */
 const DELIVERER_TIMEOUT = Duration.seconds(90);
 /** Messages of the delivery queues in one invocation of the deliverer. */
@@ -99,6 +98,7 @@ export class EventFanout extends Construct {
     this.retryDeadLetterQueue = new Queue(this, "RetryDeadLetters", common);
     const consumed: QueueProps = {
       ...common,
+      // A delivery may carry an event of 256 KiB twice (`event` and `e`).
       maxMessageSizeBytes: MAX_MESSAGE_BYTES,
       // Lambda's advice for queues it polls: six times the function's timeout.
       visibilityTimeout: Duration.seconds(DELIVERER_TIMEOUT.toSeconds() * 6),

@@ -10,6 +10,7 @@ import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { CfnScheduleGroup } from "aws-cdk-lib/aws-scheduler";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
+import { MAX_MESSAGE_BYTES } from "#adapters/aws/sqs-delivery-queue";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { esbuildCode } from "./esbuild-code.ts";
@@ -23,12 +24,6 @@ export const DESCRIBER_FILES = {
   "index.mjs": "functions/internal/describer.ts",
   "sandbox-entry.mjs": "runtime-layer/sandbox-entry.ts",
 } as const;
-
-/**
- * Lambda's record of a queued run that failed every try carries the job (up to Lambda's 1 MiB
- * payload limit) under `requestPayload`: SQS's largest size.
- */
-const MAX_FAILED_RUN_BYTES = 1024 * 1024;
 
 /** The queue of queued runs that failed every try: named after the stage, so operators find it. */
 export const failedRunsQueueNameFor = (stage: string): string => `sluice-${stage}-failed-runs`;
@@ -57,9 +52,10 @@ export interface SourceComputeProps {
  * Everything sources run on, on AWS (DESIGN.md decision 4): the runtime layer that source functions
  * are created with at run time (by the API, not by CloudFormation), their logging-only role and
  * shared log group, the describer, the internal functions (HTTP interface, source runner, timer
- * invoker), the queue of runs that failed every try, the catch-all routes `ANY /http/{key}[/{proxy+}]`, the schedule group and the role
- * EventBridge Scheduler invokes timers with. `attachDeployer`, `attachRunner`, `attachRunQueuer` and `attachSecrets`
- * give other functions exactly the permissions and settings they need.
+ * invoker), the queue of runs that failed every try, the catch-all routes
+ * `ANY /http/{key}[/{proxy+}]`, the schedule group and the role EventBridge Scheduler invokes timers
+ * with. `attachDeployer`, `attachRunner`, `attachRunQueuer` and `attachSecrets` give other functions
+ * exactly the permissions and settings they need.
  */
 export class SourceCompute extends Construct {
   readonly runtimeLayer: LayerVersion;
@@ -162,7 +158,8 @@ export class SourceCompute extends Construct {
       encryption: QueueEncryption.SQS_MANAGED,
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
-      maxMessageSizeBytes: MAX_FAILED_RUN_BYTES,
+      // Lambda's record carries the job (up to Lambda's 1 MiB payload limit) under `requestPayload`.
+      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
     });
     // A failure here is Sluice's (the store), not the component's: retried, at least once delivery;
     // a run that fails every try is kept, not dropped (local mode keeps its job row).

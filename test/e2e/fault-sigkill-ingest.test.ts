@@ -66,7 +66,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
     expect(created.status, JSON.stringify(created.json)).toBe(200);
     sourceId = created.json.data.id;
     endpoint = created.json.data.configured_props.http.endpoint_url;
-    const hook = await api("POST", `/webhooks?url=${encodeURIComponent(`http://127.0.0.1:${box.port}/hook`)}`);
+    const hook = await api("POST", `/webhooks?url=${encodeURIComponent(box.url())}`);
     expect(hook.status, JSON.stringify(hook.json)).toBe(200);
     const subscribed = await api("POST", `/subscriptions?emitter_id=${sourceId}&listener_id=${hook.json.data.id}`);
     expect(subscribed.status, JSON.stringify(subscribed.json)).toBe(200);

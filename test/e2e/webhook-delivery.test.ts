@@ -28,6 +28,7 @@ import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import { silentLogger } from "#ports/logger";
+import { eventually } from "../support/eventually.ts";
 import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const ADA = { userId: "u_ada", workspaceId: "o_ada" };
@@ -46,19 +47,9 @@ const SOURCE: SourceRecord = {
 /** Fast retries: the whole policy fits in well under a second. */
 const FAST: Partial<DeliverySettings> = { baseDelayMs: 10, maxDelayMs: 80, maxAttempts: 40, timeoutMs: 2_000 };
 
-async function waitFor<T>(
-  what: string,
-  probe: () => T | undefined | false | Promise<T | undefined | false>,
-  timeoutMs = 10_000,
-): Promise<T> {
-  const deadline = performance.now() + timeoutMs;
-  for (;;) {
-    const value = await probe();
-    if (value !== undefined && value !== false) return value;
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
-}
+/** Polls until `condition` holds (the shared `eventually`, for yes-or-no probes). */
+const waitFor = (what: string, condition: () => boolean | Promise<boolean>) =>
+  eventually(async () => ((await condition()) ? true : undefined), what, { timeoutMs: 10_000, intervalMs: 10 });
 
 interface World {
   dir: string;

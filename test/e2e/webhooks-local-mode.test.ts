@@ -72,10 +72,7 @@ describe("subscriptions and webhook delivery against local mode", () => {
 
   it("delivers what was emitted to both webhooks, signed; a receiver that was down gets every missed event", async () => {
     const box = await WebhookReceiver.start();
-    const [one, all] = [
-      await webhook(`http://127.0.0.1:${box.port}/ok/one`),
-      await webhook(`http://127.0.0.1:${box.port}/ok/all`),
-    ];
+    const [one, all] = [await webhook(box.url("/ok/one")), await webhook(box.url("/ok/all"))];
     const created = await api("POST", "/sources", { component_code: EMITTER });
     expect(created.status).toBe(200);
     const source = {
@@ -172,7 +169,7 @@ export default {
     const box = await WebhookReceiver.start();
     box.status = 500;
     try {
-      const hook = await webhook(`http://127.0.0.1:${box.port}/broken`);
+      const hook = await webhook(box.url("/broken"));
       const created = await api("POST", "/sources", { component_code: EMITTER });
       await subscribe(created.json.data.id, hook.id);
       await emit(created.json.data.configured_props.http.endpoint_url, [42]);

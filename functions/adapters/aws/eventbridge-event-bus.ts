@@ -247,6 +247,6 @@ export class EventBridgeEventBus implements EventBus {
 }
 
 /** The message of an entry on the fallback queue: the entry as EventBridge hands it to the dispatcher. */
-export function fallbackMessageOf(entry: PutEventsRequestEntry): string {
+function fallbackMessageOf(entry: PutEventsRequestEntry): string {
   return `{"source":${JSON.stringify(entry.Source)},"detail-type":${JSON.stringify(entry.DetailType)},"detail":${entry.Detail}}`;
 }

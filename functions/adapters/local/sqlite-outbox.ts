@@ -154,13 +154,11 @@ export class OutboxRelay {
   private readonly dispatcher: SerialDispatcher;
   /** Rows being dispatched by this process, which a sweep leaves alone. */
   private readonly inFlight = new Set<string>();
-  /** The row of each dispatch in flight (a row read back may have lost its first events since). */
-  private readonly rows = new WeakMap<readonly StoredEvent[], RowKey>();
   private readonly pageSize: number;
 
   constructor(private readonly options: OutboxRelayOptions) {
     this.pageSize = Math.max(1, options.pageSize ?? 500);
-    this.dispatcher = serialDispatcher(options.deps, { onSettled: (events, ok) => this.settled(events, ok) });
+    this.dispatcher = serialDispatcher(options.deps);
   }
 
   /** For `InProcessEventBus.subscribeAll`: never blocks, never throws. */
@@ -168,8 +166,7 @@ export class OutboxRelay {
     const first = events[0];
     if (!first) return;
     const [ms, firstN] = parseEventId(first.id) ?? [0, 0];
-    this.track(events, { sourceId: first.sourceId, ms, firstN });
-    this.dispatcher.listener(events, owner);
+    this.dispatch(events, owner, { sourceId: first.sourceId, ms, firstN });
   };
 
   /**
@@ -194,9 +191,9 @@ export class OutboxRelay {
           outbox.remove(entry.sourceId, entry.ms, entry.firstN);
           continue;
         }
-        this.track(stored, { sourceId: entry.sourceId, ms: entry.ms, firstN: entry.firstN });
-        // No owner: the dispatch reads the source.
-        this.dispatcher.listener(stored, undefined);
+        // No owner: the dispatch reads the source. The row is the entry's: a row read back may have
+        // lost its first events since.
+        this.dispatch(stored, undefined, entry);
         started++;
       }
       if (page.length > 0) await this.dispatcher.drain();
@@ -212,17 +209,14 @@ export class OutboxRelay {
     return this.dispatcher.drain();
   }
 
-  private track(events: readonly StoredEvent[], row: RowKey): void {
-    this.rows.set(events, row);
-    this.inFlight.add(keyText(row));
-  }
-
-  private settled(events: readonly StoredEvent[], dispatched: boolean): void {
-    const row = this.rows.get(events);
-    if (!row) return;
-    this.rows.delete(events);
-    this.inFlight.delete(keyText(row));
-    // A failed dispatch keeps its row: the next sweep dispatches it again.
-    if (dispatched) this.options.outbox.remove(row.sourceId, row.ms, row.firstN);
+  /** Dispatches the events of outbox row `row`, and removes the row once they are routed. */
+  private dispatch(events: readonly StoredEvent[], owner: EmitterOwner | undefined, row: RowKey): void {
+    const key = keyText(row);
+    this.inFlight.add(key);
+    this.dispatcher.listener(events, owner, (dispatched) => {
+      this.inFlight.delete(key);
+      // A failed dispatch keeps its row: the next sweep dispatches it again.
+      if (dispatched) this.options.outbox.remove(row.sourceId, row.ms, row.firstN);
+    });
   }
 }

@@ -62,6 +62,18 @@ beforeEach(() => {
 const sqs = () => new SQSClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } });
 const sentToFallback = () => sqsMock.commandCalls(SendMessageBatchCommand).map((call) => call.args[0].input);
 
+/** EventBridge refuses the entry of event 1 (events sent as references) every time. */
+function refuseEventOne() {
+  eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: { Detail: string }[] }) => {
+    const results = input.Entries.map((entry) =>
+      JSON.parse(entry.Detail).eventId === `${NOW}-1`
+        ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }
+        : { EventId: "ok" },
+    );
+    return { FailedEntryCount: results.filter((result) => "ErrorCode" in result).length, Entries: results };
+  });
+}
+
 describe("EventBridgeEventBus", () => {
   it("puts one publish's events as one entry on the bus, in order, with the owner's two ids, the rule's source and detail type", async () => {
     eventBridgeMock.on(PutEventsCommand).resolves({ FailedEntryCount: 0, Entries: [{ EventId: "e1" }] });
@@ -175,15 +187,7 @@ describe("EventBridgeEventBus", () => {
   });
 
   it("logs an error naming the events still refused after the last try, and does not reject", async () => {
-    // The entry of event 1 is refused every time.
-    eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: { Detail: string }[] }) => {
-      const results = input.Entries.map((entry) =>
-        JSON.parse(entry.Detail).eventId === `${NOW}-1`
-          ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }
-          : { EventId: "ok" },
-      );
-      return { FailedEntryCount: results.filter((result) => "ErrorCode" in result).length, Entries: results };
-    });
+    refuseEventOne();
     const { bus, lines } = setup({ maxAttempts: 2 });
     await expect(
       bus.publish([stored(0, "a".repeat(MAX_ENTRY_BYTES)), stored(1, "b".repeat(MAX_ENTRY_BYTES))], OWNER),
@@ -219,18 +223,6 @@ describe("EventBridgeEventBus", () => {
   });
 
   describe("with a fallback queue", () => {
-    /** EventBridge refuses the entry of event 1 every time. */
-    function refuseEventOne() {
-      eventBridgeMock.on(PutEventsCommand).callsFake((input: { Entries: { Detail: string }[] }) => {
-        const results = input.Entries.map((entry) =>
-          JSON.parse(entry.Detail).eventId === `${NOW}-1`
-            ? { ErrorCode: "ThrottlingException", ErrorMessage: "slow down" }
-            : { EventId: "ok" },
-        );
-        return { FailedEntryCount: results.filter((result) => "ErrorCode" in result).length, Entries: results };
-      });
-    }
-
     it("sends what EventBridge still refuses to the queue found by its name, as the entry the dispatcher reads", async () => {
       refuseEventOne();
       sqsMock.on(GetQueueUrlCommand).resolves({ QueueUrl: FALLBACK_URL });

@@ -2,10 +2,15 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import { DATABASE_FILE, localDeps } from "#adapters/local/composition";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
+import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
+import { SqliteOutbox } from "#adapters/local/sqlite-outbox";
 import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
-import type { Logger } from "#ports/logger";
+import { loadLocalConfig } from "#config/env";
+import { type Logger, silentLogger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
+import { newDataDir } from "../../support/local-process.ts";
 
 const job = (sourceId: string): RunJob => ({ sourceId, trigger: "http", event: { sourceId, body: { é: [1, null] } } });
 
@@ -199,5 +204,40 @@ describe("SqliteRunQueue", () => {
     queue.start();
     await queue.drain(20);
     expect(queue.pending).toBe(1);
+  });
+});
+
+describe("localDeps and what a previous process left", () => {
+  it("leaves queued runs and unrouted appends alone without background work, and resumes them with it", async () => {
+    const dataDir = newDataDir();
+    folders.push(dataDir);
+    // A process that stopped with a run queued and an append not yet routed.
+    const before = openSqlite(join(dataDir, DATABASE_FILE));
+    await new SqliteRunQueue(before, { run: instantRuns().run, log: recordingLogger() }).enqueue(job("dc_gone"));
+    await new SqliteEventStore(before, { outbox: new SqliteOutbox(before) }).appendEvents(
+      "dc_gone",
+      [{ channel: "", event: 1, emitId: "e1", meta: {} }],
+      Date.now(),
+    );
+    before.close();
+    const left = () => {
+      const db = openSqlite(join(dataDir, DATABASE_FILE));
+      const count = (table: string) => db.prepare<[], { n: number }>(`SELECT count(*) AS n FROM ${table}`).get()?.n;
+      const counts = { runs: count("run_jobs"), outbox: count("event_outbox") };
+      db.close();
+      return counts;
+    };
+    const config = loadLocalConfig({ PORT: "0", SLUICE_DATA_DIR: dataDir });
+
+    // A short-lived command (`sluice create-key`) on the data dir of a server that may be running.
+    const command = await localDeps(config, silentLogger, undefined, { background: false });
+    await command.close();
+    expect(left()).toEqual({ runs: 1, outbox: 1 });
+
+    // The server: the append is routed (nobody listens) and the run made (its source is gone) before
+    // any request, and their rows removed.
+    const server = await localDeps(config, silentLogger);
+    await server.close();
+    expect(left()).toEqual({ runs: 0, outbox: 0 });
   });
 });

@@ -313,7 +313,7 @@ describe("serialDispatcher", () => {
     expect(sourceReads).toEqual([]);
   });
 
-  it("reports each dispatch to onSettled once it settled, whether it was queued, and survives a hook that throws", async () => {
+  it("reports each dispatch to its settled callback once it settled, whether it was queued, and survives a callback that throws", async () => {
     const { deps } = harness([subscription(SOURCE, "wh_a", "webhook")]);
     const enqueue = deps.deliveries.enqueue;
     deps.deliveries.enqueue = async (batch) => {
@@ -322,28 +322,23 @@ describe("serialDispatcher", () => {
     };
     const { log, errors } = recordingLog();
     const settled: [string, boolean][] = [];
-    const dispatcher = serialDispatcher(
-      { ...deps, log },
-      {
-        onSettled: (events, dispatched) => {
-          settled.push([events[0]?.id as string, dispatched]);
-          if (settled.length === 1) throw new Error("hook bug");
-        },
-      },
-    );
+    const dispatcher = serialDispatcher({ ...deps, log });
     const ok = stored("", 1);
     const failing = stored("", 2);
     const later = stored("", 3);
-    dispatcher.listener([ok], ADA);
-    dispatcher.listener([failing], ADA);
-    dispatcher.listener([later], ADA);
+    for (const event of [ok, failing, later]) {
+      dispatcher.listener([event], ADA, (dispatched) => {
+        settled.push([event.id, dispatched]);
+        if (settled.length === 1) throw new Error("callback bug");
+      });
+    }
     await dispatcher.drain();
     expect(settled).toEqual([
       [ok.id, true],
       [failing.id, false],
       [later.id, true],
     ]);
-    expect(errors.map((fields) => fields.error)).toEqual(["Error: hook bug", "Error: disk full"]);
+    expect(errors.map((fields) => fields.error)).toEqual(["Error: callback bug", "Error: disk full"]);
   });
 
   it("logs a failed dispatch and goes on with the next one", async () => {
