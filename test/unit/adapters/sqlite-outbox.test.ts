@@ -9,6 +9,7 @@ import type { DeliveryRecord, SubscriptionRecord } from "#core/subscription-mode
 import type { Logger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
 import type { SubscriptionStore } from "#ports/subscription-store";
+import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 
 const NOW = Date.UTC(2026, 10, 20, 12);
@@ -26,16 +27,6 @@ const outboxRows = (db: SqliteDatabase) =>
   db
     .prepare("SELECT source_id, ms, first_n, last_n, created_at FROM event_outbox ORDER BY source_id, ms, first_n")
     .all();
-
-function recordingLogger(errors: Record<string, unknown>[] = []): Logger {
-  const logger: Logger = {
-    info() {},
-    warn() {},
-    error: (message, fields) => errors.push({ message, ...fields }),
-    child: () => logger,
-  };
-  return logger;
-}
 
 describe("SqliteEventStore with an outbox", () => {
   it("writes one outbox row per append, naming its first and last event, in the append's transaction", async () => {

@@ -8,9 +8,10 @@ import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteOutbox } from "#adapters/local/sqlite-outbox";
 import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
 import { loadLocalConfig } from "#config/env";
-import { type Logger, silentLogger } from "#ports/logger";
+import { silentLogger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
 import { newDataDir } from "../../support/local-process.ts";
+import { recordingLogger } from "../../support/recording-logger.ts";
 
 const job = (sourceId: string): RunJob => ({ sourceId, trigger: "http", event: { sourceId, body: { é: [1, null] } } });
 
@@ -35,16 +36,6 @@ function controlledRuns() {
 function instantRuns() {
   const ran: RunJob[] = [];
   return { ran, run: async (queued: RunJob) => void ran.push(queued) };
-}
-
-function recordingLogger(errors: Record<string, unknown>[] = []): Logger {
-  const logger: Logger = {
-    info() {},
-    warn() {},
-    error: (message, fields) => errors.push({ message, ...fields }),
-    child: () => logger,
-  };
-  return logger;
 }
 
 const rowsOf = (db: SqliteDatabase) =>

@@ -4,9 +4,9 @@ import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys, serialDi
 import { isId } from "#core/ids";
 import { sseEnvelope } from "#core/source-stream";
 import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
-import type { Logger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
 import type { SubscriptionStore } from "#ports/subscription-store";
+import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 
 const NOW = Date.UTC(2026, 10, 20, 12);
@@ -284,13 +284,7 @@ describe("dispatchEvents", () => {
 describe("serialDispatcher", () => {
   function recordingLog() {
     const errors: Record<string, unknown>[] = [];
-    const log: Logger = {
-      info() {},
-      warn() {},
-      error: (_message, fields) => errors.push(fields ?? {}),
-      child: () => log,
-    };
-    return { log, errors };
+    return { log: recordingLogger(errors), errors };
   }
 
   it("queues one source's publishes in publish order even when the first lookup is slower", async () => {

@@ -1,0 +1,15 @@
+import type { Logger } from "#ports/logger";
+
+/**
+ * A logger that keeps every error line as `{ message, ...fields }` in `errors` (for tests that
+ * assert what was logged) and drops info and warn lines. Its children record into the same list.
+ */
+export function recordingLogger(errors: Record<string, unknown>[] = []): Logger {
+  const logger: Logger = {
+    info() {},
+    warn() {},
+    error: (message, fields) => errors.push({ message, ...fields }),
+    child: () => logger,
+  };
+  return logger;
+}
