@@ -7,7 +7,7 @@
  * turns its request into an {@link IncomingHttpRequest} first.
  */
 import type { HttpResponseSpec, HttpRunEvent, Json } from "#runtime/protocol";
-import { jsonDepth, MAX_JSON_DEPTH } from "./json-depth.ts";
+import { nestsTooDeep } from "./json-depth.ts";
 
 /** A request to a source's endpoint, independent of where it arrived. */
 export interface IncomingHttpRequest {
@@ -40,7 +40,7 @@ type JsonObject = { [key: string]: Json };
  * - `query`: repeated keys become arrays.
  * - `bodyRaw`: the body decoded as UTF-8 whatever the charset (binary bodies come out lossy).
  * - `body`: JSON (`application/json`, `*+json`) parsed, or the raw string when it is not valid
- *   JSON; `application/x-www-form-urlencoded` as an object of fields; `multipart/form-data` as
+ *   JSON or nests deeper than `MAX_JSON_DEPTH`; `application/x-www-form-urlencoded` as an object of fields; `multipart/form-data` as
  *   an object with one key per field, files as `{filename, mimetype, size}` (the original adds a
  *   temporary `url` to the file; Sluice keeps no uploads, so there is none); any other type as
  *   the raw string. Absent when the body is empty.
@@ -216,9 +216,8 @@ function parseBody(body: Buffer, bodyRaw: string, contentType: string | undefine
   const media = parseMediaType(contentType);
   if (media.type === "application/json" || media.type.endsWith("+json")) {
     const text = bodyRaw.charCodeAt(0) === 0xfeff ? bodyRaw.slice(1) : bodyRaw;
-    // Nested past the limit, it stays text: as JSON it would overflow the stack when stored. (A
-    // text shorter than the limit cannot nest deeper than it.)
-    if (text.length > MAX_JSON_DEPTH && jsonDepth(text) > MAX_JSON_DEPTH) return bodyRaw;
+    // Nested past the limit, it stays text: as JSON it would overflow the stack when stored.
+    if (nestsTooDeep(text)) return bodyRaw;
     try {
       return JSON.parse(text) as Json;
     } catch {

@@ -6,10 +6,14 @@
  */
 export const MAX_JSON_DEPTH = 100;
 
-/** How deeply arrays and objects nest in a valid JSON text (0 for a scalar); strings are skipped. */
-export function jsonDepth(text: string): number {
+/**
+ * Whether arrays and objects in a JSON text nest deeper than `limit` (brackets inside strings do
+ * not count). Stops at the first level past the limit; a text no longer than the limit cannot
+ * nest deeper than it and is not read at all.
+ */
+export function nestsTooDeep(text: string, limit = MAX_JSON_DEPTH): boolean {
+  if (text.length <= limit) return false;
   let depth = 0;
-  let deepest = 0;
   let inString = false;
   for (let i = 0; i < text.length; i++) {
     const char = text.charCodeAt(i);
@@ -17,8 +21,9 @@ export function jsonDepth(text: string): number {
       if (char === 0x5c) i++;
       else if (char === 0x22) inString = false;
     } else if (char === 0x22) inString = true;
-    else if (char === 0x5b || char === 0x7b) deepest = Math.max(deepest, ++depth);
-    else if (char === 0x5d || char === 0x7d) depth--;
+    else if (char === 0x5b || char === 0x7b) {
+      if (++depth > limit) return true;
+    } else if (char === 0x5d || char === 0x7d) depth--;
   }
-  return deepest;
+  return false;
 }

@@ -1,6 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
 import type { z } from "zod";
 import { STATUS_OF } from "./error-status.ts";
+import { MAX_JSON_BODY_BYTES } from "./limits.ts";
 import type { AnyRoute } from "./route.ts";
 import { routes } from "./routes.ts";
 import { errorSchema } from "./schemas.ts";
@@ -23,7 +24,10 @@ function errorResponses(route: AnyRoute) {
   if (route.params)
     errors[STATUS_OF.not_found] = { description: "Not found, or not the caller's", content: json(errorSchema) };
   if (route.method === "POST" || route.method === "PUT") {
-    errors[STATUS_OF.payload_too_large] = { description: "Body over 1 MiB", content: json(errorSchema) };
+    errors[STATUS_OF.payload_too_large] = {
+      description: `Body over ${MAX_JSON_BODY_BYTES / (1024 * 1024)} MiB`,
+      content: json(errorSchema),
+    };
     errors[STATUS_OF.unsupported_media_type] = {
       description: "Body without Content-Type: application/json",
       content: json(errorSchema),

@@ -4,7 +4,7 @@ import type { z } from "zod";
 import { authenticate } from "#core/accounts";
 import { DomainError, type FieldIssue, isDomainError } from "#core/errors";
 import type { Caller } from "#core/identity";
-import { jsonDepth, MAX_JSON_DEPTH } from "#core/json-depth";
+import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
 import type { Deps } from "#ports/deps";
 import type { Logger } from "#ports/logger";
 import { STATUS_OF } from "./error-status.ts";
@@ -124,7 +124,7 @@ export function readJsonBody(event: HttpEvent): unknown {
       { field: "body", message: "is not valid JSON" },
     ]);
   }
-  if (jsonDepth(text) > MAX_JSON_DEPTH) {
+  if (nestsTooDeep(text)) {
     throw new DomainError("validation", `request body: nests arrays and objects deeper than ${MAX_JSON_DEPTH}`, [
       { field: "body", message: `nests arrays and objects deeper than ${MAX_JSON_DEPTH}` },
     ]);

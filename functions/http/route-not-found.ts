@@ -22,7 +22,6 @@ export function unroutedResult(method: string, path: string, requestId: string, 
       ? errorResult(new DomainError("method_not_allowed", `${method} is not allowed on ${path}`), requestId, undefined)
       : errorResult(new DomainError("not_found", `no route for ${method} ${path}`), requestId, undefined);
   if (found.kind === "wrong-method") result.headers.allow = found.allowed.join(", ");
-  result.headers["x-request-id"] = requestId;
   return result;
 }
 

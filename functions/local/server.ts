@@ -1,6 +1,7 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
+import type { Readable } from "node:stream";
 import type { Context } from "aws-lambda";
 import { DomainError } from "#core/errors";
 import { receiveHttpRequest } from "#core/http-interface";
@@ -18,10 +19,20 @@ import { SourceStreamServer, type SourceStreamServerOptions, STREAM_PATH } from 
 class BodyTooLargeError extends Error {}
 
 /**
- * After a 413, the rest of an oversized body is read and thrown away so the client can read the
+ * After an answer given before the request was read to its end (a 413, a request Node's parser
+ * refused), the rest of what the client sends is read and thrown away so the client can read the
  * answer (closing at once would reset its upload), but only up to this many bytes.
  */
-const DISCARD_AFTER_413_BYTES = 8 * 1024 * 1024;
+const MAX_DISCARDED_BYTES = 8 * 1024 * 1024;
+
+/** Reads and drops what still arrives on `input`, destroying it past {@link MAX_DISCARDED_BYTES}. */
+function discardRest(input: Readable): void {
+  let discarded = 0;
+  input.on("data", (chunk: Buffer) => {
+    discarded += chunk.length;
+    if (discarded > MAX_DISCARDED_BYTES) input.destroy();
+  });
+}
 
 /** Reads a request body, giving up (and discarding the rest, bounded) past `limit` bytes. */
 function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
@@ -30,11 +41,7 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
     let size = 0;
     const overflow = () => {
       request.removeAllListeners("data");
-      let discarded = 0;
-      request.on("data", (chunk: Buffer) => {
-        discarded += chunk.length;
-        if (discarded > DISCARD_AFTER_413_BYTES) request.destroy();
-      });
+      discardRest(request);
       reject(new BodyTooLargeError());
     };
     if (Number(request.headers["content-length"] ?? 0) > limit) return overflow();
@@ -48,6 +55,13 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
   });
 }
 
+/** Status and message for each error code of Node's HTTP parser that is not a plain 400. */
+const PARSER_REFUSALS: ReadonlyMap<string, readonly [number, string]> = new Map([
+  ["HPE_HEADER_OVERFLOW", [431, "the request line and headers are too large"]],
+  ["HPE_CHUNK_EXTENSIONS_OVERFLOW", [413, "chunk extensions are too large"]],
+  ["ERR_HTTP_REQUEST_TIMEOUT", [408, "the request took too long to arrive"]],
+]);
+
 /**
  * The answer to a request Node's HTTP parser refused before any handler saw it: headers over
  * Node's limit (431, as Node answers), a chunk extension too large (413), a request that took too
@@ -55,30 +69,9 @@ function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
  * path (400). Node would send these with no body; this gives them the API's error shape.
  */
 export function malformedRequestResult(error: Error & { code?: string }, requestId: string): HttpResult {
-  let result: HttpResult;
-  switch (error.code) {
-    case "HPE_HEADER_OVERFLOW":
-      result = jsonResult(431, { error: "the request line and headers are too large" });
-      break;
-    case "HPE_CHUNK_EXTENSIONS_OVERFLOW":
-      result = errorResult(
-        new DomainError("payload_too_large", "chunk extensions are too large"),
-        requestId,
-        undefined,
-      );
-      break;
-    case "ERR_HTTP_REQUEST_TIMEOUT":
-      result = jsonResult(408, { error: "the request took too long to arrive" });
-      break;
-    default:
-      result = errorResult(
-        new DomainError("validation", `the request is not valid HTTP (${error.code ?? "unparsable"})`),
-        requestId,
-        undefined,
-      );
-  }
-  result.headers["x-request-id"] = requestId;
-  return result;
+  const code = error.code ?? "unparsable";
+  const [status, message] = PARSER_REFUSALS.get(code) ?? [400, `the request is not valid HTTP (${code})`];
+  return jsonResult(status, { error: message }, { "x-request-id": requestId });
 }
 
 /** The whole HTTP/1.1 response, for a socket no ServerResponse belongs to; a HEAD answer has no body. */
@@ -91,9 +84,9 @@ function rawResponse(result: HttpResult, head = false): string {
 }
 
 /**
- * Answers a refused request on its socket, unless an answer already started on it. The rest of
- * what the client sends is read and dropped (bounded) so that the close does not reset the
- * connection before the client reads the answer.
+ * Answers a refused request on its socket, unless an answer already started on it. What the
+ * client still sends is discarded (bounded), so that the close does not reset the connection
+ * before the client reads the answer.
  */
 function answerClientError(error: Error & { code?: string; rawPacket?: Buffer }, socket: Socket): void {
   // The same check as Node's own default (`socketOnError`): never write into an answer already started.
@@ -102,11 +95,7 @@ function answerClientError(error: Error & { code?: string; rawPacket?: Buffer },
     socket.destroy();
     return;
   }
-  let discarded = 0;
-  socket.on("data", (chunk: Buffer) => {
-    discarded += chunk.length;
-    if (discarded > DISCARD_AFTER_413_BYTES) socket.destroy();
-  });
+  discardRest(socket);
   socket.on("error", () => socket.destroy());
   socket.setTimeout(5_000, () => socket.destroy());
   const head = error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD ";

@@ -15,6 +15,10 @@
  */
 import { Agent, request as httpRequest, type IncomingHttpHeaders } from "node:http";
 import fc from "fast-check";
+import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
+import { ID_PREFIXES } from "#core/ids";
+import { apiClient, inBatches } from "./api-client.ts";
+import { eventually } from "./eventually.ts";
 
 // ---------------------------------------------------------------------------------------------
 // The document
@@ -144,7 +148,7 @@ export function apiOperations(document: OpenApiDocument): ApiOperation[] {
 }
 
 /** The id prefix a parameter's `pattern` demands (`^dc_` gives `dc_`), if any. */
-export function prefixOf(schema: JsonSchema): string | undefined {
+function prefixOf(schema: JsonSchema): string | undefined {
   return schema.pattern ? /^\^([a-z]+_)/.exec(schema.pattern)?.[1] : undefined;
 }
 
@@ -196,27 +200,8 @@ export interface FuzzRequest {
 
 /** Ids are a prefix and 22 characters of Crockford base32 (functions/core/ids.ts). */
 const ID_ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
-/** Every prefix of functions/core/ids.ts, so ids of the wrong kind are tried everywhere. */
-const ALL_PREFIXES = [
-  "u_",
-  "o_",
-  "proj_",
-  "p_",
-  "dc_",
-  "sc_",
-  "sub_",
-  "wh_",
-  "apn_",
-  "app_",
-  "c_",
-  "hi_",
-  "ti_",
-  "ei_",
-  "tch_",
-  "d_",
-  "key_",
-  "dlv_",
-];
+/** Every id prefix, so ids of the wrong kind are tried everywhere. */
+const ALL_PREFIXES = Object.values(ID_PREFIXES);
 
 const idBody = (length = 22) =>
   fc.string({ unit: fc.constantFrom(...ID_ALPHABET), minLength: length, maxLength: length });
@@ -278,7 +263,7 @@ const ODD_CONSTANTS = [
 ];
 
 /** Strings a careless parser trips on: any code point, lone surrogates, NUL, control characters. */
-export const oddString: fc.Arbitrary<string> = fc.oneof(
+const oddString: fc.Arbitrary<string> = fc.oneof(
   { arbitrary: fc.constantFrom(...ODD_CONSTANTS), weight: 4 },
   { arbitrary: fc.string({ unit: "binary", maxLength: 40 }), weight: 2 },
   { arbitrary: fc.string({ unit: "grapheme", maxLength: 20 }), weight: 1 },
@@ -292,7 +277,7 @@ export const oddString: fc.Arbitrary<string> = fc.oneof(
 );
 
 /** Lengths around the limits the service states (64, 128, 200, 1000, 2048, 64 KiB). */
-export const longString: fc.Arbitrary<string> = fc
+const longString: fc.Arbitrary<string> = fc
   .tuple(
     fc.constantFrom(63, 64, 65, 128, 129, 200, 201, 512, 1000, 1001, 2048, 2049, 4096, 65_537),
     fc.constantFrom("x", "é", "😀", "\u0000"),
@@ -300,7 +285,7 @@ export const longString: fc.Arbitrary<string> = fc
   .map(([length, unit]) => unit.repeat(length));
 
 /** Bad cursors: garbage, cursors of the wrong version or with odd sort keys, real ones of other lists. */
-export function badCursor(targets: FuzzTargets): fc.Arbitrary<string> {
+function badCursor(targets: FuzzTargets): fc.Arbitrary<string> {
   const wrap = (version: string, key: string) => Buffer.from(`${version}:${key}`, "utf8").toString("base64url");
   const options: fc.Arbitrary<string>[] = [
     oddString,
@@ -612,7 +597,7 @@ function bodyChoice(operation: ApiOperation, targets: FuzzTargets): fc.Arbitrary
 const UNRESERVED = /[A-Za-z0-9\-._~]/;
 
 /** Percent-encodes a string's UTF-8 bytes; a lone surrogate goes out as U+FFFD, as a browser would send it. */
-export function encodeComponent(text: string): string {
+function encodeComponent(text: string): string {
   let out = "";
   for (const byte of Buffer.from(text, "utf8")) {
     const char = String.fromCharCode(byte);
@@ -824,7 +809,7 @@ function authorization(targets: FuzzTargets): fc.Arbitrary<AuthChoice> {
 // ---------------------------------------------------------------------------------------------
 // Requests
 
-const OTHER_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"];
+const REQUEST_METHODS = ["GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"];
 
 function withHeaders(auth: AuthChoice, body: BodyChoice, extra: Record<string, string> = {}): Record<string, string> {
   const headers: Record<string, string> = { ...extra };
@@ -834,7 +819,7 @@ function withHeaders(auth: AuthChoice, body: BodyChoice, extra: Record<string, s
 }
 
 /** Requests to one operation of the document. */
-export function operationRequest(operation: ApiOperation, targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
+function operationRequest(operation: ApiOperation, targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
   const segments =
     operation.pathParams.length === 0
       ? fc.constant([] as [string, SegmentChoice][])
@@ -845,7 +830,7 @@ export function operationRequest(operation: ApiOperation, targets: FuzzTargets):
         );
   const method = fc.oneof(
     { arbitrary: fc.constant(operation.method), weight: 12 },
-    { arbitrary: fc.constantFrom(...OTHER_METHODS.filter((m) => m !== operation.method)), weight: 1 },
+    { arbitrary: fc.constantFrom(...REQUEST_METHODS.filter((m) => m !== operation.method)), weight: 1 },
   );
   const slash = fc.oneof({ arbitrary: fc.constant(""), weight: 9 }, { arbitrary: fc.constant("/"), weight: 1 });
   return fc
@@ -935,7 +920,7 @@ function endpointRequest(targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
     auth: false,
     pathParams: [],
     queryParams: [],
-    bodyLimitBytes: 512 * 1024,
+    bodyLimitBytes: MAX_HTTP_INTERFACE_BODY_BYTES,
   };
   const subPath = fc.oneof(
     fc.constant(""),
@@ -946,7 +931,7 @@ function endpointRequest(targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
     .tuple(
       key,
       subPath,
-      fc.constantFrom("GET", "POST", "PUT", "DELETE", "PATCH", "OPTIONS", "HEAD"),
+      fc.constantFrom(...REQUEST_METHODS),
       bodyChoice(anyOperation, targets),
       queryString(
         { ...anyOperation, queryParams: [{ name: "q", required: false, schema: { type: "string" } }] },
@@ -1002,7 +987,7 @@ function unroutedRequest(operations: ApiOperation[], targets: FuzzTargets): fc.A
     "/http/",
   );
   return fc
-    .tuple(fc.oneof(near, random, odd), authorization(targets), fc.constantFrom(...OTHER_METHODS))
+    .tuple(fc.oneof(near, random, odd), authorization(targets), fc.constantFrom(...REQUEST_METHODS))
     .map(([target, auth, method]) => ({
       operation: "unrouted",
       label: `unrouted ${method} ${target.slice(0, 60)}`,
@@ -1014,7 +999,7 @@ function unroutedRequest(operations: ApiOperation[], targets: FuzzTargets): fc.A
 }
 
 /** Every bad request the document allows to derive, weighted towards the documented operations. */
-export function fuzzRequests(document: OpenApiDocument, targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
+function fuzzRequests(document: OpenApiDocument, targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
   const operations = apiOperations(document);
   if (operations.length === 0) throw new Error("the OpenAPI document has no operations");
   return fc.oneof(
@@ -1040,12 +1025,7 @@ const MAX_READ_CHARS = 16 * 1024 * 1024;
  * Sends one request with node:http (fetch would normalise the path and refuse some bytes) and
  * reads the answer. A live stream's 200 is not read to its end: the connection is closed at once.
  */
-export function sendFuzzRequest(
-  origin: string,
-  request: FuzzRequest,
-  agent: Agent,
-  timeoutMs = 20_000,
-): Promise<FuzzAnswer> {
+function sendFuzzRequest(origin: string, request: FuzzRequest, agent: Agent, timeoutMs = 20_000): Promise<FuzzAnswer> {
   const url = new URL(origin);
   const body = typeof request.body === "function" ? request.body() : request.body;
   return new Promise((resolve) => {
@@ -1110,7 +1090,7 @@ export function sendFuzzRequest(
 const ERROR_KEYS = new Set(["error", "details", "request_id"]);
 
 /** What is wrong with the error body `text`, or undefined when it has the documented shape. */
-export function errorShapeProblem(text: string): string | undefined {
+function errorShapeProblem(text: string): string | undefined {
   let body: unknown;
   try {
     body = JSON.parse(text);
@@ -1217,25 +1197,20 @@ export async function runFuzz(options: {
     operations: {},
     examples: [],
   };
-  let next = 0;
-  const worker = async () => {
-    while (next < requests.length) {
-      const request = requests[next++] as FuzzRequest;
+  try {
+    await inBatches(requests, concurrency, async (request) => {
       const answer = await sendFuzzRequest(origin, request, agent, options.timeoutMs);
       summary.requests++;
       summary.operations[request.operation] = (summary.operations[request.operation] ?? 0) + 1;
       if (answer.status !== undefined) summary.statuses[answer.status] = (summary.statuses[answer.status] ?? 0) + 1;
       const verdict = judgeAnswer(request, answer);
-      if (!verdict) continue;
+      if (!verdict) return;
       if (verdict.kind === "server-error") summary.serverErrors++;
       else if (verdict.kind === "bad-shape") summary.badShape++;
       else if (verdict.kind === "no-answer") summary.noAnswer++;
       else summary.foreignSuccess++;
       if (summary.examples.length < maxExamples) summary.examples.push(describe(request, answer, verdict));
-    }
-  };
-  try {
-    await Promise.all(Array.from({ length: Math.min(concurrency, requests.length) }, worker));
+    });
   } finally {
     agent.destroy();
   }
@@ -1256,7 +1231,7 @@ export function sampleRequests(
 // Preparing targets on a running server
 
 /** A source with an HTTP interface that emits what it receives, without a custom response. */
-export const FUZZ_SOURCE_CODE = `
+const FUZZ_SOURCE_CODE = `
 module.exports = {
   name: "Fuzz target",
   version: "0.0.1",
@@ -1272,18 +1247,12 @@ module.exports = {
 };
 `;
 
-async function call(baseUrl: string, apiKey: string, method: string, path: string, body?: unknown) {
-  const response = await fetch(`${baseUrl}${path}`, {
-    method,
-    headers: {
-      authorization: `Bearer ${apiKey}`,
-      ...(body === undefined ? {} : { "content-type": "application/json" }),
-    },
-    body: body === undefined ? undefined : JSON.stringify(body),
-  });
-  const text = await response.text();
-  if (!response.ok) throw new Error(`${method} ${path} answered ${response.status}: ${text}`);
-  return JSON.parse(text) as { data: any; page_info?: { start_cursor: string | null; end_cursor: string | null } };
+/** One call that must succeed; its JSON answer. */
+async function call(api: ReturnType<typeof apiClient>, method: string, path: string, body?: unknown) {
+  const answer = await api(method, path, body);
+  if (answer.status >= 300)
+    throw new Error(`${method} ${path} answered ${answer.status}: ${JSON.stringify(answer.json)}`);
+  return answer.json as { data: any; page_info?: { start_cursor: string | null; end_cursor: string | null } };
 }
 
 /** What {@link prepareTargets} made: ids, an endpoint key and a cursor. */
@@ -1301,30 +1270,28 @@ export interface PreparedTargets {
  * `baseUrl` ends in `/v1`.
  */
 export async function prepareTargets(baseUrl: string, apiKey: string): Promise<PreparedTargets> {
-  const me = (await call(baseUrl, apiKey, "GET", "/users/me")).data;
+  const api = apiClient(baseUrl, apiKey);
+  const me = (await call(api, "GET", "/users/me")).data;
   const ids: string[] = [me.id, ...me.orgs.map((o: { id: string }) => o.id)];
-  const source = (await call(baseUrl, apiKey, "POST", "/sources", { component_code: FUZZ_SOURCE_CODE, name: "fuzz" }))
-    .data;
+  const source = (await call(api, "POST", "/sources", { component_code: FUZZ_SOURCE_CODE, name: "fuzz" })).data;
   ids.push(source.id, source.component_id);
   const endpointUrl: string = source.configured_props.http.endpoint_url;
   const endpointKey = new URL(endpointUrl).pathname.split("/")[2] as string;
-  const webhook = (
-    await call(baseUrl, apiKey, "POST", `/webhooks?url=${encodeURIComponent("https://example.com/hook")}`)
-  ).data;
+  const webhook = (await call(api, "POST", `/webhooks?url=${encodeURIComponent("https://example.com/hook")}`)).data;
   ids.push(webhook.id);
   await fetch(endpointUrl, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  const events = await eventually(
+    async () => {
+      const page = await call(api, "GET", `/sources/${source.id}/event_summaries`);
+      return page.data.length > 0 ? page : undefined;
+    },
+    "the fuzz source's first event",
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
+  ids.push(...events.data.map((e: { id: string }) => e.id));
   const cursors: string[] = [];
-  const deadline = performance.now() + 10_000;
-  while (performance.now() < deadline) {
-    const page = await call(baseUrl, apiKey, "GET", `/sources/${source.id}/event_summaries`);
-    if (page.data.length > 0) {
-      if (page.page_info?.end_cursor) cursors.push(page.page_info.end_cursor);
-      ids.push(...page.data.map((e: { id: string }) => e.id));
-      break;
-    }
-    await new Promise((r) => setTimeout(r, 50));
-  }
-  const sources = await call(baseUrl, apiKey, "GET", "/users/me/sources");
+  if (events.page_info?.end_cursor) cursors.push(events.page_info.end_cursor);
+  const sources = await call(api, "GET", "/users/me/sources");
   if (sources.page_info?.start_cursor) cursors.push(sources.page_info.start_cursor);
   return { ids, endpointKeys: [endpointKey], cursors, propNames: ["http", "obj", "label", "count"] };
 }

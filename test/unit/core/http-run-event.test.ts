@@ -105,14 +105,6 @@ describe("toHttpRunEvent", () => {
     expect(Object.getPrototypeOf(headers)).toBe(Object.prototype);
   });
 
-  it("parses a JSON body with a byte order mark, and keeps one nested past the limit as text", () => {
-    expect(toHttpRunEvent(withBody("application/json", '\uFEFF{"a":1}')).body).toEqual({ a: 1 });
-    const deep = `${"[".repeat(MAX_JSON_DEPTH + 1)}${"]".repeat(MAX_JSON_DEPTH + 1)}`;
-    expect(toHttpRunEvent(withBody("application/json", deep)).body).toBe(deep);
-    const limit = `${"[".repeat(MAX_JSON_DEPTH)}${"]".repeat(MAX_JSON_DEPTH)}`;
-    expect(toHttpRunEvent(withBody("application/json", limit)).body).toEqual(JSON.parse(limit));
-  });
-
   it.each([
     ["application/json", '{"a":1,"b":[true,null]}', { a: 1, b: [true, null] }],
     ["application/json; charset=utf-8", "[1,2]", [1, 2]],
@@ -184,6 +176,8 @@ describe("toHttpRunEvent", () => {
     const event = toHttpRunEvent(withBody("application/json", deep));
     expect(event.body).toBe(deep);
     expect(() => JSON.stringify(event)).not.toThrow();
+    const justPast = nested(MAX_JSON_DEPTH + 1);
+    expect(toHttpRunEvent(withBody("application/json", justPast)).body).toBe(justPast);
     expect(toHttpRunEvent(withBody("application/json", nested(MAX_JSON_DEPTH))).body).toEqual(
       JSON.parse(nested(MAX_JSON_DEPTH)),
     );

@@ -3,11 +3,12 @@ import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { invalid } from "#core/errors";
-import { jsonDepth, MAX_JSON_DEPTH } from "#core/json-depth";
+import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
 import { createHttpHandler, type HttpEvent, type HttpResult, MAX_ERROR_MESSAGE_CHARS } from "#http/pipeline";
 import { defineRoute } from "#http/route";
 import { toApiGatewayEvent } from "#local/api-gateway-event";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { type FuzzRequest, judgeAnswer } from "../../support/openapi-arbitraries.ts";
 
 /** Fixes for answers test/e2e/fault-bad-input.test.ts found to be 5xx or out of shape. */
 
@@ -61,9 +62,11 @@ describe("JSON bodies nested too deeply", () => {
   });
 
   it("counts only brackets outside strings, escaped quotes included", () => {
-    expect(jsonDepth('{"a": "[[[[{{{{", "b": "\\"[[["}')).toBe(1);
-    expect(jsonDepth('[[1], {"x": [2]}]')).toBe(3);
-    expect(jsonDepth('"just a string"')).toBe(0);
+    expect(nestsTooDeep('{"a": "[[[[{{{{", "b": "\\"[[["}', 1)).toBe(false);
+    expect(nestsTooDeep('{"a": "[[[[{{{{", "b": "\\"[[["}', 0)).toBe(true);
+    expect(nestsTooDeep('[[1], {"x": [2]}]', 3)).toBe(false);
+    expect(nestsTooDeep('[[1], {"x": [2]}]', 2)).toBe(true);
+    expect(nestsTooDeep('"just [[[ a string"', 0)).toBe(false);
   });
 });
 
@@ -118,5 +121,46 @@ describe("query strings of local mode's API Gateway events", () => {
       toString: "x,y",
     });
     expect(eventOf("").queryStringParameters).toBeUndefined();
+  });
+});
+
+describe("the judge of test/e2e/fault-bad-input.test.ts", () => {
+  const request = (overrides: Partial<FuzzRequest> = {}): FuzzRequest => ({
+    operation: "get-me",
+    label: "test",
+    method: "GET",
+    target: "/v1/users/me",
+    headers: {},
+    expect: "api",
+    ...overrides,
+  });
+  const answer = (status: number, body: string, headers: Record<string, string> = {}) => ({
+    status,
+    body,
+    headers: { "content-type": "application/json; charset=utf-8", "x-request-id": "r", ...headers },
+  });
+  const kindOf = (req: FuzzRequest, ans: Parameters<typeof judgeAnswer>[1]) => judgeAnswer(req, ans)?.kind;
+
+  it("accepts refusals in the error shape and successes", () => {
+    expect(kindOf(request(), answer(404, '{"error":"not found"}'))).toBeUndefined();
+    const details = '{"error":"bad","details":[{"field":"limit","message":"too big"}],"request_id":"r"}';
+    expect(kindOf(request(), answer(400, details))).toBeUndefined();
+    expect(kindOf(request({ method: "HEAD" }), answer(400, ""))).toBeUndefined();
+    expect(kindOf(request({ expect: "endpoint" }), answer(413, '{"error":"big"}', { "x-request-id": "" }))).toBe(
+      undefined,
+    );
+    expect(kindOf(request(), answer(200, "{}"))).toBeUndefined();
+  });
+
+  it("flags 5xx, no answer, another account's success and refusals out of shape", () => {
+    expect(kindOf(request(), answer(500, '{"error":"internal server error"}'))).toBe("server-error");
+    expect(kindOf(request(), { status: undefined, error: "socket hang up" })).toBe("no-answer");
+    expect(kindOf(request({ foreign: true }), answer(200, "{}"))).toBe("foreign-success");
+    for (const body of ["not json", "[]", '{"message":"x"}', '{"error":""}', '{"error":"x","extra":1}']) {
+      expect([body, kindOf(request(), answer(400, body))]).toEqual([body, "bad-shape"]);
+    }
+    expect(kindOf(request(), answer(400, '{"error":"x","details":[{"field":1}]}'))).toBe("bad-shape");
+    expect(kindOf(request(), answer(400, '{"error":"x"}', { "content-type": "text/plain" }))).toBe("bad-shape");
+    expect(kindOf(request(), answer(400, '{"error":"x"}', { "x-request-id": "" }))).toBe("bad-shape");
   });
 });
