@@ -61,8 +61,7 @@ function withSecretsOpenedOnce<D extends DeliveryDeps>(deps: D): D {
       return secret;
     },
   };
-  // The other deps read through to the given object, so a change to it later shows here too.
-  return Object.assign(Object.create(deps) as D, { secrets });
+  return { ...deps, secrets };
 }
 
 /**

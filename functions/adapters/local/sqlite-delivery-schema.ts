@@ -25,7 +25,7 @@ export const DELIVERY_MIGRATIONS: readonly string[] = [
 ];
 
 /**
- * The indexes `SqliteDeliveryQueue.claimDue` reads a webhook's next due deliveries through,
+ * The indexes `SqliteDeliveryQueue.claimBatches` reads a webhook's next due deliveries through,
  * without walking the rest of its backlog:
  * - `deliveries_first_by_webhook`: deliveries not attempted yet (`attempts = 0`), in queue order;
  *   they are due as soon as queued, so the oldest ones come first off the index.

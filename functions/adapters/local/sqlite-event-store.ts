@@ -45,6 +45,12 @@ interface EventRow {
   meta: string;
 }
 
+/** The last id handed out to a source: `<ms>-<n>`. */
+interface LastId {
+  ms: number;
+  n: number;
+}
+
 /** An append waiting for the grouped write of this turn. */
 interface PendingAppend {
   sourceId: string;
@@ -124,8 +130,8 @@ export class SqliteEventStore implements EventStore {
     this.trimEveryAppends = options.trimEveryAppends ?? 1000;
     this.outbox = options.outbox;
     this.statements = {
-      sequence: db.prepare<[string], { last_ms: number; last_n: number }>(
-        "SELECT last_ms, last_n FROM event_sequences WHERE source_id = ?",
+      sequence: db.prepare<[string], LastId>(
+        "SELECT last_ms AS ms, last_n AS n FROM event_sequences WHERE source_id = ?",
       ),
       advance: db.prepare<[string, number, number]>(
         `INSERT INTO event_sequences (source_id, last_ms, last_n) VALUES (?, ?, ?)
@@ -164,9 +170,14 @@ export class SqliteEventStore implements EventStore {
          WHERE source_id = ? AND ms < ? LIMIT ${TRIM_CHUNK})`,
       ),
     };
-    this.appendTransaction = db.transaction((batch: PendingAppend[]) =>
-      batch.map((append) => this.insertAppend(append)),
-    );
+    this.appendTransaction = db.transaction((batch: PendingAppend[]) => {
+      // Each source's sequence row is read once and written once per transaction, however many
+      // of its appends the batch holds.
+      const lastIds = new Map<string, LastId>();
+      const stored = batch.map((append) => this.insertAppend(append, lastIds));
+      for (const [sourceId, { ms, n }] of lastIds) this.statements.advance.run(sourceId, ms, n);
+      return stored;
+    });
     this.deleteAllTransaction = db.transaction((sourceId: string) => {
       this.statements.deleteEvents.run(sourceId);
       this.statements.deleteSequence.run(sourceId);
@@ -216,12 +227,15 @@ export class SqliteEventStore implements EventStore {
     });
   };
 
-  /** Inserts one append's events, advances the source's sequence and notes the append in the outbox. */
-  private insertAppend({ sourceId, events, nowMs }: PendingAppend): StoredEvent[] {
+  /**
+   * Inserts one append's events, notes the append in the outbox and its last id in `lastIds` (the
+   * transaction's view of the sequences, written to them once at its end).
+   */
+  private insertAppend({ sourceId, events, nowMs }: PendingAppend, lastIds: Map<string, LastId>): StoredEvent[] {
     const s = this.statements;
-    const last = s.sequence.get(sourceId);
-    const ms = last && last.last_ms >= nowMs ? last.last_ms : nowMs;
-    const firstN = last && last.last_ms === ms ? last.last_n + 1 : 0;
+    const last = lastIds.get(sourceId) ?? s.sequence.get(sourceId);
+    const ms = last && last.ms >= nowMs ? last.ms : nowMs;
+    const firstN = last && last.ms === ms ? last.n + 1 : 0;
     const stored: StoredEvent[] = [];
     for (let index = 0; index < events.length; index++) {
       const event = events[index] as NewEvent;
@@ -246,7 +260,7 @@ export class SqliteEventStore implements EventStore {
         meta: event.meta,
       });
     }
-    s.advance.run(sourceId, ms, firstN + events.length - 1);
+    lastIds.set(sourceId, { ms, n: firstN + events.length - 1 });
     this.outbox?.record(sourceId, ms, firstN, firstN + events.length - 1, nowMs);
     return stored;
   }

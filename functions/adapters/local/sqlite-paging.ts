@@ -18,7 +18,7 @@ export function pageStatements<Row>(db: SqliteDatabase, table: string, column: s
   };
 }
 
-export type PageStatements<Row> = ReturnType<typeof pageStatements<Row>>;
+type PageStatements<Row> = ReturnType<typeof pageStatements<Row>>;
 
 /** One page (`slicePage` semantics) read with statements from `pageStatements`. */
 export function readPage<Row, T>(

@@ -1,7 +1,7 @@
 import type { SqliteDatabase } from "./sqlite-database.ts";
 
 /** Freezes `value` and everything reachable from it; returns it. */
-export function deepFreeze<T>(value: T): T {
+function deepFreeze<T>(value: T): T {
   if (value !== null && typeof value === "object" && !Object.isFrozen(value)) {
     for (const child of Object.values(value)) deepFreeze(child);
     Object.freeze(value);

@@ -1,21 +1,17 @@
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import { LocalDeliveryWorker } from "#adapters/local/local-delivery-worker";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import type { DeliveryRecord, WebhookRecord } from "#core/subscription-model";
 import type { DeliveryDeps } from "#core/webhook-delivery";
-import { silentLogger } from "#ports/logger";
+import { jsonLogger, type Logger, silentLogger } from "#ports/logger";
 import type { WebhookSender, WebhookSendResult } from "#ports/webhook-sender";
+import { eventually } from "../../support/eventually.ts";
+import { when } from "../../support/sse-client.ts";
 
 const FAST = { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 5, timeoutMs: 1_000, random: () => 0 };
 
-async function waitFor(what: string, probe: () => boolean, timeoutMs = 5_000): Promise<void> {
-  const deadline = performance.now() + timeoutMs;
-  while (!probe()) {
-    if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
-  }
-}
+const POLL = { timeoutMs: 5_000, intervalMs: 5 };
 
 interface Post {
   url: string;
@@ -91,9 +87,19 @@ afterEach(async () => {
   db?.close();
 });
 
-function setUp(options: { batchSize?: number; concurrency?: number } = {}) {
+function setUp({
+  leaseMs,
+  log = silentLogger,
+  ...options
+}: {
+  batchSize?: number;
+  concurrency?: number;
+  internalRetryMs?: number;
+  leaseMs?: number;
+  log?: Logger;
+} = {}) {
   db = openSqlite(":memory:");
-  const queue = new SqliteDeliveryQueue(db);
+  const queue = new SqliteDeliveryQueue(db, { leaseMs });
   const sender = new FakeSender();
   const claims = { count: 0 };
   const claimBatches = queue.claimBatches.bind(queue);
@@ -102,7 +108,7 @@ function setUp(options: { batchSize?: number; concurrency?: number } = {}) {
     return claimBatches(...args);
   };
   const opened: string[] = [];
-  const deps: DeliveryDeps & { log: typeof silentLogger } = {
+  const deps: DeliveryDeps & { log: Logger } = {
     subscriptions: { getWebhook: async (id: string) => webhook(id) } as unknown as DeliveryDeps["subscriptions"],
     secrets: {
       seal: async (plaintext: string) => plaintext,
@@ -113,7 +119,7 @@ function setUp(options: { batchSize?: number; concurrency?: number } = {}) {
     },
     deadLetters: { putDeadLetter: async () => {} } as unknown as DeliveryDeps["deadLetters"],
     clock: { nowMs: () => Date.now() },
-    log: silentLogger,
+    log,
   };
   worker = new LocalDeliveryWorker({ queue, deps, sender, settings: FAST, ...options });
   return { queue, sender, claims, opened, worker, deps };
@@ -127,7 +133,7 @@ describe("LocalDeliveryWorker", () => {
     worker.start();
     const queued = Array.from({ length: 40 }, () => delivery("wh_a"));
     for (const record of queued) void queue.enqueue([record]);
-    await waitFor("every delivery", () => queue.size() === 0);
+    await eventually(() => when(queue.size() === 0), "every delivery", POLL);
     expect(sent(sender, webhook("wh_a").url)).toEqual(queued.map((record) => record.id));
     expect(sender.peak.get(webhook("wh_a").url)).toBe(1);
     // start, then three batches (16 + 16 + 8) and a last look: not one claim per enqueue.
@@ -147,7 +153,7 @@ describe("LocalDeliveryWorker", () => {
     }
     await queue.enqueue(all);
     worker?.start();
-    await waitFor("every delivery", () => queue.size() === 0);
+    await eventually(() => when(queue.size() === 0), "every delivery", POLL);
     for (const [id, records] of byWebhook) {
       expect(sent(sender, webhook(id).url)).toEqual(records.map((record) => record.id));
       expect(sender.peak.get(webhook(id).url)).toBe(1);
@@ -161,7 +167,7 @@ describe("LocalDeliveryWorker", () => {
     sender.failOnce.add(queued[1]!.id);
     await queue.enqueue(queued);
     worker?.start();
-    await waitFor("every delivery", () => queue.size() === 0);
+    await eventually(() => when(queue.size() === 0), "every delivery", POLL);
     const order = sent(sender, webhook("wh_a").url);
     expect(order.slice(0, 5)).toEqual(queued.map((record) => record.id));
     expect(order.slice(5)).toEqual([queued[1]!.id]);
@@ -176,7 +182,7 @@ describe("LocalDeliveryWorker", () => {
     const queued = Array.from({ length: 4 }, () => delivery("wh_a"));
     await queue.enqueue(queued);
     first.start();
-    await waitFor("the first POST", () => sender.posts.length === 1);
+    await eventually(() => when(sender.posts.length === 1), "the first POST", POLL);
     const stopped = first.stop(1_000);
     open();
     expect(await stopped).toBe(true);
@@ -187,7 +193,53 @@ describe("LocalDeliveryWorker", () => {
     sender.gate = undefined;
     worker = new LocalDeliveryWorker({ queue, deps, sender, settings: FAST });
     worker.start();
-    await waitFor("the rest", () => queue.size() === 0);
+    await eventually(() => when(queue.size() === 0), "the rest", POLL);
     expect(sent(sender, webhook("wh_a").url)).toEqual(queued.map((record) => record.id));
+  });
+
+  it("cuts a batch short when its next attempt could outlast the claim's lease, and sends the rest in later batches", async () => {
+    // The lease leaves 5 ms once the attempt time limit and the margin are taken off; each POST takes 10.
+    const { queue, sender, deps, worker } = setUp({ batchSize: 10, leaseMs: FAST.timeoutMs + 1_000 + 5 });
+    const queued = Array.from({ length: 4 }, () => delivery("wh_a"));
+    let now = (queued.at(-1) as DeliveryRecord).nextAttemptAt;
+    deps.clock.nowMs = () => now;
+    const post = sender.post.bind(sender);
+    sender.post = (...args) => {
+      now += 10;
+      return post(...args);
+    };
+    const release = vi.spyOn(queue, "release");
+    await queue.enqueue(queued);
+    worker.start();
+    await eventually(() => when(queue.size() === 0), "every delivery", POLL);
+    expect(sent(sender, webhook("wh_a").url)).toEqual(queued.map((record) => record.id));
+    // One delivery per batch: the ones after it were released unattempted, 3 + 2 + 1 of them.
+    expect(release).toHaveBeenCalledTimes(6);
+    expect(sender.peak.get(webhook("wh_a").url)).toBe(1);
+  });
+
+  it("releases a delivery Sluice failed to attempt (its secret would not open) without counting it, and tries it later", async () => {
+    const lines: Record<string, unknown>[] = [];
+    const log = jsonLogger({}, (line) => lines.push(JSON.parse(line)));
+    const { queue, sender, deps, worker } = setUp({ internalRetryMs: 30, log });
+    const open = deps.secrets.open;
+    let failures = 1;
+    deps.secrets.open = async (sealed) => {
+      if (failures-- > 0) throw new Error("the key is unavailable");
+      return open(sealed);
+    };
+    const release = vi.spyOn(queue, "release");
+    const reschedule = vi.spyOn(queue, "reschedule");
+    const record = delivery("wh_a");
+    await queue.enqueue([record]);
+    worker.start();
+    await eventually(() => when(queue.size() === 0), "the delivery", POLL);
+    expect(sent(sender, webhook("wh_a").url)).toEqual([record.id]);
+    expect(reschedule).not.toHaveBeenCalled();
+    expect(release).toHaveBeenCalledTimes(1);
+    expect(release.mock.calls[0]?.[1]).toBeGreaterThanOrEqual(record.nextAttemptAt + 30);
+    expect(lines).toMatchObject([
+      { level: "error", message: "webhook delivery could not be attempted", delivery_id: record.id },
+    ]);
   });
 });

@@ -83,6 +83,12 @@ describe("SqliteEventStore grouped appends", () => {
     // Resolved in call order (the empty append at once), so publishes that follow come in id order.
     expect(resolved).toEqual(["#3", "#0", "#1", "#2"]);
     expect((await store.listEvents("dc_a", { limit: 10 })).items.map((e) => e.id)).toEqual(["10-2", "10-1", "10-0"]);
+    // The sequence the turn committed is its last append's, per source.
+    const [a3, b2] = await Promise.all([
+      store.appendEvents("dc_a", valued(5), 10),
+      store.appendEvents("dc_b", valued(6), 10),
+    ]);
+    expect([a3?.[0]?.id, b2?.[0]?.id]).toEqual(["10-3", "10-1"]);
   });
 
   it("a read or delete called after an append sees it, even before the append's promise resolved", async () => {
