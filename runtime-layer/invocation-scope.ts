@@ -29,7 +29,8 @@ const globals = globalThis as typeof globalThis & SluiceGlobals;
 globals[STORAGE] ??= new AsyncLocalStorage<InvocationScope>();
 const storage = globals[STORAGE];
 
-const CONSOLE_LEVELS: readonly LogLevel[] = ["log", "info", "warn", "error", "debug"];
+/** The console methods routed to an invocation's logs, which are also the levels of its log records. */
+export const LOG_LEVELS: readonly LogLevel[] = ["log", "info", "warn", "error", "debug"];
 const PD_COMPONENT = "PD_COMPONENT";
 
 /** Runs `fn` (and everything it starts) as part of `scope`'s invocation. */
@@ -62,7 +63,7 @@ function installProcessHooks(): void {
   if (globals[INSTALLED]) return;
   globals[INSTALLED] = true;
   const methods = console as unknown as Record<LogLevel, (...args: unknown[]) => void>;
-  for (const level of CONSOLE_LEVELS) {
+  for (const level of LOG_LEVELS) {
     const original = methods[level].bind(console);
     methods[level] = (...args: unknown[]) => {
       const scope = storage.getStore();

@@ -24,7 +24,7 @@ import { toLoadFailure, withPosition } from "./sandbox-protocol.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
-export { currentInvocationId, failCurrentInvocation } from "./invocation-scope.ts";
+export { currentInvocationId, failCurrentInvocation, LOG_LEVELS } from "./invocation-scope.ts";
 export { DB_MAX_BYTES } from "./service-db.ts";
 
 /** Log text one invocation may return; what comes after is dropped with one warning record. */

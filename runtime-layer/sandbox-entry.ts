@@ -42,7 +42,9 @@ const post: (message: SandboxMessage) => void = (() => {
     });
   };
 })();
+// Taken at start too, for the same reason.
 const nextTick = process.nextTick.bind(process);
+const immediately = setImmediate;
 
 /**
  * Messages of this tick not written yet. They go out as one message at the end of the tick, or
@@ -84,6 +86,17 @@ function sendAlone(message: SandboxMessage): void {
 /** Invocations the host took back before they started (see `CancelRequest`). */
 const cancelled = new Set<string>();
 const MAX_CANCELLED = 1000;
+/**
+ * An invocation whose start comes this late (the child was busy: code computing, a bundle loading)
+ * first lets the channel be read: the host may have taken it back meanwhile to run it elsewhere.
+ */
+const STALLED_MS = SANDBOX_HEARTBEAT_MS;
+
+/**
+ * Resolves after the event loop's next poll phase, which reads what the host sent meanwhile. Code
+ * that held the loop is followed at once by the continuations queued behind it, before any read.
+ */
+const afterNextRead = () => new Promise<void>((resolve) => immediately(() => immediately(resolve)));
 
 /** Loads in progress: an error no invocation owns while one is pending fails the load. */
 const pendingLoads = new Set<(thrown: unknown) => void>();
@@ -141,6 +154,7 @@ async function invoke(request: InvokeRequest): Promise<void> {
   try {
     // A first load evaluates the module's top level: that is code of this invocation too.
     const component = await loadComponent(request.bundlePath, invocationId);
+    if (performance.now() - started > STALLED_MS) await afterNextRead();
     if (cancelled.delete(invocationId)) return;
     // Sent last before the code runs (other invocations may have started while this one loaded).
     sendNow({ type: "started", invocationId });

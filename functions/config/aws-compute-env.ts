@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { RuntimeSettings } from "#ports/deps";
-import { ENV, invocationTimeoutRule } from "./env.ts";
+import { ENV, invocationTimeoutRule, issuesOf } from "./env.ts";
 
 /**
  * The environment variables of the AWS side of sources: deployed source functions, their
@@ -112,7 +112,6 @@ export interface AwsComputeConfig {
 type Env = Record<string, string | undefined>;
 
 const name = z.string({ error: "is required" }).min(1);
-const issuesOf = (error: z.ZodError) => error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
 const runtimeShape = {
   [ENV.publicUrl]: z.url({ error: "must be a URL" }).optional(),
   [ENV.invocationTimeoutMs]: invocationTimeoutRule,

@@ -64,12 +64,15 @@ const count = z.coerce.number().int().min(0);
 /** `SLUICE_INVOCATION_TIMEOUT_MS`, on both platforms: up to Lambda's 15 minutes. */
 export const invocationTimeoutRule = z.coerce.number().int().min(100).max(900_000).default(30_000);
 
+/** Each problem of a parsed environment as `VARIABLE: message`. */
+export const issuesOf = (error: z.ZodError) =>
+  error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
+
 function parse<T extends z.ZodRawShape>(shape: T, env: Env, what: string): z.infer<z.ZodObject<T>> {
   const result = z.object(shape).safeParse(env);
   if (result.success) return result.data;
   // Report every bad or missing variable at once, not the first one.
-  const problems = result.error.issues.map((issue) => `${String(issue.path[0])}: ${issue.message}`);
-  throw new Error(`${what} configuration is invalid:\n  ${problems.join("\n  ")}`);
+  throw new Error(`${what} configuration is invalid:\n  ${issuesOf(result.error).join("\n  ")}`);
 }
 
 const quotaShape = {

@@ -409,20 +409,23 @@ describe("ProcessPoolHost: the pool of an owner", () => {
   });
 
   it("lets a spare child go idle and reaps it while the oldest one serves sequential runs", async () => {
-    await withHost({ processes: 2, idleMs: 300 }, async (own) => {
+    // Idle long enough that neither child is reaped before both served the burst, even on a busy machine.
+    await withHost({ processes: 2, idleMs: 2000 }, async (own) => {
       const code = source("o_spare", SLOW_PID);
       await Promise.all(Array.from({ length: 10 }, () => own.invoke(code, invocation(code.sourceId))));
       expect(own.pidsOf("o_spare")).toHaveLength(2);
       const [oldest] = own.pidsOf("o_spare");
+      const served: (number | undefined)[] = [];
       await expect
         .poll(
           async () => {
-            expect(pidIn(await own.invoke(code, invocation(code.sourceId)))).toBe(oldest);
+            served.push(pidIn(await own.invoke(code, invocation(code.sourceId))));
             return own.pidsOf("o_spare");
           },
           { timeout: 10_000, interval: 50 },
         )
         .toEqual([oldest]);
+      expect(new Set(served)).toEqual(new Set([oldest]));
     });
   });
 
@@ -458,6 +461,33 @@ describe("ProcessPoolHost: the pool of an owner", () => {
     });
   });
 
+  it("holds further runs of a source whose run blocks a child until that child is gone", async () => {
+    await withHost({ processes: 2 }, async (own) => {
+      const looping = source(
+        "o_hold",
+        "export default { run(event) { while (event.loop) {} this.$emit({ pid: process.pid }); } };",
+        "dc_looping",
+      );
+      // Loaded in the child first: it then loops as soon as it is sent.
+      const blockedPid = pidIn(await own.invoke(looping, invocation(looping.sourceId, { event: { loop: false } })));
+      const settled: string[] = [];
+      const looped = own
+        .invoke(looping, invocation(looping.sourceId, { timeoutMs: 2000, event: { loop: true } }))
+        .finally(() => settled.push("loop"));
+      // Sent to the same child behind the loop, then taken back unstarted once that child is blocked.
+      const held = own
+        .invoke(looping, invocation(looping.sourceId, { event: { loop: false } }))
+        .finally(() => settled.push("held"));
+
+      expect((await looped).error?.name).toBe("TimeoutError");
+      const heldResult = await held;
+      expect(heldResult.error).toBeUndefined();
+      expect(pidIn(heldResult)).not.toBe(blockedPid);
+      // Not run on the spare child while the loop held the first: one looping source blocks one child.
+      expect(settled).toEqual(["loop", "held"]);
+    });
+  });
+
   it("moves work off a child that code of a finished run blocks, and kills that child", async () => {
     await withHost({ processes: 2 }, async (own) => {
       const leaving = source(
@@ -477,6 +507,59 @@ describe("ProcessPoolHost: the pool of an owner", () => {
       await expect.poll(() => isAlive(strayPid as number), { timeout: 10_000 }).toBe(false);
       expect(answers.map(pidIn)).not.toContain(strayPid);
     });
+  });
+
+  it("does not also run an invocation it took back from a child that was busy for a while", async () => {
+    const hits: number[] = [];
+    const server = createServer((request, response) => {
+      hits.push(Number(new URL(request.url ?? "/", "http://x").searchParams.get("pid")));
+      response.end("ok");
+    });
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    const { port } = server.address() as AddressInfo;
+    try {
+      await withHost({ processes: 2 }, async (own) => {
+        const busy = source(
+          "o_busy",
+          `export default { run(event) {
+            const end = Date.now() + event.ms;
+            while (Date.now() < end) {}
+            this.$emit({ pid: process.pid });
+          } };`,
+          "dc_busy",
+        );
+        const calling = source(
+          "o_busy",
+          `export default { async run() {
+            await fetch("http://127.0.0.1:${port}/?pid=" + process.pid);
+            this.$emit({ pid: process.pid });
+          } };`,
+          "dc_calling",
+        );
+        // Both loaded in the first child, so that the next two start there without a load.
+        const busyPid = pidIn(await own.invoke(busy, invocation(busy.sourceId, { event: { ms: 0 } })));
+        expect(pidIn(await own.invoke(calling, invocation(calling.sourceId)))).toBe(busyPid);
+        hits.length = 0;
+
+        // Sent together: the call waits behind a second of computing, long enough to count as blocked.
+        const [busyResult, callResult] = await Promise.all([
+          own.invoke(busy, invocation(busy.sourceId, { event: { ms: 1000 } })),
+          own.invoke(calling, invocation(calling.sourceId)),
+        ]);
+        expect(pidIn(busyResult)).toBe(busyPid);
+        expect(callResult.error).toBeUndefined();
+        expect(pidIn(callResult)).not.toBe(busyPid);
+        // Healthy again, the oldest child takes the next run: it has read and done all it was sent before.
+        await expect
+          .poll(async () => pidIn(await own.invoke(busy, invocation(busy.sourceId, { event: { ms: 0 } }))), {
+            timeout: 10_000,
+          })
+          .toBe(busyPid);
+        expect(hits).toEqual([pidIn(callResult)]);
+      });
+    } finally {
+      server.close();
+    }
   });
 
   /** Culprits that stop their child while another run waits in it. */

@@ -9,7 +9,7 @@ import { invalidCode } from "#adapters/component-compile-error";
 import { sha256Hex } from "#core/sha256";
 import type { ComponentDescription } from "#runtime/describe-component";
 import { withPosition } from "#runtime/sandbox-protocol";
-import { bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
+import { BUNDLE_FILE, bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
 import { describeInSandbox } from "./sandbox-process.ts";
 
 /** Options of {@link describeComponentInSandbox}. */
@@ -29,8 +29,6 @@ export interface ComponentSandboxOptions {
   /** esbuild plugins that inline npm packages; without them packages stay external. */
   readonly esbuildPlugins?: readonly Plugin[];
 }
-
-const BUNDLE_FILE = "component.mjs";
 
 /** The folder `describeComponentInSandbox` bundles into, below the work dir. */
 export const DESCRIBE_DIR = "describe";

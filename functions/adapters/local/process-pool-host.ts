@@ -24,7 +24,7 @@ import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { failedResult } from "#runtime/run-invocation";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
-import { bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
+import { BUNDLE_FILE, bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
 import { SandboxOwnerPool } from "./sandbox-owner-pool.ts";
 
 /** Options of {@link ProcessPoolHost}. */
@@ -60,7 +60,6 @@ export interface ProcessPoolHostOptions {
   readonly bundleRetentionMs?: number;
 }
 
-const BUNDLE_FILE = "component.mjs";
 const OWNERS_DIR = "owners";
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DESCRIBE_RETENTION_MS = DAY_MS;
@@ -72,7 +71,7 @@ const codeFolder = (source: SourceCode) =>
   /^[0-9a-f]{64}$/.test(source.codeHash) ? source.codeHash : sha256Hex(source.code);
 
 /** Children per owner when not configured: one per core, at least 2 (one may be blocked), at most 4. */
-export const defaultSandboxProcesses = () => Math.min(4, Math.max(2, availableParallelism()));
+const defaultSandboxProcesses = () => Math.min(4, Math.max(2, availableParallelism()));
 
 export class ProcessPoolHost implements ComponentHost {
   private readonly workDir: string;

@@ -13,6 +13,8 @@ import { compileError } from "#adapters/component-compile-error";
 import { noFileImports } from "#adapters/no-file-imports";
 import { EVALUATING_HOOK } from "#runtime/sandbox-protocol";
 
+/** The file name of a bundle, in the content-addressed folder its caller picks. */
+export const BUNDLE_FILE = "component.mjs";
 /** The name the user's code has in bundles, source maps and stack frames. */
 const SOURCE_FILE = "component.ts";
 const RUNTIME_LAYER = fileURLToPath(new URL("../../../runtime-layer/", import.meta.url));

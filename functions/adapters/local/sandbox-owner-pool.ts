@@ -12,9 +12,9 @@
  */
 import type { InvokeHandlers } from "#ports/component-host";
 import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
-import { failedResult } from "#runtime/run-invocation";
 import {
   type ChildTask,
+  failureOf,
   SandboxOwnerProcess,
   type SandboxOwnerProcessOptions,
   type StopReason,
@@ -89,7 +89,7 @@ export class SandboxOwnerPool {
       }
     }
     // Beyond the maximum only for an invocation every healthy child gave back already.
-    const room = !best && !starting ? true : healthy < this.options.maxProcesses;
+    const room = healthy < this.options.maxProcesses || (!best && !starting);
     const wantsAnother = !best || (best.load > 0 && !starting);
     if (wantsAnother && room && this.children.length < 2 * this.options.maxProcesses) {
       const started = this.start();
@@ -174,8 +174,7 @@ class PoolTask implements ChildTask {
   }
 
   fail(name: string, message: string): void {
-    const error = { name, message, ts: Date.now() };
-    this.finish(failedResult(this.invocation.invocationId, error, performance.now() - this.startedAt));
+    this.finish(failureOf(this, name, message));
   }
 
   displace(from: SandboxOwnerProcess, why: StopReason, started: boolean): void {

@@ -20,9 +20,10 @@ import type {
   Invocation,
   InvocationResult,
   Json,
+  LogLevel,
   LogRecord,
 } from "#runtime/protocol";
-import { failedResult, normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
+import { failedResult, LOG_LEVELS, normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
 import {
   type CancelRequest,
   type InvokeBatch,
@@ -133,11 +134,6 @@ export class SandboxOwnerProcess {
     return this.sandbox.child.pid;
   }
 
-  /** False once the process was killed or exited: the pool then starts another. */
-  get accepting(): boolean {
-    return !this.retired;
-  }
-
   /** Whether the child has started and said so. */
   get ready(): boolean {
     return this.isReady;
@@ -164,11 +160,14 @@ export class SandboxOwnerProcess {
     const { invocationId } = task.invocation;
     if (this.retired || this.pending.has(invocationId)) {
       const why = this.retired ? "the sandbox process has stopped" : "an invocation with this id is running";
-      task.finish(failed(task, "SandboxError", why));
+      task.finish(failureOf(task, "SandboxError", why));
       return;
     }
-    clearTimeout(this.idleTimer);
-    this.setRef(true);
+    if (this.pending.size === 0) {
+      // Busy again: the reverse of what `remove` did when the last invocation left.
+      clearTimeout(this.idleTimer);
+      this.setRef(true);
+    }
     const entry: Pending = { task, sentAt: performance.now(), startOrder: 0, sent: false };
     this.pending.set(invocationId, entry);
     entry.timer = setTimeout(() => this.timeOut(invocationId), task.invocation.timeoutMs + KILL_GRACE_MS);
@@ -178,7 +177,7 @@ export class SandboxOwnerProcess {
   /** Kills the process; in-flight invocations end with a SandboxError saying `why`. */
   kill(why: string): Promise<void> {
     this.retire();
-    for (const entry of [...this.pending.values()]) this.settle(entry, failed(entry.task, "SandboxError", why));
+    for (const entry of [...this.pending.values()]) this.settle(entry, failureOf(entry.task, "SandboxError", why));
     return this.terminate();
   }
 
@@ -237,8 +236,7 @@ export class SandboxOwnerProcess {
   private handle(message: SandboxMessage | null): void {
     switch (message?.type) {
       case "result": {
-        const id = (message.result as Partial<InvocationResult> | null)?.invocationId;
-        const entry = typeof id === "string" ? this.pending.get(id) : undefined;
+        const entry = this.entryOf((message.result as Partial<InvocationResult> | null)?.invocationId);
         if (entry) this.settle(entry, checkedResult(message.result, entry));
         break;
       }
@@ -332,7 +330,11 @@ export class SandboxOwnerProcess {
     this.retire();
     this.settle(
       entry,
-      failed(entry.task, "TimeoutError", `the invocation timed out after ${timeoutMs / 1000}s; its process was killed`),
+      failureOf(
+        entry.task,
+        "TimeoutError",
+        `the invocation timed out after ${timeoutMs / 1000}s; its process was killed`,
+      ),
     );
     this.displaceAll(undefined, {
       name: "SandboxError",
@@ -348,7 +350,7 @@ export class SandboxOwnerProcess {
     const name = isOutOfMemory(stderr) ? "OutOfMemoryError" : "SandboxCrashError";
     const reason = crashReason(code, signal, stderr);
     const culprit = (this.exiting === undefined ? undefined : this.pending.get(this.exiting)) ?? this.suspect();
-    if (culprit) this.settle(culprit, failed(culprit.task, name, `the sandbox process stopped: ${reason}`));
+    if (culprit) this.settle(culprit, failureOf(culprit.task, name, `the sandbox process stopped: ${reason}`));
     this.displaceAll(culprit, {
       name: "SandboxError",
       message: `its sandbox process stopped because of another invocation: ${reason}`,
@@ -405,7 +407,8 @@ export class SandboxOwnerProcess {
   }
 }
 
-function failed(task: ChildTask, name: string, message: string): InvocationResult {
+/** The result of `task` failing with `name: message`, timed from when the pool got it. */
+export function failureOf(task: ChildTask, name: string, message: string): InvocationResult {
   const error: ErrorRecord = { name, message, ts: Date.now() };
   return failedResult(task.invocation.invocationId, error, performance.now() - task.startedAt);
 }
@@ -421,7 +424,6 @@ function checkedResponse(response: unknown): HttpResponseSpec | undefined {
 
 type Bag = Record<string, unknown>;
 const isBag = (value: unknown): value is Bag => typeof value === "object" && value !== null && !Array.isArray(value);
-const LOG_LEVELS = new Set(["log", "info", "warn", "error", "debug"]);
 
 /**
  * The child's result with every field of the expected type. The runtime in the child builds it
@@ -458,7 +460,7 @@ function isLogRecord(value: unknown): boolean {
     isBag(value) &&
     typeof value.ts === "number" &&
     typeof value.message === "string" &&
-    LOG_LEVELS.has(String(value.level))
+    LOG_LEVELS.includes(value.level as LogLevel)
   );
 }
 
