@@ -1,9 +1,8 @@
 #!/usr/bin/env -S npx tsx
 import { parseArgs } from "node:util";
-import { localDeps } from "#adapters/local/composition";
 import { loadLocalConfig } from "#config/env";
-import { addApiKey, type CreatedAccount, createAccount } from "#core/accounts";
-import { createLocalUser, saveApiKey } from "#local/bootstrap";
+import { type CreatedAccount, createAccount } from "#core/accounts";
+import { createLocalKey, createLocalUser } from "#local/bootstrap";
 import { startLocalMode } from "#local/start";
 import { jsonLogger } from "#ports/logger";
 
@@ -47,17 +46,8 @@ async function start(): Promise<void> {
 
 async function createKey(): Promise<void> {
   const config = loadLocalConfig();
-  // No background work: a server may be running on the same data dir and owns its queues.
-  const { deps, close } = await localDeps(config, jsonLogger({ service: "sluice" }), undefined, { background: false });
-  try {
-    const user = await deps.identity.findUserByUsername(config.username);
-    if (!user) throw new Error(`no local user ${config.username}: run 'npm start' once first`);
-    const key = await addApiKey(deps, { userId: user.id, label: "create-key" });
-    const file = saveApiKey(config.dataDir, key);
-    process.stdout.write(`${key}\n(saved to ${file})\n`);
-  } finally {
-    await close();
-  }
+  const { key, file } = await createLocalKey(config.dataDir, config.username);
+  process.stdout.write(`${key}\n(saved to ${file})\n`);
 }
 
 function printAccount(account: CreatedAccount): void {

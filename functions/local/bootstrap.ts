@@ -59,25 +59,49 @@ export async function ensureFirstAccount(deps: Deps, config: LocalConfig): Promi
   return { kind: "existing", keyFile, keyFileExists: existsSync(keyFile) };
 }
 
+type IdentityDeps = Pick<Deps, "identity" | "clock" | "ids">;
+
 /**
- * `sluice create-user` in local mode: another user with their own workspace, default project and
- * API key (the key is returned, not saved: `<data dir>/api-key` stays the first user's). It opens
- * only the identity tables of the data file, so it works while local mode runs in another process
- * (SQLite in WAL mode; a write waits up to the busy timeout for the server's). Refuses a data dir
- * that holds no data yet (a mistyped SLUICE_DATA_DIR would otherwise make a new, empty one) and a
- * taken username (`conflict`).
+ * Runs `work` on the identity tables of a data dir's file, and only those, so a command can run
+ * while local mode serves from the same data dir in another process (SQLite in WAL mode; a write
+ * waits up to the busy timeout for the server's) without touching the server's queues, outbox or
+ * sandboxes. Refuses a data dir that holds no data yet: a mistyped SLUICE_DATA_DIR would otherwise
+ * make a new, empty one.
  */
-export async function createLocalUser(dataDir: string, input: CreateAccountInput): Promise<CreatedAccount> {
+async function withLocalIdentity<T>(dataDir: string, work: (deps: IdentityDeps) => Promise<T>): Promise<T> {
   const file = join(dataDir, DATABASE_FILE);
   if (!existsSync(file))
     throw new Error(`no local data in ${dataDir}: run 'npm start' once first (or set SLUICE_DATA_DIR)`);
   const db = openSqlite(file);
   try {
-    return await createAccount(
-      { identity: new SqliteIdentityStore(db), clock: systemClock, ids: randomIdGenerator(systemClock) },
-      input,
-    );
+    return await work({
+      identity: new SqliteIdentityStore(db),
+      clock: systemClock,
+      ids: randomIdGenerator(systemClock),
+    });
   } finally {
     db.close();
   }
+}
+
+/**
+ * `sluice create-user` in local mode: another user with their own workspace, default project and
+ * API key (the key is returned, not saved: `<data dir>/api-key` stays the first user's). A taken
+ * username is refused (`conflict`).
+ */
+export function createLocalUser(dataDir: string, input: CreateAccountInput): Promise<CreatedAccount> {
+  return withLocalIdentity(dataDir, (deps) => createAccount(deps, input));
+}
+
+/**
+ * `sluice create-key`: a new API key for the local user `username`, saved to `<data dir>/api-key`
+ * (the lost-key path). Returns the key and the file it was saved to.
+ */
+export function createLocalKey(dataDir: string, username: string): Promise<{ key: string; file: string }> {
+  return withLocalIdentity(dataDir, async (deps) => {
+    const user = await deps.identity.findUserByUsername(username);
+    if (!user) throw new Error(`no local user ${username}: run 'npm start' once first`);
+    const key = await addApiKey(deps, { userId: user.id, label: "create-key" });
+    return { key, file: saveApiKey(dataDir, key) };
+  });
 }

@@ -1,3 +1,4 @@
+import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
@@ -134,5 +135,14 @@ describe("sluice create-key", () => {
     expect(stdout).toMatch(/^sluice_\S+\n\(saved to /);
     // The next server runs it; create-key, which may run beside a live server, must not.
     expect(queuedRuns()).toEqual([{ job }]);
+  });
+
+  it("refuses a data dir with no data, and makes nothing there", async () => {
+    const empty = newDataDir();
+    await expect(runSluice(["create-key"], { SLUICE_DATA_DIR: empty })).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(`no local data in ${empty}`),
+    });
+    expect(readdirSync(empty)).toEqual([]);
   });
 });

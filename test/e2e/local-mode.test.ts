@@ -1,12 +1,8 @@
-import { execFile } from "node:child_process";
 import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
-import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { newDataDir, REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { newDataDir, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { oversizedUpload } from "../support/oversized-upload.ts";
-
-const run = promisify(execFile);
 
 async function call(base: string, path: string, init: RequestInit & { key?: string } = {}) {
   const headers = new Headers(init.headers);
@@ -122,10 +118,7 @@ describe("local mode across restarts", () => {
     expect(warned.output()).toContain("make a new key with: npm run sluice -- create-key");
     await warned.stop();
 
-    const { stdout } = await run(process.execPath, ["--import", "tsx", "bin/sluice.ts", "create-key"], {
-      cwd: REPO_ROOT,
-      env: { ...process.env, SLUICE_DATA_DIR: dataDir },
-    });
+    const { stdout } = await runSluice(["create-key"], { SLUICE_DATA_DIR: dataDir });
     const key = stdout.split("\n")[0] ?? "";
     expect(key).toMatch(/^sluice_/);
     const after = await startSluice({ dataDir });

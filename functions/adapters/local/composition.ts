@@ -51,29 +51,11 @@ const RETENTION_SWEEP_MS = 60_000;
 /** How often the outbox is swept, and how old a row must be to be dispatched again by a sweep. */
 const OUTBOX_SWEEP_MS = 60_000;
 
-export interface LocalDepsOptions {
-  /**
-   * Whether this process does local mode's background work: running queued runs (those a previous
-   * process left first), delivering webhooks, routing what the outbox holds (at once, then every
-   * minute), the retention sweep. False for a short-lived command on the data dir of a server that
-   * may be running (`sluice create-key`), which would otherwise run that server's queued runs,
-   * release its delivery claims and route its outbox a second time.
-   * @default true
-   */
-  background?: boolean;
-}
-
 /**
  * The composition root of local mode: every port on SQLite and this machine. `publicUrl` is the
  * base of HTTP interface endpoints when `SLUICE_PUBLIC_URL` is not set (the server's own URL).
  */
-export async function localDeps(
-  config: LocalConfig,
-  log: Logger,
-  publicUrl?: string,
-  options: LocalDepsOptions = {},
-): Promise<LocalMode> {
-  const background = options.background ?? true;
+export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: string): Promise<LocalMode> {
   const db = openSqlite(join(config.dataDir, DATABASE_FILE));
   const clock = systemClock;
   const host = new ProcessPoolHost({
@@ -142,31 +124,29 @@ export async function localDeps(
   const relay = new OutboxRelay({ outbox, events, deps });
   const unhookDispatcher = bus.subscribeAll(relay.listener);
   const sweeps: NodeJS.Timeout[] = [];
-  if (background) {
-    worker.start();
-    // What a previous process appended but did not finish routing is routed before any request.
-    await relay.redispatch(Number.POSITIVE_INFINITY);
-    // Runs it left go first (they see the configured URL as their endpoint's base until the
-    // server sets the one it listens on, which only differs with PORT=0).
-    runs.start();
-    // Then, every minute, what a failed dispatch left (docs/durability.md).
-    sweeps.push(
-      setInterval(() => {
-        relay
-          .redispatch(clock.nowMs() - OUTBOX_SWEEP_MS)
-          .catch((error: unknown) => log.error("outbox sweep failed", { error: String(error) }));
-      }, OUTBOX_SWEEP_MS),
-    );
-    // Expired events are removed in the background, once a minute (docs/events.md "Retention").
-    sweeps.push(
-      setInterval(() => {
-        events
-          .trimExpired(clock.nowMs())
-          .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
-      }, RETENTION_SWEEP_MS),
-    );
-    for (const sweep of sweeps) sweep.unref();
-  }
+  worker.start();
+  // What a previous process appended but did not finish routing is routed before any request.
+  await relay.redispatch(Number.POSITIVE_INFINITY);
+  // Runs it left go first (they see the configured URL as their endpoint's base until the
+  // server sets the one it listens on, which only differs with PORT=0).
+  runs.start();
+  // Then, every minute, what a failed dispatch left (docs/durability.md).
+  sweeps.push(
+    setInterval(() => {
+      relay
+        .redispatch(clock.nowMs() - OUTBOX_SWEEP_MS)
+        .catch((error: unknown) => log.error("outbox sweep failed", { error: String(error) }));
+    }, OUTBOX_SWEEP_MS),
+  );
+  // Expired events are removed in the background, once a minute (docs/events.md "Retention").
+  sweeps.push(
+    setInterval(() => {
+      events
+        .trimExpired(clock.nowMs())
+        .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
+    }, RETENTION_SWEEP_MS),
+  );
+  for (const sweep of sweeps) sweep.unref();
   return {
     deps,
     bus,

@@ -199,7 +199,7 @@ describe("SqliteRunQueue", () => {
 });
 
 describe("localDeps and what a previous process left", () => {
-  it("leaves queued runs and unrouted appends alone without background work, and resumes them with it", async () => {
+  it("runs the queued runs and routes the unrouted appends a previous process left, before any request", async () => {
     const dataDir = newDataDir();
     folders.push(dataDir);
     // A process that stopped with a run queued and an append not yet routed.
@@ -220,9 +220,6 @@ describe("localDeps and what a previous process left", () => {
     };
     const config = loadLocalConfig({ PORT: "0", SLUICE_DATA_DIR: dataDir });
 
-    // A short-lived command (`sluice create-key`) on the data dir of a server that may be running.
-    const command = await localDeps(config, silentLogger, undefined, { background: false });
-    await command.close();
     expect(left()).toEqual({ runs: 1, outbox: 1 });
 
     // The server: the append is routed (nobody listens) and the run made (its source is gone) before
