@@ -30,7 +30,7 @@ globals[STORAGE] ??= new AsyncLocalStorage<InvocationScope>();
 const storage = globals[STORAGE];
 
 /** The console methods routed to an invocation's logs, which are also the levels of its log records. */
-export const LOG_LEVELS: readonly LogLevel[] = ["log", "info", "warn", "error", "debug"];
+export const LOG_LEVELS = ["log", "info", "warn", "error", "debug"] as const satisfies readonly LogLevel[];
 const PD_COMPONENT = "PD_COMPONENT";
 
 /** Runs `fn` (and everything it starts) as part of `scope`'s invocation. */

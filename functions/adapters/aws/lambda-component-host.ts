@@ -31,7 +31,7 @@ import { type Clock, systemClock } from "#ports/clock";
 import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component-host";
 import { type Logger, silentLogger } from "#ports/logger";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
-import { failedResult } from "#runtime/run-invocation";
+import { failedResult, LOG_LEVELS } from "#runtime/run-invocation";
 import { type DescribeReply, withPosition } from "#runtime/sandbox-protocol";
 import { hasErrorName } from "./sdk-errors.ts";
 import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
@@ -112,9 +112,7 @@ const invocationResultSchema = z.object({
     }),
   ),
   dbWrites: z.record(z.string(), jsonSchema),
-  logs: z.array(
-    z.object({ ts: z.number(), level: z.enum(["log", "info", "warn", "error", "debug"]), message: z.string() }),
-  ),
+  logs: z.array(z.object({ ts: z.number(), level: z.enum(LOG_LEVELS), message: z.string() })),
   error: z.object({ name: z.string(), message: z.string(), stack: z.string().optional(), ts: z.number() }).optional(),
   response: z
     .object({
