@@ -374,7 +374,7 @@ describe("ProcessPoolHost: failures", () => {
 describe("ProcessPoolHost: the pool of an owner", () => {
   /** A host of its own, so that the children counted are this test's. */
   async function withHost<T>(
-    options: { processes: number; idleMs?: number },
+    options: { processes: number; idleMs?: number; blockedAfterMs?: number },
     body: (pool: ProcessPoolHost) => Promise<T>,
   ) {
     const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
@@ -631,7 +631,9 @@ describe("ProcessPoolHost: the pool of an owner", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
     try {
-      await withHost({ processes: 1 }, async (own) => {
+      // A child starved of CPU on a busy machine is not taken for blocked here: the second exit
+      // must reach the child the displaced run went to.
+      await withHost({ processes: 1, blockedAfterMs: 10_000 }, async (own) => {
         const waiting = source(
           "o_twice",
           `export default { async run() {

@@ -26,6 +26,7 @@ import { failedResult } from "#runtime/run-invocation";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
 import { BUNDLE_FILE, bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
 import { SandboxOwnerPool } from "./sandbox-owner-pool.ts";
+import { DEFAULT_BLOCKED_AFTER_MS } from "./sandbox-owner-process.ts";
 
 /** Options of {@link ProcessPoolHost}. */
 export interface ProcessPoolHostOptions {
@@ -46,6 +47,12 @@ export interface ProcessPoolHostOptions {
    * @default the number of cores, from 2 to 4 ({@link defaultSandboxProcesses})
    */
   readonly processes?: number;
+  /**
+   * A child not heard from for this long counts as blocked: it gets no new work, and the other
+   * runs in flight on it move (docs/components.md).
+   * @default 300 ({@link DEFAULT_BLOCKED_AFTER_MS})
+   */
+  readonly blockedAfterMs?: number;
   /**
    * How long describing a component may take (start, evaluate, answer).
    * @default 5000
@@ -80,6 +87,7 @@ export class ProcessPoolHost implements ComponentHost {
   private readonly describeTimeoutMs: number;
   private readonly plugins: readonly Plugin[];
   private readonly maxProcesses: number;
+  private readonly blockedAfterMs: number;
   /** The pool of each owner folder. */
   private readonly pools = new Map<string, SandboxOwnerPool>();
   /** Bundle path per `<owner folder>/<hash>`, once built or found in this process. */
@@ -94,6 +102,7 @@ export class ProcessPoolHost implements ComponentHost {
     this.describeTimeoutMs = options.describeTimeoutMs ?? 5000;
     this.plugins = options.esbuildPlugins ?? [];
     this.maxProcesses = Math.max(1, Math.floor(options.processes ?? defaultSandboxProcesses()));
+    this.blockedAfterMs = options.blockedAfterMs ?? DEFAULT_BLOCKED_AFTER_MS;
     this.swept = sweepBundles(this.workDir, options.bundleRetentionMs ?? 30 * DAY_MS).catch(() => undefined);
   }
 
@@ -159,6 +168,7 @@ export class ProcessPoolHost implements ComponentHost {
         ownerDir: `${join(this.workDir, OWNERS_DIR, folder)}/`,
         heapMb: this.heapMb,
         idleMs: this.idleMs,
+        blockedAfterMs: this.blockedAfterMs,
         maxProcesses: this.maxProcesses,
       });
       this.pools.set(folder, pool);

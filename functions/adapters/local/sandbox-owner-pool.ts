@@ -21,7 +21,7 @@ import {
 } from "./sandbox-owner-process.ts";
 
 export interface SandboxOwnerPoolOptions
-  extends Pick<SandboxOwnerProcessOptions, "entryPath" | "ownerDir" | "heapMb" | "idleMs"> {
+  extends Pick<SandboxOwnerProcessOptions, "entryPath" | "ownerDir" | "heapMb" | "idleMs" | "blockedAfterMs"> {
   /** Healthy children at most; blocked ones waiting to be killed come on top (up to as many again). */
   readonly maxProcesses: number;
 }
@@ -105,6 +105,7 @@ export class SandboxOwnerPool {
         ownerDir: this.options.ownerDir,
         heapMb: this.options.heapMb,
         idleMs: this.options.idleMs,
+        blockedAfterMs: this.options.blockedAfterMs,
         onRetired: (retired) => {
           const index = this.children.indexOf(retired);
           if (index >= 0) this.children.splice(index, 1);

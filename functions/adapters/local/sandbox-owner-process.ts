@@ -42,11 +42,11 @@ const KILL_GRACE_MS = 1000;
 /** How often the host looks for a blocked child. */
 const CHECK_MS = 2 * SANDBOX_HEARTBEAT_MS;
 /**
- * Consecutive checks without a word from the child after which it counts as blocked (about 300
- * ms). Counted in checks rather than time: when this process itself was busy, the child's beats
- * wait unread in the pipe, and the poll phase between two checks reads them.
+ * Default of `blockedAfterMs`: a child silent this long counts as blocked. It is counted in checks
+ * (of CHECK_MS) rather than time: when this process itself was busy, the child's beats wait unread
+ * in the pipe, and the poll phase between two checks reads them.
  */
-const BLOCKED_AFTER_CHECKS = 3;
+export const DEFAULT_BLOCKED_AFTER_MS = 300;
 /** A blocked child running no invocation of ours (code left behind by a finished one) is killed after this many. */
 const STRAY_AFTER_CHECKS = 30;
 
@@ -80,6 +80,8 @@ export interface SandboxOwnerProcessOptions {
   readonly heapMb: number;
   /** Killed after this long without an invocation in flight. */
   readonly idleMs: number;
+  /** Silence after which the child counts as blocked (rounded up to whole checks). */
+  readonly blockedAfterMs: number;
   /** Called once, when the process stops taking invocations (killed, reaped or exited). */
   onRetired(process: SandboxOwnerProcess): void;
   /** Called when the process becomes ready, blocked, or healthy again. */
@@ -281,7 +283,7 @@ export class SandboxOwnerProcess {
     return suspect;
   }
 
-  /** Runs every CHECK_MS: a child silent for BLOCKED_AFTER_CHECKS checks in a row is blocked. */
+  /** Runs every CHECK_MS: a child silent for `blockedAfterMs` (in whole checks) is blocked. */
   private check(): void {
     if (this.retired || !this.isReady) return;
     if (this.heard) {
@@ -294,7 +296,7 @@ export class SandboxOwnerProcess {
       return;
     }
     this.silentChecks += 1;
-    if (this.silentChecks === BLOCKED_AFTER_CHECKS) this.onBlocked();
+    if (this.silentChecks === Math.max(1, Math.ceil(this.options.blockedAfterMs / CHECK_MS))) this.onBlocked();
     else if (this.silentChecks >= STRAY_AFTER_CHECKS && this.pending.size === 0)
       void this.kill("the sandbox process stayed blocked");
   }
