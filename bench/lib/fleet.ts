@@ -19,7 +19,7 @@ import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import type { NewEvent } from "#core/component-model";
 import { formatId } from "#core/ids";
-import { eventually } from "../../test/support/eventually.ts";
+import { eventually, when } from "../../test/support/eventually.ts";
 import { INGEST_CODE } from "./components.ts";
 import type { BenchServer } from "./processes.ts";
 import type { ScenarioContext } from "./scenario.ts";
@@ -46,7 +46,7 @@ export async function buildFleet(
   const first = await api.deploy(INGEST_CODE);
   // One run builds the sandbox bundle that every copy shares.
   await fetch(first.endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-  await eventually(async () => ((await api.eventCount(first.id)) >= 1 ? true : undefined), "the first source's event", {
+  await eventually(async () => when((await api.eventCount(first.id)) >= 1), "the first source's event", {
     timeoutMs: 30_000,
   });
   await seeder.stop({ keepData: true });

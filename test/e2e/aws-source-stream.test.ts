@@ -29,10 +29,10 @@ import {
 } from "../../functions/stream/source-stream-lambda.ts";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
-import { eventually } from "../support/eventually.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
 import { sourceRecord } from "../support/source-record.ts";
-import { dataOf, when } from "../support/sse-client.ts";
+import { dataOf } from "../support/sse-client.ts";
 import { fakeLambdaRuntime, functionUrlRequest, lambdaContext, recordedResponse } from "../support/stream-function.ts";
 
 const END_MARGIN_MS = 1_000;

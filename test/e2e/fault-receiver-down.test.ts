@@ -3,7 +3,7 @@ import { performance } from "node:perf_hooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compareEventIds } from "#core/event-ids";
 import { apiClient, inBatches } from "../support/api-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { expectOneDeliveryIdPerEvent, UID_EMITTER, WebhookReceiver } from "../support/webhook-receiver.ts";
 
@@ -64,7 +64,7 @@ describe("a webhook receiver down for a while (issue 6)", () => {
 
     // Up: the first events arrive.
     await emit(before);
-    await eventually(() => (before.every((uid) => receivedUids().has(uid)) ? true : undefined), "the first events");
+    await eventually(() => when(before.every((uid) => receivedUids().has(uid))), "the first events");
 
     // Down: events are emitted and stored, and their deliveries fail (connection refused).
     await box.stop();
@@ -72,7 +72,7 @@ describe("a webhook receiver down for a while (issue 6)", () => {
     await emit(during);
     await eventually(async () => {
       const page = await api("GET", `/sources/${sourceId}/event_summaries?limit=1`);
-      return page.json.page_info.total_count >= before.length + during.length ? true : undefined;
+      return when(page.json.page_info.total_count >= before.length + during.length);
     }, "the events emitted while the receiver is down, stored");
     // The receiver stays down a few seconds in all (the fault being tested, not a wait for an effect).
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, DOWN_MS - (performance.now() - downSince))));
@@ -83,7 +83,7 @@ describe("a webhook receiver down for a while (issue 6)", () => {
     try {
       await emit(after);
       const all = [...before, ...during, ...after];
-      await eventually(() => (all.every((uid) => receivedUids().has(uid)) ? true : undefined), "every delivery", {
+      await eventually(() => when(all.every((uid) => receivedUids().has(uid))), "every delivery", {
         timeoutMs: 30_000,
       });
       expect(receivedUids().size).toBe(all.length);

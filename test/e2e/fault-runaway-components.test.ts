@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
@@ -134,7 +134,7 @@ describe("fault: runaway components", () => {
 
     const traffic = keepRequesting(healthy.endpoint, 4);
     try {
-      await eventually(() => (traffic.answered >= 20 ? true : undefined), "the first healthy answers");
+      await eventually(() => when(traffic.answered >= 20), "the first healthy answers");
       const answeredBefore = traffic.answered;
       for (const runaway of runaways) {
         const trigger = await fetch(runaway.endpoint, { method: "POST", body: "{}" });

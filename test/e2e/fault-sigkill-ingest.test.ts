@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { compareEventIds } from "#core/event-ids";
 import { apiClient } from "../support/api-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { expectOneDeliveryIdPerEvent, UID_EMITTER, WebhookReceiver } from "../support/webhook-receiver.ts";
 
@@ -124,7 +124,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
     await eventually(
       () => {
         const got = new Set(box.receipts.map((receipt) => receipt.eventId));
-        return events.every((event) => got.has(event.id)) ? true : undefined;
+        return when(events.every((event) => got.has(event.id)));
       },
       "every stored event at the receiver",
       { timeoutMs: 30_000, intervalMs: 50 },
@@ -139,7 +139,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
 
   it("loses no event answered 2xx, and delivers every stored event, when killed mid-ingest", async () => {
     const load = ingest(endpoint, 20);
-    await eventually(() => (load.accepted.length >= 300 ? true : undefined), "300 accepted requests", {
+    await eventually(() => when(load.accepted.length >= 300), "300 accepted requests", {
       timeoutMs: 30_000,
     });
     // Killed while the workers keep sending: requests in flight are never answered.
@@ -170,8 +170,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
     const pending = new Set(events.filter((event) => uids.includes(event.uid)).map((event) => event.id));
     // Their deliveries are being attempted, and failing.
     await eventually(
-      () =>
-        box.refused.some((request) => pending.has(String(request.headers["x-sluice-event-id"]))) ? true : undefined,
+      () => when(box.refused.some((request) => pending.has(String(request.headers["x-sluice-event-id"])))),
       "failed attempts",
     );
     expect(box.receipts.filter((receipt) => pending.has(receipt.eventId))).toEqual([]);

@@ -14,9 +14,9 @@ import type { SourceStreamServer } from "#local/source-stream-server";
 import { startLocalMode } from "#local/start";
 import { silentLogger } from "#ports/logger";
 import { apiClient } from "../support/api-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { newDataDir } from "../support/local-process.ts";
-import { dataOf, openRawStream, type RawStream, type SseMessage, when } from "../support/sse-client.ts";
+import { dataOf, openRawStream, type RawStream, type SseMessage } from "../support/sse-client.ts";
 
 /**
  * The live stream of local mode end to end: a source deployed over the REST API emits what is

@@ -28,7 +28,7 @@ import { systemClock } from "#ports/clock";
 import type { Deps } from "#ports/deps";
 import { randomIdGenerator } from "#ports/id-generator";
 import { silentLogger } from "#ports/logger";
-import { eventually } from "../support/eventually.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const ADA = { userId: "u_ada", workspaceId: "o_ada" };
@@ -49,7 +49,7 @@ const FAST: Partial<DeliverySettings> = { baseDelayMs: 10, maxDelayMs: 80, maxAt
 
 /** Polls until `condition` holds (the shared `eventually`, for yes-or-no probes). */
 const waitFor = (what: string, condition: () => boolean | Promise<boolean>) =>
-  eventually(async () => ((await condition()) ? true : undefined), what, { timeoutMs: 10_000, intervalMs: 10 });
+  eventually(async () => when(await condition()), what, { timeoutMs: 10_000, intervalMs: 10 });
 
 interface World {
   dir: string;

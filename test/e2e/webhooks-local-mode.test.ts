@@ -1,7 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhookSignature } from "#core/webhook-signature";
 import { apiClient, inBatches } from "../support/api-client.ts";
-import { eventually } from "../support/eventually.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 
@@ -87,7 +87,7 @@ describe("subscriptions and webhook delivery against local mode", () => {
     await emit(source.endpoint, [1, 2, 3]);
     const toOne = () => box.requests.filter((d) => d.path === "/ok/one");
     const toAll = () => box.requests.filter((d) => d.path === "/ok/all");
-    await eventually(async () => (toOne().length >= 3 && toAll().length >= 3 ? true : undefined), "6 deliveries");
+    await eventually(async () => when(toOne().length >= 3 && toAll().length >= 3), "6 deliveries");
     expect(numbersOf(toOne())).toEqual([1, 2, 3]);
     expect(numbersOf(toAll())).toEqual([1, 2, 3]);
     const now = Math.floor(Date.now() / 1000);
@@ -112,7 +112,7 @@ describe("subscriptions and webhook delivery against local mode", () => {
     await emit(source.endpoint, [4, 5, 6]);
     await eventually(async () => {
       const page = await api("GET", `/sources/${source.id}/event_summaries?limit=10`);
-      return page.json.page_info.total_count >= 6 ? true : undefined;
+      return when(page.json.page_info.total_count >= 6);
     }, "events 4 to 6 stored");
     const back = await WebhookReceiver.start(port);
     try {
@@ -120,7 +120,7 @@ describe("subscriptions and webhook delivery against local mode", () => {
         async () => {
           const one = back.requests.filter((d) => d.path === "/ok/one");
           const all = back.requests.filter((d) => d.path === "/ok/all");
-          return new Set(numbersOf(one)).size >= 3 && new Set(numbersOf(all)).size >= 3 ? true : undefined;
+          return when(new Set(numbersOf(one)).size >= 3 && new Set(numbersOf(all)).size >= 3);
         },
         "the missed deliveries",
         { timeoutMs: 20_000 },
@@ -190,7 +190,7 @@ export default {
       box.status = 204;
       const replay = await api("POST", `/webhooks/${hook.id}/dead_letters/${dead.id}/replay`);
       expect(replay.status, JSON.stringify(replay.json)).toBe(200);
-      await eventually(async () => (box.requests.length >= 5 ? true : undefined), "the replayed delivery");
+      await eventually(async () => when(box.requests.length >= 5), "the replayed delivery");
       const replayed = box.requests[4]!;
       expect(replayed.headers["x-sluice-delivery-id"]).toBe(dead.id);
       expect(JSON.parse(replayed.body).event).toEqual({ n: 42 });

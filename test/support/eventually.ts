@@ -14,3 +14,6 @@ export async function eventually<T>(
     await new Promise((resolve) => setTimeout(resolve, intervalMs));
   }
 }
+
+/** `true` when `condition` holds, else undefined: a probe for {@link eventually}. */
+export const when = (condition: boolean): true | undefined => (condition ? true : undefined);

@@ -101,6 +101,3 @@ export function openRawStream(url: string, headers: Record<string, string> = {},
 
 /** The parsed `data:` of each message (Sluice sends one line of JSON). */
 export const dataOf = (messages: readonly SseMessage[]): any[] => messages.map((message) => JSON.parse(message.data));
-
-/** `true` when `condition` holds, else undefined: for {@link eventually}. */
-export const when = (condition: boolean): true | undefined => (condition ? true : undefined);

@@ -6,8 +6,7 @@ import type { DeliveryRecord, WebhookRecord } from "#core/subscription-model";
 import type { DeliveryDeps } from "#core/webhook-delivery";
 import { jsonLogger, type Logger, silentLogger } from "#ports/logger";
 import type { WebhookSender, WebhookSendResult } from "#ports/webhook-sender";
-import { eventually } from "../../support/eventually.ts";
-import { when } from "../../support/sse-client.ts";
+import { eventually, when } from "../../support/eventually.ts";
 
 const FAST = { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 5, timeoutMs: 1_000, random: () => 0 };
 

@@ -7,10 +7,10 @@ import {
   type ResponseStreamFactory,
   streamPathSourceId,
 } from "../../../functions/stream/source-stream-lambda.ts";
-import { eventually } from "../../support/eventually.ts";
+import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { sourceRecord } from "../../support/source-record.ts";
-import { dataOf, when } from "../../support/sse-client.ts";
+import { dataOf } from "../../support/sse-client.ts";
 import {
   fakeLambdaRuntime,
   functionUrlRequest,

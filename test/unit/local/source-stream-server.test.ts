@@ -9,10 +9,10 @@ import { createLocalServer } from "#local/server";
 import type { SourceStreamServer } from "#local/source-stream-server";
 import type { EventStore } from "#ports/event-store";
 import { silentLogger } from "#ports/logger";
-import { eventually } from "../../support/eventually.ts";
+import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { sourceRecord } from "../../support/source-record.ts";
-import { dataOf, openRawStream, type RawStream, when } from "../../support/sse-client.ts";
+import { dataOf, openRawStream, type RawStream } from "../../support/sse-client.ts";
 
 /**
  * The stream server of local mode on a real HTTP server, fed straight from the bus: events are
