@@ -13,7 +13,6 @@ import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
-import { ENV } from "#config/env";
 import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { StoredEvent } from "#core/component-model";
 import { SSE_OPENING_FRAME } from "#core/source-stream";
@@ -28,7 +27,7 @@ import {
   type StreamDeps,
 } from "../../functions/stream/source-stream-lambda.ts";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
-import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
+import { createResourcesTable, lambdaEnvFor, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
 import { sourceRecord } from "../support/source-record.ts";
@@ -176,14 +175,7 @@ describe("the AWS stream function on DynamoDB Local", () => {
       external: ["@aws-sdk/*"],
     });
     const runtime = fakeLambdaRuntime();
-    // What the stack sets on the stream function (and the Lambda runtime, for the SDK).
-    const env = {
-      [ENV.resourcesTable]: table,
-      AWS_ENDPOINT_URL_DYNAMODB: endpoint,
-      AWS_REGION: "local",
-      AWS_ACCESS_KEY_ID: "local",
-      AWS_SECRET_ACCESS_KEY: "local",
-    };
+    const env = lambdaEnvFor(table, endpoint);
     for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
     try {
       const { handler } = await import(pathToFileURL(join(outdir, "source-stream-lambda.mjs")).href);

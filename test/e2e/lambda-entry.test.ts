@@ -4,13 +4,12 @@ import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
-import { ENV } from "#config/env";
 import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { HttpEvent, HttpResult } from "#http/pipeline";
 import { systemClock } from "#ports/clock";
 import { randomIdGenerator } from "#ports/id-generator";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
-import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
+import { createResourcesTable, lambdaEnvFor, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { REPO_ROOT } from "../support/local-process.ts";
 
 type LambdaHandler = (event: HttpEvent, context: unknown) => Promise<HttpResult>;
@@ -44,14 +43,7 @@ describe("Lambda entry points against DynamoDB Local", () => {
       { username: "lambda", email: "lambda@example.com" },
     );
     client.destroy();
-    // What the service stack and the Lambda runtime set; the SDK reads the endpoint override itself.
-    const env = {
-      [ENV.resourcesTable]: table,
-      AWS_ENDPOINT_URL_DYNAMODB: endpoint,
-      AWS_REGION: "local",
-      AWS_ACCESS_KEY_ID: "local",
-      AWS_SECRET_ACCESS_KEY: "local",
-    };
+    const env = lambdaEnvFor(table, endpoint);
     for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
   });
   afterAll(() => {

