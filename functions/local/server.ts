@@ -84,11 +84,29 @@ function rawResponse(result: HttpResult, head = false): string {
 }
 
 /**
+ * Whether a request Node's parser refused is a HEAD (whose answer must have no body): the method
+ * of the last request line starting in the refused chunk before the point of failure. The chunk
+ * can begin with the end of an earlier request (a body the server answered before reading it all,
+ * or a pipelined request), so its first bytes alone can misjudge it. When no request line starts
+ * there (the refused one began in an earlier read), a HEAD cannot be told and the answer has a body.
+ */
+export function refusedRequestIsHead(rawPacket: Buffer | undefined, bytesParsed: number | undefined): boolean {
+  if (!rawPacket) return false;
+  const upToFailure = rawPacket.subarray(0, (bytesParsed ?? rawPacket.length) + 1).toString("latin1");
+  // A request line starts with a method and a target; the one before may end without a newline.
+  const requestLines = [...upToFailure.matchAll(/(?<![A-Z])(GET|HEAD|POST|PUT|PATCH|DELETE|OPTIONS) [/*h]/g)];
+  return requestLines.at(-1)?.[1] === "HEAD";
+}
+
+/**
  * Answers a refused request on its socket, unless an answer already started on it. What the
  * client still sends is discarded (bounded), so that the close does not reset the connection
  * before the client reads the answer.
  */
-function answerClientError(error: Error & { code?: string; rawPacket?: Buffer }, socket: Socket): void {
+function answerClientError(
+  error: Error & { code?: string; rawPacket?: Buffer; bytesParsed?: number },
+  socket: Socket,
+): void {
   // The same check as Node's own default (`socketOnError`): never write into an answer already started.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) {
@@ -98,7 +116,7 @@ function answerClientError(error: Error & { code?: string; rawPacket?: Buffer },
   discardRest(socket);
   socket.on("error", () => socket.destroy());
   socket.setTimeout(5_000, () => socket.destroy());
-  const head = error.rawPacket?.subarray(0, 5).toString("latin1") === "HEAD ";
+  const head = refusedRequestIsHead(error.rawPacket, error.bytesParsed);
   socket.end(rawResponse(malformedRequestResult(error, randomUUID()), head));
   socket.resume();
 }

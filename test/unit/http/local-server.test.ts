@@ -1,9 +1,9 @@
-import type { Server } from "node:http";
+import { Agent, request as httpRequest, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { routes } from "#http/routes";
-import { createLocalServer, malformedRequestResult, requestUrl } from "#local/server";
+import { createLocalServer, malformedRequestResult, refusedRequestIsHead, requestUrl } from "#local/server";
 import { silentLogger } from "#ports/logger";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
@@ -92,6 +92,46 @@ describe("the local server on requests Node's parser refuses", () => {
     expect(answer.status).toBe(400);
     expect(Number(answer.headers["content-length"])).toBeGreaterThan(0);
     expect(answer.body).toBe("");
+  });
+
+  it("tells a refused HEAD by the last request line before the failure, not by the chunk's first bytes", () => {
+    const chunk = (text: string) => Buffer.from(text, "latin1");
+    const head = "HEAD /v1/x\u00e9 HTTP/1.1\r\nHost: h\r\n\r\n";
+    const failureIn = (text: string) => text.indexOf("\u00e9");
+    expect(refusedRequestIsHead(chunk(head), failureIn(head))).toBe(true);
+    // The chunk starts with the rest of an earlier request's body, or with a pipelined GET.
+    for (const before of ["tail of a body}", "GET /v1/users/me HTTP/1.1\r\nHost: h\r\n\r\n"]) {
+      const text = before + head;
+      expect(refusedRequestIsHead(chunk(text), failureIn(text))).toBe(true);
+    }
+    // A GET refused after a HEAD earlier in the same chunk is not a HEAD.
+    const headThenGet = `HEAD / HTTP/1.1\r\nHost: h\r\n\r\nGET /v1/x\u00e9 HTTP/1.1\r\n\r\n`;
+    expect(refusedRequestIsHead(chunk(headThenGet), failureIn(headThenGet))).toBe(false);
+    expect(refusedRequestIsHead(chunk("no request line here"), 5)).toBe(false);
+    expect(refusedRequestIsHead(undefined, undefined)).toBe(false);
+  });
+
+  it("answers a refused HEAD that follows an early 413 on a kept-alive connection in a form the client can read", async () => {
+    // After the 413 the rest of the upload is read and dropped, so the next request starts mid-chunk.
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const send = (method: string, path: string, body: string) =>
+      new Promise<string>((resolve) => {
+        const outgoing = httpRequest({ host: "127.0.0.1", port, method, path, agent }, (response) => {
+          response.resume();
+          response.on("end", () => resolve(String(response.statusCode)));
+        });
+        outgoing.on("error", (error) => resolve(`client error: ${error.message}`));
+        outgoing.setHeader("content-type", "application/json");
+        outgoing.end(body);
+      });
+    try {
+      for (let round = 0; round < 3; round++) {
+        expect(await send("POST", "/v1/components", "x".repeat(1024 * 1024 + 10))).toBe("413");
+        expect(await send("HEAD", "/v1/sources/\u00e9", "[]")).toBe("400");
+      }
+    } finally {
+      agent.destroy();
+    }
   });
 
   it("maps each parser failure to its status", () => {
