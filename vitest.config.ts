@@ -1,11 +1,29 @@
 import { defineConfig } from "vitest/config";
 
+/** Test files that talk to DynamoDB Local: only their project starts the JVM (test/support/global-setup.ts). */
+const NEEDS_DYNAMODB = [
+  "test/contract/stores.test.ts",
+  "test/contract/subscription-stores.test.ts",
+  "test/e2e/aws-source-stream.test.ts",
+  "test/e2e/cli.test.ts",
+  "test/e2e/lambda-entry.test.ts",
+];
+
+const shared = { testTimeout: 30_000, hookTimeout: 60_000, pool: "forks" as const };
+
 export default defineConfig({
   test: {
-    include: ["test/**/*.test.ts"],
-    globalSetup: ["test/support/global-setup.ts"],
-    testTimeout: 30_000,
-    hookTimeout: 60_000,
-    pool: "forks",
+    projects: [
+      { test: { ...shared, name: "unit", include: ["test/unit/**/*.test.ts"] } },
+      {
+        test: {
+          ...shared,
+          name: "integration",
+          include: ["test/**/*.test.ts"],
+          exclude: ["test/unit/**", ...NEEDS_DYNAMODB],
+        },
+      },
+      { test: { ...shared, name: "dynamodb", include: NEEDS_DYNAMODB, globalSetup: ["test/support/global-setup.ts"] } },
+    ],
   },
 });
