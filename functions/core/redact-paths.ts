@@ -7,9 +7,9 @@
  *
  * Text is the user's too (a component's own messages and logs), so not every `/a/b` is a path of
  * the server: a path is told by its shape. Redacted are `file:` URLs, any path through a
- * `node_modules` folder, paths below one of `roots`, absolute or `../` paths to a source file
- * (`.js`, `.mjs`, `.ts`, `.json`, ...) or with a `:line` position, and every absolute path of a
- * stack frame line (`    at f (/srv/x)`). `/api/users` in a message stays as it is.
+ * `node_modules` folder, paths below one of `roots`, and absolute or `../` paths to a source file
+ * (`.js`, `.mjs`, `.ts`, `.json`, ...) or with a `:line` position, as every stack frame has.
+ * `/api/users` in a message stays as it is.
  */
 
 /** A path-shaped token: a `file:` URL, or text starting with `/`, `./`, `../` or `C:\`. */
@@ -20,7 +20,6 @@ const POSITION = /(?::\d+){1,2}$/;
 /** Sentence punctuation after a path, kept after the redacted name. */
 const TRAILING = /[.,;:!?]+$/;
 const SOURCE_FILE = /\.(?:[cm]?[jt]sx?|json|node|map)$/i;
-const STACK_FRAME = /^\s*at\s/;
 
 /**
  * `text` with the server's paths cut to what a client may see: the part from the last
@@ -28,16 +27,10 @@ const STACK_FRAME = /^\s*at\s/;
  * goes (the data dir, npm's home).
  */
 export function redactPaths(text: string, roots: readonly string[] = []): string {
-  return text
-    .split("\n")
-    .map((line) => {
-      const inFrame = STACK_FRAME.test(line);
-      return line.replace(PATH_TOKEN, (token) => redactToken(token, inFrame, roots));
-    })
-    .join("\n");
+  return text.replace(PATH_TOKEN, (token) => redactToken(token, roots));
 }
 
-function redactToken(token: string, inFrame: boolean, roots: readonly string[]): string {
+function redactToken(token: string, roots: readonly string[]): string {
   const trailing = TRAILING.exec(token)?.[0] ?? "";
   const withPosition = token.slice(0, token.length - trailing.length);
   const position = POSITION.exec(withPosition)?.[0] ?? "";
@@ -53,6 +46,6 @@ function redactToken(token: string, inFrame: boolean, roots: readonly string[]):
   const isServerPath =
     path.startsWith("file:") ||
     roots.some((root) => path === root || path.startsWith(`${root.replace(/[\\/]+$/, "")}/`)) ||
-    (!relative && (inFrame || ((SOURCE_FILE.test(name) || position !== "") && segments.length > 1)));
+    (!relative && (SOURCE_FILE.test(name) || position !== "") && segments.length > 1);
   return isServerPath ? `${name}${position}${trailing}` : token;
 }
