@@ -7,7 +7,7 @@
 import type { Deps } from "#ports/deps";
 import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
-import { codeFromInput, findComponent, registryComponent, saveComponent } from "./components.ts";
+import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
@@ -57,7 +57,7 @@ async function chooseComponent(deps: SourceDeps, caller: Caller, input: Componen
       throw isDomainError(error) && error.code === "not_found" ? invalid("component_id", "no such component") : error;
     });
   } else if (input.component_code !== undefined || input.component_url !== undefined) {
-    component = await saveComponent(deps, caller.userId, await codeFromInput(deps, input), input.component_url);
+    component = await saveComponentOf(deps, caller.userId, input);
   } else if (input.key !== undefined) {
     component = await registryComponent(deps, input.key).catch((error: unknown) => {
       throw isDomainError(error) && error.code === "not_found"
