@@ -107,3 +107,30 @@ describe("error messages and stored errors carry no path of the server", () => {
     expectNoServerPath(line);
   });
 });
+
+describe("SLUICE_COMPONENT_URL_ALLOW_PRIVATE=false", () => {
+  let sluice: SluiceProcess;
+  let codeServer: Server;
+
+  beforeAll(async () => {
+    codeServer = createServer((_request, response) => response.end('export default { name: "private" };'));
+    await new Promise<void>((resolve) => codeServer.listen(0, "127.0.0.1", resolve));
+    sluice = await startSluice({ env: { SLUICE_COMPONENT_URL_ALLOW_PRIVATE: "false" } });
+  });
+
+  afterAll(async () => {
+    await sluice?.stop();
+    await new Promise((resolve) => codeServer?.close(resolve));
+  });
+
+  it("refuses a component_url on a loopback address, by its literal address and by a name", async () => {
+    const api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    const { port } = codeServer.address() as AddressInfo;
+    const literal = await api("POST", "/components", { component_url: `http://127.0.0.1:${port}/c.mjs` });
+    expect(literal.status).toBe(400);
+    expect(literal.json.error).toBe("component_url: 127.0.0.1 is a private address");
+    const named = await api("POST", "/sources", { component_url: `http://localhost:${port}/c.mjs` });
+    expect(named.status).toBe(400);
+    expect(named.json.error).toMatch(/^component_url: localhost resolves to a private address/);
+  });
+});
