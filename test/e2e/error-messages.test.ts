@@ -82,6 +82,19 @@ describe("error messages and stored errors carry no path of the server", () => {
     expectNoServerPath(JSON.stringify(answer.json));
   });
 
+  it("answers a hook that fails without the paths its message names", async () => {
+    const code = `export default {
+      name: "hook",
+      props: {},
+      hooks: { async deploy() { throw new Error("cannot deploy " + import.meta.url); } },
+      async run() {},
+    };`;
+    const answer = await api("POST", "/sources", { component_code: code });
+    expect(answer.status).toBe(400);
+    expect(answer.json.error).toBe("the deploy hook failed: cannot deploy component.mjs");
+    expectNoServerPath(JSON.stringify(answer.json));
+  });
+
   it("stores a run's error and logs with the user's file and line, and no path of the server", async () => {
     const source = (await api("POST", "/sources", { component_code: FAILING_RUN })).json.data;
     await fetch(source.configured_props.http.endpoint_url, {
