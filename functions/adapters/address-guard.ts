@@ -1,7 +1,9 @@
 /**
  * The addresses a deployed Sluice never connects to on a user's behalf (a component URL, a webhook):
  * loopback, private, link-local (cloud metadata at 169.254.169.254), CGNAT, unspecified, multicast,
- * and their IPv6 forms. Local mode allows them (a receiver on the same machine).
+ * and their IPv6 forms, including IPv4 behind a translator (IPv4-translated `::ffff:0:0:0/96`,
+ * local-use NAT64 `64:ff9b:1::/48`) and site-local `fec0::/10`. Local mode allows them by default
+ * (a receiver on the same machine).
  */
 import { lookup as dnsLookup, type LookupAddress } from "node:dns";
 import { BlockList, isIP } from "node:net";
@@ -28,8 +30,13 @@ for (const [network, prefix] of [
 for (const [network, prefix] of [
   ["::", 128],
   ["::1", 128],
+  // IPv4-translated (SIIT) and local-use NAT64 reach IPv4 through a translator whose own rules
+  // say where; refused whole, as is the deprecated site-local block some networks still route.
+  ["::ffff:0:0:0", 96],
+  ["64:ff9b:1::", 48],
   ["fc00::", 7],
   ["fe80::", 10],
+  ["fec0::", 10],
   ["ff00::", 8],
 ] as const) {
   FORBIDDEN.addSubnet(network, prefix, "ipv6");

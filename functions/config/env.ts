@@ -49,6 +49,8 @@ export const ENV = {
   webhookConcurrency: "SLUICE_WEBHOOK_CONCURRENCY",
   /** Local mode: whether webhooks may point at loopback and private addresses (always false on AWS). */
   webhookAllowPrivate: "SLUICE_WEBHOOK_ALLOW_PRIVATE",
+  /** Local mode: whether `component_url` may point at loopback and private addresses (always false on AWS). */
+  componentUrlAllowPrivate: "SLUICE_COMPONENT_URL_ALLOW_PRIVATE",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */
   resourcesTable: "SLUICE_RESOURCES_TABLE",
   /** Daily quotas reported on users and workspaces; 0 means unlimited. */
@@ -60,6 +62,8 @@ export const ENV = {
 type Env = Record<string, string | undefined>;
 
 const count = z.coerce.number().int().min(0);
+/** A switch that is on unless set to `false`. */
+const trueOrFalse = z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("true");
 
 /** `SLUICE_INVOCATION_TIMEOUT_MS`, on both platforms: up to Lambda's 15 minutes. */
 export const invocationTimeoutRule = z.coerce.number().int().min(100).max(900_000).default(30_000);
@@ -99,6 +103,8 @@ export interface LocalRuntimeConfig {
   /** Undefined: the host's default (one per core, 2 to 4). */
   sandboxProcesses: number | undefined;
   npmRegistry: string | undefined;
+  /** Whether `component_url` may be fetched from loopback and private addresses. */
+  componentUrlAllowPrivate: boolean;
 }
 
 /** Webhook delivery in local mode (docs/webhooks.md): the retry policy plus the worker's own settings. */
@@ -143,7 +149,8 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookMaxDelayMs]: z.coerce.number().int().min(1).default(1_800_000),
       [ENV.webhookTimeoutMs]: z.coerce.number().int().min(100).max(60_000).default(10_000),
       [ENV.webhookConcurrency]: z.coerce.number().int().min(1).max(256).default(8),
-      [ENV.webhookAllowPrivate]: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("true"),
+      [ENV.webhookAllowPrivate]: trueOrFalse,
+      [ENV.componentUrlAllowPrivate]: trueOrFalse,
       ...quotaShape,
     },
     env,
@@ -161,6 +168,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxIdleMs: parsed[ENV.sandboxIdleMs] as number,
       sandboxProcesses: parsed[ENV.sandboxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
+      componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
     },
     events: {
       maxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,

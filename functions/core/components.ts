@@ -4,7 +4,7 @@
  */
 import type { Deps } from "#ports/deps";
 import type { ComponentRecord } from "./component-model.ts";
-import { DomainError, invalid, notFound } from "./errors.ts";
+import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { formatId, ID_PREFIXES } from "./ids.ts";
 import { configurablePropsView } from "./props.ts";
@@ -22,7 +22,7 @@ export interface ComponentSourceInput {
 }
 
 /** The code of a request: `component_code` wins; `component_url` is fetched only when it is alone. */
-export async function codeFromInput(deps: Pick<Deps, "fetcher">, input: ComponentSourceInput): Promise<string> {
+async function codeFromInput(deps: Pick<Deps, "fetcher">, input: ComponentSourceInput): Promise<string> {
   if (input.component_code !== undefined) return input.component_code;
   if (input.component_url !== undefined) return deps.fetcher.fetchCode(input.component_url);
   throw new DomainError("validation", "one of component_code or component_url is required", [
@@ -57,10 +57,35 @@ export async function saveComponent(
   return record;
 }
 
+/**
+ * Saves the code of a request (`POST /components`, or a source's new code) as a component of
+ * `ownerId`. Code fetched from `component_url` that does not compile or load fails on
+ * `component_url`, the field the client gave.
+ */
+export async function saveComponentOf(deps: ComponentDeps, ownerId: string, input: ComponentSourceInput) {
+  const code = await codeFromInput(deps, input);
+  try {
+    return await saveComponent(deps, ownerId, code, input.component_url);
+  } catch (error) {
+    throw input.component_code === undefined ? onField(error, "component_code", "component_url") : error;
+  }
+}
+
+/** A validation error on field `from`, told as one on field `to`; any other error as it is. */
+function onField(error: unknown, from: string, to: string): unknown {
+  if (!isDomainError(error) || error.code !== "validation" || !error.issues?.some((issue) => issue.field === from)) {
+    return error;
+  }
+  const issues = error.issues.map((issue) => (issue.field === from ? { ...issue, field: to } : issue));
+  const message = error.message.startsWith(`${from}: `)
+    ? `${to}: ${error.message.slice(from.length + 2)}`
+    : error.message;
+  return new DomainError("validation", message, issues);
+}
+
 /** `POST /components`. */
 export async function createComponent(deps: ComponentDeps, caller: Caller, input: ComponentSourceInput) {
-  const code = await codeFromInput(deps, input);
-  return saveComponent(deps, caller.userId, code, input.component_url);
+  return saveComponentOf(deps, caller.userId, input);
 }
 
 /** `GET /components/{key|id}`: the caller's component by id, or their newest with that key, or a registry one. */

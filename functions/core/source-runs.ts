@@ -24,6 +24,7 @@ import {
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
 import { type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
+import { redactPaths } from "./redact-paths.ts";
 import { timerRunEvent } from "./timer-schedule.ts";
 import { isoTime, usageDay } from "./views.ts";
 
@@ -211,7 +212,10 @@ async function mergeState(
 
 const warning = (ts: number, message: string): LogRecord => ({ ts, level: "warn", message });
 
-function capLogs(logs: LogRecord[]): LogRecord[] {
+/** The lines a run keeps on `$logs`: at most {@link MAX_LOG_LINES_PER_RUN}, without the server's paths. */
+function capLogs(all: LogRecord[]): LogRecord[] {
+  // A logged stack or `import.meta.url` names the sandbox's files by their paths on the server.
+  const logs = all.map((log) => ({ ...log, message: redactPaths(log.message) }));
   if (logs.length <= MAX_LOG_LINES_PER_RUN) return logs;
   const kept = logs.slice(0, MAX_LOG_LINES_PER_RUN - 1);
   const last = logs[logs.length - 1] as LogRecord;
@@ -221,7 +225,13 @@ function capLogs(logs: LogRecord[]): LogRecord[] {
 
 /** An `$errors` event in the shape of rest-api.md "Event summary" (error summaries). */
 function errorEvent(deps: RunDeps, source: SourceRecord, invocation: Invocation, result: InvocationResult): NewEvent {
-  const error = result.error as NonNullable<InvocationResult["error"]>;
+  const thrown = result.error as NonNullable<InvocationResult["error"]>;
+  // Stacks and messages name the sandbox's files by their paths on the server.
+  const error = {
+    ...thrown,
+    message: redactPaths(thrown.message),
+    ...(thrown.stack === undefined ? {} : { stack: redactPaths(thrown.stack) }),
+  };
   const emitId = deps.ids.newSecret(12);
   return {
     channel: ERRORS_CHANNEL,

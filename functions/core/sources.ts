@@ -7,7 +7,7 @@
 import type { Deps } from "#ports/deps";
 import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
-import { codeFromInput, findComponent, registryComponent, saveComponent } from "./components.ts";
+import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
@@ -19,6 +19,7 @@ import {
   type ValidatedProps,
   validateConfiguredProps,
 } from "./props.ts";
+import { redactPaths } from "./redact-paths.ts";
 import { interfaceContext, invokeSource, loadComponent, propsOf, sourceCode } from "./source-runs.ts";
 import { applyAutoSubscriptions } from "./subscriptions.ts";
 import { epochSeconds } from "./views.ts";
@@ -57,7 +58,7 @@ async function chooseComponent(deps: SourceDeps, caller: Caller, input: Componen
       throw isDomainError(error) && error.code === "not_found" ? invalid("component_id", "no such component") : error;
     });
   } else if (input.component_code !== undefined || input.component_url !== undefined) {
-    component = await saveComponent(deps, caller.userId, await codeFromInput(deps, input), input.component_url);
+    component = await saveComponentOf(deps, caller.userId, input);
   } else if (input.key !== undefined) {
     component = await registryComponent(deps, input.key).catch((error: unknown) => {
       throw isDomainError(error) && error.code === "not_found"
@@ -102,7 +103,7 @@ async function resolveProps(
   const probe = await withProps(deps, draft, first);
   // The runtime hands the previous prop definitions to additionalProps(previousPropDefs).
   const { result } = await invokeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
-  if (result.error) throw invalid("configured_props", `additionalProps failed: ${result.error.message}`);
+  if (result.error) throw invalid("configured_props", `additionalProps failed: ${redactPaths(result.error.message)}`);
   const definitions = mergeDynamicProps(staticDefs, result.additionalProps ?? []);
   return { validated: validateConfiguredProps(definitions, input), definitions };
 }
@@ -129,9 +130,8 @@ async function runHook(
   if (!component.metadata.hooks.includes(hook)) return;
   const { result } = await invokeSource(deps, source, component, hook);
   if (result.error) {
-    throw new DomainError("validation", `the ${hook} hook failed: ${result.error.message}`, [
-      { field: "component_code", message: `the ${hook} hook failed: ${result.error.message}` },
-    ]);
+    const message = `the ${hook} hook failed: ${redactPaths(result.error.message)}`;
+    throw new DomainError("validation", message, [{ field: "component_code", message }]);
   }
 }
 

@@ -209,6 +209,16 @@ describe("npmPackagesPlugin", () => {
     }
   });
 
+  it("reports why an install failed without the server's folders", async () => {
+    // A cache folder that is a file: the install fails in mkdir, whose error names the path.
+    const cacheDir = join(workDir, "cache-is-a-file");
+    writeFileSync(cacheDir, "");
+    const plugin = pluginWith({ cacheDir, registry: closedRegistry });
+    const text = await bundleError(`import x from "sluice-fixture-pkg"; export default x;`, plugin);
+    expect(text).toMatch(/^cannot install npm package "sluice-fixture-pkg@latest": E\w+/);
+    expect(text).not.toContain(workDir);
+  });
+
   it("rejects an import whose version part is not a range", async () => {
     const plugin = pluginWith({ registry: closedRegistry });
     const text = await bundleError(`import x from "left-pad@git+ssh:x"; export default x;`, plugin);
@@ -386,9 +396,11 @@ describe("npmPackagesPlugin installing from a registry with the npm CLI Sluice d
     const npmCli = join(workDir, "no-such-npm", "bin", "npm-cli.js");
     const plugin = pluginWith({ npmCli, registry: closedRegistry });
     const text = await bundleError(`import x from "sluice-fixture-pkg"; export default x;`, plugin);
+    // Named by its file only: the server's folders are no client's business.
     expect(text).toContain(
-      `cannot install npm package "sluice-fixture-pkg@latest": the npm CLI is missing (${npmCli})`,
+      'cannot install npm package "sluice-fixture-pkg@latest": the npm CLI is missing (npm-cli.js)',
     );
+    expect(text).not.toContain(workDir);
   });
 });
 

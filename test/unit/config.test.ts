@@ -19,6 +19,7 @@ describe("configuration", () => {
         sandboxIdleMs: 60_000,
         sandboxProcesses: undefined,
         npmRegistry: undefined,
+        componentUrlAllowPrivate: true,
       },
       events: { maxAgeMs: 30 * 86_400_000, keepPerChannel: 0 },
       webhooks: {
@@ -39,8 +40,13 @@ describe("configuration", () => {
       SLUICE_WEBHOOK_MAX_ATTEMPTS: "3",
       SLUICE_WEBHOOK_BASE_DELAY_MS: "10",
       SLUICE_WEBHOOK_ALLOW_PRIVATE: "false",
+      SLUICE_COMPONENT_URL_ALLOW_PRIVATE: "false",
     });
     expect(config.events).toEqual({ maxAgeMs: 0, keepPerChannel: 500 });
+    expect(config.runtime.componentUrlAllowPrivate).toBe(false);
+    expect(() => loadLocalConfig({ SLUICE_COMPONENT_URL_ALLOW_PRIVATE: "no" })).toThrow(
+      /SLUICE_COMPONENT_URL_ALLOW_PRIVATE: must be "true" or "false"/,
+    );
     expect(config.webhooks).toMatchObject({ maxAttempts: 3, baseDelayMs: 10, allowPrivateAddresses: false });
     expect(() => loadLocalConfig({ SLUICE_WEBHOOK_ALLOW_PRIVATE: "yes", SLUICE_WEBHOOK_MAX_ATTEMPTS: "0" })).toThrow(
       /SLUICE_WEBHOOK_MAX_ATTEMPTS[\s\S]*SLUICE_WEBHOOK_ALLOW_PRIVATE|SLUICE_WEBHOOK_ALLOW_PRIVATE[\s\S]*SLUICE_WEBHOOK_MAX_ATTEMPTS/,

@@ -11,15 +11,11 @@
 import { createHash } from "node:crypto";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { build, Plugin } from "esbuild";
+import type { Plugin } from "esbuild";
 import { zipSync } from "fflate";
-import { compileError } from "#adapters/component-compile-error";
-import { noFileImports } from "#adapters/no-file-imports";
+import { buildComponent, type EsbuildApi } from "#adapters/component-build";
 
-/** The esbuild JS API; `esbuild` and `esbuild-wasm` both provide it. */
-export interface EsbuildApi {
-  build: typeof build;
-}
+export type { EsbuildApi } from "#adapters/component-build";
 
 /** Where a source function's entry imports the runtime from: the runtime layer, unpacked in `/opt`. */
 export const RUNTIME_LAYER_MODULE = "/opt/nodejs/sluice-runtime.mjs";
@@ -28,8 +24,6 @@ export const SOURCE_HANDLER = "index.handler";
 /** Bundle file of the component inside the function's zip. */
 const COMPONENT_FILE = "component.mjs";
 const ENTRY_FILE = "index.mjs";
-/** The name the user's code has in bundles, source maps and stack frames. */
-const SOURCE_FILE = "component.ts";
 
 /**
  * A fixed, local-time modification date for every zip entry. Local on purpose: zip stores DOS
@@ -66,38 +60,29 @@ export interface BundleComponentOptions {
 /**
  * Bundles a component module (ESM or CommonJS, JavaScript or TypeScript) into one ESM file for
  * Node 22: npm packages inlined, a `createRequire` line so bundled `require()` of built-ins works,
- * an inline source map (mappings only) so errors name the user's `component.ts` lines.
+ * an inline source map (mappings only) so errors name the user's `component.ts` lines. Reads no
+ * file but the npm packages the code imports, whatever comments it carries (`component-build.ts`).
  *
  * @throws DomainError `validation` on `component_code` when it does not compile or an import
  * cannot be resolved; a plugin's own DomainError (a package that cannot be installed) as it is.
  */
 export async function bundleComponent(code: string, options: BundleComponentOptions): Promise<string> {
   const resolveDir = options.resolveDir ?? tmpdir();
-  let result: Awaited<ReturnType<typeof build>>;
-  try {
-    result = await options.esbuild.build({
-      stdin: { contents: code, loader: "ts", resolveDir, sourcefile: SOURCE_FILE },
-      // Paths in the bundle's comments and source map are relative to this, so the output does
-      // not depend on where a temporary folder happened to be.
-      absWorkingDir: resolveDir,
+  const result = await buildComponent(options.esbuild, code, {
+    resolveDir,
+    plugins: options.plugins ?? [],
+    output: {
       outfile: join(resolveDir, COMPONENT_FILE),
-      bundle: true,
-      platform: "node",
       format: "esm",
       target: "node22",
       mainFields: ["module", "main"],
-      sourcemap: "inline",
       sourcesContent: false,
       banner: {
         js: 'import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url);',
       },
-      plugins: [noFileImports(join(resolveDir, SOURCE_FILE)), ...(options.plugins ?? [])],
       write: false,
-      logLevel: "silent",
-    });
-  } catch (error) {
-    throw compileError(error);
-  }
+    },
+  });
   const output = result.outputFiles?.[0];
   if (!output) throw new Error("esbuild produced no bundle");
   return output.text;

@@ -105,7 +105,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     host,
     timers,
     runs,
-    fetcher: new UrlCodeFetcher({ allowPrivateAddresses: true }),
+    fetcher: new UrlCodeFetcher({ allowPrivateAddresses: config.runtime.componentUrlAllowPrivate }),
     registry: { readCode: (key) => readRegistryComponent(DEFAULT_REGISTRY_DIR, key) },
     clock,
     ids: randomIdGenerator(clock),

@@ -42,12 +42,14 @@
  */
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, realpathSync } from "node:fs";
 import { mkdir, rename, rm } from "node:fs/promises";
 import { isBuiltin } from "node:module";
-import { dirname, join, sep } from "node:path";
+import { homedir } from "node:os";
+import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { OnResolveArgs, OnResolveResult, Plugin, PluginBuild } from "esbuild";
+import { redactPaths } from "#core/redact-paths";
 import { sha256Hex } from "#core/sha256";
 
 /** Options of {@link npmPackagesPlugin}. */
@@ -196,7 +198,11 @@ export function npmPackagesPlugin(options: NpmPackagesOptions): Plugin {
           try {
             folder = await cachedOrInstalled(options.cacheDir, spec, npm);
           } catch (error) {
-            const reason = error instanceof Error ? error.message : String(error);
+            // npm names its cache and home folders in its errors: none of the client's business.
+            const reason = redactPaths(error instanceof Error ? error.message : String(error), [
+              resolve(options.cacheDir),
+              npm.home ?? homedir(),
+            ]);
             return {
               errors: [{ text: `cannot install npm package "${npmInstallSpec(spec.name, spec.range)}": ${reason}` }],
             };
@@ -204,7 +210,40 @@ export function npmPackagesPlugin(options: NpmPackagesOptions): Plugin {
         }
         return resolveInside(build, args, folder, spec);
       });
+      // A package's own imports are esbuild's to resolve, and a package (anyone can publish one)
+      // may name any path: `require("/home/me/.docker/config.json")` would put that file into
+      // the bundle, for the component to read at run time. Every file loaded from disk must be
+      // a file of an installed package.
+      const isPackageFile = packageFiles(options.cacheDir, shippedDir);
+      build.onLoad({ filter: /.*/, namespace: "file" }, (args) =>
+        isPackageFile(args.path)
+          ? undefined
+          : { errors: [{ text: "an npm package may import only files of npm packages" }] },
+      );
     },
+  };
+}
+
+/**
+ * Whether a path (as esbuild loads it: symlinks resolved) is a file of an installed package:
+ * inside `<cacheDir>/<hash>/node_modules/` or the shipped `node_modules`.
+ */
+function packageFiles(cacheDir: string, shippedDir: string): (path: string) => boolean {
+  const real = (path: string) => {
+    try {
+      return realpathSync.native(path);
+    } catch {
+      return resolve(path);
+    }
+  };
+  const inside = (folder: string, path: string) => {
+    const rest = relative(folder, path);
+    return rest !== "" && !rest.startsWith("..") && !isAbsolute(rest) ? rest : undefined;
+  };
+  return (path) => {
+    if (inside(real(shippedDir), path) !== undefined) return true;
+    const inCache = inside(real(cacheDir), path);
+    return inCache !== undefined && /^[0-9a-f]{64}[\\/]node_modules[\\/]./.test(inCache);
   };
 }
 

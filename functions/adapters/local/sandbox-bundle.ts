@@ -8,15 +8,12 @@ import { existsSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build, type Plugin } from "esbuild";
-import { compileError } from "#adapters/component-compile-error";
-import { noFileImports } from "#adapters/no-file-imports";
+import * as esbuild from "esbuild";
+import { buildComponent, withLiveService } from "#adapters/component-build";
 import { EVALUATING_HOOK } from "#runtime/sandbox-protocol";
 
 /** The file name of a bundle, in the content-addressed folder its caller picks. */
 export const BUNDLE_FILE = "component.mjs";
-/** The name the user's code has in bundles, source maps and stack frames. */
-const SOURCE_FILE = "component.ts";
 const RUNTIME_LAYER = fileURLToPath(new URL("../../../runtime-layer/", import.meta.url));
 
 const temporaryName = (path: string) => `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
@@ -26,43 +23,42 @@ const temporaryName = (path: string) => `${path}.${process.pid}.${randomBytes(4)
  * unless it exists. The caller picks a content-addressed path, so an existing file is this code's.
  *
  * Everything the code imports is inlined: npm packages through `plugins` (without plugins they
- * stay external, and fail to load in the child). Imports of files by path are refused: a
- * component is one module, and the bundler, which runs with Sluice's rights, must not read other
- * files on the code's behalf.
+ * stay external, and fail to load in the child). Imports of files by path are refused, and no
+ * source-map comment is followed: a component is one module, and the bundler, which runs with
+ * Sluice's rights, must not read other files on the code's behalf (`component-build.ts`).
  *
  * @throws DomainError `validation` on `component_code` with esbuild's first message and its line.
  */
-export async function bundleComponent(code: string, outfile: string, plugins: readonly Plugin[] = []): Promise<string> {
+export async function bundleComponent(
+  code: string,
+  outfile: string,
+  plugins: readonly esbuild.Plugin[] = [],
+): Promise<string> {
   if (existsSync(outfile)) return outfile;
   const resolveDir = dirname(outfile);
   const temporary = temporaryName(outfile);
   await mkdir(resolveDir, { recursive: true });
   try {
-    await build({
-      // The ts loader also takes plain JS. A CommonJS entry needs no wrapper: esbuild's ESM output
-      // of a CommonJS entry is `export default require_component()`, i.e. `module.exports`.
-      stdin: { contents: code, loader: "ts", resolveDir, sourcefile: SOURCE_FILE },
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      plugins: [noFileImports(join(resolveDir, SOURCE_FILE)), ...plugins],
-      // node: built-ins are always external on platform node.
-      ...(plugins.length === 0 ? { packages: "external" as const } : {}),
-      // Inline so the child, which may read only its bundle folder, maps stack frames to the user's lines.
-      sourcemap: "inline",
-      // esbuild's ESM output has no `require`; CommonJS components call it for built-ins. Then the
-      // child is told that the module's own code starts (EVALUATING_HOOK).
-      banner: {
-        js: `import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url); globalThis[Symbol.for("${EVALUATING_HOOK}")]?.(import.meta.url);`,
+    await buildComponent(esbuild, code, {
+      resolveDir,
+      plugins,
+      output: {
+        format: "esm",
+        target: "node20",
+        // node: built-ins are always external on platform node.
+        ...(plugins.length === 0 ? { packages: "external" as const } : {}),
+        // esbuild's ESM output has no `require`; CommonJS components call it for built-ins. Then the
+        // child is told that the module's own code starts (EVALUATING_HOOK).
+        banner: {
+          js: `import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url); globalThis[Symbol.for("${EVALUATING_HOOK}")]?.(import.meta.url);`,
+        },
+        outfile: temporary,
+        write: true,
       },
-      outfile: temporary,
-      write: true,
-      logLevel: "silent",
     });
   } catch (error) {
     await rm(temporary, { force: true });
-    throw compileError(error);
+    throw error;
   }
   // Renamed into place so a concurrent reader never imports a half-written bundle.
   await rename(temporary, outfile);
@@ -88,15 +84,17 @@ export function sandboxEntry(workDir: string): Promise<string> {
 
 async function buildEntry(workDir: string): Promise<string> {
   const outfile = join(workDir, "runtime", "sandbox-entry.mjs");
-  const result = await build({
-    entryPoints: [join(RUNTIME_LAYER, "sandbox-entry.ts")],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    target: "node20",
-    write: false,
-    logLevel: "silent",
-  });
+  const result = await withLiveService(esbuild, () =>
+    esbuild.build({
+      entryPoints: [join(RUNTIME_LAYER, "sandbox-entry.ts")],
+      bundle: true,
+      platform: "node",
+      format: "esm",
+      target: "node20",
+      write: false,
+      logLevel: "silent",
+    }),
+  );
   const output = result.outputFiles[0];
   if (!output) throw new Error("esbuild produced no sandbox entry");
   await mkdir(dirname(outfile), { recursive: true });

@@ -28,6 +28,14 @@ describe("isForbiddenAddress", () => {
     "64:ff9b::10.0.0.1",
     "2002:7f00:1::",
     "2002:a9fe:a9fe:1::1",
+    // IPv4-translated (::ffff:0:0:0/96, written ::ffff:0:a.b.c.d), whatever IPv4 it carries, local-use NAT64 and site-local.
+    "::ffff:0:127.0.0.1",
+    "::ffff:0:7f00:1",
+    "::ffff:0:8.8.8.8",
+    "64:ff9b:1::a9fe:a9fe",
+    "64:ff9b:1:ffff:ffff:ffff:ffff:ffff",
+    "fec0::1",
+    "feff:ffff::1",
     "not an ip",
   ])("refuses %s", (address) => {
     expect(isForbiddenAddress(address)).toBe(true);
@@ -41,6 +49,12 @@ describe("isForbiddenAddress", () => {
     "::ffff:808:808",
     "64:ff9b::808:808",
     "2002:808:808::1",
+    // Neighbours of the translated, local-use NAT64 and site-local blocks.
+    "::fffe:0:808:808",
+    "::ffff:1:808:808",
+    "64:ff9b:0:1::1",
+    "64:ff9b:2::1",
+    "fe7f:ffff::1",
   ])("allows %s", (address) => {
     expect(isForbiddenAddress(address)).toBe(false);
   });

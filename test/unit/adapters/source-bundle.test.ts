@@ -1,4 +1,8 @@
 import { createHash } from "node:crypto";
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import type { Plugin } from "esbuild";
 import { unzipSync } from "fflate";
 import { describe, expect, it } from "vitest";
@@ -11,7 +15,9 @@ import {
   sourceZip,
   zipReproducibly,
 } from "#adapters/aws/source-bundle";
+import { npmCacheFolder, npmPackagesPlugin } from "#adapters/local/npm-packages";
 import { DomainError } from "#core/errors";
+import { eventually } from "../../support/eventually.ts";
 
 const esbuild = await loadEsbuild("native");
 
@@ -177,3 +183,108 @@ describe("componentBundler", () => {
     expect(loads).toBe(2);
   });
 });
+
+describe("bundleComponent and the files of the server (issue 12, item 1)", () => {
+  const root = mkdtempSync(join(tmpdir(), "sluice-bundle-reads-"));
+  const secret = "zq7SecretTokenOfTheServer";
+  writeFileSync(join(root, "secret-key"), `${secret} and more`);
+  writeFileSync(join(root, "credentials.json"), JSON.stringify({ token: secret }));
+  const resolveDir = join(root, "bundles", "one");
+  mkdirSync(resolveDir, { recursive: true });
+  const cacheDir = join(root, "packages");
+
+  /** Puts a package into the npm plugin's cache, as an install would (`latest` of `name`). */
+  function cachedPackage(name: string, index: string) {
+    const folder = join(npmCacheFolder(cacheDir, name, undefined), "node_modules", name);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, "package.json"), JSON.stringify({ name, version: "1.0.0", main: "index.js" }));
+    writeFileSync(join(folder, "index.js"), index);
+  }
+  cachedPackage("maps-to-secret", "module.exports = { answer: 42 };\n//# sourceMappingURL=../../../../secret-key\n");
+  cachedPackage(
+    "requires-a-server-file",
+    `module.exports = require(${JSON.stringify(join(root, "credentials.json"))});\n`,
+  );
+  const plugins = [npmPackagesPlugin({ cacheDir, registry: "http://127.0.0.1:9/", installTimeoutMs: 2000 })];
+
+  it("reads no file that a source-map comment of the code names, in any of its forms", async () => {
+    const comments = [
+      "//# sourceMappingURL=../../secret-key",
+      `//# sourceMappingURL=${join(root, "secret-key")}`,
+      `//@ sourceMappingURL=${pathToFileURL(join(root, "secret-key")).href}`,
+      `/*# sourceMappingURL=${join(root, "secret-key")} */`,
+      "//# sourceMappingURL=/proc/self/environ",
+      "//# sourceMappingURL=/dev/zero",
+    ];
+    for (const comment of comments) {
+      const bundle = await bundleComponent(`${COMPONENT}\n${comment}\n`, { esbuild, resolveDir });
+      expect(bundle, comment).toContain("Bundle test");
+      expect(bundle, comment).not.toContain(secret);
+      expect(bundle, comment).not.toContain("sourceMappingURL=/");
+    }
+  });
+
+  it("ignores the source-map comment of a file of an npm package", async () => {
+    const bundle = await bundleComponent(
+      'import pkg from "maps-to-secret";\nexport default { answer: pkg.answer };\n',
+      {
+        esbuild,
+        resolveDir,
+        plugins,
+      },
+    );
+    expect(bundle).toContain("answer: 42");
+    expect(bundle).not.toContain(secret);
+  });
+
+  it("refuses a package that imports a file outside the package cache, naming the package only", async () => {
+    const error = await bundleComponent('import creds from "requires-a-server-file";\nexport default { creds };\n', {
+      esbuild,
+      resolveDir,
+      plugins,
+    }).catch((e) => e);
+    expect(error).toMatchObject({ code: "validation", issues: [{ field: "component_code" }] });
+    expect(error.message).toBe(
+      'component_code: npm package "requires-a-server-file" could not be bundled: the error is in node_modules/requires-a-server-file/index.js, line 1',
+    );
+  });
+
+  it("names the user's own line in a bundling error, after TypeScript esbuild dropped", async () => {
+    const code = '// one\ninterface A { a: number }\ntype B = A;\n\nimport x from "./x.js";\nexport default { x };\n';
+    const error = await bundleComponent(code, { esbuild, resolveDir }).catch((e) => e);
+    expect(error.message).toBe(
+      'component_code: cannot import "./x.js": a component is a single module; import npm packages only (line 5, column 15)',
+    );
+  });
+
+  it.skipIf(process.platform !== "linux")("bundles again after esbuild's service process died", async () => {
+    await bundleComponent(COMPONENT, { esbuild, resolveDir });
+    const service = childProcesses().find((pid) => readFileSync(`/proc/${pid}/cmdline`, "utf8").includes("--service="));
+    expect(service).toBeDefined();
+    process.kill(service as number, "SIGKILL");
+    await eventually(() => (existsSync(`/proc/${service}`) ? undefined : true), "the service to be gone");
+    // esbuild's own API answers every later call with "The service is no longer running".
+    const bundle = await eventually(
+      () => bundleComponent(COMPONENT, { esbuild, resolveDir }).catch(() => undefined),
+      "a bundle from a new service",
+      { timeoutMs: 10_000 },
+    );
+    expect(bundle).toContain("Bundle test");
+  });
+});
+
+/** Ids of this process's children, from /proc. */
+function childProcesses(): number[] {
+  return readdirSync("/proc")
+    .filter((entry) => /^\d+$/.test(entry))
+    .filter((pid) => {
+      try {
+        // `pid (name) state ppid ...`; the name may hold spaces, so split after its closing parenthesis.
+        const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+        return Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) === process.pid;
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
