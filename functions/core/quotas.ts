@@ -9,6 +9,7 @@
  * retrying in a loop cannot fill the channel it is refused for.
  */
 import type { Deps, Quotas } from "#ports/deps";
+import type { StoredUsage } from "#ports/usage-store";
 import { usageDay } from "./views.ts";
 
 export type QuotaName =
@@ -103,12 +104,39 @@ function overDaily(
   return undefined;
 }
 
-/** Whether the workspace may store more events; it may until its totals reach a quota. */
+/**
+ * How old the stored totals a run is checked against may be. Every run that stores checks them,
+ * and reading them costs a query (a DynamoDB Query on AWS); within this time a workspace can pass
+ * its quota by what it stores meanwhile.
+ */
+export const STORED_TOTALS_MAX_AGE_MS = 1_000;
+/** Stored totals read recently, per usage store (one per process) and workspace. */
+const storedTotals = new WeakMap<object, Map<string, { readAtMs: number; stored: StoredUsage }>>();
+const STORED_TOTALS_CACHED = 10_000;
+
+async function recentStoredTotals(deps: QuotaDeps, workspaceId: string, now: number): Promise<StoredUsage> {
+  let cache = storedTotals.get(deps.usage);
+  if (!cache) {
+    cache = new Map();
+    storedTotals.set(deps.usage, cache);
+  }
+  const cached = cache.get(workspaceId);
+  if (cached && now - cached.readAtMs < STORED_TOTALS_MAX_AGE_MS) return cached.stored;
+  const stored = await deps.usage.getStored(workspaceId);
+  if (cache.size >= STORED_TOTALS_CACHED) cache.clear();
+  cache.set(workspaceId, { readAtMs: now, stored });
+  return stored;
+}
+
+/**
+ * Whether the workspace may store more events; it may until its totals (at most
+ * {@link STORED_TOTALS_MAX_AGE_MS} old) reach a quota.
+ */
 export async function storageRefusal(deps: QuotaDeps, workspaceId: string): Promise<QuotaRefusal | undefined> {
   const { storedEvents, storedBytes } = deps.quotas;
   if (storedEvents === 0 && storedBytes === 0) return undefined;
-  const stored = await deps.usage.getStored(workspaceId);
   const now = deps.clock.nowMs();
+  const stored = await recentStoredTotals(deps, workspaceId, now);
   const refusal = (quota: QuotaName, limit: number, what: string): QuotaRefusal => ({
     quota,
     limit,

@@ -43,6 +43,8 @@ export const RESPONSE_ERROR = "ResponseError";
 export interface LimitedResult {
   /** The emits kept, in call order. */
   emits: EmitRecord[];
+  /** UTF-8 bytes of each kept emit's event and meta JSON, as stored: what the stored totals count. */
+  storedBytes: Map<EmitRecord, number>;
   logs: LogRecord[];
   /** The run's own error, its texts cut to {@link MAX_ERROR_TEXT}. */
   error?: ErrorRecord;
@@ -55,8 +57,10 @@ export interface LimitedResult {
 /** Checks a result against the limits; `now` stamps the records of what was cut. */
 export function limitResult(result: InvocationResult, limits: EmitLimits, now: number): LimitedResult {
   const problems: ErrorRecord[] = [];
+  const storedBytes = new Map<EmitRecord, number>();
   const limited: LimitedResult = {
-    emits: limitEmits(result.emits, limits, now, (problem) => problems.push(problem)),
+    emits: limitEmits(result.emits, limits, now, storedBytes, (problem) => problems.push(problem)),
+    storedBytes,
     logs: limitLogs(result.logs, now),
     problems,
   };
@@ -87,6 +91,7 @@ function limitEmits(
   emits: EmitRecord[],
   limits: EmitLimits,
   now: number,
+  storedBytes: Map<EmitRecord, number>,
   report: (problem: ErrorRecord) => void,
 ): EmitRecord[] {
   const kept: EmitRecord[] = [];
@@ -95,7 +100,9 @@ function limitEmits(
   let overRun: string | undefined;
   for (const emit of emits) {
     const size = jsonBytes(emit.event ?? null);
-    const invalid = size > MAX_EMIT_BYTES ? `an event of ${size} bytes (at most ${MAX_EMIT_BYTES})` : invalidMeta(emit);
+    const metaSize = jsonBytes(emit.meta as Json);
+    const invalid =
+      size > MAX_EMIT_BYTES ? `an event of ${size} bytes (at most ${MAX_EMIT_BYTES})` : invalidMeta(emit, metaSize);
     if (invalid !== undefined) {
       refused.push(invalid);
       continue;
@@ -110,6 +117,7 @@ function limitEmits(
     }
     bytes += size;
     kept.push(emit);
+    storedBytes.set(emit, size + metaSize);
   }
   const messages: string[] = [];
   if (overRun) messages.push(`${overRun}: the first ${kept.length} were stored, the rest were not`);
@@ -122,7 +130,7 @@ function limitEmits(
 }
 
 /** Why an emit's options are refused, or undefined when they are fine. */
-function invalidMeta({ meta }: EmitRecord): string | undefined {
+function invalidMeta({ meta }: EmitRecord, size: number): string | undefined {
   const name = meta.name;
   if (name !== undefined && (name.length > CHANNEL_NAME_MAX_LENGTH || /\p{Cc}/u.test(name))) {
     return `a channel name must be at most ${CHANNEL_NAME_MAX_LENGTH} characters without control characters`;
@@ -130,7 +138,6 @@ function invalidMeta({ meta }: EmitRecord): string | undefined {
   if (meta.id !== undefined && String(meta.id).length > MAX_EMIT_ID_LENGTH) {
     return `an id of ${String(meta.id).length} characters (at most ${MAX_EMIT_ID_LENGTH})`;
   }
-  const size = jsonBytes(meta as Json);
   if (size > MAX_EMIT_META_BYTES) return `emit options of ${size} bytes (at most ${MAX_EMIT_META_BYTES})`;
   return undefined;
 }

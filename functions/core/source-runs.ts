@@ -181,11 +181,17 @@ async function applyResult(
     emitId: deps.ids.newSecret(12),
     meta: emit.meta,
   }));
+  // The emits' sizes were measured by the limits check; the rest (logs, errors) is measured here.
+  let emitBytes = 0;
+  for (const emit of accepted) emitBytes += limited.storedBytes.get(emit) ?? 0;
+  const others: NewEvent[] = [];
   for (const log of capLogs([...limited.logs, ...warnings])) {
-    events.push({ channel: LOGS_CHANNEL, event: { ...log }, emitId: deps.ids.newSecret(12), meta: { ts: log.ts } });
+    others.push({ channel: LOGS_CHANNEL, event: { ...log }, emitId: deps.ids.newSecret(12), meta: { ts: log.ts } });
   }
-  if (limited.error) events.push(errorEvent(deps, source, invocation, limited.error));
-  for (const problem of problems) events.push(errorEvent(deps, source, invocation, problem));
+  if (limited.error) others.push(errorEvent(deps, source, invocation, limited.error));
+  for (const problem of problems) others.push(errorEvent(deps, source, invocation, problem));
+  const otherSize = storedSize(others);
+  events.push(...others);
   for (const refusedWarning of warnings) {
     deps.log.warn("source emit refused", { source_id: source.id, reason: refusedWarning.message });
   }
@@ -199,7 +205,10 @@ async function applyResult(
       ? noteQuotaRefusal(deps, source, invocation, overQuota)
       : events.length === 0
         ? Promise.resolve([])
-        : storeAndPublish(deps, source, events, now),
+        : storeAndPublish(deps, source, events, now, {
+            events: events.length,
+            bytes: emitBytes + otherSize.bytes,
+          }),
     deps.usage.addUsage(source.workspaceId, usageDay(now), {
       invocations: 1,
       computeTimeMs,
@@ -214,10 +223,16 @@ async function applyResult(
  * found by it). The publish follows its own append directly (no other await in between), so a
  * source's publishes come in id order whenever its appends resolve in the order they were made
  * (SQLite appends do). The events are counted toward the workspace's stored totals as the append
- * starts (so a removal can never come before the count), and taken back if it fails.
+ * starts (so a removal can never come before the count), and taken back if it fails. `size` is
+ * {@link storedSize} of `events`, when the caller knows it already.
  */
-async function storeAndPublish(deps: RunDeps, source: SourceRecord, events: NewEvent[], now: number) {
-  const size = storedSize(events);
+async function storeAndPublish(
+  deps: RunDeps,
+  source: SourceRecord,
+  events: NewEvent[],
+  now: number,
+  size = storedSize(events),
+) {
   const counted = deps.usage.addStored(source.workspaceId, source.id, now, size);
   let stored: StoredEvent[];
   try {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { receiveHttpRequest } from "#core/http-interface";
+import { STORED_TOTALS_MAX_AGE_MS } from "#core/quotas";
 import { deleteSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
 import { getMe } from "#core/workspaces";
@@ -128,7 +129,11 @@ describe("storage quotas", () => {
       { storedEvents: 5 },
       { emitsPerRun: 3, customResponse: false },
     );
-    const run = () => runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    // Totals are read at most once a second per workspace: each run comes a second later.
+    const run = () => {
+      deps.clock.set(deps.clock.nowMs() + STORED_TOTALS_MAX_AGE_MS);
+      return runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    };
     await run();
     await run();
     // 6 stored: a run is checked before it stores, so one run can pass the quota by what it emits.
@@ -153,6 +158,7 @@ describe("storage quotas", () => {
       { emitsPerRun: 1, customResponse: false },
     );
     await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    deps.clock.set(deps.clock.nowMs() + STORED_TOTALS_MAX_AGE_MS);
     await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
     expect(await channel("")).toHaveLength(1);
     expect((await quotaErrors())[0]?.message).toContain("stored_bytes");
