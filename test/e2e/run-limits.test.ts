@@ -1,6 +1,6 @@
 import { connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient } from "../support/api-client.ts";
+import { apiClient, deployHttpSource } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
@@ -98,11 +98,7 @@ describe("limits and quotas in local mode", () => {
     await sluice?.stop();
   });
 
-  async function deploy(code: string): Promise<{ id: string; endpoint: string }> {
-    const answer = await api("POST", "/sources", { component_code: code });
-    expect(answer.status).toBe(200);
-    return { id: answer.json.data.id, endpoint: answer.json.data.configured_props.http.endpoint_url };
-  }
+  const deploy = (code: string) => deployHttpSource(api, code);
 
   const post = (endpoint: string, body: unknown) =>
     fetch(endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
