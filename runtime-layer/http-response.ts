@@ -5,7 +5,34 @@
  */
 import type { HttpResponseSpec } from "./protocol.ts";
 
-export const STATUS_MESSAGE = "status must be an integer from 100 to 599";
+export const STATUS_MESSAGE = "status must be an integer from 200 to 599";
+
+/** Largest body a response may carry, in bytes (after base64 decoding). Lambda's 6 MB payload holds it base64-encoded. */
+export const RESPONSE_MAX_BODY_BYTES = 4 * 1024 * 1024;
+/** Most headers a response may carry, and their total size (`name: value` bytes). */
+export const RESPONSE_MAX_HEADERS = 64;
+export const RESPONSE_MAX_HEADER_BYTES = 16 * 1024;
+
+/**
+ * Headers that describe the connection or the framing of the message, not the message: the
+ * server frames the response itself, so a component never sets them. `Transfer-Encoding` beside a
+ * `Content-Length`, or two different `Content-Length`s, would let the answer smuggle a second
+ * response into a kept-alive connection. Names starting with `proxy-` go too.
+ */
+const FRAMING_HEADERS = new Set([
+  "connection",
+  "keep-alive",
+  "transfer-encoding",
+  "content-length",
+  "te",
+  "trailer",
+  "upgrade",
+  "http2-settings",
+]);
+/** RFC 9110 `token`. */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What Node writes without refusing: no CR, LF, NUL or other controls but tab, nothing past U+00FF. */
+const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 type Bag = Record<string, unknown>;
 
@@ -13,21 +40,35 @@ const isBag = (value: unknown): value is Bag => typeof value === "object" && val
 
 /**
  * Validates and normalises a response: `status` may be a numeric string ("200" from a string prop,
- * as registry components pass it); header values become strings (arrays joined with `, `); a
- * string body stays as is, bytes (Buffer, Uint8Array, ArrayBuffer) become base64 with
- * `bodyEncoding: "base64"`, anything else becomes JSON with `content-type: application/json`
- * unless the code set a content type.
+ * as registry components pass it); headers go through {@link responseHeaders}; a string body stays
+ * as is, bytes (Buffer, Uint8Array, ArrayBuffer) become base64 with `bodyEncoding: "base64"`,
+ * anything else becomes JSON with `content-type: application/json` unless the code set a content
+ * type.
  *
- * @throws Error {@link STATUS_MESSAGE} for a missing or out-of-range status; TypeError when the
- * argument is not an object or the body cannot be serialised.
+ * @throws Error {@link STATUS_MESSAGE} for a missing or out-of-range status (a 1xx is an interim
+ * answer, never a final one); TypeError when the argument is not an object or the body cannot be
+ * serialised; RangeError when the body or the headers are over their limits.
  */
 export function normalizeResponse(spec: unknown): HttpResponseSpec {
   if (!isBag(spec)) throw new TypeError("respond expects an object: { status, headers, body }");
   const status = typeof spec.status === "string" && /^\s*\d+\s*$/.test(spec.status) ? Number(spec.status) : spec.status;
-  if (typeof status !== "number" || !Number.isInteger(status) || status < 100 || status > 599) {
+  if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
     throw new Error(STATUS_MESSAGE);
   }
-  const headers = normalizeHeaders(spec.headers);
+  const headers = responseHeaders(spec.headers);
+  checkHeaderLimits(headers);
+  const response = withBody(status, headers, spec);
+  const bytes =
+    response.bodyEncoding === "base64"
+      ? Buffer.byteLength(response.body, "base64")
+      : Buffer.byteLength(response.body, "utf8");
+  if (bytes > RESPONSE_MAX_BODY_BYTES) {
+    throw new RangeError(`respond: the body is ${bytes} bytes, over the limit of ${RESPONSE_MAX_BODY_BYTES}`);
+  }
+  return response;
+}
+
+function withBody(status: number, headers: Record<string, string>, spec: Bag): HttpResponseSpec {
   const { body } = spec;
   if (body === undefined || body === null) return { status, headers, body: "" };
   if (typeof body === "string") {
@@ -51,14 +92,42 @@ export function normalizeResponse(spec: unknown): HttpResponseSpec {
   return { status, headers, body: json };
 }
 
-function normalizeHeaders(headers: unknown): Record<string, string> {
+/**
+ * The headers a component may set, as strings (arrays joined with `, `): framing and hop-by-hop
+ * headers ({@link FRAMING_HEADERS}, `proxy-*`), names that are not HTTP tokens and values with
+ * characters HTTP cannot carry are dropped, and of two names that differ only in case the first
+ * stays. The servers run it again right before writing (local server, API Gateway result), whatever
+ * the response went through before.
+ */
+export function responseHeaders(headers: unknown): Record<string, string> {
   const out: Record<string, string> = {};
   if (!isBag(headers)) return out;
+  const seen = new Set<string>();
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || value === null) continue;
-    out[name] = Array.isArray(value) ? value.map(String).join(", ") : String(value);
+    const lower = name.toLowerCase();
+    if (seen.has(lower) || FRAMING_HEADERS.has(lower) || lower.startsWith("proxy-") || !HEADER_NAME.test(name)) {
+      continue;
+    }
+    const text = Array.isArray(value) ? value.map(String).join(", ") : String(value);
+    if (!HEADER_VALUE.test(text)) continue;
+    seen.add(lower);
+    out[name] = text;
   }
   return out;
+}
+
+function checkHeaderLimits(headers: Record<string, string>): void {
+  const names = Object.keys(headers);
+  if (names.length > RESPONSE_MAX_HEADERS) {
+    throw new RangeError(`respond: ${names.length} headers, over the limit of ${RESPONSE_MAX_HEADERS}`);
+  }
+  let bytes = 0;
+  // Values hold no character past U+00FF (responseHeaders), which go out as one byte each.
+  for (const name of names) bytes += name.length + 2 + (headers[name] as string).length;
+  if (bytes > RESPONSE_MAX_HEADER_BYTES) {
+    throw new RangeError(`respond: the headers are ${bytes} bytes, over the limit of ${RESPONSE_MAX_HEADER_BYTES}`);
+  }
 }
 
 function asBytes(body: unknown): Buffer | undefined {

@@ -8,8 +8,9 @@
  * writes, logs, the HTTP response, the error). Trusted code applies the result (DESIGN.md decision 2).
  */
 import type { Json, PropDescription } from "./describe-component.ts";
+import type { EmitLimits } from "./result-limits.ts";
 
-export type { Json, PropDescription };
+export type { EmitLimits, Json, PropDescription };
 
 /** What an invocation runs: `run`, one of the hooks, or `additionalProps`. */
 export type InvocationKind = "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
@@ -60,6 +61,8 @@ export interface Invocation {
   event?: Json;
   /** The run is stopped (and its process killed locally) after this long. */
   timeoutMs: number;
+  /** Limits of the run's emits; the emit past one ends the run. Trusted code checks them again. */
+  limits?: EmitLimits;
 }
 
 /** Options the code passed to `this.$emit(event, options)`, as JSON. */
@@ -94,7 +97,7 @@ export interface ErrorRecord {
   ts: number;
 }
 
-/** A response given with `this.<http>.respond(...)`, normalised (status 100–599, string body). */
+/** A response given with `this.<http>.respond(...)`, normalised (status 200–599, string body). */
 export interface HttpResponseSpec {
   status: number;
   headers: Record<string, string>;

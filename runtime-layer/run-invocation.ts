@@ -20,17 +20,15 @@ import type {
   LogLevel,
   LogRecord,
 } from "./protocol.ts";
+import { EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "./result-limits.ts";
 import { toLoadFailure, withPosition } from "./sandbox-protocol.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
 export { currentInvocationId, failCurrentInvocation, LOG_LEVELS } from "./invocation-scope.ts";
+export { LOG_MAX_BYTES } from "./result-limits.ts";
 export { DB_MAX_BYTES } from "./service-db.ts";
 
-/** Log text one invocation may return; what comes after is dropped with one warning record. */
-export const LOG_MAX_BYTES = 256 * 1024;
-/** Counted per log record on top of its text, so that empty lines in a loop are bounded too. */
-const LOG_RECORD_OVERHEAD = 32;
 /** Used when an invocation carries no usable `timeoutMs`. */
 const DEFAULT_TIMEOUT_MS = 30_000;
 const HOOKS = new Set(["deploy", "activate", "deactivate"]);
@@ -183,6 +181,7 @@ class InvocationState implements InvocationScope {
   response: HttpResponseSpec | undefined;
   closed = false;
   private logBytes = 0;
+  private emitBytes = 0;
   private settleFailure!: (error: ErrorRecord) => void;
   readonly failure = new Promise<ErrorRecord>((resolve) => {
     this.settleFailure = resolve;
@@ -219,7 +218,29 @@ class InvocationState implements InvocationScope {
   }
 
   emit(event: unknown, meta: unknown): Promise<void> {
-    if (!this.closed) this.emits.push({ event: toJson(event) ?? null, meta: toEmitMeta(meta) });
+    if (this.closed) return Promise.resolve();
+    const json = toJson(event) ?? null;
+    const limits = this.invocation.limits;
+    if (limits) {
+      const bytes = Buffer.byteLength(JSON.stringify(json));
+      const count = this.emits.length + 1;
+      const over =
+        count > limits.maxEmits
+          ? `one run may emit at most ${limits.maxEmits} events`
+          : this.emitBytes + bytes > limits.maxEmitBytes
+            ? `one run may emit at most ${limits.maxEmitBytes} bytes of events`
+            : undefined;
+      if (over) {
+        // The run ends here even if the code catches the error: what it emitted so far is kept.
+        const error = Object.assign(new Error(`${over}; the ${this.emits.length} emitted before were kept`), {
+          name: EMIT_LIMIT_ERROR,
+        });
+        this.fail(error);
+        throw error;
+      }
+      this.emitBytes += bytes;
+    }
+    this.emits.push({ event: json, meta: toEmitMeta(meta) });
     return Promise.resolve();
   }
 

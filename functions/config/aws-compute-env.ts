@@ -1,6 +1,6 @@
 import { z } from "zod";
 import type { RuntimeSettings } from "#ports/deps";
-import { ENV, invocationTimeoutRule, issuesOf } from "./env.ts";
+import { ENV, emitLimitsFrom, emitLimitsShape, invocationTimeoutRule, issuesOf } from "./env.ts";
 
 /**
  * The environment variables of the AWS side of sources: deployed source functions, their
@@ -104,7 +104,8 @@ export interface AwsComputeConfig {
   deliveryRetryQueueUrl: string | undefined;
   /**
    * `SLUICE_PUBLIC_URL` without a trailing slash (empty where unset: functions that show no
-   * endpoint) and `SLUICE_INVOCATION_TIMEOUT_MS` (default 30 s), both set by the service stack.
+   * endpoint) and `SLUICE_INVOCATION_TIMEOUT_MS` (default 30 s), both set by the service stack, and
+   * the per-run emit limits (defaults).
    */
   runtime: RuntimeSettings;
 }
@@ -116,6 +117,7 @@ const runtimeShape = {
   [ENV.publicUrl]: z.url({ error: "must be a URL" }).optional(),
   [ENV.invocationTimeoutMs]: invocationTimeoutRule,
   [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),
+  ...emitLimitsShape,
 };
 const streamShape = {
   [AWS_COMPUTE_ENV.streamUrl]: z.url({ error: "must be a URL" }).optional(),
@@ -178,6 +180,7 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
     runtime: {
       publicUrl: (settings[ENV.publicUrl] ?? "").replace(/\/+$/, ""),
       invocationTimeoutMs: settings[ENV.invocationTimeoutMs],
+      emitLimits: emitLimitsFrom(settings),
     },
   };
 }

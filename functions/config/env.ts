@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { DeliverySettings } from "#core/webhook-delivery";
 import type { Quotas } from "#ports/deps";
 import type { EventRetention } from "#ports/event-store";
+import type { EmitLimits } from "#runtime/protocol";
 
 /**
  * Every environment variable Sluice reads, in one place. `lib/` sets the AWS ones on each
@@ -53,10 +54,18 @@ export const ENV = {
   componentUrlAllowPrivate: "SLUICE_COMPONENT_URL_ALLOW_PRIVATE",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */
   resourcesTable: "SLUICE_RESOURCES_TABLE",
-  /** Daily quotas reported on users and workspaces; 0 means unlimited. */
+  /** Daily quotas of each workspace, also reported on users and workspaces; 0 means unlimited. */
   dailyInvocationsQuota: "SLUICE_DAILY_INVOCATIONS_QUOTA",
   dailyComputeTimeQuotaMs: "SLUICE_DAILY_COMPUTE_TIME_QUOTA_MS",
   dailyCreditsQuota: "SLUICE_DAILY_CREDITS_QUOTA",
+  /** Runs a workspace may start per minute; 0 means unlimited. */
+  runsPerMinuteQuota: "SLUICE_RUNS_PER_MINUTE_QUOTA",
+  /** Events, and bytes of events, a workspace may keep stored; 0 means unlimited. */
+  storedEventsQuota: "SLUICE_STORED_EVENTS_QUOTA",
+  storedBytesQuota: "SLUICE_STORED_BYTES_QUOTA",
+  /** Events one run (or hook) may emit, and their JSON bytes together. */
+  maxEmitsPerRun: "SLUICE_MAX_EMITS_PER_RUN",
+  maxEmitBytesPerRun: "SLUICE_MAX_EMIT_BYTES_PER_RUN",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -79,10 +88,20 @@ function parse<T extends z.ZodRawShape>(shape: T, env: Env, what: string): z.inf
   throw new Error(`${what} configuration is invalid:\n  ${issuesOf(result.error).join("\n  ")}`);
 }
 
+/** Defaults of the storage quotas and per-run limits (docs/components.md "Limits" says why). */
+export const DEFAULT_STORED_EVENTS_QUOTA = 10_000_000;
+export const DEFAULT_STORED_BYTES_QUOTA = 10 * 1024 ** 3;
+export const DEFAULT_MAX_EMITS_PER_RUN = 1_000;
+export const DEFAULT_MAX_EMIT_BYTES_PER_RUN = 8 * 1024 * 1024;
+
 const quotaShape = {
   [ENV.dailyInvocationsQuota]: count.default(0),
   [ENV.dailyComputeTimeQuotaMs]: count.default(0),
   [ENV.dailyCreditsQuota]: count.default(0),
+  // Unlimited by default: any figure that does not throttle one busy source (8,000 runs/s) protects nothing.
+  [ENV.runsPerMinuteQuota]: count.default(0),
+  [ENV.storedEventsQuota]: count.default(DEFAULT_STORED_EVENTS_QUOTA),
+  [ENV.storedBytesQuota]: count.default(DEFAULT_STORED_BYTES_QUOTA),
 };
 
 function quotasFrom(parsed: Record<string, unknown>): Quotas {
@@ -90,6 +109,28 @@ function quotasFrom(parsed: Record<string, unknown>): Quotas {
     dailyInvocations: parsed[ENV.dailyInvocationsQuota] as number,
     dailyComputeTimeMs: parsed[ENV.dailyComputeTimeQuotaMs] as number,
     dailyCredits: parsed[ENV.dailyCreditsQuota] as number,
+    runsPerMinute: parsed[ENV.runsPerMinuteQuota] as number,
+    storedEvents: parsed[ENV.storedEventsQuota] as number,
+    storedBytes: parsed[ENV.storedBytesQuota] as number,
+  };
+}
+
+/** `SLUICE_MAX_EMITS_PER_RUN` and `SLUICE_MAX_EMIT_BYTES_PER_RUN`, on both platforms. */
+export const emitLimitsShape = {
+  [ENV.maxEmitsPerRun]: z.coerce.number().int().min(1).max(1_000_000).default(DEFAULT_MAX_EMITS_PER_RUN),
+  // At least one event of the largest size (256 KiB).
+  [ENV.maxEmitBytesPerRun]: z.coerce
+    .number()
+    .int()
+    .min(256 * 1024)
+    .max(1024 ** 3)
+    .default(DEFAULT_MAX_EMIT_BYTES_PER_RUN),
+};
+
+export function emitLimitsFrom(parsed: Record<string, unknown>): EmitLimits {
+  return {
+    maxEmits: parsed[ENV.maxEmitsPerRun] as number,
+    maxEmitBytes: parsed[ENV.maxEmitBytesPerRun] as number,
   };
 }
 
@@ -105,6 +146,7 @@ export interface LocalRuntimeConfig {
   npmRegistry: string | undefined;
   /** Whether `component_url` may be fetched from loopback and private addresses. */
   componentUrlAllowPrivate: boolean;
+  emitLimits: EmitLimits;
 }
 
 /** Webhook delivery in local mode (docs/webhooks.md): the retry policy plus the worker's own settings. */
@@ -152,6 +194,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookAllowPrivate]: trueOrFalse,
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
       ...quotaShape,
+      ...emitLimitsShape,
     },
     env,
     "Local mode",
@@ -169,6 +212,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxProcesses: parsed[ENV.sandboxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
+      emitLimits: emitLimitsFrom(parsed),
     },
     events: {
       maxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,

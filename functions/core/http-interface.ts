@@ -4,7 +4,8 @@
  * Without `customResponse` the caller is answered at once and the run is queued (the original
  * answers 200 before and independently of `run`, real-behaviour.md §1.2). With it, the answer is
  * the first `respond(...)` of the run; a run that throws or ends before responding gets 400, one
- * that never responds within its time limit gets the timeout answer.
+ * that never responds within its time limit gets the timeout answer. A workspace over its
+ * runs-per-minute or a daily quota gets 429 and nothing runs.
  */
 import type { Deps } from "#ports/deps";
 import type { HttpResponseSpec } from "#runtime/protocol";
@@ -18,12 +19,21 @@ import {
   type IncomingHttpRequest,
   MAX_HTTP_INTERFACE_BODY_BYTES,
   PAYLOAD_TOO_LARGE_RESPONSE,
+  quotaExceededResponse,
+  REFUSED_RESPONSE_RESPONSE,
   RESPOND_TIMEOUT_RESPONSE,
   toHttpRunEvent,
   UNKNOWN_ENDPOINT_RESPONSE,
 } from "./http-run-event.ts";
 import { HTTP_INTERFACE } from "./props.ts";
-import { invokeSource, loadComponent, propsOf, type RunDeps } from "./source-runs.ts";
+import { checkResponse } from "./run-limits.ts";
+import { admitRun, invokeSource, loadComponent, propsOf, type RunDeps } from "./source-runs.ts";
+
+/** A response as the source gave it, if it passes `checkResponse`; else {@link REFUSED_RESPONSE_RESPONSE}. */
+function trustedResponse(response: HttpResponseSpec): HttpResponseSpec {
+  const checked = checkResponse(response);
+  return "response" in checked ? checked.response : REFUSED_RESPONSE_RESPONSE;
+}
 
 /** Answers one request to an HTTP interface endpoint. */
 export async function receiveHttpRequest(
@@ -42,6 +52,8 @@ export async function receiveHttpRequest(
   if (!component) return UNKNOWN_ENDPOINT_RESPONSE;
 
   const event = toHttpRunEvent(request) as unknown as Json;
+  const refusal = await admitRun(deps, source, event);
+  if (refusal) return quotaExceededResponse(refusal);
   const httpProp = propsOf(source, component).find((prop) => prop.type === HTTP_INTERFACE);
   if (httpProp?.customResponse !== true) {
     await deps.runs.enqueue({ sourceId: source.id, trigger: "http", event });
@@ -52,9 +64,12 @@ export async function receiveHttpRequest(
   const responded = new Promise<HttpResponseSpec>((resolve) => {
     answer = resolve;
   });
-  const run = invokeSource(deps, source, component, "run", event, { onRespond: answer });
+  // What the host hands over came from untrusted code: normalised again, or refused with a 502.
+  const run = invokeSource(deps, source, component, "run", event, {
+    onRespond: (response) => answer(trustedResponse(response)),
+  });
   const finished = run.then(({ result }) => {
-    if (result.response) return result.response;
+    if (result.response) return trustedResponse(result.response);
     if (result.error?.name === "TimeoutError") return RESPOND_TIMEOUT_RESPONSE;
     if (result.error) return FAILED_BEFORE_RESPOND_RESPONSE;
     return ENDED_WITHOUT_RESPOND_RESPONSE;

@@ -8,6 +8,7 @@
  */
 import type { HttpResponseSpec, HttpRunEvent, Json } from "#runtime/protocol";
 import { nestsTooDeep } from "./json-depth.ts";
+import type { QuotaRefusal } from "./quotas.ts";
 
 /** A request to a source's endpoint, independent of where it arrived. */
 export interface IncomingHttpRequest {
@@ -135,6 +136,30 @@ export const FAILED_BEFORE_RESPOND_RESPONSE: HttpResponseSpec = fixedJsonRespons
 /** No source has this endpoint key (never had, or deleted). */
 export const UNKNOWN_ENDPOINT_RESPONSE: HttpResponseSpec = fixedJsonResponse(404, {
   error: "no source listens at this endpoint",
+});
+
+/**
+ * The workspace is over its runs-per-minute or a daily quota: 429 (real-behaviour.md §1.2, "429 when
+ * throttled") saying which, with `retry-after` in seconds until the quota's window ends. The source
+ * is not run.
+ */
+export function quotaExceededResponse(refusal: QuotaRefusal): HttpResponseSpec {
+  const retry: Record<string, string> =
+    refusal.retryAfterSeconds === undefined ? {} : { "retry-after": String(refusal.retryAfterSeconds) };
+  return fixedJsonResponse(
+    429,
+    { error: `quota exceeded: ${refusal.message}`, quota: refusal.quota, limit: refusal.limit },
+    retry,
+  );
+}
+
+/**
+ * `customResponse: true` and the response the source gave is over a limit or malformed
+ * (`checkResponse` in run-limits.ts): the server answers 502 rather than pass it on. Its `$errors`
+ * says why.
+ */
+export const REFUSED_RESPONSE_RESPONSE: HttpResponseSpec = fixedJsonResponse(502, {
+  error: "the source's response was refused: see the source's $errors",
 });
 
 /** The request body is over {@link MAX_HTTP_INTERFACE_BODY_BYTES}; the source is not run. */

@@ -8,7 +8,14 @@
 import type { InvokeHandlers, SourceCode } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
 import type { RunJob } from "#ports/run-queue";
-import type { EmitRecord, Invocation, InvocationKind, InvocationResult, LogRecord } from "#runtime/protocol";
+import type {
+  EmitRecord,
+  ErrorRecord,
+  Invocation,
+  InvocationKind,
+  InvocationResult,
+  LogRecord,
+} from "#runtime/protocol";
 import { channelName } from "./channels.ts";
 import {
   type ComponentRecord,
@@ -24,19 +31,37 @@ import {
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
 import { type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
+import {
+  creditsOf,
+  firstNoticeIn,
+  QUOTA_EXCEEDED_ERROR,
+  type QuotaRefusal,
+  runRefusal,
+  storageRefusal,
+} from "./quotas.ts";
 import { redactPaths } from "./redact-paths.ts";
+import { limitResult, mergeServiceDb, trustedDuration } from "./run-limits.ts";
 import { timerRunEvent } from "./timer-schedule.ts";
 import { isoTime, usageDay } from "./views.ts";
 
 export type RunDeps = Pick<
   Deps,
-  "sources" | "components" | "events" | "bus" | "secrets" | "host" | "usage" | "clock" | "ids" | "log" | "runtime"
+  | "sources"
+  | "components"
+  | "events"
+  | "bus"
+  | "secrets"
+  | "host"
+  | "usage"
+  | "clock"
+  | "ids"
+  | "log"
+  | "runtime"
+  | "quotas"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */
 export const MAX_LOG_LINES_PER_RUN = 100;
-/** JSON size of one emitted event; larger emits are refused with a warning on `$logs`. */
-export const MAX_EMIT_BYTES = 256 * 1024;
 /** Attempts to merge a run's state into the source's state when runs of one source overlap. */
 const STATE_WRITE_ATTEMPTS = 5;
 
@@ -71,8 +96,10 @@ export async function invokeSource(
   handlers?: InvokeHandlers,
 ): Promise<AppliedRun> {
   const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
+  const startedMs = deps.clock.nowMs();
   const result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
-  const stored = await applyResult(deps, source, component, invocation, result, state);
+  const elapsedMs = deps.clock.nowMs() - startedMs;
+  const stored = await applyResult(deps, source, component, invocation, result, state, elapsedMs);
   return { result, stored };
 }
 
@@ -105,6 +132,7 @@ async function buildInvocation(
     propTypes,
     db: state.db,
     timeoutMs: deps.runtime.invocationTimeoutMs,
+    limits: deps.runtime.emitLimits,
   };
   if (event !== undefined) invocation.event = event;
   return { invocation, state };
@@ -113,7 +141,10 @@ async function buildInvocation(
 /**
  * Stores the effects of a run. `stateBefore` is the state the invocation was built from: the first
  * merge attempt writes on top of it, so a run of a source nobody else ran meanwhile reads its
- * state once. Never throws for what the component did; store failures do throw.
+ * state once. What the run returned is first checked against the limits (`run-limits.ts`): each
+ * cut is stored as an `$errors` event. Over a storage quota, the run's emits and logs are not
+ * stored (nor remembered by dedupe), only a rate-limited notice. Never throws for what the
+ * component did; store failures do throw.
  */
 async function applyResult(
   deps: RunDeps,
@@ -122,16 +153,28 @@ async function applyResult(
   invocation: Invocation,
   result: InvocationResult,
   stateBefore: SourceState,
+  elapsedMs: number,
 ): Promise<StoredEvent[]> {
   const now = deps.clock.nowMs();
   const warnings: LogRecord[] = [];
-  const emits = orderEmits(result.emits).filter((emit) => {
-    const size = Buffer.byteLength(JSON.stringify(emit.event ?? null));
-    if (size <= MAX_EMIT_BYTES) return true;
-    warnings.push(warning(now, `an event of ${size} bytes was not emitted: the limit is ${MAX_EMIT_BYTES} bytes`));
-    return false;
-  });
-  const accepted = await mergeState(deps, source, component, stateBefore, emits, result.dbWrites, warnings, now);
+  const limited = limitResult(result, deps.runtime.emitLimits, now);
+  const problems = [...limited.problems];
+  const overQuota =
+    limited.emits.length > 0 || limited.logs.length > 0 || limited.error || problems.length > 0
+      ? await storageRefusal(deps, source.workspaceId)
+      : undefined;
+  const emits = overQuota ? [] : orderEmits(limited.emits);
+  const accepted = await mergeState(
+    deps,
+    source,
+    component,
+    stateBefore,
+    emits,
+    result.dbWrites,
+    warnings,
+    problems,
+    now,
+  );
 
   const events: NewEvent[] = accepted.map((emit) => ({
     channel: channelName(emit.meta.name),
@@ -139,17 +182,39 @@ async function applyResult(
     emitId: deps.ids.newSecret(12),
     meta: emit.meta,
   }));
-  for (const log of capLogs([...result.logs, ...warnings])) {
-    events.push({ channel: LOGS_CHANNEL, event: { ...log }, emitId: deps.ids.newSecret(12), meta: { ts: log.ts } });
+  // The emits' sizes were measured by the limits check; the rest (logs, errors) is measured here.
+  let emitBytes = 0;
+  for (const emit of accepted) emitBytes += limited.storedBytes.get(emit) ?? 0;
+  const others: NewEvent[] = [];
+  for (const log of capLogs([...limited.logs, ...warnings])) {
+    others.push({ channel: LOGS_CHANNEL, event: { ...log }, emitId: deps.ids.newSecret(12), meta: { ts: log.ts } });
   }
-  if (result.error) events.push(errorEvent(deps, source, invocation, result));
+  if (limited.error) others.push(errorEvent(deps, source, invocation, limited.error));
+  for (const problem of problems) others.push(errorEvent(deps, source, invocation, problem));
+  const otherSize = storedSize(others);
+  events.push(...others);
   for (const refusedWarning of warnings) {
     deps.log.warn("source emit refused", { source_id: source.id, reason: refusedWarning.message });
   }
+  for (const problem of problems) {
+    deps.log.warn("source result over a limit", { source_id: source.id, error: problem.name, reason: problem.message });
+  }
 
+  const computeTimeMs = trustedDuration(result.durationMs, elapsedMs, invocation.timeoutMs);
   const [stored] = await Promise.all([
-    events.length === 0 ? Promise.resolve([]) : storeAndPublish(deps, source, events, now),
-    deps.usage.addUsage(source.workspaceId, usageDay(now), { invocations: 1, computeTimeMs: result.durationMs }),
+    overQuota
+      ? noteQuotaRefusal(deps, source, invocation, overQuota)
+      : events.length === 0
+        ? Promise.resolve([])
+        : storeAndPublish(deps, source, events, now, {
+            events: events.length,
+            bytes: emitBytes + otherSize.bytes,
+          }),
+    deps.usage.addUsage(source.workspaceId, usageDay(now), {
+      invocations: 1,
+      computeTimeMs,
+      credits: creditsOf(computeTimeMs),
+    }),
   ]);
   return stored;
 }
@@ -158,12 +223,70 @@ async function applyResult(
  * Stores events and announces them on the bus, with the source's owner (its subscriptions are
  * found by it). The publish follows its own append directly (no other await in between), so a
  * source's publishes come in id order whenever its appends resolve in the order they were made
- * (SQLite appends do).
+ * (SQLite appends do). The events are counted toward the workspace's stored totals as the append
+ * starts (so a removal can never come before the count), and taken back if it fails. `size` is
+ * {@link storedSize} of `events`, when the caller knows it already.
  */
-async function storeAndPublish(deps: RunDeps, source: SourceRecord, events: NewEvent[], now: number) {
-  const stored = await deps.events.appendEvents(source.id, events, now);
+async function storeAndPublish(
+  deps: RunDeps,
+  source: SourceRecord,
+  events: NewEvent[],
+  now: number,
+  size = storedSize(events),
+) {
+  const counted = deps.usage.addStored(source.workspaceId, source.id, now, size);
+  let stored: StoredEvent[];
+  try {
+    stored = await deps.events.appendEvents(source.id, events, now);
+  } catch (error) {
+    await counted;
+    await deps.usage.addStored(source.workspaceId, source.id, now, { events: -size.events, bytes: -size.bytes });
+    throw error;
+  }
   await deps.bus.publish(stored, { userId: source.userId, workspaceId: source.workspaceId });
+  await counted;
   return stored;
+}
+
+/** What events add to the stored totals: their count and the UTF-8 bytes of their event and meta JSON. */
+export function storedSize(events: NewEvent[]): { events: number; bytes: number } {
+  let bytes = 0;
+  for (const event of events) {
+    bytes += Buffer.byteLength(JSON.stringify(event.event)) + Buffer.byteLength(JSON.stringify(event.meta));
+  }
+  return { events: events.length, bytes };
+}
+
+/**
+ * Whether the workspace may start a run of `source` now (`quotas.ts`); when it may not, the
+ * refusal is noted on the source's `$errors` (once per quota and window) and returned, and the
+ * caller runs nothing.
+ */
+export async function admitRun(
+  deps: RunDeps,
+  source: SourceRecord,
+  event: Json | undefined,
+): Promise<QuotaRefusal | undefined> {
+  const refusal = await runRefusal(deps, source.workspaceId);
+  if (refusal) await noteQuotaRefusal(deps, source, { kind: "run", event }, refusal);
+  return refusal;
+}
+
+/**
+ * Stores a quota refusal on the source's `$errors` if it is the first of its quota, source and
+ * window; the server log says it once then too. Later refusals in the window store nothing.
+ */
+async function noteQuotaRefusal(
+  deps: RunDeps,
+  source: SourceRecord,
+  invocation: Pick<Invocation, "kind" | "event">,
+  refusal: QuotaRefusal,
+): Promise<StoredEvent[]> {
+  if (!(await firstNoticeIn(deps, source.id, refusal))) return [];
+  const now = deps.clock.nowMs();
+  deps.log.warn("workspace over a quota", { source_id: source.id, quota: refusal.quota, limit: refusal.limit });
+  const error: ErrorRecord = { name: QUOTA_EXCEEDED_ERROR, message: `${refusal.quota}: ${refusal.message}`, ts: now };
+  return storeAndPublish(deps, source, [errorEvent(deps, source, invocation, error)], now);
 }
 
 /**
@@ -179,6 +302,7 @@ async function mergeState(
   emits: EmitRecord[],
   dbWrites: Record<string, Json>,
   warnings: LogRecord[],
+  problems: ErrorRecord[],
   now: number,
 ): Promise<EmitRecord[]> {
   const strategy = component.metadata.dedupe;
@@ -196,13 +320,12 @@ async function mergeState(
       for (const note of notes) warnings.push(warning(now, note));
       return deduped.accepted;
     }
+    // Checked on the db as it is now: runs of one source that overlap each see only their snapshot.
+    const db = writesDb ? mergeServiceDb(state.db, dbWrites, now) : { db: state.db };
     try {
-      await deps.sources.putSourceState(
-        source.id,
-        { db: { ...state.db, ...dbWrites }, dedupe: deduped.state },
-        state.version,
-      );
+      await deps.sources.putSourceState(source.id, { db: db.db, dedupe: deduped.state }, state.version);
       for (const note of notes) warnings.push(warning(now, note));
+      if (db.refused) problems.push(db.refused);
       return deduped.accepted;
     } catch (error) {
       if (!isDomainError(error) || error.code !== "conflict" || attempt >= STATE_WRITE_ATTEMPTS) throw error;
@@ -224,8 +347,12 @@ function capLogs(all: LogRecord[]): LogRecord[] {
 }
 
 /** An `$errors` event in the shape of rest-api.md "Event summary" (error summaries). */
-function errorEvent(deps: RunDeps, source: SourceRecord, invocation: Invocation, result: InvocationResult): NewEvent {
-  const thrown = result.error as NonNullable<InvocationResult["error"]>;
+function errorEvent(
+  deps: RunDeps,
+  source: SourceRecord,
+  invocation: Pick<Invocation, "kind" | "event">,
+  thrown: ErrorRecord,
+): NewEvent {
   // Stacks and messages name the sandbox's files by their paths on the server.
   const error = {
     ...thrown,
@@ -291,6 +418,8 @@ export async function runSource(deps: RunDeps, job: RunJob): Promise<AppliedRun 
   if (!source?.active) return undefined;
   const component = await loadComponent(deps, source.componentId);
   if (!component) return undefined;
+  // A queued HTTP request was admitted (and counted) when it arrived.
+  if (job.trigger !== "http" && (await admitRun(deps, source, job.event))) return undefined;
   return invokeSource(deps, source, component, "run", job.event);
 }
 
@@ -304,5 +433,7 @@ export async function fireTimer(
   if (!source?.active || source.timer === undefined) return undefined;
   const component = await loadComponent(deps, source.componentId);
   if (!component) return undefined;
-  return invokeSource(deps, source, component, "run", timerRunEvent(source.timer, scheduledAtMs) as unknown as Json);
+  const event = timerRunEvent(source.timer, scheduledAtMs) as unknown as Json;
+  if (await admitRun(deps, source, event)) return undefined;
+  return invokeSource(deps, source, component, "run", event);
 }

@@ -24,7 +24,7 @@ import { interfaceContext, invokeSource, loadComponent, propsOf, sourceCode } fr
 import { applyAutoSubscriptions } from "./subscriptions.ts";
 import { epochSeconds } from "./views.ts";
 
-export type SourceDeps = Omit<Deps, "quotas">;
+export type SourceDeps = Deps;
 
 /** Where a source's code comes from, with the spec's precedence (component_id first). */
 export interface ComponentChoice {

@@ -18,6 +18,11 @@ export function workspaceView(workspace: Workspace, usage: DailyUsage, quotas: Q
     email: workspace.email,
     daily_credits_quota: quotas.dailyCredits,
     daily_credits_used: usage.credits,
+    // The fields the spec gives legacy-plan workspaces: Sluice enforces these quotas per workspace.
+    daily_compute_time_quota: quotas.dailyComputeTimeMs,
+    daily_compute_time_used: usage.computeTimeMs,
+    daily_invocations_quota: quotas.dailyInvocations,
+    daily_invocations_used: usage.invocations,
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Deps } from "#ports/deps";
+import type { DailyUsage } from "#ports/usage-store";
 import { requireUser, requireWorkspace } from "./accounts.ts";
 import type { Caller, Workspace } from "./identity.ts";
 import { projectView, usageDay, userView, workspaceView } from "./views.ts";
@@ -9,16 +10,23 @@ async function presentWorkspace(deps: ReadDeps, workspace: Workspace, day: strin
   return workspaceView(workspace, await deps.usage.getUsage(workspace.id, day), deps.quotas);
 }
 
-/** `GET /users/me`: the caller with today's usage and their workspaces. */
+/**
+ * `GET /users/me`: the caller with today's usage and their workspaces. Runs are counted (and the
+ * quotas enforced) per workspace, so the user's figures add up those of their workspaces.
+ */
 export async function getMe(deps: ReadDeps, caller: Caller) {
   const user = await requireUser(deps, caller);
   const day = usageDay(deps.clock.nowMs());
-  const [usage, workspaces] = await Promise.all([
-    deps.usage.getUsage(user.id, day),
-    deps.identity.listWorkspacesOfUser(user.id),
-  ]);
-  const orgs = await Promise.all(workspaces.map((w) => presentWorkspace(deps, w, day)));
-  return userView(user, usage, deps.quotas, orgs);
+  const workspaces = await deps.identity.listWorkspacesOfUser(user.id);
+  const usages = await Promise.all(workspaces.map((workspace) => deps.usage.getUsage(workspace.id, day)));
+  const orgs = workspaces.map((workspace, index) => workspaceView(workspace, usages[index] as DailyUsage, deps.quotas));
+  const total: DailyUsage = { invocations: 0, computeTimeMs: 0, credits: 0 };
+  for (const usage of usages) {
+    total.invocations += usage.invocations;
+    total.computeTimeMs += usage.computeTimeMs;
+    total.credits += usage.credits;
+  }
+  return userView(user, total, deps.quotas, orgs);
 }
 
 /** `GET /workspaces/{id}`: a workspace the caller belongs to, with today's credit usage. */

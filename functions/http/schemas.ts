@@ -28,6 +28,10 @@ export const workspaceSchema = z.object({
   email: z.string(),
   daily_credits_quota: z.number().int(),
   daily_credits_used: z.number().int(),
+  daily_compute_time_quota: z.number().int(),
+  daily_compute_time_used: z.number().int(),
+  daily_invocations_quota: z.number().int(),
+  daily_invocations_used: z.number().int(),
 });
 
 export const userSchema = z.object({

@@ -12,6 +12,7 @@ import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
 import { createRouter } from "#http/routing";
 import type { Deps } from "#ports/deps";
+import { responseHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
 import { SourceStreamServer, type SourceStreamServerOptions, STREAM_PATH } from "./source-stream-server.ts";
@@ -126,9 +127,20 @@ function send(response: ServerResponse, result: HttpResult): void {
   response.end(result.body);
 }
 
+/**
+ * Writes a source's answer. Its headers are filtered again right here (`responseHeaders`: no
+ * framing or hop-by-hop header, nothing Node would refuse), whatever produced the spec, and the
+ * server sets the framing itself: a `Content-Length`, or for 204 and 304 no body at all.
+ */
 function sendSpec(response: ServerResponse, spec: HttpResponseSpec): void {
+  const headers = responseHeaders(spec.headers);
+  if (spec.status === 204 || spec.status === 304) {
+    response.writeHead(spec.status, headers);
+    response.end();
+    return;
+  }
   const body = Buffer.from(spec.body, spec.bodyEncoding === "base64" ? "base64" : "utf8");
-  response.writeHead(spec.status, { ...spec.headers, "content-length": String(body.length) });
+  response.writeHead(spec.status, { ...headers, "content-length": String(body.length) });
   response.end(body);
 }
 

@@ -1,3 +1,4 @@
+import type { EmitLimits } from "#runtime/protocol";
 import type { Clock } from "./clock.ts";
 import type { CodeFetcher } from "./code-fetcher.ts";
 import type { ComponentHost } from "./component-host.ts";
@@ -18,11 +19,20 @@ import type { SubscriptionStore } from "./subscription-store.ts";
 import type { Timers } from "./timers.ts";
 import type { UsageStore } from "./usage-store.ts";
 
-/** Daily quotas reported on users and workspaces. Zero means unlimited. */
+/**
+ * Quotas of each workspace (docs/components.md "Limits"); zero means unlimited. The daily ones are
+ * also reported on users and workspaces.
+ */
 export interface Quotas {
   dailyInvocations: number;
   dailyComputeTimeMs: number;
   dailyCredits: number;
+  /** Runs (of HTTP requests, timers, subscriptions) started per minute. */
+  runsPerMinute: number;
+  /** Events kept stored, `$logs` and `$errors` included. */
+  storedEvents: number;
+  /** UTF-8 bytes of the JSON of the events kept stored. */
+  storedBytes: number;
 }
 
 /** Settings of the component runtime, the same on both platforms. */
@@ -31,6 +41,8 @@ export interface RuntimeSettings {
   publicUrl: string;
   /** Time limit of one run or hook. */
   invocationTimeoutMs: number;
+  /** How much one run or hook may emit. */
+  emitLimits: EmitLimits;
 }
 
 /**

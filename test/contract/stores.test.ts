@@ -16,6 +16,7 @@ import { componentStoreContract } from "./component-store.contract.ts";
 import { eventStoreContract } from "./event-store.contract.ts";
 import { identityStoreContract } from "./identity-store.contract.ts";
 import { sourceStoreContract } from "./source-store.contract.ts";
+import { storedUsageContract } from "./stored-usage.contract.ts";
 import { usageStoreContract } from "./usage-store.contract.ts";
 
 /** The event stores' retention when a test sets none: its ids use small, long-past ms. */
@@ -30,6 +31,15 @@ describe("SQLite adapters", () => {
     async (options) => new SqliteEventStore(openSqlite(":memory:"), { retention: options?.retention ?? KEEP_FOREVER }),
     { sweep: (store, nowMs) => store.trimExpired(nowMs), keepsPerChannel: true },
   );
+  storedUsageContract(async (maxAgeMs) => {
+    const db = openSqlite(":memory:");
+    const events = new SqliteEventStore(db, { retention: { maxAgeMs, keepPerChannel: 0 } });
+    return {
+      events,
+      usage: new SqliteUsageStore(db),
+      expireAt: async (nowMs) => void (await events.trimExpired(nowMs)),
+    };
+  });
 });
 
 describe("DynamoDB adapters (DynamoDB Local)", () => {
@@ -52,4 +62,17 @@ describe("DynamoDB adapters (DynamoDB Local)", () => {
     async (options) =>
       new DynamoDbEventStore(documents, await freshTable(), { retention: options?.retention ?? KEEP_FOREVER }),
   );
+  storedUsageContract(async (maxAgeMs) => {
+    const table = await freshTable();
+    let now = Date.now();
+    const clock = { nowMs: () => now };
+    return {
+      events: new DynamoDbEventStore(documents, table, { retention: { maxAgeMs, keepPerChannel: 0 } }),
+      usage: new DynamoDbUsageStore(documents, table, { eventMaxAgeMs: maxAgeMs, clock }),
+      // DynamoDB's TTL removes expired events unannounced: the day buckets leave the sum by time alone.
+      expireAt: async (nowMs) => {
+        now = nowMs;
+      },
+    };
+  });
 });

@@ -26,5 +26,31 @@ export function usageStoreContract(makeStore: () => Promise<UsageStore>) {
       await Promise.all(Array.from({ length: 25 }, () => store.addUsage("u_busy", "2026-11-20", { invocations: 1 })));
       expect((await store.getUsage("u_busy", "2026-11-20")).invocations).toBe(25);
     });
+
+    it("adds up what each workspace stored, across its sources and calls, and takes back negative amounts", async () => {
+      const store = await makeStore();
+      expect(await store.getStored("o_empty")).toEqual({ events: 0, bytes: 0 });
+      await Promise.all([
+        store.addStored("o_one", "dc_a", NOW, { events: 3, bytes: 300 }),
+        store.addStored("o_one", "dc_b", NOW, { events: 1, bytes: 50 }),
+        store.addStored("o_two", "dc_c", NOW, { events: 7, bytes: 700 }),
+      ]);
+      await store.addStored("o_one", "dc_a", NOW, { events: -1, bytes: -100 });
+      expect(await store.getStored("o_one")).toEqual({ events: 3, bytes: 250 });
+      expect(await store.getStored("o_two")).toEqual({ events: 7, bytes: 700 });
+    });
+
+    it("counts in windows: 1 for the first call of a key and window, one more per call, apart per key and window", async () => {
+      const store = await makeStore();
+      const counts = await Promise.all(Array.from({ length: 5 }, () => store.countInWindow("runs:o_one", NOW, 60_000)));
+      // Atomic: each concurrent call sees its own count, exactly one of them 1.
+      expect([...counts].sort()).toEqual([1, 2, 3, 4, 5]);
+      expect(await store.countInWindow("runs:o_two", NOW, 60_000)).toBe(1);
+      expect(await store.countInWindow("runs:o_one", NOW + 60_000, 60_000)).toBe(1);
+      expect(await store.countInWindow("runs:o_one", NOW, 60_000)).toBe(6);
+    });
   });
 }
+
+/** A time inside every adapter's retention (the stores keep what they count for 30 days by default). */
+const NOW = Date.now();

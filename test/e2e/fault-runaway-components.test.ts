@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient } from "../support/api-client.ts";
+import { apiClient, deployHttpSource } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
@@ -120,11 +120,7 @@ describe("fault: runaway components", () => {
     await sluice?.stop();
   });
 
-  async function deploy(code: string): Promise<{ id: string; endpoint: string }> {
-    const answer = await api("POST", "/sources", { component_code: code });
-    expect(answer.status).toBe(200);
-    return { id: answer.json.data.id, endpoint: answer.json.data.configured_props.http.endpoint_url };
-  }
+  const deploy = (code: string) => deployHttpSource(api, code);
 
   it("stops each runaway with an $errors event naming the cause while a healthy source answers throughout", async () => {
     const healthy = await deploy(HEALTHY_SOURCE);

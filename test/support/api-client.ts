@@ -22,6 +22,17 @@ export function apiClient(baseUrl: string, key: string) {
   };
 }
 
+/** Deploys `code` (a source with an HTTP interface) through `api`; its id and endpoint URL. */
+export async function deployHttpSource(
+  api: ReturnType<typeof apiClient>,
+  code: string,
+): Promise<{ id: string; endpoint: string }> {
+  const answer = await api("POST", "/sources", { component_code: code });
+  if (answer.status !== 200)
+    throw new Error(`deploying the source answered ${answer.status}: ${JSON.stringify(answer.json)}`);
+  return { id: answer.json.data.id, endpoint: answer.json.data.configured_props.http.endpoint_url };
+}
+
 /** Runs `task` over `items` with at most `concurrency` at a time, keeping results in order. */
 export async function inBatches<T, R>(items: readonly T[], concurrency: number, task: (item: T) => Promise<R>) {
   const results: R[] = new Array(items.length);

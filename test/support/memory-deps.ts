@@ -64,8 +64,19 @@ export function memoryDeps(
     clock,
     ids: randomIdGenerator(clock),
     log: silentLogger,
-    quotas: { dailyInvocations: 1000, dailyComputeTimeMs: 60_000, dailyCredits: 500 },
-    runtime: { publicUrl: "http://127.0.0.1:4000", invocationTimeoutMs: 5_000 },
+    quotas: {
+      dailyInvocations: 1000,
+      dailyComputeTimeMs: 60_000,
+      dailyCredits: 500,
+      runsPerMinute: 0,
+      storedEvents: 0,
+      storedBytes: 0,
+    },
+    runtime: {
+      publicUrl: "http://127.0.0.1:4000",
+      invocationTimeoutMs: 5_000,
+      emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
+    },
   };
 }
 

@@ -21,7 +21,11 @@ describe("loadAwsComputeConfig", () => {
       eventBusName: undefined,
       deliveryQueueUrl: undefined,
       deliveryRetryQueueUrl: undefined,
-      runtime: { publicUrl: "", invocationTimeoutMs: 30_000 },
+      runtime: {
+        publicUrl: "",
+        invocationTimeoutMs: 30_000,
+        emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
+      },
     });
   });
 
@@ -72,6 +76,7 @@ describe("loadAwsComputeConfig", () => {
     expect(config.runtime).toEqual({
       publicUrl: "https://abc.execute-api.eu-west-1.amazonaws.com",
       invocationTimeoutMs: 45_000,
+      emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
     });
   });
 

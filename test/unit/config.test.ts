@@ -10,7 +10,14 @@ describe("configuration", () => {
       apiKey: undefined,
       username: "sluice",
       email: "sluice@localhost",
-      quotas: { dailyInvocations: 0, dailyComputeTimeMs: 0, dailyCredits: 0 },
+      quotas: {
+        dailyInvocations: 0,
+        dailyComputeTimeMs: 0,
+        dailyCredits: 0,
+        runsPerMinute: 0,
+        storedEvents: 10_000_000,
+        storedBytes: 10 * 1024 ** 3,
+      },
       runtime: {
         publicUrl: undefined,
         secretKey: undefined,
@@ -20,6 +27,7 @@ describe("configuration", () => {
         sandboxProcesses: undefined,
         npmRegistry: undefined,
         componentUrlAllowPrivate: true,
+        emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
       },
       events: { maxAgeMs: 30 * 86_400_000, keepPerChannel: 0 },
       webhooks: {
@@ -69,6 +77,32 @@ describe("configuration", () => {
     expect(() => loadLocalConfig({ SLUICE_SANDBOX_PROCESSES: "0" })).toThrow(/SLUICE_SANDBOX_PROCESSES/);
     expect(() => loadLocalConfig({ SLUICE_PUBLIC_URL: "not a url", SLUICE_INVOCATION_TIMEOUT_MS: "5" })).toThrow(
       /SLUICE_PUBLIC_URL: [^\n]+\n\s+SLUICE_INVOCATION_TIMEOUT_MS: /,
+    );
+  });
+
+  it("reads the quotas and per-run limits on both platforms, and refuses bad ones by name", () => {
+    const env = {
+      SLUICE_RUNS_PER_MINUTE_QUOTA: "600",
+      SLUICE_STORED_EVENTS_QUOTA: "5000",
+      SLUICE_STORED_BYTES_QUOTA: "0",
+      SLUICE_DAILY_INVOCATIONS_QUOTA: "100",
+      SLUICE_MAX_EMITS_PER_RUN: "50",
+      SLUICE_MAX_EMIT_BYTES_PER_RUN: "1048576",
+    };
+    const local = loadLocalConfig(env);
+    expect(local.quotas).toEqual({
+      dailyInvocations: 100,
+      dailyComputeTimeMs: 0,
+      dailyCredits: 0,
+      runsPerMinute: 600,
+      storedEvents: 5000,
+      storedBytes: 0,
+    });
+    expect(local.runtime.emitLimits).toEqual({ maxEmits: 50, maxEmitBytes: 1_048_576 });
+    expect(loadAwsConfig({ ...env, SLUICE_RESOURCES_TABLE: "resources" }).quotas).toEqual(local.quotas);
+    // A run must be able to emit one event of the largest size (256 KiB).
+    expect(() => loadLocalConfig({ SLUICE_MAX_EMITS_PER_RUN: "0", SLUICE_MAX_EMIT_BYTES_PER_RUN: "1000" })).toThrow(
+      /SLUICE_MAX_EMITS_PER_RUN: [^\n]+\n\s+SLUICE_MAX_EMIT_BYTES_PER_RUN: /,
     );
   });
 

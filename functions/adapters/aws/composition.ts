@@ -102,7 +102,10 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
 
   deps = {
     identity: lazy("the identity store", () => new DynamoDbIdentityStore(documents(), table())),
-    usage: lazy("the usage store", () => new DynamoDbUsageStore(documents(), table())),
+    usage: lazy(
+      "the usage store",
+      () => new DynamoDbUsageStore(documents(), table(), { eventMaxAgeMs: config.eventMaxAgeMs }),
+    ),
     components: lazy("the component store", () => new DynamoDbComponentStore(documents(), table())),
     sources: lazy("the source store", () => new DynamoDbSourceStore(documents(), table())),
     events: lazy(

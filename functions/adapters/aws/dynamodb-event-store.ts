@@ -20,6 +20,7 @@ import {
 import { consecutiveBatches } from "./batches.ts";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
 import { collectionQuery, countAll, deleteAllMatching, type Item, queryUpTo, sleep } from "./dynamodb-paging.ts";
+import { subtractStoredEvents } from "./dynamodb-usage-store.ts";
 import {
   eventSortKey,
   MAX_STORED_EVENT_BYTES,
@@ -39,6 +40,9 @@ const TRANSACTION_BYTES = 3 * 1024 * 1024;
  * forever under a sustained burst.
  */
 const APPEND_ATTEMPTS = 100;
+
+/** What a purge reads of each event item it deletes: its key and its size for the stored totals. */
+const REMOVED_ITEM = "pk, sk, storedBytes";
 
 /** Channel names in the sequence item's string set; prefixed so the default channel is not `""`. */
 const CHANNEL_MARK = "ch:";
@@ -125,6 +129,9 @@ interface EncodedEvent {
   source: NewEvent;
   event: string;
   meta: string;
+  /** UTF-8 bytes of `event` and `meta`: what stored totals count. */
+  size: number;
+  /** An upper bound of the item's size. */
   bytes: number;
 }
 
@@ -146,7 +153,7 @@ function encode(source: NewEvent): EncodedEvent {
     );
   }
   // Keys and the other attributes add well under 1 KB.
-  return { source, event, meta, bytes: eventBytes + metaBytes + 1024 };
+  return { source, event, meta, size: eventBytes + metaBytes, bytes: eventBytes + metaBytes + 1024 };
 }
 
 /** Consecutive runs of events that each fit in one transaction. */
@@ -328,10 +335,12 @@ export class DynamoDbEventStore implements EventStore {
     for (const tombstone of sequence.tombstones) {
       const channels = tombstone.channel === undefined ? sequence.channels : [tombstone.channel];
       for (const channel of channels) {
-        await deleteAllMatching(this.client, this.tableName, {
-          ...this.between(sourceId, channel, tombstone.from, tombstone.to),
-          ProjectionExpression: "pk, sk",
-        });
+        await deleteAllMatching(
+          this.client,
+          this.tableName,
+          { ...this.between(sourceId, channel, tombstone.from, tombstone.to), ProjectionExpression: REMOVED_ITEM },
+          (items) => this.subtractStored(sourceId, items),
+        );
       }
       try {
         await this.client.send(
@@ -356,10 +365,15 @@ export class DynamoDbEventStore implements EventStore {
       const sequence = await this.getSequence(sourceId);
       if (!sequence) return;
       for (const channel of sequence.channels) {
-        await deleteAllMatching(this.client, this.tableName, {
-          ...collectionQuery(this.tableName, resourceKeys.eventPartition(sourceId, channel), SORT_KEY_PREFIX.event),
-          ProjectionExpression: "pk, sk",
-        });
+        await deleteAllMatching(
+          this.client,
+          this.tableName,
+          {
+            ...collectionQuery(this.tableName, resourceKeys.eventPartition(sourceId, channel), SORT_KEY_PREFIX.event),
+            ProjectionExpression: REMOVED_ITEM,
+          },
+          (items) => this.subtractStored(sourceId, items),
+        );
       }
       try {
         // Removed last, and only if no append came in meanwhile: otherwise go again, so nothing
@@ -534,6 +548,8 @@ export class DynamoDbEventStore implements EventStore {
             event: chunk[index]?.event,
             emitId: event.emitId,
             meta: chunk[index]?.meta,
+            // The bytes the workspace's stored totals counted, subtracted when the item is deleted.
+            storedBytes: chunk[index]?.size,
             ...expiry,
           },
           ConditionExpression: "attribute_not_exists(pk)",
@@ -558,6 +574,19 @@ export class DynamoDbEventStore implements EventStore {
         }
       }
     }
+  }
+
+  /**
+   * Takes deleted items off their workspace's stored totals (`dynamodb-usage-store.ts`). Events
+   * written before items carried `storedBytes` count 0 bytes, as they were never added. Two purges of the
+   * same range at once may both subtract: the totals then err low, never blocking a workspace.
+   */
+  private subtractStored(sourceId: string, items: Item[]): Promise<void> {
+    const removed = items.map((item) => ({
+      ms: Number(String(item.sk).slice(SORT_KEY_PREFIX.event.length, SORT_KEY_PREFIX.event.length + 15)),
+      bytes: Number(item.storedBytes ?? 0),
+    }));
+    return subtractStoredEvents(this.client, this.tableName, sourceId, removed, this.maxAgeMs);
   }
 
   private async getSequence(sourceId: string): Promise<Sequence | undefined> {

@@ -136,16 +136,19 @@ export async function newestFirstPage(
 }
 
 /**
- * Deletes every item a key-only query (`ProjectionExpression: "pk, sk"`) matches, page by page,
- * in `BatchWriteItem`s of 25.
+ * Deletes every item a key-only query (`ProjectionExpression: "pk, sk"`, plus what `onDeleted`
+ * reads) matches, page by page, in `BatchWriteItem`s of 25. `onDeleted` gets each page's items
+ * once they are deleted.
  */
 export async function deleteAllMatching(
   client: DynamoDBDocumentClient,
   tableName: string,
   keysQuery: QueryCommandInput,
+  onDeleted?: (items: Item[]) => Promise<void>,
 ): Promise<void> {
   for await (const page of queryPages(client, keysQuery)) {
-    const keys = (page.Items ?? []).map((item) => ({ pk: item.pk, sk: item.sk }));
+    const items = page.Items ?? [];
+    const keys = items.map((item) => ({ pk: item.pk, sk: item.sk }));
     for (let start = 0; start < keys.length; start += BATCH_WRITE_LIMIT) {
       const deletes = keys.slice(start, start + BATCH_WRITE_LIMIT).map((Key) => ({ DeleteRequest: { Key } }));
       await sendUntilProcessed("BatchWriteItem", deletes, BATCH_WRITE_ATTEMPTS, async (pending) => {
@@ -153,5 +156,6 @@ export async function deleteAllMatching(
         return (out.UnprocessedItems?.[tableName] ?? []) as typeof pending;
       });
     }
+    if (onDeleted && items.length > 0) await onDeleted(items);
   }
 }

@@ -29,6 +29,12 @@ export const resourceKeys = {
   project: (workspaceId: string, projectId: string) => ({ pk: `WS#${workspaceId}`, sk: `PROJ#${projectId}` }),
   workspaceCounter: () => ({ pk: "COUNTER", sk: "WORKSPACE_NUMBER" }),
   usage: (ownerId: string, day: string) => ({ pk: `USAGE#${ownerId}`, sk: `DAY#${day}` }),
+  /** What a workspace's sources stored on one UTC day (by the time of their append), less what was removed since. */
+  storedUsage: (ownerId: string, day: string) => ({ pk: `USAGE#${ownerId}`, sk: `STORED#${day}` }),
+  /** The workspace a source's stored events count toward; kept after the source is deleted. */
+  storedOwner: (sourceId: string) => ({ pk: `STOREDSRC#${sourceId}`, sk: "OWNER" }),
+  /** A short-lived counter (runs of a minute, a notice of an hour), expired by TTL. */
+  usageWindow: (key: string, windowStartMs: number) => ({ pk: `WINDOW#${key}`, sk: `AT#${windowStartMs}` }),
 
   /** A saved component; `code` is stored gzipped (see `MAX_STORED_COMPONENT_BYTES`). */
   component: (componentId: string) => ({ pk: `COMP#${componentId}`, sk: "COMP" }),
@@ -67,6 +73,7 @@ export const SORT_KEY_PREFIX = {
   slug: "SLUG#",
   component: "COMP#",
   event: "EVT#",
+  storedUsage: "STORED#",
 } as const;
 
 /**

@@ -114,6 +114,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     runtime: {
       publicUrl: config.runtime.publicUrl ?? publicUrl ?? `http://${config.host}:${config.port}`,
       invocationTimeoutMs: config.runtime.invocationTimeoutMs,
+      emitLimits: config.runtime.emitLimits,
     },
   };
   // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the

@@ -5,6 +5,7 @@ import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-s
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
 import { SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
+import { STORED_USAGE_MIGRATIONS } from "./sqlite-usage-schema.ts";
 
 export type SqliteDatabase = Database.Database;
 
@@ -142,6 +143,8 @@ const MIGRATIONS: readonly string[] = [
   ...OUTBOX_MIGRATIONS,
   // The webhook delivery queue's claim indexes (sqlite-delivery-schema.ts).
   DELIVERY_CLAIM_INDEXES,
+  // What each workspace keeps stored, for the storage quotas (sqlite-usage-schema.ts).
+  ...STORED_USAGE_MIGRATIONS,
 ];
 
 /**

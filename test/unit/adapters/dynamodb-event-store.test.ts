@@ -121,6 +121,8 @@ describe("DynamoDbEventStore.appendEvents", () => {
             event: '{"n":1}',
             emitId: "emit-1",
             meta: '{"id":1,"summary":"event 1"}',
+            // UTF-8 bytes of event and meta, subtracted from the workspace's stored totals on delete.
+            storedBytes: 35,
           },
           ConditionExpression: "attribute_not_exists(pk)",
         },
@@ -317,7 +319,7 @@ describe("DynamoDbEventStore.deleteAllEvents", () => {
 
     expect(ddb.commandCalls(QueryCommand)[0]?.args[0].input).toMatchObject({
       ExpressionAttributeValues: { ":pk": "EVT#dc_1#", ":prefix": "EVT#" },
-      ProjectionExpression: "pk, sk",
+      ProjectionExpression: "pk, sk, storedBytes",
     });
     const batches = ddb.commandCalls(BatchWriteCommand).map((call) => call.args[0].input.RequestItems?.[TABLE]);
     expect(batches.map((batch) => batch?.length)).toEqual([25, 5]);
@@ -527,7 +529,9 @@ describe("DynamoDbEventStore.purgeDeletedEvents", () => {
       { ":pk": "EVT#dc_1#$logs", ":lo": "EVT#000000000000005-000000000", ":hi": "EVT#000000000000007-000000002" },
       { ":pk": "EVT#dc_1#$logs", ":lo": "EVT#000000000000001-000000000", ":hi": "EVT#000000000000003-000000000" },
     ]);
-    expect(queries().every((input) => input.ProjectionExpression === "pk, sk" && !input.FilterExpression)).toBe(true);
+    expect(
+      queries().every((input) => input.ProjectionExpression === "pk, sk, storedBytes" && !input.FilterExpression),
+    ).toBe(true);
     // Three ranges, the first batch sent twice (UnprocessedItems).
     expect(ddb.commandCalls(BatchWriteCommand)).toHaveLength(4);
     expect(ddb.commandCalls(UpdateCommand).map((call) => call.args[0].input)).toEqual(

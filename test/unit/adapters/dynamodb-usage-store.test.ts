@@ -1,5 +1,5 @@
 import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, PutCommand, QueryCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
@@ -71,6 +71,67 @@ describe("DynamoDbUsageStore.getUsage", () => {
       invocations: 4,
       computeTimeMs: 0,
       credits: 0,
+    });
+  });
+});
+
+describe("DynamoDbUsageStore stored totals and windows", () => {
+  const DAY = 86_400_000;
+  const now = Date.UTC(2026, 10, 20, 15);
+  const retained = new DynamoDbUsageStore(documentClient(new DynamoDBClient({ region: "local" })), TABLE, {
+    eventMaxAgeMs: 30 * DAY,
+    clock: { nowMs: () => now },
+  });
+
+  it("adds to the day's bucket, which expires with its events, and records the source's owner once", async () => {
+    ddb.on(UpdateCommand).resolves({});
+    ddb.on(PutCommand).resolves({});
+    await retained.addStored("o_1", "dc_once", now, { events: 2, bytes: 40 });
+    await retained.addStored("o_1", "dc_once", now, { events: 1, bytes: 10 });
+    expect(ddb.commandCalls(UpdateCommand)[0]?.args[0].input).toEqual({
+      TableName: TABLE,
+      Key: { pk: "USAGE#o_1", sk: "STORED#2026-11-20" },
+      UpdateExpression: "SET #type = :type, #ttl = if_not_exists(#ttl, :expiry) ADD events :e, bytes :b",
+      ExpressionAttributeNames: { "#type": "type", "#ttl": "expiresAt" },
+      // The end of the day plus 30 days, in epoch seconds.
+      ExpressionAttributeValues: {
+        ":type": "storedUsage",
+        ":e": 2,
+        ":b": 40,
+        ":expiry": (Date.UTC(2026, 10, 21) + 30 * DAY) / 1000,
+      },
+    });
+    expect(ddb.commandCalls(PutCommand).map((call) => call.args[0].input)).toEqual([
+      {
+        TableName: TABLE,
+        Item: { pk: "STOREDSRC#dc_once", sk: "OWNER", type: "storedOwner", ownerId: "o_1" },
+        ConditionExpression: "attribute_not_exists(pk)",
+      },
+    ]);
+  });
+
+  it("sums the buckets of the days the retention keeps, read consistently", async () => {
+    ddb.on(QueryCommand).resolves({
+      Items: [
+        { events: 3, bytes: 30 },
+        { events: -1, bytes: -10 },
+      ],
+    });
+    await expect(retained.getStored("o_1")).resolves.toEqual({ events: 2, bytes: 20 });
+    expect(ddb.commandCalls(QueryCommand)[0]?.args[0].input).toMatchObject({
+      KeyConditionExpression: "pk = :pk AND sk BETWEEN :first AND :last",
+      ExpressionAttributeValues: { ":pk": "USAGE#o_1", ":first": "STORED#2026-10-21", ":last": "STORED#\uffff" },
+      ConsistentRead: true,
+    });
+  });
+
+  it("counts in a window with one ADD that returns the new count, expiring after the window", async () => {
+    ddb.on(UpdateCommand).resolves({ Attributes: { count: 3 } });
+    await expect(store.countInWindow("runs:o_1", 60_000, 60_000)).resolves.toBe(3);
+    expect(ddb.commandCalls(UpdateCommand)[0]?.args[0].input).toMatchObject({
+      Key: { pk: "WINDOW#runs:o_1", sk: "AT#60000" },
+      UpdateExpression: "SET #type = :type, #ttl = :expiry ADD #count :one",
+      ReturnValues: "UPDATED_NEW",
     });
   });
 });

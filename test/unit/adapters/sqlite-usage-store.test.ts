@@ -3,6 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openSqlite } from "#adapters/local/sqlite-database";
+import { STORED_USAGE_MIGRATIONS } from "#adapters/local/sqlite-usage-schema";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 
 const dirs: string[] = [];
@@ -48,5 +49,47 @@ describe("SqliteUsageStore grouped additions", () => {
     const added = store.addUsage("o_a", "2026-11-21", { invocations: 1 });
     db.close();
     await expect(added).rejects.toThrow();
+  });
+});
+
+describe("SqliteUsageStore stored totals", () => {
+  it("counts what a data dir written before the storage quotas holds, when it is opened", () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-usage-"));
+    dirs.push(dir);
+    const file = join(dir, "sluice.db");
+    const old = openSqlite(file);
+    // Back to the schema before the stored totals, with a source and two events in it.
+    old.exec("DROP TRIGGER events_leave_stored_usage; DROP TABLE stored_usage; DROP TABLE stored_sources;");
+    old
+      .prepare(
+        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, created_at, updated_at)
+         VALUES ('dc_old', 'u_1', 'o_old', 'sc_1', 'old', 'old', '{}', 1, 0, 0)`,
+      )
+      .run();
+    const insert = old.prepare(
+      "INSERT INTO events (source_id, ms, n, channel, indexed_at_ms, event, emit_id, meta) VALUES ('dc_old', 1, ?, '', 1, ?, 'e', '{}')",
+    );
+    insert.run(0, '{"a":"é"}');
+    insert.run(1, "[1]");
+    // The migration, as opening a data dir of that version runs it.
+    for (const migration of STORED_USAGE_MIGRATIONS) old.exec(migration);
+    old.close();
+
+    const store = new SqliteUsageStore(openSqlite(file));
+    // UTF-8 bytes: {"a":"é"} is 10, [1] is 3, and each meta {} is 2.
+    return expect(store.getStored("o_old")).resolves.toEqual({ events: 2, bytes: 10 + 3 + 2 + 2 });
+  });
+
+  it("keeps subtracting for a source's workspace after its first addition, even before that is written", async () => {
+    const db = openSqlite(":memory:");
+    const store = new SqliteUsageStore(db);
+    const counted = store.addStored("o_a", "dc_a", Date.now(), { events: 1, bytes: 5 });
+    db.prepare(
+      "INSERT INTO events (source_id, ms, n, channel, indexed_at_ms, event, emit_id, meta) VALUES ('dc_a', 1, 0, '', 1, '123', 'e', '{}')",
+    ).run();
+    // Removed in the same turn, while the addition still waits for the grouped write.
+    db.prepare("DELETE FROM events WHERE source_id = 'dc_a'").run();
+    await counted;
+    expect(await store.getStored("o_a")).toEqual({ events: 0, bytes: 0 });
   });
 });

@@ -81,4 +81,24 @@ describe("toApiGatewayResult", () => {
       isBase64Encoded: true,
     });
   });
+
+  it("drops framing and hop-by-hop headers a source function sent, and a 204's body: API Gateway frames the answer", () => {
+    const forged = {
+      status: 204,
+      headers: {
+        "Content-Length": "10",
+        "transfer-encoding": "chunked",
+        Connection: "close",
+        "x-inject": "a\r\nx-evil: 1",
+        "x-kept": "1",
+      },
+      body: "not empty",
+    };
+    expect(toApiGatewayResult(forged)).toEqual({
+      statusCode: 204,
+      headers: { "x-kept": "1" },
+      body: "",
+      isBase64Encoded: false,
+    });
+  });
 });

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { RESPONSE_MAX_BODY_BYTES, RESPONSE_MAX_HEADERS } from "#runtime/http-response";
 import type { HttpResponseSpec, Invocation } from "#runtime/protocol";
 import {
   DB_MAX_BYTES,
@@ -322,12 +323,12 @@ describe("runInvocation: respond", () => {
     expect(result.response).toEqual(expected);
   });
 
-  it("throws to the caller on a status outside 100-599, and a later valid call still answers", async () => {
+  it("throws to the caller on a status outside 200-599 (a 1xx is never a final answer), and a later valid call still answers", async () => {
     const result = await runInvocation(
       {
         run(this: any) {
           const errors: string[] = [];
-          for (const status of [99, 600, 200.5, "abc", undefined]) {
+          for (const status of [100, 101, 199, 600, 200.5, "abc", undefined]) {
             try {
               this.http.respond({ status });
             } catch (error) {
@@ -341,7 +342,7 @@ describe("runInvocation: respond", () => {
       invocation(http),
       noIo,
     );
-    expect(result.emits[0]?.event).toEqual(Array(5).fill(STATUS_MESSAGE));
+    expect(result.emits[0]?.event).toEqual(Array(7).fill(STATUS_MESSAGE));
     expect(result.response).toEqual({ status: 204, headers: {}, body: "" });
   });
 
@@ -389,6 +390,99 @@ describe("normalizeResponse", () => {
 
   it("rejects a non-object", () => {
     expect(() => normalizeResponse("200")).toThrow(TypeError);
+  });
+
+  it("drops framing, hop-by-hop and proxy headers, invalid names and values, and later case duplicates", () => {
+    const response = normalizeResponse({
+      status: 200,
+      headers: {
+        "Transfer-Encoding": "chunked",
+        "Content-Length": "3",
+        connection: "close",
+        "Keep-Alive": "timeout=1",
+        te: "trailers",
+        Trailer: "x-t",
+        upgrade: "h2c",
+        "Proxy-Connection": "keep-alive",
+        "proxy-authorization": "Basic x",
+        "HTTP2-Settings": "AAA",
+        "x-crlf": "a\r\nSet-Cookie: stolen=1",
+        "x-nul": "a\u0000b",
+        "x-wide": "snowman \u2603",
+        "bad name": "x",
+        "x:colon": "x",
+        "": "empty",
+        "X-Dup": "first",
+        "x-dup": "second",
+        "x-tab": "a\tb",
+        "x-latin1": "caf\u00e9",
+      },
+      body: "abc",
+    });
+    expect(response.headers).toEqual({ "X-Dup": "first", "x-tab": "a\tb", "x-latin1": "caf\u00e9" });
+  });
+
+  it("refuses a body or headers over their limits with a RangeError", () => {
+    expect(() => normalizeResponse({ status: 200, body: "x".repeat(RESPONSE_MAX_BODY_BYTES + 1) })).toThrow(RangeError);
+    const bytes = Buffer.alloc(RESPONSE_MAX_BODY_BYTES + 1);
+    expect(() => normalizeResponse({ status: 200, body: bytes })).toThrow(RangeError);
+    // A forged base64 body is measured decoded.
+    expect(() => normalizeResponse({ status: 200, body: bytes.toString("base64"), bodyEncoding: "base64" })).toThrow(
+      RangeError,
+    );
+    const many = Object.fromEntries(Array.from({ length: RESPONSE_MAX_HEADERS + 1 }, (_, n) => [`x-${n}`, "1"]));
+    expect(() => normalizeResponse({ status: 200, headers: many })).toThrow(/headers, over the limit/);
+    expect(() => normalizeResponse({ status: 200, headers: { "x-big": "v".repeat(16 * 1024) } })).toThrow(
+      /bytes, over the limit/,
+    );
+    expect(normalizeResponse({ status: 200, body: "x".repeat(RESPONSE_MAX_BODY_BYTES) }).body).toHaveLength(
+      RESPONSE_MAX_BODY_BYTES,
+    );
+  });
+});
+
+describe("runInvocation: emit limits", () => {
+  const limited = (maxEmits: number, maxEmitBytes = 1024 ** 2) => invocation({ limits: { maxEmits, maxEmitBytes } });
+
+  it("ends the run at the emit past the count, keeping the ones before, even when the code catches the error", async () => {
+    let after = false;
+    const result = await runInvocation(
+      {
+        async run(this: any) {
+          for (let n = 0; n < 100; n++) {
+            try {
+              this.$emit({ n });
+            } catch {
+              // A component that swallows the error does not get to go on emitting.
+            }
+          }
+          await tick(20);
+          after = true;
+        },
+      },
+      limited(3),
+      noIo,
+    );
+    expect(result.emits.map((emit) => emit.event)).toEqual([{ n: 0 }, { n: 1 }, { n: 2 }]);
+    expect(result.error).toMatchObject({
+      name: "EmitLimitError",
+      message: expect.stringContaining("at most 3 events"),
+    });
+    expect(after).toBe(false);
+  });
+
+  it("ends the run at the emit that passes the run's bytes", async () => {
+    const result = await runInvocation(
+      {
+        run(this: any) {
+          for (let n = 0; n < 10; n++) this.$emit({ n, pad: "p".repeat(400) });
+        },
+      },
+      limited(1000, 1000),
+      noIo,
+    );
+    expect(result.emits).toHaveLength(2);
+    expect(result.error?.message).toContain("at most 1000 bytes");
   });
 });
 
