@@ -143,7 +143,8 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
   const workspace = await workspaceOrDefault(deps, caller, input.workspace_id);
   const component = await chooseComponent(deps, caller, input);
   const now = deps.clock.nowMs();
-  const name = input.name ?? slugify(component.key ?? component.name);
+  // The spec's default is the slug of the component's name (a registry key often differs from it).
+  const name = input.name ?? slugify(component.name);
   const draft: SourceRecord = {
     id: deps.ids.newId("source"),
     userId: caller.userId,
@@ -161,7 +162,7 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
   if (definitions) prepared.propDefinitions = definitions;
   await deps.host.prepare(sourceCode(prepared, component));
   let source = await deps.sources.createSource(prepared);
-  // A defaulted name follows the slug the store made unique (`http-new-requests-1`).
+  // A defaulted name follows the slug the store made unique (`new-requests-1`).
   if (input.name === undefined && source.name !== source.nameSlug) {
     source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
   }

@@ -197,3 +197,12 @@ describe("applying a run", () => {
     ]);
   });
 });
+
+describe("a source's name", () => {
+  it("defaults to the slug of the component's name, not its key", async () => {
+    const { deps, caller } = await setUp({ key: "acme-new-orders", name: "Acme: New Orders (Instant)" });
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    expect(source.name).toBe("acme-new-orders-instant");
+    expect(source.name_slug).toBe("acme-new-orders-instant");
+  });
+});
