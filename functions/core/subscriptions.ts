@@ -14,7 +14,7 @@ import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
-import { isId } from "./ids.ts";
+import { ID_MAX_LENGTH, isId } from "./ids.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import { requireSource } from "./sources.ts";
 import {
@@ -31,7 +31,6 @@ import { requireWebhook } from "./webhooks.ts";
 
 type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
 
-const ID_MAX_LENGTH = 64;
 /** The reserved channels a subscription may name; any other `$` name is refused. */
 const RESERVED_CHANNELS: readonly string[] = [ERRORS_CHANNEL, LOGS_CHANNEL];
 

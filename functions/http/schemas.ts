@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ID_PREFIXES } from "#core/ids";
+import { ID_BODY_MAX_LENGTH, ID_PREFIXES, idPattern } from "#core/ids";
 
 /** Response and parameter schemas shared by routes; the OpenAPI document is generated from them. */
 
@@ -10,14 +10,18 @@ export const errorSchema = z.object({
 });
 
 /**
- * A path id with its prefix; anything else is a 400 that names the parameter. A regex rather than
- * a refinement, so the OpenAPI document states the prefix (`pattern: "^dc_"`).
+ * An id with its prefix (`#core/ids` `idPattern`: the prefix and 1 to 64 of `[A-Za-z0-9_-]`);
+ * anything else is a 400 that names the parameter. A regex rather than a refinement, so the
+ * OpenAPI document states it (`pattern: "^dc_[A-Za-z0-9_-]{1,64}$"`).
  */
 export const idParam = (prefix: string) =>
   z
     .string()
-    .max(64, "is too long")
-    .regex(new RegExp(`^${prefix}`), `must be an id starting with ${prefix}`);
+    .max(prefix.length + ID_BODY_MAX_LENGTH, "is too long")
+    .regex(
+      new RegExp(idPattern(prefix)),
+      `must be an id: ${prefix} followed by 1 to ${ID_BODY_MAX_LENGTH} letters, digits, '_' or '-'`,
+    );
 
 export const workspaceIdParams = z.object({ workspace_id: idParam(ID_PREFIXES.workspace) });
 

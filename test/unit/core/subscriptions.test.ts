@@ -139,6 +139,12 @@ describe("createSubscription", () => {
     });
   });
 
+  it("accepts a workflow id shaped like the hosted service's (p_MOCn3Ez)", async () => {
+    const { deps, owner, webhook } = await setUp();
+    const created = await createSubscription(deps, owner, { emitter_id: "p_MOCn3Ez", listener_id: webhook.id });
+    expect(created).toMatchObject({ emitter_id: "p_MOCn3Ez", listener_id: webhook.id });
+  });
+
   it("404s, without answering or changing it, when workflow ids name a subscription another account made", async () => {
     const { deps, owner, stranger } = await setUp();
     const input = { emitter_id: WORKFLOW_ID, listener_id: OTHER_WORKFLOW_ID, event_name: "$errors" };
@@ -248,8 +254,8 @@ describe("createSubscription", () => {
     [undefined, "is required"],
     ["", "is required"],
     ["dc_", "must be a source id"],
-    ["dc_short", "must be a source id"],
     ["dc_**", "must be a source id"],
+    ["dc_a.b", "must be a source id"],
     ["*", "must be a source id"],
     ["wh_01jd0000000000000000ab", "must be a source id"],
     ["sc_01jd0000000000000000ab", "must be a source id"],
@@ -292,6 +298,11 @@ describe("createSubscription", () => {
       { emitter_id: "dc_*", listener_id: strangerWebhook.id },
       { emitter_id: "dc_01jd0000000000000000ab", listener_id: webhook.id },
       { emitter_id: source.id, listener_id: "wh_01jd0000000000000000ab" },
+      // Ids shaped like the hosted service's are ids too: unknown here, so 404.
+      { emitter_id: "dc_abc123", listener_id: webhook.id },
+      { emitter_id: "dc_short", listener_id: webhook.id },
+      { emitter_id: source.id, listener_id: "wh_Xy-9_z" },
+      { emitter_id: source.id, listener_id: "dc_MOCn3Ez" },
     ];
     for (const attempt of attempts) {
       const error = await rejection(createSubscription(deps, owner, attempt));

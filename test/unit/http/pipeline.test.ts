@@ -101,8 +101,10 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     );
     expect(result.statusCode).toBe(400);
     expect(json(result)).toEqual({
-      error: "workspace_id: must be an id starting with o_",
-      details: [{ field: "workspace_id", message: "must be an id starting with o_" }],
+      error: "workspace_id: must be an id: o_ followed by 1 to 64 letters, digits, '_' or '-'",
+      details: [
+        { field: "workspace_id", message: "must be an id: o_ followed by 1 to 64 letters, digits, '_' or '-'" },
+      ],
     });
   });
 
