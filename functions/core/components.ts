@@ -3,6 +3,7 @@
  * or by the `key` its code declares; and the registry of components shipped with Sluice.
  */
 import type { Deps } from "#ports/deps";
+import { chosenWorkspace, requireWorkspace, type WorkspaceChoice } from "./accounts.ts";
 import type { ComponentRecord } from "./component-model.ts";
 import { DomainError, invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
@@ -57,8 +58,18 @@ export async function saveComponent(
   return record;
 }
 
-/** `POST /components`. */
-export async function createComponent(deps: ComponentDeps, caller: Caller, input: ComponentSourceInput) {
+/**
+ * `POST /components`. A component belongs to the user who saved it, not to a workspace; a
+ * workspace the request names (`org_id`, `workspace_id`) must still be the caller's (404
+ * otherwise), so a client that names a wrong one learns it here rather than at deploy.
+ */
+export async function createComponent(
+  deps: ComponentDeps & Pick<Deps, "identity">,
+  caller: Caller,
+  input: ComponentSourceInput & WorkspaceChoice,
+) {
+  const workspace = chosenWorkspace(input);
+  if (workspace !== undefined) await requireWorkspace(deps, caller, workspace.id);
   const code = await codeFromInput(deps, input);
   return saveComponent(deps, caller.userId, code, input.component_url);
 }

@@ -5,7 +5,7 @@
  * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
  */
 import type { Deps } from "#ports/deps";
-import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
+import { requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
 import { codeFromInput, findComponent, registryComponent, saveComponent } from "./components.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
@@ -33,10 +33,9 @@ export interface ComponentChoice {
   key?: string | undefined;
 }
 
-export interface CreateSourceInput extends ComponentChoice {
+export interface CreateSourceInput extends ComponentChoice, WorkspaceChoice {
   name?: string | undefined;
   configured_props?: Record<string, unknown> | undefined;
-  workspace_id?: string | undefined;
 }
 
 export interface UpdateSourceInput extends ComponentChoice {
@@ -140,7 +139,7 @@ async function runHook(
  * `deploy()` and `activate()`, starts its timer.
  */
 export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput) {
-  const workspace = await workspaceOrDefault(deps, caller, input.workspace_id);
+  const workspace = await workspaceOrDefault(deps, caller, input);
   const component = await chooseComponent(deps, caller, input);
   const now = deps.clock.nowMs();
   // The spec's default is the slug of the component's name (a registry key often differs from it).

@@ -9,7 +9,7 @@
  * a workflow id cannot be checked until then.
  */
 import type { Deps } from "#ports/deps";
-import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
+import { chosenWorkspace, requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
 import { invalid, notFound } from "./errors.ts";
@@ -34,18 +34,20 @@ type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "c
 /** The reserved channels a subscription may name; any other `$` name is refused. */
 const RESERVED_CHANNELS: readonly string[] = [ERRORS_CHANNEL, LOGS_CHANNEL];
 
-export interface SubscriptionInput {
+/**
+ * `org_id` / `workspace_id`: the workspace the subscription is listed under. For a workflow
+ * listener it chooses it (default: the caller's first); a webhook or source listener is listed
+ * under its own workspace, which the one named must then be.
+ */
+export interface SubscriptionInput extends WorkspaceChoice {
   emitter_id?: string | undefined;
   listener_id?: string | undefined;
   event_name?: string | undefined;
-  /** Only for a workflow listener: the workspace the subscription is listed under (default: the caller's first). */
-  workspace_id?: string | undefined;
 }
 
-export interface AutoSubscriptionInput {
+export interface AutoSubscriptionInput extends WorkspaceChoice {
   event_name?: string | undefined;
   listener_id?: string | undefined;
-  workspace_id?: string | undefined;
 }
 
 interface Emitter {
@@ -108,6 +110,7 @@ function parseSubscription(caller: Caller, input: SubscriptionInput) {
   if (emitter.kind === "workspace" && eventName !== ERRORS_CHANNEL) {
     throw invalid("event_name", `must be ${ERRORS_CHANNEL} when emitter_id is a workspace`);
   }
+  chosenWorkspace(input);
   return { emitter, listener, eventName };
 }
 
@@ -117,16 +120,28 @@ async function checkEmitter(deps: SubscriptionDeps, caller: Caller, emitter: Emi
   if (emitter.kind === "workspace") await requireWorkspace(deps, caller, emitter.id);
 }
 
-/** Checks the caller can reach the listener (404 otherwise); answers the workspace it is listed under. */
+/**
+ * Checks the caller can reach the listener (404 otherwise); answers the workspace it is listed
+ * under: a webhook's or a source's own, which a workspace named in `choice` must be (404 when it
+ * is not the caller's, 400 when it is another of theirs); for a workflow, the one named or the
+ * caller's first.
+ */
 async function listenerWorkspace(
   deps: SubscriptionDeps,
   caller: Caller,
   listener: Listener,
-  workspaceId: string | undefined,
+  choice: WorkspaceChoice,
 ): Promise<string> {
-  if (listener.kind === "webhook") return (await requireWebhook(deps, caller, listener.id)).workspaceId;
-  if (listener.kind === "source") return (await requireSource(deps, caller, listener.id)).workspaceId;
-  return (await workspaceOrDefault(deps, caller, workspaceId)).id;
+  if (listener.kind === "workflow") return (await workspaceOrDefault(deps, caller, choice)).id;
+  const owned =
+    listener.kind === "webhook"
+      ? (await requireWebhook(deps, caller, listener.id)).workspaceId
+      : (await requireSource(deps, caller, listener.id)).workspaceId;
+  const chosen = chosenWorkspace(choice);
+  if (chosen !== undefined && (await requireWorkspace(deps, caller, chosen.id)).id !== owned) {
+    throw invalid(chosen.field, `must be the listener's workspace (${owned}), which the subscription is listed under`);
+  }
+  return owned;
 }
 
 /**
@@ -137,7 +152,7 @@ async function listenerWorkspace(
 export async function createSubscription(deps: SubscriptionDeps, caller: Caller, input: SubscriptionInput) {
   const { emitter, listener, eventName } = parseSubscription(caller, input);
   await checkEmitter(deps, caller, emitter);
-  const workspaceId = await listenerWorkspace(deps, caller, listener, input.workspace_id);
+  const workspaceId = await listenerWorkspace(deps, caller, listener, input);
   const stored = await deps.subscriptions.putSubscription({
     id: deps.ids.newId("subscription"),
     userId: caller.userId,
@@ -206,7 +221,8 @@ export async function createAutoSubscription(deps: SubscriptionDeps, caller: Cal
     throw invalid("event_name", `must be ${RESERVED_CHANNELS.join(" or ")}`);
   }
   const listener = parseListener(input.listener_id);
-  const workspaceId = await listenerWorkspace(deps, caller, listener, input.workspace_id);
+  chosenWorkspace(input);
+  const workspaceId = await listenerWorkspace(deps, caller, listener, input);
   const stored = await deps.subscriptions.putAutoSubscription({
     id: deps.ids.newId("subscription"),
     userId: caller.userId,

@@ -5,7 +5,7 @@
  * gets 404, exactly as for a webhook that does not exist.
  */
 import type { Deps } from "#ports/deps";
-import { workspaceOrDefault } from "./accounts.ts";
+import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
@@ -21,11 +21,10 @@ export const WEBHOOK_DESCRIPTION_MAX_LENGTH = 1000;
 const SIGNING_SECRET_PREFIX = "whsec_";
 const SIGNING_SECRET_BYTES = 32;
 
-export interface CreateWebhookInput {
+export interface CreateWebhookInput extends WorkspaceChoice {
   url?: string | undefined;
   name?: string | undefined;
   description?: string | undefined;
-  workspace_id?: string | undefined;
 }
 
 // Control characters and whitespace: a URL with them is either a typo or an attempt at header
@@ -86,7 +85,7 @@ export async function createWebhook(deps: WebhookDeps, caller: Caller, input: Cr
   const url = validateWebhookUrl(input.url);
   const name = optionalText("name", input.name, WEBHOOK_NAME_MAX_LENGTH);
   const description = optionalText("description", input.description, WEBHOOK_DESCRIPTION_MAX_LENGTH);
-  const workspace = await workspaceOrDefault(deps, caller, input.workspace_id);
+  const workspace = await workspaceOrDefault(deps, caller, input);
   const { secret, sealed } = await newSigningSecret(deps);
   const now = deps.clock.nowMs();
   const webhook: WebhookRecord = {

@@ -121,5 +121,21 @@ export const componentChoiceFields = {
   key: z.string().max(128).optional(),
 };
 
+/**
+ * `org_id` and `workspace_id` of a create (`#core/accounts` `WorkspaceChoice`): the workspace the
+ * new resource belongs to, in the query string or the body. Unknown or not the caller's: 404.
+ */
+export const workspaceChoiceFields = {
+  org_id: idParam(ID_PREFIXES.workspace)
+    .optional()
+    .meta({ description: "Workspace to create in (default: the caller's first); 404 when it is not the caller's" }),
+  workspace_id: idParam(ID_PREFIXES.workspace)
+    .optional()
+    .meta({ description: "The same as org_id; when both are given they must agree" }),
+};
+
+/** The workspace fields of a create from its query string and body (a field in both must agree). */
+export const workspaceChoiceQuery = z.object(workspaceChoiceFields);
+
 /** The answer of a DELETE that removed a resource: `{id, deleted: true}`. */
 export const deletedSchema = z.object({ id: z.string(), deleted: z.literal(true) });

@@ -19,7 +19,8 @@ export const webhookFields = z.object({
   ),
   name: text(`Shown when listing (at most ${WEBHOOK_NAME_MAX_LENGTH} characters)`),
   description: text(`Shown when listing (at most ${WEBHOOK_DESCRIPTION_MAX_LENGTH} characters)`),
-  workspace_id: text("Workspace to record the webhook under (default: the caller's first)"),
+  org_id: text("Workspace to record the webhook under (default: the caller's first); 404 when it is not the caller's"),
+  workspace_id: text("The same as org_id (the spec's common parameter); when both are given they must agree"),
 });
 
 export const subscriptionFields = z.object({
@@ -30,13 +31,19 @@ export const subscriptionFields = z.object({
   event_name: text(
     `Channel: omitted, empty or \`default\` for the default channel; a custom name (at most ${CHANNEL_NAME_MAX_LENGTH} characters); $errors or $logs`,
   ),
-  workspace_id: text("Only for a workflow listener: the workspace the subscription is listed under"),
+  org_id: text(
+    "The workspace the subscription is listed under: chosen for a workflow listener (default: the caller's first); a webhook's or source's own otherwise, which it must then be",
+  ),
+  workspace_id: text("The same as org_id (the spec's common parameter); when both are given they must agree"),
 });
 
 export const autoSubscriptionFields = z.object({
   event_name: text("$errors or $logs (required)"),
   listener_id: text("A webhook id (wh_), a source id (dc_) or a workflow id (p_) (required)"),
-  workspace_id: text("Only for a workflow listener: the workspace the auto subscription is listed under"),
+  org_id: text(
+    "The workspace the auto subscription is listed under: chosen for a workflow listener (default: the caller's first); a webhook's or source's own otherwise, which it must then be",
+  ),
+  workspace_id: text("The same as org_id (the spec's common parameter); when both are given they must agree"),
 });
 
 /**
