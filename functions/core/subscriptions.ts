@@ -15,7 +15,7 @@ import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-mod
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { ID_MAX_LENGTH, isId } from "./ids.ts";
-import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import { type Page, type PageQuery, pageEnvelope, readWholeList, UNPAGINATED_LIST_MAX } from "./pagination.ts";
 import { requireSource } from "./sources.ts";
 import {
   type AutoSubscriptionRecord,
@@ -192,10 +192,27 @@ async function mayManage(deps: Pick<Deps, "identity">, caller: Caller, subscript
   return (await deps.identity.getMembership(subscription.workspaceId, caller.userId)) !== undefined;
 }
 
+/**
+ * A list of subscriptions: `{data: [...]}` with all of them when `page` is undefined, as the spec
+ * shows these lists (at most {@link UNPAGINATED_LIST_MAX}, else 400); a page with `page_info`
+ * when the client asked for one.
+ */
+async function subscriptionList(
+  readPage: (page: PageQuery) => Promise<Page<SubscriptionRecord>>,
+  page: PageQuery | undefined,
+) {
+  if (page !== undefined) return pageEnvelope(await readPage(page), (s) => s.id, subscriptionView);
+  const all = await readWholeList(readPage, (s) => s.id, "subscriptions");
+  return { data: all.map(subscriptionView) };
+}
+
 /** `GET /users/me/subscriptions`: the subscriptions the caller made, newest first. */
-export async function listUserSubscriptions(deps: Pick<Deps, "subscriptions">, caller: Caller, page: PageQuery) {
-  const found = await deps.subscriptions.listSubscriptionsOfUser(caller.userId, page);
-  return pageEnvelope(found, (s) => s.id, subscriptionView);
+export async function listUserSubscriptions(
+  deps: Pick<Deps, "subscriptions">,
+  caller: Caller,
+  page: PageQuery | undefined,
+) {
+  return subscriptionList((query) => deps.subscriptions.listSubscriptionsOfUser(caller.userId, query), page);
 }
 
 /** `GET /workspaces/{id}/subscriptions`: those listed under a workspace the caller belongs to. */
@@ -203,11 +220,10 @@ export async function listWorkspaceSubscriptions(
   deps: Pick<Deps, "subscriptions" | "identity">,
   caller: Caller,
   workspaceId: string,
-  page: PageQuery,
+  page: PageQuery | undefined,
 ) {
   const workspace = await requireWorkspace(deps, caller, workspaceId);
-  const found = await deps.subscriptions.listSubscriptionsOfWorkspace(workspace.id, page);
-  return pageEnvelope(found, (s) => s.id, subscriptionView);
+  return subscriptionList((query) => deps.subscriptions.listSubscriptionsOfWorkspace(workspace.id, query), page);
 }
 
 /**

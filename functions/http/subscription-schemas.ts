@@ -3,7 +3,7 @@ import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { invalid } from "#core/errors";
 import { ID_PREFIXES } from "#core/ids";
 import { WEBHOOK_DESCRIPTION_MAX_LENGTH, WEBHOOK_NAME_MAX_LENGTH, WEBHOOK_URL_MAX_LENGTH } from "#core/webhooks";
-import { idParam } from "./schemas.ts";
+import { idParam, list, paginated } from "./schemas.ts";
 
 /**
  * Schemas of the webhook and subscription routes. The spec passes their parameters in the query
@@ -89,6 +89,9 @@ export const subscriptionSchema = z.object({
   event_name: z.string().meta({ description: "Channel; empty string for the default channel" }),
   created_at: z.number().int().meta({ description: "Epoch seconds" }),
 });
+
+/** A list of subscriptions: all of them (`{data}`, as the spec shows it) or, when asked for, a page. */
+export const subscriptionListSchema = z.union([list(subscriptionSchema), paginated(subscriptionSchema)]);
 
 export const autoSubscriptionSchema = z.object({
   id: z.string().meta({ description: "sub_ id" }),

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Caller } from "#core/identity";
-import { decodeCursor } from "#core/pagination";
+import { decodeCursor, type PageInfo, UNPAGINATED_LIST_MAX } from "#core/pagination";
 import { deleteSource, deploySource } from "#core/sources";
 import {
   applyAutoSubscriptions,
@@ -390,6 +390,12 @@ describe("deleteSubscription", () => {
   });
 });
 
+/** A list answered as a page (asked for with a `PageQuery`), with its `page_info`. */
+function paged<T extends { data: unknown[] }>(list: T | (T & { page_info: PageInfo })) {
+  if (!("page_info" in list)) throw new Error("expected a page with page_info");
+  return list;
+}
+
 describe("listing subscriptions", () => {
   it("pages through the caller's subscriptions, newest first, without the stranger's", async () => {
     const { deps, owner, stranger, source, webhook, strangerSource, strangerWebhook } = await setUp();
@@ -402,7 +408,7 @@ describe("listing subscriptions", () => {
     }
     await createSubscription(deps, stranger, { emitter_id: strangerSource.id, listener_id: strangerWebhook.id });
 
-    const first = await listUserSubscriptions(deps, owner, { limit: 2 });
+    const first = paged(await listUserSubscriptions(deps, owner, { limit: 2 }));
     expect(first.page_info).toMatchObject({ total_count: 3, count: 2 });
     expect(first.data.map((s) => s.id)).toEqual([ids[2], ids[1]]);
     const second = await listUserSubscriptions(deps, owner, {
@@ -410,7 +416,44 @@ describe("listing subscriptions", () => {
       after: decodeCursor(first.page_info.end_cursor!, "after"),
     });
     expect(second.data.map((s) => s.id)).toEqual([ids[0]]);
-    expect((await listUserSubscriptions(deps, stranger, { limit: 10 })).page_info.total_count).toBe(1);
+    expect(paged(await listUserSubscriptions(deps, stranger, { limit: 10 })).page_info.total_count).toBe(1);
+  });
+
+  it("answers every subscription as {data} when no pagination parameter is given, as the spec shows", async () => {
+    const { deps, owner, ownerWorkspace, source, webhook } = await setUp();
+    const ids: string[] = [];
+    for (let n = 0; n < 150; n++) {
+      deps.clock.set(Date.UTC(2026, 10, 20, 13, 0, n));
+      ids.push(
+        (await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id, event_name: `c${n}` }))
+          .id,
+      );
+    }
+    const mine = await listUserSubscriptions(deps, owner, undefined);
+    expect(Object.keys(mine)).toEqual(["data"]);
+    expect(mine.data.map((s) => s.id)).toEqual([...ids].reverse());
+    const workspace = await listWorkspaceSubscriptions(deps, owner, ownerWorkspace, undefined);
+    expect(Object.keys(workspace)).toEqual(["data"]);
+    expect(workspace.data).toHaveLength(150);
+  });
+
+  it("refuses to answer more than UNPAGINATED_LIST_MAX subscriptions at once, naming limit", async () => {
+    const { deps, owner, ownerWorkspace } = await setUp();
+    const subscriptions = Object.create(deps.subscriptions) as Deps["subscriptions"];
+    subscriptions.listSubscriptionsOfUser = async (userId, page) => ({
+      ...(await deps.subscriptions.listSubscriptionsOfUser(userId, page)),
+      totalCount: UNPAGINATED_LIST_MAX + 1,
+    });
+    subscriptions.listSubscriptionsOfWorkspace = subscriptions.listSubscriptionsOfUser;
+    for (const listing of [
+      listUserSubscriptions({ ...deps, subscriptions }, owner, undefined),
+      listWorkspaceSubscriptions({ ...deps, subscriptions }, owner, ownerWorkspace, undefined),
+    ]) {
+      const error = await rejection(listing);
+      expect(error.code).toBe("validation");
+      expect(error.issues?.[0]?.field).toBe("limit");
+      expect(error.message).toContain(`${UNPAGINATED_LIST_MAX + 1} subscriptions`);
+    }
   });
 
   it("lists a workspace's subscriptions to its members and answers 404 to others", async () => {
