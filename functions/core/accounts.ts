@@ -3,6 +3,7 @@ import { API_KEY_MIN_LENGTH, API_KEY_PREFIX, bearerToken, hashApiKey, sameHash }
 import { invalid, notFound, unauthorized } from "./errors.ts";
 import type { Caller, NewAccount, Project, User, Workspace } from "./identity.ts";
 import { isId } from "./ids.ts";
+import { requireDisplayableName } from "./names.ts";
 
 type AccountDeps = Pick<Deps, "identity" | "clock" | "ids">;
 
@@ -44,6 +45,9 @@ export async function createAccount(deps: AccountDeps, input: CreateAccountInput
     );
   }
   if (!/^[^\s@]+@[^\s@]+$/.test(input.email)) throw invalid("email", "must be an e-mail address");
+  requireDisplayableName("email", input.email);
+  if (input.workspaceName !== undefined) requireDisplayableName("workspace_name", input.workspaceName);
+  if (input.projectName !== undefined) requireDisplayableName("project_name", input.projectName);
   if (input.apiKey !== undefined) checkOperatorKey(input.apiKey);
 
   const now = deps.clock.nowMs();

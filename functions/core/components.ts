@@ -8,6 +8,7 @@ import type { ComponentRecord } from "./component-model.ts";
 import { DomainError, invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { formatId, ID_PREFIXES } from "./ids.ts";
+import { forbiddenCharacterIn } from "./names.ts";
 import { configurablePropsView } from "./props.ts";
 import { sha256Hex } from "./sha256.ts";
 import { epochSeconds } from "./views.ts";
@@ -40,6 +41,18 @@ export async function saveComponent(
 ): Promise<ComponentRecord> {
   if (code.trim() === "") throw invalid("component_code", "must not be empty");
   const metadata = await deps.host.describe(code);
+  for (const [what, value] of [
+    ["name", metadata.name],
+    ["key", metadata.key],
+  ] as const) {
+    const found = value === undefined ? undefined : forbiddenCharacterIn(value);
+    if (found) {
+      throw invalid(
+        "component_code",
+        `the component's ${what} must not contain NUL or Unicode bidirectional control characters (found ${found})`,
+      );
+    }
+  }
   const now = deps.clock.nowMs();
   const record: ComponentRecord = {
     id: deps.ids.newId("component"),

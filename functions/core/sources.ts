@@ -17,6 +17,7 @@ import {
 import { codeFromInput, findComponent, registryComponent, saveComponent } from "./components.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
+import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import {
   configuredPropsView,
@@ -228,6 +229,7 @@ async function runHook(
  * `deploy()` and `activate()`, starts its timer.
  */
 export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput) {
+  if (input.name !== undefined) requireDisplayableName("name", input.name);
   const workspace = await workspaceOrDefault(deps, caller, input);
   const component = await chooseComponent(deps, caller, input);
   const now = deps.clock.nowMs();
@@ -269,6 +271,7 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
 
 /** `PUT /sources/{id}`: `deactivate()`, swap code, props, name and `active`, then `activate()` if active. */
 export async function updateSource(deps: SourceDeps, caller: Caller, id: string, input: UpdateSourceInput) {
+  if (input.name !== undefined) requireDisplayableName("name", input.name);
   const current = await requireSource(deps, caller, id);
   const currentComponent = await loadComponent(deps, current.componentId);
   if (!currentComponent) throw notFound("component");

@@ -15,6 +15,7 @@ import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-mod
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { ID_MAX_LENGTH, isId } from "./ids.ts";
+import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope, readWholeList, UNPAGINATED_LIST_MAX } from "./pagination.ts";
 import { requireSource } from "./sources.ts";
 import {
@@ -67,7 +68,7 @@ interface Listener {
  * reserved streams; any other name starting with `$` is refused.
  */
 function channelOf(eventName: string | undefined): string {
-  const channel = requireChannelName(eventName ?? "");
+  const channel = requireChannelName(requireDisplayableName("event_name", eventName ?? ""));
   if (channel.startsWith("$") && !RESERVED_CHANNELS.includes(channel)) {
     throw invalid("event_name", `names no channel: the reserved channels are ${RESERVED_CHANNELS.join(" and ")}`);
   }

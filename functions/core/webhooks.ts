@@ -8,6 +8,7 @@ import type { Deps } from "#ports/deps";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
+import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { WebhookRecord } from "./subscription-model.ts";
 import { epochSeconds } from "./views.ts";
@@ -63,6 +64,7 @@ function validateWebhookUrl(url: string | undefined): string {
 function optionalText(field: string, value: string | undefined, max: number): string {
   if (value === undefined) return "";
   if (value.length > max) throw invalid(field, `must be at most ${max} characters`);
+  requireDisplayableName(field, value);
   if (/\p{Cc}/u.test(value.replace(/[\n\t]/g, ""))) throw invalid(field, "must not contain control characters");
   return value;
 }
