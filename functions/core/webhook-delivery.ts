@@ -19,7 +19,12 @@ import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { DeadLetterRecord, DeliveryRecord } from "./subscription-model.ts";
 import { epochSeconds } from "./views.ts";
-import { SIGNATURE_HEADER, signWebhookBody } from "./webhook-signature.ts";
+import {
+  SIGNATURE_HEADER,
+  STANDARD_WEBHOOK_HEADERS,
+  signWebhookBody,
+  standardWebhookSignature,
+} from "./webhook-signature.ts";
 import { openSigningSecret, requireWebhook } from "./webhooks.ts";
 
 export interface DeliverySettings {
@@ -89,6 +94,9 @@ function deliveryHeaders(delivery: DeliveryRecord, secret: string, timestampSec:
     "x-sluice-delivery-id": delivery.id,
     "x-sluice-timestamp": String(timestampSec),
     [SIGNATURE_HEADER]: signWebhookBody(secret, timestampSec, body),
+    [STANDARD_WEBHOOK_HEADERS.id]: delivery.id,
+    [STANDARD_WEBHOOK_HEADERS.timestamp]: String(timestampSec),
+    [STANDARD_WEBHOOK_HEADERS.signature]: standardWebhookSignature(secret, delivery.id, timestampSec, body),
   };
 }
 

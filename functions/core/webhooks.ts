@@ -69,9 +69,15 @@ function optionalText(field: string, value: string | undefined, max: number): st
   return value;
 }
 
-/** A new signing secret: in clear (shown once) and sealed (stored). */
+/**
+ * A new signing secret: in clear (shown once) and sealed (stored). The random bytes are written
+ * in standard base64 (with `+`, `/` and padding), the form Standard Webhooks libraries decode
+ * after `whsec_`; secrets made before were base64url, which those libraries refuse (Sluice signs
+ * with the same bytes either way: docs/webhooks.md).
+ */
 async function newSigningSecret(deps: Pick<Deps, "secrets" | "ids">) {
-  const secret = `${SIGNING_SECRET_PREFIX}${deps.ids.newSecret(SIGNING_SECRET_BYTES)}`;
+  const random = Buffer.from(deps.ids.newSecret(SIGNING_SECRET_BYTES), "base64url").toString("base64");
+  const secret = `${SIGNING_SECRET_PREFIX}${random}`;
   return { secret, sealed: await deps.secrets.seal(secret) };
 }
 
