@@ -9,6 +9,8 @@
 import type { Deps } from "#ports/deps";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import type { Json } from "./component-model.ts";
+import { recordDeliveryLoop } from "./delivery-loops.ts";
+import { hopsOfRequest, isDeliveryLoop } from "./hops.ts";
 import {
   corsPreflightResponse,
   DEFAULT_HTTP_RESPONSE,
@@ -16,6 +18,7 @@ import {
   FAILED_BEFORE_RESPOND_RESPONSE,
   INACTIVE_SOURCE_RESPONSE,
   type IncomingHttpRequest,
+  LOOP_DETECTED_RESPONSE,
   MAX_HTTP_INTERFACE_BODY_BYTES,
   PAYLOAD_TOO_LARGE_RESPONSE,
   RESPOND_TIMEOUT_RESPONSE,
@@ -42,9 +45,14 @@ export async function receiveHttpRequest(
   if (!component) return UNKNOWN_ENDPOINT_RESPONSE;
 
   const event = toHttpRunEvent(request) as unknown as Json;
+  const hops = hopsOfRequest(request.headers);
+  if (isDeliveryLoop(hops)) {
+    await recordDeliveryLoop(deps, source, event, hops);
+    return LOOP_DETECTED_RESPONSE;
+  }
   const httpProp = propsOf(source, component).find((prop) => prop.type === HTTP_INTERFACE);
   if (httpProp?.customResponse !== true) {
-    await deps.runs.enqueue({ sourceId: source.id, trigger: "http", event });
+    await deps.runs.enqueue({ sourceId: source.id, trigger: "http", event, ...(hops > 0 ? { hops } : {}) });
     return DEFAULT_HTTP_RESPONSE;
   }
 
@@ -52,7 +60,7 @@ export async function receiveHttpRequest(
   const responded = new Promise<HttpResponseSpec>((resolve) => {
     answer = resolve;
   });
-  const run = invokeSource(deps, source, component, "run", event, { onRespond: answer });
+  const run = invokeSource(deps, source, component, "run", event, { onRespond: answer }, hops);
   const finished = run.then(({ result }) => {
     if (result.response) return result.response;
     if (result.error?.name === "TimeoutError") return RESPOND_TIMEOUT_RESPONSE;

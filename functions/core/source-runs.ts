@@ -8,7 +8,14 @@
 import type { InvokeHandlers, SourceCode } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
 import type { RunJob } from "#ports/run-queue";
-import type { EmitRecord, Invocation, InvocationKind, InvocationResult, LogRecord } from "#runtime/protocol";
+import type {
+  EmitRecord,
+  ErrorRecord,
+  Invocation,
+  InvocationKind,
+  InvocationResult,
+  LogRecord,
+} from "#runtime/protocol";
 import { channelName } from "./channels.ts";
 import {
   type ComponentRecord,
@@ -23,6 +30,7 @@ import {
 } from "./component-model.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
+import { stampHops } from "./hops.ts";
 import { type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
 import { timerRunEvent } from "./timer-schedule.ts";
 import { isoTime, usageDay } from "./views.ts";
@@ -60,7 +68,10 @@ export interface AppliedRun {
   stored: StoredEvent[];
 }
 
-/** Runs `kind` of a source's code and applies the result. */
+/**
+ * Runs `kind` of a source's code and applies the result. `hops`: the webhook deliveries that led
+ * to this run (`#core/hops`), carried by every event it stores.
+ */
 export async function invokeSource(
   deps: RunDeps,
   source: SourceRecord,
@@ -68,10 +79,11 @@ export async function invokeSource(
   kind: InvocationKind,
   event?: Json,
   handlers?: InvokeHandlers,
+  hops = 0,
 ): Promise<AppliedRun> {
   const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
   const result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
-  const stored = await applyResult(deps, source, component, invocation, result, state);
+  const stored = await applyResult(deps, source, component, invocation, result, state, hops);
   return { result, stored };
 }
 
@@ -121,6 +133,7 @@ async function applyResult(
   invocation: Invocation,
   result: InvocationResult,
   stateBefore: SourceState,
+  hops: number,
 ): Promise<StoredEvent[]> {
   const now = deps.clock.nowMs();
   const warnings: LogRecord[] = [];
@@ -141,7 +154,8 @@ async function applyResult(
   for (const log of capLogs([...result.logs, ...warnings])) {
     events.push({ channel: LOGS_CHANNEL, event: { ...log }, emitId: deps.ids.newSecret(12), meta: { ts: log.ts } });
   }
-  if (result.error) events.push(errorEvent(deps, source, invocation, result));
+  if (result.error) events.push(errorEvent(deps, source, invocation, result.error));
+  stampHops(events, hops);
   for (const refusedWarning of warnings) {
     deps.log.warn("source emit refused", { source_id: source.id, reason: refusedWarning.message });
   }
@@ -159,7 +173,7 @@ async function applyResult(
  * source's publishes come in id order whenever its appends resolve in the order they were made
  * (SQLite appends do).
  */
-async function storeAndPublish(deps: RunDeps, source: SourceRecord, events: NewEvent[], now: number) {
+export async function storeAndPublish(deps: RunDeps, source: SourceRecord, events: NewEvent[], now: number) {
   const stored = await deps.events.appendEvents(source.id, events, now);
   await deps.bus.publish(stored, { userId: source.userId, workspaceId: source.workspaceId });
   return stored;
@@ -219,16 +233,23 @@ function capLogs(logs: LogRecord[]): LogRecord[] {
   return kept;
 }
 
-/** An `$errors` event in the shape of rest-api.md "Event summary" (error summaries). */
-function errorEvent(deps: RunDeps, source: SourceRecord, invocation: Invocation, result: InvocationResult): NewEvent {
-  const error = result.error as NonNullable<InvocationResult["error"]>;
+/**
+ * An `$errors` event in the shape of rest-api.md "Event summary" (error summaries): `error` of
+ * the invocation (or request) `origin` of `source`.
+ */
+export function errorEvent(
+  deps: Pick<Deps, "ids">,
+  source: SourceRecord,
+  origin: Pick<Invocation, "kind" | "event">,
+  error: ErrorRecord,
+): NewEvent {
   const emitId = deps.ids.newSecret(12);
   return {
     channel: ERRORS_CHANNEL,
     emitId,
     meta: { ts: error.ts, summary: `${error.name}: ${error.message}`.slice(0, 200) },
     event: {
-      original_event: invocation.event ?? null,
+      original_event: origin.event ?? null,
       original_context: {
         id: emitId,
         ts: isoTime(error.ts),
@@ -238,11 +259,11 @@ function errorEvent(deps: RunDeps, source: SourceRecord, invocation: Invocation,
         verified: false,
         owner_id: source.userId,
         platform_version: "sluice",
-        invocation: invocation.kind,
+        invocation: origin.kind,
       },
       error: {
         code: error.name,
-        cellId: invocation.kind,
+        cellId: origin.kind,
         ts: isoTime(error.ts),
         message: error.message,
         stack: error.stack ?? `${error.name}: ${error.message}`,
@@ -281,7 +302,7 @@ export async function runSource(deps: RunDeps, job: RunJob): Promise<AppliedRun 
   if (!source?.active) return undefined;
   const component = await loadComponent(deps, source.componentId);
   if (!component) return undefined;
-  return invokeSource(deps, source, component, "run", job.event);
+  return invokeSource(deps, source, component, "run", job.event, undefined, job.hops ?? 0);
 }
 
 /** Runs a source's timer. A deleted, inactive or timer-less source is skipped. */

@@ -13,7 +13,7 @@ import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { WebhookRecord } from "./subscription-model.ts";
 import { epochSeconds } from "./views.ts";
 
-type WebhookDeps = Pick<Deps, "subscriptions" | "identity" | "secrets" | "clock" | "ids">;
+type WebhookDeps = Pick<Deps, "subscriptions" | "identity" | "secrets" | "clock" | "ids" | "runtime">;
 
 export const WEBHOOK_URL_MAX_LENGTH = 2048;
 export const WEBHOOK_NAME_MAX_LENGTH = 200;
@@ -38,7 +38,7 @@ const FORBIDDEN_IN_URL = /[\s\p{Cc}]/u;
  * the server), port 0, whitespace and control characters. A query string is allowed: receivers
  * often authenticate with a token in it. The URL is stored as given.
  */
-function validateWebhookUrl(url: string | undefined): string {
+function validateWebhookUrl(url: string | undefined, publicUrl: string): string {
   if (url === undefined || url === "") throw invalid("url", "is required");
   if (url.length > WEBHOOK_URL_MAX_LENGTH) throw invalid("url", `must be at most ${WEBHOOK_URL_MAX_LENGTH} characters`);
   if (FORBIDDEN_IN_URL.test(url)) throw invalid("url", "must not contain spaces or control characters");
@@ -58,7 +58,30 @@ function validateWebhookUrl(url: string | undefined): string {
   }
   if (parsed.port === "0") throw invalid("url", "must not use port 0");
   if (url.includes("#")) throw invalid("url", "must not contain a fragment (#...)");
+  if (isSourceEndpoint(parsed, publicUrl)) {
+    throw invalid(
+      "url",
+      `is a source endpoint of this Sluice (${publicUrl}/http/...): every delivery would run that source, whose events would be delivered again (a loop); to send one source's events to another, subscribe it (listener_id=dc_...)`,
+    );
+  }
   return url;
+}
+
+/**
+ * Whether `url` is one of this service's own HTTP interface endpoints (`<public URL>/http/...`),
+ * as far as the URL shows: the same scheme, host and port (URL parsing normalises case and
+ * default ports) and a path under `/http/`. Another name of the same host (`localhost` for
+ * `127.0.0.1`) is not seen here; hop counting (`#core/hops`) stops such a loop instead.
+ */
+function isSourceEndpoint(url: URL, publicUrl: string): boolean {
+  let base: URL;
+  try {
+    base = new URL(publicUrl);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== base.protocol || url.host !== base.host) return false;
+  return url.pathname.startsWith(`${base.pathname.replace(/\/+$/, "")}/http/`);
 }
 
 function optionalText(field: string, value: string | undefined, max: number): string {
@@ -90,7 +113,7 @@ export async function requireWebhook(deps: Pick<Deps, "subscriptions">, caller: 
 
 /** `POST /webhooks`: answers the webhook with its `signing_secret`, the only time it is shown. */
 export async function createWebhook(deps: WebhookDeps, caller: Caller, input: CreateWebhookInput) {
-  const url = validateWebhookUrl(input.url);
+  const url = validateWebhookUrl(input.url, deps.runtime.publicUrl);
   const name = optionalText("name", input.name, WEBHOOK_NAME_MAX_LENGTH);
   const description = optionalText("description", input.description, WEBHOOK_DESCRIPTION_MAX_LENGTH);
   const workspace = await workspaceOrDefault(deps, caller, input);

@@ -12,6 +12,7 @@ export const runJobSchema = z.object({
   sourceId: z.string().startsWith("dc_"),
   trigger: z.enum(["http", "timer", "event"]),
   event: jsonValueSchema,
+  hops: z.number().int().min(0).optional(),
 });
 
 export const handler = internalHandler("run job", runJobSchema, runSource);

@@ -63,6 +63,7 @@ export const deliveryRecordSchema = z.object({
   nextAttemptAt: z.number(),
   createdAt: z.number(),
   lastError: z.string().optional(),
+  hops: z.number().int().min(0).optional(),
 });
 
 /** FIFO queue ARNs end in `.fifo`; the retry queue is a standard queue. */

@@ -202,6 +202,8 @@ describe("attemptDelivery", () => {
       "webhook-id": "dlv_0001",
       "webhook-timestamp": String(t),
       "webhook-signature": expect.stringMatching(/^v1,[A-Za-z0-9+/]{43}=$/),
+      // A delivery queued without a hop count is the first hop.
+      "x-sluice-hops": "1",
     });
     expect(verifyWebhookSignature(SECRET, request?.headers[SIGNATURE_HEADER], request?.body ?? "", 300, t)).toBe(true);
   });
