@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { NewEvent, StoredEvent } from "#core/component-model";
 import { LOOP_ERROR_NAME } from "#core/delivery-loops";
 import { dispatchEvents } from "#core/dispatcher";
-import { HOPS_HEADER, hopsOfRequest, MAX_DELIVERY_HOPS, stampHops } from "#core/hops";
+import { HOPS_HEADER, hopsOf, hopsOfRequest, MAX_DELIVERY_HOPS, stampHops } from "#core/hops";
 import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { runSource } from "#core/source-runs";
@@ -11,6 +11,7 @@ import type { DeliveryRecord } from "#core/subscription-model";
 import { createSubscription } from "#core/subscriptions";
 import { attemptDelivery } from "#core/webhook-delivery";
 import { createWebhook } from "#core/webhooks";
+import { dispatcherInputSchema } from "#internal/event-dispatcher";
 import { runJobSchema } from "#internal/source-runner";
 import { deliveryRecordSchema } from "#internal/webhook-deliverer";
 import type { RunJob } from "#ports/run-queue";
@@ -213,7 +214,18 @@ describe("routing and delivering counted events", () => {
     expect((await deps.deadLetters.listDeadLetters(webhook.id, { limit: 10 })).totalCount).toBe(1);
   });
 
-  it("keeps the count in the AWS messages of a queued run and a queued delivery", () => {
+  it("keeps the count in the AWS messages of a published event, a queued run and a queued delivery", () => {
+    const { detail } = dispatcherInputSchema.parse({
+      source: "sluice.events",
+      "detail-type": "event.stored",
+      detail: {
+        sourceId: "dc_a",
+        events: [
+          { sourceId: "dc_a", id: "1-0", indexedAtMs: 1, channel: "", event: {}, emitId: "e", meta: { hops: 4 } },
+        ],
+      },
+    });
+    expect("events" in detail && hopsOf(detail.events[0] as StoredEvent)).toBe(4);
     expect(runJobSchema.parse({ sourceId: "dc_a", trigger: "http", event: {}, hops: 4 }).hops).toBe(4);
     const delivery = deliveryRecordSchema.parse({
       id: "dlv_a",
