@@ -79,7 +79,8 @@ function isBag(value: unknown): value is Bag {
 /**
  * Copies `value` keeping only what JSON can carry: functions and symbols are dropped (in arrays
  * they become `null`, as `JSON.stringify` does), cycles are cut, non-finite numbers become null.
- * Returns `undefined` when nothing of the value survives.
+ * A `__proto__` key stays an own key of the copy. Returns `undefined` when nothing of the value
+ * survives.
  */
 export function toJson(value: unknown, seen: Set<object> = new Set()): Json | undefined {
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
@@ -93,7 +94,12 @@ export function toJson(value: unknown, seen: Set<object> = new Set()): Json | un
     const out: { [key: string]: Json } = {};
     for (const [key, item] of Object.entries(value)) {
       const json = toJson(item, seen);
-      if (json !== undefined) out[key] = json;
+      if (json === undefined) continue;
+      // `__proto__` is data here (JSON.parse makes it an own key); assigned, it would become the
+      // copy's prototype and vanish from the event.
+      if (key === "__proto__")
+        Object.defineProperty(out, key, { value: json, enumerable: true, writable: true, configurable: true });
+      else out[key] = json;
     }
     return out;
   } finally {

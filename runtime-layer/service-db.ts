@@ -50,7 +50,13 @@ export function createServiceDb(snapshot: Record<string, Json>, writes: Record<s
       }
       texts.set(name, text);
       bytes = next;
-      writes[name] = JSON.parse(text) as Json;
+      // defineProperty: a key named `__proto__` is data, which an assignment would drop.
+      Object.defineProperty(writes, name, {
+        value: JSON.parse(text) as Json,
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      });
     },
   };
 }

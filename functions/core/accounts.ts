@@ -2,6 +2,8 @@ import type { Deps } from "#ports/deps";
 import { API_KEY_MIN_LENGTH, API_KEY_PREFIX, bearerToken, hashApiKey, sameHash } from "./api-keys.ts";
 import { invalid, notFound, unauthorized } from "./errors.ts";
 import type { Caller, NewAccount, Project, User, Workspace } from "./identity.ts";
+import { isId } from "./ids.ts";
+import { requireDisplayableName } from "./names.ts";
 
 type AccountDeps = Pick<Deps, "identity" | "clock" | "ids">;
 
@@ -43,6 +45,9 @@ export async function createAccount(deps: AccountDeps, input: CreateAccountInput
     );
   }
   if (!/^[^\s@]+@[^\s@]+$/.test(input.email)) throw invalid("email", "must be an e-mail address");
+  requireDisplayableName("email", input.email);
+  if (input.workspaceName !== undefined) requireDisplayableName("workspace_name", input.workspaceName);
+  if (input.projectName !== undefined) requireDisplayableName("project_name", input.projectName);
   if (input.apiKey !== undefined) checkOperatorKey(input.apiKey);
 
   const now = deps.clock.nowMs();
@@ -130,13 +135,46 @@ export async function requireWorkspace(
   return workspace;
 }
 
-/** The named workspace ({@link requireWorkspace}), or the caller's first one when none is named. */
+/**
+ * How a create names its workspace: `org_id`, as the spec says creating a resource does, or
+ * `workspace_id`, its common parameter (rest-api.md "Common parameters"). Either may come from the
+ * query string or the body.
+ */
+export interface WorkspaceChoice {
+  org_id?: string | undefined;
+  workspace_id?: string | undefined;
+}
+
+/**
+ * The workspace id a create names, checked without a lookup: a malformed one is 400 naming its
+ * field, as is `org_id` and `workspace_id` naming two different workspaces. `undefined` when
+ * neither is given.
+ */
+export function chosenWorkspace(choice: WorkspaceChoice): { id: string; field: string } | undefined {
+  const given = (["org_id", "workspace_id"] as const).filter((field) => choice[field] !== undefined);
+  for (const field of given) {
+    if (!isId("workspace", choice[field] as string)) throw invalid(field, "must be a workspace id (o_...)");
+  }
+  const [first, second] = given;
+  if (first === undefined) return undefined;
+  if (second !== undefined && choice[second] !== choice[first]) {
+    throw invalid(first, `names another workspace than ${second}`);
+  }
+  return { id: choice[first] as string, field: first };
+}
+
+/**
+ * The workspace a create names ({@link chosenWorkspace}, then {@link requireWorkspace}: one that
+ * does not exist or is not the caller's is 404, never the default), or the caller's first one
+ * when none is named.
+ */
 export async function workspaceOrDefault(
   deps: Pick<Deps, "identity">,
   caller: Caller,
-  workspaceId: string | undefined,
+  choice: WorkspaceChoice,
 ): Promise<Workspace> {
-  if (workspaceId !== undefined) return requireWorkspace(deps, caller, workspaceId);
+  const chosen = chosenWorkspace(choice);
+  if (chosen !== undefined) return requireWorkspace(deps, caller, chosen.id);
   const [first] = await deps.identity.listWorkspacesOfUser(caller.userId);
   if (!first) throw notFound("workspace");
   return first;

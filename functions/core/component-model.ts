@@ -91,6 +91,15 @@ export interface SourceState {
 export const LOGS_CHANNEL = "$logs";
 export const ERRORS_CHANNEL = "$errors";
 
+/** An event's metadata as stored: what `$emit` gave, and what trusted code adds to it. */
+export interface EventMeta extends EmitMeta {
+  /**
+   * Webhook deliveries that led to the run that stored the event (`#core/delivery-loops`); set
+   * only by trusted code, absent for none. Never shown in a view.
+   */
+  hops?: number;
+}
+
 /** An event to store; the store assigns its id. */
 export interface NewEvent {
   /** `""` for the default channel, a custom name, `$logs` or `$errors`. */
@@ -98,7 +107,7 @@ export interface NewEvent {
   event: Json;
   /** Unique id of this emit (`emit_id`), made by trusted code. */
   emitId: string;
-  meta: EmitMeta;
+  meta: EventMeta;
 }
 
 /** A stored event. `id` is `<epoch_ms>-<n>`, strictly increasing per source in (ms, n) order. */
@@ -109,5 +118,5 @@ export interface StoredEvent {
   channel: string;
   event: Json;
   emitId: string;
-  meta: EmitMeta;
+  meta: EventMeta;
 }

@@ -3,10 +3,12 @@
  * or by the `key` its code declares; and the registry of components shipped with Sluice.
  */
 import type { Deps } from "#ports/deps";
+import { chosenWorkspace, requireWorkspace, type WorkspaceChoice } from "./accounts.ts";
 import type { ComponentRecord } from "./component-model.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { formatId, ID_PREFIXES } from "./ids.ts";
+import { forbiddenCharacterIn } from "./names.ts";
 import { configurablePropsView } from "./props.ts";
 import { sha256Hex } from "./sha256.ts";
 import { epochSeconds } from "./views.ts";
@@ -39,6 +41,18 @@ export async function saveComponent(
 ): Promise<ComponentRecord> {
   if (code.trim() === "") throw invalid("component_code", "must not be empty");
   const metadata = await deps.host.describe(code);
+  for (const [what, value] of [
+    ["name", metadata.name],
+    ["key", metadata.key],
+  ] as const) {
+    const found = value === undefined ? undefined : forbiddenCharacterIn(value);
+    if (found) {
+      throw invalid(
+        "component_code",
+        `the component's ${what} must not contain NUL or Unicode bidirectional control characters (found ${found})`,
+      );
+    }
+  }
   const now = deps.clock.nowMs();
   const record: ComponentRecord = {
     id: deps.ids.newId("component"),
@@ -83,8 +97,18 @@ function onField(error: unknown, from: string, to: string): unknown {
   return new DomainError("validation", message, issues);
 }
 
-/** `POST /components`. */
-export async function createComponent(deps: ComponentDeps, caller: Caller, input: ComponentSourceInput) {
+/**
+ * `POST /components`. A component belongs to the user who saved it, not to a workspace; a
+ * workspace the request names (`org_id`, `workspace_id`) must still be the caller's (404
+ * otherwise), so a client that names a wrong one learns it here rather than at deploy.
+ */
+export async function createComponent(
+  deps: ComponentDeps & Pick<Deps, "identity">,
+  caller: Caller,
+  input: ComponentSourceInput & WorkspaceChoice,
+) {
+  const workspace = chosenWorkspace(input);
+  if (workspace !== undefined) await requireWorkspace(deps, caller, workspace.id);
   return saveComponentOf(deps, caller.userId, input);
 }
 

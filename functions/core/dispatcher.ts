@@ -28,6 +28,7 @@ import type { EmitterOwner } from "#ports/event-bus";
 import type { RunJob } from "#ports/run-queue";
 import { ERRORS_CHANNEL, type Json, LOGS_CHANNEL, type StoredEvent } from "./component-model.ts";
 import { parseEventId } from "./event-ids.ts";
+import { hopsOf } from "./hops.ts";
 import { formatId } from "./ids.ts";
 import { sseEnvelope } from "./source-stream.ts";
 import type { DeliveryRecord, SubscriptionRecord } from "./subscription-model.ts";
@@ -124,11 +125,16 @@ export async function dispatchEvents(
           attempts: 0,
           nextAttemptAt: now,
           createdAt: now,
+          hops: hopsOf(event) + 1,
         });
       } else if (kind === "source") {
         const ownReservedChannel =
           listenerId === event.sourceId && (event.channel === LOGS_CHANNEL || event.channel === ERRORS_CHANNEL);
-        if (!ownReservedChannel) runs.push({ sourceId: listenerId, trigger: "event", event: event.event });
+        // A source listening to a source is no delivery: the run keeps the event's hop count.
+        const hops = hopsOf(event);
+        if (!ownReservedChannel) {
+          runs.push({ sourceId: listenerId, trigger: "event", event: event.event, ...(hops > 0 ? { hops } : {}) });
+        }
       } else {
         result.workflowsSkipped++;
       }

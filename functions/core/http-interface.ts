@@ -10,6 +10,8 @@
 import type { Deps } from "#ports/deps";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import type { Json } from "./component-model.ts";
+import { recordDeliveryLoop } from "./delivery-loops.ts";
+import { hopsOfRequest, isDeliveryLoop } from "./hops.ts";
 import {
   corsPreflightResponse,
   DEFAULT_HTTP_RESPONSE,
@@ -17,6 +19,7 @@ import {
   FAILED_BEFORE_RESPOND_RESPONSE,
   INACTIVE_SOURCE_RESPONSE,
   type IncomingHttpRequest,
+  LOOP_DETECTED_RESPONSE,
   MAX_HTTP_INTERFACE_BODY_BYTES,
   PAYLOAD_TOO_LARGE_RESPONSE,
   quotaExceededResponse,
@@ -52,11 +55,16 @@ export async function receiveHttpRequest(
   if (!component) return UNKNOWN_ENDPOINT_RESPONSE;
 
   const event = toHttpRunEvent(request) as unknown as Json;
+  const hops = hopsOfRequest(request.headers);
+  if (isDeliveryLoop(hops)) {
+    await recordDeliveryLoop(deps, source, event, hops);
+    return LOOP_DETECTED_RESPONSE;
+  }
   const refusal = await admitRun(deps, source, event);
   if (refusal) return quotaExceededResponse(refusal);
   const httpProp = propsOf(source, component).find((prop) => prop.type === HTTP_INTERFACE);
   if (httpProp?.customResponse !== true) {
-    await deps.runs.enqueue({ sourceId: source.id, trigger: "http", event });
+    await deps.runs.enqueue({ sourceId: source.id, trigger: "http", event, ...(hops > 0 ? { hops } : {}) });
     return DEFAULT_HTTP_RESPONSE;
   }
 
@@ -65,9 +73,15 @@ export async function receiveHttpRequest(
     answer = resolve;
   });
   // What the host hands over came from untrusted code: normalised again, or refused with a 502.
-  const run = invokeSource(deps, source, component, "run", event, {
-    onRespond: (response) => answer(trustedResponse(response)),
-  });
+  const run = invokeSource(
+    deps,
+    source,
+    component,
+    "run",
+    event,
+    { onRespond: (response) => answer(trustedResponse(response)) },
+    hops,
+  );
   const finished = run.then(({ result }) => {
     if (result.response) return trustedResponse(result.response);
     if (result.error?.name === "TimeoutError") return RESPOND_TIMEOUT_RESPONSE;

@@ -7,6 +7,7 @@
  * turns its request into an {@link IncomingHttpRequest} first.
  */
 import type { HttpResponseSpec, HttpRunEvent, Json } from "#runtime/protocol";
+import { HOPS_HEADER, MAX_DELIVERY_HOPS } from "./hops.ts";
 import { nestsTooDeep } from "./json-depth.ts";
 import type { QuotaRefusal } from "./quotas.ts";
 
@@ -131,6 +132,15 @@ export const ENDED_WITHOUT_RESPOND_RESPONSE: HttpResponseSpec = fixedJsonRespons
 /** `customResponse: true` and `run` threw before calling `respond` (issue #5530: 400). */
 export const FAILED_BEFORE_RESPOND_RESPONSE: HttpResponseSpec = fixedJsonResponse(400, {
   error: "the source failed before responding",
+});
+
+/**
+ * The request passed through more webhook deliveries than a chain may (`#core/hops`): a delivery
+ * loop. The source is not run. 508 Loop Detected (RFC 5842), which Sluice's own deliveries do not
+ * retry.
+ */
+export const LOOP_DETECTED_RESPONSE: HttpResponseSpec = fixedJsonResponse(508, {
+  error: `loop detected: this request passed through more than ${MAX_DELIVERY_HOPS} webhook deliveries (${HOPS_HEADER})`,
 });
 
 /** No source has this endpoint key (never had, or deleted). */

@@ -3,6 +3,11 @@
  * Time-sortable bodies let both stores page through resources in creation order with the id
  * itself as the key (see docs/table-design.md). The body is 10 characters of time (milliseconds
  * in Crockford base32) and 12 characters of randomness (60 bits), so ids stay unguessable.
+ *
+ * Ids Sluice makes have that shape, but ids it accepts are opaque (rest-api.md "Identifiers are
+ * opaque strings"): a known prefix and 1 to {@link ID_BODY_MAX_LENGTH} characters of
+ * `[A-Za-z0-9_-]` ({@link ID_BODY_PATTERN}), so ids shaped like the hosted service's (`p_MOCn3Ez`,
+ * `dc_abc123`) are looked up and answer 404 where they do not exist, instead of a 400.
  */
 export const ID_PREFIXES = {
   user: "u_",
@@ -31,7 +36,23 @@ export type ResourceKind = keyof typeof ID_PREFIXES;
 const ALPHABET = "0123456789abcdefghjkmnpqrstvwxyz";
 const TIME_CHARS = 10;
 const RANDOM_CHARS = 12;
-const BODY = new RegExp(`^[${ALPHABET}]{${TIME_CHARS + RANDOM_CHARS}}$`);
+
+/** Longest body (after the prefix) of an id Sluice accepts. */
+export const ID_BODY_MAX_LENGTH = 64;
+/**
+ * The body of an accepted id, as a regular expression source: letters, digits, `_` and `-`, the
+ * alphabet of URL-safe ids. No character of it needs escaping in a URL, a header or a log line.
+ */
+export const ID_BODY_PATTERN = `[A-Za-z0-9_-]{1,${ID_BODY_MAX_LENGTH}}`;
+const ACCEPTED_BODY = new RegExp(`^${ID_BODY_PATTERN}$`);
+/** Longest id Sluice accepts: the longest prefix and the longest body. */
+export const ID_MAX_LENGTH =
+  Math.max(...Object.values(ID_PREFIXES).map((prefix) => prefix.length)) + ID_BODY_MAX_LENGTH;
+
+/** The pattern of an accepted id with `prefix`, anchored: `^dc_[A-Za-z0-9_-]{1,64}$`. */
+export function idPattern(prefix: string): string {
+  return `^${prefix}${ID_BODY_PATTERN}$`;
+}
 
 /** Builds an id from a time and random bytes; the `IdGenerator` port supplies both. */
 export function formatId(kind: ResourceKind, epochMs: number, random: Uint8Array): string {
@@ -48,10 +69,10 @@ export function formatId(kind: ResourceKind, epochMs: number, random: Uint8Array
   return `${ID_PREFIXES[kind]}${time}${tail}`;
 }
 
-/** True when `id` has the prefix of `kind` and a well-formed body. */
+/** True when `id` has the prefix of `kind` and an accepted body ({@link ID_BODY_PATTERN}). */
 export function isId(kind: ResourceKind, id: string): boolean {
   const prefix = ID_PREFIXES[kind];
-  return id.startsWith(prefix) && BODY.test(id.slice(prefix.length));
+  return id.startsWith(prefix) && ACCEPTED_BODY.test(id.slice(prefix.length));
 }
 
 export const RANDOM_BYTES_PER_ID = RANDOM_CHARS;

@@ -75,6 +75,46 @@ export function toPageQuery(params: PageParams, defaultLimit = PAGE_LIMIT_DEFAUL
   return query;
 }
 
+/**
+ * Most items a list the spec shows unpaginated (`{data: [...]}`) answers at once. One request must
+ * not build an unbounded answer: 1,000 subscriptions are about 200 KB of JSON, well inside a
+ * Lambda response (6 MB). A longer list is refused with a 400 that says to page it.
+ */
+export const UNPAGINATED_LIST_MAX = 1000;
+
+/** Whether the client asked for a page (`limit`, `after` or `before`), rather than the whole list. */
+export function asksForPage(params: PageParams): boolean {
+  return params.limit !== undefined || params.after !== undefined || params.before !== undefined;
+}
+
+/**
+ * Every item of a list, newest first, read a page of {@link PAGE_LIMIT_MAX} at a time. A list of
+ * more than `max` items is refused (400 naming `limit`) from its first page's count, before the
+ * rest is read.
+ */
+export async function readWholeList<T>(
+  readPage: (page: PageQuery) => Promise<Page<T>>,
+  sortKeyOf: (item: T) => string,
+  what: string,
+  max = UNPAGINATED_LIST_MAX,
+): Promise<T[]> {
+  const items: T[] = [];
+  let after: string | undefined;
+  for (;;) {
+    const page = await readPage(after === undefined ? { limit: PAGE_LIMIT_MAX } : { limit: PAGE_LIMIT_MAX, after });
+    if (page.totalCount > max) {
+      throw invalid(
+        "limit",
+        `is required here: there are ${page.totalCount} ${what}, more than the ${max} answered at once; page through them with limit (1 to ${PAGE_LIMIT_MAX}) and after`,
+      );
+    }
+    items.push(...page.items);
+    const last = page.items.at(-1);
+    if (last === undefined || page.items.length < PAGE_LIMIT_MAX || items.length >= max) return items.slice(0, max);
+    after = sortKeyOf(last);
+  }
+}
+
 /** The paginated envelope of the spec: `{ page_info, data }`. */
 export function pageEnvelope<T, R>(page: Page<T>, sortKeyOf: (item: T) => string, present: (item: T) => R) {
   const first = page.items[0];

@@ -30,6 +30,7 @@ import {
 } from "./component-model.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
+import { stampHops } from "./hops.ts";
 import { type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
 import {
   creditsOf,
@@ -86,7 +87,10 @@ export interface AppliedRun {
   stored: StoredEvent[];
 }
 
-/** Runs `kind` of a source's code and applies the result. */
+/**
+ * Runs `kind` of a source's code and applies the result. `hops`: the webhook deliveries that led
+ * to this run (`#core/hops`), carried by every event it stores.
+ */
 export async function invokeSource(
   deps: RunDeps,
   source: SourceRecord,
@@ -94,12 +98,13 @@ export async function invokeSource(
   kind: InvocationKind,
   event?: Json,
   handlers?: InvokeHandlers,
+  hops = 0,
 ): Promise<AppliedRun> {
   const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
   const startedMs = deps.clock.nowMs();
   const result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
-  const stored = await applyResult(deps, source, component, invocation, result, state, elapsedMs);
+  const stored = await applyResult(deps, source, component, invocation, result, state, elapsedMs, hops);
   return { result, stored };
 }
 
@@ -154,6 +159,7 @@ async function applyResult(
   result: InvocationResult,
   stateBefore: SourceState,
   elapsedMs: number,
+  hops: number,
 ): Promise<StoredEvent[]> {
   const now = deps.clock.nowMs();
   const warnings: LogRecord[] = [];
@@ -193,6 +199,7 @@ async function applyResult(
   for (const problem of problems) others.push(errorEvent(deps, source, invocation, problem));
   const otherSize = storedSize(others);
   events.push(...others);
+  stampHops(events, hops);
   for (const refusedWarning of warnings) {
     deps.log.warn("source emit refused", { source_id: source.id, reason: refusedWarning.message });
   }
@@ -227,7 +234,7 @@ async function applyResult(
  * starts (so a removal can never come before the count), and taken back if it fails. `size` is
  * {@link storedSize} of `events`, when the caller knows it already.
  */
-async function storeAndPublish(
+export async function storeAndPublish(
   deps: RunDeps,
   source: SourceRecord,
   events: NewEvent[],
@@ -346,11 +353,14 @@ function capLogs(all: LogRecord[]): LogRecord[] {
   return kept;
 }
 
-/** An `$errors` event in the shape of rest-api.md "Event summary" (error summaries). */
-function errorEvent(
-  deps: RunDeps,
+/**
+ * An `$errors` event in the shape of rest-api.md "Event summary" (error summaries): `thrown` by
+ * the invocation (or request) `origin` of `source`.
+ */
+export function errorEvent(
+  deps: Pick<Deps, "ids">,
   source: SourceRecord,
-  invocation: Pick<Invocation, "kind" | "event">,
+  origin: Pick<Invocation, "kind" | "event">,
   thrown: ErrorRecord,
 ): NewEvent {
   // Stacks and messages name the sandbox's files by their paths on the server.
@@ -365,7 +375,7 @@ function errorEvent(
     emitId,
     meta: { ts: error.ts, summary: `${error.name}: ${error.message}`.slice(0, 200) },
     event: {
-      original_event: invocation.event ?? null,
+      original_event: origin.event ?? null,
       original_context: {
         id: emitId,
         ts: isoTime(error.ts),
@@ -375,11 +385,11 @@ function errorEvent(
         verified: false,
         owner_id: source.userId,
         platform_version: "sluice",
-        invocation: invocation.kind,
+        invocation: origin.kind,
       },
       error: {
         code: error.name,
-        cellId: invocation.kind,
+        cellId: origin.kind,
         ts: isoTime(error.ts),
         message: error.message,
         stack: error.stack ?? `${error.name}: ${error.message}`,
@@ -420,7 +430,7 @@ export async function runSource(deps: RunDeps, job: RunJob): Promise<AppliedRun 
   if (!component) return undefined;
   // A queued HTTP request was admitted (and counted) when it arrived.
   if (job.trigger !== "http" && (await admitRun(deps, source, job.event))) return undefined;
-  return invokeSource(deps, source, component, "run", job.event);
+  return invokeSource(deps, source, component, "run", job.event, undefined, job.hops ?? 0);
 }
 
 /** Runs a source's timer. A deleted, inactive or timer-less source is skipped. */

@@ -5,14 +5,23 @@
  * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
  */
 import type { Deps } from "#ports/deps";
-import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
-import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
+import { requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import {
+  type ComponentRecord,
+  type Json,
+  type PropDescription,
+  SEALED_SECRET,
+  type SourceRecord,
+  type StoredPropValue,
+} from "./component-model.ts";
 import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
+import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import {
   configuredPropsView,
+  isSealed,
   mergeDynamicProps,
   sealSecretValues,
   slugify,
@@ -34,10 +43,9 @@ export interface ComponentChoice {
   key?: string | undefined;
 }
 
-export interface CreateSourceInput extends ComponentChoice {
+export interface CreateSourceInput extends ComponentChoice, WorkspaceChoice {
   name?: string | undefined;
   configured_props?: Record<string, unknown> | undefined;
-  workspace_id?: string | undefined;
 }
 
 export interface UpdateSourceInput extends ComponentChoice {
@@ -88,31 +96,112 @@ export async function requireSource(deps: Pick<Deps, "sources" | "identity">, ca
 /**
  * Validates the configured props against the component's props; when the component has
  * `additionalProps`, runs it with the static props configured and validates the final set.
+ * `kept` (an update) are the values the source had: each one the code still declares is used
+ * where `input` does not give that prop ({@link KeptProps}).
  */
 async function resolveProps(
   deps: SourceDeps,
   draft: SourceRecord,
   component: ComponentRecord,
   input: Record<string, unknown> | undefined,
+  kept: KeptProps = NOTHING_KEPT,
 ): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
   const staticDefs = component.metadata.props;
-  if (!component.metadata.hasAdditionalProps) return { validated: validateConfiguredProps(staticDefs, input) };
+  if (!component.metadata.hasAdditionalProps) {
+    return { validated: validateConfiguredProps(staticDefs, kept.over(staticDefs, input)) };
+  }
   const staticNames = new Set(staticDefs.map((prop) => prop.name));
   const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
-  const first = validateConfiguredProps(staticDefs, staticInput);
-  const probe = await withProps(deps, draft, first);
+  const first = validateConfiguredProps(staticDefs, kept.over(staticDefs, staticInput));
+  const probe = await withProps(deps, draft, first, kept);
   // The runtime hands the previous prop definitions to additionalProps(previousPropDefs).
   const { result } = await invokeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
   if (result.error) throw invalid("configured_props", `additionalProps failed: ${redactPaths(result.error.message)}`);
   const definitions = mergeDynamicProps(staticDefs, result.additionalProps ?? []);
-  return { validated: validateConfiguredProps(definitions, input), definitions };
+  return { validated: validateConfiguredProps(definitions, kept.over(definitions, input)), definitions };
 }
 
-async function withProps(deps: SourceDeps, source: SourceRecord, validated: ValidatedProps): Promise<SourceRecord> {
-  const next: SourceRecord = {
-    ...source,
-    configuredProps: await sealSecretValues(deps.secrets, validated.values, validated.secretNames),
+/**
+ * The configuration a source had, carried over an update (`PUT` with new code or with some of
+ * `configured_props`; issue 12, item 10: the spec's update body has no `configured_props`, so a
+ * new code must not cost the source its configuration):
+ * - a stored value is kept for every prop the new definitions still declare, except static props
+ *   and alerts (no value of their own), and except a value equal to the previous code's
+ *   `default` (it was the default, so the new code's default applies);
+ * - a secret is kept only where the prop is still a secret: opened here (trusted code) so it is
+ *   validated like any value, and stored again as the very sealed value it was, never sealed
+ *   anew nor shown; a secret whose prop stopped being secret is not carried (it would appear in
+ *   clear in `configured_props`), so a required one must be given again;
+ * - what the request gives is merged over it, prop by prop; `null` counts as not given (back to
+ *   the default, or absent); a prop the new code no longer declares is dropped.
+ */
+interface KeptProps {
+  /** The input to validate against `defs`: the kept values they declare, `given` over them. */
+  over(defs: PropDescription[], given: Record<string, unknown> | undefined): Record<string, unknown> | undefined;
+  /** The sealed value a secret prop keeps, when its validated value is the one that was kept. */
+  sealedFor(name: string, validated: Json | undefined): StoredPropValue | undefined;
+}
+
+const NOTHING_KEPT: KeptProps = { over: (_defs, given) => given, sealedFor: () => undefined };
+
+async function keptProps(
+  deps: Pick<Deps, "secrets">,
+  stored: Record<string, StoredPropValue>,
+  previousDefs: PropDescription[],
+): Promise<KeptProps> {
+  const previous = new Map(previousDefs.map((def) => [def.name, def]));
+  const values = new Map<string, Json>();
+  const secrets = new Map<string, { clear: string; sealed: StoredPropValue }>();
+  const opening: Promise<void>[] = [];
+  for (const [name, value] of Object.entries(stored)) {
+    const def = previous.get(name);
+    if (def?.default !== undefined && JSON.stringify(def.default) === JSON.stringify(value)) continue;
+    if (!isSealed(value)) values.set(name, value);
+    // Opened at once: on a cold AWS container each one waits for KMS.
+    else
+      opening.push(
+        deps.secrets.open(value[SEALED_SECRET]).then((clear) => void secrets.set(name, { clear, sealed: value })),
+      );
+  }
+  await Promise.all(opening);
+  const isSecretString = (def: PropDescription) => def.secret === true && def.type === "string";
+  return {
+    over(defs, given) {
+      const merged: Record<string, unknown> = {};
+      for (const def of defs) {
+        if (def.static !== undefined || def.type === "alert") continue;
+        const secret = secrets.get(def.name);
+        if (secret !== undefined && isSecretString(def)) merged[def.name] = secret.clear;
+        else if (values.has(def.name)) merged[def.name] = values.get(def.name);
+      }
+      for (const [name, value] of Object.entries(given ?? {})) {
+        // `__proto__` stays an own key: validation reports it as not a prop.
+        Object.defineProperty(merged, name, { value, enumerable: true, writable: true, configurable: true });
+      }
+      return merged;
+    },
+    sealedFor(name, validated) {
+      const secret = secrets.get(name);
+      return secret !== undefined && secret.clear === validated ? secret.sealed : undefined;
+    },
   };
+}
+
+async function withProps(
+  deps: SourceDeps,
+  source: SourceRecord,
+  validated: ValidatedProps,
+  kept: KeptProps = NOTHING_KEPT,
+): Promise<SourceRecord> {
+  const keep = new Map<string, StoredPropValue>();
+  for (const name of validated.secretNames) {
+    const sealed = kept.sealedFor(name, validated.values[name]);
+    if (sealed !== undefined) keep.set(name, sealed);
+  }
+  const toSeal = validated.secretNames.filter((name) => !keep.has(name));
+  const configuredProps = await sealSecretValues(deps.secrets, validated.values, toSeal);
+  for (const [name, sealed] of keep) configuredProps[name] = sealed;
+  const next: SourceRecord = { ...source, configuredProps };
   delete next.timer;
   if (validated.timer) next.timer = validated.timer;
   if (validated.http) next.endpointKey = source.endpointKey ?? deps.ids.newSecret(18);
@@ -140,10 +229,12 @@ async function runHook(
  * `deploy()` and `activate()`, starts its timer.
  */
 export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput) {
-  const workspace = await workspaceOrDefault(deps, caller, input.workspace_id);
+  if (input.name !== undefined) requireDisplayableName("name", input.name);
+  const workspace = await workspaceOrDefault(deps, caller, input);
   const component = await chooseComponent(deps, caller, input);
   const now = deps.clock.nowMs();
-  const name = input.name ?? slugify(component.key ?? component.name);
+  // The spec's default is the slug of the component's name (a registry key often differs from it).
+  const name = input.name ?? slugify(component.name);
   const draft: SourceRecord = {
     id: deps.ids.newId("source"),
     userId: caller.userId,
@@ -161,7 +252,7 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
   if (definitions) prepared.propDefinitions = definitions;
   await deps.host.prepare(sourceCode(prepared, component));
   let source = await deps.sources.createSource(prepared);
-  // A defaulted name follows the slug the store made unique (`http-new-requests-1`).
+  // A defaulted name follows the slug the store made unique (`new-requests-1`).
   if (input.name === undefined && source.name !== source.nameSlug) {
     source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
   }
@@ -180,6 +271,7 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
 
 /** `PUT /sources/{id}`: `deactivate()`, swap code, props, name and `active`, then `activate()` if active. */
 export async function updateSource(deps: SourceDeps, caller: Caller, id: string, input: UpdateSourceInput) {
+  if (input.name !== undefined) requireDisplayableName("name", input.name);
   const current = await requireSource(deps, caller, id);
   const currentComponent = await loadComponent(deps, current.componentId);
   if (!currentComponent) throw notFound("component");
@@ -196,8 +288,9 @@ export async function updateSource(deps: SourceDeps, caller: Caller, id: string,
     updatedAt: deps.clock.nowMs(),
   };
   if (input.configured_props !== undefined || component.id !== current.componentId) {
-    const { validated, definitions } = await resolveProps(deps, draft, component, input.configured_props ?? {});
-    draft = await withProps(deps, draft, validated);
+    const kept = await keptProps(deps, current.configuredProps, propsOf(current, currentComponent));
+    const { validated, definitions } = await resolveProps(deps, draft, component, input.configured_props, kept);
+    draft = await withProps(deps, draft, validated, kept);
     if (definitions) draft.propDefinitions = definitions;
     else delete draft.propDefinitions;
   }

@@ -89,6 +89,12 @@ export interface DeliveryRecord {
   createdAt: number;
   /** Why the last attempt failed (`HTTP 503`, `timeout after 10000 ms`, `ECONNREFUSED`...). */
   lastError?: string;
+  /**
+   * Webhook deliveries that led here, this one included (`#core/hops`): sent as `x-sluice-hops`.
+   * Absent on deliveries queued before Sluice counted them, and on dead letters (a replay counts
+   * from 1 again): 1.
+   */
+  hops?: number;
 }
 
 /** A delivery that failed every attempt, kept until replayed or deleted. */

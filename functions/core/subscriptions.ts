@@ -9,13 +9,14 @@
  * a workflow id cannot be checked until then.
  */
 import type { Deps } from "#ports/deps";
-import { requireWorkspace, workspaceOrDefault } from "./accounts.ts";
+import { chosenWorkspace, requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
-import { isId } from "./ids.ts";
-import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import { ID_MAX_LENGTH, isId } from "./ids.ts";
+import { requireDisplayableName } from "./names.ts";
+import { type Page, type PageQuery, pageEnvelope, readWholeList, UNPAGINATED_LIST_MAX } from "./pagination.ts";
 import { requireSource } from "./sources.ts";
 import {
   type AutoSubscriptionRecord,
@@ -31,22 +32,23 @@ import { requireWebhook } from "./webhooks.ts";
 
 type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
 
-const ID_MAX_LENGTH = 64;
 /** The reserved channels a subscription may name; any other `$` name is refused. */
 const RESERVED_CHANNELS: readonly string[] = [ERRORS_CHANNEL, LOGS_CHANNEL];
 
-export interface SubscriptionInput {
+/**
+ * `org_id` / `workspace_id`: the workspace the subscription is listed under. For a workflow
+ * listener it chooses it (default: the caller's first); a webhook or source listener is listed
+ * under its own workspace, which the one named must then be.
+ */
+export interface SubscriptionInput extends WorkspaceChoice {
   emitter_id?: string | undefined;
   listener_id?: string | undefined;
   event_name?: string | undefined;
-  /** Only for a workflow listener: the workspace the subscription is listed under (default: the caller's first). */
-  workspace_id?: string | undefined;
 }
 
-export interface AutoSubscriptionInput {
+export interface AutoSubscriptionInput extends WorkspaceChoice {
   event_name?: string | undefined;
   listener_id?: string | undefined;
-  workspace_id?: string | undefined;
 }
 
 interface Emitter {
@@ -66,7 +68,7 @@ interface Listener {
  * reserved streams; any other name starting with `$` is refused.
  */
 function channelOf(eventName: string | undefined): string {
-  const channel = requireChannelName(eventName ?? "");
+  const channel = requireChannelName(requireDisplayableName("event_name", eventName ?? ""));
   if (channel.startsWith("$") && !RESERVED_CHANNELS.includes(channel)) {
     throw invalid("event_name", `names no channel: the reserved channels are ${RESERVED_CHANNELS.join(" and ")}`);
   }
@@ -109,6 +111,7 @@ function parseSubscription(caller: Caller, input: SubscriptionInput) {
   if (emitter.kind === "workspace" && eventName !== ERRORS_CHANNEL) {
     throw invalid("event_name", `must be ${ERRORS_CHANNEL} when emitter_id is a workspace`);
   }
+  chosenWorkspace(input);
   return { emitter, listener, eventName };
 }
 
@@ -118,16 +121,28 @@ async function checkEmitter(deps: SubscriptionDeps, caller: Caller, emitter: Emi
   if (emitter.kind === "workspace") await requireWorkspace(deps, caller, emitter.id);
 }
 
-/** Checks the caller can reach the listener (404 otherwise); answers the workspace it is listed under. */
+/**
+ * Checks the caller can reach the listener (404 otherwise); answers the workspace it is listed
+ * under: a webhook's or a source's own, which a workspace named in `choice` must be (404 when it
+ * is not the caller's, 400 when it is another of theirs); for a workflow, the one named or the
+ * caller's first.
+ */
 async function listenerWorkspace(
   deps: SubscriptionDeps,
   caller: Caller,
   listener: Listener,
-  workspaceId: string | undefined,
+  choice: WorkspaceChoice,
 ): Promise<string> {
-  if (listener.kind === "webhook") return (await requireWebhook(deps, caller, listener.id)).workspaceId;
-  if (listener.kind === "source") return (await requireSource(deps, caller, listener.id)).workspaceId;
-  return (await workspaceOrDefault(deps, caller, workspaceId)).id;
+  if (listener.kind === "workflow") return (await workspaceOrDefault(deps, caller, choice)).id;
+  const owned =
+    listener.kind === "webhook"
+      ? (await requireWebhook(deps, caller, listener.id)).workspaceId
+      : (await requireSource(deps, caller, listener.id)).workspaceId;
+  const chosen = chosenWorkspace(choice);
+  if (chosen !== undefined && (await requireWorkspace(deps, caller, chosen.id)).id !== owned) {
+    throw invalid(chosen.field, `must be the listener's workspace (${owned}), which the subscription is listed under`);
+  }
+  return owned;
 }
 
 /**
@@ -138,7 +153,7 @@ async function listenerWorkspace(
 export async function createSubscription(deps: SubscriptionDeps, caller: Caller, input: SubscriptionInput) {
   const { emitter, listener, eventName } = parseSubscription(caller, input);
   await checkEmitter(deps, caller, emitter);
-  const workspaceId = await listenerWorkspace(deps, caller, listener, input.workspace_id);
+  const workspaceId = await listenerWorkspace(deps, caller, listener, input);
   const stored = await deps.subscriptions.putSubscription({
     id: deps.ids.newId("subscription"),
     userId: caller.userId,
@@ -178,10 +193,27 @@ async function mayManage(deps: Pick<Deps, "identity">, caller: Caller, subscript
   return (await deps.identity.getMembership(subscription.workspaceId, caller.userId)) !== undefined;
 }
 
+/**
+ * A list of subscriptions: `{data: [...]}` with all of them when `page` is undefined, as the spec
+ * shows these lists (at most {@link UNPAGINATED_LIST_MAX}, else 400); a page with `page_info`
+ * when the client asked for one.
+ */
+async function subscriptionList(
+  readPage: (page: PageQuery) => Promise<Page<SubscriptionRecord>>,
+  page: PageQuery | undefined,
+) {
+  if (page !== undefined) return pageEnvelope(await readPage(page), (s) => s.id, subscriptionView);
+  const all = await readWholeList(readPage, (s) => s.id, "subscriptions");
+  return { data: all.map(subscriptionView) };
+}
+
 /** `GET /users/me/subscriptions`: the subscriptions the caller made, newest first. */
-export async function listUserSubscriptions(deps: Pick<Deps, "subscriptions">, caller: Caller, page: PageQuery) {
-  const found = await deps.subscriptions.listSubscriptionsOfUser(caller.userId, page);
-  return pageEnvelope(found, (s) => s.id, subscriptionView);
+export async function listUserSubscriptions(
+  deps: Pick<Deps, "subscriptions">,
+  caller: Caller,
+  page: PageQuery | undefined,
+) {
+  return subscriptionList((query) => deps.subscriptions.listSubscriptionsOfUser(caller.userId, query), page);
 }
 
 /** `GET /workspaces/{id}/subscriptions`: those listed under a workspace the caller belongs to. */
@@ -189,11 +221,10 @@ export async function listWorkspaceSubscriptions(
   deps: Pick<Deps, "subscriptions" | "identity">,
   caller: Caller,
   workspaceId: string,
-  page: PageQuery,
+  page: PageQuery | undefined,
 ) {
   const workspace = await requireWorkspace(deps, caller, workspaceId);
-  const found = await deps.subscriptions.listSubscriptionsOfWorkspace(workspace.id, page);
-  return pageEnvelope(found, (s) => s.id, subscriptionView);
+  return subscriptionList((query) => deps.subscriptions.listSubscriptionsOfWorkspace(workspace.id, query), page);
 }
 
 /**
@@ -207,7 +238,8 @@ export async function createAutoSubscription(deps: SubscriptionDeps, caller: Cal
     throw invalid("event_name", `must be ${RESERVED_CHANNELS.join(" or ")}`);
   }
   const listener = parseListener(input.listener_id);
-  const workspaceId = await listenerWorkspace(deps, caller, listener, input.workspace_id);
+  chosenWorkspace(input);
+  const workspaceId = await listenerWorkspace(deps, caller, listener, input);
   const stored = await deps.subscriptions.putAutoSubscription({
     id: deps.ids.newId("subscription"),
     userId: caller.userId,

@@ -15,11 +15,17 @@ import type { Deps } from "#ports/deps";
 import type { Logger } from "#ports/logger";
 import type { WebhookSender } from "#ports/webhook-sender";
 import { notFound } from "./errors.ts";
+import { HOPS_HEADER } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { DeadLetterRecord, DeliveryRecord } from "./subscription-model.ts";
 import { epochSeconds } from "./views.ts";
-import { SIGNATURE_HEADER, signWebhookBody } from "./webhook-signature.ts";
+import {
+  SIGNATURE_HEADER,
+  STANDARD_WEBHOOK_HEADERS,
+  signWebhookBody,
+  standardWebhookSignature,
+} from "./webhook-signature.ts";
 import { openSigningSecret, requireWebhook } from "./webhooks.ts";
 
 export interface DeliverySettings {
@@ -89,8 +95,18 @@ function deliveryHeaders(delivery: DeliveryRecord, secret: string, timestampSec:
     "x-sluice-delivery-id": delivery.id,
     "x-sluice-timestamp": String(timestampSec),
     [SIGNATURE_HEADER]: signWebhookBody(secret, timestampSec, body),
+    [STANDARD_WEBHOOK_HEADERS.id]: delivery.id,
+    [STANDARD_WEBHOOK_HEADERS.timestamp]: String(timestampSec),
+    [STANDARD_WEBHOOK_HEADERS.signature]: standardWebhookSignature(secret, delivery.id, timestampSec, body),
+    [HOPS_HEADER]: String(delivery.hops ?? 1),
   };
 }
+
+/**
+ * 508 Loop Detected: the receiver (a Sluice endpoint, `#core/hops`) refused the delivery as part
+ * of a loop. The same request would be refused again, so it is not retried.
+ */
+const LOOP_DETECTED_STATUS = 508;
 
 /** What became of one attempt; the caller applies it to its queue. */
 export type DeliveryOutcome =
@@ -131,9 +147,11 @@ export async function attemptDelivery(
   if ("status" in result && result.status >= 200 && result.status < 300) {
     return { kind: "delivered", status: result.status, attempts };
   }
-  const error = "status" in result ? `HTTP ${result.status}` : result.error;
+  const loop = "status" in result && result.status === LOOP_DETECTED_STATUS;
+  const error =
+    "status" in result ? `HTTP ${result.status}${loop ? " (a delivery loop: not retried)" : ""}` : result.error;
   const finishedAt = Math.max(now, deps.clock.nowMs());
-  if (attempts < settings.maxAttempts) {
+  if (attempts < settings.maxAttempts && !loop) {
     return { kind: "retry", at: finishedAt + retryDelayMs(attempts, settings), attempts, error };
   }
   const deadLetter: DeadLetterRecord = {

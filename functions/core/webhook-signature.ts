@@ -1,5 +1,6 @@
 /**
- * Webhook signatures (docs/webhooks.md "Verifying a delivery"). The signed text is
+ * Webhook signatures (docs/webhooks.md "Verifying a delivery"): Sluice's own header and, beside
+ * it, the Standard Webhooks 1.0 headers ({@link STANDARD_WEBHOOK_HEADERS}). Sluice's signed text is
  * `${timestamp}.${body}`: the unix seconds of the attempt, a dot, and the exact bytes of the body.
  * The key is the webhook's signing secret as UTF-8, exactly as shown at creation. The header is
  *
@@ -12,6 +13,42 @@
 import { createHmac, timingSafeEqual } from "node:crypto";
 
 export const SIGNATURE_HEADER = "x-sluice-signature";
+
+/**
+ * The headers of Standard Webhooks 1.0 (standardwebhooks.com), sent beside Sluice's own so a
+ * receiver can verify deliveries with that spec's libraries (`new Webhook(secret).verify(body,
+ * headers)`): `webhook-id` (the delivery id, the same on every attempt), `webhook-timestamp`
+ * (unix seconds of the attempt) and `webhook-signature`.
+ */
+export const STANDARD_WEBHOOK_HEADERS = Object.freeze({
+  id: "webhook-id",
+  timestamp: "webhook-timestamp",
+  signature: "webhook-signature",
+});
+
+const SECRET_PREFIX = "whsec_";
+
+/**
+ * The key of a `whsec_` secret as Standard Webhooks decodes it: the part after `whsec_`, base64
+ * decoded. Node's decoder also reads the URL-safe alphabet, so secrets made before Sluice issued
+ * standard base64 (`-` and `_`, no padding) give the same 32 bytes.
+ */
+export function standardWebhookKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith(SECRET_PREFIX) ? secret.slice(SECRET_PREFIX.length) : secret, "base64");
+}
+
+/**
+ * The `webhook-signature` value: `v1,<base64 HMAC-SHA256 of "<id>.<timestamp>.<body>">` keyed by
+ * {@link standardWebhookKey}. Several space-separated signatures are allowed by the spec; Sluice
+ * sends one.
+ */
+export function standardWebhookSignature(secret: string, id: string, timestampSec: number, body: string): string {
+  const mac = createHmac("sha256", standardWebhookKey(secret))
+    .update(`${id}.${timestampSec}.`, "utf8")
+    .update(body, "utf8")
+    .digest("base64");
+  return `v1,${mac}`;
+}
 
 /** Hex HMAC-SHA256 of `${timestampSec}.${body}` under `secret`. */
 export function webhookSignatureHex(secret: string, timestampSec: number, body: string): string {

@@ -5,14 +5,15 @@
  * gets 404, exactly as for a webhook that does not exist.
  */
 import type { Deps } from "#ports/deps";
-import { workspaceOrDefault } from "./accounts.ts";
+import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
+import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { WebhookRecord } from "./subscription-model.ts";
 import { epochSeconds } from "./views.ts";
 
-type WebhookDeps = Pick<Deps, "subscriptions" | "identity" | "secrets" | "clock" | "ids">;
+type WebhookDeps = Pick<Deps, "subscriptions" | "identity" | "secrets" | "clock" | "ids" | "runtime">;
 
 export const WEBHOOK_URL_MAX_LENGTH = 2048;
 export const WEBHOOK_NAME_MAX_LENGTH = 200;
@@ -21,11 +22,10 @@ export const WEBHOOK_DESCRIPTION_MAX_LENGTH = 1000;
 const SIGNING_SECRET_PREFIX = "whsec_";
 const SIGNING_SECRET_BYTES = 32;
 
-export interface CreateWebhookInput {
+export interface CreateWebhookInput extends WorkspaceChoice {
   url?: string | undefined;
   name?: string | undefined;
   description?: string | undefined;
-  workspace_id?: string | undefined;
 }
 
 // Control characters and whitespace: a URL with them is either a typo or an attempt at header
@@ -38,7 +38,7 @@ const FORBIDDEN_IN_URL = /[\s\p{Cc}]/u;
  * the server), port 0, whitespace and control characters. A query string is allowed: receivers
  * often authenticate with a token in it. The URL is stored as given.
  */
-function validateWebhookUrl(url: string | undefined): string {
+function validateWebhookUrl(url: string | undefined, publicUrl: string): string {
   if (url === undefined || url === "") throw invalid("url", "is required");
   if (url.length > WEBHOOK_URL_MAX_LENGTH) throw invalid("url", `must be at most ${WEBHOOK_URL_MAX_LENGTH} characters`);
   if (FORBIDDEN_IN_URL.test(url)) throw invalid("url", "must not contain spaces or control characters");
@@ -58,19 +58,49 @@ function validateWebhookUrl(url: string | undefined): string {
   }
   if (parsed.port === "0") throw invalid("url", "must not use port 0");
   if (url.includes("#")) throw invalid("url", "must not contain a fragment (#...)");
+  if (isSourceEndpoint(parsed, publicUrl)) {
+    throw invalid(
+      "url",
+      `is a source endpoint of this Sluice (${publicUrl}/http/...): every delivery would run that source, whose events would be delivered again (a loop); to send one source's events to another, subscribe it (listener_id=dc_...)`,
+    );
+  }
   return url;
+}
+
+/**
+ * Whether `url` is one of this service's own HTTP interface endpoints (`<public URL>/http/...`),
+ * as far as the URL shows: the same scheme, host and port (URL parsing normalises case and
+ * default ports) and a path under `/http/`. Another name of the same host (`localhost` for
+ * `127.0.0.1`) is not seen here; hop counting (`#core/hops`) stops such a loop instead.
+ */
+function isSourceEndpoint(url: URL, publicUrl: string): boolean {
+  let base: URL;
+  try {
+    base = new URL(publicUrl);
+  } catch {
+    return false;
+  }
+  if (url.protocol !== base.protocol || url.host !== base.host) return false;
+  return url.pathname.startsWith(`${base.pathname.replace(/\/+$/, "")}/http/`);
 }
 
 function optionalText(field: string, value: string | undefined, max: number): string {
   if (value === undefined) return "";
   if (value.length > max) throw invalid(field, `must be at most ${max} characters`);
+  requireDisplayableName(field, value);
   if (/\p{Cc}/u.test(value.replace(/[\n\t]/g, ""))) throw invalid(field, "must not contain control characters");
   return value;
 }
 
-/** A new signing secret: in clear (shown once) and sealed (stored). */
+/**
+ * A new signing secret: in clear (shown once) and sealed (stored). The random bytes are written
+ * in standard base64 (with `+`, `/` and padding), the form Standard Webhooks libraries decode
+ * after `whsec_`; secrets made before were base64url, which those libraries refuse (Sluice signs
+ * with the same bytes either way: docs/webhooks.md).
+ */
 async function newSigningSecret(deps: Pick<Deps, "secrets" | "ids">) {
-  const secret = `${SIGNING_SECRET_PREFIX}${deps.ids.newSecret(SIGNING_SECRET_BYTES)}`;
+  const random = Buffer.from(deps.ids.newSecret(SIGNING_SECRET_BYTES), "base64url").toString("base64");
+  const secret = `${SIGNING_SECRET_PREFIX}${random}`;
   return { secret, sealed: await deps.secrets.seal(secret) };
 }
 
@@ -83,10 +113,10 @@ export async function requireWebhook(deps: Pick<Deps, "subscriptions">, caller: 
 
 /** `POST /webhooks`: answers the webhook with its `signing_secret`, the only time it is shown. */
 export async function createWebhook(deps: WebhookDeps, caller: Caller, input: CreateWebhookInput) {
-  const url = validateWebhookUrl(input.url);
+  const url = validateWebhookUrl(input.url, deps.runtime.publicUrl);
   const name = optionalText("name", input.name, WEBHOOK_NAME_MAX_LENGTH);
   const description = optionalText("description", input.description, WEBHOOK_DESCRIPTION_MAX_LENGTH);
-  const workspace = await workspaceOrDefault(deps, caller, input.workspace_id);
+  const workspace = await workspaceOrDefault(deps, caller, input);
   const { secret, sealed } = await newSigningSecret(deps);
   const now = deps.clock.nowMs();
   const webhook: WebhookRecord = {

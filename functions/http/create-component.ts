@@ -2,7 +2,8 @@ import { z } from "zod";
 import { componentView, createComponent } from "#core/components";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { componentSchema, single } from "./schemas.ts";
+import { componentSchema, single, workspaceChoiceFields, workspaceChoiceQuery } from "./schemas.ts";
+import { queryOrBody } from "./subscription-schemas.ts";
 
 export const route = defineRoute({
   name: "create-component",
@@ -10,12 +11,17 @@ export const route = defineRoute({
   path: "/v1/components",
   summary: "Save a component from its code or a URL; its metadata is read in the sandbox",
   access: { resources: "write", compute: true },
+  query: workspaceChoiceQuery,
   body: z.object({
     component_code: z.string().optional(),
     component_url: z.string().max(2048).optional(),
+    ...workspaceChoiceFields,
   }),
   response: single(componentSchema),
-  run: async (deps, { caller, body }) => ({ data: componentView(await createComponent(deps, caller, body)) }),
+  run: async (deps, { caller, query, body }) => {
+    const workspace = queryOrBody(query, { org_id: body.org_id, workspace_id: body.workspace_id });
+    return { data: componentView(await createComponent(deps, caller, { ...body, ...workspace })) };
+  },
 });
 
 export const handler = lambdaHandler(route);

@@ -1,22 +1,22 @@
-import { pageParamsSchema, toPageQuery } from "#core/pagination";
+import { asksForPage, pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listWorkspaceSubscriptions } from "#core/subscriptions";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { paginated, workspaceIdParams } from "./schemas.ts";
-import { subscriptionSchema } from "./subscription-schemas.ts";
+import { workspaceIdParams } from "./schemas.ts";
+import { subscriptionListSchema } from "./subscription-schemas.ts";
 
 export const route = defineRoute({
   name: "list-workspace-subscriptions",
   method: "GET",
   path: "/v1/workspaces/{workspace_id}/subscriptions",
   summary:
-    "The subscriptions listed under a workspace the caller belongs to (those whose listener it owns), newest first",
+    "The subscriptions listed under a workspace the caller belongs to (those whose listener it owns), newest first: all of them as {data} (at most 1,000, else 400), or a page with page_info when limit, after or before is given",
   access: { resources: "read" },
   params: workspaceIdParams,
   query: pageParamsSchema,
-  response: paginated(subscriptionSchema),
+  response: subscriptionListSchema,
   run: async (deps, { caller, params, query }) =>
-    listWorkspaceSubscriptions(deps, caller, params.workspace_id, toPageQuery(query)),
+    listWorkspaceSubscriptions(deps, caller, params.workspace_id, asksForPage(query) ? toPageQuery(query) : undefined),
 });
 
 export const handler = lambdaHandler(route);

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { ID_PREFIXES } from "#core/ids";
+import { ID_BODY_MAX_LENGTH, ID_PREFIXES, idPattern } from "#core/ids";
 
 /** Response and parameter schemas shared by routes; the OpenAPI document is generated from them. */
 
@@ -10,14 +10,18 @@ export const errorSchema = z.object({
 });
 
 /**
- * A path id with its prefix; anything else is a 400 that names the parameter. A regex rather than
- * a refinement, so the OpenAPI document states the prefix (`pattern: "^dc_"`).
+ * An id with its prefix (`#core/ids` `idPattern`: the prefix and 1 to 64 of `[A-Za-z0-9_-]`);
+ * anything else is a 400 that names the parameter. A regex rather than a refinement, so the
+ * OpenAPI document states it (`pattern: "^dc_[A-Za-z0-9_-]{1,64}$"`).
  */
 export const idParam = (prefix: string) =>
   z
     .string()
-    .max(64, "is too long")
-    .regex(new RegExp(`^${prefix}`), `must be an id starting with ${prefix}`);
+    .max(prefix.length + ID_BODY_MAX_LENGTH, "is too long")
+    .regex(
+      new RegExp(idPattern(prefix)),
+      `must be an id: ${prefix} followed by 1 to ${ID_BODY_MAX_LENGTH} letters, digits, '_' or '-'`,
+    );
 
 export const workspaceIdParams = z.object({ workspace_id: idParam(ID_PREFIXES.workspace) });
 
@@ -120,6 +124,22 @@ export const componentChoiceFields = {
   component_url: z.string().max(2048).optional(),
   key: z.string().max(128).optional(),
 };
+
+/**
+ * `org_id` and `workspace_id` of a create (`#core/accounts` `WorkspaceChoice`): the workspace the
+ * new resource belongs to, in the query string or the body. Unknown or not the caller's: 404.
+ */
+export const workspaceChoiceFields = {
+  org_id: idParam(ID_PREFIXES.workspace)
+    .optional()
+    .meta({ description: "Workspace to create in (default: the caller's first); 404 when it is not the caller's" }),
+  workspace_id: idParam(ID_PREFIXES.workspace)
+    .optional()
+    .meta({ description: "The same as org_id; when both are given they must agree" }),
+};
+
+/** The workspace fields of a create from its query string and body (a field in both must agree). */
+export const workspaceChoiceQuery = z.object(workspaceChoiceFields);
 
 /** The answer of a DELETE that removed a resource: `{id, deleted: true}`. */
 export const deletedSchema = z.object({ id: z.string(), deleted: z.literal(true) });

@@ -3,7 +3,7 @@ import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { invalid } from "#core/errors";
 import { ID_PREFIXES } from "#core/ids";
 import { WEBHOOK_DESCRIPTION_MAX_LENGTH, WEBHOOK_NAME_MAX_LENGTH, WEBHOOK_URL_MAX_LENGTH } from "#core/webhooks";
-import { idParam } from "./schemas.ts";
+import { idParam, list, paginated } from "./schemas.ts";
 
 /**
  * Schemas of the webhook and subscription routes. The spec passes their parameters in the query
@@ -19,7 +19,8 @@ export const webhookFields = z.object({
   ),
   name: text(`Shown when listing (at most ${WEBHOOK_NAME_MAX_LENGTH} characters)`),
   description: text(`Shown when listing (at most ${WEBHOOK_DESCRIPTION_MAX_LENGTH} characters)`),
-  workspace_id: text("Workspace to record the webhook under (default: the caller's first)"),
+  org_id: text("Workspace to record the webhook under (default: the caller's first); 404 when it is not the caller's"),
+  workspace_id: text("The same as org_id (the spec's common parameter); when both are given they must agree"),
 });
 
 export const subscriptionFields = z.object({
@@ -30,13 +31,19 @@ export const subscriptionFields = z.object({
   event_name: text(
     `Channel: omitted, empty or \`default\` for the default channel; a custom name (at most ${CHANNEL_NAME_MAX_LENGTH} characters); $errors or $logs`,
   ),
-  workspace_id: text("Only for a workflow listener: the workspace the subscription is listed under"),
+  org_id: text(
+    "The workspace the subscription is listed under: chosen for a workflow listener (default: the caller's first); a webhook's or source's own otherwise, which it must then be",
+  ),
+  workspace_id: text("The same as org_id (the spec's common parameter); when both are given they must agree"),
 });
 
 export const autoSubscriptionFields = z.object({
   event_name: text("$errors or $logs (required)"),
   listener_id: text("A webhook id (wh_), a source id (dc_) or a workflow id (p_) (required)"),
-  workspace_id: text("Only for a workflow listener: the workspace the auto subscription is listed under"),
+  org_id: text(
+    "The workspace the auto subscription is listed under: chosen for a workflow listener (default: the caller's first); a webhook's or source's own otherwise, which it must then be",
+  ),
+  workspace_id: text("The same as org_id (the spec's common parameter); when both are given they must agree"),
 });
 
 /**
@@ -82,6 +89,9 @@ export const subscriptionSchema = z.object({
   event_name: z.string().meta({ description: "Channel; empty string for the default channel" }),
   created_at: z.number().int().meta({ description: "Epoch seconds" }),
 });
+
+/** A list of subscriptions: all of them (`{data}`, as the spec shows it) or, when asked for, a page. */
+export const subscriptionListSchema = z.union([list(subscriptionSchema), paginated(subscriptionSchema)]);
 
 export const autoSubscriptionSchema = z.object({
   id: z.string().meta({ description: "sub_ id" }),

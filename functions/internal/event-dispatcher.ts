@@ -30,6 +30,7 @@ import { z } from "zod";
 import type { StoredEvent } from "#core/component-model";
 import { type DispatchDeps, dispatchEvents } from "#core/dispatcher";
 import { EVENT_ID, parseEventId } from "#core/event-ids";
+import { jsonValueSchema } from "#core/json-value";
 import type { Deps } from "#ports/deps";
 import type { EmitterOwner } from "#ports/event-bus";
 import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
@@ -44,7 +45,7 @@ const storedEventSchema = z.object({
   id: z.string().regex(EVENT_ID),
   indexedAtMs: z.number(),
   channel: z.string(),
-  event: z.json(),
+  event: jsonValueSchema,
   emitId: z.string(),
   meta: z.looseObject({}),
 });

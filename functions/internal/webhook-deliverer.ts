@@ -20,6 +20,7 @@
 import type { SQSBatchResponse } from "aws-lambda";
 import { z } from "zod";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import { jsonValueSchema } from "#core/json-value";
 import type { DeliveryRecord } from "#core/subscription-model";
 import {
   attemptDelivery,
@@ -57,11 +58,12 @@ export const deliveryRecordSchema = z.object({
   emitterId: z.string(),
   eventId: z.string(),
   channel: z.string(),
-  payload: z.json(),
+  payload: jsonValueSchema,
   attempts: z.number().int().min(0),
   nextAttemptAt: z.number(),
   createdAt: z.number(),
   lastError: z.string().optional(),
+  hops: z.number().int().min(0).optional(),
 });
 
 /** FIFO queue ARNs end in `.fifo`; the retry queue is a standard queue. */

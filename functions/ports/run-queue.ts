@@ -6,6 +6,8 @@ export interface RunJob {
   trigger: "http" | "timer" | "event";
   /** The `run(event)` argument. */
   event: Json;
+  /** Webhook deliveries that led to this run (`#core/hops`); absent for none. */
+  hops?: number;
 }
 
 /**

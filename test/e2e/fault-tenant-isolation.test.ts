@@ -104,6 +104,12 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
   "create-source": ({ one }): CrossRequest[] => [
     { body: { component_id: one.componentId }, status: 400 },
     { body: { component_code: probeCode("tenant-two-probe"), workspace_id: one.workspaceId } },
+    { query: { org_id: one.workspaceId }, body: { component_code: probeCode("tenant-two-probe") } },
+  ],
+  // A component is its user's; a workspace it names must still be the caller's.
+  "create-component": ({ one }): CrossRequest[] => [
+    { query: { org_id: one.workspaceId }, body: { component_code: probeCode("tenant-two-probe") } },
+    { body: { component_code: probeCode("tenant-two-probe"), workspace_id: one.workspaceId } },
   ],
   "update-source": ({ one }): CrossRequest[] => [{ body: { component_id: one.componentId }, status: 400 }],
   // user 2's own source with user 1's event ids: accepted, and deletes nothing of user 1's (checked
@@ -111,7 +117,10 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
   "delete-source-events": ({ one }): CrossRequest[] => [
     { query: { start_id: one.eventId, end_id: one.eventId }, status: 202, sameAsMissing: false },
   ],
-  "create-webhook": ({ one, deadUrl }): CrossRequest[] => [{ query: { url: deadUrl, workspace_id: one.workspaceId } }],
+  "create-webhook": ({ one, deadUrl }): CrossRequest[] => [
+    { query: { url: deadUrl, workspace_id: one.workspaceId } },
+    { query: { url: deadUrl, org_id: one.workspaceId } },
+  ],
   "create-subscription": ({ one, two, oneWorkflows }): CrossRequest[] => [
     { query: { emitter_id: one.sourceId, listener_id: two.webhookId } },
     { query: { emitter_id: one.sourceId, listener_id: two.sourceId, event_name: "$errors" } },
@@ -120,6 +129,8 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { query: { emitter_id: "dc_*", listener_id: one.webhookId } },
     { query: { emitter_id: one.workspaceId, listener_id: two.webhookId, event_name: "$errors" } },
     { query: { emitter_id: two.sourceId, listener_id: newWorkflowId(), workspace_id: one.workspaceId } },
+    { query: { emitter_id: two.sourceId, listener_id: newWorkflowId(), org_id: one.workspaceId } },
+    { query: { emitter_id: two.sourceId, listener_id: two.webhookId, org_id: one.workspaceId } },
     // The subscription user 1 made between two workflow ids: 404, not user 1's subscription. Unused
     // workflow ids cannot be told from used ones yet, so this is not the answer of missing ids.
     {
@@ -138,11 +149,21 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
         workspace_id: one.workspaceId,
       },
     },
+    {
+      query: {
+        emitter_id: oneWorkflows[0],
+        listener_id: oneWorkflows[1],
+        event_name: "$errors",
+        org_id: one.workspaceId,
+      },
+    },
   ],
-  "create-auto-subscription": ({ one }): CrossRequest[] => [
+  "create-auto-subscription": ({ one, two }): CrossRequest[] => [
     { query: { event_name: "$errors", listener_id: one.webhookId } },
     { query: { event_name: "$logs", listener_id: one.sourceId } },
     { query: { event_name: "$errors", listener_id: newWorkflowId(), workspace_id: one.workspaceId } },
+    { query: { event_name: "$errors", listener_id: newWorkflowId(), org_id: one.workspaceId } },
+    { query: { event_name: "$logs", listener_id: two.webhookId, org_id: one.workspaceId } },
   ],
 };
 

@@ -279,6 +279,28 @@ describe("sources over real HTTP against local mode", () => {
     expect(emitted).toHaveLength(1);
   });
 
+  it("keeps the configuration, the secret included, when PUT brings new code without configured_props", async () => {
+    const source = (
+      await api("POST", "/sources", {
+        component_code: WEBHOOK_SOURCE,
+        configured_props: { limit: 4, greeting: "hey", token: "s3cret-value" },
+      })
+    ).json.data;
+    // The spec's update body: new code only, as `pd update --code` sends it.
+    const newCode = WEBHOOK_SOURCE.replace('version: "0.1.0"', 'version: "0.2.0"');
+    const updated = await api("PUT", `/sources/${source.id}`, { component_code: newCode });
+    expect(updated.status, JSON.stringify(updated.json)).toBe(200);
+    expect(updated.json.data.component_id).not.toBe(source.component_id);
+    expect(updated.json.data.configured_props).toEqual(source.configured_props);
+    const answer = await fetch(source.configured_props.http.endpoint_url, { method: "POST" });
+    expect(await answer.json()).toMatchObject({ greeting: "hey" });
+    const latest = await eventually(async () => {
+      const page = await api("GET", `/sources/${source.id}/event_summaries?expand=event`);
+      return page.json.data[0];
+    }, "the run's emit");
+    expect(latest.event).toMatchObject({ tokenMatches: true, limit: 4 });
+  });
+
   it("fires a timer source, stops it when deactivated, and lists sources", async () => {
     const source = (await api("POST", "/sources", { component_code: TIMER_SOURCE })).json.data;
     expect(source.configured_props.timer).toEqual({ cron: null, interval_seconds: 1 });

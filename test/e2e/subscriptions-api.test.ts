@@ -179,6 +179,9 @@ describe("webhooks and subscriptions over real HTTP against local mode", () => {
       expect(mine.filter((s) => s.emitter_id === source.id && s.listener_id === webhook.id)).toHaveLength(1);
       const listed = await api("GET", "/users/me/subscriptions");
       expect(listUserSubscriptions.response.safeParse(listed.json).error).toBeUndefined();
+      // Without pagination parameters the spec's {data: [...]}: every subscription, no page_info.
+      expect(listed.json.page_info).toBeUndefined();
+      expect(listed.json.data.map((s: { id: string }) => s.id)).toEqual(mine.map((s) => s.id));
     });
 
     it("takes dc_*, p_*, workflow ids, custom channels, $errors, $logs and a source listening to itself", async () => {
@@ -228,7 +231,7 @@ describe("webhooks and subscriptions over real HTTP against local mode", () => {
       const cases: [Record<string, string | undefined>, string][] = [
         [{ listener_id: webhook.id }, "emitter_id"],
         [{ emitter_id: "", listener_id: webhook.id }, "emitter_id"],
-        [{ emitter_id: "dc_nope", listener_id: webhook.id }, "emitter_id"],
+        [{ emitter_id: "dc_no.pe", listener_id: webhook.id }, "emitter_id"],
         [{ emitter_id: "*", listener_id: webhook.id }, "emitter_id"],
         [{ emitter_id: webhook.id, listener_id: webhook.id }, "emitter_id"],
         [{ emitter_id: source.id }, "listener_id"],
@@ -245,6 +248,8 @@ describe("webhooks and subscriptions over real HTTP against local mode", () => {
       const source = await newSource();
       const webhook = await newWebhook({ url: "http://127.0.0.1:9/e" });
       expect((await subscribe({ emitter_id: MISSING_SOURCE, listener_id: webhook.id })).status).toBe(404);
+      // Ids are opaque: one shaped like the hosted service's is looked up like any other.
+      expect((await subscribe({ emitter_id: "dc_nope", listener_id: webhook.id })).status).toBe(404);
       expect((await subscribe({ emitter_id: source.id, listener_id: MISSING_WEBHOOK })).status).toBe(404);
       expect((await subscribe({ emitter_id: source.id, listener_id: MISSING_SOURCE })).status).toBe(404);
     });

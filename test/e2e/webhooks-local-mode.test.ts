@@ -1,3 +1,4 @@
+import { Webhook } from "standardwebhooks";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { verifyWebhookSignature } from "#core/webhook-signature";
 import { apiClient, inBatches } from "../support/api-client.ts";
@@ -97,6 +98,13 @@ describe("subscriptions and webhook delivery against local mode", () => {
     ]) {
       const signature = String(delivery.headers["x-sluice-signature"]);
       expect(verifyWebhookSignature(secret, signature, delivery.body, 300, now)).toBe(true);
+      // And as a receiver using a Standard Webhooks library would.
+      const headers = delivery.headers as Record<string, string>;
+      expect(new Webhook(secret).verify(delivery.body, headers)).toEqual(JSON.parse(delivery.body));
+      expect(headers["webhook-id"]).toBe(headers["x-sluice-delivery-id"]);
+      expect(() =>
+        new Webhook(secret === one.secret ? all.secret : one.secret).verify(delivery.body, headers),
+      ).toThrow();
       expect(
         verifyWebhookSignature(secret === one.secret ? all.secret : one.secret, signature, delivery.body, 300, now),
       ).toBe(false);

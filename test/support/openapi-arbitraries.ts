@@ -206,8 +206,12 @@ const ALL_PREFIXES = Object.values(ID_PREFIXES);
 const idBody = (length = 22) =>
   fc.string({ unit: fc.constantFrom(...ID_ALPHABET), minLength: length, maxLength: length });
 
-/** A well-formed id that exists nowhere. */
-const wellFormedId = (prefix: string) => idBody().map((body) => `${prefix}${body}`);
+/** Bodies of ids shaped like the hosted service's (`p_MOCn3Ez`): any of the accepted alphabet, 1 to 64. */
+const opaqueBody = fc.string({ unit: fc.constantFrom(..."ABCMOnz0189_-"), minLength: 1, maxLength: 64 });
+
+/** A well-formed id that exists nowhere: Sluice's own shape, or the hosted service's. */
+const wellFormedId = (prefix: string) =>
+  fc.oneof({ arbitrary: idBody(), weight: 3 }, { arbitrary: opaqueBody, weight: 1 }).map((body) => `${prefix}${body}`);
 
 const ODD_CONSTANTS = [
   "",

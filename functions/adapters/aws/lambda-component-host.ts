@@ -27,6 +27,7 @@ import {
 import { z } from "zod";
 import { invalidCode } from "#adapters/component-compile-error";
 import type { ComponentDescription } from "#core/component-model";
+import { jsonObjectSchema, jsonValueSchema } from "#core/json-value";
 import { type Clock, systemClock } from "#ports/clock";
 import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component-host";
 import { type Logger, silentLogger } from "#ports/logger";
@@ -92,7 +93,8 @@ interface SourceFunctionSettings {
   LoggingConfig?: { LogFormat: "Text"; LogGroup: string };
 }
 
-const jsonSchema = z.json();
+// Not z.json(): it would drop a `__proto__` key of an event or db write (`#core/json-value`).
+const jsonSchema = jsonValueSchema;
 /**
  * The function's answer is data from a process that ran untrusted code, so it is checked before
  * trusted code applies it; a result of another shape is reported as the run's error.
@@ -111,7 +113,7 @@ const invocationResultSchema = z.object({
       }),
     }),
   ),
-  dbWrites: z.record(z.string(), jsonSchema),
+  dbWrites: jsonObjectSchema,
   logs: z.array(z.object({ ts: z.number(), level: z.enum(LOG_LEVELS), message: z.string() })),
   error: z.object({ name: z.string(), message: z.string(), stack: z.string().optional(), ts: z.number() }).optional(),
   response: z

@@ -255,6 +255,16 @@ describe("LambdaComponentHost.invoke", () => {
     },
   );
 
+  it("keeps a __proto__ key of an emitted event and of a db write as data", async () => {
+    const raw = JSON.stringify(result)
+      .replace('"event":{"a":1}', '"event":{"a":1,"__proto__":{"x":1}}')
+      .replace('"dbWrites":{"cursor":5}', '"dbWrites":{"cursor":5,"__proto__":{"y":2}}');
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: new TextEncoder().encode(raw) as never });
+    const answer = await host().invoke(SOURCE, invocation);
+    expect(Object.getOwnPropertyDescriptor(answer.emits[0]?.event, "__proto__")?.value).toEqual({ x: 1 });
+    expect(Object.getOwnPropertyDescriptor(answer.dbWrites, "__proto__")?.value).toEqual({ y: 2 });
+  });
+
   it("treats an answer of an unknown shape as the run's error, not as effects", async () => {
     for (const payload of [
       { invocationId: "inv-1", emits: "nope" },

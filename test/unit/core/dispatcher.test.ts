@@ -149,6 +149,8 @@ describe("dispatchEvents", () => {
         attempts: 0,
         nextAttemptAt: NOW + 5,
         createdAt: NOW + 5,
+        // No delivery led to the event: this one is the first hop.
+        hops: 1,
       },
       expect.objectContaining({
         id: deliveryIdFor("wh_a", SOURCE, events[1]?.id as string),

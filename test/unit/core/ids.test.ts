@@ -8,8 +8,33 @@ describe("ids", () => {
     expect(id).toMatch(/^dc_[0-9a-z]{22}$/);
     expect(isId("source", id)).toBe(true);
     expect(isId("workspace", id)).toBe(false);
-    expect(isId("source", `${id}x`)).toBe(false);
-    expect(isId("source", "dc_ABC")).toBe(false);
+  });
+
+  it("accepts ids shaped like the hosted service's: a known prefix and 1 to 64 of [A-Za-z0-9_-]", () => {
+    for (const [kind, id] of [
+      ["workflow", "p_MOCn3Ez"],
+      ["source", "dc_abc123"],
+      ["source", "dc_ABC"],
+      ["source", `dc_${"x".repeat(64)}`],
+      ["source", "dc_a-b_c"],
+      ["webhook", "wh_1"],
+    ] as const) {
+      expect(isId(kind, id), id).toBe(true);
+    }
+    for (const [kind, id] of [
+      ["source", "dc_"],
+      ["source", `dc_${"x".repeat(65)}`],
+      ["source", "dc_*"],
+      ["source", "dc_a b"],
+      ["source", "dc_a.b"],
+      ["source", "dc_é"],
+      ["source", "dc_a\u0000"],
+      ["source", "DC_abc"],
+      ["workflow", "proj_abc"],
+      ["source", "p_abc"],
+    ] as const) {
+      expect(isId(kind, id), id).toBe(false);
+    }
   });
 
   it("sorts by creation time as plain strings", () => {

@@ -197,3 +197,110 @@ describe("applying a run", () => {
     ]);
   });
 });
+
+describe("a source's name", () => {
+  it("defaults to the slug of the component's name, not its key", async () => {
+    const { deps, caller } = await setUp({ key: "acme-new-orders", name: "Acme: New Orders (Instant)" });
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    expect(source.name).toBe("acme-new-orders-instant");
+    expect(source.name_slug).toBe("acme-new-orders-instant");
+  });
+});
+
+describe("updating a source's code keeps its configuration", () => {
+  const PROPS = [
+    HTTP_PROP,
+    { name: "timer", type: "$.interface.timer", default: { intervalSeconds: 60 } },
+    { name: "limit", type: "integer" },
+    { name: "greeting", type: "string", optional: true, default: "hi" },
+    { name: "label", type: "string", optional: true },
+    { name: "token", type: "string", secret: true },
+    { name: "dropped", type: "string", optional: true },
+  ];
+
+  async function deployed() {
+    let props = PROPS;
+    const setup = await setUp({});
+    // The scripted host describes whatever code it is given with the props of the moment.
+    setup.deps.host = { ...setup.deps.host, describe: async () => ({ ...(await describeWith(props)) }) };
+    const describeWith = async (defs: typeof PROPS) => ({
+      type: "source" as const,
+      hooks: [],
+      methods: [],
+      hasRun: true,
+      hasAdditionalProps: false,
+      props: defs,
+      name: "Kept",
+      version: "1",
+    });
+    const source = await deploySource(setup.deps, setup.caller, {
+      component_code: "v1",
+      configured_props: {
+        timer: { intervalSeconds: 120 },
+        limit: 5,
+        label: "mine",
+        token: "s3cret",
+        dropped: "bye",
+      },
+    });
+    const sealedBefore = (await setup.deps.sources.getSource(source.id))?.configuredProps.token;
+    return { ...setup, source, sealedBefore, setProps: (defs: typeof PROPS) => (props = defs) };
+  }
+
+  it("keeps every prop the new code still declares, secrets sealed as they were, when the body has no configured_props", async () => {
+    const { deps, caller, source, sealedBefore, calls, setProps } = await deployed();
+    setProps(PROPS.filter((prop) => prop.name !== "dropped"));
+    const updated = await updateSource(deps, caller, source.id, { component_code: "v2" });
+    expect(updated.configured_props).toEqual({
+      http: source.configured_props.http,
+      timer: { cron: null, interval_seconds: 120 },
+      limit: 5,
+      greeting: "hi",
+      label: "mine",
+    });
+    const stored = await deps.sources.getSource(source.id);
+    expect(stored?.configuredProps.token).toEqual(sealedBefore);
+    expect(stored?.configuredProps).not.toHaveProperty("dropped");
+    expect(stored?.timer).toEqual({ intervalSeconds: 120 });
+    await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    expect(calls.at(-1)?.props).toMatchObject({ limit: 5, token: "s3cret", label: "mine" });
+  });
+
+  it("merges configured_props given over the kept ones; null clears one back to its default", async () => {
+    const { deps, caller, source, sealedBefore, calls } = await deployed();
+    const updated = await updateSource(deps, caller, source.id, {
+      component_code: "v2",
+      configured_props: { limit: 7, label: null },
+    });
+    expect(updated.configured_props).toMatchObject({ limit: 7, greeting: "hi", dropped: "bye" });
+    expect(updated.configured_props).not.toHaveProperty("label");
+    expect((await deps.sources.getSource(source.id))?.configuredProps.token).toEqual(sealedBefore);
+    const rotated = await updateSource(deps, caller, source.id, { configured_props: { token: "n3w" } });
+    expect(rotated.configured_props).toMatchObject({ limit: 7, dropped: "bye" });
+    expect((await deps.sources.getSource(source.id))?.configuredProps.token).not.toEqual(sealedBefore);
+    await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    expect(calls.at(-1)?.props).toMatchObject({ limit: 7, token: "n3w" });
+  });
+
+  it("follows the new code's default where the value was the old code's default", async () => {
+    const { deps, caller, source, setProps } = await deployed();
+    setProps(PROPS.map((prop) => (prop.name === "greeting" ? { ...prop, default: "hello" } : prop)));
+    const updated = await updateSource(deps, caller, source.id, { component_code: "v2" });
+    expect(updated.configured_props.greeting).toBe("hello");
+  });
+
+  it("names a kept value the new code refuses, and a secret that stopped being secret is not carried", async () => {
+    const { deps, caller, source, setProps } = await deployed();
+    const before = await deps.sources.getSource(source.id);
+    setProps(PROPS.map((prop) => (prop.name === "label" ? { name: "label", type: "integer", optional: true } : prop)));
+    await expect(updateSource(deps, caller, source.id, { component_code: "v2" })).rejects.toMatchObject({
+      issues: [{ field: "configured_props.label", message: "must be an integer" }],
+    });
+    setProps(PROPS.map((prop) => (prop.name === "token" ? { name: "token", type: "string" } : prop)));
+    await expect(updateSource(deps, caller, source.id, { component_code: "v3" })).rejects.toMatchObject({
+      issues: [{ field: "configured_props.token", message: "is required" }],
+    });
+    // The failed updates stored nothing.
+    expect(await deps.sources.getSource(source.id)).toEqual(before);
+  });
+});

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Caller } from "#core/identity";
-import { decodeCursor } from "#core/pagination";
+import { decodeCursor, type PageInfo, UNPAGINATED_LIST_MAX } from "#core/pagination";
 import { deleteSource, deploySource } from "#core/sources";
 import {
   applyAutoSubscriptions,
@@ -139,6 +139,12 @@ describe("createSubscription", () => {
     });
   });
 
+  it("accepts a workflow id shaped like the hosted service's (p_MOCn3Ez)", async () => {
+    const { deps, owner, webhook } = await setUp();
+    const created = await createSubscription(deps, owner, { emitter_id: "p_MOCn3Ez", listener_id: webhook.id });
+    expect(created).toMatchObject({ emitter_id: "p_MOCn3Ez", listener_id: webhook.id });
+  });
+
   it("404s, without answering or changing it, when workflow ids name a subscription another account made", async () => {
     const { deps, owner, stranger } = await setUp();
     const input = { emitter_id: WORKFLOW_ID, listener_id: OTHER_WORKFLOW_ID, event_name: "$errors" };
@@ -248,8 +254,8 @@ describe("createSubscription", () => {
     [undefined, "is required"],
     ["", "is required"],
     ["dc_", "must be a source id"],
-    ["dc_short", "must be a source id"],
     ["dc_**", "must be a source id"],
+    ["dc_a.b", "must be a source id"],
     ["*", "must be a source id"],
     ["wh_01jd0000000000000000ab", "must be a source id"],
     ["sc_01jd0000000000000000ab", "must be a source id"],
@@ -292,6 +298,11 @@ describe("createSubscription", () => {
       { emitter_id: "dc_*", listener_id: strangerWebhook.id },
       { emitter_id: "dc_01jd0000000000000000ab", listener_id: webhook.id },
       { emitter_id: source.id, listener_id: "wh_01jd0000000000000000ab" },
+      // Ids shaped like the hosted service's are ids too: unknown here, so 404.
+      { emitter_id: "dc_abc123", listener_id: webhook.id },
+      { emitter_id: "dc_short", listener_id: webhook.id },
+      { emitter_id: source.id, listener_id: "wh_Xy-9_z" },
+      { emitter_id: source.id, listener_id: "dc_MOCn3Ez" },
     ];
     for (const attempt of attempts) {
       const error = await rejection(createSubscription(deps, owner, attempt));
@@ -379,6 +390,12 @@ describe("deleteSubscription", () => {
   });
 });
 
+/** A list answered as a page (asked for with a `PageQuery`), with its `page_info`. */
+function paged<T extends { data: unknown[] }>(list: T | (T & { page_info: PageInfo })) {
+  if (!("page_info" in list)) throw new Error("expected a page with page_info");
+  return list;
+}
+
 describe("listing subscriptions", () => {
   it("pages through the caller's subscriptions, newest first, without the stranger's", async () => {
     const { deps, owner, stranger, source, webhook, strangerSource, strangerWebhook } = await setUp();
@@ -391,7 +408,7 @@ describe("listing subscriptions", () => {
     }
     await createSubscription(deps, stranger, { emitter_id: strangerSource.id, listener_id: strangerWebhook.id });
 
-    const first = await listUserSubscriptions(deps, owner, { limit: 2 });
+    const first = paged(await listUserSubscriptions(deps, owner, { limit: 2 }));
     expect(first.page_info).toMatchObject({ total_count: 3, count: 2 });
     expect(first.data.map((s) => s.id)).toEqual([ids[2], ids[1]]);
     const second = await listUserSubscriptions(deps, owner, {
@@ -399,7 +416,44 @@ describe("listing subscriptions", () => {
       after: decodeCursor(first.page_info.end_cursor!, "after"),
     });
     expect(second.data.map((s) => s.id)).toEqual([ids[0]]);
-    expect((await listUserSubscriptions(deps, stranger, { limit: 10 })).page_info.total_count).toBe(1);
+    expect(paged(await listUserSubscriptions(deps, stranger, { limit: 10 })).page_info.total_count).toBe(1);
+  });
+
+  it("answers every subscription as {data} when no pagination parameter is given, as the spec shows", async () => {
+    const { deps, owner, ownerWorkspace, source, webhook } = await setUp();
+    const ids: string[] = [];
+    for (let n = 0; n < 150; n++) {
+      deps.clock.set(Date.UTC(2026, 10, 20, 13, 0, n));
+      ids.push(
+        (await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id, event_name: `c${n}` }))
+          .id,
+      );
+    }
+    const mine = await listUserSubscriptions(deps, owner, undefined);
+    expect(Object.keys(mine)).toEqual(["data"]);
+    expect(mine.data.map((s) => s.id)).toEqual([...ids].reverse());
+    const workspace = await listWorkspaceSubscriptions(deps, owner, ownerWorkspace, undefined);
+    expect(Object.keys(workspace)).toEqual(["data"]);
+    expect(workspace.data).toHaveLength(150);
+  });
+
+  it("refuses to answer more than UNPAGINATED_LIST_MAX subscriptions at once, naming limit", async () => {
+    const { deps, owner, ownerWorkspace } = await setUp();
+    const subscriptions = Object.create(deps.subscriptions) as Deps["subscriptions"];
+    subscriptions.listSubscriptionsOfUser = async (userId, page) => ({
+      ...(await deps.subscriptions.listSubscriptionsOfUser(userId, page)),
+      totalCount: UNPAGINATED_LIST_MAX + 1,
+    });
+    subscriptions.listSubscriptionsOfWorkspace = subscriptions.listSubscriptionsOfUser;
+    for (const listing of [
+      listUserSubscriptions({ ...deps, subscriptions }, owner, undefined),
+      listWorkspaceSubscriptions({ ...deps, subscriptions }, owner, ownerWorkspace, undefined),
+    ]) {
+      const error = await rejection(listing);
+      expect(error.code).toBe("validation");
+      expect(error.issues?.[0]?.field).toBe("limit");
+      expect(error.message).toContain(`${UNPAGINATED_LIST_MAX + 1} subscriptions`);
+    }
   });
 
   it("lists a workspace's subscriptions to its members and answers 404 to others", async () => {

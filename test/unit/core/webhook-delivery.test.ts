@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { readFileSync } from "node:fs";
+import { Webhook, WebhookVerificationError } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { openSqlite } from "#adapters/local/sqlite-database";
@@ -198,8 +199,52 @@ describe("attemptDelivery", () => {
       "x-sluice-delivery-id": "dlv_0001",
       "x-sluice-timestamp": String(t),
       [SIGNATURE_HEADER]: expect.stringMatching(new RegExp(`^t=${t},v1=[0-9a-f]{64}$`)),
+      "webhook-id": "dlv_0001",
+      "webhook-timestamp": String(t),
+      "webhook-signature": expect.stringMatching(/^v1,[A-Za-z0-9+/]{43}=$/),
+      // A delivery queued without a hop count is the first hop.
+      "x-sluice-hops": "1",
     });
     expect(verifyWebhookSignature(SECRET, request?.headers[SIGNATURE_HEADER], request?.body ?? "", 300, t)).toBe(true);
+  });
+
+  it("signs the Standard Webhooks headers so that the standardwebhooks library verifies them", async () => {
+    const secret = `whsec_${randomBytes(32).toString("base64")}`;
+    const { deps } = await deliveryDeps(async (secrets) => [
+      { ...(await webhook(secrets)), sealedSigningSecret: await secrets.seal(secret) },
+    ]);
+    const { sender, sent } = scriptedSender([{ status: 200 }]);
+    // The library checks the timestamp against its own clock: sign at the real time.
+    await attemptDelivery(deps, sender, delivery(), Date.now());
+    const [request] = sent;
+    const body = request?.body ?? "";
+    const headers = request?.headers ?? {};
+    expect(new Webhook(secret).verify(body, headers)).toEqual(delivery().payload);
+    expect(() => new Webhook(`whsec_${randomBytes(32).toString("base64")}`).verify(body, headers)).toThrow(
+      WebhookVerificationError,
+    );
+    expect(() => new Webhook(secret).verify(body.replace("wörld", "world"), headers)).toThrow(WebhookVerificationError);
+    expect(() => new Webhook(secret).verify(body, { ...headers, "webhook-id": "dlv_other" })).toThrow(
+      WebhookVerificationError,
+    );
+  });
+
+  it("signs with the same key bytes for a secret made before, in base64url (a library takes them raw)", async () => {
+    const bytes = randomBytes(32);
+    const legacy = `whsec_${bytes.toString("base64url")}`;
+    expect(legacy).not.toContain("=");
+    const { deps } = await deliveryDeps(async (secrets) => [
+      { ...(await webhook(secrets)), sealedSigningSecret: await secrets.seal(legacy) },
+    ]);
+    const { sender, sent } = scriptedSender([{ status: 200 }]);
+    await attemptDelivery(deps, sender, delivery(), Date.now());
+    const [request] = sent;
+    expect(new Webhook(bytes, { format: "raw" }).verify(request?.body ?? "", request?.headers ?? {})).toEqual(
+      delivery().payload,
+    );
+    expect(
+      new Webhook(`whsec_${bytes.toString("base64")}`).verify(request?.body ?? "", request?.headers ?? {}),
+    ).toEqual(delivery().payload);
   });
 
   it("retries a non-2xx, a 3xx or a network error after a jittered delay counted from the end of the attempt", async () => {

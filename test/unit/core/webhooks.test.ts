@@ -1,3 +1,4 @@
+import { Webhook } from "standardwebhooks";
 import { describe, expect, it } from "vitest";
 import { decodeCursor } from "#core/pagination";
 import { createAutoSubscription, createSubscription } from "#core/subscriptions";
@@ -45,7 +46,9 @@ describe("createWebhook", () => {
       created_at: Date.UTC(2026, 10, 20, 12) / 1000,
       updated_at: Date.UTC(2026, 10, 20, 12) / 1000,
     });
-    expect(created.signing_secret).toMatch(/^whsec_[A-Za-z0-9_-]{43}$/);
+    // 32 random bytes in standard base64, as Standard Webhooks libraries decode what follows whsec_.
+    expect(created.signing_secret).toMatch(/^whsec_[A-Za-z0-9+/]{43}=$/);
+    expect(() => new Webhook(created.signing_secret)).not.toThrow();
 
     const fetched = await getWebhook(deps, owner, created.id);
     expect(fetched).not.toHaveProperty("signing_secret");

@@ -27,17 +27,17 @@ describe("OpenAPI document", () => {
     expect(JSON.stringify(operation?.responses?.["400"])).toContain('"error"');
   });
 
-  it("states the prefix of every id parameter, so clients and fuzzers can tell ids apart", () => {
+  it("states the prefix and alphabet of every id parameter, so clients and fuzzers can tell ids apart", () => {
     const parameters = Object.values(document.paths ?? {}).flatMap((item) =>
       Object.values(item as Record<string, { parameters?: { name: string; schema?: { pattern?: string } }[] }>).flatMap(
         (operation) => operation.parameters ?? [],
       ),
     );
     const pattern = (name: string) => parameters.find((p) => p.name === name)?.schema?.pattern;
-    expect(pattern("workspace_id")).toBe("^o_");
-    expect(pattern("delivery_id")).toBe("^dlv_");
+    expect(pattern("workspace_id")).toBe("^o_[A-Za-z0-9_-]{1,64}$");
+    expect(pattern("delivery_id")).toBe("^dlv_[A-Za-z0-9_-]{1,64}$");
     const sourceGet = document.paths?.["/v1/sources/{id}"]?.get?.parameters as { schema?: { pattern?: string } }[];
-    expect(sourceGet[0]?.schema?.pattern).toBe("^dc_");
+    expect(sourceGet[0]?.schema?.pattern).toBe("^dc_[A-Za-z0-9_-]{1,64}$");
   });
 
   it("has no path the manifest does not serve", () => {

@@ -1,6 +1,9 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { route as createComponent } from "#http/create-component";
+import { route as createSource } from "#http/create-source";
+import { route as createWebhook } from "#http/create-webhook";
 import { route as getMe } from "#http/get-me";
 import { route as getWorkspace } from "#http/get-workspace";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
@@ -9,7 +12,7 @@ import { defineRoute } from "#http/route";
 import { routes } from "#http/routes";
 import type { Deps } from "#ports/deps";
 import type { Logger } from "#ports/logger";
-import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 
 const recorded: HttpEvent = JSON.parse(
   readFileSync(new URL("../../fixtures/api-gateway/get-workspace.json", import.meta.url), "utf8"),
@@ -101,8 +104,10 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     );
     expect(result.statusCode).toBe(400);
     expect(json(result)).toEqual({
-      error: "workspace_id: must be an id starting with o_",
-      details: [{ field: "workspace_id", message: "must be an id starting with o_" }],
+      error: "workspace_id: must be an id: o_ followed by 1 to 64 letters, digits, '_' or '-'",
+      details: [
+        { field: "workspace_id", message: "must be an id: o_ followed by 1 to 64 letters, digits, '_' or '-'" },
+      ],
     });
   });
 
@@ -204,5 +209,50 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
       const parsed = route.response.safeParse(json(result));
       expect(parsed.success, `${route.name}: ${parsed.error?.message}`).toBe(true);
     }
+  });
+});
+
+describe("the workspace of a create, from the query string or the body", () => {
+  async function setUp() {
+    const deps = memoryDeps(Date.now(), { host: scriptedHost().host });
+    const { apiKey, workspace } = await accountIn(deps, "ada");
+    const other = await accountIn(deps, "bob");
+    const post = (route: Parameters<typeof createHttpHandler>[0], query: Record<string, string>, body: object) =>
+      invoke(
+        route,
+        deps,
+        eventFor({
+          authorization: `Bearer ${apiKey}`,
+          requestContext: { ...recorded.requestContext, http: { ...recorded.requestContext.http, method: "POST" } },
+          headers: { ...recorded.headers, authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+          queryStringParameters: query,
+          body: JSON.stringify(body),
+        }),
+      );
+    return { post, own: workspace.id, foreign: other.workspace.id };
+  }
+
+  it("answers 404 for another account's org_id in the query string, never creating in the caller's workspace", async () => {
+    const { post, foreign } = await setUp();
+    for (const [route, body] of [
+      [createSource, { component_code: "code" }],
+      [createComponent, { component_code: "code" }],
+      [createWebhook, { url: "http://127.0.0.1:9000/" }],
+    ] as const) {
+      const result = await post(route, { org_id: foreign }, body);
+      expect([route.name, result.statusCode]).toEqual([route.name, 404]);
+      expect(json(result).error).toBe("workspace not found");
+    }
+  });
+
+  it("creates in the org_id of the query or the body; the two must agree", async () => {
+    const { post, own, foreign } = await setUp();
+    const fromQuery = await post(createSource, { org_id: own }, { component_code: "code" });
+    expect(json(fromQuery).data.owner_id).toBe(own);
+    const fromBody = await post(createSource, {}, { component_code: "code", org_id: own });
+    expect(json(fromBody).data.owner_id).toBe(own);
+    const disagreeing = await post(createSource, { org_id: own }, { component_code: "code", org_id: foreign });
+    expect(disagreeing.statusCode).toBe(400);
+    expect(json(disagreeing).details[0].field).toBe("org_id");
   });
 });

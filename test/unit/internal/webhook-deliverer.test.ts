@@ -2,6 +2,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
+import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SqsDeliveryRetryQueue } from "#adapters/aws/sqs-delivery-queue";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
@@ -151,6 +152,10 @@ describe("the webhook deliverer function", () => {
     });
     const signature = request!.headers["x-sluice-signature"] as string;
     expect(verifyWebhookSignature(webhooks[0]!.signing_secret, signature, request!.body, 300, NOW / 1000)).toBe(true);
+    // The Standard Webhooks headers too: the library signs the same (it verifies only near its own clock).
+    expect(request!.headers).toMatchObject({ "webhook-id": queued.id, "webhook-timestamp": String(NOW / 1000) });
+    const standard = new Webhook(webhooks[0]!.signing_secret).sign(queued.id, new Date(NOW), request!.body);
+    expect(request!.headers["webhook-signature"]).toBe(standard);
     expect(sqsMock.calls()).toHaveLength(0);
   });
 

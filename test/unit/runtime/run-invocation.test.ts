@@ -150,6 +150,28 @@ describe("runInvocation: $emit", () => {
   });
 });
 
+describe("runInvocation: a __proto__ key", () => {
+  it("is data in an emitted event and in a db write, never dropped", async () => {
+    const result = await runInvocation(
+      {
+        props: { db: "$.service.db" },
+        run(this: any) {
+          const body = JSON.parse('{"__proto__":{"x":1},"n":{"__proto__":[2]}}');
+          this.$emit(body);
+          this.db.set("__proto__", { y: 3 });
+        },
+      },
+      invocation(),
+      noIo,
+    );
+    const event = result.emits[0]?.event as object;
+    expect(Object.getOwnPropertyDescriptor(event, "__proto__")?.value).toEqual({ x: 1 });
+    expect(Object.getOwnPropertyDescriptor((event as { n: object }).n, "__proto__")?.value).toEqual([2]);
+    expect(Object.getOwnPropertyDescriptor(result.dbWrites, "__proto__")?.value).toEqual({ y: 3 });
+    expect(Object.getPrototypeOf(result.dbWrites)).toBe(Object.prototype);
+  });
+});
+
 describe("runInvocation: $.service.db", () => {
   it("reads the snapshot, returns copies, and records writes", async () => {
     const snapshot = { cursor: { page: 2 }, seen: ["a"] };
