@@ -55,6 +55,8 @@ export const ENV = {
   dailyInvocationsQuota: "SLUICE_DAILY_INVOCATIONS_QUOTA",
   dailyComputeTimeQuotaMs: "SLUICE_DAILY_COMPUTE_TIME_QUOTA_MS",
   dailyCreditsQuota: "SLUICE_DAILY_CREDITS_QUOTA",
+  /** Local mode: the data file stops growing at this many MiB (0: no cap); writes past it answer 503 as on a full disk. */
+  databaseMaxMb: "SLUICE_DATABASE_MAX_MB",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -109,6 +111,8 @@ export interface WebhookDeliveryConfig extends Omit<DeliverySettings, "random"> 
 
 export interface LocalConfig {
   port: number;
+  /** Largest size of the data file in MiB; 0: no cap but the disk's. */
+  databaseMaxMb: number;
   events: EventRetention;
   webhooks: WebhookDeliveryConfig;
   host: string;
@@ -145,12 +149,14 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookConcurrency]: z.coerce.number().int().min(1).max(256).default(8),
       [ENV.webhookAllowPrivate]: z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("true"),
       ...quotaShape,
+      [ENV.databaseMaxMb]: count.default(0),
     },
     env,
     "Local mode",
   );
   return {
     port: parsed[ENV.port] as number,
+    databaseMaxMb: parsed[ENV.databaseMaxMb] as number,
     host: parsed[ENV.host] as string,
     dataDir: parsed[ENV.dataDir] as string,
     runtime: {

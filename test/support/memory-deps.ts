@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
-import { openSqlite } from "#adapters/local/sqlite-database";
+import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
@@ -33,13 +33,13 @@ type Overrides = Partial<
 >;
 
 /**
- * Real local stores on a private in-memory SQLite database, a clock the test controls, and the
- * compute ports the test passes (the others throw when used).
+ * Real local stores on a private in-memory SQLite database (`sqlite`), a clock the test controls,
+ * and the compute ports the test passes (the others throw when used).
  */
 export function memoryDeps(
   startMs = Date.UTC(2026, 10, 20, 12),
   overrides: Overrides = {},
-): Deps & { clock: Clock & { set(ms: number): void } } {
+): Deps & { clock: Clock & { set(ms: number): void }; sqlite: SqliteDatabase } {
   const db = openSqlite(":memory:");
   let now = startMs;
   const clock = { nowMs: () => now, set: (ms: number) => (now = ms) };
@@ -66,6 +66,7 @@ export function memoryDeps(
     log: silentLogger,
     quotas: { dailyInvocations: 1000, dailyComputeTimeMs: 60_000, dailyCredits: 500 },
     runtime: { publicUrl: "http://127.0.0.1:4000", invocationTimeoutMs: 5_000 },
+    sqlite: db,
   };
 }
 

@@ -153,26 +153,39 @@ const MIGRATIONS: readonly string[] = [
  * be opened, or migrated, fails with an error naming it. Pass `":memory:"` for a private in-memory
  * database.
  */
-export function openSqlite(file: string): SqliteDatabase {
-  if (file === ":memory:") return configure(new Database(file));
+export function openSqlite(file: string, options: SqliteOptions = {}): SqliteDatabase {
+  if (file === ":memory:") return configure(new Database(file), options);
   let db: SqliteDatabase | undefined;
   try {
     mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
     ownerOnlyFiles(file);
     db = new Database(file);
-    return configure(db);
+    return configure(db, options);
   } catch (error) {
     db?.close();
     throw new Error(`cannot open the data file ${resolve(file)}: ${reasonOf(error)}`, { cause: error });
   }
 }
 
-function configure(db: SqliteDatabase): SqliteDatabase {
+export interface SqliteOptions {
+  /**
+   * The file stops growing at this many MiB (SQLite's `max_page_count`): a write that needs more
+   * fails with `SQLITE_FULL`, as on a full disk. A file larger already cannot grow at all.
+   * @default 0 (no cap)
+   */
+  maxMb?: number;
+}
+
+function configure(db: SqliteDatabase, options: SqliteOptions): SqliteDatabase {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
   migrate(db);
+  if (options.maxMb) {
+    const pageSize = db.pragma("page_size", { simple: true }) as number;
+    db.pragma(`max_page_count = ${Math.max(1, Math.floor((options.maxMb * 1024 * 1024) / pageSize))}`);
+  }
   return db;
 }
 

@@ -1,6 +1,7 @@
 import type { Logger } from "#ports/logger";
 import type { RunJob, RunQueue } from "#ports/run-queue";
 import type { SqliteDatabase } from "./sqlite-database.ts";
+import { isDataDirFailure } from "./storage-errors.ts";
 
 export interface SqliteRunQueueOptions {
   /** Runs the job; in local mode `runSource` of `#core/source-runs` with the local deps. */
@@ -23,6 +24,15 @@ export interface SqliteRunQueueOptions {
    * @default 10
    */
   deleteDelayMs?: number;
+  /**
+   * After a run failed because the data dir could not take a write (a full disk, read-only), runs
+   * pause this long, then one run tries again; each failure doubles the pause up to
+   * `maxRetryDelayMs`, a success resumes every run.
+   * @default 500
+   */
+  retryDelayMs?: number;
+  /** @default 5000 */
+  maxRetryDelayMs?: number;
 }
 
 interface Held {
@@ -89,8 +99,12 @@ function prepare(db: SqliteDatabase) {
  * - {@link start} re-runs, before any new job, every job a previous process left (it died, or
  *   stopped before they ran), reading them back a page at a time. A job whose run had been applied
  *   but whose row was not yet deleted runs a second time: runs are at least once.
- * - A run that fails (Sluice's store, not the component: the component's errors are part of its
- *   result) is logged and its row kept, so it runs again at the next start.
+ * - A run that fails because the data dir cannot take a write (a full disk, a read-only file:
+ *   `isDataDirFailure`) is not given up: runs pause, then that run alone is tried again, with a
+ *   growing pause, until one succeeds and every run resumes (the jobs stay in memory and in the
+ *   file meanwhile). So what was accepted is stored once space is back, without a restart.
+ * - A run that fails otherwise (Sluice's store, not the component: the component's errors are part
+ *   of its result) is logged and its row kept, so it runs again at the next start.
  */
 export class SqliteRunQueue implements RunQueue {
   private readonly statements: ReturnType<typeof prepare>;
@@ -99,6 +113,17 @@ export class SqliteRunQueue implements RunQueue {
   private readonly concurrency: number;
   private readonly recoveryPageSize: number;
   private readonly waiting = new HeldQueue();
+  /** Jobs whose run failed for the data dir, oldest first: they run again before any other. */
+  private retrying: Held[] = [];
+  /** While set, no job starts (the data dir failed a run). */
+  private pauseTimer: NodeJS.Timeout | undefined;
+  /** After a pause, one job runs alone until one succeeds. */
+  private probing = false;
+  /** The job that runs alone to try the data dir; undefined before it starts. */
+  private probe: number | undefined;
+  private readonly retryDelayMs: number;
+  private readonly maxRetryDelayMs: number;
+  private nextRetryDelayMs: number;
   private running = 0;
   private readonly idle = new Set<() => void>();
   private pendingInserts: PendingInsert[] = [];
@@ -127,6 +152,9 @@ export class SqliteRunQueue implements RunQueue {
     this.concurrency = Math.max(1, options.concurrency ?? 64);
     this.recoveryPageSize = Math.max(1, options.recoveryPageSize ?? 256);
     this.deleteDelayMs = Math.max(0, options.deleteDelayMs ?? 10);
+    this.retryDelayMs = Math.max(1, options.retryDelayMs ?? 500);
+    this.maxRetryDelayMs = Math.max(this.retryDelayMs, options.maxRetryDelayMs ?? 5_000);
+    this.nextRetryDelayMs = this.retryDelayMs;
     this.leftUpTo = this.statements.lastSeq.get()?.seq ?? 0;
     this.leftToRead = this.leftUpTo > 0;
   }
@@ -165,12 +193,13 @@ export class SqliteRunQueue implements RunQueue {
    */
   stop(): void {
     this.stopped = true;
+    clearTimeout(this.pauseTimer);
     this.flush();
   }
 
   /** Jobs waiting in memory or running (not counting those of a previous process not read back yet). */
   get pending(): number {
-    return this.waiting.length + this.recovering.length + this.running;
+    return this.waiting.length + this.recovering.length + this.retrying.length + this.running;
   }
 
   /** Rows in the queue: jobs waiting, running, or left to run again at the next start. */
@@ -251,20 +280,18 @@ export class SqliteRunQueue implements RunQueue {
   }
 
   private pump(): void {
-    if (!this.started || this.stopped) return;
-    while (this.running < this.concurrency) {
+    if (!this.started || this.stopped || this.pauseTimer) return;
+    const limit = this.probing ? 1 : this.concurrency;
+    while (this.running < limit) {
       const next = this.next();
       if (!next) break;
+      if (this.probing) this.probe = next.seq;
       this.running++;
       this.options
         .run(next.job)
         .then(
-          () => this.finished(next.seq),
-          (error: unknown) =>
-            this.options.log.error("a queued source run failed; it runs again at the next start", {
-              source_id: next.job.sourceId,
-              error: String(error),
-            }),
+          () => this.succeeded(next.seq),
+          (error: unknown) => this.failed(next, error),
         )
         .finally(() => {
           this.running--;
@@ -274,10 +301,49 @@ export class SqliteRunQueue implements RunQueue {
     }
   }
 
-  /** The next job: those left by a previous process first, then the new ones. */
+  /** The next job: those to try again first, then those left by a previous process, then the new ones. */
   private next(): Held | undefined {
+    const retry = this.retrying.shift();
+    if (retry) return retry;
     if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
     return this.recovering.shift() ?? this.waiting.shift();
+  }
+
+  private succeeded(seq: number): void {
+    // Only the job that ran alone after the pause tells that the data dir takes writes again: jobs
+    // that started before it may have written before the failure.
+    if (this.probing && seq === this.probe) {
+      this.probing = false;
+      this.probe = undefined;
+      this.nextRetryDelayMs = this.retryDelayMs;
+      this.options.log.info("source runs resumed: the data dir takes writes again");
+    }
+    this.finished(seq);
+  }
+
+  private failed(held: Held, error: unknown): void {
+    if (!isDataDirFailure(error) || this.stopped) {
+      this.options.log.error("a queued source run failed; it runs again at the next start", {
+        source_id: held.job.sourceId,
+        error: String(error),
+      });
+      return;
+    }
+    // In job order, so the oldest is the one that tries again first.
+    this.retrying.push(held);
+    this.retrying.sort((a, b) => a.seq - b.seq);
+    if (this.pauseTimer) return;
+    const delayMs = this.nextRetryDelayMs;
+    this.nextRetryDelayMs = Math.min(this.maxRetryDelayMs, delayMs * 2);
+    this.options.log.warn("source runs paused: the data dir cannot take writes; one tries again after the pause", {
+      pause_ms: delayMs,
+      error: String(error),
+    });
+    this.probing = true;
+    this.pauseTimer = setTimeout(() => {
+      this.pauseTimer = undefined;
+      this.pump();
+    }, delayMs);
   }
 
   private readLeftPage(): void {
