@@ -8,6 +8,7 @@
 import type { InvokeHandlers, SourceCode } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
 import type { RunJob } from "#ports/run-queue";
+import type { SourceRunLease } from "#ports/source-run-lock";
 import type { EmitRecord, Invocation, InvocationKind, InvocationResult, LogRecord } from "#runtime/protocol";
 import { channelName } from "./channels.ts";
 import {
@@ -23,13 +24,24 @@ import {
 } from "./component-model.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
-import { type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
+import { DB_SERVICE, type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
 import { timerRunEvent } from "./timer-schedule.ts";
 import { isoTime, usageDay } from "./views.ts";
 
 export type RunDeps = Pick<
   Deps,
-  "sources" | "components" | "events" | "bus" | "secrets" | "host" | "usage" | "clock" | "ids" | "log" | "runtime"
+  | "sources"
+  | "components"
+  | "events"
+  | "bus"
+  | "secrets"
+  | "host"
+  | "usage"
+  | "clock"
+  | "ids"
+  | "log"
+  | "runtime"
+  | "runLock"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */
@@ -60,8 +72,24 @@ export interface AppliedRun {
   stored: StoredEvent[];
 }
 
-/** Runs `kind` of a source's code and applies the result. */
-export async function invokeSource(
+/**
+ * How much longer than its time limit a run holds its source: the host's kill after the limit
+ * (a second locally), a Lambda's overhead, and storing the run's effects. A run that outlives it
+ * loses its db writes (see {@link invokeExclusive}).
+ */
+export const RUN_LEASE_MARGIN_MS = 15_000;
+
+/** Whether runs of the source go one at a time: its component declares a `$.service.db` prop. */
+export function runsOneAtATime(source: SourceRecord, component: ComponentRecord): boolean {
+  return propsOf(source, component).some((prop) => prop.type === DB_SERVICE);
+}
+
+/**
+ * Runs `kind` of a source's code and applies the result, for a caller that waits for it (a custom
+ * response, a hook): the run ends within one time limit of this call, the wait for the source's
+ * earlier runs included (see {@link invokeExclusive}).
+ */
+export function invokeSource(
   deps: RunDeps,
   source: SourceRecord,
   component: ComponentRecord,
@@ -69,8 +97,89 @@ export async function invokeSource(
   event?: Json,
   handlers?: InvokeHandlers,
 ): Promise<AppliedRun> {
+  const waitUntilMs = deps.clock.nowMs() + deps.runtime.invocationTimeoutMs;
+  return invokeExclusive(deps, source, component, kind, event, handlers, waitUntilMs);
+}
+
+/**
+ * Runs and applies, one run at a time for a source whose component declares `$.service.db`: the
+ * run takes the source's lock before its state is read and lets go once its effects are stored,
+ * so concurrent runs never both build on the same db (docs/components.md). Other sources run
+ * concurrently, their db-less state merged by version (`mergeState`).
+ *
+ * With `waitUntilMs` (a caller waits), the time spent waiting is taken from the run's time limit,
+ * and a run that cannot start before then ends at once with a `TimeoutError` recorded on `$errors`
+ * (a custom response then answers as to any run out of time). Without it (a queued run), it waits
+ * as long as the lock adapter does. The lease lasts the time limit plus {@link RUN_LEASE_MARGIN_MS},
+ * so a run that never ends frees its source; if its lease ran out before its effects are stored,
+ * its db writes are dropped with a warning, since a later run may have read and written the db.
+ */
+async function invokeExclusive(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  kind: InvocationKind,
+  event: Json | undefined,
+  handlers: InvokeHandlers | undefined,
+  waitUntilMs: number | undefined,
+): Promise<AppliedRun> {
+  if (!runsOneAtATime(source, component)) return runAndApply(deps, source, component, kind, event, handlers);
+  const limitMs = deps.runtime.invocationTimeoutMs;
+  const lease = await deps.runLock.acquire(source.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });
+  if (lease) {
+    try {
+      return await runAndApply(deps, source, component, kind, event, handlers, { lease, waitUntilMs });
+    } finally {
+      // A lease that cannot be released now ends by itself: the run's outcome stands.
+      await lease
+        .release()
+        .catch((error: unknown) =>
+          deps.log.warn("a source's run lease could not be released", { source_id: source.id, error: String(error) }),
+        );
+    }
+  }
+  // A queued run (AWS): failing makes Lambda try it again later.
+  if (waitUntilMs === undefined)
+    throw new Error(`source ${source.id} stayed busy; its queued run is tried again later`);
   const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
-  const result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
+  const result: InvocationResult = {
+    invocationId: invocation.invocationId,
+    emits: [],
+    dbWrites: {},
+    logs: [],
+    durationMs: 0,
+    error: {
+      name: "TimeoutError",
+      message: `the run waited for the source's earlier runs past its time limit of ${limitMs / 1000}s and did not start (a source with $.service.db runs one run at a time)`,
+      ts: deps.clock.nowMs(),
+    },
+  };
+  return { result, stored: await applyResult(deps, source, component, invocation, result, state) };
+}
+
+/**
+ * Builds the invocation (reading the source's state), runs it and applies its result. Under a
+ * `hold`, the run's time limit ends by the caller's deadline, and a run that outlived its lease has
+ * its db writes dropped.
+ */
+async function runAndApply(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  kind: InvocationKind,
+  event: Json | undefined,
+  handlers: InvokeHandlers | undefined,
+  hold?: { lease: SourceRunLease; waitUntilMs: number | undefined },
+): Promise<AppliedRun> {
+  const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
+  if (hold?.waitUntilMs !== undefined) {
+    invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
+  }
+  let result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
+  if (hold && !hold.lease.held() && Object.keys(result.dbWrites).length > 0) {
+    const message = "this run outlived its hold on the source, so its $.service.db writes were dropped";
+    result = { ...result, dbWrites: {}, logs: [...result.logs, warning(deps.clock.nowMs(), message)] };
+  }
   const stored = await applyResult(deps, source, component, invocation, result, state);
   return { result, stored };
 }
@@ -281,7 +390,8 @@ export async function runSource(deps: RunDeps, job: RunJob): Promise<AppliedRun 
   if (!source?.active) return undefined;
   const component = await loadComponent(deps, source.componentId);
   if (!component) return undefined;
-  return invokeSource(deps, source, component, "run", job.event);
+  // Nobody waits for a queued run: it waits for its source as long as the lock adapter does.
+  return invokeExclusive(deps, source, component, "run", job.event, undefined, undefined);
 }
 
 /** Runs a source's timer. A deleted, inactive or timer-less source is skipped. */
@@ -294,5 +404,6 @@ export async function fireTimer(
   if (!source?.active || source.timer === undefined) return undefined;
   const component = await loadComponent(deps, source.componentId);
   if (!component) return undefined;
-  return invokeSource(deps, source, component, "run", timerRunEvent(source.timer, scheduledAtMs) as unknown as Json);
+  const event = timerRunEvent(source.timer, scheduledAtMs) as unknown as Json;
+  return invokeExclusive(deps, source, component, "run", event, undefined, undefined);
 }

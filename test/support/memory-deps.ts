@@ -1,6 +1,7 @@
 import { randomBytes } from "node:crypto";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
+import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
@@ -29,7 +30,7 @@ function missing<T extends object>(port: string): T {
 }
 
 type Overrides = Partial<
-  Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries">
+  Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries" | "runLock">
 >;
 
 /**
@@ -59,6 +60,7 @@ export function memoryDeps(
     host: overrides.host ?? missing("host"),
     timers: overrides.timers ?? missing("timers"),
     runs: overrides.runs ?? missing("runs"),
+    runLock: overrides.runLock ?? new LocalSourceRunLock(clock),
     fetcher: overrides.fetcher ?? missing("fetcher"),
     registry: overrides.registry ?? missing("registry"),
     clock,

@@ -12,6 +12,7 @@ import type { Logger } from "#ports/logger";
 import { InProcessEventBus } from "./in-process-event-bus.ts";
 import { LocalDeliveryWorker } from "./local-delivery-worker.ts";
 import { LocalSecrets } from "./local-secrets.ts";
+import { LocalSourceRunLock } from "./local-source-run-lock.ts";
 import { LocalTimers } from "./local-timers.ts";
 import { npmPackagesPlugin } from "./npm-packages.ts";
 import { ProcessPoolHost } from "./process-pool-host.ts";
@@ -110,6 +111,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     host: guarded(host, "host"),
     timers,
     runs: guarded(runs, "runs"),
+    // In process: this server is the only one on its data dir (data-dir.ts).
+    runLock: new LocalSourceRunLock(clock),
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: true }),
     registry: { readCode: (key) => readRegistryComponent(DEFAULT_REGISTRY_DIR, key) },
     clock,

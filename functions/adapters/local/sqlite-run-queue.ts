@@ -13,6 +13,13 @@ export interface SqliteRunQueueOptions {
    */
   concurrency?: number;
   /**
+   * Jobs of one source running at once, at most; its later jobs wait (in order) while other
+   * sources' jobs go ahead, so a source with a backlog of slow runs, or runs that wait for each
+   * other (a `$.service.db` source runs one at a time), never takes every slot.
+   * @default a quarter of `concurrency`
+   */
+  perSourceConcurrency?: number;
+  /**
    * Jobs left by a previous process read back at a time, as slots free up (so a long backlog is
    * never all in memory).
    * @default 256
@@ -113,6 +120,14 @@ export class SqliteRunQueue implements RunQueue {
   private readonly concurrency: number;
   private readonly recoveryPageSize: number;
   private readonly waiting = new HeldQueue();
+  private readonly perSourceConcurrency: number;
+  /** Jobs running per source. */
+  private readonly runningBySource = new Map<string, number>();
+  /** Jobs taken from the line while their source had no room, per source, in order. */
+  private readonly deferred = new Map<string, Held[]>();
+  private deferredCount = 0;
+  /** Deferred jobs whose source has room again: they start before the line. */
+  private freed: Held[] = [];
   /** Jobs whose run failed for the data dir, oldest first: they run again before any other. */
   private retrying: Held[] = [];
   /** While set, no job starts (the data dir failed a run). */
@@ -150,6 +165,7 @@ export class SqliteRunQueue implements RunQueue {
       return inserts.map((insert) => Number(s.insert.run(insert.json).lastInsertRowid));
     });
     this.concurrency = Math.max(1, options.concurrency ?? 64);
+    this.perSourceConcurrency = Math.max(1, options.perSourceConcurrency ?? Math.floor(this.concurrency / 4));
     this.recoveryPageSize = Math.max(1, options.recoveryPageSize ?? 256);
     this.deleteDelayMs = Math.max(0, options.deleteDelayMs ?? 10);
     this.retryDelayMs = Math.max(1, options.retryDelayMs ?? 500);
@@ -199,7 +215,14 @@ export class SqliteRunQueue implements RunQueue {
 
   /** Jobs waiting in memory or running (not counting those of a previous process not read back yet). */
   get pending(): number {
-    return this.waiting.length + this.recovering.length + this.retrying.length + this.running;
+    return (
+      this.waiting.length +
+      this.recovering.length +
+      this.retrying.length +
+      this.deferredCount +
+      this.freed.length +
+      this.running
+    );
   }
 
   /** Rows in the queue: jobs waiting, running, or left to run again at the next start. */
@@ -287,6 +310,8 @@ export class SqliteRunQueue implements RunQueue {
       if (!next) break;
       if (this.probing) this.probe = next.seq;
       this.running++;
+      const { sourceId } = next.job;
+      this.runningBySource.set(sourceId, (this.runningBySource.get(sourceId) ?? 0) + 1);
       this.options
         .run(next.job)
         .then(
@@ -295,18 +320,45 @@ export class SqliteRunQueue implements RunQueue {
         )
         .finally(() => {
           this.running--;
+          this.endedOne(sourceId);
           this.pump();
           if (this.isIdle()) for (const done of [...this.idle]) done();
         });
     }
   }
 
-  /** The next job: those to try again first, then those left by a previous process, then the new ones. */
+  /**
+   * The next job: those to try again first, then those deferred whose source has room again, then
+   * those left by a previous process, then the new ones; a job whose source has no room is
+   * deferred until one of that source's runs ends.
+   */
   private next(): Held | undefined {
-    const retry = this.retrying.shift();
-    if (retry) return retry;
-    if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
-    return this.recovering.shift() ?? this.waiting.shift();
+    const early = this.retrying.shift() ?? this.freed.shift();
+    if (early) return early;
+    for (;;) {
+      if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
+      const held = this.recovering.shift() ?? this.waiting.shift();
+      if (!held) return undefined;
+      const { sourceId } = held.job;
+      if ((this.runningBySource.get(sourceId) ?? 0) < this.perSourceConcurrency) return held;
+      const line = this.deferred.get(sourceId);
+      if (line) line.push(held);
+      else this.deferred.set(sourceId, [held]);
+      this.deferredCount++;
+    }
+  }
+
+  /** A run of `sourceId` ended: its first deferred job may start. */
+  private endedOne(sourceId: string): void {
+    const left = (this.runningBySource.get(sourceId) ?? 1) - 1;
+    if (left > 0) this.runningBySource.set(sourceId, left);
+    else this.runningBySource.delete(sourceId);
+    const line = this.deferred.get(sourceId);
+    const first = line?.shift();
+    if (!first) return;
+    this.deferredCount--;
+    if (line?.length === 0) this.deferred.delete(sourceId);
+    this.freed.push(first);
   }
 
   private succeeded(seq: number): void {

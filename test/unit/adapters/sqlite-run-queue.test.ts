@@ -193,6 +193,32 @@ describe("SqliteRunQueue", () => {
     expect(errors).toEqual([]);
   });
 
+  it("runs at most `perSourceConcurrency` jobs of one source at once, letting other sources' jobs go ahead", async () => {
+    const db = openSqlite(":memory:");
+    const started: string[] = [];
+    const ends: (() => void)[] = [];
+    const run = (queued: RunJob) =>
+      new Promise<void>((resolve) => {
+        started.push(`${queued.sourceId}:${(queued.event as { n: number }).n}`);
+        ends.push(resolve);
+      });
+    const queue = new SqliteRunQueue(db, { run, log: recordingLogger(), concurrency: 4, perSourceConcurrency: 2 });
+    const numbered = (sourceId: string, n: number): RunJob => ({ sourceId, trigger: "http", event: { n } });
+    for (const n of [1, 2, 3, 4]) await queue.enqueue(numbered("dc_hot", n));
+    await queue.enqueue(numbered("dc_other", 1));
+    queue.start();
+    expect(started).toEqual(["dc_hot:1", "dc_hot:2", "dc_other:1"]);
+    expect(queue.pending).toBe(5);
+    ends[0]?.();
+    await expect.poll(() => started).toEqual(["dc_hot:1", "dc_hot:2", "dc_other:1", "dc_hot:3"]);
+    for (const end of ends.splice(1)) end();
+    await expect.poll(() => started.length).toBe(5);
+    expect(started.at(-1)).toBe("dc_hot:4");
+    for (const end of ends.splice(0)) end();
+    await queue.drain(60_000);
+    await expect.poll(() => queue.size()).toBe(0);
+  });
+
   it("rejects an enqueue whose row could not be written", async () => {
     const db = openSqlite(":memory:");
     const queue = new SqliteRunQueue(db, { run: instantRuns().run, log: recordingLogger() });
