@@ -13,9 +13,10 @@ export interface SqliteRunQueueOptions {
    */
   concurrency?: number;
   /**
-   * Jobs of one source running at once, at most; its later jobs wait (in order) while other
-   * sources' jobs go ahead, so a source with a backlog of slow runs, or runs that wait for each
-   * other (a `$.service.db` source runs one at a time), never takes every slot.
+   * A source's fair share of the slots: while jobs of other sources wait, a source with this many
+   * jobs running starts no more (its later jobs wait, in order), so a backlog of slow runs, or of
+   * runs that wait for each other (a `$.service.db` source runs one at a time), never holds other
+   * sources' jobs back. When nothing else waits, it may take every slot.
    * @default a quarter of `concurrency`
    */
   perSourceConcurrency?: number;
@@ -328,9 +329,9 @@ export class SqliteRunQueue implements RunQueue {
   }
 
   /**
-   * The next job: those to try again first, then those deferred whose source has room again, then
-   * those left by a previous process, then the new ones; a job whose source has no room is
-   * deferred until one of that source's runs ends.
+   * The next job: those to try again first, then deferred ones whose source is under its share
+   * again, then those left by a previous process, then the new ones. A job whose source has its
+   * share running is deferred; deferred jobs take a slot only when no other job waits.
    */
   private next(): Held | undefined {
     const early = this.retrying.shift() ?? this.freed.shift();
@@ -338,7 +339,7 @@ export class SqliteRunQueue implements RunQueue {
     for (;;) {
       if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
       const held = this.recovering.shift() ?? this.waiting.shift();
-      if (!held) return undefined;
+      if (!held) return this.takeDeferred();
       const { sourceId } = held.job;
       if ((this.runningBySource.get(sourceId) ?? 0) < this.perSourceConcurrency) return held;
       const line = this.deferred.get(sourceId);
@@ -348,11 +349,24 @@ export class SqliteRunQueue implements RunQueue {
     }
   }
 
-  /** A run of `sourceId` ended: its first deferred job may start. */
+  /** The first deferred job of the source deferred first (a slot nothing else waits for). */
+  private takeDeferred(): Held | undefined {
+    for (const [sourceId, line] of this.deferred) {
+      const first = line.shift();
+      if (line.length === 0) this.deferred.delete(sourceId);
+      if (!first) continue;
+      this.deferredCount--;
+      return first;
+    }
+    return undefined;
+  }
+
+  /** A run of `sourceId` ended: once the source is under its share, its first deferred job goes first. */
   private endedOne(sourceId: string): void {
     const left = (this.runningBySource.get(sourceId) ?? 1) - 1;
     if (left > 0) this.runningBySource.set(sourceId, left);
     else this.runningBySource.delete(sourceId);
+    if (left >= this.perSourceConcurrency) return;
     const line = this.deferred.get(sourceId);
     const first = line?.shift();
     if (!first) return;
