@@ -1,9 +1,27 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { receiveHttpRequest } from "#core/http-interface";
+import type { IncomingHttpRequest } from "#core/http-run-event";
 import { runSource } from "#core/source-runs";
 import { deploySource } from "#core/sources";
 import type { Deps } from "#ports/deps";
 import { accountIn, memoryDeps, scriptedHost } from "./memory-deps.ts";
+
+/** A POST of `{}` to a source's endpoint, as `receiveHttpRequest` takes it. */
+export const EMPTY_POST: IncomingHttpRequest = {
+  method: "POST",
+  path: "/",
+  rawQuery: "",
+  headers: {},
+  body: Buffer.from("{}"),
+  clientIp: "",
+  url: "",
+};
+
+/** The endpoint key of a source view (the last segment of its `endpoint_url`). */
+export const endpointKeyOf = (source: { configured_props: Record<string, unknown> }) =>
+  String((source.configured_props.http as { endpoint_url: string }).endpoint_url)
+    .split("/")
+    .at(-1) as string;
 
 /**
  * The registry's `http-db-example.js` counter, run through the use cases with a scripted host: each
@@ -34,21 +52,11 @@ export async function countConcurrentRuns(n: number, ports: Partial<Pick<Deps, "
   if (ports.sources) deps.sources = ports.sources;
   const account = await accountIn(deps, "counter");
   const source = await deploySource(deps, { userId: account.user.id }, { component_code: "counter" });
-  const { endpoint_url } = source.configured_props.http as { endpoint_url: string };
-  const endpointKey = endpoint_url.split("/").at(-1) as string;
-  const request = {
-    method: "POST",
-    path: "/",
-    rawQuery: "",
-    headers: {},
-    body: Buffer.from("{}"),
-    clientIp: "",
-    url: "",
-  };
+  const endpointKey = endpointKeyOf(source);
   await Promise.all(
     Array.from({ length: n }, (_, index) =>
       index % 2 === 0
-        ? receiveHttpRequest(deps, endpointKey, request)
+        ? receiveHttpRequest(deps, endpointKey, EMPTY_POST)
         : runSource(deps, { sourceId: source.id, trigger: "http", event: {} }),
     ),
   );

@@ -5,20 +5,11 @@ import { runSource } from "#core/source-runs";
 import { deploySource, updateSource } from "#core/sources";
 import { systemClock } from "#ports/clock";
 import type { SourceRunLock } from "#ports/source-run-lock";
-import { countConcurrentRuns } from "../../support/db-counter.ts";
+import { countConcurrentRuns, EMPTY_POST, endpointKeyOf } from "../../support/db-counter.ts";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 
 const HTTP = { name: "http", type: "$.interface.http", customResponse: true };
 const DB = { name: "db", type: "$.service.db" };
-const request = {
-  method: "POST",
-  path: "/",
-  rawQuery: "",
-  headers: {},
-  body: Buffer.from("{}"),
-  clientIp: "",
-  url: "",
-};
 
 /** A source of a scripted component with `props`, whose runs record when they start and end. */
 async function tracedSource(
@@ -44,9 +35,8 @@ async function tracedSource(
   deps.runtime.invocationTimeoutMs = invocationTimeoutMs;
   const account = await accountIn(deps, "traced");
   const source = await deploySource(deps, { userId: account.user.id }, { component_code: "code" });
-  const { endpoint_url } = source.configured_props.http as { endpoint_url: string };
   const caller = { userId: account.user.id };
-  return { deps, source, caller, calls, trace, most: () => most, key: endpoint_url.split("/").at(-1) as string };
+  return { deps, source, caller, calls, trace, most: () => most, key: endpointKeyOf(source) };
 }
 
 describe("runs of a source with $.service.db", () => {
@@ -56,11 +46,11 @@ describe("runs of a source with $.service.db", () => {
 
   it("go one at a time, while runs of a source without a db prop overlap", async () => {
     const withDb = await tracedSource([HTTP, DB]);
-    await Promise.all(Array.from({ length: 4 }, () => receiveHttpRequest(withDb.deps, withDb.key, request)));
+    await Promise.all(Array.from({ length: 4 }, () => receiveHttpRequest(withDb.deps, withDb.key, EMPTY_POST)));
     expect(withDb.most()).toBe(1);
 
     const withoutDb = await tracedSource([HTTP]);
-    await Promise.all(Array.from({ length: 4 }, () => receiveHttpRequest(withoutDb.deps, withoutDb.key, request)));
+    await Promise.all(Array.from({ length: 4 }, () => receiveHttpRequest(withoutDb.deps, withoutDb.key, EMPTY_POST)));
     expect(withoutDb.most()).toBe(4);
   });
 
@@ -68,9 +58,9 @@ describe("runs of a source with $.service.db", () => {
     const traced = await tracedSource([HTTP, DB], undefined, 5_000, ["deactivate", "activate"]);
     traced.trace.length = 0;
     await Promise.all([
-      receiveHttpRequest(traced.deps, traced.key, request),
+      receiveHttpRequest(traced.deps, traced.key, EMPTY_POST),
       updateSource(traced.deps, traced.caller, traced.source.id, { name: "renamed" }),
-      receiveHttpRequest(traced.deps, traced.key, request),
+      receiveHttpRequest(traced.deps, traced.key, EMPTY_POST),
     ]);
     expect(traced.most()).toBe(1);
     expect(traced.trace.filter((line) => line.startsWith("start"))).toHaveLength(4);
@@ -80,7 +70,7 @@ describe("runs of a source with $.service.db", () => {
     const lock = new LocalSourceRunLock(systemClock);
     const traced = await tracedSource([HTTP, DB], lock, 200);
     const blocker = await lock.acquire(traced.source.id, { leaseMs: 60_000 });
-    const answer = await receiveHttpRequest(traced.deps, traced.key, request);
+    const answer = await receiveHttpRequest(traced.deps, traced.key, EMPTY_POST);
     expect(answer.status).toBe(504);
     const errors = await traced.deps.events.listEvents(traced.source.id, { limit: 10, channel: "$errors" });
     expect(errors.items.map((event) => (event.event as { error: { message: string } }).error.message)).toEqual([
