@@ -4,6 +4,7 @@ import { defineConfig } from "vitest/config";
 const NEEDS_DYNAMODB = [
   "test/contract/stores.test.ts",
   "test/contract/subscription-stores.test.ts",
+  "test/contract/source-run-locks.test.ts",
   "test/e2e/aws-source-stream.test.ts",
   "test/e2e/cli.test.ts",
   "test/e2e/lambda-entry.test.ts",

@@ -11,6 +11,22 @@ export const INGEST_CODE = `export default {
 };
 `;
 
+/**
+ * {@link INGEST_CODE} with a \`$.service.db\` counter (read and written every run), as registry sources
+ * that keep state do: its runs go one at a time (docs/components.md, "One run at a time").
+ */
+export const INGEST_DB_CODE = `export default {
+  name: "Bench ingest with db",
+  version: "0.0.1",
+  props: { http: "$.interface.http", db: "$.service.db" },
+  async run(event) {
+    const count = (this.db.get("count") ?? 0) + 1;
+    this.db.set("count", count);
+    this.$emit(event.body);
+  },
+};
+`;
+
 /** Answers each request itself (custom response) with a small JSON body. */
 export const RESPOND_CODE = `export default {
   name: "Bench respond",

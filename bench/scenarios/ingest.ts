@@ -7,7 +7,7 @@ import {
   waitForCount,
   warmUp,
 } from "../lib/common.ts";
-import { INGEST_CODE } from "../lib/components.ts";
+import { INGEST_CODE, INGEST_DB_CODE } from "../lib/components.ts";
 import { measureIngest } from "../lib/ingest-rate.ts";
 import type { Row } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
@@ -16,7 +16,13 @@ import { round } from "../lib/stats.ts";
 
 const CONCURRENCY = 50;
 
-const rows = (rate?: number, share?: number, lost?: number, reference?: string): Row[] => [
+const rows = (
+  rate?: number,
+  share?: number,
+  lost?: number,
+  reference?: string,
+  db?: { rate: number; lost: number },
+): Row[] => [
   {
     scenario: "ingest",
     figure: "events/s, accepted and stored (c=50)",
@@ -40,12 +46,43 @@ const rows = (rate?: number, share?: number, lost?: number, reference?: string):
     unit: "count",
     target: { kind: "equals", value: 0 },
   },
+  {
+    scenario: "ingest",
+    figure: "events/s, a $.service.db source: one run at a time (c=50)",
+    measured: db?.rate,
+    unit: "/s",
+    ...(rate !== undefined ? { reference: `without db ${perSec(rate)}` } : {}),
+  },
+  {
+    scenario: "ingest",
+    figure: "accepted events not stored, $.service.db source",
+    measured: db?.lost,
+    unit: "count",
+    target: { kind: "equals", value: 0 },
+  },
 ];
+
+/** CPU µs per stored event by process role, over what `cpuMs` added since `before`. */
+function cpuPerEvent(after: Record<string, number>, before: Record<string, number>, stored: number) {
+  return Object.fromEntries(
+    Object.entries(after).map(([role, total]) => [
+      role,
+      round(((total - (before[role] ?? 0)) * 1000) / Math.max(1, stored)),
+    ]),
+  );
+}
+
+const describeCpu = (perEvent: Record<string, number>) =>
+  Object.entries(perEvent)
+    .filter(([, us]) => us >= 1)
+    .map(([role, us]) => `${role} ${us} µs`)
+    .join(", ");
 
 export const ingest: Scenario = {
   name: "ingest",
-  title: "POST to an HTTP source without custom response, the run emits the body; concurrency 50",
-  deadlineMs: 150_000,
+  title:
+    "POST to an HTTP source without custom response, the run emits the body; concurrency 50; then the same with a $.service.db counter",
+  deadlineMs: 270_000,
   quickDeadlineMs: 45_000,
   emptyRows: () => rows(),
   async run(context) {
@@ -78,18 +115,33 @@ export const ingest: Scenario = {
       `After a 2 s warm-up at the same concurrency (not counted). Events/s is events stored ÷ time from the first request until the last accepted event was stored (the answer comes before the run, so a backlog counts against the rate). HTTP accept rate alone: ${perSec(load.okPerSec)}, latency p50 ${load.latency.p50.toFixed(1)} ms, p99 ${load.latency.p99.toFixed(1)} ms.`,
     );
     // CPU per stored event does not depend on how busy the machine was: the most stable figure here.
-    const cpu = context.cpuMs();
-    const perEvent = Object.fromEntries(
-      Object.entries(cpu).map(([role, total]) => [role, round((total * 1000) / Math.max(1, result.stored))]),
-    );
+    const perEvent = cpuPerEvent(context.cpuMs(), {}, result.stored);
     context.note(
-      `CPU per stored event: ${Object.entries(perEvent)
-        .filter(([, us]) => us >= 1)
-        .map(([role, us]) => `${role} ${us} µs`)
-        .join(", ")} (at 5,000 events/s one core gives each event 200 µs).`,
+      `CPU per stored event: ${describeCpu(perEvent)} (at 5,000 events/s one core gives each event 200 µs).`,
+    );
+
+    // The same load on a source that keeps a $.service.db counter: one run at a time.
+    const dbSource = await api.deploy(INGEST_DB_CODE);
+    await warmUp(dbSource.endpoint);
+    await waitForCount(() => api.eventCount(dbSource.id), WARMUP_REQUESTS);
+    await measureIngest(context, server, api, [dbSource], {
+      concurrency: CONCURRENCY,
+      durationMs: context.pick(2_000, 300),
+      warmUp: true,
+    });
+    const cpuBefore = context.cpuMs();
+    // Shorter: its runs cannot keep up with what the endpoint accepts, and the backlog must drain.
+    const db = await measureIngest(context, server, api, [dbSource], {
+      concurrency: CONCURRENCY,
+      durationMs: context.pick(3_000, 500),
+    });
+    const dbPerEvent = cpuPerEvent(context.cpuMs(), cpuBefore, db.stored);
+    context.log(`$.service.db source: accepted ${db.load.ok}, stored ${db.stored} in ${db.storedSeconds.toFixed(1)} s`);
+    context.note(
+      `A $.service.db source (reads and writes a counter every run), same load: its runs go one at a time. HTTP accept rate ${perSec(db.load.okPerSec)}; CPU per stored event: ${describeCpu(dbPerEvent)}.`,
     );
     return {
-      rows: rows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`),
+      rows: rows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`, db),
       details: {
         durationMs,
         load: loadDetails(load),
@@ -98,6 +150,13 @@ export const ingest: Scenario = {
         storedSeconds: round(result.storedSeconds),
         complete: result.complete,
         cpuMicrosPerEvent: perEvent,
+        db: {
+          load: loadDetails(db.load),
+          stored: db.stored,
+          storedSeconds: round(db.storedSeconds),
+          complete: db.complete,
+          cpuMicrosPerEvent: dbPerEvent,
+        },
       },
     };
   },

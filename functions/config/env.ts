@@ -66,6 +66,8 @@ export const ENV = {
   /** Events one run (or hook) may emit, and their JSON bytes together. */
   maxEmitsPerRun: "SLUICE_MAX_EMITS_PER_RUN",
   maxEmitBytesPerRun: "SLUICE_MAX_EMIT_BYTES_PER_RUN",
+  /** Local mode: the data file stops growing at this many MiB (0: no cap); writes past it answer 503 as on a full disk. */
+  databaseMaxMb: "SLUICE_DATABASE_MAX_MB",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -157,6 +159,8 @@ export interface WebhookDeliveryConfig extends Omit<DeliverySettings, "random"> 
 
 export interface LocalConfig {
   port: number;
+  /** Largest size of the data file in MiB; 0: no cap but the disk's. */
+  databaseMaxMb: number;
   events: EventRetention;
   webhooks: WebhookDeliveryConfig;
   host: string;
@@ -195,12 +199,14 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
       ...quotaShape,
       ...emitLimitsShape,
+      [ENV.databaseMaxMb]: count.default(0),
     },
     env,
     "Local mode",
   );
   return {
     port: parsed[ENV.port] as number,
+    databaseMaxMb: parsed[ENV.databaseMaxMb] as number,
     host: parsed[ENV.host] as string,
     dataDir: parsed[ENV.dataDir] as string,
     runtime: {

@@ -11,6 +11,8 @@ export type ErrorCode =
   | "payload_too_large"
   | "unsupported_media_type"
   | "method_not_allowed"
+  /** The server cannot store anything now (its disk is full or read-only): try again later. */
+  | "unavailable"
   | "internal";
 
 /** One problem with one input field, e.g. `{ field: "query.limit", message: "must be at most 100" }`. */

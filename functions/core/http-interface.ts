@@ -1,11 +1,12 @@
 /**
  * A request to a source's HTTP endpoint (`/http/<key>`), the same on both platforms.
  *
- * Without `customResponse` the caller is answered at once and the run is queued (the original
+ * Without `customResponse` the caller is answered once the run is queued durably (the original
  * answers 200 before and independently of `run`, real-behaviour.md §1.2). With it, the answer is
- * the first `respond(...)` of the run; a run that throws or ends before responding gets 400, one
- * that never responds within its time limit gets the timeout answer. A workspace over its
- * runs-per-minute or a daily quota gets 429 and nothing runs.
+ * the first `respond(...)` of the run, sent when the run has ended and its effects are stored; a
+ * run that throws or ends before responding gets 400, one that never responds within its time
+ * limit gets the timeout answer. A workspace over its runs-per-minute or a daily quota gets 429
+ * and nothing runs.
  */
 import type { Deps } from "#ports/deps";
 import type { HttpResponseSpec } from "#runtime/protocol";
@@ -68,30 +69,14 @@ export async function receiveHttpRequest(
     return DEFAULT_HTTP_RESPONSE;
   }
 
-  let answer!: (response: HttpResponseSpec) => void;
-  const responded = new Promise<HttpResponseSpec>((resolve) => {
-    answer = resolve;
-  });
+  // The answer waits for the run's end and for its effects to be stored, so a 2xx never stands
+  // for emits or db writes that were lost; a store that fails makes the request fail (503 for a
+  // full or read-only data dir) instead. AWS answers at the run's end anyway, and the original
+  // sends a `$.respond` without `immediate` at the end of the workflow (real-behaviour.md §1.9).
+  const { result } = await invokeSource(deps, source, component, "run", event, undefined, hops);
   // What the host hands over came from untrusted code: normalised again, or refused with a 502.
-  const run = invokeSource(
-    deps,
-    source,
-    component,
-    "run",
-    event,
-    { onRespond: (response) => answer(trustedResponse(response)) },
-    hops,
-  );
-  const finished = run.then(({ result }) => {
-    if (result.response) return trustedResponse(result.response);
-    if (result.error?.name === "TimeoutError") return RESPOND_TIMEOUT_RESPONSE;
-    if (result.error) return FAILED_BEFORE_RESPOND_RESPONSE;
-    return ENDED_WITHOUT_RESPOND_RESPONSE;
-  });
-  // The run goes on after an early respond; its effects are still applied, and a failure of the
-  // store while applying them is logged rather than lost in an unhandled rejection.
-  finished.catch((error: unknown) =>
-    deps.log.error("applying an HTTP run failed", { source_id: source.id, error: String(error) }),
-  );
-  return Promise.race([responded, finished]);
+  if (result.response) return trustedResponse(result.response);
+  if (result.error?.name === "TimeoutError") return RESPOND_TIMEOUT_RESPONSE;
+  if (result.error) return FAILED_BEFORE_RESPOND_RESPONSE;
+  return ENDED_WITHOUT_RESPOND_RESPONSE;
 }

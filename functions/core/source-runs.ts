@@ -8,6 +8,7 @@
 import type { InvokeHandlers, SourceCode } from "#ports/component-host";
 import type { Deps } from "#ports/deps";
 import type { RunJob } from "#ports/run-queue";
+import type { SourceRunLease } from "#ports/source-run-lock";
 import type {
   EmitRecord,
   ErrorRecord,
@@ -31,7 +32,7 @@ import {
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
-import { type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
+import { DB_SERVICE, type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
 import {
   creditsOf,
   firstNoticeIn,
@@ -59,6 +60,7 @@ export type RunDeps = Pick<
   | "log"
   | "runtime"
   | "quotas"
+  | "runLock"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */
@@ -88,10 +90,24 @@ export interface AppliedRun {
 }
 
 /**
- * Runs `kind` of a source's code and applies the result. `hops`: the webhook deliveries that led
- * to this run (`#core/hops`), carried by every event it stores.
+ * How much longer than its time limit a run holds its source: the host's kill after the limit
+ * (a second locally), a Lambda's overhead, and storing the run's effects. A run that outlives it
+ * loses its db writes (see {@link invokeExclusive}).
  */
-export async function invokeSource(
+export const RUN_LEASE_MARGIN_MS = 15_000;
+
+/** Whether runs of the source go one at a time: its component declares a `$.service.db` prop. */
+export function runsOneAtATime(source: SourceRecord, component: ComponentRecord): boolean {
+  return propsOf(source, component).some((prop) => prop.type === DB_SERVICE);
+}
+
+/**
+ * Runs `kind` of a source's code and applies the result, for a caller that waits for it (a custom
+ * response, a hook): the run ends within one time limit of this call, the wait for the source's
+ * earlier runs included (see {@link invokeExclusive}). `hops`: the webhook deliveries that led to
+ * this run (`#core/hops`), carried by every event it stores.
+ */
+export function invokeSource(
   deps: RunDeps,
   source: SourceRecord,
   component: ComponentRecord,
@@ -100,10 +116,93 @@ export async function invokeSource(
   handlers?: InvokeHandlers,
   hops = 0,
 ): Promise<AppliedRun> {
+  const waitUntilMs = deps.clock.nowMs() + deps.runtime.invocationTimeoutMs;
+  return invokeExclusive(deps, source, component, kind, event, handlers, waitUntilMs, hops);
+}
+
+/**
+ * Runs and applies, one run at a time for a source whose component declares `$.service.db`: the
+ * run takes the source's lock before its state is read and lets go once its effects are stored,
+ * so concurrent runs never both build on the same db (docs/components.md). Other sources run
+ * concurrently, their db-less state merged by version (`mergeState`).
+ *
+ * With `waitUntilMs` (a caller waits), the time spent waiting is taken from the run's time limit,
+ * and a run that cannot start before then ends at once with a `TimeoutError` recorded on `$errors`
+ * (a custom response then answers as to any run out of time). Without it (a queued run), it waits
+ * as long as the lock adapter does. The lease lasts the time limit plus {@link RUN_LEASE_MARGIN_MS},
+ * so a run that never ends frees its source; if its lease ran out before its effects are stored,
+ * its db writes are dropped with a warning, since a later run may have read and written the db.
+ */
+async function invokeExclusive(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  kind: InvocationKind,
+  event: Json | undefined,
+  handlers: InvokeHandlers | undefined,
+  waitUntilMs: number | undefined,
+  hops: number,
+): Promise<AppliedRun> {
+  if (!runsOneAtATime(source, component)) return runAndApply(deps, source, component, kind, event, handlers, hops);
+  const limitMs = deps.runtime.invocationTimeoutMs;
+  const lease = await deps.runLock.acquire(source.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });
+  if (lease) {
+    try {
+      return await runAndApply(deps, source, component, kind, event, handlers, hops, { lease, waitUntilMs });
+    } finally {
+      // A lease that cannot be released now ends by itself: the run's outcome stands.
+      await lease
+        .release()
+        .catch((error: unknown) =>
+          deps.log.warn("a source's run lease could not be released", { source_id: source.id, error: String(error) }),
+        );
+    }
+  }
+  // A queued run (AWS): failing makes Lambda try it again later.
+  if (waitUntilMs === undefined)
+    throw new Error(`source ${source.id} stayed busy; its queued run is tried again later`);
   const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
+  const result: InvocationResult = {
+    invocationId: invocation.invocationId,
+    emits: [],
+    dbWrites: {},
+    logs: [],
+    durationMs: 0,
+    error: {
+      name: "TimeoutError",
+      message: `the run waited for the source's earlier runs past its time limit of ${limitMs / 1000}s and did not start (a source with $.service.db runs one run at a time)`,
+      ts: deps.clock.nowMs(),
+    },
+  };
+  return { result, stored: await applyResult(deps, source, component, invocation, result, state, 0, hops) };
+}
+
+/**
+ * Builds the invocation (reading the source's state), runs it and applies its result. Under a
+ * `hold`, the run's time limit ends by the caller's deadline, and a run that outlived its lease has
+ * its db writes dropped.
+ */
+async function runAndApply(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  kind: InvocationKind,
+  event: Json | undefined,
+  handlers: InvokeHandlers | undefined,
+  hops: number,
+  hold?: { lease: SourceRunLease; waitUntilMs: number | undefined },
+): Promise<AppliedRun> {
+  const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
+  if (hold?.waitUntilMs !== undefined) {
+    invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
+  }
   const startedMs = deps.clock.nowMs();
-  const result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
+  let result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
+  if (hold && !hold.lease.held() && Object.keys(result.dbWrites).length > 0) {
+    const message = "this run outlived its hold on the source, so its $.service.db writes were dropped";
+    result = { ...result, dbWrites: {}, logs: [...result.logs, warning(deps.clock.nowMs(), message)] };
+  }
   const stored = await applyResult(deps, source, component, invocation, result, state, elapsedMs, hops);
   return { result, stored };
 }
@@ -428,9 +527,10 @@ export async function runSource(deps: RunDeps, job: RunJob): Promise<AppliedRun 
   if (!source?.active) return undefined;
   const component = await loadComponent(deps, source.componentId);
   if (!component) return undefined;
-  // A queued HTTP request was admitted (and counted) when it arrived.
+  // A queued HTTP request was admitted (and counted) when it arrived. Nobody waits for a queued
+  // run: it waits for its source as long as the lock adapter does.
   if (job.trigger !== "http" && (await admitRun(deps, source, job.event))) return undefined;
-  return invokeSource(deps, source, component, "run", job.event, undefined, job.hops ?? 0);
+  return invokeExclusive(deps, source, component, "run", job.event, undefined, undefined, job.hops ?? 0);
 }
 
 /** Runs a source's timer. A deleted, inactive or timer-less source is skipped. */
@@ -445,5 +545,5 @@ export async function fireTimer(
   if (!component) return undefined;
   const event = timerRunEvent(source.timer, scheduledAtMs) as unknown as Json;
   if (await admitRun(deps, source, event)) return undefined;
-  return invokeSource(deps, source, component, "run", event);
+  return invokeExclusive(deps, source, component, "run", event, undefined, undefined, 0);
 }

@@ -10,4 +10,5 @@ export const STATUS_OF: Record<ErrorCode, number> = {
   payload_too_large: 413,
   unsupported_media_type: 415,
   internal: 500,
+  unavailable: 503,
 };

@@ -19,8 +19,13 @@ function errorResponses(route: AnyRoute) {
       content: json(errorSchema),
     },
   };
-  if (route.auth !== false)
+  if (route.auth !== false) {
     errors[STATUS_OF.unauthorized] = { description: "No or wrong API key", content: json(errorSchema) };
+    errors[STATUS_OF.unavailable] = {
+      description: "The server cannot store data now (its disk is full or read-only); try again later",
+      content: json(errorSchema),
+    };
+  }
   if (route.params)
     errors[STATUS_OF.not_found] = { description: "Not found, or not the caller's", content: json(errorSchema) };
   if (route.method === "POST" || route.method === "PUT") {

@@ -56,7 +56,10 @@ export async function ensureFirstAccount(deps: Deps, config: LocalConfig): Promi
     saveApiKey(config.dataDir, config.apiKey);
     return { kind: "from-env", keyFile };
   }
-  return { kind: "existing", keyFile, keyFileExists: existsSync(keyFile) };
+  const keyFileExists = existsSync(keyFile);
+  // A key file an older version left readable by others becomes its owner's only.
+  if (keyFileExists) chmodSync(keyFile, 0o600);
+  return { kind: "existing", keyFile, keyFileExists };
 }
 
 type IdentityDeps = Pick<Deps, "identity" | "clock" | "ids">;

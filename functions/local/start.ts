@@ -1,6 +1,7 @@
 import type { AddressInfo } from "node:net";
 import { isAbsolute, relative } from "node:path";
 import { localDeps } from "#adapters/local/composition";
+import { type DataDirLock, lockDataDir, prepareDataDir } from "#adapters/local/data-dir";
 import type { LocalConfig } from "#config/env";
 import { routes } from "#http/routes";
 import type { Logger } from "#ports/logger";
@@ -14,20 +15,46 @@ export interface RunningLocalMode {
   stop(graceMs?: number): Promise<void>;
 }
 
-/** Starts local mode: opens the data dir, makes the first account if needed, serves the API. */
+/**
+ * Starts local mode: takes the data dir (refused while another server holds it, before anything in
+ * it is touched), opens it, makes the first account if needed, serves the API.
+ */
 export async function startLocalMode(
   config: LocalConfig,
   log: Logger,
   print: (line: string) => void = (line) => process.stdout.write(`${line}\n`),
 ): Promise<RunningLocalMode> {
+  prepareDataDir(config.dataDir);
+  const lock = lockDataDir(config.dataDir);
+  try {
+    return await serve(config, log, print, lock);
+  } catch (error) {
+    lock.release();
+    throw error;
+  }
+}
+
+async function serve(
+  config: LocalConfig,
+  log: Logger,
+  print: (line: string) => void,
+  lock: DataDirLock,
+): Promise<RunningLocalMode> {
   const local = await localDeps(config, log);
   const { deps } = local;
-  const outcome = await ensureFirstAccount(deps, config);
   const { server, streams } = createLocalServer(routes, deps, { bus: local.bus });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", reject);
-    server.listen(config.port, config.host, () => resolve());
-  });
+  let outcome: Awaited<ReturnType<typeof ensureFirstAccount>>;
+  try {
+    outcome = await ensureFirstAccount(deps, config);
+    await new Promise<void>((resolve, reject) => {
+      server.once("error", reject);
+      server.listen(config.port, config.host, () => resolve());
+    });
+  } catch (error) {
+    // A taken port: what started in the data dir stops before the hold on it is let go.
+    await local.close(0);
+    throw error;
+  }
   const { port } = server.address() as AddressInfo;
   const baseUrl = `http://${config.host}:${port}/v1`;
   // With PORT=0 the port is known only now; endpoints are derived from it when not configured.
@@ -55,6 +82,7 @@ export async function startLocalMode(
       await closed;
       clearTimeout(force);
       await local.close(graceMs);
+      lock.release();
     },
   };
 }

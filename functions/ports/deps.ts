@@ -14,6 +14,7 @@ import type { IdentityStore } from "./identity-store.ts";
 import type { Logger } from "./logger.ts";
 import type { RunQueue } from "./run-queue.ts";
 import type { Secrets } from "./secrets.ts";
+import type { SourceRunLock } from "./source-run-lock.ts";
 import type { SourceStore } from "./source-store.ts";
 import type { SubscriptionStore } from "./subscription-store.ts";
 import type { Timers } from "./timers.ts";
@@ -69,6 +70,8 @@ export interface Deps {
   host: ComponentHost;
   timers: Timers;
   runs: RunQueue;
+  /** One run at a time for sources with a `$.service.db` prop. */
+  runLock: SourceRunLock;
   fetcher: CodeFetcher;
   registry: ComponentRegistry;
   clock: Clock;

@@ -70,6 +70,20 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
+  it("lets every function that runs sources take and free a $.service.db source's run lock in the resources table", () => {
+    const runners = [
+      idOf(service.sources.httpInterface.lambdaFunction),
+      idOf(service.sources.sourceRunner.lambdaFunction),
+      idOf(service.sources.timerInvoker.lambdaFunction),
+      ...computeRoutes().map((route) => routeFunctionId(route.name)),
+    ];
+    for (const id of runners) {
+      // DynamoDbSourceRunLock: a conditional PutItem to take the lease, a conditional DeleteItem to free it.
+      expect(actionsOf(template, id), id).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:DeleteItem"]));
+      expect(environmentOf(template, id)[ENV.resourcesTable], id).toBeDefined();
+    }
+  });
+
   it("routes ANY /http/{key} and ANY /http/{key}/{proxy+} to the HTTP interface function", () => {
     const integrations = template.findResources("AWS::ApiGatewayV2::Integration", {
       Properties: { IntegrationUri: { "Fn::GetAtt": [idOf(service.sources.httpInterface.lambdaFunction), "Arn"] } },

@@ -1,8 +1,9 @@
 import { randomBytes } from "node:crypto";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
+import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
-import { openSqlite } from "#adapters/local/sqlite-database";
+import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
@@ -29,17 +30,17 @@ function missing<T extends object>(port: string): T {
 }
 
 type Overrides = Partial<
-  Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries">
+  Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries" | "runLock">
 >;
 
 /**
- * Real local stores on a private in-memory SQLite database, a clock the test controls, and the
- * compute ports the test passes (the others throw when used).
+ * Real local stores on a private in-memory SQLite database (`sqlite`), a clock the test controls,
+ * and the compute ports the test passes (the others throw when used).
  */
 export function memoryDeps(
   startMs = Date.UTC(2026, 10, 20, 12),
   overrides: Overrides = {},
-): Deps & { clock: Clock & { set(ms: number): void } } {
+): Deps & { clock: Clock & { set(ms: number): void }; sqlite: SqliteDatabase } {
   const db = openSqlite(":memory:");
   let now = startMs;
   const clock = { nowMs: () => now, set: (ms: number) => (now = ms) };
@@ -59,6 +60,7 @@ export function memoryDeps(
     host: overrides.host ?? missing("host"),
     timers: overrides.timers ?? missing("timers"),
     runs: overrides.runs ?? missing("runs"),
+    runLock: overrides.runLock ?? new LocalSourceRunLock(clock),
     fetcher: overrides.fetcher ?? missing("fetcher"),
     registry: overrides.registry ?? missing("registry"),
     clock,
@@ -77,6 +79,7 @@ export function memoryDeps(
       invocationTimeoutMs: 5_000,
       emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
     },
+    sqlite: db,
   };
 }
 

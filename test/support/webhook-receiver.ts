@@ -40,6 +40,8 @@ export interface Receipt {
 export class WebhookReceiver {
   readonly requests: ReceivedRequest[] = [];
   status = 200;
+  /** While true, requests are recorded (with status 0) and never answered: an attempt stays in flight. */
+  hold = false;
   port = 0;
   private server: Server | undefined;
 
@@ -55,13 +57,14 @@ export class WebhookReceiver {
       const chunks: Buffer[] = [];
       request.on("data", (chunk: Buffer) => chunks.push(chunk));
       request.on("end", () => {
-        const status = this.status;
+        const status = this.hold ? 0 : this.status;
         this.requests.push({
           path: request.url ?? "",
           headers: request.headers,
           body: Buffer.concat(chunks).toString("utf8"),
           status,
         });
+        if (status === 0) return;
         response.writeHead(status, { "content-type": "text/plain" }).end("ok");
       });
     });

@@ -5,6 +5,7 @@ describe("configuration", () => {
   it("gives local mode its documented defaults", () => {
     expect(loadLocalConfig({})).toEqual({
       port: 4000,
+      databaseMaxMb: 0,
       host: "127.0.0.1",
       dataDir: "./.sluice",
       apiKey: undefined,

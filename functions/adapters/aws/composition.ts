@@ -20,6 +20,7 @@ import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
 import { DynamoDbDeadLetterStore } from "./dynamodb-dead-letter-store.ts";
 import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
 import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
+import { DynamoDbSourceRunLock } from "./dynamodb-source-run-lock.ts";
 import { DynamoDbSourceStore } from "./dynamodb-source-store.ts";
 import { DynamoDbSubscriptionStore } from "./dynamodb-subscription-store.ts";
 import { DynamoDbUsageStore } from "./dynamodb-usage-store.ts";
@@ -215,6 +216,7 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
           functionName: required(compute.sourceRunnerFunction, "the run queue", "the source runner's name"),
         }),
     ),
+    runLock: lazy("the source run lock", () => new DynamoDbSourceRunLock(documents(), table(), { clock: systemClock })),
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
     registry: { readCode: (key) => readRegistryComponent(join(taskRoot, "registry"), key) },

@@ -55,6 +55,8 @@ export const resourceKeys = {
   /** Copy of every active source with a timer, in one collection. */
   activeTimer: (sourceId: string) => ({ pk: "TIMERS", sk: `SRC#${sourceId}` }),
   sourceState: (sourceId: string) => ({ pk: `SRC#${sourceId}`, sk: "STATE" }),
+  /** The lease of a source whose runs go one at a time (a `$.service.db` source), while one runs. */
+  sourceRunLock: (sourceId: string) => ({ pk: `SRC#${sourceId}`, sk: "RUNLOCK" }),
 
   /** Last event id handed out for a source, and the channels it has events in. */
   eventSequence: (sourceId: string) => ({ pk: `EVTSEQ#${sourceId}`, sk: "EVTSEQ" }),

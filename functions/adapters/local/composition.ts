@@ -12,6 +12,7 @@ import type { Logger } from "#ports/logger";
 import { InProcessEventBus } from "./in-process-event-bus.ts";
 import { LocalDeliveryWorker } from "./local-delivery-worker.ts";
 import { LocalSecrets } from "./local-secrets.ts";
+import { LocalSourceRunLock } from "./local-source-run-lock.ts";
 import { LocalTimers } from "./local-timers.ts";
 import { npmPackagesPlugin } from "./npm-packages.ts";
 import { ProcessPoolHost } from "./process-pool-host.ts";
@@ -26,6 +27,7 @@ import { SqliteRunQueue } from "./sqlite-run-queue.ts";
 import { SqliteSourceStore } from "./sqlite-source-store.ts";
 import { SqliteSubscriptionStore } from "./sqlite-subscription-store.ts";
 import { SqliteUsageStore } from "./sqlite-usage-store.ts";
+import { storageErrorTranslator, translatingErrors } from "./storage-errors.ts";
 
 export const DATABASE_FILE = "sluice.db";
 /** Bundles of components, one folder per owner and code hash (see process-pool-host.ts). */
@@ -56,7 +58,10 @@ const OUTBOX_SWEEP_MS = 60_000;
  * base of HTTP interface endpoints when `SLUICE_PUBLIC_URL` is not set (the server's own URL).
  */
 export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: string): Promise<LocalMode> {
-  const db = openSqlite(join(config.dataDir, DATABASE_FILE));
+  const db = openSqlite(join(config.dataDir, DATABASE_FILE), { maxMb: config.databaseMaxMb });
+  // A full or read-only data dir answers 503 and is retried, never taken for a bug (storage-errors.ts).
+  const translate = storageErrorTranslator(config.dataDir, log);
+  const guarded = <T extends object>(port: T, name: string): T => translatingErrors(port, name, translate);
   const clock = systemClock;
   const host = new ProcessPoolHost({
     workDir: join(config.dataDir, SANDBOX_DIR),
@@ -91,20 +96,23 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   // Usage additions and appends are grouped per turn of the event loop; close writes what is pending.
   const usage = new SqliteUsageStore(db);
   deps = {
-    identity: new SqliteIdentityStore(db),
-    usage,
-    components: new SqliteComponentStore(db),
-    sources: new SqliteSourceStore(db),
-    events,
+    identity: guarded(new SqliteIdentityStore(db), "identity"),
+    usage: guarded(usage, "usage"),
+    components: guarded(new SqliteComponentStore(db), "components"),
+    sources: guarded(new SqliteSourceStore(db), "sources"),
+    events: guarded(events, "events"),
     bus,
     purger,
-    subscriptions: new SqliteSubscriptionStore(db),
-    deadLetters: new SqliteDeadLetterStore(db),
-    deliveries,
+    subscriptions: guarded(new SqliteSubscriptionStore(db), "subscriptions"),
+    deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
+    deliveries: guarded(deliveries, "deliveries"),
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
-    host,
+    // Bundles are written to the data dir too.
+    host: guarded(host, "host"),
     timers,
-    runs,
+    runs: guarded(runs, "runs"),
+    // In process: this server is the only one on its data dir (data-dir.ts).
+    runLock: new LocalSourceRunLock(clock),
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: config.runtime.componentUrlAllowPrivate }),
     registry: { readCode: (key) => readRegistryComponent(DEFAULT_REGISTRY_DIR, key) },
     clock,

@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { mkdir, readFile, writeFile } from "node:fs/promises";
+import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ENV } from "#config/env";
 import type { Secrets } from "#ports/secrets";
@@ -27,7 +27,7 @@ export class LocalSecrets implements Secrets {
   /**
    * Builds the adapter with the key given in base64 (32 bytes, e.g. `openssl rand -base64 32`),
    * else with the key in `<dataDir>/secret-key`, which is created (32 random bytes in base64, mode
-   * 0600) when absent. Losing that file makes every stored secret unreadable.
+   * 0600; an existing one is made 0600 too) when absent. Losing that file makes every stored secret unreadable.
    *
    * @throws Error naming the source of the key when it is not 32 bytes of base64.
    */
@@ -42,6 +42,8 @@ export class LocalSecrets implements Secrets {
       await writeFile(path, `${randomBytes(AES_KEY_BYTES).toString("base64")}\n`, { flag: "wx", mode: 0o600 });
     } catch (error) {
       if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+      // `mode` applies only when the file is created: one an older version made keeps its own.
+      await chmod(path, 0o600);
     }
     return new LocalSecrets(decodeKey(await readFile(path, "utf8"), path));
   }

@@ -1,6 +1,7 @@
 import { mkdirSync } from "node:fs";
-import { dirname } from "node:path";
+import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
+import { ownerOnlyFiles, reasonOf } from "./data-dir.ts";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
@@ -150,17 +151,44 @@ const MIGRATIONS: readonly string[] = [
 /**
  * Opens (creating if needed) the SQLite file of local mode: WAL so readers never wait for the
  * writer, NORMAL sync (WAL keeps it crash-safe; a power cut may lose the last commits, never
- * corrupt), foreign keys on, and every pending migration applied in one transaction each.
- * Pass `":memory:"` for a private in-memory database.
+ * corrupt), foreign keys on, and every pending migration applied in one transaction each. The
+ * file and its `-wal` and `-shm` companions are readable by their owner only. A file that cannot
+ * be opened, or migrated, fails with an error naming it. Pass `":memory:"` for a private in-memory
+ * database.
  */
-export function openSqlite(file: string): SqliteDatabase {
-  if (file !== ":memory:") mkdirSync(dirname(file), { recursive: true });
-  const db = new Database(file);
+export function openSqlite(file: string, options: SqliteOptions = {}): SqliteDatabase {
+  if (file === ":memory:") return configure(new Database(file), options);
+  let db: SqliteDatabase | undefined;
+  try {
+    mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+    ownerOnlyFiles(file);
+    db = new Database(file);
+    return configure(db, options);
+  } catch (error) {
+    db?.close();
+    throw new Error(`cannot open the data file ${resolve(file)}: ${reasonOf(error)}`, { cause: error });
+  }
+}
+
+export interface SqliteOptions {
+  /**
+   * The file stops growing at this many MiB (SQLite's `max_page_count`): a write that needs more
+   * fails with `SQLITE_FULL`, as on a full disk. A file larger already cannot grow at all.
+   * @default 0 (no cap)
+   */
+  maxMb?: number;
+}
+
+function configure(db: SqliteDatabase, options: SqliteOptions): SqliteDatabase {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = NORMAL");
   db.pragma("foreign_keys = ON");
   db.pragma("busy_timeout = 5000");
   migrate(db);
+  if (options.maxMb) {
+    const pageSize = db.pragma("page_size", { simple: true }) as number;
+    db.pragma(`max_page_count = ${Math.max(1, Math.floor((options.maxMb * 1024 * 1024) / pageSize))}`);
+  }
   return db;
 }
 

@@ -66,6 +66,9 @@ function prepare(db: SqliteDatabase) {
   };
 }
 
+/** How long removals that could not be written wait before they are tried again. */
+const RETRY_REMOVALS_MS = 1_000;
+
 /**
  * The `event_outbox` table (sqlite-outbox-schema.ts). {@link record} runs inside the append's
  * transaction; {@link remove} is grouped: the rows of the appends routed within `removeDelayMs` go
@@ -103,14 +106,24 @@ export class SqliteOutbox {
     this.flushTimer.unref();
   }
 
-  /** Writes the pending removals now (also called before the database closes). */
+  /**
+   * Writes the pending removals now (also called before the database closes). Never throws: when
+   * the data dir cannot take the write, the removals are tried again a second later (a row left
+   * behind at a stop only means its events are routed once more at the next start).
+   */
   flush(): void {
     clearTimeout(this.flushTimer);
     this.flushTimer = undefined;
     const removals = this.pendingRemovals;
     if (removals.length === 0 || !this.db.open) return;
     this.pendingRemovals = [];
-    this.removeAll(removals);
+    try {
+      this.removeAll(removals);
+    } catch {
+      this.pendingRemovals = removals.concat(this.pendingRemovals);
+      this.flushTimer = setTimeout(() => this.flush(), RETRY_REMOVALS_MS);
+      this.flushTimer.unref();
+    }
   }
 
   /** Up to `limit` rows of appends made before `createdBefore`, in key order, after the row `after`. */

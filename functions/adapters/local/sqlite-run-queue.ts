@@ -1,6 +1,7 @@
 import type { Logger } from "#ports/logger";
 import type { RunJob, RunQueue } from "#ports/run-queue";
 import type { SqliteDatabase } from "./sqlite-database.ts";
+import { isDataDirFailure } from "./storage-errors.ts";
 
 export interface SqliteRunQueueOptions {
   /** Runs the job; in local mode `runSource` of `#core/source-runs` with the local deps. */
@@ -11,6 +12,14 @@ export interface SqliteRunQueueOptions {
    * @default 64
    */
   concurrency?: number;
+  /**
+   * A source's fair share of the slots: while jobs of other sources wait, a source with this many
+   * jobs running starts no more (its later jobs wait, in order), so a backlog of slow runs, or of
+   * runs that wait for each other (a `$.service.db` source runs one at a time), never holds other
+   * sources' jobs back. When nothing else waits, it may take every slot.
+   * @default a quarter of `concurrency`
+   */
+  perSourceConcurrency?: number;
   /**
    * Jobs left by a previous process read back at a time, as slots free up (so a long backlog is
    * never all in memory).
@@ -23,6 +32,15 @@ export interface SqliteRunQueueOptions {
    * @default 10
    */
   deleteDelayMs?: number;
+  /**
+   * After a run failed because the data dir could not take a write (a full disk, read-only), runs
+   * pause this long, then one run tries again; each failure doubles the pause up to
+   * `maxRetryDelayMs`, a success resumes every run.
+   * @default 500
+   */
+  retryDelayMs?: number;
+  /** @default 5000 */
+  maxRetryDelayMs?: number;
 }
 
 interface Held {
@@ -89,8 +107,12 @@ function prepare(db: SqliteDatabase) {
  * - {@link start} re-runs, before any new job, every job a previous process left (it died, or
  *   stopped before they ran), reading them back a page at a time. A job whose run had been applied
  *   but whose row was not yet deleted runs a second time: runs are at least once.
- * - A run that fails (Sluice's store, not the component: the component's errors are part of its
- *   result) is logged and its row kept, so it runs again at the next start.
+ * - A run that fails because the data dir cannot take a write (a full disk, a read-only file:
+ *   `isDataDirFailure`) is not given up: runs pause, then that run alone is tried again, with a
+ *   growing pause, until one succeeds and every run resumes (the jobs stay in memory and in the
+ *   file meanwhile). So what was accepted is stored once space is back, without a restart.
+ * - A run that fails otherwise (Sluice's store, not the component: the component's errors are part
+ *   of its result) is logged and its row kept, so it runs again at the next start.
  */
 export class SqliteRunQueue implements RunQueue {
   private readonly statements: ReturnType<typeof prepare>;
@@ -99,6 +121,25 @@ export class SqliteRunQueue implements RunQueue {
   private readonly concurrency: number;
   private readonly recoveryPageSize: number;
   private readonly waiting = new HeldQueue();
+  private readonly perSourceConcurrency: number;
+  /** Jobs running per source. */
+  private readonly runningBySource = new Map<string, number>();
+  /** Jobs taken from the line while their source had no room, per source, in order. */
+  private readonly deferred = new Map<string, Held[]>();
+  private deferredCount = 0;
+  /** Deferred jobs whose source has room again: they start before the line. */
+  private freed: Held[] = [];
+  /** Jobs whose run failed for the data dir, oldest first: they run again before any other. */
+  private retrying: Held[] = [];
+  /** While set, no job starts (the data dir failed a run). */
+  private pauseTimer: NodeJS.Timeout | undefined;
+  /** After a pause, one job runs alone until one succeeds. */
+  private probing = false;
+  /** The job that runs alone to try the data dir; undefined before it starts. */
+  private probe: number | undefined;
+  private readonly retryDelayMs: number;
+  private readonly maxRetryDelayMs: number;
+  private nextRetryDelayMs: number;
   private running = 0;
   private readonly idle = new Set<() => void>();
   private pendingInserts: PendingInsert[] = [];
@@ -125,8 +166,12 @@ export class SqliteRunQueue implements RunQueue {
       return inserts.map((insert) => Number(s.insert.run(insert.json).lastInsertRowid));
     });
     this.concurrency = Math.max(1, options.concurrency ?? 64);
+    this.perSourceConcurrency = Math.max(1, options.perSourceConcurrency ?? Math.floor(this.concurrency / 4));
     this.recoveryPageSize = Math.max(1, options.recoveryPageSize ?? 256);
     this.deleteDelayMs = Math.max(0, options.deleteDelayMs ?? 10);
+    this.retryDelayMs = Math.max(1, options.retryDelayMs ?? 500);
+    this.maxRetryDelayMs = Math.max(this.retryDelayMs, options.maxRetryDelayMs ?? 5_000);
+    this.nextRetryDelayMs = this.retryDelayMs;
     this.leftUpTo = this.statements.lastSeq.get()?.seq ?? 0;
     this.leftToRead = this.leftUpTo > 0;
   }
@@ -165,12 +210,20 @@ export class SqliteRunQueue implements RunQueue {
    */
   stop(): void {
     this.stopped = true;
+    clearTimeout(this.pauseTimer);
     this.flush();
   }
 
   /** Jobs waiting in memory or running (not counting those of a previous process not read back yet). */
   get pending(): number {
-    return this.waiting.length + this.recovering.length + this.running;
+    return (
+      this.waiting.length +
+      this.recovering.length +
+      this.retrying.length +
+      this.deferredCount +
+      this.freed.length +
+      this.running
+    );
   }
 
   /** Rows in the queue: jobs waiting, running, or left to run again at the next start. */
@@ -251,33 +304,112 @@ export class SqliteRunQueue implements RunQueue {
   }
 
   private pump(): void {
-    if (!this.started || this.stopped) return;
-    while (this.running < this.concurrency) {
+    if (!this.started || this.stopped || this.pauseTimer) return;
+    const limit = this.probing ? 1 : this.concurrency;
+    while (this.running < limit) {
       const next = this.next();
       if (!next) break;
+      if (this.probing) this.probe = next.seq;
       this.running++;
+      const { sourceId } = next.job;
+      this.runningBySource.set(sourceId, (this.runningBySource.get(sourceId) ?? 0) + 1);
       this.options
         .run(next.job)
         .then(
-          () => this.finished(next.seq),
-          (error: unknown) =>
-            this.options.log.error("a queued source run failed; it runs again at the next start", {
-              source_id: next.job.sourceId,
-              error: String(error),
-            }),
+          () => this.succeeded(next.seq),
+          (error: unknown) => this.failed(next, error),
         )
         .finally(() => {
           this.running--;
+          this.endedOne(sourceId);
           this.pump();
           if (this.isIdle()) for (const done of [...this.idle]) done();
         });
     }
   }
 
-  /** The next job: those left by a previous process first, then the new ones. */
+  /**
+   * The next job: those to try again first, then deferred ones whose source is under its share
+   * again, then those left by a previous process, then the new ones. A job whose source has its
+   * share running is deferred; deferred jobs take a slot only when no other job waits.
+   */
   private next(): Held | undefined {
-    if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
-    return this.recovering.shift() ?? this.waiting.shift();
+    const early = this.retrying.shift() ?? this.freed.shift();
+    if (early) return early;
+    for (;;) {
+      if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
+      const held = this.recovering.shift() ?? this.waiting.shift();
+      if (!held) return this.takeDeferred();
+      const { sourceId } = held.job;
+      if ((this.runningBySource.get(sourceId) ?? 0) < this.perSourceConcurrency) return held;
+      const line = this.deferred.get(sourceId);
+      if (line) line.push(held);
+      else this.deferred.set(sourceId, [held]);
+      this.deferredCount++;
+    }
+  }
+
+  /** The first deferred job of the source deferred first (a slot nothing else waits for). */
+  private takeDeferred(): Held | undefined {
+    for (const [sourceId, line] of this.deferred) {
+      const first = line.shift();
+      if (line.length === 0) this.deferred.delete(sourceId);
+      if (!first) continue;
+      this.deferredCount--;
+      return first;
+    }
+    return undefined;
+  }
+
+  /** A run of `sourceId` ended: once the source is under its share, its first deferred job goes first. */
+  private endedOne(sourceId: string): void {
+    const left = (this.runningBySource.get(sourceId) ?? 1) - 1;
+    if (left > 0) this.runningBySource.set(sourceId, left);
+    else this.runningBySource.delete(sourceId);
+    if (left >= this.perSourceConcurrency) return;
+    const line = this.deferred.get(sourceId);
+    const first = line?.shift();
+    if (!first) return;
+    this.deferredCount--;
+    if (line?.length === 0) this.deferred.delete(sourceId);
+    this.freed.push(first);
+  }
+
+  private succeeded(seq: number): void {
+    // Only the job that ran alone after the pause tells that the data dir takes writes again: jobs
+    // that started before it may have written before the failure.
+    if (this.probing && seq === this.probe) {
+      this.probing = false;
+      this.probe = undefined;
+      this.nextRetryDelayMs = this.retryDelayMs;
+      this.options.log.info("source runs resumed: the data dir takes writes again");
+    }
+    this.finished(seq);
+  }
+
+  private failed(held: Held, error: unknown): void {
+    if (!isDataDirFailure(error) || this.stopped) {
+      this.options.log.error("a queued source run failed; it runs again at the next start", {
+        source_id: held.job.sourceId,
+        error: String(error),
+      });
+      return;
+    }
+    // In job order, so the oldest is the one that tries again first.
+    this.retrying.push(held);
+    this.retrying.sort((a, b) => a.seq - b.seq);
+    if (this.pauseTimer) return;
+    const delayMs = this.nextRetryDelayMs;
+    this.nextRetryDelayMs = Math.min(this.maxRetryDelayMs, delayMs * 2);
+    this.options.log.warn("source runs paused: the data dir cannot take writes; one tries again after the pause", {
+      pause_ms: delayMs,
+      error: String(error),
+    });
+    this.probing = true;
+    this.pauseTimer = setTimeout(() => {
+      this.pauseTimer = undefined;
+      this.pump();
+    }, delayMs);
   }
 
   private readLeftPage(): void {

@@ -74,6 +74,21 @@ describe("SqliteEventStore with an outbox", () => {
     outbox.flush();
     expect(outbox.size()).toBe(0);
   });
+  it("keeps removals the data dir refused, without throwing, and writes them once it takes writes again", async () => {
+    const db = openSqlite(":memory:");
+    const outbox = new SqliteOutbox(db, { removeDelayMs: 1 });
+    outbox.record(SOURCE, NOW, 0, 0, NOW);
+    outbox.record(SOURCE, NOW, 1, 1, NOW);
+    // A read-only data dir: every write fails with SQLITE_READONLY.
+    db.pragma("query_only = ON");
+    outbox.remove(SOURCE, NOW, 0);
+    outbox.remove(SOURCE, NOW, 1);
+    // What the grouped write's timer calls: a throw there would end the process.
+    expect(() => outbox.flush()).not.toThrow();
+    expect(outbox.size()).toBe(2);
+    db.pragma("query_only = OFF");
+    await expect.poll(() => outbox.size(), { timeout: 5_000 }).toBe(0);
+  });
 });
 
 /** A local fan-out on one SQLite file: events with an outbox, the real delivery queue, one webhook subscribed. */

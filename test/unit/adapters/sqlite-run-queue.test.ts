@@ -8,6 +8,7 @@ import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteOutbox } from "#adapters/local/sqlite-outbox";
 import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
 import { loadLocalConfig } from "#config/env";
+import { DomainError } from "#core/errors";
 import { silentLogger } from "#ports/logger";
 import type { RunJob } from "#ports/run-queue";
 import { newDataDir } from "../../support/local-process.ts";
@@ -162,6 +163,65 @@ describe("SqliteRunQueue", () => {
     next.start();
     await next.drain(60_000);
     expect(restarted.ran).toEqual([job("dc_bad")]);
+  });
+
+  it("when the data dir refuses a write, pauses runs, tries that job alone again and resumes every run once it succeeds", async () => {
+    const db = openSqlite(":memory:");
+    const runs = controlledRuns();
+    const errors: Record<string, unknown>[] = [];
+    const queue = new SqliteRunQueue(db, {
+      run: runs.run,
+      log: recordingLogger(errors),
+      concurrency: 2,
+      retryDelayMs: 5,
+    });
+    for (const id of ["dc_full", "dc_2", "dc_3"]) await queue.enqueue(job(id));
+    queue.start();
+    expect(runs.started).toEqual(["dc_full", "dc_2"]);
+    runs.fail("dc_full", new DomainError("unavailable", "the server's disk is full"));
+    runs.finish("dc_2");
+    // The failed job runs again, alone: dc_3 waits until a run succeeds.
+    await expect.poll(() => runs.started).toEqual(["dc_full", "dc_2", "dc_full"]);
+    runs.fail("dc_full", Object.assign(new Error("database or disk is full"), { code: "SQLITE_FULL" }));
+    await expect.poll(() => runs.started).toEqual(["dc_full", "dc_2", "dc_full", "dc_full"]);
+    expect(rowsOf(db)).toContain("dc_full");
+    runs.finish("dc_full");
+    await expect.poll(() => runs.started).toEqual(["dc_full", "dc_2", "dc_full", "dc_full", "dc_3"]);
+    runs.finish("dc_3");
+    await queue.drain(60_000);
+    await expect.poll(() => queue.size()).toBe(0);
+    expect(errors).toEqual([]);
+  });
+
+  it("lets other sources' jobs ahead of a source that has its share of slots running, which gets the slots nothing else wants", async () => {
+    const db = openSqlite(":memory:");
+    const started: string[] = [];
+    const ends = new Map<string, () => void>();
+    const run = (queued: RunJob) =>
+      new Promise<void>((resolve) => {
+        const name = `${queued.sourceId}:${(queued.event as { n: number }).n}`;
+        started.push(name);
+        ends.set(name, resolve);
+      });
+    const queue = new SqliteRunQueue(db, { run, log: recordingLogger(), concurrency: 3, perSourceConcurrency: 1 });
+    const numbered = (sourceId: string, n: number): RunJob => ({ sourceId, trigger: "http", event: { n } });
+    for (const n of [1, 2, 3, 4]) await queue.enqueue(numbered("dc_hot", n));
+    await queue.enqueue(numbered("dc_other", 1));
+    queue.start();
+    // dc_hot:2 waits for dc_other:1, then takes the slot nothing else wants.
+    expect(started).toEqual(["dc_hot:1", "dc_other:1", "dc_hot:2"]);
+    ends.get("dc_other:1")?.();
+    await expect.poll(() => started.at(-1)).toBe("dc_hot:3");
+    await queue.enqueue(numbered("dc_other", 2));
+    ends.get("dc_hot:1")?.();
+    // dc_other:2 came after dc_hot:4 but goes first: dc_hot has more than its share running.
+    await expect.poll(() => started.at(-1)).toBe("dc_other:2");
+    ends.get("dc_hot:2")?.();
+    await expect.poll(() => started.at(-1)).toBe("dc_hot:4");
+    for (const end of ends.values()) end();
+    await queue.drain(60_000);
+    await expect.poll(() => queue.size()).toBe(0);
+    expect(queue.pending).toBe(0);
   });
 
   it("rejects an enqueue whose row could not be written", async () => {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { ComponentDescription } from "#core/component-model";
+import { DomainError } from "#core/errors";
 import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
@@ -138,25 +139,47 @@ describe("the HTTP interface", () => {
     expect((await receiveHttpRequest(deps, keyOf(source), request())).status).toBe(status);
   });
 
-  it("answers as soon as the run responds, before the run ends", async () => {
+  it("answers a run that responded early only once the run has ended and its emits are stored", async () => {
     let finish!: () => void;
     const { deps, caller } = await setUp(
       { props: [{ ...HTTP_PROP, customResponse: true }] },
       (_invocation, handlers) => {
         handlers?.onRespond?.({ status: 202, headers: {}, body: "early" });
         return new Promise((resolve) => {
-          finish = () => resolve({ emits: [{ event: { late: true }, meta: {} }] });
+          finish = () =>
+            resolve({
+              response: { status: 202, headers: {}, body: "early" },
+              emits: [{ event: { late: true }, meta: {} }],
+            });
         });
       },
     );
     const source = await deploySource(deps, caller, { component_code: "code" });
-    const answer = await receiveHttpRequest(deps, keyOf(source), request());
-    expect(answer).toMatchObject({ status: 202, body: "early" });
-    expect((await deps.events.listEvents(source.id, { limit: 10 })).totalCount).toBe(0);
+    let answered = false;
+    const answer = receiveHttpRequest(deps, keyOf(source), request()).finally(() => (answered = true));
+    await expect.poll(() => finish !== undefined).toBe(true);
+    // A turn of the event loop: an answer sent at `respond` would have arrived by now.
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(answered).toBe(false);
     finish();
-    await expect
-      .poll(async () => (await deps.events.listEvents(source.id, { limit: 10 })).items[0]?.event, { timeout: 2_000 })
-      .toEqual({ late: true });
+    expect(await answer).toMatchObject({ status: 202, body: "early" });
+    expect((await deps.events.listEvents(source.id, { limit: 10 })).items.map((e) => e.event)).toEqual([
+      { late: true },
+    ]);
+  });
+
+  it("answers 503, not the run's 2xx, when the run's emits cannot be stored", async () => {
+    const response = { status: 200, headers: {}, body: "stored?" };
+    const { deps, caller } = await setUp({ props: [{ ...HTTP_PROP, customResponse: true }] }, async (_, handlers) => {
+      // As the local host does, the moment the component calls respond.
+      handlers?.onRespond?.(response);
+      return { response, emits: [{ event: { n: 1 }, meta: {} }] };
+    });
+    const source = await deploySource(deps, caller, { component_code: "code" });
+    deps.events.appendEvents = async () => {
+      throw new DomainError("unavailable", "the server's disk is full: the request was not stored; try again later");
+    };
+    await expect(receiveHttpRequest(deps, keyOf(source), request())).rejects.toMatchObject({ code: "unavailable" });
   });
 });
 
