@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
+import { getPriority, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
@@ -74,6 +74,27 @@ const isAlive = (pid: number) => {
     return false;
   }
 };
+
+/** A host of its own, so that the children counted are this test's. */
+async function withHost<T>(
+  options: { processes?: number; maxProcesses?: number; idleMs?: number; blockedAfterMs?: number },
+  body: (pool: ProcessPoolHost) => Promise<T>,
+) {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
+  const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
+  try {
+    return await body(own);
+  } finally {
+    await own.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const SLOW_PID = `export default { async run() {
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  this.$emit({ pid: process.pid });
+} };`;
+const pidIn = (result: InvocationResult) => (events(result)[0] as { pid: number } | undefined)?.pid;
 
 describe("ProcessPoolHost: running components", () => {
   it("describes code in a short-lived child", async () => {
@@ -377,27 +398,6 @@ describe("ProcessPoolHost: failures", () => {
 });
 
 describe("ProcessPoolHost: the pool of a source", () => {
-  /** A host of its own, so that the children counted are this test's. */
-  async function withHost<T>(
-    options: { processes?: number; maxProcesses?: number; idleMs?: number; blockedAfterMs?: number },
-    body: (pool: ProcessPoolHost) => Promise<T>,
-  ) {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
-    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
-    try {
-      return await body(own);
-    } finally {
-      await own.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
-
-  const SLOW_PID = `export default { async run() {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    this.$emit({ pid: process.pid });
-  } };`;
-  const pidIn = (result: InvocationResult) => (events(result)[0] as { pid: number } | undefined)?.pid;
-
   it("spreads one source's concurrent runs over at most `processes` children, never another source's", async () => {
     await withHost({ processes: 2 }, async (own) => {
       const code = source("dc_spread", SLOW_PID);
@@ -578,6 +578,26 @@ describe("ProcessPoolHost: the pool of a source", () => {
       "OutOfMemoryError",
       /out of memory/,
     ],
+    // What a child writes to its channels is untrusted: breaking the protocol kills that child only.
+    ...(
+      [
+        ["garbage on its message channel", 'writeSync(4, "not json\\n")', /not JSON/],
+        ["a message that is not an object", 'writeSync(4, "[1,2]\\n")', /not an object/],
+        ["a message of no known type", 'writeSync(4, \'{"type":"hello"}\\n\')', /no known type/],
+        ["a malformed started", 'writeSync(4, \'{"type":"started"}\\n\')', /malformed started/],
+        ["a malformed result", 'writeSync(4, \'{"type":"result","result":5}\\n\')', /malformed result/],
+        // The runtime's next message (this run's result) finishes the line: not JSON either.
+        ["a partial message", 'writeSync(4, \'{"type":"res\')', /not JSON/],
+        ["a message over the frame limit", 'writeSync(4, "x".repeat(17 * 1024 * 1024))', /longer than 16777216 bytes/],
+        ["a write to its request channel", 'writeSync(3, "hello\\n")', /request channel/],
+      ] as const
+    ).map(([what, write, why]): [string, string, string, RegExp] => [
+      what,
+      // Still running when the host reads it (fd 3 and fd 4 are read apart: no order between them).
+      `import { writeSync } from "node:fs";\nexport default { async run() { ${write}; await new Promise((resolve) => setTimeout(resolve, 500)); } };`,
+      "SandboxCrashError",
+      new RegExp(`broke the protocol with the host \\(it .*${why.source}.*\\) and was killed`),
+    ]),
   ];
 
   it.each(CULPRITS)(
@@ -656,6 +676,229 @@ describe("ProcessPoolHost: the pool of a source", () => {
     } finally {
       server.close();
     }
+  });
+});
+
+describe("ProcessPoolHost: what a child sends", () => {
+  /** Emits its pid; with `event.forge`, first writes a result for that invocation itself. */
+  const FORGER = `import { writeSync } from "node:fs";
+  export default { async run(event = {}) {
+    if (event.forge) {
+      writeSync(4, JSON.stringify({ type: "result", result: { invocationId: event.forge, emits: [{ event: "forged" }] } }) + "\\n");
+    }
+    if (event.wait) await new Promise((resolve) => setTimeout(resolve, event.wait));
+    this.$emit({ pid: process.pid });
+  } };`;
+
+  it("kills a child that sends a result for an invocation it has not started, and runs that one elsewhere", async () => {
+    await withHost({}, async (own) => {
+      const code = source("dc_early", FORGER);
+      const firstPid = pidIn(await own.invoke(code, invocation(code.sourceId)));
+      // Sent in one write: the first run's code forges the second's result before the second starts.
+      const victim = invocation(code.sourceId);
+      const [forger, forged] = await Promise.all([
+        own.invoke(code, invocation(code.sourceId, { event: { forge: victim.invocationId } })),
+        own.invoke(code, victim),
+      ]);
+      expect(forger.error?.name).toBe("SandboxCrashError");
+      expect(forger.error?.message).toMatch(/result for an invocation it had not started/);
+      expect(forged.error).toBeUndefined();
+      expect(events(forged)).toEqual([{ pid: expect.any(Number) }]);
+      expect(pidIn(forged)).not.toBe(firstPid);
+      await expect.poll(() => isAlive(firstPid as number), { timeout: 10_000 }).toBe(false);
+    });
+  });
+
+  it("ignores results for invocations not in flight in that child: another source's, or made up", async () => {
+    await withHost({}, async (own) => {
+      const forger = source("dc_forger", FORGER);
+      const victim = source("dc_victim", FORGER);
+      const forgerPid = pidIn(await own.invoke(forger, invocation(forger.sourceId)));
+      const victimRun = invocation(victim.sourceId, { event: { wait: 1000 } });
+      const victimResult = own.invoke(victim, victimRun);
+      const results = await Promise.all(
+        [victimRun.invocationId, "inv_made_up"].map((forge) =>
+          own.invoke(forger, invocation(forger.sourceId, { event: { forge } })),
+        ),
+      );
+      expect(results.map((result) => [result.error, pidIn(result)])).toEqual([
+        [undefined, forgerPid],
+        [undefined, forgerPid],
+      ]);
+      const genuine = await victimResult;
+      expect(genuine.error).toBeUndefined();
+      expect(events(genuine)).toEqual([{ pid: expect.any(Number) }]);
+      expect(pidIn(genuine)).not.toBe(forgerPid);
+    });
+  });
+
+  it("kills a child that leaves a message unfinished, long before the run's time is up", async () => {
+    await withHost({}, async (own) => {
+      // The loop keeps the runtime from finishing the line; without the check the run would end
+      // only at its time limit.
+      const code = source(
+        "dc_unfinished",
+        'import { writeSync } from "node:fs";\nexport default { run() { writeSync(4, \'{"type":"be\'); while (true) {} } };',
+      );
+      const result = await own.invoke(code, invocation(code.sourceId, { timeoutMs: 60_000 }));
+      expect(result.error?.name).toBe("SandboxCrashError");
+      expect(result.error?.message).toMatch(/left a message unfinished/);
+      expect(result.durationMs).toBeLessThan(60_000);
+    });
+  });
+});
+
+describe("ProcessPoolHost: what a component sees of the server", () => {
+  it("gets no server path in its stacks, error messages and logs", async () => {
+    const thrower = source(
+      "dc_paths",
+      `export default { run() {
+        console.log(new Error("logged").stack);
+        console.log("my url", import.meta.url);
+        throw new Error("thrown at " + import.meta.url);
+      } };`,
+    );
+    const result = await run(thrower);
+    expect(result.error?.message).toBe("thrown at component.mjs");
+    expect(result.error?.stack).toMatch(/\(component\.ts:4:\d+\)/);
+    expect(result.logs.map((log) => log.message)).toEqual([
+      expect.stringContaining("component.ts:2:21"),
+      "my url component.mjs",
+    ]);
+
+    // Without npm plugins, a package import fails to load, naming the importing file.
+    const missing = await run(source("dc_paths_load", 'import "no-such-package-xyz";\nexport default {};'));
+    expect(missing.error?.message).toMatch(/no-such-package-xyz/);
+    // A crash reason quotes the child's last line of stderr.
+    const crash = await run(
+      source(
+        "dc_paths_crash",
+        'export default { run() { process.stderr.write(import.meta.url + "\\n"); process.exit(2); } };',
+      ),
+    );
+    expect(crash.error?.message).toMatch(/exited with code 2: component\.mjs$/);
+    const described = await host.describe("throw new Error(import.meta.url);").catch((error: Error) => error.message);
+    expect(described).toMatch(/component\.mjs/);
+
+    const everything = JSON.stringify([result, missing, crash, described]);
+    expect(everything).not.toContain(workDir);
+    expect(everything).not.toContain(encodeURI(workDir));
+  });
+
+  it("may change its own priority only: not the server's, not through process.binding", async () => {
+    const before = getPriority(process.pid);
+    const code = source(
+      "dc_priority",
+      `import os from "node:os";
+      import { setPriority, getPriority } from "node:os";
+      export default { run() {
+        const attempts = [
+          () => os.setPriority(process.ppid, 19),
+          () => setPriority(process.ppid, 19),
+          () => os.getPriority(process.ppid),
+          () => getPriority(process.ppid),
+          () => process.binding("os").setPriority(process.ppid, 19, {}),
+        ];
+        for (const attempt of attempts) {
+          try { attempt(); this.$emit("done"); } catch (error) { this.$emit(error.code); }
+        }
+        os.setPriority(5);
+        setPriority(0, 6);
+        this.$emit(getPriority());
+      } };`,
+    );
+    expect(events(await run(code))).toEqual(["EPERM", "EPERM", "EPERM", "EPERM", "ERR_ACCESS_DENIED", 6]);
+    expect(getPriority(process.pid)).toBe(before);
+  });
+});
+
+describe("ProcessPoolHost: the bound on live processes", () => {
+  /** Resolves after `ms`, emitting its pid. */
+  const SLEEPER = `export default { async run(event = {}) {
+    await new Promise((resolve) => setTimeout(resolve, event.ms ?? 0));
+    this.$emit({ pid: process.pid });
+  } };`;
+
+  it("stops the least recently used idle child of another source to start one a source needs", async () => {
+    await withHost({ maxProcesses: 2 }, async (own) => {
+      const [a, b, c] = ["dc_lru_a", "dc_lru_b", "dc_lru_c"].map((id) => source(id, SLEEPER));
+      const pidA = pidIn(await own.invoke(a as SourceCode, invocation("dc_lru_a")));
+      const pidB = pidIn(await own.invoke(b as SourceCode, invocation("dc_lru_b")));
+      // a was used last, so b goes.
+      expect(pidIn(await own.invoke(a as SourceCode, invocation("dc_lru_a")))).toBe(pidA);
+      const pidC = pidIn(await own.invoke(c as SourceCode, invocation("dc_lru_c")));
+      expect(new Set([pidA, pidB, pidC]).size).toBe(3);
+      await expect.poll(() => isAlive(pidB as number), { timeout: 10_000 }).toBe(false);
+      expect([isAlive(pidA as number), isAlive(pidC as number), own.liveProcesses]).toEqual([true, true, 2]);
+    });
+  });
+
+  it("makes a source wait for a slot while every child is busy, and never runs more than the bound", async () => {
+    await withHost({ maxProcesses: 2 }, async (own) => {
+      const sources = ["dc_busy_a", "dc_busy_b", "dc_busy_c"].map((id) => source(id, SLEEPER));
+      let most = 0;
+      const sampler = setInterval(() => {
+        most = Math.max(most, own.liveProcesses);
+      }, 10);
+      const finished: string[] = [];
+      const runOf = (index: number, ms: number) =>
+        own
+          .invoke(sources[index] as SourceCode, invocation(sources[index]?.sourceId, { event: { ms } }))
+          .finally(() => finished.push(sources[index]?.sourceId as string));
+      try {
+        const first = [runOf(0, 1000), runOf(1, 1000)];
+        await expect.poll(() => own.liveProcesses).toBe(2);
+        const waiting = runOf(2, 0);
+        const results = await Promise.all([...first, waiting]);
+        expect(results.map((result) => result.error)).toEqual([undefined, undefined, undefined]);
+        // The third started only once one of the first two had finished (its child drained).
+        expect(finished.indexOf("dc_busy_c")).toBeGreaterThan(0);
+      } finally {
+        clearInterval(sampler);
+      }
+      expect(most).toBe(2);
+    });
+  });
+
+  it("drains a child its source keeps busy, so that a waiting source gets a slot", async () => {
+    await withHost({ maxProcesses: 1 }, async (own) => {
+      const busy = source("dc_drain_busy", SLEEPER);
+      const waiting = source("dc_drain_waiting", SLEEPER);
+      let running = true;
+      // Always three runs in flight: without draining its child would never be idle.
+      const traffic = Array.from({ length: 3 }, async () => {
+        const errors: unknown[] = [];
+        while (running) {
+          const result = await own.invoke(busy, invocation(busy.sourceId, { event: { ms: 100 } }));
+          if (result.error) errors.push(result.error);
+        }
+        return errors;
+      });
+      try {
+        await expect.poll(() => own.pidOf(busy.sourceId)).toBeDefined();
+        const result = await own.invoke(waiting, invocation(waiting.sourceId));
+        expect(result.error).toBeUndefined();
+        expect(running).toBe(true);
+      } finally {
+        running = false;
+      }
+      expect((await Promise.all(traffic)).flat()).toEqual([]);
+    });
+  });
+
+  it("counts a describe's child, which waits for a slot too", async () => {
+    await withHost({ maxProcesses: 1 }, async (own) => {
+      const busy = source("dc_describe_busy", SLEEPER);
+      let runDone = false;
+      const running = own.invoke(busy, invocation(busy.sourceId, { event: { ms: 1000 } })).finally(() => {
+        runDone = true;
+      });
+      await expect.poll(() => own.liveProcesses).toBe(1);
+      const description = await own.describe('export default { name: "Waited" };');
+      expect(description.name).toBe("Waited");
+      expect(runDone).toBe(true);
+      expect((await running).error).toBeUndefined();
+    });
   });
 });
 
