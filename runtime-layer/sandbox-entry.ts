@@ -8,7 +8,8 @@
  * (`sandbox-protocol.ts`): `describe` (the host kills the child after the answer) and `invoke`
  * (the child stays and serves one source, many invocations at a time). What it sends in one tick
  * goes as one write. It says `ready` once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while
- * its event loop turns, `started` right before it runs an invocation's code and `exiting` when
+ * it has work and its event loop turns (every `SANDBOX_IDLE_HEARTBEAT_MS` when idle), `started`
+ * right before it runs an invocation's code and `exiting` when
  * that code ends the process: the host uses them to route around a blocked child and to tell
  * which invocation stopped it. It exits when the host goes away.
  */
@@ -38,6 +39,7 @@ import {
   pathRedactor,
   REQUEST_FD,
   SANDBOX_HEARTBEAT_MS,
+  SANDBOX_IDLE_HEARTBEAT_MS,
   type SandboxChildConfig,
   type SandboxMessage,
   type SandboxRequest,
@@ -71,6 +73,8 @@ function readConfig(): SandboxChildConfig {
 // Taken at start: component code running in this process may replace these later.
 const nextTick = process.nextTick.bind(process);
 const immediately = setImmediate;
+const every = setInterval;
+const stopEvery = clearInterval;
 const stringify = JSON.stringify;
 const byteLength = Buffer.byteLength;
 
@@ -141,6 +145,24 @@ function sendNow(message: SandboxMessage): void {
   flush();
 }
 
+/** Requests received and not answered yet: while there are any, the child beats often. */
+let inFlight = 0;
+let beats: NodeJS.Timeout | undefined;
+
+function beatEvery(ms: number): void {
+  if (beats !== undefined) stopEvery(beats);
+  beats = every(() => send({ type: "beat" }), ms);
+  // Unreferenced: the request channel keeps the child alive, and only as long as the host is there.
+  beats.unref();
+}
+
+function changeInFlight(delta: number): void {
+  const before = inFlight;
+  inFlight += delta;
+  if (before === 0 && inFlight > 0) beatEvery(SANDBOX_HEARTBEAT_MS);
+  else if (before > 0 && inFlight === 0) beatEvery(SANDBOX_IDLE_HEARTBEAT_MS);
+}
+
 /** Invocations the host took back before they started (see `CancelRequest`). */
 const cancelled = new Set<string>();
 const MAX_CANCELLED = 1000;
@@ -195,6 +217,7 @@ function evaluate(bundlePath: string): Promise<unknown> {
 }
 
 async function describe(request: DescribeRequest): Promise<void> {
+  changeInFlight(1);
   let reply: DescribeReply;
   try {
     reply = { ok: true, description: describeComponent(await loadComponent(request.bundlePath)) };
@@ -203,9 +226,19 @@ async function describe(request: DescribeRequest): Promise<void> {
     reply = { ok: false, error: { ...failure, message: redact(failure.message) } };
   }
   sendNow({ type: "described", requestId: request.requestId, ...reply });
+  changeInFlight(-1);
 }
 
 async function invoke(request: InvokeRequest): Promise<void> {
+  changeInFlight(1);
+  try {
+    await answer(request);
+  } finally {
+    changeInFlight(-1);
+  }
+}
+
+async function answer(request: InvokeRequest): Promise<void> {
   const { invocation } = request;
   const { invocationId } = invocation;
   const started = performance.now();
@@ -358,6 +391,5 @@ process.on("uncaughtException", onStrayError);
 process.on("unhandledRejection", onStrayError);
 guardProcess();
 listen();
-// Unreferenced: the request channel keeps the child alive, and only as long as the host is there.
-setInterval(() => send({ type: "beat" }), SANDBOX_HEARTBEAT_MS).unref();
+beatEvery(SANDBOX_IDLE_HEARTBEAT_MS);
 sendNow({ type: "ready" });

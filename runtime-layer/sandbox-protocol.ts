@@ -61,8 +61,10 @@ export interface ReadyMessage {
 }
 
 /**
- * Sent every {@link SANDBOX_HEARTBEAT_MS} while the child's event loop turns: a child the host
- * does not hear from for a few hundred milliseconds is blocked (a synchronous loop).
+ * Sent every {@link SANDBOX_HEARTBEAT_MS} while the child has work and its event loop turns: a
+ * busy child the host does not hear from for a few hundred milliseconds is blocked (a synchronous
+ * loop). An idle child beats every {@link SANDBOX_IDLE_HEARTBEAT_MS} only: a hundred idle children
+ * beating 20 times a second took a third of a core between them.
  */
 export interface BeatMessage {
   type: "beat";
@@ -102,8 +104,10 @@ export type SandboxMessage =
  */
 export const EVALUATING_HOOK = "sluice.sandbox.evaluating";
 
-/** How often a sandbox child says it is alive. */
+/** How often a sandbox child with work in flight says it is alive. */
 export const SANDBOX_HEARTBEAT_MS = 50;
+/** How often an idle sandbox child says it is alive (code left behind may still block it). */
+export const SANDBOX_IDLE_HEARTBEAT_MS = 1000;
 
 /** The child's descriptor the host writes requests to, and the one it reads the child's messages from. */
 export const REQUEST_FD = 3;

@@ -48,6 +48,12 @@ export const DEFAULT_BLOCKED_AFTER_MS = 300;
 /** A blocked child running no invocation of ours (code left behind by a finished one) is killed after this many. */
 const STRAY_AFTER_CHECKS = 30;
 /**
+ * An idle child beats only once a second (`SANDBOX_IDLE_HEARTBEAT_MS`): silent for this many
+ * checks, code left behind holds it, and it is killed. It is never taken for blocked while idle,
+ * so new work still goes to it (and moves if it does not start).
+ */
+const IDLE_SILENT_CHECKS = 50;
+/**
  * A message left unfinished for this many checks with nothing else heard is a violation. The
  * runtime writes each message whole and at once; the host reads between any two checks.
  */
@@ -198,7 +204,9 @@ export class SandboxOwnerProcess implements BudgetMember {
     }
     this.usedAt = performance.now();
     if (this.pending.size === 0) {
-      // Busy again: the reverse of what `remove` did when the last invocation left.
+      // Busy again: the reverse of what `remove` did when the last invocation left. The child
+      // beats often again from now on: its silence is counted afresh.
+      if (!this.isBlocked) this.silentChecks = 0;
       clearTimeout(this.idleTimer);
       this.setRef(true);
       this.options.budget.setIdle(this, false);
@@ -316,7 +324,7 @@ export class SandboxOwnerProcess implements BudgetMember {
     return suspect;
   }
 
-  /** Runs every CHECK_MS: a child silent for `blockedAfterMs` (in whole checks) is blocked. */
+  /** Runs every CHECK_MS: a busy child silent for `blockedAfterMs` (in whole checks) is blocked. */
   private check(): void {
     if (this.retired) return;
     if (this.heard || this.sandbox.unfinishedChars() === 0) this.unfinishedChecks = 0;
@@ -335,6 +343,10 @@ export class SandboxOwnerProcess implements BudgetMember {
       return;
     }
     this.silentChecks += 1;
+    if (this.pending.size === 0 && !this.isBlocked) {
+      if (this.silentChecks >= IDLE_SILENT_CHECKS) void this.kill("the sandbox process stayed blocked");
+      return;
+    }
     if (this.silentChecks === Math.max(1, Math.ceil(this.options.blockedAfterMs / CHECK_MS))) this.onBlocked();
     else if (this.silentChecks >= STRAY_AFTER_CHECKS && this.pending.size === 0)
       void this.kill("the sandbox process stayed blocked");
