@@ -87,6 +87,7 @@ const pause = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0,
  * gets EAGAIN, which is waited out too.
  */
 function writeAll(text: string): void {
+  lastWrite = performance.now();
   let bytes = Buffer.from(text);
   while (bytes.length > 0) {
     try {
@@ -148,10 +149,14 @@ function sendNow(message: SandboxMessage): void {
 /** Requests received and not answered yet: while there are any, the child beats often. */
 let inFlight = 0;
 let beats: NodeJS.Timeout | undefined;
+/** When the child last wrote to the host: any message says it is alive, so a beat is needed only after a silence. */
+let lastWrite = 0;
 
 function beatEvery(ms: number): void {
   if (beats !== undefined) stopEvery(beats);
-  beats = every(() => send({ type: "beat" }), ms);
+  beats = every(() => {
+    if (performance.now() - lastWrite >= ms / 2) send({ type: "beat" });
+  }, ms);
   // Unreferenced: the request channel keeps the child alive, and only as long as the host is there.
   beats.unref();
 }

@@ -77,7 +77,7 @@ const isAlive = (pid: number) => {
 
 /** A host of its own, so that the children counted are this test's. */
 async function withHost<T>(
-  options: { processes?: number; maxProcesses?: number; idleMs?: number; blockedAfterMs?: number },
+  options: { processes?: number; maxProcesses?: number; idleMs?: number; blockedAfterMs?: number; heapMb?: number },
   body: (pool: ProcessPoolHost) => Promise<T>,
 ) {
   const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
@@ -691,15 +691,38 @@ describe("ProcessPoolHost: what a child sends", () => {
   } };`;
 
   it("kills a child that sends a result for an invocation it has not started, and runs that one elsewhere", async () => {
-    await withHost({}, async (own) => {
-      const code = source("dc_early", FORGER);
+    // Block detection off: the forger holds its process while the victim is sent there.
+    await withHost({ blockedAfterMs: 60_000 }, async (own) => {
+      const code = source(
+        "dc_early",
+        `import { writeSync } from "node:fs";
+        export default {
+          props: { http: { type: "$.interface.http", customResponse: true } },
+          run(event = {}) {
+            if (event.forge) {
+              this.http.respond({ status: 200, body: "holding" });
+              const end = Date.now() + 1500;
+              while (Date.now() < end) {}
+              writeSync(4, JSON.stringify({ type: "result", result: { invocationId: event.forge, emits: [{ event: "forged" }] } }) + "\\n");
+            }
+            this.$emit({ pid: process.pid });
+          },
+        };`,
+      );
       const firstPid = pidIn(await own.invoke(code, invocation(code.sourceId)));
-      // Sent in one write: the first run's code forges the second's result before the second starts.
       const victim = invocation(code.sourceId);
-      const [forger, forged] = await Promise.all([
-        own.invoke(code, invocation(code.sourceId, { event: { forge: victim.invocationId } })),
-        own.invoke(code, victim),
-      ]);
+      let holding: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        holding = resolve;
+      });
+      const forging = own.invoke(
+        code,
+        invocation(code.sourceId, { ...CUSTOM_RESPONSE_PROPS, event: { forge: victim.invocationId } }),
+        { onRespond: () => holding() },
+      );
+      // The forger's code runs (and holds its process): the victim is sent there and cannot start.
+      await held;
+      const [forger, forged] = await Promise.all([forging, own.invoke(code, victim)]);
       expect(forger.error?.name).toBe("SandboxCrashError");
       expect(forger.error?.message).toMatch(/result for an invocation it had not started/);
       expect(forged.error).toBeUndefined();
@@ -729,6 +752,24 @@ describe("ProcessPoolHost: what a child sends", () => {
       expect(genuine.error).toBeUndefined();
       expect(events(genuine)).toEqual([{ pid: expect.any(Number) }]);
       expect(pidIn(genuine)).not.toBe(forgerPid);
+    });
+  });
+
+  it("ends a run whose result is over the frame limit with an error, and the child keeps serving", async () => {
+    await withHost({ heapMb: 256 }, async (own) => {
+      // 70 emits of 250,000 characters: each under the emit limit, together over 16 MiB.
+      const code = source(
+        "dc_large",
+        `export default { run(event = {}) {
+          if (event.large) for (let n = 0; n < 70; n++) this.$emit("x".repeat(250000));
+          this.$emit({ pid: process.pid });
+        } };`,
+      );
+      const pid = pidIn(await own.invoke(code, invocation(code.sourceId)));
+      const large = await own.invoke(code, invocation(code.sourceId, { event: { large: true } }));
+      expect(large.error?.name).toBe("ResultTooLargeError");
+      expect(large.emits).toEqual([]);
+      expect(pidIn(await own.invoke(code, invocation(code.sourceId)))).toBe(pid);
     });
   });
 

@@ -17,7 +17,7 @@
  * that only local mode has.
  */
 import { type ChildProcess, spawn } from "node:child_process";
-import { readdirSync, readFileSync } from "node:fs";
+import { fstatSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Readable, Writable } from "node:stream";
 import { z } from "zod";
@@ -199,33 +199,61 @@ export function parseMessage(line: string): SandboxMessage | string {
 /** The bits of /proc/<pid>/fdinfo's `flags:` (octal) that mean close-on-exec. */
 const O_CLOEXEC = 0o2000000;
 
+/** A descriptor found without close-on-exec, and what it was then. */
+interface Inherited {
+  readonly fd: number;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+let inherited: Inherited[] | undefined;
+
 /**
  * This process's descriptors above the child's own (0 to 4) that a child would inherit: those
- * without close-on-exec. Node opens everything with close-on-exec, so these came from whatever
- * started Sluice (a shell's `exec 9<file`, a supervisor's sockets). Read afresh before each start:
- * a stale list could name a number the child has since used for a descriptor of its own.
+ * without close-on-exec. Node and libuv open everything with close-on-exec, so these came from
+ * whatever started Sluice (a shell's `exec 40<file`, a supervisor's sockets): the full list is read
+ * once, from /proc, at the first start. Before each later start only those are checked again
+ * (still open, still the same file, still without close-on-exec): a stale number could name a
+ * descriptor the child opened for itself, and reading the flags of every descriptor at each start
+ * cost the server about 20 ms per start with a hundred children running.
  *
  * Linux only (/proc); elsewhere the list is empty and such descriptors reach the child.
  */
 export function leakedDescriptors(): number[] {
+  inherited ??= scanInherited();
+  inherited = inherited.filter((entry) => {
+    const now = inheritable(entry.fd);
+    return now !== undefined && now.dev === entry.dev && now.ino === entry.ino;
+  });
+  return inherited.map((entry) => entry.fd);
+}
+
+/** `fd` as a child would inherit it, or undefined when it is closed or has close-on-exec. */
+function inheritable(fd: number): Inherited | undefined {
+  try {
+    const flags = /^flags:\s+([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))?.[1];
+    if (flags === undefined || (Number.parseInt(flags, 8) & O_CLOEXEC) !== 0) return undefined;
+    const stat = fstatSync(fd);
+    return { fd, dev: stat.dev, ino: stat.ino };
+  } catch {
+    return undefined; // Closed (the descriptor readdir itself used is one).
+  }
+}
+
+function scanInherited(): Inherited[] {
   let names: string[];
   try {
     names = readdirSync("/proc/self/fd");
   } catch {
     return [];
   }
-  const leaked: number[] = [];
+  const found: Inherited[] = [];
   for (const name of names) {
     const fd = Number(name);
-    if (!(fd > MESSAGE_FD)) continue;
-    try {
-      const flags = /^flags:\s+([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${name}`, "utf8"))?.[1];
-      if (flags !== undefined && (Number.parseInt(flags, 8) & O_CLOEXEC) === 0) leaked.push(fd);
-    } catch {
-      // Closed meanwhile (the descriptor readdir itself used is one).
-    }
+    const entry = fd > MESSAGE_FD ? inheritable(fd) : undefined;
+    if (entry) found.push(entry);
   }
-  return leaked;
+  return found;
 }
 
 /** Whether the child has not exited yet. */
