@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
-import { HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
+import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
@@ -113,11 +113,6 @@ describe("fault: runaway components", () => {
       const page = await api("GET", `/sources/${runaway.id}/event_summaries?event_name=$errors`);
       expect(page.json.data, runaway.name).toHaveLength(1);
     }
-    const after = await fetch(healthy.endpoint, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ n: 21 }),
-    });
-    expect(await after.json()).toEqual({ n: 21, doubled: 42 });
+    expect(await askDoubler(healthy.endpoint, 21)).toEqual({ n: 21, doubled: 42 });
   }, 60_000);
 });

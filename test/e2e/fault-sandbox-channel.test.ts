@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
-import { HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
+import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
 
@@ -121,12 +121,7 @@ describe("fault: a component writes to its sandbox's channels", () => {
     // Each bad run failed once, and the server that answered them is the one that started.
     for (const each of bad) expect(await errorsOf(each.id), each.name).toHaveLength(1);
     expect([sluice.child.pid, sluice.child.exitCode]).toEqual([serverPid, null]);
-    const after = await fetch(healthy.endpoint, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ n: 21 }),
-    });
-    expect(await after.json()).toEqual({ n: 21, doubled: 42 });
+    expect(await askDoubler(healthy.endpoint, 21)).toEqual({ n: 21, doubled: 42 });
   }, 120_000);
 
   it("answers 400 to a component whose top-level code writes to the channels while it is described", async () => {

@@ -15,6 +15,16 @@ export default {
 };
 `;
 
+/** POSTs `{n}` to the Doubler's endpoint once and returns the parsed answer. */
+export async function askDoubler(endpoint: string, n: number): Promise<unknown> {
+  const response = await fetch(endpoint, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ n }),
+  });
+  return response.json();
+}
+
 export interface Traffic {
   /** Healthy requests answered so far, and those whose answer was wrong (with what came back). */
   answered: number;
