@@ -8,13 +8,15 @@ import { runSluice, type SluiceProcess, startSluice } from "../support/local-pro
  * Issue 12's fault test "a component writes to its sandbox's channels", against `npm start`.
  * Component code runs in a sandbox child that talks to the server over two pipes (fd 3 and 4);
  * the code can write anything to them. Tenant one's healthy source answers requests throughout,
- * while tenant two's sources write garbage, partial, huge, malformed and forged messages (from a
- * run, from a timer run every second, and from top-level code while the component is described).
+ * while tenant two's sources write garbage, partial, unfinished, huge, malformed and forged
+ * messages (from a run, from a timer run every second, and from top-level code while the
+ * component is described).
  * The server stays up, each bad run is recorded on its own `$errors` channel, a forged result for
  * an invocation that is not in flight changes nothing, and every healthy request gets its answer.
  */
 
-const TIMEOUT_MS = 2000;
+/** Longer than the 3 s after which an unfinished message kills its child, so the two are told apart. */
+const TIMEOUT_MS = 10_000;
 
 /** A source whose run does `write` and stays a moment (the server reads its two pipes apart). */
 const writer = (name: string, write: string, extra = "") => `
@@ -40,6 +42,8 @@ const BAD_WRITES = [
   { name: "Huge", write: 'writeSync(4, "x".repeat(17 * 1024 * 1024))', message: /longer than/ },
   { name: "Malformed", write: 'writeSync(4, \'{"type":"result","result":5}\\n\')', message: /malformed result/ },
   { name: "Unknown", write: 'writeSync(4, \'{"type":"shutdown"}\\n\')', message: /no known type/ },
+  // A line never finished: the loop keeps the runtime from writing anything after it.
+  { name: "Unfinished", write: 'writeSync(4, \'{"type":"be\'); while (true) {}', message: /left a message unfinished/ },
 ] as const;
 
 /** A valid result for an invocation that is in flight nowhere (taken for nothing), then a genuine emit. */
