@@ -71,6 +71,11 @@ export class SandboxBudget {
     this.serve();
   }
 
+  /** `waiter` needs no slot any more. */
+  unwait(waiter: BudgetWaiter): void {
+    this.waiters.delete(waiter);
+  }
+
   isWaiting(waiter: BudgetWaiter): boolean {
     return this.waiters.has(waiter);
   }

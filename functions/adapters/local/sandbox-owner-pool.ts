@@ -173,6 +173,9 @@ export class SandboxOwnerPool implements BudgetWaiter {
     const held = this.held;
     this.held = [];
     for (const task of held) this.dispatch(task);
+    // Served by a child of its own after all: a waiter left in the budget would drain another
+    // source's process for nothing.
+    if (this.held.length === 0) this.options.budget.unwait(this);
     // Nothing could take them, nothing is starting or running that could, and the budget did
     // not make them wait: no child can start.
     if (this.held.length > 0 && this.children.length === 0 && !this.options.budget.isWaiting(this)) {

@@ -96,6 +96,17 @@ describe("SandboxBudget: the bound on live sandbox processes", () => {
     expect(granted).toEqual(["c"]);
   });
 
+  it("grants nothing to a waiter that no longer waits", () => {
+    const budget = new SandboxBudget(1);
+    const busy = new FakeMember("busy", budget, 1);
+    let granted = 0;
+    const waiter = { granted: () => granted++ };
+    budget.wait(waiter);
+    budget.unwait(waiter);
+    busy.finish();
+    expect([busy.reaped, granted, budget.isWaiting(waiter)]).toEqual([true, 0, false]);
+  });
+
   it("leases slots to describes, waiting when none is free", async () => {
     const budget = new SandboxBudget(1);
     const release = await budget.lease();
