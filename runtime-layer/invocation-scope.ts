@@ -1,9 +1,9 @@
 /**
  * Process-wide hooks that route what component code does through globals (console output,
  * `process.env.PD_COMPONENT`, errors nobody catches) to the invocation it belongs to. One process
- * may run several invocations at once (the local sandbox runs every source of an owner in one
- * child), so the current invocation is found with AsyncLocalStorage, which follows timers,
- * promises and callbacks started inside it.
+ * may run several invocations at once (a local sandbox child runs many runs of its source), so the
+ * current invocation is found with AsyncLocalStorage, which follows timers, promises and callbacks
+ * started inside it.
  */
 import { AsyncLocalStorage } from "node:async_hooks";
 import { format } from "node:util";

@@ -1,23 +1,30 @@
 /**
  * The program a sandbox child process runs. The host (`functions/adapters/local/process-pool-host.ts`)
- * bundles this file to plain JS and forks it under Node's permission model, with read access to
- * this file's folder and one owner's bundle folder only, and an empty environment.
+ * bundles this file to plain JS and spawns it under Node's permission model, with read access to
+ * this file's folder and one bundle folder only (one source's, or one describe's), an empty
+ * environment, and one JSON argument ({@link SandboxChildConfig}).
  *
- * One child serves many requests at once over IPC (JSON): `describe` (the host kills the child after
- * the answer) and `invoke`/`invokes` (the child stays and serves sources of one owner; an owner may
- * have a few such children). What it sends in one tick goes as one `batch` message. It says `ready`
- * once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while its
- * event loop turns, `started` right before it runs an invocation's code and `exiting` when that
- * code ends the process: the host uses them to route around a blocked child and to tell which
- * invocation stopped it. It exits when the host goes away.
+ * It reads requests as lines of JSON on fd 3 and writes its messages as lines on fd 4
+ * (`sandbox-protocol.ts`): `describe` (the host kills the child after the answer) and `invoke`
+ * (the child stays and serves one source, many invocations at a time). What it sends in one tick
+ * goes as one write. It says `ready` once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while
+ * it has work and its event loop turns (every `SANDBOX_IDLE_HEARTBEAT_MS` when idle), `started`
+ * right before it runs an invocation's code and `exiting` when
+ * that code ends the process: the host uses them to route around a blocked child and to tell
+ * which invocation stopped it. It exits when the host goes away.
  */
+import { closeSync, writeSync } from "node:fs";
+import { syncBuiltinESMExports } from "node:module";
+import { Socket } from "node:net";
+import os from "node:os";
 import { pathToFileURL } from "node:url";
 import { describeComponent } from "./describe-component.ts";
-import type { InvocationResult } from "./protocol.ts";
+import type { ErrorRecord, InvocationResult, LogRecord } from "./protocol.ts";
 import {
   componentExport,
   currentInvocationId,
   failCurrentInvocation,
+  failedResult,
   loadFailureResult,
   runInvocation,
 } from "./run-invocation.ts";
@@ -26,28 +33,88 @@ import {
   type DescribeRequest,
   EVALUATING_HOOK,
   type InvokeRequest,
+  LineDecoder,
+  MAX_MESSAGE_BYTES,
+  MESSAGE_FD,
+  pathRedactor,
+  REQUEST_FD,
   SANDBOX_HEARTBEAT_MS,
+  SANDBOX_IDLE_HEARTBEAT_MS,
+  type SandboxChildConfig,
   type SandboxMessage,
   type SandboxRequest,
   toLoadFailure,
 } from "./sandbox-protocol.ts";
 
-// Taken at start: component code running in this process may replace `process.send` later.
-const post: (message: SandboxMessage) => void = (() => {
-  const original = process.send?.bind(process);
-  return (message: SandboxMessage) => {
-    if (!original || !process.connected) return;
-    original(message, undefined, {}, () => {
-      // The host went away; `disconnect` ends this process.
-    });
-  };
-})();
-// Taken at start too, for the same reason.
+const config = readConfig();
+// First, before any component code can run: descriptors the host leaked to this process (its own,
+// inherited without close-on-exec from whatever started it) are not the component's to read.
+for (const fd of config.close) {
+  try {
+    closeSync(fd);
+  } catch {
+    // Already closed.
+  }
+}
+const redact = pathRedactor(config.redact);
+
+function readConfig(): SandboxChildConfig {
+  try {
+    const parsed = JSON.parse(process.argv[2] ?? "{}") as Partial<SandboxChildConfig>;
+    return {
+      close: Array.isArray(parsed.close) ? parsed.close.filter((fd) => Number.isInteger(fd) && fd > MESSAGE_FD) : [],
+      redact: Array.isArray(parsed.redact) ? parsed.redact.filter((path) => typeof path === "string") : [],
+    };
+  } catch {
+    return { close: [], redact: [] };
+  }
+}
+
+// Taken at start: component code running in this process may replace these later.
 const nextTick = process.nextTick.bind(process);
 const immediately = setImmediate;
+const every = setInterval;
+const stopEvery = clearInterval;
+const stringify = JSON.stringify;
+const byteLength = Buffer.byteLength;
+
+/** Waits ~1 ms without the event loop (a write that found the pipe full, see `writeAll`). */
+const pause = () => Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 1);
 
 /**
- * Messages of this tick not written yet. They go out as one message at the end of the tick, or
+ * Writes `text` to the host before returning. fd 4 is a blocking socket, so a write waits while the
+ * host has not read what came before; code that made it non-blocking (by opening a socket on it)
+ * gets EAGAIN, which is waited out too.
+ */
+function writeAll(text: string): void {
+  lastWrite = performance.now();
+  let bytes = Buffer.from(text);
+  while (bytes.length > 0) {
+    try {
+      bytes = bytes.subarray(writeSync(MESSAGE_FD, bytes));
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== "EAGAIN") return; // The host went away.
+      pause();
+    }
+  }
+}
+
+/** One message as its line; a result too large for the host is replaced by its error. */
+function lineOf(message: SandboxMessage): string {
+  const line = stringify(message);
+  // A UTF-8 encoding has at most 3 bytes per UTF-16 unit: the exact count only when it matters.
+  if (line.length * 3 <= MAX_MESSAGE_BYTES || byteLength(line) <= MAX_MESSAGE_BYTES) return `${line}\n`;
+  if (message.type !== "result") return "";
+  const error: ErrorRecord = {
+    name: "ResultTooLargeError",
+    message: `the invocation's result is over ${MAX_MESSAGE_BYTES / 1024 / 1024} MiB (emits, logs and db writes together)`,
+    ts: Date.now(),
+  };
+  return `${stringify({ type: "result", result: failedResult(message.result.invocationId, error, message.result.durationMs) })}\n`;
+}
+
+/**
+ * Messages of this tick not written yet. They go out as one write at the end of the tick, or
  * sooner, in front of a `started` or `exiting`: nothing queued waits while code of an invocation
  * runs that may block or end the process. What a crash in between loses (a result queued in the
  * same tick) is run again elsewhere by the host.
@@ -60,7 +127,9 @@ function flush(): void {
   if (queued.length === 0) return;
   const messages = queued;
   queued = [];
-  post(messages.length === 1 ? (messages[0] as SandboxMessage) : { type: "batch", messages });
+  let text = "";
+  for (const message of messages) text += lineOf(message);
+  writeAll(text);
 }
 
 /** Queues `message` for the end of this tick. */
@@ -77,10 +146,26 @@ function sendNow(message: SandboxMessage): void {
   flush();
 }
 
-/** Writes `message` as a message of its own (`ready`, `described`). */
-function sendAlone(message: SandboxMessage): void {
-  flush();
-  post(message);
+/** Requests received and not answered yet: while there are any, the child beats often. */
+let inFlight = 0;
+let beats: NodeJS.Timeout | undefined;
+/** When the child last wrote to the host: any message says it is alive, so a beat is needed only after a silence. */
+let lastWrite = 0;
+
+function beatEvery(ms: number): void {
+  if (beats !== undefined) stopEvery(beats);
+  beats = every(() => {
+    if (performance.now() - lastWrite >= ms / 2) send({ type: "beat" });
+  }, ms);
+  // Unreferenced: the request channel keeps the child alive, and only as long as the host is there.
+  beats.unref();
+}
+
+function changeInFlight(delta: number): void {
+  const before = inFlight;
+  inFlight += delta;
+  if (before === 0 && inFlight > 0) beatEvery(SANDBOX_HEARTBEAT_MS);
+  else if (before > 0 && inFlight === 0) beatEvery(SANDBOX_IDLE_HEARTBEAT_MS);
 }
 
 /** Invocations the host took back before they started (see `CancelRequest`). */
@@ -137,20 +222,33 @@ function evaluate(bundlePath: string): Promise<unknown> {
 }
 
 async function describe(request: DescribeRequest): Promise<void> {
+  changeInFlight(1);
   let reply: DescribeReply;
   try {
     reply = { ok: true, description: describeComponent(await loadComponent(request.bundlePath)) };
   } catch (error) {
-    reply = { ok: false, error: toLoadFailure(error) };
+    const failure = toLoadFailure(error);
+    reply = { ok: false, error: { ...failure, message: redact(failure.message) } };
   }
-  sendAlone({ type: "described", requestId: request.requestId, ...reply });
+  sendNow({ type: "described", requestId: request.requestId, ...reply });
+  changeInFlight(-1);
 }
 
 async function invoke(request: InvokeRequest): Promise<void> {
+  changeInFlight(1);
+  try {
+    await answer(request);
+  } finally {
+    changeInFlight(-1);
+  }
+}
+
+async function answer(request: InvokeRequest): Promise<void> {
   const { invocation } = request;
   const { invocationId } = invocation;
   const started = performance.now();
   let result: InvocationResult;
+  let running = false;
   try {
     // A first load evaluates the module's top level: that is code of this invocation too.
     const component = await loadComponent(request.bundlePath, invocationId);
@@ -158,6 +256,7 @@ async function invoke(request: InvokeRequest): Promise<void> {
     if (cancelled.delete(invocationId)) return;
     // Sent last before the code runs (other invocations may have started while this one loaded).
     sendNow({ type: "started", invocationId });
+    running = true;
     result = await runInvocation(component, invocation, {
       // At once: the code may go on to block its process, and the caller has its answer then.
       onRespond: (response) => sendNow({ type: "respond", invocationId, response }),
@@ -166,7 +265,26 @@ async function invoke(request: InvokeRequest): Promise<void> {
     result = loadFailureResult(invocationId, error, performance.now() - started);
   }
   cancelled.delete(invocationId);
-  send({ type: "result", result });
+  // The host takes a result only after its `started`: a load that failed before the bundle's code
+  // ran (or a cached failure) says so now, in the same write.
+  if (!running) send({ type: "started", invocationId });
+  send({ type: "result", result: redacted(result) });
+}
+
+/** The result without the server's paths in its error and logs (stacks name `component.ts`). */
+function redacted(result: InvocationResult): InvocationResult {
+  if (result.error) result.error = redactError(result.error);
+  for (const [index, log] of result.logs.entries()) {
+    const message = redact(log.message);
+    if (message !== log.message) result.logs[index] = { ...log, message } satisfies LogRecord;
+  }
+  return result;
+}
+
+function redactError(error: ErrorRecord): ErrorRecord {
+  const clean: ErrorRecord = { ...error, message: redact(error.message) };
+  if (error.stack !== undefined) clean.stack = redact(error.stack);
+  return clean;
 }
 
 /** libuv's EPERM, which `process.kill` turns into an `EPERM` error. */
@@ -177,9 +295,11 @@ const UV_EPERM = -1;
  * that invocation alone and runs the others again elsewhere. Code can still end the process in ways
  * not seen here (running out of memory, a native crash); the host then guesses (the `started` order).
  *
- * Signals go to this process only: Node's permission model does not cover `process.kill`, and the
- * parent (Sluice itself) and its process group must be out of reach. `process.kill` sends through
- * `process._kill`, which answers an errno; EPERM makes it throw `kill EPERM`.
+ * Signals and priorities concern this process only: Node's permission model covers neither
+ * `process.kill` nor `os.setPriority`, and the parent (Sluice itself) and its process group must be
+ * out of reach. `process.kill` sends through `process._kill`, which answers an errno; EPERM makes it
+ * throw `kill EPERM`. `process.binding('os')`, the other way to the priority calls, is closed by
+ * the permission model.
  */
 function guardProcess(): void {
   const reportExit = () => {
@@ -202,6 +322,28 @@ function guardProcess(): void {
     if (signal !== 0) reportExit();
     return kill(pid, signal);
   };
+  guardPriority();
+}
+
+/** `os.setPriority` and `os.getPriority` of this process only (pid omitted, 0 or its own). */
+function guardPriority(): void {
+  const { setPriority, getPriority } = os;
+  const refuse = (call: string, pid: unknown) => {
+    const error = new Error(`${call} EPERM: a sandbox process may only use its own priority (pid ${String(pid)})`);
+    return Object.assign(error, { code: "EPERM", syscall: call });
+  };
+  const isOwn = (pid: unknown) => pid === undefined || pid === 0 || pid === process.pid;
+  os.setPriority = ((pid: unknown, priority?: unknown) => {
+    if (priority === undefined) return setPriority(pid as number);
+    if (!isOwn(pid)) throw refuse("setPriority", pid);
+    return setPriority(0, priority as number);
+  }) as typeof os.setPriority;
+  os.getPriority = ((pid?: unknown) => {
+    if (!isOwn(pid)) throw refuse("getPriority", pid);
+    return getPriority(0);
+  }) as typeof os.getPriority;
+  // `import { setPriority } from "node:os"` reads the ES module's own copies of the exports.
+  syncBuiltinESMExports();
 }
 
 function onStrayError(thrown: unknown): void {
@@ -211,26 +353,21 @@ function onStrayError(thrown: unknown): void {
     return;
   }
   // Not attributable (a late callback of a finished invocation, or module top-level code):
-  // logged, and the child keeps serving the other sources.
-  process.stderr.write(`sluice sandbox: uncaught error outside any invocation: ${String(thrown)}\n`);
+  // logged, and the child keeps serving its source.
+  process.stderr.write(`sluice sandbox: uncaught error outside any invocation: ${redact(String(thrown))}\n`);
 }
 
-function startInvocation(request: Partial<InvokeRequest> | null): void {
-  if (typeof request?.bundlePath === "string" && request.invocation) void invoke(request as InvokeRequest);
-  else process.stderr.write("sluice sandbox: malformed invocation\n");
-}
-
-process.on("uncaughtException", onStrayError);
-process.on("unhandledRejection", onStrayError);
-process.on("disconnect", () => process.exit(0));
-process.on("message", (message: unknown) => {
-  const request = message as Partial<SandboxRequest> | null;
+function onRequest(line: string): void {
+  let request: Partial<SandboxRequest> | null;
+  try {
+    request = JSON.parse(line) as Partial<SandboxRequest> | null;
+  } catch {
+    request = null;
+  }
   if (request?.type === "describe" && typeof request.requestId === "string" && typeof request.bundlePath === "string") {
     void describe(request as DescribeRequest);
-  } else if (request?.type === "invoke") {
-    startInvocation(request);
-  } else if (request?.type === "invokes" && Array.isArray(request.requests)) {
-    for (const each of request.requests as unknown[]) startInvocation(each as Partial<InvokeRequest> | null);
+  } else if (request?.type === "invoke" && typeof request.bundlePath === "string" && request.invocation) {
+    void invoke(request as InvokeRequest);
   } else if (request?.type === "cancel" && typeof request.invocationId === "string") {
     // Bounded: a cancel that comes after its invocation ended is never taken out again.
     if (cancelled.size >= MAX_CANCELLED) cancelled.delete(cancelled.values().next().value as string);
@@ -238,8 +375,26 @@ process.on("message", (message: unknown) => {
   } else {
     process.stderr.write("sluice sandbox: unknown request\n");
   }
-});
+}
+
+function listen(): void {
+  // The host is trusted: no limit on what it sends.
+  const decoder = new LineDecoder(Number.POSITIVE_INFINITY);
+  const requests = new Socket({ fd: REQUEST_FD, readable: true, writable: false });
+  requests.setEncoding("utf8");
+  requests.on("data", (chunk: string) => {
+    for (const line of decoder.push(chunk)) onRequest(line);
+  });
+  // The host went away (or code closed the channel): nothing more will come.
+  const leave = () => process.exit(0);
+  requests.on("end", leave);
+  requests.on("close", leave);
+  requests.on("error", leave);
+}
+
+process.on("uncaughtException", onStrayError);
+process.on("unhandledRejection", onStrayError);
 guardProcess();
-// Unreferenced: the IPC channel keeps the child alive, and only as long as the host is there.
-setInterval(() => send({ type: "beat" }), SANDBOX_HEARTBEAT_MS).unref();
-sendAlone({ type: "ready" });
+listen();
+beatEvery(SANDBOX_IDLE_HEARTBEAT_MS);
+sendNow({ type: "ready" });

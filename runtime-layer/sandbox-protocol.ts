@@ -1,10 +1,17 @@
 /**
  * Messages between the local host (`functions/adapters/local/process-pool-host.ts`) and its sandbox
- * children (`sandbox-entry.ts`), as JSON over the IPC channel. No side effects: the host imports it.
+ * children (`sandbox-entry.ts`), and how they travel. No side effects: the host imports it.
  *
- * Each IPC message costs a write on one side and a read, a parse and an event on the other, whatever
- * its size: both sides send what one tick produced as one message (`InvokeBatch`, `BatchMessage`).
+ * The channel is two plain pipes, not Node's IPC: the host writes requests on the child's fd 3 and
+ * reads the child's messages from its fd 4, as newline-delimited JSON, one message per line (JSON
+ * text has no raw newline). Component code runs in the child and can write anything to either
+ * descriptor, so the host reads fd 4 with a frame limit ({@link MAX_MESSAGE_BYTES}) and a guarded
+ * parse, and takes anything malformed as the child breaking the protocol (it is killed).
+ *
+ * Each write costs a system call on one side and a read on the other whatever its size: both
+ * sides write what one tick produced as one write of several lines.
  */
+import { pathToFileURL } from "node:url";
 import type { ComponentDescription } from "./describe-component.ts";
 import type { Invocation, InvocationResult, RespondMessage } from "./protocol.ts";
 
@@ -31,13 +38,7 @@ export interface CancelRequest {
   invocationId: string;
 }
 
-/** Invocations the host sent in one tick, to start in this order. */
-export interface InvokeBatch {
-  type: "invokes";
-  requests: InvokeRequest[];
-}
-
-export type SandboxRequest = DescribeRequest | InvokeRequest | InvokeBatch | CancelRequest;
+export type SandboxRequest = DescribeRequest | InvokeRequest | CancelRequest;
 
 /** Why a component could not be evaluated; `line`/`column` are positions in the user's source. */
 export interface LoadFailure {
@@ -60,8 +61,10 @@ export interface ReadyMessage {
 }
 
 /**
- * Sent every {@link SANDBOX_HEARTBEAT_MS} while the child's event loop turns: a child the host
- * does not hear from for a few hundred milliseconds is blocked (a synchronous loop).
+ * Sent every {@link SANDBOX_HEARTBEAT_MS} while the child has work and its event loop turns: a
+ * busy child the host does not hear from for a few hundred milliseconds is blocked (a synchronous
+ * loop). An idle child beats every {@link SANDBOX_IDLE_HEARTBEAT_MS} only: a hundred idle children
+ * beating 20 times a second took a third of a core between them.
  */
 export interface BeatMessage {
   type: "beat";
@@ -71,6 +74,7 @@ export interface BeatMessage {
  * Sent synchronously right before the child runs code of an invocation (its run, or the first
  * load of its bundle), together with whatever else the child had queued. The invocation the child
  * started last is the one whose code is likeliest to be running when the child blocks or dies.
+ * Every `result` comes after its invocation's `started` (a load failure sends both at once).
  */
 export interface StartedMessage {
   type: "started";
@@ -83,18 +87,8 @@ export interface ExitingMessage {
   invocationId: string;
 }
 
-/**
- * Messages of one tick of the child, in the order they happened. `ready` and `described` always
- * travel alone (a describing host looks for them by type).
- */
-export interface BatchMessage {
-  type: "batch";
-  messages: SandboxMessage[];
-}
-
 /** Everything the child sends; `respond` comes before the `result` of the same invocation. */
 export type SandboxMessage =
-  | BatchMessage
   | ReadyMessage
   | BeatMessage
   | StartedMessage
@@ -110,8 +104,95 @@ export type SandboxMessage =
  */
 export const EVALUATING_HOOK = "sluice.sandbox.evaluating";
 
-/** How often a sandbox child says it is alive. */
+/** How often a sandbox child with work in flight says it is alive. */
 export const SANDBOX_HEARTBEAT_MS = 50;
+/** How often an idle sandbox child says it is alive (code left behind may still block it). */
+export const SANDBOX_IDLE_HEARTBEAT_MS = 1000;
+
+/** The child's descriptor the host writes requests to, and the one it reads the child's messages from. */
+export const REQUEST_FD = 3;
+export const MESSAGE_FD = 4;
+
+/**
+ * The largest message a child may send, in bytes of its line. A result over it is replaced by an
+ * error in the child; a longer line reaching the host is the child breaking the protocol. Bounds
+ * what the host buffers per child.
+ */
+export const MAX_MESSAGE_BYTES = 16 * 1024 * 1024;
+
+/** What the host tells a child on its command line (one JSON argument). */
+export interface SandboxChildConfig {
+  /**
+   * Descriptors the child inherited that it must not keep: the host's own descriptors without
+   * close-on-exec. Closed before anything else runs.
+   */
+  close: number[];
+  /** Folders whose absolute paths are taken out of stacks and messages the child sends. */
+  redact: string[];
+}
+
+/**
+ * Splits a stream of text into lines (without their `\n`), at most `maxChars` characters each.
+ * Fed with strings decoded by the stream (a UTF-8 character split between two chunks arrives
+ * whole); a UTF-8 character takes at least one byte per UTF-16 unit, so a line of at most
+ * {@link MAX_MESSAGE_BYTES} bytes is at most that many characters.
+ */
+export class LineDecoder {
+  private partial = "";
+
+  constructor(private readonly maxChars: number) {}
+
+  /** Characters received of a line not finished yet. */
+  get pendingChars(): number {
+    return this.partial.length;
+  }
+
+  /**
+   * The lines `chunk` finishes, in order.
+   * @throws RangeError when a line grows over the limit; the decoder must not be used again.
+   */
+  push(chunk: string): string[] {
+    const lines: string[] = [];
+    let start = 0;
+    let end = chunk.indexOf("\n");
+    while (end >= 0) {
+      const line = start === 0 && this.partial !== "" ? this.partial + chunk.slice(0, end) : chunk.slice(start, end);
+      if (start === 0) this.partial = "";
+      if (line.length > this.maxChars) throw tooLong(this.maxChars);
+      lines.push(line);
+      start = end + 1;
+      end = chunk.indexOf("\n", start);
+    }
+    if (start < chunk.length) {
+      if (this.partial.length + chunk.length - start > this.maxChars) throw tooLong(this.maxChars);
+      this.partial += start === 0 ? chunk : chunk.slice(start);
+    }
+    return lines;
+  }
+}
+
+const tooLong = (maxChars: number) => new RangeError(`a message longer than ${maxChars} bytes`);
+
+/**
+ * A function that takes the absolute paths of `folders` out of a text (a stack, an error message):
+ * `file:///data/sandbox/sources/dc_x/<sha256>/component.ts:3:7` becomes `component.ts:3:7`, and
+ * `/data/sandbox/runtime/sandbox-entry.mjs` becomes `sandbox-entry.mjs`. A content hash right
+ * below a folder goes too. The server's paths (its data dir) are nobody's business.
+ */
+export function pathRedactor(folders: readonly string[]): (text: string) => string {
+  const prefixes = folders
+    .map((folder) => folder.replace(/\/+$/, ""))
+    .filter((folder) => folder.length > 1)
+    .sort((a, b) => b.length - a.length);
+  if (prefixes.length === 0) return (text) => text;
+  const alternatives = [
+    ...new Set(prefixes.flatMap((folder) => [pathToFileURL(folder).href, `file://${folder}`, folder])),
+  ];
+  const pattern = new RegExp(`(?:${alternatives.map(escapeRegExp).join("|")})/(?:[0-9a-f]{64}/)?`, "g");
+  return (text) => (alternatives.some((prefix) => text.includes(prefix)) ? text.replace(pattern, "") : text);
+}
+
+const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
  * The host bundles the user's code with an inline sourcemap and starts the child with

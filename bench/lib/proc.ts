@@ -48,6 +48,16 @@ export function parseVmRssBytes(statusText: string): number {
   return match ? Number(match[1]) * 1024 : 0;
 }
 
+/**
+ * `Pss` of a `/proc/<pid>/smaps_rollup` text, in bytes (0 when absent): resident memory with each
+ * page shared by n processes counted 1/n in each, so that a sum over processes counts a shared page
+ * once (the Node binary's pages, which every sandbox child maps).
+ */
+export function parsePssBytes(smapsRollupText: string): number {
+  const match = /^Pss:\s+(\d+)\s*kB/m.exec(smapsRollupText);
+  return match ? Number(match[1]) * 1024 : 0;
+}
+
 /** `root` and every process below it, from a snapshot of all processes; root first, then breadth first. */
 export function descendantsOf(root: number, all: readonly Pick<ProcStat, "pid" | "ppid">[]): number[] {
   const children = new Map<number, number[]>();
@@ -69,6 +79,8 @@ export function descendantsOf(root: number, all: readonly Pick<ProcStat, "pid" |
 /** One process of a tree at one moment. */
 export interface ProcSample extends ProcStat {
   rssBytes: number;
+  /** Read only when asked (`readTree(root, { pss: true })`): the kernel walks the page tables for it. */
+  pssBytes?: number;
   /** A short label: `server`, `sandbox`, `esbuild`, or the command name. */
   role: string;
 }
@@ -84,6 +96,10 @@ export function roleOf(pid: number, root: number, cmdline: string, comm: string)
 /** Total resident memory of the samples, in bytes. */
 export const totalRss = (samples: readonly Pick<ProcSample, "rssBytes">[]) =>
   samples.reduce((sum, sample) => sum + sample.rssBytes, 0);
+
+/** Total proportional memory of the samples (read with `pss: true`), in bytes. */
+export const totalPss = (samples: readonly Pick<ProcSample, "pssBytes">[]) =>
+  samples.reduce((sum, sample) => sum + (sample.pssBytes ?? 0), 0);
 
 /** CPU ms a process used between two samples of the same tree, by role (processes new since count in full). */
 export function cpuMsByRole(
@@ -102,8 +118,11 @@ export function cpuMsByRole(
   return byRole;
 }
 
-/** Reads every process below (and including) `root`. Processes that vanish meanwhile are skipped. */
-export async function readTree(root: number): Promise<ProcSample[]> {
+/**
+ * Reads every process below (and including) `root`, with its PSS when `pss` is set. Processes
+ * that vanish meanwhile are skipped.
+ */
+export async function readTree(root: number, { pss = false } = {}): Promise<ProcSample[]> {
   const names = await readdir("/proc");
   const stats: ProcStat[] = [];
   await Promise.all(
@@ -119,14 +138,16 @@ export async function readTree(root: number): Promise<ProcSample[]> {
   const samples: ProcSample[] = [];
   for (const pid of descendantsOf(root, stats)) {
     try {
-      const [status, cmdline] = await Promise.all([
+      const [status, cmdline, rollup] = await Promise.all([
         readFile(`/proc/${pid}/status`, "utf8"),
         readFile(`/proc/${pid}/cmdline`, "utf8"),
+        pss ? readFile(`/proc/${pid}/smaps_rollup`, "utf8") : undefined,
       ]);
       const stat = byPid.get(pid) as ProcStat;
       samples.push({
         ...stat,
         rssBytes: parseVmRssBytes(status),
+        ...(rollup === undefined ? {} : { pssBytes: parsePssBytes(rollup) }),
         role: roleOf(pid, root, cmdline.replaceAll("\0", " "), stat.comm),
       });
     } catch {}

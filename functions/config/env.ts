@@ -33,7 +33,7 @@ export const ENV = {
   sandboxHeapMb: "SLUICE_SANDBOX_HEAP_MB",
   /** Local mode: idle sandbox processes are stopped after this many milliseconds. */
   sandboxIdleMs: "SLUICE_SANDBOX_IDLE_MS",
-  /** Local mode: sandbox processes per workspace at most (default: the number of cores, 2 to 4). */
+  /** Local mode: sandbox processes per source at most (default 1). */
   sandboxProcesses: "SLUICE_SANDBOX_PROCESSES",
   /** npm registry that component packages are installed from (default: npm's own configuration). */
   npmRegistry: "SLUICE_NPM_REGISTRY",
@@ -68,6 +68,8 @@ export const ENV = {
   maxEmitBytesPerRun: "SLUICE_MAX_EMIT_BYTES_PER_RUN",
   /** Local mode: the data file stops growing at this many MiB (0: no cap); writes past it answer 503 as on a full disk. */
   databaseMaxMb: "SLUICE_DATABASE_MAX_MB",
+  /** Local mode: live sandbox processes of all sources at most (default: one per 64 MiB of memory, 8 to 256). */
+  sandboxMaxProcesses: "SLUICE_SANDBOX_MAX_PROCESSES",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -143,8 +145,10 @@ export interface LocalRuntimeConfig {
   invocationTimeoutMs: number;
   sandboxHeapMb: number;
   sandboxIdleMs: number;
-  /** Undefined: the host's default (one per core, 2 to 4). */
+  /** Per source; undefined: the host's default (1). */
   sandboxProcesses: number | undefined;
+  /** Of all sources; undefined: the host's default (one per 64 MiB of memory, 8 to 256). */
+  sandboxMaxProcesses: number | undefined;
   npmRegistry: string | undefined;
   /** Whether `component_url` may be fetched from loopback and private addresses. */
   componentUrlAllowPrivate: boolean;
@@ -187,6 +191,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.sandboxHeapMb]: z.coerce.number().int().min(16).max(16_384).default(128),
       [ENV.sandboxIdleMs]: z.coerce.number().int().min(100).default(60_000),
       [ENV.sandboxProcesses]: z.coerce.number().int().min(1).max(64).optional(),
+      [ENV.sandboxMaxProcesses]: z.coerce.number().int().min(1).max(4096).optional(),
       [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),
       [ENV.eventRetentionDays]: count.default(30),
       [ENV.eventRetentionPerChannel]: count.default(0),
@@ -216,6 +221,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxHeapMb: parsed[ENV.sandboxHeapMb] as number,
       sandboxIdleMs: parsed[ENV.sandboxIdleMs] as number,
       sandboxProcesses: parsed[ENV.sandboxProcesses] as number | undefined,
+      sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
       emitLimits: emitLimitsFrom(parsed),

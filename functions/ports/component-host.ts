@@ -4,7 +4,7 @@ import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/pr
 /** The code of one deployed source, as a host needs it to build and run it. */
 export interface SourceCode {
   sourceId: string;
-  /** Workspace of the source: sources of different owners never share a process. */
+  /** Workspace of the source. (Locally no two sources share a process, whatever their owner.) */
   ownerId: string;
   code: string;
   /** Hex SHA-256 of `code`; bundles are content-addressed by it. */

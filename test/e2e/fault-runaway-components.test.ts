@@ -1,30 +1,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, deployHttpSource } from "../support/api-client.ts";
+import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
  * Issue 6's fault test "runaway components", against `npm start`: a source that loops forever, one
  * that allocates without bound, three that end their own process (exit, abort, SIGKILL) and one
- * that signals Sluice itself share a workspace (so a sandbox pool) with a healthy source whose
- * custom response doubles a number.
+ * that signals Sluice itself share a workspace with a healthy source whose custom response doubles
+ * a number (each source has sandbox processes of its own since issue 12).
  * Requests keep flowing to the healthy source while the bad ones are triggered one after another:
  * each bad run is stopped and recorded on its `$errors` channel with the cause, and every healthy
  * request gets its own correct answer.
  */
 
 const TIMEOUT_MS = 2000;
-
-const HEALTHY_SOURCE = `
-export default {
-  name: "Doubler",
-  version: "1.0.0",
-  props: { http: { type: "$.interface.http", customResponse: true } },
-  async run(event) {
-    this.http.respond({ status: 200, body: { n: event.body.n, doubled: event.body.n * 2 } });
-  },
-};
-`;
 
 /** A source whose run does `body`; its endpoint answers at once and the run is queued. */
 const badSource = (name: string, body: string) => `
@@ -61,45 +51,6 @@ const RUNAWAYS = [
   // Aims at Sluice itself: refused, so the run fails like any throw and the server stays up.
   { name: "Parent-killer", body: 'process.kill(process.ppid, "SIGKILL");', code: "Error", message: /EPERM/ },
 ] as const;
-
-interface Traffic {
-  /** Healthy requests answered so far, and those whose answer was wrong (with what came back). */
-  answered: number;
-  wrong: string[];
-  stop(): Promise<void>;
-}
-
-/** `concurrency` loops of POSTs `{n}` to the endpoint, each checking its own doubled answer. */
-function keepRequesting(endpoint: string, concurrency: number): Traffic {
-  let running = true;
-  let next = 0;
-  const traffic: Traffic = { answered: 0, wrong: [], stop: async () => {} };
-  const loop = async () => {
-    while (running) {
-      const n = next++;
-      try {
-        const response = await fetch(endpoint, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ n }),
-        });
-        const text = await response.text();
-        if (response.status !== 200 || text !== JSON.stringify({ n, doubled: n * 2 })) {
-          traffic.wrong.push(`${n}: ${response.status} ${text}`);
-        }
-      } catch (error) {
-        traffic.wrong.push(`${n}: ${String(error)}`);
-      }
-      traffic.answered += 1;
-    }
-  };
-  const loops = Array.from({ length: concurrency }, loop);
-  traffic.stop = async () => {
-    running = false;
-    await Promise.all(loops);
-  };
-  return traffic;
-}
 
 describe("fault: runaway components", () => {
   let sluice: SluiceProcess;
@@ -158,11 +109,6 @@ describe("fault: runaway components", () => {
       const page = await api("GET", `/sources/${runaway.id}/event_summaries?event_name=$errors`);
       expect(page.json.data, runaway.name).toHaveLength(1);
     }
-    const after = await fetch(healthy.endpoint, {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ n: 21 }),
-    });
-    expect(await after.json()).toEqual({ n: 21, doubled: 42 });
+    expect(await askDoubler(healthy.endpoint, 21)).toEqual({ n: 21, doubled: 42 });
   }, 60_000);
 });

@@ -1,8 +1,8 @@
 import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { getPriority, tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { sha256Hex } from "#core/sha256";
@@ -24,7 +24,8 @@ afterAll(async () => {
   rmSync(workDir, { recursive: true, force: true });
 });
 
-function source(ownerId: string, code: string, sourceId = "dc_source"): SourceCode {
+/** Source `sourceId` running `code`; two calls with one id and different code are two versions of one source. */
+function source(sourceId: string, code: string, ownerId = "o_owner"): SourceCode {
   return { sourceId, ownerId, code, codeHash: sha256Hex(code) };
 }
 
@@ -74,6 +75,27 @@ const isAlive = (pid: number) => {
   }
 };
 
+/** A host of its own, so that the children counted are this test's. */
+async function withHost<T>(
+  options: { processes?: number; maxProcesses?: number; idleMs?: number; blockedAfterMs?: number; heapMb?: number },
+  body: (pool: ProcessPoolHost) => Promise<T>,
+) {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
+  const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
+  try {
+    return await body(own);
+  } finally {
+    await own.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const SLOW_PID = `export default { async run() {
+  await new Promise((resolve) => setTimeout(resolve, 100));
+  this.$emit({ pid: process.pid });
+} };`;
+const pidIn = (result: InvocationResult) => (events(result)[0] as { pid: number } | undefined)?.pid;
+
 describe("ProcessPoolHost: running components", () => {
   it("describes code in a short-lived child", async () => {
     const description = await host.describe('export default { name: "Described", props: { db: "$.service.db" } };');
@@ -82,7 +104,7 @@ describe("ProcessPoolHost: running components", () => {
 
   it("runs an ES module component with its props, db and PD_COMPONENT", async () => {
     const code = source(
-      "o_esm",
+      "dc_esm",
       `export default {
         props: { name: "string", db: "$.service.db" },
         methods: { greet() { return "hello " + this.name; } },
@@ -92,7 +114,6 @@ describe("ProcessPoolHost: running components", () => {
           this.$emit({ greeting: this.greet(), event, source: process.env.PD_COMPONENT }, { id: "e1", summary: "hi" });
         },
       };`,
-      "dc_esm",
     );
     const result = await run(code, {
       props: { name: "sluice" },
@@ -110,7 +131,7 @@ describe("ProcessPoolHost: running components", () => {
 
   it("runs a CommonJS component that requires a built-in module", async () => {
     const code = source(
-      "o_cjs",
+      "dc_cjs",
       `const { format } = require("node:util");
       module.exports = { async run() { this.$emit(format("%s-%d", "cjs", 7)); } };`,
     );
@@ -119,7 +140,7 @@ describe("ProcessPoolHost: running components", () => {
 
   it("runs a TypeScript component", async () => {
     const code = source(
-      "o_ts",
+      "dc_ts",
       `interface Payload { doubled: number }
       const double = (n: number): Payload => ({ doubled: n * 2 });
       export default { async run(this: { $emit(e: unknown): void }, event: { n: number }): Promise<void> {
@@ -130,7 +151,7 @@ describe("ProcessPoolHost: running components", () => {
   });
 
   it("reports a module that throws while loading, with the user's line", async () => {
-    const code = source("o_load", 'const ok = 1;\nthrow new Error("top level");\nexport default {};\n');
+    const code = source("dc_load", 'const ok = 1;\nthrow new Error("top level");\nexport default {};\n');
     const result = await run(code);
     expect(result.error?.name).toBe("LoadError");
     expect(result.error?.message).toContain("top level");
@@ -138,19 +159,19 @@ describe("ProcessPoolHost: running components", () => {
   });
 
   it("reports a compile error as the run's error", async () => {
-    const result = await run(source("o_compile", "export default {"));
+    const result = await run(source("dc_compile", "export default {"));
     expect(result.error?.name).toBe("CompileError");
     expect(result.error?.message).toContain("component_code");
   });
 
   it("gives the component an empty environment besides PD_COMPONENT", async () => {
-    const code = source("o_env", "export default { run() { this.$emit(Object.keys(process.env)); } };");
+    const code = source("dc_env", "export default { run() { this.$emit(Object.keys(process.env)); } };");
     expect(events(await run(code))).toEqual([["PD_COMPONENT"]]);
   });
 
   it("sends respond to onRespond while the run is still going", async () => {
     const code = source(
-      "o_respond",
+      "dc_respond",
       `export default {
         props: { http: { type: "$.interface.http", customResponse: true } },
         async run() {
@@ -179,15 +200,17 @@ describe("ProcessPoolHost: running components", () => {
   });
 
   it("checks what the child sends: a forged result keeps only well-formed fields", async () => {
-    // Code in the child can use the IPC channel itself; the host must not trust what comes over it.
+    // Code in the child can write to the host's channel itself; the host must not trust what comes over it.
     const code = source(
-      "o_forged",
-      `export default {
+      "dc_forged",
+      `import { writeSync } from "node:fs";
+      const send = (message) => writeSync(4, JSON.stringify(message) + "\\n");
+      export default {
         props: { http: { type: "$.interface.http", customResponse: true } },
         async run() {
-          process.send({ type: "respond", invocationId: "inv_forged", response: { status: 42 } });
+          send({ type: "respond", invocationId: "inv_forged", response: { status: 42 } });
           this.http.respond({ status: 201, body: "real" });
-          process.send({ type: "result", result: {
+          send({ type: "result", result: {
             invocationId: "inv_forged",
             emits: [{ event: "forged", meta: { id: { x: 1 }, summary: "s", extra: 1 } }, "not an emit"],
             dbWrites: [1],
@@ -222,15 +245,15 @@ describe("ProcessPoolHost: running components", () => {
   });
 
   it("blames an uncaught asynchronous error on its invocation and keeps serving the others", async () => {
+    // Two versions of one source: both run in its process.
     const failing = source(
-      "o_stray",
+      "dc_stray",
       `export default { async run() {
         setTimeout(() => { throw new Error("late boom"); }, 10);
         await new Promise((resolve) => setTimeout(resolve, 5000));
       } };`,
-      "dc_failing",
     );
-    const healthy = source("o_stray", PID_COMPONENT, "dc_healthy");
+    const healthy = source("dc_stray", PID_COMPONENT);
     const pid = await pidOf(healthy);
     const [failed, fine] = await Promise.all([run(failing), run(healthy)]);
     expect(failed.error).toMatchObject({ name: "Error", message: "late boom" });
@@ -239,15 +262,14 @@ describe("ProcessPoolHost: running components", () => {
   });
 
   it("answers every invocation of one tick with its own result, across sources, props and logs", async () => {
-    // Invocations sent in one tick travel to a child as one message, and its answers come back batched.
+    // Invocations sent in one tick travel to a child as one write, and its answers come back batched.
     const echo = (sourceId: string) =>
       source(
-        "o_batch",
+        sourceId,
         `export default { props: { tag: "string" }, async run(event) {
           console.log("run", event.n);
           this.$emit({ tag: this.tag, n: event.n, source: process.env.PD_COMPONENT });
         } };`,
-        sourceId,
       );
     const sources = [echo("dc_batch_a"), echo("dc_batch_b"), echo("dc_batch_c")];
     const results = await Promise.all(
@@ -265,19 +287,20 @@ describe("ProcessPoolHost: running components", () => {
 });
 
 describe("ProcessPoolHost: isolation", () => {
-  it("runs different owners in different processes and one owner's sources in one", async () => {
-    const first = await pidOf(source("o_iso_a", PID_COMPONENT, "dc_1"));
-    const sameOwner = await pidOf(source("o_iso_a", `${PID_COMPONENT}\n// another source`, "dc_2"));
-    const otherOwner = await pidOf(source("o_iso_b", PID_COMPONENT, "dc_3"));
-    expect(sameOwner).toBe(first);
-    expect(otherOwner).not.toBe(first);
-    expect(host.pidOf("o_iso_a")).toBe(first);
+  it("runs every source in a process of its own, two sources of one owner too", async () => {
+    const first = await pidOf(source("dc_iso_1", PID_COMPONENT, "o_iso_a"));
+    const sameOwner = await pidOf(source("dc_iso_2", PID_COMPONENT, "o_iso_a"));
+    const otherOwner = await pidOf(source("dc_iso_3", PID_COMPONENT, "o_iso_b"));
+    expect(new Set([first, sameOwner, otherOwner]).size).toBe(3);
+    // A source's next run (and a new version of its code) goes to its own process again.
+    expect(await pidOf(source("dc_iso_1", `${PID_COMPONENT}\n// version 2`, "o_iso_a"))).toBe(first);
+    expect(host.pidOf("dc_iso_1")).toBe(first);
   });
 
   it("denies writing files", async () => {
     const target = join(workDir, "written-by-component.txt");
     const code = source(
-      "o_fs",
+      "dc_fs",
       `import { writeFileSync } from "node:fs";
       export default { run() {
         try { writeFileSync(${JSON.stringify(target)}, "x"); this.$emit("written"); }
@@ -291,7 +314,7 @@ describe("ProcessPoolHost: isolation", () => {
   it("refuses signals to any process but its own: not Sluice, not its process group", async () => {
     // Signal 0 only checks that the target exists, so a regression would not kill this test.
     const code = source(
-      "o_signal",
+      "dc_signal",
       `export default { run() {
         for (const pid of [process.ppid, 0, -process.ppid]) {
           try { process.kill(pid, 0); this.$emit("sent"); } catch (error) { this.$emit(error.code); }
@@ -302,36 +325,39 @@ describe("ProcessPoolHost: isolation", () => {
     expect(events(await run(code))).toEqual(["EPERM", "EPERM", "EPERM", true]);
   });
 
-  it("denies reading another owner's bundle, even one whose id extends this owner's", async () => {
-    const other = source("o_peek2", "export default { run() {} };");
+  it("denies reading another source's bundle, even one whose id extends this source's, and the shared builds", async () => {
+    const other = source("dc_peek2", "export default { run() {} };");
     await host.prepare(other);
-    const bundle = join(workDir, "owners", "o_peek2", other.codeHash, "component.mjs");
-    expect(existsSync(bundle)).toBe(true);
+    const bundle = join(workDir, "sources", "dc_peek2", other.codeHash, "component.mjs");
+    const build = join(workDir, "describe", other.codeHash, "component.mjs");
+    expect([existsSync(bundle), existsSync(build)]).toEqual([true, true]);
     const code = source(
-      "o_peek",
+      "dc_peek",
       `import { readFileSync } from "node:fs";
       export default { run() {
-        try { readFileSync(${JSON.stringify(bundle)}); this.$emit("read"); }
-        catch (error) { this.$emit(error.code); }
+        for (const path of ${JSON.stringify([bundle, build])}) {
+          try { readFileSync(path); this.$emit("read"); }
+          catch (error) { this.$emit(error.code); }
+        }
       } };`,
     );
-    expect(events(await run(code))).toEqual(["ERR_ACCESS_DENIED"]);
+    expect(events(await run(code))).toEqual(["ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED"]);
   });
 });
 
 describe("ProcessPoolHost: failures", () => {
-  it("kills an endless loop with a TimeoutError, runs its neighbours again elsewhere, other owners keep answering", async () => {
-    const looping = source("o_loop", "export default { run() { while (true) {} } };", "dc_loop");
+  it("kills an endless loop with a TimeoutError, runs its neighbours again elsewhere, other sources keep answering", async () => {
+    // Versions of one source, so that they share its process.
+    const looping = source("dc_loop", "export default { run() { while (true) {} } };");
     const waiting = source(
-      "o_loop",
+      "dc_loop",
       `export default { async run() {
         await new Promise((resolve) => setTimeout(resolve, 1500));
         this.$emit({ pid: process.pid });
       } };`,
-      "dc_waiting",
     );
-    const neighbour = source("o_loop_neighbour", PID_COMPONENT);
-    const healthy = source("o_loop", PID_COMPONENT, "dc_after");
+    const neighbour = source("dc_loop_neighbour", PID_COMPONENT);
+    const healthy = source("dc_loop", PID_COMPONENT);
     const before = await pidOf(healthy);
 
     const waited = run(waiting, { timeoutMs: 20_000 });
@@ -354,55 +380,34 @@ describe("ProcessPoolHost: failures", () => {
 
   it("reports running out of memory, and the next invocation works", async () => {
     const hoarding = source(
-      "o_oom",
+      "dc_oom",
       "export default { run() { const hoard = []; while (true) hoard.push(new Array(1e6).fill(1)); } };",
     );
     const result = await run(hoarding, { timeoutMs: 25_000 });
     expect(result.error?.message).toMatch(/memory/);
-    expect(events(await run(source("o_oom", PID_COMPONENT)))).toHaveLength(1);
+    expect(events(await run(source("dc_oom", PID_COMPONENT)))).toHaveLength(1);
   });
 
   it("reports process.exit as an error, and the next invocation works", async () => {
-    const exiting = source("o_exit", "export default { run() { process.exit(1); } };");
+    const exiting = source("dc_exit", "export default { run() { process.exit(1); } };");
     const result = await run(exiting);
     expect(result.error?.name).toBe("SandboxCrashError");
     expect(result.error?.message).toContain("exited with code 1");
-    expect(events(await run(source("o_exit", PID_COMPONENT)))).toHaveLength(1);
+    expect(events(await run(source("dc_exit", PID_COMPONENT)))).toHaveLength(1);
   });
 });
 
-describe("ProcessPoolHost: the pool of an owner", () => {
-  /** A host of its own, so that the children counted are this test's. */
-  async function withHost<T>(
-    options: { processes: number; idleMs?: number; blockedAfterMs?: number },
-    body: (pool: ProcessPoolHost) => Promise<T>,
-  ) {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
-    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
-    try {
-      return await body(own);
-    } finally {
-      await own.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
-  }
-
-  const SLOW_PID = `export default { async run() {
-    await new Promise((resolve) => setTimeout(resolve, 100));
-    this.$emit({ pid: process.pid });
-  } };`;
-  const pidIn = (result: InvocationResult) => (events(result)[0] as { pid: number } | undefined)?.pid;
-
-  it("spreads one owner's concurrent runs over at most `processes` children, never another owner's", async () => {
+describe("ProcessPoolHost: the pool of a source", () => {
+  it("spreads one source's concurrent runs over at most `processes` children, never another source's", async () => {
     await withHost({ processes: 2 }, async (own) => {
-      const code = source("o_spread", SLOW_PID);
+      const code = source("dc_spread", SLOW_PID);
       const results = await Promise.all(Array.from({ length: 30 }, () => own.invoke(code, invocation(code.sourceId))));
       expect(results.map((result) => result.error)).toEqual(Array(30).fill(undefined));
       const pids = new Set(results.map(pidIn));
       expect(pids.size).toBe(2);
-      expect(own.pidsOf("o_spread").sort()).toEqual([...pids].sort());
+      expect(own.pidsOf("dc_spread").sort()).toEqual([...pids].sort());
 
-      const other = source("o_spread_other", SLOW_PID);
+      const other = source("dc_spread_other", SLOW_PID);
       const otherPid = pidIn(await own.invoke(other, invocation(other.sourceId)));
       expect(pids.has(otherPid as number)).toBe(false);
     });
@@ -411,16 +416,16 @@ describe("ProcessPoolHost: the pool of an owner", () => {
   it("lets a spare child go idle and reaps it while the oldest one serves sequential runs", async () => {
     // Idle long enough that neither child is reaped before both served the burst, even on a busy machine.
     await withHost({ processes: 2, idleMs: 2000 }, async (own) => {
-      const code = source("o_spare", SLOW_PID);
+      const code = source("dc_spare", SLOW_PID);
       await Promise.all(Array.from({ length: 10 }, () => own.invoke(code, invocation(code.sourceId))));
-      expect(own.pidsOf("o_spare")).toHaveLength(2);
-      const [oldest] = own.pidsOf("o_spare");
+      expect(own.pidsOf("dc_spare")).toHaveLength(2);
+      const [oldest] = own.pidsOf("dc_spare");
       const served: (number | undefined)[] = [];
       await expect
         .poll(
           async () => {
             served.push(pidIn(await own.invoke(code, invocation(code.sourceId))));
-            return own.pidsOf("o_spare");
+            return own.pidsOf("dc_spare");
           },
           { timeout: 10_000, interval: 50 },
         )
@@ -429,19 +434,15 @@ describe("ProcessPoolHost: the pool of an owner", () => {
     });
   });
 
-  it("sends nothing new to a child blocked by a loop: other runs of the owner are answered meanwhile", async () => {
+  it("answers other sources while one source's run blocks its child, then kills that child", async () => {
     await withHost({ processes: 2 }, async (own) => {
-      const healthy = source("o_blocked", PID_COMPONENT, "dc_healthy");
+      const healthy = source("dc_blocked_healthy", PID_COMPONENT);
       const looping = source(
-        "o_blocked",
+        "dc_blocked_looping",
         "export default { run(event) { while (event.loop) {} this.$emit({ pid: process.pid }); } };",
-        "dc_looping",
       );
-      const blockedPid = pidIn(await own.invoke(healthy, invocation(healthy.sourceId)));
       // Loaded in the child first: it then loops as soon as it is sent.
-      expect(pidIn(await own.invoke(looping, invocation(looping.sourceId, { event: { loop: false } })))).toBe(
-        blockedPid,
-      );
+      const blockedPid = pidIn(await own.invoke(looping, invocation(looping.sourceId, { event: { loop: false } })));
       let loopSettled = false;
       const looped = own
         .invoke(looping, invocation(looping.sourceId, { timeoutMs: 3000, event: { loop: true } }))
@@ -453,7 +454,7 @@ describe("ProcessPoolHost: the pool of an owner", () => {
       for (let i = 0; i < 10; i++) answers.push(await own.invoke(healthy, invocation(healthy.sourceId)));
       expect(answers.map((answer) => answer.error)).toEqual(Array(10).fill(undefined));
       expect(answers.map(pidIn)).not.toContain(blockedPid);
-      // All answered by another child while the loop still held the blocked one.
+      // All answered while the loop still held its source's child.
       expect(loopSettled).toBe(false);
 
       expect((await looped).error?.name).toBe("TimeoutError");
@@ -464,9 +465,8 @@ describe("ProcessPoolHost: the pool of an owner", () => {
   it("holds further runs of a source whose run blocks a child until that child is gone", async () => {
     await withHost({ processes: 2 }, async (own) => {
       const looping = source(
-        "o_hold",
+        "dc_hold",
         "export default { run(event) { while (event.loop) {} this.$emit({ pid: process.pid }); } };",
-        "dc_looping",
       );
       // Loaded in the child first: it then loops as soon as it is sent.
       const blockedPid = pidIn(await own.invoke(looping, invocation(looping.sourceId, { event: { loop: false } })));
@@ -483,22 +483,22 @@ describe("ProcessPoolHost: the pool of an owner", () => {
       const heldResult = await held;
       expect(heldResult.error).toBeUndefined();
       expect(pidIn(heldResult)).not.toBe(blockedPid);
-      // Not run on the spare child while the loop held the first: one looping source blocks one child.
+      // Not run on a second child while the loop held the first: one looping source blocks one child.
       expect(settled).toEqual(["loop", "held"]);
     });
   });
 
   it("moves work off a child that code of a finished run blocks, and kills that child", async () => {
     await withHost({ processes: 2 }, async (own) => {
+      // Two versions of one source: the second runs in the process the first left looping.
       const leaving = source(
-        "o_stray_loop",
+        "dc_stray_loop",
         `export default { run() {
           setTimeout(() => { while (true) {} }, 0);
           this.$emit({ pid: process.pid });
         } };`,
-        "dc_leaving",
       );
-      const healthy = source("o_stray_loop", PID_COMPONENT, "dc_healthy");
+      const healthy = source("dc_stray_loop", PID_COMPONENT);
       const strayPid = pidIn(await own.invoke(leaving, invocation(leaving.sourceId)));
       expect(strayPid).toBeDefined();
       const answers: InvocationResult[] = [];
@@ -520,21 +520,19 @@ describe("ProcessPoolHost: the pool of an owner", () => {
     try {
       await withHost({ processes: 2 }, async (own) => {
         const busy = source(
-          "o_busy",
+          "dc_busy",
           `export default { run(event) {
             const end = Date.now() + event.ms;
             while (Date.now() < end) {}
             this.$emit({ pid: process.pid });
           } };`,
-          "dc_busy",
         );
         const calling = source(
-          "o_busy",
+          "dc_busy",
           `export default { async run() {
             await fetch("http://127.0.0.1:${port}/?pid=" + process.pid);
             this.$emit({ pid: process.pid });
           } };`,
-          "dc_calling",
         );
         // Both loaded in the first child, so that the next two start there without a load.
         const busyPid = pidIn(await own.invoke(busy, invocation(busy.sourceId, { event: { ms: 0 } })));
@@ -580,14 +578,35 @@ describe("ProcessPoolHost: the pool of an owner", () => {
       "OutOfMemoryError",
       /out of memory/,
     ],
+    // What a child writes to its channels is untrusted: breaking the protocol kills that child only.
+    ...(
+      [
+        ["garbage on its message channel", 'writeSync(4, "not json\\n")', /not JSON/],
+        ["a message that is not an object", 'writeSync(4, "[1,2]\\n")', /not an object/],
+        ["a message of no known type", 'writeSync(4, \'{"type":"hello"}\\n\')', /no known type/],
+        ["a malformed started", 'writeSync(4, \'{"type":"started"}\\n\')', /malformed started/],
+        ["a malformed result", 'writeSync(4, \'{"type":"result","result":5}\\n\')', /malformed result/],
+        // The runtime's next message (this run's result) finishes the line: not JSON either.
+        ["a partial message", 'writeSync(4, \'{"type":"res\')', /not JSON/],
+        ["a message over the frame limit", 'writeSync(4, "x".repeat(17 * 1024 * 1024))', /longer than 16777216 bytes/],
+        ["a write to its request channel", 'writeSync(3, "hello\\n")', /request channel/],
+      ] as const
+    ).map(([what, write, why]): [string, string, string, RegExp] => [
+      what,
+      // Still running when the host reads it (fd 3 and fd 4 are read apart: no order between them).
+      `import { writeSync } from "node:fs";\nexport default { async run() { ${write}; await new Promise((resolve) => setTimeout(resolve, 500)); } };`,
+      "SandboxCrashError",
+      new RegExp(`broke the protocol with the host \\(it .*${why.source}.*\\) and was killed`),
+    ]),
   ];
 
   it.each(CULPRITS)(
     "blames %s on its own run and runs the other one in flight again elsewhere",
     async (_, code, name, message) => {
       await withHost({ processes: 2 }, async (own) => {
+        // Two versions of one source, so that both run in its process.
         const waiting = source(
-          "o_culprit",
+          "dc_culprit",
           `export default {
           props: { http: { type: "$.interface.http", customResponse: true } },
           async run() {
@@ -596,9 +615,8 @@ describe("ProcessPoolHost: the pool of an owner", () => {
             this.$emit({ pid: process.pid });
           },
         };`,
-          "dc_waiting",
         );
-        const culprit = source("o_culprit", code, "dc_culprit");
+        const culprit = source("dc_culprit", code);
         const responses: HttpResponseSpec[] = [];
         const waited = own.invoke(waiting, invocation(waiting.sourceId, CUSTOM_RESPONSE_PROPS), {
           onRespond: (response) => responses.push(response),
@@ -635,14 +653,13 @@ describe("ProcessPoolHost: the pool of an owner", () => {
       // must reach the child the displaced run went to.
       await withHost({ processes: 1, blockedAfterMs: 10_000 }, async (own) => {
         const waiting = source(
-          "o_twice",
+          "dc_twice",
           `export default { async run() {
             await fetch("http://127.0.0.1:${port}/started?pid=" + process.pid);
             await new Promise((resolve) => setTimeout(resolve, 5000));
           } };`,
-          "dc_waiting",
         );
-        const exiting = source("o_twice", "export default { run() { process.exit(3); } };", "dc_exiting");
+        const exiting = source("dc_twice", "export default { run() { process.exit(3); } };");
         const waited = own.invoke(waiting, invocation(waiting.sourceId));
         await expect.poll(() => hits.length, { timeout: 10_000 }).toBe(1);
         expect((await own.invoke(exiting, invocation(exiting.sourceId))).error?.name).toBe("SandboxCrashError");
@@ -662,8 +679,272 @@ describe("ProcessPoolHost: the pool of an owner", () => {
   });
 });
 
+describe("ProcessPoolHost: what a child sends", () => {
+  /** Emits its pid; with `event.forge`, first writes a result for that invocation itself. */
+  const FORGER = `import { writeSync } from "node:fs";
+  export default { async run(event = {}) {
+    if (event.forge) {
+      writeSync(4, JSON.stringify({ type: "result", result: { invocationId: event.forge, emits: [{ event: "forged" }] } }) + "\\n");
+    }
+    if (event.wait) await new Promise((resolve) => setTimeout(resolve, event.wait));
+    this.$emit({ pid: process.pid });
+  } };`;
+
+  it("kills a child that sends a result for an invocation it has not started, and runs that one elsewhere", async () => {
+    // Block detection off: the forger holds its process while the victim is sent there.
+    await withHost({ blockedAfterMs: 60_000 }, async (own) => {
+      const code = source(
+        "dc_early",
+        `import { writeSync } from "node:fs";
+        export default {
+          props: { http: { type: "$.interface.http", customResponse: true } },
+          run(event = {}) {
+            if (event.forge) {
+              this.http.respond({ status: 200, body: "holding" });
+              const end = Date.now() + 1500;
+              while (Date.now() < end) {}
+              writeSync(4, JSON.stringify({ type: "result", result: { invocationId: event.forge, emits: [{ event: "forged" }] } }) + "\\n");
+            }
+            this.$emit({ pid: process.pid });
+          },
+        };`,
+      );
+      const firstPid = pidIn(await own.invoke(code, invocation(code.sourceId)));
+      const victim = invocation(code.sourceId);
+      let holding: () => void = () => {};
+      const held = new Promise<void>((resolve) => {
+        holding = resolve;
+      });
+      const forging = own.invoke(
+        code,
+        invocation(code.sourceId, { ...CUSTOM_RESPONSE_PROPS, event: { forge: victim.invocationId } }),
+        { onRespond: () => holding() },
+      );
+      // The forger's code runs (and holds its process): the victim is sent there and cannot start.
+      await held;
+      const [forger, forged] = await Promise.all([forging, own.invoke(code, victim)]);
+      expect(forger.error?.name).toBe("SandboxCrashError");
+      expect(forger.error?.message).toMatch(/result for an invocation it had not started/);
+      expect(forged.error).toBeUndefined();
+      expect(events(forged)).toEqual([{ pid: expect.any(Number) }]);
+      expect(pidIn(forged)).not.toBe(firstPid);
+      await expect.poll(() => isAlive(firstPid as number), { timeout: 10_000 }).toBe(false);
+    });
+  });
+
+  it("ignores results for invocations not in flight in that child: another source's, or made up", async () => {
+    await withHost({}, async (own) => {
+      const forger = source("dc_forger", FORGER);
+      const victim = source("dc_victim", FORGER);
+      const forgerPid = pidIn(await own.invoke(forger, invocation(forger.sourceId)));
+      const victimRun = invocation(victim.sourceId, { event: { wait: 1000 } });
+      const victimResult = own.invoke(victim, victimRun);
+      const results = await Promise.all(
+        [victimRun.invocationId, "inv_made_up"].map((forge) =>
+          own.invoke(forger, invocation(forger.sourceId, { event: { forge } })),
+        ),
+      );
+      expect(results.map((result) => [result.error, pidIn(result)])).toEqual([
+        [undefined, forgerPid],
+        [undefined, forgerPid],
+      ]);
+      const genuine = await victimResult;
+      expect(genuine.error).toBeUndefined();
+      expect(events(genuine)).toEqual([{ pid: expect.any(Number) }]);
+      expect(pidIn(genuine)).not.toBe(forgerPid);
+    });
+  });
+
+  it("ends a run whose result is over the frame limit with an error, and the child keeps serving", async () => {
+    await withHost({ heapMb: 256 }, async (own) => {
+      // 70 emits of 250,000 characters: each under the emit limit, together over 16 MiB.
+      const code = source(
+        "dc_large",
+        `export default { run(event = {}) {
+          if (event.large) for (let n = 0; n < 70; n++) this.$emit("x".repeat(250000));
+          this.$emit({ pid: process.pid });
+        } };`,
+      );
+      const pid = pidIn(await own.invoke(code, invocation(code.sourceId)));
+      const large = await own.invoke(code, invocation(code.sourceId, { event: { large: true } }));
+      expect(large.error?.name).toBe("ResultTooLargeError");
+      expect(large.emits).toEqual([]);
+      expect(pidIn(await own.invoke(code, invocation(code.sourceId)))).toBe(pid);
+    });
+  });
+
+  it("kills a child that leaves a message unfinished, long before the run's time is up", async () => {
+    await withHost({}, async (own) => {
+      // The loop keeps the runtime from finishing the line; without the check the run would end
+      // only at its time limit.
+      const code = source(
+        "dc_unfinished",
+        'import { writeSync } from "node:fs";\nexport default { run() { writeSync(4, \'{"type":"be\'); while (true) {} } };',
+      );
+      const result = await own.invoke(code, invocation(code.sourceId, { timeoutMs: 60_000 }));
+      expect(result.error?.name).toBe("SandboxCrashError");
+      expect(result.error?.message).toMatch(/left a message unfinished/);
+      expect(result.durationMs).toBeLessThan(60_000);
+    });
+  });
+});
+
+describe("ProcessPoolHost: what a component sees of the server", () => {
+  it("gets no server path in its stacks, error messages and logs", async () => {
+    const thrower = source(
+      "dc_paths",
+      `export default { run() {
+        console.log(new Error("logged").stack);
+        console.log("my url", import.meta.url);
+        throw new Error("thrown at " + import.meta.url);
+      } };`,
+    );
+    const result = await run(thrower);
+    expect(result.error?.message).toBe("thrown at component.mjs");
+    expect(result.error?.stack).toMatch(/\(component\.ts:4:\d+\)/);
+    expect(result.logs.map((log) => log.message)).toEqual([
+      expect.stringContaining("component.ts:2:21"),
+      "my url component.mjs",
+    ]);
+
+    // Without npm plugins, a package import fails to load, naming the importing file.
+    const missing = await run(source("dc_paths_load", 'import "no-such-package-xyz";\nexport default {};'));
+    expect(missing.error?.message).toMatch(/no-such-package-xyz/);
+    // A crash reason quotes the child's last line of stderr.
+    const crash = await run(
+      source(
+        "dc_paths_crash",
+        'export default { run() { process.stderr.write(import.meta.url + "\\n"); process.exit(2); } };',
+      ),
+    );
+    expect(crash.error?.message).toMatch(/exited with code 2: component\.mjs$/);
+    const described = await host.describe("throw new Error(import.meta.url);").catch((error: Error) => error.message);
+    expect(described).toMatch(/component\.mjs/);
+
+    const everything = JSON.stringify([result, missing, crash, described]);
+    expect(everything).not.toContain(workDir);
+    expect(everything).not.toContain(encodeURI(workDir));
+  });
+
+  it("may change its own priority only: not the server's, not through process.binding", async () => {
+    const before = getPriority(process.pid);
+    const code = source(
+      "dc_priority",
+      `import os from "node:os";
+      import { setPriority, getPriority } from "node:os";
+      export default { run() {
+        const attempts = [
+          () => os.setPriority(process.ppid, 19),
+          () => setPriority(process.ppid, 19),
+          () => os.getPriority(process.ppid),
+          () => getPriority(process.ppid),
+          () => process.binding("os").setPriority(process.ppid, 19, {}),
+        ];
+        for (const attempt of attempts) {
+          try { attempt(); this.$emit("done"); } catch (error) { this.$emit(error.code); }
+        }
+        os.setPriority(5);
+        setPriority(0, 6);
+        this.$emit(getPriority());
+      } };`,
+    );
+    expect(events(await run(code))).toEqual(["EPERM", "EPERM", "EPERM", "EPERM", "ERR_ACCESS_DENIED", 6]);
+    expect(getPriority(process.pid)).toBe(before);
+  });
+});
+
+describe("ProcessPoolHost: the bound on live processes", () => {
+  /** Resolves after `ms`, emitting its pid. */
+  const SLEEPER = `export default { async run(event = {}) {
+    await new Promise((resolve) => setTimeout(resolve, event.ms ?? 0));
+    this.$emit({ pid: process.pid });
+  } };`;
+
+  it("stops the least recently used idle child of another source to start one a source needs", async () => {
+    await withHost({ maxProcesses: 2 }, async (own) => {
+      const [a, b, c] = ["dc_lru_a", "dc_lru_b", "dc_lru_c"].map((id) => source(id, SLEEPER));
+      const pidA = pidIn(await own.invoke(a as SourceCode, invocation("dc_lru_a")));
+      const pidB = pidIn(await own.invoke(b as SourceCode, invocation("dc_lru_b")));
+      // a was used last, so b goes.
+      expect(pidIn(await own.invoke(a as SourceCode, invocation("dc_lru_a")))).toBe(pidA);
+      const pidC = pidIn(await own.invoke(c as SourceCode, invocation("dc_lru_c")));
+      expect(new Set([pidA, pidB, pidC]).size).toBe(3);
+      await expect.poll(() => isAlive(pidB as number), { timeout: 10_000 }).toBe(false);
+      expect([isAlive(pidA as number), isAlive(pidC as number), own.liveProcesses]).toEqual([true, true, 2]);
+    });
+  });
+
+  it("makes a source wait for a slot while every child is busy, and never runs more than the bound", async () => {
+    await withHost({ maxProcesses: 2 }, async (own) => {
+      const sources = ["dc_busy_a", "dc_busy_b", "dc_busy_c"].map((id) => source(id, SLEEPER));
+      let most = 0;
+      const sampler = setInterval(() => {
+        most = Math.max(most, own.liveProcesses);
+      }, 10);
+      const finished: string[] = [];
+      const runOf = (index: number, ms: number) =>
+        own
+          .invoke(sources[index] as SourceCode, invocation(sources[index]?.sourceId, { event: { ms } }))
+          .finally(() => finished.push(sources[index]?.sourceId as string));
+      try {
+        const first = [runOf(0, 1000), runOf(1, 1000)];
+        await expect.poll(() => own.liveProcesses).toBe(2);
+        const waiting = runOf(2, 0);
+        const results = await Promise.all([...first, waiting]);
+        expect(results.map((result) => result.error)).toEqual([undefined, undefined, undefined]);
+        // The third started only once one of the first two had finished (its child drained).
+        expect(finished.indexOf("dc_busy_c")).toBeGreaterThan(0);
+      } finally {
+        clearInterval(sampler);
+      }
+      expect(most).toBe(2);
+    });
+  });
+
+  it("drains a child its source keeps busy, so that a waiting source gets a slot", async () => {
+    await withHost({ maxProcesses: 1 }, async (own) => {
+      const busy = source("dc_drain_busy", SLEEPER);
+      const waiting = source("dc_drain_waiting", SLEEPER);
+      let running = true;
+      // Always three runs in flight: without draining its child would never be idle.
+      const traffic = Array.from({ length: 3 }, async () => {
+        const errors: unknown[] = [];
+        while (running) {
+          const result = await own.invoke(busy, invocation(busy.sourceId, { event: { ms: 100 } }));
+          if (result.error) errors.push(result.error);
+        }
+        return errors;
+      });
+      try {
+        await expect.poll(() => own.pidOf(busy.sourceId)).toBeDefined();
+        const result = await own.invoke(waiting, invocation(waiting.sourceId));
+        expect(result.error).toBeUndefined();
+        expect(running).toBe(true);
+      } finally {
+        running = false;
+      }
+      expect((await Promise.all(traffic)).flat()).toEqual([]);
+    });
+  });
+
+  it("counts a describe's child, which waits for a slot too", async () => {
+    await withHost({ maxProcesses: 1 }, async (own) => {
+      const busy = source("dc_describe_busy", SLEEPER);
+      let runDone = false;
+      const running = own.invoke(busy, invocation(busy.sourceId, { event: { ms: 1000 } })).finally(() => {
+        runDone = true;
+      });
+      await expect.poll(() => own.liveProcesses).toBe(1);
+      const description = await own.describe('export default { name: "Waited" };');
+      expect(description.name).toBe("Waited");
+      expect(runDone).toBe(true);
+      expect((await running).error).toBeUndefined();
+    });
+  });
+});
+
 describe("ProcessPoolHost: lifecycle", () => {
-  it("removes owner bundles unused for the retention time and describe bundles older than a day, at start", async () => {
+  it("removes source bundles unused for the retention time, describe bundles older than a day and the old layout, at start", async () => {
     const sweptDir = mkdtempSync(join(tmpdir(), "sluice-sweep-"));
     const DAY_S = 24 * 60 * 60;
     const folder = (path: string, ageSeconds: number) => {
@@ -672,20 +953,21 @@ describe("ProcessPoolHost: lifecycle", () => {
       utimesSync(join(sweptDir, path), time, time);
       return join(sweptDir, path);
     };
-    const staleOwned = folder("owners/o_sweep/stale", 10 * DAY_S);
-    const recentOwned = folder("owners/o_sweep/recent", 60);
+    const staleOwned = folder("sources/dc_sweep/stale", 10 * DAY_S);
+    const recentOwned = folder("sources/dc_sweep/recent", 60);
+    const staleSource = folder("sources/dc_gone/stale", 10 * DAY_S);
+    const legacy = folder("owners/o_sweep/recent", 60);
     const staleDescribed = folder("describe/stale", 2 * DAY_S);
     const recentDescribed = folder("describe/recent", 60);
     const sweeping = new ProcessPoolHost({ workDir: sweptDir, bundleRetentionMs: 7 * DAY_S * 1000 });
     try {
       // Every bundle waits for the sweep, so it is over once one is built.
-      await sweeping.prepare(source("o_sweep", "export default { run() {} };"));
-      expect([staleOwned, recentOwned, staleDescribed, recentDescribed].map(existsSync)).toEqual([
-        false,
-        true,
-        false,
-        true,
-      ]);
+      await sweeping.prepare(source("dc_sweep", "export default { run() {} };"));
+      expect(
+        [staleOwned, recentOwned, staleDescribed, recentDescribed, staleSource, dirname(staleSource), legacy].map(
+          existsSync,
+        ),
+      ).toEqual([false, true, false, true, false, false, false]);
     } finally {
       await sweeping.close();
       rmSync(sweptDir, { recursive: true, force: true });
@@ -696,12 +978,12 @@ describe("ProcessPoolHost: lifecycle", () => {
     const reapingDir = mkdtempSync(join(tmpdir(), "sluice-reap-"));
     const reaping = new ProcessPoolHost({ workDir: reapingDir, idleMs: 200 });
     try {
-      const code = source("o_reap", PID_COMPONENT);
+      const code = source("dc_reap", PID_COMPONENT);
       const invoke = async () =>
         (events(await reaping.invoke(code, invocation(code.sourceId)))[0] as { pid: number }).pid;
       const first = await invoke();
       await expect.poll(() => isAlive(first), { timeout: 10_000 }).toBe(false);
-      expect(reaping.pidOf("o_reap")).toBeUndefined();
+      expect(reaping.pidOf("dc_reap")).toBeUndefined();
 
       const second = await invoke();
       expect(second).not.toBe(first);

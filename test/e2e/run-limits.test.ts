@@ -6,10 +6,10 @@ import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
  * Issue 12 items 4, 5 and 7 against `npm start` and real sandbox children:
- * - a component that sends a result of its own (a forged result message on the sandbox's IPC
- *   channel, for its own invocation) gets no more stored than the limits allow. The forger speaks
- *   the sandbox's current protocol (`process.send`); when the channel's framing changes, it must
- *   forge in the new one: the test checks that the forged emits reached the trusted side;
+ * - a component that sends a result of its own (a forged result line on the sandbox's message
+ *   channel, fd 4, for its own invocation) gets no more stored than the limits allow. The forger
+ *   learns its invocation id by hooking `JSON.parse`, which the runtime reads requests with; the
+ *   test checks that the forged emits reached the trusted side;
  * - response headers that would frame the wire never reach it (raw socket, exact bytes);
  * - a workspace over its runs-per-minute quota gets 429 with a JSON body, and one `$errors` notice.
  */
@@ -18,17 +18,21 @@ const MAX_EMITS = 10;
 const RUNS_PER_MINUTE = 40;
 
 /**
- * Remembers the invocations the host sends this process (it sees the IPC messages like the
- * runtime does). Asked with `forge`, it sends, before its real result, a result of its own for its
+ * Remembers the invocations the host sends this process (it sees the requests as the runtime
+ * parses them). Asked with `forge`, it sends, before its real result, a result of its own for its
  * own invocation: 500 emits, 1 MB in `$.service.db`, a response with framing headers. Otherwise
  * it answers how large its stored `big` key is.
  */
 const FORGER = `
+import { writeSync } from "node:fs";
 const seen = [];
-process.on("message", (message) => {
+const parse = JSON.parse;
+JSON.parse = function (text, reviver) {
+  const message = parse.call(this, text, reviver);
   const requests = message?.type === "invokes" ? message.requests : message?.type === "invoke" ? [message] : [];
-  for (const request of requests) seen.push(request.invocation);
-});
+  for (const request of requests) if (request?.invocation) seen.push(request.invocation);
+  return message;
+};
 export default {
   name: "Forger",
   version: "1.0.0",
@@ -39,7 +43,8 @@ export default {
       return;
     }
     const mine = seen.filter((invocation) => invocation.sourceId === process.env.PD_COMPONENT).at(-1);
-    process.send({
+    const send = (message) => writeSync(4, JSON.stringify(message) + "\\n");
+    send({
       type: "result",
       result: {
         invocationId: mine.invocationId,

@@ -48,12 +48,29 @@ export const newDataDir = () => mkdtempSync(join(tmpdir(), "sluice-e2e-"));
 /**
  * Starts local mode the way `npm start` does (tsx on bin/sluice.ts), on a free port, and waits for
  * its readiness line. The environment is the test's minus every SLUICE_ variable, plus `env`.
+ * With `openFile`, the process starts holding that file open on that descriptor without
+ * close-on-exec, as after a shell's `exec 40<file` (a descriptor passed in `stdio` gets
+ * close-on-exec from Node, so it takes a shell).
  */
 export async function startSluice(
-  options: { dataDir?: string; env?: Record<string, string> } = {},
+  options: { dataDir?: string; env?: Record<string, string>; openFile?: { fd: number; path: string } } = {},
 ): Promise<SluiceProcess> {
   const dataDir = options.dataDir ?? newDataDir();
-  const child = spawn(process.execPath, [...SLUICE_ARGS, "start"], {
+  const [command, args] = options.openFile
+    ? [
+        "bash",
+        [
+          "-c",
+          `exec ${Math.trunc(options.openFile.fd)}<"$1"; shift; exec "$@"`,
+          "bash",
+          options.openFile.path,
+          process.execPath,
+          ...SLUICE_ARGS,
+          "start",
+        ],
+      ]
+    : [process.execPath, [...SLUICE_ARGS, "start"]];
+  const child = spawn(command, args, {
     cwd: REPO_ROOT,
     env: sluiceEnv({ PORT: "0", SLUICE_DATA_DIR: dataDir, ...options.env }),
     stdio: ["ignore", "pipe", "pipe"],

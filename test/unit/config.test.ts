@@ -26,6 +26,7 @@ describe("configuration", () => {
         sandboxHeapMb: 128,
         sandboxIdleMs: 60_000,
         sandboxProcesses: undefined,
+        sandboxMaxProcesses: undefined,
         npmRegistry: undefined,
         componentUrlAllowPrivate: true,
         emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
@@ -68,14 +69,17 @@ describe("configuration", () => {
       SLUICE_INVOCATION_TIMEOUT_MS: "5000",
       SLUICE_SANDBOX_HEAP_MB: "64",
       SLUICE_SANDBOX_PROCESSES: "3",
+      SLUICE_SANDBOX_MAX_PROCESSES: "40",
     });
     expect(config.runtime).toMatchObject({
       publicUrl: "https://hooks.example.com",
       invocationTimeoutMs: 5000,
       sandboxHeapMb: 64,
       sandboxProcesses: 3,
+      sandboxMaxProcesses: 40,
     });
     expect(() => loadLocalConfig({ SLUICE_SANDBOX_PROCESSES: "0" })).toThrow(/SLUICE_SANDBOX_PROCESSES/);
+    expect(() => loadLocalConfig({ SLUICE_SANDBOX_MAX_PROCESSES: "0" })).toThrow(/SLUICE_SANDBOX_MAX_PROCESSES/);
     expect(() => loadLocalConfig({ SLUICE_PUBLIC_URL: "not a url", SLUICE_INVOCATION_TIMEOUT_MS: "5" })).toThrow(
       /SLUICE_PUBLIC_URL: [^\n]+\n\s+SLUICE_INVOCATION_TIMEOUT_MS: /,
     );

@@ -67,6 +67,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     workDir: join(config.dataDir, SANDBOX_DIR),
     heapMb: config.runtime.sandboxHeapMb,
     processes: config.runtime.sandboxProcesses,
+    maxProcesses: config.runtime.sandboxMaxProcesses,
     idleMs: config.runtime.sandboxIdleMs,
     esbuildPlugins: [
       npmPackagesPlugin({

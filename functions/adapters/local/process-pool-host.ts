@@ -1,20 +1,23 @@
 /**
  * `ComponentHost` of local mode (DESIGN.md decision 3): component code runs in sandboxed child
- * processes, a small pool per owner (workspace, `sandbox-owner-pool.ts`) serving all of its
- * sources; children of different owners never share a process, and each reads only its owner's
- * bundle folder.
+ * processes, a small pool per source (`sandbox-owner-pool.ts`). Two sources never share a process
+ * (one could read the other's secret props while both run), and each child reads only its
+ * source's bundle folder. Live children of all sources are bounded (`maxProcesses`,
+ * `sandbox-budget.ts`): idle ones are stopped, least recently used first, when a source needs one.
  *
  * Work dir layout:
  * - `runtime/sandbox-entry.mjs` the child's program, rebuilt once per Sluice process;
- * - `describe/<sha256>/component.mjs` bundles evaluated only to read metadata;
- * - `owners/<ownerId>/<sha256>/component.mjs` bundles of deployed code, content-addressed.
+ * - `describe/<sha256>/component.mjs` bundles, content-addressed: evaluated there to read
+ *   metadata, and the build every source with that code links to;
+ * - `sources/<sourceId>/<sha256>/component.mjs` a source's bundles (hard links).
  *
  * Bundle folders are touched when first used by a Sluice process; at start, the host removes
- * owner bundles unused for `bundleRetentionMs` and describe bundles older than a day. A removed
- * bundle is simply rebuilt on its next invocation.
+ * source bundles unused for `bundleRetentionMs` and describe bundles older than a day (and the
+ * `owners/` folder of the former layout). A removed bundle is simply rebuilt on its next
+ * invocation.
  */
-import { readdir, rm, stat, utimes } from "node:fs/promises";
-import { availableParallelism } from "node:os";
+import { copyFile, link, mkdir, readdir, rename, rm, rmdir, stat, utimes } from "node:fs/promises";
+import { totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import type { Plugin } from "esbuild";
 import type { ComponentDescription } from "#core/component-model";
@@ -24,6 +27,7 @@ import type { ComponentHost, InvokeHandlers, SourceCode } from "#ports/component
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { failedResult } from "#runtime/run-invocation";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
+import { SandboxBudget } from "./sandbox-budget.ts";
 import { BUNDLE_FILE, bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
 import { SandboxOwnerPool } from "./sandbox-owner-pool.ts";
 import { DEFAULT_BLOCKED_AFTER_MS } from "./sandbox-owner-process.ts";
@@ -38,15 +42,22 @@ export interface ProcessPoolHostOptions {
    */
   readonly heapMb?: number;
   /**
-   * An owner's child is killed after this long without an invocation in flight.
+   * A child is killed after this long without an invocation in flight.
    * @default 60_000
    */
   readonly idleMs?: number;
   /**
-   * Healthy sandbox children per owner at most (blocked ones waiting to be killed come on top).
-   * @default the number of cores, from 2 to 4 ({@link defaultSandboxProcesses})
+   * Healthy sandbox children per source at most (blocked ones waiting to be killed come on top).
+   * A second child only starts below `maxProcesses`, for a source with runs in flight.
+   * @default 1
    */
   readonly processes?: number;
+  /**
+   * Live sandbox children of all sources at most, describes included. At the bound, a source that
+   * needs a child stops the least recently used idle one, or waits.
+   * @default one per 64 MiB of memory, from 8 to 256 ({@link defaultMaxSandboxProcesses})
+   */
+  readonly maxProcesses?: number;
   /**
    * A child not heard from for this long counts as blocked: it gets no new work, and the other
    * runs in flight on it move (docs/components.md).
@@ -67,18 +78,25 @@ export interface ProcessPoolHostOptions {
   readonly bundleRetentionMs?: number;
 }
 
-const OWNERS_DIR = "owners";
+const SOURCES_DIR = "sources";
+/** The layout before sources had processes and folders of their own: removed at start. */
+const LEGACY_OWNERS_DIR = "owners";
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DESCRIBE_RETENTION_MS = DAY_MS;
 
-/** A folder name for an owner id; ids that are not plain get a hash, never a path. */
-const ownerFolder = (ownerId: string) => (/^[A-Za-z0-9_-]{1,100}$/.test(ownerId) ? ownerId : `h_${sha256Hex(ownerId)}`);
+/** A folder name for a source id; ids that are not plain get a hash, never a path. */
+const sourceFolder = (sourceId: string) =>
+  /^[A-Za-z0-9_-]{1,100}$/.test(sourceId) ? sourceId : `h_${sha256Hex(sourceId)}`;
 /** The bundle folder of a source's code: its `codeHash`, hashed afresh only when that is no hex digest. */
 const codeFolder = (source: SourceCode) =>
   /^[0-9a-f]{64}$/.test(source.codeHash) ? source.codeHash : sha256Hex(source.code);
 
-/** Children per owner when not configured: one per core, at least 2 (one may be blocked), at most 4. */
-const defaultSandboxProcesses = () => Math.min(4, Math.max(2, availableParallelism()));
+const MIB = 1024 * 1024;
+/**
+ * Live children when not configured: one per 64 MiB of the machine's memory (an idle child takes
+ * about 10 MiB of its own, a busy one a few times that), at least 8, at most 256.
+ */
+export const defaultMaxSandboxProcesses = () => Math.min(256, Math.max(8, Math.floor(totalmem() / (64 * MIB))));
 
 export class ProcessPoolHost implements ComponentHost {
   private readonly workDir: string;
@@ -88,9 +106,10 @@ export class ProcessPoolHost implements ComponentHost {
   private readonly plugins: readonly Plugin[];
   private readonly maxProcesses: number;
   private readonly blockedAfterMs: number;
-  /** The pool of each owner folder. */
+  private readonly budget: SandboxBudget;
+  /** The pool of each source folder. */
   private readonly pools = new Map<string, SandboxOwnerPool>();
-  /** Bundle path per `<owner folder>/<hash>`, once built or found in this process. */
+  /** Bundle path per `<source folder>/<hash>`, once built or found in this process. */
   private readonly bundles = new Map<string, Promise<string>>();
   private readonly swept: Promise<void>;
   private closed = false;
@@ -101,7 +120,8 @@ export class ProcessPoolHost implements ComponentHost {
     this.idleMs = options.idleMs ?? 60_000;
     this.describeTimeoutMs = options.describeTimeoutMs ?? 5000;
     this.plugins = options.esbuildPlugins ?? [];
-    this.maxProcesses = Math.max(1, Math.floor(options.processes ?? defaultSandboxProcesses()));
+    this.maxProcesses = Math.max(1, Math.floor(options.processes ?? 1));
+    this.budget = new SandboxBudget(Math.max(1, Math.floor(options.maxProcesses ?? defaultMaxSandboxProcesses())));
     this.blockedAfterMs = options.blockedAfterMs ?? DEFAULT_BLOCKED_AFTER_MS;
     this.swept = sweepBundles(this.workDir, options.bundleRetentionMs ?? 30 * DAY_MS).catch(() => undefined);
   }
@@ -109,12 +129,18 @@ export class ProcessPoolHost implements ComponentHost {
   async describe(code: string): Promise<ComponentDescription> {
     // The sweep must not remove an old describe bundle this call has just found and reuses.
     await this.swept;
-    return describeComponentInSandbox(code, {
-      workDir: this.workDir,
-      timeoutMs: this.describeTimeoutMs,
-      heapMb: this.heapMb,
-      esbuildPlugins: this.plugins,
-    });
+    // A describe's child counts against the bound too: a flood of them must not fork without end.
+    const release = await this.budget.lease();
+    try {
+      return await describeComponentInSandbox(code, {
+        workDir: this.workDir,
+        timeoutMs: this.describeTimeoutMs,
+        heapMb: this.heapMb,
+        esbuildPlugins: this.plugins,
+      });
+    } finally {
+      release();
+    }
   }
 
   async prepare(source: SourceCode): Promise<void> {
@@ -135,20 +161,32 @@ export class ProcessPoolHost implements ComponentHost {
       const compileError = { name: "CompileError", message: error.message, ts: Date.now() };
       return failedResult(invocation.invocationId, compileError, performance.now() - startedAt);
     }
-    return this.poolFor(source.ownerId, await entry).invoke(bundlePath, invocation, handlers);
+    return this.poolFor(source.sourceId, await entry).invoke(bundlePath, invocation, handlers);
   }
 
-  /** Bundles are shared by content and age out (see the file comment): nothing to release. */
-  async remove(_source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void> {}
-
-  /** The pid of the owner's oldest sandbox child, when one runs. */
-  pidOf(ownerId: string): number | undefined {
-    return this.pidsOf(ownerId)[0];
+  /** Stops the source's children (runs in flight end with an error) and removes its bundles. */
+  async remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void> {
+    const folder = sourceFolder(source.sourceId);
+    const pool = this.pools.get(folder);
+    this.pools.delete(folder);
+    for (const key of this.bundles.keys()) if (key.startsWith(`${folder}/`)) this.bundles.delete(key);
+    await pool?.close("the source was removed");
+    await rm(join(this.workDir, SOURCES_DIR, folder), { recursive: true, force: true });
   }
 
-  /** The pids of the owner's sandbox children, oldest first. */
-  pidsOf(ownerId: string): number[] {
-    return this.pools.get(ownerFolder(ownerId))?.pids ?? [];
+  /** The pid of the source's oldest sandbox child, when one runs. */
+  pidOf(sourceId: string): number | undefined {
+    return this.pidsOf(sourceId)[0];
+  }
+
+  /** The pids of the source's sandbox children, oldest first. */
+  pidsOf(sourceId: string): number[] {
+    return this.pools.get(sourceFolder(sourceId))?.pids ?? [];
+  }
+
+  /** Live sandbox children of all sources (and describes), which `maxProcesses` bounds. */
+  get liveProcesses(): number {
+    return this.budget.used;
   }
 
   /** Kills every child; in-flight invocations end with an error. Later invokes throw. */
@@ -159,34 +197,47 @@ export class ProcessPoolHost implements ComponentHost {
     await Promise.all(pools.map((pool) => pool.close("the component host was closed")));
   }
 
-  private poolFor(ownerId: string, entryPath: string): SandboxOwnerPool {
-    const folder = ownerFolder(ownerId);
+  private poolFor(sourceId: string, entryPath: string): SandboxOwnerPool {
+    const folder = sourceFolder(sourceId);
     let pool = this.pools.get(folder);
     if (!pool) {
       pool = new SandboxOwnerPool({
         entryPath,
-        ownerDir: `${join(this.workDir, OWNERS_DIR, folder)}/`,
+        sourceDir: `${join(this.workDir, SOURCES_DIR, folder)}/`,
+        budget: this.budget,
         heapMb: this.heapMb,
         idleMs: this.idleMs,
         blockedAfterMs: this.blockedAfterMs,
         maxProcesses: this.maxProcesses,
+        // Sources come and go (and `additionalProps` runs under draft ids): no pool outlives its use.
+        onEmpty: (empty) => {
+          if (this.pools.get(folder) === empty) this.pools.delete(folder);
+        },
       });
       this.pools.set(folder, pool);
     }
     return pool;
   }
 
+  /**
+   * The source's bundle of its code: built once per code (in the describe folder, where the
+   * component's describe usually built it already) and hard-linked into the source's own folder,
+   * the only one its children may read.
+   */
   private bundleFor(source: SourceCode): Promise<string> {
-    const key = `${ownerFolder(source.ownerId)}/${codeFolder(source)}`;
+    const hash = codeFolder(source);
+    const key = `${sourceFolder(source.sourceId)}/${hash}`;
     let bundle = this.bundles.get(key);
     if (!bundle) {
-      const outfile = join(this.workDir, OWNERS_DIR, key, BUNDLE_FILE);
+      const outfile = join(this.workDir, SOURCES_DIR, key, BUNDLE_FILE);
       bundle = this.swept
-        .then(() => bundleComponent(source.code, outfile, this.plugins))
-        .then(async (path) => {
+        .then(() => bundleComponent(source.code, join(this.workDir, DESCRIBE_DIR, hash, BUNDLE_FILE), this.plugins))
+        .then(async (built) => {
+          await mkdir(dirname(outfile), { recursive: true });
+          await linkOrCopy(built, outfile);
           const now = new Date();
-          await utimes(dirname(path), now, now);
-          return path;
+          await utimes(dirname(outfile), now, now);
+          return outfile;
         });
       this.bundles.set(key, bundle);
       bundle.catch(() => this.bundles.delete(key));
@@ -195,13 +246,33 @@ export class ProcessPoolHost implements ComponentHost {
   }
 }
 
-/** Removes owner bundles untouched for `retentionMs` and describe bundles older than a day. */
+/** Puts `target` in place as `from`'s content: a hard link where the file system allows one. */
+async function linkOrCopy(from: string, target: string): Promise<void> {
+  try {
+    await link(from, target);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "EEXIST") return;
+    // A file system without hard links: a copy, renamed into place (never half-written).
+    const temporary = `${target}.${process.pid}.${Date.now()}.tmp`;
+    await copyFile(from, temporary);
+    await rename(temporary, target);
+  }
+}
+
+/**
+ * Removes source bundles untouched for `retentionMs` (and source folders left empty), describe
+ * bundles older than a day, and the former layout's `owners/` folder.
+ */
 async function sweepBundles(workDir: string, retentionMs: number): Promise<void> {
   const now = Date.now();
+  await rm(join(workDir, LEGACY_OWNERS_DIR), { recursive: true, force: true });
   await removeOlderThan(join(workDir, DESCRIBE_DIR), now - DESCRIBE_RETENTION_MS);
-  const ownersDir = join(workDir, OWNERS_DIR);
-  for (const owner of await children(ownersDir)) {
-    await removeOlderThan(join(ownersDir, owner), now - retentionMs);
+  const sourcesDir = join(workDir, SOURCES_DIR);
+  for (const source of await children(sourcesDir)) {
+    await removeOlderThan(join(sourcesDir, source), now - retentionMs);
+    // Fails unless empty, which is the point.
+    await rmdir(join(sourcesDir, source)).catch(() => undefined);
   }
 }
 

@@ -1,7 +1,10 @@
 /**
- * The sandbox children of one owner: up to `maxProcesses` healthy ones, started on demand and
- * reaped when idle, never shared with another owner. An invocation goes to the least-loaded
- * healthy child; a child that is blocked (`SandboxOwnerProcess.blocked`) gets nothing new.
+ * The sandbox children of one source: up to `maxProcesses` healthy ones, started on demand and
+ * reaped when idle, never shared with another source. An invocation goes to the least-loaded
+ * healthy child; a child that is blocked (`SandboxOwnerProcess.blocked`) or draining gets nothing
+ * new. Every child holds a slot of the host's {@link SandboxBudget}: a first child (one the run
+ * needs) may make room by stopping another source's idle child, or waits for a slot; a second one
+ * starts only below the bound.
  *
  * When a child stops or blocks because of one invocation, the others it had in flight come back
  * here and run once more on another child. A component's effects are applied only from its
@@ -12,6 +15,7 @@
  */
 import type { InvokeHandlers } from "#ports/component-host";
 import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
+import type { BudgetWaiter } from "./sandbox-budget.ts";
 import {
   type ChildTask,
   failureOf,
@@ -21,18 +25,25 @@ import {
 } from "./sandbox-owner-process.ts";
 
 export interface SandboxOwnerPoolOptions
-  extends Pick<SandboxOwnerProcessOptions, "entryPath" | "ownerDir" | "heapMb" | "idleMs" | "blockedAfterMs"> {
+  extends Pick<
+    SandboxOwnerProcessOptions,
+    "entryPath" | "sourceDir" | "budget" | "heapMb" | "idleMs" | "blockedAfterMs"
+  > {
   /** Healthy children at most; blocked ones waiting to be killed come on top (up to as many again). */
   readonly maxProcesses: number;
+  /** Called when the pool has no child and no invocation left (it may be dropped). */
+  onEmpty?(pool: SandboxOwnerPool): void;
 }
 
 /** Moves of one invocation between children (a retry, or a move before it started) at most. */
 const MAX_MOVES = 4;
 
-export class SandboxOwnerPool {
+export class SandboxOwnerPool implements BudgetWaiter {
   private readonly children: SandboxOwnerProcess[] = [];
   /** Invocations waiting for a child: every child blocked, or their source blocks one. */
   private held: PoolTask[] = [];
+  /** Invocations not finished yet, wherever they are (held, in a child, being moved). */
+  private unfinished = 0;
   private closed = false;
 
   constructor(private readonly options: SandboxOwnerPoolOptions) {}
@@ -44,9 +55,26 @@ export class SandboxOwnerPool {
 
   /** Runs one invocation; never rejects. */
   invoke(bundlePath: string, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
+    this.unfinished += 1;
     return new Promise<InvocationResult>((resolve) => {
-      this.dispatch(new PoolTask(this, bundlePath, invocation, handlers, resolve));
+      this.dispatch(
+        new PoolTask(this, bundlePath, invocation, handlers, (result) => {
+          this.unfinished -= 1;
+          resolve(result);
+          this.checkEmpty();
+        }),
+      );
     });
+  }
+
+  /** Whether the pool has no child and no invocation to finish. */
+  get empty(): boolean {
+    return this.children.length === 0 && this.unfinished === 0;
+  }
+
+  /** The host's budget has a slot for this pool: held invocations try again. */
+  granted(): void {
+    this.pump();
   }
 
   /** Kills every child; in-flight and waiting invocations end with a SandboxError saying `why`. */
@@ -72,14 +100,15 @@ export class SandboxOwnerPool {
   /**
    * The least-loaded ready healthy child (the oldest among equals, so that spare children go idle
    * and are reaped), else a starting one. Another child is started when none is free and fewer
-   * than `maxProcesses` are healthy.
+   * than `maxProcesses` are healthy, and the budget has room: a child the invocation needs (there
+   * is no other) may stop an idle child of another source, or waits for a slot.
    */
   private pick(task: PoolTask): SandboxOwnerProcess | undefined {
     let best: SandboxOwnerProcess | undefined;
     let starting: SandboxOwnerProcess | undefined;
     let healthy = 0;
     for (const child of this.children) {
-      if (child.blocked) continue;
+      if (child.blocked || child.draining) continue;
       healthy += 1;
       if (task.tried.has(child)) continue;
       if (child.ready) {
@@ -92,8 +121,13 @@ export class SandboxOwnerPool {
     const room = healthy < this.options.maxProcesses || (!best && !starting);
     const wantsAnother = !best || (best.load > 0 && !starting);
     if (wantsAnother && room && this.children.length < 2 * this.options.maxProcesses) {
-      const started = this.start();
-      if (started && !best && !starting) starting = started;
+      const needed = !best && !starting;
+      if (this.options.budget.take(needed)) {
+        const started = this.start();
+        if (started && needed) starting = started;
+      } else if (needed) {
+        this.options.budget.wait(this);
+      }
     }
     return best ?? starting;
   }
@@ -102,7 +136,8 @@ export class SandboxOwnerPool {
     try {
       const child = new SandboxOwnerProcess({
         entryPath: this.options.entryPath,
-        ownerDir: this.options.ownerDir,
+        sourceDir: this.options.sourceDir,
+        budget: this.options.budget,
         heapMb: this.options.heapMb,
         idleMs: this.options.idleMs,
         blockedAfterMs: this.options.blockedAfterMs,
@@ -110,6 +145,7 @@ export class SandboxOwnerPool {
           const index = this.children.indexOf(retired);
           if (index >= 0) this.children.splice(index, 1);
           this.pump();
+          this.checkEmpty();
         },
         onChange: () => this.pump(),
       });
@@ -119,6 +155,10 @@ export class SandboxOwnerPool {
       // fork failed (no memory, no pids): the invocation waits for another child or fails.
       return undefined;
     }
+  }
+
+  private checkEmpty(): void {
+    if (this.empty) this.options.onEmpty?.(this);
   }
 
   /** Whether a child is blocked by an invocation of `sourceId`: more of them would block more. */
@@ -133,8 +173,12 @@ export class SandboxOwnerPool {
     const held = this.held;
     this.held = [];
     for (const task of held) this.dispatch(task);
-    // Nothing could take them and nothing is starting or running that could: no child can start.
-    if (this.held.length > 0 && this.children.length === 0) {
+    // Served by a child of its own after all: a waiter left in the budget would drain another
+    // source's process for nothing.
+    if (this.held.length === 0) this.options.budget.unwait(this);
+    // Nothing could take them, nothing is starting or running that could, and the budget did
+    // not make them wait: no child can start.
+    if (this.held.length > 0 && this.children.length === 0 && !this.options.budget.isWaiting(this)) {
       const stuck = this.held;
       this.held = [];
       for (const task of stuck) task.fail("SandboxError", "no sandbox process could be started");

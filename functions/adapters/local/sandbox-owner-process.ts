@@ -1,16 +1,19 @@
 /**
- * One long-lived sandbox child of an owner, running many invocations at a time for its pool
+ * One long-lived sandbox child of a source, running many invocations at a time for its pool
  * (`sandbox-owner-pool.ts`). It turns whatever happens to the child (an answer, a timeout, a crash,
- * a blocked event loop) into exactly one outcome per invocation: a result, or "run it elsewhere".
+ * a blocked event loop, a broken protocol) into exactly one outcome per invocation: a result, or
+ * "run it elsewhere".
  *
  * Which invocation stopped the child: the one whose time limit ran out; the one whose code said it
  * ends the process (`exiting`); otherwise (out of memory, a native crash, a blocked loop) the one
  * whose code the child started last (`started`), which is exact when the code blocks or allocates
  * right as it runs and a guess when it does so after an `await` while other runs started. That
  * invocation gets the error; the others in flight are given back to the pool to run again.
+ * A child that breaks the protocol (a malformed, oversized or unfinished message, a result before
+ * its `started`) is killed at once, and that counts as its crash.
  *
- * Invocations go to the child in batches, one message per turn of the event loop; the child answers
- * what it has at the end of each tick as one message, and writes its `started` at once, with what
+ * Invocations go to the child in batches, one write per turn of the event loop; the child answers
+ * what it has at the end of each tick as one write, and writes its `started` at once, with what
  * it had queued, before the code runs (`sandbox-entry.ts`).
  */
 import type {
@@ -24,13 +27,8 @@ import type {
   LogRecord,
 } from "#runtime/protocol";
 import { failedResult, LOG_LEVELS, normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
-import {
-  type CancelRequest,
-  type InvokeBatch,
-  type InvokeRequest,
-  SANDBOX_HEARTBEAT_MS,
-  type SandboxMessage,
-} from "#runtime/sandbox-protocol";
+import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-protocol";
+import type { BudgetMember, SandboxBudget } from "./sandbox-budget.ts";
 import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess } from "./sandbox-process.ts";
 
 /**
@@ -49,6 +47,17 @@ const CHECK_MS = 2 * SANDBOX_HEARTBEAT_MS;
 export const DEFAULT_BLOCKED_AFTER_MS = 300;
 /** A blocked child running no invocation of ours (code left behind by a finished one) is killed after this many. */
 const STRAY_AFTER_CHECKS = 30;
+/**
+ * An idle child beats only once a second (`SANDBOX_IDLE_HEARTBEAT_MS`): silent for this many
+ * checks, code left behind holds it, and it is killed. It is never taken for blocked while idle,
+ * so new work still goes to it (and moves if it does not start).
+ */
+const IDLE_SILENT_CHECKS = 50;
+/**
+ * A message left unfinished for this many checks with nothing else heard is a violation. The
+ * runtime writes each message whole and at once; the host reads between any two checks.
+ */
+const UNFINISHED_AFTER_CHECKS = 30;
 
 /** Why an invocation gets no result from this process. */
 export interface StopReason {
@@ -75,8 +84,10 @@ export interface ChildTask {
 
 export interface SandboxOwnerProcessOptions {
   readonly entryPath: string;
-  /** The owner's bundle folder, the only one the child may read besides the entry's. */
-  readonly ownerDir: string;
+  /** The source's bundle folder, the only one the child may read besides the entry's. */
+  readonly sourceDir: string;
+  /** The host's bound on live processes: this one holds a slot of it while it lives. */
+  readonly budget: SandboxBudget;
   readonly heapMb: number;
   /** Killed after this long without an invocation in flight. */
   readonly idleMs: number;
@@ -84,7 +95,7 @@ export interface SandboxOwnerProcessOptions {
   readonly blockedAfterMs: number;
   /** Called once, when the process stops taking invocations (killed, reaped or exited). */
   onRetired(process: SandboxOwnerProcess): void;
-  /** Called when the process becomes ready, blocked, or healthy again. */
+  /** Called when the process becomes ready, blocked, healthy again, or starts draining. */
   onChange(process: SandboxOwnerProcess): void;
 }
 
@@ -100,9 +111,7 @@ interface Pending {
   sent: boolean;
 }
 
-type Refable = { ref?(): void; unref?(): void } | null | undefined;
-
-export class SandboxOwnerProcess {
+export class SandboxOwnerProcess implements BudgetMember {
   private readonly sandbox: SandboxProcess;
   private readonly pending = new Map<string, Pending>();
   private readonly exited: Promise<void>;
@@ -110,9 +119,14 @@ export class SandboxOwnerProcess {
   private isReady = false;
   private retired = false;
   private isBlocked = false;
+  private isDraining = false;
   private idleTimer: NodeJS.Timeout | undefined;
   private heard = false;
   private silentChecks = 0;
+  private unfinishedChecks = 0;
+  /** Why the child was killed for breaking the protocol. */
+  private violation: string | undefined;
+  private usedAt = performance.now();
   private starts = 0;
   /** The invocation whose code said it ends the process. */
   private exiting: string | undefined;
@@ -120,10 +134,13 @@ export class SandboxOwnerProcess {
   private outbox: Pending[] = [];
 
   constructor(private readonly options: SandboxOwnerProcessOptions) {
-    this.sandbox = forkSandbox(options.entryPath, options.ownerDir, options.heapMb);
+    this.sandbox = forkSandbox(options.entryPath, options.sourceDir, options.heapMb, {
+      onMessage: (message) => this.onMessage(message),
+      onViolation: (why) => this.onViolation(why),
+    });
     const { child } = this.sandbox;
+    options.budget.join(this);
     this.exited = new Promise((resolve) => child.once("exit", () => resolve()));
-    child.on("message", (message: SandboxMessage | null) => this.onMessage(message));
     child.once("exit", () => this.retire());
     // After `exit`, once stderr and the channel are drained: the crash report and `exiting` are in.
     child.once("close", (code, signal) => this.onClose(code, signal));
@@ -151,6 +168,26 @@ export class SandboxOwnerProcess {
     return this.pending.size;
   }
 
+  /** Whether it takes no new work: its slot goes to another source once its runs have ended. */
+  get draining(): boolean {
+    return this.isDraining;
+  }
+
+  get lastUsedAt(): number {
+    return this.usedAt;
+  }
+
+  reap(): void {
+    void this.kill("the sandbox process was stopped to make room for another source's");
+  }
+
+  drain(): void {
+    if (this.isDraining || this.retired) return;
+    this.isDraining = true;
+    if (this.pending.size === 0) this.reap();
+    else this.options.onChange(this);
+  }
+
   /** The source whose invocation blocks this process, while it is blocked. */
   get blockingSourceId(): string | undefined {
     if (!this.isBlocked) return undefined;
@@ -165,10 +202,14 @@ export class SandboxOwnerProcess {
       task.finish(failureOf(task, "SandboxError", why));
       return;
     }
+    this.usedAt = performance.now();
     if (this.pending.size === 0) {
-      // Busy again: the reverse of what `remove` did when the last invocation left.
+      // Busy again: the reverse of what `remove` did when the last invocation left. The child
+      // beats often again from now on: its silence is counted afresh.
+      if (!this.isBlocked) this.silentChecks = 0;
       clearTimeout(this.idleTimer);
       this.setRef(true);
+      this.options.budget.setIdle(this, false);
     }
     const entry: Pending = { task, sentAt: performance.now(), startOrder: 0, sent: false };
     this.pending.set(invocationId, entry);
@@ -192,8 +233,8 @@ export class SandboxOwnerProcess {
 
   /**
    * Queues `entry` until the end of this turn of the event loop (`setImmediate`): what a turn sends
-   * to the child goes as one message, one write here and one read and parse there. A message costs
-   * about as much whatever its size, so this is most of the host's cost per invocation under load.
+   * to the child goes as one write here and one read there. A write costs about as much whatever
+   * its size, so this is most of the host's cost per invocation under load.
    */
   private send(entry: Pending): void {
     this.outbox.push(entry);
@@ -209,37 +250,20 @@ export class SandboxOwnerProcess {
       requests.push({ type: "invoke", bundlePath: entry.task.bundlePath, invocation: entry.task.invocation });
     }
     this.outbox = [];
-    if (requests.length === 0 || this.retired) return;
-    this.post(requests.length === 1 ? (requests[0] as InvokeRequest) : { type: "invokes", requests });
+    // A write error means the child is gone or going: its `close` settles what is in flight.
+    if (!this.retired) this.sandbox.send(requests);
   }
 
-  private post(request: InvokeRequest | InvokeBatch | CancelRequest): void {
-    try {
-      this.sandbox.child.send(request, (error) => {
-        // The channel is closing: the child is stopping, and `close` settles what is in flight.
-        if (error && isRunning(this.sandbox.child)) void this.terminate();
-      });
-    } catch {
-      if (isRunning(this.sandbox.child)) void this.terminate();
-    }
-  }
-
-  private onMessage(message: SandboxMessage | null): void {
+  private onMessage(message: SandboxMessage): void {
     this.heard = true;
-    if (message?.type !== "batch") {
-      this.handle(message);
-      return;
-    }
-    if (!Array.isArray(message.messages)) return;
-    // One level only: a batch inside a batch is not the runtime's (code can send anything).
-    for (const each of message.messages as (SandboxMessage | null)[]) if (each?.type !== "batch") this.handle(each);
-  }
-
-  private handle(message: SandboxMessage | null): void {
-    switch (message?.type) {
+    switch (message.type) {
       case "result": {
-        const entry = this.entryOf((message.result as Partial<InvocationResult> | null)?.invocationId);
-        if (entry) this.settle(entry, checkedResult(message.result, entry));
+        const entry = this.entryOf(message.result.invocationId);
+        if (!entry) break;
+        // The runtime says `started` before every result; a result without it is forged, and
+        // would end a run whose code did not run.
+        if (entry.startOrder === 0) this.onViolation("it sent a result for an invocation it had not started");
+        else this.settle(entry, checkedResult(message.result, entry));
         break;
       }
       case "respond":
@@ -263,13 +287,30 @@ export class SandboxOwnerProcess {
     }
   }
 
+  /** The in-flight invocation `invocationId` names, if it was sent here (code cannot know others). */
   private entryOf(invocationId: unknown): Pending | undefined {
-    return typeof invocationId === "string" ? this.pending.get(invocationId) : undefined;
+    const entry = typeof invocationId === "string" ? this.pending.get(invocationId) : undefined;
+    return entry?.sent ? entry : undefined;
+  }
+
+  /**
+   * The child broke the protocol: it is killed, and its `close` settles what was in flight as a
+   * crash, naming `why`.
+   */
+  private onViolation(why: string): void {
+    if (this.violation !== undefined) return;
+    this.violation = why;
+    this.retire();
+    void this.terminate();
   }
 
   private forwardRespond(invocationId: unknown, response: unknown): void {
     const entry = this.entryOf(invocationId);
     if (!entry || entry.response) return;
+    if (entry.startOrder === 0) {
+      this.onViolation("it sent a response for an invocation it had not started");
+      return;
+    }
     entry.response = checkedResponse(response);
     if (entry.response) entry.task.respond(entry.response);
   }
@@ -283,9 +324,15 @@ export class SandboxOwnerProcess {
     return suspect;
   }
 
-  /** Runs every CHECK_MS: a child silent for `blockedAfterMs` (in whole checks) is blocked. */
+  /** Runs every CHECK_MS: a busy child silent for `blockedAfterMs` (in whole checks) is blocked. */
   private check(): void {
-    if (this.retired || !this.isReady) return;
+    if (this.retired) return;
+    if (this.heard || this.sandbox.unfinishedChars() === 0) this.unfinishedChecks = 0;
+    else if (++this.unfinishedChecks >= UNFINISHED_AFTER_CHECKS) {
+      this.onViolation("it left a message unfinished");
+      return;
+    }
+    if (!this.isReady) return;
     if (this.heard) {
       this.heard = false;
       this.silentChecks = 0;
@@ -296,6 +343,10 @@ export class SandboxOwnerProcess {
       return;
     }
     this.silentChecks += 1;
+    if (this.pending.size === 0 && !this.isBlocked) {
+      if (this.silentChecks >= IDLE_SILENT_CHECKS) void this.kill("the sandbox process stayed blocked");
+      return;
+    }
     if (this.silentChecks === Math.max(1, Math.ceil(this.options.blockedAfterMs / CHECK_MS))) this.onBlocked();
     else if (this.silentChecks >= STRAY_AFTER_CHECKS && this.pending.size === 0)
       void this.kill("the sandbox process stayed blocked");
@@ -318,7 +369,7 @@ export class SandboxOwnerProcess {
     for (const entry of [...this.pending.values()]) {
       if (entry === suspect) continue;
       if (entry.startOrder === 0 && entry.sent) {
-        this.post({ type: "cancel", invocationId: entry.task.invocation.invocationId });
+        this.sandbox.send([{ type: "cancel", invocationId: entry.task.invocation.invocationId }]);
       }
       this.displace(entry, { name: "SandboxError", message });
     }
@@ -349,8 +400,11 @@ export class SandboxOwnerProcess {
     this.retire();
     if (this.pending.size === 0) return;
     const stderr = this.sandbox.stderrTail();
-    const name = isOutOfMemory(stderr) ? "OutOfMemoryError" : "SandboxCrashError";
-    const reason = crashReason(code, signal, stderr);
+    const name = this.violation === undefined && isOutOfMemory(stderr) ? "OutOfMemoryError" : "SandboxCrashError";
+    const reason =
+      this.violation === undefined
+        ? crashReason(code, signal, stderr)
+        : `it broke the protocol with the host (${this.violation}) and was killed`;
     const culprit = (this.exiting === undefined ? undefined : this.pending.get(this.exiting)) ?? this.suspect();
     if (culprit) this.settle(culprit, failureOf(culprit.task, name, `the sandbox process stopped: ${reason}`));
     this.displaceAll(culprit, {
@@ -384,9 +438,14 @@ export class SandboxOwnerProcess {
     clearTimeout(entry.timer);
     if (this.exiting === invocationId) this.exiting = undefined;
     if (this.pending.size === 0 && !this.retired) {
+      if (this.isDraining) {
+        this.reap();
+        return true;
+      }
       this.idleTimer = setTimeout(() => void this.kill("the sandbox process was idle"), this.options.idleMs);
       this.idleTimer.unref();
       this.setRef(false);
+      this.options.budget.setIdle(this, true);
     }
     return true;
   }
@@ -396,15 +455,15 @@ export class SandboxOwnerProcess {
     this.retired = true;
     clearTimeout(this.idleTimer);
     clearInterval(this.watchdog);
+    this.options.budget.leave(this);
     this.options.onRetired(this);
   }
 
   /** An idle child must not keep this process alive; a busy one must, until its answer. */
   private setRef(on: boolean): void {
-    const { child } = this.sandbox;
-    for (const handle of [child, child.channel, child.stdout, child.stderr] as Refable[]) {
-      if (on) handle?.ref?.();
-      else handle?.unref?.();
+    for (const handle of this.sandbox.handles) {
+      if (on) handle.ref?.();
+      else handle.unref?.();
     }
   }
 }

@@ -1,8 +1,14 @@
 /**
- * Starting a sandbox child, and asking a fresh one to describe a bundle (`describeInSandbox`).
- * A child runs under Node's permission model (DESIGN.md decision 3) with read access to
- * the runtime entry's folder and one bundle folder only (no writes, no child processes, no
- * workers, no addons), an empty environment and a heap cap.
+ * Starting a sandbox child and talking to it, and asking a fresh one to describe a bundle
+ * (`describeInSandbox`). A child runs under Node's permission model (DESIGN.md decision 3) with
+ * read access to the runtime entry's folder and one bundle folder only (no writes, no child
+ * processes, no workers, no addons), an empty environment and a heap cap.
+ *
+ * Everything a child sends is untrusted: component code runs there and can write anything to any
+ * of its descriptors. Messages come as lines of JSON on a pipe of our own (`sandbox-protocol.ts`),
+ * read with a frame limit and a guarded parse; a line that is too long or not a well-formed
+ * message, or anything written to the request pipe, is a protocol violation, reported to the
+ * owner of the process, which kills it.
  *
  * Not covered: Node 20's permission model has no network restriction, so component code can open
  * sockets.
@@ -10,9 +16,24 @@
  * Also bundled into the describer Lambda (`functions/internal/describer.ts`): import nothing here
  * that only local mode has.
  */
-import { type ChildProcess, fork } from "node:child_process";
+import { type ChildProcess, spawn } from "node:child_process";
+import { fstatSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
-import type { DescribeReply, DescribeRequest, SandboxMessage } from "#runtime/sandbox-protocol";
+import type { Readable, Writable } from "node:stream";
+import { z } from "zod";
+import type { ComponentDescription } from "#runtime/describe-component";
+import {
+  type DescribeReply,
+  type DescribeRequest,
+  LineDecoder,
+  MAX_MESSAGE_BYTES,
+  MESSAGE_FD,
+  pathRedactor,
+  REQUEST_FD,
+  type SandboxChildConfig,
+  type SandboxMessage,
+  type SandboxRequest,
+} from "#runtime/sandbox-protocol";
 
 /** Bytes of the child's stderr kept to explain a crash (an OOM report is a few hundred). */
 const STDERR_TAIL = 4096;
@@ -22,37 +43,217 @@ const PERMISSION_FLAG = process.allowedNodeEnvironmentFlags.has("--permission")
   ? "--permission"
   : "--experimental-permission";
 
+/** How the owner of a child hears from it. */
+export interface SandboxListener {
+  /** A well-formed message (its fields are still the child's word: check them before use). */
+  onMessage(message: SandboxMessage): void;
+  /** The child broke the protocol (`why`, in words); nothing more is read from it. */
+  onViolation(why: string): void;
+}
+
+type Refable = { ref?(): void; unref?(): void };
+
 export interface SandboxProcess {
   readonly child: ChildProcess;
-  /** The last few KiB the child wrote to stderr. */
+  /** The last few KiB the child wrote to stderr, without the server's paths. */
   stderrTail(): string;
+  /** Writes `requests` to the child, as one write. */
+  send(requests: readonly SandboxRequest[]): void;
+  /** Characters received of a message not finished yet. */
+  unfinishedChars(): number;
+  /** Takes the server's paths out of a text (see `pathRedactor`). */
+  redact(text: string): string;
+  /** The handles that keep this process alive while the child runs. */
+  readonly handles: readonly Refable[];
 }
 
 /**
- * Forks `entryPath` with read access to its folder and to `readDir` (a folder; a trailing `/` is
+ * Starts `entryPath` with read access to its folder and to `readDir` (a folder; a trailing `/` is
  * fine), nothing else. Output is drained so a chatty component never blocks on a full pipe.
  */
-export function forkSandbox(entryPath: string, readDir: string, heapMb: number): SandboxProcess {
-  const child = fork(entryPath, [], {
-    execArgv: [
+export function forkSandbox(
+  entryPath: string,
+  readDir: string,
+  heapMb: number,
+  listener: SandboxListener,
+): SandboxProcess {
+  const entryDir = dirname(entryPath);
+  const config: SandboxChildConfig = { close: leakedDescriptors(), redact: [entryDir, readDir] };
+  const child = spawn(
+    process.execPath,
+    [
       PERMISSION_FLAG,
-      `--allow-fs-read=${dirname(entryPath)}`,
+      `--allow-fs-read=${entryDir}`,
       `--allow-fs-read=${readDir}`,
       "--disable-warning=ExperimentalWarning",
       "--enable-source-maps",
       `--max-old-space-size=${heapMb}`,
+      entryPath,
+      JSON.stringify(config),
     ],
-    env: {},
-    stdio: ["ignore", "pipe", "pipe", "ipc"],
-    serialization: "json",
-  });
+    // fd 3: requests to the child; fd 4: the child's messages. Nothing else is passed on.
+    { env: {}, stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"] },
+  );
+  const redact = pathRedactor(config.redact);
+  const requests = child.stdio[REQUEST_FD] as Writable & Readable;
+  const messages = child.stdio[MESSAGE_FD] as Readable;
   let stderr = "";
+  let violated = false;
+  const violate = (why: string) => {
+    if (violated) return;
+    violated = true;
+    messages.removeAllListeners("data");
+    messages.resume();
+    listener.onViolation(why);
+  };
+
+  // A stream without an error listener would throw in this process: a child that closes its
+  // ends early (EPIPE, ECONNRESET) must not take Sluice down. Its exit tells the rest.
+  for (const stream of [requests, messages, child.stdout, child.stderr]) stream?.on("error", () => {});
   child.stdout?.resume();
   child.stderr?.setEncoding("utf8");
   child.stderr?.on("data", (chunk: string) => {
     stderr = (stderr + chunk).slice(-STDERR_TAIL);
   });
-  return { child, stderrTail: () => stderr };
+  // The runtime never writes to its request pipe.
+  requests.on("data", () => violate("it wrote to its request channel"));
+
+  const decoder = new LineDecoder(MAX_MESSAGE_BYTES);
+  messages.setEncoding("utf8");
+  messages.on("data", (chunk: string) => {
+    let lines: string[];
+    try {
+      lines = decoder.push(chunk);
+    } catch (error) {
+      violate(`it sent ${(error as Error).message}`);
+      return;
+    }
+    for (const line of lines) {
+      const message = parseMessage(line);
+      if (typeof message === "string") {
+        violate(message);
+        return;
+      }
+      listener.onMessage(message);
+      if (violated) return;
+    }
+  });
+
+  return {
+    child,
+    stderrTail: () => redact(stderr),
+    send(batch) {
+      if (batch.length === 0 || !requests.writable) return;
+      let text = "";
+      for (const request of batch) text += `${JSON.stringify(request)}\n`;
+      requests.write(text);
+    },
+    unfinishedChars: () => decoder.pendingChars,
+    redact,
+    // Sockets have ref/unref though their stream types do not say so.
+    handles: [child, requests, messages, child.stdout, child.stderr].filter((handle) => handle !== null) as Refable[],
+  };
+}
+
+type Bag = Record<string, unknown>;
+const isBag = (value: unknown): value is Bag => typeof value === "object" && value !== null && !Array.isArray(value);
+
+/**
+ * The message on `line`, or why it is none (in words). Only the envelope is checked here (on every
+ * message, so by hand rather than with a schema): the contents of a result, a response or a
+ * description are checked where they are used.
+ */
+export function parseMessage(line: string): SandboxMessage | string {
+  let message: unknown;
+  try {
+    message = JSON.parse(line);
+  } catch {
+    return `it sent a message that is not JSON (${line.length} characters)`;
+  }
+  if (!isBag(message)) return "it sent a message that is not an object";
+  switch (message.type) {
+    case "ready":
+    case "beat":
+      return message as unknown as SandboxMessage;
+    case "started":
+    case "exiting":
+    case "respond":
+      if (typeof message.invocationId === "string") return message as unknown as SandboxMessage;
+      break;
+    case "result":
+      if (isBag(message.result) && typeof message.result.invocationId === "string") {
+        return message as unknown as SandboxMessage;
+      }
+      break;
+    case "described":
+      if (typeof message.requestId === "string" && typeof message.ok === "boolean") {
+        return message as unknown as SandboxMessage;
+      }
+      break;
+    default:
+      return "it sent a message of no known type";
+  }
+  return `it sent a malformed ${message.type} message`;
+}
+
+/** The bits of /proc/<pid>/fdinfo's `flags:` (octal) that mean close-on-exec. */
+const O_CLOEXEC = 0o2000000;
+
+/** A descriptor found without close-on-exec, and what it was then. */
+interface Inherited {
+  readonly fd: number;
+  readonly dev: number;
+  readonly ino: number;
+}
+
+let inherited: Inherited[] | undefined;
+
+/**
+ * This process's descriptors above the child's own (0 to 4) that a child would inherit: those
+ * without close-on-exec. Node and libuv open everything with close-on-exec, so these came from
+ * whatever started Sluice (a shell's `exec 40<file`, a supervisor's sockets): the full list is read
+ * once, from /proc, at the first start. Before each later start only those are checked again
+ * (still open, still the same file, still without close-on-exec): a stale number could name a
+ * descriptor the child opened for itself, and reading the flags of every descriptor at each start
+ * cost the server about 20 ms per start with a hundred children running.
+ *
+ * Linux only (/proc); elsewhere the list is empty and such descriptors reach the child.
+ */
+export function leakedDescriptors(): number[] {
+  inherited ??= scanInherited();
+  inherited = inherited.filter((entry) => {
+    const now = inheritable(entry.fd);
+    return now !== undefined && now.dev === entry.dev && now.ino === entry.ino;
+  });
+  return inherited.map((entry) => entry.fd);
+}
+
+/** `fd` as a child would inherit it, or undefined when it is closed or has close-on-exec. */
+function inheritable(fd: number): Inherited | undefined {
+  try {
+    const flags = /^flags:\s+([0-7]+)/m.exec(readFileSync(`/proc/self/fdinfo/${fd}`, "utf8"))?.[1];
+    if (flags === undefined || (Number.parseInt(flags, 8) & O_CLOEXEC) !== 0) return undefined;
+    const stat = fstatSync(fd);
+    return { fd, dev: stat.dev, ino: stat.ino };
+  } catch {
+    return undefined; // Closed (the descriptor readdir itself used is one).
+  }
+}
+
+function scanInherited(): Inherited[] {
+  let names: string[];
+  try {
+    names = readdirSync("/proc/self/fd");
+  } catch {
+    return [];
+  }
+  const found: Inherited[] = [];
+  for (const name of names) {
+    const fd = Number(name);
+    const entry = fd > MESSAGE_FD ? inheritable(fd) : undefined;
+    if (entry) found.push(entry);
+  }
+  return found;
 }
 
 /** Whether the child has not exited yet. */
@@ -68,10 +269,66 @@ export function crashReason(code: number | null, signal: NodeJS.Signals | null, 
 
 export const isOutOfMemory = (stderr: string) => /heap out of memory|Allocation failed/i.test(stderr);
 
+const jsonValue: z.ZodType = z.lazy(() =>
+  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
+);
+/** What `describeComponent` in the child builds; code beside it could send anything else. */
+const descriptionSchema = z.object({
+  key: z.string().optional(),
+  name: z.string().optional(),
+  version: z.string().optional(),
+  description: z.string().optional(),
+  type: z.enum(["source", "action"]),
+  dedupe: z.string().optional(),
+  hooks: z.array(z.enum(["deploy", "activate", "deactivate"])),
+  methods: z.array(z.string()),
+  hasRun: z.boolean(),
+  hasAdditionalProps: z.boolean(),
+  props: z.array(
+    z.object({
+      name: z.string(),
+      type: z.string(),
+      label: z.string().optional(),
+      description: z.string().optional(),
+      default: jsonValue.optional(),
+      optional: z.boolean().optional(),
+      secret: z.boolean().optional(),
+      min: z.number().optional(),
+      max: z.number().optional(),
+      options: z.array(jsonValue).optional(),
+      remoteOptions: z.literal(true).optional(),
+      customResponse: z.boolean().optional(),
+      app: z.string().optional(),
+      alertType: z.string().optional(),
+      content: z.string().optional(),
+      static: jsonValue.optional(),
+      reloadProps: z.boolean().optional(),
+      useQuery: z.boolean().optional(),
+      disabled: z.boolean().optional(),
+      hidden: z.boolean().optional(),
+    }),
+  ),
+});
+const failureSchema = z.object({
+  message: z.string(),
+  line: z.number().int().optional(),
+  column: z.number().int().optional(),
+});
+
+/** The child's `described` message as a reply, or undefined when it is not one the runtime makes. */
+function checkedReply(message: SandboxMessage & { type: "described" }): DescribeReply | undefined {
+  if (message.ok) {
+    const description = descriptionSchema.safeParse((message as { description?: unknown }).description);
+    return description.success ? { ok: true, description: description.data as ComponentDescription } : undefined;
+  }
+  const error = failureSchema.safeParse((message as { error?: unknown }).error);
+  return error.success ? { ok: false, error: error.data } : undefined;
+}
+
 /**
  * Evaluates the bundle at `bundlePath` in a fresh sandbox child (read access to the bundle's
  * folder) and returns its description. Whatever the code does (throws, outlives `timeoutMs`,
- * kills its process) is a failed reply; the child never outlives this call.
+ * kills its process, breaks the protocol) is a failed reply; the child never outlives this call.
  *
  * @throws Error only when the child cannot be started.
  */
@@ -80,7 +337,6 @@ export function describeInSandbox(
   bundlePath: string,
   limits: { readonly timeoutMs: number; readonly heapMb: number },
 ): Promise<DescribeReply> {
-  const { child, stderrTail } = forkSandbox(entryPath, `${dirname(bundlePath)}/`, limits.heapMb);
   const request: DescribeRequest = { type: "describe", requestId: "describe", bundlePath };
   const failed = (message: string): DescribeReply => ({ ok: false, error: { message } });
 
@@ -91,27 +347,36 @@ export function describeInSandbox(
       settled = true;
       clearTimeout(timer);
       // SIGKILL, not SIGTERM: user code may have installed a SIGTERM handler while loading.
-      if (isRunning(child)) child.kill("SIGKILL");
+      if (isRunning(sandbox.child)) sandbox.child.kill("SIGKILL");
       outcome();
     };
+    const sandbox = forkSandbox(entryPath, `${dirname(bundlePath)}/`, limits.heapMb, {
+      onMessage(message) {
+        if (message.type === "ready") {
+          // Sent only once the child listens.
+          sandbox.send([request]);
+        } else if (message.type === "described") {
+          const reply = checkedReply(message);
+          finish(() =>
+            resolve(
+              reply ?? failed("the component could not be loaded: its sandbox process sent a malformed description"),
+            ),
+          );
+        }
+      },
+      onViolation(why) {
+        finish(() => resolve(failed(`the component could not be loaded: its sandbox process was stopped: ${why}`)));
+      },
+    });
     const timer = setTimeout(
       () => finish(() => resolve(failed(`loading the component took longer than ${limits.timeoutMs / 1000}s`))),
       limits.timeoutMs,
     );
-    child.on("message", (message: SandboxMessage | null) => {
-      if (message?.type === "ready") {
-        // Sent only once the child listens: a message that arrives earlier is lost.
-        child.send(request, (error) => {
-          if (error) finish(() => resolve(failed(`the component could not be loaded: ${error.message}`)));
-        });
-      } else if (message?.type === "described") {
-        const { type: _type, requestId: _requestId, ...reply } = message;
-        finish(() => resolve(reply as DescribeReply));
-      }
-    });
-    child.once("error", (error) => finish(() => reject(error)));
-    child.once("exit", (code, signal) =>
-      finish(() => resolve(failed(`the component could not be loaded: ${crashReason(code, signal, stderrTail())}`))),
+    sandbox.child.once("error", (error) => finish(() => reject(error)));
+    sandbox.child.once("exit", (code, signal) =>
+      finish(() =>
+        resolve(failed(`the component could not be loaded: ${crashReason(code, signal, sandbox.stderrTail())}`)),
+      ),
     );
   });
 }

@@ -3,10 +3,12 @@ import {
   cpuMsByRole,
   descendantsOf,
   type ProcSample,
+  parsePssBytes,
   parseStat,
   parseVmRssBytes,
   readTree,
   roleOf,
+  totalPss,
   totalRss,
 } from "../../../bench/lib/proc.ts";
 
@@ -40,6 +42,15 @@ describe("parseVmRssBytes", () => {
   it("reads VmRSS in bytes, or 0 when absent", () => {
     expect(parseVmRssBytes("Name:\tnode\nVmPeak:\t 999 kB\nVmRSS:\t   123456 kB\nThreads:\t11\n")).toBe(123456 * 1024);
     expect(parseVmRssBytes("Name:\tzombie\nState:\tZ (zombie)\n")).toBe(0);
+  });
+});
+
+describe("parsePssBytes", () => {
+  it("reads Pss (not Pss_Anon or Rss) of smaps_rollup in bytes, or 0 when absent", () => {
+    const rollup =
+      "55d0-7ffd ---p 00000000 00:00 0  [rollup]\nRss:  41000 kB\nPss:   9000 kB\nPss_Anon:  6000 kB\nPss_File:  3000 kB\n";
+    expect(parsePssBytes(rollup)).toBe(9000 * 1024);
+    expect(parsePssBytes("")).toBe(0);
   });
 });
 
@@ -82,6 +93,10 @@ describe("totals", () => {
     expect(totalRss([])).toBe(0);
   });
 
+  it("sums proportional memory where it was read", () => {
+    expect(totalPss([{ pssBytes: 3 }, {}, { pssBytes: 4 }])).toBe(7);
+  });
+
   it("charges CPU between two snapshots by role; a process new since the first counts in full", () => {
     const before = [sample(1, "server", 0, 100), sample(2, "sandbox", 0, 50)];
     const after = [sample(1, "server", 0, 400), sample(2, "sandbox", 0, 60), sample(3, "sandbox", 0, 20)];
@@ -111,5 +126,12 @@ describe("readTree", () => {
     const tree = await readTree(process.pid);
     expect(tree[0]).toMatchObject({ pid: process.pid, role: "server" });
     expect(tree[0]!.rssBytes).toBeGreaterThan(1024 * 1024);
+    expect(tree[0]!.pssBytes).toBeUndefined();
+  });
+
+  it("reads PSS when asked, at most the RSS", async () => {
+    const [self] = await readTree(process.pid, { pss: true });
+    expect(self!.pssBytes).toBeGreaterThan(1024 * 1024);
+    expect(self!.pssBytes).toBeLessThanOrEqual(self!.rssBytes + 1024 * 1024);
   });
 });

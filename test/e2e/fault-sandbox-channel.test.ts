@@ -1,0 +1,171 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { apiClient } from "../support/api-client.ts";
+import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
+import { eventually, when } from "../support/eventually.ts";
+import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+/**
+ * Issue 12's fault test "a component writes to its sandbox's channels", against `npm start`.
+ * Component code runs in a sandbox child that talks to the server over two pipes (fd 3 and 4);
+ * the code can write anything to them. Tenant one's healthy source answers requests throughout,
+ * while tenant two's sources write garbage, partial, unfinished, huge, malformed and forged
+ * messages (from a run, from a timer run every second, and from top-level code while the
+ * component is described).
+ * The server stays up, each bad run is recorded on its own `$errors` channel, a forged result for
+ * an invocation that is not in flight changes nothing, and every healthy request gets its answer.
+ */
+
+/** Longer than the 3 s after which an unfinished message kills its child, so the two are told apart. */
+const TIMEOUT_MS = 10_000;
+
+/** A source whose run does `write` and stays a moment (the server reads its two pipes apart). */
+const writer = (name: string, write: string, extra = "") => `
+import { writeSync } from "node:fs";
+export default {
+  name: "${name}",
+  version: "1.0.0",
+  props: { http: "$.interface.http"${extra} },
+  async run() {
+    ${write};
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  },
+};
+`;
+
+/** The bad writes, triggered one after another, with the `$errors` message each must leave. */
+const BAD_WRITES = [
+  // The issue's report: fd 3 was Node's IPC channel, and this took the server down. It is now the
+  // request pipe, which the child only reads.
+  { name: "Request-pipe writer", write: 'writeSync(3, "not json\\n")', message: /request channel/ },
+  { name: "Garbage", write: 'writeSync(4, "not json\\n")', message: /not JSON/ },
+  { name: "Partial", write: 'writeSync(4, \'{"type":"res\')', message: /not JSON/ },
+  { name: "Huge", write: 'writeSync(4, "x".repeat(17 * 1024 * 1024))', message: /longer than/ },
+  { name: "Malformed", write: 'writeSync(4, \'{"type":"result","result":5}\\n\')', message: /malformed result/ },
+  { name: "Unknown", write: 'writeSync(4, \'{"type":"shutdown"}\\n\')', message: /no known type/ },
+  // A line never finished: the loop keeps the runtime from writing anything after it.
+  { name: "Unfinished", write: 'writeSync(4, \'{"type":"be\'); while (true) {}', message: /left a message unfinished/ },
+] as const;
+
+/** A valid result for an invocation that is in flight nowhere (taken for nothing), then a genuine emit. */
+const FORGED_RESULT =
+  'writeSync(4, JSON.stringify({ type: "result", result: { invocationId: "inv_forged", emits: [{ event: "forged" }] } }) + "\\n"); this.$emit("genuine")';
+
+describe("fault: a component writes to its sandbox's channels", () => {
+  let sluice: SluiceProcess;
+  let one: ReturnType<typeof apiClient>;
+  let two: ReturnType<typeof apiClient>;
+
+  beforeAll(async () => {
+    sluice = await startSluice({
+      env: { SLUICE_INVOCATION_TIMEOUT_MS: String(TIMEOUT_MS), SLUICE_SANDBOX_HEAP_MB: "64" },
+    });
+    one = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    const { stdout } = await runSluice(["create-user", "--username", "tenant-two", "--email", "two@tenant.example"], {
+      SLUICE_DATA_DIR: sluice.dataDir,
+    });
+    two = apiClient(sluice.baseUrl, JSON.parse(stdout).api_key);
+  }, 60_000);
+
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  async function deploy(api: typeof one, code: string): Promise<{ id: string; endpoint: string }> {
+    const answer = await api("POST", "/sources", { component_code: code });
+    expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+    return { id: answer.json.data.id, endpoint: answer.json.data.configured_props.http.endpoint_url };
+  }
+
+  const errorsOf = async (id: string) =>
+    (await two("GET", `/sources/${id}/event_summaries?event_name=$errors&expand=event`)).json.data as {
+      event: { error: { code: string; message: string } };
+    }[];
+
+  it("kills only the child that wrote it, records the run's error, and the other tenant is answered throughout", async () => {
+    const healthy = await deploy(one, HEALTHY_SOURCE);
+    const bad = [];
+    for (const each of BAD_WRITES) bad.push({ ...each, ...(await deploy(two, writer(each.name, each.write))) });
+    const forger = await deploy(two, writer("Forger", FORGED_RESULT));
+    const serverPid = sluice.child.pid;
+
+    const traffic = keepRequesting(healthy.endpoint, 4);
+    try {
+      await eventually(() => when(traffic.answered >= 20), "the first healthy answers");
+      const answeredBefore = traffic.answered;
+      for (const each of bad) {
+        expect((await fetch(each.endpoint, { method: "POST", body: "{}" })).status).toBe(200);
+        const [recorded] = await eventually(
+          async () => {
+            const errors = await errorsOf(each.id);
+            return errors.length > 0 ? errors : undefined;
+          },
+          `the $errors event of ${each.name}`,
+          { timeoutMs: 20_000, intervalMs: 50 },
+        );
+        expect(recorded?.event.error.code, each.name).toBe("SandboxCrashError");
+        expect(recorded?.event.error.message, each.name).toMatch(/broke the protocol with the host/);
+        expect(recorded?.event.error.message, each.name).toMatch(each.message);
+      }
+
+      // A forged result for nothing in flight is ignored: the run ends as its code does.
+      expect((await fetch(forger.endpoint, { method: "POST", body: "{}" })).status).toBe(200);
+      const forgerEvents = await eventually(async () => {
+        const page = await two("GET", `/sources/${forger.id}/event_summaries?expand=event`);
+        return page.json.data.length > 0 ? page.json.data : undefined;
+      }, "the forger's genuine event");
+      expect(forgerEvents.map((each: { event: unknown }) => each.event)).toEqual(["genuine"]);
+      // Healthy requests were answered while the bad ones ran, not only before and after.
+      expect(traffic.answered - answeredBefore).toBeGreaterThan(20);
+    } finally {
+      await traffic.stop();
+    }
+    expect(traffic.wrong).toEqual([]);
+    expect(await errorsOf(forger.id)).toEqual([]);
+
+    // Each bad run failed once, and the server that answered them is the one that started.
+    for (const each of bad) expect(await errorsOf(each.id), each.name).toHaveLength(1);
+    expect([sluice.child.pid, sluice.child.exitCode]).toEqual([serverPid, null]);
+    expect(await askDoubler(healthy.endpoint, 21)).toEqual({ n: 21, doubled: 42 });
+  }, 120_000);
+
+  it("answers 400 to a component whose top-level code writes to the channels while it is described", async () => {
+    for (const [write, why] of [
+      ['writeSync(3, "not json\\n")', /request channel/],
+      ['writeSync(4, "not json\\n")', /not JSON/],
+      [
+        'writeSync(4, \'{"type":"described","requestId":"describe","ok":true,"description":{"props":5}}\\n\')',
+        /malformed description/,
+      ],
+    ] as const) {
+      const code = `import { writeSync } from "node:fs";\n${write};\nexport default { name: "Top", version: "1.0.0", props: {} };\n`;
+      const answer = await two("POST", "/components", { component_code: code });
+      expect(answer.status, write).toBe(400);
+      expect(JSON.stringify(answer.json), write).toMatch(why);
+    }
+    expect(sluice.child.exitCode).toBeNull();
+    expect((await one("GET", "/users/me")).status).toBe(200);
+  }, 60_000);
+
+  it("survives a timer source that writes garbage on every run", async () => {
+    const ticking = await deploy(
+      two,
+      writer(
+        "Ticker",
+        'writeSync(3, "not json\\n")',
+        ', timer: { type: "$.interface.timer", default: { intervalSeconds: 1 } }',
+      ),
+    );
+    const errors = await eventually(
+      async () => {
+        const recorded = await errorsOf(ticking.id);
+        return recorded.length >= 3 ? recorded : undefined;
+      },
+      "three failed timer runs",
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    expect(errors.every((each) => each.event.error.code === "SandboxCrashError")).toBe(true);
+    expect(sluice.child.exitCode).toBeNull();
+    expect((await one("GET", "/users/me")).status).toBe(200);
+    expect((await two("DELETE", `/sources/${ticking.id}`)).status).toBe(200);
+  }, 60_000);
+});
