@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname } from "node:path";
 import Database from "better-sqlite3";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
+import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
 import { SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
@@ -22,7 +23,7 @@ export function violatedConstraint(error: unknown): string | undefined {
  * Schema migrations, applied in order; `PRAGMA user_version` records how many have run.
  * Append only: a released migration never changes.
  */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE users (
     id TEXT PRIMARY KEY,
@@ -142,6 +143,8 @@ const MIGRATIONS: readonly string[] = [
   ...OUTBOX_MIGRATIONS,
   // The webhook delivery queue's claim indexes (sqlite-delivery-schema.ts).
   DELIVERY_CLAIM_INDEXES,
+  // Per-channel event counts and the index of listed channels (sqlite-event-schema.ts).
+  ...EVENT_COUNT_MIGRATIONS,
 ];
 
 /**
