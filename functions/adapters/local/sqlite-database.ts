@@ -5,7 +5,7 @@ import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-s
 import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
-import { SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
+import { DEAD_LETTER_COUNT_MIGRATIONS, SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
 
 export type SqliteDatabase = Database.Database;
 
@@ -145,6 +145,8 @@ export const MIGRATIONS: readonly string[] = [
   DELIVERY_CLAIM_INDEXES,
   // Per-channel event counts and the index of listed channels (sqlite-event-schema.ts).
   ...EVENT_COUNT_MIGRATIONS,
+  // Per-webhook dead letter counts (sqlite-subscription-schema.ts).
+  ...DEAD_LETTER_COUNT_MIGRATIONS,
 ];
 
 /**
