@@ -15,6 +15,7 @@ import { LocalSecrets } from "./local-secrets.ts";
 import { LocalTimers } from "./local-timers.ts";
 import { npmPackagesPlugin } from "./npm-packages.ts";
 import { ProcessPoolHost } from "./process-pool-host.ts";
+import { startWalCheckpointer } from "./sqlite-checkpointer.ts";
 import { SqliteComponentStore } from "./sqlite-component-store.ts";
 import { openSqlite } from "./sqlite-database.ts";
 import { SqliteDeadLetterStore } from "./sqlite-dead-letter-store.ts";
@@ -56,7 +57,10 @@ const OUTBOX_SWEEP_MS = 60_000;
  * base of HTTP interface endpoints when `SLUICE_PUBLIC_URL` is not set (the server's own URL).
  */
 export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: string): Promise<LocalMode> {
-  const db = openSqlite(join(config.dataDir, DATABASE_FILE));
+  const file = join(config.dataDir, DATABASE_FILE);
+  const db = openSqlite(file);
+  // Checkpoints (copying the WAL back, with fsyncs) run in a worker, never on the event loop.
+  const checkpointer = await startWalCheckpointer(db, file, log);
   const clock = systemClock;
   const host = new ProcessPoolHost({
     workDir: join(config.dataDir, SANDBOX_DIR),
@@ -175,6 +179,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       await host.close();
       events.flushAppends();
       usage.flush();
+      await checkpointer.stop();
       db.close();
     },
   };
