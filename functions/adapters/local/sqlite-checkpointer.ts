@@ -78,8 +78,6 @@ export async function startWalCheckpointer(
     log.error("the WAL checkpoint worker could not start; the server checkpoints itself", { error: String(error) });
     return { stop: async () => {} };
   }
-  // The server's sockets keep the process alive, never this worker (a start that fails still exits).
-  worker.unref();
   let running = false;
   let stopping = false;
   const exited = new Promise<void>((resolve) => worker.once("exit", () => resolve()));
@@ -101,10 +99,14 @@ export async function startWalCheckpointer(
     db.pragma("wal_autocheckpoint = 0");
     running = true;
   }
+  // Once started, the server's own handles keep the process alive, never this worker (a start
+  // that fails after this point still exits); waiting for it to start or stop holds it.
+  worker.unref();
   return {
     async stop() {
       stopping = true;
       handBack();
+      worker.ref();
       worker.postMessage("stop");
       await exited;
     },
