@@ -284,17 +284,26 @@ export class SourceStreamServer {
    */
   private async catchUp(client: StreamClient, afterId: string): Promise<void> {
     let lastId = afterId;
-    let sent = 0;
+    // A page's frames go out in one write (one syscall, not one per event).
+    let page: string[] = [];
+    const send = async () => {
+      if (page.length === 0 || !client.open) return;
+      const flushed = client.out.write(page.join(""));
+      page = [];
+      client.lastWriteMs = performance.now();
+      if (!flushed) await drained(client.out);
+    };
     try {
       for await (const event of eventsAfter(this.deps, client.stream, afterId)) {
         if (!client.open) return;
-        const flushed = client.out.write(sseFrame(event));
-        client.lastWriteMs = performance.now();
+        page.push(sseFrame(event));
         lastId = event.id;
-        if (!flushed) await drained(client.out);
+        if (page.length < CATCH_UP_PAGE) continue;
+        await send();
         // The next page is read when the generator is pulled past this one's last event.
-        if (++sent % CATCH_UP_PAGE === 0) await nextTurn();
+        await nextTurn();
       }
+      await send();
     } catch (error) {
       this.deps.log.error("live stream history could not be read", {
         source_id: client.stream.sourceId,
