@@ -10,17 +10,15 @@
  * server starts on that data. Through the API, a million events would take minutes to emit.
  */
 import { randomUUID } from "node:crypto";
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { DATABASE_FILE } from "#adapters/local/composition";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import type { NewEvent } from "#core/component-model";
 import { createLocalUser } from "#local/bootstrap";
-import { eventually, when } from "../../test/support/eventually.ts";
 import { numberedBody } from "./common.ts";
 import { INGEST_CODE } from "./components.ts";
+import { seedingServer } from "./fleet.ts";
 import type { BenchServer } from "./processes.ts";
 import type { ScenarioContext } from "./scenario.ts";
 import { type DeployedSource, type SluiceApi, sluiceApi } from "./sluice-api.ts";
@@ -49,17 +47,8 @@ export interface FloodHistory {
 }
 
 export async function floodHistory(context: ScenarioContext, events: number): Promise<FloodHistory> {
-  const dataDir = mkdtempSync(join(tmpdir(), "sluice-bench-flood-"));
-  context.defer(() => rmSync(dataDir, { recursive: true, force: true }));
   const started = performance.now();
-
-  const seeder = await context.startServer({ dataDir, profile: false });
-  const flooderApi = sluiceApi(seeder);
-  const floodSource = await flooderApi.deploy(INGEST_CODE);
-  await fetch(floodSource.endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-  await eventually(async () => when((await flooderApi.eventCount(floodSource.id)) >= 1), "the first event", {
-    timeoutMs: 30_000,
-  });
+  const { dataDir, seeder, api: flooderApi, first: floodSource } = await seedingServer(context, "sluice-bench-flood-");
   // The first event goes with the rest of the history: the flooder's source holds exactly `events`.
   await flooderApi.call("DELETE", `/sources/${floodSource.id}/events`);
   const created = await createLocalUser(dataDir, { username: "bench-other", email: "other@bench.invalid" });
