@@ -8,7 +8,7 @@ import { pageStatements, readPage } from "./sqlite-paging.ts";
 export interface SqliteDeadLetterStoreOptions {
   /**
    * Dead letters removed per transaction when a webhook is deleted, one chunk per turn of the
-   * event loop. @default 1000
+   * event loop. @default 500
    */
   chunkRows?: number;
 }
@@ -70,7 +70,7 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
     private readonly db: SqliteDatabase,
     options: SqliteDeadLetterStoreOptions = {},
   ) {
-    this.chunkRows = Math.max(1, Math.floor(options.chunkRows ?? 1000));
+    this.chunkRows = Math.max(1, Math.floor(options.chunkRows ?? 500));
     this.statements = {
       put: db.prepare(
         `INSERT OR REPLACE INTO dead_letters (webhook_id, id, user_id, subscription_ids, emitter_id, event_id, channel, payload, attempts, next_attempt_at, created_at, last_error, failed_at)

@@ -28,8 +28,9 @@ export interface SqliteEventStoreOptions {
   outbox?: Pick<SqliteOutbox, "record">;
   /**
    * Events removed per transaction by deletions and retention, one such chunk per turn of the
-   * event loop: about 3-4 ms of work on a small machine, which is what anyone else may wait.
-   * @default 1000
+   * event loop: about 3-4 ms of work on a 2-core machine, which is what anyone else may wait
+   * (1,000 took twice as long per turn for 5-10% less time in all).
+   * @default 500
    */
   chunkRows?: number;
 }
@@ -168,7 +169,7 @@ export class SqliteEventStore implements EventStore {
   ) {
     this.retention = { ...(options.retention ?? DEFAULT_EVENT_RETENTION) };
     this.trimEveryAppends = options.trimEveryAppends ?? 1000;
-    this.chunkRows = Math.max(1, Math.floor(options.chunkRows ?? 1000));
+    this.chunkRows = Math.max(1, Math.floor(options.chunkRows ?? 500));
     this.outbox = options.outbox;
     this.statements = {
       sequence: db.prepare<[string], LastId>(
