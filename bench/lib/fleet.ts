@@ -33,22 +33,31 @@ export interface Fleet {
   seedMs: number;
 }
 
-export async function buildFleet(
-  context: ScenarioContext,
-  { sources: total, eventsPerSource }: { sources: number; eventsPerSource: number },
-): Promise<Fleet> {
-  const dataDir = mkdtempSync(join(tmpdir(), "sluice-bench-fleet-"));
+/**
+ * A data directory (removed at the end of the scenario) with local mode started on it, unprofiled,
+ * to write what the measured server will find, and the ingest source deployed and run once (so its
+ * sandbox bundle exists). Stop the seeder with `keepData` before writing to the file directly.
+ */
+export async function seedingServer(context: ScenarioContext, prefix: string) {
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
   context.defer(() => rmSync(dataDir, { recursive: true, force: true }));
-  const started = performance.now();
-
   const seeder = await context.startServer({ dataDir, profile: false });
   const api = sluiceApi(seeder);
   const first = await api.deploy(INGEST_CODE);
-  // One run builds the sandbox bundle that every copy shares.
   await fetch(first.endpoint, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
   await eventually(async () => when((await api.eventCount(first.id)) >= 1), "the first source's event", {
     timeoutMs: 30_000,
   });
+  return { dataDir, seeder, api, first };
+}
+
+export async function buildFleet(
+  context: ScenarioContext,
+  { sources: total, eventsPerSource }: { sources: number; eventsPerSource: number },
+): Promise<Fleet> {
+  const started = performance.now();
+  // One run builds the sandbox bundle that every copy shares.
+  const { dataDir, seeder, first } = await seedingServer(context, "sluice-bench-fleet-");
   await seeder.stop({ keepData: true });
 
   const db = openSqlite(join(dataDir, DATABASE_FILE));

@@ -29,6 +29,11 @@ export interface LoadOptions {
   timeoutMs?: number;
   /** Called with every answer (after its body was read). */
   onAnswer?: (index: number, status: number, body: Buffer) => void;
+  /**
+   * Stops starting requests once aborted, before `durationMs` has passed: for a load that lasts as
+   * long as something else does. `durationMs` is then the longest it may run.
+   */
+  stop?: AbortSignal;
 }
 
 export interface LoadResult {
@@ -119,7 +124,12 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
   };
 
   const start = monoMs();
-  const end = start + options.durationMs;
+  let end = start + options.durationMs;
+  const stopEarly = () => {
+    end = Math.min(end, monoMs());
+  };
+  if (options.stop?.aborted) stopEarly();
+  else options.stop?.addEventListener("abort", stopEarly, { once: true });
   const pending = new Set<Promise<void>>();
   const track = (promise: Promise<void>) => {
     pending.add(promise);
@@ -138,22 +148,25 @@ export async function runLoad(options: LoadOptions): Promise<LoadResult> {
       start,
       RateSchedule.slotsIn(options.ratePerSec, options.durationMs),
     );
+    // Once stopped, the slots due until then still start (late, if every allowed socket is busy).
+    const slots = () => (options.stop?.aborted ? Math.min(schedule.total, schedule.dueBy(end)) : schedule.total);
     let next = 0;
-    while (next < schedule.total) {
+    while (next < slots()) {
       const now = monoMs();
-      const due = schedule.dueBy(now);
+      const due = Math.min(schedule.dueBy(now), slots());
       while (next < due && pending.size < options.concurrency) {
         const dueAt = schedule.dueAt(next);
         if (now - dueAt > 5) lateSlots++;
         track(fire(next, dueAt));
         next++;
       }
-      if (next >= schedule.total) break;
+      if (next >= slots()) break;
       if (monoMs() > end + timeoutMs) break; // every connection stuck: give up on the remaining slots
       const wait = next < due ? 1 : Math.max(0, schedule.dueAt(next) - monoMs());
       await sleep(Math.min(wait, 50));
     }
   }
+  options.stop?.removeEventListener("abort", stopEarly);
   // In-flight requests have their own time limit; nothing outlives this call.
   await Promise.race([Promise.all([...pending]), sleep(timeoutMs + 100)]);
   for (const conn of all) conn.close();

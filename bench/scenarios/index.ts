@@ -1,6 +1,7 @@
 import type { Scenario } from "../lib/scenario.ts";
 import { badInput } from "./bad-input.ts";
 import { deploy } from "./deploy.ts";
+import { flood } from "./flood.ts";
 import { history } from "./history.ts";
 import { ingest } from "./ingest.ts";
 import { respond } from "./respond.ts";
@@ -9,4 +10,14 @@ import { stream } from "./stream.ts";
 import { webhook } from "./webhook.ts";
 
 /** Every scenario, in the order of issue 6's table. */
-export const SCENARIOS: readonly Scenario[] = [ingest, respond, webhook, deploy, scale, stream, history, badInput];
+export const SCENARIOS: readonly Scenario[] = [
+  ingest,
+  respond,
+  webhook,
+  deploy,
+  scale,
+  stream,
+  history,
+  flood,
+  badInput,
+];

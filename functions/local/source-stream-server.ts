@@ -2,12 +2,14 @@ import { randomUUID } from "node:crypto";
 import type { IncomingMessage, ServerResponse } from "node:http";
 import { performance } from "node:perf_hooks";
 import type { Writable } from "node:stream";
+import { nextTurn } from "#adapters/local/event-loop";
 import type { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { authenticate } from "#core/accounts";
 import type { StoredEvent } from "#core/component-model";
 import { DomainError } from "#core/errors";
 import { compareEventIds } from "#core/event-ids";
 import {
+  CATCH_UP_PAGE,
   eventsAfter,
   openSourceStream,
   type SourceStream,
@@ -276,18 +278,32 @@ export class SourceStreamServer {
 
   /**
    * Sends the history after `afterId`, waiting for the client to read it, then the live events
-   * kept aside meanwhile that are newer than the last one sent.
+   * kept aside meanwhile that are newer than the last one sent. One page of history per turn of the
+   * event loop: a client resuming from the first of a million events must not hold up the others,
+   * and a fast reader never makes the socket wait (which would have yielded).
    */
   private async catchUp(client: StreamClient, afterId: string): Promise<void> {
     let lastId = afterId;
+    // A page's frames go out in one write (one syscall, not one per event).
+    let page: string[] = [];
+    const send = async () => {
+      if (page.length === 0 || !client.open) return;
+      const flushed = client.out.write(page.join(""));
+      page = [];
+      client.lastWriteMs = performance.now();
+      if (!flushed) await drained(client.out);
+    };
     try {
       for await (const event of eventsAfter(this.deps, client.stream, afterId)) {
         if (!client.open) return;
-        const flushed = client.out.write(sseFrame(event));
-        client.lastWriteMs = performance.now();
+        page.push(sseFrame(event));
         lastId = event.id;
-        if (!flushed) await drained(client.out);
+        if (page.length < CATCH_UP_PAGE) continue;
+        await send();
+        // The next page is read when the generator is pulled past this one's last event.
+        await nextTurn();
       }
+      await send();
     } catch (error) {
       this.deps.log.error("live stream history could not be read", {
         source_id: client.stream.sourceId,

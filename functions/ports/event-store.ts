@@ -8,8 +8,9 @@ export interface EventQuery extends PageQuery {
    */
   channel?: string;
   /**
-   * Whether `totalCount` is wanted. @default true. Polls and catch-up pass false: counting reads
-   * every index entry (SQLite) or the whole partition (DynamoDB); `totalCount` is then 0.
+   * Whether `totalCount` is wanted. @default true. Polls and catch-up pass false: on DynamoDB
+   * counting reads the whole partition (SQLite keeps the counts, so there it is one row read);
+   * `totalCount` is then 0.
    */
   count?: boolean;
 }
@@ -58,7 +59,8 @@ export interface EventStore {
    * Deletes a range of events. When the promise resolves, no later `listEvents` returns an event
    * of the range, but the space may be reclaimed later by {@link purgeDeletedEvents}. Events
    * appended after the call began are never affected (the range ends at the newest event that
-   * existed then). Deleting a range that holds nothing is not an error.
+   * existed then). Deleting a range that holds nothing is not an error. Reads made before it
+   * resolves may show part of the range (SQLite removes it in chunks, oldest first).
    */
   deleteEvents(sourceId: string, range: EventRange): Promise<void>;
   /**

@@ -16,6 +16,7 @@ import { LocalSourceRunLock } from "./local-source-run-lock.ts";
 import { LocalTimers } from "./local-timers.ts";
 import { npmPackagesPlugin } from "./npm-packages.ts";
 import { ProcessPoolHost } from "./process-pool-host.ts";
+import { startWalCheckpointer } from "./sqlite-checkpointer.ts";
 import { SqliteComponentStore } from "./sqlite-component-store.ts";
 import { openSqlite } from "./sqlite-database.ts";
 import { SqliteDeadLetterStore } from "./sqlite-dead-letter-store.ts";
@@ -58,10 +59,13 @@ const OUTBOX_SWEEP_MS = 60_000;
  * base of HTTP interface endpoints when `SLUICE_PUBLIC_URL` is not set (the server's own URL).
  */
 export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: string): Promise<LocalMode> {
-  const db = openSqlite(join(config.dataDir, DATABASE_FILE), { maxMb: config.databaseMaxMb });
+  const file = join(config.dataDir, DATABASE_FILE);
+  const db = openSqlite(file, { maxMb: config.databaseMaxMb });
   // A full or read-only data dir answers 503 and is retried, never taken for a bug (storage-errors.ts).
   const translate = storageErrorTranslator(config.dataDir, log);
   const guarded = <T extends object>(port: T, name: string): T => translatingErrors(port, name, translate);
+  // Checkpoints (copying the WAL back, with fsyncs) run in a worker, never on the event loop.
+  const checkpointer = await startWalCheckpointer(db, file, log);
   const clock = systemClock;
   const host = new ProcessPoolHost({
     workDir: join(config.dataDir, SANDBOX_DIR),
@@ -185,6 +189,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       await host.close();
       events.flushAppends();
       usage.flush();
+      await checkpointer.stop();
       db.close();
     },
   };

@@ -3,9 +3,10 @@ import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { ownerOnlyFiles, reasonOf } from "./data-dir.ts";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
+import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
-import { SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
+import { DEAD_LETTER_COUNT_MIGRATIONS, SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
 import { STORED_USAGE_MIGRATIONS } from "./sqlite-usage-schema.ts";
 
 export type SqliteDatabase = Database.Database;
@@ -24,7 +25,7 @@ export function violatedConstraint(error: unknown): string | undefined {
  * Schema migrations, applied in order; `PRAGMA user_version` records how many have run.
  * Append only: a released migration never changes.
  */
-const MIGRATIONS: readonly string[] = [
+export const MIGRATIONS: readonly string[] = [
   `
   CREATE TABLE users (
     id TEXT PRIMARY KEY,
@@ -146,6 +147,10 @@ const MIGRATIONS: readonly string[] = [
   DELIVERY_CLAIM_INDEXES,
   // What each workspace keeps stored, for the storage quotas (sqlite-usage-schema.ts).
   ...STORED_USAGE_MIGRATIONS,
+  // Per-channel event counts and the index of listed channels (sqlite-event-schema.ts).
+  ...EVENT_COUNT_MIGRATIONS,
+  // Per-webhook dead letter counts (sqlite-subscription-schema.ts).
+  ...DEAD_LETTER_COUNT_MIGRATIONS,
 ];
 
 /**

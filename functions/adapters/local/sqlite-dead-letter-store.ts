@@ -1,8 +1,17 @@
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeadLetterRecord } from "#core/subscription-model";
 import type { DeadLetterStore } from "#ports/dead-letter-store";
+import { nextTurn } from "./event-loop.ts";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
+
+export interface SqliteDeadLetterStoreOptions {
+  /**
+   * Dead letters removed per transaction when a webhook is deleted, one chunk per turn of the
+   * event loop. @default 500
+   */
+  chunkRows?: number;
+}
 
 interface DeadLetterRow {
   webhook_id: string;
@@ -43,11 +52,25 @@ function toDeadLetter(row: DeadLetterRow): DeadLetterRecord {
  * `DeadLetterStore` on the local SQLite file: table `dead_letters`, keyed by (webhook_id, id), so
  * a webhook's list is a range of the primary key. Putting a dead letter again (a replay that
  * failed again) replaces it.
+ *
+ * A receiver that stays down leaves a dead letter per event, as many as a tenant's history, and
+ * local mode serves every tenant from one thread: each webhook's count is kept in
+ * `dead_letter_counts` by the transactions that put and delete dead letters (a list's total is one
+ * row read), and a webhook's dead letters are deleted `chunkRows` at a time, a turn of the event
+ * loop between chunks.
  */
 export class SqliteDeadLetterStore implements DeadLetterStore {
   private readonly statements;
+  private readonly chunkRows: number;
+  private readonly putCounted;
+  private readonly deleteCounted;
+  private readonly deleteChunk;
 
-  constructor(db: SqliteDatabase) {
+  constructor(
+    private readonly db: SqliteDatabase,
+    options: SqliteDeadLetterStoreOptions = {},
+  ) {
+    this.chunkRows = Math.max(1, Math.floor(options.chunkRows ?? 500));
     this.statements = {
       put: db.prepare(
         `INSERT OR REPLACE INTO dead_letters (webhook_id, id, user_id, subscription_ids, emitter_id, event_id, channel, payload, attempts, next_attempt_at, created_at, last_error, failed_at)
@@ -55,18 +78,51 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
       ),
       get: db.prepare<[string, string], DeadLetterRow>("SELECT * FROM dead_letters WHERE webhook_id = ? AND id = ?"),
       delete: db.prepare<[string, string]>("DELETE FROM dead_letters WHERE webhook_id = ? AND id = ?"),
-      deleteOf: db.prepare<[string]>("DELETE FROM dead_letters WHERE webhook_id = ?"),
+      exists: db.prepare<[string, string], { found: number }>(
+        "SELECT 1 AS found FROM dead_letters WHERE webhook_id = ? AND id = ?",
+      ),
+      deleteChunkOf: db.prepare<[string]>(
+        `DELETE FROM dead_letters WHERE rowid IN (SELECT rowid FROM dead_letters WHERE webhook_id = ? LIMIT ${this.chunkRows})`,
+      ),
+      addCount: db.prepare<[string, number]>(
+        `INSERT INTO dead_letter_counts (webhook_id, total) VALUES (?, ?)
+         ON CONFLICT (webhook_id) DO UPDATE SET total = total + excluded.total`,
+      ),
+      count: db.prepare<[string], { total: number }>("SELECT total FROM dead_letter_counts WHERE webhook_id = ?"),
+      dropCount: db.prepare<[string]>("DELETE FROM dead_letter_counts WHERE webhook_id = ? AND total <= 0"),
       ofWebhook: pageStatements<DeadLetterRow>(db, "dead_letters", "webhook_id"),
     };
+    const s = this.statements;
+    this.putCounted = db.transaction((row: Record<string, unknown>, webhookId: string, id: string) => {
+      const replaces = s.exists.get(webhookId, id) !== undefined;
+      s.put.run(row);
+      if (!replaces) s.addCount.run(webhookId, 1);
+    });
+    this.deleteCounted = db.transaction((webhookId: string, id: string): boolean => {
+      const removed = s.delete.run(webhookId, id).changes;
+      if (removed > 0) this.subtract(webhookId, removed);
+      return removed > 0;
+    });
+    this.deleteChunk = db.transaction((webhookId: string): number => {
+      const removed = s.deleteChunkOf.run(webhookId).changes;
+      if (removed > 0) this.subtract(webhookId, removed);
+      return removed;
+    });
+  }
+
+  private subtract(webhookId: string, count: number): void {
+    this.statements.addCount.run(webhookId, -count);
+    this.statements.dropCount.run(webhookId);
   }
 
   async putDeadLetter(deadLetter: DeadLetterRecord): Promise<void> {
-    this.statements.put.run({
+    const row = {
       ...deadLetter,
       subscriptionIds: JSON.stringify(deadLetter.subscriptionIds),
       payload: JSON.stringify(deadLetter.payload),
       lastError: deadLetter.lastError ?? null,
-    });
+    };
+    this.putCounted(row, deadLetter.webhookId, deadLetter.id);
   }
 
   async getDeadLetter(webhookId: string, id: string): Promise<DeadLetterRecord | undefined> {
@@ -75,14 +131,20 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
   }
 
   async listDeadLetters(webhookId: string, page: PageQuery): Promise<Page<DeadLetterRecord>> {
-    return readPage(this.statements.ofWebhook, webhookId, page, toDeadLetter);
+    return readPage(this.statements.ofWebhook, webhookId, page, toDeadLetter, (id) =>
+      Math.max(0, this.statements.count.get(id)?.total ?? 0),
+    );
   }
 
   async deleteDeadLetter(webhookId: string, id: string): Promise<boolean> {
-    return this.statements.delete.run(webhookId, id).changes > 0;
+    return this.deleteCounted(webhookId, id);
   }
 
   async deleteDeadLettersOf(webhookId: string): Promise<void> {
-    this.statements.deleteOf.run(webhookId);
+    for (;;) {
+      if (!this.db.open) throw new Error("the dead letter store was closed before the deletion finished");
+      if (this.deleteChunk(webhookId) < this.chunkRows) return;
+      await nextTurn();
+    }
   }
 }

@@ -18,6 +18,7 @@ import { type DispatchDeps, type SerialDispatcher, serialDispatcher } from "#cor
 import { parseEventId } from "#core/event-ids";
 import type { Deps } from "#ports/deps";
 import type { EmitterOwner } from "#ports/event-bus";
+import { nextTurn } from "./event-loop.ts";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 
 /** One append not yet routed: the events `<ms>-<firstN>` to `<ms>-<lastN>` of a source. */
@@ -212,6 +213,8 @@ export class OutboxRelay {
       if (page.length > 0) await this.dispatcher.drain();
       if (page.length < this.pageSize) break;
       after = page[page.length - 1];
+      // A page per turn: the minute's sweep runs while the server serves everyone else.
+      await nextTurn();
     }
     if (started > 0) deps.log.info("appended events routed again from the outbox", { appends: started });
     return started;

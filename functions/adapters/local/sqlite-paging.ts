@@ -20,17 +20,21 @@ export function pageStatements<Row>(db: SqliteDatabase, table: string, column: s
 
 type PageStatements<Row> = ReturnType<typeof pageStatements<Row>>;
 
-/** One page (`slicePage` semantics) read with statements from `pageStatements`. */
+/**
+ * One page (`slicePage` semantics) read with statements from `pageStatements`. `countOf` replaces
+ * the `count(*)` of the owner's rows where a store keeps the count itself (a list that grows with a
+ * tenant's history, counted on every read, would hold the event loop for as long).
+ */
 export function readPage<Row, T>(
   statements: PageStatements<Row>,
   owner: string,
   page: PageQuery,
   map: (row: Row) => T,
+  countOf: (owner: string) => number = (id) => statements.count.get(id)?.total ?? 0,
 ): Page<T> {
   let rows: Row[];
   if (page.after !== undefined) rows = statements.after.all(owner, page.after, page.limit);
   else if (page.before !== undefined) rows = statements.before.all(owner, page.before, page.limit).reverse();
   else rows = statements.first.all(owner, page.limit);
-  const totalCount = statements.count.get(owner)?.total ?? 0;
-  return { items: rows.map(map), totalCount };
+  return { items: rows.map(map), totalCount: countOf(owner) };
 }

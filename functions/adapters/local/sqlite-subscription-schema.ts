@@ -62,3 +62,20 @@ export const SUBSCRIPTION_MIGRATIONS: readonly string[] = [
   );
   `,
 ];
+
+/**
+ * How many dead letters each webhook has, changed in the same transaction as every put and delete
+ * of one (sqlite-dead-letter-store.ts), so a list's `total_count` is one row read however many a
+ * receiver that stayed down left. The counts of the dead letters already stored are computed once,
+ * when the migration runs.
+ */
+export const DEAD_LETTER_COUNT_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE dead_letter_counts (
+    webhook_id TEXT PRIMARY KEY,
+    total INTEGER NOT NULL
+  ) WITHOUT ROWID;
+  INSERT INTO dead_letter_counts (webhook_id, total)
+    SELECT webhook_id, count(*) FROM dead_letters GROUP BY webhook_id;
+  `,
+];

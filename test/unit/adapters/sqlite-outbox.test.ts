@@ -270,3 +270,25 @@ describe("OutboxRelay", () => {
     expect(outbox.size()).toBe(0);
   });
 });
+
+describe("OutboxRelay redispatch of a long outbox", () => {
+  it("routes a page per turn of the event loop, so the server's other work runs in between", async () => {
+    const { relay, outbox, events, runs } = fanout({ pageSize: 5 });
+    for (let n = 0; n < 40; n++) await events.appendEvents(SOURCE, [newEvent({ n })], NOW + n);
+    let finished = false;
+    const redispatch = relay.redispatch(Number.POSITIVE_INFINITY).then((count) => {
+      finished = true;
+      return count;
+    });
+    const turnsSeen: number[] = [];
+    while (!finished) {
+      await new Promise((resolve) => setImmediate(resolve));
+      turnsSeen.push(runs.length);
+    }
+    await expect(redispatch).resolves.toBe(40);
+    // Other turns ran while it went on, and saw it part way.
+    expect(turnsSeen.some((routed) => routed > 0 && routed < 40)).toBe(true);
+    outbox.flush();
+    expect(outbox.size()).toBe(0);
+  });
+});

@@ -87,4 +87,23 @@ describe("runLoad against a local server", () => {
     expect(refused.statuses.error).toBe(refused.sent);
     expect(refused.errors[0]).toMatch(/ECONNREFUSED/);
   });
+
+  it("stops starting requests once its stop signal is aborted, in either mode", async () => {
+    for (const ratePerSec of [undefined, 200]) {
+      const stop = new AbortController();
+      setTimeout(() => stop.abort(), 150);
+      const result = await runLoad({
+        url,
+        concurrency: 2,
+        durationMs: 10_000,
+        ...(ratePerSec === undefined ? {} : { ratePerSec }),
+        stop: stop.signal,
+      });
+      expect(result.sent).toBeGreaterThan(0);
+      expect(result.ok).toBe(result.sent);
+      // Over before the 10 s it was given; the rate run did not start all rate × duration slots.
+      expect(result.elapsedMs).toBeLessThan(10_000);
+      if (ratePerSec !== undefined) expect(result.sent).toBeLessThan(2_000);
+    }
+  });
 });

@@ -3,7 +3,7 @@ import { type AddressInfo, connect, Socket } from "node:net";
 import { afterAll, afterEach, beforeAll, describe, expect, it, vi } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import type { NewEvent, StoredEvent } from "#core/component-model";
-import { SSE_KEEPALIVE_FRAME, SSE_OPENING_FRAME, sseFrame } from "#core/source-stream";
+import { CATCH_UP_PAGE, SSE_KEEPALIVE_FRAME, SSE_OPENING_FRAME, sseFrame } from "#core/source-stream";
 import { routes } from "#http/routes";
 import { createLocalServer } from "#local/server";
 import type { SourceStreamServer } from "#local/source-stream-server";
@@ -31,11 +31,22 @@ deps.bus = bus;
 const realEvents = deps.events;
 let hold: { promise: Promise<void>; release: () => void; readFirst: boolean } | undefined;
 let listCalls = 0;
+/**
+ * When set, notes for each `listEvents` call after the first whether a `setImmediate` scheduled at
+ * the call before had run by then: whether other work got a turn of the event loop between the two.
+ */
+let turnProbe: { turnBetween: boolean[]; ran: boolean | undefined } | undefined;
 deps.events = new Proxy(realEvents, {
   get(target, member) {
     if (member === "listEvents") {
       return async (...args: Parameters<EventStore["listEvents"]>) => {
         listCalls++;
+        const probe = turnProbe;
+        if (probe) {
+          if (probe.ran !== undefined) probe.turnBetween.push(probe.ran);
+          probe.ran = false;
+          setImmediate(() => (probe.ran = true));
+        }
         const current = hold;
         if (!current) return target.listEvents(...args);
         if (current.readFirst) {
@@ -383,6 +394,26 @@ describe("GET /sources/{id}/sse in local mode", () => {
     } finally {
       stalled.destroy();
     }
+  });
+
+  it("reads the history it resumes from a page per turn of the event loop, so other requests are served meanwhile", async () => {
+    const sourceId = await newSource();
+    const events = numbered(0, 10 * CATCH_UP_PAGE + 1);
+    for (let from = 0; from < events.length; from += 250) await emit(sourceId, events.slice(from, from + 250));
+    const probe = { turnBetween: [] as boolean[], ran: undefined as boolean | undefined };
+    turnProbe = probe;
+    try {
+      const resumed = await open(`/sources/${sourceId}/sse`, {
+        authorization: `Bearer ${key}`,
+        "last-event-id": "1-0",
+      });
+      await receivedCount(resumed, events.length);
+      expect(numbersOf(resumed)).toEqual(events.map((_, n) => n));
+    } finally {
+      turnProbe = undefined;
+    }
+    expect(probe.turnBetween.length).toBeGreaterThanOrEqual(10);
+    expect(probe.turnBetween.every(Boolean)).toBe(true);
   });
 
   it("disconnects a catching-up client when the live events kept for it pass the bound", async () => {
