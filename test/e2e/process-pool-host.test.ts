@@ -695,14 +695,23 @@ describe("ProcessPoolHost: what a child sends", () => {
     await withHost({ blockedAfterMs: 60_000 }, async (own) => {
       const code = source(
         "dc_early",
-        `import { writeSync } from "node:fs";
+        `import { readSync, writeSync } from "node:fs";
         export default {
           props: { http: { type: "$.interface.http", customResponse: true } },
           run(event = {}) {
             if (event.forge) {
               this.http.respond({ status: 200, body: "holding" });
-              const end = Date.now() + 1500;
-              while (Date.now() < end) {}
+              // Holds its process until the victim's request arrives on the request pipe (fd 3,
+              // non-blocking), so the forged result is for an invocation sent here and not started.
+              const end = Date.now() + 30_000;
+              const buffer = Buffer.alloc(65536);
+              while (Date.now() < end) {
+                try {
+                  if (readSync(3, buffer) > 0) break;
+                } catch (error) {
+                  if (error.code !== "EAGAIN") throw error;
+                }
+              }
               writeSync(4, JSON.stringify({ type: "result", result: { invocationId: event.forge, emits: [{ event: "forged" }] } }) + "\\n");
             }
             this.$emit({ pid: process.pid });
@@ -720,9 +729,10 @@ describe("ProcessPoolHost: what a child sends", () => {
         invocation(code.sourceId, { ...CUSTOM_RESPONSE_PROPS, event: { forge: victim.invocationId } }),
         { onRespond: () => holding() },
       );
-      // The forger's code runs (and holds its process): the victim is sent there and cannot start.
+      // The forger's code runs (and holds its process until the victim is sent there): the victim cannot start.
       await held;
       const [forger, forged] = await Promise.all([forging, own.invoke(code, victim)]);
+      console.log("DBG", JSON.stringify(forger), JSON.stringify(forged));
       expect(forger.error?.name).toBe("SandboxCrashError");
       expect(forger.error?.message).toMatch(/result for an invocation it had not started/);
       expect(forged.error).toBeUndefined();

@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { route as createComponent } from "#http/create-component";
@@ -39,7 +39,7 @@ export default {
     if (event.body?.fail) throw new Error("asked to fail");
     this.$emit(
       { body: event.body, method: event.method, path: event.path, component: process.env.PD_COMPONENT,
-        tokenMatches: this.token === "s3cret-value", hooks: this.db.get("hooks"), limit: this.limit },
+        tokenMatches: this.token === ["s3cret", "value"].join("-"), hooks: this.db.get("hooks"), limit: this.limit },
       { id: count, summary: "request " + count },
     );
     this.http.respond({ status: "201", headers: { "x-count": String(count) }, body: { count, greeting: this.greeting } });
@@ -171,8 +171,12 @@ describe("sources over real HTTP against local mode", () => {
 
     const fetched = await api("GET", `/sources/${source.id}`);
     expect(fetched.json.data).toEqual(source);
-    const database = readFileSync(join(sluice.dataDir, "sluice.db"));
-    expect(database.includes(Buffer.from("s3cret-value"))).toBe(false);
+    // The secret is sealed at rest: neither the database file nor its write-ahead log holds it.
+    // (The component's code spells it in two parts, since the code itself is stored.)
+    for (const file of ["sluice.db", "sluice.db-wal"]) {
+      const path = join(sluice.dataDir, file);
+      if (existsSync(path)) expect(readFileSync(path).includes(Buffer.from("s3cret-value"))).toBe(false);
+    }
   });
 
   it("answers 400 naming the prop for each bad prop value", async () => {

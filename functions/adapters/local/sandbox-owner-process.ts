@@ -255,6 +255,9 @@ export class SandboxOwnerProcess implements BudgetMember {
   }
 
   private onMessage(message: SandboxMessage): void {
+    // A child that broke the protocol is being killed: nothing it sent after that counts, not
+    // even a result that came in the same read (its `close` settles what was in flight).
+    if (this.violation !== undefined) return;
     this.heard = true;
     switch (message.type) {
       case "result": {
