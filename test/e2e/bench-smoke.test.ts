@@ -3,8 +3,8 @@ import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import type { RunReport } from "../../../bench/lib/report.ts";
-import { REPO_ROOT } from "../../support/local-process.ts";
+import type { RunReport } from "../../bench/lib/report.ts";
+import { REPO_ROOT } from "../support/local-process.ts";
 
 /**
  * `npm run bench` end to end, once, bounded: the quickest scenario in quick mode, written to a
