@@ -99,6 +99,9 @@ export function refusedRequestIsHead(rawPacket: Buffer | undefined, bytesParsed:
   return requestLines.at(-1)?.[1] === "HEAD";
 }
 
+/** Sockets that got the answer to a refused request and are being drained. */
+const answeredSockets = new WeakSet<Socket>();
+
 /**
  * Answers a refused request on its socket, unless an answer already started on it. What the
  * client still sends is discarded (bounded), so that the close does not reset the connection
@@ -108,12 +111,17 @@ function answerClientError(
   error: Error & { code?: string; rawPacket?: Buffer; bytesParsed?: number },
   socket: Socket,
 ): void {
+  // Node's parser stays on the socket and reports its error again for every later chunk: a socket
+  // answered already is draining, and destroying it now would reset the client's upload before
+  // it reads the answer.
+  if (answeredSockets.has(socket)) return;
   // The same check as Node's own default (`socketOnError`): never write into an answer already started.
   const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
   if (error.code === "ECONNRESET" || !socket.writable || inFlight?.headersSent) {
     socket.destroy();
     return;
   }
+  answeredSockets.add(socket);
   discardRest(socket);
   socket.on("error", () => socket.destroy());
   socket.setTimeout(5_000, () => socket.destroy());

@@ -1,4 +1,5 @@
 import { rmSync, statSync } from "node:fs";
+import { Agent, request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { newDataDir, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
@@ -81,6 +82,34 @@ describe("local mode, started as a user starts it", () => {
     );
     expect(answer).toMatch(/^HTTP\/1\.1 413 /);
     expect((await call(sluice.baseUrl, "/v1/users/me", { key })).status).toBe(200);
+  });
+
+  it("drains the upload of a request it refused for its headers, so the client reads the 431 instead of a reset", async () => {
+    // Node's parser reports its error again for every chunk after the refusal; that must not end
+    // the socket while the client still sends (before the fix most of these saw EPIPE here: a body larger than the loopback buffers is still being written).
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const body = Buffer.alloc(6 * 1024 * 1024, "h");
+    const { port } = new URL(sluice.baseUrl);
+    const send = () =>
+      new Promise<string>((resolve) => {
+        const target = `/v1/subscriptions?pad=${"x".repeat(20_000)}`;
+        const outgoing = httpRequest({ host: "127.0.0.1", port, method: "POST", path: target, agent }, (response) => {
+          response.resume();
+          response.on("end", () => resolve(String(response.statusCode)));
+        });
+        outgoing.on("error", (error) => resolve(`client error: ${error.message}`));
+        outgoing.setHeader("authorization", `Bearer ${key}`);
+        outgoing.setHeader("content-type", "application/json");
+        outgoing.setHeader("content-length", String(body.length));
+        outgoing.end(body);
+      });
+    try {
+      const answers: string[] = [];
+      for (let round = 0; round < 10; round++) answers.push(await send());
+      expect(answers.filter((answer) => answer !== "431")).toEqual([]);
+    } finally {
+      agent.destroy();
+    }
   });
 
   it("serves the OpenAPI document without a key", async () => {
