@@ -2,9 +2,9 @@
 import { parseArgs } from "node:util";
 import { loadLocalConfig } from "#config/env";
 import { type CreatedAccount, createAccount } from "#core/accounts";
+import { jsonLogger } from "#core/ports/logger";
 import { createLocalKey, createLocalUser } from "#local/bootstrap";
 import { startLocalMode } from "#local/start";
-import { jsonLogger } from "#ports/logger";
 
 const USAGE = `Usage: sluice <command> [options]
 
@@ -85,8 +85,8 @@ async function createUser(args: string[]): Promise<void> {
   const { DynamoDBClient } = await import("@aws-sdk/client-dynamodb");
   const { documentClient } = await import("#adapters/aws/composition");
   const { DynamoDbIdentityStore } = await import("#adapters/aws/dynamodb-identity-store");
-  const { systemClock } = await import("#ports/clock");
-  const { randomIdGenerator } = await import("#ports/id-generator");
+  const { systemClock } = await import("#core/ports/clock");
+  const { randomIdGenerator } = await import("#core/ports/id-generator");
   const client = new DynamoDBClient({ region: values.region, endpoint: values.endpoint });
   try {
     const identity = new DynamoDbIdentityStore(documentClient(client), values.table);

@@ -3,7 +3,7 @@ import { AttributeType, Billing, type CfnGlobalTable, TableV2 } from "aws-cdk-li
 import { AccountRootPrincipal, PolicyDocument, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import { type CfnKey, Key } from "aws-cdk-lib/aws-kms";
 import type { Construct } from "constructs";
-import { RESOURCES_TABLE } from "#adapters/aws/table-design";
+import { RESOURCES_TABLE } from "#config/shared-names";
 
 export interface StatefulStackProps extends StackProps {
   /**

@@ -6,6 +6,8 @@
 
 /** Log text one invocation may return; what comes after is dropped with one warning record. */
 export const LOG_MAX_BYTES = 256 * 1024;
+/** Largest a source's whole `$.service.db` may grow, as JSON text. */
+export const DB_MAX_BYTES = 256 * 1024;
 /** Counted per log record on top of its text, so that empty lines in a loop are bounded too. */
 export const LOG_RECORD_OVERHEAD = 32;
 

@@ -26,8 +26,7 @@ import { createServiceDb, type ServiceDb } from "./service-db.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
 export { currentInvocationId, failCurrentInvocation, LOG_LEVELS } from "./invocation-scope.ts";
-export { LOG_MAX_BYTES } from "./result-limits.ts";
-export { DB_MAX_BYTES } from "./service-db.ts";
+export { DB_MAX_BYTES, LOG_MAX_BYTES } from "./result-limits.ts";
 
 /** Used when an invocation carries no usable `timeoutMs`. */
 const DEFAULT_TIMEOUT_MS = 30_000;

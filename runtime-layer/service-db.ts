@@ -4,9 +4,7 @@
  * so trusted code can persist it after the run (DESIGN.md decision 2).
  */
 import type { Json } from "./protocol.ts";
-
-/** Largest a source's whole `$.service.db` may grow, as JSON text. */
-export const DB_MAX_BYTES = 256 * 1024;
+import { DB_MAX_BYTES } from "./result-limits.ts";
 
 export interface ServiceDb {
   /** A deep copy of the stored value; `undefined` when the key was never set. */

@@ -12,7 +12,7 @@
 import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
-import type { WebhookSender, WebhookSendResult } from "#ports/webhook-sender";
+import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
 
 export interface NodeHttpWebhookSenderOptions {

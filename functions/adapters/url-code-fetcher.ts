@@ -8,7 +8,7 @@ import { get as httpGet, type IncomingMessage, type RequestOptions } from "node:
 import { get as httpsGet } from "node:https";
 import { isIP } from "node:net";
 import { DomainError } from "#core/errors";
-import type { CodeFetcher } from "#ports/code-fetcher";
+import type { CodeFetcher } from "#core/ports/code-fetcher";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
 
 export interface UrlCodeFetcherOptions {

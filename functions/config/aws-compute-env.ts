@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { RuntimeSettings } from "#ports/deps";
+import type { RuntimeSettings } from "#core/ports/deps";
 import { ENV, emitLimitsFrom, emitLimitsShape, invocationTimeoutRule, issuesOf } from "./env.ts";
 
 /**

@@ -1,7 +1,7 @@
 import { z } from "zod";
+import type { Quotas } from "#core/ports/deps";
+import type { EventRetention } from "#core/ports/event-store";
 import type { DeliverySettings } from "#core/webhook-delivery";
-import type { Quotas } from "#ports/deps";
-import type { EventRetention } from "#ports/event-store";
 import type { EmitLimits } from "#runtime/protocol";
 
 /**

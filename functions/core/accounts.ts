@@ -1,4 +1,4 @@
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import { API_KEY_MIN_LENGTH, API_KEY_PREFIX, bearerToken, hashApiKey, sameHash } from "./api-keys.ts";
 import { invalid, notFound, unauthorized } from "./errors.ts";
 import type { Caller, NewAccount, Project, User, Workspace } from "./identity.ts";

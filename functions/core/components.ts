@@ -2,7 +2,7 @@
  * Saved components (`sc_`): code read in the sandbox for its metadata, stored with it, found by id
  * or by the `key` its code declares; and the registry of components shipped with Sluice.
  */
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import { chosenWorkspace, requireWorkspace, type WorkspaceChoice } from "./accounts.ts";
 import type { ComponentRecord } from "./component-model.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";

@@ -23,9 +23,9 @@
  * carried it) costs a source read.
  */
 import { createHash } from "node:crypto";
-import type { Deps } from "#ports/deps";
-import type { EmitterOwner } from "#ports/event-bus";
-import type { RunJob } from "#ports/run-queue";
+import type { Deps } from "#core/ports/deps";
+import type { EmitterOwner } from "#core/ports/event-bus";
+import type { RunJob } from "#core/ports/run-queue";
 import { ERRORS_CHANNEL, type Json, LOGS_CHANNEL, type StoredEvent } from "./component-model.ts";
 import { parseEventId } from "./event-ids.ts";
 import { hopsOf } from "./hops.ts";

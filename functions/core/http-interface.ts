@@ -8,7 +8,7 @@
  * limit gets the timeout answer. A workspace over its runs-per-minute or a daily quota gets 429
  * and nothing runs.
  */
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import type { Json } from "./component-model.ts";
 import { recordDeliveryLoop } from "./delivery-loops.ts";

@@ -6,7 +6,7 @@
  * the ones `additionalProps` returned, see {@link mergeDynamicProps}). Pure: no I/O, except through
  * the `Secrets` port handed in.
  */
-import type { Secrets } from "#ports/secrets";
+import type { Secrets } from "#core/ports/secrets";
 import type { Json, PropDescription } from "#runtime/protocol";
 import { SEALED_SECRET, type StoredPropValue, type TimerSpec } from "./component-model.ts";
 import { DomainError, type FieldIssue, isDomainError } from "./errors.ts";

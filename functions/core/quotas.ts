@@ -8,8 +8,8 @@
  * `$errors` channel at most once per source, quota and window ({@link firstNoticeIn}), so a caller
  * retrying in a loop cannot fill the channel it is refused for.
  */
-import type { Deps, Quotas } from "#ports/deps";
-import type { StoredUsage } from "#ports/usage-store";
+import type { Deps, Quotas } from "#core/ports/deps";
+import type { StoredUsage } from "#core/ports/usage-store";
 import { usageDay } from "./views.ts";
 
 export type QuotaName =

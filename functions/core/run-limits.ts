@@ -20,8 +20,7 @@ import type {
   Json,
   LogRecord,
 } from "#runtime/protocol";
-import { EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "#runtime/result-limits";
-import { DB_MAX_BYTES } from "#runtime/service-db";
+import { DB_MAX_BYTES, EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "#runtime/result-limits";
 import { CHANNEL_NAME_MAX_LENGTH } from "./channels.ts";
 
 /** JSON size of one emitted event; larger emits are not stored. */

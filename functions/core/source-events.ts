@@ -2,8 +2,8 @@
  * Reading what a source emitted: `GET /sources/{id}/event_summaries`. Newest first, at most the
  * last 100 per page; event data over 1 KB is cut unless `expand=event` asks for all of it.
  */
-import type { Deps } from "#ports/deps";
-import type { EventRange } from "#ports/event-store";
+import type { Deps } from "#core/ports/deps";
+import type { EventRange } from "#core/ports/event-store";
 import { requireChannelName } from "./channels.ts";
 import type { StoredEvent } from "./component-model.ts";
 import { invalid } from "./errors.ts";

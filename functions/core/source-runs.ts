@@ -5,10 +5,10 @@
  * (DESIGN.md decision 2). The emitter of every stored event is the source that was invoked, never
  * something the component said.
  */
-import type { InvokeHandlers, SourceCode } from "#ports/component-host";
-import type { Deps } from "#ports/deps";
-import type { RunJob } from "#ports/run-queue";
-import type { SourceRunLease } from "#ports/source-run-lock";
+import type { InvokeHandlers, SourceCode } from "#core/ports/component-host";
+import type { Deps } from "#core/ports/deps";
+import type { RunJob } from "#core/ports/run-queue";
+import type { SourceRunLease } from "#core/ports/source-run-lock";
 import type {
   EmitRecord,
   ErrorRecord,

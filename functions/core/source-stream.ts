@@ -16,7 +16,7 @@
  * newer than that id from the history, oldest first, then the live ones: no gap and no repeat, as
  * far back as the history holds.
  */
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import { requireChannelName } from "./channels.ts";
 import type { StoredEvent } from "./component-model.ts";
 import { requireEventId } from "./event-ids.ts";

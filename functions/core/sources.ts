@@ -4,7 +4,7 @@
  * `activate()`; delete runs `deactivate()` and removes. An inactive source runs no hooks but
  * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
  */
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import { requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import {
   type ComponentRecord,

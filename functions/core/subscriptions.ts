@@ -8,7 +8,7 @@
  * and stored as given, so subscriptions made now start working when workflows arrive. Who may use
  * a workflow id cannot be checked until then.
  */
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import { chosenWorkspace, requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";

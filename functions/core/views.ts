@@ -1,5 +1,5 @@
-import type { Quotas } from "#ports/deps";
-import type { DailyUsage } from "#ports/usage-store";
+import type { Quotas } from "#core/ports/deps";
+import type { DailyUsage } from "#core/ports/usage-store";
 import type { Project, User, Workspace } from "./identity.ts";
 
 /** Entities in the field shapes of `spec/rest-api.md`. */

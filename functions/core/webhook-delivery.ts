@@ -11,9 +11,9 @@
  * failure) until `maxAttempts` attempts were made; then the delivery becomes a dead letter. The
  * same delivery id is sent on every attempt and on replay, so a receiver deduplicates on it.
  */
-import type { Deps } from "#ports/deps";
-import type { Logger } from "#ports/logger";
-import type { WebhookSender } from "#ports/webhook-sender";
+import type { Deps } from "#core/ports/deps";
+import type { Logger } from "#core/ports/logger";
+import type { WebhookSender } from "#core/ports/webhook-sender";
 import { notFound } from "./errors.ts";
 import { HOPS_HEADER } from "./hops.ts";
 import type { Caller } from "./identity.ts";

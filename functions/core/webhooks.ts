@@ -4,7 +4,7 @@
  * that made it (creation or rotation). A webhook belongs to the user who made it; anyone else
  * gets 404, exactly as for a webhook that does not exist.
  */
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";

@@ -1,5 +1,5 @@
-import type { Deps } from "#ports/deps";
-import type { DailyUsage } from "#ports/usage-store";
+import type { Deps } from "#core/ports/deps";
+import type { DailyUsage } from "#core/ports/usage-store";
 import { requireUser, requireWorkspace } from "./accounts.ts";
 import type { Caller, Workspace } from "./identity.ts";
 import { projectView, usageDay, userView, workspaceView } from "./views.ts";

@@ -1,6 +1,6 @@
 import type { z } from "zod";
 import type { Caller } from "#core/identity";
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 
 export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 

@@ -27,18 +27,13 @@
  */
 import type { SQSBatchResponse } from "aws-lambda";
 import { z } from "zod";
+import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#config/shared-names";
 import type { StoredEvent } from "#core/component-model";
 import { type DispatchDeps, dispatchEvents } from "#core/dispatcher";
 import { EVENT_ID, parseEventId } from "#core/event-ids";
 import { jsonValueSchema } from "#core/json-value";
-import type { Deps } from "#ports/deps";
-import type { EmitterOwner } from "#ports/event-bus";
+import type { Deps } from "#core/ports/deps";
 import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
-
-/** `source` of every entry the bus publishes; the rule matches it. */
-export const EVENT_SOURCE = "sluice.events";
-/** `detail-type` of every entry the bus publishes; the rule matches it. */
-export const EVENT_DETAIL_TYPE = "event.stored";
 
 const storedEventSchema = z.object({
   sourceId: z.string().startsWith("dc_"),
@@ -71,11 +66,6 @@ const referenceDetailSchema = z.object({
   eventId: z.string().regex(EVENT_ID),
   channel: z.string(),
 });
-
-/** The `detail` of an entry the bus publishes. */
-export type StoredEventsDetail =
-  | { sourceId: string; owner: EmitterOwner; events: readonly StoredEvent[] }
-  | { sourceId: string; owner: EmitterOwner; eventId: string; channel: string };
 
 /** The parts of the EventBridge event the dispatcher reads. */
 export const dispatcherInputSchema = z.object({

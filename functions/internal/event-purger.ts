@@ -7,7 +7,7 @@
  * show them); the next deletion of the source purges them.
  */
 import { z } from "zod";
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
 
 export const purgeJobSchema = z.object({

@@ -5,7 +5,7 @@
  * setting in the stack applies.
  */
 import type { z } from "zod";
-import type { Deps } from "#ports/deps";
+import type { Deps } from "#core/ports/deps";
 
 /**
  * The AWS composition root, imported on the first invocation: tests import these modules for

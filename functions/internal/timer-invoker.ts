@@ -10,11 +10,12 @@
  */
 import { setTimeout as sleepFor } from "node:timers/promises";
 import { z } from "zod";
+import type { TimerInvokerInput } from "#config/shared-names";
+import { type Clock, systemClock } from "#core/ports/clock";
 import { fireTimer } from "#core/source-runs";
-import { type Clock, systemClock } from "#ports/clock";
 import { internalHandler } from "./internal-handler.ts";
 
-export const timerInvokerInputSchema = z
+export const timerInvokerInputSchema: z.ZodType<TimerInvokerInput> = z
   .object({
     sourceId: z.string().startsWith("dc_"),
     /** ISO 8601, filled in by Scheduler. */
@@ -25,7 +26,6 @@ export const timerInvokerInputSchema = z
   .refine((input) => (input.everySeconds === undefined) === (input.times === undefined), {
     message: "everySeconds and times come together",
   });
-export type TimerInvokerInput = z.infer<typeof timerInvokerInputSchema>;
 
 /** The scheduled times of the runs one invocation makes, in epoch milliseconds. */
 export function scheduledTimes(input: TimerInvokerInput, nowMs: number): number[] {

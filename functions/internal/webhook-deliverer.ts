@@ -21,6 +21,8 @@ import type { SQSBatchResponse } from "aws-lambda";
 import { z } from "zod";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { jsonValueSchema } from "#core/json-value";
+import type { Deps } from "#core/ports/deps";
+import type { WebhookSender } from "#core/ports/webhook-sender";
 import type { DeliveryRecord } from "#core/subscription-model";
 import {
   attemptDelivery,
@@ -29,8 +31,6 @@ import {
   deliverySettings,
   logDeliveryOutcome,
 } from "#core/webhook-delivery";
-import type { Deps } from "#ports/deps";
-import type { WebhookSender } from "#ports/webhook-sender";
 import { loadAwsDeps } from "./internal-handler.ts";
 
 /** Where a delivery waits for its next attempt (`SqsDeliveryRetryQueue`). */

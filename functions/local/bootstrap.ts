@@ -6,9 +6,9 @@ import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import type { LocalConfig } from "#config/env";
 import { addApiKey, type CreateAccountInput, type CreatedAccount, createAccount } from "#core/accounts";
 import { hashApiKey } from "#core/api-keys";
-import { systemClock } from "#ports/clock";
-import type { Deps } from "#ports/deps";
-import { randomIdGenerator } from "#ports/id-generator";
+import { systemClock } from "#core/ports/clock";
+import type { Deps } from "#core/ports/deps";
+import { randomIdGenerator } from "#core/ports/id-generator";
 
 export const API_KEY_FILE = "api-key";
 

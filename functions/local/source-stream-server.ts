@@ -8,6 +8,7 @@ import { authenticate } from "#core/accounts";
 import type { StoredEvent } from "#core/component-model";
 import { DomainError } from "#core/errors";
 import { compareEventIds } from "#core/event-ids";
+import type { Deps } from "#core/ports/deps";
 import {
   CATCH_UP_PAGE,
   eventsAfter,
@@ -21,7 +22,6 @@ import {
   streamCarries,
 } from "#core/source-stream";
 import { type HttpResult, jsonResult } from "#http/pipeline";
-import type { Deps } from "#ports/deps";
 import { streamRefusal } from "../stream/stream-refusal.ts";
 
 /** `/sources/{id}/sse`, without a version segment (rest-api.md "Source events"). */

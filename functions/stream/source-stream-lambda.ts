@@ -27,6 +27,8 @@ import { z } from "zod";
 import { loadAwsComputeConfig, type StreamSettings } from "#config/aws-compute-env";
 import { authenticate } from "#core/accounts";
 import { DomainError } from "#core/errors";
+import type { Deps } from "#core/ports/deps";
+import type { EventQuery } from "#core/ports/event-store";
 import {
   eventsAfter,
   openSourceStream,
@@ -38,8 +40,6 @@ import {
   sseFrame,
 } from "#core/source-stream";
 import { sourceIdParams } from "#http/schemas";
-import type { Deps } from "#ports/deps";
-import type { EventQuery } from "#ports/event-store";
 import { streamRefusal } from "./stream-refusal.ts";
 
 /**

@@ -4,8 +4,8 @@
  * JSON error (`errorResult`: with `x-request-id`, and a Bearer challenge on 401) and `allow: GET` on 405.
  */
 import { isDomainError } from "#core/errors";
+import type { Logger } from "#core/ports/logger";
 import { errorResult, type HttpResult } from "#http/pipeline";
-import type { Logger } from "#ports/logger";
 
 export function streamRefusal(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
   const result = errorResult(error, requestId, log);

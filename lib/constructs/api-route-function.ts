@@ -4,8 +4,8 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
-import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#adapters/local/npm-packages";
 import { ENV } from "#config/env";
+import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#config/shared-names";
 import type { AnyRoute } from "#http/route";
 import type { EventFanout } from "./event-fanout.ts";
 import type { EventStreaming } from "./event-streaming.ts";

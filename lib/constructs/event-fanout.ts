@@ -9,11 +9,9 @@ import { SqsEventSource } from "aws-cdk-lib/aws-lambda-event-sources";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { DeduplicationScope, FifoThroughputLimit, Queue, QueueEncryption, type QueueProps } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { fallbackQueueNameFor } from "#adapters/aws/eventbridge-event-bus";
-import { MAX_MESSAGE_BYTES } from "#adapters/aws/sqs-delivery-queue";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
-import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
+import { EVENT_DETAIL_TYPE, EVENT_SOURCE, fallbackQueueNameFor, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import { SluiceFunction } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 
@@ -99,7 +97,7 @@ export class EventFanout extends Construct {
     const consumed: QueueProps = {
       ...common,
       // A delivery may carry an event of 256 KiB twice (`event` and `e`).
-      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
+      maxMessageSizeBytes: SQS_MAX_MESSAGE_BYTES,
       // Lambda's advice for queues it polls: six times the function's timeout.
       visibilityTimeout: Duration.seconds(DELIVERER_TIMEOUT.toSeconds() * 6),
     };
@@ -121,7 +119,7 @@ export class EventFanout extends Construct {
     this.unpublishedQueue = new Queue(this, "UnpublishedEvents", {
       ...common,
       queueName: fallbackQueueNameFor(busName),
-      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
+      maxMessageSizeBytes: SQS_MAX_MESSAGE_BYTES,
       visibilityTimeout: Duration.seconds(DISPATCHER_TIMEOUT.toSeconds() * 6),
       deadLetterQueue: { queue: this.dispatchDeadLetterQueue, maxReceiveCount: MAX_RECEIVES },
     });

@@ -10,9 +10,9 @@ import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { CfnScheduleGroup } from "aws-cdk-lib/aws-scheduler";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
-import { MAX_MESSAGE_BYTES } from "#adapters/aws/sqs-delivery-queue";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
+import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import { esbuildCode } from "./esbuild-code.ts";
 import { SluiceFunction } from "./sluice-function.ts";
 
@@ -159,7 +159,7 @@ export class SourceCompute extends Construct {
       enforceSSL: true,
       retentionPeriod: Duration.days(14),
       // Lambda's record carries the job (up to Lambda's 1 MiB payload limit) under `requestPayload`.
-      maxMessageSizeBytes: MAX_MESSAGE_BYTES,
+      maxMessageSizeBytes: SQS_MAX_MESSAGE_BYTES,
     });
     // A failure here is Sluice's (the store), not the component's: retried, at least once delivery;
     // a run that fails every try is kept, not dropped (local mode keeps its job row).

@@ -8,6 +8,7 @@ import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-
 import type { TimerSpec } from "#core/component-model";
 import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
+import type { RunJob } from "#core/ports/run-queue";
 import { listSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
 import {
@@ -18,7 +19,6 @@ import {
   listWorkspaceSources,
   updateSource,
 } from "#core/sources";
-import type { RunJob } from "#ports/run-queue";
 import { accountIn, memoryDeps } from "../support/memory-deps.ts";
 
 /**

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { ComponentRecord } from "#core/component-model";
 import { formatId } from "#core/ids";
+import type { ComponentStore } from "#core/ports/component-store";
 import { sha256Hex } from "#core/sha256";
-import type { ComponentStore } from "#ports/component-store";
 
 let sequence = 0;
 /** Distinct component ids that sort by creation, without randomness. */

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { slicePage } from "#core/pagination";
+import type { DeadLetterStore } from "#core/ports/dead-letter-store";
 import type { DeadLetterRecord } from "#core/subscription-model";
-import type { DeadLetterStore } from "#ports/dead-letter-store";
 import { byId, newestFirst, nextId, pageQueries } from "./subscription-store.contract.ts";
 
 function deadLetter(overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {

@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type NewEvent, type StoredEvent } from "#core/component-model";
 import { compareEventIds } from "#core/event-ids";
 import { slicePage } from "#core/pagination";
-import type { EventQuery, EventRange, EventRetention, EventStore } from "#ports/event-store";
+import type { EventQuery, EventRange, EventRetention, EventStore } from "#core/ports/event-store";
 
 let emits = 0;
 function newEvent(channel = "", event: NewEvent["event"] = { n: emits }): NewEvent {

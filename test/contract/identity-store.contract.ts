@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { hashApiKey } from "#core/api-keys";
 import type { NewAccount } from "#core/identity";
 import { formatId, type ResourceKind } from "#core/ids";
-import type { IdentityStore } from "#ports/identity-store";
+import type { IdentityStore } from "#core/ports/identity-store";
 
 let sequence = 0;
 /** Distinct, time-ordered ids without randomness, so failures are reproducible. */

@@ -1,6 +1,6 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { describe, expect, it } from "vitest";
-import type { SourceRunLock } from "#ports/source-run-lock";
+import type { SourceRunLock } from "#core/ports/source-run-lock";
 
 const LONG = 60_000;
 

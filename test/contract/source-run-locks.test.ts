@@ -3,7 +3,7 @@ import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbSourceRunLock } from "#adapters/aws/dynamodb-source-run-lock";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
-import { systemClock } from "#ports/clock";
+import { systemClock } from "#core/ports/clock";
 import { countConcurrentRuns } from "../support/db-counter.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { sourceRunLockContract } from "./source-run-lock.contract.ts";

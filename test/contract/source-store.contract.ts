@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { SEALED_SECRET, type SourceRecord } from "#core/component-model";
 import { formatId } from "#core/ids";
 import { type PageQuery, slicePage } from "#core/pagination";
-import type { SourceStore } from "#ports/source-store";
+import type { SourceStore } from "#core/ports/source-store";
 
 let sequence = 0;
 /** Distinct source ids that sort by creation, without randomness. */

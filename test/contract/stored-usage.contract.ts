@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { NewEvent } from "#core/component-model";
+import type { EventStore } from "#core/ports/event-store";
+import type { UsageStore } from "#core/ports/usage-store";
 import { storedSize } from "#core/source-runs";
-import type { EventStore } from "#ports/event-store";
-import type { UsageStore } from "#ports/usage-store";
 
 /** An event store and a usage store on the same storage, as a platform's composition builds them. */
 export interface StoragePair {

@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { formatId, type ResourceKind } from "#core/ids";
 import { type PageQuery, slicePage } from "#core/pagination";
+import type { SubscriptionStore } from "#core/ports/subscription-store";
 import type { AutoSubscriptionRecord, SubscriptionRecord, WebhookRecord } from "#core/subscription-model";
-import type { SubscriptionStore } from "#ports/subscription-store";
 
 let sequence = 0;
 /** Distinct ids that sort by creation, without randomness (the dead-letter contract uses them too). */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { UsageStore } from "#ports/usage-store";
+import type { UsageStore } from "#core/ports/usage-store";
 
 /** Behaviour every `UsageStore` adapter must have. `makeStore` returns an empty store. */
 export function usageStoreContract(makeStore: () => Promise<UsageStore>) {

@@ -15,12 +15,12 @@ import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { StoredEvent } from "#core/component-model";
+import { systemClock } from "#core/ports/clock";
+import type { Deps } from "#core/ports/deps";
+import { randomIdGenerator } from "#core/ports/id-generator";
+import { silentLogger } from "#core/ports/logger";
 import { SSE_OPENING_FRAME } from "#core/source-stream";
 import { createEventPurgerHandler } from "#internal/event-purger";
-import { systemClock } from "#ports/clock";
-import type { Deps } from "#ports/deps";
-import { randomIdGenerator } from "#ports/id-generator";
-import { silentLogger } from "#ports/logger";
 import {
   createSourceStreamHandler,
   type ResponseMetadata,

@@ -5,8 +5,8 @@ import { getPriority, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
+import type { SourceCode } from "#core/ports/component-host";
 import { sha256Hex } from "#core/sha256";
-import type { SourceCode } from "#ports/component-host";
 import type { HttpResponseSpec, Invocation, InvocationResult, Json } from "#runtime/protocol";
 
 // Real child processes under Node's permission model: nothing here is mocked.

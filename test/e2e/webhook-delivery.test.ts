@@ -20,14 +20,14 @@ import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-sto
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
 import { dispatchEvents } from "#core/dispatcher";
+import { systemClock } from "#core/ports/clock";
+import type { Deps } from "#core/ports/deps";
+import { randomIdGenerator } from "#core/ports/id-generator";
+import { silentLogger } from "#core/ports/logger";
 import { sseEnvelope } from "#core/source-stream";
 import type { SubscriptionRecord, WebhookRecord } from "#core/subscription-model";
 import { type DeliverySettings, listDeadLetters, replayDeadLetter } from "#core/webhook-delivery";
 import { verifyWebhookSignature } from "#core/webhook-signature";
-import { systemClock } from "#ports/clock";
-import type { Deps } from "#ports/deps";
-import { randomIdGenerator } from "#ports/id-generator";
-import { silentLogger } from "#ports/logger";
 import { eventually, when } from "../support/eventually.ts";
 import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 

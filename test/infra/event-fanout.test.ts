@@ -1,10 +1,9 @@
 import { Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { fallbackQueueNameFor } from "#adapters/aws/eventbridge-event-bus";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
+import { EVENT_DETAIL_TYPE, EVENT_SOURCE, fallbackQueueNameFor } from "#config/shared-names";
 import { routes } from "#http/routes";
-import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#internal/event-dispatcher";
 import {
   DELIVERY_BATCH_SIZE,
   MAX_RECEIVES,

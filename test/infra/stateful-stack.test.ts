@@ -1,7 +1,7 @@
 import { App } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { RESOURCES_TABLE } from "#adapters/aws/table-design";
+import { RESOURCES_TABLE } from "#config/shared-names";
 import { SECRETS_KEY_ID, StatefulStack } from "../../lib/stateful-stack.ts";
 
 // Skips the CloudFormation validation plugin, which halves synth time; it checks nothing of ours.

@@ -1,9 +1,9 @@
 import { setTimeout as sleep } from "node:timers/promises";
 import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
+import type { Deps } from "#core/ports/deps";
 import { runSource } from "#core/source-runs";
 import { deploySource } from "#core/sources";
-import type { Deps } from "#ports/deps";
 import { accountIn, memoryDeps, scriptedHost } from "./memory-deps.ts";
 
 /** A POST of `{}` to a source's endpoint, as `receiveHttpRequest` takes it. */

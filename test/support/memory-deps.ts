@@ -12,11 +12,11 @@ import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-sto
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { createAccount } from "#core/accounts";
 import type { ComponentDescription } from "#core/component-model";
-import type { Clock } from "#ports/clock";
-import type { ComponentHost, InvokeHandlers } from "#ports/component-host";
-import type { Deps } from "#ports/deps";
-import { randomIdGenerator } from "#ports/id-generator";
-import { silentLogger } from "#ports/logger";
+import type { Clock } from "#core/ports/clock";
+import type { ComponentHost, InvokeHandlers } from "#core/ports/component-host";
+import type { Deps } from "#core/ports/deps";
+import { randomIdGenerator } from "#core/ports/id-generator";
+import { silentLogger } from "#core/ports/logger";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 
 /** A port a test did not provide: any use of it fails loudly, naming the port. */

@@ -1,4 +1,4 @@
-import type { Logger } from "#ports/logger";
+import type { Logger } from "#core/ports/logger";
 
 /**
  * A logger that keeps every error line as `{ message, ...fields }` in `errors` (for tests that

@@ -1,7 +1,7 @@
 import type { ComponentDescription } from "#core/component-model";
 import type { IncomingHttpRequest } from "#core/http-run-event";
+import type { RunJob } from "#core/ports/run-queue";
 import { deploySource } from "#core/sources";
-import type { RunJob } from "#ports/run-queue";
 import { accountIn, memoryDeps, type Script, scriptedHost } from "./memory-deps.ts";
 
 /**

@@ -2,7 +2,7 @@ import { gunzipSync, gzipSync } from "node:zlib";
 import { type DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import type { ComponentRecord } from "#core/component-model";
 import { conflict, DomainError } from "#core/errors";
-import type { ComponentStore } from "#ports/component-store";
+import type { ComponentStore } from "#core/ports/component-store";
 import { failedConditionIndexes } from "./dynamodb-errors.ts";
 import { collectionQuery, type Item, putAllNew } from "./dynamodb-paging.ts";
 import { MAX_STORED_COMPONENT_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";

@@ -1,8 +1,8 @@
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { DomainError } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
+import type { DeadLetterStore } from "#core/ports/dead-letter-store";
 import type { DeadLetterRecord } from "#core/subscription-model";
-import type { DeadLetterStore } from "#ports/dead-letter-store";
 import { isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, deleteAllMatching, type Item, newestFirstPage } from "./dynamodb-paging.ts";
 import { MAX_STORED_DEAD_LETTER_BYTES, SUBSCRIPTION_SORT_KEY_PREFIX, subscriptionKeys } from "./subscription-keys.ts";

@@ -6,6 +6,7 @@ import {
   TransactWriteCommand,
   UpdateCommand,
 } from "@aws-sdk/lib-dynamodb";
+import { RESOURCES_TABLE } from "#config/shared-names";
 import type { NewEvent, StoredEvent } from "#core/component-model";
 import { DomainError } from "#core/errors";
 import { requireEventId } from "#core/event-ids";
@@ -16,7 +17,7 @@ import {
   type EventRange,
   type EventRetention,
   type EventStore,
-} from "#ports/event-store";
+} from "#core/ports/event-store";
 import { consecutiveBatches } from "./batches.ts";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
 import { collectionQuery, countAll, deleteAllMatching, type Item, queryUpTo, sleep } from "./dynamodb-paging.ts";
@@ -25,7 +26,6 @@ import {
   eventSortKey,
   MAX_STORED_EVENT_BYTES,
   MAX_STORED_EVENT_META_BYTES,
-  RESOURCES_TABLE,
   resourceKeys,
   SORT_KEY_PREFIX,
 } from "./table-design.ts";

@@ -7,7 +7,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { conflict } from "#core/errors";
 import type { ApiKeyRecord, Membership, NewAccount, Project, User, Workspace } from "#core/identity";
-import type { IdentityStore } from "#ports/identity-store";
+import type { IdentityStore } from "#core/ports/identity-store";
 import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, type Item, putAllNew, queryAll, sendUntilProcessed } from "./dynamodb-paging.ts";
 import type { Key } from "./dynamodb-transactions.ts";

@@ -1,10 +1,11 @@
 import { randomUUID } from "node:crypto";
 import { DeleteCommand, type DynamoDBDocumentClient, PutCommand } from "@aws-sdk/lib-dynamodb";
-import type { Clock } from "#ports/clock";
-import type { AcquireOptions, SourceRunLease, SourceRunLock } from "#ports/source-run-lock";
+import { RESOURCES_TABLE } from "#config/shared-names";
+import type { Clock } from "#core/ports/clock";
+import type { AcquireOptions, SourceRunLease, SourceRunLock } from "#core/ports/source-run-lock";
 import { isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { sleep } from "./dynamodb-paging.ts";
-import { RESOURCES_TABLE, resourceKeys } from "./table-design.ts";
+import { resourceKeys } from "./table-design.ts";
 
 export interface DynamoDbSourceRunLockOptions {
   clock: Clock;

@@ -2,8 +2,8 @@ import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } fr
 import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
 import { conflict, DomainError, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
+import type { SourceStore } from "#core/ports/source-store";
 import { lowestFreeSlug } from "#core/slugs";
-import type { SourceStore } from "#ports/source-store";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
 import { collectionQuery, type Item, newestFirstPage, putAllNew, queryAll } from "./dynamodb-paging.ts";
 import {

@@ -1,6 +1,7 @@
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
+import type { SubscriptionStore } from "#core/ports/subscription-store";
 import type {
   AutoSubscriptionRecord,
   EmitterKind,
@@ -8,7 +9,6 @@ import type {
   SubscriptionRecord,
   WebhookRecord,
 } from "#core/subscription-model";
-import type { SubscriptionStore } from "#ports/subscription-store";
 import { failedConditionIndexes, isTransactionConflict } from "./dynamodb-errors.ts";
 import { collectionQuery, type Item, newestFirstPage, queryAll } from "./dynamodb-paging.ts";
 import {

@@ -1,9 +1,10 @@
 import { type DynamoDBDocumentClient, GetCommand, PutCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
-import { type Clock, systemClock } from "#ports/clock";
-import type { DailyUsage, StoredUsage, UsageStore } from "#ports/usage-store";
+import { RESOURCES_TABLE } from "#config/shared-names";
+import { type Clock, systemClock } from "#core/ports/clock";
+import type { DailyUsage, StoredUsage, UsageStore } from "#core/ports/usage-store";
 import { isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { queryAll } from "./dynamodb-paging.ts";
-import { RESOURCES_TABLE, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
+import { resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
 const DAY_MS = 86_400_000;
 const dayOf = (ms: number) => new Date(ms).toISOString().slice(0, 10);

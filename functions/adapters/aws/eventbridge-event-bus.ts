@@ -23,10 +23,10 @@
 import { setTimeout as sleepFor } from "node:timers/promises";
 import { type EventBridgeClient, PutEventsCommand, type PutEventsRequestEntry } from "@aws-sdk/client-eventbridge";
 import { GetQueueUrlCommand, SendMessageBatchCommand, type SQSClient } from "@aws-sdk/client-sqs";
+import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#config/shared-names";
 import type { StoredEvent } from "#core/component-model";
-import { EVENT_DETAIL_TYPE, EVENT_SOURCE, type StoredEventsDetail } from "#internal/event-dispatcher";
-import type { EmitterOwner, EventBus } from "#ports/event-bus";
-import type { Logger } from "#ports/logger";
+import type { EmitterOwner, EventBus, StoredEventsDetail } from "#core/ports/event-bus";
+import type { Logger } from "#core/ports/logger";
 import { consecutiveBatches } from "./batches.ts";
 
 /**
@@ -43,7 +43,6 @@ export const MAX_ENTRIES_PER_REQUEST = 10;
  * Name of the fallback queue of the bus `busName` (`sluice-<stage>`): the stack names the queue so
  * (lib/constructs/event-fanout.ts), and functions that publish find its URL by that name.
  */
-export const fallbackQueueNameFor = (busName: string) => `${busName}-unpublished-events`;
 
 /** Where entries EventBridge keeps refusing are sent: an SQS queue the dispatcher consumes. */
 export interface PublishFallback {

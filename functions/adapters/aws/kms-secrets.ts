@@ -1,5 +1,5 @@
 import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from "@aws-sdk/client-kms";
-import type { Secrets } from "#ports/secrets";
+import type { Secrets } from "#core/ports/secrets";
 import { AES_KEY_BYTES, fromBase64Url, gcmOpen, gcmSeal, SealedSecretError, toBase64Url } from "../aes-gcm.ts";
 import { hasErrorName } from "./sdk-errors.ts";
 

@@ -4,7 +4,7 @@
  * Lambda queues the job and retries a failed purge twice; the purge is idempotent.
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
-import type { EventPurger } from "#ports/event-purger";
+import type { EventPurger } from "#core/ports/event-purger";
 
 export interface LambdaEventPurgerOptions {
   readonly lambda: LambdaClient;

@@ -4,7 +4,7 @@
  * in its own queue and retries a failed run twice, so a job runs at least once.
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
-import type { RunJob, RunQueue } from "#ports/run-queue";
+import type { RunJob, RunQueue } from "#core/ports/run-queue";
 
 /** Lambda's limit on the payload of an asynchronous invocation. */
 export const MAX_ASYNC_PAYLOAD_BYTES = 1024 * 1024;

@@ -15,10 +15,10 @@ import {
   type SchedulerClient,
   UpdateScheduleCommand,
 } from "@aws-sdk/client-scheduler";
+import type { TimerInvokerInput } from "#config/shared-names";
 import type { TimerSpec } from "#core/component-model";
+import type { Timers } from "#core/ports/timers";
 import { type AwsScheduleExpression, toAwsScheduleExpression } from "#core/timer-schedule";
-import type { TimerInvokerInput } from "#internal/timer-invoker";
-import type { Timers } from "#ports/timers";
 import { hasErrorName } from "./sdk-errors.ts";
 
 /** Replaced by Scheduler with the time the schedule was due, in ISO 8601. */

@@ -19,12 +19,11 @@ import {
   SendMessageCommand,
   type SQSClient,
 } from "@aws-sdk/client-sqs";
+import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
+import type { DeliveryQueue } from "#core/ports/delivery-queue";
 import type { DeliveryRecord } from "#core/subscription-model";
-import type { DeliveryQueue } from "#ports/delivery-queue";
 import { consecutiveBatches } from "./batches.ts";
 
-/** The queues' `MaximumMessageSize` (set by the stack): 1 MiB, SQS's largest. */
-export const MAX_MESSAGE_BYTES = 1024 * 1024;
 /** SQS's limit of entries per `SendMessageBatch`; a batch's total size has the same limit as one message. */
 export const MAX_BATCH_ENTRIES = 10;
 /** SQS's longest `DelaySeconds`. */
@@ -86,15 +85,15 @@ export class SqsDeliveryQueue implements DeliveryQueue {
       };
     });
     // Nothing is sent when one delivery can never be: the caller's retry would fail the same way.
-    const oversized = messages.findIndex((message) => message.bytes > MAX_MESSAGE_BYTES);
+    const oversized = messages.findIndex((message) => message.bytes > SQS_MAX_MESSAGE_BYTES);
     if (oversized >= 0) {
       throw new Error(
-        `delivery ${deliveries[oversized]?.id} is ${messages[oversized]?.bytes} bytes, over SQS's ${MAX_MESSAGE_BYTES}`,
+        `delivery ${deliveries[oversized]?.id} is ${messages[oversized]?.bytes} bytes, over SQS's ${SQS_MAX_MESSAGE_BYTES}`,
       );
     }
     const batches = consecutiveBatches(messages, {
       maxItems: MAX_BATCH_ENTRIES,
-      maxBytes: MAX_MESSAGE_BYTES,
+      maxBytes: SQS_MAX_MESSAGE_BYTES,
       sizeOf: (message) => message.bytes,
     });
     for (const batch of batches) await this.#send(batch);
@@ -145,8 +144,8 @@ export class SqsDeliveryRetryQueue {
   async schedule(delivery: DeliveryRecord, now: number): Promise<void> {
     const body = JSON.stringify(delivery);
     const bytes = Buffer.byteLength(body, "utf8");
-    if (bytes > MAX_MESSAGE_BYTES) {
-      throw new Error(`delivery ${delivery.id} is ${bytes} bytes, over SQS's ${MAX_MESSAGE_BYTES}`);
+    if (bytes > SQS_MAX_MESSAGE_BYTES) {
+      throw new Error(`delivery ${delivery.id} is ${bytes} bytes, over SQS's ${SQS_MAX_MESSAGE_BYTES}`);
     }
     await this.#options.sqs.send(
       new SendMessageCommand({

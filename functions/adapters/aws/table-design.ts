@@ -4,15 +4,7 @@
  * docs/table-design.md explains it.
  */
 
-/** The resources table: one item collection per owner record, generic `pk`/`sk` string keys. */
-export const RESOURCES_TABLE = {
-  /** Logical id and construct id in the stateful stack. */
-  id: "Resources",
-  partitionKey: "pk",
-  sortKey: "sk",
-  /** The TTL attribute (epoch seconds), written on event items when events expire. */
-  timeToLiveAttribute: "expiresAt",
-} as const;
+import { RESOURCES_TABLE } from "#config/shared-names";
 
 const eventPartition = (sourceId: string, channel: string) => `EVT#${sourceId}#${channel}`;
 

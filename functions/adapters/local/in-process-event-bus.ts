@@ -1,6 +1,6 @@
 import type { StoredEvent } from "#core/component-model";
-import type { EmitterOwner, EventBus } from "#ports/event-bus";
-import type { Logger } from "#ports/logger";
+import type { EmitterOwner, EventBus } from "#core/ports/event-bus";
+import type { Logger } from "#core/ports/logger";
 
 /**
  * Receives the events of one `publish` call (one source, id order) and the source's owner, when

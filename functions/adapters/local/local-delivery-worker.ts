@@ -1,3 +1,6 @@
+import type { Deps } from "#core/ports/deps";
+import type { Secrets } from "#core/ports/secrets";
+import type { WebhookSender } from "#core/ports/webhook-sender";
 import type { DeliveryRecord } from "#core/subscription-model";
 import {
   attemptDelivery,
@@ -7,9 +10,6 @@ import {
   deliverySettings,
   logDeliveryOutcome,
 } from "#core/webhook-delivery";
-import type { Deps } from "#ports/deps";
-import type { Secrets } from "#ports/secrets";
-import type { WebhookSender } from "#ports/webhook-sender";
 import type { SqliteDeliveryQueue } from "./sqlite-delivery-queue.ts";
 
 export interface LocalDeliveryWorkerOptions {

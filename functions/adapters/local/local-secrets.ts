@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { chmod, mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { ENV } from "#config/env";
-import type { Secrets } from "#ports/secrets";
+import type { Secrets } from "#core/ports/secrets";
 import { AES_KEY_BYTES, fromBase64Url, gcmOpen, gcmSeal, SealedSecretError, toBase64Url } from "../aes-gcm.ts";
 
 const PREFIX = "v1";

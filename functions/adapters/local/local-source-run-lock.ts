@@ -1,5 +1,5 @@
-import type { Clock } from "#ports/clock";
-import type { AcquireOptions, SourceRunLease, SourceRunLock } from "#ports/source-run-lock";
+import type { Clock } from "#core/ports/clock";
+import type { AcquireOptions, SourceRunLease, SourceRunLock } from "#core/ports/source-run-lock";
 
 interface Waiter {
   leaseMs: number;

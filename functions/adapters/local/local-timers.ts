@@ -1,8 +1,8 @@
 import type { TimerSpec } from "#core/component-model";
+import type { Clock } from "#core/ports/clock";
+import type { Logger } from "#core/ports/logger";
+import type { Timers } from "#core/ports/timers";
 import { nextFireAt, validateTimerSpec } from "#core/timer-schedule";
-import type { Clock } from "#ports/clock";
-import type { Logger } from "#ports/logger";
-import type { Timers } from "#ports/timers";
 
 export interface LocalTimersOptions {
   /** The time the schedule is computed from. */

@@ -40,6 +40,7 @@
  * the next bundle that needs a package installs it again. Leftover `.install-*` folders and
  * `.npm-home` are safe to delete at any time Sluice is stopped.
  */
+
 import { execFile } from "node:child_process";
 import { randomBytes } from "node:crypto";
 import { existsSync, readFileSync, realpathSync } from "node:fs";
@@ -49,6 +50,7 @@ import { homedir } from "node:os";
 import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { OnResolveArgs, OnResolveResult, Plugin, PluginBuild } from "esbuild";
+import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#config/shared-names";
 import { redactPaths } from "#core/redact-paths";
 import { sha256Hex } from "#core/sha256";
 
@@ -88,26 +90,10 @@ export interface NpmPackagesOptions {
   readonly npmHome?: string;
 }
 
-/** The npm CLI package Sluice depends on, to install the packages it does not ship. */
-export const NPM_CLI_PACKAGE = "npm";
 /** The CLI's entry inside {@link NPM_CLI_PACKAGE} (the package's `exports` hide it from `require.resolve`). */
 const NPM_CLI_ENTRY = join("bin", "npm-cli.js");
 /** The name of npm's own home inside a cache folder, when it is put there (dot-prefixed, as `.install-*`). */
 export const NPM_HOME_FOLDER = ".npm-home";
-
-/**
- * Packages served from Sluice's own `node_modules`: `@pipedream/platform`, which most registry
- * components import, and its runtime dependencies, which components also import directly.
- */
-export const SHIPPED_NPM_PACKAGES: readonly string[] = [
-  "@pipedream/platform",
-  "axios",
-  "fp-ts",
-  "io-ts",
-  "mime-types",
-  "querystring",
-  "uuid",
-];
 
 /** A bare import split into its parts: `@scope/name@^1/sub` → `{name: "@scope/name", range: "^1", subpath: "sub"}`. */
 export interface NpmSpecifier {

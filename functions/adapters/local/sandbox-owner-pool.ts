@@ -13,7 +13,7 @@
  * fails with a SandboxError. An invocation that had not started where it was is moved without
  * counting as its retry.
  */
-import type { InvokeHandlers } from "#ports/component-host";
+import type { InvokeHandlers } from "#core/ports/component-host";
 import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
 import type { BudgetWaiter } from "./sandbox-budget.ts";
 import {

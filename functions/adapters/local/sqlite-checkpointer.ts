@@ -15,7 +15,7 @@
  */
 import { createRequire } from "node:module";
 import { Worker } from "node:worker_threads";
-import type { Logger } from "#ports/logger";
+import type { Logger } from "#core/ports/logger";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 
 /** SQLite's own default, restored when the worker is gone. */

@@ -1,6 +1,6 @@
 import type { ComponentRecord } from "#core/component-model";
 import { conflict } from "#core/errors";
-import type { ComponentStore } from "#ports/component-store";
+import type { ComponentStore } from "#core/ports/component-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 
 interface ComponentRow {

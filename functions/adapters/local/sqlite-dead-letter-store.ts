@@ -1,6 +1,6 @@
 import type { Page, PageQuery } from "#core/pagination";
+import type { DeadLetterStore } from "#core/ports/dead-letter-store";
 import type { DeadLetterRecord } from "#core/subscription-model";
-import type { DeadLetterStore } from "#ports/dead-letter-store";
 import { nextTurn } from "./event-loop.ts";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";

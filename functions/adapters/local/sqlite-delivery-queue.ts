@@ -1,5 +1,5 @@
+import type { DeliveryQueue } from "#core/ports/delivery-queue";
 import type { DeliveryRecord } from "#core/subscription-model";
-import type { DeliveryQueue } from "#ports/delivery-queue";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 
 export interface SqliteDeliveryQueueOptions {

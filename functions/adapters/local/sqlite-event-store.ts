@@ -7,7 +7,7 @@ import {
   type EventRange,
   type EventRetention,
   type EventStore,
-} from "#ports/event-store";
+} from "#core/ports/event-store";
 import { nextTurn, TurnBudget } from "./event-loop.ts";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 import type { SqliteOutbox } from "./sqlite-outbox.ts";

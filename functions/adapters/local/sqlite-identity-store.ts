@@ -1,6 +1,6 @@
 import { conflict } from "#core/errors";
 import type { ApiKeyRecord, Membership, NewAccount, Project, User, Workspace, WorkspaceRole } from "#core/identity";
-import type { IdentityStore } from "#ports/identity-store";
+import type { IdentityStore } from "#core/ports/identity-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 
 interface UserRow {

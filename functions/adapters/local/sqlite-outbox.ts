@@ -16,8 +16,8 @@
 import type { StoredEvent } from "#core/component-model";
 import { type DispatchDeps, type SerialDispatcher, serialDispatcher } from "#core/dispatcher";
 import { parseEventId } from "#core/event-ids";
-import type { Deps } from "#ports/deps";
-import type { EmitterOwner } from "#ports/event-bus";
+import type { Deps } from "#core/ports/deps";
+import type { EmitterOwner } from "#core/ports/event-bus";
 import { nextTurn } from "./event-loop.ts";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 

@@ -1,5 +1,5 @@
-import type { Logger } from "#ports/logger";
-import type { RunJob, RunQueue } from "#ports/run-queue";
+import type { Logger } from "#core/ports/logger";
+import type { RunJob, RunQueue } from "#core/ports/run-queue";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 import { isDataDirFailure } from "./storage-errors.ts";
 

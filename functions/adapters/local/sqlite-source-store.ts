@@ -1,8 +1,8 @@
 import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
+import type { SourceStore } from "#core/ports/source-store";
 import { lowestFreeSlug } from "#core/slugs";
-import type { SourceStore } from "#ports/source-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
 import { SqliteReadCache } from "./sqlite-read-cache.ts";

@@ -1,5 +1,6 @@
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
+import type { SubscriptionStore } from "#core/ports/subscription-store";
 import type {
   AutoSubscriptionRecord,
   EmitterKind,
@@ -7,7 +8,6 @@ import type {
   SubscriptionRecord,
   WebhookRecord,
 } from "#core/subscription-model";
-import type { SubscriptionStore } from "#ports/subscription-store";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
 import { SqliteReadCache } from "./sqlite-read-cache.ts";

@@ -1,4 +1,4 @@
-import type { DailyUsage, StoredUsage, UsageStore } from "#ports/usage-store";
+import type { DailyUsage, StoredUsage, UsageStore } from "#core/ports/usage-store";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 
 /** Counters added in this turn of the event loop, per owner and day, and who waits for them. */

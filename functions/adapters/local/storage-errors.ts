@@ -6,7 +6,7 @@
  * them for a bug (500), and the run queue knows to try again rather than give up (docs/durability.md).
  */
 import { DomainError, isDomainError } from "#core/errors";
-import type { Logger } from "#ports/logger";
+import type { Logger } from "#core/ports/logger";
 
 /** SQLite's primary result codes (extended codes start with them) and errno codes of a data dir that cannot take a write. */
 const CAUSES: readonly [prefix: string, what: string][] = [

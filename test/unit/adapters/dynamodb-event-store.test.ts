@@ -18,7 +18,7 @@ import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbEventStore, visibleSegments } from "#adapters/aws/dynamodb-event-store";
 import { MAX_STORED_EVENT_BYTES } from "#adapters/aws/table-design";
 import type { NewEvent } from "#core/component-model";
-import { DEFAULT_EVENT_RETENTION } from "#ports/event-store";
+import { DEFAULT_EVENT_RETENTION } from "#core/ports/event-store";
 
 const TABLE = "resources-test";
 const ddb = mockClient(DynamoDBDocumentClient);

@@ -4,15 +4,15 @@ import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import {
   EventBridgeEventBus,
-  fallbackQueueNameFor,
   MAX_ENTRY_BYTES,
   MAX_REQUEST_BYTES,
   type PublishFallback,
   toEntries,
 } from "#adapters/aws/eventbridge-event-bus";
+import { fallbackQueueNameFor } from "#config/shared-names";
 import type { StoredEvent } from "#core/component-model";
+import { jsonLogger } from "#core/ports/logger";
 import { dispatcherInputSchema } from "#internal/event-dispatcher";
-import { jsonLogger } from "#ports/logger";
 
 const eventBridgeMock = mockClient(EventBridgeClient);
 const sqsMock = mockClient(SQSClient);

@@ -15,7 +15,7 @@ import { unzipSync } from "fflate";
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import { LambdaComponentHost, sourceFunctionName } from "#adapters/aws/lambda-component-host";
 import { sourceZip } from "#adapters/aws/source-bundle";
-import type { SourceCode } from "#ports/component-host";
+import type { SourceCode } from "#core/ports/component-host";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 
 const lambdaMock = mockClient(LambdaClient);

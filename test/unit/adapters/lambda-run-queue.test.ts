@@ -2,7 +2,7 @@ import { InvokeCommand, LambdaClient } from "@aws-sdk/client-lambda";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { LambdaRunQueue } from "#adapters/aws/lambda-run-queue";
-import type { RunJob } from "#ports/run-queue";
+import type { RunJob } from "#core/ports/run-queue";
 
 const lambdaMock = mockClient(LambdaClient);
 const queue = () =>

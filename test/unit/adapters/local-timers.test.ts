@@ -1,8 +1,8 @@
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import { LocalTimers } from "#adapters/local/local-timers";
 import { isDomainError } from "#core/errors";
-import { systemClock } from "#ports/clock";
-import { jsonLogger } from "#ports/logger";
+import { systemClock } from "#core/ports/clock";
+import { jsonLogger } from "#core/ports/logger";
 
 /** A line the timers logged: its level, message and fields. */
 type LogLine = { level: "info" | "warn" | "error"; message: string } & Record<string, unknown>;

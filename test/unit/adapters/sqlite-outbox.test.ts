@@ -5,10 +5,10 @@ import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { OutboxRelay, SqliteOutbox } from "#adapters/local/sqlite-outbox";
 import type { NewEvent, SourceRecord, StoredEvent } from "#core/component-model";
 import { type DispatchDeps, deliveryIdFor } from "#core/dispatcher";
+import type { Logger } from "#core/ports/logger";
+import type { RunJob } from "#core/ports/run-queue";
+import type { SubscriptionStore } from "#core/ports/subscription-store";
 import type { DeliveryRecord, SubscriptionRecord } from "#core/subscription-model";
-import type { Logger } from "#ports/logger";
-import type { RunJob } from "#ports/run-queue";
-import type { SubscriptionStore } from "#ports/subscription-store";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 

@@ -9,8 +9,8 @@ import { SqliteOutbox } from "#adapters/local/sqlite-outbox";
 import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
 import { loadLocalConfig } from "#config/env";
 import { DomainError } from "#core/errors";
-import { silentLogger } from "#ports/logger";
-import type { RunJob } from "#ports/run-queue";
+import { silentLogger } from "#core/ports/logger";
+import type { RunJob } from "#core/ports/run-queue";
 import { newDataDir } from "../../support/local-process.ts";
 import { recordingLogger } from "../../support/recording-logger.ts";
 

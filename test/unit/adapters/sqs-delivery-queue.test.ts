@@ -1,12 +1,8 @@
 import { SendMessageBatchCommand, SendMessageCommand, SQSClient } from "@aws-sdk/client-sqs";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import {
-  delaySecondsUntil,
-  MAX_MESSAGE_BYTES,
-  SqsDeliveryQueue,
-  SqsDeliveryRetryQueue,
-} from "#adapters/aws/sqs-delivery-queue";
+import { delaySecondsUntil, SqsDeliveryQueue, SqsDeliveryRetryQueue } from "#adapters/aws/sqs-delivery-queue";
+import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import type { DeliveryRecord } from "#core/subscription-model";
 
 const sqsMock = mockClient(SQSClient);
@@ -90,15 +86,15 @@ describe("SqsDeliveryQueue", () => {
         (total, entry) => total + Buffer.byteLength(entry.MessageBody ?? ""),
         0,
       );
-      expect(bytes).toBeLessThanOrEqual(MAX_MESSAGE_BYTES);
+      expect(bytes).toBeLessThanOrEqual(SQS_MAX_MESSAGE_BYTES);
     }
   });
 
   it("sends nothing and rejects when a delivery is larger than a message may be", async () => {
     acceptAll();
-    await expect(queue().enqueue([delivery(0), delivery(1, "wh_a", "x".repeat(MAX_MESSAGE_BYTES))])).rejects.toThrow(
-      /delivery dlv_0+1 is \d+ bytes, over SQS's/,
-    );
+    await expect(
+      queue().enqueue([delivery(0), delivery(1, "wh_a", "x".repeat(SQS_MAX_MESSAGE_BYTES))]),
+    ).rejects.toThrow(/delivery dlv_0+1 is \d+ bytes, over SQS's/);
     expect(sqsMock.calls()).toHaveLength(0);
   });
 

@@ -5,10 +5,10 @@ import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import { storageErrorTranslator, storageFailureOf, translatingErrors } from "#adapters/local/storage-errors";
 import { createAccount } from "#core/accounts";
+import { systemClock } from "#core/ports/clock";
+import { randomIdGenerator } from "#core/ports/id-generator";
 import { route as createWebhook } from "#http/create-webhook";
 import { createHttpHandler, type HttpEvent } from "#http/pipeline";
-import { systemClock } from "#ports/clock";
-import { randomIdGenerator } from "#ports/id-generator";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { recordingLogger } from "../../support/recording-logger.ts";
 

@@ -5,6 +5,8 @@ import { dispatchEvents } from "#core/dispatcher";
 import { HOPS_HEADER, hopsOf, hopsOfRequest, MAX_DELIVERY_HOPS, stampHops } from "#core/hops";
 import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
+import type { RunJob } from "#core/ports/run-queue";
+import type { WebhookSender } from "#core/ports/webhook-sender";
 import { runSource } from "#core/source-runs";
 import { deploySource } from "#core/sources";
 import type { DeliveryRecord } from "#core/subscription-model";
@@ -14,8 +16,6 @@ import { createWebhook } from "#core/webhooks";
 import { dispatcherInputSchema } from "#internal/event-dispatcher";
 import { runJobSchema } from "#internal/source-runner";
 import { deliveryRecordSchema } from "#internal/webhook-deliverer";
-import type { RunJob } from "#ports/run-queue";
-import type { WebhookSender } from "#ports/webhook-sender";
 import { accountIn, memoryDeps, type Script, scriptedHost } from "../../support/memory-deps.ts";
 
 /**

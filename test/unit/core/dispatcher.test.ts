@@ -2,10 +2,10 @@ import { describe, expect, it } from "vitest";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
 import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys, serialDispatcher } from "#core/dispatcher";
 import { isId } from "#core/ids";
+import type { RunJob } from "#core/ports/run-queue";
+import type { SubscriptionStore } from "#core/ports/subscription-store";
 import { sseEnvelope } from "#core/source-stream";
 import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
-import type { RunJob } from "#ports/run-queue";
-import type { SubscriptionStore } from "#ports/subscription-store";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 

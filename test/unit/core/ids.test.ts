@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { formatId, isId } from "#core/ids";
-import { randomIdGenerator } from "#ports/id-generator";
+import { randomIdGenerator } from "#core/ports/id-generator";
 
 describe("ids", () => {
   it("carries the spec's prefix and validates only well-formed ids of its kind", () => {

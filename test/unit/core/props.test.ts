@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { SEALED_SECRET } from "#core/component-model";
+import type { Secrets } from "#core/ports/secrets";
 import {
   configurablePropsView,
   configuredPropsView,
@@ -11,7 +12,6 @@ import {
   slugify,
   validateConfiguredProps,
 } from "#core/props";
-import type { Secrets } from "#ports/secrets";
 import type { PropDescription } from "#runtime/protocol";
 
 /** Issues of the validation error `fn` throws. */

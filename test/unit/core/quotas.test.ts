@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { receiveHttpRequest } from "#core/http-interface";
+import type { Quotas } from "#core/ports/deps";
 import { STORED_TOTALS_MAX_AGE_MS } from "#core/quotas";
 import { deleteSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
 import { getMe } from "#core/workspaces";
-import type { Quotas } from "#ports/deps";
 import { endpointRequest, scriptedSource } from "../../support/scripted-sources.ts";
 
 /**

@@ -5,8 +5,7 @@ import { MAX_LOG_LINES_PER_RUN, runSource } from "#core/source-runs";
 import { usageDay } from "#core/views";
 import { RESPONSE_MAX_BODY_BYTES, RESPONSE_MAX_HEADERS } from "#runtime/http-response";
 import type { EmitRecord, InvocationResult, LogRecord } from "#runtime/protocol";
-import { LOG_MAX_BYTES } from "#runtime/result-limits";
-import { DB_MAX_BYTES } from "#runtime/service-db";
+import { DB_MAX_BYTES, LOG_MAX_BYTES } from "#runtime/result-limits";
 import { endpointRequest, scriptedSource } from "../../support/scripted-sources.ts";
 
 /**

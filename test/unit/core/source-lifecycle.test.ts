@@ -4,9 +4,9 @@ import { DomainError } from "#core/errors";
 import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
+import type { RunJob } from "#core/ports/run-queue";
 import { runSource } from "#core/source-runs";
 import { deleteSource, deploySource, updateSource } from "#core/sources";
-import type { RunJob } from "#ports/run-queue";
 import { accountIn, memoryDeps, type Script, scriptedHost } from "../../support/memory-deps.ts";
 
 /**

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
 import { receiveHttpRequest } from "#core/http-interface";
+import { systemClock } from "#core/ports/clock";
+import type { SourceRunLock } from "#core/ports/source-run-lock";
 import { runSource } from "#core/source-runs";
 import { deploySource, updateSource } from "#core/sources";
-import { systemClock } from "#ports/clock";
-import type { SourceRunLock } from "#ports/source-run-lock";
 import { countConcurrentRuns, EMPTY_POST, endpointKeyOf } from "../../support/db-counter.ts";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 

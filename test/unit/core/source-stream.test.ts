@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NewEvent, StoredEvent } from "#core/component-model";
+import type { EventQuery, EventStore } from "#core/ports/event-store";
 import {
   CATCH_UP_PAGE,
   eventsAfter,
@@ -10,7 +11,6 @@ import {
   sseFrame,
   streamCarries,
 } from "#core/source-stream";
-import type { EventQuery, EventStore } from "#ports/event-store";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 

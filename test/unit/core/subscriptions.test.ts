@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import type { Caller } from "#core/identity";
 import { decodeCursor, type PageInfo, UNPAGINATED_LIST_MAX } from "#core/pagination";
+import type { Deps } from "#core/ports/deps";
+import type { IdentityStore } from "#core/ports/identity-store";
 import { deleteSource, deploySource } from "#core/sources";
 import {
   applyAutoSubscriptions,
@@ -11,8 +13,6 @@ import {
   listWorkspaceSubscriptions,
 } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
-import type { Deps } from "#ports/deps";
-import type { IdentityStore } from "#ports/identity-store";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
 

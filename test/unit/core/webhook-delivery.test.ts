@@ -6,6 +6,11 @@ import { LocalSecrets } from "#adapters/local/local-secrets";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
+import type { Deps } from "#core/ports/deps";
+import { randomIdGenerator } from "#core/ports/id-generator";
+import { silentLogger } from "#core/ports/logger";
+import type { SubscriptionStore } from "#core/ports/subscription-store";
+import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
 import type { DeadLetterRecord, DeliveryRecord, WebhookRecord } from "#core/subscription-model";
 import {
   attemptDelivery,
@@ -32,11 +37,6 @@ import { route as listRoute } from "#http/list-dead-letters";
 import { createHttpHandler, type HttpEvent } from "#http/pipeline";
 import { route as replayOneRoute } from "#http/replay-dead-letter";
 import { route as replayAllRoute } from "#http/replay-dead-letters";
-import type { Deps } from "#ports/deps";
-import { randomIdGenerator } from "#ports/id-generator";
-import { silentLogger } from "#ports/logger";
-import type { SubscriptionStore } from "#ports/subscription-store";
-import type { WebhookSender, WebhookSendResult } from "#ports/webhook-sender";
 import { accountIn } from "../../support/memory-deps.ts";
 
 const NOW = Date.UTC(2026, 10, 20, 12);

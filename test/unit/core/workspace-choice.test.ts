@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { createComponent } from "#core/components";
+import type { IdentityStore } from "#core/ports/identity-store";
 import { deploySource } from "#core/sources";
 import { createAutoSubscription, createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
-import type { IdentityStore } from "#ports/identity-store";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
 

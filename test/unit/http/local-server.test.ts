@@ -2,9 +2,9 @@ import { Agent, request as httpRequest, type Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
+import { silentLogger } from "#core/ports/logger";
 import { routes } from "#http/routes";
 import { createLocalServer, malformedRequestResult, refusedRequestIsHead, requestUrl } from "#local/server";
-import { silentLogger } from "#ports/logger";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
 /**

@@ -1,6 +1,8 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import type { Deps } from "#core/ports/deps";
+import type { Logger } from "#core/ports/logger";
 import { route as createComponent } from "#http/create-component";
 import { route as createSource } from "#http/create-source";
 import { route as createWebhook } from "#http/create-webhook";
@@ -10,8 +12,6 @@ import { MAX_JSON_BODY_BYTES } from "#http/limits";
 import { createHttpHandler, type HttpEvent, type HttpResult } from "#http/pipeline";
 import { defineRoute } from "#http/route";
 import { routes } from "#http/routes";
-import type { Deps } from "#ports/deps";
-import type { Logger } from "#ports/logger";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 
 const recorded: HttpEvent = JSON.parse(

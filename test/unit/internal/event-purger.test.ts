@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
+import type { Deps } from "#core/ports/deps";
+import { jsonLogger } from "#core/ports/logger";
 import { createEventPurgerHandler } from "#internal/event-purger";
-import type { Deps } from "#ports/deps";
-import { jsonLogger } from "#ports/logger";
 import { memoryDeps } from "../../support/memory-deps.ts";
 
 const SOURCE = "dc_01kab00000abcdefghjkmn";

@@ -1,9 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
+import { jsonLogger } from "#core/ports/logger";
+import type { RunJob } from "#core/ports/run-queue";
 import { internalHandler } from "#internal/internal-handler";
 import { runJobSchema } from "#internal/source-runner";
-import { jsonLogger } from "#ports/logger";
-import type { RunJob } from "#ports/run-queue";
 import { memoryDeps } from "../../support/memory-deps.ts";
 
 function setup() {

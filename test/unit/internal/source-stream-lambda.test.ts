@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
+import type { Deps } from "#core/ports/deps";
 import { SSE_HEADERS, SSE_OPENING_FRAME } from "#core/source-stream";
-import type { Deps } from "#ports/deps";
 import {
   createSourceStreamHandler,
   type ResponseMetadata,

@@ -6,12 +6,12 @@ import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SqsDeliveryRetryQueue } from "#adapters/aws/sqs-delivery-queue";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import type { Deps } from "#core/ports/deps";
+import { jsonLogger } from "#core/ports/logger";
 import type { DeliveryRecord } from "#core/subscription-model";
 import { verifyWebhookSignature } from "#core/webhook-signature";
 import { createWebhook } from "#core/webhooks";
 import { createWebhookDelivererHandler, type WebhookDelivererOptions } from "#internal/webhook-deliverer";
-import type { Deps } from "#ports/deps";
-import { jsonLogger } from "#ports/logger";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
 const sqsMock = mockClient(SQSClient);

@@ -2,10 +2,10 @@ import type { Server } from "node:http";
 import { type AddressInfo, connect } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
+import { silentLogger } from "#core/ports/logger";
 import { deploySource } from "#core/sources";
 import { routes } from "#http/routes";
 import { createLocalServer } from "#local/server";
-import { silentLogger } from "#ports/logger";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 

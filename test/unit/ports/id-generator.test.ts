@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { isId } from "#core/ids";
-import { RandomBytePool, randomIdGenerator } from "#ports/id-generator";
+import { RandomBytePool, randomIdGenerator } from "#core/ports/id-generator";
 
 describe("RandomBytePool", () => {
   it("hands out the requested number of bytes, never the same bytes twice, across refills", () => {

@@ -8,6 +8,14 @@ import type { SourceRecord, StoredEvent } from "#core/component-model";
 export type EmitterOwner = Pick<SourceRecord, "userId" | "workspaceId">;
 
 /**
+ * The `detail` of an entry a bus publishes (on AWS, an EventBridge entry the dispatcher reads):
+ * one append's events inline, or a reference to one event too large to travel inline.
+ */
+export type StoredEventsDetail =
+  | { sourceId: string; owner: EmitterOwner; events: readonly StoredEvent[] }
+  | { sourceId: string; owner: EmitterOwner; eventId: string; channel: string };
+
+/**
  * Announces events once they are stored, for live streams and subscriptions. Adapters:
  * `InProcessEventBus` (local mode: the stream server and the dispatcher listen in this process;
  * the append's outbox row makes routing survive a crash, sqlite-outbox.ts) and

@@ -1,0 +1,55 @@
+/**
+ * The names and limits that the infrastructure (`lib/`) and the functions both spell: the table,
+ * the event bus's entries, the queues, the timer invoker's input and the npm packages Sluice
+ * ships. One pure module (it imports nothing), so that the stacks read them without loading an
+ * adapter, an AWS SDK client or a Lambda entry, and the two sides cannot disagree.
+ */
+
+/** The resources table: one item collection per owner record, generic `pk`/`sk` string keys. */
+export const RESOURCES_TABLE = {
+  /** Logical id and construct id in the stateful stack. */
+  id: "Resources",
+  partitionKey: "pk",
+  sortKey: "sk",
+  /** The TTL attribute (epoch seconds), written on event items when events expire. */
+  timeToLiveAttribute: "expiresAt",
+} as const;
+
+/** `source` of every entry the event bus publishes; the fan-out rule matches it. */
+export const EVENT_SOURCE = "sluice.events";
+/** `detail-type` of every entry the event bus publishes; the fan-out rule matches it. */
+export const EVENT_DETAIL_TYPE = "event.stored";
+
+/** The SQS queue that takes the entries EventBridge keeps refusing, named after the bus. */
+export const fallbackQueueNameFor = (busName: string) => `${busName}-unpublished-events`;
+
+/** The queues' `MaximumMessageSize` (set by the stack): 1 MiB, SQS's largest. */
+export const SQS_MAX_MESSAGE_BYTES = 1024 * 1024;
+
+/**
+ * What EventBridge Scheduler sends the timer invoker for a source's timer: `scheduledAt` is filled
+ * in by Scheduler (ISO 8601); an interval under a minute adds `everySeconds` and `times`.
+ */
+export interface TimerInvokerInput {
+  sourceId: string;
+  scheduledAt?: string | undefined;
+  everySeconds?: number | undefined;
+  times?: number | undefined;
+}
+
+/** The npm CLI package Sluice depends on, to install the packages it does not ship. */
+export const NPM_CLI_PACKAGE = "npm";
+
+/**
+ * Packages served from Sluice's own `node_modules`: `@pipedream/platform`, which most registry
+ * components import, and its runtime dependencies, which components also import directly.
+ */
+export const SHIPPED_NPM_PACKAGES: readonly string[] = [
+  "@pipedream/platform",
+  "axios",
+  "fp-ts",
+  "io-ts",
+  "mime-types",
+  "querystring",
+  "uuid",
+];
