@@ -11,11 +11,11 @@
  */
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
-import { DATABASE_FILE } from "#adapters/local/composition";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import type { NewEvent } from "#core/component-model";
 import { createLocalUser } from "#local/bootstrap";
+import { DATABASE_FILE } from "#local/composition";
 import { numberedBody } from "./common.ts";
 import { INGEST_CODE } from "./components.ts";
 import { seedingServer } from "./fleet.ts";

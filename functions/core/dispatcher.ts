@@ -1,7 +1,7 @@
 /**
  * Fan-out of stored events to their listeners (rest-api.md "Events" 4-5; issue 5). Platform-free:
- * local mode calls it from the in-process bus (`serialDispatcher`), an AWS dispatcher function
- * from its bus rule.
+ * local mode calls it from its outbox relay (`functions/local/drivers/outbox-relay.ts`), an AWS
+ * dispatcher function from its bus rule.
  *
  * An event of source S (user U, workspace W) on channel C goes to every subscription on C whose
  * emitter key is S, `dc_*:U`, or W when C is `$errors` (subscription-model.ts). Each listener gets
@@ -145,67 +145,4 @@ export async function dispatchEvents(
   result.deliveries = deliveries.length;
   result.runs = runs.length;
   return result;
-}
-
-/** Dispatches publishes in the background, and a way to wait for what it started. */
-export interface SerialDispatcher {
-  /**
-   * Dispatches one publish after that source's earlier ones; never blocks, never throws. `settled`
-   * is called once the dispatch settled: `dispatched` is true when every delivery and run was
-   * queued, false when the dispatch failed (and was logged). A throw of `settled` is logged.
-   */
-  listener(events: readonly StoredEvent[], owner?: EmitterOwner, settled?: (dispatched: boolean) => void): void;
-  /** Resolves when every dispatch started so far has settled. */
-  drain(): Promise<void>;
-}
-
-/** Calls `settled`; a throw is logged, lest it break the chain of that source's later dispatches. */
-function report(
-  deps: Pick<Deps, "log">,
-  sourceId: string,
-  settled: ((dispatched: boolean) => void) | undefined,
-  dispatched: boolean,
-): void {
-  try {
-    settled?.(dispatched);
-  } catch (error) {
-    deps.log.error("a dispatch's settle callback failed", { source_id: sourceId, error: String(error) });
-  }
-}
-
-/**
- * Local mode's dispatcher: dispatches each publish in the background, one source's publishes one
- * after the other, so that source's deliveries are queued in emit order. A failed dispatch is
- * logged and reported to `settled`; local mode's outbox (`OutboxRelay`) keeps its events and
- * dispatches them again later.
- */
-export function serialDispatcher(deps: DispatchDeps & Pick<Deps, "log">): SerialDispatcher {
-  const tails = new Map<string, Promise<void>>();
-  return {
-    listener(events, owner, settled) {
-      const sourceId = events[0]?.sourceId;
-      if (sourceId === undefined) return;
-      const previous = tails.get(sourceId) ?? Promise.resolve();
-      const next = previous
-        .then(() => dispatchEvents(deps, events, owner))
-        .then(
-          () => report(deps, sourceId, settled, true),
-          (error: unknown) => {
-            deps.log.error("events could not be dispatched to their subscribers", {
-              source_id: sourceId,
-              event_ids: events.map((event) => event.id),
-              error: String(error),
-            });
-            report(deps, sourceId, settled, false);
-          },
-        )
-        .finally(() => {
-          if (tails.get(sourceId) === next) tails.delete(sourceId);
-        });
-      tails.set(sourceId, next);
-    },
-    async drain() {
-      while (tails.size > 0) await Promise.all([...tails.values()]);
-    },
-  };
 }

@@ -1,6 +1,5 @@
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { DATABASE_FILE } from "#adapters/local/composition";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import type { LocalConfig } from "#config/env";
@@ -9,6 +8,7 @@ import { hashApiKey } from "#core/api-keys";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
+import { DATABASE_FILE } from "#local/composition";
 
 export const API_KEY_FILE = "api-key";
 

@@ -1,10 +1,10 @@
 import type { AddressInfo } from "node:net";
 import { isAbsolute, relative } from "node:path";
-import { localDeps } from "#adapters/local/composition";
 import { type DataDirLock, lockDataDir, prepareDataDir } from "#adapters/local/data-dir";
 import type { LocalConfig } from "#config/env";
 import type { Logger } from "#core/ports/logger";
 import { routes } from "#http/routes";
+import { localDeps } from "#local/composition";
 import { ensureFirstAccount } from "./bootstrap.ts";
 import { createLocalServer } from "./server.ts";
 

@@ -1,10 +1,10 @@
 import { randomUUID } from "node:crypto";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { DATABASE_FILE } from "#adapters/local/composition";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { createLocalUser } from "#local/bootstrap";
+import { DATABASE_FILE } from "#local/composition";
 import { apiClient } from "../support/api-client.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { openRawStream } from "../support/sse-client.ts";

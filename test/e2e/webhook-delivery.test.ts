@@ -10,7 +10,6 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { LocalDeliveryWorker } from "#adapters/local/local-delivery-worker";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
@@ -28,6 +27,7 @@ import { sseEnvelope } from "#core/source-stream";
 import type { SubscriptionRecord, WebhookRecord } from "#core/subscription-model";
 import { type DeliverySettings, listDeadLetters, replayDeadLetter } from "#core/webhook-delivery";
 import { verifyWebhookSignature } from "#core/webhook-signature";
+import { LocalDeliveryWorker } from "#local/drivers/delivery-worker";
 import { eventually, when } from "../support/eventually.ts";
 import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 

@@ -31,8 +31,11 @@ export interface BoundaryRule {
   readonly name: string;
   /** Files the rule is about, by path prefix from the repository root. */
   readonly from: readonly string[];
-  /** Whether a file of `from` may import `target` (a repository path, or a package or `node:` name). */
-  allows(target: string): boolean;
+  /**
+   * Whether a file of `from` may import `target` (a repository path, or a package or `node:`
+   * name); `files` is the whole tree checked.
+   */
+  allows(target: string, files: ReadonlyMap<string, string>): boolean;
 }
 
 const under = (prefixes: readonly string[]) => (target: string) => prefixes.some((prefix) => target.startsWith(prefix));
@@ -53,6 +56,11 @@ export const BOUNDARY_RULES: readonly BoundaryRule[] = [
       !under(["functions/internal/", "functions/http/", "functions/local/", "functions/stream/"])(target),
   },
   {
+    name: "adapters never import a use case of core (a core module that takes `Deps`): drivers and composition roots call use cases",
+    from: ["functions/adapters/"],
+    allows: (target, files) => !isUseCase(target, files),
+  },
+  {
     name: "lib/ never imports adapters, internal functions, the stream function or the runtime layer",
     from: ["lib/", "bin/app.ts"],
     allows: (target) =>
@@ -65,6 +73,14 @@ export const BOUNDARY_RULES: readonly BoundaryRule[] = [
     allows: (target) => target.startsWith("runtime-layer/") || target.startsWith("node:"),
   },
 ];
+
+/** A use case: a module of core (not a port) that imports `Deps`, the ports it orchestrates. */
+function isUseCase(target: string, files: ReadonlyMap<string, string>): boolean {
+  if (!target.startsWith("functions/core/") || target.startsWith("functions/core/ports/")) return false;
+  return importsOf(files.get(target) ?? "").some((specifier) => resolveImport(target, specifier) === DEPS_MODULE);
+}
+
+const DEPS_MODULE = "functions/core/ports/deps.ts";
 
 /** The repository path (or package name) an import specifier in `file` names. */
 export function resolveImport(file: string, specifier: string): string {
@@ -118,7 +134,7 @@ export function boundaryViolations(
     for (const specifier of importsOf(source)) {
       const target = resolveImport(file, specifier);
       for (const rule of applying) {
-        if (!rule.allows(target)) violations.push({ file, imports: target, rule: rule.name });
+        if (!rule.allows(target, files)) violations.push({ file, imports: target, rule: rule.name });
       }
     }
   }

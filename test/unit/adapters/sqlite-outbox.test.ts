@@ -2,13 +2,14 @@ import { describe, expect, it } from "vitest";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
-import { OutboxRelay, SqliteOutbox } from "#adapters/local/sqlite-outbox";
+import { SqliteOutbox } from "#adapters/local/sqlite-outbox";
 import type { NewEvent, SourceRecord, StoredEvent } from "#core/component-model";
 import { type DispatchDeps, deliveryIdFor } from "#core/dispatcher";
 import type { Logger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
 import type { DeliveryRecord, SubscriptionRecord } from "#core/subscription-model";
+import { OutboxRelay } from "#local/drivers/outbox-relay";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 

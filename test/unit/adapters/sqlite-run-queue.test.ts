@@ -2,7 +2,6 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { DATABASE_FILE, localDeps } from "#adapters/local/composition";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteOutbox } from "#adapters/local/sqlite-outbox";
@@ -11,6 +10,7 @@ import { loadLocalConfig } from "#config/env";
 import { DomainError } from "#core/errors";
 import { silentLogger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
+import { DATABASE_FILE, localDeps } from "#local/composition";
 import { newDataDir } from "../../support/local-process.ts";
 import { recordingLogger } from "../../support/recording-logger.ts";
 

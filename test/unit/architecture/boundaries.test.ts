@@ -59,6 +59,11 @@ describe("the boundary check itself", () => {
       "functions/local/server.ts",
     ],
     [
+      "functions/adapters/local/wrong.ts",
+      'import { serialDispatcher } from "#core/dispatcher";',
+      "functions/core/dispatcher.ts",
+    ],
+    [
       "lib/constructs/wrong.ts",
       'import { RESOURCES_TABLE } from "#adapters/aws/table-design";',
       "functions/adapters/aws/table-design.ts",

@@ -1,11 +1,12 @@
 import { describe, expect, it } from "vitest";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
-import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys, serialDispatcher } from "#core/dispatcher";
+import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys } from "#core/dispatcher";
 import { isId } from "#core/ids";
 import type { RunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
 import { sseEnvelope } from "#core/source-stream";
 import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
+import { serialDispatcher } from "#local/drivers/outbox-relay";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 
@@ -283,6 +284,7 @@ describe("dispatchEvents", () => {
   });
 });
 
+// Local mode's driver (functions/local/drivers/outbox-relay.ts), tested here on the harness above.
 describe("serialDispatcher", () => {
   function recordingLog() {
     const errors: Record<string, unknown>[] = [];

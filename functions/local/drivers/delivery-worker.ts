@@ -1,3 +1,4 @@
+import type { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import type { Deps } from "#core/ports/deps";
 import type { Secrets } from "#core/ports/secrets";
 import type { WebhookSender } from "#core/ports/webhook-sender";
@@ -10,7 +11,6 @@ import {
   deliverySettings,
   logDeliveryOutcome,
 } from "#core/webhook-delivery";
-import type { SqliteDeliveryQueue } from "./sqlite-delivery-queue.ts";
 
 export interface LocalDeliveryWorkerOptions {
   queue: SqliteDeliveryQueue;
