@@ -124,7 +124,7 @@ async function inBatches<T>(items: readonly T[], limit: number, task: (item: T) 
 }
 
 /**
- * `SubscriptionStore` on the DynamoDB resources table (docs/subscription-storage.md).
+ * `SubscriptionStore` on the DynamoDB resources table (docs/table-design.md, "Webhooks, subscriptions and dead letters").
  *
  * A subscription's record lives in its emitter's partition under a key made of its event name and
  * listener, so the key is its own uniqueness guard and the emit path is one Query per emitter key.

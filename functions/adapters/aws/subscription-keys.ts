@@ -1,6 +1,6 @@
 /**
  * Keys of the routing items (webhooks, subscriptions, auto subscriptions, dead letters) on the
- * resources table; docs/subscription-storage.md explains them. Same conventions as
+ * resources table; docs/table-design.md ("Webhooks, subscriptions and dead letters") explains them. Same conventions as
  * `table-design.ts`: generic `pk`/`sk` strings, `<KIND>#<id>`, adapters never spell a key.
  */
 
