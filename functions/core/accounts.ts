@@ -1,4 +1,5 @@
 import type { Deps } from "#core/ports/deps";
+import { requireWorkspace } from "./access.ts";
 import { API_KEY_MIN_LENGTH, API_KEY_PREFIX, bearerToken, hashApiKey, sameHash } from "./api-keys.ts";
 import { invalid, notFound, unauthorized } from "./errors.ts";
 import type { Caller, NewAccount, Project, User, Workspace } from "./identity.ts";
@@ -118,21 +119,6 @@ export async function requireUser(deps: Pick<Deps, "identity">, caller: Caller):
   // A key whose user is gone is as good as revoked.
   if (user === undefined) throw unauthorized("the API key is not valid");
   return user;
-}
-
-/**
- * The workspace, if the caller is a member. Another account's workspace is "not found", exactly
- * like one that does not exist, so ids of other tenants cannot be probed.
- */
-export async function requireWorkspace(
-  deps: Pick<Deps, "identity">,
-  caller: Caller,
-  workspaceId: string,
-): Promise<Workspace> {
-  const membership = await deps.identity.getMembership(workspaceId, caller.userId);
-  const workspace = membership && (await deps.identity.getWorkspace(workspaceId));
-  if (!workspace) throw notFound("workspace");
-  return workspace;
 }
 
 /**

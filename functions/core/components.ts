@@ -2,8 +2,10 @@
  * Saved components (`sc_`): code read in the sandbox for its metadata, stored with it, found by id
  * or by the `key` its code declares; and the registry of components shipped with Sluice.
  */
+
 import type { Deps } from "#core/ports/deps";
-import { chosenWorkspace, requireWorkspace, type WorkspaceChoice } from "./accounts.ts";
+import { requireWorkspace } from "./access.ts";
+import { chosenWorkspace, type WorkspaceChoice } from "./accounts.ts";
 import type { ComponentRecord } from "./component-model.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";

@@ -28,9 +28,9 @@ import type { EmitterOwner } from "#core/ports/event-bus";
 import type { RunJob } from "#core/ports/run-queue";
 import { ERRORS_CHANNEL, type Json, LOGS_CHANNEL, type StoredEvent } from "./component-model.ts";
 import { parseEventId } from "./event-ids.ts";
+import { sseEnvelope } from "./event-views.ts";
 import { hopsOf } from "./hops.ts";
 import { formatId } from "./ids.ts";
-import { sseEnvelope } from "./source-stream.ts";
 import type { DeliveryRecord, SubscriptionRecord } from "./subscription-model.ts";
 
 export type DispatchDeps = Pick<Deps, "sources" | "subscriptions" | "deliveries" | "runs" | "clock">;

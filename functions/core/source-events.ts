@@ -2,18 +2,17 @@
  * Reading what a source emitted: `GET /sources/{id}/event_summaries`. Newest first, at most the
  * last 100 per page; event data over 1 KB is cut unless `expand=event` asks for all of it.
  */
+
 import type { Deps } from "#core/ports/deps";
 import type { EventRange } from "#core/ports/event-store";
+import { requireSource } from "./access.ts";
 import { requireChannelName } from "./channels.ts";
 import type { StoredEvent } from "./component-model.ts";
 import { invalid } from "./errors.ts";
 import { compareEventIds, EVENT_ID, requireEventId } from "./event-ids.ts";
+import { eventSummaryView } from "./event-views.ts";
 import type { Caller } from "./identity.ts";
 import { decodeCursor, PAGE_LIMIT_MAX, pageEnvelope } from "./pagination.ts";
-import { requireSource } from "./sources.ts";
-
-/** Bytes of an event's JSON shown without `expand=event`. */
-export const EVENT_PREVIEW_BYTES = 1024;
 
 export interface ListEventsInput {
   limit?: number | undefined;
@@ -99,30 +98,4 @@ export async function deleteSourceEvents(
     end_id: range.toId ?? null,
     event_name: range.channel ?? null,
   };
-}
-
-/** An event summary: `{id, indexed_at_ms, event, metadata}` (rest-api.md "Event summary"). */
-export function eventSummaryView(stored: StoredEvent, expand: boolean) {
-  const metadata: Record<string, unknown> = {
-    emitter_id: stored.sourceId,
-    emit_id: stored.emitId,
-    name: stored.channel,
-  };
-  if (stored.meta.id !== undefined) metadata.id = stored.meta.id;
-  if (stored.meta.summary !== undefined) metadata.summary = stored.meta.summary;
-  if (stored.meta.ts !== undefined) metadata.ts = stored.meta.ts;
-  let event: unknown = stored.event;
-  if (!expand) {
-    const json = JSON.stringify(stored.event);
-    const size = Buffer.byteLength(json);
-    if (size > EVENT_PREVIEW_BYTES) {
-      event = {
-        $truncated: true,
-        size_bytes: size,
-        preview: Buffer.from(json).subarray(0, EVENT_PREVIEW_BYTES).toString("utf8"),
-      };
-      metadata.truncated = true;
-    }
-  }
-  return { id: stored.id, indexed_at_ms: stored.indexedAtMs, event, metadata };
 }

@@ -16,13 +16,14 @@
  * newer than that id from the history, oldest first, then the live ones: no gap and no repeat, as
  * far back as the history holds.
  */
+
 import type { Deps } from "#core/ports/deps";
+import { requireSource } from "./access.ts";
 import { requireChannelName } from "./channels.ts";
 import type { StoredEvent } from "./component-model.ts";
 import { requireEventId } from "./event-ids.ts";
+import { sseEnvelope } from "./event-views.ts";
 import type { Caller } from "./identity.ts";
-import { eventSummaryView } from "./source-events.ts";
-import { requireSource } from "./sources.ts";
 
 /** A comment line sent when nothing else was sent for this long, so proxies keep the connection. */
 export const SSE_KEEPALIVE_MS = 15_000;
@@ -84,19 +85,6 @@ export async function openSourceStream(
 export function streamCarries(stream: Pick<SourceStream, "sourceId" | "channel">, event: StoredEvent): boolean {
   if (event.sourceId !== stream.sourceId) return false;
   return stream.channel === undefined ? !event.channel.startsWith("$") : event.channel === stream.channel;
-}
-
-/**
- * The JSON of a message's `data:`. It reads both ways real-behaviour.md §1.1 allows: as an event
- * summary with full data (`id`, `indexed_at_ms`, `event`, `metadata`, as `event_summaries?expand=event`
- * returns it) and as the original's emit record (`e` the event, `k: "emit"`, `ts` in epoch ms,
- * `sum` the summary when there is one).
- */
-export function sseEnvelope(stored: StoredEvent) {
-  const summary = eventSummaryView(stored, true);
-  const envelope: Record<string, unknown> = { ...summary, k: "emit", e: stored.event, ts: stored.indexedAtMs };
-  if (stored.meta.summary !== undefined) envelope.sum = stored.meta.summary;
-  return envelope;
 }
 
 /** One SSE message for an event. */

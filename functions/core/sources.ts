@@ -4,8 +4,10 @@
  * `activate()`; delete runs `deactivate()` and removes. An inactive source runs no hooks but
  * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
  */
+
 import type { Deps } from "#core/ports/deps";
-import { requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import { requireSource, requireWorkspace } from "./access.ts";
+import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import {
   type ComponentRecord,
   type Json,
@@ -82,15 +84,6 @@ async function chooseComponent(deps: SourceDeps, caller: Caller, input: Componen
     throw invalid("component_code", "is an action; only sources can be deployed as sources");
   }
   return component;
-}
-
-/** A source the caller may manage (a member of its workspace); anything else is "not found". */
-export async function requireSource(deps: Pick<Deps, "sources" | "identity">, caller: Caller, id: string) {
-  const source = await deps.sources.getSource(id);
-  if (!source) throw notFound("source");
-  const membership = await deps.identity.getMembership(source.workspaceId, caller.userId);
-  if (!membership) throw notFound("source");
-  return source;
 }
 
 /**

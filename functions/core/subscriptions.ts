@@ -8,8 +8,10 @@
  * and stored as given, so subscriptions made now start working when workflows arrive. Who may use
  * a workflow id cannot be checked until then.
  */
+
 import type { Deps } from "#core/ports/deps";
-import { chosenWorkspace, requireWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import { requireSource, requireWebhook, requireWorkspace } from "./access.ts";
+import { chosenWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
 import { invalid, notFound } from "./errors.ts";
@@ -17,7 +19,6 @@ import type { Caller } from "./identity.ts";
 import { ID_MAX_LENGTH, isId } from "./ids.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope, readWholeList, UNPAGINATED_LIST_MAX } from "./pagination.ts";
-import { requireSource } from "./sources.ts";
 import {
   type AutoSubscriptionRecord,
   type EmitterKind,
@@ -28,7 +29,6 @@ import {
   WORKFLOWS_GLOB,
 } from "./subscription-model.ts";
 import { epochSeconds } from "./views.ts";
-import { requireWebhook } from "./webhooks.ts";
 
 type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
 

@@ -11,9 +11,11 @@
  * failure) until `maxAttempts` attempts were made; then the delivery becomes a dead letter. The
  * same delivery id is sent on every attempt and on replay, so a receiver deduplicates on it.
  */
+
 import type { Deps } from "#core/ports/deps";
 import type { Logger } from "#core/ports/logger";
 import type { WebhookSender } from "#core/ports/webhook-sender";
+import { requireWebhook } from "./access.ts";
 import { notFound } from "./errors.ts";
 import { HOPS_HEADER } from "./hops.ts";
 import type { Caller } from "./identity.ts";
@@ -26,7 +28,7 @@ import {
   signWebhookBody,
   standardWebhookSignature,
 } from "./webhook-signature.ts";
-import { openSigningSecret, requireWebhook } from "./webhooks.ts";
+import { openSigningSecret } from "./webhooks.ts";
 
 export interface DeliverySettings {
   /** Attempts in all, the first included. @default 8 */

@@ -4,7 +4,9 @@
  * that made it (creation or rotation). A webhook belongs to the user who made it; anyone else
  * gets 404, exactly as for a webhook that does not exist.
  */
+
 import type { Deps } from "#core/ports/deps";
+import { requireWebhook } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { invalid, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
@@ -102,13 +104,6 @@ async function newSigningSecret(deps: Pick<Deps, "secrets" | "ids">) {
   const random = Buffer.from(deps.ids.newSecret(SIGNING_SECRET_BYTES), "base64url").toString("base64");
   const secret = `${SIGNING_SECRET_PREFIX}${random}`;
   return { secret, sealed: await deps.secrets.seal(secret) };
-}
-
-/** A webhook the caller owns; another user's, or a missing one, is "not found". */
-export async function requireWebhook(deps: Pick<Deps, "subscriptions">, caller: Caller, id: string) {
-  const webhook = await deps.subscriptions.getWebhook(id);
-  if (!webhook || webhook.userId !== caller.userId) throw notFound("webhook");
-  return webhook;
 }
 
 /** `POST /webhooks`: answers the webhook with its `signing_secret`, the only time it is shown. */

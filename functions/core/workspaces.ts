@@ -1,6 +1,7 @@
 import type { Deps } from "#core/ports/deps";
 import type { DailyUsage } from "#core/ports/usage-store";
-import { requireUser, requireWorkspace } from "./accounts.ts";
+import { requireWorkspace } from "./access.ts";
+import { requireUser } from "./accounts.ts";
 import type { Caller, Workspace } from "./identity.ts";
 import { projectView, usageDay, userView, workspaceView } from "./views.ts";
 

@@ -19,11 +19,11 @@ import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-sto
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
 import { dispatchEvents } from "#core/dispatcher";
+import { sseEnvelope } from "#core/event-views";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import { silentLogger } from "#core/ports/logger";
-import { sseEnvelope } from "#core/source-stream";
 import type { SubscriptionRecord, WebhookRecord } from "#core/subscription-model";
 import { type DeliverySettings, listDeadLetters, replayDeadLetter } from "#core/webhook-delivery";
 import { verifyWebhookSignature } from "#core/webhook-signature";

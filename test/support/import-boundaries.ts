@@ -176,3 +176,48 @@ export function loadedBy(files: ReadonlyMap<string, string>, entry: string): Set
   }
   return loaded;
 }
+
+/**
+ * The import cycles among the files of `files` under `prefix`: each is a set of files that import
+ * one another, directly or not (Tarjan's strongly connected components of more than one file).
+ */
+export function importCycles(files: ReadonlyMap<string, string>, prefix: string): string[][] {
+  const graph = new Map<string, string[]>();
+  for (const [file, source] of files) {
+    if (!file.startsWith(prefix)) continue;
+    const targets = importsOf(source).map((specifier) => resolveImport(file, specifier));
+    graph.set(
+      file,
+      targets.filter((target) => target.startsWith(prefix) && files.has(target)),
+    );
+  }
+  const index = new Map<string, number>();
+  const low = new Map<string, number>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const cycles: string[][] = [];
+  const visit = (file: string) => {
+    index.set(file, index.size);
+    low.set(file, index.get(file) as number);
+    stack.push(file);
+    onStack.add(file);
+    for (const next of graph.get(file) ?? []) {
+      if (!index.has(next)) {
+        visit(next);
+        low.set(file, Math.min(low.get(file) as number, low.get(next) as number));
+      } else if (onStack.has(next)) {
+        low.set(file, Math.min(low.get(file) as number, index.get(next) as number));
+      }
+    }
+    if (low.get(file) !== index.get(file)) return;
+    const component: string[] = [];
+    for (let member = stack.pop(); member !== undefined; member = stack.pop()) {
+      onStack.delete(member);
+      component.push(member);
+      if (member === file) break;
+    }
+    if (component.length > 1) cycles.push(component.sort());
+  };
+  for (const file of graph.keys()) if (!index.has(file)) visit(file);
+  return cycles;
+}

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import {
   boundaryViolations,
+  importCycles,
   importsWithKinds,
   loadedBy,
   RUNTIME_PROTOCOL_MODULES,
@@ -15,6 +16,10 @@ describe("the walls between layers (docs/architecture.md)", () => {
   it("holds on this tree: no import crosses a wall", () => {
     expect(tree.size).toBeGreaterThan(200);
     expect(boundaryViolations(tree)).toEqual([]);
+  });
+
+  it("has no import cycle inside core: its modules stand in floors, each on those below", () => {
+    expect(importCycles(tree, "functions/core/")).toEqual([]);
   });
 
   it("loads no AWS SDK client, adapter or Lambda entry when the CDK app is loaded (synth)", () => {
@@ -73,6 +78,13 @@ describe("the boundary check itself", () => {
   ])("finds a wrong import in %s: %s", (file, source, target) => {
     const violations = boundaryViolations(withFile(file, source));
     expect(violations).toEqual([{ file, imports: target, rule: expect.any(String) }]);
+  });
+
+  it("finds an import cycle, however long", () => {
+    const cyclic = withFile("functions/core/access.ts", 'import { createSource } from "./sources.ts";');
+    const cycles = importCycles(cyclic, "functions/core/");
+    expect(cycles).toHaveLength(1);
+    expect(cycles[0]).toEqual(expect.arrayContaining(["functions/core/access.ts", "functions/core/sources.ts"]));
   });
 
   it("lets each layer import what it may", () => {

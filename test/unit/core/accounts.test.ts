@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { authenticate, createAccount, requireWorkspace } from "#core/accounts";
+import { requireWorkspace } from "#core/access";
+import { authenticate, createAccount } from "#core/accounts";
 import { bearerToken, hashApiKey } from "#core/api-keys";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
 import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys } from "#core/dispatcher";
+import { sseEnvelope } from "#core/event-views";
 import { isId } from "#core/ids";
 import type { RunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
-import { sseEnvelope } from "#core/source-stream";
 import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
 import { serialDispatcher } from "#local/drivers/outbox-relay";
 import { recordingLogger } from "../../support/recording-logger.ts";

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NewEvent, StoredEvent } from "#core/component-model";
+import { sseEnvelope } from "#core/event-views";
 import type { EventQuery, EventStore } from "#core/ports/event-store";
 import {
   CATCH_UP_PAGE,
@@ -7,7 +8,6 @@ import {
   openSourceStream,
   SSE_KEEPALIVE_FRAME,
   SSE_OPENING_FRAME,
-  sseEnvelope,
   sseFrame,
   streamCarries,
 } from "#core/source-stream";

@@ -1,0 +1,40 @@
+/**
+ * Who may touch what: every lookup of a resource by a caller goes through here. A resource of
+ * another account answers "not found", exactly like one that does not exist, so the ids of other
+ * tenants cannot be probed (decision 55). The bottom of core's use cases: it needs only the
+ * stores, so any use case may call it without depending on another.
+ */
+import type { Deps } from "#core/ports/deps";
+import { notFound } from "./errors.ts";
+import type { Caller, Workspace } from "./identity.ts";
+
+/**
+ * The workspace, if the caller is a member. Another account's workspace is "not found", exactly
+ * like one that does not exist, so ids of other tenants cannot be probed.
+ */
+export async function requireWorkspace(
+  deps: Pick<Deps, "identity">,
+  caller: Caller,
+  workspaceId: string,
+): Promise<Workspace> {
+  const membership = await deps.identity.getMembership(workspaceId, caller.userId);
+  const workspace = membership && (await deps.identity.getWorkspace(workspaceId));
+  if (!workspace) throw notFound("workspace");
+  return workspace;
+}
+
+/** A source the caller may manage (a member of its workspace); anything else is "not found". */
+export async function requireSource(deps: Pick<Deps, "sources" | "identity">, caller: Caller, id: string) {
+  const source = await deps.sources.getSource(id);
+  if (!source) throw notFound("source");
+  const membership = await deps.identity.getMembership(source.workspaceId, caller.userId);
+  if (!membership) throw notFound("source");
+  return source;
+}
+
+/** A webhook the caller owns; another user's, or a missing one, is "not found". */
+export async function requireWebhook(deps: Pick<Deps, "subscriptions">, caller: Caller, id: string) {
+  const webhook = await deps.subscriptions.getWebhook(id);
+  if (!webhook || webhook.userId !== caller.userId) throw notFound("webhook");
+  return webhook;
+}
