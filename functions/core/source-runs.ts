@@ -121,6 +121,22 @@ export function invokeSource(
 }
 
 /**
+ * Asks a source's code a question and applies nothing: for `additionalProps` at deploy, before the
+ * source exists or while its update may still be refused. What the code logs, emits or writes to
+ * `$.service.db` meanwhile is dropped; only the result is read. No lock: nothing is written.
+ */
+export async function probeSource(
+  deps: RunDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  kind: InvocationKind,
+  event?: Json,
+): Promise<InvocationResult> {
+  const { invocation } = await buildInvocation(deps, source, component, kind, event);
+  return deps.host.invoke(sourceCode(source, component), invocation);
+}
+
+/**
  * Runs and applies, one run at a time for a source whose component declares `$.service.db`: the
  * run takes the source's lock before its state is read and lets go once its effects are stored,
  * so concurrent runs never both build on the same db (docs/components.md). Other sources run

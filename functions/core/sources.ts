@@ -31,7 +31,7 @@ import {
   validateConfiguredProps,
 } from "./props.ts";
 import { redactPaths } from "./redact-paths.ts";
-import { interfaceContext, invokeSource, loadComponent, propsOf, sourceCode } from "./source-runs.ts";
+import { interfaceContext, invokeSource, loadComponent, probeSource, propsOf, sourceCode } from "./source-runs.ts";
 import { applyAutoSubscriptions } from "./subscriptions.ts";
 import { epochSeconds } from "./views.ts";
 
@@ -108,7 +108,7 @@ async function resolveProps(
   const first = validateConfiguredProps(staticDefs, kept.over(staticDefs, staticInput));
   const probe = await withProps(deps, draft, first, kept);
   // The runtime hands the previous prop definitions to additionalProps(previousPropDefs).
-  const { result } = await invokeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
+  const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
   if (result.error) throw invalid("configured_props", `additionalProps failed: ${redactPaths(result.error.message)}`);
   const definitions = mergeDynamicProps(staticDefs, result.additionalProps ?? []);
   return { validated: validateConfiguredProps(definitions, kept.over(definitions, input)), definitions };

@@ -100,6 +100,27 @@ describe("source lifecycle", () => {
     expect(source.configured_props).toEqual({ kind: "a", count: 2 });
     expect((await deps.sources.getSource(source.id))?.propDefinitions?.map((p) => p.name)).toEqual(["kind", "count"]);
   });
+
+  it("asks additionalProps without applying what it did: a refused deploy leaves no logs or state behind", async () => {
+    const { deps, calls, caller } = await setUp(
+      { hasAdditionalProps: true, props: [{ name: "kind", type: "string" }] },
+      async (invocation) =>
+        invocation.kind === "additionalProps"
+          ? {
+              additionalProps: [{ name: "count", type: "integer", min: 1 }],
+              logs: [{ ts: 1, level: "log", message: "asked for my props" }],
+              dbWrites: { asked: true },
+            }
+          : {},
+    );
+    await expect(
+      deploySource(deps, caller, { component_code: "code", configured_props: { kind: "a", count: 0 } }),
+    ).rejects.toMatchObject({ issues: [{ field: "configured_props.count" }] });
+    const probedId = calls.at(-1)?.sourceId as string;
+    expect(probedId).toMatch(/^dc_/);
+    expect((await deps.events.listEvents(probedId, { channel: "$logs", limit: 10 })).items).toEqual([]);
+    expect((await deps.sources.getSourceState(probedId)).db).toEqual({});
+  });
 });
 
 describe("the HTTP interface", () => {
