@@ -1,87 +1,308 @@
 import { execFile } from "node:child_process";
-import { mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { apiClient } from "../support/api-client.ts";
+import { REPO_ROOT, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
 
-const run = promisify(execFile);
+/*
+ * README.md as a new user runs it: every shell block, in the order written, copied verbatim (read
+ * from the file, never a copy kept here). The rules:
+ *
+ * - A shell block is a fenced block whose info string is `sh`, `bash`, `shell` or `console`.
+ *   Blocks without one (sample output, sketches) and `js` blocks are not run.
+ * - A block is skipped only when the line right before its opening fence is
+ *   `<!-- not run by test/e2e/readme.test.ts: <reason> -->`, the reason saying why it cannot run
+ *   here (it installs, runs this test suite, needs an AWS account...). It is reported as a skipped
+ *   test named by that reason; a marker without a reason, or before anything but a shell block's
+ *   fence, fails the run.
+ * - Local mode is started as the Quick start's `npm start` starts it (tsx on bin/sluice.ts), on a
+ *   free port, with its data dir `.sluice` in the directory where the blocks run. The blocks get
+ *   that port as `PORT`, as the Quick start tells a user who starts Sluice on another port.
+ * - Each block runs in a fresh `bash -euo pipefail` in that directory, so any failing command or
+ *   unset variable fails it. Its environment is what the blocks before it exported, and nothing
+ *   they set without `export`: a block sets every other variable it uses.
+ */
 
-/** The shell blocks of the README's quick start that talk to the running service. */
-function quickStartCommands(): string[] {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-  const quickStart = readme.slice(readme.indexOf("## Quick start"), readme.indexOf("### Settings"));
-  const blocks = [...quickStart.matchAll(/```sh\n([\s\S]*?)```/g)].map((m) => m[1] ?? "");
-  return blocks.filter((block) => block.includes("curl")).flatMap((block) => block.trim().split("\n"));
+const MARKER_START = "<!-- not run by test/e2e/readme.test.ts";
+const MARKER = /^<!-- not run by test\/e2e\/readme\.test\.ts: (.*\S.*) -->$/;
+const SHELL_LANGUAGES = new Set(["sh", "bash", "shell", "console"]);
+
+interface ShellBlock {
+  /** `<heading> #<n>`: the nearest `##`/`###` heading above it, and its place among that section's shell blocks. */
+  name: string;
+  script: string;
+  /** The marker's reason, for a block that is not run. */
+  skip?: string;
 }
 
-/** The shell block of the README's "Your first source" section, as one script. */
-function firstSourceScript(): string {
-  const readme = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
-  const section = readme.slice(readme.indexOf("## Your first source"), readme.indexOf("## Errors"));
-  return /```sh\n([\s\S]*?)```/.exec(section)?.[1] ?? "";
+/**
+ * The shell blocks of `markdown`, in order. Throws on a skip marker without a reason, or one that
+ * is not right before a shell block's fence.
+ */
+function shellBlocks(markdown: string): ShellBlock[] {
+  const lines = markdown.split("\n");
+  const language = (line: string | undefined) => /^```(\S*)/.exec(line ?? "")?.[1];
+  const blocks: ShellBlock[] = [];
+  let heading = "(top)";
+  let perHeading = 0;
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i] ?? "";
+    const heading2or3 = /^#{2,3} (.+)$/.exec(line)?.[1];
+    const fenced = language(line);
+    if (heading2or3) {
+      heading = heading2or3;
+      perHeading = 0;
+    } else if (line.startsWith(MARKER_START)) {
+      if (!MARKER.test(line)) throw new Error(`line ${i + 1}: a skip marker needs a reason: ${line}`);
+      if (!SHELL_LANGUAGES.has(language(lines[i + 1]) ?? ""))
+        throw new Error(`line ${i + 1}: a skip marker must come right before a shell block's fence`);
+    } else if (fenced !== undefined) {
+      const end = lines.findIndex((next, j) => j > i && next.startsWith("```"));
+      if (end < 0) throw new Error(`line ${i + 1}: a fenced block that never ends`);
+      if (SHELL_LANGUAGES.has(fenced)) {
+        const skip = MARKER.exec(lines[i - 1] ?? "")?.[1];
+        const script = `${lines.slice(i + 1, end).join("\n")}\n`;
+        blocks.push({ name: `${heading} #${++perHeading}`, script, ...(skip ? { skip } : {}) });
+      }
+      i = end;
+    }
+  }
+  return blocks;
 }
 
-describe("the README's quick start", () => {
+const README = readFileSync(join(REPO_ROOT, "README.md"), "utf8");
+const BLOCKS = shellBlocks(README);
+
+interface BlockRun {
+  stdout: string;
+  /** stdout as lines, trailing blank lines left out. */
+  lines: string[];
+  /** The environment the block left exported (what the next block starts with). */
+  env: Record<string, string>;
+}
+
+/**
+ * A new user's terminal: the test's PATH (with this Node first), HOME, TMPDIR and LANG, nothing
+ * else (no variable of the test's that a block could use without setting it), and `PORT`.
+ */
+function userEnv(port: string): Record<string, string> {
+  const env: Record<string, string> = { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`, PORT: port };
+  for (const name of ["HOME", "TMPDIR", "LANG"]) {
+    const value = process.env[name];
+    if (value !== undefined) env[name] = value;
+  }
+  return env;
+}
+
+/**
+ * Runs `script` in a fresh bash in `cwd` with `env`; resolves with what it printed and exported,
+ * rejects with its output when it fails. Bounded: killed after 25 s.
+ */
+async function runBlock(script: string, cwd: string, env: Record<string, string>): Promise<BlockRun> {
+  const envFile = join(mkdtempSync(join(tmpdir(), "sluice-readme-env-")), "env");
+  // The block as written, then one line of the test's: dump what is exported now, to "$1".
+  const wrapped = `${script}env -0 > "$1"\n`;
+  try {
+    const { stdout } = await promisify(execFile)("bash", ["-euo", "pipefail", "-c", wrapped, "bash", envFile], {
+      cwd,
+      env,
+      timeout: 25_000,
+    });
+    const exported = Object.fromEntries(
+      readFileSync(envFile, "utf8")
+        .split("\0")
+        .filter(Boolean)
+        .map((entry) => [entry.slice(0, entry.indexOf("=")), entry.slice(entry.indexOf("=") + 1)]),
+    );
+    return { stdout, lines: stdout.replace(/\n+$/, "").split("\n"), env: exported };
+  } catch (error) {
+    const { code, stdout, stderr } = error as { code?: number; stdout?: string; stderr?: string };
+    throw new Error(`the block failed (exit ${code}):\n--- stdout\n${stdout}\n--- stderr\n${stderr}`);
+  }
+}
+
+const json = (line: string | undefined) => JSON.parse(line ?? "");
+const readJson = (cwd: string, file: string) => JSON.parse(readFileSync(join(cwd, file), "utf8"));
+
+describe("README.md, every shell block in order, as written", () => {
   let sluice: SluiceProcess;
+  let cwd: string;
+  let env: Record<string, string>;
+  let api: ReturnType<typeof apiClient>;
 
   beforeAll(async () => {
-    sluice = await startSluice();
+    cwd = mkdtempSync(join(tmpdir(), "sluice-readme-"));
+    sluice = await startSluice({ dataDir: join(cwd, ".sluice") });
+    env = userEnv(new URL(sluice.baseUrl).port);
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
   });
   afterAll(async () => {
     await sluice?.stop();
   });
 
-  it("has curl examples, and each works as written against a fresh local mode", async () => {
-    const commands = quickStartCommands();
-    expect(commands.filter((c) => c.startsWith("curl")).length).toBeGreaterThanOrEqual(4);
-    // As written, except for the port and data dir of this test's server; one shell, as a user types them.
-    const script = commands
-      .map((command) =>
-        command
-          .replaceAll("http://127.0.0.1:4000", sluice.baseUrl.replace(/\/v1$/, ""))
-          .replaceAll(".sluice/api-key", join(sluice.dataDir, "api-key")),
-      )
-      .map((command) => (command.startsWith("curl") ? `${command}; echo` : command))
-      .join("\n");
-    const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], { cwd: REPO_ROOT });
-    const answers = stdout
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    expect(answers[0].data.username).toBe("sluice");
-    expect(answers[1].data.id).toMatch(/^o_/);
-    expect(answers[2].data).toEqual([{ id: expect.stringMatching(/^proj_/), name: "Default project" }]);
-    expect(answers[3].openapi).toBe("3.1.0");
+  /** What each block must print or leave behind, by block name; a block without an entry must only succeed. */
+  const checks: Record<string, (run: BlockRun) => Promise<void> | void> = {
+    "Quick start #2": (run) => {
+      expect(json(run.lines[0]).data.username).toBe("sluice");
+      // What the later blocks rely on: the key and the root of this server, exported.
+      expect(run.env.SLUICE_API_KEY).toBe(sluice.apiKeyFromFile());
+      expect(run.env.ROOT).toBe(sluice.baseUrl.replace(/\/v1$/, ""));
+    },
+    "Quick start #3": (run) => {
+      const [workspace, projects, openapi] = run.lines.map(json);
+      expect(workspace.data.id).toMatch(/^o_/);
+      expect(projects.data).toEqual([{ id: expect.stringMatching(/^proj_/), name: "Default project" }]);
+      expect(openapi.openapi).toBe("3.1.0");
+    },
+    "Your first source #1": (run) => {
+      const [created, answer, latest, ticks, updated, logs] = run.lines.map(json);
+      expect(created).toEqual(readJson(cwd, "created.json"));
+      expect(created.data.configured_props).toMatchObject({ greeting: "Hi", timer: { interval_seconds: 1 } });
+      expect(created.data.configured_props).not.toHaveProperty("token");
+      expect(answer).toEqual({ message: "Hi, Ada!", visits: 1 });
+      expect(latest.data[0].event).toEqual({ name: "Ada" });
+      expect(latest.data[0].metadata.summary).toBe("visit 1");
+      expect(ticks.data[0].metadata.name).toBe("ticks");
+      expect(updated.data.id).toBe(created.data.id);
+      expect(updated.data.configured_props.greeting).toBe("Howdy");
+      expect(updated.data.configured_props).not.toHaveProperty("token");
+      const lines = logs.data.map((event: { event: { message: string } }) => event.event.message).reverse();
+      expect(lines).toEqual(["deploy", "activate", "deactivate", "activate"]);
+    },
+    "Events: history, deletion, live stream #1": async (run) => {
+      const sourceId = readJson(cwd, "created.json").data.id;
+      const page = json(run.lines[0]);
+      const ids: string[] = page.data.map((event: { id: string }) => event.id);
+      expect(ids.length).toBeGreaterThan(0);
+      const [first, last] = [ids.at(-1), ids[0]];
+      // The live stream resumed after the first of them: the others again, then what came since.
+      const stream = run.lines.slice(1, -1);
+      expect(stream).toContain("retry: 1000");
+      expect(stream).toContain("event: ticks");
+      const streamed = stream.filter((line) => line.startsWith("id: ")).map((line) => line.slice(4));
+      expect(streamed.length).toBeGreaterThan(0);
+      const position = (id: string) => id.split("-").map(Number) as [number, number];
+      for (const [earlier, later] of streamed.slice(1).map((id, k) => [streamed[k] ?? "", id] as const)) {
+        const [[ms1, n1], [ms2, n2]] = [position(earlier), position(later)];
+        expect(ms2 > ms1 || (ms2 === ms1 && n2 > n1), `${later} after ${earlier}`).toBe(true);
+      }
+      expect(streamed).toEqual(
+        ids
+          .slice(0, -1)
+          .reverse()
+          .concat(streamed.slice(ids.length - 1)),
+      );
+      expect(json(run.lines.at(-1))).toEqual({
+        data: { source_id: sourceId, start_id: first, end_id: last, event_name: "ticks" },
+      });
+      const left = await api("GET", `/sources/${sourceId}/event_summaries?event_name=ticks&limit=100`);
+      expect(left.json.data.map((event: { id: string }) => event.id)).not.toContain(first);
+      expect(left.json.data.map((event: { id: string }) => event.id)).not.toContain(last);
+    },
+    "Subscriptions and webhooks #1": async (run) => {
+      const sourceId = readJson(cwd, "created.json").data.id;
+      const [webhook, one, all] = run.lines.map(json);
+      expect(webhook.data).toMatchObject({ id: expect.stringMatching(/^wh_/), url: "http://127.0.0.1:8080/hook" });
+      expect(webhook.data.signing_secret).toMatch(/^whsec_/);
+      expect(one.data).toMatchObject({ emitter_id: sourceId, listener_id: webhook.data.id, event_name: "" });
+      expect(all.data).toMatchObject({ emitter_id: "dc_*", listener_id: webhook.data.id, event_name: "$errors" });
+      const listed = await api("GET", "/users/me/subscriptions");
+      expect(listed.json.data.map((sub: { id: string }) => sub.id).sort()).toEqual([one.data.id, all.data.id].sort());
+    },
+    "Cleaning up #1": async (run) => {
+      const [webhookDeleted, sourceDeleted, endpointStatus] = run.lines;
+      expect(json(webhookDeleted).data).toEqual({ id: expect.stringMatching(/^wh_/), deleted: true });
+      const sourceId = json(sourceDeleted).data.id;
+      expect(json(sourceDeleted).data).toEqual({ id: expect.stringMatching(/^dc_/), deleted: true });
+      expect(endpointStatus).toBe("404");
+      expect((await api("GET", `/sources/${sourceId}`)).status).toBe(404);
+      expect((await api("GET", "/users/me/subscriptions")).json.data).toEqual([]);
+      // The files the examples wrote are gone too; only the data dir is left.
+      for (const file of ["hello.mjs", "source.json", "created.json", "ticks.json", "webhook.json"])
+        expect(existsSync(join(cwd, file))).toBe(false);
+    },
+  };
+
+  it("has a check only for blocks that exist, and runs some of every usage section", () => {
+    const names = BLOCKS.map((block) => block.name);
+    for (const name of Object.keys(checks)) expect(names).toContain(name);
+    const run = BLOCKS.filter((block) => !block.skip).map((block) => block.name.replace(/ #\d+$/, ""));
+    expect(new Set(run)).toEqual(
+      new Set([
+        "Quick start",
+        "Your first source",
+        "Events: history, deletion, live stream",
+        "Subscriptions and webhooks",
+        "Cleaning up",
+      ]),
+    );
   });
 
-  it("has a first source that deploys, answers, fires its timer, lists events and runs the hooks in order", async () => {
-    const script = firstSourceScript()
-      .replaceAll("http://127.0.0.1:4000", sluice.baseUrl.replace(/\/v1$/, ""))
+  it("installs and checks in its Quick start exactly as .ci/run does, and starts Sluice as this test does", () => {
+    const commands = BLOCKS.filter((block) => block.name.startsWith("Quick start #") && block.skip).flatMap((block) =>
+      block.script.trim().split("\n"),
+    );
+    const ci = readFileSync(join(REPO_ROOT, ".ci/run"), "utf8")
       .split("\n")
-      .map((line) => (line.startsWith("curl") ? `${line}; echo` : line))
-      .join("\n");
-    expect(script).toContain("/v1/sources");
-    const cwd = mkdtempSync(join(tmpdir(), "sluice-readme-"));
-    const { stdout } = await run("bash", ["-euo", "pipefail", "-c", script], {
-      cwd,
-      env: { ...process.env, SLUICE_API_KEY: sluice.apiKeyFromFile() },
+      .filter((line) => line.startsWith("npm "));
+    expect(commands.filter((line) => line !== "npm start")).toEqual(ci);
+    expect(commands).toContain("npm start");
+    // startSluice runs `node --import tsx bin/sluice.ts start`, which is what `npm start` runs.
+    const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
+    expect(pkg.scripts.start).toBe("tsx bin/sluice.ts start");
+  });
+
+  it("quotes in its Quick start what a start on a taken port prints", async () => {
+    const quickStart = README.slice(
+      README.indexOf("## Quick start"),
+      README.indexOf("\n## ", README.indexOf("## Quick start")),
+    );
+    const quoted = /`(sluice: listen EADDRINUSE[^`]*127\.0\.0\.1:4000)`/.exec(quickStart)?.[1];
+    expect(quoted).toBeDefined();
+    // Another data dir, so that the port is what stops it (a second server on one data dir is refused first).
+    const port = new URL(sluice.baseUrl).port;
+    const second = runSluice(["start"], { PORT: port, SLUICE_DATA_DIR: mkdtempSync(join(tmpdir(), "sluice-readme-")) });
+    await expect(second).rejects.toMatchObject({
+      code: 1,
+      stderr: expect.stringContaining(quoted?.replace(":4000", `:${port}`) ?? "(no quote)"),
     });
-    const [answer, latest, ticks, updated, logs, deleted] = stdout
-      .trim()
-      .split("\n")
-      .map((line) => JSON.parse(line));
-    expect(answer).toEqual({ message: "Hi, Ada!", visits: 1 });
-    expect(latest.data[0].event).toEqual({ name: "Ada" });
-    expect(latest.data[0].metadata.summary).toBe("visit 1");
-    expect(ticks.data[0].metadata.name).toBe("ticks");
-    expect(updated.data.configured_props.greeting).toBe("Howdy");
-    expect(updated.data.configured_props).not.toHaveProperty("token");
-    const lines = logs.data.map((event: { event: { message: string } }) => event.event.message).reverse();
-    expect(lines).toEqual(["deploy", "activate", "deactivate", "activate"]);
-    expect(deleted.data).toEqual({ id: updated.data.id, deleted: true });
-    const created = JSON.parse(readFileSync(join(cwd, "created.json"), "utf8"));
-    expect((await fetch(created.data.configured_props.http.endpoint_url, { method: "POST" })).status).toBe(404);
+  });
+
+  for (const block of BLOCKS) {
+    if (block.skip) {
+      it.skip(`${block.name}: not run, ${block.skip}`, () => {});
+      continue;
+    }
+    it(`${block.name} runs as written`, async () => {
+      const run = await runBlock(block.script, cwd, env);
+      env = run.env;
+      await checks[block.name]?.(run);
+    });
+  }
+});
+
+describe("the rule that skips a README block", () => {
+  const marker = "<!-- not run by test/e2e/readme.test.ts: needs an AWS account -->";
+
+  it("skips the shell block right after a marker, with the marker's reason, and runs the others", () => {
+    const markdown = ["## Deploy", marker, "```sh", "npx cdk deploy --all", "```", "```bash", "echo hi", "```", ""];
+    expect(shellBlocks(markdown.join("\n"))).toEqual([
+      { name: "Deploy #1", script: "npx cdk deploy --all\n", skip: "needs an AWS account" },
+      { name: "Deploy #2", script: "echo hi\n" },
+    ]);
+  });
+
+  it("refuses a marker without a reason, and one that skips no shell block", () => {
+    const refused =
+      (...lines: string[]) =>
+      () =>
+        shellBlocks(["## Deploy", ...lines].join("\n"));
+    expect(refused("<!-- not run by test/e2e/readme.test.ts:  -->", "```sh", "echo hi", "```")).toThrow(/reason/);
+    expect(refused("<!-- not run by test/e2e/readme.test.ts -->", "```sh", "echo hi", "```")).toThrow(/reason/);
+    expect(refused(marker, "", "```sh", "npx cdk deploy --all", "```")).toThrow(/right before/);
+    expect(refused(marker, "```js", "deploy()", "```")).toThrow(/right before/);
   });
 });
