@@ -93,10 +93,19 @@ export interface ComponentBundlerOptions extends Omit<BundleComponentOptions, "e
   readonly esbuild: () => Promise<EsbuildApi>;
 }
 
-/** `LambdaComponentHost`'s `deploy.bundle`: {@link bundleComponent} with esbuild loaded once, lazily. */
+/** Bundles a warm function keeps, by code: a deploy's describe and prepare build once. */
+const BUNDLES_KEPT = 16;
+
+/**
+ * `LambdaComponentHost`'s `deploy.bundle`: {@link bundleComponent} with esbuild loaded once,
+ * lazily, and the bundles of the last {@link BUNDLES_KEPT} codes kept by content hash, so that one
+ * deploy's describe and prepare (and a retry on a warm function) run esbuild once. A failed bundle
+ * is not kept.
+ */
 export function componentBundler(options: ComponentBundlerOptions): (code: string) => Promise<string> {
   let esbuild: Promise<EsbuildApi> | undefined;
-  return async (code) => {
+  const bundles = new Map<string, Promise<string>>();
+  const build = async (code: string) => {
     if (!esbuild) {
       const loading = options.esbuild();
       esbuild = loading;
@@ -106,6 +115,22 @@ export function componentBundler(options: ComponentBundlerOptions): (code: strin
       });
     }
     return bundleComponent(code, { ...options, esbuild: await esbuild });
+  };
+  return (code) => {
+    const key = createHash("sha256").update(code).digest("hex");
+    let bundle = bundles.get(key);
+    if (bundle) {
+      // Most recently used last: the oldest goes first when the map is full.
+      bundles.delete(key);
+    } else {
+      bundle = build(code);
+      bundle.catch(() => {
+        if (bundles.get(key) === bundle) bundles.delete(key);
+      });
+    }
+    bundles.set(key, bundle);
+    if (bundles.size > BUNDLES_KEPT) bundles.delete(bundles.keys().next().value as string);
+    return bundle;
   };
 }
 

@@ -167,6 +167,28 @@ describe("componentBundler", () => {
     expect(loads).toBe(1);
   });
 
+  it("bundles one code once (a deploy's describe and prepare), another code anew, and keeps the last 16", async () => {
+    const built: string[] = [];
+    const counting: typeof esbuild = {
+      ...esbuild,
+      build: ((options: Parameters<typeof esbuild.build>[0]) => {
+        built.push(String(options.stdin?.contents ?? options.entryPoints));
+        return esbuild.build(options);
+      }) as typeof esbuild.build,
+    };
+    const bundle = componentBundler({ esbuild: async () => counting });
+    const first = await bundle(COMPONENT);
+    expect(await bundle(COMPONENT)).toBe(first);
+    expect(built).toHaveLength(1);
+    const other = COMPONENT.replace("Bundle test", "Another bundle");
+    expect(await bundle(other)).toContain("Another bundle");
+    expect(built).toHaveLength(2);
+    for (let n = 0; n < 16; n++) await bundle(`${COMPONENT}\n// ${n}`);
+    const before = built.length;
+    await bundle(COMPONENT);
+    expect(built).toHaveLength(before + 1);
+  });
+
   it("does not keep a failed load: the next bundle loads esbuild again", async () => {
     const failure = new Error("no esbuild here");
     let loads = 0;
