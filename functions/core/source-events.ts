@@ -7,7 +7,6 @@ import type { Deps } from "#core/ports/deps";
 import type { EventRange } from "#core/ports/event-store";
 import { requireSource } from "./access.ts";
 import { requireChannelName } from "./channels.ts";
-import type { StoredEvent } from "./component-model.ts";
 import { invalid } from "./errors.ts";
 import { compareEventIds, EVENT_ID, requireEventId } from "./event-ids.ts";
 import { eventSummaryView } from "./event-views.ts";

@@ -8,7 +8,7 @@
 import type { Deps } from "#core/ports/deps";
 import { requireWebhook } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
-import { invalid, notFound } from "./errors.ts";
+import { invalid } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
