@@ -13,7 +13,7 @@ import { formatId, ID_PREFIXES } from "./ids.ts";
 import { forbiddenCharacterIn } from "./names.ts";
 import { configurablePropsView } from "./props.ts";
 import { sha256Hex } from "./sha256.ts";
-import { epochSeconds } from "./views.ts";
+import { epochSeconds } from "./time.ts";
 
 type ComponentDeps = Pick<Deps, "components" | "host" | "fetcher" | "registry" | "clock" | "ids">;
 

@@ -10,7 +10,7 @@
  */
 import type { Deps, Quotas } from "#core/ports/deps";
 import type { StoredUsage } from "#core/ports/usage-store";
-import { usageDay } from "./views.ts";
+import { usageDay } from "./time.ts";
 
 export type QuotaName =
   | "runs_per_minute"

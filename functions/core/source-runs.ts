@@ -43,8 +43,8 @@ import {
 } from "./quotas.ts";
 import { redactPaths } from "./redact-paths.ts";
 import { limitResult, mergeServiceDb, trustedDuration } from "./run-limits.ts";
+import { isoTime, usageDay } from "./time.ts";
 import { timerRunEvent } from "./timer-schedule.ts";
-import { isoTime, usageDay } from "./views.ts";
 
 export type RunDeps = Pick<
   Deps,

@@ -33,7 +33,7 @@ import {
 import { redactPaths } from "./redact-paths.ts";
 import { interfaceContext, invokeSource, loadComponent, probeSource, propsOf, sourceCode } from "./source-runs.ts";
 import { applyAutoSubscriptions } from "./subscriptions.ts";
-import { epochSeconds } from "./views.ts";
+import { epochSeconds } from "./time.ts";
 
 export type SourceDeps = Deps;
 

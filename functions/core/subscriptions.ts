@@ -28,7 +28,7 @@ import {
   type SubscriptionRecord,
   WORKFLOWS_GLOB,
 } from "./subscription-model.ts";
-import { epochSeconds } from "./views.ts";
+import { epochSeconds } from "./time.ts";
 
 type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
 

@@ -21,7 +21,7 @@ import { HOPS_HEADER } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { DeadLetterRecord, DeliveryRecord } from "./subscription-model.ts";
-import { epochSeconds } from "./views.ts";
+import { epochSeconds } from "./time.ts";
 import {
   SIGNATURE_HEADER,
   STANDARD_WEBHOOK_HEADERS,

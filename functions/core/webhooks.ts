@@ -13,7 +13,7 @@ import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { WebhookRecord } from "./subscription-model.ts";
-import { epochSeconds } from "./views.ts";
+import { epochSeconds } from "./time.ts";
 
 type WebhookDeps = Pick<Deps, "subscriptions" | "identity" | "secrets" | "clock" | "ids" | "runtime">;
 

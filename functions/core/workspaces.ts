@@ -1,9 +1,10 @@
 import type { Deps } from "#core/ports/deps";
 import type { DailyUsage } from "#core/ports/usage-store";
 import { requireWorkspace } from "./access.ts";
+import { projectView, userView, workspaceView } from "./account-views.ts";
 import { requireUser } from "./accounts.ts";
 import type { Caller, Workspace } from "./identity.ts";
-import { projectView, usageDay, userView, workspaceView } from "./views.ts";
+import { usageDay } from "./time.ts";
 
 type ReadDeps = Pick<Deps, "identity" | "usage" | "clock" | "quotas">;
 

@@ -141,8 +141,8 @@ export class SourceCompute extends Construct {
     });
 
     this.httpInterface = new SluiceFunction(this, "HttpInterface", {
-      entry: "functions/internal/http-interface.ts",
-      description: "ANY /http/{key}: requests to sources' HTTP endpoints (functions/internal/http-interface.ts)",
+      entry: "functions/internal/endpoint-function.ts",
+      description: "ANY /http/{key}: requests to sources' HTTP endpoints (functions/internal/endpoint-function.ts)",
       // The HTTP API gives up after 30 s whatever the function does.
       timeout: Duration.seconds(30),
       logRetention: props.logRetention,

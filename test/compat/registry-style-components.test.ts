@@ -6,9 +6,9 @@ import { npmPackagesPlugin } from "#adapters/local/npm-packages";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
 import type { TimerSpec } from "#core/component-model";
-import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import type { RunJob } from "#core/ports/run-queue";
+import { receiveHttpRequest } from "#core/source-endpoint";
 import { listSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
 import {

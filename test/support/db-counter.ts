@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from "node:timers/promises";
-import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import type { Deps } from "#core/ports/deps";
+import { receiveHttpRequest } from "#core/source-endpoint";
 import { runSource } from "#core/source-runs";
 import { deploySource } from "#core/sources";
 import { accountIn, memoryDeps, scriptedHost } from "./memory-deps.ts";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { receiveHttpRequest } from "#core/http-interface";
 import type { Quotas } from "#core/ports/deps";
 import { STORED_TOTALS_MAX_AGE_MS } from "#core/quotas";
+import { receiveHttpRequest } from "#core/source-endpoint";
 import { deleteSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
 import { getMe } from "#core/workspaces";

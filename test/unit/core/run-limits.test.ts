@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
-import { receiveHttpRequest } from "#core/http-interface";
 import { MAX_EMIT_BYTES, MAX_EMIT_ID_LENGTH, MAX_ERROR_TEXT } from "#core/run-limits";
+import { receiveHttpRequest } from "#core/source-endpoint";
 import { MAX_LOG_LINES_PER_RUN, runSource } from "#core/source-runs";
-import { usageDay } from "#core/views";
+import { usageDay } from "#core/time";
 import { RESPONSE_MAX_BODY_BYTES, RESPONSE_MAX_HEADERS } from "#runtime/http-response";
 import type { EmitRecord, InvocationResult, LogRecord } from "#runtime/protocol";
 import { DB_MAX_BYTES, LOG_MAX_BYTES } from "#runtime/result-limits";

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest";
 import type { ComponentDescription } from "#core/component-model";
 import { DomainError } from "#core/errors";
-import { receiveHttpRequest } from "#core/http-interface";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
 import type { RunJob } from "#core/ports/run-queue";
+import { receiveHttpRequest } from "#core/source-endpoint";
 import { runSource } from "#core/source-runs";
 import { deleteSource, deploySource, updateSource } from "#core/sources";
 import { accountIn, memoryDeps, type Script, scriptedHost } from "../../support/memory-deps.ts";

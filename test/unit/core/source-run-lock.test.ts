@@ -1,8 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
-import { receiveHttpRequest } from "#core/http-interface";
 import { systemClock } from "#core/ports/clock";
 import type { SourceRunLock } from "#core/ports/source-run-lock";
+import { receiveHttpRequest } from "#core/source-endpoint";
 import { runSource } from "#core/source-runs";
 import { deploySource, updateSource } from "#core/sources";
 import { countConcurrentRuns, EMPTY_POST, endpointKeyOf } from "../../support/db-counter.ts";

@@ -5,7 +5,7 @@
  * run's `respond(...)`, which on AWS arrives when the run ends.
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { receiveHttpRequest } from "#core/http-interface";
+import { receiveHttpRequest } from "#core/source-endpoint";
 import { errorResult } from "#http/pipeline";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
 import { loadAwsDeps } from "./internal-handler.ts";

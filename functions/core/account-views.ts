@@ -1,14 +1,8 @@
+/** Users, workspaces and projects in the field shapes of `spec/rest-api.md`. */
 import type { Quotas } from "#core/ports/deps";
 import type { DailyUsage } from "#core/ports/usage-store";
 import type { Project, User, Workspace } from "./identity.ts";
-
-/** Entities in the field shapes of `spec/rest-api.md`. */
-
-export const isoTime = (ms: number) => new Date(ms).toISOString();
-/** Epoch seconds, the spec's time unit of components and sources. */
-export const epochSeconds = (ms: number) => Math.floor(ms / 1000);
-/** UTC day of a time, the key of daily usage counters. */
-export const usageDay = (ms: number) => isoTime(ms).slice(0, 10);
+import { isoTime } from "./time.ts";
 
 export function workspaceView(workspace: Workspace, usage: DailyUsage, quotas: Quotas) {
   return {
