@@ -224,7 +224,8 @@ function userValue(rules: ValueRules): PropType {
   };
 }
 
-const notSecret = { secretable: false, displayOnly: false } as const;
+/** The flags of a prop that holds a value Sluice makes (the interfaces): never sealed, always seen by a run. */
+const MADE_BY_SLUICE = { secretable: false, displayOnly: false } as const;
 
 function asTimer(value: Json | undefined): TimerSpec | undefined {
   if (!isObject(value)) return undefined;
@@ -304,7 +305,7 @@ export const PROP_TYPES = {
       endpoint: ctx.endpointUrl ?? null,
       customResponse: def.customResponse === true,
     }),
-    ...notSecret,
+    ...MADE_BY_SLUICE,
   },
 
   [TIMER_INTERFACE]: {
@@ -323,7 +324,7 @@ export const PROP_TYPES = {
       };
     },
     runValue: (_def, opened, ctx) => ({ type: TIMER_INTERFACE, ...(ctx.timer ?? asTimer(opened) ?? {}) }),
-    ...notSecret,
+    ...MADE_BY_SLUICE,
   },
 
   [DB_SERVICE]: {
@@ -337,7 +338,7 @@ export const PROP_TYPES = {
     // The runtime builds `get`/`set` over the snapshot the invocation carries.
     view: () => ({ type: DB_SERVICE }),
     runValue: () => ({ type: DB_SERVICE }),
-    ...notSecret,
+    ...MADE_BY_SLUICE,
   },
 
   // A prop whose code gives no type, or a propDefinition that cannot be resolved: refused, so a
