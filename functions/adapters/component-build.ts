@@ -16,7 +16,7 @@
  *   `transform` before esbuild parses it ({@link ignoreInputSourceMaps});
  * - errors quote esbuild's text only at a place in the user's own code (`component-compile-error.ts`).
  *
- * Confining what packages import to the package cache is the npm plugin's part (`npm-packages.ts`).
+ * Confining what packages import to the package cache is the npm plugin's part (`npm/esbuild-plugin.ts`).
  */
 import { readFile } from "node:fs/promises";
 import { SourceMap } from "node:module";

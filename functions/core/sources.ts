@@ -21,6 +21,7 @@ import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import { isSecretProp, propTypeOf } from "./prop-types.ts";
 import {
   configuredPropsView,
   isSealed,
@@ -157,14 +158,13 @@ async function keptProps(
       );
   }
   await Promise.all(opening);
-  const isSecretString = (def: PropDescription) => def.secret === true && def.type === "string";
   return {
     over(defs, given) {
       const merged: Record<string, unknown> = {};
       for (const def of defs) {
-        if (def.static !== undefined || def.type === "alert") continue;
+        if (def.static !== undefined || propTypeOf(def.type).displayOnly) continue;
         const secret = secrets.get(def.name);
-        if (secret !== undefined && isSecretString(def)) merged[def.name] = secret.clear;
+        if (secret !== undefined && isSecretProp(def)) merged[def.name] = secret.clear;
         else if (values.has(def.name)) merged[def.name] = values.get(def.name);
       }
       for (const [name, value] of Object.entries(given ?? {})) {

@@ -3,7 +3,6 @@ import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
 import { LocalTimers } from "#adapters/local/local-timers";
-import { npmPackagesPlugin } from "#adapters/local/npm-packages";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { startWalCheckpointer } from "#adapters/local/sqlite-checkpointer";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
@@ -19,6 +18,7 @@ import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-sto
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { storageErrorTranslator, translatingErrors } from "#adapters/local/storage-errors";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
@@ -34,7 +34,7 @@ import { OutboxRelay } from "./drivers/outbox-relay.ts";
 export const DATABASE_FILE = "sluice.db";
 /** Bundles of components, one folder per owner and code hash (see process-pool-host.ts). */
 export const SANDBOX_DIR = "sandbox";
-/** Content-addressed cache of npm packages that components import (see npm-packages.ts). */
+/** Content-addressed cache of npm packages that components import (see adapters/npm/package-cache.ts). */
 export const PACKAGES_DIR = "packages";
 
 export interface LocalMode {

@@ -7,13 +7,10 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Plugin } from "esbuild";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  bundledNpmCli,
-  type NpmPackagesOptions,
-  npmCacheFolder,
-  npmPackagesPlugin,
-} from "#adapters/local/npm-packages";
 import { bundleComponent } from "#adapters/local/sandbox-bundle";
+import { type NpmPackagesOptions, npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
+import { bundledNpmCli } from "#adapters/npm/npm-cli";
+import { npmCacheFolder } from "#adapters/npm/package-cache";
 import { isDomainError } from "#core/errors";
 import { type FixturePackage, type NpmRegistryFixture, startNpmRegistry } from "../support/npm-registry-fixture.ts";
 

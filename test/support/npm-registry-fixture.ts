@@ -11,7 +11,7 @@ import { createHash } from "node:crypto";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { gzipSync } from "node:zlib";
-import { compareVersions, parseVersion } from "#adapters/local/npm-packages";
+import { compareVersions, parseVersion } from "#adapters/npm/version-ranges";
 
 /** One version of a package the registry serves. */
 export interface FixturePackage {

@@ -15,7 +15,8 @@ import {
   sourceZip,
   zipReproducibly,
 } from "#adapters/aws/source-bundle";
-import { npmCacheFolder, npmPackagesPlugin } from "#adapters/local/npm-packages";
+import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
+import { npmCacheFolder } from "#adapters/npm/package-cache";
 import { DomainError } from "#core/errors";
 import { eventually } from "../../support/eventually.ts";
 

@@ -13,17 +13,7 @@ import {
   validateConfiguredProps,
 } from "#core/props";
 import type { PropDescription } from "#runtime/protocol";
-
-/** Issues of the validation error `fn` throws. */
-function issuesOf(fn: () => unknown) {
-  try {
-    fn();
-  } catch (error) {
-    expect(error).toMatchObject({ name: "DomainError", code: "validation" });
-    return (error as { issues: { field: string; message: string }[] }).issues;
-  }
-  throw new Error("expected a validation error");
-}
+import { validationIssues as issuesOf } from "../../support/rejection.ts";
 
 const values = (defs: PropDescription[], input: unknown) => validateConfiguredProps(defs, input).values;
 

@@ -347,4 +347,13 @@ describe("updating a source's code keeps its configuration", () => {
     // The failed updates stored nothing.
     expect(await deps.sources.getSource(source.id)).toEqual(before);
   });
+
+  it("carries no value to a prop that became an alert, which takes none", async () => {
+    const { deps, caller, source, setProps } = await deployed();
+    const alert = { name: "label", type: "alert", alertType: "info", content: "Read me" };
+    setProps(PROPS.map((prop) => (prop.name === "label" ? alert : prop)));
+    const updated = await updateSource(deps, caller, source.id, { component_code: "v2" });
+    expect(updated.configured_props).not.toHaveProperty("label");
+    expect((await deps.sources.getSource(source.id))?.configuredProps).not.toHaveProperty("label");
+  });
 });

@@ -1,0 +1,121 @@
+/**
+ * Running `npm install` with the npm Sluice depends on ({@link bundledNpmCli}: `node_modules/npm`,
+ * pinned in package.json), as `node <npm-cli.js>` with Sluice's own Node, never an `npm` from
+ * PATH: the Lambda Node.js runtime has none, and a pinned CLI installs the same way on every
+ * machine. On Lambda only /tmp is writable, so npm is given a home of its own there
+ * ({@link NpmRun.home}). npm gets Sluice's environment without `AWS_*`, `SLUICE_*` and inherited
+ * `npm_*` variables ({@link npmEnvironment}): credentials and the secrets key are none of its
+ * business, even though it runs no package code (`--ignore-scripts`).
+ */
+import { execFile } from "node:child_process";
+import { existsSync } from "node:fs";
+import { mkdir } from "node:fs/promises";
+import { join } from "node:path";
+import { NPM_CLI_PACKAGE } from "#config/shared-names";
+import { CHECKOUT_NODE_MODULES } from "./shipped-packages.ts";
+
+/** The CLI's entry inside {@link NPM_CLI_PACKAGE} (the package's `exports` hide it from `require.resolve`). */
+const NPM_CLI_ENTRY = join("bin", "npm-cli.js");
+/** Longest npm reason kept in an error message. */
+const REASON_LENGTH = 300;
+
+/**
+ * The npm CLI Sluice depends on, `<nodeModulesDir>/npm/bin/npm-cli.js`: by default the Sluice
+ * checkout's; a Lambda function passes its own (`/var/task/node_modules`), which carries npm.
+ */
+export function bundledNpmCli(nodeModulesDir: string = CHECKOUT_NODE_MODULES): string {
+  return join(nodeModulesDir, NPM_CLI_PACKAGE, NPM_CLI_ENTRY);
+}
+
+/** How npm is run (the plugin's options, resolved). */
+export interface NpmRun {
+  /** The CLI's JavaScript entry, run with `process.execPath`. */
+  readonly cli: string;
+  /** npm's own home, cache and user config; `undefined`: the user's. */
+  readonly home: string | undefined;
+  readonly registry: string | undefined;
+  readonly timeoutMs: number;
+}
+
+/** Installs `installSpec` (`name@range`) under `prefix`, without scripts or dev dependencies. */
+export async function runNpmInstall(prefix: string, installSpec: string, npm: NpmRun): Promise<void> {
+  if (!existsSync(npm.cli)) throw new Error(`the npm CLI is missing (${npm.cli})`);
+  if (npm.home !== undefined) await mkdir(npm.home, { recursive: true });
+  const { registry, timeoutMs } = npm;
+  const args = [
+    npm.cli,
+    "install",
+    "--prefix",
+    prefix,
+    "--no-audit",
+    "--no-fund",
+    "--ignore-scripts",
+    "--no-save",
+    "--omit=dev",
+    "--no-update-notifier",
+    ...(registry ? ["--registry", registry] : []),
+    installSpec,
+  ];
+  return new Promise<void>((resolve, reject) => {
+    execFile(
+      process.execPath,
+      args,
+      {
+        cwd: prefix,
+        env: npmEnvironment(process.env, npm.home),
+        timeout: timeoutMs,
+        killSignal: "SIGKILL",
+        maxBuffer: 4 * 1024 * 1024,
+        windowsHide: true,
+      },
+      (error, _stdout, stderr) => {
+        if (!error) return resolve();
+        if ((error as { killed?: boolean }).killed) {
+          return reject(new Error(`npm install did not finish within ${Math.round(timeoutMs / 1000)}s`));
+        }
+        const spawnCode = (error as { code?: unknown }).code;
+        if (typeof spawnCode === "string") return reject(new Error(`npm could not be started (${spawnCode})`));
+        reject(new Error(npmReason(String(stderr))));
+      },
+    );
+  });
+}
+
+/**
+ * Variables npm is not given: cloud credentials and Sluice's settings (its secrets key among them),
+ * which npm never needs, and inherited `npm_*` variables. Those reach Sluice from an npm that
+ * started it (`npm start`, `npx`) for its own scripts: its user agent and version, package fields,
+ * lifecycle. npm reads `npm_config_*` in any case, hence the flag.
+ */
+const WITHHELD_FROM_NPM = /^(AWS_|SLUICE_|npm_)/i;
+
+/**
+ * The environment npm runs with: `base` (Sluice's own) without {@link WITHHELD_FROM_NPM}, and with
+ * `home`, npm's home, cache and user config there.
+ */
+function npmEnvironment(base: NodeJS.ProcessEnv, home: string | undefined): NodeJS.ProcessEnv {
+  const kept = Object.entries(base).filter(([key]) => !WITHHELD_FROM_NPM.test(key));
+  return {
+    ...Object.fromEntries(kept),
+    ...(home === undefined
+      ? {}
+      : { HOME: home, npm_config_cache: join(home, "cache"), npm_config_userconfig: join(home, ".npmrc") }),
+  };
+}
+
+/**
+ * The useful part of npm's error output: `E404 404 Not Found - GET https://... - Not found`, or
+ * `ECONNREFUSED FetchError: request to ... failed, reason: connect ECONNREFUSED ...`.
+ */
+export function npmReason(stderr: string): string {
+  const lines = stderr
+    .split("\n")
+    .map((line) => /^npm (?:error|ERR!)\s?(.*)$/.exec(line.trimEnd())?.[1]?.trim())
+    .filter((line): line is string => Boolean(line));
+  const code = lines.find((line) => line.startsWith("code "))?.slice("code ".length);
+  const message = lines.find(
+    (line) => !/^(code|errno|syscall|path|dest|A complete log|Log files were not written)\b/.test(line),
+  );
+  const reason = [code, message].filter(Boolean).join(" ") || "npm install failed";
+  return reason.length > REASON_LENGTH ? `${reason.slice(0, REASON_LENGTH - 1)}…` : reason;
+}
