@@ -62,7 +62,7 @@ export const MANAGE_SOURCES_ENV = MANAGE_SOURCES_KEYS.map((key) => AWS_COMPUTE_E
 /** What a function needs to create, update and delete source functions and their schedules (see {@link AWS_COMPUTE_ENV}). */
 export type ManageSourcesConfig = Record<(typeof MANAGE_SOURCES_KEYS)[number], string>;
 
-/** Settings of the live stream on AWS (`functions/stream/`). */
+/** Settings of the live stream on AWS (`functions/internal/source-stream-function.ts`). */
 export interface StreamSettings {
   /** The stream function's URL without a trailing slash; set on the function that redirects to it. */
   url: string | undefined;

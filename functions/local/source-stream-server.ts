@@ -22,7 +22,7 @@ import {
   streamCarries,
 } from "#core/source-stream";
 import { type HttpResult, jsonResult } from "#http/pipeline";
-import { streamRefusal } from "../stream/stream-refusal.ts";
+import { streamRefusal } from "#http/stream-refusal";
 
 /** `/sources/{id}/sse`, without a version segment (rest-api.md "Source events"). */
 export const STREAM_PATH = /^\/sources\/([^/]+)\/sse$/;

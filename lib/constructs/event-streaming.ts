@@ -44,7 +44,7 @@ export interface EventStreamingProps {
  * The read side of events that a REST function cannot serve (see docs/aws.md, "Event history,
  * deletion and the live stream on AWS"):
  *
- * - the **stream function** (`functions/stream/source-stream-lambda.ts`) behind a function URL with
+ * - the **stream function** (`functions/internal/source-stream-function.ts`) behind a function URL with
  *   response streaming (`RESPONSE_STREAM`); its auth type is `NONE` because the function checks the
  *   Bearer key itself, as every route does; 15 minutes, Lambda's limit, after which clients resume
  *   with `Last-Event-ID`;
@@ -65,9 +65,9 @@ export class EventStreaming extends Construct {
     const { resourcesTable } = props;
 
     this.streamFunction = new SluiceFunction(this, "SourceStream", {
-      entry: "functions/stream/source-stream-lambda.ts",
+      entry: "functions/internal/source-stream-function.ts",
       description:
-        "GET <StreamUrl>/sources/{id}/sse: live stream of a source (functions/stream/source-stream-lambda.ts)",
+        "GET <StreamUrl>/sources/{id}/sse: live stream of a source (functions/internal/source-stream-function.ts)",
       // Lambda's limit. The response ends a few seconds before it and the client resumes.
       timeout: Duration.minutes(15),
       // It mostly waits between reads of the store; billed by the millisecond of wall time.
@@ -97,8 +97,8 @@ export class EventStreaming extends Construct {
     this.streamUrl = Fn.join("", ["https://", Fn.select(2, Fn.split("/", this.streamFunctionUrl.url))]);
 
     this.sseRedirect = new SluiceFunction(this, "SseRedirect", {
-      entry: "functions/stream/sse-redirect.ts",
-      description: `GET ${SSE_ROUTE_PATH}: 307 to the stream function's URL (functions/stream/sse-redirect.ts)`,
+      entry: "functions/internal/sse-redirect.ts",
+      description: `GET ${SSE_ROUTE_PATH}: 307 to the stream function's URL (functions/internal/sse-redirect.ts)`,
       environment: { [AWS_COMPUTE_ENV.streamUrl]: this.streamUrl },
       logRetention: props.logRetention,
     });

@@ -66,7 +66,7 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
   });
 
   it("runs the stream function from its entry for Lambda's 15 minutes, with the table, the poll interval and the end margin", () => {
-    expect(service.eventStreaming.streamFunction.entry).toBe("functions/stream/source-stream-lambda.ts");
+    expect(service.eventStreaming.streamFunction.entry).toBe("functions/internal/source-stream-function.ts");
     const fn = functionsOf(template)[streamId()]!;
     expect(fn.Properties).toMatchObject({
       Handler: "index.handler",

@@ -1,5 +1,5 @@
 /**
- * The AWS stream function (`functions/stream/source-stream-lambda.ts`) run in this process against
+ * The AWS stream function (`functions/internal/source-stream-function.ts`) run in this process against
  * the DynamoDB adapters on DynamoDB Local, writing to a real Node Writable the way Lambda's
  * response stream receives it: history after Last-Event-ID, events appended while it polls,
  * keepalives, a clean end before the function's (injected) time runs out, the reconnection that
@@ -25,7 +25,7 @@ import {
   createSourceStreamHandler,
   type ResponseMetadata,
   type StreamDeps,
-} from "../../functions/stream/source-stream-lambda.ts";
+} from "../../functions/internal/source-stream-function.ts";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
 import { createResourcesTable, lambdaEnvFor, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { eventually, when } from "../support/eventually.ts";
@@ -171,14 +171,14 @@ describe("the AWS stream function on DynamoDB Local", () => {
     // Bundled as the service stack bundles it, and loaded with the globals of Lambda's Node.js runtime.
     const outdir = join(REPO_ROOT, "node_modules", ".cache", "sluice-test-bundles", String(process.pid));
     mkdirSync(outdir, { recursive: true });
-    bundleLambdaFiles({ "source-stream-lambda.mjs": "functions/stream/source-stream-lambda.ts" }, outdir, {
+    bundleLambdaFiles({ "source-stream-function.mjs": "functions/internal/source-stream-function.ts" }, outdir, {
       external: ["@aws-sdk/*"],
     });
     const runtime = fakeLambdaRuntime();
     const env = lambdaEnvFor(table, endpoint);
     for (const [name, value] of Object.entries(env)) vi.stubEnv(name, value);
     try {
-      const { handler } = await import(pathToFileURL(join(outdir, "source-stream-lambda.mjs")).href);
+      const { handler } = await import(pathToFileURL(join(outdir, "source-stream-function.mjs")).href);
       expect(runtime.streamified).toEqual([handler]);
       const [stored] = await emit("", 42);
       const { out, messages } = recordedResponse();

@@ -732,7 +732,6 @@ describe("ProcessPoolHost: what a child sends", () => {
       // The forger's code runs (and holds its process until the victim is sent there): the victim cannot start.
       await held;
       const [forger, forged] = await Promise.all([forging, own.invoke(code, victim)]);
-      console.log("DBG", JSON.stringify(forger), JSON.stringify(forged));
       expect(forger.error?.name).toBe("SandboxCrashError");
       expect(forger.error?.message).toMatch(/result for an invocation it had not started/);
       expect(forged.error).toBeUndefined();

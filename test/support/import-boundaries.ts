@@ -50,10 +50,9 @@ export const BOUNDARY_RULES: readonly BoundaryRule[] = [
       ["zod", "croner", "node:crypto"].includes(target),
   },
   {
-    name: "adapters never import functions/internal, functions/http, functions/local or functions/stream",
+    name: "adapters never import functions/internal, functions/http or functions/local",
     from: ["functions/adapters/"],
-    allows: (target) =>
-      !under(["functions/internal/", "functions/http/", "functions/local/", "functions/stream/"])(target),
+    allows: (target) => !under(["functions/internal/", "functions/http/", "functions/local/"])(target),
   },
   {
     name: "adapters never import a use case of core (a core module that takes `Deps`): drivers and composition roots call use cases",
@@ -61,10 +60,10 @@ export const BOUNDARY_RULES: readonly BoundaryRule[] = [
     allows: (target, files) => !isUseCase(target, files),
   },
   {
-    name: "lib/ never imports adapters, internal functions, the stream function or the runtime layer",
+    name: "lib/ never imports adapters, internal functions or the runtime layer",
     from: ["lib/", "bin/app.ts"],
     allows: (target) =>
-      !under(["functions/adapters/", "functions/internal/", "functions/stream/", "runtime-layer/"])(target) &&
+      !under(["functions/adapters/", "functions/internal/", "runtime-layer/"])(target) &&
       !target.startsWith("@aws-sdk/"),
   },
   {

@@ -1,5 +1,5 @@
 /**
- * Calling the AWS stream function (`functions/stream/source-stream-lambda.ts`) in-process: the
+ * Calling the AWS stream function (`functions/internal/source-stream-function.ts`) in-process: the
  * function URL request, the Lambda context, the response stream it writes to, and the globals of
  * Lambda's Node.js runtime.
  */

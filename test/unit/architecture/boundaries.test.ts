@@ -29,7 +29,7 @@ describe("the walls between layers (docs/architecture.md)", () => {
     expect(
       loaded.filter(
         (file) =>
-          /^(@aws-sdk\/|functions\/(adapters|internal|stream)\/|runtime-layer\/)/.test(file) &&
+          /^(@aws-sdk\/|functions\/(adapters|internal)\/|runtime-layer\/)/.test(file) &&
           !RUNTIME_PROTOCOL_MODULES.includes(file),
       ),
     ).toEqual([]);

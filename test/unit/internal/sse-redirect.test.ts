@@ -1,7 +1,7 @@
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { afterEach, describe, expect, it, vi } from "vitest";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
-import { sseRedirect } from "../../../functions/stream/sse-redirect.ts";
+import { sseRedirect } from "../../../functions/internal/sse-redirect.ts";
 
 const event = (id: string, rawQueryString = "") => ({
   pathParameters: { id },
@@ -33,7 +33,7 @@ describe("the redirect function's entry", () => {
     vi.resetModules();
   });
 
-  const entry = async () => (await import("../../../functions/stream/sse-redirect.ts")).handler;
+  const entry = async () => (await import("../../../functions/internal/sse-redirect.ts")).handler;
 
   it("redirects to the stream URL the stack sets in its environment", async () => {
     vi.stubEnv(AWS_COMPUTE_ENV.streamUrl, "https://abc.lambda-url.eu-west-1.on.aws/");

@@ -1,7 +1,7 @@
 /**
  * `GET /sources/{id}/sse` on the HTTP API. API Gateway HTTP APIs buffer a function's answer (and
  * give up after 30 s), so they cannot carry a stream; the stream is served by the stream function's
- * URL (`source-stream-lambda.ts`). This route answers `307 Temporary Redirect` to the same path and
+ * URL (`source-stream-function.ts`). This route answers `307 Temporary Redirect` to the same path and
  * query there, so the spec's stream address works with clients that follow redirects.
  *
  * A client resends `Authorization` to another host only when told to (`curl --location-trusted`;

@@ -1,11 +1,11 @@
 /**
  * The answer to a live stream request refused before anything is streamed, the same in local mode
- * (`functions/local/source-stream-server.ts`) and on AWS (`source-stream-lambda.ts`): the API's
+ * (`functions/local/source-stream-server.ts`) and on AWS (`functions/internal/source-stream-function.ts`): the API's
  * JSON error (`errorResult`: with `x-request-id`, and a Bearer challenge on 401) and `allow: GET` on 405.
  */
 import { isDomainError } from "#core/errors";
 import type { Logger } from "#core/ports/logger";
-import { errorResult, type HttpResult } from "#http/pipeline";
+import { errorResult, type HttpResult } from "./pipeline.ts";
 
 export function streamRefusal(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
   const result = errorResult(error, requestId, log);

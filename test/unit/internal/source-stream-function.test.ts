@@ -6,7 +6,7 @@ import {
   type ResponseMetadata,
   type ResponseStreamFactory,
   streamPathSourceId,
-} from "../../../functions/stream/source-stream-lambda.ts";
+} from "../../../functions/internal/source-stream-function.ts";
 import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { sourceRecord } from "../../support/source-record.ts";
@@ -65,7 +65,7 @@ describe("the Lambda entry", () => {
   it("is wrapped by awslambda.streamifyResponse in Lambda's runtime, and uses HttpResponseStream.from for status and headers", async () => {
     runtime = fakeLambdaRuntime((inner) => ({ streamified: inner }));
     vi.resetModules();
-    const entry = await import("../../../functions/stream/source-stream-lambda.ts");
+    const entry = await import("../../../functions/internal/source-stream-function.ts");
     expect(entry.handler).toEqual({ streamified: entry.streamHandler });
     // A request refused before any store is built: no route.
     const { out, text } = recordedResponse();

@@ -40,7 +40,7 @@ import {
   sseFrame,
 } from "#core/source-stream";
 import { sourceIdParams } from "#http/schemas";
-import { streamRefusal } from "./stream-refusal.ts";
+import { streamRefusal } from "#http/stream-refusal";
 
 /**
  * A response ends once it has carried this much (the client reconnects at once and resumes):
