@@ -180,7 +180,11 @@ function emitRecord(raw: unknown, path: string): EmitRecord {
   const from = object(value.meta, metaPath);
   const meta: EmitMeta = {};
   if (from.id !== undefined) {
-    meta.id = typeof from.id === "string" ? from.id : finite(from.id, at(metaPath, "id"));
+    const { id } = from;
+    meta.id =
+      typeof id === "string" || (typeof id === "number" && Number.isFinite(id))
+        ? id
+        : fail(at(metaPath, "id"), "a string or a finite number");
   }
   optional(meta as Bag, from, "name", metaPath, string);
   optional(meta as Bag, from, "summary", metaPath, string);
