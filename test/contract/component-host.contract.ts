@@ -191,6 +191,17 @@ export function componentHostContract(name: string, start: () => Promise<Compone
       expectRefused(result, invocationId, problem);
     });
 
+    it("fails a run that trusted code sent malformed (a bug of the server) with a TypeError saying why", async () => {
+      const { result } = await runOnce("export default { async run() { this.$emit('ran'); } };", {
+        kind: "explode" as Invocation["kind"],
+      });
+      expect(result.emits).toEqual([]);
+      expect(result.error).toMatchObject({
+        name: "TypeError",
+        message: "invalid invocation: kind must be one of run, deploy, activate, deactivate, additionalProps",
+      });
+    });
+
     it("describes a component", async () => {
       const description = await fixture.host.describe(`export default {
         name: "Described", version: "0.1.0", dedupe: "unique",
