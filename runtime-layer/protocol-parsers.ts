@@ -17,7 +17,13 @@
  * What a host does with a malformed message is the same everywhere (docs/decisions.md): the run
  * fails with {@link MALFORMED_RESULT_ERROR} and nothing the message carried is applied.
  */
-import type { ComponentDescription } from "./describe-component.ts";
+import {
+  BOOLEAN_ATTRIBUTES,
+  type ComponentDescription,
+  HOOK_NAMES,
+  NUMBER_ATTRIBUTES,
+  STRING_ATTRIBUTES,
+} from "./describe-component.ts";
 import { LOG_LEVELS } from "./invocation-scope.ts";
 import { isJsonValue, isPlainObject } from "./json-value.ts";
 import type {
@@ -41,7 +47,6 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 export const MALFORMED_RESULT_ERROR = "SandboxError";
 
 const INVOCATION_KINDS: readonly InvocationKind[] = ["run", "deploy", "activate", "deactivate", "additionalProps"];
-const HOOK_NAMES = ["deploy", "activate", "deactivate"] as const;
 const BODY_ENCODINGS = ["utf8", "base64"] as const;
 
 /** Thrown inside a parser with the path of the bad field; never leaves this module. */
@@ -241,17 +246,6 @@ function response(raw: unknown, path: string): HttpResponseSpec {
   return spec;
 }
 
-const PROP_STRINGS = ["label", "description", "app", "alertType", "content"] as const;
-const PROP_BOOLEANS = [
-  "optional",
-  "secret",
-  "customResponse",
-  "reloadProps",
-  "useQuery",
-  "disabled",
-  "hidden",
-] as const;
-const PROP_NUMBERS = ["min", "max"] as const;
 const PROP_JSON = ["default", "static"] as const;
 
 /** A prop as `describeProps` describes it (a description's `props`, an `additionalProps` result). */
@@ -262,9 +256,9 @@ function propDescription(raw: unknown, path: string): PropDescription {
     type: string(value.type, at(path, "type")),
   };
   const bag = prop as unknown as Bag;
-  for (const key of PROP_STRINGS) optional(bag, value, key, path, string);
-  for (const key of PROP_BOOLEANS) optional(bag, value, key, path, boolean);
-  for (const key of PROP_NUMBERS) optional(bag, value, key, path, finite);
+  for (const key of STRING_ATTRIBUTES) optional(bag, value, key, path, string);
+  for (const key of BOOLEAN_ATTRIBUTES) optional(bag, value, key, path, boolean);
+  for (const key of NUMBER_ATTRIBUTES) optional(bag, value, key, path, finite);
   for (const key of PROP_JSON) optional(bag, value, key, path, json);
   if (value.options !== undefined)
     prop.options = json(array(value.options, at(path, "options")), at(path, "options")) as Json[];
