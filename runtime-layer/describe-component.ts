@@ -54,9 +54,10 @@ export interface ComponentDescription {
   props: PropDescription[];
 }
 
-const HOOK_NAMES = ["deploy", "activate", "deactivate"] as const;
-const STRING_ATTRIBUTES = ["label", "description", "app", "alertType", "content"] as const;
-const BOOLEAN_ATTRIBUTES = [
+export const HOOK_NAMES = ["deploy", "activate", "deactivate"] as const;
+/** A prop description's attributes by type; `protocol-parsers.ts` checks a description against the same lists. */
+export const STRING_ATTRIBUTES = ["label", "description", "app", "alertType", "content"] as const;
+export const BOOLEAN_ATTRIBUTES = [
   "optional",
   "secret",
   "customResponse",
@@ -65,7 +66,7 @@ const BOOLEAN_ATTRIBUTES = [
   "disabled",
   "hidden",
 ] as const;
-const NUMBER_ATTRIBUTES = ["min", "max"] as const;
+export const NUMBER_ATTRIBUTES = ["min", "max"] as const;
 
 /** Type reported for a prop whose code (or whose unresolvable `propDefinition`) gave none. */
 export const UNKNOWN_PROP_TYPE = "unknown";

@@ -14,7 +14,8 @@
  * its logs, its environment has no Sluice variables, and the role's credentials, which Lambda puts
  * in the environment, are removed before the code loads.
  */
-import type { Invocation, InvocationKind, InvocationResult } from "./protocol.ts";
+import type { Invocation, InvocationResult } from "./protocol.ts";
+import { parseInvocation } from "./protocol-parsers.ts";
 import { componentExport, failCurrentInvocation, loadFailureResult, runInvocation } from "./run-invocation.ts";
 
 export type SourceHandler = (event: unknown) => Promise<InvocationResult>;
@@ -27,8 +28,6 @@ export type ComponentLoader = () => Promise<unknown>;
  * to the local Runtime API), and component code must not have them.
  */
 const CREDENTIAL_VARIABLES = ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN"];
-
-const KINDS: ReadonlySet<InvocationKind> = new Set(["run", "deploy", "activate", "deactivate", "additionalProps"]);
 
 let processPrepared = false;
 
@@ -54,21 +53,11 @@ function prepareProcess(): void {
   }
 }
 
-/** Checks the shape trusted code sends; a malformed event is a bug of the host, so it throws. */
-function parseInvocation(event: unknown): Invocation {
-  const value = event as Partial<Record<keyof Invocation, unknown>> | null;
-  const isObject = (field: unknown) => typeof field === "object" && field !== null && !Array.isArray(field);
-  const problems: string[] = [];
-  if (typeof value !== "object" || value === null) throw new TypeError("the event must be a Sluice invocation");
-  if (typeof value.invocationId !== "string" || value.invocationId === "") problems.push("invocationId");
-  if (typeof value.kind !== "string" || !KINDS.has(value.kind as InvocationKind)) problems.push("kind");
-  if (typeof value.sourceId !== "string" || value.sourceId === "") problems.push("sourceId");
-  if (!isObject(value.props)) problems.push("props");
-  if (!isObject(value.propTypes)) problems.push("propTypes");
-  if (!isObject(value.db)) problems.push("db");
-  if (typeof value.timeoutMs !== "number" || !(value.timeoutMs > 0)) problems.push("timeoutMs");
-  if (problems.length > 0) throw new TypeError(`invalid invocation: bad or missing ${problems.join(", ")}`);
-  return value as Invocation;
+/** The invocation trusted code sent; a malformed event is a bug of the host, so it throws. */
+function invocationOf(event: unknown): Invocation {
+  const parsed = parseInvocation(event);
+  if (!parsed.ok) throw new TypeError(`invalid invocation: ${parsed.problem}`);
+  return parsed.value;
 }
 
 /**
@@ -80,7 +69,7 @@ export function createSourceHandler(load: ComponentLoader): SourceHandler {
   prepareProcess();
   let loaded: Promise<unknown> | undefined;
   return async (event) => {
-    const invocation = parseInvocation(event);
+    const invocation = invocationOf(event);
     const started = performance.now();
     let component: unknown;
     try {

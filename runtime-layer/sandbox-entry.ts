@@ -20,6 +20,7 @@ import os from "node:os";
 import { pathToFileURL } from "node:url";
 import { describeComponent } from "./describe-component.ts";
 import type { ErrorRecord, InvocationResult, LogRecord } from "./protocol.ts";
+import { parseInvocation } from "./protocol-parsers.ts";
 import {
   componentExport,
   currentInvocationId,
@@ -366,8 +367,10 @@ function onRequest(line: string): void {
   }
   if (request?.type === "describe" && typeof request.requestId === "string" && typeof request.bundlePath === "string") {
     void describe(request as DescribeRequest);
-  } else if (request?.type === "invoke" && typeof request.bundlePath === "string" && request.invocation) {
-    void invoke(request as InvokeRequest);
+  } else if (request?.type === "invoke" && typeof request.bundlePath === "string") {
+    const invocation = parseInvocation(request.invocation);
+    if (invocation.ok) void invoke({ type: "invoke", bundlePath: request.bundlePath, invocation: invocation.value });
+    else refuseInvocation(request.invocation, invocation.problem);
   } else if (request?.type === "cancel" && typeof request.invocationId === "string") {
     // Bounded: a cancel that comes after its invocation ended is never taken out again.
     if (cancelled.size >= MAX_CANCELLED) cancelled.delete(cancelled.values().next().value as string);
@@ -375,6 +378,21 @@ function onRequest(line: string): void {
   } else {
     process.stderr.write("sluice sandbox: unknown request\n");
   }
+}
+
+/**
+ * Answers an invocation the host sent malformed (a bug of the host) as the Lambda entry does: the
+ * run fails with a TypeError saying what is wrong. Without an id to answer to, only stderr hears.
+ */
+function refuseInvocation(raw: unknown, problem: string): void {
+  const invocationId = (raw as { invocationId?: unknown } | null)?.invocationId;
+  const message = `invalid invocation: ${problem}`;
+  if (typeof invocationId !== "string") {
+    process.stderr.write(`sluice sandbox: ${message}\n`);
+    return;
+  }
+  send({ type: "started", invocationId });
+  send({ type: "result", result: failedResult(invocationId, { name: "TypeError", message, ts: Date.now() }, 0) });
 }
 
 function listen(): void {

@@ -74,6 +74,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     processes: config.runtime.sandboxProcesses,
     maxProcesses: config.runtime.sandboxMaxProcesses,
     idleMs: config.runtime.sandboxIdleMs,
+    log,
     esbuildPlugins: [
       npmPackagesPlugin({
         cacheDir: join(config.dataDir, PACKAGES_DIR),

@@ -199,49 +199,68 @@ describe("ProcessPoolHost: running components", () => {
     expect(events(result)).toEqual(["done"]);
   });
 
-  it("checks what the child sends: a forged result keeps only well-formed fields", async () => {
+  it("fails the run on a malformed respond message: nothing is handed over or applied", async () => {
     // Code in the child can write to the host's channel itself; the host must not trust what comes over it.
     const code = source(
-      "dc_forged",
+      "dc_forged_respond",
       `import { writeSync } from "node:fs";
       const send = (message) => writeSync(4, JSON.stringify(message) + "\\n");
       export default {
         props: { http: { type: "$.interface.http", customResponse: true } },
         async run() {
-          send({ type: "respond", invocationId: "inv_forged", response: { status: 42 } });
+          this.$emit("real");
+          send({ type: "respond", invocationId: "inv_forged_respond", response: { status: 42, headers: {}, body: "" } });
           this.http.respond({ status: 201, body: "real" });
-          send({ type: "result", result: {
-            invocationId: "inv_forged",
-            emits: [{ event: "forged", meta: { id: { x: 1 }, summary: "s", extra: 1 } }, "not an emit"],
-            dbWrites: [1],
-            logs: [{ ts: 1, level: "shout", message: "x" }, { ts: 2, level: "info", message: "kept" }],
-            error: { name: 5, message: "forged error" },
-            response: { status: 500, body: "forged" },
-            additionalProps: [{ name: "untyped" }, { name: "q", type: "string" }],
-            durationMs: "slow",
-          } });
-          await new Promise((resolve) => setTimeout(resolve, 3000));
         },
       };`,
     );
     const responses: HttpResponseSpec[] = [];
     const result = await host.invoke(
       code,
-      invocation(code.sourceId, { ...CUSTOM_RESPONSE_PROPS, invocationId: "inv_forged" }),
+      invocation(code.sourceId, { ...CUSTOM_RESPONSE_PROPS, invocationId: "inv_forged_respond" }),
+      { onRespond: (response) => responses.push(response) },
+    );
+    expect(responses).toEqual([]);
+    expect(result).toEqual({
+      invocationId: "inv_forged_respond",
+      emits: [],
+      dbWrites: {},
+      logs: [],
+      error: {
+        name: "SandboxError",
+        message: expect.stringContaining("malformed response (response.status must be an integer from 200 to 599)"),
+        ts: expect.any(Number),
+      },
+      durationMs: expect.any(Number),
+    });
+  });
+
+  it("keeps the response given with respond as the run's response, whatever a result says later", async () => {
+    const code = source(
+      "dc_forged_later",
+      `import { writeSync } from "node:fs";
+      const send = (message) => writeSync(4, JSON.stringify(message) + "\\n");
+      export default {
+        props: { http: { type: "$.interface.http", customResponse: true } },
+        async run() {
+          this.http.respond({ status: 201, body: "real" });
+          send({ type: "result", result: {
+            invocationId: "inv_forged_later", emits: [], dbWrites: {}, logs: [], durationMs: 1,
+            response: { status: 500, headers: {}, body: "forged" },
+          } });
+        },
+      };`,
+    );
+    const responses: HttpResponseSpec[] = [];
+    const result = await host.invoke(
+      code,
+      invocation(code.sourceId, { ...CUSTOM_RESPONSE_PROPS, invocationId: "inv_forged_later" }),
       { onRespond: (response) => responses.push(response) },
     );
     const real = { status: 201, headers: {}, body: "real" };
     expect(responses).toEqual([real]);
-    expect(result).toEqual({
-      invocationId: "inv_forged",
-      emits: [{ event: "forged", meta: { summary: "s" } }],
-      dbWrites: {},
-      logs: [{ ts: 2, level: "info", message: "kept" }],
-      error: { name: "Error", message: "forged error", ts: expect.any(Number) },
-      response: real,
-      additionalProps: [{ name: "q", type: "string" }],
-      durationMs: expect.any(Number),
-    });
+    expect(result.response).toEqual(real);
+    expect(result.error).toBeUndefined();
   });
 
   it("blames an uncaught asynchronous error on its invocation and keeps serving the others", async () => {

@@ -163,7 +163,7 @@ describe("a source function's bundle on the runtime layer", () => {
   it("refuses an event that is not an invocation", async () => {
     const handler = await deployFunction("refuses", COMPONENT);
     const [result] = await invokeInProcess(handler, [{ hello: "world" }]);
-    expect(result).toEqual({ thrown: expect.stringMatching(/^invalid invocation: bad or missing invocationId/) });
+    expect(result).toEqual({ thrown: expect.stringMatching(/^invalid invocation: invocationId must be a string$/) });
   });
 });
 

@@ -24,6 +24,7 @@ export const RUNTIME_PROTOCOL_MODULES = [
   "runtime-layer/describe-component.ts",
   "runtime-layer/http-response.ts",
   "runtime-layer/result-limits.ts",
+  "runtime-layer/json-value.ts",
 ];
 
 export interface BoundaryRule {

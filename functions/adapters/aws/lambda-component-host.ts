@@ -24,16 +24,15 @@ import {
   waitUntilFunctionActiveV2,
   waitUntilFunctionUpdatedV2,
 } from "@aws-sdk/client-lambda";
-import { z } from "zod";
 import { invalidCode } from "#adapters/component-compile-error";
 import type { ComponentDescription } from "#core/component-model";
-import { jsonObjectSchema, jsonValueSchema } from "#core/json-value";
 import { type Clock, systemClock } from "#core/ports/clock";
 import type { ComponentHost, InvokeHandlers, SourceCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
-import { failedResult, LOG_LEVELS } from "#runtime/run-invocation";
-import { type DescribeReply, withPosition } from "#runtime/sandbox-protocol";
+import { malformedError, parseDescribeReply, parseInvocationResult } from "#runtime/protocol-parsers";
+import { failedResult } from "#runtime/run-invocation";
+import { withPosition } from "#runtime/sandbox-protocol";
 import { hasErrorName } from "./sdk-errors.ts";
 import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
 
@@ -93,49 +92,6 @@ interface SourceFunctionSettings {
   LoggingConfig?: { LogFormat: "Text"; LogGroup: string };
 }
 
-// Not z.json(): it would drop a `__proto__` key of an event or db write (`#core/json-value`).
-const jsonSchema = jsonValueSchema;
-/**
- * The function's answer is data from a process that ran untrusted code, so it is checked before
- * trusted code applies it; a result of another shape is reported as the run's error.
- */
-const invocationResultSchema = z.object({
-  invocationId: z.string(),
-  emits: z.array(
-    z.object({
-      event: jsonSchema,
-      meta: z.object({
-        id: z.union([z.string(), z.number()]).optional(),
-        name: z.string().optional(),
-        summary: z.string().optional(),
-        ts: z.number().optional(),
-        delivery_ts: z.number().optional(),
-      }),
-    }),
-  ),
-  dbWrites: jsonObjectSchema,
-  logs: z.array(z.object({ ts: z.number(), level: z.enum(LOG_LEVELS), message: z.string() })),
-  error: z.object({ name: z.string(), message: z.string(), stack: z.string().optional(), ts: z.number() }).optional(),
-  response: z
-    .object({
-      status: z.number().int().min(100).max(599),
-      headers: z.record(z.string(), z.string()),
-      body: z.string(),
-      bodyEncoding: z.enum(["utf8", "base64"]).optional(),
-    })
-    .optional(),
-  additionalProps: z.array(z.record(z.string(), jsonSchema)).optional(),
-  durationMs: z.number(),
-});
-
-const describeReplySchema = z.union([
-  z.object({ ok: z.literal(true), description: z.record(z.string(), z.unknown()) }),
-  z.object({
-    ok: z.literal(false),
-    error: z.object({ message: z.string(), line: z.number().optional(), column: z.number().optional() }),
-  }),
-]);
-
 /** The error payload Lambda returns with `FunctionError`. */
 interface LambdaErrorPayload {
   errorType?: string;
@@ -186,11 +142,12 @@ export class LambdaComponentHost implements ComponentHost {
       const { errorType, errorMessage } = (body ?? {}) as LambdaErrorPayload;
       throw invalidCode(`the component could not be loaded: ${lambdaFailure(errorType, errorMessage).message}`);
     }
-    const reply = describeReplySchema.safeParse(body);
-    if (!reply.success) throw new Error("the describer function answered in an unknown shape");
-    const answer = reply.data as DescribeReply;
-    if (answer.ok) return answer.description;
-    throw invalidCode(withPosition(answer.error));
+    // The describer already checked its child's answer with the same parser: a malformed reply
+    // here is a bug of the describer, not the component's doing.
+    const reply = parseDescribeReply(body);
+    if (!reply.ok) throw new Error(`the describer function answered a malformed reply (${reply.problem})`);
+    if (reply.value.ok) return reply.value.description;
+    throw invalidCode(withPosition(reply.value.error));
   }
 
   async prepare(source: SourceCode): Promise<void> {
@@ -264,13 +221,16 @@ export class LambdaComponentHost implements ComponentHost {
       const failure = lambdaFailure(errorType, errorMessage);
       return failedResult(invocation.invocationId, { ...failure, ts: this.#clock.nowMs() }, durationMs);
     }
-    const parsed = invocationResultSchema.safeParse(body);
-    if (!parsed.success || parsed.data.invocationId !== invocation.invocationId) {
-      this.#log.warn("source function answered in an unknown shape", { source_id: source.sourceId });
-      const failure = { name: "RuntimeError", message: "the runtime returned a result of an unknown shape" };
-      return failedResult(invocation.invocationId, { ...failure, ts: this.#clock.nowMs() }, durationMs);
+    const parsed = parseInvocationResult(body, invocation.invocationId);
+    if (!parsed.ok) {
+      this.#log.warn("source function sent a malformed result", {
+        source_id: source.sourceId,
+        problem: parsed.problem,
+      });
+      const error = malformedError("result", parsed.problem, this.#clock.nowMs());
+      return failedResult(invocation.invocationId, error, durationMs);
     }
-    const result = { ...(parsed.data as InvocationResult), durationMs };
+    const result = { ...parsed.value, durationMs };
     if (result.response) handlers?.onRespond?.(result.response);
     return result;
   }

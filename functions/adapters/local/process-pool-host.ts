@@ -23,6 +23,7 @@ import type { Plugin } from "esbuild";
 import type { ComponentDescription } from "#core/component-model";
 import { isDomainError } from "#core/errors";
 import type { ComponentHost, InvokeHandlers, SourceCode } from "#core/ports/component-host";
+import { type Logger, silentLogger } from "#core/ports/logger";
 import { sha256Hex } from "#core/sha256";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { failedResult } from "#runtime/run-invocation";
@@ -71,6 +72,8 @@ export interface ProcessPoolHostOptions {
   readonly describeTimeoutMs?: number;
   /** esbuild plugins that inline npm packages into bundles; without them packages stay external. */
   readonly esbuildPlugins?: readonly Plugin[];
+  /** Where a sandbox child's malformed result or response is reported. @default silentLogger */
+  readonly log?: Logger;
   /**
    * Owner bundles unused for this long are removed when the host starts.
    * @default 30 days
@@ -106,6 +109,7 @@ export class ProcessPoolHost implements ComponentHost {
   private readonly plugins: readonly Plugin[];
   private readonly maxProcesses: number;
   private readonly blockedAfterMs: number;
+  private readonly log: Logger;
   private readonly budget: SandboxBudget;
   /** The pool of each source folder. */
   private readonly pools = new Map<string, SandboxOwnerPool>();
@@ -123,6 +127,7 @@ export class ProcessPoolHost implements ComponentHost {
     this.maxProcesses = Math.max(1, Math.floor(options.processes ?? 1));
     this.budget = new SandboxBudget(Math.max(1, Math.floor(options.maxProcesses ?? defaultMaxSandboxProcesses())));
     this.blockedAfterMs = options.blockedAfterMs ?? DEFAULT_BLOCKED_AFTER_MS;
+    this.log = options.log ?? silentLogger;
     this.swept = sweepBundles(this.workDir, options.bundleRetentionMs ?? 30 * DAY_MS).catch(() => undefined);
   }
 
@@ -208,6 +213,7 @@ export class ProcessPoolHost implements ComponentHost {
         heapMb: this.heapMb,
         idleMs: this.idleMs,
         blockedAfterMs: this.blockedAfterMs,
+        log: this.log,
         maxProcesses: this.maxProcesses,
         // Sources come and go (and `additionalProps` runs under draft ids): no pool outlives its use.
         onEmpty: (empty) => {

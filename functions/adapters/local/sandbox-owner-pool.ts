@@ -27,7 +27,7 @@ import {
 export interface SandboxOwnerPoolOptions
   extends Pick<
     SandboxOwnerProcessOptions,
-    "entryPath" | "sourceDir" | "budget" | "heapMb" | "idleMs" | "blockedAfterMs"
+    "entryPath" | "sourceDir" | "budget" | "heapMb" | "idleMs" | "blockedAfterMs" | "log"
   > {
   /** Healthy children at most; blocked ones waiting to be killed come on top (up to as many again). */
   readonly maxProcesses: number;
@@ -141,6 +141,7 @@ export class SandboxOwnerPool implements BudgetWaiter {
         heapMb: this.options.heapMb,
         idleMs: this.options.idleMs,
         blockedAfterMs: this.options.blockedAfterMs,
+        ...(this.options.log ? { log: this.options.log } : {}),
         onRetired: (retired) => {
           const index = this.children.indexOf(retired);
           if (index >= 0) this.children.splice(index, 1);

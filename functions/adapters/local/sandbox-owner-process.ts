@@ -16,17 +16,10 @@
  * what it has at the end of each tick as one write, and writes its `started` at once, with what
  * it had queued, before the code runs (`sandbox-entry.ts`).
  */
-import type {
-  EmitRecord,
-  ErrorRecord,
-  HttpResponseSpec,
-  Invocation,
-  InvocationResult,
-  Json,
-  LogLevel,
-  LogRecord,
-} from "#runtime/protocol";
-import { failedResult, LOG_LEVELS, normalizeResponse, toEmitMeta } from "#runtime/run-invocation";
+import type { Logger } from "#core/ports/logger";
+import type { ErrorRecord, HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
+import { malformedError, parseHttpResponse, parseInvocationResult } from "#runtime/protocol-parsers";
+import { failedResult } from "#runtime/run-invocation";
 import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-protocol";
 import type { BudgetMember, SandboxBudget } from "./sandbox-budget.ts";
 import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess } from "./sandbox-process.ts";
@@ -93,6 +86,8 @@ export interface SandboxOwnerProcessOptions {
   readonly idleMs: number;
   /** Silence after which the child counts as blocked (rounded up to whole checks). */
   readonly blockedAfterMs: number;
+  /** Where a malformed result or response of the child is reported. @default silentLogger */
+  readonly log?: Logger;
   /** Called once, when the process stops taking invocations (killed, reaped or exited). */
   onRetired(process: SandboxOwnerProcess): void;
   /** Called when the process becomes ready, blocked, healthy again, or starts draining. */
@@ -266,7 +261,7 @@ export class SandboxOwnerProcess implements BudgetMember {
         // The runtime says `started` before every result; a result without it is forged, and
         // would end a run whose code did not run.
         if (entry.startOrder === 0) this.onViolation("it sent a result for an invocation it had not started");
-        else this.settle(entry, checkedResult(message.result, entry));
+        else this.settle(entry, this.checkedResult(message.result, entry));
         break;
       }
       case "respond":
@@ -314,8 +309,36 @@ export class SandboxOwnerProcess implements BudgetMember {
       this.onViolation("it sent a response for an invocation it had not started");
       return;
     }
-    entry.response = checkedResponse(response);
-    if (entry.response) entry.task.respond(entry.response);
+    const parsed = parseHttpResponse(response);
+    if (!parsed.ok) {
+      this.settle(entry, this.malformed(entry, "response", parsed.problem));
+      return;
+    }
+    entry.response = parsed.value;
+    entry.task.respond(parsed.value);
+  }
+
+  /**
+   * The child's result, parsed as on every platform (`protocol-parsers.ts`): malformed, the run
+   * fails and nothing of it is applied. The runtime in the child builds it correctly, but the code
+   * running beside it can send a result of its own.
+   */
+  private checkedResult(raw: unknown, entry: Pending): InvocationResult {
+    const parsed = parseInvocationResult(raw, entry.task.invocation.invocationId);
+    if (!parsed.ok) return this.malformed(entry, "result", parsed.problem);
+    const result = parsed.value;
+    // The response already given to the caller, if any, is the run's response; one that comes only
+    // with the result is handed over now, as the AWS host does.
+    if (entry.response) result.response = entry.response;
+    else if (result.response) entry.task.respond(result.response);
+    return result;
+  }
+
+  private malformed(entry: Pending, message: "result" | "response", problem: string): InvocationResult {
+    const { invocation } = entry.task;
+    this.options.log?.warn(`a sandbox child sent a malformed ${message}`, { source_id: invocation.sourceId, problem });
+    const error = malformedError(message, problem, Date.now());
+    return failedResult(invocation.invocationId, error, performance.now() - entry.task.startedAt);
   }
 
   /** The in-flight invocation whose code the child started last. */
@@ -475,65 +498,4 @@ export class SandboxOwnerProcess implements BudgetMember {
 export function failureOf(task: ChildTask, name: string, message: string): InvocationResult {
   const error: ErrorRecord = { name, message, ts: Date.now() };
   return failedResult(task.invocation.invocationId, error, performance.now() - task.startedAt);
-}
-
-/** Normalised again: the child runs untrusted code, which can send anything. Malformed is no response. */
-function checkedResponse(response: unknown): HttpResponseSpec | undefined {
-  try {
-    return normalizeResponse(response);
-  } catch {
-    return undefined;
-  }
-}
-
-type Bag = Record<string, unknown>;
-const isBag = (value: unknown): value is Bag => typeof value === "object" && value !== null && !Array.isArray(value);
-
-/**
- * The child's result with every field of the expected type. The runtime in the child builds it
- * correctly, but the code running beside it can send a result of its own.
- */
-function checkedResult(raw: unknown, entry: Pending): InvocationResult {
-  const { invocation } = entry.task;
-  const sent = isBag(raw) ? raw : {};
-  const result: InvocationResult = {
-    invocationId: invocation.invocationId,
-    emits: Array.isArray(sent.emits)
-      ? sent.emits
-          .filter(isBag)
-          .map((emit): EmitRecord => ({ event: (emit.event ?? null) as Json, meta: toEmitMeta(emit.meta) }))
-      : [],
-    dbWrites: isBag(sent.dbWrites) ? (sent.dbWrites as Record<string, Json>) : {},
-    logs: Array.isArray(sent.logs) ? (sent.logs.filter(isLogRecord) as LogRecord[]) : [],
-    durationMs: typeof sent.durationMs === "number" ? sent.durationMs : performance.now() - entry.sentAt,
-  };
-  if (isBag(sent.error)) result.error = errorRecord(sent.error);
-  // The response already given to the caller, if any, is the run's response.
-  const response = entry.response ?? (sent.response === undefined ? undefined : checkedResponse(sent.response));
-  if (response) result.response = response;
-  if (Array.isArray(sent.additionalProps)) {
-    result.additionalProps = sent.additionalProps.filter(
-      (prop) => isBag(prop) && typeof prop.name === "string" && typeof prop.type === "string",
-    ) as InvocationResult["additionalProps"];
-  }
-  return result;
-}
-
-function isLogRecord(value: unknown): boolean {
-  return (
-    isBag(value) &&
-    typeof value.ts === "number" &&
-    typeof value.message === "string" &&
-    LOG_LEVELS.includes(value.level as LogLevel)
-  );
-}
-
-function errorRecord(error: Bag): ErrorRecord {
-  const record: ErrorRecord = {
-    name: typeof error.name === "string" ? error.name : "Error",
-    message: typeof error.message === "string" ? error.message : String(error.message),
-    ts: typeof error.ts === "number" ? error.ts : Date.now(),
-  };
-  if (typeof error.stack === "string") record.stack = error.stack;
-  return record;
 }

@@ -20,8 +20,7 @@ import { type ChildProcess, spawn } from "node:child_process";
 import { fstatSync, readdirSync, readFileSync } from "node:fs";
 import { dirname } from "node:path";
 import type { Readable, Writable } from "node:stream";
-import { z } from "zod";
-import type { ComponentDescription } from "#runtime/describe-component";
+import { parseDescribeReply } from "#runtime/protocol-parsers";
 import {
   type DescribeReply,
   type DescribeRequest,
@@ -269,62 +268,6 @@ export function crashReason(code: number | null, signal: NodeJS.Signals | null, 
 
 export const isOutOfMemory = (stderr: string) => /heap out of memory|Allocation failed/i.test(stderr);
 
-const jsonValue: z.ZodType = z.lazy(() =>
-  z.union([z.string(), z.number(), z.boolean(), z.null(), z.array(jsonValue), z.record(z.string(), jsonValue)]),
-);
-/** What `describeComponent` in the child builds; code beside it could send anything else. */
-const descriptionSchema = z.object({
-  key: z.string().optional(),
-  name: z.string().optional(),
-  version: z.string().optional(),
-  description: z.string().optional(),
-  type: z.enum(["source", "action"]),
-  dedupe: z.string().optional(),
-  hooks: z.array(z.enum(["deploy", "activate", "deactivate"])),
-  methods: z.array(z.string()),
-  hasRun: z.boolean(),
-  hasAdditionalProps: z.boolean(),
-  props: z.array(
-    z.object({
-      name: z.string(),
-      type: z.string(),
-      label: z.string().optional(),
-      description: z.string().optional(),
-      default: jsonValue.optional(),
-      optional: z.boolean().optional(),
-      secret: z.boolean().optional(),
-      min: z.number().optional(),
-      max: z.number().optional(),
-      options: z.array(jsonValue).optional(),
-      remoteOptions: z.literal(true).optional(),
-      customResponse: z.boolean().optional(),
-      app: z.string().optional(),
-      alertType: z.string().optional(),
-      content: z.string().optional(),
-      static: jsonValue.optional(),
-      reloadProps: z.boolean().optional(),
-      useQuery: z.boolean().optional(),
-      disabled: z.boolean().optional(),
-      hidden: z.boolean().optional(),
-    }),
-  ),
-});
-const failureSchema = z.object({
-  message: z.string(),
-  line: z.number().int().optional(),
-  column: z.number().int().optional(),
-});
-
-/** The child's `described` message as a reply, or undefined when it is not one the runtime makes. */
-function checkedReply(message: SandboxMessage & { type: "described" }): DescribeReply | undefined {
-  if (message.ok) {
-    const description = descriptionSchema.safeParse((message as { description?: unknown }).description);
-    return description.success ? { ok: true, description: description.data as ComponentDescription } : undefined;
-  }
-  const error = failureSchema.safeParse((message as { error?: unknown }).error);
-  return error.success ? { ok: false, error: error.data } : undefined;
-}
-
 /**
  * Evaluates the bundle at `bundlePath` in a fresh sandbox child (read access to the bundle's
  * folder) and returns its description. Whatever the code does (throws, outlives `timeoutMs`,
@@ -356,10 +299,16 @@ export function describeInSandbox(
           // Sent only once the child listens.
           sandbox.send([request]);
         } else if (message.type === "described") {
-          const reply = checkedReply(message);
+          // The envelope is checked (`parseMessage`); the reply itself is parsed as on every platform.
+          const { type: _type, requestId: _requestId, ...body } = message;
+          const reply = parseDescribeReply(body);
           finish(() =>
             resolve(
-              reply ?? failed("the component could not be loaded: its sandbox process sent a malformed description"),
+              reply.ok
+                ? reply.value
+                : failed(
+                    `the component could not be loaded: its sandbox process sent a malformed description (${reply.problem})`,
+                  ),
             ),
           );
         }

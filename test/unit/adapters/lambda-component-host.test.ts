@@ -265,16 +265,23 @@ describe("LambdaComponentHost.invoke", () => {
     expect(Object.getOwnPropertyDescriptor(answer.dbWrites, "__proto__")?.value).toEqual({ y: 2 });
   });
 
-  it("treats an answer of an unknown shape as the run's error, not as effects", async () => {
-    for (const payload of [
-      { invocationId: "inv-1", emits: "nope" },
-      { ...result, invocationId: "other" },
-    ]) {
+  it("treats a malformed answer as the run's error, not as effects", async () => {
+    for (const [payload, problem] of [
+      [{ invocationId: "inv-1", emits: "nope" }, "emits must be an array"],
+      [{ ...result, invocationId: "other" }, "invocationId must be the invocation's id (inv-1)"],
+    ] as const) {
       lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode(payload) as never });
       const answer = await host().invoke(SOURCE, invocation);
       expect(answer.emits).toEqual([]);
-      expect(answer.error).toMatchObject({ name: "RuntimeError" });
+      expect(answer.error).toMatchObject({ name: "SandboxError", message: expect.stringContaining(problem) });
     }
+  });
+
+  it("answers a describer reply of another shape as its own failure, not the component's", async () => {
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ ok: true, description: {} }) as never });
+    await expect(host().describe(SOURCE.code)).rejects.toThrow(
+      /describer function answered a malformed reply \(description\.type/,
+    );
   });
 
   it("waits for a function that is still updating, then invokes it again", async () => {
@@ -298,7 +305,15 @@ describe("LambdaComponentHost.invoke", () => {
 
 describe("LambdaComponentHost.describe", () => {
   it("sends the bundle to the describer function and returns the description", async () => {
-    const description = { name: "x", type: "source", props: [] };
+    const description = {
+      name: "x",
+      type: "source",
+      hooks: [],
+      methods: [],
+      hasRun: true,
+      hasAdditionalProps: false,
+      props: [],
+    };
     lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ ok: true, description }) as never });
     expect(await host().describe(SOURCE.code)).toEqual(description);
     const { Payload, ...rest } = lambdaMock.commandCalls(InvokeCommand)[0]!.args[0].input;

@@ -1,0 +1,194 @@
+import { describe, expect, it } from "vitest";
+import type { Invocation, InvocationResult } from "#runtime/protocol";
+import {
+  MALFORMED_RESULT_ERROR,
+  malformedError,
+  parseDescribeReply,
+  parseHttpResponse,
+  parseInvocation,
+  parseInvocationResult,
+} from "#runtime/protocol-parsers";
+
+const invocation: Invocation = {
+  invocationId: "inv-1",
+  kind: "run",
+  sourceId: "dc_1",
+  props: { greeting: "hi" },
+  propTypes: { greeting: "string" },
+  db: { cursor: 3 },
+  event: { n: 1 },
+  timeoutMs: 1000,
+  limits: { maxEmits: 10, maxEmitBytes: 1000 },
+};
+
+const result: InvocationResult = {
+  invocationId: "inv-1",
+  emits: [{ event: { a: 1 }, meta: { id: "e1", name: "ch", summary: "s", ts: 5, delivery_ts: 6 } }],
+  dbWrites: { cursor: 4, gone: null },
+  logs: [{ ts: 1, level: "warn", message: "careful" }],
+  error: { name: "Error", message: "boom", stack: "Error: boom\n    at component.ts:3:7", ts: 2 },
+  response: { status: 201, headers: { "content-type": "text/plain" }, body: "aGk=", bodyEncoding: "base64" },
+  additionalProps: [{ name: "q", type: "string", label: "Q", optional: true, default: "x", options: ["x", "y"] }],
+  durationMs: 12.5,
+};
+
+/** `value` with the field at `path` (dot-separated, numbers index arrays) replaced by `replacement`. */
+function withField(value: unknown, path: string, replacement: unknown): unknown {
+  const copy = structuredClone(value) as Record<string, unknown>;
+  const keys = path.split(".");
+  let target: Record<string, unknown> = copy;
+  for (const key of keys.slice(0, -1)) target = target[key] as Record<string, unknown>;
+  const last = keys.at(-1) as string;
+  if (replacement === undefined) delete target[last];
+  else target[last] = replacement;
+  return copy;
+}
+
+describe("parseInvocationResult: the result a runtime sends", () => {
+  it("takes what the runtime builds, unchanged", () => {
+    expect(parseInvocationResult(structuredClone(result), "inv-1")).toEqual({ ok: true, value: result });
+    const bare = { invocationId: "inv-1", emits: [], dbWrites: {}, logs: [], durationMs: 0 };
+    expect(parseInvocationResult(bare, "inv-1")).toEqual({ ok: true, value: bare });
+  });
+
+  it("leaves out keys the protocol does not name, at the top and in an emit's options", () => {
+    const extra = { ...structuredClone(result), extra: 1 };
+    (extra.emits[0]!.meta as Record<string, unknown>).unknown = "x";
+    const parsed = parseInvocationResult(extra, "inv-1");
+    expect(parsed).toEqual({ ok: true, value: result });
+  });
+
+  it("hands JSON values on as they are: a __proto__ key of an event or a db write stays data", () => {
+    const raw = JSON.parse(
+      JSON.stringify(result)
+        .replace('"event":{"a":1}', '"event":{"a":1,"__proto__":{"x":1}}')
+        .replace('"dbWrites":{', '"dbWrites":{"__proto__":{"y":2},'),
+    );
+    const parsed = parseInvocationResult(raw, "inv-1");
+    if (!parsed.ok) throw new Error(parsed.problem);
+    expect(Object.getOwnPropertyDescriptor(parsed.value.emits[0]?.event, "__proto__")?.value).toEqual({ x: 1 });
+    expect(Object.getOwnPropertyDescriptor(parsed.value.dbWrites, "__proto__")?.value).toEqual({ y: 2 });
+    expect(Object.getPrototypeOf(parsed.value.dbWrites)).toBe(Object.prototype);
+  });
+
+  it.each([
+    ["a result that is not an object", null, "the result must be an object"],
+    ["another invocation's id", withField(result, "invocationId", "inv-2"), "invocationId must be the invocation's id"],
+    ["emits that are not an array", withField(result, "emits", { 0: 1 }), "emits must be an array"],
+    ["an emit that is not an object", withField(result, "emits", ["forged"]), "emits[0] must be an object"],
+    ["an emit without its event", withField(result, "emits.0.event", undefined), "emits[0].event must be present"],
+    ["an emit without options", withField(result, "emits.0.meta", undefined), "emits[0].meta must be an object"],
+    ["an emit whose id is an object", withField(result, "emits.0.meta.id", { x: 1 }), "emits[0].meta.id must be"],
+    ["an emit whose ts is a string", withField(result, "emits.0.meta.ts", "5"), "emits[0].meta.ts must be a finite"],
+    ["an emit whose name is a number", withField(result, "emits.0.meta.name", 5), "emits[0].meta.name must be a str"],
+    ["an event that is not JSON", withField(result, "emits.0.event", { f: Number.NaN }), "emits[0].event must be JSON"],
+    ["db writes that are an array", withField(result, "dbWrites", [1]), "dbWrites must be an object"],
+    ["db writes that are not JSON", withField(result, "dbWrites", { d: new Date(0) }), "dbWrites must be JSON"],
+    ["logs that are not an array", withField(result, "logs", "log"), "logs must be an array"],
+    ["a log of an unknown level", withField(result, "logs.0.level", "shout"), "logs[0].level must be one of log,"],
+    ["a log without a message", withField(result, "logs.0.message", undefined), "logs[0].message must be a string"],
+    ["an error that is not an object", withField(result, "error", "boom"), "error must be an object"],
+    ["an error whose name is a number", withField(result, "error.name", 5), "error.name must be a string"],
+    ["an error without a time", withField(result, "error.ts", undefined), "error.ts must be a finite number"],
+    ["a response with a status below 200", withField(result, "response.status", 42), "response.status must be an"],
+    ["a response with a status as text", withField(result, "response.status", "200"), "response.status must be an"],
+    ["a response whose headers are a list", withField(result, "response.headers", ["a"]), "response.headers must be"],
+    ["a header that is a number", withField(result, "response.headers", { a: 1 }), "response.headers.a must be a s"],
+    ["a response with an object body", withField(result, "response.body", { a: 1 }), "response.body must be a str"],
+    ["an unknown body encoding", withField(result, "response.bodyEncoding", "hex"), "response.bodyEncoding must be"],
+    ["a prop without a type", withField(result, "additionalProps.0.type", undefined), "additionalProps[0].type must"],
+    ["a prop whose optional is text", withField(result, "additionalProps.0.optional", "yes"), "additionalProps[0].op"],
+    ["a duration that is text", withField(result, "durationMs", "slow"), "durationMs must be a finite number"],
+  ])("refuses %s, saying which field", (_what, raw, problem) => {
+    const parsed = parseInvocationResult(raw, "inv-1");
+    expect(parsed.ok).toBe(false);
+    expect(parsed.ok ? "" : parsed.problem).toContain(problem);
+  });
+
+  it("keeps the problem short when the sender's key is long", () => {
+    const parsed = parseInvocationResult(withField(result, "response.headers", { ["h".repeat(100_000)]: 1 }), "inv-1");
+    expect(parsed.ok ? "" : parsed.problem).toHaveLength(
+      `response.headers.${"h".repeat(64)}... must be a string`.length,
+    );
+  });
+
+  it("walks a large array without overflowing the stack", () => {
+    const many = Array.from({ length: 1_000_000 }, () => 0);
+    const parsed = parseInvocationResult({ ...result, dbWrites: { many } }, "inv-1");
+    expect(parsed.ok).toBe(true);
+  });
+});
+
+describe("parseHttpResponse: a respond message's response", () => {
+  it("takes the normal form and refuses anything else", () => {
+    expect(parseHttpResponse({ status: 200, headers: {}, body: "" })).toEqual({
+      ok: true,
+      value: { status: 200, headers: {}, body: "" },
+    });
+    expect(parseHttpResponse({ status: 200, body: "" })).toEqual({
+      ok: false,
+      problem: "response.headers must be an object",
+    });
+    expect(parseHttpResponse({ status: 600, headers: {}, body: "" })).toMatchObject({ ok: false });
+  });
+});
+
+describe("parseInvocation: what both entries take from the host", () => {
+  it("takes an invocation as trusted code builds it", () => {
+    expect(parseInvocation(structuredClone(invocation))).toEqual({ ok: true, value: invocation });
+  });
+
+  it.each([
+    [{ hello: "world" }, "invocationId must be a string"],
+    [withField(invocation, "invocationId", ""), "invocationId must be a non-empty string"],
+    [
+      withField(invocation, "kind", "explode"),
+      "kind must be one of run, deploy, activate, deactivate, additionalProps",
+    ],
+    [withField(invocation, "props", []), "props must be an object"],
+    [withField(invocation, "propTypes", { a: 1 }), "propTypes.a must be a string"],
+    [withField(invocation, "timeoutMs", 0), "timeoutMs must be a positive number"],
+    [withField(invocation, "limits", { maxEmits: "10" }), "limits.maxEmits must be a finite number"],
+  ])("refuses %j", (raw, problem) => {
+    expect(parseInvocation(raw)).toEqual({ ok: false, problem });
+  });
+});
+
+describe("parseDescribeReply: the answer to a describe", () => {
+  const description = {
+    name: "x",
+    type: "source",
+    hooks: ["deploy"],
+    methods: ["m"],
+    hasRun: true,
+    hasAdditionalProps: false,
+    props: [{ name: "db", type: "$.service.db" }],
+  };
+
+  it("takes a description and a load failure", () => {
+    expect(parseDescribeReply({ ok: true, description })).toEqual({ ok: true, value: { ok: true, description } });
+    const failure = { ok: false, error: { message: "boom", line: 3, column: 9 } };
+    expect(parseDescribeReply(failure)).toEqual({ ok: true, value: failure });
+  });
+
+  it.each([
+    [{ ok: "yes" }, "ok must be a boolean"],
+    [{ ok: true, description: { ...description, type: "workflow" } }, "description.type must be one of source, action"],
+    [{ ok: true, description: { ...description, hooks: ["explode"] } }, "description.hooks[0] must be one of"],
+    [{ ok: true, description: { ...description, props: [{ name: "p" }] } }, "description.props[0].type must be a"],
+    [{ ok: false, error: { message: "m", line: 1.5 } }, "error.line must be an integer"],
+  ])("refuses %j", (raw, problem) => {
+    const parsed = parseDescribeReply(raw);
+    expect(parsed.ok ? "" : parsed.problem).toContain(problem);
+  });
+});
+
+describe("malformedError", () => {
+  it("names the message and the problem, and says nothing was applied", () => {
+    expect(malformedError("result", "logs must be an array", 7)).toEqual({
+      name: MALFORMED_RESULT_ERROR,
+      message: "the component's runtime sent a malformed result (logs must be an array); nothing of it was applied",
+      ts: 7,
+    });
+  });
+});
