@@ -38,7 +38,7 @@ import type {
   LogRecord,
   PropDescription,
 } from "./protocol.ts";
-import type { DescribeReply } from "./sandbox-protocol.ts";
+import type { DescribeReply } from "./sandbox-channel.ts";
 
 /** A parsed message, or the first thing wrong with it (`emits[2].meta.id must be ...`). */
 export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };

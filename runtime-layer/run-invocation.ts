@@ -21,7 +21,7 @@ import type {
   LogRecord,
 } from "./protocol.ts";
 import { EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "./result-limits.ts";
-import { toLoadFailure, withPosition } from "./sandbox-protocol.ts";
+import { toLoadFailure, withPosition } from "./sandbox-channel.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";

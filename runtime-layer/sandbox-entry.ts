@@ -5,7 +5,7 @@
  * environment, and one JSON argument ({@link SandboxChildConfig}).
  *
  * It reads requests as lines of JSON on fd 3 and writes its messages as lines on fd 4
- * (`sandbox-protocol.ts`): `describe` (the host kills the child after the answer) and `invoke`
+ * (`sandbox-channel.ts`): `describe` (the host kills the child after the answer) and `invoke`
  * (the child stays and serves one source, many invocations at a time). What it sends in one tick
  * goes as one write. It says `ready` once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while
  * it has work and its event loop turns (every `SANDBOX_IDLE_HEARTBEAT_MS` when idle), `started`
@@ -45,7 +45,7 @@ import {
   type SandboxMessage,
   type SandboxRequest,
   toLoadFailure,
-} from "./sandbox-protocol.ts";
+} from "./sandbox-channel.ts";
 
 const config = readConfig();
 // First, before any component code can run: descriptors the host leaked to this process (its own,

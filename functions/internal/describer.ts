@@ -17,7 +17,7 @@ import { fileURLToPath } from "node:url";
 import { z } from "zod";
 import { describeInSandbox } from "#adapters/local/sandbox-process";
 import { sha256Hex } from "#core/sha256";
-import type { DescribeReply } from "#runtime/sandbox-protocol";
+import type { DescribeReply } from "#runtime/sandbox-channel";
 
 /** The event the describer takes: the component bundled to one ESM file (`#adapters/aws/source-bundle`). */
 const describeEventSchema = z.object({

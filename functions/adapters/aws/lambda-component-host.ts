@@ -32,7 +32,7 @@ import { type Logger, silentLogger } from "#core/ports/logger";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { malformedError, parseDescribeReply, parseInvocationResult } from "#runtime/protocol-parsers";
 import { failedResult } from "#runtime/run-invocation";
-import { withPosition } from "#runtime/sandbox-protocol";
+import { withPosition } from "#runtime/sandbox-channel";
 import { hasErrorName } from "./sdk-errors.ts";
 import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
 

@@ -8,7 +8,7 @@ import type { Plugin } from "esbuild";
 import { invalidCode } from "#adapters/component-compile-error";
 import { sha256Hex } from "#core/sha256";
 import type { ComponentDescription } from "#runtime/describe-component";
-import { withPosition } from "#runtime/sandbox-protocol";
+import { withPosition } from "#runtime/sandbox-channel";
 import { BUNDLE_FILE, bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
 import { describeInSandbox } from "./sandbox-process.ts";
 

@@ -10,7 +10,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { buildComponent, withLiveService } from "#adapters/component-build";
-import { EVALUATING_HOOK } from "#runtime/sandbox-protocol";
+import { EVALUATING_HOOK } from "#runtime/sandbox-channel";
 
 /** The file name of a bundle, in the content-addressed folder its caller picks. */
 export const BUNDLE_FILE = "component.mjs";

@@ -20,7 +20,7 @@ import type { Logger } from "#core/ports/logger";
 import type { ErrorRecord, HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
 import { malformedError, parseHttpResponse, parseInvocationResult } from "#runtime/protocol-parsers";
 import { failedResult } from "#runtime/run-invocation";
-import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-protocol";
+import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-channel";
 import type { BudgetMember, SandboxBudget } from "./sandbox-budget.ts";
 import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess } from "./sandbox-process.ts";
 

@@ -5,7 +5,7 @@
  * processes, no workers, no addons), an empty environment and a heap cap.
  *
  * Everything a child sends is untrusted: component code runs there and can write anything to any
- * of its descriptors. Messages come as lines of JSON on a pipe of our own (`sandbox-protocol.ts`),
+ * of its descriptors. Messages come as lines of JSON on a pipe of our own (`sandbox-channel.ts`),
  * read with a frame limit and a guarded parse; a line that is too long or not a well-formed
  * message, or anything written to the request pipe, is a protocol violation, reported to the
  * owner of the process, which kills it.
@@ -32,7 +32,7 @@ import {
   type SandboxChildConfig,
   type SandboxMessage,
   type SandboxRequest,
-} from "#runtime/sandbox-protocol";
+} from "#runtime/sandbox-channel";
 
 /** Bytes of the child's stderr kept to explain a crash (an OOM report is a few hundred). */
 const STDERR_TAIL = 4096;

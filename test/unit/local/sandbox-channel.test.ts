@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { parseMessage } from "#adapters/local/sandbox-process";
-import { LineDecoder, pathRedactor } from "#runtime/sandbox-protocol";
+import { LineDecoder, pathRedactor } from "#runtime/sandbox-channel";
 
 describe("LineDecoder: the framing of a sandbox child's messages", () => {
   it("returns the lines a chunk finishes, joining a line split over chunks", () => {
