@@ -48,7 +48,7 @@ export interface RuntimeSettings {
 
 /**
  * What use cases and handlers receive. Each platform has one composition root that builds it:
- * `functions/adapters/local/composition.ts` and `functions/adapters/aws/composition.ts`.
+ * `functions/local/composition.ts` and `functions/adapters/aws/composition.ts`.
  */
 export interface Deps {
   identity: IdentityStore;
