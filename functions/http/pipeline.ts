@@ -2,6 +2,7 @@ import middy, { type MiddlewareObj } from "@middy/core";
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
 import type { z } from "zod";
 import { authenticate } from "#core/accounts";
+import { clipText } from "#core/clip-text";
 import { DomainError, type FieldIssue, isDomainError } from "#core/errors";
 import type { Caller } from "#core/identity";
 import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
@@ -50,12 +51,7 @@ export function jsonResult(statusCode: number, body: unknown, headers: Record<st
 export const MAX_ERROR_MESSAGE_CHARS = 1000;
 
 function clip(message: string): string {
-  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
-  let end = MAX_ERROR_MESSAGE_CHARS;
-  const last = message.charCodeAt(end - 1);
-  // A surrogate pair is never split.
-  if (last >= 0xd800 && last <= 0xdbff) end--;
-  return `${message.slice(0, end)}... (${message.length} characters)`;
+  return clipText(message, MAX_ERROR_MESSAGE_CHARS);
 }
 
 /**

@@ -116,6 +116,7 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     const { apiKey } = await accountIn(deps, "ada");
     const logged: Record<string, unknown>[] = [];
     const log: Logger = {
+      debug() {},
       info() {},
       warn() {},
       error: (message, fields) => logged.push({ message, ...fields }),
