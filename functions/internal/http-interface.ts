@@ -7,6 +7,7 @@
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { receiveHttpRequest } from "#core/http-interface";
 import { errorResult } from "#http/pipeline";
+import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
 import { loadAwsDeps } from "./internal-handler.ts";
 
@@ -14,15 +15,24 @@ export async function handler(
   event: unknown,
   context?: { awsRequestId?: string },
 ): Promise<APIGatewayProxyStructuredResultV2> {
+  const startedMs = performance.now();
   const deps = await loadAwsDeps();
   const requestId = context?.awsRequestId ?? "unknown";
   const log = deps.log.child({ request_id: requestId });
+  const line: RequestLine = { method: "-", path: ENDPOINT_LOG_PATH, status: undefined, durationMs: 0, requestId };
   try {
     const { endpointKey, request } = toIncomingHttpRequest(httpInterfaceEventSchema.parse(event));
-    return toApiGatewayResult(await receiveHttpRequest(deps, endpointKey, request));
+    line.method = request.method;
+    const result = toApiGatewayResult(await receiveHttpRequest(deps, endpointKey, request, line));
+    line.status = result.statusCode;
+    return result;
   } catch (error) {
     // Only a failure of Sluice itself lands here: what the component does is in its answer.
     const result = errorResult(error, requestId, log);
+    line.status = result.statusCode;
     return { ...result, headers: { ...result.headers, "x-request-id": requestId } };
+  } finally {
+    line.durationMs = performance.now() - startedMs;
+    logRequest(deps.log, line);
   }
 }
