@@ -6,17 +6,26 @@
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import { receiveHttpRequest } from "#core/http-interface";
+import type { Deps } from "#core/ports/deps";
 import { errorResult } from "#http/pipeline";
 import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
 import { loadAwsDeps } from "./internal-handler.ts";
 
-export async function handler(
+/** The function's handler on the dependencies `loadDeps` gives (the AWS ones in the stack). */
+export function httpInterfaceHandler(loadDeps: () => Promise<Deps>) {
+  return (event: unknown, context?: { awsRequestId?: string }) => answer(loadDeps, event, context);
+}
+
+export const handler = httpInterfaceHandler(loadAwsDeps);
+
+async function answer(
+  loadDeps: () => Promise<Deps>,
   event: unknown,
   context?: { awsRequestId?: string },
 ): Promise<APIGatewayProxyStructuredResultV2> {
   const startedMs = performance.now();
-  const deps = await loadAwsDeps();
+  const deps = await loadDeps();
   const requestId = context?.awsRequestId ?? "unknown";
   const log = deps.log.child({ request_id: requestId });
   const line: RequestLine = { method: "-", path: ENDPOINT_LOG_PATH, status: undefined, durationMs: 0, requestId };
