@@ -85,20 +85,29 @@ export function isoTime(timeMs: number): string {
   return `${cachedPrefix}.${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
 }
 
-/** The JSON line: `level`, `time` and `message` first and never overwritten by a field. */
+const NO_FIELDS: Record<string, unknown> = {};
+
+/**
+ * The JSON line: `level`, `time` and `message` first and never overwritten by a field, then
+ * `base`'s fields and `fields` (which win over `base`'s). Two objects rather than one merged by
+ * spreading: a spread copy is an object V8 serialises about five times slower.
+ */
 export function formatJsonLine(
   level: Severity,
   timeMs: number,
   message: string,
   fields: Record<string, unknown>,
+  base: Record<string, unknown> = NO_FIELDS,
 ): string {
   const record: Record<string, unknown> = { level, time: isoTime(timeMs), message: clipped(message) };
-  for (const key in fields) {
-    if (key === "level" || key === "time" || key === "message") continue;
-    const value = fields[key];
-    if (value !== undefined) record[key] = clipped(value);
-  }
+  for (const key in base) if (!(key in fields)) addField(record, key, base[key]);
+  for (const key in fields) addField(record, key, fields[key]);
   return safeJson(record);
+}
+
+function addField(record: Record<string, unknown>, key: string, value: unknown): void {
+  if (value === undefined || key === "level" || key === "time" || key === "message") return;
+  record[key] = clipped(value);
 }
 
 /** A bare word in a text line; anything else (spaces, quotes, `=`, control characters, empty) is quoted. */
@@ -133,14 +142,13 @@ export function formatTextLine(
   timeMs: number,
   message: string,
   fields: Record<string, unknown>,
+  base: Record<string, unknown> = NO_FIELDS,
 ): string {
   const text = clipText(message, MAX_LOG_VALUE_CHARS);
   let line = `${isoTime(timeMs)} ${LEVEL_LABEL[level]} ${PLAIN_MESSAGE.test(text) ? text : quoted(text)}`;
-  for (const key in fields) {
-    const value = fields[key];
-    if (value === undefined) continue;
-    line += ` ${key}=${textValue(clipped(value))}`;
-  }
+  for (const key in base)
+    if (!(key in fields) && base[key] !== undefined) line += ` ${key}=${textValue(clipped(base[key]))}`;
+  for (const key in fields) if (fields[key] !== undefined) line += ` ${key}=${textValue(clipped(fields[key]))}`;
   return line;
 }
 
@@ -156,7 +164,7 @@ export function createLogger(options: LoggerOptions): Logger {
       ? noop
       : (message: string, fields?: Record<string, unknown>) => {
           try {
-            write(formatLine(severity, now(), message, fields ? { ...base, ...fields } : base));
+            write(formatLine(severity, now(), message, fields ?? NO_FIELDS, base));
           } catch {}
         };
   return {

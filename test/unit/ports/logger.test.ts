@@ -50,6 +50,16 @@ describe("log levels", () => {
     ]);
   });
 
+  it("lets a line's field win over the logger's, written once in either format", () => {
+    for (const format of ["json", "text"] as const) {
+      const { log, lines } = collect("info", format, { service: "sluice", source_id: "base" });
+      log.info("x", { source_id: "line" });
+      const line = lines[0] as string;
+      expect(line.split("source_id").length - 1, format).toBe(1);
+      expect(line).toContain(format === "json" ? '"source_id":"line"' : "source_id=line");
+    }
+  });
+
   it("names every level a setting may take", () => {
     expect(LOG_LEVELS).toEqual(["debug", "info", "warn", "error", "silent"]);
   });
