@@ -258,7 +258,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
       return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/", line);
     }
     const stream = STREAM_PATH.exec(url.pathname);
-    if (stream?.[1]) return streams.handle(request, response, url, decodeSegment(stream[1]));
+    if (stream?.[1]) return streams.handle(request, response, url, decodeSegment(stream[1]), requestId);
     const found = match(method, url.pathname);
     if (found.kind !== "found") {
       request.resume();

@@ -91,6 +91,17 @@ describe("the operator's log of local mode", () => {
     await waitForLine("the line of a refused request", (l) => l.request_id === refused.headers.get("x-request-id"));
     expect(lines().find((l) => l.request_id === refused.headers.get("x-request-id"))).toMatchObject({ status: 401 });
 
+    // A live stream's line has its path without the query and the id its refusal carried.
+    const stream = await fetch(`${sluice.baseUrl.replace(/\/v1$/, "")}/sources/dc_unknown1/sse?event_name=${QUERY}`, {
+      headers: { authorization: `Bearer ${API_KEY}` },
+    });
+    expect(stream.status).toBe(404);
+    const streamLine = await waitForLine(
+      "the stream's request line",
+      (l) => l.request_id === stream.headers.get("x-request-id"),
+    );
+    expect(streamLine).toMatchObject({ method: "GET", path: "/sources/dc_unknown1/sse", status: 404 });
+
     // A webhook that always fails, subscribed to a source with a secret prop.
     const hook = await api("POST", `/webhooks?url=${encodeURIComponent(receiver.url("/hook"))}`);
     expect(hook.status).toBe(200);
