@@ -1,8 +1,8 @@
 #!/usr/bin/env -S npx tsx
 import { parseArgs } from "node:util";
+import { logFormatFor, streamLogger } from "#adapters/log-output";
 import { loadLocalConfig } from "#config/env";
 import { type CreatedAccount, createAccount } from "#core/accounts";
-import { jsonLogger } from "#core/ports/logger";
 import { createLocalKey, createLocalUser } from "#local/bootstrap";
 import { startLocalMode } from "#local/start";
 
@@ -25,7 +25,9 @@ Commands:
 
 async function start(): Promise<void> {
   const config = loadLocalConfig();
-  const log = jsonLogger({ service: "sluice" });
+  // A JSON line names its service for the log shipper; a person at a terminal knows it.
+  const format = logFormatFor(config.log.format);
+  const log = streamLogger({ level: config.log.level, format, base: format === "json" ? { service: "sluice" } : {} });
   const running = await startLocalMode(config, log);
   let stopping = false;
   const shutdown = (signal: string) => {

@@ -125,7 +125,8 @@ export interface StartServerOptions {
 
 /** Local mode as `npm start` starts it (test/support/local-process.ts), on 127.0.0.1 and a free port. */
 export async function startServer(options: StartServerOptions = {}): Promise<BenchServer> {
-  const env: Record<string, string> = { SLUICE_HOST: "127.0.0.1", ...options.env };
+  // At the default log level, as an operator runs it: a line per request is part of what is measured.
+  const env: Record<string, string> = { SLUICE_HOST: "127.0.0.1", SLUICE_LOG_LEVEL: "info", ...options.env };
   if (options.profileDir) {
     mkdirSync(options.profileDir, { recursive: true });
     // Node 20 refuses --cpu-prof in NODE_OPTIONS: a preloaded module profiles through the inspector.

@@ -1,6 +1,7 @@
 import { z } from "zod";
 import type { Quotas } from "#core/ports/deps";
 import type { EventRetention } from "#core/ports/event-store";
+import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "#core/ports/logger";
 import type { DeliverySettings } from "#core/webhook-delivery";
 import type { EmitLimits } from "#runtime/protocol";
 
@@ -70,6 +71,10 @@ export const ENV = {
   databaseMaxMb: "SLUICE_DATABASE_MAX_MB",
   /** Local mode: live sandbox processes of all sources at most (default: one per 64 MiB of memory, 8 to 256). */
   sandboxMaxProcesses: "SLUICE_SANDBOX_MAX_PROCESSES",
+  /** Lines below this level are not written: `debug`, `info` (default), `warn`, `error`, `silent`. */
+  logLevel: "SLUICE_LOG_LEVEL",
+  /** Local mode: `text` (one readable line per record; the default on a terminal) or `json` (the default otherwise; always on AWS). */
+  logFormat: "SLUICE_LOG_FORMAT",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -77,6 +82,9 @@ type Env = Record<string, string | undefined>;
 const count = z.coerce.number().int().min(0);
 /** A switch that is on unless set to `false`. */
 const trueOrFalse = z.enum(["true", "false"], { error: 'must be "true" or "false"' }).default("true");
+
+/** `SLUICE_LOG_LEVEL`, on both platforms. */
+const logLevelRule = z.enum(LOG_LEVELS, { error: `must be one of ${LOG_LEVELS.join(", ")}` }).default("info");
 
 /** `SLUICE_INVOCATION_TIMEOUT_MS`, on both platforms: up to Lambda's 15 minutes. */
 export const invocationTimeoutRule = z.coerce.number().int().min(100).max(900_000).default(30_000);
@@ -161,8 +169,16 @@ export interface WebhookDeliveryConfig extends Omit<DeliverySettings, "random"> 
   allowPrivateAddresses: boolean;
 }
 
+/** What the server logs, and how (docs/operations.md). */
+export interface LogConfig {
+  level: LogLevel;
+  /** Undefined: `text` when the output is a terminal, else `json`. */
+  format: LogFormat | undefined;
+}
+
 export interface LocalConfig {
   port: number;
+  log: LogConfig;
   /** Largest size of the data file in MiB; 0: no cap but the disk's. */
   databaseMaxMb: number;
   events: EventRetention;
@@ -205,12 +221,15 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       ...quotaShape,
       ...emitLimitsShape,
       [ENV.databaseMaxMb]: count.default(0),
+      [ENV.logLevel]: logLevelRule,
+      [ENV.logFormat]: z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(", ")}` }).optional(),
     },
     env,
     "Local mode",
   );
   return {
     port: parsed[ENV.port] as number,
+    log: { level: parsed[ENV.logLevel] as LogLevel, format: parsed[ENV.logFormat] as LogFormat | undefined },
     databaseMaxMb: parsed[ENV.databaseMaxMb] as number,
     host: parsed[ENV.host] as string,
     dataDir: parsed[ENV.dataDir] as string,
@@ -251,6 +270,8 @@ export interface AwsConfig {
   quotas: Quotas;
   /** Age after which events expire (DynamoDB TTL); the count limit does not apply on AWS. */
   eventMaxAgeMs: number;
+  /** Lines below it are not written; the format is always JSON. */
+  logLevel: LogLevel;
 }
 
 export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
@@ -259,6 +280,7 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     {
       [ENV.resourcesTable]: needs.resources ? table : table.optional(),
       [ENV.eventRetentionDays]: count.default(30),
+      [ENV.logLevel]: logLevelRule,
       ...quotaShape,
     },
     env,
@@ -268,5 +290,6 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     resourcesTable: parsed[ENV.resourcesTable] as string | undefined,
     quotas: quotasFrom(parsed),
     eventMaxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,
+    logLevel: parsed[ENV.logLevel] as LogLevel,
   };
 }

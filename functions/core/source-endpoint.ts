@@ -39,14 +39,19 @@ function trustedResponse(response: HttpResponseSpec): HttpResponseSpec {
   return "response" in checked ? checked.response : REFUSED_RESPONSE_RESPONSE;
 }
 
-/** Answers one request to an HTTP interface endpoint. */
+/**
+ * Answers one request to an HTTP interface endpoint. `reached`, when given, gets the id of the
+ * source the key belongs to, for the caller's request line.
+ */
 export async function receiveHttpRequest(
   deps: RunDeps & Pick<Deps, "runs">,
   endpointKey: string,
   request: IncomingHttpRequest,
+  reached?: { sourceId?: string },
 ): Promise<HttpResponseSpec> {
   const source = await deps.sources.findSourceByEndpointKey(endpointKey);
   if (!source) return UNKNOWN_ENDPOINT_RESPONSE;
+  if (reached) reached.sourceId = source.id;
   if (request.method === "OPTIONS") {
     return corsPreflightResponse(request.headers);
   }

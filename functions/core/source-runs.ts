@@ -18,6 +18,7 @@ import type {
   LogRecord,
 } from "#runtime/protocol";
 import { channelName } from "./channels.ts";
+import { clipText } from "./clip-text.ts";
 import {
   type ComponentRecord,
   ERRORS_CHANNEL,
@@ -32,7 +33,7 @@ import {
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
-import { DB_SERVICE, type InterfaceContext, openSecretValues, runtimeProps } from "./props.ts";
+import { DB_SERVICE, type InterfaceContext, isSealed, openSecretValues, runtimeProps } from "./props.ts";
 import {
   creditsOf,
   firstNoticeIn,
@@ -321,6 +322,7 @@ async function applyResult(
   for (const problem of problems) {
     deps.log.warn("source result over a limit", { source_id: source.id, error: problem.name, reason: problem.message });
   }
+  if (limited.error) logRunFailure(deps, source, invocation, limited.error);
 
   const computeTimeMs = trustedDuration(result.durationMs, elapsedMs, invocation.timeoutMs);
   const [stored] = await Promise.all([
@@ -456,6 +458,35 @@ async function mergeState(
 }
 
 const warning = (ts: number, message: string): LogRecord => ({ ts, level: "warn", message });
+
+/** Characters of a failed run's message in the server's log line (its `$errors` event keeps it whole). */
+export const RUN_FAILURE_LOG_CHARS = 300;
+
+/**
+ * The server's line for a run or hook that failed, the same on both platforms. The message is the
+ * component's own text: its secret props' values are masked (a component may quote them in what
+ * it throws), the server's paths too, and it is cut short; the stack and the event are not logged.
+ */
+function logRunFailure(
+  deps: Pick<Deps, "log">,
+  source: SourceRecord,
+  invocation: Invocation,
+  error: ErrorRecord,
+): void {
+  const secrets: string[] = [];
+  for (const [name, stored] of Object.entries(source.configuredProps)) {
+    const value = invocation.props[name];
+    if (isSealed(stored) && typeof value === "string" && value !== "") secrets.push(value);
+  }
+  const masked = (text: string) =>
+    secrets.reduce((out, secret) => out.split(secret).join("[secret]"), redactPaths(text));
+  deps.log.warn("source run failed", {
+    source_id: source.id,
+    invocation: invocation.kind,
+    error: clipText(masked(error.name), 100),
+    error_message: clipText(masked(error.message), RUN_FAILURE_LOG_CHARS),
+  });
+}
 
 /** The lines a run keeps on `$logs`: at most {@link MAX_LOG_LINES_PER_RUN}, without the server's paths. */
 function capLogs(all: LogRecord[]): LogRecord[] {

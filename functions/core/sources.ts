@@ -259,7 +259,18 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
     throw error;
   }
   if (source.timer) await deps.timers.schedule(source.id, source.timer);
+  deps.log.info("source deployed", sourceLogFields(source));
   return sourceView(deps, source, component);
+}
+
+/** The fields of a source's lifecycle lines: ids only, never its props (they can hold secrets). */
+function sourceLogFields(source: SourceRecord) {
+  return {
+    source_id: source.id,
+    workspace_id: source.workspaceId,
+    component_id: source.componentId,
+    active: source.active,
+  };
 }
 
 /** `PUT /sources/{id}`: `deactivate()`, swap code, props, name and `active`, then `activate()` if active. */
@@ -298,6 +309,7 @@ export async function updateSource(deps: SourceDeps, caller: Caller, id: string,
     await runHook(deps, saved, component, "activate");
     if (saved.timer) await deps.timers.schedule(saved.id, saved.timer);
   }
+  deps.log.info("source updated", sourceLogFields(saved));
   return sourceView(deps, saved, component);
 }
 
@@ -310,6 +322,7 @@ export async function deleteSource(deps: SourceDeps, caller: Caller, id: string)
   const component = await loadComponent(deps, source.componentId);
   if (source.active && component) await runHook(deps, source, component, "deactivate");
   await removeSource(deps, source);
+  deps.log.info("source deleted", sourceLogFields(source));
   return { id: source.id, deleted: true };
 }
 

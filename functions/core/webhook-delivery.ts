@@ -167,9 +167,14 @@ export async function attemptDelivery(
   return { kind: "dead", attempts, error };
 }
 
-/** The log fields that name a delivery. */
+/** The log fields that name a delivery (never its payload: that is the event). */
 export function deliveryLogFields(delivery: DeliveryRecord) {
-  return { delivery_id: delivery.id, webhook_id: delivery.webhookId, event_id: delivery.eventId };
+  return {
+    delivery_id: delivery.id,
+    webhook_id: delivery.webhookId,
+    source_id: delivery.emitterId,
+    event_id: delivery.eventId,
+  };
 }
 
 /** Logs what became of an attempt (nothing when it was delivered), the same on both platforms. */

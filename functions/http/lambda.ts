@@ -10,8 +10,10 @@ import type { AnyRoute } from "./route.ts";
 export function lambdaHandler(route: AnyRoute) {
   // A route without table access is deployed without the table's name (and without a grant).
   const resources = route.access.resources !== undefined;
-  const handler = createHttpHandler(route, async () =>
-    (await import("#adapters/aws/composition")).awsDeps({ resources }),
+  const handler = createHttpHandler(
+    route,
+    async () => (await import("#adapters/aws/composition")).awsDeps({ resources }),
+    { logRequests: true },
   );
   return (event: HttpEvent, context: Context) => handler(event, context as never);
 }

@@ -2,6 +2,7 @@ import middy, { type MiddlewareObj } from "@middy/core";
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
 import type { z } from "zod";
 import { authenticate } from "#core/accounts";
+import { clipText } from "#core/clip-text";
 import { DomainError, type FieldIssue, isDomainError } from "#core/errors";
 import type { Caller } from "#core/identity";
 import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
@@ -10,6 +11,7 @@ import type { Logger } from "#core/ports/logger";
 import { STATUS_OF } from "./error-status.ts";
 import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
 import { MAX_JSON_BODY_BYTES } from "./limits.ts";
+import { logRequest } from "./request-log.ts";
 import type { AnyRoute } from "./route.ts";
 
 export type HttpEvent = APIGatewayProxyEventV2;
@@ -25,6 +27,8 @@ export type DepsProvider = () => Promise<Deps>;
 
 interface RequestState {
   requestId: string;
+  /** `performance.now()` when the request arrived. */
+  startedMs: number;
   deps?: Deps;
   log?: Logger;
   caller?: Caller;
@@ -50,12 +54,7 @@ export function jsonResult(statusCode: number, body: unknown, headers: Record<st
 export const MAX_ERROR_MESSAGE_CHARS = 1000;
 
 function clip(message: string): string {
-  if (message.length <= MAX_ERROR_MESSAGE_CHARS) return message;
-  let end = MAX_ERROR_MESSAGE_CHARS;
-  const last = message.charCodeAt(end - 1);
-  // A surrogate pair is never split.
-  if (last >= 0xd800 && last <= 0xdbff) end--;
-  return `${message.slice(0, end)}... (${message.length} characters)`;
+  return clipText(message, MAX_ERROR_MESSAGE_CHARS);
 }
 
 /**
@@ -136,18 +135,32 @@ function stateOf(request: Request): RequestState {
   return request.context.sluice;
 }
 
-function requestContext(): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {
+/** The request line (`#http/request-log`) of an answered request, once its logger is known. */
+function logAnswered(request: Request, state: RequestState): void {
+  if (!state.deps || !request.response) return;
+  logRequest(state.deps.log, {
+    method: request.event.requestContext?.http?.method ?? "-",
+    path: request.event.rawPath ?? "-",
+    status: request.response.statusCode,
+    durationMs: performance.now() - state.startedMs,
+    requestId: state.requestId,
+  });
+}
+
+function requestContext(logRequests: boolean): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {
   return {
     before: (request) => {
       const requestId = request.event.requestContext?.requestId ?? request.context.awsRequestId ?? "unknown";
-      request.context.sluice = { requestId };
+      request.context.sluice = { requestId, startedMs: performance.now() };
     },
     after: (request) => {
       if (request.response) request.response.headers["x-request-id"] = stateOf(request).requestId;
+      if (logRequests) logAnswered(request, stateOf(request));
     },
     onError: (request) => {
-      const state = request.context.sluice ?? { requestId: "unknown" };
+      const state = request.context.sluice ?? { requestId: "unknown", startedMs: performance.now() };
       request.response = errorResult(request.error, state.requestId, state.log);
+      if (logRequests) logAnswered(request, state);
     },
   };
 }
@@ -188,11 +201,20 @@ function input(route: AnyRoute): MiddlewareObj<HttpEvent, HttpResult, Error, Htt
   };
 }
 
+export interface HttpHandlerOptions {
+  /**
+   * Log a request line per request. On AWS the handler is the function's entry, so it logs its
+   * own; local mode's server logs every request it serves (endpoints and streams too) itself.
+   * @default false
+   */
+  readonly logRequests?: boolean;
+}
+
 /**
  * The one middleware stack of every endpoint: request id and error mapping outermost, then
  * dependencies, authentication, input parsing and validation, and last the route's use case.
  */
-export function createHttpHandler(route: AnyRoute, provide: DepsProvider) {
+export function createHttpHandler(route: AnyRoute, provide: DepsProvider, options: HttpHandlerOptions = {}) {
   const run = async (_event: HttpEvent, context: HttpContext): Promise<HttpResult> => {
     const state = context.sluice;
     const body = await route.run(state.deps as Deps, {
@@ -205,7 +227,7 @@ export function createHttpHandler(route: AnyRoute, provide: DepsProvider) {
     return jsonResult(route.successStatus ?? 200, applyFieldFilter(body, state.filter));
   };
   return middy<HttpEvent, HttpResult, Error, HttpContext>()
-    .use(requestContext())
+    .use(requestContext(options.logRequests ?? false))
     .use(dependencies(provide))
     .use(authentication(route))
     .use(input(route))

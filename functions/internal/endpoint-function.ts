@@ -5,24 +5,43 @@
  * run's `respond(...)`, which on AWS arrives when the run ends.
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import type { Deps } from "#core/ports/deps";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { errorResult } from "#http/pipeline";
+import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
 import { loadAwsDeps } from "./internal-handler.ts";
 
-export async function handler(
+/** The function's handler on the dependencies `loadDeps` gives (the AWS ones in the stack). */
+export function httpInterfaceHandler(loadDeps: () => Promise<Deps>) {
+  return (event: unknown, context?: { awsRequestId?: string }) => answer(loadDeps, event, context);
+}
+
+export const handler = httpInterfaceHandler(loadAwsDeps);
+
+async function answer(
+  loadDeps: () => Promise<Deps>,
   event: unknown,
   context?: { awsRequestId?: string },
 ): Promise<APIGatewayProxyStructuredResultV2> {
-  const deps = await loadAwsDeps();
+  const startedMs = performance.now();
+  const deps = await loadDeps();
   const requestId = context?.awsRequestId ?? "unknown";
   const log = deps.log.child({ request_id: requestId });
+  const line: RequestLine = { method: "-", path: ENDPOINT_LOG_PATH, status: undefined, durationMs: 0, requestId };
   try {
     const { endpointKey, request } = toIncomingHttpRequest(httpInterfaceEventSchema.parse(event));
-    return toApiGatewayResult(await receiveHttpRequest(deps, endpointKey, request));
+    line.method = request.method;
+    const result = toApiGatewayResult(await receiveHttpRequest(deps, endpointKey, request, line));
+    line.status = result.statusCode;
+    return result;
   } catch (error) {
     // Only a failure of Sluice itself lands here: what the component does is in its answer.
     const result = errorResult(error, requestId, log);
+    line.status = result.statusCode;
     return { ...result, headers: { ...result.headers, "x-request-id": requestId } };
+  } finally {
+    line.durationMs = performance.now() - startedMs;
+    logRequest(deps.log, line);
   }
 }

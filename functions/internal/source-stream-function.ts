@@ -39,6 +39,7 @@ import {
   SSE_OPENING_FRAME,
   sseFrame,
 } from "#core/source-stream";
+import { logRequest, type RequestLine } from "#http/request-log";
 import { sourceIdParams } from "#http/schemas";
 import { streamRefusal } from "#http/stream-refusal";
 
@@ -216,14 +217,24 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
   const respond = options.responseStream ?? lambdaResponseStream;
 
   return async (rawEvent: unknown, responseStream: Writable, context: StreamContext): Promise<void> => {
+    const startedMs = performance.now();
     let requestId = context.awsRequestId ?? "unknown";
     let deps: StreamDeps | undefined;
+    // The request line (#http/request-log), written when the response ends; the query is never in it.
+    const line: RequestLine = { method: "-", path: "-", status: undefined, durationMs: 0, requestId };
+    const logLine = () => {
+      line.durationMs = performance.now() - startedMs;
+      line.requestId = requestId;
+      if (deps) logRequest(deps.log, line);
+    };
     let stream: SourceStream;
     let cursor: string;
     let settings: Pick<StreamSettings, "pollIntervalMs" | "endMarginMs">;
     try {
       const event = functionUrlEventSchema.parse(rawEvent);
       requestId = event.requestContext.requestId ?? requestId;
+      line.method = event.requestContext.http.method.toUpperCase();
+      line.path = event.rawPath;
       const sourceId = routeOf(event);
       deps = await options.loadDeps();
       settings = settingsOf();
@@ -235,6 +246,8 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
         respond(responseStream, { statusCode: result.statusCode, headers: result.headers }),
         result.body,
       );
+      line.status = result.statusCode;
+      logLine();
       return;
     }
     const log = deps.log.child({ request_id: requestId, source_id: stream.sourceId });
@@ -283,6 +296,9 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
       const reason = failed ? "error" : String(stop.signal.reason ?? "window");
       log.info("stream ended", { reason, events_sent: sent, last_event_id: cursor });
       await endResponse(out);
+      line.status = 200;
+      if (reason === "client") line.aborted = true;
+      logLine();
     }
   };
 }

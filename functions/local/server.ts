@@ -9,6 +9,7 @@ import type { Deps } from "#core/ports/deps";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
 import { createHttpHandler, errorResult, type HttpResult, jsonResult } from "#http/pipeline";
+import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
 import { createRouter } from "#http/routing";
@@ -162,6 +163,7 @@ async function handleEndpoint(
   url: URL,
   endpointKey: string,
   path: string,
+  line: RequestLine,
 ): Promise<void> {
   let body: Buffer;
   try {
@@ -170,15 +172,20 @@ async function handleEndpoint(
     if (!(error instanceof BodyTooLargeError)) throw error;
     return sendSpec(response, PAYLOAD_TOO_LARGE_RESPONSE);
   }
-  const spec = await receiveHttpRequest(deps, endpointKey, {
-    method: request.method ?? "GET",
-    path,
-    rawQuery: url.search.slice(1),
-    headers: request.headers,
-    body,
-    clientIp: request.socket.remoteAddress ?? "",
-    url: `${deps.runtime.publicUrl}${url.pathname}${url.search}`,
-  });
+  const spec = await receiveHttpRequest(
+    deps,
+    endpointKey,
+    {
+      method: request.method ?? "GET",
+      path,
+      rawQuery: url.search.slice(1),
+      headers: request.headers,
+      body,
+      clientIp: request.socket.remoteAddress ?? "",
+      url: `${deps.runtime.publicUrl}${url.pathname}${url.search}`,
+    },
+    line,
+  );
   sendSpec(response, spec);
 }
 
@@ -236,19 +243,22 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
   const handlers = new Map(routes.map((route) => [route, createHttpHandler(route, async () => deps)]));
   const streams = new SourceStreamServer({ deps, bus: options.bus, ...options.stream });
 
-  async function handle(request: IncomingMessage, response: ServerResponse): Promise<void> {
-    const requestId = randomUUID();
-    const method = request.method ?? "GET";
+  async function handle(request: IncomingMessage, response: ServerResponse, line: RequestLine): Promise<void> {
+    const { requestId, method } = line;
     const url = requestUrl(request.url ?? "/");
     if (!url) {
       request.resume();
       const refused = new DomainError("validation", "the request target is not a path");
       return send(response, errorResult(refused, requestId, undefined));
     }
+    line.path = url.pathname;
     const endpoint = ENDPOINT_PATH.exec(url.pathname);
-    if (endpoint?.[1]) return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/");
+    if (endpoint?.[1]) {
+      line.path = ENDPOINT_LOG_PATH;
+      return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/", line);
+    }
     const stream = STREAM_PATH.exec(url.pathname);
-    if (stream?.[1]) return streams.handle(request, response, url, decodeSegment(stream[1]));
+    if (stream?.[1]) return streams.handle(request, response, url, decodeSegment(stream[1]), requestId);
     const found = match(method, url.pathname);
     if (found.kind !== "found") {
       request.resume();
@@ -275,10 +285,24 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
   }
 
   const server = createServer((request, response) => {
-    handle(request, response).catch((error) => {
-      const requestId = randomUUID();
-      deps.log.error("request failed outside the handler", { request_id: requestId, error: String(error) });
-      if (!response.headersSent) send(response, errorResult(error, requestId, undefined));
+    const startedMs = performance.now();
+    // A target that is not a path is logged as "-"; an endpoint's key never is (ENDPOINT_LOG_PATH).
+    const line: RequestLine = {
+      method: request.method ?? "GET",
+      path: "-",
+      status: undefined,
+      durationMs: 0,
+      requestId: randomUUID(),
+    };
+    response.once("close", () => {
+      line.durationMs = performance.now() - startedMs;
+      if (response.headersSent) line.status = response.statusCode;
+      if (!response.writableFinished) line.aborted = true;
+      logRequest(deps.log, line);
+    });
+    handle(request, response, line).catch((error) => {
+      deps.log.error("request failed outside the handler", { request_id: line.requestId, error: String(error) });
+      if (!response.headersSent) send(response, errorResult(error, line.requestId, undefined));
       else response.destroy();
     });
   });

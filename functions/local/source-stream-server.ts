@@ -126,10 +126,16 @@ export class SourceStreamServer {
 
   /**
    * Serves one stream request. Errors before streaming answer like the API (JSON, 401 with
-   * `www-authenticate`, 404, 400 naming the field, 405 with `allow`).
+   * `www-authenticate`, 404, 400 naming the field, 405 with `allow`). `requestId`: the id of the
+   * server's request line, sent as `x-request-id`.
    */
-  async handle(request: IncomingMessage, response: ServerResponse, url: URL, sourceId: string): Promise<void> {
-    const requestId = randomUUID();
+  async handle(
+    request: IncomingMessage,
+    response: ServerResponse,
+    url: URL,
+    sourceId: string,
+    requestId: string = randomUUID(),
+  ): Promise<void> {
     request.resume();
     let gone = false;
     let client: StreamClient | undefined;

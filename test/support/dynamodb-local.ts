@@ -124,6 +124,8 @@ export function lambdaEnvFor(table: string, endpoint: string): Record<string, st
     AWS_REGION: "local",
     AWS_ACCESS_KEY_ID: "local",
     AWS_SECRET_ACCESS_KEY: "local",
+    // Quiet, as local mode in tests: no request line per call on the test's output.
+    [ENV.logLevel]: "warn",
   };
 }
 

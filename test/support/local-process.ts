@@ -36,18 +36,47 @@ export interface SluiceProcess {
   baseUrl: string;
   dataDir: string;
   child: ChildProcess;
-  /** Everything the process printed so far, stdout and stderr. */
+  /**
+   * What the process printed so far, stdout and stderr: all of it up to {@link OUTPUT_HEAD_CHARS},
+   * then the newest {@link OUTPUT_TAIL_CHARS} (a busy server logs a line per request).
+   */
   output(): string;
   apiKeyFromFile(): string;
   /** Sends `signal` and resolves with how the process ended. */
   stop(signal?: NodeJS.Signals): Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
 }
 
+export const OUTPUT_HEAD_CHARS = 64 * 1024;
+export const OUTPUT_TAIL_CHARS = 1024 * 1024;
+
+/** Collects a process's output, keeping its start and its newest part. */
+function outputCollector() {
+  let head = "";
+  let tail = "";
+  let skipped = 0;
+  return {
+    add(chunk: string) {
+      if (head.length < OUTPUT_HEAD_CHARS) {
+        const room = OUTPUT_HEAD_CHARS - head.length;
+        head += chunk.slice(0, room);
+        chunk = chunk.slice(room);
+      }
+      tail += chunk;
+      if (tail.length > 2 * OUTPUT_TAIL_CHARS) {
+        skipped += tail.length - OUTPUT_TAIL_CHARS;
+        tail = tail.slice(-OUTPUT_TAIL_CHARS);
+      }
+    },
+    text: () => (skipped > 0 ? `${head}\n[... ${skipped} characters not kept ...]\n${tail}` : head + tail),
+  };
+}
+
 export const newDataDir = () => mkdtempSync(join(tmpdir(), "sluice-e2e-"));
 
 /**
  * Starts local mode the way `npm start` does (tsx on bin/sluice.ts), on a free port, and waits for
- * its readiness line. The environment is the test's minus every SLUICE_ variable, plus `env`.
+ * its readiness line. The environment is the test's minus every SLUICE_ variable, plus `env`;
+ * it logs warnings and errors only (`SLUICE_LOG_LEVEL=warn`) unless `env` says otherwise.
  * With `openFile`, the process starts holding that file open on that descriptor without
  * close-on-exec, as after a shell's `exec 40<file` (a descriptor passed in `stdio` gets
  * close-on-exec from Node, so it takes a shell).
@@ -72,20 +101,22 @@ export async function startSluice(
     : [process.execPath, [...SLUICE_ARGS, "start"]];
   const child = spawn(command, args, {
     cwd: REPO_ROOT,
-    env: sluiceEnv({ PORT: "0", SLUICE_DATA_DIR: dataDir, ...options.env }),
+    env: sluiceEnv({ PORT: "0", SLUICE_DATA_DIR: dataDir, SLUICE_LOG_LEVEL: "warn", ...options.env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
-  let output = "";
-  child.stdout?.on("data", (chunk) => (output += chunk));
-  child.stderr?.on("data", (chunk) => (output += chunk));
+  const collected = outputCollector();
+  child.stdout?.setEncoding("utf8");
+  child.stderr?.setEncoding("utf8");
+  child.stdout?.on("data", (chunk: string) => collected.add(chunk));
+  child.stderr?.on("data", (chunk: string) => collected.add(chunk));
   const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
     child.once("exit", (code, signal) => resolve({ code, signal })),
   );
 
   const baseUrl = await new Promise<string>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`local mode did not start in 30 s:\n${output}`)), 30_000);
+    const timer = setTimeout(() => reject(new Error(`local mode did not start in 30 s:\n${collected.text()}`)), 30_000);
     const onData = () => {
-      const ready = /Sluice is ready at (http:\/\/\S+\/v1)/.exec(output);
+      const ready = /Sluice is ready at (http:\/\/\S+\/v1)/.exec(collected.text());
       if (ready?.[1]) {
         clearTimeout(timer);
         resolve(ready[1]);
@@ -94,7 +125,7 @@ export async function startSluice(
     child.stdout?.on("data", onData);
     exited.then(() => {
       clearTimeout(timer);
-      reject(new Error(`local mode exited before it was ready:\n${output}`));
+      reject(new Error(`local mode exited before it was ready:\n${collected.text()}`));
     });
   });
 
@@ -102,7 +133,7 @@ export async function startSluice(
     baseUrl,
     dataDir,
     child,
-    output: () => output,
+    output: () => collected.text(),
     apiKeyFromFile: () => readFileSync(join(dataDir, "api-key"), "utf8").trim(),
     async stop(signal: NodeJS.Signals = "SIGTERM") {
       if (child.exitCode === null && child.signalCode === null) child.kill(signal);

@@ -5,6 +5,7 @@ describe("configuration", () => {
   it("gives local mode its documented defaults", () => {
     expect(loadLocalConfig({})).toEqual({
       port: 4000,
+      log: { level: "info", format: undefined },
       databaseMaxMb: 0,
       host: "127.0.0.1",
       dataDir: "./.sluice",
@@ -108,6 +109,25 @@ describe("configuration", () => {
     // A run must be able to emit one event of the largest size (256 KiB).
     expect(() => loadLocalConfig({ SLUICE_MAX_EMITS_PER_RUN: "0", SLUICE_MAX_EMIT_BYTES_PER_RUN: "1000" })).toThrow(
       /SLUICE_MAX_EMITS_PER_RUN: [^\n]+\n\s+SLUICE_MAX_EMIT_BYTES_PER_RUN: /,
+    );
+  });
+
+  it("reads the log level on both platforms and the log format in local mode, and refuses unknown ones by name", () => {
+    expect(loadLocalConfig({ SLUICE_LOG_LEVEL: "debug", SLUICE_LOG_FORMAT: "text" }).log).toEqual({
+      level: "debug",
+      format: "text",
+    });
+    expect(loadLocalConfig({ SLUICE_LOG_LEVEL: "silent", SLUICE_LOG_FORMAT: "json" }).log).toEqual({
+      level: "silent",
+      format: "json",
+    });
+    expect(loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table", SLUICE_LOG_LEVEL: "warn" }).logLevel).toBe("warn");
+    expect(loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table" }).logLevel).toBe("info");
+    expect(() => loadLocalConfig({ SLUICE_LOG_LEVEL: "verbose", SLUICE_LOG_FORMAT: "pretty" })).toThrow(
+      /SLUICE_LOG_LEVEL: must be one of debug, info, warn, error, silent[\s\S]*SLUICE_LOG_FORMAT: must be one of text, json/,
+    );
+    expect(() => loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table", SLUICE_LOG_LEVEL: "INFO" })).toThrow(
+      /SLUICE_LOG_LEVEL/,
     );
   });
 

@@ -7,6 +7,7 @@ import { LambdaClient } from "@aws-sdk/client-lambda";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
+import { streamLogger } from "#adapters/log-output";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { bundledNpmCli } from "#adapters/npm/npm-cli";
 import { NPM_HOME_FOLDER } from "#adapters/npm/package-cache";
@@ -18,7 +19,6 @@ import { fallbackQueueNameFor } from "#config/shared-names";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
-import { jsonLogger } from "#core/ports/logger";
 import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
 import { DynamoDbDeadLetterStore } from "./dynamodb-dead-letter-store.ts";
 import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
@@ -98,7 +98,11 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
   const documents = once(() => documentClient());
   const lambda = once(() => new LambdaClient({}));
   const sqs = once(() => new SQSClient({}));
-  const log = jsonLogger({ function: env.AWS_LAMBDA_FUNCTION_NAME });
+  const log = streamLogger({
+    level: config.logLevel,
+    format: "json",
+    base: { function: env.AWS_LAMBDA_FUNCTION_NAME },
+  });
   // The compute routes' bundles carry `registry/` and the shipped npm packages' `node_modules/`
   // next to their entry (lib/constructs/api-route-function.ts).
   const taskRoot = env.LAMBDA_TASK_ROOT ?? process.cwd();

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Deps } from "#core/ports/deps";
-import type { Logger } from "#core/ports/logger";
+import { jsonLogger, type Logger } from "#core/ports/logger";
 import { route as createComponent } from "#http/create-component";
 import { route as createSource } from "#http/create-source";
 import { route as createWebhook } from "#http/create-webhook";
@@ -116,6 +116,7 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     const { apiKey } = await accountIn(deps, "ada");
     const logged: Record<string, unknown>[] = [];
     const log: Logger = {
+      debug() {},
       info() {},
       warn() {},
       error: (message, fields) => logged.push({ message, ...fields }),
@@ -254,5 +255,54 @@ describe("the workspace of a create, from the query string or the body", () => {
     const disagreeing = await post(createSource, { org_id: own }, { component_code: "code", org_id: foreign });
     expect(disagreeing.statusCode).toBe(400);
     expect(json(disagreeing).details[0].field).toBe("org_id");
+  });
+});
+
+describe("the request line of a route's Lambda (logRequests)", () => {
+  async function logged(deps: Deps, event: HttpEvent, logRequests: boolean) {
+    const lines: Record<string, unknown>[] = [];
+    deps.log = jsonLogger({}, (line) => lines.push(JSON.parse(line)));
+    const handler = createHttpHandler(getWorkspace, async () => deps, { logRequests });
+    const result = await handler(event, { awsRequestId: "ctx-id" } as never);
+    return { result, requests: lines.filter((line) => line.message === "request") };
+  }
+
+  it("logs method, path without the query, status, duration and request id, and no header", async () => {
+    const deps = memoryDeps();
+    const { apiKey, workspace } = await accountIn(deps, "ada");
+    const event = eventFor({
+      authorization: `Bearer ${apiKey}`,
+      pathParameters: { workspace_id: workspace.id },
+      rawQueryString: "include=id,name&token=query-secret",
+    });
+    const { result, requests } = await logged(deps, event, true);
+    expect(result.statusCode).toBe(200);
+    expect(requests).toEqual([
+      {
+        level: "info",
+        time: expect.any(String),
+        message: "request",
+        method: "GET",
+        path: recorded.rawPath,
+        status: 200,
+        duration_ms: expect.any(Number),
+        request_id: recorded.requestContext.requestId,
+      },
+    ]);
+    expect(JSON.stringify(requests)).not.toContain(apiKey);
+    expect(JSON.stringify(requests)).not.toContain("query-secret");
+  });
+
+  it("logs a refused request with its error status", async () => {
+    const deps = memoryDeps();
+    const { requests } = await logged(deps, eventFor({ authorization: "Bearer wrong-key-0123456789" }), true);
+    expect(requests).toEqual([expect.objectContaining({ method: "GET", status: 401 })]);
+    expect(JSON.stringify(requests)).not.toContain("wrong-key-0123456789");
+  });
+
+  it("logs nothing of its own when local mode's server logs the request", async () => {
+    const deps = memoryDeps();
+    const { requests } = await logged(deps, eventFor({ authorization: "Bearer wrong-key-0123456789" }), false);
+    expect(requests).toEqual([]);
   });
 });

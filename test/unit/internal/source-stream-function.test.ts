@@ -1,5 +1,6 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
 import type { Deps } from "#core/ports/deps";
+import { jsonLogger } from "#core/ports/logger";
 import { SSE_HEADERS, SSE_OPENING_FRAME } from "#core/source-stream";
 import {
   createSourceStreamHandler,
@@ -294,5 +295,34 @@ describe("the stream function while streaming", () => {
     );
     expect(out.writableFinished).toBe(true);
     expect(dataOf(messages).map((data) => data.event.n)).toEqual([1]);
+  });
+});
+
+describe("the stream function's request line", () => {
+  it("is written when the response ends, refused or streamed, with the path and never the query or the key", async () => {
+    const { deps, alice } = await setup();
+    const lines: Record<string, unknown>[] = [];
+    deps.log = jsonLogger({}, (line) => lines.push(JSON.parse(line)));
+    const { handler } = handlerFor(deps);
+    await handler(
+      functionUrlRequest(`/sources/${SOURCE}/sse`, bearer("not-a-key-0123456789")),
+      recordedResponse().out,
+      lambdaContext(5_000),
+    );
+    // A window of 200 ms: the stream ends by itself.
+    await handler(
+      functionUrlRequest(`/sources/${SOURCE}/sse`, bearer(alice.apiKey), "event_name=query-secret"),
+      recordedResponse().out,
+      lambdaContext(1_200),
+    );
+    const requests = lines.filter((line) => line.message === "request");
+    expect(requests).toEqual([
+      expect.objectContaining({ method: "GET", path: `/sources/${SOURCE}/sse`, status: 401 }),
+      expect.objectContaining({ method: "GET", path: `/sources/${SOURCE}/sse`, status: 200 }),
+    ]);
+    expect(requests[1]).not.toHaveProperty("aborted");
+    for (const hidden of ["query-secret", alice.apiKey, "not-a-key-0123456789"]) {
+      expect(JSON.stringify(lines)).not.toContain(hidden);
+    }
   });
 });
