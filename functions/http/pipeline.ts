@@ -2,25 +2,18 @@ import middy, { type MiddlewareObj } from "@middy/core";
 import type { APIGatewayProxyEventV2, Context } from "aws-lambda";
 import type { z } from "zod";
 import { authenticate } from "#core/accounts";
-import { clipText } from "#core/clip-text";
-import { DomainError, type FieldIssue, isDomainError } from "#core/errors";
+import { DomainError, type FieldIssue } from "#core/errors";
 import type { Caller } from "#core/identity";
 import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
 import type { Deps } from "#core/ports/deps";
 import type { Logger } from "#core/ports/logger";
-import { STATUS_OF } from "./error-status.ts";
 import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
 import { MAX_JSON_BODY_BYTES } from "./limits.ts";
 import { logRequest } from "./request-log.ts";
+import { errorResult, type HttpResult, jsonResult } from "./responses.ts";
 import type { AnyRoute } from "./route.ts";
 
 export type HttpEvent = APIGatewayProxyEventV2;
-
-export interface HttpResult {
-  statusCode: number;
-  headers: Record<string, string>;
-  body: string;
-}
 
 /** Builds the dependencies once per container (or once per local server) on first use. */
 export type DepsProvider = () => Promise<Deps>;
@@ -38,47 +31,6 @@ interface RequestState {
 
 type HttpContext = Context & { sluice: RequestState };
 type Request = middy.Request<HttpEvent, HttpResult, Error, HttpContext>;
-
-export const JSON_HEADERS = { "content-type": "application/json; charset=utf-8" } as const;
-
-/** A JSON response in the shape API Gateway expects from a Lambda proxy integration. */
-export function jsonResult(statusCode: number, body: unknown, headers: Record<string, string> = {}): HttpResult {
-  return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
-}
-
-/**
- * Longest message of an error answer. Messages can quote the input (a component's code that
- * does not build names the offending identifier, which may be a megabyte long); past this they
- * are cut, so a bad request never gets an answer larger than itself.
- */
-export const MAX_ERROR_MESSAGE_CHARS = 1000;
-
-function clip(message: string): string {
-  return clipText(message, MAX_ERROR_MESSAGE_CHARS);
-}
-
-/**
- * Turns an error into the response a client sees: 4xx messages as they are (cut past
- * {@link MAX_ERROR_MESSAGE_CHARS}), anything else a bare 500; always with `x-request-id`, and with
- * a Bearer challenge on 401.
- */
-export function errorResult(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
-  let result: HttpResult;
-  if (isDomainError(error) && error.code !== "internal") {
-    const body: { error: string; details?: FieldIssue[] } = { error: clip(error.message) };
-    if (error.issues?.length) {
-      body.details = error.issues.map((issue) => ({ field: clip(issue.field), message: clip(issue.message) }));
-    }
-    result = jsonResult(STATUS_OF[error.code], body);
-    if (error.code === "unauthorized") result.headers["www-authenticate"] = 'Bearer realm="sluice"';
-  } else {
-    const { message, stack } = error instanceof Error ? error : { message: String(error), stack: undefined };
-    log?.error("unhandled error", { error: message, stack });
-    result = jsonResult(500, { error: "internal server error", request_id: requestId });
-  }
-  result.headers["x-request-id"] = requestId;
-  return result;
-}
 
 function issuesOf(error: z.ZodError, location: string): FieldIssue[] {
   return error.issues.map((issue) => ({

@@ -1,6 +1,7 @@
 import type { Context } from "aws-lambda";
 import { DomainError } from "#core/errors";
-import { errorResult, type HttpEvent, type HttpResult } from "./pipeline.ts";
+import type { HttpEvent } from "./pipeline.ts";
+import { errorResult, type HttpResult } from "./responses.ts";
 import { routes } from "./routes.ts";
 import { createRouter } from "./routing.ts";
 

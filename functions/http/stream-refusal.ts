@@ -5,7 +5,7 @@
  */
 import { isDomainError } from "#core/errors";
 import type { Logger } from "#core/ports/logger";
-import { errorResult, type HttpResult } from "./pipeline.ts";
+import { errorResult, type HttpResult } from "./responses.ts";
 
 export function streamRefusal(error: unknown, requestId: string, log: Logger | undefined): HttpResult {
   const result = errorResult(error, requestId, log);

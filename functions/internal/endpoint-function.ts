@@ -7,8 +7,8 @@
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import type { Deps } from "#core/ports/deps";
 import { receiveHttpRequest } from "#core/source-endpoint";
-import { errorResult } from "#http/pipeline";
 import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
+import { errorResult } from "#http/responses";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
 import { loadAwsDeps } from "./internal-handler.ts";
 

@@ -11,8 +11,8 @@
  */
 import type { APIGatewayProxyEventV2 } from "aws-lambda";
 import { loadAwsComputeConfig } from "#config/aws-compute-env";
-import type { HttpResult } from "#http/pipeline";
-import { jsonResult } from "#http/pipeline";
+import type { HttpResult } from "#http/responses";
+import { jsonResult } from "#http/responses";
 
 /** The redirect to `<streamUrl>/sources/{id}/sse?<query>`. */
 export function sseRedirect(

@@ -8,8 +8,9 @@ import { MAX_HTTP_INTERFACE_BODY_BYTES, PAYLOAD_TOO_LARGE_RESPONSE } from "#core
 import type { Deps } from "#core/ports/deps";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
-import { createHttpHandler, errorResult, type HttpResult, jsonResult } from "#http/pipeline";
+import { createHttpHandler } from "#http/pipeline";
 import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
+import { errorResult, type HttpResult, jsonResult } from "#http/responses";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
 import { createRouter } from "#http/routing";

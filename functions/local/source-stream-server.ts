@@ -21,7 +21,7 @@ import {
   sseFrame,
   streamCarries,
 } from "#core/source-stream";
-import { type HttpResult, jsonResult } from "#http/pipeline";
+import { type HttpResult, jsonResult } from "#http/responses";
 import { streamRefusal } from "#http/stream-refusal";
 
 /** `/sources/{id}/sse`, without a version segment (rest-api.md "Source events"). */
