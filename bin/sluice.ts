@@ -3,8 +3,8 @@ import { parseArgs } from "node:util";
 import { logFormatFor, streamLogger } from "#adapters/log-output";
 import { loadLocalConfig } from "#config/env";
 import { type CreatedAccount, createAccount } from "#core/accounts";
-import { createLocalKey, createLocalUser } from "#local/bootstrap";
-import { startLocalMode } from "#local/start";
+import { createLocalKey, createLocalUser } from "#local-mode/bootstrap";
+import { startLocalMode } from "#local-mode/start";
 
 const USAGE = `Usage: sluice <command> [options]
 

@@ -18,7 +18,7 @@ import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import type { NewEvent } from "#core/component-model";
 import { formatId } from "#core/ids";
-import { DATABASE_FILE } from "#local/composition";
+import { DATABASE_FILE } from "#local-mode/composition";
 import { eventually, when } from "../../test/support/eventually.ts";
 import { INGEST_CODE } from "./components.ts";
 import type { BenchServer } from "./processes.ts";

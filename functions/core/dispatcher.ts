@@ -1,6 +1,6 @@
 /**
  * Fan-out of stored events to their listeners (rest-api.md "Events" 4-5; issue 5). Platform-free:
- * local mode calls it from its outbox relay (`functions/local/drivers/outbox-relay.ts`), an AWS
+ * local mode calls it from its outbox relay (`functions/local-mode/drivers/outbox-relay.ts`), an AWS
  * dispatcher function from its bus rule.
  *
  * An event of source S (user U, workspace W) on channel C goes to every subscription on C whose

@@ -1,7 +1,7 @@
 /**
  * The live stream of a source, `GET /sources/{id}/sse` (rest-api.md "Source events";
  * real-behaviour.md §1.1). This module decides who may stream, what is sent and in which frames;
- * the platforms do the I/O: `functions/local/source-stream-server.ts` pushes events from the
+ * the platforms do the I/O: `functions/local-mode/source-stream-server.ts` pushes events from the
  * in-process bus, and the AWS stream function polls the store.
  *
  * A stream carries one selection of channels: every channel whose name does not start with `$`

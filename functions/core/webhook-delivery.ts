@@ -1,7 +1,7 @@
 /**
  * Delivery of events to webhooks (docs/webhooks.md): the retry policy, one attempt, and the dead
  * letters a user lists and replays. Platform-free: the local worker
- * (`functions/local/drivers/delivery-worker.ts`) and the AWS deliverer
+ * (`functions/local-mode/drivers/delivery-worker.ts`) and the AWS deliverer
  * (`functions/internal/webhook-deliverer.ts`) both call `attemptDelivery`, apply its outcome to
  * their own queue and log it with `logDeliveryOutcome`.
  *

@@ -1,6 +1,6 @@
 /**
  * The answer to a live stream request refused before anything is streamed, the same in local mode
- * (`functions/local/source-stream-server.ts`) and on AWS (`functions/internal/source-stream-function.ts`): the API's
+ * (`functions/local-mode/source-stream-server.ts`) and on AWS (`functions/internal/source-stream-function.ts`): the API's
  * JSON error (`errorResult`: with `x-request-id`, and a Bearer challenge on 401) and `allow: GET` on 405.
  */
 import { isDomainError } from "#core/errors";

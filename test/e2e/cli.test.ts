@@ -5,7 +5,7 @@ import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { authenticate } from "#core/accounts";
-import { DATABASE_FILE } from "#local/composition";
+import { DATABASE_FILE } from "#local-mode/composition";
 import { apiClient } from "../support/api-client.ts";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { newDataDir, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";

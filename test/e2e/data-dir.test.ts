@@ -1,7 +1,7 @@
 import { chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { DATABASE_FILE } from "#local/composition";
+import { DATABASE_FILE } from "#local-mode/composition";
 import { apiClient } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { newDataDir, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";

@@ -27,7 +27,7 @@ import { silentLogger } from "#core/ports/logger";
 import type { SubscriptionRecord, WebhookRecord } from "#core/subscription-model";
 import { type DeliverySettings, listDeadLetters, replayDeadLetter } from "#core/webhook-delivery";
 import { verifyWebhookSignature } from "#core/webhook-signature";
-import { LocalDeliveryWorker } from "#local/drivers/delivery-worker";
+import { LocalDeliveryWorker } from "#local-mode/drivers/delivery-worker";
 import { eventually, when } from "../support/eventually.ts";
 import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiver.ts";
 

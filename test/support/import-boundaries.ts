@@ -13,7 +13,7 @@ const ALIASES: ReadonlyArray<readonly [string, string]> = [
   ["#adapters/", "functions/adapters/"],
   ["#http/", "functions/http/"],
   ["#config/", "functions/config/"],
-  ["#local/", "functions/local/"],
+  ["#local-mode/", "functions/local-mode/"],
   ["#runtime/", "runtime-layer/"],
   ["#internal/", "functions/internal/"],
 ];
@@ -53,7 +53,7 @@ export const BOUNDARY_RULES: readonly BoundaryRule[] = [
   {
     name: "adapters never import functions/internal, functions/http or functions/local",
     from: ["functions/adapters/"],
-    allows: (target) => !under(["functions/internal/", "functions/http/", "functions/local/"])(target),
+    allows: (target) => !under(["functions/internal/", "functions/http/", "functions/local-mode/"])(target),
   },
   {
     name: "adapters never import a use case of core (a core module that takes `Deps`): drivers and composition roots call use cases",

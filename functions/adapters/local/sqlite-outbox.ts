@@ -3,7 +3,7 @@
  *
  * `SqliteEventStore`, given a {@link SqliteOutbox}, writes one outbox row per append in the
  * append's own transaction: the events and the note that they still have to be routed are stored
- * together or not at all. The outbox relay (`functions/local/drivers/outbox-relay.ts`) routes
+ * together or not at all. The outbox relay (`functions/local-mode/drivers/outbox-relay.ts`) routes
  * them and removes each row once every delivery and run is queued; rows that remain are routed
  * again from the events read back.
  */

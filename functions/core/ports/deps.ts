@@ -48,7 +48,7 @@ export interface RuntimeSettings {
 
 /**
  * What use cases and handlers receive. Each platform has one composition root that builds it:
- * `functions/local/composition.ts` and `functions/adapters/aws/composition.ts`.
+ * `functions/local-mode/composition.ts` and `functions/adapters/aws/composition.ts`.
  */
 export interface Deps {
   identity: IdentityStore;

@@ -9,7 +9,7 @@ import type { Logger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
 import type { DeliveryRecord, SubscriptionRecord } from "#core/subscription-model";
-import { OutboxRelay } from "#local/drivers/outbox-relay";
+import { OutboxRelay } from "#local-mode/drivers/outbox-relay";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 

@@ -10,7 +10,7 @@ import { loadLocalConfig } from "#config/env";
 import { DomainError } from "#core/errors";
 import { silentLogger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
-import { DATABASE_FILE, localDeps } from "#local/composition";
+import { DATABASE_FILE, localDeps } from "#local-mode/composition";
 import { newDataDir } from "../../support/local-process.ts";
 import { recordingLogger } from "../../support/recording-logger.ts";
 

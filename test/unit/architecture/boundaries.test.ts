@@ -60,8 +60,8 @@ describe("the boundary check itself", () => {
     ],
     [
       "functions/adapters/local/wrong.ts",
-      'export { createLocalServer } from "../../local/server.ts";',
-      "functions/local/server.ts",
+      'export { createLocalServer } from "../../local-mode/server.ts";',
+      "functions/local-mode/server.ts",
     ],
     [
       "functions/adapters/local/wrong.ts",

@@ -8,7 +8,7 @@ const profile: CpuProfile = {
   nodes: [
     { id: 1, callFrame: frame("(root)"), children: [2, 3, 5] },
     { id: 2, callFrame: frame("(idle)") },
-    { id: 3, callFrame: frame("handle", "file:///repo/functions/local/server.ts", 9), children: [4] },
+    { id: 3, callFrame: frame("handle", "file:///repo/functions/local-mode/server.ts", 9), children: [4] },
     { id: 4, callFrame: frame("parse", "file:///repo/node_modules/zod/v4/core/parse.js", 99) },
     { id: 5, callFrame: frame("(garbage collector)") },
   ],
@@ -27,13 +27,13 @@ describe("selfTime", () => {
     expect(summary.idleMs).toBe(2);
     expect(summary.top.map((entry) => [entry.label, entry.selfMs])).toEqual([
       ["parse (pkg:zod:100)", 4],
-      ["handle (functions/local/server.ts:10)", 2],
+      ["handle (functions/local-mode/server.ts:10)", 2],
       ["(garbage collector)", 1],
     ]);
     expect(summary.top[0]!.share).toBeCloseTo(4 / 7);
     expect(summary.byFile.map((file) => file.file)).toEqual([
       "pkg:zod",
-      "functions/local/server.ts",
+      "functions/local-mode/server.ts",
       "(garbage collector)",
     ]);
   });
@@ -42,7 +42,7 @@ describe("selfTime", () => {
     const summary = selfTime(profile, { windows: [[16_500, 20_000]], repoRoot: "/repo/" });
     expect(summary.top.map((entry) => [entry.label, entry.selfMs])).toEqual([
       ["parse (pkg:zod:100)", 2],
-      ["handle (functions/local/server.ts:10)", 1],
+      ["handle (functions/local-mode/server.ts:10)", 1],
     ]);
     const two = selfTime(profile, {
       windows: [
@@ -52,7 +52,7 @@ describe("selfTime", () => {
     });
     expect(two.top.map((entry) => entry.label).sort()).toEqual([
       "(garbage collector)",
-      "handle (/repo/functions/local/server.ts:10)",
+      "handle (/repo/functions/local-mode/server.ts:10)",
       "parse (pkg:zod:100)",
     ]);
   });

@@ -6,7 +6,7 @@ import { isId } from "#core/ids";
 import type { RunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
 import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
-import { serialDispatcher } from "#local/drivers/outbox-relay";
+import { serialDispatcher } from "#local-mode/drivers/outbox-relay";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 
@@ -284,7 +284,7 @@ describe("dispatchEvents", () => {
   });
 });
 
-// Local mode's driver (functions/local/drivers/outbox-relay.ts), tested here on the harness above.
+// Local mode's driver (functions/local-mode/drivers/outbox-relay.ts), tested here on the harness above.
 describe("serialDispatcher", () => {
   function recordingLog() {
     const errors: Record<string, unknown>[] = [];

@@ -7,7 +7,7 @@ import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
 import { createHttpHandler, type HttpEvent } from "#http/pipeline";
 import { type HttpResult, MAX_ERROR_MESSAGE_CHARS } from "#http/responses";
 import { defineRoute } from "#http/route";
-import { toApiGatewayEvent } from "#local/api-gateway-event";
+import { toApiGatewayEvent } from "#local-mode/api-gateway-event";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { type FuzzRequest, judgeAnswer } from "../../support/openapi-arbitraries.ts";
 

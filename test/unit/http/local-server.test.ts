@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { silentLogger } from "#core/ports/logger";
 import { routes } from "#http/routes";
-import { createLocalServer, malformedRequestResult, refusedRequestIsHead, requestUrl } from "#local/server";
+import { createLocalServer, malformedRequestResult, refusedRequestIsHead, requestUrl } from "#local-mode/server";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
 /**

@@ -5,7 +5,7 @@ import { jsonLogger, type Logger, silentLogger } from "#core/ports/logger";
 import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
 import type { DeliveryRecord, WebhookRecord } from "#core/subscription-model";
 import type { DeliveryDeps } from "#core/webhook-delivery";
-import { LocalDeliveryWorker } from "#local/drivers/delivery-worker";
+import { LocalDeliveryWorker } from "#local-mode/drivers/delivery-worker";
 import { eventually, when } from "../../support/eventually.ts";
 
 const FAST = { baseDelayMs: 1, maxDelayMs: 2, maxAttempts: 5, timeoutMs: 1_000, random: () => 0 };

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it, vi } from "vitest";
 import { loadLocalConfig } from "#config/env";
 import type { NewEvent } from "#core/component-model";
 import { silentLogger } from "#core/ports/logger";
-import { type LocalMode, localDeps } from "#local/composition";
+import { type LocalMode, localDeps } from "#local-mode/composition";
 import { newDataDir } from "../../support/local-process.ts";
 
 const DAY_MS = 86_400_000;

@@ -5,7 +5,7 @@ import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { silentLogger } from "#core/ports/logger";
 import { deploySource } from "#core/sources";
 import { routes } from "#http/routes";
-import { createLocalServer } from "#local/server";
+import { createLocalServer } from "#local-mode/server";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 

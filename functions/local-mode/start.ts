@@ -4,7 +4,7 @@ import { type DataDirLock, lockDataDir, prepareDataDir } from "#adapters/local/d
 import type { LocalConfig } from "#config/env";
 import type { Logger } from "#core/ports/logger";
 import { routes } from "#http/routes";
-import { localDeps } from "#local/composition";
+import { localDeps } from "#local-mode/composition";
 import { ensureFirstAccount } from "./bootstrap.ts";
 import { createLocalServer } from "./server.ts";
 

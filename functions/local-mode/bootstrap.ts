@@ -8,7 +8,7 @@ import { hashApiKey } from "#core/api-keys";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
-import { DATABASE_FILE } from "#local/composition";
+import { DATABASE_FILE } from "#local-mode/composition";
 
 export const API_KEY_FILE = "api-key";
 
