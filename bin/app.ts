@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { App, Tags } from "aws-cdk-lib";
 import { STAGE_PATTERN, STAGE_RULE } from "#config/aws-compute-env";
+import type { LogLevel } from "#core/ports/logger";
 import { ServiceStack } from "../lib/service-stack.ts";
 import { StatefulStack } from "../lib/stateful-stack.ts";
 
@@ -16,6 +17,11 @@ const npmRegistry: unknown = app.node.tryGetContext("npmRegistry");
 if (npmRegistry !== undefined && typeof npmRegistry !== "string") {
   throw new Error(`Invalid npmRegistry ${JSON.stringify(npmRegistry)}: use an http or https URL.`);
 }
+// `-c logLevel=warn`: SLUICE_LOG_LEVEL of every function (the stack refuses an unknown level).
+const logLevel: unknown = app.node.tryGetContext("logLevel");
+if (logLevel !== undefined && typeof logLevel !== "string") {
+  throw new Error(`Invalid logLevel ${JSON.stringify(logLevel)}: use debug, info, warn, error or silent.`);
+}
 const prefix = stage ? `${stage}-` : "";
 const where = stage ? ` (stage ${stage})` : "";
 
@@ -30,6 +36,7 @@ new ServiceStack(app, `${prefix}SluiceService`, {
   secretsKey: stateful.secretsKey,
   stage: stage || undefined,
   npmRegistry: npmRegistry || undefined,
+  logLevel: (logLevel || undefined) as LogLevel | undefined,
 });
 
 Tags.of(app).add("sluice:stage", stage ? stage : "default");

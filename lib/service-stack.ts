@@ -1,10 +1,21 @@
-import { CfnOutput, CrossStackReferences, type Duration, ReferenceStrength, Stack, type StackProps } from "aws-cdk-lib";
+import {
+  Aspects,
+  CfnOutput,
+  CrossStackReferences,
+  type Duration,
+  ReferenceStrength,
+  Stack,
+  type StackProps,
+} from "aws-cdk-lib";
 import { HttpApi, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import type { IKey } from "aws-cdk-lib/aws-kms";
+import { Function as LambdaFunction } from "aws-cdk-lib/aws-lambda";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
-import type { Construct } from "constructs";
+import type { Construct, IConstruct } from "constructs";
+import { ENV } from "#config/env";
+import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
 import { routes as manifest } from "#http/routes";
 import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
 import { EventFanout } from "./constructs/event-fanout.ts";
@@ -27,6 +38,11 @@ export interface ServiceStackProps extends StackProps {
   readonly invocationTimeout?: Duration;
   /** The npm registry deploying functions install components' packages from (`-c npmRegistry=`). @default - npm's own */
   readonly npmRegistry?: string;
+  /**
+   * `SLUICE_LOG_LEVEL` of every function of the stack (`-c logLevel=warn`).
+   * @default - unset: the functions log at `info`
+   */
+  readonly logLevel?: LogLevel;
 }
 
 /**
@@ -52,6 +68,7 @@ export class ServiceStack extends Stack {
     // or to drop what it exports, while this stack still uses it. Set explicitly, as CDK asks.
     CrossStackReferences.of(this).consume(ReferenceStrength.STRONG);
     const routes = props.routes ?? manifest;
+    if (props.logLevel !== undefined) setLogLevel(this, props.logLevel);
     assertDistinctRouteKeys(routes);
 
     // An HTTP API rather than a REST API: payload format 2.0, lower price and latency. The
@@ -142,4 +159,16 @@ function assertDistinctRouteKeys(routes: readonly RouteSpec[]): void {
     }
     owners.set(key, route.name);
   }
+}
+
+/** Sets `SLUICE_LOG_LEVEL` on every Lambda function under `scope`, those of its constructs included. */
+function setLogLevel(scope: IConstruct, level: LogLevel): void {
+  if (!LOG_LEVELS.includes(level)) {
+    throw new Error(`Invalid logLevel ${JSON.stringify(level)}: use one of ${LOG_LEVELS.join(", ")}.`);
+  }
+  Aspects.of(scope).add({
+    visit(node) {
+      if (node instanceof LambdaFunction) node.addEnvironment(ENV.logLevel, level);
+    },
+  });
 }

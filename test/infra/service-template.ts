@@ -3,6 +3,7 @@ import { App, type CfnElement, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import type { IConstruct } from "constructs";
 import { expect } from "vitest";
+import type { LogLevel } from "#core/ports/logger";
 import type { RouteSpec } from "../../lib/constructs/api-route-function.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
 import { StatefulStack } from "../../lib/stateful-stack.ts";
@@ -21,7 +22,9 @@ export const DYNAMODB_WRITES = [
 ];
 
 /** Both stacks with bundling skipped (bundling.test.ts bundles for real). */
-export function synthService(options: { stage?: string; routes?: readonly RouteSpec[]; npmRegistry?: string } = {}) {
+export function synthService(
+  options: { stage?: string; routes?: readonly RouteSpec[]; npmRegistry?: string; logLevel?: LogLevel } = {},
+) {
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
   const stateful = new StatefulStack(app, "SluiceStateful", { stage: options.stage });
   const service = new ServiceStack(app, "SluiceService", {
@@ -30,6 +33,7 @@ export function synthService(options: { stage?: string; routes?: readonly RouteS
     stage: options.stage,
     routes: options.routes,
     npmRegistry: options.npmRegistry,
+    logLevel: options.logLevel,
   });
   return { service, template: Template.fromStack(service), statefulTemplate: Template.fromStack(stateful) };
 }

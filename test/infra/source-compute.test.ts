@@ -3,6 +3,7 @@ import { Annotations, Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
+import type { LogLevel } from "#core/ports/logger";
 import { routes } from "#http/routes";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import { failedRunsQueueNameFor } from "../../lib/constructs/source-compute.ts";
@@ -363,6 +364,21 @@ describe("ServiceStack with an npm registry (-c npmRegistry)", () => {
       /npmRegistry "npm.example.com" is not an http/,
     );
     expect(() => synthService({ npmRegistry: "file:///tmp/npm" })).toThrow(/is not an http or https URL/);
+  });
+});
+
+describe("ServiceStack with a log level (-c logLevel)", () => {
+  it("sets SLUICE_LOG_LEVEL on every function of the stack, and on none without it", () => {
+    const { template } = synthService({ logLevel: "warn" });
+    const ids = Object.keys(functionsOf(template));
+    expect(ids.length).toBeGreaterThan(20);
+    for (const id of ids) expect(environmentOf(template, id)[ENV.logLevel]).toBe("warn");
+    const plain = synthService().template;
+    for (const id of Object.keys(functionsOf(plain))) expect(environmentOf(plain, id)[ENV.logLevel]).toBeUndefined();
+  });
+
+  it("fails at synth on a level that does not exist", () => {
+    expect(() => synthService({ logLevel: "loud" as LogLevel })).toThrow(/Invalid logLevel "loud"/);
   });
 });
 
