@@ -27,9 +27,9 @@ import type { Deps } from "#core/ports/deps";
 import type { EventPurger } from "#core/ports/event-purger";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
-import { fireTimer, runSource } from "#core/source-runs";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
+import { queuedRunner, timerFiring } from "./drivers/source-runner.ts";
 
 export const DATABASE_FILE = "sluice.db";
 /** Bundles of components, one folder per owner and code hash (see process-pool-host.ts). */
@@ -82,17 +82,11 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       }),
     ],
   });
-  // The queue and the timers call back into use cases that need the finished deps.
+  // The queue and the timers call drivers (drivers/source-runner.ts) that need the finished deps.
   let deps!: Deps;
   // Durable: jobs are rows until their run is applied (docs/durability.md).
-  const runs = new SqliteRunQueue(db, { run: (job) => runSource(deps, job), log });
-  const timers = new LocalTimers({
-    clock,
-    log,
-    onFire: async (sourceId, scheduledAtMs) => {
-      await fireTimer(deps, sourceId, scheduledAtMs);
-    },
-  });
+  const runs = new SqliteRunQueue(db, { run: queuedRunner(() => deps), log });
+  const timers = new LocalTimers({ clock, log, onFire: timerFiring(() => deps) });
   // Each append also writes its outbox row, removed once its events are routed.
   const outbox = new SqliteOutbox(db);
   const events = new SqliteEventStore(db, { retention: config.events, outbox });

@@ -4,7 +4,7 @@ import type { SqliteDatabase } from "./sqlite-database.ts";
 import { isDataDirFailure } from "./storage-errors.ts";
 
 export interface SqliteRunQueueOptions {
-  /** Runs the job; in local mode `runSource` of `#core/source-runs` with the local deps. */
+  /** Runs the job: in local mode the source runner driver (`functions/local-mode/drivers/source-runner.ts`). */
   run(job: RunJob): Promise<unknown>;
   log: Logger;
   /**
