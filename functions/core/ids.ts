@@ -29,6 +29,8 @@ export const ID_PREFIXES = {
   apiKey: "key_",
   /** Not in the spec: one delivery of one event to one webhook (also the id of its dead letter). */
   delivery: "dlv_",
+  /** Not in the spec: one run of a workflow (internal; `GET /v1/workflows/{id}/runs`). */
+  run: "run_",
 } as const;
 
 export type ResourceKind = keyof typeof ID_PREFIXES;

@@ -16,6 +16,8 @@ import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
+import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
+import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { storageErrorTranslator, translatingErrors } from "#adapters/local/storage-errors";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
@@ -96,11 +98,15 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   const purger: EventPurger = { purgeLater: (sourceId) => events.purgeDeletedEvents(sourceId) };
   // Usage additions and appends are grouped per turn of the event loop; close writes what is pending.
   const usage = new SqliteUsageStore(db);
+  // Run records are grouped per turn too, and kept as long as events.
+  const workflowRuns = new SqliteWorkflowRunStore(db, { retention: config.events });
   deps = {
     identity: guarded(new SqliteIdentityStore(db), "identity"),
     usage: guarded(usage, "usage"),
     components: guarded(new SqliteComponentStore(db), "components"),
     sources: guarded(new SqliteSourceStore(db), "sources"),
+    workflows: guarded(new SqliteWorkflowStore(db), "workflows"),
+    workflowRuns: guarded(workflowRuns, "workflowRuns"),
     events: guarded(events, "events"),
     bus,
     purger,
@@ -148,12 +154,15 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
         .catch((error: unknown) => log.error("outbox sweep failed", { error: String(error) }));
     }, OUTBOX_SWEEP_MS),
   );
-  // Expired events are removed in the background, once a minute (docs/events.md "Retention").
+  // Expired events and workflow runs are removed in the background, once a minute (docs/events.md "Retention").
   sweeps.push(
     setInterval(() => {
       events
         .trimExpired(clock.nowMs())
         .catch((error: unknown) => log.error("event retention sweep failed", { error: String(error) }));
+      workflowRuns
+        .trimExpired(clock.nowMs())
+        .catch((error: unknown) => log.error("workflow run retention sweep failed", { error: String(error) }));
     }, RETENTION_SWEEP_MS),
   );
   for (const sweep of sweeps) sweep.unref();
@@ -185,6 +194,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       await host.close();
       events.flushAppends();
       usage.flush();
+      workflowRuns.flush();
       await checkpointer.stop();
       db.close();
     },

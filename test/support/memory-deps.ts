@@ -10,6 +10,8 @@ import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
+import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
+import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { createAccount } from "#core/accounts";
 import type { ComponentDescription } from "#core/component-model";
 import type { Clock } from "#core/ports/clock";
@@ -50,6 +52,8 @@ export function memoryDeps(
     usage: new SqliteUsageStore(db),
     components: new SqliteComponentStore(db),
     sources: new SqliteSourceStore(db),
+    workflows: new SqliteWorkflowStore(db),
+    workflowRuns: new SqliteWorkflowRunStore(db),
     events,
     bus: overrides.bus ?? new InProcessEventBus(silentLogger),
     purger: overrides.purger ?? { purgeLater: (sourceId) => events.purgeDeletedEvents(sourceId) },

@@ -8,6 +8,7 @@ import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
 import { DEAD_LETTER_COUNT_MIGRATIONS, SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
 import { STORED_USAGE_MIGRATIONS } from "./sqlite-usage-schema.ts";
+import { WORKFLOW_MIGRATIONS } from "./sqlite-workflow-schema.ts";
 
 export type SqliteDatabase = Database.Database;
 
@@ -151,6 +152,8 @@ export const MIGRATIONS: readonly string[] = [
   ...EVENT_COUNT_MIGRATIONS,
   // Per-webhook dead letter counts (sqlite-subscription-schema.ts).
   ...DEAD_LETTER_COUNT_MIGRATIONS,
+  // Workflows, their triggers' keys and timers, their steps' states and their runs (sqlite-workflow-schema.ts).
+  ...WORKFLOW_MIGRATIONS,
 ];
 
 /**

@@ -19,6 +19,8 @@ import type { SourceStore } from "./source-store.ts";
 import type { SubscriptionStore } from "./subscription-store.ts";
 import type { Timers } from "./timers.ts";
 import type { UsageStore } from "./usage-store.ts";
+import type { WorkflowRunStore } from "./workflow-run-store.ts";
+import type { WorkflowStore } from "./workflow-store.ts";
 
 /**
  * Quotas of each workspace (docs/components.md "Limits"); zero means unlimited. The daily ones are
@@ -55,6 +57,10 @@ export interface Deps {
   usage: UsageStore;
   components: ComponentStore;
   sources: SourceStore;
+  /** Workflows, their triggers' keys and timers, their steps' states. */
+  workflows: WorkflowStore;
+  /** Runs of workflows: the once-only gate and the record of each. */
+  workflowRuns: WorkflowRunStore;
   events: EventStore;
   /** Announces stored events (live streams). */
   bus: EventBus;
