@@ -116,11 +116,43 @@ export function workflowStoreContract(makeStore: () => Promise<WorkflowStore>) {
       const store = await makeStore();
       const created = workflow();
       await store.createWorkflow(created);
-      const read = (await store.getWorkflow(created.id))!;
-      read.name = "Changed";
-      read.active = false;
+      // Read twice each way: an adapter that caches serves the second from its cache.
+      const reads = [
+        await store.getWorkflow(created.id),
+        await store.getWorkflow(created.id),
+        await store.findWorkflowByHttpKey(httpKeys(created)[0]!),
+        await store.findWorkflowByHttpKey(httpKeys(created)[0]!),
+      ];
+      for (const read of reads) {
+        read!.name = "Changed";
+        read!.active = false;
+      }
       expect(await store.getWorkflow(created.id)).toStrictEqual(created);
       expect(await store.findWorkflowByHttpKey(httpKeys(created)[0]!)).toStrictEqual(created);
+    });
+
+    it("serves what was written since from every lookup, however recently it was read", async () => {
+      const store = await makeStore();
+      const created = workflow({ externalId: "fresh" });
+      await store.createWorkflow(created);
+      const lookups = async () => [
+        await store.getWorkflow(created.id),
+        await store.findWorkflowByHttpKey(httpKeys(created)[0]!),
+        await store.findWorkflowByExternalId("o_ada", "fresh"),
+        (await store.listWorkflowsOfUser("u_ada", { limit: 1 })).items[0],
+        (await store.listWorkflowsOfWorkspace("o_ada", { limit: 1 })).items[0],
+      ];
+      expect(await lookups()).toStrictEqual(Array(5).fill(created));
+      const updated = { ...created, name: "Renamed", updatedAt: created.updatedAt + 1 };
+      await store.updateWorkflow(updated);
+      expect(await lookups()).toStrictEqual(Array(5).fill(updated));
+
+      await store.getStepStates(created.id);
+      await store.putStepStates(created.id, [{ stepId: "c_x", db: { n: 1 }, expectedVersion: 0 }]);
+      expect(await store.getStepStates(created.id)).toEqual({ c_x: { db: { n: 1 }, version: 1 } });
+      await store.deleteWorkflow(created.id);
+      expect(await lookups()).toStrictEqual([undefined, undefined, undefined, undefined, undefined]);
+      expect(await store.getStepStates(created.id)).toEqual({});
     });
 
     it("refuses a taken id, HTTP key or external id as a conflict without saving anything", async () => {
