@@ -1,0 +1,110 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { nextTurn } from "#adapters/local/event-loop";
+import { openSqlite } from "#adapters/local/sqlite-database";
+import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
+import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
+import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const dir of dirs.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
+
+/** A data file with two connections to it, as local mode and the CLI have. */
+function sharedFile() {
+  const dir = mkdtempSync(join(tmpdir(), "sluice-workflows-"));
+  dirs.push(dir);
+  const file = join(dir, "sluice.db");
+  return { mine: openSqlite(file), other: openSqlite(file) };
+}
+
+const run = (id: string, overrides: Partial<WorkflowRun> = {}): WorkflowRun => ({
+  id,
+  workflowId: "p_a",
+  deploymentId: "d_a",
+  trigger: { type: "http", id: "hi_a" },
+  status: "running",
+  leaseUntilMs: 2_000,
+  attempts: 0,
+  startedAt: 1_000,
+  eventPreview: {},
+  steps: [],
+  logs: [],
+  ...overrides,
+});
+
+const workflow = (name: string): WorkflowRecord => ({
+  id: "p_a",
+  userId: "u_a",
+  workspaceId: "o_a",
+  projectId: "proj_a",
+  name,
+  active: true,
+  deploymentId: "d_a",
+  steps: [],
+  triggers: [{ type: "http", id: "hi_a", key: "key-a", customResponse: false, createdAt: 0, updatedAt: 0 }],
+  createdAt: 0,
+  updatedAt: 0,
+});
+
+describe("SqliteWorkflowRunStore grouped writes", () => {
+  it("writes one turn's begins and finishes in call order, each resolving once committed", async () => {
+    const { mine, other } = sharedFile();
+    const writer = new SqliteWorkflowRunStore(mine);
+    const reader = new SqliteWorkflowRunStore(other);
+    const begun = Promise.all([writer.beginRun(run("run_1"), 1_000), writer.beginRun(run("run_2"), 1_000)]);
+    // A finish called in the same turn, after its begin, applies to what that begin wrote.
+    const finished = writer.finishRun({ ...run("run_1"), attempts: 1, status: "success", endedAt: 1_005 });
+    expect(await reader.listRuns("p_a", { limit: 10 })).toEqual({ items: [], totalCount: 0 });
+    await Promise.all([begun, finished]);
+    const page = await reader.listRuns("p_a", { limit: 10 });
+    expect(page.items.map((r) => [r.id, r.status])).toEqual([
+      ["run_2", "running"],
+      ["run_1", "success"],
+    ]);
+  });
+
+  it("fails only the write that failed, and writes the rest of its turn", async () => {
+    const store = new SqliteWorkflowRunStore(openSqlite(":memory:"));
+    const results = await Promise.allSettled([
+      store.beginRun(run("run_ok"), 1_000),
+      // JSON cannot hold a bigint: this write throws inside the turn's transaction.
+      store.beginRun(run("run_bad", { eventPreview: { n: 1n } as never }), 1_000),
+    ]);
+    expect(results.map((r) => r.status)).toEqual(["fulfilled", "rejected"]);
+    expect((await store.listRuns("p_a", { limit: 10 })).items.map((r) => r.id)).toEqual(["run_ok"]);
+  });
+
+  it("writes what is pending on flush, before the file is closed", async () => {
+    const { mine, other } = sharedFile();
+    const writer = new SqliteWorkflowRunStore(mine);
+    const begun = writer.beginRun(run("run_1"), 1_000);
+    writer.flush();
+    mine.close();
+    expect(await begun).toMatchObject({ outcome: "started" });
+    expect(await new SqliteWorkflowRunStore(other).getRun("p_a", "run_1")).toMatchObject({ attempts: 1 });
+  });
+});
+
+describe("SqliteWorkflowStore cache", () => {
+  it("sees a write made by another connection to the file from the next turn of the event loop", async () => {
+    const { mine, other } = sharedFile();
+    const store = new SqliteWorkflowStore(mine);
+    const cli = new SqliteWorkflowStore(other);
+    await store.createWorkflow(workflow("first"));
+    expect((await store.findWorkflowByHttpKey("key-a"))?.name).toBe("first");
+    expect((await store.getWorkflow("p_a"))?.name).toBe("first");
+
+    await cli.updateWorkflow(workflow("second"));
+    await nextTurn();
+    expect((await store.findWorkflowByHttpKey("key-a"))?.name).toBe("second");
+    expect((await store.getWorkflow("p_a"))?.name).toBe("second");
+
+    await cli.deleteWorkflow("p_a");
+    await nextTurn();
+    expect(await store.findWorkflowByHttpKey("key-a")).toBeUndefined();
+  });
+});
