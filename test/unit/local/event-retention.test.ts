@@ -49,4 +49,47 @@ describe("event retention in local mode", () => {
       { timeout: 10_000, interval: 20 },
     );
   });
+
+  it("removes workflow runs as it removes events: older than the days, beyond the count per workflow", async () => {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const config = loadLocalConfig({
+      PORT: "0",
+      SLUICE_DATA_DIR: newDataDir(),
+      SLUICE_EVENT_RETENTION_DAYS: "1",
+      SLUICE_EVENT_RETENTION_PER_CHANNEL: "2",
+    });
+    local = await localDeps(config, silentLogger);
+    const runs = local.deps.workflowRuns;
+    const now = Date.now();
+    const begin = (workflowId: string, id: string, startedAt: number) =>
+      runs.beginRun(
+        {
+          id,
+          workflowId,
+          deploymentId: "d_1",
+          trigger: { type: "http", id: "hi_1" },
+          status: "running",
+          leaseUntilMs: startedAt + 60_000,
+          attempts: 0,
+          startedAt,
+          eventPreview: {},
+          steps: [],
+          logs: [],
+        },
+        startedAt,
+      );
+    await begin("p_old", "run_1", now - 2 * DAY_MS);
+    for (const id of ["run_1", "run_2", "run_3"]) await begin("p_busy", id, now);
+    const ids = async (workflowId: string) => (await runs.listRuns(workflowId, { limit: 10 })).items.map((r) => r.id);
+    expect(await ids("p_old")).toEqual(["run_1"]);
+
+    vi.advanceTimersByTime(60_000);
+    await vi.waitFor(
+      async () => {
+        expect(await ids("p_old")).toEqual([]);
+        expect(await ids("p_busy")).toEqual(["run_3", "run_2"]);
+      },
+      { timeout: 10_000, interval: 20 },
+    );
+  });
 });
