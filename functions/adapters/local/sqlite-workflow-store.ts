@@ -124,21 +124,11 @@ export class SqliteWorkflowStore implements WorkflowStore {
   }
 
   async createWorkflow(workflow: WorkflowRecord): Promise<void> {
-    this.cache.clear();
-    try {
-      this.write.immediate(workflow, true);
-    } catch (error) {
-      throw asConflict(error, workflow);
-    }
+    this.save(workflow, true);
   }
 
   async updateWorkflow(workflow: WorkflowRecord): Promise<void> {
-    this.cache.clear();
-    try {
-      this.write.immediate(workflow, false);
-    } catch (error) {
-      throw asConflict(error, workflow);
-    }
+    this.save(workflow, false);
   }
 
   async deleteWorkflow(id: string): Promise<void> {
@@ -202,6 +192,15 @@ export class SqliteWorkflowStore implements WorkflowStore {
     // Whether it succeeds or conflicts, the next read of these states goes to the file.
     this.statesById.delete(workflowId);
     this.putStates.immediate(workflowId, writes);
+  }
+
+  private save(workflow: WorkflowRecord, create: boolean): void {
+    this.cache.clear();
+    try {
+      this.write.immediate(workflow, create);
+    } catch (error) {
+      throw asConflict(error, workflow);
+    }
   }
 
   /** Caches `workflow` (frozen) by id and by each HTTP trigger's key; returns the frozen one. */

@@ -15,6 +15,18 @@ const events = (count: number, channel = ""): NewEvent[] =>
  */
 describe("event retention in local mode", () => {
   let local: LocalMode | undefined;
+  /** Local mode with these retention settings, its sweep's interval faked. */
+  async function startKeeping({ days, perChannel }: { days: number; perChannel: number }): Promise<LocalMode> {
+    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
+    const config = loadLocalConfig({
+      PORT: "0",
+      SLUICE_DATA_DIR: newDataDir(),
+      SLUICE_EVENT_RETENTION_DAYS: String(days),
+      SLUICE_EVENT_RETENTION_PER_CHANNEL: String(perChannel),
+    });
+    return localDeps(config, silentLogger);
+  }
+
   afterEach(async () => {
     await local?.close();
     local = undefined;
@@ -22,14 +34,7 @@ describe("event retention in local mode", () => {
   });
 
   it("removes events older than SLUICE_EVENT_RETENTION_DAYS and beyond SLUICE_EVENT_RETENTION_PER_CHANNEL every minute", async () => {
-    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
-    const config = loadLocalConfig({
-      PORT: "0",
-      SLUICE_DATA_DIR: newDataDir(),
-      SLUICE_EVENT_RETENTION_DAYS: "1",
-      SLUICE_EVENT_RETENTION_PER_CHANNEL: "2",
-    });
-    local = await localDeps(config, silentLogger);
+    local = await startKeeping({ days: 1, perChannel: 2 });
     const store = local.deps.events;
     const now = Date.now();
     await store.appendEvents("dc_old", events(3), now - 2 * DAY_MS);
@@ -51,14 +56,7 @@ describe("event retention in local mode", () => {
   });
 
   it("removes workflow runs as it removes events: older than the days, beyond the count per workflow", async () => {
-    vi.useFakeTimers({ toFake: ["setInterval", "clearInterval"] });
-    const config = loadLocalConfig({
-      PORT: "0",
-      SLUICE_DATA_DIR: newDataDir(),
-      SLUICE_EVENT_RETENTION_DAYS: "1",
-      SLUICE_EVENT_RETENTION_PER_CHANNEL: "2",
-    });
-    local = await localDeps(config, silentLogger);
+    local = await startKeeping({ days: 1, perChannel: 2 });
     const runs = local.deps.workflowRuns;
     const now = Date.now();
     const begin = (workflowId: string, id: string, startedAt: number) =>
