@@ -298,40 +298,27 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   }
 
   export(name: string, value: unknown): void {
+    this.keep(name, value, `$.export("${name.slice(0, 64)}")`);
+    if (name === "$summary" && typeof value === "string" && !this.over)
+      this.summary = value.slice(0, SUMMARY_MAX_CHARS);
+  }
+
+  recordReturn(value: unknown): void {
+    this.keep("$return_value", value, "the step's return value");
+  }
+
+  /** Keeps `value` as JSON at `steps.<namespace>.<name>`, counted against the run's export bytes. */
+  private keep(name: string, value: unknown, what: string): void {
     if (this.over) return;
     const json = toJson(value);
     const bytes = jsonBytes(json);
     const { maxExportBytes } = this.run.invocation.limits;
     if (this.run.exportBytes + bytes > maxExportBytes) {
-      this.failWith(
-        limitError(
-          EXPORT_LIMIT_ERROR,
-          `$.export("${name.slice(0, 64)}"): one run may export at most ${maxExportBytes} bytes`,
-        ),
-      );
+      this.failWith(limitError(EXPORT_LIMIT_ERROR, `${what}: one run may export at most ${maxExportBytes} bytes`));
     }
     this.run.exportBytes += bytes;
     this.exportBytes += bytes;
     define(this.exports, name, json);
-    if (name === "$summary" && typeof json === "string") this.summary = json.slice(0, SUMMARY_MAX_CHARS);
-  }
-
-  recordReturn(value: unknown): void {
-    if (this.over) return;
-    const json = toJson(value);
-    const bytes = jsonBytes(json);
-    const { maxExportBytes } = this.run.invocation.limits;
-    if (this.run.exportBytes + bytes > maxExportBytes) {
-      this.failWith(
-        limitError(
-          EXPORT_LIMIT_ERROR,
-          `the step's return value goes past the ${maxExportBytes} bytes one run may export`,
-        ),
-      );
-    }
-    this.run.exportBytes += bytes;
-    this.exportBytes += bytes;
-    define(this.exports, "$return_value", json);
   }
 
   respond(spec: unknown): Promise<void> {

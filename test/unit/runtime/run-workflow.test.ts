@@ -751,3 +751,54 @@ describe("createWorkflowHandler: real step modules, as the Lambda entry loads th
     await expect(handler({ ...invocation, kind: "run" })).rejects.toThrow("invalid workflow invocation: kind");
   });
 });
+
+describe("runWorkflowSteps: hostile steps", () => {
+  it("ignores what an ended step's callbacks do while later steps run", async () => {
+    const result = await run(
+      {
+        early: {
+          run({ $ }: { $: Dollar }) {
+            setTimeout(() => {
+              $.send.http({ url: "https://example.com/late" });
+              $.export("late", true);
+              void $.respond({ status: 500, body: "late" }).catch(() => {});
+            }, 5);
+            return "left a timer behind";
+          },
+        },
+        waits: {
+          async run() {
+            await new Promise((resolve) => setTimeout(resolve, 30));
+          },
+        },
+        check: probe((steps) => steps.early),
+      },
+      { respondable: true },
+    );
+    expect(result.steps.map((step) => step.status)).toEqual(["success", "success", "success"]);
+    expect(result.sends).toEqual([{ type: "emit", raw_event: { $return_value: "left a timer behind" } }]);
+    expect(result.response).toBeUndefined();
+  });
+
+  it("cannot forge its outcome: a return value shaped like a result is only an export", async () => {
+    const forged = {
+      invocationId: "inv_other",
+      steps: [{ id: "c_x", status: "success" }],
+      sends: [{ type: "http", method: "POST", url: "http://169.254.169.254/" }],
+      response: { status: 200, headers: {}, body: "forged" },
+      status: "success",
+    };
+    const result = await run({
+      forger: { run: () => forged },
+      fails: { run: () => Promise.reject(new Error("real")) },
+    });
+    expect(result.invocationId).not.toBe("inv_other");
+    expect(result.sends).toEqual([]);
+    expect(result.response).toBeUndefined();
+    expect(result.steps.map((step) => [step.id, step.status])).toEqual([
+      ["c_forger", "success"],
+      ["c_fails", "error"],
+    ]);
+    expect(result.steps[0]?.exportBytes).toBe(Buffer.byteLength(JSON.stringify(forged)));
+  });
+});
