@@ -14,9 +14,11 @@
  * its logs, its environment has no Sluice variables, and the role's credentials, which Lambda puts
  * in the environment, are removed before the code loads.
  */
-import type { Invocation, InvocationResult } from "./protocol.ts";
-import { parseInvocation } from "./protocol-parsers.ts";
+import { installComponentGlobals } from "./globals.ts";
+import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "./protocol.ts";
+import { parseInvocation, parseWorkflowInvocation } from "./protocol-parsers.ts";
 import { componentExport, failCurrentInvocation, loadFailureResult, runInvocation } from "./run-invocation.ts";
+import { runWorkflowSteps } from "./run-workflow.ts";
 
 export type SourceHandler = (event: unknown) => Promise<InvocationResult>;
 
@@ -43,6 +45,7 @@ function prepareProcess(): void {
   processPrepared = true;
   for (const name of CREDENTIAL_VARIABLES) delete process.env[name];
   process.setSourceMapsEnabled(true);
+  installComponentGlobals();
   for (const event of ["uncaughtException", "unhandledRejection"] as const) {
     process.removeAllListeners(event);
     process.on(event, (thrown: unknown) => {
@@ -82,4 +85,36 @@ export function createSourceHandler(load: ComponentLoader): SourceHandler {
     // The response travels in the result: a Lambda function answers once per invocation.
     return runInvocation(component, invocation);
   };
+}
+
+export type WorkflowHandler = (event: unknown) => Promise<WorkflowResult>;
+
+/**
+ * The Lambda handler of a workflow function: one loader per step module, keyed by code hash
+ * (`{"<hash>": () => import("./steps/<hash>.mjs")}`, docs/design/workflows.md §3.2). Each module
+ * is loaded once per process, when a run first reaches its step; a module that fails to load
+ * fails that step with a `LoadError`, and is tried again by the next run.
+ */
+export function createWorkflowHandler(loaders: Record<string, ComponentLoader>): WorkflowHandler {
+  prepareProcess();
+  const loaded = new Map<string, Promise<unknown>>();
+  const load = (module: string): Promise<unknown> => {
+    const loader = Object.hasOwn(loaders, module) ? loaders[module] : undefined;
+    if (!loader) return Promise.reject(new Error(`no step module ${module} in this function`));
+    let component = loaded.get(module);
+    if (!component) {
+      component = loader().then(componentExport);
+      component.catch(() => loaded.delete(module));
+      loaded.set(module, component);
+    }
+    return component;
+  };
+  return async (event) => runWorkflowSteps(load, workflowInvocationOf(event));
+}
+
+/** The workflow invocation trusted code sent; a malformed event is a bug of the host, so it throws. */
+function workflowInvocationOf(event: unknown): WorkflowInvocation {
+  const parsed = parseWorkflowInvocation(event);
+  if (!parsed.ok) throw new TypeError(`invalid workflow invocation: ${parsed.problem}`);
+  return parsed.value;
 }

@@ -37,6 +37,13 @@ import type {
   Json,
   LogRecord,
   PropDescription,
+  SendRecord,
+  StepLogRecord,
+  StepOutcome,
+  WorkflowInvocation,
+  WorkflowLimits,
+  WorkflowResult,
+  WorkflowStepInvocation,
 } from "./protocol.ts";
 import type { DescribeReply } from "./sandbox-channel.ts";
 
@@ -116,14 +123,11 @@ function optional<T>(to: Bag, from: Bag, key: string, path: string, parse: (valu
 export function parseInvocation(raw: unknown): Parsed<Invocation> {
   return parsing(() => {
     const value = object(raw, "the invocation");
-    const nonEmpty = (field: unknown, path: string) =>
-      string(field, path) !== "" ? (field as string) : fail(path, "a non-empty string");
     const invocationId = nonEmpty(value.invocationId, "invocationId");
     const kind = oneOf(value.kind, INVOCATION_KINDS, "kind");
     const sourceId = nonEmpty(value.sourceId, "sourceId");
     const props = jsonObject(value.props, "props");
-    const propTypes = object(value.propTypes, "propTypes");
-    for (const [name, type] of Object.entries(propTypes)) string(type, at("propTypes", name));
+    const propTypes = propTypesOf(value.propTypes, "propTypes");
     const db = jsonObject(value.db, "db");
     const timeoutMs = finite(value.timeoutMs, "timeoutMs");
     if (!(timeoutMs > 0)) fail("timeoutMs", "a positive number");
@@ -132,7 +136,7 @@ export function parseInvocation(raw: unknown): Parsed<Invocation> {
       kind,
       sourceId,
       props,
-      propTypes: propTypes as Record<string, string>,
+      propTypes,
       db,
       timeoutMs,
     };
@@ -303,6 +307,165 @@ function description(raw: unknown, path: string): ComponentDescription {
     optional(parsed as unknown as Bag, value, key, path, string);
   }
   return parsed;
+}
+
+const nonEmpty = (field: unknown, path: string) =>
+  string(field, path) !== "" ? (field as string) : fail(path, "a non-empty string");
+
+function propTypesOf(value: unknown, path: string): Record<string, string> {
+  const types = object(value, path);
+  for (const [name, type] of Object.entries(types)) string(type, at(path, name));
+  return types as Record<string, string>;
+}
+
+const WORKFLOW_LIMITS = ["maxEmits", "maxEmitBytes", "maxSends", "maxSendBytes", "maxExportBytes"] as const;
+
+/**
+ * A workflow run as trusted code sends it (`kind: "workflow"`). The entries tell it from a source's
+ * invocation by `kind` and parse it with this; like {@link parseInvocation}, a malformed one is a
+ * bug of the host and the entries refuse it.
+ */
+export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation> {
+  return parsing(() => {
+    const value = object(raw, "the invocation");
+    const invocationId = nonEmpty(value.invocationId, "invocationId");
+    if (value.kind !== "workflow") fail("kind", "workflow");
+    const trigger = object(value.trigger, "trigger");
+    for (const key of ["event", "context"] as const) {
+      if (!(key in trigger)) fail(at("trigger", key), "present (null for none)");
+    }
+    const timeoutMs = finite(value.timeoutMs, "timeoutMs");
+    if (!(timeoutMs > 0)) fail("timeoutMs", "a positive number");
+    const from = object(value.limits, "limits");
+    const limits = {} as WorkflowLimits;
+    for (const key of WORKFLOW_LIMITS) limits[key] = finite(from[key], at("limits", key));
+    const namespaces = new Set<string>();
+    const steps = array(value.steps, "steps").map((item, index): WorkflowStepInvocation => {
+      const path = at("steps", index);
+      const step = object(item, path);
+      const namespace = nonEmpty(step.namespace, at(path, "namespace"));
+      // `trigger` is the event's, and a repeated namespace would hide a step's exports.
+      if (namespace === "trigger" || namespaces.has(namespace)) fail(at(path, "namespace"), "unique and not trigger");
+      namespaces.add(namespace);
+      return {
+        id: nonEmpty(step.id, at(path, "id")),
+        namespace,
+        module: nonEmpty(step.module, at(path, "module")),
+        props: jsonObject(step.props, at(path, "props")),
+        propTypes: propTypesOf(step.propTypes, at(path, "propTypes")),
+        db: jsonObject(step.db, at(path, "db")),
+      };
+    });
+    return {
+      invocationId,
+      kind: "workflow",
+      workflowId: nonEmpty(value.workflowId, "workflowId"),
+      trigger: { event: json(trigger.event, "trigger.event"), context: json(trigger.context, "trigger.context") },
+      context: json(value.context, "context"),
+      steps,
+      respondable: boolean(value.respondable, "respondable"),
+      timeoutMs,
+      limits,
+    };
+  });
+}
+
+/**
+ * A workflow run's result as the runtime that ran the steps sent it, for the invocation
+ * `invocationId`: its shape only. Whether its steps are the invocation's, in order, and whether
+ * its sends are within the limits, is trusted code's to check (`checkWorkflowResult`), since that
+ * needs the invocation.
+ */
+export function parseWorkflowResult(raw: unknown, invocationId: string): Parsed<WorkflowResult> {
+  return parsing(() => {
+    const value = object(raw, "the result");
+    if (value.invocationId !== invocationId) fail("invocationId", `the invocation's id (${invocationId})`);
+    const result: WorkflowResult = {
+      invocationId,
+      steps: array(value.steps, "steps").map((step, index) => stepOutcome(step, at("steps", index))),
+      sends: array(value.sends, "sends").map((send, index) => sendRecord(send, at("sends", index))),
+      logs: array(value.logs, "logs").map((log, index): StepLogRecord => {
+        const path = at("logs", index);
+        return { ...logRecord(log, path), step: string(object(log, path).step, at(path, "step")) };
+      }),
+      durationMs: finite(value.durationMs, "durationMs"),
+    };
+    if (value.response !== undefined) {
+      const spec: WorkflowResult["response"] = response(value.response, "response");
+      const immediate = object(value.response, "response").immediate;
+      if (immediate !== undefined) spec.immediate = boolean(immediate, "response.immediate");
+      result.response = spec;
+    }
+    if (value.error !== undefined) result.error = errorRecord(value.error, "error");
+    return result;
+  });
+}
+
+const STEP_STATUSES = ["success", "error", "exited"] as const;
+
+function stepOutcome(raw: unknown, path: string): StepOutcome {
+  const value = object(raw, path);
+  const outcome: StepOutcome = {
+    id: nonEmpty(value.id, at(path, "id")),
+    status: oneOf(value.status, STEP_STATUSES, at(path, "status")),
+    exportBytes: finite(value.exportBytes, at(path, "exportBytes")),
+    dbWrites: jsonObject(value.dbWrites, at(path, "dbWrites")),
+    durationMs: finite(value.durationMs, at(path, "durationMs")),
+  };
+  if (outcome.exportBytes < 0) fail(at(path, "exportBytes"), "a number of bytes");
+  optional(outcome as unknown as Bag, value, "summary", path, string);
+  optional(outcome as unknown as Bag, value, "exitReason", path, string);
+  if (value.error !== undefined) outcome.error = errorRecord(value.error, at(path, "error"));
+  // An error only on a failed step, and a failed step always says why: trusted code relies on both.
+  if ((outcome.status === "error") !== (outcome.error !== undefined)) {
+    fail(at(path, "error"), "present exactly when the status is error");
+  }
+  if (outcome.exitReason !== undefined && outcome.status !== "exited")
+    fail(at(path, "exitReason"), "absent unless exited");
+  return outcome;
+}
+
+function stringRecord(raw: unknown, path: string): Record<string, string> {
+  const value = object(raw, path);
+  for (const [key, item] of Object.entries(value)) string(item, at(path, key));
+  return value as Record<string, string>;
+}
+
+const SEND_TYPES = ["http", "emit", "sse", "s3"] as const;
+
+function sendRecord(raw: unknown, path: string): SendRecord {
+  const value = object(raw, path);
+  const type = oneOf(value.type, SEND_TYPES, at(path, "type"));
+  const payload = (key: string) => {
+    if (!(key in value)) fail(at(path, key), "present (null for none)");
+    return json(value[key], at(path, key));
+  };
+  if (type === "emit") return { type, raw_event: payload("raw_event") };
+  if (type === "sse") return { type, channel: string(value.channel, at(path, "channel")), payload: payload("payload") };
+  if (type === "s3") {
+    return {
+      type,
+      bucket: string(value.bucket, at(path, "bucket")),
+      prefix: string(value.prefix, at(path, "prefix")),
+      payload: payload("payload"),
+    };
+  }
+  const send: SendRecord = {
+    type,
+    method: string(value.method, at(path, "method")),
+    url: string(value.url, at(path, "url")),
+  };
+  optional(send as Bag, value, "headers", path, stringRecord);
+  optional(send as Bag, value, "params", path, stringRecord);
+  if (value.auth !== undefined) {
+    const auth = object(value.auth, at(path, "auth"));
+    send.auth = {
+      username: string(auth.username, at(path, "auth.username")),
+      password: string(auth.password, at(path, "auth.password")),
+    };
+  }
+  optional(send as Bag, value, "data", path, json);
+  return send;
 }
 
 /**

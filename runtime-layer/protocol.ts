@@ -12,7 +12,10 @@ import type { EmitLimits } from "./result-limits.ts";
 
 export type { EmitLimits, Json, PropDescription };
 
-/** What an invocation runs: `run`, one of the hooks, or `additionalProps`. */
+/**
+ * What a source invocation runs: `run`, one of the hooks, or `additionalProps`. A workflow run is
+ * its own message ({@link WorkflowInvocation}, `kind: "workflow"`), parsed by its own parser.
+ */
 export type InvocationKind = "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
 
 /** The event a source's `run` receives from its HTTP interface (real-behaviour.md §1.2). */
@@ -127,4 +130,105 @@ export interface RespondMessage {
   type: "respond";
   invocationId: string;
   response: HttpResponseSpec;
+}
+
+/**
+ * Limits of one workflow run, set per deployment. The runtime keeps to them as the steps run (the
+ * call past one throws and fails the run, even when the step catches it); trusted code checks
+ * every result against them again.
+ */
+export interface WorkflowLimits extends EmitLimits {
+  /** `$.send.*` calls of one run, emits included; the send past it fails the run. */
+  maxSends: number;
+  /** UTF-8 bytes of the JSON of all of one run's send records together. */
+  maxSendBytes: number;
+  /** UTF-8 bytes of the JSON of all exports and return values of one run's steps together. */
+  maxExportBytes: number;
+}
+
+/** One step of a workflow invocation, in the order the steps run. */
+export interface WorkflowStepInvocation {
+  /** The step's `c_` id; log lines, outcomes and errors name it. */
+  id: string;
+  /** `steps.<namespace>` holds the step's return value and exports for later steps. */
+  namespace: string;
+  /** The step's module: its code hash, resolved by the entry's loader. */
+  module: string;
+  /** As {@link Invocation.props}; app props arrive as their configured value. */
+  props: Record<string, Json>;
+  propTypes: Record<string, string>;
+  /** The step's own `$.service.db` snapshot. */
+  db: Record<string, Json>;
+}
+
+/**
+ * One run of a workflow: its enabled steps, in order, in one invocation. Disabled steps are not
+ * sent: trusted code leaves them out.
+ */
+export interface WorkflowInvocation {
+  invocationId: string;
+  kind: "workflow";
+  /** The workflow (`p_`), visible to step code as `process.env.PD_COMPONENT`. */
+  workflowId: string;
+  /** `steps.trigger`: the event that started the run and its context. */
+  trigger: { event: Json; context: Json };
+  /** `$.context` without `deadline`, which the runtime adds from `timeoutMs`. */
+  context: Json;
+  steps: WorkflowStepInvocation[];
+  /** True for an HTTP trigger with `custom_response`: only then does `$.respond` answer. */
+  respondable: boolean;
+  /** The whole run, every step together, is stopped after this long. */
+  timeoutMs: number;
+  limits: WorkflowLimits;
+}
+
+/** What one `$.send.*` call asked for, in the payload shapes of real-behaviour.md §1.9. */
+export type SendRecord =
+  | {
+      type: "http";
+      method: string;
+      url: string;
+      headers?: Record<string, string>;
+      params?: Record<string, string>;
+      auth?: { username: string; password: string };
+      data?: Json;
+    }
+  | { type: "emit"; raw_event: Json }
+  | { type: "sse"; channel: string; payload: Json }
+  | { type: "s3"; bucket: string; prefix: string; payload: Json };
+
+export type StepStatus = "success" | "error" | "exited";
+
+/** What one step did. Its exports and return value stay in the runtime: only their size crosses. */
+export interface StepOutcome {
+  id: string;
+  status: StepStatus;
+  /** The step's `$summary` export, when a string (cut to `SUMMARY_MAX_CHARS`). */
+  summary?: string;
+  /** Bytes of the JSON of the step's exports and return value. */
+  exportBytes: number;
+  /** Keys the step wrote to its `$.service.db`, with their last value. */
+  dbWrites: Record<string, Json>;
+  durationMs: number;
+  /** Why the step failed (status `error`): what it threw, a limit, the run's time limit. */
+  error?: ErrorRecord;
+  /** The reason given to `$.flow.exit` (status `exited`), when a string. */
+  exitReason?: string;
+}
+
+/** A log line of a workflow run, naming the step (`c_`) whose code wrote it. */
+export type StepLogRecord = LogRecord & { step: string };
+
+export interface WorkflowResult {
+  invocationId: string;
+  /** The steps that ran, in order; the last one may have failed or exited, and none follows it. */
+  steps: StepOutcome[];
+  /** In call order. */
+  sends: SendRecord[];
+  logs: StepLogRecord[];
+  /** The first `$.respond` of the run, given only when the invocation is `respondable`. */
+  response?: HttpResponseSpec & { immediate?: boolean };
+  /** An error that belongs to no step: the host's kill, a crash, a malformed answer. */
+  error?: ErrorRecord;
+  durationMs: number;
 }

@@ -21,3 +21,17 @@ export interface EmitLimits {
 
 /** The name of the error a run ends with when it emits past its {@link EmitLimits}. */
 export const EMIT_LIMIT_ERROR = "EmitLimitError";
+
+/** Longest `$summary` kept in a step's outcome, in UTF-16 units. */
+export const SUMMARY_MAX_CHARS = 200;
+/** Longest exit reason kept in a step's outcome, in UTF-16 units. */
+export const EXIT_REASON_MAX_CHARS = 1024;
+/**
+ * Longest message, and stack, of an error a workflow step returns, in UTF-16 units: a step may
+ * throw an Error whose message is hundreds of megabytes, and the result must still cross.
+ */
+export const ERROR_TEXT_MAX_CHARS = 16 * 1024;
+
+/** The names of the errors a workflow run ends with when a step goes past a limit of its `WorkflowLimits`. */
+export const EXPORT_LIMIT_ERROR = "ExportLimitError";
+export const SEND_LIMIT_ERROR = "SendLimitError";

@@ -43,7 +43,8 @@ const NO_IO: InvocationIo = { onRespond() {} };
 type Bag = Record<string, unknown>;
 type Outcome = { error?: ErrorRecord; additionalProps?: PropDescription[] };
 
-const isBag = (value: unknown): value is Bag => typeof value === "object" && value !== null && !Array.isArray(value);
+export const isBag = (value: unknown): value is Bag =>
+  typeof value === "object" && value !== null && !Array.isArray(value);
 
 /**
  * Runs one invocation of `component` (the module's export: the default export of an ES module,
@@ -118,10 +119,24 @@ async function execute(component: unknown, state: InvocationState): Promise<Outc
 }
 
 /**
+ * What `this` of one invocation is built over: the props and their types, the `$.service.db`
+ * snapshot and where its writes go, and what `$emit` and an HTTP interface's `respond` do. A
+ * source's invocation and a workflow step (`run-workflow.ts`) each provide their own.
+ */
+export interface ThisBindings {
+  readonly props: Record<string, Json>;
+  readonly propTypes: Record<string, string>;
+  readonly db: Record<string, Json>;
+  readonly dbWrites: Record<string, Json>;
+  emit(event: unknown, meta: unknown): unknown;
+  respond(spec: unknown): unknown;
+}
+
+/**
  * `this` of the invocation: methods bound to it, then the props (a prop wins over a method of the
  * same name), then `$emit`. Built afresh for every invocation, so nothing leaks between runs.
  */
-function buildThis(component: Bag, state: InvocationState): Bag {
+export function buildThis(component: Bag, bindings: ThisBindings): Bag {
   const self: Bag = {};
   if (isBag(component.methods)) {
     for (const [name, method] of Object.entries(component.methods)) {
@@ -129,10 +144,10 @@ function buildThis(component: Bag, state: InvocationState): Bag {
     }
   }
   const declared = isBag(component.props) ? component.props : {};
-  const { props, propTypes } = state.invocation;
+  const { props, propTypes } = bindings;
   let db: ServiceDb | undefined;
   const serviceDb = () => {
-    db ??= createServiceDb(state.invocation.db ?? {}, state.dbWrites);
+    db ??= createServiceDb(bindings.db ?? {}, bindings.dbWrites);
     return db;
   };
   for (const name of new Set([...Object.keys(declared), ...Object.keys(props)])) {
@@ -141,10 +156,10 @@ function buildThis(component: Bag, state: InvocationState): Bag {
       // Needs no configuration: trusted code may leave it out of `props`. All db props share one store.
       self[name] = serviceDb();
     } else if (Object.hasOwn(props, name)) {
-      self[name] = propValue(type, props[name] as Json, declared[name], state);
+      self[name] = propValue(type, props[name] as Json, declared[name], bindings);
     }
   }
-  self.$emit = (event: unknown, meta?: unknown) => state.emit(event, meta);
+  self.$emit = (event: unknown, meta?: unknown) => bindings.emit(event, meta);
   return self;
 }
 
@@ -153,9 +168,10 @@ function declaredType(declared: unknown): string | undefined {
   return isBag(declared) && typeof declared.type === "string" ? declared.type : undefined;
 }
 
-function propValue(type: string | undefined, value: Json, declared: unknown, state: InvocationState): unknown {
+/** `this.<prop>` of a prop of `type` configured as `value`. */
+export function propValue(type: string | undefined, value: Json, declared: unknown, bindings: ThisBindings): unknown {
   if (type === "$.interface.http") {
-    return { ...(isBag(value) ? value : {}), respond: (spec: unknown) => state.respond(spec) };
+    return { ...(isBag(value) ? value : {}), respond: (spec: unknown) => bindings.respond(spec) };
   }
   if (type === "app") return appValue(value, declared);
   return value;
@@ -173,7 +189,7 @@ function appValue(value: Json, declared: unknown): Bag {
 }
 
 /** What one invocation collected; also its scope for console, `process.env` and stray errors. */
-class InvocationState implements InvocationScope {
+class InvocationState implements InvocationScope, ThisBindings {
   readonly emits: EmitRecord[] = [];
   readonly dbWrites: Record<string, Json> = {};
   readonly logs: LogRecord[] = [];
@@ -197,6 +213,18 @@ class InvocationState implements InvocationScope {
 
   get sourceId(): string {
     return this.invocation.sourceId;
+  }
+
+  get props(): Record<string, Json> {
+    return this.invocation.props;
+  }
+
+  get propTypes(): Record<string, string> {
+    return this.invocation.propTypes;
+  }
+
+  get db(): Record<string, Json> {
+    return this.invocation.db;
   }
 
   log(level: LogLevel, message: string): void {
@@ -266,12 +294,12 @@ export function toEmitMeta(options: unknown): EmitMeta {
   return meta;
 }
 
-function timeoutError(timeoutMs: number): ErrorRecord {
+export function timeoutError(timeoutMs: number): ErrorRecord {
   return { name: "TimeoutError", message: `the invocation timed out after ${timeoutMs / 1000}s`, ts: Date.now() };
 }
 
 /** Describes what the code threw: anything, not only an Error. */
-function toErrorRecord(thrown: unknown): ErrorRecord {
+export function toErrorRecord(thrown: unknown): ErrorRecord {
   const ts = Date.now();
   try {
     if (thrown instanceof Error || (isBag(thrown) && typeof thrown.message === "string")) {

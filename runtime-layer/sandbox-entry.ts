@@ -19,6 +19,7 @@ import { Socket } from "node:net";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
 import { describeComponent } from "./describe-component.ts";
+import { installComponentGlobals } from "./globals.ts";
 import type { ErrorRecord, InvocationResult, LogRecord } from "./protocol.ts";
 import { parseInvocation } from "./protocol-parsers.ts";
 import {
@@ -58,6 +59,9 @@ for (const fd of config.close) {
   }
 }
 const redact = pathRedactor(config.redact);
+// Before any module is evaluated: a code step's `export default defineComponent({...})` describes
+// and runs without an import, as in the original.
+installComponentGlobals();
 
 function readConfig(): SandboxChildConfig {
   try {

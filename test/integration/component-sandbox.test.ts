@@ -62,6 +62,23 @@ describe("describeComponentInSandbox", () => {
     });
   });
 
+  it("describes a code step written with the global defineComponent, as workflow steps are", async () => {
+    const code = `
+      export default defineComponent({
+        props: { greeting: { type: "string", default: "hi" } },
+        async run({ steps, $ }) {
+          $.export("$summary", this.greeting);
+          return steps.trigger.event;
+        },
+      });`;
+    const description = await describeComponentInSandbox(code, { workDir });
+    // No `type`: it describes as a source would; workflow validation (step 5) decides what a step is.
+    expect(description).toMatchObject({
+      hasRun: true,
+      props: [{ name: "greeting", type: "string", default: "hi" }],
+    });
+  });
+
   it("describes a CommonJS component that requires a built-in module", async () => {
     const code = `
       const { format } = require("node:util");

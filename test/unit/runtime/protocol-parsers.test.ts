@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import type { Invocation, InvocationResult } from "#runtime/protocol";
+import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import {
   MALFORMED_RESULT_ERROR,
   malformedError,
@@ -7,6 +7,8 @@ import {
   parseHttpResponse,
   parseInvocation,
   parseInvocationResult,
+  parseWorkflowInvocation,
+  parseWorkflowResult,
 } from "#runtime/protocol-parsers";
 
 const invocation: Invocation = {
@@ -190,5 +192,184 @@ describe("malformedError", () => {
       message: "the component's runtime sent a malformed result (logs must be an array); nothing of it was applied",
       ts: 7,
     });
+  });
+});
+
+const workflowInvocation: WorkflowInvocation = {
+  invocationId: "inv-w",
+  kind: "workflow",
+  workflowId: "p_1",
+  trigger: { event: { body: { a: 1 } }, context: { source_type: "HTTP" } },
+  context: { id: "run_1", run: { runs: 1, retry_count: 0 } },
+  steps: [
+    { id: "c_1", namespace: "parse", module: "hash1", props: {}, propTypes: {}, db: {} },
+    { id: "c_2", namespace: "send", module: "hash2", props: { url: "u" }, propTypes: { url: "string" }, db: { n: 1 } },
+  ],
+  respondable: true,
+  timeoutMs: 1000,
+  limits: { maxEmits: 10, maxEmitBytes: 1000, maxSends: 5, maxSendBytes: 2000, maxExportBytes: 3000 },
+};
+
+describe("parseWorkflowInvocation: a workflow run as the entries take it", () => {
+  it("takes a workflow invocation as trusted code builds it", () => {
+    expect(parseWorkflowInvocation(structuredClone(workflowInvocation))).toEqual({
+      ok: true,
+      value: workflowInvocation,
+    });
+  });
+
+  it.each([
+    ["a source's invocation", invocation, "kind must be workflow"],
+    ["another kind", withField(workflowInvocation, "kind", "run"), "kind must be workflow"],
+    ["no trigger event", withField(workflowInvocation, "trigger.event", undefined), "trigger.event must be present"],
+    ["a context that is not JSON", withField(workflowInvocation, "context", { f: () => 1 }), "context must be JSON"],
+    ["steps that are not an array", withField(workflowInvocation, "steps", {}), "steps must be an array"],
+    ["a step without a module", withField(workflowInvocation, "steps.1.module", ""), "steps[1].module must be a non"],
+    ["a step named trigger", withField(workflowInvocation, "steps.0.namespace", "trigger"), "steps[0].namespace must"],
+    ["two steps of one namespace", withField(workflowInvocation, "steps.1.namespace", "parse"), "steps[1].namespace"],
+    [
+      "a prop type that is not text",
+      withField(workflowInvocation, "steps.1.propTypes.url", 1),
+      "steps[1].propTypes.url",
+    ],
+    ["a db that is not JSON", withField(workflowInvocation, "steps.1.db", { d: new Date(0) }), "steps[1].db must be"],
+    ["respondable as text", withField(workflowInvocation, "respondable", "yes"), "respondable must be a boolean"],
+    ["a missing limit", withField(workflowInvocation, "limits.maxExportBytes", undefined), "limits.maxExportBytes"],
+    ["no time limit", withField(workflowInvocation, "timeoutMs", 0), "timeoutMs must be a positive number"],
+  ])("refuses %s", (_what, raw, problem) => {
+    const parsed = parseWorkflowInvocation(raw);
+    expect(parsed.ok ? "" : parsed.problem).toContain(problem);
+  });
+
+  it("is refused by the source parser, so a source entry never runs it as a source", () => {
+    expect(parseInvocation(structuredClone(workflowInvocation))).toMatchObject({ ok: false });
+  });
+});
+
+const workflowResult: WorkflowResult = {
+  invocationId: "inv-w",
+  steps: [
+    { id: "c_1", status: "success", summary: "parsed", exportBytes: 12, dbWrites: {}, durationMs: 1 },
+    {
+      id: "c_2",
+      status: "error",
+      exportBytes: 0,
+      dbWrites: { n: 2 },
+      durationMs: 2,
+      error: { name: "TypeError", message: "no", ts: 3 },
+    },
+  ],
+  sends: [
+    {
+      type: "http",
+      method: "POST",
+      url: "https://example.com",
+      headers: { a: "b" },
+      params: { q: "1" },
+      auth: { username: "u", password: "p" },
+      data: { x: [1] },
+    },
+    { type: "emit", raw_event: null },
+    { type: "sse", channel: "c", payload: "p" },
+    { type: "s3", bucket: "b", prefix: "p/", payload: { k: 1 } },
+  ],
+  logs: [{ ts: 1, level: "info", message: "hi", step: "c_1" }],
+  response: { status: 201, headers: {}, body: "ok", immediate: true },
+  durationMs: 4,
+};
+
+describe("parseWorkflowResult: the result of a workflow run", () => {
+  it("takes what the runtime builds, unchanged, and leaves out keys the protocol does not name", () => {
+    expect(parseWorkflowResult(structuredClone(workflowResult), "inv-w")).toEqual({ ok: true, value: workflowResult });
+    const extra = structuredClone(workflowResult) as unknown as Record<string, unknown>;
+    extra.exports = { huge: "forged" };
+    (extra.steps as Record<string, unknown>[])[0]!.$return_value = "forged";
+    expect(parseWorkflowResult(extra, "inv-w")).toEqual({ ok: true, value: workflowResult });
+    const ended = {
+      invocationId: "inv-w",
+      steps: [],
+      sends: [],
+      logs: [],
+      durationMs: 0,
+      error: { name: "TimeoutError", message: "t", ts: 1 },
+    };
+    expect(parseWorkflowResult(ended, "inv-w")).toEqual({ ok: true, value: ended });
+  });
+
+  // A sandbox child may send anything: each forged field fails the whole result.
+  it.each([
+    ["another invocation's id", withField(workflowResult, "invocationId", "inv-x"), "invocationId must be"],
+    ["steps that are not an array", withField(workflowResult, "steps", "all fine"), "steps must be an array"],
+    [
+      "a step of an unknown status",
+      withField(workflowResult, "steps.0.status", "skipped"),
+      "steps[0].status must be one",
+    ],
+    [
+      "a failed step without its error",
+      withField(workflowResult, "steps.1.error", undefined),
+      "steps[1].error must be pres",
+    ],
+    [
+      "a successful step with an error",
+      withField(workflowResult, "steps.0.error", { name: "E", message: "m", ts: 1 }),
+      "steps[0].error",
+    ],
+    [
+      "an exit reason on a success",
+      withField(workflowResult, "steps.0.exitReason", "r"),
+      "steps[0].exitReason must be absent",
+    ],
+    ["negative export bytes", withField(workflowResult, "steps.0.exportBytes", -1), "steps[0].exportBytes must be"],
+    ["export bytes as text", withField(workflowResult, "steps.0.exportBytes", "12"), "steps[0].exportBytes must be"],
+    ["a step without an id", withField(workflowResult, "steps.0.id", ""), "steps[0].id must be a non-empty"],
+    [
+      "db writes that are not JSON",
+      withField(workflowResult, "steps.1.dbWrites", { n: Number.NaN }),
+      "steps[1].dbWrites",
+    ],
+    ["a summary that is not text", withField(workflowResult, "steps.0.summary", { s: 1 }), "steps[0].summary must be"],
+    ["a send of an unknown type", withField(workflowResult, "sends.0.type", "email"), "sends[0].type must be one of"],
+    [
+      "an http send without a url",
+      withField(workflowResult, "sends.0.url", undefined),
+      "sends[0].url must be a string",
+    ],
+    [
+      "a header that is a number",
+      withField(workflowResult, "sends.0.headers.a", 1),
+      "sends[0].headers.a must be a str",
+    ],
+    [
+      "auth without a password",
+      withField(workflowResult, "sends.0.auth.password", undefined),
+      "sends[0].auth.password",
+    ],
+    [
+      "data that is not JSON",
+      withField(workflowResult, "sends.0.data", { d: new Date(0) }),
+      "sends[0].data must be JSON",
+    ],
+    ["an emit without raw_event", withField(workflowResult, "sends.1.raw_event", undefined), "sends[1].raw_event must"],
+    ["an sse without a channel", withField(workflowResult, "sends.2.channel", undefined), "sends[2].channel must be"],
+    ["an s3 without a prefix", withField(workflowResult, "sends.3.prefix", undefined), "sends[3].prefix must be"],
+    ["a log without its step", withField(workflowResult, "logs.0.step", undefined), "logs[0].step must be a string"],
+    ["a response with a bad status", withField(workflowResult, "response.status", 99), "response.status must be"],
+    ["immediate as text", withField(workflowResult, "response.immediate", "yes"), "response.immediate must be a bool"],
+    ["a run error without a time", withField(workflowResult, "error", { name: "E", message: "m" }), "error.ts must be"],
+  ])("refuses %s, saying which field", (_what, raw, problem) => {
+    const parsed = parseWorkflowResult(raw, "inv-w");
+    expect(parsed.ok).toBe(false);
+    expect(parsed.ok ? "" : parsed.problem).toContain(problem);
+  });
+
+  it("hands a __proto__ key of a send's payload on as data", () => {
+    const raw = JSON.parse(
+      JSON.stringify(workflowResult).replace('"payload":{"k":1}', '"payload":{"__proto__":{"x":1}}'),
+    );
+    const parsed = parseWorkflowResult(raw, "inv-w");
+    if (!parsed.ok) throw new Error(parsed.problem);
+    const send = parsed.value.sends[3] as { payload: object };
+    expect(Object.getOwnPropertyDescriptor(send.payload, "__proto__")?.value).toEqual({ x: 1 });
   });
 });

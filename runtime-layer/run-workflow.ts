@@ -1,0 +1,355 @@
+/**
+ * The runtime of one workflow run (docs/design/workflows.md §3.4): the enabled steps of a
+ * {@link WorkflowInvocation} run in order in one invocation, each as `run({ steps, $ })` with
+ * `this` built as a source's is (`buildThis`). `steps.trigger` is the triggering event and its
+ * context, and `steps.<namespace>` holds each earlier step's return value (`$return_value`) and
+ * exports. Shared by the local sandbox child and the Lambda entry; it does no I/O of its own
+ * besides loading step modules through the caller's loader.
+ *
+ * Exports and return values never leave the runtime (only their sizes do), so a result stays
+ * small however much the steps export; what does leave is bounded by the invocation's limits.
+ */
+import { toJson } from "./describe-component.ts";
+import { installComponentGlobals } from "./globals.ts";
+import { normalizeResponse } from "./http-response.ts";
+import { type InvocationScope, runInScope } from "./invocation-scope.ts";
+import type {
+  ErrorRecord,
+  HttpResponseSpec,
+  Json,
+  LogLevel,
+  SendRecord,
+  StepLogRecord,
+  StepOutcome,
+  WorkflowInvocation,
+  WorkflowResult,
+  WorkflowStepInvocation,
+} from "./protocol.ts";
+import {
+  EMIT_LIMIT_ERROR,
+  ERROR_TEXT_MAX_CHARS,
+  EXIT_REASON_MAX_CHARS,
+  EXPORT_LIMIT_ERROR,
+  LOG_MAX_BYTES,
+  LOG_RECORD_OVERHEAD,
+  SEND_LIMIT_ERROR,
+  SUMMARY_MAX_CHARS,
+} from "./result-limits.ts";
+import { buildThis, isBag, type ThisBindings, timeoutError, toErrorRecord } from "./run-invocation.ts";
+import { toLoadFailure, withPosition } from "./sandbox-channel.ts";
+import { createStepHelpers, flowExitError, type StepEffects } from "./step-helpers.ts";
+
+/** Used when an invocation carries no usable `timeoutMs`. */
+const DEFAULT_TIMEOUT_MS = 30_000;
+
+/**
+ * Gives the component a step's module exports (its `module`, a code hash), as `componentExport`
+ * does for a source. The entries load each module once per process.
+ */
+export type StepLoader = (module: string) => Promise<unknown>;
+
+type Bag = Record<string, unknown>;
+type StepEnd = { status: "success" } | { status: "error"; error: ErrorRecord } | { status: "exited"; reason?: string };
+
+/**
+ * Runs the steps of `invocation` in order and returns what they did.
+ *
+ * Never rejects. A step that throws (anything, not only an Error), goes past a limit, fails to
+ * load, or is running when the run's time limit comes ends the run with status `error` on that
+ * step; a step that calls `$.flow.exit` ends it with `exited`; no later step runs either way. An
+ * `await`-less endless loop cannot be stopped from inside the process: the host kills it.
+ */
+export async function runWorkflowSteps(load: StepLoader, invocation: WorkflowInvocation): Promise<WorkflowResult> {
+  installComponentGlobals();
+  const started = performance.now();
+  const run = new RunState(invocation);
+  const timeoutMs =
+    Number.isFinite(invocation.timeoutMs) && invocation.timeoutMs > 0 ? invocation.timeoutMs : DEFAULT_TIMEOUT_MS;
+  const deadline = Date.now() + timeoutMs;
+  let timer: NodeJS.Timeout | undefined;
+  const timedOut = new Promise<StepEnd>((resolve) => {
+    timer = setTimeout(() => resolve({ status: "error", error: timeoutError(timeoutMs) }), timeoutMs);
+  });
+  const steps: Bag = {};
+  steps.trigger = { event: invocation.trigger.event, context: invocation.trigger.context };
+  const outcomes: StepOutcome[] = [];
+  try {
+    for (const step of invocation.steps) {
+      const outcome = await runStep(load, step, run, steps, deadline, timedOut);
+      outcomes.push(outcome);
+      if (outcome.status !== "success") break;
+    }
+  } finally {
+    clearTimeout(timer);
+    run.closed = true;
+  }
+  // Copies: code still running after its step ended must not change a result already handed out.
+  const result: WorkflowResult = {
+    invocationId: invocation.invocationId,
+    steps: outcomes,
+    sends: [...run.sends],
+    logs: [...run.logs],
+    durationMs: performance.now() - started,
+  };
+  if (run.response) result.response = run.response;
+  return result;
+}
+
+async function runStep(
+  load: StepLoader,
+  step: WorkflowStepInvocation,
+  run: RunState,
+  steps: Bag,
+  deadline: number,
+  timedOut: Promise<StepEnd>,
+): Promise<StepOutcome> {
+  const began = performance.now();
+  const state = new StepState(run, step, deadline);
+  let raced: StepEnd;
+  try {
+    raced = await Promise.race([runInScope(state, () => execute(load, step, state, steps)), state.stopped, timedOut]);
+  } finally {
+    state.closed = true;
+  }
+  // What ended the step first wins: an exit or a limit the code caught is still the end.
+  const end = state.end ?? raced;
+  const outcome: StepOutcome = {
+    id: step.id,
+    status: end.status,
+    exportBytes: state.exportBytes,
+    dbWrites: { ...state.dbWrites },
+    durationMs: performance.now() - began,
+  };
+  if (state.summary !== undefined) outcome.summary = state.summary;
+  if (end.status === "error") outcome.error = cutError(end.error);
+  if (end.status === "exited" && end.reason !== undefined) outcome.exitReason = end.reason;
+  if (end.status === "success") {
+    // defineProperty: a namespace or an export named `__proto__` is data, which an assignment would drop.
+    define(steps, step.namespace, state.exports);
+  }
+  return outcome;
+}
+
+async function execute(load: StepLoader, step: WorkflowStepInvocation, state: StepState, steps: Bag): Promise<StepEnd> {
+  let component: unknown;
+  try {
+    component = await load(step.module);
+  } catch (thrown) {
+    const error: ErrorRecord = {
+      name: "LoadError",
+      message: `the step could not be loaded: ${withPosition(toLoadFailure(thrown))}`,
+      ts: Date.now(),
+    };
+    if (thrown instanceof Error && thrown.stack) error.stack = thrown.stack;
+    return { status: "error", error };
+  }
+  try {
+    if (!isBag(component) || typeof component.run !== "function") {
+      throw new TypeError(
+        "a step's module must export a component with run({ steps, $ }) (export default defineComponent({ ... }))",
+      );
+    }
+    const self = buildThis(component, state);
+    const returned: unknown = await component.run.call(self, { steps, $: createStepHelpers(state) });
+    state.recordReturn(returned);
+    return { status: "success" };
+  } catch (thrown) {
+    return { status: "error", error: toErrorRecord(thrown) };
+  }
+}
+
+function define(target: Bag, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+function limitError(name: string, message: string): Error {
+  return Object.assign(new Error(message), { name });
+}
+
+const jsonBytes = (json: Json | undefined) => (json === undefined ? 0 : Buffer.byteLength(JSON.stringify(json)));
+
+/** The run's error texts, cut: a step may throw a message of any size. */
+function cutError(error: ErrorRecord): ErrorRecord {
+  const cut = (text: string) =>
+    text.length > ERROR_TEXT_MAX_CHARS ? `${text.slice(0, ERROR_TEXT_MAX_CHARS)}... (cut)` : text;
+  const record: ErrorRecord = { name: cut(error.name), message: cut(error.message), ts: error.ts };
+  if (error.stack !== undefined) record.stack = cut(error.stack);
+  return record;
+}
+
+/** What the whole run collected: sends, logs, the response, and the totals its limits count. */
+class RunState {
+  readonly sends: SendRecord[] = [];
+  readonly logs: StepLogRecord[] = [];
+  response: (HttpResponseSpec & { immediate?: boolean }) | undefined;
+  closed = false;
+  exportBytes = 0;
+  private logBytes = 0;
+  private sendBytes = 0;
+  private emits = 0;
+  private emitBytes = 0;
+
+  constructor(readonly invocation: WorkflowInvocation) {}
+
+  log(step: string, level: LogLevel, message: string): void {
+    if (this.logBytes >= LOG_MAX_BYTES) return;
+    const bytes = Buffer.byteLength(message) + LOG_RECORD_OVERHEAD;
+    if (this.logBytes + bytes > LOG_MAX_BYTES) {
+      this.logBytes = LOG_MAX_BYTES;
+      const note = `further logs were dropped: one run may log at most ${LOG_MAX_BYTES} bytes`;
+      this.logs.push({ ts: Date.now(), level: "warn", message: note, step });
+      return;
+    }
+    this.logBytes += bytes;
+    this.logs.push({ ts: Date.now(), level, message, step });
+  }
+
+  /** Why `record` would go past a limit, or undefined; counts it when it fits. */
+  admitSend(record: SendRecord): string | undefined {
+    const { maxSends, maxSendBytes, maxEmits, maxEmitBytes } = this.invocation.limits;
+    const bytes = Buffer.byteLength(JSON.stringify(record));
+    if (this.sends.length + 1 > maxSends) return `one run may send at most ${maxSends} times`;
+    if (this.sendBytes + bytes > maxSendBytes) return `one run may send at most ${maxSendBytes} bytes`;
+    if (record.type === "emit") {
+      if (this.emits + 1 > maxEmits) return `one run may emit at most ${maxEmits} events`;
+      if (this.emitBytes + bytes > maxEmitBytes) return `one run may emit at most ${maxEmitBytes} bytes of events`;
+      this.emits += 1;
+      this.emitBytes += bytes;
+    }
+    this.sendBytes += bytes;
+    return undefined;
+  }
+}
+
+/**
+ * One step as it runs: the scope of its console lines, stray errors and `process.env.PD_COMPONENT`
+ * (the workflow id), `this`'s bindings, and what its `$` records.
+ */
+class StepState implements InvocationScope, ThisBindings, StepEffects {
+  readonly dbWrites: Record<string, Json> = {};
+  readonly exports: Bag = {};
+  readonly context: Json;
+  exportBytes = 0;
+  summary: string | undefined;
+  closed = false;
+  /** Set by the first of `$.flow.exit` and a failure the code could not catch; nothing after counts. */
+  end: StepEnd | undefined;
+  private settle!: (end: StepEnd) => void;
+  readonly stopped = new Promise<StepEnd>((resolve) => {
+    this.settle = resolve;
+  });
+
+  constructor(
+    private readonly run: RunState,
+    private readonly step: WorkflowStepInvocation,
+    deadline: number,
+  ) {
+    const context = run.invocation.context;
+    this.context = { ...(isBag(context) ? structuredClone(context) : {}), deadline };
+  }
+
+  get invocationId(): string {
+    return this.run.invocation.invocationId;
+  }
+
+  get sourceId(): string {
+    return this.run.invocation.workflowId;
+  }
+
+  get props(): Record<string, Json> {
+    return this.step.props;
+  }
+
+  get propTypes(): Record<string, string> {
+    return this.step.propTypes;
+  }
+
+  get db(): Record<string, Json> {
+    return this.step.db;
+  }
+
+  /** True once the step can change nothing more: it returned, failed, exited or timed out. */
+  private get over(): boolean {
+    return this.closed || this.end !== undefined || this.run.closed;
+  }
+
+  private stop(end: StepEnd): void {
+    if (this.end !== undefined) return;
+    this.end = end;
+    this.settle(end);
+  }
+
+  log(level: LogLevel, message: string): void {
+    if (!this.run.closed) this.run.log(this.step.id, level, message);
+  }
+
+  fail(thrown: unknown): void {
+    if (!this.over) this.stop({ status: "error", error: toErrorRecord(thrown) });
+  }
+
+  /** Fails the step even when its code catches `error`: a limit ends the run. */
+  private failWith(error: Error): never {
+    this.fail(error);
+    throw error;
+  }
+
+  emit(): never {
+    throw new TypeError("an action cannot $emit; use $.send.emit");
+  }
+
+  export(name: string, value: unknown): void {
+    this.keep(name, value, `$.export("${name.slice(0, 64)}")`);
+    if (name === "$summary" && typeof value === "string" && !this.over)
+      this.summary = value.slice(0, SUMMARY_MAX_CHARS);
+  }
+
+  recordReturn(value: unknown): void {
+    this.keep("$return_value", value, "the step's return value");
+  }
+
+  /** Keeps `value` as JSON at `steps.<namespace>.<name>`, counted against the run's export bytes. */
+  private keep(name: string, value: unknown, what: string): void {
+    if (this.over) return;
+    const json = toJson(value);
+    const bytes = jsonBytes(json);
+    const { maxExportBytes } = this.run.invocation.limits;
+    if (this.run.exportBytes + bytes > maxExportBytes) {
+      this.failWith(limitError(EXPORT_LIMIT_ERROR, `${what}: one run may export at most ${maxExportBytes} bytes`));
+    }
+    this.run.exportBytes += bytes;
+    this.exportBytes += bytes;
+    define(this.exports, name, json);
+  }
+
+  respond(spec: unknown): Promise<void> {
+    if (this.over) return Promise.resolve();
+    if (!this.run.invocation.respondable) {
+      this.log("warn", "$.respond was ignored: this workflow's trigger does not return a custom response");
+      return Promise.resolve();
+    }
+    // The first call wins, as a source's respond; a bad one throws to the code and a later call may still answer.
+    if (this.run.response) return Promise.resolve();
+    const response: HttpResponseSpec & { immediate?: boolean } = normalizeResponse(spec);
+    if (isBag(spec) && spec.immediate === true) response.immediate = true;
+    this.run.response = response;
+    return Promise.resolve();
+  }
+
+  exit(reason: unknown): never {
+    const text = typeof reason === "string" ? reason.slice(0, EXIT_REASON_MAX_CHARS) : undefined;
+    if (!this.over) this.stop(text === undefined ? { status: "exited" } : { status: "exited", reason: text });
+    throw flowExitError(text);
+  }
+
+  send(record: SendRecord): void {
+    if (this.over) return;
+    const over = this.run.admitSend(record);
+    if (over !== undefined) {
+      const name = record.type === "emit" && over.includes("emit") ? EMIT_LIMIT_ERROR : SEND_LIMIT_ERROR;
+      this.failWith(
+        limitError(name, `$.send.${record.type}: ${over}; the ${this.run.sends.length} sent before were kept`),
+      );
+    }
+    this.run.sends.push(record);
+  }
+}
