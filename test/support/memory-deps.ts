@@ -119,6 +119,11 @@ export function scriptedHost(description: Partial<ComponentDescription> = {}, sc
     }),
     prepare: async () => {},
     remove: async () => {},
+    prepareWorkflow: async () => {},
+    removeWorkflow: async () => {},
+    invokeWorkflow: async () => {
+      throw new Error("scriptedHost runs no workflow");
+    },
     invoke: async (_source, invocation, handlers) => {
       calls.push(invocation);
       const partial = await script(invocation, handlers);

@@ -27,9 +27,9 @@ import {
 import { invalidCode } from "#adapters/component-compile-error";
 import type { ComponentDescription } from "#core/component-model";
 import { type Clock, systemClock } from "#core/ports/clock";
-import type { ComponentHost, InvokeHandlers, SourceCode } from "#core/ports/component-host";
+import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
-import type { Invocation, InvocationResult } from "#runtime/protocol";
+import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import { malformedError, parseDescribeReply, parseInvocationResult } from "#runtime/protocol-parsers";
 import { failedResult } from "#runtime/run-invocation";
 import { withPosition } from "#runtime/sandbox-channel";
@@ -242,6 +242,18 @@ export class LambdaComponentHost implements ComponentHost {
       if (!hasErrorName(error, "ResourceNotFoundException")) throw error;
     }
   }
+
+  // Workflows get their function in step 10 of docs/design/workflows.md; until then a workflow
+  // cannot be built on AWS, and the workflow stores there say so first (decision 157).
+  async prepareWorkflow(_workflow: WorkflowCode): Promise<void> {
+    throw new Error("workflows are not available on AWS yet");
+  }
+
+  async invokeWorkflow(_workflow: WorkflowCode, _invocation: WorkflowInvocation): Promise<WorkflowResult> {
+    throw new Error("workflows are not available on AWS yet");
+  }
+
+  async removeWorkflow(_workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {}
 
   #deploySettings(): SourceDeploySettings {
     const { deploy } = this.#options;

@@ -22,10 +22,10 @@ import { dirname, join } from "node:path";
 import type { Plugin } from "esbuild";
 import type { ComponentDescription } from "#core/component-model";
 import { isDomainError } from "#core/errors";
-import type { ComponentHost, InvokeHandlers, SourceCode } from "#core/ports/component-host";
+import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
 import { sha256Hex } from "#core/sha256";
-import type { Invocation, InvocationResult } from "#runtime/protocol";
+import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import { failedResult } from "#runtime/run-invocation";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
 import { SandboxBudget } from "./sandbox-budget.ts";
@@ -178,6 +178,17 @@ export class ProcessPoolHost implements ComponentHost {
     await pool?.close("the source was removed");
     await rm(join(this.workDir, SOURCES_DIR, folder), { recursive: true, force: true });
   }
+
+  // Placeholders until step 4 of docs/design/workflows.md builds workflow pools.
+  async prepareWorkflow(_workflow: WorkflowCode): Promise<void> {
+    throw new Error("workflows are not available in this host yet");
+  }
+
+  async invokeWorkflow(_workflow: WorkflowCode, _invocation: WorkflowInvocation): Promise<WorkflowResult> {
+    throw new Error("workflows are not available in this host yet");
+  }
+
+  async removeWorkflow(_workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {}
 
   /** The pid of the source's oldest sandbox child, when one runs. */
   pidOf(sourceId: string): number | undefined {

@@ -1,5 +1,11 @@
 import type { ComponentDescription } from "#core/component-model";
-import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
+import type {
+  HttpResponseSpec,
+  Invocation,
+  InvocationResult,
+  WorkflowInvocation,
+  WorkflowResult,
+} from "#runtime/protocol";
 
 /** The code of one deployed source, as a host needs it to build and run it. */
 export interface SourceCode {
@@ -9,6 +15,20 @@ export interface SourceCode {
   code: string;
   /** Hex SHA-256 of `code`; bundles are content-addressed by it. */
   codeHash: string;
+}
+
+/**
+ * The code of one deployment of a workflow (docs/design/workflows.md 3.2): one module per step,
+ * by code hash. Steps that share a component share a module. Disabled steps are included, so that
+ * enabling one needs no new build.
+ */
+export interface WorkflowCode {
+  workflowId: string;
+  /** Workspace of the workflow. (Locally no two workflows share a process, whatever their owner.) */
+  ownerId: string;
+  /** `d_`: a new deployment is a new build; invocations name modules by code hash. */
+  deploymentId: string;
+  steps: { codeHash: string; code: string }[];
 }
 
 export interface InvokeHandlers {
@@ -40,4 +60,17 @@ export interface ComponentHost {
   invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult>;
   /** Releases what `prepare` made for the source (its function on AWS). Idempotent. */
   remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void>;
+  /**
+   * Builds what `invokeWorkflow` runs for a workflow's deployment (every step's bundle; on AWS,
+   * creates or updates its function). Idempotent.
+   * @throws DomainError `validation` naming a package that cannot be installed.
+   */
+  prepareWorkflow(workflow: WorkflowCode): Promise<void>;
+  /**
+   * Runs one workflow run, every step in one invocation. Never throws for what the code did (a
+   * step's error, a timeout, a crash are in the result); throws only when the host itself fails.
+   */
+  invokeWorkflow(workflow: WorkflowCode, invocation: WorkflowInvocation): Promise<WorkflowResult>;
+  /** Releases what `prepareWorkflow` made (its processes locally, its function on AWS). Idempotent. */
+  removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void>;
 }
