@@ -179,10 +179,9 @@ export class ProcessPoolHost implements ComponentHost {
     await rm(join(this.workDir, SOURCES_DIR, folder), { recursive: true, force: true });
   }
 
-  // Placeholders until step 4 of docs/design/workflows.md builds workflow pools.
-  async prepareWorkflow(_workflow: WorkflowCode): Promise<void> {
-    throw new Error("workflows are not available in this host yet");
-  }
+  // Placeholders until step 4 of docs/design/workflows.md builds workflow pools: there is
+  // nothing to build yet, and nothing can run.
+  async prepareWorkflow(_workflow: WorkflowCode): Promise<void> {}
 
   async invokeWorkflow(_workflow: WorkflowCode, _invocation: WorkflowInvocation): Promise<WorkflowResult> {
     throw new Error("workflows are not available in this host yet");
