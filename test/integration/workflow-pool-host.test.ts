@@ -193,6 +193,10 @@ describe("ProcessPoolHost workflows: bundles", () => {
       await restarted.removeWorkflow(workflow);
       expect(existsSync(join(workDir, "workflows", "p_layout"))).toBe(false);
       await expect.poll(() => isAlive(pid), { timeout: 10_000 }).toBe(false);
+      // The same workflow run again after its removal is built afresh, not run from the removed folder.
+      const again = await run(restarted, workflow);
+      expect(again.steps.map((outcome) => outcome.status)).toEqual(["success", "success", "success"]);
+      expect(existsSync(folder)).toBe(true);
     } finally {
       await restarted.close();
     }

@@ -127,6 +127,14 @@ export class ProcessPoolHost implements ComponentHost {
   private readonly bundles = new Map<string, Promise<string>>();
   /** Step bundle paths by code hash per `<workflow folder>/<hash of the step hashes>`, likewise. */
   private readonly stepBundles = new Map<string, Promise<Record<string, string>>>();
+  /**
+   * The same, per `WorkflowCode` object: a caller that keeps one per deployment skips hashing its
+   * step set on every run (about 5 µs of the host's 80 or so per run of 3 steps).
+   */
+  private readonly stepBundlesOf = new WeakMap<
+    WorkflowCode,
+    { key: string; bundles: Promise<Record<string, string>> }
+  >();
   private readonly swept: Promise<void>;
   private closed = false;
 
@@ -316,6 +324,9 @@ export class ProcessPoolHost implements ComponentHost {
    * hash and a map lookup.
    */
   private stepBundlesFor(workflow: WorkflowCode): Promise<Record<string, string>> {
+    // Still the entry of its key: not removed with the workflow, nor failed, since.
+    const known = this.stepBundlesOf.get(workflow);
+    if (known && this.stepBundles.get(known.key) === known.bundles) return known.bundles;
     const modules = new Map<string, { code: string; file: string }>();
     for (const step of workflow.steps) modules.set(step.codeHash, { code: step.code, file: codeFolder(step) });
     const set = sha256Hex([...modules.keys()].sort().join("\n"));
@@ -337,6 +348,7 @@ export class ProcessPoolHost implements ComponentHost {
       this.stepBundles.set(key, bundles);
       bundles.catch(() => this.stepBundles.delete(key));
     }
+    this.stepBundlesOf.set(workflow, { key, bundles });
     return bundles;
   }
 
