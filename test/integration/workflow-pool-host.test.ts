@@ -13,6 +13,7 @@ import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import type { SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { sha256Hex } from "#core/sha256";
 import type { Json, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
+import { isAlive, withPoolHost } from "../support/pool-host.ts";
 import { WORKFLOW_TEST_LIMITS, workflowCode, workflowRun } from "../support/workflow-code.ts";
 
 let workDir: string;
@@ -58,33 +59,9 @@ async function pidOf(on: ProcessPoolHost, workflow: WorkflowCode, event: unknown
   return raw(result).find((value) => typeof value === "number") as number;
 }
 
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** A host of its own, so that the children seen are this test's. */
-async function withHost<T>(
-  options: { processes?: number; heapMb?: number },
-  body: (own: ProcessPoolHost) => Promise<T>,
-) {
-  const dir = mkdtempSync(join(tmpdir(), "sluice-wf-pool-own-"));
-  const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
-  try {
-    return await body(own);
-  } finally {
-    await own.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
-}
-
 describe("ProcessPoolHost workflows: isolation", () => {
   it("never runs two workflows in one child, however many runs of each are in flight", async () => {
-    await withHost({ processes: 2 }, async (own) => {
+    await withPoolHost({ processes: 2 }, async (own) => {
       const one = workflowCode("p_isolated_one", [PID_STEP]);
       const two = workflowCode("p_isolated_two", [PID_STEP]);
       const results = await Promise.all(
@@ -101,7 +78,7 @@ describe("ProcessPoolHost workflows: isolation", () => {
   });
 
   it("never runs a workflow and a source in one child, even under one id", async () => {
-    await withHost({}, async (own) => {
+    await withPoolHost({}, async (own) => {
       const code = "export default { async run() { this.$emit(process.pid); } };";
       const source: SourceCode = { sourceId: "p_shared_id", ownerId: "o_owner", code, codeHash: sha256Hex(code) };
       const workflow = workflowCode("p_shared_id", [PID_STEP]);
@@ -305,7 +282,7 @@ describe("ProcessPoolHost workflows: what a step does to its child", () => {
   });
 
   it("keeps huge exports in the child: later steps read them, the result carries only their size", async () => {
-    await withHost({ heapMb: 256 }, async (own) => {
+    await withPoolHost({ heapMb: 256 }, async (own) => {
       // 3 × 8 MB exported: together over the channel's 16 MiB, far over what a result may carry.
       const workflow = workflowCode("p_huge", [
         step(`for (const name of ["a", "b", "c"]) $.export(name, name.repeat(8_000_000));`),

@@ -90,6 +90,7 @@ const SOURCES_DIR = "sources";
 const WORKFLOWS_DIR = "workflows";
 /** A workflow's step modules, in its bundle folder. */
 const STEPS_DIR = "steps";
+type OwnersDir = typeof SOURCES_DIR | typeof WORKFLOWS_DIR;
 /** The layout before sources had processes and folders of their own: removed at start. */
 const LEGACY_OWNERS_DIR = "owners";
 const DAY_MS = 24 * 60 * 60 * 1000;
@@ -191,12 +192,7 @@ export class ProcessPoolHost implements ComponentHost {
 
   /** Stops the source's children (runs in flight end with an error) and removes its bundles. */
   async remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void> {
-    const folder = sourceFolder(source.sourceId);
-    const pool = this.pools.get(folder);
-    this.pools.delete(folder);
-    for (const key of this.bundles.keys()) if (key.startsWith(`${folder}/`)) this.bundles.delete(key);
-    await pool?.close("the source was removed");
-    await rm(join(this.workDir, SOURCES_DIR, folder), { recursive: true, force: true });
+    await this.removeOwner(this.pools, this.bundles, SOURCES_DIR, source.sourceId, "the source was removed");
   }
 
   async prepareWorkflow(workflow: WorkflowCode): Promise<void> {
@@ -226,12 +222,24 @@ export class ProcessPoolHost implements ComponentHost {
 
   /** Stops the workflow's children (runs in flight end with an error) and removes its bundles. */
   async removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {
-    const folder = sourceFolder(workflow.workflowId);
-    const pool = this.workflowPools.get(folder);
-    this.workflowPools.delete(folder);
-    for (const key of this.stepBundles.keys()) if (key.startsWith(`${folder}/`)) this.stepBundles.delete(key);
-    await pool?.close("the workflow was removed");
-    await rm(join(this.workDir, WORKFLOWS_DIR, folder), { recursive: true, force: true });
+    const why = "the workflow was removed";
+    await this.removeOwner(this.workflowPools, this.stepBundles, WORKFLOWS_DIR, workflow.workflowId, why);
+  }
+
+  /** Stops the pool of `id` in `pools`, forgets its bundles in `built` and deletes its folder. */
+  private async removeOwner(
+    pools: Map<string, SandboxOwnerPool>,
+    built: Map<string, unknown>,
+    dir: OwnersDir,
+    id: string,
+    why: string,
+  ): Promise<void> {
+    const folder = sourceFolder(id);
+    const pool = pools.get(folder);
+    pools.delete(folder);
+    for (const key of built.keys()) if (key.startsWith(`${folder}/`)) built.delete(key);
+    await pool?.close(why);
+    await rm(join(this.workDir, dir, folder), { recursive: true, force: true });
   }
 
   /** The pid of the source's oldest sandbox child, when one runs. */
@@ -268,7 +276,7 @@ export class ProcessPoolHost implements ComponentHost {
    */
   private poolFor(
     pools: Map<string, SandboxOwnerPool>,
-    dir: typeof SOURCES_DIR | typeof WORKFLOWS_DIR,
+    dir: OwnersDir,
     id: string,
     entryPath: string,
   ): SandboxOwnerPool {
