@@ -208,13 +208,23 @@ describe("ProcessPoolHost workflows: bundles", () => {
 });
 
 describe("ProcessPoolHost workflows: what a step does to its child", () => {
-  it("kills a synchronous endless loop as the run's TimeoutError, and the next run works in a new child", async () => {
+  it("kills a synchronous endless loop as the run's TimeoutError, runs its neighbour again elsewhere, and the next run works in a new child", async () => {
     const workflow = workflowCode("p_loop", [
       step(`$.send.emit({ raw_event: "first" });`),
-      step(`while (steps.trigger.event.loop) {} $.send.emit({ raw_event: process.pid });`),
+      step(`
+        if (steps.trigger.event.wait) await new Promise((resolve) => setTimeout(resolve, steps.trigger.event.wait));
+        while (steps.trigger.event.loop) {}
+        $.send.emit({ raw_event: process.pid });
+      `),
     ]);
     const before = await pidOf(host, workflow);
+    // A run of the same workflow in the same child, waiting while the loop blocks it.
+    const waiting = run(host, workflow, { wait: 1500 }, { timeoutMs: 20_000 });
     const looped = await run(host, workflow, { loop: true }, { timeoutMs: 500 });
+    const waited = await waiting;
+    expect(waited.error).toBeUndefined();
+    expect(waited.steps.map((outcome) => outcome.status)).toEqual(["success", "success"]);
+    expect(raw(waited)[1]).not.toBe(before);
     expect(looped).toEqual({
       invocationId: expect.any(String),
       steps: [],
