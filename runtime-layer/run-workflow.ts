@@ -353,3 +353,11 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     this.run.sends.push(record);
   }
 }
+
+/**
+ * The result of a run that failed as a whole with `error` (a host's kill, a crash, a malformed
+ * answer): no step outcome, nothing sent. `WorkflowResult.error` belongs to no step.
+ */
+export function failedWorkflowResult(invocationId: string, error: ErrorRecord, durationMs: number): WorkflowResult {
+  return { invocationId, steps: [], sends: [], logs: [], error, durationMs };
+}

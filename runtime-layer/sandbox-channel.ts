@@ -13,7 +13,7 @@
  */
 import { pathToFileURL } from "node:url";
 import type { ComponentDescription } from "./describe-component.ts";
-import type { Invocation, InvocationResult, RespondMessage } from "./protocol.ts";
+import type { Invocation, InvocationResult, RespondMessage, WorkflowInvocation, WorkflowResult } from "./protocol.ts";
 
 /** Asks the child to evaluate the bundle at `bundlePath` and describe its export. */
 export interface DescribeRequest {
@@ -23,11 +23,25 @@ export interface DescribeRequest {
 }
 
 /** Asks the child to run one invocation of the component bundled at `bundlePath`. */
-export interface InvokeRequest {
+export interface SourceInvokeRequest {
   type: "invoke";
   bundlePath: string;
   invocation: Invocation;
 }
+
+/**
+ * Asks the child to run one run of a workflow (`invocation.kind` is `"workflow"`). `stepBundles`
+ * gives the bundle path of each step module by code hash (the steps' `module`); the child loads
+ * each module once, when a run first reaches a step that uses it.
+ */
+export interface WorkflowInvokeRequest {
+  type: "invoke";
+  stepBundles: Record<string, string>;
+  invocation: WorkflowInvocation;
+}
+
+/** An `invoke` request; the child tells the two kinds apart by `invocation.kind`. */
+export type InvokeRequest = SourceInvokeRequest | WorkflowInvokeRequest;
 
 /**
  * Tells the child not to start an invocation it was sent: the host runs it elsewhere (the child
@@ -53,7 +67,8 @@ export type DescribedMessage = { type: "described"; requestId: string } & Descri
 
 export interface ResultMessage {
   type: "result";
-  result: InvocationResult;
+  /** A workflow run's result for a workflow request, an invocation's result otherwise. */
+  result: InvocationResult | WorkflowResult;
 }
 
 export interface ReadyMessage {
@@ -177,7 +192,7 @@ const tooLong = (maxChars: number) => new RangeError(`a message longer than ${ma
  * A function that takes the absolute paths of `folders` out of a text (a stack, an error message):
  * `file:///data/sandbox/sources/dc_x/<sha256>/component.ts:3:7` becomes `component.ts:3:7`, and
  * `/data/sandbox/runtime/sandbox-entry.mjs` becomes `sandbox-entry.mjs`. A content hash right
- * below a folder goes too. The server's paths (its data dir) are nobody's business.
+ * below a folder goes too, and a workflow's `steps/` folder below that hash. The server's paths (its data dir) are nobody's business.
  */
 export function pathRedactor(folders: readonly string[]): (text: string) => string {
   const prefixes = folders
@@ -188,7 +203,8 @@ export function pathRedactor(folders: readonly string[]): (text: string) => stri
   const alternatives = [
     ...new Set(prefixes.flatMap((folder) => [pathToFileURL(folder).href, `file://${folder}`, folder])),
   ];
-  const pattern = new RegExp(`(?:${alternatives.map(escapeRegExp).join("|")})/(?:[0-9a-f]{64}/)?`, "g");
+  // A workflow's step modules are one folder further down (`<hash>/steps/`).
+  const pattern = new RegExp(`(?:${alternatives.map(escapeRegExp).join("|")})/(?:[0-9a-f]{64}/(?:steps/)?)?`, "g");
   return (text) => (alternatives.some((prefix) => text.includes(prefix)) ? text.replace(pattern, "") : text);
 }
 

@@ -6,7 +6,8 @@
  *
  * It reads requests as lines of JSON on fd 3 and writes its messages as lines on fd 4
  * (`sandbox-channel.ts`): `describe` (the host kills the child after the answer) and `invoke`
- * (the child stays and serves one source, many invocations at a time). What it sends in one tick
+ * (the child stays and serves one source or one workflow, many invocations at a time; a workflow
+ * run is told apart by `invocation.kind`, and its step modules are loaded once each, by code hash). What it sends in one tick
  * goes as one write. It says `ready` once it listens, `beat` every `SANDBOX_HEARTBEAT_MS` while
  * it has work and its event loop turns (every `SANDBOX_IDLE_HEARTBEAT_MS` when idle), `started`
  * right before it runs an invocation's code and `exiting` when
@@ -20,8 +21,8 @@ import os from "node:os";
 import { pathToFileURL } from "node:url";
 import { describeComponent } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
-import type { ErrorRecord, InvocationResult, LogRecord } from "./protocol.ts";
-import { parseInvocation } from "./protocol-parsers.ts";
+import type { ErrorRecord, InvocationResult, LogRecord, WorkflowResult } from "./protocol.ts";
+import { parseInvocation, parseWorkflowInvocation } from "./protocol-parsers.ts";
 import {
   componentExport,
   currentInvocationId,
@@ -30,6 +31,7 @@ import {
   loadFailureResult,
   runInvocation,
 } from "./run-invocation.ts";
+import { failedWorkflowResult, runWorkflowSteps } from "./run-workflow.ts";
 import {
   type DescribeReply,
   type DescribeRequest,
@@ -45,7 +47,9 @@ import {
   type SandboxChildConfig,
   type SandboxMessage,
   type SandboxRequest,
+  type SourceInvokeRequest,
   toLoadFailure,
+  type WorkflowInvokeRequest,
 } from "./sandbox-channel.ts";
 
 const config = readConfig();
@@ -110,13 +114,20 @@ function lineOf(message: SandboxMessage): string {
   // A UTF-8 encoding has at most 3 bytes per UTF-16 unit: the exact count only when it matters.
   if (line.length * 3 <= MAX_MESSAGE_BYTES || byteLength(line) <= MAX_MESSAGE_BYTES) return `${line}\n`;
   if (message.type !== "result") return "";
+  const { invocationId, durationMs } = message.result;
+  const workflow = isWorkflowResult(message.result);
   const error: ErrorRecord = {
     name: "ResultTooLargeError",
-    message: `the invocation's result is over ${MAX_MESSAGE_BYTES / 1024 / 1024} MiB (emits, logs and db writes together)`,
+    message: `the invocation's result is over ${MAX_MESSAGE_BYTES / 1024 / 1024} MiB (${workflow ? "sends, logs and db writes" : "emits, logs and db writes"} together)`,
     ts: Date.now(),
   };
-  return `${stringify({ type: "result", result: failedResult(message.result.invocationId, error, message.result.durationMs) })}\n`;
+  const result = workflow
+    ? failedWorkflowResult(invocationId, error, durationMs)
+    : failedResult(invocationId, error, durationMs);
+  return `${stringify({ type: "result", result })}\n`;
 }
+
+const isWorkflowResult = (result: InvocationResult | WorkflowResult): result is WorkflowResult => "steps" in result;
 
 /**
  * Messages of this tick not written yet. They go out as one write at the end of the tick, or
@@ -190,7 +201,10 @@ const afterNextRead = () => new Promise<void>((resolve) => immediately(() => imm
 
 /** Loads in progress: an error no invocation owns while one is pending fails the load. */
 const pendingLoads = new Set<(thrown: unknown) => void>();
-/** Bundles are content-addressed, so a path's module never changes. */
+/**
+ * Loaded modules: a source's by bundle path, a workflow step's by code hash. Bundles are
+ * content-addressed, so the module a key names never changes.
+ */
 const modules = new Map<string, Promise<unknown>>();
 
 /**
@@ -203,15 +217,15 @@ const loading = new Map<string, string>();
   if (invocationId !== undefined) sendNow({ type: "started", invocationId });
 };
 
-function loadComponent(bundlePath: string, invocationId?: string): Promise<unknown> {
-  let loaded = modules.get(bundlePath);
+function loadComponent(bundlePath: string, invocationId?: string, key = bundlePath): Promise<unknown> {
+  let loaded = modules.get(key);
   if (!loaded) {
     const url = pathToFileURL(bundlePath).href;
     if (invocationId !== undefined) loading.set(url, invocationId);
     loaded = evaluate(bundlePath).finally(() => loading.delete(url));
-    modules.set(bundlePath, loaded);
+    modules.set(key, loaded);
     // Not cached when it failed: a stray error of other code may have been blamed on it.
-    loaded.catch(() => modules.delete(bundlePath));
+    loaded.catch(() => modules.delete(key));
   }
   return loaded;
 }
@@ -242,13 +256,14 @@ async function describe(request: DescribeRequest): Promise<void> {
 async function invoke(request: InvokeRequest): Promise<void> {
   changeInFlight(1);
   try {
-    await answer(request);
+    if (request.invocation.kind === "workflow") await runWorkflow(request as WorkflowInvokeRequest);
+    else await answer(request as SourceInvokeRequest);
   } finally {
     changeInFlight(-1);
   }
 }
 
-async function answer(request: InvokeRequest): Promise<void> {
+async function answer(request: SourceInvokeRequest): Promise<void> {
   const { invocation } = request;
   const { invocationId } = invocation;
   const started = performance.now();
@@ -276,14 +291,47 @@ async function answer(request: InvokeRequest): Promise<void> {
   send({ type: "result", result: redacted(result) });
 }
 
+/**
+ * Runs one run of a workflow. Its step modules load through a loader keyed by code hash, once per
+ * process (the bundle paths of one hash in two deployments' folders hold the same code), when a
+ * run first reaches a step using one; a module that fails to load fails that step, and loads
+ * afresh on the next run. `runWorkflowSteps` never rejects.
+ */
+async function runWorkflow(request: WorkflowInvokeRequest): Promise<void> {
+  const { invocation, stepBundles } = request;
+  const { invocationId } = invocation;
+  // Nothing loads before the run starts (steps load as it reaches them), so unlike a source's
+  // invocation it cannot have stalled here; a cancel read with it still counts.
+  if (cancelled.delete(invocationId)) return;
+  sendNow({ type: "started", invocationId });
+  const result = await runWorkflowSteps((module) => {
+    const bundlePath = Object.hasOwn(stepBundles, module) ? stepBundles[module] : undefined;
+    if (bundlePath === undefined) return Promise.reject(new Error(`no step module ${module} in this workflow`));
+    return loadComponent(bundlePath, invocationId, `step:${module}`);
+  }, invocation);
+  cancelled.delete(invocationId);
+  send({ type: "result", result: redactedWorkflow(result) });
+}
+
 /** The result without the server's paths in its error and logs (stacks name `component.ts`). */
 function redacted(result: InvocationResult): InvocationResult {
   if (result.error) result.error = redactError(result.error);
-  for (const [index, log] of result.logs.entries()) {
-    const message = redact(log.message);
-    if (message !== log.message) result.logs[index] = { ...log, message } satisfies LogRecord;
-  }
+  redactLogs(result.logs);
   return result;
+}
+
+function redactedWorkflow(result: WorkflowResult): WorkflowResult {
+  if (result.error) result.error = redactError(result.error);
+  for (const step of result.steps) if (step.error) step.error = redactError(step.error);
+  redactLogs(result.logs);
+  return result;
+}
+
+function redactLogs(logs: LogRecord[]): void {
+  for (const [index, log] of logs.entries()) {
+    const message = redact(log.message);
+    if (message !== log.message) logs[index] = { ...log, message };
+  }
 }
 
 function redactError(error: ErrorRecord): ErrorRecord {
@@ -371,10 +419,14 @@ function onRequest(line: string): void {
   }
   if (request?.type === "describe" && typeof request.requestId === "string" && typeof request.bundlePath === "string") {
     void describe(request as DescribeRequest);
-  } else if (request?.type === "invoke" && typeof request.bundlePath === "string") {
+  } else if (request?.type === "invoke" && isWorkflowRequest(request)) {
+    const invocation = parseWorkflowInvocation(request.invocation);
+    if (invocation.ok) void invoke({ type: "invoke", stepBundles: request.stepBundles, invocation: invocation.value });
+    else refuseInvocation(request.invocation, invocation.problem, true);
+  } else if (request?.type === "invoke" && "bundlePath" in request && typeof request.bundlePath === "string") {
     const invocation = parseInvocation(request.invocation);
     if (invocation.ok) void invoke({ type: "invoke", bundlePath: request.bundlePath, invocation: invocation.value });
-    else refuseInvocation(request.invocation, invocation.problem);
+    else refuseInvocation(request.invocation, invocation.problem, false);
   } else if (request?.type === "cancel" && typeof request.invocationId === "string") {
     // Bounded: a cancel that comes after its invocation ended is never taken out again.
     if (cancelled.size >= MAX_CANCELLED) cancelled.delete(cancelled.values().next().value as string);
@@ -384,19 +436,33 @@ function onRequest(line: string): void {
   }
 }
 
+/** A workflow run's request: its invocation says `kind: "workflow"`, and it names its step bundles. */
+function isWorkflowRequest(request: Partial<SandboxRequest>): request is Partial<WorkflowInvokeRequest> & {
+  stepBundles: Record<string, string>;
+} {
+  const { invocation, stepBundles } = request as Partial<WorkflowInvokeRequest>;
+  if ((invocation as { kind?: unknown } | undefined)?.kind !== "workflow") return false;
+  if (typeof stepBundles !== "object" || stepBundles === null || Array.isArray(stepBundles)) return false;
+  return Object.values(stepBundles).every((path) => typeof path === "string");
+}
+
 /**
  * Answers an invocation the host sent malformed (a bug of the host) as the Lambda entry does: the
  * run fails with a TypeError saying what is wrong. Without an id to answer to, only stderr hears.
  */
-function refuseInvocation(raw: unknown, problem: string): void {
+function refuseInvocation(raw: unknown, problem: string, workflow: boolean): void {
   const invocationId = (raw as { invocationId?: unknown } | null)?.invocationId;
-  const message = `invalid invocation: ${problem}`;
+  const message = `invalid ${workflow ? "workflow " : ""}invocation: ${problem}`;
   if (typeof invocationId !== "string") {
     process.stderr.write(`sluice sandbox: ${message}\n`);
     return;
   }
+  const error: ErrorRecord = { name: "TypeError", message, ts: Date.now() };
   send({ type: "started", invocationId });
-  send({ type: "result", result: failedResult(invocationId, { name: "TypeError", message, ts: Date.now() }, 0) });
+  send({
+    type: "result",
+    result: workflow ? failedWorkflowResult(invocationId, error, 0) : failedResult(invocationId, error, 0),
+  });
 }
 
 function listen(): void {

@@ -11,8 +11,9 @@ import { invalidCode } from "#adapters/component-compile-error";
 import type { ComponentHost, SourceCode } from "#core/ports/component-host";
 import { mergeServiceDb, SERVICE_DB_LIMIT_ERROR } from "#core/run-limits";
 import { sha256Hex } from "#core/sha256";
-import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
+import type { HttpResponseSpec, Invocation, InvocationResult, WorkflowInvocation } from "#runtime/protocol";
 import { DB_MAX_BYTES } from "#runtime/result-limits";
+import { workflowCode, workflowRun } from "../support/workflow-code.ts";
 
 export interface ComponentHostFixture {
   readonly host: ComponentHost;
@@ -25,9 +26,24 @@ export interface ComponentHostFixture {
   close(): Promise<void>;
 }
 
-let sources = 0;
+/** What a host of the contract can do beyond sources. */
+export interface ComponentHostCapabilities {
+  /**
+   * Whether the host runs workflows (`prepareWorkflow`/`invokeWorkflow`/`removeWorkflow`); the
+   * workflow cases are skipped otherwise. (The Lambda host's come with step 10 of
+   * docs/design/workflows.md.)
+   */
+  readonly workflows: boolean;
+}
 
-export function componentHostContract(name: string, start: () => Promise<ComponentHostFixture>): void {
+let sources = 0;
+let workflows = 0;
+
+export function componentHostContract(
+  name: string,
+  start: () => Promise<ComponentHostFixture>,
+  capabilities: ComponentHostCapabilities,
+): void {
   describe(`ComponentHost contract: ${name}`, () => {
     let fixture: ComponentHostFixture;
 
@@ -231,6 +247,146 @@ export function componentHostContract(name: string, start: () => Promise<Compone
       await expect(fixture.host.describe(code)).rejects.toMatchObject({
         code: invalidCode("x").code,
         message: expect.stringMatching(/^component_code: .*no metadata \(line 3/),
+      });
+    });
+
+    describe.runIf(capabilities.workflows)("workflows", () => {
+      /** Deploys a new workflow of `codes` (one step each, in order), runs it once, removes it. */
+      async function runWorkflow(codes: string[], event: unknown = {}, overrides: Partial<WorkflowInvocation> = {}) {
+        workflows += 1;
+        const workflow = workflowCode(`p_contract${workflows}${process.pid}`, codes);
+        await fixture.host.prepareWorkflow(workflow);
+        const invocation = workflowRun(workflow, event, overrides);
+        const result = await fixture.host.invokeWorkflow(workflow, invocation);
+        await fixture.host.removeWorkflow(workflow);
+        return { result, invocationId: invocation.invocationId };
+      }
+
+      const step = (body: string) => `export default defineComponent({ async run({ steps, $ }) { ${body} } });`;
+
+      it("runs three steps in order, each seeing the trigger and the earlier steps' exports and return values", async () => {
+        const { result, invocationId } = await runWorkflow(
+          [
+            step(`$.export("doubled", steps.trigger.event.n * 2); return "first";`),
+            `import { format } from "node:util";
+            export default defineComponent({
+              async run({ steps, $ }) {
+                $.export("$summary", format("got %d", steps.s1.doubled));
+                return { sum: steps.s1.doubled + 1, from: steps.s1.$return_value, workflow: process.env.PD_COMPONENT };
+              },
+            });`,
+            step(
+              `console.log("third", steps.s2.$return_value.sum); $.send.emit({ raw_event: steps.s2.$return_value });`,
+            ),
+          ],
+          { n: 20 },
+        );
+        expect(result).toEqual({
+          invocationId,
+          steps: [
+            {
+              id: "c_s1",
+              status: "success",
+              exportBytes: expect.any(Number),
+              dbWrites: {},
+              durationMs: expect.any(Number),
+            },
+            {
+              id: "c_s2",
+              status: "success",
+              summary: "got 40",
+              exportBytes: expect.any(Number),
+              dbWrites: {},
+              durationMs: expect.any(Number),
+            },
+            { id: "c_s3", status: "success", exportBytes: 0, dbWrites: {}, durationMs: expect.any(Number) },
+          ],
+          sends: [
+            { type: "emit", raw_event: { sum: 41, from: "first", workflow: `p_contract${workflows}${process.pid}` } },
+          ],
+          logs: [{ ts: expect.any(Number), level: "log", message: "third 41", step: "c_s3" }],
+          durationMs: expect.any(Number),
+        });
+        // `{"doubled":40}` and `"first"`: only sizes cross, never the values.
+        expect(result.steps[0]?.exportBytes).toBe(Buffer.byteLength('40"first"'));
+      });
+
+      it("ends the run at a step that throws: the error is that step's, with the user's line, and no later step runs", async () => {
+        const { result } = await runWorkflow([
+          step(`$.send.emit({ raw_event: "before" });`),
+          `export default defineComponent({
+            async run() {
+              throw new TypeError("step two failed"); // line 3
+            },
+          });`,
+          step(`$.send.emit({ raw_event: "never" });`),
+        ]);
+        expect(result.error).toBeUndefined();
+        expect(result.steps.map((outcome) => [outcome.id, outcome.status])).toEqual([
+          ["c_s1", "success"],
+          ["c_s2", "error"],
+        ]);
+        expect(result.steps[1]?.error).toMatchObject({ name: "TypeError", message: "step two failed" });
+        expect(result.steps[1]?.error?.stack).toMatch(/component\.ts:3:\d+/);
+        expect(result.sends).toEqual([{ type: "emit", raw_event: "before" }]);
+      });
+
+      it("hands over the first $.respond of a respondable run, normalised, and runs the later steps", async () => {
+        const { result } = await runWorkflow(
+          [
+            step(
+              `await $.respond({ status: "201", headers: { "x-made": "yes" }, body: { ok: steps.trigger.event.ok } });`,
+            ),
+            step(`await $.respond({ status: 500, body: "second" }); $.send.emit({ raw_event: "after" });`),
+          ],
+          { ok: true },
+          { respondable: true },
+        );
+        expect(result.error).toBeUndefined();
+        expect(result.steps.map((outcome) => outcome.status)).toEqual(["success", "success"]);
+        expect(result.response).toEqual({
+          status: 201,
+          headers: { "x-made": "yes", "content-type": "application/json" },
+          body: '{"ok":true}',
+        });
+        expect(result.sends).toEqual([{ type: "emit", raw_event: "after" }]);
+      });
+
+      it("ends the run at $.flow.exit as an exit, not an error, even when the step catches it", async () => {
+        const { result } = await runWorkflow([
+          step(`try { $.flow.exit("nothing to do"); } catch {} $.send.emit({ raw_event: "after exit" });`),
+          step(`$.send.emit({ raw_event: "never" });`),
+        ]);
+        expect(result.error).toBeUndefined();
+        expect(result.steps).toEqual([
+          {
+            id: "c_s1",
+            status: "exited",
+            exitReason: "nothing to do",
+            exportBytes: 0,
+            dbWrites: {},
+            durationMs: expect.any(Number),
+          },
+        ]);
+        expect(result.sends).toEqual([]);
+      });
+
+      it("fails the step whose module does not load with a LoadError and the user's line; the earlier steps' work stays", async () => {
+        const { result } = await runWorkflow([
+          step(`$.send.emit({ raw_event: "loaded" });`),
+          '// one\nthrow new Error("no such step"); // line 2\nexport default defineComponent({ async run() {} });',
+          step(`$.send.emit({ raw_event: "never" });`),
+        ]);
+        expect(result.error).toBeUndefined();
+        expect(result.steps.map((outcome) => [outcome.id, outcome.status])).toEqual([
+          ["c_s1", "success"],
+          ["c_s2", "error"],
+        ]);
+        expect(result.steps[1]?.error).toMatchObject({
+          name: "LoadError",
+          message: expect.stringMatching(/no such step \(line 2/),
+        });
+        expect(result.sends).toEqual([{ type: "emit", raw_event: "loaded" }]);
       });
     });
   });

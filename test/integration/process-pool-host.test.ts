@@ -8,6 +8,7 @@ import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import type { SourceCode } from "#core/ports/component-host";
 import { sha256Hex } from "#core/sha256";
 import type { HttpResponseSpec, Invocation, InvocationResult, Json } from "#runtime/protocol";
+import { isAlive, withPoolHost } from "../support/pool-host.ts";
 
 // Real child processes under Node's permission model: nothing here is mocked.
 let workDir: string;
@@ -64,30 +65,6 @@ async function pidOf(code: SourceCode): Promise<number> {
   const result = await run(code);
   expect(result.error).toBeUndefined();
   return (events(result)[0] as { pid: number }).pid;
-}
-
-const isAlive = (pid: number) => {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-};
-
-/** A host of its own, so that the children counted are this test's. */
-async function withHost<T>(
-  options: { processes?: number; maxProcesses?: number; idleMs?: number; blockedAfterMs?: number; heapMb?: number },
-  body: (pool: ProcessPoolHost) => Promise<T>,
-) {
-  const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
-  const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
-  try {
-    return await body(own);
-  } finally {
-    await own.close();
-    rmSync(dir, { recursive: true, force: true });
-  }
 }
 
 const SLOW_PID = `export default { async run() {
@@ -418,7 +395,7 @@ describe("ProcessPoolHost: failures", () => {
 
 describe("ProcessPoolHost: the pool of a source", () => {
   it("spreads one source's concurrent runs over at most `processes` children, never another source's", async () => {
-    await withHost({ processes: 2 }, async (own) => {
+    await withPoolHost({ processes: 2 }, async (own) => {
       const code = source("dc_spread", SLOW_PID);
       const results = await Promise.all(Array.from({ length: 30 }, () => own.invoke(code, invocation(code.sourceId))));
       expect(results.map((result) => result.error)).toEqual(Array(30).fill(undefined));
@@ -434,7 +411,7 @@ describe("ProcessPoolHost: the pool of a source", () => {
 
   it("lets a spare child go idle and reaps it while the oldest one serves sequential runs", async () => {
     // Idle long enough that neither child is reaped before both served the burst, even on a busy machine.
-    await withHost({ processes: 2, idleMs: 2000 }, async (own) => {
+    await withPoolHost({ processes: 2, idleMs: 2000 }, async (own) => {
       const code = source("dc_spare", SLOW_PID);
       await Promise.all(Array.from({ length: 10 }, () => own.invoke(code, invocation(code.sourceId))));
       expect(own.pidsOf("dc_spare")).toHaveLength(2);
@@ -454,7 +431,7 @@ describe("ProcessPoolHost: the pool of a source", () => {
   });
 
   it("answers other sources while one source's run blocks its child, then kills that child", async () => {
-    await withHost({ processes: 2 }, async (own) => {
+    await withPoolHost({ processes: 2 }, async (own) => {
       const healthy = source("dc_blocked_healthy", PID_COMPONENT);
       const looping = source(
         "dc_blocked_looping",
@@ -482,7 +459,7 @@ describe("ProcessPoolHost: the pool of a source", () => {
   });
 
   it("holds further runs of a source whose run blocks a child until that child is gone", async () => {
-    await withHost({ processes: 2 }, async (own) => {
+    await withPoolHost({ processes: 2 }, async (own) => {
       const looping = source(
         "dc_hold",
         "export default { run(event) { while (event.loop) {} this.$emit({ pid: process.pid }); } };",
@@ -508,7 +485,7 @@ describe("ProcessPoolHost: the pool of a source", () => {
   });
 
   it("moves work off a child that code of a finished run blocks, and kills that child", async () => {
-    await withHost({ processes: 2 }, async (own) => {
+    await withPoolHost({ processes: 2 }, async (own) => {
       // Two versions of one source: the second runs in the process the first left looping.
       const leaving = source(
         "dc_stray_loop",
@@ -537,7 +514,7 @@ describe("ProcessPoolHost: the pool of a source", () => {
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
     const { port } = server.address() as AddressInfo;
     try {
-      await withHost({ processes: 2 }, async (own) => {
+      await withPoolHost({ processes: 2 }, async (own) => {
         const busy = source(
           "dc_busy",
           `export default { run(event) {
@@ -622,7 +599,7 @@ describe("ProcessPoolHost: the pool of a source", () => {
   it.each(CULPRITS)(
     "blames %s on its own run and runs the other one in flight again elsewhere",
     async (_, code, name, message) => {
-      await withHost({ processes: 2 }, async (own) => {
+      await withPoolHost({ processes: 2 }, async (own) => {
         // Two versions of one source, so that both run in its process.
         const waiting = source(
           "dc_culprit",
@@ -670,7 +647,7 @@ describe("ProcessPoolHost: the pool of a source", () => {
     try {
       // A child starved of CPU on a busy machine is not taken for blocked here: the second exit
       // must reach the child the displaced run went to.
-      await withHost({ processes: 1, blockedAfterMs: 10_000 }, async (own) => {
+      await withPoolHost({ processes: 1, blockedAfterMs: 10_000 }, async (own) => {
         const waiting = source(
           "dc_twice",
           `export default { async run() {
@@ -711,7 +688,7 @@ describe("ProcessPoolHost: what a child sends", () => {
 
   it("kills a child that sends a result for an invocation it has not started, and runs that one elsewhere", async () => {
     // Block detection off: the forger holds its process while the victim is sent there.
-    await withHost({ blockedAfterMs: 60_000 }, async (own) => {
+    await withPoolHost({ blockedAfterMs: 60_000 }, async (own) => {
       const code = source(
         "dc_early",
         `import { readSync, writeSync } from "node:fs";
@@ -761,7 +738,7 @@ describe("ProcessPoolHost: what a child sends", () => {
   });
 
   it("ignores results for invocations not in flight in that child: another source's, or made up", async () => {
-    await withHost({}, async (own) => {
+    await withPoolHost({}, async (own) => {
       const forger = source("dc_forger", FORGER);
       const victim = source("dc_victim", FORGER);
       const forgerPid = pidIn(await own.invoke(forger, invocation(forger.sourceId)));
@@ -784,7 +761,7 @@ describe("ProcessPoolHost: what a child sends", () => {
   });
 
   it("ends a run whose result is over the frame limit with an error, and the child keeps serving", async () => {
-    await withHost({ heapMb: 256 }, async (own) => {
+    await withPoolHost({ heapMb: 256 }, async (own) => {
       // 70 emits of 250,000 characters: each under the emit limit, together over 16 MiB.
       const code = source(
         "dc_large",
@@ -802,7 +779,7 @@ describe("ProcessPoolHost: what a child sends", () => {
   });
 
   it("kills a child that leaves a message unfinished, long before the run's time is up", async () => {
-    await withHost({}, async (own) => {
+    await withPoolHost({}, async (own) => {
       // The loop keeps the runtime from finishing the line; without the check the run would end
       // only at its time limit.
       const code = source(
@@ -889,7 +866,7 @@ describe("ProcessPoolHost: the bound on live processes", () => {
   } };`;
 
   it("stops the least recently used idle child of another source to start one a source needs", async () => {
-    await withHost({ maxProcesses: 2 }, async (own) => {
+    await withPoolHost({ maxProcesses: 2 }, async (own) => {
       const [a, b, c] = ["dc_lru_a", "dc_lru_b", "dc_lru_c"].map((id) => source(id, SLEEPER));
       const pidA = pidIn(await own.invoke(a as SourceCode, invocation("dc_lru_a")));
       const pidB = pidIn(await own.invoke(b as SourceCode, invocation("dc_lru_b")));
@@ -903,7 +880,7 @@ describe("ProcessPoolHost: the bound on live processes", () => {
   });
 
   it("makes a source wait for a slot while every child is busy, and never runs more than the bound", async () => {
-    await withHost({ maxProcesses: 2 }, async (own) => {
+    await withPoolHost({ maxProcesses: 2 }, async (own) => {
       const sources = ["dc_busy_a", "dc_busy_b", "dc_busy_c"].map((id) => source(id, SLEEPER));
       let most = 0;
       const sampler = setInterval(() => {
@@ -930,7 +907,7 @@ describe("ProcessPoolHost: the bound on live processes", () => {
   });
 
   it("drains a child its source keeps busy, so that a waiting source gets a slot", async () => {
-    await withHost({ maxProcesses: 1 }, async (own) => {
+    await withPoolHost({ maxProcesses: 1 }, async (own) => {
       const busy = source("dc_drain_busy", SLEEPER);
       const waiting = source("dc_drain_waiting", SLEEPER);
       let running = true;
@@ -956,7 +933,7 @@ describe("ProcessPoolHost: the bound on live processes", () => {
   });
 
   it("counts a describe's child, which waits for a slot too", async () => {
-    await withHost({ maxProcesses: 1 }, async (own) => {
+    await withPoolHost({ maxProcesses: 1 }, async (own) => {
       const busy = source("dc_describe_busy", SLEEPER);
       let runDone = false;
       const running = own.invoke(busy, invocation(busy.sourceId, { event: { ms: 1000 } })).finally(() => {

@@ -1,21 +1,25 @@
 /**
  * `ComponentHost` of local mode (DESIGN.md decision 3): component code runs in sandboxed child
- * processes, a small pool per source (`sandbox-owner-pool.ts`). Two sources never share a process
- * (one could read the other's secret props while both run), and each child reads only its
- * source's bundle folder. Live children of all sources are bounded (`maxProcesses`,
- * `sandbox-budget.ts`): idle ones are stopped, least recently used first, when a source needs one.
+ * processes, a small pool per source and one per workflow (`sandbox-owner-pool.ts`). No two
+ * sources or workflows share a process (one could read the other's secret props while both run),
+ * and each child reads only its own bundle folder. Live children of all pools are bounded
+ * (`maxProcesses`, `sandbox-budget.ts`): idle ones are stopped, least recently used first, when a
+ * pool needs one.
  *
  * Work dir layout:
  * - `runtime/sandbox-entry.mjs` the child's program, rebuilt once per Sluice process;
  * - `describe/<sha256>/component.mjs` bundles, content-addressed: evaluated there to read
- *   metadata, and the build every source with that code links to;
- * - `sources/<sourceId>/<sha256>/component.mjs` a source's bundles (hard links).
+ *   metadata, and the build every source and workflow step with that code links to;
+ * - `sources/<sourceId>/<sha256>/component.mjs` a source's bundles (hard links);
+ * - `workflows/<workflowId>/<sha256 of its step hashes>/steps/<sha256>.mjs` a workflow's step
+ *   modules (hard links), one folder per set of step modules.
  *
  * Bundle folders are touched when first used by a Sluice process; at start, the host removes
- * source bundles unused for `bundleRetentionMs` and describe bundles older than a day (and the
- * `owners/` folder of the former layout). A removed bundle is simply rebuilt on its next
+ * source and workflow bundles unused for `bundleRetentionMs` and describe bundles older than a day
+ * (and the `owners/` folder of the former layout). A removed bundle is simply rebuilt on its next
  * invocation.
  */
+import { existsSync } from "node:fs";
 import { copyFile, link, mkdir, readdir, rename, rm, rmdir, stat, utimes } from "node:fs/promises";
 import { totalmem } from "node:os";
 import { dirname, join } from "node:path";
@@ -25,8 +29,9 @@ import { isDomainError } from "#core/errors";
 import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
 import { sha256Hex } from "#core/sha256";
-import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
+import type { ErrorRecord, Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import { failedResult } from "#runtime/run-invocation";
+import { failedWorkflowResult } from "#runtime/run-workflow";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
 import { SandboxBudget } from "./sandbox-budget.ts";
 import { BUNDLE_FILE, bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
@@ -82,16 +87,20 @@ export interface ProcessPoolHostOptions {
 }
 
 const SOURCES_DIR = "sources";
+const WORKFLOWS_DIR = "workflows";
+/** A workflow's step modules, in its bundle folder. */
+const STEPS_DIR = "steps";
+type OwnersDir = typeof SOURCES_DIR | typeof WORKFLOWS_DIR;
 /** The layout before sources had processes and folders of their own: removed at start. */
 const LEGACY_OWNERS_DIR = "owners";
 const DAY_MS = 24 * 60 * 60 * 1000;
 const DESCRIBE_RETENTION_MS = DAY_MS;
 
-/** A folder name for a source id; ids that are not plain get a hash, never a path. */
+/** A folder name for a source or workflow id; ids that are not plain get a hash, never a path. */
 const sourceFolder = (sourceId: string) =>
   /^[A-Za-z0-9_-]{1,100}$/.test(sourceId) ? sourceId : `h_${sha256Hex(sourceId)}`;
-/** The bundle folder of a source's code: its `codeHash`, hashed afresh only when that is no hex digest. */
-const codeFolder = (source: SourceCode) =>
+/** The bundle name of some code: its `codeHash`, hashed afresh only when that is no hex digest. */
+const codeFolder = (source: { codeHash: string; code: string }) =>
   /^[0-9a-f]{64}$/.test(source.codeHash) ? source.codeHash : sha256Hex(source.code);
 
 const MIB = 1024 * 1024;
@@ -113,8 +122,20 @@ export class ProcessPoolHost implements ComponentHost {
   private readonly budget: SandboxBudget;
   /** The pool of each source folder. */
   private readonly pools = new Map<string, SandboxOwnerPool>();
+  /** The pool of each workflow folder: never a source's (ids are kept apart even if they met). */
+  private readonly workflowPools = new Map<string, SandboxOwnerPool>();
   /** Bundle path per `<source folder>/<hash>`, once built or found in this process. */
   private readonly bundles = new Map<string, Promise<string>>();
+  /** Step bundle paths by code hash per `<workflow folder>/<hash of the step hashes>`, likewise. */
+  private readonly stepBundles = new Map<string, Promise<Record<string, string>>>();
+  /**
+   * The same, per `WorkflowCode` object: a caller that keeps one per deployment skips hashing its
+   * step set on every run (about 5 µs of the host's 80 or so per run of 3 steps).
+   */
+  private readonly stepBundlesOf = new WeakMap<
+    WorkflowCode,
+    { key: string; bundles: Promise<Record<string, string>> }
+  >();
   private readonly swept: Promise<void>;
   private closed = false;
 
@@ -166,28 +187,60 @@ export class ProcessPoolHost implements ComponentHost {
       const compileError = { name: "CompileError", message: error.message, ts: Date.now() };
       return failedResult(invocation.invocationId, compileError, performance.now() - startedAt);
     }
-    return this.poolFor(source.sourceId, await entry).invoke(bundlePath, invocation, handlers);
+    return this.poolFor(this.pools, SOURCES_DIR, source.sourceId, await entry).invoke(bundlePath, invocation, handlers);
   }
 
   /** Stops the source's children (runs in flight end with an error) and removes its bundles. */
   async remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void> {
-    const folder = sourceFolder(source.sourceId);
-    const pool = this.pools.get(folder);
-    this.pools.delete(folder);
-    for (const key of this.bundles.keys()) if (key.startsWith(`${folder}/`)) this.bundles.delete(key);
-    await pool?.close("the source was removed");
-    await rm(join(this.workDir, SOURCES_DIR, folder), { recursive: true, force: true });
+    await this.removeOwner(this.pools, this.bundles, SOURCES_DIR, source.sourceId, "the source was removed");
   }
 
-  // Placeholders until step 4 of docs/design/workflows.md builds workflow pools: there is
-  // nothing to build yet, and nothing can run.
-  async prepareWorkflow(_workflow: WorkflowCode): Promise<void> {}
-
-  async invokeWorkflow(_workflow: WorkflowCode, _invocation: WorkflowInvocation): Promise<WorkflowResult> {
-    throw new Error("workflows are not available in this host yet");
+  async prepareWorkflow(workflow: WorkflowCode): Promise<void> {
+    await this.stepBundlesFor(workflow);
   }
 
-  async removeWorkflow(_workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {}
+  /**
+   * Runs one run of the workflow in its own pool. Its steps' bundles are built first if needed
+   * (`prepareWorkflow` usually did); one that no longer builds fails the run with a
+   * `CompileError`, as a source's does.
+   */
+  async invokeWorkflow(workflow: WorkflowCode, invocation: WorkflowInvocation): Promise<WorkflowResult> {
+    if (this.closed) throw new Error("the component host is closed");
+    const startedAt = performance.now();
+    const entry = sandboxEntry(this.workDir);
+    let stepBundles: Record<string, string>;
+    try {
+      stepBundles = await this.stepBundlesFor(workflow);
+    } catch (error) {
+      if (!isDomainError(error)) throw error;
+      const compileError: ErrorRecord = { name: "CompileError", message: error.message, ts: Date.now() };
+      return failedWorkflowResult(invocation.invocationId, compileError, performance.now() - startedAt);
+    }
+    const pool = this.poolFor(this.workflowPools, WORKFLOWS_DIR, workflow.workflowId, await entry);
+    return pool.invokeWorkflow(stepBundles, invocation);
+  }
+
+  /** Stops the workflow's children (runs in flight end with an error) and removes its bundles. */
+  async removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {
+    const why = "the workflow was removed";
+    await this.removeOwner(this.workflowPools, this.stepBundles, WORKFLOWS_DIR, workflow.workflowId, why);
+  }
+
+  /** Stops the pool of `id` in `pools`, forgets its bundles in `built` and deletes its folder. */
+  private async removeOwner(
+    pools: Map<string, SandboxOwnerPool>,
+    built: Map<string, unknown>,
+    dir: OwnersDir,
+    id: string,
+    why: string,
+  ): Promise<void> {
+    const folder = sourceFolder(id);
+    const pool = pools.get(folder);
+    pools.delete(folder);
+    for (const key of built.keys()) if (key.startsWith(`${folder}/`)) built.delete(key);
+    await pool?.close(why);
+    await rm(join(this.workDir, dir, folder), { recursive: true, force: true });
+  }
 
   /** The pid of the source's oldest sandbox child, when one runs. */
   pidOf(sourceId: string): number | undefined {
@@ -199,6 +252,11 @@ export class ProcessPoolHost implements ComponentHost {
     return this.pools.get(sourceFolder(sourceId))?.pids ?? [];
   }
 
+  /** The pids of the workflow's sandbox children, oldest first. */
+  workflowPidsOf(workflowId: string): number[] {
+    return this.workflowPools.get(sourceFolder(workflowId))?.pids ?? [];
+  }
+
   /** Live sandbox children of all sources (and describes), which `maxProcesses` bounds. */
   get liveProcesses(): number {
     return this.budget.used;
@@ -207,18 +265,27 @@ export class ProcessPoolHost implements ComponentHost {
   /** Kills every child; in-flight invocations end with an error. Later invokes throw. */
   async close(): Promise<void> {
     this.closed = true;
-    const pools = [...this.pools.values()];
+    const pools = [...this.pools.values(), ...this.workflowPools.values()];
     this.pools.clear();
+    this.workflowPools.clear();
     await Promise.all(pools.map((pool) => pool.close("the component host was closed")));
   }
 
-  private poolFor(sourceId: string, entryPath: string): SandboxOwnerPool {
-    const folder = sourceFolder(sourceId);
-    let pool = this.pools.get(folder);
+  /**
+   * The pool of source or workflow `id` in `pools`; its children read only `<dir>/<id folder>/`.
+   */
+  private poolFor(
+    pools: Map<string, SandboxOwnerPool>,
+    dir: OwnersDir,
+    id: string,
+    entryPath: string,
+  ): SandboxOwnerPool {
+    const folder = sourceFolder(id);
+    let pool = pools.get(folder);
     if (!pool) {
       pool = new SandboxOwnerPool({
         entryPath,
-        sourceDir: `${join(this.workDir, SOURCES_DIR, folder)}/`,
+        sourceDir: `${join(this.workDir, dir, folder)}/`,
         budget: this.budget,
         heapMb: this.heapMb,
         idleMs: this.idleMs,
@@ -227,10 +294,10 @@ export class ProcessPoolHost implements ComponentHost {
         maxProcesses: this.maxProcesses,
         // Sources come and go (and `additionalProps` runs under draft ids): no pool outlives its use.
         onEmpty: (empty) => {
-          if (this.pools.get(folder) === empty) this.pools.delete(folder);
+          if (pools.get(folder) === empty) pools.delete(folder);
         },
       });
-      this.pools.set(folder, pool);
+      pools.set(folder, pool);
     }
     return pool;
   }
@@ -246,20 +313,70 @@ export class ProcessPoolHost implements ComponentHost {
     let bundle = this.bundles.get(key);
     if (!bundle) {
       const outfile = join(this.workDir, SOURCES_DIR, key, BUNDLE_FILE);
-      bundle = this.swept
-        .then(() => bundleComponent(source.code, join(this.workDir, DESCRIBE_DIR, hash, BUNDLE_FILE), this.plugins))
-        .then(async (built) => {
-          await mkdir(dirname(outfile), { recursive: true });
-          await linkOrCopy(built, outfile);
-          const now = new Date();
-          await utimes(dirname(outfile), now, now);
-          return outfile;
-        });
+      bundle = this.swept.then(async () => {
+        await this.linkBundle(source.code, hash, outfile);
+        await touch(dirname(outfile));
+        return outfile;
+      });
       this.bundles.set(key, bundle);
       bundle.catch(() => this.bundles.delete(key));
     }
     return bundle;
   }
+
+  /**
+   * The workflow's step modules, bundle path by code hash: each built alone exactly as a source's
+   * component (once per code, in the describe folder) and hard-linked into
+   * `workflows/<id>/<sha256 of the step hashes>/steps/<hash>.mjs`, the only folder its children may
+   * read besides the runtime's. Cached per set of modules, so a run of an unchanged workflow costs a
+   * hash and a map lookup.
+   */
+  private stepBundlesFor(workflow: WorkflowCode): Promise<Record<string, string>> {
+    // Still the entry of its key: not removed with the workflow, nor failed, since.
+    const known = this.stepBundlesOf.get(workflow);
+    if (known && this.stepBundles.get(known.key) === known.bundles) return known.bundles;
+    const modules = new Map<string, { code: string; file: string }>();
+    for (const step of workflow.steps) modules.set(step.codeHash, { code: step.code, file: codeFolder(step) });
+    const set = sha256Hex([...modules.keys()].sort().join("\n"));
+    const key = `${sourceFolder(workflow.workflowId)}/${set}`;
+    let bundles = this.stepBundles.get(key);
+    if (!bundles) {
+      const folder = join(this.workDir, WORKFLOWS_DIR, key);
+      bundles = this.swept.then(async () => {
+        const paths: Record<string, string> = {};
+        // One at a time: esbuild is busy enough when a workflow of 50 new steps is saved.
+        for (const [codeHash, { code, file }] of modules) {
+          const outfile = join(folder, STEPS_DIR, `${file}.mjs`);
+          await this.linkBundle(code, file, outfile);
+          paths[codeHash] = outfile;
+        }
+        await touch(folder);
+        return paths;
+      });
+      this.stepBundles.set(key, bundles);
+      bundles.catch(() => this.stepBundles.delete(key));
+    }
+    this.stepBundlesOf.set(workflow, { key, bundles });
+    return bundles;
+  }
+
+  /**
+   * Puts the bundle of `code` (content hash `hash`) at `outfile`: nothing to do when it is there
+   * already (content-addressed), else built in the describe folder, where the code's describe
+   * usually built it, and linked.
+   */
+  private async linkBundle(code: string, hash: string, outfile: string): Promise<void> {
+    if (existsSync(outfile)) return;
+    const built = await bundleComponent(code, join(this.workDir, DESCRIBE_DIR, hash, BUNDLE_FILE), this.plugins);
+    await mkdir(dirname(outfile), { recursive: true });
+    await linkOrCopy(built, outfile);
+  }
+}
+
+/** Marks a bundle folder as used now: the sweep at start keeps it for the retention time. */
+async function touch(folder: string): Promise<void> {
+  const now = new Date();
+  await utimes(folder, now, now);
 }
 
 /** Puts `target` in place as `from`'s content: a hard link where the file system allows one. */
@@ -277,18 +394,20 @@ async function linkOrCopy(from: string, target: string): Promise<void> {
 }
 
 /**
- * Removes source bundles untouched for `retentionMs` (and source folders left empty), describe
- * bundles older than a day, and the former layout's `owners/` folder.
+ * Removes source and workflow bundles untouched for `retentionMs` (and their folders left empty),
+ * describe bundles older than a day, and the former layout's `owners/` folder.
  */
 async function sweepBundles(workDir: string, retentionMs: number): Promise<void> {
   const now = Date.now();
   await rm(join(workDir, LEGACY_OWNERS_DIR), { recursive: true, force: true });
   await removeOlderThan(join(workDir, DESCRIBE_DIR), now - DESCRIBE_RETENTION_MS);
-  const sourcesDir = join(workDir, SOURCES_DIR);
-  for (const source of await children(sourcesDir)) {
-    await removeOlderThan(join(sourcesDir, source), now - retentionMs);
-    // Fails unless empty, which is the point.
-    await rmdir(join(sourcesDir, source)).catch(() => undefined);
+  for (const dir of [SOURCES_DIR, WORKFLOWS_DIR]) {
+    const ownersDir = join(workDir, dir);
+    for (const owner of await children(ownersDir)) {
+      await removeOlderThan(join(ownersDir, owner), now - retentionMs);
+      // Fails unless empty, which is the point.
+      await rmdir(join(ownersDir, owner)).catch(() => undefined);
+    }
   }
 }
 

@@ -1,9 +1,10 @@
 /**
- * The sandbox children of one source: up to `maxProcesses` healthy ones, started on demand and
- * reaped when idle, never shared with another source. An invocation goes to the least-loaded
+ * The sandbox children of one source, or of one workflow: up to `maxProcesses` healthy ones,
+ * started on demand and reaped when idle, never shared with another source or workflow (a
+ * process holds its code's secret props; decision 82). An invocation goes to the least-loaded
  * healthy child; a child that is blocked (`SandboxOwnerProcess.blocked`) or draining gets nothing
  * new. Every child holds a slot of the host's {@link SandboxBudget}: a first child (one the run
- * needs) may make room by stopping another source's idle child, or waits for a slot; a second one
+ * needs) may make room by stopping another pool's idle child, or waits for a slot; a second one
  * starts only below the bound.
  *
  * When a child stops or blocks because of one invocation, the others it had in flight come back
@@ -14,11 +15,22 @@
  * counting as its retry.
  */
 import type { InvokeHandlers } from "#core/ports/component-host";
-import type { HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
+import type { Logger } from "#core/ports/logger";
+import type {
+  ErrorRecord,
+  HttpResponseSpec,
+  Invocation,
+  InvocationResult,
+  WorkflowInvocation,
+  WorkflowResult,
+} from "#runtime/protocol";
+import { malformedError, type Parsed, parseInvocationResult, parseWorkflowResult } from "#runtime/protocol-parsers";
+import { failedResult } from "#runtime/run-invocation";
+import { failedWorkflowResult } from "#runtime/run-workflow";
+import type { InvokeRequest } from "#runtime/sandbox-channel";
 import type { BudgetWaiter } from "./sandbox-budget.ts";
 import {
   type ChildTask,
-  failureOf,
   SandboxOwnerProcess,
   type SandboxOwnerProcessOptions,
   type StopReason,
@@ -27,8 +39,10 @@ import {
 export interface SandboxOwnerPoolOptions
   extends Pick<
     SandboxOwnerProcessOptions,
-    "entryPath" | "sourceDir" | "budget" | "heapMb" | "idleMs" | "blockedAfterMs" | "log"
+    "entryPath" | "sourceDir" | "budget" | "heapMb" | "idleMs" | "blockedAfterMs"
   > {
+  /** Where a malformed result or response of a child is reported. */
+  readonly log?: Logger;
   /** Healthy children at most; blocked ones waiting to be killed come on top (up to as many again). */
   readonly maxProcesses: number;
   /** Called when the pool has no child and no invocation left (it may be dropped). */
@@ -41,7 +55,7 @@ const MAX_MOVES = 4;
 export class SandboxOwnerPool implements BudgetWaiter {
   private readonly children: SandboxOwnerProcess[] = [];
   /** Invocations waiting for a child: every child blocked, or their source blocks one. */
-  private held: PoolTask[] = [];
+  private held: QueuedTask[] = [];
   /** Invocations not finished yet, wherever they are (held, in a child, being moved). */
   private unfinished = 0;
   private closed = false;
@@ -53,18 +67,39 @@ export class SandboxOwnerPool implements BudgetWaiter {
     return this.children.flatMap((child) => (child.pid === undefined ? [] : [child.pid]));
   }
 
-  /** Runs one invocation; never rejects. */
+  /** Runs one invocation of a source (its component bundled at `bundlePath`); never rejects. */
   invoke(bundlePath: string, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
+    return this.run(SOURCE_RUNS, { type: "invoke", bundlePath, invocation }, invocation.sourceId, handlers);
+  }
+
+  /**
+   * Runs one run of a workflow; `stepBundles` gives each step module's bundle path by code hash
+   * (the invocation's `steps[].module`). Never rejects.
+   */
+  invokeWorkflow(stepBundles: Record<string, string>, invocation: WorkflowInvocation): Promise<WorkflowResult> {
+    return this.run(WORKFLOW_RUNS, { type: "invoke", stepBundles, invocation }, invocation.workflowId, undefined);
+  }
+
+  private run<R extends RunResult>(
+    kind: RunKind<R>,
+    request: InvokeRequest,
+    ownerId: string,
+    handlers: InvokeHandlers | undefined,
+  ): Promise<R> {
     this.unfinished += 1;
-    return new Promise<InvocationResult>((resolve) => {
-      this.dispatch(
-        new PoolTask(this, bundlePath, invocation, handlers, (result) => {
-          this.unfinished -= 1;
-          resolve(result);
-          this.checkEmpty();
-        }),
-      );
+    return new Promise<R>((resolve) => {
+      const task = new PoolTask(this, kind, request, ownerId, handlers, (result) => {
+        this.unfinished -= 1;
+        resolve(result);
+        this.checkEmpty();
+      });
+      this.dispatch(task);
     });
+  }
+
+  /** @internal Where tasks report a child's malformed answer. */
+  get log(): Logger | undefined {
+    return this.options.log;
   }
 
   /** Whether the pool has no child and no invocation to finish. */
@@ -87,12 +122,12 @@ export class SandboxOwnerPool implements BudgetWaiter {
   }
 
   /** @internal Sends `task` to a child, or holds it until one can take it. */
-  dispatch(task: PoolTask): void {
+  dispatch(task: QueuedTask): void {
     if (this.closed) {
       task.fail("SandboxError", "the component host was closed");
       return;
     }
-    const child = this.blocksSource(task.invocation.sourceId) ? undefined : this.pick(task);
+    const child = this.blocksOwner(task.ownerId) ? undefined : this.pick(task);
     if (child) child.invoke(task);
     else this.held.push(task);
   }
@@ -101,9 +136,9 @@ export class SandboxOwnerPool implements BudgetWaiter {
    * The least-loaded ready healthy child (the oldest among equals, so that spare children go idle
    * and are reaped), else a starting one. Another child is started when none is free and fewer
    * than `maxProcesses` are healthy, and the budget has room: a child the invocation needs (there
-   * is no other) may stop an idle child of another source, or waits for a slot.
+   * is no other) may stop an idle child of another pool, or waits for a slot.
    */
-  private pick(task: PoolTask): SandboxOwnerProcess | undefined {
+  private pick(task: QueuedTask): SandboxOwnerProcess | undefined {
     let best: SandboxOwnerProcess | undefined;
     let starting: SandboxOwnerProcess | undefined;
     let healthy = 0;
@@ -141,7 +176,6 @@ export class SandboxOwnerPool implements BudgetWaiter {
         heapMb: this.options.heapMb,
         idleMs: this.options.idleMs,
         blockedAfterMs: this.options.blockedAfterMs,
-        ...(this.options.log ? { log: this.options.log } : {}),
         onRetired: (retired) => {
           const index = this.children.indexOf(retired);
           if (index >= 0) this.children.splice(index, 1);
@@ -162,9 +196,9 @@ export class SandboxOwnerPool implements BudgetWaiter {
     if (this.empty) this.options.onEmpty?.(this);
   }
 
-  /** Whether a child is blocked by an invocation of `sourceId`: more of them would block more. */
-  private blocksSource(sourceId: string): boolean {
-    for (const child of this.children) if (child.blockingSourceId === sourceId) return true;
+  /** Whether a child is blocked by an invocation of `ownerId`: more of them would block more. */
+  private blocksOwner(ownerId: string): boolean {
+    for (const child of this.children) if (child.blockingOwnerId === ownerId) return true;
     return false;
   }
 
@@ -175,7 +209,7 @@ export class SandboxOwnerPool implements BudgetWaiter {
     this.held = [];
     for (const task of held) this.dispatch(task);
     // Served by a child of its own after all: a waiter left in the budget would drain another
-    // source's process for nothing.
+    // pool's process for nothing.
     if (this.held.length === 0) this.options.budget.unwait(this);
     // Nothing could take them, nothing is starting or running that could, and the budget did
     // not make them wait: no child can start.
@@ -187,11 +221,52 @@ export class SandboxOwnerPool implements BudgetWaiter {
   }
 }
 
+/** A task as the pool queues and dispatches it, whatever its kind of run. */
+interface QueuedTask extends ChildTask {
+  /** Children that gave this invocation back: it is not sent there again. */
+  readonly tried: Set<SandboxOwnerProcess>;
+}
+
+/** What the pool needs of a run's result, whatever its kind. */
+interface RunResult {
+  invocationId: string;
+  response?: HttpResponseSpec;
+}
+
+/** How a kind of run reads a child's answer and fails. */
+interface RunKind<R extends RunResult> {
+  /** The field naming the owner in a log line. */
+  readonly ownerField: "source_id" | "workflow_id";
+  /**
+   * Whether the child's `respond` messages give the run's response before its result (a
+   * source's). A workflow's response comes only in its result, so a `respond` for it is ignored.
+   */
+  readonly respondsEarly: boolean;
+  parse(raw: unknown, invocationId: string): Parsed<R>;
+  failed(invocationId: string, error: ErrorRecord, durationMs: number): R;
+}
+
+const SOURCE_RUNS: RunKind<InvocationResult> = {
+  ownerField: "source_id",
+  respondsEarly: true,
+  parse: parseInvocationResult,
+  failed: failedResult,
+};
+
+const WORKFLOW_RUNS: RunKind<WorkflowResult> = {
+  ownerField: "workflow_id",
+  respondsEarly: false,
+  parse: parseWorkflowResult,
+  failed: failedWorkflowResult,
+};
+
 /** One invocation through the pool, across the children it runs on. */
-class PoolTask implements ChildTask {
+class PoolTask<R extends RunResult> implements QueuedTask {
   readonly startedAt = performance.now();
   /** Children that gave this invocation back: it is not sent there again. */
   readonly tried = new Set<SandboxOwnerProcess>();
+  readonly invocationId: string;
+  readonly timeoutMs: number;
   private retried = false;
   private moves = 0;
   private response: HttpResponseSpec | undefined;
@@ -199,28 +274,58 @@ class PoolTask implements ChildTask {
 
   constructor(
     private readonly pool: SandboxOwnerPool,
-    readonly bundlePath: string,
-    readonly invocation: Invocation,
+    private readonly kind: RunKind<R>,
+    readonly request: InvokeRequest,
+    readonly ownerId: string,
     private readonly handlers: InvokeHandlers | undefined,
-    private readonly resolve: (result: InvocationResult) => void,
-  ) {}
+    private readonly resolve: (result: R) => void,
+  ) {
+    this.invocationId = request.invocation.invocationId;
+    this.timeoutMs = request.invocation.timeoutMs;
+  }
 
   /** The first response of any attempt is the run's response; later ones are dropped. */
   respond(response: HttpResponseSpec): void {
-    if (this.done || this.response) return;
+    if (this.done || this.response || !this.kind.respondsEarly) return;
     this.response = response;
     this.handlers?.onRespond?.(response);
   }
 
-  finish(result: InvocationResult): void {
+  /** The child's result, parsed as on every platform: malformed, the run fails with nothing of it applied. */
+  answer(raw: unknown): void {
+    const parsed = this.kind.parse(raw, this.invocationId);
+    if (!parsed.ok) {
+      this.refuse("result", parsed.problem);
+      return;
+    }
+    // The response already given to the caller, if any, is the run's response (`finish`); one
+    // that comes only with the result is handed over now, as the AWS host does.
+    if (parsed.value.response) this.respond(parsed.value.response);
+    this.finish(parsed.value);
+  }
+
+  refuse(message: "result" | "response", problem: string): void {
+    this.pool.log?.warn(`a sandbox child sent a malformed ${message}`, {
+      [this.kind.ownerField]: this.ownerId,
+      problem,
+    });
+    this.finishWith(malformedError(message, problem, Date.now()));
+  }
+
+  fail(name: string, message: string): void {
+    this.finishWith({ name, message, ts: Date.now() });
+  }
+
+  /** The run fails with `error`, timed from when the pool got it. */
+  private finishWith(error: ErrorRecord): void {
+    this.finish(this.kind.failed(this.invocationId, error, performance.now() - this.startedAt));
+  }
+
+  private finish(result: R): void {
     if (this.done) return;
     this.done = true;
     if (this.response) result.response = this.response;
     this.resolve(result);
-  }
-
-  fail(name: string, message: string): void {
-    this.finish(failureOf(this, name, message));
   }
 
   displace(from: SandboxOwnerProcess, why: StopReason, started: boolean): void {

@@ -1,6 +1,6 @@
 /**
- * One long-lived sandbox child of a source, running many invocations at a time for its pool
- * (`sandbox-owner-pool.ts`). It turns whatever happens to the child (an answer, a timeout, a crash,
+ * One long-lived sandbox child of a source or a workflow, running many invocations (runs of the
+ * source, or runs of the workflow) at a time for its pool (`sandbox-owner-pool.ts`). It turns whatever happens to the child (an answer, a timeout, a crash,
  * a blocked event loop, a broken protocol) into exactly one outcome per invocation: a result, or
  * "run it elsewhere".
  *
@@ -16,10 +16,8 @@
  * what it has at the end of each tick as one write, and writes its `started` at once, with what
  * it had queued, before the code runs (`sandbox-entry.ts`).
  */
-import type { Logger } from "#core/ports/logger";
-import type { ErrorRecord, HttpResponseSpec, Invocation, InvocationResult } from "#runtime/protocol";
-import { malformedError, parseHttpResponse, parseInvocationResult } from "#runtime/protocol-parsers";
-import { failedResult } from "#runtime/run-invocation";
+import type { HttpResponseSpec } from "#runtime/protocol";
+import { parseHttpResponse } from "#runtime/protocol-parsers";
 import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-channel";
 import type { BudgetMember, SandboxBudget } from "./sandbox-budget.ts";
 import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess } from "./sandbox-process.ts";
@@ -58,16 +56,27 @@ export interface StopReason {
   readonly message: string;
 }
 
-/** One invocation as the pool hands it to a process, perhaps a second time to another one. */
+/**
+ * One invocation as the pool hands it to a process, perhaps a second time to another one: a
+ * source's invocation or a workflow's run. The process does not look inside: what the child
+ * answers goes to the task, which parses it as its kind says.
+ */
 export interface ChildTask {
-  readonly bundlePath: string;
-  readonly invocation: Invocation;
-  /** When the pool got the invocation: an error made here reports the whole time. */
-  readonly startedAt: number;
+  readonly invocationId: string;
+  /** The invocation's own time limit; the process kills the child a little after it. */
+  readonly timeoutMs: number;
+  /** The source or workflow whose code runs (messages and logs name it). */
+  readonly ownerId: string;
+  /** What the child is sent. */
+  readonly request: InvokeRequest;
   /** The child's `respond`, normalised. */
   respond(response: HttpResponseSpec): void;
-  /** The outcome of the invocation: the child's result, or its error (timeout, crash, ...). */
-  finish(result: InvocationResult): void;
+  /** The child's result for the invocation, as it sent it (untrusted: the task parses it). */
+  answer(raw: unknown): void;
+  /** The child sent a malformed `respond`: the invocation fails, nothing of it applied. */
+  refuse(message: "response", problem: string): void;
+  /** The invocation ends with the error `name: message` (a timeout, a crash, ...). */
+  fail(name: string, message: string): void;
   /**
    * This process gave the invocation back without a result: it stopped, or is blocked, because
    * of another invocation. `started` says whether the invocation's code had begun running here.
@@ -86,8 +95,6 @@ export interface SandboxOwnerProcessOptions {
   readonly idleMs: number;
   /** Silence after which the child counts as blocked (rounded up to whole checks). */
   readonly blockedAfterMs: number;
-  /** Where a malformed result or response of the child is reported. @default silentLogger */
-  readonly log?: Logger;
   /** Called once, when the process stops taking invocations (killed, reaped or exited). */
   onRetired(process: SandboxOwnerProcess): void;
   /** Called when the process becomes ready, blocked, healthy again, or starts draining. */
@@ -173,7 +180,7 @@ export class SandboxOwnerProcess implements BudgetMember {
   }
 
   reap(): void {
-    void this.kill("the sandbox process was stopped to make room for another source's");
+    void this.kill("the sandbox process was stopped to make room for another source's or workflow's");
   }
 
   drain(): void {
@@ -183,18 +190,20 @@ export class SandboxOwnerProcess implements BudgetMember {
     else this.options.onChange(this);
   }
 
-  /** The source whose invocation blocks this process, while it is blocked. */
-  get blockingSourceId(): string | undefined {
+  /** The source or workflow whose invocation blocks this process, while it is blocked. */
+  get blockingOwnerId(): string | undefined {
     if (!this.isBlocked) return undefined;
-    return this.suspect()?.task.invocation.sourceId;
+    return this.suspect()?.task.ownerId;
   }
 
   /** Runs one invocation; its outcome goes to the task's callbacks. */
   invoke(task: ChildTask): void {
-    const { invocationId } = task.invocation;
+    const { invocationId } = task;
     if (this.retired || this.pending.has(invocationId)) {
-      const why = this.retired ? "the sandbox process has stopped" : "an invocation with this id is running";
-      task.finish(failureOf(task, "SandboxError", why));
+      task.fail(
+        "SandboxError",
+        this.retired ? "the sandbox process has stopped" : "an invocation with this id is running",
+      );
       return;
     }
     this.usedAt = performance.now();
@@ -208,14 +217,14 @@ export class SandboxOwnerProcess implements BudgetMember {
     }
     const entry: Pending = { task, sentAt: performance.now(), startOrder: 0, sent: false };
     this.pending.set(invocationId, entry);
-    entry.timer = setTimeout(() => this.timeOut(invocationId), task.invocation.timeoutMs + KILL_GRACE_MS);
+    entry.timer = setTimeout(() => this.timeOut(invocationId), task.timeoutMs + KILL_GRACE_MS);
     if (this.isReady) this.send(entry);
   }
 
   /** Kills the process; in-flight invocations end with a SandboxError saying `why`. */
   kill(why: string): Promise<void> {
     this.retire();
-    for (const entry of [...this.pending.values()]) this.settle(entry, failureOf(entry.task, "SandboxError", why));
+    for (const entry of [...this.pending.values()]) this.fail(entry, "SandboxError", why);
     return this.terminate();
   }
 
@@ -240,9 +249,9 @@ export class SandboxOwnerProcess implements BudgetMember {
     const requests: InvokeRequest[] = [];
     for (const entry of this.outbox) {
       // Settled or moved meanwhile (the process stopped or blocked): not sent.
-      if (this.pending.get(entry.task.invocation.invocationId) !== entry) continue;
+      if (this.pending.get(entry.task.invocationId) !== entry) continue;
       entry.sent = true;
-      requests.push({ type: "invoke", bundlePath: entry.task.bundlePath, invocation: entry.task.invocation });
+      requests.push(entry.task.request);
     }
     this.outbox = [];
     // A write error means the child is gone or going: its `close` settles what is in flight.
@@ -261,7 +270,9 @@ export class SandboxOwnerProcess implements BudgetMember {
         // The runtime says `started` before every result; a result without it is forged, and
         // would end a run whose code did not run.
         if (entry.startOrder === 0) this.onViolation("it sent a result for an invocation it had not started");
-        else this.settle(entry, this.checkedResult(message.result, entry));
+        // Parsed by the task as on every platform (`protocol-parsers.ts`): the runtime in the child
+        // builds it correctly, but the code running beside it can send a result of its own.
+        else if (this.remove(entry)) entry.task.answer(message.result);
         break;
       }
       case "respond":
@@ -311,34 +322,11 @@ export class SandboxOwnerProcess implements BudgetMember {
     }
     const parsed = parseHttpResponse(response);
     if (!parsed.ok) {
-      this.settle(entry, this.malformed(entry, "response", parsed.problem));
+      if (this.remove(entry)) entry.task.refuse("response", parsed.problem);
       return;
     }
     entry.response = parsed.value;
     entry.task.respond(parsed.value);
-  }
-
-  /**
-   * The child's result, parsed as on every platform (`protocol-parsers.ts`): malformed, the run
-   * fails and nothing of it is applied. The runtime in the child builds it correctly, but the code
-   * running beside it can send a result of its own.
-   */
-  private checkedResult(raw: unknown, entry: Pending): InvocationResult {
-    const parsed = parseInvocationResult(raw, entry.task.invocation.invocationId);
-    if (!parsed.ok) return this.malformed(entry, "result", parsed.problem);
-    const result = parsed.value;
-    // The response already given to the caller, if any, is the run's response; one that comes only
-    // with the result is handed over now, as the AWS host does.
-    if (entry.response) result.response = entry.response;
-    else if (result.response) entry.task.respond(result.response);
-    return result;
-  }
-
-  private malformed(entry: Pending, message: "result" | "response", problem: string): InvocationResult {
-    const { invocation } = entry.task;
-    this.options.log?.warn(`a sandbox child sent a malformed ${message}`, { source_id: invocation.sourceId, problem });
-    const error = malformedError(message, problem, Date.now());
-    return failedResult(invocation.invocationId, error, performance.now() - entry.task.startedAt);
   }
 
   /** The in-flight invocation whose code the child started last. */
@@ -390,12 +378,12 @@ export class SandboxOwnerProcess implements BudgetMember {
     // is killed if it does not come back (STRAY_AFTER_CHECKS).
     const suspect = this.suspect();
     const message = suspect
-      ? `its sandbox process was blocked by another invocation (of source ${suspect.task.invocation.sourceId})`
+      ? `its sandbox process was blocked by another invocation (of ${suspect.task.ownerId})`
       : "its sandbox process was blocked";
     for (const entry of [...this.pending.values()]) {
       if (entry === suspect) continue;
       if (entry.startOrder === 0 && entry.sent) {
-        this.sandbox.send([{ type: "cancel", invocationId: entry.task.invocation.invocationId }]);
+        this.sandbox.send([{ type: "cancel", invocationId: entry.task.invocationId }]);
       }
       this.displace(entry, { name: "SandboxError", message });
     }
@@ -405,15 +393,11 @@ export class SandboxOwnerProcess implements BudgetMember {
   private timeOut(invocationId: string): void {
     const entry = this.pending.get(invocationId);
     if (!entry) return;
-    const { timeoutMs } = entry.task.invocation;
     this.retire();
-    this.settle(
+    this.fail(
       entry,
-      failureOf(
-        entry.task,
-        "TimeoutError",
-        `the invocation timed out after ${timeoutMs / 1000}s; its process was killed`,
-      ),
+      "TimeoutError",
+      `the invocation timed out after ${entry.task.timeoutMs / 1000}s; its process was killed`,
     );
     this.displaceAll(undefined, {
       name: "SandboxError",
@@ -432,7 +416,7 @@ export class SandboxOwnerProcess implements BudgetMember {
         ? crashReason(code, signal, stderr)
         : `it broke the protocol with the host (${this.violation}) and was killed`;
     const culprit = (this.exiting === undefined ? undefined : this.pending.get(this.exiting)) ?? this.suspect();
-    if (culprit) this.settle(culprit, failureOf(culprit.task, name, `the sandbox process stopped: ${reason}`));
+    if (culprit) this.fail(culprit, name, `the sandbox process stopped: ${reason}`);
     this.displaceAll(culprit, {
       name: "SandboxError",
       message: `its sandbox process stopped because of another invocation: ${reason}`,
@@ -452,13 +436,13 @@ export class SandboxOwnerProcess implements BudgetMember {
     entry.task.displace(this, why, entry.startOrder > 0);
   }
 
-  private settle(entry: Pending, result: InvocationResult): void {
-    if (this.remove(entry)) entry.task.finish(result);
+  private fail(entry: Pending, name: string, message: string): void {
+    if (this.remove(entry)) entry.task.fail(name, message);
   }
 
   /** Takes `entry` out of the in-flight set; false when it was out already. */
   private remove(entry: Pending): boolean {
-    const { invocationId } = entry.task.invocation;
+    const { invocationId } = entry.task;
     if (this.pending.get(invocationId) !== entry) return false;
     this.pending.delete(invocationId);
     clearTimeout(entry.timer);
@@ -492,10 +476,4 @@ export class SandboxOwnerProcess implements BudgetMember {
       else handle.unref?.();
     }
   }
-}
-
-/** The result of `task` failing with `name: message`, timed from when the pool got it. */
-export function failureOf(task: ChildTask, name: string, message: string): InvocationResult {
-  const error: ErrorRecord = { name, message, ts: Date.now() };
-  return failedResult(task.invocation.invocationId, error, performance.now() - task.startedAt);
 }

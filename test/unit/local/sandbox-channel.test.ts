@@ -87,4 +87,13 @@ describe("pathRedactor", () => {
     );
     expect(pathRedactor([])("/data/x")).toBe("/data/x");
   });
+
+  it("takes a workflow's step folder out too: a step's frames name component.ts", () => {
+    const workflow = pathRedactor(["/data/sandbox/workflows/p_1/"]);
+    expect(workflow(`    at Object.run (file:///data/sandbox/workflows/p_1/${hash}/steps/component.ts:3:11)`)).toBe(
+      "    at Object.run (component.ts:3:11)",
+    );
+    // Only right below a content hash: a folder of the step's own named steps stays.
+    expect(workflow("/data/sandbox/workflows/p_1/steps/x.mjs")).toBe("steps/x.mjs");
+  });
 });
