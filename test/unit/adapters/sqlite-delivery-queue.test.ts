@@ -18,7 +18,7 @@ function delivery(webhookId: string, overrides: Partial<DeliveryRecord> = {}): D
   counter++;
   return {
     id: `dlv_${String(counter).padStart(6, "0")}`,
-    webhookId,
+    target: { kind: "webhook", webhookId },
     subscriptionIds: ["sub_1"],
     emitterId: "dc_one",
     eventId: `${NOW}-${counter}`,

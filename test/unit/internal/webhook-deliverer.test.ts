@@ -8,7 +8,7 @@ import { SqsDeliveryRetryQueue } from "#adapters/aws/sqs-delivery-queue";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger } from "#core/ports/logger";
-import type { DeliveryRecord } from "#core/subscription-model";
+import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
 import { verifyWebhookSignature } from "#core/webhook-signature";
 import { createWebhook } from "#core/webhooks";
 import { createWebhookDelivererHandler, type WebhookDelivererOptions } from "#internal/webhook-deliverer";
@@ -81,7 +81,7 @@ function delivery(webhookId: string, overrides: Partial<DeliveryRecord> = {}): D
   const eventId = `${NOW}-${deliveryCounter}`;
   return {
     id: `dlv_01kab00000${String(deliveryCounter).padStart(12, "0")}`,
-    webhookId,
+    target: { kind: "webhook", webhookId },
     subscriptionIds: ["sub_01kab00000aaaaaaaaaaaa"],
     emitterId: "dc_01kab00000bbbbbbbbbbbb",
     eventId,
@@ -107,7 +107,7 @@ function sqsEvent(messages: { delivery: DeliveryRecord | string; from: "fifo" | 
         SenderId: "AROAEXAMPLE",
         ApproximateFirstReceiveTimestamp: String(NOW),
         ...(from === "fifo" && typeof body !== "string"
-          ? { MessageGroupId: body.webhookId, MessageDeduplicationId: `${body.id}-${body.nextAttemptAt}` }
+          ? { MessageGroupId: destinationOf(body), MessageDeduplicationId: `${body.id}-${body.nextAttemptAt}` }
           : {}),
       },
       messageAttributes: {},
