@@ -11,7 +11,11 @@ import { jsonLogger } from "#core/ports/logger";
 import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
 import { verifyWebhookSignature } from "#core/webhook-signature";
 import { createWebhook } from "#core/webhooks";
-import { createWebhookDelivererHandler, type WebhookDelivererOptions } from "#internal/webhook-deliverer";
+import {
+  createWebhookDelivererHandler,
+  deliveryRecordSchema,
+  type WebhookDelivererOptions,
+} from "#internal/webhook-deliverer";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
 const sqsMock = mockClient(SQSClient);
@@ -271,6 +275,17 @@ describe("the webhook deliverer function", () => {
     // a2 was not attempted: it must not reach the receiver before a1.
     expect(receiver.received.map((r) => r.path).sort()).toEqual(["/a", "/b", "/b"]);
     expect(lines).toMatchObject([{ level: "error", message: expect.stringMatching(/could not be attempted/) }]);
+  });
+
+  it("reads a message queued by a version before workflows (a top-level webhookId) as a webhook delivery", () => {
+    const { target: _target, ...rest } = delivery("wh_old");
+    const parsed = deliveryRecordSchema.parse({ ...rest, webhookId: "wh_old" });
+    expect(parsed).toEqual({ ...rest, target: { kind: "webhook", webhookId: "wh_old" } });
+    expect(deliveryRecordSchema.safeParse(rest).success).toBe(false);
+    const send = delivery("unused", {
+      target: { kind: "http", workflowId: "p_flow", request: { method: "POST", url: "https://example.com/" } },
+    });
+    expect(deliveryRecordSchema.parse(JSON.parse(JSON.stringify(send)))).toEqual(send);
   });
 
   it("drops a malformed message with an error in the log", async () => {
