@@ -6,6 +6,7 @@
  * `$errors`, `W`; and whose `eventName` is C. Each listener receives the event once, however many
  * of its subscriptions match.
  */
+import type { SendRecord } from "#runtime/protocol";
 import type { Json } from "./component-model.ts";
 
 /** A `wh_` webhook: a URL that receives events by HTTP POST, signed with its own secret. */
@@ -69,20 +70,12 @@ export interface AutoSubscriptionRecord {
   createdAt: number;
 }
 
-/** A `$.send.http` as the delivery sends it (the run's `SendRecord` less its type). */
-export interface HttpSendRequest {
-  /** An upper-case HTTP method (`GET`, `POST`, ...). */
-  method: string;
-  /** An http(s) URL with a host (checked when queued; the address guard runs at each attempt). */
-  url: string;
-  headers?: Record<string, string>;
-  /** Appended to the URL's query. */
-  params?: Record<string, string>;
-  /** Sent as `Authorization: Basic`; never logged nor quoted in an error. */
-  auth?: { username: string; password: string };
-  /** The body: a string as it is, anything else as JSON. */
-  data?: Json;
-}
+/**
+ * A `$.send.http` as the delivery sends it: the run's `SendRecord` less its type. Checked when
+ * queued (`queueWorkflowSends`: an http(s) URL with a host, an upper-case method); `auth` is never
+ * logged nor quoted in an error.
+ */
+export type HttpSendRequest = Omit<Extract<SendRecord, { type: "http" }>, "type">;
 
 /**
  * Where a delivery goes (decision W12): a webhook's event, or a workflow's `$.send.http` /
