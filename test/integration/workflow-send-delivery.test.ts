@@ -139,3 +139,25 @@ describe("a workflow's sends, delivered", () => {
     expect((await stat(join(dataDir, "s3", "orders", "daily"))).mode & 0o777).toBe(0o700);
   });
 });
+
+describe("NodeHttpWebhookSender with a method", () => {
+  it("sends a GET without a body or a Content-Length, and a DELETE with its body", async () => {
+    expect(await sender.post(receiver.url("/g"), { accept: "text/csv" }, "", 2_000, "GET")).toEqual({ status: 200 });
+    expect(await sender.post(receiver.url("/d"), {}, "{}", 2_000, "DELETE")).toEqual({ status: 200 });
+    const [get, del] = receiver.requests;
+    expect([get?.method, get?.headers["content-length"], get?.headers["transfer-encoding"], get?.body]).toEqual([
+      "GET",
+      undefined,
+      undefined,
+      "",
+    ]);
+    expect([del?.method, del?.headers["content-length"], del?.body]).toEqual(["DELETE", "2", "{}"]);
+  });
+
+  it("answers an error, never a throw, for a method that is not a token", async () => {
+    for (const method of ["GET /x HTTP/1.1\r\nHost: y\r\n\r\nGET", "get", "", "PO ST"]) {
+      expect(await sender.post(receiver.url(), {}, "", 2_000, method)).toEqual({ error: "invalid HTTP method" });
+    }
+    expect(receiver.requests).toEqual([]);
+  });
+});

@@ -65,6 +65,19 @@ describe("SqsDeliveryQueue", () => {
     ]);
   });
 
+  it("groups a workflow's sends by the workflow, apart from its webhooks", async () => {
+    acceptAll();
+    const send = {
+      ...delivery(0),
+      target: { kind: "http" as const, workflowId: "p_flow", request: { method: "POST", url: "https://x.test/" } },
+    };
+    await queue().enqueue([send, delivery(1, "wh_a")]);
+    expect(batchCalls()[0]?.Entries?.map((entry: { MessageGroupId?: string }) => entry.MessageGroupId)).toEqual([
+      "p_flow",
+      "wh_a",
+    ]);
+  });
+
   it("sends batches of at most 10 messages, one after the other, in order", async () => {
     acceptAll();
     const deliveries = Array.from({ length: 23 }, (_, n) => delivery(n));
