@@ -2,6 +2,7 @@
 import { App, Tags } from "aws-cdk-lib";
 import { STAGE_PATTERN, STAGE_RULE } from "#config/aws-compute-env";
 import type { LogLevel } from "#core/ports/logger";
+import { bucketList } from "#core/ports/object-sink";
 import { ServiceStack } from "../lib/service-stack.ts";
 import { StatefulStack } from "../lib/stateful-stack.ts";
 
@@ -22,6 +23,11 @@ const logLevel: unknown = app.node.tryGetContext("logLevel");
 if (logLevel !== undefined && typeof logLevel !== "string") {
   throw new Error(`Invalid logLevel ${JSON.stringify(logLevel)}: use debug, info, warn, error or silent.`);
 }
+// `-c s3Buckets=a,b`: the buckets a workflow's `$.send.s3` may write to (none by default).
+const s3Buckets: unknown = app.node.tryGetContext("s3Buckets");
+if (s3Buckets !== undefined && typeof s3Buckets !== "string") {
+  throw new Error(`Invalid s3Buckets ${JSON.stringify(s3Buckets)}: use bucket names separated by commas.`);
+}
 const prefix = stage ? `${stage}-` : "";
 const where = stage ? ` (stage ${stage})` : "";
 
@@ -37,6 +43,7 @@ new ServiceStack(app, `${prefix}SluiceService`, {
   stage: stage || undefined,
   npmRegistry: npmRegistry || undefined,
   logLevel: (logLevel || undefined) as LogLevel | undefined,
+  s3Buckets: bucketList(s3Buckets),
 });
 
 Tags.of(app).add("sluice:stage", stage ? stage : "default");

@@ -43,6 +43,8 @@ export interface ServiceStackProps extends StackProps {
    * @default - unset: the functions log at `info`
    */
   readonly logLevel?: LogLevel;
+  /** Buckets `$.send.s3` may write to (`-c s3Buckets=a,b`; EventFanout). @default none */
+  readonly s3Buckets?: readonly string[];
 }
 
 /**
@@ -98,6 +100,7 @@ export class ServiceStack extends Stack {
       sources: this.sources,
       stage: props.stage ?? "default",
       logRetention: props.logRetention,
+      s3Buckets: props.s3Buckets,
     });
 
     const routeFunctions = new Map<string, ApiRouteFunction>();

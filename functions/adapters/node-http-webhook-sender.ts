@@ -45,7 +45,10 @@ export class NodeHttpWebhookSender implements WebhookSender {
     headers: Readonly<Record<string, string>>,
     body: string,
     timeoutMs: number,
+    method = "POST",
   ): Promise<WebhookSendResult> {
+    // Node throws, synchronously, on a method that is not a token: refused here as a failed attempt.
+    if (!/^[A-Z]+$/.test(method)) return { error: "invalid HTTP method" };
     let target: URL;
     try {
       target = new URL(url);
@@ -62,9 +65,13 @@ export class NodeHttpWebhookSender implements WebhookSender {
     const payload = Buffer.from(body, "utf8");
     const https = target.protocol === "https:";
     const requestOptions: RequestOptions = {
-      method: "POST",
+      method,
       agent: https ? this.httpsAgent : this.httpAgent,
-      headers: { ...headers, "content-length": String(payload.length) },
+      // A GET or HEAD without a body says nothing of one.
+      headers:
+        payload.length === 0 && (method === "GET" || method === "HEAD")
+          ? { ...headers }
+          : { ...headers, "content-length": String(payload.length) },
     };
     if (!this.options.allowPrivateAddresses) requestOptions.lookup = guardedLookup as RequestOptions["lookup"];
     const first = await this.exchange(target, requestOptions, payload, timeoutMs);

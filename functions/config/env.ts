@@ -2,6 +2,7 @@ import { z } from "zod";
 import type { Quotas } from "#core/ports/deps";
 import type { EventRetention } from "#core/ports/event-store";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "#core/ports/logger";
+import { bucketList, isBucketName } from "#core/ports/object-sink";
 import type { DeliverySettings } from "#core/webhook-delivery";
 import type { EmitLimits } from "#runtime/protocol";
 
@@ -75,6 +76,11 @@ export const ENV = {
   logLevel: "SLUICE_LOG_LEVEL",
   /** Local mode: `text` (one readable line per record; the default on a terminal) or `json` (the default otherwise; always on AWS). */
   logFormat: "SLUICE_LOG_FORMAT",
+  /**
+   * Buckets a workflow's `$.send.s3` may write to, comma-separated; empty (the default): none. On
+   * AWS the stack sets it from `-c s3Buckets=a,b`; locally the objects are files under the data dir.
+   */
+  s3Buckets: "SLUICE_S3_BUCKETS",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -99,6 +105,15 @@ function parse<T extends z.ZodRawShape>(shape: T, env: Env, what: string): z.inf
   // Report every bad or missing variable at once, not the first one.
   throw new Error(`${what} configuration is invalid:\n  ${issuesOf(result.error).join("\n  ")}`);
 }
+
+/** `SLUICE_S3_BUCKETS`, on both platforms: a list of bucket names, each checked. */
+const s3BucketsRule = z
+  .string()
+  .default("")
+  .transform((setting) => bucketList(setting))
+  .refine((names) => names.every(isBucketName), {
+    error: "must be bucket names (3 to 63 of a-z, 0-9, . and -), comma-separated",
+  });
 
 /** Defaults of the storage quotas and per-run limits (docs/components.md "Limits" says why). */
 export const DEFAULT_STORED_EVENTS_QUOTA = 10_000_000;
@@ -190,6 +205,8 @@ export interface LocalConfig {
   username: string;
   email: string;
   quotas: Quotas;
+  /** Buckets `$.send.s3` may write to (files under `<dataDir>/s3/`); empty: none. */
+  s3Buckets: string[];
 }
 
 export function loadLocalConfig(env: Env = process.env): LocalConfig {
@@ -223,6 +240,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.databaseMaxMb]: count.default(0),
       [ENV.logLevel]: logLevelRule,
       [ENV.logFormat]: z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(", ")}` }).optional(),
+      [ENV.s3Buckets]: s3BucketsRule,
     },
     env,
     "Local mode",
@@ -261,6 +279,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
     username: parsed[ENV.username] as string,
     email: parsed[ENV.email] as string,
     quotas: quotasFrom(parsed),
+    s3Buckets: parsed[ENV.s3Buckets] as string[],
   };
 }
 
@@ -272,6 +291,8 @@ export interface AwsConfig {
   eventMaxAgeMs: number;
   /** Lines below it are not written; the format is always JSON. */
   logLevel: LogLevel;
+  /** Buckets `$.send.s3` may write to (set by the stack from `-c s3Buckets`); empty: none. */
+  s3Buckets: string[];
 }
 
 export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
@@ -281,6 +302,7 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
       [ENV.resourcesTable]: needs.resources ? table : table.optional(),
       [ENV.eventRetentionDays]: count.default(30),
       [ENV.logLevel]: logLevelRule,
+      [ENV.s3Buckets]: s3BucketsRule,
       ...quotaShape,
     },
     env,
@@ -291,5 +313,6 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     quotas: quotasFrom(parsed),
     eventMaxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,
     logLevel: parsed[ENV.logLevel] as LogLevel,
+    s3Buckets: parsed[ENV.s3Buckets] as string[],
   };
 }

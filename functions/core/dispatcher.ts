@@ -116,7 +116,7 @@ export async function dispatchEvents(
         payload ??= sseEnvelope(event) as unknown as Json;
         deliveries.push({
           id: deliveryIdFor(listenerId, event.sourceId, event.id),
-          webhookId: listenerId,
+          target: { kind: "webhook", webhookId: listenerId },
           subscriptionIds: subscriptions.map((subscription) => subscription.id),
           emitterId: event.sourceId,
           eventId: event.id,

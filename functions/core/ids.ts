@@ -71,6 +71,21 @@ export function formatId(kind: ResourceKind, epochMs: number, random: Uint8Array
   return `${ID_PREFIXES[kind]}${time}${tail}`;
 }
 
+/** The time a {@link formatId} id of `kind` was made at (epoch ms); undefined for an id of another shape. */
+export function idEpochMs(kind: ResourceKind, id: string): number | undefined {
+  const prefix = ID_PREFIXES[kind];
+  if (!id.startsWith(prefix)) return undefined;
+  const time = id.slice(prefix.length, prefix.length + TIME_CHARS);
+  if (time.length < TIME_CHARS) return undefined;
+  let ms = 0;
+  for (const char of time) {
+    const digit = ALPHABET.indexOf(char);
+    if (digit < 0) return undefined;
+    ms = ms * 32 + digit;
+  }
+  return ms;
+}
+
 /** True when `id` has the prefix of `kind` and an accepted body ({@link ID_BODY_PATTERN}). */
 export function isId(kind: ResourceKind, id: string): boolean {
   const prefix = ID_PREFIXES[kind];

@@ -6,6 +6,7 @@
  * `$errors`, `W`; and whose `eventName` is C. Each listener receives the event once, however many
  * of its subscriptions match.
  */
+import type { SendRecord } from "#runtime/protocol";
 import type { Json } from "./component-model.ts";
 
 /** A `wh_` webhook: a URL that receives events by HTTP POST, signed with its own secret. */
@@ -69,18 +70,42 @@ export interface AutoSubscriptionRecord {
   createdAt: number;
 }
 
-/** One event to deliver to one webhook, as queued and retried (the unit a receiver deduplicates on). */
+/**
+ * A `$.send.http` as the delivery sends it: the run's `SendRecord` less its type. Checked when
+ * queued (`queueWorkflowSends`: an http(s) URL with a host, an upper-case method); `auth` is never
+ * logged nor quoted in an error.
+ */
+export type HttpSendRequest = Omit<Extract<SendRecord, { type: "http" }>, "type">;
+
+/**
+ * Where a delivery goes (decision W12): a webhook's event, or a workflow's `$.send.http` /
+ * `$.send.s3`. Deliveries queued before workflows existed have no target and a top-level
+ * `webhookId`: {@link storedDelivery} reads them as webhook deliveries.
+ */
+export type DeliveryTarget =
+  | { kind: "webhook"; webhookId: string }
+  | { kind: "http"; workflowId: string; request: HttpSendRequest }
+  | { kind: "s3"; workflowId: string; bucket: string; key: string; body: Json };
+
+/**
+ * One thing to deliver to one destination, as queued and retried (the unit a receiver
+ * deduplicates on): an event to a webhook, or a send of a workflow's run.
+ */
 export interface DeliveryRecord {
   /** `dlv_...`: sent as the delivery id header; the same on every attempt and on replay. */
   id: string;
-  webhookId: string;
-  /** Every subscription that matched for this webhook (the first is sent as the subscription header). */
+  target: DeliveryTarget;
+  /** Every subscription that matched for this webhook (the first is sent as the subscription header); none for a send. */
   subscriptionIds: string[];
-  /** The emitter (source id) and the event id. */
+  /** The emitter (source or workflow id) and the event id; for a send, the workflow and the run id. */
   emitterId: string;
   eventId: string;
+  /** The event's channel; `""` for a send. */
   channel: string;
-  /** The JSON body POSTed, fixed when the delivery is made (a later event deletion does not change it). */
+  /**
+   * The JSON body POSTed to a webhook, fixed when the delivery is made (a later event deletion
+   * does not change it). Null for a send: its target carries what is sent.
+   */
   payload: Json;
   /** Attempts made so far. */
   attempts: number;
@@ -97,9 +122,30 @@ export interface DeliveryRecord {
   hops?: number;
 }
 
+/**
+ * The webhook (`wh_`) or workflow (`p_`) a delivery belongs to: the queues order and hold
+ * deliveries per destination, and its dead letters are kept under it.
+ */
+export function destinationOf(delivery: Pick<DeliveryRecord, "target">): string {
+  return delivery.target.kind === "webhook" ? delivery.target.webhookId : delivery.target.workflowId;
+}
+
+/**
+ * A delivery as a queue stored it, read back: one queued by a version before workflows (no
+ * `target`, a top-level `webhookId`) becomes a webhook delivery. Checks nothing else: the record
+ * was written by Sluice.
+ */
+export function storedDelivery<T extends DeliveryRecord>(
+  stored: Omit<T, "target"> & { target?: DeliveryTarget; webhookId?: string },
+): T {
+  if (stored.target) return stored as T;
+  const { webhookId, ...rest } = stored;
+  return { ...rest, target: { kind: "webhook", webhookId: String(webhookId) } } as unknown as T;
+}
+
 /** A delivery that failed every attempt, kept until replayed or deleted. */
 export interface DeadLetterRecord extends DeliveryRecord {
-  /** Owner of the webhook, for listing. */
+  /** Owner of the webhook or workflow, for listing. */
   userId: string;
   failedAt: number;
 }

@@ -15,12 +15,18 @@
 import type { Deps } from "#core/ports/deps";
 import type { Logger } from "#core/ports/logger";
 import type { WebhookSender } from "#core/ports/webhook-sender";
+import { responseHeaders } from "#runtime/http-response";
 import { requireWebhook } from "./access.ts";
 import { notFound } from "./errors.ts";
 import { HOPS_HEADER } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
-import type { DeadLetterRecord, DeliveryRecord } from "./subscription-model.ts";
+import {
+  type DeadLetterRecord,
+  type DeliveryRecord,
+  destinationOf,
+  type HttpSendRequest,
+} from "./subscription-model.ts";
 import { epochSeconds } from "./time.ts";
 import {
   SIGNATURE_HEADER,
@@ -120,12 +126,26 @@ export type DeliveryOutcome =
   /** The webhook no longer exists: nothing was sent, nothing is kept. */
   | { kind: "dropped"; reason: string };
 
-export type DeliveryDeps = Pick<Deps, "subscriptions" | "secrets" | "deadLetters" | "clock">;
+export type DeliveryDeps = Pick<Deps, "subscriptions" | "workflows" | "objects" | "secrets" | "deadLetters" | "clock">;
+
+/** What one send of an attempt came to, before the retry policy: as `WebhookSender` answers. */
+type SendResult = { status: number } | { error: string };
+
+/** Where an attempt went and who owns it; undefined when the destination was deleted (the delivery is dropped). */
+interface Sent {
+  result: SendResult;
+  /** The owner of the destination, for the dead letter. */
+  userId: string;
+}
 
 /**
  * Makes one attempt of `delivery` at `now` (epoch ms). Resolves with the outcome; rejects only
  * when Sluice itself failed (a store, the secret), in which case the attempt does not count and
  * the caller should try again later.
+ *
+ * A webhook gets the signed POST; a `$.send.http` its own request, unsigned (the user owns it:
+ * `sendRequest`); a `$.send.s3` one object through the `ObjectSink`. Retries and dead letters are
+ * the same for all three.
  */
 export async function attemptDelivery(
   deps: DeliveryDeps,
@@ -134,22 +154,20 @@ export async function attemptDelivery(
   now: number,
   settings: DeliverySettings = DEFAULT_DELIVERY_SETTINGS,
 ): Promise<DeliveryOutcome> {
-  const webhook = await deps.subscriptions.getWebhook(delivery.webhookId);
-  if (!webhook) return { kind: "dropped", reason: "the webhook was deleted" };
-  const secret = await openSigningSecret(deps, webhook);
-  const body = JSON.stringify(delivery.payload);
-  const timestampSec = epochSeconds(now);
-  const result = await sender.post(
-    webhook.url,
-    deliveryHeaders(delivery, secret, timestampSec, body),
-    body,
-    settings.timeoutMs,
-  );
+  const sent = await send(deps, sender, delivery, now, settings);
+  if (!sent) {
+    return {
+      kind: "dropped",
+      reason: delivery.target.kind === "webhook" ? "the webhook was deleted" : "the workflow was deleted",
+    };
+  }
+  const { result } = sent;
   const attempts = delivery.attempts + 1;
   if ("status" in result && result.status >= 200 && result.status < 300) {
     return { kind: "delivered", status: result.status, attempts };
   }
-  const loop = "status" in result && result.status === LOOP_DETECTED_STATUS;
+  // Only a webhook is a Sluice endpoint that answers 508 for a loop; a send's 508 is the user's receiver's.
+  const loop = "status" in result && result.status === LOOP_DETECTED_STATUS && delivery.target.kind === "webhook";
   const error =
     "status" in result ? `HTTP ${result.status}${loop ? " (a delivery loop: not retried)" : ""}` : result.error;
   const finishedAt = Math.max(now, deps.clock.nowMs());
@@ -160,21 +178,109 @@ export async function attemptDelivery(
     ...delivery,
     attempts,
     lastError: error,
-    userId: webhook.userId,
+    userId: sent.userId,
     failedAt: finishedAt,
   };
   await deps.deadLetters.putDeadLetter(deadLetter);
   return { kind: "dead", attempts, error };
 }
 
-/** The log fields that name a delivery (never its payload: that is the event). */
-export function deliveryLogFields(delivery: DeliveryRecord) {
+/** The attempt itself, by target. */
+async function send(
+  deps: DeliveryDeps,
+  sender: WebhookSender,
+  delivery: DeliveryRecord,
+  now: number,
+  settings: DeliverySettings,
+): Promise<Sent | undefined> {
+  const { target } = delivery;
+  if (target.kind === "webhook") {
+    const webhook = await deps.subscriptions.getWebhook(target.webhookId);
+    if (!webhook) return undefined;
+    const secret = await openSigningSecret(deps, webhook);
+    const body = JSON.stringify(delivery.payload);
+    const headers = deliveryHeaders(delivery, secret, epochSeconds(now), body);
+    return { userId: webhook.userId, result: await sender.post(webhook.url, headers, body, settings.timeoutMs) };
+  }
+  const workflow = await deps.workflows.getWorkflow(target.workflowId);
+  if (!workflow) return undefined;
+  if (target.kind === "s3") {
+    const stored = await deps.objects.putObject(
+      target.bucket,
+      target.key,
+      JSON.stringify(target.body),
+      "application/json",
+    );
+    // An object stored counts as a 200, so that the outcome reads the same for all targets.
+    return { userId: workflow.userId, result: "stored" in stored ? { status: 200 } : stored };
+  }
+  const request = sendRequest(target.request);
+  if ("error" in request) return { userId: workflow.userId, result: request };
   return {
-    delivery_id: delivery.id,
-    webhook_id: delivery.webhookId,
-    source_id: delivery.emitterId,
-    event_id: delivery.eventId,
+    userId: workflow.userId,
+    result: await sender.post(request.url, request.headers, request.body, settings.timeoutMs, request.method),
   };
+}
+
+/** Request headers Sluice sets itself: the URL names the host, and the body is framed by the sender. */
+const SENDER_OWN_HEADERS = new Set(["host"]);
+
+/** A `$.send.http` as it goes on the wire. */
+export interface OutgoingRequest {
+  method: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+}
+
+/**
+ * Builds the request of a `$.send.http`: `params` appended to the URL's query; the user's headers
+ * less the framing and hop-by-hop ones (as a component's response, `responseHeaders`) and `Host`;
+ * `auth` as `Authorization: Basic` (over a header of that name, as axios does); `data` as it is
+ * when a string, else as JSON with `content-type: application/json` unless the user set a content
+ * type. None of Sluice's signing headers: the user owns the request. An error never quotes a
+ * header or the auth.
+ */
+export function sendRequest(request: HttpSendRequest): OutgoingRequest | { error: string } {
+  let url: URL;
+  try {
+    url = new URL(request.url);
+  } catch {
+    return { error: "invalid URL" };
+  }
+  for (const [name, value] of Object.entries(request.params ?? {})) url.searchParams.append(name, value);
+  const headers: Record<string, string> = {};
+  for (const [name, value] of Object.entries(responseHeaders(request.headers))) {
+    if (!SENDER_OWN_HEADERS.has(name.toLowerCase())) headers[name] = value;
+  }
+  const has = (wanted: string) => Object.keys(headers).find((name) => name.toLowerCase() === wanted);
+  if (request.auth) {
+    const named = has("authorization");
+    if (named) delete headers[named];
+    const credentials = Buffer.from(`${request.auth.username}:${request.auth.password}`, "utf8").toString("base64");
+    headers.authorization = `Basic ${credentials}`;
+  }
+  let body = "";
+  if (request.data !== undefined && request.data !== null) {
+    const text = typeof request.data === "string";
+    body = text ? (request.data as string) : JSON.stringify(request.data);
+    if (!has("content-type")) headers["content-type"] = text ? "text/plain; charset=utf-8" : "application/json";
+  }
+  return { method: request.method, url: url.toString(), headers, body };
+}
+
+/** The log fields that name a delivery (never its payload, nor a send's request: the user's data). */
+export function deliveryLogFields(delivery: DeliveryRecord) {
+  const { target } = delivery;
+  if (target.kind === "webhook") {
+    return {
+      delivery_id: delivery.id,
+      webhook_id: target.webhookId,
+      source_id: delivery.emitterId,
+      event_id: delivery.eventId,
+    };
+  }
+  return { delivery_id: delivery.id, workflow_id: target.workflowId, run_id: delivery.eventId, send: target.kind };
 }
 
 /** Logs what became of an attempt (nothing when it was delivered), the same on both platforms. */
@@ -208,7 +314,7 @@ export function logDeliveryOutcome(log: Logger, delivery: DeliveryRecord, outcom
 function deadLetterView(deadLetter: DeadLetterRecord) {
   return {
     id: deadLetter.id,
-    webhook_id: deadLetter.webhookId,
+    webhook_id: destinationOf(deadLetter),
     subscription_ids: deadLetter.subscriptionIds,
     emitter_id: deadLetter.emitterId,
     event_id: deadLetter.eventId,

@@ -1,10 +1,15 @@
 /**
  * `$.send.http` and `$.send.s3` of a run, handed to the durable delivery queue (docs/design/workflows.md
- * 3.5 step 3 and 3.10). The contract between the run (`workflow-runs.ts`) and the deliveries.
+ * 3.5 step 3 and 3.10). The contract between the run (`workflow-runs.ts`) and the deliveries: what
+ * the sandbox asked is checked here (nothing it says is trusted), then queued as deliveries that
+ * `attemptDelivery` (`webhook-delivery.ts`) sends, retries and dead-letters as webhooks'.
  */
 
+import { createHash } from "node:crypto";
 import type { SendRecord } from "#runtime/protocol";
+import { formatId, idEpochMs } from "./ids.ts";
 import type { Deps } from "./ports/deps.ts";
+import type { DeliveryRecord, DeliveryTarget } from "./subscription-model.ts";
 
 /** A send that leaves through the delivery queue. (`emit` and `sse` are events, stored by the run.) */
 export type DeliveredSend = Extract<SendRecord, { type: "http" | "s3" }>;
@@ -24,19 +29,100 @@ export interface SendRefusal {
   reason: string;
 }
 
+/** Longest `prefix` of a `$.send.s3`. */
+export const S3_PREFIX_MAX_CHARS = 512;
+/** An HTTP method: an upper-case token (the runtime upper-cases and lists them; the sandbox is not trusted). */
+const METHOD = /^[A-Z]{1,16}$/;
+
 /**
- * Queues each send as a delivery with a deterministic id (`runId` and its index), so a run applied
+ * The id of the delivery of send `index` of run `runId` of `workflowId`: the same whenever the run
+ * is applied, on both platforms. Shaped like every delivery id (`dlv_`, the run's ms, 60 bits of a
+ * SHA-256 of the three), as `deliveryIdFor` of `#core/dispatcher` for events.
+ */
+export function sendDeliveryId(workflowId: string, runId: string, index: number): string {
+  const digest = createHash("sha256").update(`send\n${workflowId}\n${runId}\n${index}`).digest();
+  return formatId("delivery", idEpochMs("run", runId) ?? 0, digest);
+}
+
+/** The object key of send `index` of run `runId`: `<prefix><runId>-<index>.json`. */
+export function sendObjectKey(prefix: string, runId: string, index: number): string {
+  return `${prefix}${runId}-${index}.json`;
+}
+
+/** Why a send cannot be queued, or its target. */
+function targetOf(
+  deps: Pick<Deps, "objects">,
+  workflowId: string,
+  runId: string,
+  send: DeliveredSend,
+  index: number,
+): DeliveryTarget | { reason: string } {
+  if (send.type === "http") {
+    if (!METHOD.test(send.method)) return { reason: "$.send.http: the method is not an HTTP method" };
+    let url: URL;
+    try {
+      url = new URL(send.url);
+    } catch {
+      return { reason: "$.send.http: the url is not a URL" };
+    }
+    if ((url.protocol !== "http:" && url.protocol !== "https:") || url.hostname === "") {
+      return { reason: "$.send.http: the url must be http or https, with a host" };
+    }
+    const { type: _type, ...request } = send;
+    return { kind: "http", workflowId, request };
+  }
+  // The bucket is named in the reason: it is a name from the code, not a secret.
+  if (!deps.objects.allowsBucket(send.bucket)) {
+    return {
+      reason: `$.send.s3: the bucket ${JSON.stringify(send.bucket.slice(0, 64))} is not allowed on this server`,
+    };
+  }
+  if (send.prefix.length > S3_PREFIX_MAX_CHARS) {
+    return { reason: `$.send.s3: the prefix is over ${S3_PREFIX_MAX_CHARS} characters` };
+  }
+  if (send.prefix.split("/").includes("..")) return { reason: "$.send.s3: the prefix has a .. segment" };
+  return {
+    kind: "s3",
+    workflowId,
+    bucket: send.bucket,
+    key: sendObjectKey(send.prefix, runId, index),
+    body: send.payload,
+  };
+}
+
+/**
+ * Queues each send as a delivery with a deterministic id (`sendDeliveryId`), so a run applied
  * again after a crash queues nothing new. Answers the sends it refused; the others are durable
  * when the promise resolves.
- *
- * Placeholder until step 9 of the design builds the delivery targets: it refuses every send.
  */
 export async function queueWorkflowSends(
-  _deps: Deps,
-  _workflow: SendingWorkflow,
-  _runId: string,
+  deps: Pick<Deps, "objects" | "deliveries">,
+  workflow: SendingWorkflow,
+  runId: string,
   sends: DeliveredSend[],
-  _nowMs: number,
+  nowMs: number,
 ): Promise<SendRefusal[]> {
-  return sends.map((send, index) => ({ index, reason: `$.send.${send.type} is not available yet` }));
+  const refusals: SendRefusal[] = [];
+  const deliveries: DeliveryRecord[] = [];
+  for (const [index, send] of sends.entries()) {
+    const target = targetOf(deps, workflow.id, runId, send, index);
+    if ("reason" in target) {
+      refusals.push({ index, reason: target.reason });
+      continue;
+    }
+    deliveries.push({
+      id: sendDeliveryId(workflow.id, runId, index),
+      target,
+      subscriptionIds: [],
+      emitterId: workflow.id,
+      eventId: runId,
+      channel: "",
+      payload: null,
+      attempts: 0,
+      nextAttemptAt: nowMs,
+      createdAt: nowMs,
+    });
+  }
+  if (deliveries.length > 0) await deps.deliveries.enqueue(deliveries);
+  return refusals;
 }

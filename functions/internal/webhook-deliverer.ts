@@ -23,7 +23,7 @@ import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { jsonValueSchema } from "#core/json-value";
 import type { Deps } from "#core/ports/deps";
 import type { WebhookSender } from "#core/ports/webhook-sender";
-import type { DeliveryRecord } from "#core/subscription-model";
+import { type DeliveryRecord, storedDelivery } from "#core/subscription-model";
 import {
   attemptDelivery,
   type DeliverySettings,
@@ -51,20 +51,54 @@ const sqsRecordSchema = z.object({
 type SqsRecord = z.infer<typeof sqsRecordSchema>;
 const sqsEventSchema = z.object({ Records: z.array(sqsRecordSchema) });
 
-export const deliveryRecordSchema = z.object({
-  id: z.string().startsWith("dlv_"),
-  webhookId: z.string().startsWith("wh_"),
-  subscriptionIds: z.array(z.string()),
-  emitterId: z.string(),
-  eventId: z.string(),
-  channel: z.string(),
-  payload: jsonValueSchema,
-  attempts: z.number().int().min(0),
-  nextAttemptAt: z.number(),
-  createdAt: z.number(),
-  lastError: z.string().optional(),
-  hops: z.number().int().min(0).optional(),
-});
+const stringMap = z.record(z.string(), z.string());
+const deliveryTargetSchema = z.discriminatedUnion("kind", [
+  z.object({ kind: z.literal("webhook"), webhookId: z.string().startsWith("wh_") }),
+  z.object({
+    kind: z.literal("http"),
+    workflowId: z.string().startsWith("p_"),
+    request: z.object({
+      method: z.string(),
+      url: z.string(),
+      headers: stringMap.optional(),
+      params: stringMap.optional(),
+      auth: z.object({ username: z.string(), password: z.string() }).optional(),
+      data: jsonValueSchema.optional(),
+    }),
+  }),
+  z.object({
+    kind: z.literal("s3"),
+    workflowId: z.string().startsWith("p_"),
+    bucket: z.string(),
+    key: z.string(),
+    body: jsonValueSchema,
+  }),
+]);
+
+/**
+ * A message body: a `DeliveryRecord`, or one queued by a version before workflows (a top-level
+ * `webhookId`, no `target`), read as a webhook delivery (`storedDelivery`).
+ */
+export const deliveryRecordSchema = z
+  .object({
+    id: z.string().startsWith("dlv_"),
+    target: deliveryTargetSchema.optional(),
+    webhookId: z.string().startsWith("wh_").optional(),
+    subscriptionIds: z.array(z.string()),
+    emitterId: z.string(),
+    eventId: z.string(),
+    channel: z.string(),
+    payload: jsonValueSchema,
+    attempts: z.number().int().min(0),
+    nextAttemptAt: z.number(),
+    createdAt: z.number(),
+    lastError: z.string().optional(),
+    hops: z.number().int().min(0).optional(),
+  })
+  .refine((record) => record.target !== undefined || record.webhookId !== undefined, {
+    error: "a delivery has a target (or, queued by an older version, a webhookId)",
+  })
+  .transform((record) => storedDelivery<DeliveryRecord>(record as Parameters<typeof storedDelivery>[0]));
 
 /** FIFO queue ARNs end in `.fifo`; the retry queue is a standard queue. */
 const fromFifo = (record: SqsRecord) => record.eventSourceARN.endsWith(".fifo");
@@ -114,7 +148,7 @@ export function createWebhookDelivererHandler(options: WebhookDelivererOptions =
   async function deliver(deps: Deps, record: SqsRecord): Promise<boolean> {
     let delivery: DeliveryRecord;
     try {
-      delivery = deliveryRecordSchema.parse(JSON.parse(record.body)) as DeliveryRecord;
+      delivery = deliveryRecordSchema.parse(JSON.parse(record.body));
     } catch (error) {
       deps.log.error("malformed webhook delivery dropped", { message_id: record.messageId, error: String(error) });
       return true;

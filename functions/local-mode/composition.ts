@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
+import { LocalObjectSink } from "#adapters/local/local-object-sink";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
 import { LocalTimers } from "#adapters/local/local-timers";
@@ -113,6 +114,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     subscriptions: guarded(new SqliteSubscriptionStore(db), "subscriptions"),
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
     deliveries: guarded(deliveries, "deliveries"),
+    objects: new LocalObjectSink(config.dataDir, config.s3Buckets),
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
     // Bundles are written to the data dir too.
     host: guarded(host, "host"),

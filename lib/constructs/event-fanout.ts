@@ -12,6 +12,7 @@ import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE, fallbackQueueNameFor, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
+import { isBucketName } from "#core/ports/object-sink";
 import { SluiceFunction } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 
@@ -36,6 +37,12 @@ export interface EventFanoutProps {
   readonly stage: string;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /**
+   * Buckets a workflow's `$.send.s3` may write to (`-c s3Buckets=a,b`): the deliverer may put
+   * objects in them, and every function that applies runs learns them (`SLUICE_S3_BUCKETS`).
+   * @default none: no grant, and every `$.send.s3` is refused
+   */
+  readonly s3Buckets?: readonly string[];
 }
 
 /**
@@ -190,6 +197,27 @@ export class EventFanout extends Construct {
     // The functions that run sources store their events.
     for (const fn of [sources.httpInterface, sources.sourceRunner, sources.timerInvoker]) {
       this.attachPublisher(fn.lambdaFunction);
+    }
+
+    // `$.send.s3`: the functions that apply runs check the bucket against the list (queueWorkflowSends),
+    // and the deliverer writes, to these buckets' objects only. No bucket, no grant.
+    const buckets = [...new Set(props.s3Buckets ?? [])];
+    for (const bucket of buckets) {
+      if (!isBucketName(bucket)) throw new Error(`Invalid S3 bucket name ${JSON.stringify(bucket)} in s3Buckets.`);
+    }
+    if (buckets.length > 0) {
+      delivererFn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ["s3:PutObject"],
+          resources: buckets.map((bucket) => `arn:aws:s3:::${bucket}/*`),
+        }),
+      );
+      for (const fn of [
+        delivererFn,
+        ...[sources.httpInterface, sources.sourceRunner, sources.timerInvoker].map((f) => f.lambdaFunction),
+      ]) {
+        fn.addEnvironment(ENV.s3Buckets, buckets.join(","));
+      }
     }
   }
 

@@ -1,13 +1,16 @@
 import { describe, expect, it } from "vitest";
 import { slicePage } from "#core/pagination";
 import type { DeadLetterStore } from "#core/ports/dead-letter-store";
-import type { DeadLetterRecord } from "#core/subscription-model";
+import { type DeadLetterRecord, destinationOf } from "#core/subscription-model";
 import { byId, newestFirst, nextId, pageQueries } from "./subscription-store.contract.ts";
 
-function deadLetter(overrides: Partial<DeadLetterRecord> = {}): DeadLetterRecord {
+function deadLetter({
+  webhookId = "wh_hook",
+  ...overrides
+}: Partial<DeadLetterRecord> & { webhookId?: string } = {}): DeadLetterRecord {
   return {
     id: nextId("delivery"),
-    webhookId: "wh_hook",
+    target: { kind: "webhook", webhookId },
     subscriptionIds: ["sub_first", "sub_second"],
     emitterId: "dc_source",
     eventId: "1790000000000-0",
@@ -33,13 +36,37 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
       const store = await makeStore();
       const stored = deadLetter();
       await store.putDeadLetter(stored);
-      expect(await store.getDeadLetter(stored.webhookId, stored.id)).toStrictEqual(stored);
+      expect(await store.getDeadLetter(destinationOf(stored), stored.id)).toStrictEqual(stored);
       expect(await store.getDeadLetter("wh_other", stored.id)).toBeUndefined();
-      expect(await store.getDeadLetter(stored.webhookId, nextId("delivery"))).toBeUndefined();
-      expect(await store.listDeadLetters(stored.webhookId, { limit: 10 })).toStrictEqual({
+      expect(await store.getDeadLetter(destinationOf(stored), nextId("delivery"))).toBeUndefined();
+      expect(await store.listDeadLetters(destinationOf(stored), { limit: 10 })).toStrictEqual({
         items: [stored],
         totalCount: 1,
       });
+    });
+
+    it("keeps a workflow send's dead letter, its target whole, under the workflow's p_ only", async () => {
+      const store = await makeStore();
+      const http = deadLetter({
+        target: {
+          kind: "http",
+          workflowId: "p_flow",
+          request: { method: "PUT", url: "https://example.com/x", auth: { username: "u", password: "p" }, data: [1] },
+        },
+        subscriptionIds: [],
+        payload: null,
+      });
+      const s3 = deadLetter({
+        target: { kind: "s3", workflowId: "p_flow", bucket: "logs", key: "a/run_1-0.json", body: { n: 1 } },
+        subscriptionIds: [],
+        payload: null,
+      });
+      await store.putDeadLetter(http);
+      await store.putDeadLetter(s3);
+      expect(await store.getDeadLetter("p_flow", http.id)).toStrictEqual(http);
+      expect(await store.getDeadLetter("p_flow", s3.id)).toStrictEqual(s3);
+      expect(await store.getDeadLetter("wh_hook", http.id)).toBeUndefined();
+      expect((await store.listDeadLetters("p_flow", { limit: 10 })).totalCount).toBe(2);
     });
 
     it("keeps optional and edge-case fields exact: no last error, no subscriptions, scalar payloads", async () => {
@@ -48,8 +75,8 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
       const scalar = deadLetter({ payload: "just a string", channel: "$errors" });
       await store.putDeadLetter(withoutError);
       await store.putDeadLetter(scalar);
-      expect(await store.getDeadLetter(withoutError.webhookId, withoutError.id)).toStrictEqual(withoutError);
-      expect(await store.getDeadLetter(scalar.webhookId, scalar.id)).toStrictEqual(scalar);
+      expect(await store.getDeadLetter(destinationOf(withoutError), withoutError.id)).toStrictEqual(withoutError);
+      expect(await store.getDeadLetter(destinationOf(scalar), scalar.id)).toStrictEqual(scalar);
     });
 
     it("replaces a dead letter put again with the same id (a replay that failed again)", async () => {
@@ -58,8 +85,8 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
       await store.putDeadLetter(first);
       const again = { ...first, attempts: 16, lastError: "timeout after 10000 ms", failedAt: first.failedAt + 5 };
       await store.putDeadLetter(again);
-      expect(await store.getDeadLetter(first.webhookId, first.id)).toStrictEqual(again);
-      expect(await store.listDeadLetters(first.webhookId, { limit: 10 })).toStrictEqual({
+      expect(await store.getDeadLetter(destinationOf(first), first.id)).toStrictEqual(again);
+      expect(await store.listDeadLetters(destinationOf(first), { limit: 10 })).toStrictEqual({
         items: [again],
         totalCount: 1,
       });
@@ -71,7 +98,7 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
       for (let i = 0; i < 23; i++) {
         const stored = deadLetter({ webhookId: i % 3 === 0 ? "wh_other" : "wh_hook" });
         await store.putDeadLetter(stored);
-        if (stored.webhookId === "wh_hook") mine.push(stored);
+        if (destinationOf(stored) === "wh_hook") mine.push(stored);
       }
       const sorted = newestFirst(mine);
       for (const query of pageQueries(sorted, "dlv_")) {
@@ -89,10 +116,10 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
       await store.putDeadLetter(gone);
       await store.putDeadLetter(kept);
       expect(await store.deleteDeadLetter("wh_other", gone.id)).toBe(false);
-      expect(await store.deleteDeadLetter(gone.webhookId, gone.id)).toBe(true);
-      expect(await store.deleteDeadLetter(gone.webhookId, gone.id)).toBe(false);
-      expect(await store.getDeadLetter(gone.webhookId, gone.id)).toBeUndefined();
-      expect(await store.listDeadLetters(gone.webhookId, { limit: 10 })).toStrictEqual({
+      expect(await store.deleteDeadLetter(destinationOf(gone), gone.id)).toBe(true);
+      expect(await store.deleteDeadLetter(destinationOf(gone), gone.id)).toBe(false);
+      expect(await store.getDeadLetter(destinationOf(gone), gone.id)).toBeUndefined();
+      expect(await store.listDeadLetters(destinationOf(gone), { limit: 10 })).toStrictEqual({
         items: [kept],
         totalCount: 1,
       });
@@ -102,7 +129,9 @@ export function deadLetterStoreContract(makeStore: () => Promise<DeadLetterStore
       const store = await makeStore();
       const stored = deadLetter();
       await store.putDeadLetter(stored);
-      const results = await Promise.all([1, 2, 3, 4].map(() => store.deleteDeadLetter(stored.webhookId, stored.id)));
+      const results = await Promise.all(
+        [1, 2, 3, 4].map(() => store.deleteDeadLetter(destinationOf(stored), stored.id)),
+      );
       expect(results.filter(Boolean)).toHaveLength(1);
     });
 

@@ -344,3 +344,43 @@ describe("ServiceStack with routes that queue deliveries", () => {
     ).toThrow(/"replay-dead-letter" queues webhook deliveries, which needs access.resources "write"/);
   });
 });
+
+describe("ServiceStack: the buckets of $.send.s3", () => {
+  const s3Statements = (template: Template) =>
+    Object.keys(functionsOf(template)).flatMap((id) =>
+      statementsOf(template, id)
+        .filter((statement) => [statement.Action].flat().some((action) => action.startsWith("s3:")))
+        .map((statement) => ({ id, Action: statement.Action, Resource: statement.Resource })),
+    );
+
+  it("grants no S3 access and sets no bucket list without -c s3Buckets", () => {
+    const { template } = synthService({ stage: "dev" });
+    expect(s3Statements(template)).toEqual([]);
+    for (const id of Object.keys(functionsOf(template))) {
+      expect(environmentOf(template, id)[ENV.s3Buckets], id).toBeUndefined();
+    }
+  });
+
+  it("lets the deliverer alone put objects, in the listed buckets only, and tells the run appliers the list", () => {
+    const { service, template } = synthService({ stage: "dev", s3Buckets: ["orders", "exports.acme", "orders"] });
+    const deliverer = idOf(service.eventFanout.deliverer.lambdaFunction);
+    expect(s3Statements(template)).toEqual([
+      {
+        id: deliverer,
+        Action: "s3:PutObject",
+        Resource: ["arn:aws:s3:::orders/*", "arn:aws:s3:::exports.acme/*"],
+      },
+    ]);
+    const { httpInterface, sourceRunner, timerInvoker } = service.sources;
+    const told = [deliverer, ...[httpInterface, sourceRunner, timerInvoker].map((fn) => idOf(fn.lambdaFunction))];
+    for (const id of Object.keys(functionsOf(template))) {
+      expect(environmentOf(template, id)[ENV.s3Buckets], id).toBe(
+        told.includes(id) ? "orders,exports.acme" : undefined,
+      );
+    }
+  });
+
+  it("refuses a bucket name that is not one at synth", () => {
+    expect(() => synthService({ s3Buckets: ["orders/*"] })).toThrow(/Invalid S3 bucket name "orders\/\*"/);
+  });
+});

@@ -23,7 +23,13 @@ export const DYNAMODB_WRITES = [
 
 /** Both stacks with bundling skipped (bundling.test.ts bundles for real). */
 export function synthService(
-  options: { stage?: string; routes?: readonly RouteSpec[]; npmRegistry?: string; logLevel?: LogLevel } = {},
+  options: {
+    stage?: string;
+    routes?: readonly RouteSpec[];
+    npmRegistry?: string;
+    logLevel?: LogLevel;
+    s3Buckets?: readonly string[];
+  } = {},
 ) {
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
   const stateful = new StatefulStack(app, "SluiceStateful", { stage: options.stage });
@@ -34,6 +40,7 @@ export function synthService(
     routes: options.routes,
     npmRegistry: options.npmRegistry,
     logLevel: options.logLevel,
+    s3Buckets: options.s3Buckets,
   });
   return { service, template: Template.fromStack(service), statefulTemplate: Template.fromStack(stateful) };
 }

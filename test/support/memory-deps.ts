@@ -32,7 +32,10 @@ function missing<T extends object>(port: string): T {
 }
 
 type Overrides = Partial<
-  Pick<Deps, "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries" | "runLock">
+  Pick<
+    Deps,
+    "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries" | "runLock" | "objects"
+  >
 >;
 
 /**
@@ -60,6 +63,7 @@ export function memoryDeps(
     subscriptions: new SqliteSubscriptionStore(db),
     deadLetters: new SqliteDeadLetterStore(db),
     deliveries: overrides.deliveries ?? missing("deliveries"),
+    objects: overrides.objects ?? missing("objects"),
     secrets: new LocalSecrets(randomBytes(32)),
     host: overrides.host ?? missing("host"),
     timers: overrides.timers ?? missing("timers"),

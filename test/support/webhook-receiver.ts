@@ -4,6 +4,7 @@ import { expect } from "vitest";
 
 /** One request a {@link WebhookReceiver} got, with the status it answered. */
 export interface ReceivedRequest {
+  method: string;
   path: string;
   headers: IncomingHttpHeaders;
   body: string;
@@ -59,6 +60,7 @@ export class WebhookReceiver {
       request.on("end", () => {
         const status = this.hold ? 0 : this.status;
         this.requests.push({
+          method: request.method ?? "",
           path: request.url ?? "",
           headers: request.headers,
           body: Buffer.concat(chunks).toString("utf8"),

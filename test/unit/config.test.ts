@@ -41,7 +41,18 @@ describe("configuration", () => {
         concurrency: 8,
         allowPrivateAddresses: true,
       },
+      s3Buckets: [],
     });
+  });
+
+  it("reads the buckets $.send.s3 may write to on both platforms, and refuses names that are not buckets", () => {
+    const env = { SLUICE_RESOURCES_TABLE: "table", SLUICE_S3_BUCKETS: " orders, exports.acme,,orders " };
+    expect(loadLocalConfig(env).s3Buckets).toEqual(["orders", "exports.acme"]);
+    expect(loadAwsConfig(env).s3Buckets).toEqual(["orders", "exports.acme"]);
+    expect(loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table" }).s3Buckets).toEqual([]);
+    for (const bad of ["../etc", "Orders", "a/b", "x"]) {
+      expect(() => loadLocalConfig({ SLUICE_S3_BUCKETS: bad }), bad).toThrow(/SLUICE_S3_BUCKETS: must be bucket names/);
+    }
   });
 
   it("reads event retention and webhook delivery settings, and refuses bad ones by name", () => {

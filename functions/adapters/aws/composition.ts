@@ -162,6 +162,12 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
           });
         })
       : { publish: async () => {} },
+    // The S3 adapter waits for @aws-sdk/client-s3 (not installed yet): until then no bucket is
+    // allowed here, so a `$.send.s3` is refused when its run is applied rather than retried in vain.
+    objects: {
+      allowsBucket: () => false,
+      putObject: async () => ({ error: "$.send.s3 is not available on AWS yet" }),
+    },
     deliveries: lazy(
       "the delivery queue",
       () =>

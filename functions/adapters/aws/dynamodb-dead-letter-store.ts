@@ -2,7 +2,7 @@ import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } fr
 import { DomainError } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeadLetterStore } from "#core/ports/dead-letter-store";
-import type { DeadLetterRecord } from "#core/subscription-model";
+import { type DeadLetterRecord, destinationOf } from "#core/subscription-model";
 import { isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, deleteAllMatching, type Item, newestFirstPage } from "./dynamodb-paging.ts";
 import { MAX_STORED_DEAD_LETTER_BYTES, SUBSCRIPTION_SORT_KEY_PREFIX, subscriptionKeys } from "./subscription-keys.ts";
@@ -10,7 +10,7 @@ import { MAX_STORED_DEAD_LETTER_BYTES, SUBSCRIPTION_SORT_KEY_PREFIX, subscriptio
 function deadLetterAttributes(deadLetter: DeadLetterRecord): Item {
   const attributes: Item = {
     id: deadLetter.id,
-    webhookId: deadLetter.webhookId,
+    webhookId: destinationOf(deadLetter),
     subscriptionIds: [...deadLetter.subscriptionIds],
     emitterId: deadLetter.emitterId,
     eventId: deadLetter.eventId,
@@ -24,13 +24,18 @@ function deadLetterAttributes(deadLetter: DeadLetterRecord): Item {
     failedAt: deadLetter.failedAt,
   };
   if (deadLetter.lastError !== undefined) attributes.lastError = deadLetter.lastError;
+  // A send's target as JSON (a webhook's is its id, above); the partition is the workflow's `p_`.
+  if (deadLetter.target.kind !== "webhook") attributes.target = JSON.stringify(deadLetter.target);
   return attributes;
 }
 
 function toDeadLetter(item: Item): DeadLetterRecord {
   const deadLetter: DeadLetterRecord = {
     id: String(item.id),
-    webhookId: String(item.webhookId),
+    target:
+      typeof item.target === "string"
+        ? JSON.parse(item.target)
+        : { kind: "webhook", webhookId: String(item.webhookId) },
     subscriptionIds: (item.subscriptionIds as unknown[]).map(String),
     emitterId: String(item.emitterId),
     eventId: String(item.eventId),
@@ -70,7 +75,7 @@ export class DynamoDbDeadLetterStore implements DeadLetterStore {
       new PutCommand({
         TableName: this.tableName,
         Item: {
-          ...subscriptionKeys.deadLetter(deadLetter.webhookId, deadLetter.id),
+          ...subscriptionKeys.deadLetter(destinationOf(deadLetter), deadLetter.id),
           type: "deadLetter",
           ...attributes,
         },

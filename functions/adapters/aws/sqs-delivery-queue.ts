@@ -3,7 +3,7 @@
  * on AWS"):
  *
  * - {@link SqsDeliveryQueue} (`DeliveryQueue`): the FIFO delivery queue, fed by the dispatcher and
- *   by dead-letter replays. One message group per webhook, so the webhook deliverer receives a
+ *   by dead-letter replays. One message group per destination (a webhook, or a workflow for its sends), so the webhook deliverer receives a
  *   webhook's deliveries one at a time, in the order they were queued, while webhooks go ahead in
  *   parallel.
  * - {@link SqsDeliveryRetryQueue}: the standard retry queue. A failed attempt is sent there with a
@@ -21,7 +21,7 @@ import {
 } from "@aws-sdk/client-sqs";
 import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import type { DeliveryQueue } from "#core/ports/delivery-queue";
-import type { DeliveryRecord } from "#core/subscription-model";
+import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
 import { consecutiveBatches } from "./batches.ts";
 
 /** SQS's limit of entries per `SendMessageBatch`; a batch's total size has the same limit as one message. */
@@ -78,7 +78,7 @@ export class SqsDeliveryQueue implements DeliveryQueue {
         entry: {
           Id: "",
           MessageBody: body,
-          MessageGroupId: delivery.webhookId,
+          MessageGroupId: destinationOf(delivery),
           MessageDeduplicationId: deduplicationIdOf(delivery),
         },
         bytes: Buffer.byteLength(body, "utf8"),

@@ -6,7 +6,11 @@ import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-s
 import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
 import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
-import { DEAD_LETTER_COUNT_MIGRATIONS, SUBSCRIPTION_MIGRATIONS } from "./sqlite-subscription-schema.ts";
+import {
+  DEAD_LETTER_COUNT_MIGRATIONS,
+  SEND_DEAD_LETTER_MIGRATIONS,
+  SUBSCRIPTION_MIGRATIONS,
+} from "./sqlite-subscription-schema.ts";
 import { STORED_USAGE_MIGRATIONS } from "./sqlite-usage-schema.ts";
 import { WORKFLOW_MIGRATIONS } from "./sqlite-workflow-schema.ts";
 
@@ -154,6 +158,7 @@ export const MIGRATIONS: readonly string[] = [
   ...DEAD_LETTER_COUNT_MIGRATIONS,
   // Workflows, their triggers' keys and timers, their steps' states and their runs (sqlite-workflow-schema.ts).
   ...WORKFLOW_MIGRATIONS,
+  ...SEND_DEAD_LETTER_MIGRATIONS,
 ];
 
 /**

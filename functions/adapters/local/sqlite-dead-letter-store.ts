@@ -1,6 +1,6 @@
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeadLetterStore } from "#core/ports/dead-letter-store";
-import type { DeadLetterRecord } from "#core/subscription-model";
+import { type DeadLetterRecord, destinationOf } from "#core/subscription-model";
 import { nextTurn } from "./event-loop.ts";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
@@ -27,12 +27,14 @@ interface DeadLetterRow {
   created_at: number;
   last_error: string | null;
   failed_at: number;
+  /** JSON of a send's target; null for a webhook's. */
+  target: string | null;
 }
 
 function toDeadLetter(row: DeadLetterRow): DeadLetterRecord {
   const deadLetter: DeadLetterRecord = {
     id: row.id,
-    webhookId: row.webhook_id,
+    target: row.target === null ? { kind: "webhook", webhookId: row.webhook_id } : JSON.parse(row.target),
     subscriptionIds: JSON.parse(row.subscription_ids),
     emitterId: row.emitter_id,
     eventId: row.event_id,
@@ -73,8 +75,8 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
     this.chunkRows = Math.max(1, Math.floor(options.chunkRows ?? 500));
     this.statements = {
       put: db.prepare(
-        `INSERT OR REPLACE INTO dead_letters (webhook_id, id, user_id, subscription_ids, emitter_id, event_id, channel, payload, attempts, next_attempt_at, created_at, last_error, failed_at)
-         VALUES (@webhookId, @id, @userId, @subscriptionIds, @emitterId, @eventId, @channel, @payload, @attempts, @nextAttemptAt, @createdAt, @lastError, @failedAt)`,
+        `INSERT OR REPLACE INTO dead_letters (webhook_id, id, user_id, subscription_ids, emitter_id, event_id, channel, payload, attempts, next_attempt_at, created_at, last_error, failed_at, target)
+         VALUES (@webhookId, @id, @userId, @subscriptionIds, @emitterId, @eventId, @channel, @payload, @attempts, @nextAttemptAt, @createdAt, @lastError, @failedAt, @target)`,
       ),
       get: db.prepare<[string, string], DeadLetterRow>("SELECT * FROM dead_letters WHERE webhook_id = ? AND id = ?"),
       delete: db.prepare<[string, string]>("DELETE FROM dead_letters WHERE webhook_id = ? AND id = ?"),
@@ -116,13 +118,16 @@ export class SqliteDeadLetterStore implements DeadLetterStore {
   }
 
   async putDeadLetter(deadLetter: DeadLetterRecord): Promise<void> {
+    const { target, ...rest } = deadLetter;
     const row = {
-      ...deadLetter,
+      ...rest,
+      webhookId: destinationOf(deadLetter),
+      target: target.kind === "webhook" ? null : JSON.stringify(target),
       subscriptionIds: JSON.stringify(deadLetter.subscriptionIds),
       payload: JSON.stringify(deadLetter.payload),
       lastError: deadLetter.lastError ?? null,
     };
-    this.putCounted(row, deadLetter.webhookId, deadLetter.id);
+    this.putCounted(row, destinationOf(deadLetter), deadLetter.id);
   }
 
   async getDeadLetter(webhookId: string, id: string): Promise<DeadLetterRecord | undefined> {

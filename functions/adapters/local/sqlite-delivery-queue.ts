@@ -1,5 +1,5 @@
 import type { DeliveryQueue } from "#core/ports/delivery-queue";
-import type { DeliveryRecord } from "#core/subscription-model";
+import { type DeliveryRecord, destinationOf, storedDelivery } from "#core/subscription-model";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 
 export interface SqliteDeliveryQueueOptions {
@@ -26,8 +26,9 @@ interface ChangedRow {
   attempts: number;
 }
 
+/** The record, with a row queued by a version before workflows read as a webhook delivery (`storedDelivery`). */
 const toDelivery = (row: DeliveryRow): DeliveryRecord => ({
-  ...(JSON.parse(row.record) as DeliveryRecord),
+  ...storedDelivery(JSON.parse(row.record)),
   attempts: row.attempts,
   nextAttemptAt: row.next_attempt_at,
 });
@@ -128,6 +129,9 @@ interface WebhookState {
  * `DeliveryQueue` of local mode, in the SQLite file (tables in sqlite-delivery-schema.ts): a
  * delivery is durable once `enqueue` resolves, and stays until `complete`.
  *
+ * A destination is a webhook, or a workflow for the deliveries of its `$.send.http` and `$.send.s3`
+ * (their `p_` in the `webhook_id` column): "webhook" below reads "destination".
+ *
  * Order: `claimBatches` hands out, per webhook, its oldest due deliveries (by queue order), and none
  * while a delivery of that webhook is claimed, so a webhook receives its deliveries one batch at a
  * time, in the order they were queued (the worker sends a batch one by one). A failed delivery is
@@ -164,14 +168,16 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     this.statements = prepare(db);
     this.insertAll = db.transaction((deliveries: readonly DeliveryRecord[]) => {
       for (const delivery of deliveries) {
+        // The `webhook_id` column holds the destination: a webhook's `wh_` or a sending workflow's `p_`.
+        const destinationId = destinationOf(delivery);
         const { changes } = this.statements.insert.run({
           id: delivery.id,
-          webhookId: delivery.webhookId,
+          webhookId: destinationId,
           nextAttemptAt: delivery.nextAttemptAt,
           attempts: delivery.attempts,
           record: JSON.stringify(delivery),
         });
-        if (changes > 0) this.noteDue(delivery.webhookId, delivery.nextAttemptAt, delivery.attempts > 0);
+        if (changes > 0) this.noteDue(destinationId, delivery.nextAttemptAt, delivery.attempts > 0);
       }
     });
     for (const { webhook_id } of this.statements.webhooks.all()) {

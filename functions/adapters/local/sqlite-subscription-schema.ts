@@ -79,3 +79,10 @@ export const DEAD_LETTER_COUNT_MIGRATIONS: readonly string[] = [
     SELECT webhook_id, count(*) FROM dead_letters GROUP BY webhook_id;
   `,
 ];
+
+/**
+ * The target of a dead letter that is not a webhook's (a workflow's `$.send.http` or `$.send.s3`,
+ * kept under the workflow's `p_` in `webhook_id`), as JSON; NULL for a webhook's, whose target is
+ * its `webhook_id`. Appended at the end of `MIGRATIONS`.
+ */
+export const SEND_DEAD_LETTER_MIGRATIONS: readonly string[] = ["ALTER TABLE dead_letters ADD COLUMN target TEXT;"];

@@ -12,6 +12,7 @@ import type { EventStore } from "./event-store.ts";
 import type { IdGenerator } from "./id-generator.ts";
 import type { IdentityStore } from "./identity-store.ts";
 import type { Logger } from "./logger.ts";
+import type { ObjectSink } from "./object-sink.ts";
 import type { RunQueue } from "./run-queue.ts";
 import type { Secrets } from "./secrets.ts";
 import type { SourceRunLock } from "./source-run-lock.ts";
@@ -72,6 +73,8 @@ export interface Deps {
   deliveries: DeliveryQueue;
   /** Webhook deliveries that failed every attempt. */
   deadLetters: DeadLetterStore;
+  /** Where `$.send.s3` writes, and which buckets it may. */
+  objects: ObjectSink;
   secrets: Secrets;
   host: ComponentHost;
   timers: Timers;

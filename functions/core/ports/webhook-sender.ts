@@ -1,8 +1,8 @@
-/** What one POST to a webhook URL came to: the status the receiver answered, or why there was none. */
+/** What one request (a webhook's POST, a `$.send.http`) came to: the status the receiver answered, or why there was none. */
 export type WebhookSendResult = { status: number } | { error: string };
 
 /**
- * POSTs one webhook delivery. Never rejects for a network failure: a refused connection, a
+ * Sends one webhook delivery (POST) or one `$.send.http` (its own method). Never rejects for a network failure: a refused connection, a
  * timeout, an unresolvable or refused address all come back as `{ error }`. Redirects are not
  * followed (a 3xx is a status like any other). Adapter: `NodeHttpWebhookSender`
  * (`functions/adapters/node-http-webhook-sender.ts`), on both platforms.
@@ -13,5 +13,7 @@ export interface WebhookSender {
     headers: Readonly<Record<string, string>>,
     body: string,
     timeoutMs: number,
+    /** An upper-case HTTP token. @default "POST" */
+    method?: string,
   ): Promise<WebhookSendResult>;
 }

@@ -14,7 +14,7 @@ const store = new DynamoDbDeadLetterStore(documentClient(new DynamoDBClient({ re
 
 const deadLetter = (payload: DeadLetterRecord["payload"]): DeadLetterRecord => ({
   id: "dlv_1",
-  webhookId: "wh_1",
+  target: { kind: "webhook", webhookId: "wh_1" },
   subscriptionIds: ["sub_1"],
   emitterId: "dc_1",
   eventId: "1790000000000-0",

@@ -5,7 +5,7 @@ import type { DeadLetterRecord } from "#core/subscription-model";
 
 const deadLetter = (webhookId: string, n: number): DeadLetterRecord => ({
   id: `dlv_${String(n).padStart(8, "0")}`,
-  webhookId,
+  target: { kind: "webhook", webhookId },
   subscriptionIds: ["sub_a"],
   emitterId: "dc_a",
   eventId: `1790000000000-${n}`,

@@ -18,7 +18,7 @@ function delivery(webhookId: string, overrides: Partial<DeliveryRecord> = {}): D
   counter++;
   return {
     id: `dlv_${String(counter).padStart(6, "0")}`,
-    webhookId,
+    target: { kind: "webhook", webhookId },
     subscriptionIds: ["sub_1"],
     emitterId: "dc_one",
     eventId: `${NOW}-${counter}`,
@@ -40,6 +40,30 @@ describe("SqliteDeliveryQueue", () => {
     await q.enqueue([first]);
     expect(q.size()).toBe(1);
     expect(q.claimDue(NOW, 10)).toEqual([first]);
+  });
+
+  it("reads a row queued by a version before workflows (a top-level webhookId) as a webhook delivery", async () => {
+    const db = openSqlite(":memory:");
+    const { target: _target, ...rest } = delivery("wh_old");
+    const legacy = { ...rest, webhookId: "wh_old" };
+    db.prepare(
+      "INSERT INTO deliveries (id, webhook_id, next_attempt_at, claimed_until, attempts, record) VALUES (?, ?, ?, NULL, 0, ?)",
+    ).run(legacy.id, "wh_old", NOW, JSON.stringify(legacy));
+    const [claimed] = queue(db).claimDue(NOW, 10);
+    expect(claimed).toEqual({ ...rest, target: { kind: "webhook", webhookId: "wh_old" } });
+  });
+
+  it("orders a workflow's sends by its p_, apart from its webhooks: one in flight per destination", async () => {
+    const q = queue();
+    const send = (n: number) =>
+      delivery("unused", { target: { kind: "s3", workflowId: "p_flow", bucket: "b", key: `k${n}`, body: n } });
+    const sends = [send(1), send(2)];
+    const hook = delivery("wh_a");
+    await q.enqueue([...sends, hook]);
+    expect(ids(q.claimDue(NOW, 10)).sort()).toEqual([sends[0]?.id, hook.id].sort());
+    expect(q.claimDue(NOW, 10)).toEqual([]);
+    q.complete(sends[0]?.id ?? "");
+    expect(q.claimDue(NOW, 10)).toEqual([sends[1]]);
   });
 
   it("gives each webhook one delivery at a time, in the order queued", async () => {

@@ -225,7 +225,7 @@ describe("OutboxRelay", () => {
     await deliveries.enqueue([
       {
         id: deliveryIdFor("wh_a", SOURCE, appended[0]![0]!.id),
-        webhookId: "wh_a",
+        target: { kind: "webhook", webhookId: "wh_a" },
         subscriptionIds: ["sub_wh_a"],
         emitterId: SOURCE,
         eventId: appended[0]![0]!.id,

@@ -3,7 +3,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { delaySecondsUntil, SqsDeliveryQueue, SqsDeliveryRetryQueue } from "#adapters/aws/sqs-delivery-queue";
 import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
-import type { DeliveryRecord } from "#core/subscription-model";
+import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
 
 const sqsMock = mockClient(SQSClient);
 const QUEUE_URL = "https://sqs.eu-west-1.amazonaws.com/123456789012/SluiceService-Deliveries.fifo";
@@ -14,7 +14,7 @@ const client = () => new SQSClient({ region: "eu-west-1", credentials: { accessK
 function delivery(n: number, webhookId = "wh_a", payload: unknown = { n }): DeliveryRecord {
   return {
     id: `dlv_${String(n).padStart(22, "0")}`,
-    webhookId,
+    target: { kind: "webhook", webhookId },
     subscriptionIds: ["sub_1"],
     emitterId: "dc_one",
     eventId: `${NOW}-${n}`,
@@ -58,10 +58,23 @@ describe("SqsDeliveryQueue", () => {
         Entries: deliveries.map((d, index) => ({
           Id: String(index),
           MessageBody: JSON.stringify(d),
-          MessageGroupId: d.webhookId,
+          MessageGroupId: destinationOf(d),
           MessageDeduplicationId: `${d.id}-${d.nextAttemptAt}`,
         })),
       },
+    ]);
+  });
+
+  it("groups a workflow's sends by the workflow, apart from its webhooks", async () => {
+    acceptAll();
+    const send = {
+      ...delivery(0),
+      target: { kind: "http" as const, workflowId: "p_flow", request: { method: "POST", url: "https://x.test/" } },
+    };
+    await queue().enqueue([send, delivery(1, "wh_a")]);
+    expect(batchCalls()[0]?.Entries?.map((entry: { MessageGroupId?: string }) => entry.MessageGroupId)).toEqual([
+      "p_flow",
+      "wh_a",
     ]);
   });
 

@@ -67,7 +67,7 @@ describe("translatingErrors", () => {
     });
     const delivery = {
       id: "dlv_1",
-      webhookId: "wh_1",
+      target: { kind: "webhook", webhookId: "wh_1" },
       payload: "x".repeat(64 * 1024),
       nextAttemptAt: 1,
       attempts: 0,

@@ -64,7 +64,7 @@ function request(hops?: string | string[]): IncomingHttpRequest {
 function queuedDelivery(webhookId: string, hops: number): DeliveryRecord {
   return {
     id: "dlv_0001",
-    webhookId,
+    target: { kind: "webhook", webhookId },
     subscriptionIds: [],
     emitterId: "dc_one",
     eventId: "1-0",

@@ -5,7 +5,12 @@ import { sseEnvelope } from "#core/event-views";
 import { isId } from "#core/ids";
 import type { RunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
-import type { DeliveryRecord, ListenerKind, SubscriptionRecord } from "#core/subscription-model";
+import {
+  type DeliveryRecord,
+  destinationOf,
+  type ListenerKind,
+  type SubscriptionRecord,
+} from "#core/subscription-model";
 import { serialDispatcher } from "#local-mode/drivers/outbox-relay";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
@@ -141,7 +146,7 @@ describe("dispatchEvents", () => {
     expect(enqueued[0]).toEqual([
       {
         id: deliveryIdFor("wh_a", SOURCE, events[0]?.id as string),
-        webhookId: "wh_a",
+        target: { kind: "webhook", webhookId: "wh_a" },
         subscriptionIds: [sub.id],
         emitterId: SOURCE,
         eventId: events[0]?.id,
@@ -191,7 +196,7 @@ describe("dispatchEvents", () => {
     const events = [stored("", 1), stored("", 2), stored("", 3)];
     await dispatchEvents(deps, events);
     expect(enqueued).toHaveLength(1);
-    expect(enqueued[0]?.map((d) => [d.eventId, d.webhookId])).toEqual(
+    expect(enqueued[0]?.map((d) => [d.eventId, destinationOf(d)])).toEqual(
       events.flatMap((e) => [
         [e.id, "wh_a"],
         [e.id, "wh_b"],
@@ -208,7 +213,7 @@ describe("dispatchEvents", () => {
     ]);
     const events = [stored("", "d"), stored("orders", "o"), stored("$errors", "e"), stored("$logs", "l")];
     await dispatchEvents(deps, events);
-    expect(enqueued[0]?.map((d) => [d.channel, d.webhookId])).toEqual([
+    expect(enqueued[0]?.map((d) => [d.channel, destinationOf(d)])).toEqual([
       ["", "wh_default"],
       ["orders", "wh_custom"],
       ["$errors", "wh_errors"],
@@ -265,7 +270,7 @@ describe("dispatchEvents", () => {
     );
     const result = await dispatchEvents(deps, [stored("", 1), stored("$errors", { error: "x" })], ADA);
     expect(result.deliveries).toBe(2);
-    expect(enqueued.flat().map((d) => d.webhookId)).toEqual(["wh_glob", "wh_errors"]);
+    expect(enqueued.flat().map((d) => destinationOf(d))).toEqual(["wh_glob", "wh_errors"]);
     expect(sourceReads).toEqual([]);
   });
 

@@ -72,7 +72,7 @@ async function webhook(secrets: LocalSecrets, userId = "u_ada", id = "wh_a"): Pr
 function delivery(overrides: Partial<DeliveryRecord> = {}): DeliveryRecord {
   return {
     id: "dlv_0001",
-    webhookId: "wh_a",
+    target: { kind: "webhook", webhookId: "wh_a" },
     subscriptionIds: ["sub_1", "sub_2"],
     emitterId: "dc_one",
     eventId: `${NOW}-0`,
@@ -106,6 +106,9 @@ async function deliveryDeps(webhooks?: (secrets: LocalSecrets) => Promise<Webhoo
     secrets,
     deadLetters,
     clock: { nowMs: () => NOW + 250 },
+    // Webhook deliveries read neither.
+    workflows: {} as DeliveryDeps["workflows"],
+    objects: {} as DeliveryDeps["objects"],
   };
   return { deps, deadLetters, secrets };
 }
@@ -315,7 +318,7 @@ describe("dead letters: list and replay", () => {
       clock: { nowMs: () => NOW + 9_000 },
     };
     const dead = (id: string, webhookId = "wh_a"): DeadLetterRecord => ({
-      ...delivery({ id, webhookId, attempts: 8, nextAttemptAt: NOW + 5_000 }),
+      ...delivery({ id, target: { kind: "webhook", webhookId }, attempts: 8, nextAttemptAt: NOW + 5_000 }),
       lastError: "HTTP 500",
       userId: webhookId === "wh_a" ? "u_ada" : "u_bob",
       failedAt: NOW + 6_000,
@@ -432,7 +435,7 @@ describe("dead-letter routes through the HTTP pipeline", () => {
     const { deadLetters, queued, hook, call, userId } = await setup();
     for (const id of ["dlv_01m7xmwmfs81fnt1b2yfc1", "dlv_01m7xmwmfs81fnt1b2yfc2"]) {
       await deadLetters.putDeadLetter({
-        ...delivery({ id, webhookId: hook.id, attempts: 8 }),
+        ...delivery({ id, target: { kind: "webhook", webhookId: hook.id }, attempts: 8 }),
         userId,
         failedAt: NOW,
       });

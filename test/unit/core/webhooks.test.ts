@@ -203,7 +203,7 @@ describe("deleteWebhook", () => {
       await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
       await deps.deadLetters.putDeadLetter({
         id: deps.ids.newId("delivery"),
-        webhookId: webhook.id,
+        target: { kind: "webhook", webhookId: webhook.id },
         subscriptionIds: [],
         emitterId: "dc_x",
         eventId: "1-0",

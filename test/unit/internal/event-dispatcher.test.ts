@@ -11,7 +11,7 @@ import { sseEnvelope } from "#core/event-views";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
-import type { DeliveryRecord } from "#core/subscription-model";
+import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
 import { createEventDispatcherHandler } from "#internal/event-dispatcher";
@@ -105,7 +105,7 @@ describe("the event dispatcher function", () => {
     const storedAt = Math.max(...events.map((event) => event.indexedAtMs));
     const expected = (webhookId: string, event: StoredEvent) => ({
       id: deliveryIdFor(webhookId, emitter.id, event.id),
-      webhookId,
+      target: { kind: "webhook", webhookId },
       emitterId: emitter.id,
       eventId: event.id,
       channel: "",
@@ -125,7 +125,7 @@ describe("the event dispatcher function", () => {
     ]);
     expect(
       sentEntries().map(({ MessageGroupId, MessageDeduplicationId }) => [MessageGroupId, MessageDeduplicationId]),
-    ).toEqual(sent.map((delivery) => [delivery.webhookId, `${delivery.id}-${storedAt}`]));
+    ).toEqual(sent.map((delivery) => [destinationOf(delivery), `${delivery.id}-${storedAt}`]));
     expect(runs.map((run) => [run.sourceId, run.trigger, run.event])).toEqual([
       [listener.id, "event", { order: 1 }],
       [listener.id, "event", { order: 2 }],
@@ -155,7 +155,7 @@ describe("the event dispatcher function", () => {
     expect(entries).toHaveLength(2);
     for (const entry of entries) await handler(eventBridgeEvent(JSON.parse(entry.Detail ?? "")));
     const [first, second] = [webhooks.exact, webhooks.glob].sort();
-    expect(sentDeliveries().map((delivery) => [delivery.eventId, delivery.webhookId])).toEqual([
+    expect(sentDeliveries().map((delivery) => [delivery.eventId, destinationOf(delivery)])).toEqual([
       [events[0]!.id, first],
       [events[0]!.id, second],
       [events[1]!.id, webhooks.exact],
@@ -168,7 +168,7 @@ describe("the event dispatcher function", () => {
     await handler(eventBridgeEvent({ sourceId: emitter.id, events }));
     expect(
       sentDeliveries()
-        .map((delivery) => delivery.webhookId)
+        .map((delivery) => destinationOf(delivery))
         .sort(),
     ).toEqual([webhooks.exact, webhooks.glob].sort());
   });
@@ -199,7 +199,7 @@ describe("the event dispatcher function", () => {
     expect(sentDeliveries()).toEqual([
       expect.objectContaining({
         id: deliveryIdFor(webhooks.exact, emitter.id, big!.id),
-        webhookId: webhooks.exact,
+        target: { kind: "webhook", webhookId: webhooks.exact },
         eventId: big!.id,
         channel: "big",
         payload: JSON.parse(JSON.stringify(sseEnvelope(big!))),
@@ -288,7 +288,7 @@ describe("the event dispatcher function, from the unpublished-events queue", () 
     );
     expect(result).toEqual({ batchItemFailures: [] });
     const [first, second] = [webhooks.exact, webhooks.glob].sort();
-    expect(sentDeliveries().map((delivery) => [delivery.eventId, delivery.webhookId])).toEqual(
+    expect(sentDeliveries().map((delivery) => [delivery.eventId, destinationOf(delivery)])).toEqual(
       [a, b, c].flatMap((event) => [
         [event!.id, first],
         [event!.id, second],

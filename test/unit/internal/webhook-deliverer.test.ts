@@ -8,10 +8,14 @@ import { SqsDeliveryRetryQueue } from "#adapters/aws/sqs-delivery-queue";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger } from "#core/ports/logger";
-import type { DeliveryRecord } from "#core/subscription-model";
+import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
 import { verifyWebhookSignature } from "#core/webhook-signature";
 import { createWebhook } from "#core/webhooks";
-import { createWebhookDelivererHandler, type WebhookDelivererOptions } from "#internal/webhook-deliverer";
+import {
+  createWebhookDelivererHandler,
+  deliveryRecordSchema,
+  type WebhookDelivererOptions,
+} from "#internal/webhook-deliverer";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
 const sqsMock = mockClient(SQSClient);
@@ -81,7 +85,7 @@ function delivery(webhookId: string, overrides: Partial<DeliveryRecord> = {}): D
   const eventId = `${NOW}-${deliveryCounter}`;
   return {
     id: `dlv_01kab00000${String(deliveryCounter).padStart(12, "0")}`,
-    webhookId,
+    target: { kind: "webhook", webhookId },
     subscriptionIds: ["sub_01kab00000aaaaaaaaaaaa"],
     emitterId: "dc_01kab00000bbbbbbbbbbbb",
     eventId,
@@ -107,7 +111,7 @@ function sqsEvent(messages: { delivery: DeliveryRecord | string; from: "fifo" | 
         SenderId: "AROAEXAMPLE",
         ApproximateFirstReceiveTimestamp: String(NOW),
         ...(from === "fifo" && typeof body !== "string"
-          ? { MessageGroupId: body.webhookId, MessageDeduplicationId: `${body.id}-${body.nextAttemptAt}` }
+          ? { MessageGroupId: destinationOf(body), MessageDeduplicationId: `${body.id}-${body.nextAttemptAt}` }
           : {}),
       },
       messageAttributes: {},
@@ -271,6 +275,17 @@ describe("the webhook deliverer function", () => {
     // a2 was not attempted: it must not reach the receiver before a1.
     expect(receiver.received.map((r) => r.path).sort()).toEqual(["/a", "/b", "/b"]);
     expect(lines).toMatchObject([{ level: "error", message: expect.stringMatching(/could not be attempted/) }]);
+  });
+
+  it("reads a message queued by a version before workflows (a top-level webhookId) as a webhook delivery", () => {
+    const { target: _target, ...rest } = delivery("wh_old");
+    const parsed = deliveryRecordSchema.parse({ ...rest, webhookId: "wh_old" });
+    expect(parsed).toEqual({ ...rest, target: { kind: "webhook", webhookId: "wh_old" } });
+    expect(deliveryRecordSchema.safeParse(rest).success).toBe(false);
+    const send = delivery("unused", {
+      target: { kind: "http", workflowId: "p_flow", request: { method: "POST", url: "https://example.com/" } },
+    });
+    expect(deliveryRecordSchema.parse(JSON.parse(JSON.stringify(send)))).toEqual(send);
   });
 
   it("drops a malformed message with an error in the log", async () => {

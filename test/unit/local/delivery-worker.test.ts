@@ -3,7 +3,7 @@ import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import { jsonLogger, type Logger, silentLogger } from "#core/ports/logger";
 import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
-import type { DeliveryRecord, WebhookRecord } from "#core/subscription-model";
+import { type DeliveryRecord, destinationOf, type WebhookRecord } from "#core/subscription-model";
 import type { DeliveryDeps } from "#core/webhook-delivery";
 import { LocalDeliveryWorker } from "#local-mode/drivers/delivery-worker";
 import { eventually, when } from "../../support/eventually.ts";
@@ -65,7 +65,7 @@ function delivery(webhookId: string): DeliveryRecord {
   counter++;
   return {
     id: `dlv_${String(counter).padStart(6, "0")}`,
-    webhookId,
+    target: { kind: "webhook", webhookId },
     subscriptionIds: ["sub_1"],
     emitterId: "dc_one",
     eventId: `1-${counter}`,
@@ -109,6 +109,9 @@ function setUp({
   const opened: string[] = [];
   const deps: DeliveryDeps & { log: Logger } = {
     subscriptions: { getWebhook: async (id: string) => webhook(id) } as unknown as DeliveryDeps["subscriptions"],
+    // Webhook deliveries read neither.
+    workflows: {} as DeliveryDeps["workflows"],
+    objects: {} as DeliveryDeps["objects"],
     secrets: {
       seal: async (plaintext: string) => plaintext,
       open: async (sealed: string) => {
@@ -147,7 +150,7 @@ describe("LocalDeliveryWorker", () => {
     const all: DeliveryRecord[] = [];
     for (let i = 0; i < 30; i++) {
       const record = delivery(`wh_${"abc"[i % 3]}`);
-      byWebhook.get(record.webhookId)?.push(record);
+      byWebhook.get(destinationOf(record))?.push(record);
       all.push(record);
     }
     await queue.enqueue(all);
