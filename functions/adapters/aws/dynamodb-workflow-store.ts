@@ -89,7 +89,7 @@ function checkSizes(workflow: WorkflowRecord, items: Item[]): void {
   const total = items.reduce((sum, item) => sum + bytesOf(item), 0);
   if (total > MAX_WORKFLOW_TRANSACTION_BYTES) {
     throw tooLarge(
-      `the workflow and its ${items.length - 1} copies are too large to write together: ${total} bytes, at most ${MAX_WORKFLOW_TRANSACTION_BYTES}`,
+      `the workflow's ${items.length} items (record, copies and guards) are too large to write in one transaction: ${total} bytes, at most ${MAX_WORKFLOW_TRANSACTION_BYTES}`,
     );
   }
 }
