@@ -94,8 +94,10 @@ function checkSizes(workflow: WorkflowRecord, items: Item[]): void {
   }
 }
 
-/** Two items of one write with the same key: two HTTP triggers sharing a key (DynamoDB refuses the request). */
-function refuseDuplicateKeys(items: Item[]): void {
+/** What DynamoDB would refuse in a write of `items`, refused before anything is sent. */
+function refuseUnwritable(workflow: WorkflowRecord, items: Item[]): void {
+  checkSizes(workflow, items);
+  // Two items of one write with the same key: two HTTP triggers sharing a key.
   const seen = new Set<string>();
   for (const item of items) {
     const key = `${String(item.pk)}\u0000${String(item.sk)}`;
@@ -104,8 +106,12 @@ function refuseDuplicateKeys(items: Item[]): void {
   }
 }
 
-/** The conflict a failed guard means, or undefined when no guard failed. */
-function guardConflict(workflow: WorkflowRecord, failedKinds: (DerivedKind | undefined)[]): DomainError | undefined {
+/**
+ * The conflict a cancelled write of the record and `derived` (in that order) means when one of
+ * its guards failed; undefined when none did.
+ */
+function guardConflict(error: unknown, workflow: WorkflowRecord, derived: Derived[]): DomainError | undefined {
+  const failedKinds = failedConditionIndexes(error).map((index) => derived[index - 1]?.kind);
   if (failedKinds.includes("endpoint")) return conflict("an HTTP trigger's key is in use already");
   if (failedKinds.includes("externalId")) {
     return conflict(`external_id ${workflow.externalId} names another workflow of this workspace`);
@@ -135,22 +141,17 @@ export class DynamoDbWorkflowStore implements WorkflowStore {
       { ...workflowKeys.workflow(workflow.id), type: "workflow", rev: 1, ...attributes },
       ...derived.map((d) => d.item),
     ];
-    checkSizes(workflow, items);
-    refuseDuplicateKeys(items);
+    refuseUnwritable(workflow, items);
     const writes = items.map((item) => this.put(item, "attribute_not_exists(pk)"));
     for (let attempt = 1; ; attempt++) {
       try {
         await transactWrite(this.client, writes);
         return;
       } catch (error) {
-        const failed = failedConditionIndexes(error);
-        const guard = guardConflict(
-          workflow,
-          failed.map((index) => derived[index - 1]?.kind),
-        );
+        const guard = guardConflict(error, workflow, derived);
         if (guard) throw guard;
         // Any other failed condition is an existing id (the record or one of its copies).
-        if (failed.length > 0) throw conflict(`workflow ${workflow.id} exists already`);
+        if (failedConditionIndexes(error).length > 0) throw conflict(`workflow ${workflow.id} exists already`);
         if (!(await pauseBeforeRetry(isTransactionConflict(error), attempt))) throw error;
       }
     }
@@ -160,8 +161,7 @@ export class DynamoDbWorkflowStore implements WorkflowStore {
     const attributes = recordAttributes(workflow);
     const derived = this.derived(workflow, attributes);
     const record = { ...workflowKeys.workflow(workflow.id), type: "workflow", ...attributes };
-    checkSizes(workflow, [record, ...derived.map((d) => d.item)]);
-    refuseDuplicateKeys([record, ...derived.map((d) => d.item)]);
+    refuseUnwritable(workflow, [record, ...derived.map((d) => d.item)]);
     for (let attempt = 1; ; attempt++) {
       const stored = await this.getRecordItem(workflow.id);
       if (!stored) throw notFound(`workflow ${workflow.id}`);
@@ -188,11 +188,7 @@ export class DynamoDbWorkflowStore implements WorkflowStore {
         await transactWrite(this.client, writes);
         return;
       } catch (error) {
-        const failed = failedConditionIndexes(error);
-        const guard = guardConflict(
-          workflow,
-          failed.map((index) => derived[index - 1]?.kind),
-        );
+        const guard = guardConflict(error, workflow, derived);
         if (guard) throw guard;
         if (!(await pauseBeforeRetry(lostToConcurrentWriter(error), attempt))) throw error;
       }

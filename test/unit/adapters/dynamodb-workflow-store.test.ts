@@ -1,4 +1,4 @@
-import { DynamoDBClient, TransactionCanceledException } from "@aws-sdk/client-dynamodb";
+import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   BatchWriteCommand,
   DynamoDBDocumentClient,
@@ -11,8 +11,10 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbWorkflowStore } from "#adapters/aws/dynamodb-workflow-store";
 import type { HttpTriggerRecord, WorkflowRecord } from "#core/workflow-model";
+import { cancelled, failedAt, transactionItems } from "../../support/dynamodb-requests.ts";
 
 const TABLE = "resources-test";
+const { put, del } = transactionItems(TABLE);
 const ddb = mockClient(DynamoDBDocumentClient);
 const store = new DynamoDbWorkflowStore(documentClient(new DynamoDBClient({ region: "local" })), TABLE);
 
@@ -49,33 +51,7 @@ const recordItem = (w: WorkflowRecord, rev: number) => ({
   rev,
   ...attributes(w),
 });
-const put = (Item: Record<string, unknown>, ConditionExpression?: string, values?: Record<string, unknown>) => ({
-  Put: {
-    TableName: TABLE,
-    Item,
-    ...(ConditionExpression ? { ConditionExpression } : {}),
-    ...(values ? { ExpressionAttributeValues: values } : {}),
-  },
-});
-const del = (Key: Record<string, string>, ConditionExpression?: string, values?: Record<string, unknown>) => ({
-  Delete: {
-    TableName: TABLE,
-    Key,
-    ...(ConditionExpression ? { ConditionExpression } : {}),
-    ...(values ? { ExpressionAttributeValues: values } : {}),
-  },
-});
 const transactions = () => ddb.commandCalls(TransactWriteCommand).map((call) => call.args[0].input.TransactItems);
-
-function cancelled(codes: string[]) {
-  return new TransactionCanceledException({
-    message: "Transaction cancelled",
-    $metadata: {},
-    CancellationReasons: codes.map((Code) => ({ Code })),
-  });
-}
-const failedAt = (index: number, length: number) =>
-  cancelled(Array.from({ length }, (_, i) => (i === index ? "ConditionalCheckFailed" : "None")));
 
 beforeEach(() => {
   ddb.reset();
