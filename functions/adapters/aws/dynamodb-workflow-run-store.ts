@@ -8,7 +8,7 @@ import type { BeginRunResult, WorkflowRunStore } from "#core/ports/workflow-run-
 import type { RunLogRecord, WorkflowRun } from "#core/workflow-model";
 import { isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, deleteAllMatching, type Item, newestFirstPage, type QueryFilter } from "./dynamodb-paging.ts";
-import { MAX_STORED_RUN_BYTES, WORKFLOW_SORT_KEY_PREFIX, workflowKeys } from "./workflow-keys.ts";
+import { MAX_STORED_RUN_BYTES, WORKFLOW_SORT_KEY_PREFIX, withinKeyLimits, workflowKeys } from "./workflow-keys.ts";
 
 const bytesOf = (value: unknown) => Buffer.byteLength(JSON.stringify(value), "utf8");
 
@@ -240,6 +240,7 @@ export class DynamoDbWorkflowRunStore implements WorkflowRunStore {
   }
 
   private async getItem(Key: { pk: string; sk: string }): Promise<Item | undefined> {
+    if (!withinKeyLimits(Key)) return undefined;
     const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }));
     return Item;
   }

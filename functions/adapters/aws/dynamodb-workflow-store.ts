@@ -19,6 +19,7 @@ import {
   MAX_STORED_WORKFLOW_BYTES,
   MAX_WORKFLOW_TRANSACTION_BYTES,
   WORKFLOW_SORT_KEY_PREFIX,
+  withinKeyLimits,
   workflowKeys,
 } from "./workflow-keys.ts";
 
@@ -379,6 +380,7 @@ export class DynamoDbWorkflowStore implements WorkflowStore {
   }
 
   private async getItem(Key: Key): Promise<Item | undefined> {
+    if (!withinKeyLimits(Key)) return undefined;
     const { Item } = await this.client.send(new GetCommand({ TableName: this.tableName, Key, ConsistentRead: true }));
     return Item;
   }

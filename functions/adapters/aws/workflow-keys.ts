@@ -39,6 +39,15 @@ export const workflowKeys = {
   workflowRun: (workflowId: string, runId: string) => ({ pk: `WFRUN#${workflowId}`, sk: `RUN#${runId}` }),
 } as const;
 
+/**
+ * Whether DynamoDB accepts `key` (a partition key holds 2048 bytes, a sort key 1024). Lookups by
+ * a value from a request (an HTTP key in a URL, a client's external id or run id) answer "none"
+ * for a longer one instead of failing with a ValidationException.
+ */
+export function withinKeyLimits(key: { pk: string; sk: string }): boolean {
+  return Buffer.byteLength(key.pk, "utf8") <= 2048 && Buffer.byteLength(key.sk, "utf8") <= 1024;
+}
+
 export const WORKFLOW_SORT_KEY_PREFIX = {
   /** Workflow copies in `USER#` and `WS#` partitions. */
   workflow: "WF#",

@@ -161,6 +161,11 @@ describe("DynamoDbWorkflowRunStore reads", () => {
     });
   });
 
+  it("answers none for a run id longer than DynamoDB's sort key limit, without a request", async () => {
+    await expect(store.getRun("p_1", `run_${"x".repeat(1100)}`)).resolves.toBeUndefined();
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
+  });
+
   it("lists runs newest first, skipping and not counting expired ones", async () => {
     nowMs = START_MS + 1500;
     ddb

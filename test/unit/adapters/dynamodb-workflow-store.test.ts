@@ -288,6 +288,12 @@ describe("DynamoDbWorkflowStore reads", () => {
     await expect(store.findWorkflowByExternalId("o_1", "ci#1")).resolves.toBeUndefined();
   });
 
+  it("answers none for a key or external id longer than DynamoDB's key limits, without a request", async () => {
+    await expect(store.findWorkflowByHttpKey("k".repeat(2100))).resolves.toBeUndefined();
+    await expect(store.findWorkflowByExternalId("o_1", "é".repeat(600))).resolves.toBeUndefined();
+    expect(ddb.commandCalls(GetCommand)).toHaveLength(0);
+  });
+
   it("lists active timers from the TI# items of TIMERS only, every page", async () => {
     const timer = (id: string) => ({ pk: "TIMERS", sk: `TI#${id}`, workflowId: "p_1", timerId: id, spec: timerSpec });
     ddb
