@@ -5,6 +5,7 @@ const NEEDS_DYNAMODB = [
   "test/contract/stores.test.ts",
   "test/contract/subscription-stores.test.ts",
   "test/contract/source-run-locks.test.ts",
+  "test/contract/workflow-stores.test.ts",
   "test/integration/aws-source-stream.test.ts",
   "test/e2e/cli.test.ts",
   "test/integration/lambda-entry.test.ts",

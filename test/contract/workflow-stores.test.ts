@@ -1,12 +1,17 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { documentClient } from "#adapters/aws/composition";
+import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
+import { DynamoDbWorkflowRunStore } from "#adapters/aws/dynamodb-workflow-run-store";
+import { DynamoDbWorkflowStore } from "#adapters/aws/dynamodb-workflow-store";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
+import type { SourceRecord } from "#core/component-model";
+import type { WorkflowRecord } from "#core/workflow-model";
+import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { workflowRunStoreContract } from "./workflow-run-store.contract.ts";
 import { workflowStoreContract } from "./workflow-store.contract.ts";
 
-// The DynamoDB side joins with its adapters (docs/design/workflows.md, build step 2), and this file
-// then moves to the `dynamodb` project of vitest.config.ts.
 describe("SQLite adapters", () => {
   workflowStoreContract(async () => new SqliteWorkflowStore(openSqlite(":memory:")));
   workflowRunStoreContract(
@@ -37,6 +42,89 @@ describe("SQLite adapters", () => {
       );
     }
     expect(planOf(runs, "deleteChunk", "p", 1)).not.toMatch(/SCAN workflow_runs\b/);
+  });
+});
+
+describe("DynamoDB adapters (DynamoDB Local)", () => {
+  const endpoint = inject("dynamodbEndpoint");
+  const client = localDynamoDbClient(endpoint);
+  // The document client the AWS composition builds, so the contract covers its marshalling too.
+  const documents = documentClient(client);
+  let tables = 0;
+
+  /** A fresh table per test, so each starts empty as the contract requires. */
+  const freshTable = () => createResourcesTable(endpoint, `workflows-${process.pid}-${++tables}`);
+
+  afterAll(() => client.destroy());
+
+  workflowStoreContract(async () => new DynamoDbWorkflowStore(documents, await freshTable()));
+  // Reads skip runs past their `expiresAt` (TTL deletes them days later): the sweep moves the
+  // clock reads compare with, which is all that retention is on DynamoDB.
+  const clocks = new WeakMap<object, { now: number }>();
+  workflowRunStoreContract(
+    async (retention) => {
+      const clock = { now: Date.now() };
+      const store = new DynamoDbWorkflowRunStore(documents, await freshTable(), {
+        retention: { maxAgeMs: retention?.maxAgeMs ?? 0, keepPerChannel: 0 },
+        clock: { nowMs: () => clock.now },
+      });
+      clocks.set(store, clock);
+      return store;
+    },
+    {
+      sweep: async (store, nowMs) => {
+        clocks.get(store)!.now = nowMs;
+      },
+    },
+  );
+
+  it("keeps workflow timers and source timers apart in the shared TIMERS partition", async () => {
+    const table = await freshTable();
+    const sources = new DynamoDbSourceStore(documents, table);
+    const workflows = new DynamoDbWorkflowStore(documents, table);
+    const source: SourceRecord = {
+      id: "dc_ticker",
+      userId: "u_ada",
+      workspaceId: "o_ada",
+      componentId: "sc_ticker",
+      name: "Ticker",
+      nameSlug: "ticker",
+      configuredProps: {},
+      active: true,
+      timer: { intervalSeconds: 60 },
+      createdAt: 1,
+      updatedAt: 1,
+    };
+    const timer = {
+      type: "timer" as const,
+      id: "ti_daily",
+      spec: { cron: "0 9 * * *", timezone: "UTC" },
+      scheduleChangedAt: 1,
+      createdAt: 1,
+      updatedAt: 1,
+    };
+    const workflow: WorkflowRecord = {
+      id: "p_daily",
+      userId: "u_ada",
+      workspaceId: "o_ada",
+      projectId: "proj_ada",
+      name: "Daily",
+      active: true,
+      deploymentId: "d_daily",
+      steps: [],
+      triggers: [timer],
+      createdAt: 1,
+      updatedAt: 1,
+    };
+    await sources.createSource(source);
+    await workflows.createWorkflow(workflow);
+    expect((await sources.listActiveTimerSources()).map((s) => s.id)).toStrictEqual(["dc_ticker"]);
+    expect(await workflows.listActiveTimerTriggers()).toStrictEqual([
+      { workflowId: "p_daily", timerId: "ti_daily", spec: timer.spec },
+    ]);
+    // Each store's lists hold only its own copies, though both live in the user's partition.
+    expect((await sources.listSourcesOfUser("u_ada", { limit: 10 })).totalCount).toBe(1);
+    expect((await workflows.listWorkflowsOfUser("u_ada", { limit: 10 })).items).toStrictEqual([workflow]);
   });
 });
 

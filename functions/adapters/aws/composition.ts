@@ -19,8 +19,6 @@ import { fallbackQueueNameFor } from "#config/shared-names";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
-import type { WorkflowRunStore } from "#core/ports/workflow-run-store";
-import type { WorkflowStore } from "#core/ports/workflow-store";
 import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
 import { DynamoDbDeadLetterStore } from "./dynamodb-dead-letter-store.ts";
 import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
@@ -29,6 +27,8 @@ import { DynamoDbSourceRunLock } from "./dynamodb-source-run-lock.ts";
 import { DynamoDbSourceStore } from "./dynamodb-source-store.ts";
 import { DynamoDbSubscriptionStore } from "./dynamodb-subscription-store.ts";
 import { DynamoDbUsageStore } from "./dynamodb-usage-store.ts";
+import { DynamoDbWorkflowRunStore } from "./dynamodb-workflow-run-store.ts";
+import { DynamoDbWorkflowStore } from "./dynamodb-workflow-store.ts";
 import { EventBridgeEventBus } from "./eventbridge-event-bus.ts";
 import { KmsSecrets } from "./kms-secrets.ts";
 import { LambdaComponentHost } from "./lambda-component-host.ts";
@@ -80,11 +80,6 @@ function lazy<T extends object>(port: string, build: () => T): T {
   });
 }
 
-/** Builds nothing: a port whose AWS adapter is not written yet (issue 14, step 2 of its design). */
-function notOnAwsYet<T>(port: string): T {
-  throw new Error(`${port} is not available on AWS yet`);
-}
-
 function required<T>(value: T | undefined, port: string, why: string): T {
   if (value === undefined) throw new Error(`${port} is not available: this function was deployed without ${why}`);
   return value;
@@ -123,10 +118,15 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
     ),
     components: lazy("the component store", () => new DynamoDbComponentStore(documents(), table())),
     sources: lazy("the source store", () => new DynamoDbSourceStore(documents(), table())),
-    // The DynamoDB adapters are step 2 of docs/design/workflows.md; until then no route uses these,
-    // and a use fails naming the port, as a port a function was not deployed for does.
-    workflows: lazy("the workflow store", () => notOnAwsYet<WorkflowStore>("the workflow store")),
-    workflowRuns: lazy("the workflow run store", () => notOnAwsYet<WorkflowRunStore>("the workflow run store")),
+    workflows: lazy("the workflow store", () => new DynamoDbWorkflowStore(documents(), table())),
+    // Runs are kept as long as events: the same retention sets their TTL.
+    workflowRuns: lazy(
+      "the workflow run store",
+      () =>
+        new DynamoDbWorkflowRunStore(documents(), table(), {
+          retention: { maxAgeMs: config.eventMaxAgeMs, keepPerChannel: 0 },
+        }),
+    ),
     events: lazy(
       "the event store",
       () =>

@@ -112,9 +112,17 @@ export async function sendUntilProcessed<T>(
   }
 }
 
+/** A `FilterExpression` with the names and values it uses (values must not be `:pk` or `:prefix`). */
+export interface QueryFilter {
+  FilterExpression: string;
+  ExpressionAttributeNames?: Record<string, string>;
+  ExpressionAttributeValues: Record<string, unknown>;
+}
+
 /**
  * One page of a collection newest first, with `slicePage` semantics (docs/table-design.md,
- * "Pagination"): the sort keys are `<prefix><id>`, the cursor an id.
+ * "Pagination"): the sort keys are `<prefix><id>`, the cursor an id. With a `filter`, items it
+ * drops are neither returned nor counted.
  */
 export async function newestFirstPage(
   client: DynamoDBDocumentClient,
@@ -122,10 +130,18 @@ export async function newestFirstPage(
   pk: string,
   prefix: string,
   page: PageQuery,
+  filter?: QueryFilter,
 ): Promise<Page<Item>> {
   const cursor = page.after ?? page.before;
   const forward = page.after === undefined && page.before !== undefined;
-  const collection = collectionQuery(tableName, pk, prefix);
+  const unfiltered = collectionQuery(tableName, pk, prefix);
+  const collection: QueryCommandInput = filter
+    ? {
+        ...unfiltered,
+        ...filter,
+        ExpressionAttributeValues: { ...unfiltered.ExpressionAttributeValues, ...filter.ExpressionAttributeValues },
+      }
+    : unfiltered;
   const start = cursor === undefined ? {} : { ExclusiveStartKey: { pk, sk: `${prefix}${cursor}` } };
   const [items, totalCount] = await Promise.all([
     queryUpTo(client, { ...collection, ScanIndexForward: forward, ...start }, page.limit),

@@ -6,6 +6,15 @@
 
 import { RESOURCES_TABLE } from "#config/shared-names";
 
+export {
+  MAX_STORED_RUN_BYTES,
+  MAX_STORED_STEP_STATE_BYTES,
+  MAX_STORED_WORKFLOW_BYTES,
+  MAX_WORKFLOW_TRANSACTION_BYTES,
+  WORKFLOW_SORT_KEY_PREFIX,
+  workflowKeys,
+} from "./workflow-keys.ts";
+
 const eventPartition = (sourceId: string, channel: string) => `EVT#${sourceId}#${channel}`;
 
 /** Key builders: the only place item keys are spelled. */

@@ -1,16 +1,46 @@
-import { describe, expect, it } from "vitest";
+import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
+import { mockClient } from "aws-sdk-client-mock";
+import { afterAll, describe, expect, it } from "vitest";
 import { awsDeps } from "#adapters/aws/composition";
+import { ENV } from "#config/env";
 
-// Until the DynamoDB workflow adapters exist (docs/design/workflows.md, build step 2; decision W1 of
-// "Issue 14: workflow storage"), the AWS composition has the ports, and a use of one fails naming it.
-describe("the AWS composition's workflow ports before their DynamoDB adapters", () => {
-  it("builds nothing when composed, and fails naming the port when one is used", async () => {
-    const deps = awsDeps({ resources: false }, {});
-    await expect(async () => deps.workflows.getWorkflow("p_x")).rejects.toThrow(
-      "the workflow store could not be built: the workflow store is not available on AWS yet",
-    );
-    await expect(async () => deps.workflowRuns.listRuns("p_x", { limit: 1 })).rejects.toThrow(
-      "the workflow run store is not available on AWS yet",
-    );
+const ddb = mockClient(DynamoDBDocumentClient);
+afterAll(() => ddb.restore());
+
+// The workflow ports on AWS are the DynamoDB adapters (docs/design/workflows.md, build step 2) on
+// the resources table, runs kept as long as events.
+describe("the AWS composition's workflow ports", () => {
+  it("reads workflows from the resources table and gives runs the events' retention as TTL", async () => {
+    ddb.reset();
+    ddb.on(GetCommand).resolves({});
+    ddb.on(UpdateCommand).resolves({ Attributes: { attempts: 1 } });
+    const deps = awsDeps({ resources: false }, { [ENV.resourcesTable]: "resources-x", [ENV.eventRetentionDays]: "2" });
+
+    await expect(deps.workflows.getWorkflow("p_x")).resolves.toBeUndefined();
+    expect(ddb.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
+      TableName: "resources-x",
+      Key: { pk: "WF#p_x", sk: "WF" },
+      ConsistentRead: true,
+    });
+
+    const startedAt = 1_790_000_000_000;
+    const run = {
+      id: "run_1",
+      workflowId: "p_x",
+      deploymentId: "d_1",
+      trigger: { type: "http" as const, id: "hi_1" },
+      status: "running" as const,
+      leaseUntilMs: startedAt + 60_000,
+      attempts: 0,
+      startedAt,
+      eventPreview: {},
+      steps: [],
+      logs: [],
+    };
+    await expect(deps.workflowRuns.beginRun(run, startedAt)).resolves.toMatchObject({ outcome: "started" });
+    const update = ddb.commandCalls(UpdateCommand)[0]?.args[0].input;
+    expect(update?.TableName).toBe("resources-x");
+    expect(update?.ExpressionAttributeNames).toMatchObject({ "#ttl": "expiresAt" });
+    expect(update?.ExpressionAttributeValues).toMatchObject({ ":expiresAt": startedAt / 1000 + 2 * 86_400 });
   });
 });

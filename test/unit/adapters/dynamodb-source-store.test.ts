@@ -1,8 +1,4 @@
-import {
-  ConditionalCheckFailedException,
-  DynamoDBClient,
-  TransactionCanceledException,
-} from "@aws-sdk/client-dynamodb";
+import { ConditionalCheckFailedException, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DeleteCommand,
   DynamoDBDocumentClient,
@@ -16,8 +12,10 @@ import { beforeEach, describe, expect, it } from "vitest";
 import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import type { SourceRecord } from "#core/component-model";
+import { cancelled, failedAt, transactionItems } from "../../support/dynamodb-requests.ts";
 
 const TABLE = "resources-test";
+const { put, del } = transactionItems(TABLE);
 const ddb = mockClient(DynamoDBDocumentClient);
 const store = new DynamoDbSourceStore(documentClient(new DynamoDBClient({ region: "local" })), TABLE);
 
@@ -43,33 +41,7 @@ const recordItem = (s: SourceRecord, rev: number) => ({
   rev,
   ...attributes(s),
 });
-const put = (Item: Record<string, unknown>, ConditionExpression?: string, values?: Record<string, unknown>) => ({
-  Put: {
-    TableName: TABLE,
-    Item,
-    ...(ConditionExpression ? { ConditionExpression } : {}),
-    ...(values ? { ExpressionAttributeValues: values } : {}),
-  },
-});
-const del = (Key: Record<string, string>, ConditionExpression?: string, values?: Record<string, unknown>) => ({
-  Delete: {
-    TableName: TABLE,
-    Key,
-    ...(ConditionExpression ? { ConditionExpression } : {}),
-    ...(values ? { ExpressionAttributeValues: values } : {}),
-  },
-});
 const slugItems = (...slugs: string[]) => slugs.map((slug) => ({ sk: `SLUG#${slug}` }));
-
-function cancelled(codes: string[]) {
-  return new TransactionCanceledException({
-    message: "Transaction cancelled",
-    $metadata: {},
-    CancellationReasons: codes.map((Code) => ({ Code })),
-  });
-}
-const failedAt = (index: number, length: number) =>
-  cancelled(Array.from({ length }, (_, i) => (i === index ? "ConditionalCheckFailed" : "None")));
 
 beforeEach(() => {
   ddb.reset();
