@@ -27,7 +27,7 @@ import { isDomainError, notFound } from "./errors.ts";
 import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { formatId } from "./ids.ts";
-import type { Page, PageQuery } from "./pagination.ts";
+import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import { DB_SERVICE, openSecretValues, runtimeProps } from "./props.ts";
 import { creditsOf, storageRefusal } from "./quotas.ts";
 import { mergeServiceDb, trustedDuration } from "./run-limits.ts";
@@ -588,13 +588,41 @@ async function requireOwnWorkflow(deps: Pick<Deps, "workflows" | "identity">, ca
   return workflow;
 }
 
+/** A run record as `GET /v1/workflows/{id}/runs` shows it: snake case, times in epoch milliseconds. */
+export function workflowRunView(run: WorkflowRun) {
+  return {
+    id: run.id,
+    workflow_id: run.workflowId,
+    deployment_id: run.deploymentId,
+    trigger: { type: run.trigger.type, id: run.trigger.id },
+    status: run.status,
+    attempts: run.attempts,
+    started_at_ms: run.startedAt,
+    ended_at_ms: run.endedAt ?? null,
+    duration_ms: run.durationMs ?? null,
+    event_preview: run.eventPreview,
+    steps: run.steps.map((step) => ({
+      id: step.id,
+      namespace: step.namespace,
+      status: step.status,
+      summary: step.summary ?? null,
+      duration_ms: step.durationMs,
+      export_bytes: step.exportBytes,
+    })),
+    error: run.error ? { code: run.error.code, cell_id: run.error.cellId, message: run.error.message } : null,
+    exit_reason: run.exitReason ?? null,
+    logs: run.logs.map((log) => ({ ts: log.ts, level: log.level, message: log.message, step: log.step })),
+  };
+}
+
 /** `GET /v1/workflows/{id}/runs`: the workflow's run records, newest first. */
 export async function listWorkflowRuns(
   deps: Pick<Deps, "workflows" | "workflowRuns" | "identity">,
   caller: Caller,
   workflowId: string,
   page: PageQuery,
-): Promise<Page<WorkflowRun>> {
+) {
   await requireOwnWorkflow(deps, caller, workflowId);
-  return deps.workflowRuns.listRuns(workflowId, page);
+  const found = await deps.workflowRuns.listRuns(workflowId, page);
+  return pageEnvelope(found, (run) => run.id, workflowRunView);
 }

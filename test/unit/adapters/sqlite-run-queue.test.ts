@@ -9,7 +9,7 @@ import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
 import { loadLocalConfig } from "#config/env";
 import { DomainError } from "#core/errors";
 import { silentLogger } from "#core/ports/logger";
-import type { SourceRunJob } from "#core/ports/run-queue";
+import { jobTarget, RunBusyError, type RunJob, type SourceRunJob } from "#core/ports/run-queue";
 import { DATABASE_FILE, localDeps } from "#local-mode/composition";
 import { newDataDir } from "../../support/local-process.ts";
 import { recordingLogger } from "../../support/recording-logger.ts";
@@ -226,6 +226,33 @@ describe("SqliteRunQueue", () => {
     await queue.drain(60_000);
     await expect.poll(() => queue.size()).toBe(0);
     expect(queue.pending).toBe(0);
+  });
+
+  it("holds a job whose run another runner holds (RunBusyError) until the lease ends, keeping its row, then runs it", async () => {
+    const db = openSqlite(":memory:");
+    const tries: number[] = [];
+    const run = async (queued: RunJob) => {
+      tries.push(Date.now());
+      if (tries.length === 1) throw new RunBusyError(Date.now() + 200, `${jobTarget(queued)} is held`);
+    };
+    const queue = new SqliteRunQueue(db, { run, log: recordingLogger() });
+    const workflowJob: RunJob = {
+      kind: "workflow",
+      workflowId: "p_1",
+      runId: "run_1",
+      trigger: "timer",
+      triggerId: "ti_1",
+      event: {},
+    };
+    await queue.enqueue(workflowJob);
+    queue.start();
+    await expect.poll(() => tries.length).toBe(1);
+    expect(queue.pending).toBe(1);
+    expect(db.prepare("SELECT count(*) AS n FROM run_jobs").get()).toEqual({ n: 1 });
+    await expect.poll(() => tries.length, { timeout: 3_000 }).toBe(2);
+    expect((tries[1] as number) - (tries[0] as number)).toBeGreaterThanOrEqual(150);
+    await expect.poll(() => db.prepare("SELECT count(*) AS n FROM run_jobs").get()).toEqual({ n: 0 });
+    queue.stop();
   });
 
   it("rejects an enqueue whose row could not be written", async () => {

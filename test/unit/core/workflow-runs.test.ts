@@ -653,7 +653,17 @@ describe("GET /v1/workflows/{id}/runs", () => {
     t.deps.clock.set(t.deps.clock.nowMs() + 1_000);
     await t.runOnce();
     const page = await listWorkflowRuns(t.deps, { userId: t.account.user.id }, t.workflow.id, { limit: 10 });
-    expect(page.items.map((run) => run.id)).toEqual(t.jobs.map((job) => (job as WorkflowRunJob).runId).reverse());
+    expect(page.data.map((run) => run.id)).toEqual(t.jobs.map((job) => (job as WorkflowRunJob).runId).reverse());
+    expect(page.page_info).toMatchObject({ total_count: 2, count: 2 });
+    expect(page.data[1]).toMatchObject({
+      workflow_id: t.workflow.id,
+      deployment_id: t.workflow.deploymentId,
+      status: "success",
+      attempts: 1,
+      started_at_ms: Date.UTC(2026, 10, 26, 9),
+      error: null,
+      steps: [{ namespace: "parse", status: "success", duration_ms: 1, export_bytes: 0, summary: null }, {}, {}],
+    });
     const mallory = await accountIn(t.deps, "mallory");
     await expect(
       listWorkflowRuns(t.deps, { userId: mallory.user.id }, t.workflow.id, { limit: 10 }),
