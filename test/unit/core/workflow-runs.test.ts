@@ -1,5 +1,6 @@
 import { beforeEach, describe, expect, it, vi } from "vitest";
 import type { ComponentRecord, PropDescription } from "#core/component-model";
+import { HOPS_HEADER, hopsOf } from "#core/hops";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { RunBusyError, type RunJob, type WorkflowRunJob } from "#core/ports/run-queue";
 import { sealSecretValues } from "#core/props";
@@ -610,6 +611,38 @@ describe("a workflow's HTTP trigger with custom response", () => {
       response: { status: 99, headers: {}, body: "" },
     }));
     expect(refused.status).toBe(502);
+  });
+});
+
+describe("a workflow's HTTP trigger, like a source's endpoint", () => {
+  it("answers OPTIONS, a body over 512 KiB and a delivery loop without running anything", async () => {
+    const t = await setUp({ customResponse: true });
+    const options = await receiveHttpRequest(t.deps, t.key, { ...POST(), method: "OPTIONS" });
+    expect(options.status).toBe(204);
+    const big = await receiveHttpRequest(t.deps, t.key, { ...POST(), body: Buffer.alloc(512 * 1024 + 1) });
+    expect(big.status).toBe(413);
+    const loop = await receiveHttpRequest(t.deps, t.key, { ...POST(), headers: { [HOPS_HEADER]: "6" } });
+    expect(loop.status).toBe(508);
+    expect(t.workflowCalls).toEqual([]);
+    expect(await t.runs()).toEqual([]);
+  });
+
+  it("carries the request's hops to the job and to every event the run stores", async () => {
+    const t = await setUp({ script: async () => ({ sends: [{ type: "emit", raw_event: 1 }] }) });
+    await receiveHttpRequest(t.deps, t.key, { ...POST(), headers: { [HOPS_HEADER]: "2" } });
+    expect(t.jobs[0]).toMatchObject({ hops: 2 });
+    await runQueuedJob(t.deps, t.jobs[0] as RunJob);
+    const [event] = await t.events("");
+    expect(event && hopsOf(event)).toBe(2);
+  });
+
+  it("fails a custom-response run of a $.service.db workflow that cannot start in time with 504, running nothing", async () => {
+    const t = await setUp({ customResponse: true, props: [DB] });
+    t.deps.runLock = { acquire: async () => undefined };
+    const answer = await receiveHttpRequest(t.deps, t.key, POST());
+    expect(answer.status).toBe(504);
+    expect(t.workflowCalls).toEqual([]);
+    expect((await t.runs())[0]).toMatchObject({ status: "error", error: { code: "TimeoutError", cellId: "" } });
   });
 });
 
