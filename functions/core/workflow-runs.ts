@@ -28,7 +28,7 @@ import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { formatId } from "./ids.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
-import { DB_SERVICE, openSecretValues, runtimeProps } from "./props.ts";
+import { DB_SERVICE, isSealed, openSecretValues, runtimeProps } from "./props.ts";
 import { creditsOf, storageRefusal } from "./quotas.ts";
 import { mergeServiceDb, trustedDuration } from "./run-limits.ts";
 import {
@@ -339,6 +339,37 @@ function dropDbWrites(raw: WorkflowResult, now: number): WorkflowResult {
   };
 }
 
+/** The steps' props of a deployment without secret props, by `workflowId:deploymentId`, per store. */
+const stepPropsCache = new WeakMap<object, Map<string, StepProps[]>>();
+const STEP_PROPS_CACHE_SIZE = 500;
+
+type StepProps = Pick<WorkflowStepInvocation, "props" | "propTypes">;
+
+/**
+ * What each enabled step's props are at run time. A deployment's props never change (a change of
+ * steps is a new `deploymentId`), so those of a deployment without secrets are built once and
+ * reused (design 3.9); secrets are opened on every run, as a source's are, never kept in memory.
+ */
+async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: LoadedStep[]): Promise<StepProps[]> {
+  const key = `${workflow.id}:${workflow.deploymentId}`;
+  let cache = stepPropsCache.get(deps.workflows);
+  const cached = cache?.get(key);
+  if (cached && cached.length === enabled.length) return cached;
+  const built = await Promise.all(
+    enabled.map(async ({ step, component }) =>
+      runtimeProps(component.metadata.props, await openSecretValues(deps.secrets, step.configuredProps), {}),
+    ),
+  );
+  if (enabled.some(({ step }) => Object.values(step.configuredProps).some(isSealed))) return built;
+  if (!cache) {
+    cache = new Map();
+    stepPropsCache.set(deps.workflows, cache);
+  }
+  if (cache.size >= STEP_PROPS_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  cache.set(key, built);
+  return built;
+}
+
 async function buildInvocation(
   deps: Deps,
   workflow: WorkflowRecord,
@@ -348,18 +379,14 @@ async function buildInvocation(
   respondable: boolean,
   states: Record<string, StepState>,
 ): Promise<WorkflowInvocation> {
-  const steps = await Promise.all(
-    enabled.map(async ({ step, component }): Promise<WorkflowStepInvocation> => {
-      const values = await openSecretValues(deps.secrets, step.configuredProps);
-      const { props, propTypes } = runtimeProps(component.metadata.props, values, {});
-      return {
-        id: step.id,
-        namespace: step.namespace,
-        module: component.codeHash,
-        props,
-        propTypes,
-        db: states[step.id]?.db ?? {},
-      };
+  const stepProps = await stepPropsOf(deps, workflow, enabled);
+  const steps = enabled.map(
+    ({ step, component }, index): WorkflowStepInvocation => ({
+      id: step.id,
+      namespace: step.namespace,
+      module: component.codeHash,
+      ...(stepProps[index] as StepProps),
+      db: states[step.id]?.db ?? {},
     }),
   );
   const context = workflowContext(workflow, run);

@@ -209,6 +209,20 @@ describe("a workflow's HTTP trigger without custom response", () => {
     expect(usage.invocations).toBe(1);
   });
 
+  it("builds the props of a deployment without secrets once; opens secrets on every run", async () => {
+    const plain = await setUp({ props: [{ name: "n", type: "integer", default: 3 } as PropDescription] });
+    await plain.runOnce();
+    await plain.runOnce();
+    const [first, second] = plain.workflowCalls as [WorkflowInvocation, WorkflowInvocation];
+    expect(second.steps[0]?.props).toBe(first.steps[0]?.props);
+    const secret = await setUp({ props: [TOKEN] });
+    await secret.runOnce();
+    await secret.runOnce();
+    const [one, two] = secret.workflowCalls as [WorkflowInvocation, WorkflowInvocation];
+    expect(two.steps[0]?.props).toEqual({ token: "s3cret" });
+    expect(two.steps[0]?.props).not.toBe(one.steps[0]?.props);
+  });
+
   it("runs a repeated job once: beginRun finds it done", async () => {
     const t = await setUp();
     await receiveHttpRequest(t.deps, t.key, POST());
