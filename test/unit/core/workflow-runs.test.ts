@@ -1,37 +1,18 @@
-import { beforeEach, describe, expect, it, vi } from "vitest";
-import type { ComponentRecord, PropDescription } from "#core/component-model";
+import { describe, expect, it } from "vitest";
+import type { ComponentRecord, PropDescription, StoredEvent } from "#core/component-model";
 import { HOPS_HEADER, hopsOf } from "#core/hops";
 import type { IncomingHttpRequest } from "#core/http-run-event";
+import type { DeliveryQueue } from "#core/ports/delivery-queue";
 import { RunBusyError, type RunJob, type WorkflowRunJob } from "#core/ports/run-queue";
 import { sealSecretValues } from "#core/props";
 import { runQueuedJob } from "#core/run-jobs";
 import { sha256Hex } from "#core/sha256";
 import { receiveHttpRequest } from "#core/source-endpoint";
+import type { DeliveryRecord } from "#core/subscription-model";
 import type { StepRecord, WorkflowRecord } from "#core/workflow-model";
 import { listWorkflowRuns, runIdFor } from "#core/workflow-runs";
 import type { ErrorRecord, SendRecord, StepOutcome, WorkflowInvocation } from "#runtime/protocol";
 import { accountIn, memoryDeps, scriptedHost, type WorkflowScript } from "../../support/memory-deps.ts";
-
-// The delivery half of sends is another step's (design step 9): here its contract is stood in for,
-// so the order of the apply and the handling of its refusals can be seen.
-const sends = vi.hoisted(() => ({
-  calls: [] as { workflowId: string; runId: string; sends: unknown[] }[],
-  refuse: false,
-  order: undefined as string[] | undefined,
-}));
-vi.mock("#core/workflow-sends", () => ({
-  queueWorkflowSends: async (_deps: unknown, workflow: { id: string }, runId: string, queued: unknown[]) => {
-    sends.calls.push({ workflowId: workflow.id, runId, sends: queued });
-    sends.order?.push("sends");
-    return sends.refuse ? queued.map((_send, index) => ({ index, reason: "no bucket is allowed on this server" })) : [];
-  },
-}));
-
-beforeEach(() => {
-  sends.calls = [];
-  sends.refuse = false;
-  sends.order = undefined;
-});
 
 const POST = (body: unknown = { hello: 1 }): IncomingHttpRequest => ({
   method: "POST",
@@ -60,9 +41,18 @@ interface SetUpOptions {
 async function setUp(options: SetUpOptions = {}) {
   const { host, workflowCalls } = scriptedHost({}, undefined, options.script ?? (async () => ({})));
   const jobs: RunJob[] = [];
+  /** What reached the delivery queue, and the order of the apply's writes (design 3.5). */
+  const delivered: DeliveryRecord[] = [];
+  const order: string[] = [];
   const deps = memoryDeps(Date.UTC(2026, 10, 26, 9), {
     host,
     runs: { enqueue: async (job) => void jobs.push(job) },
+    deliveries: {
+      enqueue: async (records) => {
+        order.push("sends");
+        delivered.push(...records);
+      },
+    } as DeliveryQueue,
   });
   const account = await accountIn(deps, "alice");
   const now = deps.clock.nowMs();
@@ -131,7 +121,7 @@ async function setUp(options: SetUpOptions = {}) {
     expect(answer.status).toBe(200);
     await runQueuedJob(deps, jobs.at(-1) as RunJob);
   };
-  return { deps, account, workflow, steps, key, jobs, workflowCalls, events, runs, runOnce };
+  return { deps, account, workflow, steps, key, jobs, workflowCalls, events, runs, runOnce, delivered, order };
 }
 
 const ok = (id: string, extra: Partial<StepOutcome> = {}): StepOutcome => ({
@@ -149,6 +139,18 @@ const thrown = (name: string, message = "boom"): ErrorRecord => ({
   ts: 1,
 });
 const ids = (invocation: WorkflowInvocation) => invocation.steps.map((step) => step.id);
+const codesOf = (events: StoredEvent[]) =>
+  events.map((event) => (event.event as { error: { code: string } }).error.code);
+
+/**
+ * How many sends the delivery side refused, from the run's `SendRefusedError` (`queueWorkflowSends`
+ * refuses every send until the delivery targets exist, design step 9; then it queues them).
+ */
+function refusedSends(errors: StoredEvent[]): { count: number; message: string } {
+  const refusal = errors.find((event) => codesOf([event])[0] === "SendRefusedError");
+  const message = (refusal?.event as { error: { message: string } } | undefined)?.error.message ?? "";
+  return { count: Number(/^(\d+) sends were not queued/.exec(message)?.[1] ?? 0), message };
+}
 
 describe("a workflow's HTTP trigger without custom response", () => {
   it("queues the run durably, answers 200, and the run gets its steps, props, context and event", async () => {
@@ -304,13 +306,11 @@ describe("applying a workflow run's result", () => {
         ],
       }),
     });
-    const order: string[] = [];
-    sends.order = order;
     const { workflows, events, workflowRuns } = t.deps;
     const wrap = <T extends object>(target: T, method: keyof T, name: string) => {
       const original = (target[method] as (...args: unknown[]) => Promise<unknown>).bind(target);
       (target as Record<keyof T, unknown>)[method] = (...args: unknown[]) => {
-        order.push(name);
+        t.order.push(name);
         return original(...args);
       };
     };
@@ -318,23 +318,18 @@ describe("applying a workflow run's result", () => {
     wrap(events, "appendEvents", "events");
     wrap(workflowRuns, "finishRun", "record");
     await t.runOnce();
-    expect(order).toEqual(["sends", "states", "events", "record"]);
+    expect(t.order.filter((step) => step !== "sends")).toEqual(["states", "events", "record"]);
+    expect(t.order.lastIndexOf("sends")).toBeLessThan(t.order.indexOf("states"));
 
-    const runId = (t.jobs[0] as WorkflowRunJob).runId;
-    expect(sends.calls).toEqual([
-      {
-        workflowId: t.workflow.id,
-        runId,
-        sends: [
-          { type: "http", method: "POST", url: "https://example.com/hook", data: { n: 2 } },
-          { type: "s3", bucket: "b", prefix: "p/", payload: { n: 3 } },
-        ],
-      },
-    ]);
+    // The http and s3 sends (1 and 3) went to the delivery side, queued or refused there, each once.
+    const errors = await t.events("$errors");
+    const refused = refusedSends(errors);
+    expect(t.delivered.length + refused.count).toBe(2);
+    if (refused.count > 0) expect(refused.message).toMatch(/send 1: .*send 3: /);
+    expect(codesOf(errors).filter((code) => code !== "SendRefusedError")).toEqual([]);
     expect((await t.events("")).map((event) => event.event)).toEqual([{ raw_event: { n: 1 } }]);
     const [sse] = await t.events("$sse");
     expect(sse).toMatchObject({ event: { pct: 50 }, meta: { name: "progress" } });
-    expect(await t.events("$errors")).toEqual([]);
     expect(await t.deps.workflows.getStepStates(t.workflow.id)).toEqual({
       [t.steps[0]?.id as string]: { db: { seen: 1 }, version: 1 },
     });
@@ -407,20 +402,22 @@ describe("applying a workflow run's result", () => {
     });
   });
 
-  it("turns the sends the delivery queue refuses into an $errors event", async () => {
-    sends.refuse = true;
+  it("turns the sends the delivery side refuses into one $errors event naming the step the run ended in", async () => {
     const t = await setUp({
-      script: async () => ({ sends: [{ type: "s3", bucket: "nope", prefix: "", payload: 1 }] }),
+      script: async () => ({ sends: [{ type: "s3", bucket: "not-allowed-here", prefix: "", payload: 1 }] }),
     });
     await t.runOnce();
-    const [error] = await t.events("$errors");
-    expect(error?.event).toMatchObject({
+    const errors = await t.events("$errors");
+    expect(t.delivered).toEqual([]);
+    expect(refusedSends(errors).count).toBe(1);
+    expect(errors[0]?.event).toMatchObject({
       error: {
         code: "SendRefusedError",
         cellId: t.steps[2]?.id,
-        message: expect.stringContaining("no bucket is allowed"),
+        message: expect.stringMatching(/^1 sends were not queued: send 0: ./),
       },
     });
+    expect((await t.runs())[0]?.status).toBe("success");
   });
 });
 
@@ -449,8 +446,9 @@ describe("limits of a workflow run", () => {
       }),
     });
     await t.runOnce();
-    expect(sends.calls).toEqual([]);
+    expect(t.delivered).toEqual([]);
     expect((await t.events("")).map((event) => event.event)).toEqual([{ raw_event: "small" }]);
+    expect(codesOf(await t.events("$errors"))).toEqual(["WorkflowLimitError"]);
     const [cut] = await t.events("$errors");
     expect(cut?.event).toMatchObject({ error: { code: "WorkflowLimitError" } });
     expect(JSON.stringify(cut?.event).length).toBeLessThan(64 * 1024);
@@ -536,7 +534,7 @@ describe("forged results", () => {
     const other = await setUp();
     await t.runOnce();
     expect(await t.events("")).toEqual([]);
-    expect(sends.calls).toEqual([]);
+    expect(t.delivered).toEqual([]);
     expect(await t.deps.workflows.getStepStates(t.workflow.id)).toEqual({});
     const errors = await t.events("$errors");
     expect(errors.map((event) => (event.event as { error: { code: string } }).error.code)).toEqual(["SandboxError"]);
