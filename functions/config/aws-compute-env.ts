@@ -1,6 +1,14 @@
 import { z } from "zod";
 import type { RuntimeSettings } from "#core/ports/deps";
-import { ENV, emitLimitsFrom, emitLimitsShape, invocationTimeoutRule, issuesOf } from "./env.ts";
+import {
+  ENV,
+  emitLimitsFrom,
+  emitLimitsShape,
+  invocationTimeoutRule,
+  issuesOf,
+  workflowLimitsFrom,
+  workflowLimitsShape,
+} from "./env.ts";
 
 /**
  * The environment variables of the AWS side of sources: deployed source functions, their
@@ -105,7 +113,7 @@ export interface AwsComputeConfig {
   /**
    * `SLUICE_PUBLIC_URL` without a trailing slash (empty where unset: functions that show no
    * endpoint) and `SLUICE_INVOCATION_TIMEOUT_MS` (default 30 s), both set by the service stack, and
-   * the per-run emit limits (defaults).
+   * the per-run emit and workflow limits (defaults).
    */
   runtime: RuntimeSettings;
 }
@@ -118,6 +126,7 @@ const runtimeShape = {
   [ENV.invocationTimeoutMs]: invocationTimeoutRule,
   [ENV.npmRegistry]: z.url({ error: "must be a URL" }).optional(),
   ...emitLimitsShape,
+  ...workflowLimitsShape,
 };
 const streamShape = {
   [AWS_COMPUTE_ENV.streamUrl]: z.url({ error: "must be a URL" }).optional(),
@@ -181,6 +190,7 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
       publicUrl: (settings[ENV.publicUrl] ?? "").replace(/\/+$/, ""),
       invocationTimeoutMs: settings[ENV.invocationTimeoutMs],
       emitLimits: emitLimitsFrom(settings),
+      workflowLimits: workflowLimitsFrom(settings),
     },
   };
 }

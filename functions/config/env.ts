@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { Quotas } from "#core/ports/deps";
+import type { Quotas, WorkflowRunLimits } from "#core/ports/deps";
 import type { EventRetention } from "#core/ports/event-store";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "#core/ports/logger";
 import { bucketList, isBucketName } from "#core/ports/object-sink";
@@ -68,6 +68,11 @@ export const ENV = {
   /** Events one run (or hook) may emit, and their JSON bytes together. */
   maxEmitsPerRun: "SLUICE_MAX_EMITS_PER_RUN",
   maxEmitBytesPerRun: "SLUICE_MAX_EMIT_BYTES_PER_RUN",
+  /** `$.send.*` calls (emits included) one workflow run may make, and their JSON bytes together. */
+  maxSendsPerRun: "SLUICE_MAX_SENDS_PER_RUN",
+  maxSendBytesPerRun: "SLUICE_MAX_SEND_BYTES_PER_RUN",
+  /** JSON bytes of all exports and return values of one workflow run's steps together. */
+  maxExportBytesPerRun: "SLUICE_MAX_EXPORT_BYTES_PER_RUN",
   /** Local mode: the data file stops growing at this many MiB (0: no cap); writes past it answer 503 as on a full disk. */
   databaseMaxMb: "SLUICE_DATABASE_MAX_MB",
   /** Local mode: live sandbox processes of all sources at most (default: one per 64 MiB of memory, 8 to 256). */
@@ -120,6 +125,11 @@ export const DEFAULT_STORED_EVENTS_QUOTA = 10_000_000;
 export const DEFAULT_STORED_BYTES_QUOTA = 10 * 1024 ** 3;
 export const DEFAULT_MAX_EMITS_PER_RUN = 1_000;
 export const DEFAULT_MAX_EMIT_BYTES_PER_RUN = 8 * 1024 * 1024;
+export const DEFAULT_MAX_SENDS_PER_RUN = 100;
+/** With emits, this keeps a workflow run's result under Lambda's 6 MB answer. */
+export const DEFAULT_MAX_SEND_BYTES_PER_RUN = 4 * 1024 * 1024;
+/** Within the sandbox's 128 MiB heap. */
+export const DEFAULT_MAX_EXPORT_BYTES_PER_RUN = 8 * 1024 * 1024;
 
 const quotaShape = {
   [ENV.dailyInvocationsQuota]: count.default(0),
@@ -161,6 +171,32 @@ export function emitLimitsFrom(parsed: Record<string, unknown>): EmitLimits {
   };
 }
 
+/** `SLUICE_MAX_SENDS_PER_RUN`, `SLUICE_MAX_SEND_BYTES_PER_RUN`, `SLUICE_MAX_EXPORT_BYTES_PER_RUN`, on both platforms. */
+export const workflowLimitsShape = {
+  [ENV.maxSendsPerRun]: z.coerce.number().int().min(1).max(100_000).default(DEFAULT_MAX_SENDS_PER_RUN),
+  // At least one send of the largest payload (256 KiB) with its fields.
+  [ENV.maxSendBytesPerRun]: z.coerce
+    .number()
+    .int()
+    .min(512 * 1024)
+    .max(1024 ** 3)
+    .default(DEFAULT_MAX_SEND_BYTES_PER_RUN),
+  [ENV.maxExportBytesPerRun]: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .max(1024 ** 3)
+    .default(DEFAULT_MAX_EXPORT_BYTES_PER_RUN),
+};
+
+export function workflowLimitsFrom(parsed: Record<string, unknown>): WorkflowRunLimits {
+  return {
+    maxSends: parsed[ENV.maxSendsPerRun] as number,
+    maxSendBytes: parsed[ENV.maxSendBytesPerRun] as number,
+    maxExportBytes: parsed[ENV.maxExportBytesPerRun] as number,
+  };
+}
+
 /** Settings of the component runtime in local mode. */
 export interface LocalRuntimeConfig {
   publicUrl: string | undefined;
@@ -176,6 +212,7 @@ export interface LocalRuntimeConfig {
   /** Whether `component_url` may be fetched from loopback and private addresses. */
   componentUrlAllowPrivate: boolean;
   emitLimits: EmitLimits;
+  workflowLimits: WorkflowRunLimits;
 }
 
 /** Webhook delivery in local mode (docs/webhooks.md): the retry policy plus the worker's own settings. */
@@ -237,6 +274,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
       ...quotaShape,
       ...emitLimitsShape,
+      ...workflowLimitsShape,
       [ENV.databaseMaxMb]: count.default(0),
       [ENV.logLevel]: logLevelRule,
       [ENV.logFormat]: z.enum(LOG_FORMATS, { error: `must be one of ${LOG_FORMATS.join(", ")}` }).optional(),
@@ -262,6 +300,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
       emitLimits: emitLimitsFrom(parsed),
+      workflowLimits: workflowLimitsFrom(parsed),
     },
     events: {
       maxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,

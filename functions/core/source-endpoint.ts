@@ -1,5 +1,6 @@
 /**
- * A request to a source's HTTP endpoint (`/http/<key>`), the same on both platforms.
+ * A request to a source's HTTP endpoint (`/http/<key>`), the same on both platforms. A key of a
+ * workflow's HTTP trigger goes to `receiveWorkflowRequest` (workflow-endpoint.ts).
  *
  * Without `customResponse` the caller is answered once the run is queued durably (the original
  * answers 200 before and independently of `run`, real-behaviour.md §1.2). With it, the answer is
@@ -31,7 +32,8 @@ import {
 } from "./http-run-event.ts";
 import { HTTP_INTERFACE } from "./props.ts";
 import { checkResponse } from "./run-limits.ts";
-import { admitRun, invokeSource, loadComponent, propsOf, type RunDeps } from "./source-runs.ts";
+import { admitRun, invokeSource, loadComponent, propsOf } from "./source-runs.ts";
+import { receiveWorkflowRequest } from "./workflow-endpoint.ts";
 
 /** A response as the source gave it, if it passes `checkResponse`; else {@link REFUSED_RESPONSE_RESPONSE}. */
 function trustedResponse(response: HttpResponseSpec): HttpResponseSpec {
@@ -44,13 +46,22 @@ function trustedResponse(response: HttpResponseSpec): HttpResponseSpec {
  * source the key belongs to, for the caller's request line.
  */
 export async function receiveHttpRequest(
-  deps: RunDeps & Pick<Deps, "runs">,
+  deps: Deps,
   endpointKey: string,
   request: IncomingHttpRequest,
   reached?: { sourceId?: string },
 ): Promise<HttpResponseSpec> {
-  const source = await deps.sources.findSourceByEndpointKey(endpointKey);
-  if (!source) return UNKNOWN_ENDPOINT_RESPONSE;
+  // Sources and workflows share the one catch-all route and its random keys: both are looked up at
+  // once, so a workflow's request waits for no extra round trip (design W14).
+  const [source, workflow] = await Promise.all([
+    deps.sources.findSourceByEndpointKey(endpointKey),
+    deps.workflows.findWorkflowByHttpKey(endpointKey),
+  ]);
+  if (!source) {
+    if (!workflow) return UNKNOWN_ENDPOINT_RESPONSE;
+    if (reached) reached.sourceId = workflow.id;
+    return receiveWorkflowRequest(deps, workflow, endpointKey, request);
+  }
   if (reached) reached.sourceId = source.id;
   if (request.method === "OPTIONS") {
     return corsPreflightResponse(request.headers);

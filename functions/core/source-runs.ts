@@ -7,7 +7,7 @@
  */
 import type { InvokeHandlers, SourceCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
-import type { RunJob } from "#core/ports/run-queue";
+import type { SourceRunJob } from "#core/ports/run-queue";
 import type { SourceRunLease } from "#core/ports/source-run-lock";
 import type {
   EmitRecord,
@@ -81,6 +81,16 @@ export function propsOf(source: SourceRecord, component: ComponentRecord): PropD
 
 export function sourceCode(source: SourceRecord, component: ComponentRecord): SourceCode {
   return { sourceId: source.id, ownerId: source.workspaceId, code: component.code, codeHash: component.codeHash };
+}
+
+/**
+ * What stores events: a source (`dc_`) or a workflow (`p_`), with its owner. A `SourceRecord` is one;
+ * the emitter of every stored event is the thing that was invoked, never a field of a result.
+ */
+export interface Emitter {
+  id: string;
+  userId: string;
+  workspaceId: string;
 }
 
 /** What one invocation did, after it was applied. */
@@ -327,7 +337,7 @@ async function applyResult(
   const computeTimeMs = trustedDuration(result.durationMs, elapsedMs, invocation.timeoutMs);
   const [stored] = await Promise.all([
     overQuota
-      ? noteQuotaRefusal(deps, source, invocation, overQuota)
+      ? noteQuotaRefusal(deps, source, overQuota, (error) => errorEvent(deps, source, invocation, error))
       : events.length === 0
         ? Promise.resolve([])
         : storeAndPublish(deps, source, events, now, {
@@ -352,8 +362,8 @@ async function applyResult(
  * {@link storedSize} of `events`, when the caller knows it already.
  */
 export async function storeAndPublish(
-  deps: RunDeps,
-  source: SourceRecord,
+  deps: Pick<RunDeps, "usage" | "events" | "bus">,
+  source: Emitter,
   events: NewEvent[],
   now: number,
   size = storedSize(events),
@@ -381,36 +391,40 @@ export function storedSize(events: NewEvent[]): { events: number; bytes: number 
   return { events: events.length, bytes };
 }
 
+/** The `$errors` event of `error` for an emitter, in its own shape (a source's or a workflow's). */
+export type ErrorEventOf = (error: ErrorRecord) => NewEvent;
+
 /**
- * Whether the workspace may start a run of `source` now (`quotas.ts`); when it may not, the
- * refusal is noted on the source's `$errors` (once per quota and window) and returned, and the
- * caller runs nothing.
+ * Whether the workspace may start a run of `emitter` now (`quotas.ts`); when it may not, the
+ * refusal is noted on the emitter's `$errors` (once per quota and window) and returned, and the
+ * caller runs nothing. `eventOf` shapes the notice; by default a source's error event.
  */
 export async function admitRun(
   deps: RunDeps,
-  source: SourceRecord,
+  emitter: Emitter,
   event: Json | undefined,
+  eventOf: ErrorEventOf = (error) => errorEvent(deps, emitter, { kind: "run", event }, error),
 ): Promise<QuotaRefusal | undefined> {
-  const refusal = await runRefusal(deps, source.workspaceId);
-  if (refusal) await noteQuotaRefusal(deps, source, { kind: "run", event }, refusal);
+  const refusal = await runRefusal(deps, emitter.workspaceId);
+  if (refusal) await noteQuotaRefusal(deps, emitter, refusal, eventOf);
   return refusal;
 }
 
 /**
- * Stores a quota refusal on the source's `$errors` if it is the first of its quota, source and
+ * Stores a quota refusal on the emitter's `$errors` if it is the first of its quota, emitter and
  * window; the server log says it once then too. Later refusals in the window store nothing.
  */
-async function noteQuotaRefusal(
+export async function noteQuotaRefusal(
   deps: RunDeps,
-  source: SourceRecord,
-  invocation: Pick<Invocation, "kind" | "event">,
+  emitter: Emitter,
   refusal: QuotaRefusal,
+  eventOf: ErrorEventOf,
 ): Promise<StoredEvent[]> {
-  if (!(await firstNoticeIn(deps, source.id, refusal))) return [];
+  if (!(await firstNoticeIn(deps, emitter.id, refusal))) return [];
   const now = deps.clock.nowMs();
-  deps.log.warn("workspace over a quota", { source_id: source.id, quota: refusal.quota, limit: refusal.limit });
+  deps.log.warn("workspace over a quota", { emitter_id: emitter.id, quota: refusal.quota, limit: refusal.limit });
   const error: ErrorRecord = { name: QUOTA_EXCEEDED_ERROR, message: `${refusal.quota}: ${refusal.message}`, ts: now };
-  return storeAndPublish(deps, source, [errorEvent(deps, source, invocation, error)], now);
+  return storeAndPublish(deps, emitter, [eventOf(error)], now);
 }
 
 /**
@@ -489,7 +503,7 @@ function logRunFailure(
 }
 
 /** The lines a run keeps on `$logs`: at most {@link MAX_LOG_LINES_PER_RUN}, without the server's paths. */
-function capLogs(all: LogRecord[]): LogRecord[] {
+export function capLogs(all: LogRecord[]): LogRecord[] {
   // A logged stack or `import.meta.url` names the sandbox's files by their paths on the server.
   const logs = all.map((log) => ({ ...log, message: redactPaths(log.message) }));
   if (logs.length <= MAX_LOG_LINES_PER_RUN) return logs;
@@ -505,7 +519,7 @@ function capLogs(all: LogRecord[]): LogRecord[] {
  */
 export function errorEvent(
   deps: Pick<Deps, "ids">,
-  source: SourceRecord,
+  source: Emitter,
   origin: Pick<Invocation, "kind" | "event">,
   thrown: ErrorRecord,
 ): NewEvent {
@@ -569,7 +583,7 @@ export async function loadComponent(
 }
 
 /** Runs a queued job (an HTTP event answered already, a subscription delivery). */
-export async function runSource(deps: RunDeps, job: RunJob): Promise<AppliedRun | undefined> {
+export async function runSource(deps: RunDeps, job: SourceRunJob): Promise<AppliedRun | undefined> {
   const source = await deps.sources.getSource(job.sourceId);
   if (!source?.active) return undefined;
   const component = await loadComponent(deps, source.componentId);

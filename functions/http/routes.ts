@@ -19,6 +19,7 @@ import { route as listSourceEvents } from "./list-source-events.ts";
 import { route as listUserSources } from "./list-user-sources.ts";
 import { route as listUserSubscriptions } from "./list-user-subscriptions.ts";
 import { route as listUserWebhooks } from "./list-user-webhooks.ts";
+import { route as listWorkflowRuns } from "./list-workflow-runs.ts";
 import { route as listWorkspaceProjects } from "./list-workspace-projects.ts";
 import { route as listWorkspaceSources } from "./list-workspace-sources.ts";
 import { route as listWorkspaceSubscriptions } from "./list-workspace-subscriptions.ts";
@@ -61,4 +62,5 @@ export const routes: readonly AnyRoute[] = [
   replayDeadLetter,
   replayDeadLetters,
   getOpenApi,
+  listWorkflowRuns,
 ];

@@ -1,18 +1,37 @@
 /**
- * The function that runs queued source runs (`LambdaRunQueue`): an HTTP event answered already, a
- * delivery of another source's event. Lambda invokes it asynchronously and retries a run that
- * failed twice, so a failure of the store is retried; what the component does never fails it.
+ * The function that runs queued runs (`LambdaRunQueue`): an HTTP event answered already, a
+ * delivery of another source's event, a workflow's run. Lambda invokes it asynchronously and
+ * retries a run that failed twice, so a failure of the store is retried (and a workflow run another
+ * runner still holds, `RunBusyError`, is tried again later); what the component does never fails it.
  */
 import { z } from "zod";
 import { jsonValueSchema } from "#core/json-value";
-import { runSource } from "#core/source-runs";
+import type { RunJob } from "#core/ports/run-queue";
+import { runQueuedJob } from "#core/run-jobs";
 import { internalHandler } from "./internal-handler.ts";
 
-export const runJobSchema = z.object({
+const trigger = z.enum(["http", "timer", "event"]);
+const hops = z.number().int().min(0).optional();
+
+/** A source's job; `kind` is absent in jobs queued before workflows existed. */
+const sourceJobSchema = z.object({
+  kind: z.literal("source").optional(),
   sourceId: z.string().startsWith("dc_"),
-  trigger: z.enum(["http", "timer", "event"]),
+  trigger,
   event: jsonValueSchema,
-  hops: z.number().int().min(0).optional(),
+  hops,
 });
 
-export const handler = internalHandler("run job", runJobSchema, runSource);
+const workflowJobSchema = z.object({
+  kind: z.literal("workflow"),
+  workflowId: z.string().startsWith("p_"),
+  runId: z.string().startsWith("run_"),
+  trigger,
+  triggerId: z.string().min(1),
+  event: jsonValueSchema,
+  hops,
+});
+
+export const runJobSchema: z.ZodType<RunJob> = z.union([workflowJobSchema, sourceJobSchema]);
+
+export const handler = internalHandler("run job", runJobSchema, runQueuedJob);

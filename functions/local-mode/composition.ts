@@ -132,6 +132,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       publicUrl: config.runtime.publicUrl ?? publicUrl ?? `http://${config.host}:${config.port}`,
       invocationTimeoutMs: config.runtime.invocationTimeoutMs,
       emitLimits: config.runtime.emitLimits,
+      workflowLimits: config.runtime.workflowLimits,
     },
   };
   // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the

@@ -7,7 +7,7 @@ import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
 import type { TimerSpec } from "#core/component-model";
 import type { IncomingHttpRequest } from "#core/http-run-event";
-import type { RunJob } from "#core/ports/run-queue";
+import type { SourceRunJob } from "#core/ports/run-queue";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { listSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
@@ -48,14 +48,14 @@ describe("registry-style components through the use cases and the sandbox", () =
     esbuildPlugins: [npmPackagesPlugin({ cacheDir: join(workDir, "packages") })],
   });
   const scheduled = new Map<string, TimerSpec>();
-  const jobs: RunJob[] = [];
+  const jobs: SourceRunJob[] = [];
   const deps = memoryDeps(Date.now(), {
     host,
     timers: {
       schedule: async (sourceId, spec) => void scheduled.set(sourceId, spec),
       cancel: async (sourceId) => void scheduled.delete(sourceId),
     },
-    runs: { enqueue: async (job) => void jobs.push(job) },
+    runs: { enqueue: async (job) => void jobs.push(job as SourceRunJob) },
     registry: { readCode: (key) => readRegistryComponent(DEFAULT_REGISTRY_DIR, key) },
     fetcher: { fetchCode: async () => "" },
   });
@@ -102,7 +102,7 @@ describe("registry-style components through the use cases and the sandbox", () =
       request({ id: 7, status: "open", createdAt: "2026-01-01T00:00:00Z" }),
     );
     expect(answer.status).toBe(200);
-    const job = jobs.at(-1) as RunJob;
+    const job = jobs.at(-1) as SourceRunJob;
     await runSource(deps, job);
     await runSource(deps, job); // delivered twice: `unique` keeps one
     await runSource(deps, { ...job, event: { ...(job.event as object), body: { id: 8, status: "closed" } } });
@@ -133,7 +133,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     const key = (source.configured_props.http as { endpoint_url: string }).endpoint_url.split("/").at(-1) as string;
     const answer = await receiveHttpRequest(deps, key, request({ hello: 1 }));
     expect(answer.status).toBe(200);
-    await runSource(deps, jobs.at(-1) as RunJob);
+    await runSource(deps, jobs.at(-1) as SourceRunJob);
     const [emitted] = await events(source.id);
     expect(emitted?.event).toMatchObject({ method: "POST", body: { hello: 1 }, query: { a: "1" } });
     expect(emitted?.metadata.summary).toBe("request 1");

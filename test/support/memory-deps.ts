@@ -19,7 +19,7 @@ import type { ComponentHost, InvokeHandlers } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import { silentLogger } from "#core/ports/logger";
-import type { Invocation, InvocationResult } from "#runtime/protocol";
+import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 
 /** A port a test did not provide: any use of it fails loudly, naming the port. */
 function missing<T extends object>(port: string): T {
@@ -86,6 +86,7 @@ export function memoryDeps(
       publicUrl: "http://127.0.0.1:4000",
       invocationTimeoutMs: 5_000,
       emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
+      workflowLimits: { maxSends: 100, maxSendBytes: 4 * 1024 * 1024, maxExportBytes: 8 * 1024 * 1024 },
     },
     sqlite: db,
   };
@@ -102,13 +103,25 @@ export type Script = (
 ) => Promise<Partial<InvocationResult>>;
 
 /**
- * A host that runs no code: it describes every component as a source with `description`'s fields
- * (no hooks, no props by default) and answers each invocation with `script`'s result. `calls` are
- * the invocations in order. For testing the trusted side of sources (use cases, props, effects)
- * on its own; the real sandbox runs in test/compat and test/e2e.
+ * What a scripted workflow "does" on one run: the parts of its result that are not empty. By
+ * default every step of the invocation succeeds.
  */
-export function scriptedHost(description: Partial<ComponentDescription> = {}, script: Script = async () => ({})) {
+export type WorkflowScript = (invocation: WorkflowInvocation) => Promise<Partial<WorkflowResult>>;
+
+/**
+ * A host that runs no code: it describes every component as a source with `description`'s fields
+ * (no hooks, no props by default) and answers each invocation with `script`'s result, and each
+ * workflow run with `workflowScript`'s (when given; otherwise it refuses to run workflows). `calls`
+ * and `workflowCalls` are the invocations in order. For testing the trusted side (use cases, props,
+ * effects) on its own; the real sandbox runs in test/compat and test/e2e.
+ */
+export function scriptedHost(
+  description: Partial<ComponentDescription> = {},
+  script: Script = async () => ({}),
+  workflowScript?: WorkflowScript,
+) {
   const calls: Invocation[] = [];
+  const workflowCalls: WorkflowInvocation[] = [];
   const host: ComponentHost = {
     describe: async () => ({
       type: "source",
@@ -125,8 +138,18 @@ export function scriptedHost(description: Partial<ComponentDescription> = {}, sc
     remove: async () => {},
     prepareWorkflow: async () => {},
     removeWorkflow: async () => {},
-    invokeWorkflow: async () => {
-      throw new Error("scriptedHost runs no workflow");
+    invokeWorkflow: async (_workflow, invocation) => {
+      if (!workflowScript) throw new Error("scriptedHost runs no workflow");
+      workflowCalls.push(invocation);
+      const partial = await workflowScript(invocation);
+      const steps = invocation.steps.map((step) => ({
+        id: step.id,
+        status: "success" as const,
+        exportBytes: 0,
+        dbWrites: {},
+        durationMs: 1,
+      }));
+      return { invocationId: invocation.invocationId, steps, sends: [], logs: [], durationMs: 1, ...partial };
     },
     invoke: async (_source, invocation, handlers) => {
       calls.push(invocation);
@@ -134,5 +157,5 @@ export function scriptedHost(description: Partial<ComponentDescription> = {}, sc
       return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1, ...partial };
     },
   };
-  return { host, calls };
+  return { host, calls, workflowCalls };
 }

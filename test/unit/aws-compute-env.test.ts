@@ -25,6 +25,7 @@ describe("loadAwsComputeConfig", () => {
         publicUrl: "",
         invocationTimeoutMs: 30_000,
         emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
+        workflowLimits: { maxSends: 100, maxSendBytes: 4 * 1024 * 1024, maxExportBytes: 8 * 1024 * 1024 },
       },
     });
   });
@@ -77,6 +78,7 @@ describe("loadAwsComputeConfig", () => {
       publicUrl: "https://abc.execute-api.eu-west-1.amazonaws.com",
       invocationTimeoutMs: 45_000,
       emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
+      workflowLimits: { maxSends: 100, maxSendBytes: 4 * 1024 * 1024, maxExportBytes: 8 * 1024 * 1024 },
     });
   });
 

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { loadAwsComputeConfig } from "#config/aws-compute-env";
 import { loadAwsConfig, loadLocalConfig } from "#config/env";
 
 describe("configuration", () => {
@@ -31,6 +32,7 @@ describe("configuration", () => {
         npmRegistry: undefined,
         componentUrlAllowPrivate: true,
         emitLimits: { maxEmits: 1_000, maxEmitBytes: 8 * 1024 * 1024 },
+        workflowLimits: { maxSends: 100, maxSendBytes: 4 * 1024 * 1024, maxExportBytes: 8 * 1024 * 1024 },
       },
       events: { maxAgeMs: 30 * 86_400_000, keepPerChannel: 0 },
       webhooks: {
@@ -120,6 +122,21 @@ describe("configuration", () => {
     // A run must be able to emit one event of the largest size (256 KiB).
     expect(() => loadLocalConfig({ SLUICE_MAX_EMITS_PER_RUN: "0", SLUICE_MAX_EMIT_BYTES_PER_RUN: "1000" })).toThrow(
       /SLUICE_MAX_EMITS_PER_RUN: [^\n]+\n\s+SLUICE_MAX_EMIT_BYTES_PER_RUN: /,
+    );
+  });
+
+  it("reads the workflow run limits on both platforms, and refuses bad ones by name", () => {
+    const env = {
+      SLUICE_MAX_SENDS_PER_RUN: "7",
+      SLUICE_MAX_SEND_BYTES_PER_RUN: "1048576",
+      SLUICE_MAX_EXPORT_BYTES_PER_RUN: "65536",
+    };
+    const limits = { maxSends: 7, maxSendBytes: 1_048_576, maxExportBytes: 65_536 };
+    expect(loadLocalConfig(env).runtime.workflowLimits).toEqual(limits);
+    expect(loadAwsComputeConfig(env).runtime.workflowLimits).toEqual(limits);
+    // A run must be able to send one payload of the largest size (256 KiB) with its fields.
+    expect(() => loadLocalConfig({ SLUICE_MAX_SENDS_PER_RUN: "0", SLUICE_MAX_SEND_BYTES_PER_RUN: "1000" })).toThrow(
+      /SLUICE_MAX_SENDS_PER_RUN: [^\n]+\n\s+SLUICE_MAX_SEND_BYTES_PER_RUN: /,
     );
   });
 

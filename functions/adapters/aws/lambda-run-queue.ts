@@ -1,7 +1,9 @@
 /**
  * `RunQueue` on AWS: an asynchronous `Invoke` (`InvocationType: "Event"`) of the source-runner
- * function (`functions/internal/source-runner.ts`), which calls `runSource`. Lambda keeps the job
- * in its own queue and retries a failed run twice, so a job runs at least once.
+ * function (`functions/internal/source-runner.ts`), which calls `runQueuedJob` (a source's job or a
+ * workflow's, with its run id). Lambda keeps the job in its own queue and retries a failed run
+ * twice (a workflow run another runner still holds fails, so it is retried later), so a job runs at
+ * least once.
  */
 import { InvokeCommand, type LambdaClient } from "@aws-sdk/client-lambda";
 import type { RunJob, RunQueue } from "#core/ports/run-queue";

@@ -1,5 +1,5 @@
 import type { Logger } from "#core/ports/logger";
-import type { RunJob, RunQueue } from "#core/ports/run-queue";
+import { jobTarget, RunBusyError, type RunJob, type RunQueue } from "#core/ports/run-queue";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 import { isDataDirFailure } from "./storage-errors.ts";
 
@@ -13,10 +13,10 @@ export interface SqliteRunQueueOptions {
    */
   concurrency?: number;
   /**
-   * A source's fair share of the slots: while jobs of other sources wait, a source with this many
-   * jobs running starts no more (its later jobs wait, in order), so a backlog of slow runs, or of
-   * runs that wait for each other (a `$.service.db` source runs one at a time), never holds other
-   * sources' jobs back. When nothing else waits, it may take every slot.
+   * A source's (or workflow's: `jobTarget`) fair share of the slots: while jobs of others wait, one
+   * with this many jobs running starts no more (its later jobs wait, in order), so a backlog of slow
+   * runs, or of runs that wait for each other (a `$.service.db` source runs one at a time), never
+   * holds other sources' jobs back. When nothing else waits, it may take every slot.
    * @default a quarter of `concurrency`
    */
   perSourceConcurrency?: number;
@@ -129,6 +129,8 @@ export class SqliteRunQueue implements RunQueue {
   private deferredCount = 0;
   /** Deferred jobs whose source has room again: they start before the line. */
   private freed: Held[] = [];
+  /** Jobs whose run another runner holds (`RunBusyError`), waiting for its lease to end; their rows stay. */
+  private readonly held = new Map<number, NodeJS.Timeout>();
   /** Jobs whose run failed for the data dir, oldest first: they run again before any other. */
   private retrying: Held[] = [];
   /** While set, no job starts (the data dir failed a run). */
@@ -211,6 +213,9 @@ export class SqliteRunQueue implements RunQueue {
   stop(): void {
     this.stopped = true;
     clearTimeout(this.pauseTimer);
+    // Their rows stay: they run at the next start.
+    for (const timer of this.held.values()) clearTimeout(timer);
+    this.held.clear();
     this.flush();
   }
 
@@ -222,6 +227,7 @@ export class SqliteRunQueue implements RunQueue {
       this.retrying.length +
       this.deferredCount +
       this.freed.length +
+      this.held.size +
       this.running
     );
   }
@@ -311,7 +317,7 @@ export class SqliteRunQueue implements RunQueue {
       if (!next) break;
       if (this.probing) this.probe = next.seq;
       this.running++;
-      const { sourceId } = next.job;
+      const sourceId = jobTarget(next.job);
       this.runningBySource.set(sourceId, (this.runningBySource.get(sourceId) ?? 0) + 1);
       this.options
         .run(next.job)
@@ -340,7 +346,7 @@ export class SqliteRunQueue implements RunQueue {
       if (this.recovering.length === 0 && this.leftToRead) this.readLeftPage();
       const held = this.recovering.shift() ?? this.waiting.shift();
       if (!held) return this.takeDeferred();
-      const { sourceId } = held.job;
+      const sourceId = jobTarget(held.job);
       if ((this.runningBySource.get(sourceId) ?? 0) < this.perSourceConcurrency) return held;
       const line = this.deferred.get(sourceId);
       if (line) line.push(held);
@@ -388,9 +394,13 @@ export class SqliteRunQueue implements RunQueue {
   }
 
   private failed(held: Held, error: unknown): void {
+    if (error instanceof RunBusyError && !this.stopped) {
+      this.holdUntil(held, error.retryAtMs);
+      return;
+    }
     if (!isDataDirFailure(error) || this.stopped) {
       this.options.log.error("a queued source run failed; it runs again at the next start", {
-        source_id: held.job.sourceId,
+        target_id: jobTarget(held.job),
         error: String(error),
       });
       return;
@@ -410,6 +420,24 @@ export class SqliteRunQueue implements RunQueue {
       this.pauseTimer = undefined;
       this.pump();
     }, delayMs);
+  }
+
+  /**
+   * Holds a job whose run another runner may still be doing (a process that died, restarted sooner
+   * than the run's lease) until the lease ends, then runs it before the line (design 3.7).
+   */
+  private holdUntil(held: Held, retryAtMs: number): void {
+    const delayMs = Math.max(0, retryAtMs - Date.now());
+    this.options.log.debug("a queued run is held until its earlier runner's lease ends", {
+      target_id: jobTarget(held.job),
+      delay_ms: delayMs,
+    });
+    const timer = setTimeout(() => {
+      this.held.delete(held.seq);
+      this.freed.push(held);
+      this.pump();
+    }, delayMs);
+    this.held.set(held.seq, timer);
   }
 
   private readLeftPage(): void {

@@ -1,4 +1,4 @@
-import type { EmitLimits } from "#runtime/protocol";
+import type { EmitLimits, WorkflowLimits } from "#runtime/protocol";
 import type { Clock } from "./clock.ts";
 import type { CodeFetcher } from "./code-fetcher.ts";
 import type { ComponentHost } from "./component-host.ts";
@@ -47,7 +47,12 @@ export interface RuntimeSettings {
   invocationTimeoutMs: number;
   /** How much one run or hook may emit. */
   emitLimits: EmitLimits;
+  /** What one workflow run may send and export, besides `emitLimits` (docs/components.md "Limits"). */
+  workflowLimits: WorkflowRunLimits;
 }
+
+/** The limits of a workflow run that are not emit limits. */
+export type WorkflowRunLimits = Omit<WorkflowLimits, keyof EmitLimits>;
 
 /**
  * What use cases and handlers receive. Each platform has one composition root that builds it:

@@ -1,18 +1,19 @@
 /**
- * Local mode's source runner and timer firing, as `functions/internal/source-runner.ts` and
+ * Local mode's run queue driver and timer firing, as `functions/internal/source-runner.ts` and
  * `functions/internal/timer-invoker.ts` are on AWS: what the run queue (`SqliteRunQueue`) and the
  * timers (`LocalTimers`) call when a queued run is due or a timer fires. They take the deps late,
  * since the queue and the timers are built before the deps that hold them.
  */
 import type { Deps } from "#core/ports/deps";
 import type { RunJob } from "#core/ports/run-queue";
-import { fireTimer, runSource } from "#core/source-runs";
+import { runQueuedJob } from "#core/run-jobs";
+import { fireTimer } from "#core/source-runs";
 
-/** Runs one queued job: `runSource` with the deps `depsOf` answers once they exist. */
+/** Runs one queued job (a source's or a workflow's) with the deps `depsOf` answers once they exist. */
 export const queuedRunner =
   (depsOf: () => Deps) =>
   (job: RunJob): Promise<unknown> =>
-    runSource(depsOf(), job);
+    runQueuedJob(depsOf(), job);
 
 /** Fires a source's timer for the slot at `scheduledAtMs`. */
 export const timerFiring =

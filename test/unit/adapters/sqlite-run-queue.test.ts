@@ -9,18 +9,22 @@ import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
 import { loadLocalConfig } from "#config/env";
 import { DomainError } from "#core/errors";
 import { silentLogger } from "#core/ports/logger";
-import type { RunJob } from "#core/ports/run-queue";
+import { jobTarget, RunBusyError, type RunJob, type SourceRunJob } from "#core/ports/run-queue";
 import { DATABASE_FILE, localDeps } from "#local-mode/composition";
 import { newDataDir } from "../../support/local-process.ts";
 import { recordingLogger } from "../../support/recording-logger.ts";
 
-const job = (sourceId: string): RunJob => ({ sourceId, trigger: "http", event: { sourceId, body: { é: [1, null] } } });
+const job = (sourceId: string): SourceRunJob => ({
+  sourceId,
+  trigger: "http",
+  event: { sourceId, body: { é: [1, null] } },
+});
 
 /** Jobs the queue started, each finished by hand with `finish(sourceId)` or `fail(sourceId)`. */
 function controlledRuns() {
   const started: string[] = [];
   const settle = new Map<string, { resolve: () => void; reject: (error: Error) => void }>();
-  const run = (queued: RunJob) =>
+  const run = (queued: SourceRunJob) =>
     new Promise<void>((resolve, reject) => {
       started.push(queued.sourceId);
       settle.set(queued.sourceId, { resolve, reject });
@@ -35,15 +39,15 @@ function controlledRuns() {
 
 /** Runs that end at once, recording their jobs. */
 function instantRuns() {
-  const ran: RunJob[] = [];
-  return { ran, run: async (queued: RunJob) => void ran.push(queued) };
+  const ran: SourceRunJob[] = [];
+  return { ran, run: async (queued: SourceRunJob) => void ran.push(queued) };
 }
 
 const rowsOf = (db: SqliteDatabase) =>
   db
     .prepare<[], { job: string }>("SELECT job FROM run_jobs ORDER BY seq")
     .all()
-    .map((row) => (JSON.parse(row.job) as RunJob).sourceId);
+    .map((row) => (JSON.parse(row.job) as SourceRunJob).sourceId);
 
 const folders: string[] = [];
 afterEach(() => {
@@ -156,7 +160,7 @@ describe("SqliteRunQueue", () => {
     runs.finish("dc_next");
     await queue.drain(60_000);
     await expect.poll(() => rowsOf(db)).toEqual(["dc_bad"]);
-    expect(errors).toEqual([expect.objectContaining({ source_id: "dc_bad", error: "Error: database is locked" })]);
+    expect(errors).toEqual([expect.objectContaining({ target_id: "dc_bad", error: "Error: database is locked" })]);
 
     const restarted = instantRuns();
     const next = new SqliteRunQueue(db, { run: restarted.run, log: recordingLogger() });
@@ -197,14 +201,14 @@ describe("SqliteRunQueue", () => {
     const db = openSqlite(":memory:");
     const started: string[] = [];
     const ends = new Map<string, () => void>();
-    const run = (queued: RunJob) =>
+    const run = (queued: SourceRunJob) =>
       new Promise<void>((resolve) => {
         const name = `${queued.sourceId}:${(queued.event as { n: number }).n}`;
         started.push(name);
         ends.set(name, resolve);
       });
     const queue = new SqliteRunQueue(db, { run, log: recordingLogger(), concurrency: 3, perSourceConcurrency: 1 });
-    const numbered = (sourceId: string, n: number): RunJob => ({ sourceId, trigger: "http", event: { n } });
+    const numbered = (sourceId: string, n: number): SourceRunJob => ({ sourceId, trigger: "http", event: { n } });
     for (const n of [1, 2, 3, 4]) await queue.enqueue(numbered("dc_hot", n));
     await queue.enqueue(numbered("dc_other", 1));
     queue.start();
@@ -222,6 +226,33 @@ describe("SqliteRunQueue", () => {
     await queue.drain(60_000);
     await expect.poll(() => queue.size()).toBe(0);
     expect(queue.pending).toBe(0);
+  });
+
+  it("holds a job whose run another runner holds (RunBusyError) until the lease ends, keeping its row, then runs it", async () => {
+    const db = openSqlite(":memory:");
+    const tries: number[] = [];
+    const run = async (queued: RunJob) => {
+      tries.push(Date.now());
+      if (tries.length === 1) throw new RunBusyError(Date.now() + 200, `${jobTarget(queued)} is held`);
+    };
+    const queue = new SqliteRunQueue(db, { run, log: recordingLogger() });
+    const workflowJob: RunJob = {
+      kind: "workflow",
+      workflowId: "p_1",
+      runId: "run_1",
+      trigger: "timer",
+      triggerId: "ti_1",
+      event: {},
+    };
+    await queue.enqueue(workflowJob);
+    queue.start();
+    await expect.poll(() => tries.length).toBe(1);
+    expect(queue.pending).toBe(1);
+    expect(db.prepare("SELECT count(*) AS n FROM run_jobs").get()).toEqual({ n: 1 });
+    await expect.poll(() => tries.length, { timeout: 3_000 }).toBe(2);
+    expect((tries[1] as number) - (tries[0] as number)).toBeGreaterThanOrEqual(150);
+    await expect.poll(() => db.prepare("SELECT count(*) AS n FROM run_jobs").get()).toEqual({ n: 0 });
+    queue.stop();
   });
 
   it("rejects an enqueue whose row could not be written", async () => {

@@ -4,7 +4,7 @@ import { LOOP_ERROR_NAME } from "#core/delivery-loops";
 import { dispatchEvents } from "#core/dispatcher";
 import { HOPS_HEADER, hopsOf, hopsOfRequest, MAX_DELIVERY_HOPS, stampHops } from "#core/hops";
 import type { IncomingHttpRequest } from "#core/http-run-event";
-import type { RunJob } from "#core/ports/run-queue";
+import type { SourceRunJob } from "#core/ports/run-queue";
 import type { WebhookSender } from "#core/ports/webhook-sender";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { runSource } from "#core/source-runs";
@@ -32,10 +32,10 @@ async function setUp(customResponse = false, script?: Script) {
     ...(customResponse ? { response: { status: 200, headers: {}, body: "ok" } } : {}),
   });
   const { host, calls } = scriptedHost({ props: [{ ...HTTP, customResponse }] }, script ?? emitting);
-  const jobs: RunJob[] = [];
+  const jobs: SourceRunJob[] = [];
   const deps = memoryDeps(Date.now(), {
     host,
-    runs: { enqueue: async (job) => void jobs.push(job) },
+    runs: { enqueue: async (job) => void jobs.push(job as SourceRunJob) },
     timers: { schedule: async () => {}, cancel: async () => {} },
   });
   const account = await accountIn(deps, "looper");
@@ -110,7 +110,7 @@ describe("a request's hop count", () => {
     const { deps, jobs, key, source } = await setUp();
     expect((await receiveHttpRequest(deps, key, request("3"))).status).toBe(200);
     expect(jobs).toEqual([expect.objectContaining({ sourceId: source.id, hops: 3 })]);
-    await runSource(deps, jobs[0] as RunJob);
+    await runSource(deps, jobs[0] as SourceRunJob);
     const stored = (await deps.events.listEvents(source.id, { limit: 10, channel: "" })).items;
     const logs = (await deps.events.listEvents(source.id, { limit: 10, channel: "$logs" })).items;
     expect([...stored, ...logs].map((event) => event.meta.hops)).toEqual([3, 3]);
@@ -128,7 +128,7 @@ describe("a request's hop count", () => {
     const { deps, jobs, key, source } = await setUp();
     await receiveHttpRequest(deps, key, request());
     expect(jobs[0]).not.toHaveProperty("hops");
-    await runSource(deps, jobs[0] as RunJob);
+    await runSource(deps, jobs[0] as SourceRunJob);
     const [event] = (await deps.events.listEvents(source.id, { limit: 10, channel: "" })).items;
     expect(event?.meta).not.toHaveProperty("hops");
   });
@@ -182,8 +182,8 @@ describe("routing and delivering counted events", () => {
     const { deps, caller, source } = await setUp();
     const queued: DeliveryRecord[] = [];
     deps.deliveries = { enqueue: async (records) => void queued.push(...records) } as typeof deps.deliveries;
-    const runs: RunJob[] = [];
-    deps.runs = { enqueue: async (job) => void runs.push(job) };
+    const runs: SourceRunJob[] = [];
+    deps.runs = { enqueue: async (job) => void runs.push(job as SourceRunJob) };
     const webhook = await createWebhook(deps, caller, { url: "http://127.0.0.1:9/hook" });
     const listener = await deploySource(deps, caller, { component_code: "listener" });
     await createSubscription(deps, caller, { emitter_id: source.id, listener_id: webhook.id });

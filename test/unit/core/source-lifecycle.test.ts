@@ -3,7 +3,7 @@ import type { ComponentDescription } from "#core/component-model";
 import { DomainError } from "#core/errors";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
-import type { RunJob } from "#core/ports/run-queue";
+import type { SourceRunJob } from "#core/ports/run-queue";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { runSource } from "#core/source-runs";
 import { deleteSource, deploySource, updateSource } from "#core/sources";
@@ -16,11 +16,11 @@ import { accountIn, memoryDeps, type Script, scriptedHost } from "../../support/
  */
 async function setUp(description: Partial<ComponentDescription>, script: Script = async () => ({})) {
   const { host, calls } = scriptedHost(description, script);
-  const jobs: RunJob[] = [];
+  const jobs: SourceRunJob[] = [];
   const timers: string[] = [];
   const deps = memoryDeps(Date.now(), {
     host,
-    runs: { enqueue: async (job) => void jobs.push(job) },
+    runs: { enqueue: async (job) => void jobs.push(job as SourceRunJob) },
     timers: {
       schedule: async (id) => void timers.push(`schedule ${id}`),
       cancel: async (id) => void timers.push(`cancel ${id}`),
@@ -212,7 +212,7 @@ describe("applying a run", () => {
       return new Promise((resolve) => releases.push(() => resolve({ dbWrites: { [key]: true } })));
     });
     const source = await deploySource(deps, caller, { component_code: "code" });
-    const job = (key: string): RunJob => ({ sourceId: source.id, trigger: "http", event: { body: { key } } });
+    const job = (key: string): SourceRunJob => ({ sourceId: source.id, trigger: "http", event: { body: { key } } });
     // Both runs read the same state before either writes; the second write must merge, not overwrite.
     const runs = [runSource(deps, job("a")), runSource(deps, job("b"))];
     await expect.poll(() => releases.length, { timeout: 2_000 }).toBe(2);

@@ -10,7 +10,7 @@ import { deliveryIdFor } from "#core/dispatcher";
 import { sseEnvelope } from "#core/event-views";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger } from "#core/ports/logger";
-import type { RunJob } from "#core/ports/run-queue";
+import type { SourceRunJob } from "#core/ports/run-queue";
 import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
@@ -37,7 +37,7 @@ const eventBridgeEvent = (detail: unknown) => ({
 });
 
 async function setup() {
-  const runs: RunJob[] = [];
+  const runs: SourceRunJob[] = [];
   const lines: Record<string, unknown>[] = [];
   const base = memoryDeps(NOW, {
     deliveries: new SqsDeliveryQueue({
@@ -47,7 +47,7 @@ async function setup() {
     }),
     runs: {
       enqueue: async (job) => {
-        runs.push(job);
+        runs.push(job as SourceRunJob);
       },
     },
   });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { jsonLogger } from "#core/ports/logger";
-import type { RunJob } from "#core/ports/run-queue";
+import type { RunJob, WorkflowRunJob } from "#core/ports/run-queue";
 import { internalHandler } from "#internal/internal-handler";
 import { runJobSchema } from "#internal/source-runner";
 import { memoryDeps } from "../../support/memory-deps.ts";
@@ -52,5 +52,23 @@ describe("the source runner's event", () => {
     };
     expect(runJobSchema.parse(JSON.parse(JSON.stringify(job)))).toEqual(job);
     expect(runJobSchema.safeParse({ ...job, sourceId: "o_x" }).success).toBe(false);
+  });
+
+  it("is a workflow's job too, with its run id; a source job from before workflows (no kind) still parses", () => {
+    const job: WorkflowRunJob = {
+      kind: "workflow",
+      workflowId: "p_01kab00000abcdefghjkmn",
+      runId: "run_01kab00000abcdefghjkmn",
+      trigger: "http",
+      triggerId: "hi_01kab00000abcdefghjkmn",
+      event: { method: "POST", body: null },
+      hops: 2,
+    };
+    expect(runJobSchema.parse(JSON.parse(JSON.stringify(job)))).toEqual(job);
+    expect(runJobSchema.safeParse({ ...job, workflowId: "dc_x" }).success).toBe(false);
+    expect(runJobSchema.safeParse({ ...job, runId: undefined }).success).toBe(false);
+    expect(runJobSchema.safeParse({ ...job, kind: "source" }).success).toBe(false);
+    const old = { sourceId: "dc_01kab00000abcdefghjkmn", trigger: "event", event: 1 };
+    expect(runJobSchema.parse(old)).toEqual(old);
   });
 });

@@ -1,0 +1,655 @@
+/**
+ * Running a workflow and applying what the run did (docs/design/workflows.md 3.1, 3.5, 3.7). The
+ * steps run in the host's sandbox, all in one invocation, and only their effects come back; this
+ * trusted code checks the result, cuts it to the limits, queues its sends, stores its steps'
+ * states and its events, and records the run (DESIGN.md decision 2). The emitter of every stored
+ * event is the workflow that was invoked, never something the result says.
+ *
+ * Once only: every run has an id before it runs (`WorkflowRunJob.runId`), and
+ * `WorkflowRunStore.beginRun` is the gate: a repeated job finds its run `done` and does nothing.
+ */
+import { createHash } from "node:crypto";
+import type { WorkflowCode } from "#core/ports/component-host";
+import type { Deps } from "#core/ports/deps";
+import { RunBusyError, type WorkflowRunJob } from "#core/ports/run-queue";
+import type { SourceRunLease } from "#core/ports/source-run-lock";
+import type { StepState, StepStateWrite } from "#core/ports/workflow-store";
+import type {
+  ErrorRecord,
+  HttpResponseSpec,
+  WorkflowInvocation,
+  WorkflowResult,
+  WorkflowStepInvocation,
+} from "#runtime/protocol";
+import { clipText } from "./clip-text.ts";
+import { type ComponentRecord, ERRORS_CHANNEL, type Json, type NewEvent } from "./component-model.ts";
+import { isDomainError, notFound } from "./errors.ts";
+import { stampHops } from "./hops.ts";
+import type { Caller } from "./identity.ts";
+import { formatId } from "./ids.ts";
+import { type PageQuery, pageEnvelope } from "./pagination.ts";
+import { DB_SERVICE, isSealed, openSecretValues, runtimeProps } from "./props.ts";
+import { creditsOf, storageRefusal } from "./quotas.ts";
+import { mergeServiceDb, trustedDuration } from "./run-limits.ts";
+import {
+  admitRun,
+  type Emitter,
+  loadComponent,
+  noteQuotaRefusal,
+  RUN_LEASE_MARGIN_MS,
+  storeAndPublish,
+  storedSize,
+} from "./source-runs.ts";
+import { isoTime, usageDay } from "./time.ts";
+import {
+  checkWorkflowResult,
+  type LimitedWorkflowResult,
+  limitWorkflowResult,
+  trustedError,
+} from "./workflow-limits.ts";
+import type { StepRunRecord, WorkflowRecord, WorkflowRun, WorkflowRunStatus } from "./workflow-model.ts";
+import { queueWorkflowSends } from "./workflow-sends.ts";
+
+/** The channel of `$.send.sse` events: read by the workflow's live stream only. */
+export const SSE_CHANNEL = "$sse";
+/** The `$errors` event of sends the delivery queue refused. */
+export const SEND_REFUSED_ERROR = "SendRefusedError";
+/** Characters of the trigger event kept on a run record. */
+export const RUN_EVENT_PREVIEW_CHARS = 1024;
+/** Characters of a run record's error message (its `$errors` event keeps the whole text). */
+const RUN_ERROR_MESSAGE_CHARS = 1024;
+/** Attempts to write the steps' states when runs of one workflow overlap. */
+const STATE_WRITE_ATTEMPTS = 5;
+
+const SOURCE_TYPES = { http: "HTTP", timer: "TIMER", event: "EVENT" } as const;
+
+/** What a run came to. */
+export type WorkflowRunOutcome =
+  /** The run had ended already (a repeated job): nothing was done. */
+  | { outcome: "done" }
+  | {
+      outcome: "ran";
+      run: WorkflowRun;
+      /** The response of `$.respond`, checked again; absent when none was given or it was refused. */
+      response?: HttpResponseSpec;
+      /** A response was given and refused (over a limit, malformed): its `$errors` says why. */
+      responseRefused: boolean;
+      /** Why the run failed, when it did. */
+      error?: ErrorRecord;
+    };
+
+/** A random run id, for a run an HTTP request starts. */
+export const newRunId = (deps: Pick<Deps, "ids">) => deps.ids.newId("run");
+
+/**
+ * A run id that is the same each time it is made from the same parts: a timer's tick
+ * (`timerId`, its slot) or an event delivered to a workflow (workflow, emitter, event id). `atMs`
+ * gives the id its time, so runs list in time order.
+ */
+export function runIdFor(atMs: number, ...parts: string[]): string {
+  return formatId("run", atMs, createHash("sha256").update(parts.join("\n")).digest());
+}
+
+/** The workflow as an emitter of events. */
+const emitterOf = (workflow: WorkflowRecord): Emitter => ({
+  id: workflow.id,
+  userId: workflow.userId,
+  workspaceId: workflow.workspaceId,
+});
+
+/**
+ * `$.context` of a run, without `deadline` (the runtime adds it): the original's fields where Sluice
+ * has them (design 3.4). `source_type` is inferred from the trigger.
+ */
+export function workflowContext(
+  workflow: WorkflowRecord,
+  run: Pick<WorkflowRun, "id" | "attempts" | "startedAt" | "trigger">,
+): Json {
+  return {
+    id: run.id,
+    ts: isoTime(run.startedAt),
+    workflow_id: workflow.id,
+    deployment_id: workflow.deploymentId,
+    source_type: SOURCE_TYPES[run.trigger.type],
+    verified: false,
+    owner_id: workflow.userId,
+    platform_version: "sluice",
+    JIT: false,
+    run: { runs: 1, retry_count: run.attempts - 1 },
+  };
+}
+
+/**
+ * A workflow's `$errors` event (spec "Errors", design 2.5): the event that started the run, the
+ * run's context, and the error with the `c_` of the step it belongs to (`cellId`; `""` when no step
+ * is known, as when the host killed the process).
+ */
+export function workflowErrorEvent(
+  deps: Pick<Deps, "ids">,
+  originalEvent: Json,
+  context: Json,
+  thrown: ErrorRecord,
+  cellId: string,
+): NewEvent {
+  const error = trustedError(thrown);
+  return {
+    channel: ERRORS_CHANNEL,
+    emitId: deps.ids.newSecret(12),
+    meta: { ts: error.ts, summary: `${error.name}: ${error.message}`.slice(0, 200) },
+    event: {
+      original_event: originalEvent,
+      original_context: context,
+      error: {
+        code: error.name,
+        cellId,
+        ts: isoTime(error.ts),
+        message: error.message,
+        stack: error.stack ?? `${error.name}: ${error.message}`,
+      },
+    },
+  };
+}
+
+/** The `$errors` event of a notice about a job that did not start (a quota): the context a run would have had. */
+function noticeEventOf(deps: Pick<Deps, "ids">, workflow: WorkflowRecord, job: WorkflowRunJob, now: number) {
+  const context = workflowContext(workflow, {
+    id: job.runId,
+    attempts: 1,
+    startedAt: now,
+    trigger: { type: job.trigger, id: job.triggerId },
+  });
+  return (error: ErrorRecord) => workflowErrorEvent(deps, job.event, context, error, "");
+}
+
+/**
+ * Whether the workspace may start a run of `workflow` now; a refusal is noted once per window on the
+ * workflow's `$errors` (decision 99) and returned.
+ */
+export function admitWorkflowRun(deps: Deps, workflow: WorkflowRecord, job: WorkflowRunJob) {
+  return admitRun(deps, emitterOf(workflow), job.event, noticeEventOf(deps, workflow, job, deps.clock.nowMs()));
+}
+
+/**
+ * Runs a queued job (an HTTP request answered already, a timer tick, an event). A deleted or
+ * inactive workflow's job is dropped (design 3.8); a timer or event run is admitted against the
+ * quotas here (an HTTP one was, on arrival). Throws {@link RunBusyError} when another runner holds
+ * the run.
+ */
+export async function runWorkflow(deps: Deps, job: WorkflowRunJob): Promise<WorkflowRunOutcome | undefined> {
+  const workflow = await deps.workflows.getWorkflow(job.workflowId);
+  if (!workflow?.active) {
+    deps.log.debug("a run of a deleted or inactive workflow was dropped", {
+      workflow_id: job.workflowId,
+      run_id: job.runId,
+    });
+    return undefined;
+  }
+  if (job.trigger !== "http" && (await admitWorkflowRun(deps, workflow, job))) return undefined;
+  return executeRun(deps, workflow, job, false, undefined);
+}
+
+/**
+ * Runs an HTTP request's job while its caller waits (a `custom_response` trigger): the run ends
+ * within one time limit of this call, the wait for the workflow's earlier runs included.
+ */
+export function runWorkflowNow(deps: Deps, workflow: WorkflowRecord, job: WorkflowRunJob): Promise<WorkflowRunOutcome> {
+  return executeRun(deps, workflow, job, true, deps.clock.nowMs() + deps.runtime.invocationTimeoutMs);
+}
+
+interface LoadedStep {
+  step: WorkflowRecord["steps"][number];
+  component: ComponentRecord;
+}
+
+/** Whether runs of the workflow go one at a time: one of its enabled steps has a `$.service.db` prop. */
+const usesDb = (steps: LoadedStep[]) =>
+  steps.some(({ component }) => component.metadata.props.some((prop) => prop.type === DB_SERVICE));
+
+async function executeRun(
+  deps: Deps,
+  workflow: WorkflowRecord,
+  job: WorkflowRunJob,
+  respondable: boolean,
+  waitUntilMs: number | undefined,
+): Promise<WorkflowRunOutcome> {
+  const loaded: LoadedStep[] = await Promise.all(
+    workflow.steps.map(async (step) => {
+      const component = await loadComponent(deps, step.componentId);
+      if (!component) throw new Error(`workflow ${workflow.id}: step ${step.id} names a missing component`);
+      return { step, component };
+    }),
+  );
+  const enabled = loaded.filter(({ step }) => !step.disabled);
+  const limitMs = deps.runtime.invocationTimeoutMs;
+  if (!usesDb(enabled)) return beginAndRun(deps, workflow, loaded, job, respondable, undefined);
+  // As a source with `$.service.db` (decision 84): the lock is taken before the run is begun, so the
+  // run's lease counts from when it can really start.
+  const lease = await deps.runLock.acquire(workflow.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });
+  if (!lease) {
+    if (waitUntilMs === undefined)
+      throw new Error(`workflow ${workflow.id} stayed busy; its queued run is tried again later`);
+    return beginAndRun(deps, workflow, loaded, job, respondable, { lease: undefined, waitUntilMs });
+  }
+  try {
+    return await beginAndRun(deps, workflow, loaded, job, respondable, { lease, waitUntilMs });
+  } finally {
+    await lease.release().catch((error: unknown) =>
+      deps.log.warn("a workflow's run lease could not be released", {
+        workflow_id: workflow.id,
+        error: String(error),
+      }),
+    );
+  }
+}
+
+/** A run held under the workflow's lock; `lease` undefined: the lock was not had before `waitUntilMs`. */
+interface Hold {
+  lease: SourceRunLease | undefined;
+  waitUntilMs: number | undefined;
+}
+
+async function beginAndRun(
+  deps: Deps,
+  workflow: WorkflowRecord,
+  loaded: LoadedStep[],
+  job: WorkflowRunJob,
+  respondable: boolean,
+  hold: Hold | undefined,
+): Promise<WorkflowRunOutcome> {
+  const now = deps.clock.nowMs();
+  const limitMs = deps.runtime.invocationTimeoutMs;
+  const begun = await deps.workflowRuns.beginRun(
+    {
+      id: job.runId,
+      workflowId: workflow.id,
+      deploymentId: workflow.deploymentId,
+      trigger: { type: job.trigger, id: job.triggerId },
+      status: "running",
+      leaseUntilMs: now + limitMs + RUN_LEASE_MARGIN_MS,
+      attempts: 1,
+      startedAt: now,
+      eventPreview: eventPreview(job.event),
+      steps: [],
+      logs: [],
+    },
+    now,
+  );
+  if (begun.outcome === "done") return { outcome: "done" };
+  if (begun.outcome === "busy") {
+    throw new RunBusyError(
+      begun.leaseUntilMs + 1,
+      `run ${job.runId} of workflow ${workflow.id} is held by another runner until ${isoTime(begun.leaseUntilMs)}`,
+    );
+  }
+  const run = begun.run;
+  const enabled = loaded.filter(({ step }) => !step.disabled);
+  const states = hold ? await deps.workflows.getStepStates(workflow.id) : {};
+  const invocation = await buildInvocation(deps, workflow, enabled, job, run, respondable, states);
+  if (hold?.waitUntilMs !== undefined) {
+    invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
+  }
+  if (hold && hold.lease === undefined) {
+    // The lock was not had in time: the run fails as out of time, without running.
+    const error: ErrorRecord = {
+      name: "TimeoutError",
+      message: `the run waited for the workflow's earlier runs past its time limit of ${limitMs / 1000}s and did not start (a workflow with $.service.db runs one run at a time)`,
+      ts: deps.clock.nowMs(),
+    };
+    const result: WorkflowResult = {
+      invocationId: invocation.invocationId,
+      steps: [],
+      sends: [],
+      logs: [],
+      error,
+      durationMs: 0,
+    };
+    return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0);
+  }
+  const startedMs = deps.clock.nowMs();
+  const raw = await deps.host.invokeWorkflow(workflowCode(workflow, loaded), invocation);
+  const elapsedMs = deps.clock.nowMs() - startedMs;
+  let result = raw;
+  if (hold?.lease && !hold.lease.held()) {
+    // A later run may have read and written the steps' states meanwhile.
+    result = dropDbWrites(raw, deps.clock.nowMs());
+  }
+  return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, elapsedMs);
+}
+
+/** The code a host runs for a workflow's deployment: every step's module, disabled ones included. */
+export function workflowCode(workflow: WorkflowRecord, loaded: { component: ComponentRecord }[]): WorkflowCode {
+  const modules = new Map<string, string>();
+  for (const { component } of loaded) modules.set(component.codeHash, component.code);
+  return {
+    workflowId: workflow.id,
+    ownerId: workflow.workspaceId,
+    deploymentId: workflow.deploymentId,
+    steps: [...modules].map(([codeHash, code]) => ({ codeHash, code })),
+  };
+}
+
+function dropDbWrites(raw: WorkflowResult, now: number): WorkflowResult {
+  if (!Array.isArray(raw?.steps) || !raw.steps.some((step) => Object.keys(step?.dbWrites ?? {}).length > 0)) return raw;
+  const message = "this run outlived its hold on the workflow, so its $.service.db writes were dropped";
+  const last = raw.steps[raw.steps.length - 1];
+  return {
+    ...raw,
+    steps: raw.steps.map((step) => ({ ...step, dbWrites: {} })),
+    logs: [...(Array.isArray(raw.logs) ? raw.logs : []), { ts: now, level: "warn", message, step: last?.id ?? "" }],
+  };
+}
+
+/** The steps' props of a deployment without secret props, by `workflowId:deploymentId`, per store. */
+const stepPropsCache = new WeakMap<object, Map<string, StepProps[]>>();
+const STEP_PROPS_CACHE_SIZE = 500;
+
+type StepProps = Pick<WorkflowStepInvocation, "props" | "propTypes">;
+
+/**
+ * What each enabled step's props are at run time. A deployment's props never change (a change of
+ * steps is a new `deploymentId`), so those of a deployment without secrets are built once and
+ * reused (design 3.9); secrets are opened on every run, as a source's are, never kept in memory.
+ */
+async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: LoadedStep[]): Promise<StepProps[]> {
+  const key = `${workflow.id}:${workflow.deploymentId}`;
+  let cache = stepPropsCache.get(deps.workflows);
+  const cached = cache?.get(key);
+  if (cached && cached.length === enabled.length) return cached;
+  const built = await Promise.all(
+    enabled.map(async ({ step, component }) =>
+      runtimeProps(component.metadata.props, await openSecretValues(deps.secrets, step.configuredProps), {}),
+    ),
+  );
+  if (enabled.some(({ step }) => Object.values(step.configuredProps).some(isSealed))) return built;
+  if (!cache) {
+    cache = new Map();
+    stepPropsCache.set(deps.workflows, cache);
+  }
+  if (cache.size >= STEP_PROPS_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  cache.set(key, built);
+  return built;
+}
+
+async function buildInvocation(
+  deps: Deps,
+  workflow: WorkflowRecord,
+  enabled: LoadedStep[],
+  job: WorkflowRunJob,
+  run: WorkflowRun,
+  respondable: boolean,
+  states: Record<string, StepState>,
+): Promise<WorkflowInvocation> {
+  const stepProps = await stepPropsOf(deps, workflow, enabled);
+  const steps = enabled.map(
+    ({ step, component }, index): WorkflowStepInvocation => ({
+      id: step.id,
+      namespace: step.namespace,
+      module: component.codeHash,
+      ...(stepProps[index] as StepProps),
+      db: states[step.id]?.db ?? {},
+    }),
+  );
+  const context = workflowContext(workflow, run);
+  return {
+    invocationId: deps.ids.newSecret(12),
+    kind: "workflow",
+    workflowId: workflow.id,
+    trigger: { event: job.event, context },
+    context,
+    steps,
+    respondable,
+    timeoutMs: deps.runtime.invocationTimeoutMs,
+    limits: { ...deps.runtime.emitLimits, ...deps.runtime.workflowLimits },
+  };
+}
+
+/**
+ * Applies a run's result in the order of design 3.5: checked (a forged or inconsistent result is
+ * dropped whole, the run failing with a `SandboxError`), cut to the limits, sends queued, steps'
+ * states stored, events stored in one append, then the run record and usage. Never throws for what
+ * the steps did; store failures do throw (the job then runs again, under the same run id).
+ */
+export async function applyWorkflowResult(
+  deps: Deps,
+  workflow: WorkflowRecord,
+  job: WorkflowRunJob,
+  run: WorkflowRun,
+  invocation: WorkflowInvocation,
+  raw: WorkflowResult,
+  statesBefore: Record<string, StepState>,
+  elapsedMs: number,
+): Promise<WorkflowRunOutcome> {
+  const now = deps.clock.nowMs();
+  const emitter = emitterOf(workflow);
+  const checked = checkWorkflowResult(raw, invocation, now);
+  const result: WorkflowResult = checked.ok
+    ? checked.result
+    : { invocationId: invocation.invocationId, steps: [], sends: [], logs: [], error: checked.error, durationMs: 0 };
+  const limited: LimitedWorkflowResult = checked.ok
+    ? limitWorkflowResult(result, invocation.limits, now)
+    : { emits: [], sse: [], delivered: [], logs: [], responseRefused: false, problems: [] };
+  // A cut belongs to the step the run ended in: the runtime fails the step that makes the call past a limit.
+  const lastStepId = result.steps[result.steps.length - 1]?.id ?? "";
+  const problems = limited.problems.map((error) => ({ error, cellId: lastStepId }));
+
+  // 3. Sends first: their delivery ids come from the run id, so a run applied again queues nothing new.
+  if (limited.delivered.length > 0) {
+    const refusals = await queueWorkflowSends(
+      deps,
+      emitter,
+      run.id,
+      limited.delivered.map((kept) => kept.send),
+      now,
+    );
+    if (refusals.length > 0) {
+      const shown = refusals
+        .slice(0, 3)
+        .map((refusal) => `send ${limited.delivered[refusal.index]?.index}: ${refusal.reason}`);
+      const message = `${refusals.length} sends were not queued: ${shown.join("; ")}${refusals.length > 3 ? "; ..." : ""}`;
+      problems.push({ error: { name: SEND_REFUSED_ERROR, message, ts: now }, cellId: lastStepId });
+    }
+  }
+
+  // 4. The steps' states.
+  const dbWrites = result.steps.filter((step) => Object.keys(step.dbWrites).length > 0);
+  if (dbWrites.length > 0) {
+    for (const refused of await mergeStepStates(deps, workflow.id, statesBefore, dbWrites, now)) problems.push(refused);
+  }
+
+  // 5. Events, in one append.
+  const failed = runFailure(result);
+  const context = invocation.context;
+  const events: NewEvent[] = [];
+  for (const emit of limited.emits) {
+    events.push({
+      channel: "",
+      event: { raw_event: emit.rawEvent },
+      emitId: deps.ids.newSecret(12),
+      meta: { ts: now },
+    });
+  }
+  for (const sse of limited.sse) {
+    events.push({
+      channel: SSE_CHANNEL,
+      event: sse.payload,
+      emitId: deps.ids.newSecret(12),
+      meta: { ts: now, name: sse.channel },
+    });
+  }
+  if (failed) events.push(workflowErrorEvent(deps, job.event, context, failed.error, failed.cellId));
+  for (const problem of problems)
+    events.push(workflowErrorEvent(deps, job.event, context, problem.error, problem.cellId));
+  stampHops(events, job.hops ?? 0);
+  if (failed) {
+    deps.log.warn("workflow run failed", {
+      workflow_id: workflow.id,
+      run_id: run.id,
+      error: clipText(failed.error.name, 100),
+      cell_id: failed.cellId,
+    });
+  }
+  for (const problem of problems) {
+    deps.log.warn("workflow run over a limit", { workflow_id: workflow.id, run_id: run.id, error: problem.error.name });
+  }
+  const overQuota = events.length > 0 ? await storageRefusal(deps, workflow.workspaceId) : undefined;
+  const computeTimeMs = trustedDuration(result.durationMs, elapsedMs, invocation.timeoutMs);
+  await Promise.all([
+    overQuota
+      ? noteQuotaRefusal(deps, emitter, overQuota, (error) => workflowErrorEvent(deps, job.event, context, error, ""))
+      : events.length === 0
+        ? Promise.resolve([])
+        : storeAndPublish(deps, emitter, events, now, storedSize(events)),
+    deps.usage.addUsage(workflow.workspaceId, usageDay(now), {
+      invocations: 1,
+      computeTimeMs,
+      credits: creditsOf(computeTimeMs),
+    }),
+  ]);
+
+  // 6. The run record.
+  const finished = runRecord(workflow, run, result, limited, failed, now);
+  await deps.workflowRuns.finishRun(finished);
+  const outcome: WorkflowRunOutcome = { outcome: "ran", run: finished, responseRefused: limited.responseRefused };
+  if (limited.response) outcome.response = limited.response;
+  if (failed) outcome.error = failed.error;
+  return outcome;
+}
+
+/** Why the run failed and the step it belongs to, or undefined when it did not. */
+function runFailure(result: WorkflowResult): { error: ErrorRecord; cellId: string } | undefined {
+  const failedStep = result.steps.find((step) => step.status === "error" && step.error);
+  if (failedStep?.error) return { error: trustedError(failedStep.error), cellId: failedStep.id };
+  if (result.error) return { error: trustedError(result.error), cellId: "" };
+  return undefined;
+}
+
+function runRecord(
+  workflow: WorkflowRecord,
+  run: WorkflowRun,
+  result: WorkflowResult,
+  limited: LimitedWorkflowResult,
+  failed: { error: ErrorRecord; cellId: string } | undefined,
+  now: number,
+): WorkflowRun {
+  const outcomes = new Map(result.steps.map((outcome) => [outcome.id, outcome]));
+  const steps = workflow.steps.map((step): StepRunRecord => {
+    const outcome = outcomes.get(step.id);
+    if (!outcome) return { id: step.id, namespace: step.namespace, status: "skipped", durationMs: 0, exportBytes: 0 };
+    const record: StepRunRecord = {
+      id: step.id,
+      namespace: step.namespace,
+      status: outcome.status,
+      durationMs: Math.max(0, Math.round(outcome.durationMs)),
+      exportBytes: Math.max(0, Math.round(outcome.exportBytes)),
+    };
+    if (outcome.summary !== undefined) record.summary = clipText(outcome.summary, 200);
+    return record;
+  });
+  const last = result.steps[result.steps.length - 1];
+  const status: WorkflowRunStatus = failed ? "error" : last?.status === "exited" ? "exited" : "success";
+  const finished: WorkflowRun = {
+    ...run,
+    status,
+    endedAt: now,
+    durationMs: Math.max(0, now - run.startedAt),
+    steps,
+    logs: limited.logs,
+  };
+  if (failed) {
+    finished.error = {
+      code: failed.error.name,
+      cellId: failed.cellId,
+      message: clipText(failed.error.message, RUN_ERROR_MESSAGE_CHARS),
+    };
+  }
+  if (last?.status === "exited" && last.exitReason !== undefined) finished.exitReason = clipText(last.exitReason, 1024);
+  return finished;
+}
+
+/**
+ * Writes the steps' `$.service.db` writes onto their states, all together, retrying on a conflict
+ * with another run of the workflow (on the states as they are then). A step whose writes would grow
+ * its db over the limit keeps its db; the refusal is returned for `$errors`.
+ */
+async function mergeStepStates(
+  deps: Deps,
+  workflowId: string,
+  statesBefore: Record<string, StepState>,
+  steps: WorkflowResult["steps"],
+  now: number,
+): Promise<{ error: ErrorRecord; cellId: string }[]> {
+  for (let attempt = 1; ; attempt++) {
+    const states = attempt === 1 ? statesBefore : await deps.workflows.getStepStates(workflowId);
+    const writes: StepStateWrite[] = [];
+    const refused: { error: ErrorRecord; cellId: string }[] = [];
+    for (const step of steps) {
+      const state = states[step.id] ?? { db: {}, version: 0 };
+      const merged = mergeServiceDb(state.db, step.dbWrites, now);
+      if (merged.refused) refused.push({ error: merged.refused, cellId: step.id });
+      else writes.push({ stepId: step.id, db: merged.db, expectedVersion: state.version });
+    }
+    try {
+      if (writes.length > 0) await deps.workflows.putStepStates(workflowId, writes);
+      return refused;
+    } catch (error) {
+      if (!isDomainError(error) || error.code !== "conflict" || attempt >= STATE_WRITE_ATTEMPTS) throw error;
+    }
+  }
+}
+
+/** The trigger event as a run record keeps it: whole when its JSON is short, else its JSON cut. */
+function eventPreview(event: Json): Json {
+  const text = JSON.stringify(event) ?? "null";
+  return text.length <= RUN_EVENT_PREVIEW_CHARS ? event : clipText(text, RUN_EVENT_PREVIEW_CHARS);
+}
+
+/**
+ * A workflow the caller may read, or `not_found` (another account's answers the same as none,
+ * decision 55). The same rule as `requireSource`; `access.ts` gains a `requireWorkflow` in the same
+ * issue, which this gives way to at merge.
+ */
+async function requireOwnWorkflow(deps: Pick<Deps, "workflows" | "identity">, caller: Caller, workflowId: string) {
+  const workflow = await deps.workflows.getWorkflow(workflowId);
+  if (!workflow || !(await deps.identity.getMembership(workflow.workspaceId, caller.userId)))
+    throw notFound("workflow");
+  return workflow;
+}
+
+/** A run record as `GET /v1/workflows/{id}/runs` shows it: snake case, times in epoch milliseconds. */
+export function workflowRunView(run: WorkflowRun) {
+  return {
+    id: run.id,
+    workflow_id: run.workflowId,
+    deployment_id: run.deploymentId,
+    trigger: { type: run.trigger.type, id: run.trigger.id },
+    status: run.status,
+    attempts: run.attempts,
+    started_at_ms: run.startedAt,
+    ended_at_ms: run.endedAt ?? null,
+    duration_ms: run.durationMs ?? null,
+    event_preview: run.eventPreview,
+    steps: run.steps.map((step) => ({
+      id: step.id,
+      namespace: step.namespace,
+      status: step.status,
+      summary: step.summary ?? null,
+      duration_ms: step.durationMs,
+      export_bytes: step.exportBytes,
+    })),
+    error: run.error ? { code: run.error.code, cell_id: run.error.cellId, message: run.error.message } : null,
+    exit_reason: run.exitReason ?? null,
+    logs: run.logs.map((log) => ({ ts: log.ts, level: log.level, message: log.message, step: log.step })),
+  };
+}
+
+/** `GET /v1/workflows/{id}/runs`: the workflow's run records, newest first. */
+export async function listWorkflowRuns(
+  deps: Pick<Deps, "workflows" | "workflowRuns" | "identity">,
+  caller: Caller,
+  workflowId: string,
+  page: PageQuery,
+) {
+  await requireOwnWorkflow(deps, caller, workflowId);
+  const found = await deps.workflowRuns.listRuns(workflowId, page);
+  return pageEnvelope(found, (run) => run.id, workflowRunView);
+}

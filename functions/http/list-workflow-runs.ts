@@ -1,0 +1,53 @@
+import { z } from "zod";
+import { ID_PREFIXES } from "#core/ids";
+import { pageParamsSchema, toPageQuery } from "#core/pagination";
+import { listWorkflowRuns } from "#core/workflow-runs";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { idParam, paginated } from "./schemas.ts";
+
+const nullableText = z.string().nullable();
+
+export const workflowRunSchema = z.object({
+  id: z.string().meta({ description: "The run id (run_): $.context.id of the run" }),
+  workflow_id: z.string(),
+  deployment_id: z.string(),
+  trigger: z.object({
+    type: z.enum(["http", "timer", "event"]),
+    id: z.string().meta({ description: "The HTTP trigger (hi_), the timer (ti_) or the emitter of the event" }),
+  }),
+  status: z.enum(["running", "success", "exited", "error"]),
+  attempts: z.number().int().meta({ description: "1, plus one per take-over of a run whose runner died" }),
+  started_at_ms: z.number().int(),
+  ended_at_ms: z.number().int().nullable(),
+  duration_ms: z.number().int().nullable(),
+  event_preview: z.unknown().meta({ description: "The trigger event; its JSON cut to 1 KB when longer" }),
+  steps: z.array(
+    z.object({
+      id: z.string(),
+      namespace: z.string(),
+      status: z.enum(["success", "error", "exited", "skipped"]),
+      summary: nullableText,
+      duration_ms: z.number().int(),
+      export_bytes: z.number().int(),
+    }),
+  ),
+  error: z.object({ code: z.string(), cell_id: z.string(), message: z.string() }).nullable(),
+  exit_reason: nullableText,
+  logs: z.array(z.object({ ts: z.number(), level: z.string(), message: z.string(), step: z.string() })),
+});
+
+export const route = defineRoute({
+  name: "list-workflow-runs",
+  method: "GET",
+  path: "/v1/workflows/{workflow_id}/runs",
+  summary: "The runs of a workflow, newest first, with how each ended (beyond the spec)",
+  access: { resources: "read" },
+  params: z.object({ workflow_id: idParam(ID_PREFIXES.workflow) }),
+  query: pageParamsSchema,
+  response: paginated(workflowRunSchema),
+  run: async (deps, { caller, params, query }) =>
+    listWorkflowRuns(deps, caller, params.workflow_id, toPageQuery(query)),
+});
+
+export const handler = lambdaHandler(route);
