@@ -63,7 +63,12 @@ function stepView(step: StepRecord, component: ComponentRecord | undefined) {
   };
 }
 
-function triggerView(deps: Pick<Deps, "runtime">, trigger: TriggerRecord, parts: WorkflowViewParts) {
+function triggerView(
+  deps: Pick<Deps, "runtime">,
+  workflowId: string,
+  trigger: TriggerRecord,
+  parts: WorkflowViewParts,
+) {
   switch (trigger.type) {
     case "http":
       return {
@@ -87,7 +92,10 @@ function triggerView(deps: Pick<Deps, "runtime">, trigger: TriggerRecord, parts:
     case "source": {
       const source = parts.sources.get(trigger.sourceId);
       // A source deleted meanwhile is left out (W5): its subscription went with it.
-      return source ? sourceView(deps, source, parts.components.get(source.componentId)) : undefined;
+      if (!source) return undefined;
+      const view = sourceView(deps, source, parts.components.get(source.componentId));
+      // A source the workflow deployed is the workflow's (design 2.1): it shows the workflow as owner.
+      return trigger.deployedByWorkflow ? { ...view, owner_id: workflowId } : view;
     }
   }
 }
@@ -106,7 +114,7 @@ export function workflowView(deps: Pick<Deps, "runtime">, workflow: WorkflowReco
     updated_at: epochSeconds(workflow.updatedAt),
     steps: workflow.steps.map((step) => stepView(step, parts.components.get(step.componentId))),
     triggers: workflow.triggers.flatMap((trigger) => {
-      const view = triggerView(deps, trigger, parts);
+      const view = triggerView(deps, workflow.id, trigger, parts);
       return view === undefined ? [] : [view];
     }),
   };

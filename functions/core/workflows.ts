@@ -14,7 +14,7 @@ import { requireWorkflow, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, SourceRecord } from "./component-model.ts";
 import { findComponent, registryComponent, saveComponent } from "./components.ts";
-import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
+import { invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope } from "./pagination.ts";
@@ -23,9 +23,13 @@ import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model
 import {
   activateTriggers,
   deactivateTriggers,
+  deleteDeployedSources,
+  deployTriggerSources,
+  removeTriggers,
   subscribeSourceTriggers,
   type TriggerInput,
   triggerRecords,
+  underField,
 } from "./workflow-triggers.ts";
 import { type WorkflowViewParts, workflowView } from "./workflow-views.ts";
 
@@ -97,16 +101,6 @@ async function projectOf(deps: Pick<Deps, "identity">, workspaceId: string, proj
     throw invalid("project_id", "is not a project of the workflow's workspace");
   }
   return projectId;
-}
-
-/** A validation error whose fields and message are told under `prefix` (`steps[2]`). */
-function underField(error: unknown, prefix: string): unknown {
-  if (!isDomainError(error) || error.code !== "validation") return error;
-  const issues =
-    error.issues && error.issues.length > 0
-      ? error.issues.map((issue) => ({ ...issue, field: `${prefix}.${issue.field}` }))
-      : [{ field: prefix, message: error.message }];
-  return new DomainError("validation", issues.map((issue) => `${issue.field}: ${issue.message}`).join("; "), issues);
 }
 
 type StepDeps = Pick<Deps, "components" | "host" | "fetcher" | "registry" | "clock" | "ids" | "secrets">;
@@ -265,10 +259,10 @@ function checkSize(workflow: WorkflowRecord) {
 }
 
 /** Refuses two source triggers on one source (they would be one subscription). */
-function requireDistinctSources(triggers: TriggerRecord[]) {
+function requireDistinctSources(triggers: readonly { type: string; sourceId?: string }[]) {
   const seen = new Set<string>();
   for (const [i, trigger] of triggers.entries()) {
-    if (trigger.type !== "source") continue;
+    if (trigger.type !== "source" || trigger.sourceId === undefined) continue;
     if (seen.has(trigger.sourceId)) {
       throw invalid(`triggers[${i}].props.source_id`, "another trigger of the workflow names this source");
     }
@@ -337,13 +331,14 @@ export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWo
   const name = workflowName(input.settings?.name);
   const workspace = await workspaceOrDefault(deps, caller, input);
   const projectId = await projectOf(deps, workspace.id, input.project_id);
-  // Triggers first: checking them writes nothing, while each step's code is saved as it is checked.
-  const triggers = await triggerRecords(deps, caller, input.triggers ?? []);
-  requireDistinctSources(triggers);
+  // Triggers first: checking them writes nothing, while each step's code is saved as it is
+  // checked. Sources a trigger deploys are deployed last, once everything else is known good.
+  const checked = await triggerRecords(deps, caller, input.triggers ?? []);
+  requireDistinctSources(checked);
   const components = new Map<string, ComponentRecord>();
   const steps = await stepRecords(deps, caller, input.steps ?? [], components);
   const now = deps.clock.nowMs();
-  const workflow: WorkflowRecord = {
+  const draft: WorkflowRecord = {
     id: deps.ids.newId("workflow"),
     userId: caller.userId,
     workspaceId: workspace.id,
@@ -352,18 +347,25 @@ export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWo
     active: input.settings?.auto_deploy === true,
     deploymentId: deps.ids.newId("deployment"),
     steps,
-    triggers,
+    triggers: [],
     createdAt: now,
     updatedAt: now,
   };
-  checkSize(workflow);
-  await deps.host.prepareWorkflow(workflowCode(workflow, components));
-  await deps.workflows.createWorkflow(workflow);
+  checkSize({ ...draft, triggers: checked.filter((t) => t.type !== "deploy") });
+  const workflow: WorkflowRecord = { ...draft, triggers: await deployTriggerSources(deps, caller, draft, checked) };
+  try {
+    checkSize(workflow);
+    await deps.host.prepareWorkflow(workflowCode(workflow, components));
+    await deps.workflows.createWorkflow(workflow);
+  } catch (error) {
+    await deleteDeployedSources(deps, caller, workflow.triggers);
+    throw error;
+  }
   try {
     await subscribeSourceTriggers(deps, workflow);
-    if (workflow.active) await activateTriggers(deps, workflow);
+    if (workflow.active) await activateTriggers(deps, caller, workflow);
   } catch (error) {
-    await removeWorkflow(deps, workflow);
+    await removeWorkflow(deps, caller, workflow);
     throw error;
   }
   deps.log.info("workflow created", logFields(workflow));
@@ -373,72 +375,87 @@ export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWo
 /**
  * `PUT /workflows/{id}`: `active` alone is the spec's activation. `steps` or `triggers` replace
  * those lists whole, with a new `deployment_id`; ids survive as 1.4 says. A list that is absent
- * is kept.
+ * is kept. Sources deployed by triggers are deployed anew when `triggers` are given, and those of
+ * the previous list deleted.
  */
 export async function updateWorkflow(deps: Deps, caller: Caller, id: string, input: UpdateWorkflowInput) {
   refuseLaterFields(input);
   const name = input.settings?.name === undefined ? undefined : workflowName(input.settings.name);
   // Before any step is saved: nothing is made for a request about another account's workflow.
   const current = await requireWorkflow(deps, caller, id);
-  let triggers = current.triggers;
-  if (input.triggers !== undefined) {
-    const made = await triggerRecords(deps, caller, input.triggers);
-    triggers = keepTriggerIds(
-      current.triggers,
-      made,
-      input.triggers.map((item) => item.id),
-    );
-    requireDistinctSources(triggers);
-  }
+  const checked = input.triggers === undefined ? undefined : await triggerRecords(deps, caller, input.triggers);
+  if (checked) requireDistinctSources(checked);
   const components = new Map<string, ComponentRecord>();
   const steps =
     input.steps === undefined
       ? current.steps
       : keepStepIds(current.steps, await stepRecords(deps, caller, input.steps, components));
+  const active = input.active ?? current.active;
+  let triggers = current.triggers;
+  if (checked !== undefined && input.triggers !== undefined) {
+    const deployed = await deployTriggerSources(deps, caller, { workspaceId: current.workspaceId, active }, checked);
+    triggers = keepTriggerIds(
+      current.triggers,
+      deployed,
+      input.triggers.map((item) => item.id),
+    );
+  }
   const redeploy = input.steps !== undefined || input.triggers !== undefined;
   const next: WorkflowRecord = {
     ...current,
     name: name ?? current.name,
-    active: input.active ?? current.active,
+    active,
     steps,
     triggers,
     deploymentId: redeploy ? deps.ids.newId("deployment") : current.deploymentId,
     updatedAt: deps.clock.nowMs(),
   };
-  checkSize(next);
-  if (input.steps !== undefined) {
-    const known = await viewParts(deps, [next], components);
-    await deps.host.prepareWorkflow(workflowCode(next, known.components));
+  const fresh = triggers.filter((t) => !current.triggers.includes(t));
+  try {
+    checkSize(next);
+    if (input.steps !== undefined) {
+      const known = await viewParts(deps, [next], components);
+      await deps.host.prepareWorkflow(workflowCode(next, known.components));
+    }
+  } catch (error) {
+    await deleteDeployedSources(deps, caller, fresh);
+    throw error;
   }
-  if (current.active && (!next.active || input.triggers !== undefined)) await deactivateTriggers(deps, current);
+  if (current.active && (!next.active || input.triggers !== undefined)) await deactivateTriggers(deps, caller, current);
   await deps.workflows.updateWorkflow(next);
-  await resubscribe(deps, current, next);
-  if (next.active && (!current.active || input.triggers !== undefined)) await activateTriggers(deps, next);
+  await resubscribe(deps, caller, current, next);
+  if (next.active && (!current.active || input.triggers !== undefined)) await activateTriggers(deps, caller, next);
   deps.log.info("workflow updated", logFields(next));
   return present(deps, next, components);
 }
 
-/** Moves source-trigger subscriptions from the old list of triggers to the new one. */
-async function resubscribe(deps: Deps, previous: WorkflowRecord, next: WorkflowRecord) {
+/**
+ * Moves source-trigger subscriptions from the old list of triggers to the new one, and deletes
+ * the sources the old list deployed that the new one does not keep.
+ */
+async function resubscribe(deps: Deps, caller: Caller, previous: WorkflowRecord, next: WorkflowRecord) {
   const kept = new Set(next.triggers.flatMap((t) => (t.type === "source" ? [t.sourceId] : [])));
-  for (const trigger of previous.triggers) {
-    if (trigger.type !== "source" || kept.has(trigger.sourceId)) continue;
+  const dropped = previous.triggers.filter((t) => t.type === "source" && !kept.has(t.sourceId));
+  for (const trigger of dropped) {
+    if (trigger.type !== "source") continue;
     await deps.subscriptions.deleteSubscription({
       emitterKey: trigger.sourceId,
       listenerId: previous.id,
       eventName: "",
     });
   }
+  await deleteDeployedSources(deps, caller, dropped);
   await subscribeSourceTriggers(deps, next);
 }
 
 /**
  * Everything of a workflow, the record last so that a failure half way leaves it in place and
- * repeating the deletion finishes the job: its triggers' effects, the subscriptions naming it (as
- * emitter or listener) and its auto subscriptions, its events and runs, its deployment.
+ * repeating the deletion finishes the job: its triggers' effects (the sources it deployed), the
+ * subscriptions naming it (as emitter or listener) and its auto subscriptions, its events and
+ * runs, its deployment.
  */
-async function removeWorkflow(deps: Deps, workflow: WorkflowRecord) {
-  await deactivateTriggers(deps, workflow);
+async function removeWorkflow(deps: Deps, caller: Caller, workflow: WorkflowRecord) {
+  await removeTriggers(deps, caller, workflow);
   await deps.subscriptions.deleteSubscriptionsOf(workflow.id);
   await deps.subscriptions.deleteAutoSubscriptionsOf(workflow.id);
   await deps.events.deleteAllEvents(workflow.id);
@@ -450,7 +467,7 @@ async function removeWorkflow(deps: Deps, workflow: WorkflowRecord) {
 /** `DELETE /workflows/{id}`. */
 export async function deleteWorkflow(deps: Deps, caller: Caller, id: string) {
   const workflow = await requireWorkflow(deps, caller, id);
-  await removeWorkflow(deps, workflow);
+  await removeWorkflow(deps, caller, workflow);
   deps.log.info("workflow deleted", logFields(workflow));
   return { id: workflow.id, deleted: true as const };
 }

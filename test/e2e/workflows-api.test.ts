@@ -31,6 +31,13 @@ const SOURCE_WITH_HOOKS = `export default {
   async run() {},
 };`;
 
+const QUIET_SOURCE = `export default {
+  name: "Quiet",
+  version: "0.0.1",
+  props: {},
+  async run() {},
+};`;
+
 const body = (extra: Record<string, unknown> = {}) => ({
   settings: { name: "Orders" },
   steps: [
@@ -210,6 +217,32 @@ describe("workflows API over real HTTP against local mode", () => {
     }
     expect((await other("GET", "/users/me/workflows")).json.data).toEqual([]);
     expect((await api("GET", `/workflows/${id}`)).json.data).toEqual(created);
+  });
+
+  it("deploys a source trigger's source for the workflow, subscribes to it, and deletes it with the workflow", async () => {
+    const given = await api("POST", "/sources", { component_code: QUIET_SOURCE, name: "given" });
+    expect(given.status, JSON.stringify(given.json)).toBe(200);
+    const created = await create(
+      body({
+        triggers: [
+          { type: "source", props: { component_code: QUIET_SOURCE, name: "deployed" } },
+          { type: "source", props: { source_id: given.json.data.id } },
+        ],
+      }),
+    );
+    const [deployed, named] = created.triggers;
+    expect(deployed).toMatchObject({ name: "deployed", owner_id: created.id, active: false });
+    expect(named).toMatchObject({ id: given.json.data.id, owner_id: workspaceId, active: true });
+    const subscriptions = await api("GET", "/users/me/subscriptions?limit=100");
+    const toWorkflow = subscriptions.json.data.filter((s: { listener_id: string }) => s.listener_id === created.id);
+    expect(toWorkflow.map((s: { emitter_id: string }) => s.emitter_id).sort()).toEqual([deployed.id, named.id].sort());
+    const on = await api("PUT", `/workflows/${created.id}`, { active: true });
+    expect(on.json.data.triggers[0]).toMatchObject({ id: deployed.id, active: true });
+    expect((await api("DELETE", `/workflows/${created.id}`)).status).toBe(200);
+    expect((await api("GET", `/sources/${deployed.id}`)).status).toBe(404);
+    expect((await api("GET", `/sources/${named.id}`)).json.data).toMatchObject({ id: named.id, active: true });
+    const after = await api("GET", "/users/me/subscriptions?limit=100");
+    expect(after.json.data.filter((s: { listener_id: string }) => s.listener_id === created.id)).toEqual([]);
   });
 
   it("deletes a workflow: it answers 404 afterwards and leaves the lists", async () => {

@@ -260,9 +260,25 @@ describe("createWorkflow", () => {
       "triggers[0].props.source_id",
     ],
     [
-      "a source trigger deploying code",
-      { steps: [codeStep()], triggers: [{ type: "source", props: { component_code: "source" } }] },
+      "a source trigger whose code does not load",
+      { steps: [codeStep()], triggers: [{ type: "source", props: { component_code: "broken" } }] },
       "triggers[0].props.component_code",
+    ],
+    [
+      "a source trigger with both source_id and code",
+      {
+        steps: [codeStep()],
+        triggers: [{ type: "source", props: { source_id: "dc_01jd0000000000000000ab", component_code: "source" } }],
+      },
+      "triggers[0].props.component_code",
+    ],
+    [
+      "a source trigger with a prop its source has not",
+      {
+        steps: [codeStep()],
+        triggers: [{ type: "source", props: { component_code: "source", configured_props: { x: 1 } } }],
+      },
+      "triggers[0].props.configured_props.x",
     ],
     ["an empty name", { steps: [codeStep()], settings: { name: "" } }, "settings.name"],
     ["a name of 201 characters", { steps: [codeStep()], settings: { name: "x".repeat(201) } }, "settings.name"],
@@ -357,6 +373,56 @@ describe("createWorkflow", () => {
       }),
     );
     expect(twice.issues?.[0]?.field).toBe("triggers[1].props.source_id");
+  });
+});
+
+describe("sources deployed by a source trigger (W17)", () => {
+  it("deploys the source in the workflow's workspace, follows the workflow's active, and goes with it", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      steps: [codeStep()],
+      triggers: [{ type: "source", props: { component_code: "source", name: "feed" } }],
+    });
+    const [trigger] = (await deps.workflows.getWorkflow(created.id))?.triggers ?? [];
+    expect(trigger).toMatchObject({ type: "source", deployedByWorkflow: true });
+    const sourceId = trigger?.type === "source" ? trigger.sourceId : "";
+    expect(created.triggers).toEqual([
+      expect.objectContaining({ id: sourceId, name: "feed", owner_id: created.id, active: false }),
+    ]);
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false });
+    expect(await deps.subscriptions.findSubscriptions([sourceId], "")).toEqual([
+      expect.objectContaining({ listenerId: created.id }),
+    ]);
+
+    await updateWorkflow(deps, owner, created.id, { active: true });
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: true });
+    await updateWorkflow(deps, owner, created.id, { active: false });
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false });
+
+    await deleteWorkflow(deps, owner, created.id);
+    expect(await deps.sources.getSource(sourceId)).toBeUndefined();
+  });
+
+  it("deploys nothing when another part of the body is refused, and deletes a replaced trigger's source", async () => {
+    const { deps, owner } = await setUp();
+    const refused = await rejection(
+      createWorkflow(deps, owner, {
+        steps: [{ namespace: "a", component_code: "broken" }],
+        triggers: [{ type: "source", props: { component_code: "source" } }],
+      }),
+    );
+    expect(refused.issues?.[0]?.field).toBe("steps[0].component_code");
+    expect((await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items).toEqual([]);
+
+    const created = await createWorkflow(deps, owner, {
+      settings: { auto_deploy: true },
+      steps: [codeStep()],
+      triggers: [{ type: "source", props: { component_code: "source" } }],
+    });
+    const before = (await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items.map((s) => s.id);
+    expect(before).toHaveLength(1);
+    await updateWorkflow(deps, owner, created.id, { triggers: [{ type: "http" }] });
+    expect((await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items).toEqual([]);
   });
 });
 
