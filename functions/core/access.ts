@@ -32,6 +32,15 @@ export async function requireSource(deps: Pick<Deps, "sources" | "identity">, ca
   return source;
 }
 
+/** A workflow the caller may manage (a member of its workspace); anything else is "not found". */
+export async function requireWorkflow(deps: Pick<Deps, "workflows" | "identity">, caller: Caller, id: string) {
+  const workflow = await deps.workflows.getWorkflow(id);
+  if (!workflow) throw notFound("workflow");
+  const membership = await deps.identity.getMembership(workflow.workspaceId, caller.userId);
+  if (!membership) throw notFound("workflow");
+  return workflow;
+}
+
 /** A webhook the caller owns; another user's, or a missing one, is "not found". */
 export async function requireWebhook(deps: Pick<Deps, "subscriptions">, caller: Caller, id: string) {
   const webhook = await deps.subscriptions.getWebhook(id);

@@ -46,12 +46,18 @@ export const PROP_VALUE_MAX_BYTES = 64 * 1024;
  * ignores its content (so a read-back `{endpoint_url}` can be sent again).
  *
  * @param input the request's `configured_props`; `undefined` and `null` mean none.
+ * @param fieldPrefix the field that holds `input` in the request, named in every issue: a
+ *   workflow step's props are `steps[i].props` (docs/design/workflows.md 1.2).
  * @throws DomainError `validation`.
  */
-export function validateConfiguredProps(defs: PropDescription[], input: unknown): ValidatedProps {
+export function validateConfiguredProps(
+  defs: PropDescription[],
+  input: unknown,
+  fieldPrefix = "configured_props",
+): ValidatedProps {
   if (input !== undefined && input !== null && !isObject(input)) {
-    throw new DomainError("validation", "configured_props: must be an object keyed by prop name", [
-      { field: "configured_props", message: "must be an object keyed by prop name" },
+    throw new DomainError("validation", `${fieldPrefix}: must be an object keyed by prop name`, [
+      { field: fieldPrefix, message: "must be an object keyed by prop name" },
     ]);
   }
   const given: Record<string, Json> = input ?? {};
@@ -60,7 +66,7 @@ export function validateConfiguredProps(defs: PropDescription[], input: unknown)
   const known = new Set(defs.map((def) => def.name));
 
   for (const def of defs) {
-    const field = `configured_props.${def.name}`;
+    const field = `${fieldPrefix}.${def.name}`;
     const type = propTypeOf(def.type);
     try {
       const raw = Object.hasOwn(given, def.name) ? unwrapLabel(given[def.name]) : undefined;
@@ -80,8 +86,7 @@ export function validateConfiguredProps(defs: PropDescription[], input: unknown)
     }
   }
   for (const name of Object.keys(given)) {
-    if (!known.has(name))
-      issues.push({ field: `configured_props.${name}`, message: "is not a prop of this component" });
+    if (!known.has(name)) issues.push({ field: `${fieldPrefix}.${name}`, message: "is not a prop of this component" });
   }
 
   if (issues.length > 0) {

@@ -1,6 +1,7 @@
 /**
  * Reading what a source emitted: `GET /sources/{id}/event_summaries`. Newest first, at most the
- * last 100 per page; event data over 1 KB is cut unless `expand=event` asks for all of it.
+ * last 100 per page; event data over 1 KB is cut unless `expand=event` asks for all of it. The
+ * same list serves any emitter (a workflow's, `workflow-events.ts`), by its id (design W8).
  */
 
 import type { Deps } from "#core/ports/deps";
@@ -27,11 +28,16 @@ function eventIdFromCursor(cursor: string, field: string): string {
   return id;
 }
 
-export async function listSourceEvents(
-  deps: Pick<Deps, "sources" | "identity" | "events">,
-  caller: Caller,
-  sourceId: string,
+/**
+ * The events of one emitter (`dc_` or `p_`), once the caller's right to it is checked by
+ * `require`. The input is checked first, so a malformed request is 400 whatever it names.
+ * `channel` fixes the channel (a workflow's lists), else `event_name` chooses it.
+ */
+export async function listEmitterEvents(
+  deps: Pick<Deps, "events">,
+  require: () => Promise<{ id: string }>,
   input: ListEventsInput,
+  channel?: string,
 ) {
   if (input.after !== undefined && input.before !== undefined) {
     throw invalid("after", "cannot be combined with before");
@@ -40,15 +46,25 @@ export async function listSourceEvents(
   const query: Parameters<Deps["events"]["listEvents"]>[1] = { limit: input.limit ?? PAGE_LIMIT_MAX };
   if (input.after !== undefined) query.after = eventIdFromCursor(input.after, "after");
   if (input.before !== undefined) query.before = eventIdFromCursor(input.before, "before");
-  if (input.event_name !== undefined) query.channel = requireChannelName(input.event_name);
-  const source = await requireSource(deps, caller, sourceId);
-  const page = await deps.events.listEvents(source.id, query);
+  if (channel !== undefined) query.channel = channel;
+  else if (input.event_name !== undefined) query.channel = requireChannelName(input.event_name);
+  const emitter = await require();
+  const page = await deps.events.listEvents(emitter.id, query);
   const expand = input.expand === "event";
   return pageEnvelope(
     page,
     (event) => event.id,
     (event) => eventSummaryView(event, expand),
   );
+}
+
+export async function listSourceEvents(
+  deps: Pick<Deps, "sources" | "identity" | "events">,
+  caller: Caller,
+  sourceId: string,
+  input: ListEventsInput,
+) {
+  return listEmitterEvents(deps, () => requireSource(deps, caller, sourceId), input);
 }
 
 export interface DeleteEventsInput {

@@ -1,17 +1,14 @@
 /**
  * Subscriptions (`sub_`) and auto subscriptions (rest-api.md "Subscriptions", "Events"): which
  * listener receives which emitter's channel. A caller subscribes only with what they can reach:
- * sources of their workspaces, their own webhooks, their workspaces; anything else is 404 exactly
- * like a missing id. A malformed id is 400 naming the parameter, checked before any lookup.
- *
- * Workflows (`p_`) do not exist yet: a well-formed workflow id is accepted as emitter or listener
- * and stored as given, so subscriptions made now start working when workflows arrive. Who may use
- * a workflow id cannot be checked until then.
+ * sources and workflows of their workspaces, their own webhooks, their workspaces; anything else
+ * is 404 exactly like a missing id. A malformed id is 400 naming the parameter, checked before any
+ * lookup.
  */
 
 import type { Deps } from "#core/ports/deps";
-import { requireSource, requireWebhook, requireWorkspace } from "./access.ts";
-import { chosenWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import { requireSource, requireWebhook, requireWorkflow, requireWorkspace } from "./access.ts";
+import { chosenWorkspace, type WorkspaceChoice } from "./accounts.ts";
 import { requireChannelName } from "./channels.ts";
 import { ERRORS_CHANNEL, LOGS_CHANNEL, type SourceRecord } from "./component-model.ts";
 import { invalid, notFound } from "./errors.ts";
@@ -29,8 +26,9 @@ import {
   WORKFLOWS_GLOB,
 } from "./subscription-model.ts";
 import { epochSeconds } from "./time.ts";
+import type { WorkflowRecord } from "./workflow-model.ts";
 
-type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "identity" | "clock" | "ids">;
+type SubscriptionDeps = Pick<Deps, "subscriptions" | "sources" | "workflows" | "identity" | "clock" | "ids">;
 
 /** The reserved channels a subscription may name; any other `$` name is refused. */
 const RESERVED_CHANNELS: readonly string[] = [ERRORS_CHANNEL, LOGS_CHANNEL];
@@ -115,17 +113,17 @@ function parseSubscription(caller: Caller, input: SubscriptionInput) {
   return { emitter, listener, eventName };
 }
 
-/** Checks the caller can reach the emitter (404 otherwise). Workflow ids cannot be checked yet. */
+/** Checks the caller can reach the emitter (404 otherwise). */
 async function checkEmitter(deps: SubscriptionDeps, caller: Caller, emitter: Emitter): Promise<void> {
   if (emitter.kind === "source") await requireSource(deps, caller, emitter.id);
+  if (emitter.kind === "workflow") await requireWorkflow(deps, caller, emitter.id);
   if (emitter.kind === "workspace") await requireWorkspace(deps, caller, emitter.id);
 }
 
 /**
  * Checks the caller can reach the listener (404 otherwise); answers the workspace it is listed
- * under: a webhook's or a source's own, which a workspace named in `choice` must be (404 when it
- * is not the caller's, 400 when it is another of theirs); for a workflow, the one named or the
- * caller's first.
+ * under: the listener's own, which a workspace named in `choice` must be (404 when it is not the
+ * caller's, 400 when it is another of theirs).
  */
 async function listenerWorkspace(
   deps: SubscriptionDeps,
@@ -133,11 +131,12 @@ async function listenerWorkspace(
   listener: Listener,
   choice: WorkspaceChoice,
 ): Promise<string> {
-  if (listener.kind === "workflow") return (await workspaceOrDefault(deps, caller, choice)).id;
   const owned =
     listener.kind === "webhook"
       ? (await requireWebhook(deps, caller, listener.id)).workspaceId
-      : (await requireSource(deps, caller, listener.id)).workspaceId;
+      : listener.kind === "workflow"
+        ? (await requireWorkflow(deps, caller, listener.id)).workspaceId
+        : (await requireSource(deps, caller, listener.id)).workspaceId;
   const chosen = chosenWorkspace(choice);
   if (chosen !== undefined && (await requireWorkspace(deps, caller, chosen.id)).id !== owned) {
     throw invalid(chosen.field, `must be the listener's workspace (${owned}), which the subscription is listed under`);
@@ -166,10 +165,10 @@ export async function createSubscription(deps: SubscriptionDeps, caller: Caller,
     eventName,
     createdAt: deps.clock.nowMs(),
   });
-  // The store keeps one subscription per (emitter, listener, channel) across all tenants. Sources,
-  // webhooks and workspaces were checked above, and globs are keyed by user, so only workflow ids
-  // (not checkable yet) can name a subscription someone else made: it is not answered, nor changed.
-  if (!(await mayManage(deps, caller, stored))) throw notFound("workflow");
+  // The store keeps one subscription per (emitter, listener, channel) across all tenants. Every id
+  // was checked above and globs are keyed by user, so this finds only a subscription made by a
+  // member of the listener's workspace; it is answered only to those who may manage it.
+  if (!(await mayManage(deps, caller, stored))) throw notFound("subscription");
   return subscriptionView(stored);
 }
 
@@ -279,6 +278,33 @@ export async function applyAutoSubscriptions(
     );
   }
   return made;
+}
+
+export type WorkflowSubscriptionDeps = Pick<Deps, "subscriptions" | "clock">;
+
+/**
+ * Subscribes a workflow to the default channel of a source (a source trigger, design 3.6), listed
+ * under the workflow's workspace and made by its user. The caller has checked both ends. Answers
+ * the stored subscription: an existing one for the same pair, or the new one with `id`.
+ */
+export async function subscribeWorkflow(
+  deps: WorkflowSubscriptionDeps,
+  workflow: Pick<WorkflowRecord, "id" | "userId" | "workspaceId">,
+  sourceId: string,
+  id: string,
+): Promise<SubscriptionRecord> {
+  return deps.subscriptions.putSubscription({
+    id,
+    userId: workflow.userId,
+    workspaceId: workflow.workspaceId,
+    emitterId: sourceId,
+    emitterKind: "source",
+    emitterKey: sourceId,
+    listenerId: workflow.id,
+    listenerKind: "workflow",
+    eventName: "",
+    createdAt: deps.clock.nowMs(),
+  });
 }
 
 /** The Subscription resource of the spec; `event_name` is `""` for the default channel. */

@@ -21,9 +21,10 @@ import type {
   WorkflowResult,
   WorkflowStepInvocation,
 } from "#runtime/protocol";
+import { requireWorkflow } from "./access.ts";
 import { clipText } from "./clip-text.ts";
 import { type ComponentRecord, ERRORS_CHANNEL, type Json, type NewEvent } from "./component-model.ts";
-import { isDomainError, notFound } from "./errors.ts";
+import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { formatId } from "./ids.ts";
@@ -608,13 +609,6 @@ function eventPreview(event: Json): Json {
  * decision 55). The same rule as `requireSource`; `access.ts` gains a `requireWorkflow` in the same
  * issue, which this gives way to at merge.
  */
-async function requireOwnWorkflow(deps: Pick<Deps, "workflows" | "identity">, caller: Caller, workflowId: string) {
-  const workflow = await deps.workflows.getWorkflow(workflowId);
-  if (!workflow || !(await deps.identity.getMembership(workflow.workspaceId, caller.userId)))
-    throw notFound("workflow");
-  return workflow;
-}
-
 /** A run record as `GET /v1/workflows/{id}/runs` shows it: snake case, times in epoch milliseconds. */
 export function workflowRunView(run: WorkflowRun) {
   return {
@@ -649,7 +643,7 @@ export async function listWorkflowRuns(
   workflowId: string,
   page: PageQuery,
 ) {
-  await requireOwnWorkflow(deps, caller, workflowId);
+  await requireWorkflow(deps, caller, workflowId);
   const found = await deps.workflowRuns.listRuns(workflowId, page);
   return pageEnvelope(found, (run) => run.id, workflowRunView);
 }

@@ -3,31 +3,39 @@ import { route as createComponent } from "./create-component.ts";
 import { route as createSource } from "./create-source.ts";
 import { route as createSubscription } from "./create-subscription.ts";
 import { route as createWebhook } from "./create-webhook.ts";
+import { route as createWorkflow } from "./create-workflow.ts";
 import { route as deleteSource } from "./delete-source.ts";
 import { route as deleteSourceEvents } from "./delete-source-events.ts";
 import { route as deleteSubscription } from "./delete-subscription.ts";
 import { route as deleteWebhook } from "./delete-webhook.ts";
+import { route as deleteWorkflow } from "./delete-workflow.ts";
 import { route as getComponent } from "./get-component.ts";
 import { route as getMe } from "./get-me.ts";
 import { route as getOpenApi } from "./get-openapi.ts";
 import { route as getRegistryComponent } from "./get-registry-component.ts";
 import { route as getSource } from "./get-source.ts";
 import { route as getWebhook } from "./get-webhook.ts";
+import { route as getWorkflow } from "./get-workflow.ts";
 import { route as getWorkspace } from "./get-workspace.ts";
 import { route as listDeadLetters } from "./list-dead-letters.ts";
 import { route as listSourceEvents } from "./list-source-events.ts";
 import { route as listUserSources } from "./list-user-sources.ts";
 import { route as listUserSubscriptions } from "./list-user-subscriptions.ts";
 import { route as listUserWebhooks } from "./list-user-webhooks.ts";
+import { route as listUserWorkflows } from "./list-user-workflows.ts";
+import { route as listWorkflowErrors } from "./list-workflow-errors.ts";
+import { route as listWorkflowEvents } from "./list-workflow-events.ts";
 import { route as listWorkflowRuns } from "./list-workflow-runs.ts";
 import { route as listWorkspaceProjects } from "./list-workspace-projects.ts";
 import { route as listWorkspaceSources } from "./list-workspace-sources.ts";
 import { route as listWorkspaceSubscriptions } from "./list-workspace-subscriptions.ts";
+import { route as listWorkspaceWorkflows } from "./list-workspace-workflows.ts";
 import { route as replayDeadLetter } from "./replay-dead-letter.ts";
 import { route as replayDeadLetters } from "./replay-dead-letters.ts";
 import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 import type { AnyRoute } from "./route.ts";
 import { route as updateSource } from "./update-source.ts";
+import { route as updateWorkflow } from "./update-workflow.ts";
 
 /**
  * The route manifest: every REST endpoint. Local mode serves these, the service stack makes one
@@ -58,6 +66,14 @@ export const routes: readonly AnyRoute[] = [
   listUserSubscriptions,
   listWorkspaceSubscriptions,
   createAutoSubscription,
+  createWorkflow,
+  getWorkflow,
+  updateWorkflow,
+  deleteWorkflow,
+  listUserWorkflows,
+  listWorkspaceWorkflows,
+  listWorkflowEvents,
+  listWorkflowErrors,
   listDeadLetters,
   replayDeadLetter,
   replayDeadLetters,

@@ -2,7 +2,6 @@ import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { formatId } from "#core/ids";
 import type { AnyRoute } from "#http/route";
 import { routes } from "#http/routes";
 import { eventually } from "../support/eventually.ts";
@@ -41,8 +40,17 @@ export default {
 };
 `;
 
-/** A well-formed workflow id nobody used. */
-const newWorkflowId = () => formatId("workflow", Date.now(), randomBytes(12));
+/** A code step and two triggers: a workflow of each kind of part this step stores. */
+const WORKFLOW_BODY = {
+  settings: { name: "probe flow" },
+  steps: [
+    {
+      namespace: "probe",
+      component_code: "export default defineComponent({ async run({ steps }) { return steps.trigger } })",
+    },
+  ],
+  triggers: [{ type: "http" }, { type: "timer", props: { intervalSeconds: 3600 } }],
+};
 
 /** A well-formed id (or key, or event id) of the same kind that nothing has. */
 function missingTwin(value: string): string {
@@ -70,6 +78,9 @@ interface Tenant {
   sourceId: string;
   endpointUrl: string;
   webhookId: string;
+  workflowId: string;
+  /** The key of the workflow's HTTP trigger. */
+  workflowKey: string;
   deadLetterId: string;
   eventId: string;
   /** What `GET /users/me/subscriptions` listed after setup. */
@@ -90,7 +101,7 @@ interface CrossRequest {
 interface Fixture {
   one: Tenant;
   two: Tenant;
-  /** Workflow ids only user 1 used (workflows cannot be checked yet; see subscriptions.ts). */
+  /** Two more workflows of user 1's, with a subscription between them. */
   oneWorkflows: [string, string];
   deadUrl: string;
 }
@@ -128,15 +139,13 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { query: { emitter_id: two.sourceId, listener_id: one.sourceId } },
     { query: { emitter_id: "dc_*", listener_id: one.webhookId } },
     { query: { emitter_id: one.workspaceId, listener_id: two.webhookId, event_name: "$errors" } },
-    { query: { emitter_id: two.sourceId, listener_id: newWorkflowId(), workspace_id: one.workspaceId } },
-    { query: { emitter_id: two.sourceId, listener_id: newWorkflowId(), org_id: one.workspaceId } },
+    { query: { emitter_id: one.workflowId, listener_id: two.webhookId } },
+    { query: { emitter_id: two.sourceId, listener_id: one.workflowId } },
+    { query: { emitter_id: two.sourceId, listener_id: two.workflowId, workspace_id: one.workspaceId } },
+    { query: { emitter_id: two.sourceId, listener_id: two.workflowId, org_id: one.workspaceId } },
     { query: { emitter_id: two.sourceId, listener_id: two.webhookId, org_id: one.workspaceId } },
-    // The subscription user 1 made between two workflow ids: 404, not user 1's subscription. Unused
-    // workflow ids cannot be told from used ones yet, so this is not the answer of missing ids.
-    {
-      query: { emitter_id: oneWorkflows[0], listener_id: oneWorkflows[1], event_name: "$errors" },
-      sameAsMissing: false,
-    },
+    // The subscription user 1 made between two workflows: 404, and not user 1's subscription.
+    { query: { emitter_id: oneWorkflows[0], listener_id: oneWorkflows[1], event_name: "$errors" } },
   ],
   "delete-subscription": ({ one, oneWorkflows }): CrossRequest[] => [
     { query: { emitter_id: one.sourceId, listener_id: one.webhookId, event_name: "" } },
@@ -161,9 +170,30 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
   "create-auto-subscription": ({ one, two }): CrossRequest[] => [
     { query: { event_name: "$errors", listener_id: one.webhookId } },
     { query: { event_name: "$logs", listener_id: one.sourceId } },
-    { query: { event_name: "$errors", listener_id: newWorkflowId(), workspace_id: one.workspaceId } },
-    { query: { event_name: "$errors", listener_id: newWorkflowId(), org_id: one.workspaceId } },
+    { query: { event_name: "$errors", listener_id: one.workflowId } },
+    { query: { event_name: "$errors", listener_id: two.workflowId, workspace_id: one.workspaceId } },
+    { query: { event_name: "$errors", listener_id: two.workflowId, org_id: one.workspaceId } },
     { query: { event_name: "$logs", listener_id: two.webhookId, org_id: one.workspaceId } },
+  ],
+  // Nothing is saved before these are refused: triggers and ids are checked before any step's code.
+  "create-workflow": ({ one }): CrossRequest[] => [
+    { body: { ...WORKFLOW_BODY, org_id: one.workspaceId } },
+    { body: { ...WORKFLOW_BODY, workspace_id: one.workspaceId } },
+    { query: { org_id: one.workspaceId }, body: WORKFLOW_BODY },
+    { body: { ...WORKFLOW_BODY, project_id: one.projectId }, status: 400 },
+    { body: { ...WORKFLOW_BODY, template_id: one.workflowId }, status: 400 },
+    { body: { ...WORKFLOW_BODY, external_id: one.workflowId }, status: 400 },
+    {
+      body: { ...WORKFLOW_BODY, triggers: [{ type: "source", props: { source_id: one.sourceId } }] },
+      status: 400,
+    },
+    { body: { steps: [{ namespace: "theirs", component_id: one.componentId }] }, status: 400 },
+  ],
+  "get-workflow": ({ one }): CrossRequest[] => [{ query: { org_id: one.workspaceId } }],
+  "update-workflow": ({ one }): CrossRequest[] => [
+    { body: { external_id: one.workflowId }, status: 400 },
+    { body: { triggers: [{ type: "source", props: { source_id: one.sourceId } }] }, status: 400 },
+    { body: { steps: [{ namespace: "theirs", component_id: one.componentId }] }, status: 400 },
   ],
 };
 
@@ -289,6 +319,7 @@ describe("fault: tenant isolation", () => {
     const subscription = await ok(
       call(key, "POST", "/v1/subscriptions", { query: { emitter_id: source.id, listener_id: webhook.id } }),
     );
+    const workflow = await ok(call(key, "POST", "/v1/workflows", { body: WORKFLOW_BODY }));
     const endpointUrl: string = source.configured_props.http.endpoint_url;
     const posted = await fetch(endpointUrl, {
       method: "POST",
@@ -312,6 +343,8 @@ describe("fault: tenant isolation", () => {
         sourceId: source.id as string,
         endpointUrl,
         webhookId: webhook.id as string,
+        workflowId: workflow.id as string,
+        workflowKey: workflow.triggers[0].key as string,
         deadLetterId: deadLetter.id as string,
         eventId: deadLetter.event_id as string,
         subscriptionIds: listed.map((s: { id: string }) => s.id),
@@ -347,7 +380,12 @@ describe("fault: tenant isolation", () => {
     });
     root = sluice.baseUrl.replace(/\/v1$/, "");
     const one = await populate(sluice.apiKeyFromFile(), COMPONENT_KEY, { secret: MARKER });
-    const oneWorkflows: [string, string] = [newWorkflowId(), newWorkflowId()];
+    const newWorkflow = async () => {
+      const answer = await call(one.tenant.key, "POST", "/v1/workflows", { body: WORKFLOW_BODY });
+      expect(answer.status, answer.text).toBe(200);
+      return answer.json.data.id as string;
+    };
+    const oneWorkflows: [string, string] = [await newWorkflow(), await newWorkflow()];
     const workflowSubscription = await call(one.tenant.key, "POST", "/v1/subscriptions", {
       query: { emitter_id: oneWorkflows[0], listener_id: oneWorkflows[1], event_name: "$errors" },
     });
@@ -375,6 +413,7 @@ describe("fault: tenant isolation", () => {
       dead_letters: [t.deadLetterId],
       workspaces: [t.workspaceId],
       orgs: [t.workspaceId],
+      workflows: [t.workflowId],
       components: [t.componentId, ...componentKeys],
       registry: [registryKey],
     });
@@ -547,6 +586,10 @@ describe("fault: tenant isolation", () => {
     expect(ids("list-dead-letters")).toEqual([two.deadLetterId]);
     expect(ids("list-source-events")).toEqual([two.eventId]);
     expect(ids("list-workspace-projects")).toEqual([two.projectId]);
+    expect(ids("list-user-workflows")).toEqual([two.workflowId]);
+    expect(ids("list-workspace-workflows")).toEqual([two.workflowId]);
+    expect(ids("list-workflow-events")).toEqual([]);
+    expect(ids("list-workflow-errors")).toEqual([]);
     expect(ids("list-user-subscriptions").sort()).toEqual([...two.subscriptionIds].sort());
     // Its own subscription and the one its auto subscription made.
     expect(two.subscriptionIds.length).toBe(2);

@@ -187,14 +187,19 @@ describe("webhooks and subscriptions over real HTTP against local mode", () => {
     it("takes dc_*, p_*, workflow ids, custom channels, $errors, $logs and a source listening to itself", async () => {
       const source = await newSource();
       const webhook = await newWebhook({ url: "http://127.0.0.1:9/b" });
+      const workflow = await api("POST", "/workflows", {
+        steps: [{ namespace: "quiet", component_code: "export default defineComponent({ async run() {} })" }],
+      });
+      expect(workflow.status, JSON.stringify(workflow.json)).toBe(200);
+      const workflowId: string = workflow.json.data.id;
       const cases: [Record<string, string>, string][] = [
         [{ emitter_id: "dc_*", listener_id: webhook.id }, ""],
         [{ emitter_id: "p_*", listener_id: webhook.id, event_name: "$errors" }, "$errors"],
         [{ emitter_id: source.id, listener_id: webhook.id, event_name: "$logs" }, "$logs"],
         [{ emitter_id: source.id, listener_id: webhook.id, event_name: "orders" }, "orders"],
         [{ emitter_id: source.id, listener_id: source.id, event_name: "self" }, "self"],
-        [{ emitter_id: "p_01jd0000000000000000ab", listener_id: webhook.id }, ""],
-        [{ emitter_id: source.id, listener_id: "p_01jd0000000000000000ab" }, ""],
+        [{ emitter_id: workflowId, listener_id: webhook.id }, ""],
+        [{ emitter_id: source.id, listener_id: workflowId }, ""],
       ];
       for (const [params, channel] of cases) {
         const answer = await subscribe(params);
@@ -244,7 +249,7 @@ describe("webhooks and subscriptions over real HTTP against local mode", () => {
       for (const [params, field] of cases) expect400(await subscribe(params), field);
     });
 
-    it("answers 404 for a source or webhook that does not exist", async () => {
+    it("answers 404 for a source, webhook or workflow that does not exist", async () => {
       const source = await newSource();
       const webhook = await newWebhook({ url: "http://127.0.0.1:9/e" });
       expect((await subscribe({ emitter_id: MISSING_SOURCE, listener_id: webhook.id })).status).toBe(404);
@@ -252,6 +257,8 @@ describe("webhooks and subscriptions over real HTTP against local mode", () => {
       expect((await subscribe({ emitter_id: "dc_nope", listener_id: webhook.id })).status).toBe(404);
       expect((await subscribe({ emitter_id: source.id, listener_id: MISSING_WEBHOOK })).status).toBe(404);
       expect((await subscribe({ emitter_id: source.id, listener_id: MISSING_SOURCE })).status).toBe(404);
+      expect((await subscribe({ emitter_id: "p_01jd0000000000000000ab", listener_id: webhook.id })).status).toBe(404);
+      expect((await subscribe({ emitter_id: source.id, listener_id: "p_01jd0000000000000000ab" })).status).toBe(404);
     });
 
     it("deletes with the parameters of creation (empty event_name for the default channel); a missing one is 404", async () => {

@@ -259,10 +259,14 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
   it("lets exactly the functions that store events put events on the bus, and tells them its name", () => {
     const busArn = { "Fn::GetAtt": [busId(), "Arn"] };
     const appendingRoutes = routes.filter((route) => route.access.compute && route.access.secrets);
+    // The workflow routes deploy, update and delete the sources of source triggers, whose hooks emit.
     expect(appendingRoutes.map((route) => route.name).sort()).toEqual([
       "create-source",
+      "create-workflow",
       "delete-source",
+      "delete-workflow",
       "update-source",
+      "update-workflow",
     ]);
     const expected = [
       ...appendingRoutes.map((route) => routeId(route.name)),

@@ -15,6 +15,7 @@ import {
 import { createWebhook } from "#core/webhooks";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
+import { workflowRecord } from "../../support/workflow-record.ts";
 
 /**
  * Two accounts, each with a deployed source and a webhook, on the real local stores (an in-memory
@@ -44,6 +45,9 @@ async function setUp() {
   const webhook = await createWebhook(deps, owner, { url: "http://127.0.0.1:9000/in" });
   const strangerSource = await deploySource(deps, stranger, { component_code: "stranger's code" });
   const strangerWebhook = await createWebhook(deps, stranger, { url: "http://127.0.0.1:9001/in" });
+  for (const id of [WORKFLOW_ID, OTHER_WORKFLOW_ID])
+    await deps.workflows.createWorkflow(workflowRecord(ownerAccount, id));
+  await deps.workflows.createWorkflow(workflowRecord(strangerAccount, STRANGER_WORKFLOW_ID));
   return {
     deps,
     seenAtDeploy,
@@ -65,6 +69,7 @@ async function storedSubscriptions(deps: Deps, caller: Caller) {
 
 const WORKFLOW_ID = "p_01jd0000000000000000ab";
 const OTHER_WORKFLOW_ID = "p_01jd0000000000000000cd";
+const STRANGER_WORKFLOW_ID = "p_01jd0000000000000000ef";
 
 describe("createSubscription", () => {
   it("subscribes a webhook to a source's default channel and answers the subscription", async () => {
@@ -119,7 +124,7 @@ describe("createSubscription", () => {
     ]);
   });
 
-  it("accepts well-formed workflow ids as emitter and listener and lists a workflow listener under the caller's workspace", async () => {
+  it("takes the caller's workflows as emitter and listener, listed under the workflow's workspace", async () => {
     const { deps, owner, ownerWorkspace, source } = await setUp();
     const fromWorkflow = await createSubscription(deps, owner, { emitter_id: WORKFLOW_ID, listener_id: source.id });
     const toWorkflow = await createSubscription(deps, owner, {
@@ -139,13 +144,30 @@ describe("createSubscription", () => {
     });
   });
 
-  it("accepts a workflow id shaped like the hosted service's (p_MOCn3Ez)", async () => {
-    const { deps, owner, webhook } = await setUp();
-    const created = await createSubscription(deps, owner, { emitter_id: "p_MOCn3Ez", listener_id: webhook.id });
-    expect(created).toMatchObject({ emitter_id: "p_MOCn3Ez", listener_id: webhook.id });
+  it("404s a workflow of another account, or one that does not exist, as emitter or listener", async () => {
+    const { deps, owner, stranger, source, webhook, strangerSource } = await setUp();
+    for (const [caller, input] of [
+      [owner, { emitter_id: STRANGER_WORKFLOW_ID, listener_id: webhook.id }],
+      [owner, { emitter_id: source.id, listener_id: STRANGER_WORKFLOW_ID }],
+      [owner, { emitter_id: "p_MOCn3Ez", listener_id: webhook.id }],
+      [stranger, { emitter_id: WORKFLOW_ID, listener_id: STRANGER_WORKFLOW_ID }],
+      [stranger, { emitter_id: strangerSource.id, listener_id: WORKFLOW_ID }],
+    ] as const) {
+      expect(await rejection(createSubscription(deps, caller, input))).toMatchObject({
+        code: "not_found",
+        message: "workflow not found",
+      });
+    }
+    expect(
+      await rejection(
+        createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: STRANGER_WORKFLOW_ID }),
+      ),
+    ).toMatchObject({ code: "not_found" });
+    expect(await storedSubscriptions(deps, owner)).toEqual([]);
+    expect(await storedSubscriptions(deps, stranger)).toEqual([]);
   });
 
-  it("404s, without answering or changing it, when workflow ids name a subscription another account made", async () => {
+  it("404s, without answering or changing it, when another account names a subscription between workflows", async () => {
     const { deps, owner, stranger } = await setUp();
     const input = { emitter_id: WORKFLOW_ID, listener_id: OTHER_WORKFLOW_ID, event_name: "$errors" };
     const theirs = await createSubscription(deps, owner, input);
@@ -154,11 +176,10 @@ describe("createSubscription", () => {
     expect(JSON.stringify(refused)).not.toContain(theirs.id);
     expect(await storedSubscriptions(deps, stranger)).toEqual([]);
     expect((await storedSubscriptions(deps, owner)).map((s) => [s.id, s.userId])).toEqual([[theirs.id, owner.userId]]);
-    // The maker still gets their own subscription back when creating it again.
     expect(await createSubscription(deps, owner, input)).toEqual(theirs);
   });
 
-  it("lists a workflow listener's subscription under the workspace named, and 404s on another account's", async () => {
+  it("lists a workflow listener's subscription under its workspace, and refuses another workspace named", async () => {
     const { deps, owner, ownerWorkspace, strangerWorkspace, source } = await setUp();
     const named = await createSubscription(deps, owner, {
       emitter_id: source.id,

@@ -6,6 +6,7 @@ import { createAutoSubscription, createSubscription } from "#core/subscriptions"
 import { createWebhook } from "#core/webhooks";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
+import { workflowRecord } from "../../support/workflow-record.ts";
 
 /**
  * Issue 12, item 13: every create honours the workspace it names with `org_id` (the spec's word)
@@ -93,13 +94,23 @@ describe("the workspace a create names", () => {
     expect(disagree.issues).toEqual([{ field: "org_id", message: "names another workspace than workspace_id" }]);
   });
 
-  it("records webhooks and workflow subscriptions under the workspace named", async () => {
-    const { deps, caller, second } = await setUp();
+  it("records webhooks under the workspace named, and a workflow's subscriptions under the workflow's", async () => {
+    const { deps, caller, own, second } = await setUp();
     const webhook = await createWebhook(deps, caller, { url: "http://127.0.0.1:9000/in", org_id: second });
     expect((await deps.subscriptions.getWebhook(webhook.id))?.workspaceId).toBe(second);
+    const workflow = {
+      ...workflowRecord(await accountIn(deps, "unused"), "p_MOCn3Ez"),
+      userId: caller.userId,
+      workspaceId: second,
+    };
+    await deps.workflows.createWorkflow(workflow);
     await createSubscription(deps, caller, { emitter_id: "dc_*", listener_id: "p_MOCn3Ez", org_id: second });
     const listed = await deps.subscriptions.listSubscriptionsOfWorkspace(second, { limit: 10 });
     expect(listed.items.map((s) => s.listenerId)).toEqual(["p_MOCn3Ez"]);
+    const error = await rejection(
+      createSubscription(deps, caller, { emitter_id: "dc_*", listener_id: "p_MOCn3Ez", event_name: "x", org_id: own }),
+    );
+    expect(error.issues?.[0]?.field).toBe("org_id");
   });
 
   it("lists a webhook's subscription under the webhook's workspace: naming another of the caller's is 400", async () => {

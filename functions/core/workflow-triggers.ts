@@ -1,0 +1,273 @@
+/**
+ * The triggers of a workflow (docs/design/workflows.md 3.6): one function per type that checks
+ * a trigger of a create or update body and makes its record, and the side effects each type has
+ * when a workflow is created, activated, deactivated or deleted. `workflows.ts` calls these and
+ * nothing else of triggers, so the steps that make triggers fire (timers, sources) fill their own
+ * function here and leave `workflows.ts` alone.
+ */
+
+import type { Deps } from "#core/ports/deps";
+import { requireSource } from "./access.ts";
+import { DomainError, invalid, isDomainError } from "./errors.ts";
+import type { Caller } from "./identity.ts";
+import { deleteSource, deploySource, updateSource } from "./sources.ts";
+import { subscribeWorkflow, type WorkflowSubscriptionDeps } from "./subscriptions.ts";
+import { validateTimerSpec } from "./timer-schedule.ts";
+import type { HttpTriggerRecord, TimerTriggerRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+
+/** Most triggers a workflow may have (design 3.8). */
+export const MAX_TRIGGERS = 10;
+
+/** One item of a body's `triggers`, as the request schema lets it through. */
+export interface TriggerInput {
+  type: string;
+  props?: Record<string, unknown> | undefined;
+}
+
+type TriggerDeps = Pick<Deps, "ids" | "clock">;
+
+/** Random part of an HTTP trigger's endpoint key, as long as a source endpoint's. */
+const ENDPOINT_KEY_BYTES = 18;
+
+function knownProps(props: Record<string, unknown>, field: string, allowed: readonly string[]) {
+  for (const name of Object.keys(props)) {
+    if (!allowed.includes(name)) throw invalid(`${field}.${name}`, `is not a prop of this trigger type`);
+  }
+}
+
+/** `{type: "http", props: {custom_response?}}`: a new endpoint key, random and unguessable. */
+export function httpTrigger(deps: TriggerDeps, input: TriggerInput, field: string): HttpTriggerRecord {
+  const props = input.props ?? {};
+  knownProps(props, `${field}.props`, ["custom_response"]);
+  const customResponse = props.custom_response ?? false;
+  if (typeof customResponse !== "boolean") throw invalid(`${field}.props.custom_response`, "must be a boolean");
+  const now = deps.clock.nowMs();
+  return {
+    type: "http",
+    id: deps.ids.newId("httpTrigger"),
+    key: deps.ids.newSecret(ENDPOINT_KEY_BYTES),
+    customResponse,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/**
+ * `{type: "timer", props: {intervalSeconds | cron, timezone?}}`, checked by the sources' rules
+ * (decision 28). Stored only: scheduling the timers of active workflows is a later step of the
+ * design (7), which fills {@link activateTriggers} and {@link deactivateTriggers}.
+ */
+export function timerTrigger(deps: TriggerDeps, input: TriggerInput, field: string): TimerTriggerRecord {
+  const props = input.props ?? {};
+  knownProps(props, `${field}.props`, ["intervalSeconds", "interval_seconds", "cron", "timezone"]);
+  const spec = validateTimerSpec(props, `${field}.props`);
+  const now = deps.clock.nowMs();
+  return {
+    type: "timer",
+    id: deps.ids.newId("timerTrigger"),
+    spec,
+    scheduleChangedAt: now,
+    createdAt: now,
+    updatedAt: now,
+  };
+}
+
+/** The fields of a source trigger's props that deploy a source, as `POST /sources` takes them. */
+const DEPLOY_FIELDS = ["component_code", "component_id", "component_url", "key", "configured_props", "name"] as const;
+
+/** A source trigger whose source is deployed once the whole body is checked ({@link deployTriggerSources}). */
+export interface PendingSourceDeploy {
+  type: "deploy";
+  field: string;
+  props: Record<string, unknown>;
+}
+
+/** A trigger of a body once checked: its record, or a source still to deploy. */
+export type CheckedTrigger = TriggerRecord | PendingSourceDeploy;
+
+/**
+ * `{type: "source", props: {source_id}}`: a source the caller may manage (another account's, or a
+ * missing one, is 400 on the field, decision 55), whose default channel the workflow will
+ * subscribe to ({@link subscribeSourceTriggers}); it is never changed by the workflow (design
+ * W17). `{type: "source", props: {component_code | component_id | key, configured_props, name}}`:
+ * a source the workflow deploys, as `POST /sources` does, after every other check; it follows the
+ * workflow's `active` and is deleted with it.
+ */
+export async function sourceTrigger(
+  deps: Pick<Deps, "sources" | "identity" | "ids">,
+  caller: Caller,
+  input: TriggerInput,
+  field: string,
+): Promise<CheckedTrigger> {
+  const props = input.props ?? {};
+  knownProps(props, `${field}.props`, ["source_id", ...DEPLOY_FIELDS]);
+  const deploying = DEPLOY_FIELDS.filter((name) => props[name] !== undefined);
+  if (props.source_id === undefined && deploying.length > 0) return { type: "deploy", field, props };
+  if (deploying.length > 0) {
+    throw invalid(`${field}.props.${deploying[0]}`, "give either source_id or the component of a source to deploy");
+  }
+  const sourceId = props.source_id;
+  if (typeof sourceId !== "string" || sourceId === "") throw invalid(`${field}.props.source_id`, "is required");
+  const source = await requireSource(deps, caller, sourceId).catch((error: unknown) => {
+    throw isDomainError(error) && error.code === "not_found"
+      ? invalid(`${field}.props.source_id`, "no such source")
+      : error;
+  });
+  return {
+    type: "source",
+    sourceId: source.id,
+    subscriptionId: deps.ids.newId("subscription"),
+    deployedByWorkflow: false,
+  };
+}
+
+/** Checks one trigger of a body and makes its record. */
+export async function triggerRecord(
+  deps: Pick<Deps, "sources" | "identity" | "ids" | "clock">,
+  caller: Caller,
+  input: TriggerInput,
+  field: string,
+): Promise<CheckedTrigger> {
+  switch (input.type) {
+    case "http":
+      return httpTrigger(deps, input, field);
+    case "timer":
+      return timerTrigger(deps, input, field);
+    case "source":
+      return sourceTrigger(deps, caller, input, field);
+    case "email":
+      throw invalid(`${field}.type`, "email triggers are not available yet");
+    default:
+      throw invalid(`${field}.type`, 'must be "http", "timer" or "source"');
+  }
+}
+
+/**
+ * Checks a body's `triggers` (0 to {@link MAX_TRIGGERS}), in order. Nothing is written: sources
+ * to deploy are left for {@link deployTriggerSources}.
+ */
+export async function triggerRecords(
+  deps: Pick<Deps, "sources" | "identity" | "ids" | "clock">,
+  caller: Caller,
+  inputs: TriggerInput[],
+): Promise<CheckedTrigger[]> {
+  if (inputs.length > MAX_TRIGGERS) throw invalid("triggers", `a workflow may have at most ${MAX_TRIGGERS} triggers`);
+  const records: CheckedTrigger[] = [];
+  for (const [i, input] of inputs.entries()) records.push(await triggerRecord(deps, caller, input, `triggers[${i}]`));
+  return records;
+}
+
+/** A validation error whose fields and message are told under `prefix` (`steps[2]`). */
+export function underField(error: unknown, prefix: string): unknown {
+  if (!isDomainError(error) || error.code !== "validation") return error;
+  const issues =
+    error.issues && error.issues.length > 0
+      ? error.issues.map((issue) => ({ ...issue, field: `${prefix}.${issue.field}` }))
+      : [{ field: prefix, message: error.message }];
+  return new DomainError("validation", issues.map((issue) => `${issue.field}: ${issue.message}`).join("; "), issues);
+}
+
+/**
+ * Deploys the sources of the checked triggers that ask for one, in the workflow's workspace, as
+ * `POST /sources` does (its errors told under `triggers[i].props`); an inactive workflow's are
+ * deactivated at once. On a failure, the sources deployed so far are deleted again.
+ */
+export async function deployTriggerSources(
+  deps: Deps,
+  caller: Caller,
+  workflow: Pick<WorkflowRecord, "workspaceId" | "active">,
+  checked: CheckedTrigger[],
+): Promise<TriggerRecord[]> {
+  const records: TriggerRecord[] = [];
+  try {
+    for (const trigger of checked) {
+      if (trigger.type !== "deploy") {
+        records.push(trigger);
+        continue;
+      }
+      const props = trigger.props as Record<(typeof DEPLOY_FIELDS)[number], never>;
+      const source = await deploySource(deps, caller, { ...props, org_id: workflow.workspaceId }).catch(
+        (error: unknown) => {
+          throw underField(error, `${trigger.field}.props`);
+        },
+      );
+      records.push({
+        type: "source",
+        sourceId: source.id,
+        subscriptionId: deps.ids.newId("subscription"),
+        deployedByWorkflow: true,
+      });
+      if (!workflow.active) await updateSource(deps, caller, source.id, { active: false });
+    }
+  } catch (error) {
+    await deleteDeployedSources(deps, caller, records);
+    throw error;
+  }
+  return records;
+}
+
+/** Deletes the sources these triggers deployed (W17); one already gone is skipped. */
+export async function deleteDeployedSources(deps: Deps, caller: Caller, triggers: TriggerRecord[]) {
+  for (const trigger of triggers) {
+    if (trigger.type !== "source" || !trigger.deployedByWorkflow) continue;
+    await deleteSource(deps, caller, trigger.sourceId).catch((error: unknown) => {
+      if (!isDomainError(error) || error.code !== "not_found") throw error;
+    });
+  }
+}
+
+/**
+ * Sets `active` on the sources a workflow deployed (W17). One already so is left alone (no hooks
+ * run twice), one deleted meanwhile is skipped.
+ */
+async function setDeployedSourcesActive(deps: Deps, caller: Caller, workflow: WorkflowRecord, active: boolean) {
+  for (const trigger of workflow.triggers) {
+    if (trigger.type !== "source" || !trigger.deployedByWorkflow) continue;
+    if ((await deps.sources.getSource(trigger.sourceId))?.active !== !active) continue;
+    await updateSource(deps, caller, trigger.sourceId, { active }).catch((error: unknown) => {
+      if (!isDomainError(error) || error.code !== "not_found") throw error;
+    });
+  }
+}
+
+/**
+ * Subscribes a new workflow to the default channel of each source trigger's source, under the
+ * workflow's workspace, with the subscription id its record holds. Called once the workflow is
+ * stored (the subscription names it as listener).
+ */
+export async function subscribeSourceTriggers(deps: WorkflowSubscriptionDeps, workflow: WorkflowRecord) {
+  for (const trigger of workflow.triggers) {
+    if (trigger.type !== "source") continue;
+    const stored = await subscribeWorkflow(deps, workflow, trigger.sourceId, trigger.subscriptionId);
+    if (stored.id !== trigger.subscriptionId) {
+      // Only one subscription per (emitter, listener, channel): a repeated source shares it.
+      trigger.subscriptionId = stored.id;
+    }
+  }
+}
+
+/**
+ * What a workflow's triggers do when it becomes active: the sources it deployed are activated.
+ * HTTP triggers need nothing (the endpoint reads `active`), nor do given sources. The seam for
+ * design step 7: schedule its timers here (`deps.timers`, keyed by `ti_`).
+ */
+export async function activateTriggers(deps: Deps, caller: Caller, workflow: WorkflowRecord): Promise<void> {
+  await setDeployedSourcesActive(deps, caller, workflow, true);
+}
+
+/**
+ * What a workflow's triggers do when it stops being active, or before it is deleted: the sources
+ * it deployed are deactivated. The seam for design step 7: cancel its timers here.
+ */
+export async function deactivateTriggers(deps: Deps, caller: Caller, workflow: WorkflowRecord): Promise<void> {
+  await setDeployedSourcesActive(deps, caller, workflow, false);
+}
+
+/**
+ * What a workflow's triggers leave behind when it is deleted (or its creation fails): the sources
+ * it deployed are deleted (their `deactivate()` runs). The seam for design step 7: cancel its
+ * timers here too.
+ */
+export async function removeTriggers(deps: Deps, caller: Caller, workflow: WorkflowRecord): Promise<void> {
+  await deleteDeployedSources(deps, caller, workflow.triggers);
+}

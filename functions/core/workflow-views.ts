@@ -1,0 +1,123 @@
+/**
+ * The Workflow resource (docs/design/workflows.md 1.3, W4): one view serves create, GET, PUT and
+ * the lists. It is the spec's create shape, which holds every field of its details shape, so a
+ * client of either works. Times are epoch seconds, as in the Source view; secret props are never
+ * in it, not even sealed.
+ */
+
+import type { Deps } from "#core/ports/deps";
+import type { ComponentRecord, SourceRecord } from "./component-model.ts";
+import { REGISTRY_OWNER } from "./components.ts";
+import { configurablePropsView, configuredPropsView } from "./props.ts";
+import { sourceView } from "./sources.ts";
+import { epochSeconds } from "./time.ts";
+import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+
+/** What a view needs besides the record: the components of its steps and the sources of its triggers, by id. */
+export interface WorkflowViewParts {
+  components: ReadonlyMap<string, ComponentRecord>;
+  sources: ReadonlyMap<string, SourceRecord>;
+}
+
+/** The endpoint of an HTTP trigger: `<publicUrl>/http/<key>`, as a source's. */
+export function workflowEndpointUrl(deps: Pick<Deps, "runtime">, key: string): string {
+  return `${deps.runtime.publicUrl}/http/${key}`;
+}
+
+function stepView(step: StepRecord, component: ComponentRecord | undefined) {
+  const code = step.origin === "code" && component ? component.code : null;
+  // Steps take no interface props (validation refuses them), so the view needs no endpoint or timer.
+  const configured = configuredPropsView(component?.metadata.props ?? [], step.configuredProps, {});
+  return {
+    id: step.id,
+    type: step.origin === "code" ? "CodeCell" : "ActionCell",
+    namespace: step.namespace,
+    disabled: step.disabled,
+    lang: "nodejs",
+    code_raw: code,
+    codeRaw: code,
+    codeConfigJson: null,
+    text_raw: null,
+    appConnections: [],
+    flat_params_visibility_json: null,
+    params_json: "{}",
+    component: true,
+    savedComponent: component
+      ? {
+          id: component.id,
+          code: component.code,
+          codeHash: component.codeHash,
+          configurableProps: configurablePropsView(component.metadata.props),
+          key: component.key ?? null,
+          description: component.metadata.description ?? null,
+          entryPath: null,
+          version: component.version,
+          apps: [],
+        }
+      : null,
+    component_key: component?.key ?? null,
+    component_owner_id: component === undefined || component.ownerId === REGISTRY_OWNER ? null : component.ownerId,
+    configured_props_json: JSON.stringify(configured),
+    authProvisionIdMap: {},
+    authProvisionIds: [],
+  };
+}
+
+function triggerView(
+  deps: Pick<Deps, "runtime">,
+  workflowId: string,
+  trigger: TriggerRecord,
+  parts: WorkflowViewParts,
+) {
+  switch (trigger.type) {
+    case "http":
+      return {
+        id: trigger.id,
+        key: trigger.key,
+        endpoint_url: workflowEndpointUrl(deps, trigger.key),
+        custom_response: trigger.customResponse,
+        created_at: epochSeconds(trigger.createdAt),
+        updated_at: epochSeconds(trigger.updatedAt),
+      };
+    case "timer":
+      return {
+        id: trigger.id,
+        interval_seconds: trigger.spec.intervalSeconds ?? 0,
+        cron: trigger.spec.cron ?? null,
+        timezone: trigger.spec.timezone ?? null,
+        schedule_changed_at: epochSeconds(trigger.scheduleChangedAt),
+        created_at: epochSeconds(trigger.createdAt),
+        updated_at: epochSeconds(trigger.updatedAt),
+      };
+    case "source": {
+      const source = parts.sources.get(trigger.sourceId);
+      // A source deleted meanwhile is left out (W5): its subscription went with it.
+      if (!source) return undefined;
+      const view = sourceView(deps, source, parts.components.get(source.componentId));
+      // A source the workflow deployed is the workflow's (design 2.1): it shows the workflow as owner.
+      return trigger.deployedByWorkflow ? { ...view, owner_id: workflowId } : view;
+    }
+  }
+}
+
+/** The Workflow resource of a record. */
+export function workflowView(deps: Pick<Deps, "runtime">, workflow: WorkflowRecord, parts: WorkflowViewParts) {
+  return {
+    id: workflow.id,
+    name: workflow.name,
+    active: workflow.active,
+    org_id: workflow.workspaceId,
+    project_id: workflow.projectId,
+    external_id: workflow.externalId ?? null,
+    deployment_id: workflow.deploymentId,
+    created_at: epochSeconds(workflow.createdAt),
+    updated_at: epochSeconds(workflow.updatedAt),
+    steps: workflow.steps.map((step) => stepView(step, parts.components.get(step.componentId))),
+    triggers: workflow.triggers.flatMap((trigger) => {
+      const view = triggerView(deps, workflow.id, trigger, parts);
+      return view === undefined ? [] : [view];
+    }),
+  };
+}
+
+export type WorkflowView = ReturnType<typeof workflowView>;

@@ -1,0 +1,503 @@
+/**
+ * Workflows (`p_`): create, read, list, update (activation and replacement of steps, triggers and
+ * name) and delete (docs/design/workflows.md 1.2-1.4, 3.8). Every step's code is a saved component
+ * (W11); the host builds a workflow's deployment at create and on every change of its steps, so a
+ * step that does not load answers 400 at once, even for an inactive workflow.
+ *
+ * Each problem with a body answers 400 naming its field by path (`steps[2].props.url`, W3): within
+ * one step every prop problem at once, as decision 26 does; otherwise the first bad field wins.
+ */
+
+import type { WorkflowCode } from "#core/ports/component-host";
+import type { Deps } from "#core/ports/deps";
+import { requireWorkflow, requireWorkspace } from "./access.ts";
+import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import type { ComponentRecord, SourceRecord } from "./component-model.ts";
+import { findComponent, registryComponent, saveComponent } from "./components.ts";
+import { invalid, isDomainError, notFound } from "./errors.ts";
+import type { Caller } from "./identity.ts";
+import { requireDisplayableName } from "./names.ts";
+import { type Page, type PageQuery, pageEnvelope } from "./pagination.ts";
+import { sealSecretValues, validateConfiguredProps } from "./props.ts";
+import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+import {
+  activateTriggers,
+  deactivateTriggers,
+  deleteDeployedSources,
+  deployTriggerSources,
+  removeTriggers,
+  subscribeSourceTriggers,
+  type TriggerInput,
+  triggerRecords,
+  underField,
+} from "./workflow-triggers.ts";
+import { type WorkflowViewParts, workflowView } from "./workflow-views.ts";
+
+/** Most steps a workflow may have (design 3.8). */
+export const MAX_STEPS = 50;
+/** Largest JSON of a workflow record (its configured props included), checked before it is stored (design 2.4). */
+export const MAX_STORED_WORKFLOW_BYTES = 300 * 1024;
+/** Longest workflow name (as a source's). */
+export const WORKFLOW_NAME_MAX_LENGTH = 200;
+export const DEFAULT_WORKFLOW_NAME = "Untitled workflow";
+/** A step's namespace: the key of its exports in `steps`. */
+const NAMESPACE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
+
+/** One item of a body's `steps`. */
+export interface StepInput {
+  namespace?: string | undefined;
+  component_code?: string | undefined;
+  component_id?: string | undefined;
+  key?: string | undefined;
+  props?: Record<string, unknown> | undefined;
+  disabled?: boolean | undefined;
+}
+
+export interface WorkflowSettingsInput {
+  name?: string | undefined;
+  auto_deploy?: boolean | undefined;
+}
+
+export interface CreateWorkflowInput extends WorkspaceChoice {
+  project_id?: string | undefined;
+  template_id?: string | undefined;
+  external_id?: string | undefined;
+  settings?: WorkflowSettingsInput | undefined;
+  steps?: StepInput[] | undefined;
+  triggers?: TriggerInput[] | undefined;
+}
+
+export interface UpdateWorkflowInput {
+  active?: boolean | undefined;
+  external_id?: string | undefined;
+  settings?: Pick<WorkflowSettingsInput, "name"> | undefined;
+  steps?: StepInput[] | undefined;
+  triggers?: (TriggerInput & { id?: string | undefined })[] | undefined;
+}
+
+/** `template_id` and `external_id` are a later step of the design (11): refused by name until then. */
+function refuseLaterFields(input: { template_id?: string | undefined; external_id?: string | undefined }) {
+  if (input.template_id !== undefined) throw invalid("template_id", "workflow templates are not available yet");
+  if (input.external_id !== undefined) throw invalid("external_id", "is not available yet");
+}
+
+function workflowName(name: string | undefined): string {
+  if (name === undefined) return DEFAULT_WORKFLOW_NAME;
+  if (name.length < 1 || name.length > WORKFLOW_NAME_MAX_LENGTH) {
+    throw invalid("settings.name", `must be 1 to ${WORKFLOW_NAME_MAX_LENGTH} characters`);
+  }
+  return requireDisplayableName("settings.name", name);
+}
+
+/** A project of the workspace: the one named, else its first. */
+async function projectOf(deps: Pick<Deps, "identity">, workspaceId: string, projectId: string | undefined) {
+  const projects = await deps.identity.listProjects(workspaceId);
+  if (projectId === undefined) {
+    const [first] = projects;
+    if (!first) throw notFound("project");
+    return first.id;
+  }
+  if (!projects.some((project) => project.id === projectId)) {
+    throw invalid("project_id", "is not a project of the workflow's workspace");
+  }
+  return projectId;
+}
+
+type StepDeps = Pick<Deps, "components" | "host" | "fetcher" | "registry" | "clock" | "ids" | "secrets">;
+
+/** The component a step names, saved as `POST /sources` saves one. */
+async function stepComponent(deps: StepDeps, caller: Caller, input: StepInput, field: string) {
+  const given = (["component_code", "component_id", "key"] as const).filter((name) => input[name] !== undefined);
+  if (given.length !== 1) throw invalid(field, "give exactly one of component_code, component_id, key");
+  if (input.component_code !== undefined) {
+    return {
+      origin: "code" as const,
+      component: await saveComponent(deps, caller.userId, input.component_code).catch((error: unknown) => {
+        throw underField(error, field);
+      }),
+    };
+  }
+  if (input.component_id !== undefined) {
+    const component = await findComponent(deps, caller, input.component_id).catch((error: unknown) => {
+      throw isDomainError(error) && error.code === "not_found"
+        ? invalid(`${field}.component_id`, "no such component")
+        : error;
+    });
+    return { origin: "saved" as const, component };
+  }
+  const component = await registryComponent(deps, input.key as string).catch((error: unknown) => {
+    throw isDomainError(error) && error.code === "not_found"
+      ? invalid(`${field}.key`, "no registry component has this key")
+      : error;
+  });
+  return { origin: "registry" as const, component };
+}
+
+/**
+ * Refuses what only a source can be. A code step (`defineComponent({ async run({steps, $}) })`)
+ * has no `type` and describes as a source (decision 170), so the type alone refuses nothing:
+ * hooks, `dedupe` and `$.interface.*` props do.
+ */
+function requireStepComponent(component: ComponentRecord, field: string, choice: string) {
+  const { hooks, dedupe, props } = component.metadata;
+  const sourceOnly = [
+    ...(hooks.length > 0 ? [`hooks (${hooks.join(", ")})`] : []),
+    ...(dedupe !== undefined ? ["dedupe"] : []),
+    ...props.filter((prop) => prop.type.startsWith("$.interface.")).map((prop) => `the ${prop.type} prop ${prop.name}`),
+  ];
+  if (sourceOnly.length > 0) {
+    throw invalid(
+      `${field}.${choice}`,
+      `a step must be an action or a code step; this component has ${sourceOnly.join(", ")}`,
+    );
+  }
+}
+
+/** Checks a body's `steps` and makes their records, each with its component (by id). */
+async function stepRecords(
+  deps: StepDeps,
+  caller: Caller,
+  inputs: StepInput[],
+  components: Map<string, ComponentRecord>,
+) {
+  if (inputs.length < 1 || inputs.length > MAX_STEPS) throw invalid("steps", `must have 1 to ${MAX_STEPS} steps`);
+  const namespaces = new Set<string>();
+  const steps: StepRecord[] = [];
+  for (const [i, input] of inputs.entries()) {
+    const field = `steps[${i}]`;
+    const namespace = input.namespace;
+    if (namespace === undefined || namespace === "") throw invalid(`${field}.namespace`, "is required");
+    if (!NAMESPACE.test(namespace)) {
+      throw invalid(`${field}.namespace`, "must start with a letter or _ and hold at most 64 letters, digits or _");
+    }
+    if (namespace === "trigger") throw invalid(`${field}.namespace`, '"trigger" names the trigger event in steps');
+    if (namespaces.has(namespace)) throw invalid(`${field}.namespace`, `another step is named "${namespace}"`);
+    namespaces.add(namespace);
+    const { origin, component } = await stepComponent(deps, caller, input, field);
+    const choice = origin === "code" ? "component_code" : origin === "saved" ? "component_id" : "key";
+    requireStepComponent(component, field, choice);
+    const validated = validateConfiguredProps(component.metadata.props, input.props, `${field}.props`);
+    components.set(component.id, component);
+    steps.push({
+      id: deps.ids.newId("step"),
+      namespace,
+      disabled: input.disabled ?? false,
+      origin,
+      componentId: component.id,
+      configuredProps: await sealSecretValues(deps.secrets, validated.values, validated.secretNames),
+    });
+  }
+  return steps;
+}
+
+/** A step keeps its `c_` id, and with it its `$.service.db`, when the previous list had its namespace (1.4). */
+function keepStepIds(previous: StepRecord[], next: StepRecord[]): StepRecord[] {
+  const ids = new Map(previous.map((step) => [step.namespace, step.id]));
+  return next.map((step) => ({ ...step, id: ids.get(step.namespace) ?? step.id }));
+}
+
+/**
+ * A trigger keeps its id (an HTTP trigger its key and URL) when the item names it, else when it is
+ * at the same position among the triggers of its type (1.4); a timer keeps `schedule_changed_at`
+ * while its spec is the same. A source trigger keeps its subscription while it keeps its source.
+ */
+function keepTriggerIds(previous: TriggerRecord[], next: TriggerRecord[], named: (string | undefined)[]) {
+  const taken = new Set<TriggerRecord>();
+  const counts = new Map<string, number>();
+  return next.map((trigger, i): TriggerRecord => {
+    const index = counts.get(trigger.type) ?? 0;
+    counts.set(trigger.type, index + 1);
+    const old = previousTrigger(previous, trigger, named[i], index, taken);
+    if (old === undefined) return trigger;
+    taken.add(old);
+    if (trigger.type === "http" && old.type === "http") {
+      const updatedAt = old.customResponse === trigger.customResponse ? old.updatedAt : trigger.updatedAt;
+      return { ...trigger, id: old.id, key: old.key, createdAt: old.createdAt, updatedAt };
+    }
+    if (trigger.type === "timer" && old.type === "timer") {
+      const same = JSON.stringify(old.spec) === JSON.stringify(trigger.spec);
+      return same
+        ? {
+            ...trigger,
+            id: old.id,
+            createdAt: old.createdAt,
+            scheduleChangedAt: old.scheduleChangedAt,
+            updatedAt: old.updatedAt,
+          }
+        : { ...trigger, id: old.id, createdAt: old.createdAt };
+    }
+    if (trigger.type === "source" && old.type === "source") return { ...trigger, subscriptionId: old.subscriptionId };
+    return trigger;
+  });
+}
+
+/** The trigger of the previous list that `trigger` takes the place of, if any (see {@link keepTriggerIds}). */
+function previousTrigger(
+  previous: TriggerRecord[],
+  trigger: TriggerRecord,
+  named: string | undefined,
+  index: number,
+  taken: Set<TriggerRecord>,
+): TriggerRecord | undefined {
+  const free = previous.filter((item) => item.type === trigger.type && !taken.has(item));
+  if (trigger.type === "source")
+    return free.find((item) => item.type === "source" && item.sourceId === trigger.sourceId);
+  if (named !== undefined) return free.find((item) => item.type !== "source" && item.id === named);
+  const candidate = previous.filter((item) => item.type === trigger.type)[index];
+  return candidate !== undefined && !taken.has(candidate) ? candidate : undefined;
+}
+
+/** Refuses a configuration over {@link MAX_STORED_WORKFLOW_BYTES}, before anything is built. */
+function checkSize(workflow: WorkflowRecord) {
+  const bytes = Buffer.byteLength(JSON.stringify(workflow));
+  if (bytes > MAX_STORED_WORKFLOW_BYTES) {
+    throw invalid(
+      "steps",
+      `the workflow's configuration is ${bytes} bytes, over ${MAX_STORED_WORKFLOW_BYTES} (300 KB)`,
+    );
+  }
+}
+
+/** Refuses two source triggers on one source (they would be one subscription). */
+function requireDistinctSources(triggers: readonly { type: string; sourceId?: string }[]) {
+  const seen = new Set<string>();
+  for (const [i, trigger] of triggers.entries()) {
+    if (trigger.type !== "source" || trigger.sourceId === undefined) continue;
+    if (seen.has(trigger.sourceId)) {
+      throw invalid(`triggers[${i}].props.source_id`, "another trigger of the workflow names this source");
+    }
+    seen.add(trigger.sourceId);
+  }
+}
+
+/** The host's view of a deployment: one module per distinct component, disabled steps included. */
+function workflowCode(workflow: WorkflowRecord, components: ReadonlyMap<string, ComponentRecord>): WorkflowCode {
+  const modules = new Map<string, string>();
+  for (const step of workflow.steps) {
+    const component = components.get(step.componentId);
+    if (!component) throw notFound("component");
+    modules.set(component.codeHash, component.code);
+  }
+  return {
+    workflowId: workflow.id,
+    ownerId: workflow.workspaceId,
+    deploymentId: workflow.deploymentId,
+    steps: [...modules].map(([codeHash, code]) => ({ codeHash, code })),
+  };
+}
+
+/** The components and sources the views of these workflows show, each read once. */
+async function viewParts(
+  deps: Pick<Deps, "components" | "sources">,
+  workflows: WorkflowRecord[],
+  known = new Map<string, ComponentRecord>(),
+) {
+  const components = new Map(known);
+  const sources = new Map<string, SourceRecord>();
+  const component = async (id: string) => {
+    if (components.has(id)) return;
+    const found = await deps.components.getComponent(id);
+    if (found) components.set(id, found);
+  };
+  for (const workflow of workflows) {
+    for (const step of workflow.steps) await component(step.componentId);
+    for (const trigger of workflow.triggers) {
+      if (trigger.type !== "source" || sources.has(trigger.sourceId)) continue;
+      const source = await deps.sources.getSource(trigger.sourceId);
+      if (!source) continue;
+      sources.set(source.id, source);
+      await component(source.componentId);
+    }
+  }
+  return { components, sources } satisfies WorkflowViewParts;
+}
+
+async function present(deps: Deps, workflow: WorkflowRecord, known?: Map<string, ComponentRecord>) {
+  return workflowView(deps, workflow, await viewParts(deps, [workflow], known));
+}
+
+function logFields(workflow: WorkflowRecord) {
+  return {
+    workflow_id: workflow.id,
+    workspace_id: workflow.workspaceId,
+    deployment_id: workflow.deploymentId,
+    active: workflow.active,
+  };
+}
+
+/** `POST /workflows`: checks the body, saves the steps' components, builds the deployment, stores the workflow. */
+export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWorkflowInput) {
+  refuseLaterFields(input);
+  const name = workflowName(input.settings?.name);
+  const workspace = await workspaceOrDefault(deps, caller, input);
+  const projectId = await projectOf(deps, workspace.id, input.project_id);
+  // Triggers first: checking them writes nothing, while each step's code is saved as it is
+  // checked. Sources a trigger deploys are deployed last, once everything else is known good.
+  const checked = await triggerRecords(deps, caller, input.triggers ?? []);
+  requireDistinctSources(checked);
+  const components = new Map<string, ComponentRecord>();
+  const steps = await stepRecords(deps, caller, input.steps ?? [], components);
+  const now = deps.clock.nowMs();
+  const draft: WorkflowRecord = {
+    id: deps.ids.newId("workflow"),
+    userId: caller.userId,
+    workspaceId: workspace.id,
+    projectId,
+    name,
+    active: input.settings?.auto_deploy === true,
+    deploymentId: deps.ids.newId("deployment"),
+    steps,
+    triggers: [],
+    createdAt: now,
+    updatedAt: now,
+  };
+  checkSize({ ...draft, triggers: checked.filter((t) => t.type !== "deploy") });
+  const workflow: WorkflowRecord = { ...draft, triggers: await deployTriggerSources(deps, caller, draft, checked) };
+  try {
+    checkSize(workflow);
+    await deps.host.prepareWorkflow(workflowCode(workflow, components));
+    await deps.workflows.createWorkflow(workflow);
+  } catch (error) {
+    await deleteDeployedSources(deps, caller, workflow.triggers);
+    throw error;
+  }
+  try {
+    await subscribeSourceTriggers(deps, workflow);
+    if (workflow.active) await activateTriggers(deps, caller, workflow);
+  } catch (error) {
+    await removeWorkflow(deps, caller, workflow);
+    throw error;
+  }
+  deps.log.info("workflow created", logFields(workflow));
+  return present(deps, workflow, components);
+}
+
+/**
+ * `PUT /workflows/{id}`: `active` alone is the spec's activation. `steps` or `triggers` replace
+ * those lists whole, with a new `deployment_id`; ids survive as 1.4 says. A list that is absent
+ * is kept. Sources deployed by triggers are deployed anew when `triggers` are given, and those of
+ * the previous list deleted.
+ */
+export async function updateWorkflow(deps: Deps, caller: Caller, id: string, input: UpdateWorkflowInput) {
+  refuseLaterFields(input);
+  const name = input.settings?.name === undefined ? undefined : workflowName(input.settings.name);
+  // Before any step is saved: nothing is made for a request about another account's workflow.
+  const current = await requireWorkflow(deps, caller, id);
+  const checked = input.triggers === undefined ? undefined : await triggerRecords(deps, caller, input.triggers);
+  if (checked) requireDistinctSources(checked);
+  const components = new Map<string, ComponentRecord>();
+  const steps =
+    input.steps === undefined
+      ? current.steps
+      : keepStepIds(current.steps, await stepRecords(deps, caller, input.steps, components));
+  const active = input.active ?? current.active;
+  let triggers = current.triggers;
+  if (checked !== undefined && input.triggers !== undefined) {
+    const deployed = await deployTriggerSources(deps, caller, { workspaceId: current.workspaceId, active }, checked);
+    triggers = keepTriggerIds(
+      current.triggers,
+      deployed,
+      input.triggers.map((item) => item.id),
+    );
+  }
+  const redeploy = input.steps !== undefined || input.triggers !== undefined;
+  const next: WorkflowRecord = {
+    ...current,
+    name: name ?? current.name,
+    active,
+    steps,
+    triggers,
+    deploymentId: redeploy ? deps.ids.newId("deployment") : current.deploymentId,
+    updatedAt: deps.clock.nowMs(),
+  };
+  const fresh = triggers.filter((t) => !current.triggers.includes(t));
+  try {
+    checkSize(next);
+    if (input.steps !== undefined) {
+      const known = await viewParts(deps, [next], components);
+      await deps.host.prepareWorkflow(workflowCode(next, known.components));
+    }
+  } catch (error) {
+    await deleteDeployedSources(deps, caller, fresh);
+    throw error;
+  }
+  if (current.active && (!next.active || input.triggers !== undefined)) await deactivateTriggers(deps, caller, current);
+  await deps.workflows.updateWorkflow(next);
+  await resubscribe(deps, caller, current, next);
+  if (next.active && (!current.active || input.triggers !== undefined)) await activateTriggers(deps, caller, next);
+  deps.log.info("workflow updated", logFields(next));
+  return present(deps, next, components);
+}
+
+/**
+ * Moves source-trigger subscriptions from the old list of triggers to the new one, and deletes
+ * the sources the old list deployed that the new one does not keep.
+ */
+async function resubscribe(deps: Deps, caller: Caller, previous: WorkflowRecord, next: WorkflowRecord) {
+  const kept = new Set(next.triggers.flatMap((t) => (t.type === "source" ? [t.sourceId] : [])));
+  const dropped = previous.triggers.filter((t) => t.type === "source" && !kept.has(t.sourceId));
+  for (const trigger of dropped) {
+    if (trigger.type !== "source") continue;
+    await deps.subscriptions.deleteSubscription({
+      emitterKey: trigger.sourceId,
+      listenerId: previous.id,
+      eventName: "",
+    });
+  }
+  await deleteDeployedSources(deps, caller, dropped);
+  await subscribeSourceTriggers(deps, next);
+}
+
+/**
+ * Everything of a workflow, the record last so that a failure half way leaves it in place and
+ * repeating the deletion finishes the job: its triggers' effects (the sources it deployed), the
+ * subscriptions naming it (as emitter or listener) and its auto subscriptions, its events and
+ * runs, its deployment.
+ */
+async function removeWorkflow(deps: Deps, caller: Caller, workflow: WorkflowRecord) {
+  await removeTriggers(deps, caller, workflow);
+  await deps.subscriptions.deleteSubscriptionsOf(workflow.id);
+  await deps.subscriptions.deleteAutoSubscriptionsOf(workflow.id);
+  await deps.events.deleteAllEvents(workflow.id);
+  await deps.workflowRuns.deleteRuns(workflow.id);
+  await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
+  await deps.workflows.deleteWorkflow(workflow.id);
+}
+
+/** `DELETE /workflows/{id}`. */
+export async function deleteWorkflow(deps: Deps, caller: Caller, id: string) {
+  const workflow = await requireWorkflow(deps, caller, id);
+  await removeWorkflow(deps, caller, workflow);
+  deps.log.info("workflow deleted", logFields(workflow));
+  return { id: workflow.id, deleted: true as const };
+}
+
+/**
+ * `GET /workflows/{id}`. The spec's optional `org_id` must then be the workflow's workspace: a
+ * workflow is "not found" in any other, as in one the caller does not belong to.
+ */
+export async function getWorkflow(deps: Deps, caller: Caller, id: string, orgId?: string) {
+  const workflow = await requireWorkflow(deps, caller, id);
+  if (orgId !== undefined && orgId !== workflow.workspaceId) throw notFound("workflow");
+  return present(deps, workflow);
+}
+
+async function presentPage(deps: Deps, page: Page<WorkflowRecord>) {
+  const parts = await viewParts(deps, page.items);
+  return pageEnvelope(
+    page,
+    (workflow) => workflow.id,
+    (workflow) => workflowView(deps, workflow, parts),
+  );
+}
+
+/** `GET /users/me/workflows`: the workflows the caller created, newest first. */
+export async function listUserWorkflows(deps: Deps, caller: Caller, page: PageQuery) {
+  return presentPage(deps, await deps.workflows.listWorkflowsOfUser(caller.userId, page));
+}
+
+/** `GET /workspaces/{id}/workflows`: the workflows of a workspace the caller belongs to, newest first. */
+export async function listWorkspaceWorkflows(deps: Deps, caller: Caller, workspaceId: string, page: PageQuery) {
+  const workspace = await requireWorkspace(deps, caller, workspaceId);
+  return presentPage(deps, await deps.workflows.listWorkflowsOfWorkspace(workspace.id, page));
+}

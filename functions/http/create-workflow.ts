@@ -1,0 +1,24 @@
+import { createWorkflow } from "#core/workflows";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { single, workspaceChoiceQuery } from "./schemas.ts";
+import { queryOrBody } from "./subscription-schemas.ts";
+import { createWorkflowBody, workflowSchema } from "./workflow-schemas.ts";
+
+export const route = defineRoute({
+  name: "create-workflow",
+  method: "POST",
+  path: "/v1/workflows",
+  summary:
+    "Create a workflow: its steps' code is saved and built, its triggers stored (inactive unless settings.auto_deploy)",
+  access: { resources: "write", compute: true, secrets: true },
+  query: workspaceChoiceQuery,
+  body: createWorkflowBody,
+  response: single(workflowSchema),
+  run: async (deps, { caller, query, body }) => {
+    const workspace = queryOrBody(query, { org_id: body.org_id, workspace_id: body.workspace_id });
+    return { data: await createWorkflow(deps, caller, { ...body, ...workspace }) };
+  },
+});
+
+export const handler = lambdaHandler(route);

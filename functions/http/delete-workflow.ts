@@ -1,0 +1,19 @@
+import { deleteWorkflow } from "#core/workflows";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { deletedSchema, single } from "./schemas.ts";
+import { workflowIdParams } from "./workflow-schemas.ts";
+
+export const route = defineRoute({
+  name: "delete-workflow",
+  method: "DELETE",
+  path: "/v1/workflows/{workflow_id}",
+  summary: "Delete a workflow with the sources it deployed, its subscriptions, events, runs and deployment",
+  // Deleting a source the workflow deployed runs its deactivate() with its (opened) props.
+  access: { resources: "write", compute: true, secrets: true },
+  params: workflowIdParams,
+  response: single(deletedSchema),
+  run: async (deps, { caller, params }) => ({ data: await deleteWorkflow(deps, caller, params.workflow_id) }),
+});
+
+export const handler = lambdaHandler(route);

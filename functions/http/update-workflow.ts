@@ -1,0 +1,21 @@
+import { updateWorkflow } from "#core/workflows";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { single } from "./schemas.ts";
+import { updateWorkflowBody, workflowIdParams, workflowSchema } from "./workflow-schemas.ts";
+
+export const route = defineRoute({
+  name: "update-workflow",
+  method: "PUT",
+  path: "/v1/workflows/{workflow_id}",
+  summary: "Activate or deactivate a workflow (active), rename it, or replace its steps or triggers",
+  access: { resources: "write", compute: true, secrets: true },
+  params: workflowIdParams,
+  body: updateWorkflowBody,
+  response: single(workflowSchema),
+  run: async (deps, { caller, params, body }) => ({
+    data: await updateWorkflow(deps, caller, params.workflow_id, body),
+  }),
+});
+
+export const handler = lambdaHandler(route);

@@ -1,0 +1,118 @@
+import { z } from "zod";
+import { ID_PREFIXES } from "#core/ids";
+import { idParam, sourceSchema, workspaceChoiceFields } from "./schemas.ts";
+
+/**
+ * Schemas of the workflow routes (docs/design/workflows.md 1.1-1.3). The bodies type each field
+ * for the OpenAPI document; the rules of design 1.2 (counts, namespaces, one of three code
+ * choices, props) are core's, which names the field by its path (`steps[2].props.url`).
+ */
+
+export const workflowIdParams = z.object({ workflow_id: idParam(ID_PREFIXES.workflow) });
+
+export const stepInputSchema = z
+  .object({
+    namespace: z
+      .string()
+      .max(64)
+      .optional()
+      .meta({ description: "Required; ^[A-Za-z_][A-Za-z0-9_]{0,63}$, not trigger" }),
+    component_code: z.string().optional(),
+    component_id: z.string().max(128).optional(),
+    key: z.string().max(128).optional().meta({ description: "A registry component's key" }),
+    props: z.record(z.string(), z.unknown()).optional(),
+    disabled: z.boolean().optional(),
+  })
+  .meta({ description: "A step: exactly one of component_code, component_id and key" });
+
+export const triggerInputSchema = z
+  .object({
+    id: z.string().max(128).optional().meta({ description: "On PUT: the trigger this item keeps (hi_ or ti_)" }),
+    type: z.string().max(32),
+    props: z.record(z.string(), z.unknown()).optional(),
+  })
+  .meta({
+    description:
+      'A trigger: "http" {custom_response}, "timer" {intervalSeconds | cron, timezone} or "source" {source_id}',
+  });
+
+const settingsFields = {
+  name: z
+    .string()
+    .max(1000)
+    .optional()
+    .meta({ description: 'The workflow\'s name (1 to 200 characters); default "Untitled workflow"' }),
+};
+
+export const createWorkflowBody = z.object({
+  ...workspaceChoiceFields,
+  project_id: z.string().max(128).optional(),
+  template_id: z.string().max(128).optional().meta({ description: "Not available yet: refused" }),
+  external_id: z.string().max(1000).optional().meta({ description: "Not available yet: refused" }),
+  settings: z
+    .object({
+      ...settingsFields,
+      auto_deploy: z.boolean().optional().meta({ description: "true: created active (default false)" }),
+    })
+    .optional(),
+  steps: z.array(stepInputSchema).max(1000).optional(),
+  triggers: z.array(triggerInputSchema).max(1000).optional(),
+});
+
+export const updateWorkflowBody = z.object({
+  active: z.boolean().optional(),
+  external_id: z.string().max(1000).optional().meta({ description: "Not available yet: refused" }),
+  settings: z.object(settingsFields).optional(),
+  steps: z.array(stepInputSchema).max(1000).optional(),
+  triggers: z.array(triggerInputSchema).max(1000).optional(),
+});
+
+const stepSchema = z
+  .object({
+    id: z.string(),
+    type: z.enum(["CodeCell", "ActionCell"]),
+    namespace: z.string(),
+    disabled: z.boolean(),
+    lang: z.string(),
+    code_raw: z.string().nullable(),
+    codeRaw: z.string().nullable(),
+    component: z.boolean(),
+    savedComponent: z.record(z.string(), z.unknown()).nullable(),
+    component_key: z.string().nullable(),
+    component_owner_id: z.string().nullable(),
+    configured_props_json: z.string(),
+  })
+  .catchall(z.unknown());
+
+const httpTriggerSchema = z.object({
+  id: z.string(),
+  key: z.string(),
+  endpoint_url: z.string(),
+  custom_response: z.boolean(),
+  created_at: z.number().int(),
+  updated_at: z.number().int(),
+});
+
+const timerTriggerSchema = z.object({
+  id: z.string(),
+  interval_seconds: z.number().int(),
+  cron: z.string().nullable(),
+  timezone: z.string().nullable(),
+  schedule_changed_at: z.number().int(),
+  created_at: z.number().int(),
+  updated_at: z.number().int(),
+});
+
+export const workflowSchema = z.object({
+  id: z.string(),
+  name: z.string(),
+  active: z.boolean(),
+  org_id: z.string(),
+  project_id: z.string(),
+  external_id: z.string().nullable(),
+  deployment_id: z.string(),
+  created_at: z.number().int(),
+  updated_at: z.number().int(),
+  steps: z.array(stepSchema),
+  triggers: z.array(z.union([httpTriggerSchema, timerTriggerSchema, sourceSchema])),
+});

@@ -1,0 +1,258 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { route as createWorkflowRoute } from "#http/create-workflow";
+import { route as listUserWorkflowsRoute } from "#http/list-user-workflows";
+import { route as listWorkflowEventsRoute } from "#http/list-workflow-events";
+import { type ApiAnswer, apiClient } from "../support/api-client.ts";
+import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+/**
+ * The workflow routes over real HTTP against `npm start` (design step 5): steps described in the
+ * real sandbox, the real SQLite stores. Triggers are stored only at this step; runs are tested
+ * where they are built.
+ */
+const CODE_STEP = `export default defineComponent({
+  async run({ steps, $ }) {
+    $.export("seen", steps.trigger.event);
+    return "ok";
+  },
+});`;
+
+const BROKEN_STEP = `export default defineComponent({
+  async run({ steps, $ }) {
+    return (;
+  },
+});`;
+
+const SOURCE_WITH_HOOKS = `export default {
+  name: "Hooked",
+  version: "0.0.1",
+  props: {},
+  hooks: { async deploy() {} },
+  async run() {},
+};`;
+
+const QUIET_SOURCE = `export default {
+  name: "Quiet",
+  version: "0.0.1",
+  props: {},
+  async run() {},
+};`;
+
+const body = (extra: Record<string, unknown> = {}) => ({
+  settings: { name: "Orders" },
+  steps: [
+    { namespace: "parse", component_code: CODE_STEP },
+    { namespace: "send", key: "http-send-request", props: { url: "https://example.com/hook", method: "POST" } },
+  ],
+  triggers: [
+    { type: "http", props: { custom_response: true } },
+    { type: "timer", props: { cron: "0 9 * * 1", timezone: "Europe/Paris" } },
+  ],
+  ...extra,
+});
+
+describe("workflows API over real HTTP against local mode", () => {
+  let sluice: SluiceProcess;
+  let api: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
+  let other: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
+  let workspaceId: string;
+
+  const create = async (input: unknown = body()) => {
+    const answer = await api("POST", "/workflows", input);
+    expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+    return answer.json.data;
+  };
+  const expect400 = (answer: ApiAnswer, field: string) => {
+    expect(answer.status, JSON.stringify(answer.json)).toBe(400);
+    expect(answer.json.details.map((d: { field: string }) => d.field)).toContain(field);
+    expect(answer.json.error).toContain(`${field}: `);
+  };
+
+  beforeAll(async () => {
+    sluice = await startSluice();
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    workspaceId = (await api("GET", "/users/me")).json.data.orgs[0].id;
+    const { stdout } = await runSluice(["create-user", "--username", "other", "--email", "other@example.com"], {
+      SLUICE_DATA_DIR: sluice.dataDir,
+    });
+    other = apiClient(sluice.baseUrl, JSON.parse(stdout).api_key);
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  it("creates a workflow of a code step and a registry action with HTTP and timer triggers, and reads it back", async () => {
+    const created = await create();
+    expect(createWorkflowRoute.response.safeParse({ data: created }).error).toBeUndefined();
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^p_/),
+      name: "Orders",
+      active: false,
+      org_id: workspaceId,
+      project_id: expect.stringMatching(/^proj_/),
+      deployment_id: expect.stringMatching(/^d_/),
+    });
+    expect(created.steps.map((s: { type: string; namespace: string }) => [s.namespace, s.type])).toEqual([
+      ["parse", "CodeCell"],
+      ["send", "ActionCell"],
+    ]);
+    expect(created.steps[0].code_raw).toBe(CODE_STEP);
+    expect(created.steps[1]).toMatchObject({ component_key: "http-send-request", component_owner_id: null });
+    expect(JSON.parse(created.steps[1].configured_props_json)).toEqual({
+      url: "https://example.com/hook",
+      method: "POST",
+    });
+    const [http, timer] = created.triggers;
+    expect(http.endpoint_url).toBe(`${sluice.baseUrl.replace(/\/v1$/, "")}/http/${http.key}`);
+    expect(http.custom_response).toBe(true);
+    expect(timer).toMatchObject({ id: expect.stringMatching(/^ti_/), cron: "0 9 * * 1", timezone: "Europe/Paris" });
+
+    const read = await api("GET", `/workflows/${created.id}`);
+    expect(read.status).toBe(200);
+    expect(read.json.data).toEqual(created);
+    expect((await api("GET", `/workflows/${created.id}?org_id=${workspaceId}`)).json.data).toEqual(created);
+  });
+
+  it("answers 400 naming the field, with the loader's line for code that does not load", async () => {
+    const broken = await api("POST", "/workflows", { steps: [{ namespace: "a", component_code: BROKEN_STEP }] });
+    expect400(broken, "steps[0].component_code");
+    expect(broken.json.error).toMatch(/line 3|:3/);
+    expect400(
+      await api("POST", "/workflows", { steps: [{ namespace: "a", component_code: SOURCE_WITH_HOOKS }] }),
+      "steps[0].component_code",
+    );
+    expect400(await api("POST", "/workflows", { steps: [] }), "steps");
+    expect400(
+      await api("POST", "/workflows", body({ steps: [{ namespace: "trigger", component_code: CODE_STEP }] })),
+      "steps[0].namespace",
+    );
+    expect400(
+      await api(
+        "POST",
+        "/workflows",
+        body({ steps: [{ namespace: "a", key: "http-send-request", props: { method: 1 } }] }),
+      ),
+      "steps[0].props.url",
+    );
+    expect400(await api("POST", "/workflows", body({ triggers: [{ type: "email" }] })), "triggers[0].type");
+    expect400(
+      await api("POST", "/workflows", body({ triggers: [{ type: "timer", props: { cron: "61 * * * *" } }] })),
+      "triggers[0].props.cron",
+    );
+    expect400(await api("POST", "/workflows", body({ settings: { name: "" } })), "settings.name");
+    expect400(await api("POST", "/workflows", body({ external_id: "ci" })), "external_id");
+    // Types are the request schema's: its field path is written with dots.
+    expect400(
+      await api("POST", "/workflows", { steps: [{ namespace: "a", component_code: CODE_STEP, disabled: "no" }] }),
+      "steps.0.disabled",
+    );
+    const listed = await api("GET", "/users/me/workflows?limit=100");
+    expect(listed.json.data.every((w: { name: string }) => w.name === "Orders")).toBe(true);
+  });
+
+  it("lists the caller's workflows and a workspace's, newest first, with paging", async () => {
+    const ids = [];
+    for (let i = 0; i < 3; i++) ids.push((await create(body({ settings: { name: `page ${i}` } }))).id);
+    const first = await api("GET", "/users/me/workflows?limit=2");
+    expect(listUserWorkflowsRoute.response.safeParse(first.json).error).toBeUndefined();
+    expect(first.json.data.map((w: { id: string }) => w.id)).toEqual([ids[2], ids[1]]);
+    const second = await api("GET", `/users/me/workflows?limit=2&after=${first.json.page_info.end_cursor}`);
+    expect(second.json.data[0].id).toBe(ids[0]);
+    const inWorkspace = await api("GET", `/workspaces/${workspaceId}/workflows?limit=3`);
+    expect(inWorkspace.json.data.map((w: { id: string }) => w.id)).toEqual([ids[2], ids[1], ids[0]]);
+    expect(inWorkspace.json.page_info.total_count).toBe(first.json.page_info.total_count);
+  });
+
+  it("activates and deactivates with PUT active, keeping the deployment and the trigger keys", async () => {
+    const created = await create();
+    const on = await api("PUT", `/workflows/${created.id}`, { active: true });
+    expect(on.status, JSON.stringify(on.json)).toBe(200);
+    expect(on.json.data).toMatchObject({
+      active: true,
+      deployment_id: created.deployment_id,
+      triggers: created.triggers,
+    });
+    const off = await api("PUT", `/workflows/${created.id}`, { active: false });
+    expect(off.json.data.active).toBe(false);
+    const renamed = await api("PUT", `/workflows/${created.id}`, { settings: { name: "Renamed" } });
+    expect(renamed.json.data).toMatchObject({ name: "Renamed", active: false });
+    const replaced = await api("PUT", `/workflows/${created.id}`, {
+      steps: [{ namespace: "parse", component_code: CODE_STEP }],
+    });
+    expect(replaced.json.data.deployment_id).not.toBe(created.deployment_id);
+    expect(replaced.json.data.steps.map((s: { id: string }) => s.id)).toEqual([created.steps[0].id]);
+  });
+
+  it("lists a new workflow's events and errors as empty pages", async () => {
+    const created = await create();
+    for (const path of [
+      `/workflows/${created.id}/event_summaries`,
+      `/workflows/${created.id}/$errors/event_summaries`,
+    ]) {
+      const answer = await api("GET", path);
+      expect(answer.status, path).toBe(200);
+      expect(listWorkflowEventsRoute.response.safeParse(answer.json).error).toBeUndefined();
+      expect(answer.json).toEqual({
+        page_info: { total_count: 0, count: 0, start_cursor: null, end_cursor: null },
+        data: [],
+      });
+    }
+    expect400(await api("GET", `/workflows/${created.id}/event_summaries?expand=all`), "expand");
+  });
+
+  it("answers 404 on every workflow route for another account's workflow, and changes nothing", async () => {
+    const created = await create();
+    const id = created.id;
+    const attempts: [string, string, unknown?][] = [
+      ["GET", `/workflows/${id}`],
+      ["PUT", `/workflows/${id}`, { active: true }],
+      ["DELETE", `/workflows/${id}`],
+      ["GET", `/workflows/${id}/event_summaries`],
+      ["GET", `/workflows/${id}/$errors/event_summaries`],
+      ["GET", `/workspaces/${workspaceId}/workflows`],
+    ];
+    for (const [method, path, input] of attempts) {
+      const answer = await other(method, path, input);
+      expect(answer.status, `${method} ${path}`).toBe(404);
+    }
+    expect((await other("GET", "/users/me/workflows")).json.data).toEqual([]);
+    expect((await api("GET", `/workflows/${id}`)).json.data).toEqual(created);
+  });
+
+  it("deploys a source trigger's source for the workflow, subscribes to it, and deletes it with the workflow", async () => {
+    const given = await api("POST", "/sources", { component_code: QUIET_SOURCE, name: "given" });
+    expect(given.status, JSON.stringify(given.json)).toBe(200);
+    const created = await create(
+      body({
+        triggers: [
+          { type: "source", props: { component_code: QUIET_SOURCE, name: "deployed" } },
+          { type: "source", props: { source_id: given.json.data.id } },
+        ],
+      }),
+    );
+    const [deployed, named] = created.triggers;
+    expect(deployed).toMatchObject({ name: "deployed", owner_id: created.id, active: false });
+    expect(named).toMatchObject({ id: given.json.data.id, owner_id: workspaceId, active: true });
+    const subscriptions = await api("GET", "/users/me/subscriptions?limit=100");
+    const toWorkflow = subscriptions.json.data.filter((s: { listener_id: string }) => s.listener_id === created.id);
+    expect(toWorkflow.map((s: { emitter_id: string }) => s.emitter_id).sort()).toEqual([deployed.id, named.id].sort());
+    const on = await api("PUT", `/workflows/${created.id}`, { active: true });
+    expect(on.json.data.triggers[0]).toMatchObject({ id: deployed.id, active: true });
+    expect((await api("DELETE", `/workflows/${created.id}`)).status).toBe(200);
+    expect((await api("GET", `/sources/${deployed.id}`)).status).toBe(404);
+    expect((await api("GET", `/sources/${named.id}`)).json.data).toMatchObject({ id: named.id, active: true });
+    const after = await api("GET", "/users/me/subscriptions?limit=100");
+    expect(after.json.data.filter((s: { listener_id: string }) => s.listener_id === created.id)).toEqual([]);
+  });
+
+  it("deletes a workflow: it answers 404 afterwards and leaves the lists", async () => {
+    const created = await create();
+    const deleted = await api("DELETE", `/workflows/${created.id}`);
+    expect(deleted.status).toBe(200);
+    expect(deleted.json).toEqual({ data: { id: created.id, deleted: true } });
+    expect((await api("GET", `/workflows/${created.id}`)).status).toBe(404);
+    expect((await api("DELETE", `/workflows/${created.id}`)).status).toBe(404);
+    const listed = await api("GET", "/users/me/workflows?limit=100");
+    expect(listed.json.data.map((w: { id: string }) => w.id)).not.toContain(created.id);
+  });
+});

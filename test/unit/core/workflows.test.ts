@@ -1,0 +1,616 @@
+import { describe, expect, it } from "vitest";
+import type { ComponentDescription } from "#core/component-model";
+import { invalid } from "#core/errors";
+import { toPageQuery } from "#core/pagination";
+import type { ComponentHost, WorkflowCode } from "#core/ports/component-host";
+import { deploySource } from "#core/sources";
+import { createSubscription } from "#core/subscriptions";
+import { createWebhook } from "#core/webhooks";
+import { listWorkflowEvents } from "#core/workflow-events";
+import {
+  createWorkflow,
+  deleteWorkflow,
+  getWorkflow,
+  listUserWorkflows,
+  listWorkspaceWorkflows,
+  updateWorkflow,
+} from "#core/workflows";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { rejection } from "../../support/rejection.ts";
+
+/**
+ * The workflow use cases on the real local stores, with a host that describes each code string as
+ * the table below says (the sandbox itself is tested in test/e2e/workflows-api.test.ts).
+ */
+const BASE: ComponentDescription = {
+  type: "source",
+  hooks: [],
+  methods: [],
+  hasRun: true,
+  hasAdditionalProps: false,
+  props: [],
+  name: "Step",
+  version: "1.0.0",
+};
+
+const DESCRIPTIONS: Record<string, Partial<ComponentDescription>> = {
+  // A plain code step: no type, so it describes as a source (decision 170).
+  code: {},
+  other: { name: "Other" },
+  action: {
+    type: "action",
+    key: "send",
+    props: [
+      { name: "url", type: "string" },
+      { name: "count", type: "integer", optional: true },
+      { name: "token", type: "string", secret: true, optional: true },
+    ],
+  },
+  hooks: { hooks: ["deploy", "activate"] },
+  dedupe: { dedupe: "unique" },
+  timer: { props: [{ name: "timer", type: "$.interface.timer" }] },
+  http: { props: [{ name: "http", type: "$.interface.http" }] },
+  source: { name: "Feed" },
+};
+
+function testHost() {
+  const prepared: WorkflowCode[] = [];
+  const removed: string[] = [];
+  const host: ComponentHost = {
+    describe: async (code) => {
+      if (code === "broken") throw invalid("component_code", "SyntaxError: Unexpected token (3:5)");
+      const description = DESCRIPTIONS[code];
+      if (!description) throw invalid("component_code", "unknown test code");
+      return { ...BASE, ...description };
+    },
+    prepare: async () => {},
+    remove: async () => {},
+    invoke: async () => {
+      throw new Error("no source runs in this test");
+    },
+    prepareWorkflow: async (code) => void prepared.push(code),
+    invokeWorkflow: async () => {
+      throw new Error("no workflow runs in this test");
+    },
+    removeWorkflow: async ({ workflowId }) => void removed.push(workflowId),
+  };
+  return { host, prepared, removed };
+}
+
+async function setUp() {
+  const { host, prepared, removed } = testHost();
+  const deps = memoryDeps(Date.UTC(2026, 10, 26, 8), {
+    host,
+    timers: { schedule: async () => {}, cancel: async () => {} },
+    registry: { readCode: async (key) => (key === "http-send" ? "action" : undefined) },
+    fetcher: { fetchCode: async () => "" },
+  });
+  const ownerAccount = await accountIn(deps, "owner");
+  const strangerAccount = await accountIn(deps, "stranger");
+  return {
+    deps,
+    prepared,
+    removed,
+    owner: { userId: ownerAccount.user.id },
+    ownerAccount,
+    stranger: { userId: strangerAccount.user.id },
+    strangerAccount,
+  };
+}
+
+const codeStep = (namespace = "parse") => ({ namespace, component_code: "code" });
+
+describe("createWorkflow", () => {
+  it("saves each step as a component, stores HTTP and timer triggers, builds the deployment, answers the view", async () => {
+    const { deps, owner, ownerAccount, prepared } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      settings: { name: "Orders" },
+      steps: [
+        codeStep(),
+        { namespace: "send", key: "http-send", props: { url: "https://example.com", token: "s3cret" } },
+        { namespace: "again", component_code: "code", disabled: true },
+      ],
+      triggers: [
+        { type: "http", props: { custom_response: true } },
+        { type: "timer", props: { cron: "0  9 * * 1", timezone: "Europe/Paris" } },
+      ],
+    });
+    expect(created).toMatchObject({
+      id: expect.stringMatching(/^p_/),
+      name: "Orders",
+      active: false,
+      org_id: ownerAccount.workspace.id,
+      project_id: ownerAccount.project.id,
+      external_id: null,
+      deployment_id: expect.stringMatching(/^d_/),
+      created_at: Date.UTC(2026, 10, 26, 8) / 1000,
+    });
+    expect(created.steps.map((step) => [step.namespace, step.type, step.disabled, step.code_raw])).toEqual([
+      ["parse", "CodeCell", false, "code"],
+      ["send", "ActionCell", false, null],
+      ["again", "CodeCell", true, "code"],
+    ]);
+    const send = created.steps[1];
+    expect(send).toMatchObject({
+      id: expect.stringMatching(/^c_/),
+      component_key: "http-send",
+      component_owner_id: null,
+    });
+    // The secret is neither shown nor stored in clear.
+    expect(JSON.parse(send?.configured_props_json ?? "")).toEqual({ url: "https://example.com" });
+    const stored = await deps.workflows.getWorkflow(created.id);
+    expect(JSON.stringify(stored)).not.toContain("s3cret");
+    expect(created.steps[0]?.component_owner_id).toBe(owner.userId);
+    const [http, timer] = created.triggers;
+    expect(http).toMatchObject({ id: expect.stringMatching(/^hi_/), custom_response: true });
+    expect((http as { endpoint_url: string }).endpoint_url).toBe(
+      `http://127.0.0.1:4000/http/${(http as { key: string }).key}`,
+    );
+    expect(timer).toMatchObject({
+      id: expect.stringMatching(/^ti_/),
+      cron: "0 9 * * 1",
+      timezone: "Europe/Paris",
+      interval_seconds: 0,
+    });
+    // One module per distinct code, disabled steps included.
+    expect(prepared).toHaveLength(1);
+    expect(prepared[0]).toMatchObject({ workflowId: created.id, deploymentId: created.deployment_id });
+    expect(prepared[0]?.steps.map((step) => step.code).sort()).toEqual(["action", "code"]);
+  });
+
+  it("names the default, is active only with auto_deploy, and takes a saved component by id", async () => {
+    const { deps, owner } = await setUp();
+    const first = await createWorkflow(deps, owner, { steps: [codeStep()] });
+    expect(first).toMatchObject({ name: "Untitled workflow", active: false, triggers: [] });
+    const componentId = (await deps.workflows.getWorkflow(first.id))?.steps[0]?.componentId;
+    const second = await createWorkflow(deps, owner, {
+      settings: { auto_deploy: true },
+      steps: [{ namespace: "again", component_id: componentId }],
+    });
+    expect(second.active).toBe(true);
+    expect(second.steps[0]).toMatchObject({ type: "ActionCell", savedComponent: { id: componentId } });
+  });
+
+  const refusals: [string, Record<string, unknown>, string][] = [
+    ["no steps", { steps: [] }, "steps"],
+    ["51 steps", { steps: Array.from({ length: 51 }, (_, i) => codeStep(`s${i}`)) }, "steps"],
+    ["no code choice", { steps: [{ namespace: "a" }] }, "steps[0]"],
+    ["two code choices", { steps: [{ namespace: "a", component_code: "code", key: "http-send" }] }, "steps[0]"],
+    ["no namespace", { steps: [{ component_code: "code" }] }, "steps[0].namespace"],
+    ["a namespace starting with a digit", { steps: [codeStep("1st")] }, "steps[0].namespace"],
+    ["a namespace with a dash", { steps: [codeStep("a-b")] }, "steps[0].namespace"],
+    ["the namespace trigger", { steps: [codeStep("trigger")] }, "steps[0].namespace"],
+    ["a repeated namespace", { steps: [codeStep("a"), codeStep("a")] }, "steps[1].namespace"],
+    [
+      "code that does not load",
+      { steps: [codeStep(), { namespace: "b", component_code: "broken" }] },
+      "steps[1].component_code",
+    ],
+    ["a step with hooks", { steps: [{ namespace: "a", component_code: "hooks" }] }, "steps[0].component_code"],
+    ["a step with dedupe", { steps: [{ namespace: "a", component_code: "dedupe" }] }, "steps[0].component_code"],
+    ["a step with a timer prop", { steps: [{ namespace: "a", component_code: "timer" }] }, "steps[0].component_code"],
+    ["a step with an http prop", { steps: [{ namespace: "a", component_code: "http" }] }, "steps[0].component_code"],
+    [
+      "an unknown component",
+      { steps: [{ namespace: "a", component_id: "sc_01jd0000000000000000ab" }] },
+      "steps[0].component_id",
+    ],
+    ["an unknown registry key", { steps: [{ namespace: "a", key: "nope" }] }, "steps[0].key"],
+    ["a missing required prop", { steps: [{ namespace: "a", key: "http-send", props: {} }] }, "steps[0].props.url"],
+    [
+      "a prop of the wrong type",
+      { steps: [{ namespace: "a", key: "http-send", props: { url: "u", count: "x" } }] },
+      "steps[0].props.count",
+    ],
+    [
+      "a prop the step has not",
+      { steps: [{ namespace: "a", key: "http-send", props: { url: "u", nope: 1 } }] },
+      "steps[0].props.nope",
+    ],
+    [
+      "11 triggers",
+      { steps: [codeStep()], triggers: Array.from({ length: 11 }, () => ({ type: "http" })) },
+      "triggers",
+    ],
+    ["an email trigger", { steps: [codeStep()], triggers: [{ type: "email" }] }, "triggers[0].type"],
+    [
+      "an unknown trigger type",
+      { steps: [codeStep()], triggers: [{ type: "http" }, { type: "ftp" }] },
+      "triggers[1].type",
+    ],
+    [
+      "a custom_response that is no boolean",
+      { steps: [codeStep()], triggers: [{ type: "http", props: { custom_response: "yes" } }] },
+      "triggers[0].props.custom_response",
+    ],
+    [
+      "an unknown HTTP trigger prop",
+      { steps: [codeStep()], triggers: [{ type: "http", props: { path: "/x" } }] },
+      "triggers[0].props.path",
+    ],
+    [
+      "a timer with interval and cron",
+      { steps: [codeStep()], triggers: [{ type: "timer", props: { intervalSeconds: 60, cron: "* * * * *" } }] },
+      "triggers[0].props",
+    ],
+    ["a timer with neither", { steps: [codeStep()], triggers: [{ type: "timer", props: {} }] }, "triggers[0].props"],
+    [
+      "a bad cron",
+      { steps: [codeStep()], triggers: [{ type: "timer", props: { cron: "61 * * * *" } }] },
+      "triggers[0].props.cron",
+    ],
+    [
+      "a bad interval",
+      { steps: [codeStep()], triggers: [{ type: "timer", props: { intervalSeconds: 0 } }] },
+      "triggers[0].props.intervalSeconds",
+    ],
+    [
+      "an unknown zone",
+      { steps: [codeStep()], triggers: [{ type: "timer", props: { cron: "0 9 * * *", timezone: "Mars/Olympus" } }] },
+      "triggers[0].props.timezone",
+    ],
+    [
+      "a source trigger without source_id",
+      { steps: [codeStep()], triggers: [{ type: "source", props: {} }] },
+      "triggers[0].props.source_id",
+    ],
+    [
+      "a source trigger with an unknown source",
+      { steps: [codeStep()], triggers: [{ type: "source", props: { source_id: "dc_01jd0000000000000000ab" } }] },
+      "triggers[0].props.source_id",
+    ],
+    [
+      "a source trigger whose code does not load",
+      { steps: [codeStep()], triggers: [{ type: "source", props: { component_code: "broken" } }] },
+      "triggers[0].props.component_code",
+    ],
+    [
+      "a source trigger with both source_id and code",
+      {
+        steps: [codeStep()],
+        triggers: [{ type: "source", props: { source_id: "dc_01jd0000000000000000ab", component_code: "source" } }],
+      },
+      "triggers[0].props.component_code",
+    ],
+    [
+      "a source trigger with a prop its source has not",
+      {
+        steps: [codeStep()],
+        triggers: [{ type: "source", props: { component_code: "source", configured_props: { x: 1 } } }],
+      },
+      "triggers[0].props.configured_props.x",
+    ],
+    ["an empty name", { steps: [codeStep()], settings: { name: "" } }, "settings.name"],
+    ["a name of 201 characters", { steps: [codeStep()], settings: { name: "x".repeat(201) } }, "settings.name"],
+    [
+      "a name with a bidi override",
+      { steps: [codeStep()], settings: { name: "invoice\u202Egpj.exe" } },
+      "settings.name",
+    ],
+    ["an unknown project", { steps: [codeStep()], project_id: "proj_01jd0000000000000000ab" }, "project_id"],
+    ["a template", { steps: [codeStep()], template_id: "tch_http_echo" }, "template_id"],
+    ["an external id", { steps: [codeStep()], external_id: "ci-key" }, "external_id"],
+  ];
+
+  it.each(refusals)("answers 400 naming the field for %s, storing no workflow", async (_what, input, field) => {
+    const { deps, owner } = await setUp();
+    const error = await rejection(createWorkflow(deps, owner, input));
+    expect(error.code).toBe("validation");
+    expect(error.issues?.[0]?.field).toBe(field);
+    expect(error.message.startsWith(`${field}: `)).toBe(true);
+    expect((await listUserWorkflows(deps, owner, { limit: 10 })).data).toEqual([]);
+  });
+
+  it("keeps the loader's line in a code step's error, and reports every prop problem of a step at once", async () => {
+    const { deps, owner } = await setUp();
+    const broken = await rejection(
+      createWorkflow(deps, owner, { steps: [{ namespace: "a", component_code: "broken" }] }),
+    );
+    expect(broken.message).toBe("steps[0].component_code: SyntaxError: Unexpected token (3:5)");
+    const props = await rejection(
+      createWorkflow(deps, owner, { steps: [{ namespace: "a", key: "http-send", props: { count: 1.5, nope: 1 } }] }),
+    );
+    expect(props.issues?.map((issue) => issue.field).sort()).toEqual([
+      "steps[0].props.count",
+      "steps[0].props.nope",
+      "steps[0].props.url",
+    ]);
+  });
+
+  it("refuses another account's component and source as fields (400), and their workspace (404)", async () => {
+    const { deps, owner, stranger, strangerAccount } = await setUp();
+    const theirs = await createWorkflow(deps, stranger, { steps: [codeStep()] });
+    const theirComponent = (await deps.workflows.getWorkflow(theirs.id))?.steps[0]?.componentId;
+    const theirSource = await deploySource(deps, stranger, { component_code: "source" });
+    const component = await rejection(
+      createWorkflow(deps, owner, { steps: [{ namespace: "a", component_id: theirComponent }] }),
+    );
+    expect(component.issues?.[0]?.field).toBe("steps[0].component_id");
+    const source = await rejection(
+      createWorkflow(deps, owner, {
+        steps: [codeStep()],
+        triggers: [{ type: "source", props: { source_id: theirSource.id } }],
+      }),
+    );
+    expect(source.issues?.[0]?.field).toBe("triggers[0].props.source_id");
+    const workspace = await rejection(
+      createWorkflow(deps, owner, { org_id: strangerAccount.workspace.id, steps: [codeStep()] }),
+    );
+    expect(workspace.code).toBe("not_found");
+    const project = await rejection(
+      createWorkflow(deps, owner, { project_id: strangerAccount.project.id, steps: [codeStep()] }),
+    );
+    expect(project.issues?.[0]?.field).toBe("project_id");
+  });
+
+  it("subscribes the workflow to a source trigger's source, under the workflow's workspace", async () => {
+    const { deps, owner, ownerAccount } = await setUp();
+    const source = await deploySource(deps, owner, { component_code: "source" });
+    const created = await createWorkflow(deps, owner, {
+      steps: [codeStep()],
+      triggers: [{ type: "source", props: { source_id: source.id } }],
+    });
+    const [subscription] = await deps.subscriptions.findSubscriptions([source.id], "");
+    expect(subscription).toMatchObject({
+      listenerId: created.id,
+      listenerKind: "workflow",
+      workspaceId: ownerAccount.workspace.id,
+      userId: owner.userId,
+    });
+    const stored = await deps.workflows.getWorkflow(created.id);
+    expect(stored?.triggers).toEqual([
+      { type: "source", sourceId: source.id, subscriptionId: subscription?.id, deployedByWorkflow: false },
+    ]);
+    // The trigger shows the Source resource.
+    expect(created.triggers).toEqual([expect.objectContaining({ id: source.id, component_id: source.component_id })]);
+    const twice = await rejection(
+      createWorkflow(deps, owner, {
+        steps: [codeStep()],
+        triggers: [
+          { type: "source", props: { source_id: source.id } },
+          { type: "source", props: { source_id: source.id } },
+        ],
+      }),
+    );
+    expect(twice.issues?.[0]?.field).toBe("triggers[1].props.source_id");
+  });
+});
+
+describe("sources deployed by a source trigger (W17)", () => {
+  it("deploys the source in the workflow's workspace, follows the workflow's active, and goes with it", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      steps: [codeStep()],
+      triggers: [{ type: "source", props: { component_code: "source", name: "feed" } }],
+    });
+    const [trigger] = (await deps.workflows.getWorkflow(created.id))?.triggers ?? [];
+    expect(trigger).toMatchObject({ type: "source", deployedByWorkflow: true });
+    const sourceId = trigger?.type === "source" ? trigger.sourceId : "";
+    expect(created.triggers).toEqual([
+      expect.objectContaining({ id: sourceId, name: "feed", owner_id: created.id, active: false }),
+    ]);
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false });
+    expect(await deps.subscriptions.findSubscriptions([sourceId], "")).toEqual([
+      expect.objectContaining({ listenerId: created.id }),
+    ]);
+
+    await updateWorkflow(deps, owner, created.id, { active: true });
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: true });
+    await updateWorkflow(deps, owner, created.id, { active: false });
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false });
+
+    await deleteWorkflow(deps, owner, created.id);
+    expect(await deps.sources.getSource(sourceId)).toBeUndefined();
+  });
+
+  it("deploys nothing when another part of the body is refused, and deletes a replaced trigger's source", async () => {
+    const { deps, owner } = await setUp();
+    const refused = await rejection(
+      createWorkflow(deps, owner, {
+        steps: [{ namespace: "a", component_code: "broken" }],
+        triggers: [{ type: "source", props: { component_code: "source" } }],
+      }),
+    );
+    expect(refused.issues?.[0]?.field).toBe("steps[0].component_code");
+    expect((await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items).toEqual([]);
+
+    const created = await createWorkflow(deps, owner, {
+      settings: { auto_deploy: true },
+      steps: [codeStep()],
+      triggers: [{ type: "source", props: { component_code: "source" } }],
+    });
+    const before = (await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items.map((s) => s.id);
+    expect(before).toHaveLength(1);
+    await updateWorkflow(deps, owner, created.id, { triggers: [{ type: "http" }] });
+    expect((await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items).toEqual([]);
+  });
+});
+
+describe("reading workflows", () => {
+  it("gets and lists the caller's workflows newest first with paging; another account's answer 404", async () => {
+    const { deps, owner, stranger, ownerAccount } = await setUp();
+    const ids: string[] = [];
+    for (let i = 0; i < 3; i++) {
+      deps.clock.set(Date.UTC(2026, 10, 26, 8, i));
+      ids.push((await createWorkflow(deps, owner, { steps: [codeStep()] })).id);
+    }
+    const firstPage = await listUserWorkflows(deps, owner, { limit: 2 });
+    expect(firstPage.data.map((w) => w.id)).toEqual([ids[2], ids[1]]);
+    expect(firstPage.page_info).toMatchObject({ total_count: 3, count: 2 });
+    const after = firstPage.page_info.end_cursor ?? "";
+    const secondPage = await listUserWorkflows(deps, owner, toPageQuery({ limit: 2, after }));
+    expect(secondPage.data.map((w) => w.id)).toEqual([ids[0]]);
+    const inWorkspace = await listWorkspaceWorkflows(deps, owner, ownerAccount.workspace.id, { limit: 10 });
+    expect(inWorkspace.data.map((w) => w.id)).toEqual([ids[2], ids[1], ids[0]]);
+    expect((await getWorkflow(deps, owner, ids[0] as string)).id).toBe(ids[0]);
+    expect((await rejection(getWorkflow(deps, owner, ids[0] as string, "o_01jd0000000000000000ab"))).code).toBe(
+      "not_found",
+    );
+
+    expect(await listUserWorkflows(deps, stranger, { limit: 10 })).toMatchObject({ data: [] });
+    const id = ids[0] as string;
+    for (const attempt of [
+      getWorkflow(deps, stranger, id),
+      updateWorkflow(deps, stranger, id, { active: true }),
+      updateWorkflow(deps, stranger, id, { steps: [codeStep()] }),
+      deleteWorkflow(deps, stranger, id),
+      listWorkflowEvents(deps, stranger, id, {}, "emits"),
+      listWorkflowEvents(deps, stranger, id, {}, "errors"),
+      listWorkspaceWorkflows(deps, stranger, ownerAccount.workspace.id, { limit: 10 }),
+    ]) {
+      expect((await rejection(attempt)).code).toBe("not_found");
+    }
+    expect(await deps.workflows.getWorkflow(id)).toMatchObject({ active: false });
+  });
+
+  it("lists a workflow's emits and its $errors apart, each with the sources' paging", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [codeStep()] });
+    const meta = {};
+    await deps.events.appendEvents(
+      created.id,
+      [
+        { channel: "", event: { raw_event: { n: 1 } }, emitId: "e1", meta },
+        { channel: "$errors", event: { error: { message: "boom" } }, emitId: "e2", meta },
+        { channel: "", event: { raw_event: { n: 2 } }, emitId: "e3", meta },
+      ],
+      deps.clock.nowMs(),
+    );
+    const emits = await listWorkflowEvents(deps, owner, created.id, { limit: 1 }, "emits");
+    expect(emits.data.map((event) => event.event)).toEqual([{ raw_event: { n: 2 } }]);
+    expect(emits.page_info.total_count).toBe(2);
+    const errors = await listWorkflowEvents(deps, owner, created.id, {}, "errors");
+    expect(errors.data.map((event) => event.event)).toEqual([{ error: { message: "boom" } }]);
+    expect(
+      (await rejection(listWorkflowEvents(deps, owner, created.id, { expand: "all" }, "emits"))).issues?.[0]?.field,
+    ).toBe("expand");
+  });
+});
+
+describe("updateWorkflow", () => {
+  it("activates and deactivates without a new deployment or new ids", async () => {
+    const { deps, owner, prepared } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      steps: [codeStep()],
+      triggers: [{ type: "http" }, { type: "timer", props: { intervalSeconds: 60 } }],
+    });
+    const on = await updateWorkflow(deps, owner, created.id, { active: true });
+    expect(on).toMatchObject({ active: true, deployment_id: created.deployment_id, triggers: created.triggers });
+    expect(await deps.workflows.listActiveTimerTriggers()).toEqual([
+      { workflowId: created.id, timerId: created.triggers[1]?.id, spec: { intervalSeconds: 60 } },
+    ]);
+    const off = await updateWorkflow(deps, owner, created.id, { active: false });
+    expect(off.active).toBe(false);
+    expect(await deps.workflows.listActiveTimerTriggers()).toEqual([]);
+    expect(prepared).toHaveLength(1);
+  });
+
+  it("replaces steps and triggers with a new deployment, keeping ids by namespace and by position", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      settings: { name: "Before" },
+      steps: [codeStep("a"), codeStep("b")],
+      triggers: [{ type: "http" }, { type: "timer", props: { intervalSeconds: 60 } }],
+    });
+    deps.clock.set(Date.UTC(2026, 10, 26, 9));
+    const same = await updateWorkflow(deps, owner, created.id, {
+      steps: [codeStep("a"), codeStep("b")],
+      triggers: [{ type: "http" }, { type: "timer", props: { intervalSeconds: 60 } }],
+    });
+    expect(same.deployment_id).not.toBe(created.deployment_id);
+    expect(same.steps.map((s) => s.id)).toEqual(created.steps.map((s) => s.id));
+    expect(same.triggers).toEqual(created.triggers);
+
+    const changed = await updateWorkflow(deps, owner, created.id, {
+      settings: { name: "After" },
+      steps: [codeStep("b"), { namespace: "c", component_code: "other" }],
+      triggers: [
+        { type: "timer", props: { intervalSeconds: 120 } },
+        { type: "http", props: { custom_response: true } },
+        { type: "http" },
+      ],
+    });
+    expect(changed.name).toBe("After");
+    expect(changed.steps[0]?.id).toBe(created.steps[1]?.id);
+    expect(changed.steps[1]?.id).not.toBe(created.steps[0]?.id);
+    const [timer, http, extra] = changed.triggers as Record<string, unknown>[];
+    const [oldHttp, oldTimer] = created.triggers as Record<string, unknown>[];
+    expect(timer).toMatchObject({ id: oldTimer?.id, interval_seconds: 120 });
+    expect(timer?.schedule_changed_at).toBe(Date.UTC(2026, 10, 26, 9) / 1000);
+    expect(http).toMatchObject({ id: oldHttp?.id, key: oldHttp?.key, custom_response: true });
+    expect(extra?.id).not.toBe(oldHttp?.id);
+    // An item naming a trigger keeps that one, wherever it is.
+    const named = await updateWorkflow(deps, owner, created.id, {
+      triggers: [{ type: "http" }, { id: extra?.id as string, type: "http" }],
+    });
+    expect(named.triggers.map((t) => t.id)).toEqual([http?.id, extra?.id]);
+    expect((await rejection(updateWorkflow(deps, owner, created.id, { steps: [] }))).issues?.[0]?.field).toBe("steps");
+  });
+
+  it("moves a source trigger's subscription with the list of triggers", async () => {
+    const { deps, owner } = await setUp();
+    const first = await deploySource(deps, owner, { component_code: "source", name: "first" });
+    const second = await deploySource(deps, owner, { component_code: "source", name: "second" });
+    const created = await createWorkflow(deps, owner, {
+      steps: [codeStep()],
+      triggers: [{ type: "source", props: { source_id: first.id } }],
+    });
+    await updateWorkflow(deps, owner, created.id, {
+      triggers: [{ type: "source", props: { source_id: second.id } }],
+    });
+    expect(await deps.subscriptions.findSubscriptions([first.id], "")).toEqual([]);
+    expect(await deps.subscriptions.findSubscriptions([second.id], "")).toEqual([
+      expect.objectContaining({ listenerId: created.id }),
+    ]);
+  });
+});
+
+describe("deleteWorkflow", () => {
+  it("removes the workflow, the subscriptions naming it, its events, runs and deployment; a given source stays", async () => {
+    const { deps, owner, removed } = await setUp();
+    const source = await deploySource(deps, owner, { component_code: "source" });
+    const webhook = await createWebhook(deps, owner, { url: "http://127.0.0.1:9/in" });
+    const created = await createWorkflow(deps, owner, {
+      settings: { auto_deploy: true },
+      steps: [codeStep()],
+      triggers: [
+        { type: "source", props: { source_id: source.id } },
+        { type: "timer", props: { intervalSeconds: 60 } },
+      ],
+    });
+    await createSubscription(deps, owner, { emitter_id: created.id, listener_id: webhook.id, event_name: "$errors" });
+    await deps.events.appendEvents(
+      created.id,
+      [{ channel: "", event: { raw_event: 1 }, emitId: "e1", meta: {} }],
+      deps.clock.nowMs(),
+    );
+    const now = deps.clock.nowMs();
+    await deps.workflowRuns.beginRun(
+      {
+        id: "run_01jd0000000000000000ab",
+        workflowId: created.id,
+        deploymentId: created.deployment_id,
+        trigger: { type: "timer", id: "ti_x" },
+        status: "running",
+        leaseUntilMs: now + 60_000,
+        attempts: 0,
+        startedAt: now,
+        eventPreview: {},
+        steps: [],
+        logs: [],
+      },
+      now,
+    );
+
+    expect(await deleteWorkflow(deps, owner, created.id)).toEqual({ id: created.id, deleted: true });
+    expect(await deps.workflows.getWorkflow(created.id)).toBeUndefined();
+    expect(await deps.workflows.listActiveTimerTriggers()).toEqual([]);
+    expect(await deps.subscriptions.findSubscriptions([source.id], "")).toEqual([]);
+    expect(await deps.subscriptions.findSubscriptions([created.id], "$errors")).toEqual([]);
+    expect((await deps.events.listEvents(created.id, { limit: 10 })).items).toEqual([]);
+    expect((await deps.workflowRuns.listRuns(created.id, { limit: 10 })).items).toEqual([]);
+    expect(removed).toEqual([created.id]);
+    expect(await deps.sources.getSource(source.id)).toBeDefined();
+    expect((await rejection(deleteWorkflow(deps, owner, created.id))).code).toBe("not_found");
+  });
+});
