@@ -49,3 +49,48 @@ export default {
   },
 };
 `;
+
+/**
+ * Three code steps of a workflow, as a user writes them: the first reads the trigger's body, the
+ * second exports from it, the third returns what the first two made.
+ */
+export const WORKFLOW_STEPS = [
+  `export default defineComponent({
+  async run({ steps }) {
+    return { n: steps.trigger.event.body?.n ?? null };
+  },
+});
+`,
+  `export default defineComponent({
+  async run({ steps, $ }) {
+    $.export("doubled", (steps.parse.$return_value.n ?? 0) * 2);
+  },
+});
+`,
+  `export default defineComponent({
+  async run({ steps }) {
+    return { n: steps.parse.$return_value.n, doubled: steps.shape.doubled };
+  },
+});
+`,
+];
+
+/** {@link WORKFLOW_STEPS} with the second step answering the request itself (`$.respond`). */
+export const WORKFLOW_RESPOND_STEPS = [
+  WORKFLOW_STEPS[0] as string,
+  `export default defineComponent({
+  async run({ steps, $ }) {
+    $.export("doubled", (steps.parse.$return_value.n ?? 0) * 2);
+    await $.respond({ status: 200, headers: { "content-type": "application/json" }, body: { ok: true, n: steps.parse.$return_value.n } });
+  },
+});
+`,
+  WORKFLOW_STEPS[2] as string,
+];
+
+/** The body of `POST /v1/workflows` for those steps, active, behind one HTTP trigger. */
+export const workflowBody = (steps: readonly string[], customResponse: boolean) => ({
+  settings: { name: "Bench workflow", auto_deploy: true },
+  steps: steps.map((code, index) => ({ namespace: ["parse", "shape", "reply"][index], component_code: code })),
+  triggers: [{ type: "http", props: { custom_response: customResponse } }],
+});

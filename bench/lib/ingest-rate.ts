@@ -38,10 +38,21 @@ export async function measureIngest(
   server: BenchServer,
   api: SluiceApi,
   sources: readonly DeployedSource[],
-  { concurrency, durationMs, warmUp = false }: { concurrency: number; durationMs: number; warmUp?: boolean },
+  {
+    concurrency,
+    durationMs,
+    warmUp = false,
+    count = () => countEvents(api, sources),
+  }: {
+    concurrency: number;
+    durationMs: number;
+    warmUp?: boolean;
+    /** What the load produced so far; by default the events stored on the sources' default channels. */
+    count?: () => Promise<number>;
+  },
 ): Promise<IngestMeasurement> {
   const paths = sources.map((source) => new URL(source.endpoint).pathname);
-  const before = await countEvents(api, sources);
+  const before = await count();
   // A warm-up (JIT, SQLite page cache, sandbox) runs the same way but outside the measured windows.
   const measured = <T>(task: () => Promise<T>) => (warmUp ? task() : context.measure(server, task));
   return measured(async () => {
@@ -53,7 +64,7 @@ export async function measureIngest(
       durationMs,
       body: numberedBody,
     });
-    const counted = await waitForCount(async () => (await countEvents(api, sources)) - before, load.ok, {
+    const counted = await waitForCount(async () => (await count()) - before, load.ok, {
       intervalMs: sources.length > 1 ? 500 : 100,
     });
     const storedSeconds = (Math.max(counted.reachedAt, startedAt + load.elapsedMs) - startedAt) / 1000;

@@ -30,6 +30,21 @@ export function sluiceApi(server: Pick<BenchServer, "baseUrl" | "apiKey">) {
       );
       return Number(answer.json.page_info.total_count);
     },
+    /** Creates a workflow; its first trigger must be an HTTP one. */
+    async createWorkflow(body: Record<string, unknown>): Promise<DeployedSource> {
+      const answer = expectOk(await call("POST", "/workflows", body), "POST /workflows");
+      const trigger = answer.json.data.triggers.find((item: { endpoint_url?: string }) => item.endpoint_url);
+      return { id: answer.json.data.id, endpoint: trigger.endpoint_url };
+    },
+    /**
+     * Runs of a workflow that ended (`GET /runs`): the total, less those still running among the
+     * newest page (runs end roughly in the order they began, so older ones have ended too).
+     */
+    async endedRunCount(workflowId: string): Promise<number> {
+      const answer = expectOk(await call("GET", `/workflows/${workflowId}/runs?limit=100`), "GET runs");
+      const running = answer.json.data.filter((run: { status: string }) => run.status === "running").length;
+      return Number(answer.json.page_info.total_count) - running;
+    },
     async createWebhook(url: string): Promise<string> {
       const answer = expectOk(
         await call("POST", `/webhooks?url=${encodeURIComponent(url)}&name=bench`),

@@ -8,6 +8,7 @@ import { respond } from "./respond.ts";
 import { scale } from "./scale.ts";
 import { stream } from "./stream.ts";
 import { webhook } from "./webhook.ts";
+import { workflows } from "./workflows.ts";
 
 /** Every scenario, in the order of issue 6's table. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -20,4 +21,5 @@ export const SCENARIOS: readonly Scenario[] = [
   history,
   flood,
   badInput,
+  workflows,
 ];

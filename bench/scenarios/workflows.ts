@@ -1,0 +1,107 @@
+import { loadDetails, ms, numberedBody, perSec, referenceLoad, WARMUP_REQUESTS, warmUp } from "../lib/common.ts";
+import { WORKFLOW_RESPOND_STEPS, WORKFLOW_STEPS, workflowBody } from "../lib/components.ts";
+import { measureIngest } from "../lib/ingest-rate.ts";
+import { runLoad } from "../lib/load.ts";
+import type { Row } from "../lib/report.ts";
+import type { Scenario } from "../lib/scenario.ts";
+import { sluiceApi } from "../lib/sluice-api.ts";
+
+const CONCURRENCY = 50;
+
+interface Figures {
+  rate?: number;
+  share?: number;
+  lost?: number;
+  reference?: string;
+  respond?: { p50: number; p99: number };
+}
+
+const rows = (figures: Figures = {}): Row[] => [
+  {
+    scenario: "workflow",
+    figure: "runs/s of 3 code steps, completed and recorded (HTTP trigger, c=50)",
+    measured: figures.rate,
+    unit: "/s",
+    target: { kind: "atLeast", value: 3000 },
+    reference: "n8n claims 220 executions/s on 2 vCPU",
+  },
+  {
+    scenario: "workflow",
+    figure: "share of the bare server's rate",
+    measured: figures.share,
+    unit: "%",
+    target: { kind: "atLeast", value: 20 },
+    ...(figures.reference ? { reference: figures.reference } : {}),
+  },
+  {
+    scenario: "workflow",
+    figure: "accepted triggers without an ended run",
+    measured: figures.lost,
+    unit: "count",
+    target: { kind: "equals", value: 0 },
+  },
+  {
+    scenario: "workflow",
+    figure: "$.respond in step 2 of 3, round trip p99 (c=1)",
+    measured: figures.respond?.p99,
+    unit: "ms",
+    target: { kind: "atMost", value: 15 },
+    ...(figures.respond ? { reference: `p50 ${ms(figures.respond.p50)}` } : {}),
+  },
+];
+
+export const workflows: Scenario = {
+  name: "workflow",
+  title:
+    "an HTTP-triggered workflow of three code steps without custom response, concurrency 50, counted by its run records; then $.respond in step 2 at concurrency 1",
+  deadlineMs: 240_000,
+  quickDeadlineMs: 60_000,
+  emptyRows: () => rows(),
+  async run(context) {
+    const reference = await referenceLoad(context, {
+      concurrency: CONCURRENCY,
+      durationMs: context.pick(5_000, 1_000),
+      body: numberedBody,
+    });
+    const server = await context.startServer();
+    const api = sluiceApi(server);
+
+    const workflow = await api.createWorkflow(workflowBody(WORKFLOW_STEPS, false));
+    const count = () => api.endedRunCount(workflow.id);
+    const options = { concurrency: CONCURRENCY, count };
+    const warm = await measureIngest(context, server, api, [workflow], {
+      ...options,
+      durationMs: context.pick(2_000, 300),
+      warmUp: true,
+    });
+    if (!warm.complete) throw new Error(`the warm-up's runs did not all end: ${warm.stored} of ${warm.load.ok}`);
+    const result = await measureIngest(context, server, api, [workflow], {
+      ...options,
+      durationMs: context.pick(10_000, 1_500),
+    });
+    const share = (100 * result.rate) / reference.okPerSec;
+    context.log(`${perSec(result.rate)} runs ended (${share.toFixed(0)}% of bare ${perSec(reference.okPerSec)})`);
+    context.note(
+      `Runs/s is runs ended ÷ time from the first request until the last accepted one's run was recorded; HTTP accept rate ${perSec(result.load.okPerSec)}, latency p99 ${ms(result.load.latency.p99)}.`,
+    );
+
+    const responder = await api.createWorkflow(workflowBody(WORKFLOW_RESPOND_STEPS, true));
+    await warmUp(responder.endpoint);
+    const load = await context.measure(server, () =>
+      runLoad({ url: responder.endpoint, concurrency: 1, durationMs: context.pick(6_000, 1_000), body: numberedBody }),
+    );
+    if (load.ok !== load.sent)
+      throw new Error(`only ${load.ok} of ${load.sent} answers were 2xx: ${JSON.stringify(load.statuses)}`);
+    context.note(`$.respond: ${load.ok} requests one at a time after ${WARMUP_REQUESTS} warm-up requests.`);
+    return {
+      rows: rows({
+        rate: result.rate,
+        share,
+        lost: result.lost,
+        reference: `bare ${perSec(reference.okPerSec)}`,
+        respond: load.latency,
+      }),
+      details: { ingest: loadDetails(result.load), respond: loadDetails(load), reference: loadDetails(reference) },
+    };
+  },
+};
