@@ -32,9 +32,10 @@ import type { ComponentDescription } from "#core/component-model";
 import { type Clock, systemClock } from "#core/ports/clock";
 import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
-import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
+import type { ErrorRecord, Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import {
   malformedError,
+  type Parsed,
   parseDescribeReply,
   parseInvocationResult,
   parseWorkflowResult,
@@ -109,6 +110,20 @@ interface SourceFunctionSettings {
   Timeout: number;
   LoggingConfig?: { LogFormat: "Text"; LogGroup: string };
 }
+
+/** How the answer of a source's or a workflow's function is read, and what its failure is. */
+interface RunKind<R> {
+  readonly name: "source" | "workflow";
+  readonly parse: (raw: unknown, invocationId: string) => Parsed<R>;
+  readonly failed: (invocationId: string, error: ErrorRecord, durationMs: number) => R;
+}
+
+const SOURCE_RUNS: RunKind<InvocationResult> = { name: "source", parse: parseInvocationResult, failed: failedResult };
+const WORKFLOW_RUNS: RunKind<WorkflowResult> = {
+  name: "workflow",
+  parse: parseWorkflowResult,
+  failed: failedWorkflowResult,
+};
 
 /** The error payload Lambda returns with `FunctionError`. */
 interface LambdaErrorPayload {
@@ -231,22 +246,36 @@ export class LambdaComponentHost implements ComponentHost {
   }
 
   async invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
-    const answer = await this.#invokeFunction(this.functionName(source.sourceId), invocation);
+    const result = await this.#run(SOURCE_RUNS, source.sourceId, this.functionName(source.sourceId), invocation);
+    if (result.response) handlers?.onRespond?.(result.response);
+    return result;
+  }
+
+  /**
+   * Runs `invocation` in `FunctionName` and answers its result as `kind` parses it, timed by this
+   * host. What the function did (a failure Lambda reports, a malformed or forged answer) is the
+   * run's error in a failed result of that kind.
+   */
+  async #run<R>(
+    kind: RunKind<R>,
+    ownerId: string,
+    FunctionName: string,
+    invocation: Invocation | WorkflowInvocation,
+  ): Promise<R> {
+    const answer = await this.#invokeFunction(FunctionName, invocation);
     if ("failure" in answer) {
-      return failedResult(invocation.invocationId, { ...answer.failure, ts: this.#clock.nowMs() }, answer.durationMs);
+      return kind.failed(invocation.invocationId, { ...answer.failure, ts: this.#clock.nowMs() }, answer.durationMs);
     }
-    const parsed = parseInvocationResult(answer.body, invocation.invocationId);
+    const parsed = kind.parse(answer.body, invocation.invocationId);
     if (!parsed.ok) {
-      this.#log.warn("source function sent a malformed result", {
-        source_id: source.sourceId,
+      this.#log.warn(`${kind.name} function sent a malformed result`, {
+        [`${kind.name}_id`]: ownerId,
         problem: parsed.problem,
       });
       const error = malformedError("result", parsed.problem, this.#clock.nowMs());
-      return failedResult(invocation.invocationId, error, answer.durationMs);
+      return kind.failed(invocation.invocationId, error, answer.durationMs);
     }
-    const result = { ...parsed.value, durationMs: answer.durationMs };
-    if (result.response) handlers?.onRespond?.(result.response);
-    return result;
+    return { ...parsed.value, durationMs: answer.durationMs };
   }
 
   /**
@@ -317,26 +346,10 @@ export class LambdaComponentHost implements ComponentHost {
     });
   }
 
-  /**
-   * Runs one run of the workflow in its function. What the function did (a failure Lambda reports,
-   * a malformed or forged answer) is the run's error in a failed result, as for sources.
-   */
+  /** Runs one run of the workflow in its function, every step in one synchronous invocation. */
   async invokeWorkflow(workflow: WorkflowCode, invocation: WorkflowInvocation): Promise<WorkflowResult> {
-    const answer = await this.#invokeFunction(this.workflowFunctionName(workflow.workflowId), invocation);
-    if ("failure" in answer) {
-      const error = { ...answer.failure, ts: this.#clock.nowMs() };
-      return failedWorkflowResult(invocation.invocationId, error, answer.durationMs);
-    }
-    const parsed = parseWorkflowResult(answer.body, invocation.invocationId);
-    if (!parsed.ok) {
-      this.#log.warn("workflow function sent a malformed result", {
-        workflow_id: workflow.workflowId,
-        problem: parsed.problem,
-      });
-      const error = malformedError("result", parsed.problem, this.#clock.nowMs());
-      return failedWorkflowResult(invocation.invocationId, error, answer.durationMs);
-    }
-    return { ...parsed.value, durationMs: answer.durationMs };
+    const FunctionName = this.workflowFunctionName(workflow.workflowId);
+    return this.#run(WORKFLOW_RUNS, workflow.workflowId, FunctionName, invocation);
   }
 
   async removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {

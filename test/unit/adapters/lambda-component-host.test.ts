@@ -66,6 +66,19 @@ const settled: FunctionConfiguration = {
   LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
 };
 
+/** What every source or workflow function is created with, besides its name, code, description and tags. */
+const CREATED_SETTINGS = {
+  Role: ROLE,
+  Handler: "index.handler",
+  Runtime: "nodejs22.x",
+  Architectures: ["arm64"],
+  Layers: [LAYER],
+  MemorySize: 256,
+  Timeout: 33,
+  LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
+  PackageType: "Zip",
+};
+
 const notFound = () => new ResourceNotFoundException({ message: "Function not found", $metadata: {} });
 
 const invocation: Invocation = {
@@ -106,15 +119,7 @@ describe("LambdaComponentHost.prepare", () => {
     const input = calls[0]!.args[0].input;
     expect({ ...input, Code: undefined }).toEqual({
       FunctionName: NAME,
-      Role: ROLE,
-      Handler: "index.handler",
-      Runtime: "nodejs22.x",
-      Architectures: ["arm64"],
-      Layers: [LAYER],
-      MemorySize: 256,
-      Timeout: 33,
-      LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
-      PackageType: "Zip",
+      ...CREATED_SETTINGS,
       Description: `Sluice source ${SOURCE.sourceId}`,
       Tags: { "sluice:source": SOURCE.sourceId, "sluice:stage": "dev" },
       Code: undefined,
@@ -419,15 +424,7 @@ describe("LambdaComponentHost's workflows", () => {
     const input = lambdaMock.commandCalls(CreateFunctionCommand)[0]!.args[0].input;
     expect({ ...input, Code: undefined }).toEqual({
       FunctionName: WORKFLOW_NAME,
-      Role: ROLE,
-      Handler: "index.handler",
-      Runtime: "nodejs22.x",
-      Architectures: ["arm64"],
-      Layers: [LAYER],
-      MemorySize: 256,
-      Timeout: 33,
-      LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
-      PackageType: "Zip",
+      ...CREATED_SETTINGS,
       Description: `Sluice workflow ${WORKFLOW.workflowId}`,
       Tags: { "sluice:workflow": WORKFLOW.workflowId, "sluice:stage": "dev" },
       Code: undefined,
