@@ -120,6 +120,29 @@ describe("a workflow function's bundle on the runtime layer", () => {
     expect(next?.steps.map((step) => step.status)).toEqual(["success", "success", "success"]);
   });
 
+  it("fails the step whose stray promise rejects with that error, and serves the next run", async () => {
+    const stray = workflowCode(WORKFLOW_ID, [
+      `export default defineComponent({
+        async run({ steps, $ }) {
+          if (steps.trigger.event.stray) Promise.reject(new Error("nobody caught this"));
+          await new Promise((resolve) => setTimeout(resolve, 200));
+          $.send.emit({ raw_event: "finished" });
+        },
+      });`,
+    ]);
+    const strayHandler = unpackFunction((await zipOf(stray)).zip, join(work, "stray"));
+    const [failed, next] = (await invokeInProcess(
+      strayHandler,
+      [workflowRun(stray, { stray: true }), workflowRun(stray, {})],
+      { functionName: `sluice-e2e-${WORKFLOW_ID}` },
+    )) as WorkflowResult[];
+    expect(failed?.steps).toEqual([expect.objectContaining({ id: "c_s1", status: "error" })]);
+    expect(failed?.steps[0]?.error).toMatchObject({ message: "nobody caught this" });
+    expect(failed?.sends).toEqual([]);
+    expect(next?.steps.map((step) => step.status)).toEqual(["success"]);
+    expect(next?.sends).toEqual([{ type: "emit", raw_event: "finished" }]);
+  });
+
   it("refuses an event that is not a workflow invocation as a function error (a bug of the host)", async () => {
     const [refused, source] = await invoke([{ hello: "world" }, { invocationId: "inv-1", kind: "run" }]);
     expect(refused).toEqual({ thrown: expect.stringMatching(/^invalid workflow invocation: /) });
