@@ -53,8 +53,8 @@ export interface EventFanoutProps {
  *   ({@link attachPublisher}), and a **rule** that hands every such entry to
  * - the **dispatcher** (`functions/internal/event-dispatcher.ts`), which resolves subscriptions,
  *   queues runs of listening sources and sends webhook deliveries to
- * - the FIFO **delivery queue** (one message group per webhook; also fed by dead-letter replays,
- *   {@link attachDeliveryQueuer}), consumed by
+ * - the FIFO **delivery queue** (one message group per webhook or workflow; also fed by dead-letter
+ *   replays and by the functions that apply workflow runs, {@link attachDeliveryQueuer}), consumed by
  * - the **deliverer** (`functions/internal/webhook-deliverer.ts`), which sends failed attempts to
  *   the **retry queue**, delayed until they are due, and consumes it too;
  * - the **unpublished-events queue** (`sluice-<stage>-unpublished-events`), where functions that
@@ -194,9 +194,11 @@ export class EventFanout extends Construct {
       new SqsEventSource(this.retryQueue, { batchSize: RETRY_BATCH_SIZE, reportBatchItemFailures: true }),
     );
 
-    // The functions that run sources store their events.
+    // The functions that run sources and workflows store their events, and queue the deliveries
+    // of a workflow run's `$.send.http` and `$.send.s3` when they apply it.
     for (const fn of [sources.httpInterface, sources.sourceRunner, sources.timerInvoker]) {
       this.attachPublisher(fn.lambdaFunction);
+      this.attachDeliveryQueuer(fn.lambdaFunction);
     }
 
     // `$.send.s3`: the functions that apply runs check the bucket against the list (queueWorkflowSends),
@@ -237,7 +239,10 @@ export class EventFanout extends Construct {
     );
   }
 
-  /** A function that queues webhook deliveries (`access.deliveries`): may send to the delivery queue, and learns its URL. */
+  /**
+   * A function that queues deliveries (`access.deliveries` routes, the dispatcher, the functions
+   * that apply workflow runs): may send to the delivery queue, and learns its URL.
+   */
   attachDeliveryQueuer(fn: LambdaFunction): void {
     fn.addToRolePolicy(new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.deliveryQueue.queueArn] }));
     fn.addEnvironment(AWS_COMPUTE_ENV.deliveryQueueUrl, this.deliveryQueue.queueUrl);

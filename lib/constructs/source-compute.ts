@@ -77,6 +77,8 @@ export class SourceCompute extends Construct {
   readonly schedulerRole: Role;
   /** `arn:<partition>:lambda:<region>:<account>:function:sluice-<stage>-dc_*` */
   readonly sourceFunctionsArn: string;
+  /** `arn:<partition>:lambda:<region>:<account>:function:sluice-<stage>-p_*`: workflows' functions, on the same terms. */
+  readonly workflowFunctionsArn: string;
 
   readonly #props: SourceComputeProps;
   readonly #invocationTimeout: Duration;
@@ -90,12 +92,15 @@ export class SourceCompute extends Construct {
     this.#invocationTimeout = props.invocationTimeout ?? Duration.seconds(30);
     const stack = Stack.of(this);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
-    this.sourceFunctionsArn = stack.formatArn({
-      service: "lambda",
-      resource: "function",
-      resourceName: `sluice-${props.stage}-dc_*`,
-      arnFormat: ArnFormat.COLON_RESOURCE_NAME,
-    });
+    const functionsArn = (prefix: string) =>
+      stack.formatArn({
+        service: "lambda",
+        resource: "function",
+        resourceName: `sluice-${props.stage}-${prefix}_*`,
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      });
+    this.sourceFunctionsArn = functionsArn("dc");
+    this.workflowFunctionsArn = functionsArn("p");
 
     // Attached to no function of this stack: the API creates source functions with it and learns
     // its version ARN from SLUICE_RUNTIME_LAYER_ARN. A new version leaves existing functions on the
@@ -210,15 +215,16 @@ export class SourceCompute extends Construct {
   }
 
   /**
-   * A function that runs sources: invoke source functions (and wait for them to become active),
-   * queue runs on the source runner (all but the runner itself), and the stage and time limit. It
-   * also needs read and write access to the resources table and the public URL, which its caller gives.
+   * A function that runs sources and workflows: invoke their functions (and wait for them to become
+   * active), queue runs on the source runner (all but the runner itself), and the stage and time
+   * limit. It also needs read and write access to the resources table and the public URL, which its
+   * caller gives.
    */
   attachRunner(fn: LambdaFunction): void {
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["lambda:InvokeFunction", "lambda:GetFunction"],
-        resources: [this.sourceFunctionsArn],
+        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
       }),
     );
     // The runner itself queues nothing (and naming itself would be a reference cycle).
@@ -234,9 +240,9 @@ export class SourceCompute extends Construct {
   }
 
   /**
-   * A function that deploys sources (`access.compute` routes): everything {@link attachRunner}
-   * gives, plus creating, updating and deleting source functions (with the runtime layer and the
-   * source role only), the describer, the timers' schedules, and the npm registry to install from.
+   * A function that deploys sources and workflows (`access.compute` routes): everything
+   * {@link attachRunner} gives, plus creating, updating and deleting their functions (with the
+   * runtime layer and the source role only: a workflow's function has the same logging-only role), the describer, the timers' schedules, and the npm registry to install from.
    */
   attachDeployer(fn: LambdaFunction): void {
     this.attachRunner(fn);
@@ -251,7 +257,7 @@ export class SourceCompute extends Construct {
           // CreateFunction with tags needs it.
           "lambda:TagResource",
         ],
-        resources: [this.sourceFunctionsArn],
+        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
       }),
     );
     // Creating a function with a layer needs read access to that layer version.

@@ -60,7 +60,6 @@ componentHostContract(
     }`,
       close: async () => standIn.close(),
     };
-    // Its workflow methods are step 10 of docs/design/workflows.md: the workflow cases then run here too.
   },
-  { workflows: false },
+  { workflows: true },
 );

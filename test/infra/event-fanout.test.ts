@@ -304,7 +304,7 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
     }
   });
 
-  it("lets the replay routes (access.deliveries) and the dispatcher send to the delivery queue, and no other function", () => {
+  it("lets the replay routes (access.deliveries), the dispatcher and the functions that apply runs send to the delivery queue, and no other function", () => {
     const replays = routes.filter((route) => route.access.deliveries).map((route) => route.name);
     expect(replays.sort()).toEqual(["replay-dead-letter", "replay-dead-letters"]);
     const deliveryArn = JSON.stringify(queueArn(fanout().deliveryQueue));
@@ -314,7 +314,11 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
         JSON.stringify(statement.Resource).includes(deliveryArn),
       ),
     );
-    expect(senders.sort()).toEqual([...replays.map(routeId), dispatcherId()].sort());
+    // The HTTP interface, the source runner and the timer invoker queue workflow runs' sends.
+    const appliers = [service.sources.httpInterface, service.sources.sourceRunner, service.sources.timerInvoker].map(
+      (fn) => idOf(fn.lambdaFunction),
+    );
+    expect(senders.sort()).toEqual([...replays.map(routeId), dispatcherId(), ...appliers].sort());
     for (const name of replays) {
       const sqs = statementsOf(template, routeId(name)).filter((statement) =>
         [statement.Action].flat().some((action) => action.startsWith("sqs:")),
@@ -323,7 +327,16 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
         sqs.map(({ Action, Resource }) => ({ Action, Resource })),
         name,
       ).toEqual([{ Action: "sqs:SendMessage", Resource: queueArn(fanout().deliveryQueue) }]);
-      expect(environmentOf(template, routeId(name))[AWS_COMPUTE_ENV.deliveryQueueUrl]).toEqual({
+    }
+    for (const id of [...replays.map(routeId), ...appliers]) {
+      const onDeliveries = statementsOf(template, id).filter(
+        (statement) => JSON.stringify(statement.Resource) === deliveryArn,
+      );
+      expect(
+        onDeliveries.map(({ Action }) => Action),
+        id,
+      ).toEqual(["sqs:SendMessage"]);
+      expect(environmentOf(template, id)[AWS_COMPUTE_ENV.deliveryQueueUrl], id).toEqual({
         Ref: idOf(fanout().deliveryQueue),
       });
     }

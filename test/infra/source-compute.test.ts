@@ -23,7 +23,8 @@ import {
   synthService,
 } from "./service-template.ts";
 
-const SOURCE_FUNCTIONS_ARN = {
+/** `arn:…:function:sluice-dev-<prefix>_*`, as the stack writes it. */
+const functionsArn = (prefix: "dc" | "p") => ({
   "Fn::Join": [
     "",
     [
@@ -33,10 +34,12 @@ const SOURCE_FUNCTIONS_ARN = {
       { Ref: "AWS::Region" },
       ":",
       { Ref: "AWS::AccountId" },
-      ":function:sluice-dev-dc_*",
+      `:function:sluice-dev-${prefix}_*`,
     ],
   ],
-};
+});
+/** Sources' and workflows' functions, on the same terms: one statement names both. */
+const COMPONENT_FUNCTIONS_ARNS = [functionsArn("dc"), functionsArn("p")];
 
 describe("ServiceStack: what sources run on", () => {
   let service: ServiceStack;
@@ -98,7 +101,7 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("lets deploying routes manage only sluice-<stage>-dc_* functions, with the source role and the layer", () => {
+  it("lets deploying routes manage only sluice-<stage>-dc_* and -p_* functions, with the source role and the layer", () => {
     for (const route of computeRoutes()) {
       const statements = statementsOf(template, routeFunctionId(route.name));
       const on = (action: string) => statementsWith(statements, action);
@@ -113,7 +116,7 @@ describe("ServiceStack: what sources run on", () => {
         expect(
           on(action).map((statement) => statement.Resource),
           `${route.name} ${action}`,
-        ).toEqual([SOURCE_FUNCTIONS_ARN]);
+        ).toEqual([COMPONENT_FUNCTIONS_ARNS]);
       }
       expect(on("lambda:GetLayerVersion").map((statement) => statement.Resource)).toEqual([{ Ref: layerId() }]);
       expect(on("iam:PassRole").map(({ Resource, Condition }) => ({ Resource, Condition }))).toEqual([
@@ -148,10 +151,10 @@ describe("ServiceStack: what sources run on", () => {
           action,
         ).toEqual([scheduleArn]);
       }
-      // Invoke: source functions, the run queue's runner and the describer; nothing else.
+      // Invoke: source and workflow functions, the run queue's runner and the describer; nothing else.
       const invokable = on("lambda:InvokeFunction").map((statement) => JSON.stringify(statement.Resource));
       expect(invokable).toHaveLength(3);
-      expect(invokable.join()).toContain("sluice-dev-dc_*");
+      expect(invokable).toContain(JSON.stringify(COMPONENT_FUNCTIONS_ARNS));
       expect(invokable.join()).toContain(idOf(service.sources.sourceRunner.lambdaFunction));
       expect(invokable.join()).toContain(idOf(service.sources.describer));
     }
@@ -242,6 +245,8 @@ describe("ServiceStack: what sources run on", () => {
       [AWS_COMPUTE_ENV.secretsKeyArn]: Match.objectLike({ "Fn::ImportValue": Match.anyValue() }),
       // They store what sources emit, and publish it for subscribers (event-fanout.test.ts).
       [AWS_COMPUTE_ENV.eventBusName]: { Ref: idOf(service.eventFanout.bus) },
+      // They queue the deliveries of workflow runs' sends (event-fanout.test.ts).
+      [AWS_COMPUTE_ENV.deliveryQueueUrl]: { Ref: idOf(service.eventFanout.deliveryQueue) },
       NODE_OPTIONS: "--enable-source-maps",
     };
     const runner = {
@@ -262,6 +267,13 @@ describe("ServiceStack: what sources run on", () => {
       const environment = environmentOf(template, idOf(fn.lambdaFunction));
       for (const name of MANAGE_SOURCES_ENV) expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
       expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("lambda:CreateFunction");
+      // They run sources and workflows: invoke their functions (and wait for one being updated).
+      const statements = statementsOf(template, idOf(fn.lambdaFunction));
+      for (const action of ["lambda:InvokeFunction", "lambda:GetFunction"]) {
+        expect(statementsWith(statements, action).map((statement) => statement.Resource)).toContainEqual(
+          COMPONENT_FUNCTIONS_ARNS,
+        );
+      }
       expect(actionsOf(template, idOf(fn.lambdaFunction))).toContain("kms:Decrypt");
       expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("kms:GenerateDataKey");
     }

@@ -3,20 +3,16 @@
  * processes fed Lambda-shaped events: the runtime layer (as the service stack bundles it), a
  * source function's zip (as `LambdaComponentHost.prepare` uploads it) and the describer.
  */
-import { execFile } from "node:child_process";
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
-import { pathToFileURL } from "node:url";
-import { promisify } from "node:util";
-import { unzipSync } from "fflate";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleComponent, type EsbuildApi, loadEsbuild, sourceZip } from "#adapters/aws/source-bundle";
 import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
-import { DESCRIBER_FILES, RUNTIME_LAYER_ENTRY, RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
+import { DESCRIBER_FILES } from "../../lib/constructs/source-compute.ts";
+import { buildRuntimeLayer, invokeInProcess as invokeProcess, unpackFunction } from "../support/lambda-process.ts";
 
-const run = promisify(execFile);
 const SOURCE = "dc_01kab00000abcdefghjkmn";
 
 const COMPONENT = `
@@ -54,31 +50,9 @@ const invocation = (overrides: Partial<Invocation>): Invocation => ({
   ...overrides,
 });
 
-/**
- * Imports the handler in a fresh Node process, with only what Lambda puts in a function's
- * environment, calls it with each event in turn and prints the results. A rejected call gives
- * `{ thrown: message }`, as Lambda's runtime client catches it and answers a function error.
- */
-async function invokeInProcess(handlerFile: string, events: unknown[], env: Record<string, string> = {}) {
-  const script = `
-    const { handler } = await import(${JSON.stringify(pathToFileURL(handlerFile).href)});
-    const results = [];
-    for (const event of ${JSON.stringify(events)}) {
-      try {
-        results.push(await handler(event, { awsRequestId: "e2e" }));
-      } catch (error) {
-        results.push({ thrown: String(error?.message ?? error) });
-      }
-    }
-    process.stdout.write("\\n" + JSON.stringify(results));
-    process.exit(0);`;
-  const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
-    env: { PATH: process.env.PATH ?? "", AWS_LAMBDA_FUNCTION_NAME: `sluice-e2e-${SOURCE}`, ...env },
-    timeout: 20_000,
-    maxBuffer: 16 * 1024 * 1024,
-  });
-  return JSON.parse(stdout.trimEnd().split("\n").at(-1) ?? "[]") as unknown[];
-}
+/** A handler of the source's function, called in a fresh process (`invokeInProcess`). */
+const invokeInProcess = (handlerFile: string, events: unknown[], env: Record<string, string> = {}) =>
+  invokeProcess(handlerFile, events, { functionName: `sluice-e2e-${SOURCE}`, env });
 
 /** Native esbuild, as on the deployer's machine; the API functions on Lambda load esbuild-wasm instead. */
 let esbuild: EsbuildApi;
@@ -88,13 +62,12 @@ beforeAll(async () => {
 
 describe("a source function's bundle on the runtime layer", () => {
   let work: string;
-  let layerFile: string;
+  let layerUrl: string;
 
   beforeAll(() => {
     work = mkdtempSync(join(tmpdir(), "sluice-lambda-bundle-"));
     // The layer as the stack builds it; unpacked by Lambda under /opt, here under <work>/opt.
-    bundleLambdaFiles({ [RUNTIME_LAYER_FILE]: RUNTIME_LAYER_ENTRY }, join(work, "opt"));
-    layerFile = join(work, "opt", RUNTIME_LAYER_FILE);
+    layerUrl = buildRuntimeLayer(work);
   });
 
   afterAll(() => {
@@ -103,13 +76,8 @@ describe("a source function's bundle on the runtime layer", () => {
 
   /** Builds the function's zip and unpacks it, as Lambda does into /var/task. */
   async function deployFunction(name: string, code: string): Promise<string> {
-    const { zip } = sourceZip(await bundleComponent(code, { esbuild }), pathToFileURL(layerFile).href);
-    const task = join(work, name);
-    for (const [file, bytes] of Object.entries(unzipSync(zip))) {
-      mkdirSync(dirname(join(task, file)), { recursive: true });
-      writeFileSync(join(task, file), bytes);
-    }
-    return join(task, "index.mjs");
+    const { zip } = sourceZip(await bundleComponent(code, { esbuild }), layerUrl);
+    return unpackFunction(zip, join(work, name));
   }
 
   it("runs invocations and returns their effects, without the role's credentials", async () => {

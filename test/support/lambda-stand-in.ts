@@ -3,7 +3,7 @@
  * (through `aws-sdk-client-mock`) by keeping the zips `prepare` uploads, unpacked as Lambda does,
  * and by running each Invoke in a fresh Node process on the real code, built as it is deployed:
  * the runtime layer (`runtime-layer/lambda-entry.ts`, bundled by the service stack's build) under
- * a source's entry and component bundle, and the describer function.
+ * a source's or a workflow's entry and bundles, and the describer function.
  *
  * Each Invoke answers as Lambda's runtime interface client does: the handler's return value goes
  * through the process's `JSON.stringify` of the moment (which the component's code can replace, as
@@ -75,7 +75,7 @@ export function startLambdaStandIn(): LambdaStandIn {
     [DESCRIBER_FUNCTION, { handlerFile: join(work, "describer", "index.mjs"), sha256: "" }],
   ]);
 
-  /** Unpacks a source's zip as Lambda does, its entry pointed at the layer built here instead of /opt. */
+  /** Unpacks a source's or a workflow's zip as Lambda does, its entry pointed at the layer built here instead of /opt. */
   const unpack = (name: string, zip: Uint8Array): Deployed => {
     const task = join(work, "functions", name);
     rmSync(task, { recursive: true, force: true });

@@ -4,6 +4,7 @@ import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { KMSClient } from "@aws-sdk/client-kms";
 import { LambdaClient } from "@aws-sdk/client-lambda";
+import { S3Client } from "@aws-sdk/client-s3";
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
@@ -34,6 +35,7 @@ import { KmsSecrets } from "./kms-secrets.ts";
 import { LambdaComponentHost } from "./lambda-component-host.ts";
 import { LambdaEventPurger } from "./lambda-event-purger.ts";
 import { LambdaRunQueue } from "./lambda-run-queue.ts";
+import { S3ObjectSink } from "./s3-object-sink.ts";
 import { SchedulerTimers } from "./scheduler-timers.ts";
 import { componentBundler, loadEsbuild } from "./source-bundle.ts";
 import { SqsDeliveryQueue } from "./sqs-delivery-queue.ts";
@@ -162,12 +164,9 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
           });
         })
       : { publish: async () => {} },
-    // The S3 adapter waits for @aws-sdk/client-s3 (not installed yet): until then no bucket is
-    // allowed here, so a `$.send.s3` is refused when its run is applied rather than retried in vain.
-    objects: {
-      allowsBucket: () => false,
-      putObject: async () => ({ error: "$.send.s3 is not available on AWS yet" }),
-    },
+    // Functions that apply runs only ask it about buckets; the deliverer writes (its S3 client is
+    // made on the first put).
+    objects: new S3ObjectSink({ s3: lazy("the S3 client", () => new S3Client({})), buckets: config.s3Buckets }),
     deliveries: lazy(
       "the delivery queue",
       () =>

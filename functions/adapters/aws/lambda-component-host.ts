@@ -2,7 +2,10 @@
  * `ComponentHost` on AWS (DESIGN.md decision 4): each deployed source runs in its own Lambda
  * function, `sluice-<stage>-<source id>`, on Node.js 22 (arm64) with the Sluice runtime layer and a
  * role that may only write logs. Its code is the component bundle plus a tiny entry
- * (`source-bundle.ts`), zipped reproducibly, so re-deploying unchanged code uploads nothing.
+ * (`source-bundle.ts`), zipped reproducibly, so re-deploying unchanged code uploads nothing. A
+ * workflow is one function too, `sluice-<stage>-<workflow id>`, with the same settings: its step
+ * modules and an entry naming them by code hash (`workflow-bundle.ts`), every step of a run in one
+ * synchronous invocation.
  *
  * `describe` cannot evaluate code in the API function: it sends the bundle to the describer
  * function (`functions/internal/describer.ts`), which evaluates it in a sandboxed child process.
@@ -29,12 +32,20 @@ import type { ComponentDescription } from "#core/component-model";
 import { type Clock, systemClock } from "#core/ports/clock";
 import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
-import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
-import { malformedError, parseDescribeReply, parseInvocationResult } from "#runtime/protocol-parsers";
+import type { ErrorRecord, Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
+import {
+  malformedError,
+  type Parsed,
+  parseDescribeReply,
+  parseInvocationResult,
+  parseWorkflowResult,
+} from "#runtime/protocol-parsers";
 import { failedResult } from "#runtime/run-invocation";
+import { failedWorkflowResult } from "#runtime/run-workflow";
 import { withPosition } from "#runtime/sandbox-channel";
 import { hasErrorName } from "./sdk-errors.ts";
-import { SOURCE_HANDLER, sourceZip } from "./source-bundle.ts";
+import { SOURCE_HANDLER, type SourceZip, sourceZip } from "./source-bundle.ts";
+import { workflowZip } from "./workflow-bundle.ts";
 
 /** Lambda's limit on a synchronous invocation's request and response. */
 const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
@@ -81,6 +92,14 @@ export function sourceFunctionName(stage: string, sourceId: string): string {
   return name;
 }
 
+/**
+ * The name of a workflow's function, `sluice-<stage>-<workflow id>` (`p_…`), on the same rules:
+ * the stack's grants name `sluice-<stage>-p_*` beside `sluice-<stage>-dc_*`.
+ */
+export function workflowFunctionName(stage: string, workflowId: string): string {
+  return sourceFunctionName(stage, workflowId);
+}
+
 /** The settings every source function has; `prepare` re-applies them when they drift. */
 interface SourceFunctionSettings {
   Role: string;
@@ -91,6 +110,20 @@ interface SourceFunctionSettings {
   Timeout: number;
   LoggingConfig?: { LogFormat: "Text"; LogGroup: string };
 }
+
+/** How the answer of a source's or a workflow's function is read, and what its failure is. */
+interface RunKind<R> {
+  readonly name: "source" | "workflow";
+  readonly parse: (raw: unknown, invocationId: string) => Parsed<R>;
+  readonly failed: (invocationId: string, error: ErrorRecord, durationMs: number) => R;
+}
+
+const SOURCE_RUNS: RunKind<InvocationResult> = { name: "source", parse: parseInvocationResult, failed: failedResult };
+const WORKFLOW_RUNS: RunKind<WorkflowResult> = {
+  name: "workflow",
+  parse: parseWorkflowResult,
+  failed: failedWorkflowResult,
+};
 
 /** The error payload Lambda returns with `FunctionError`. */
 interface LambdaErrorPayload {
@@ -152,8 +185,25 @@ export class LambdaComponentHost implements ComponentHost {
 
   async prepare(source: SourceCode): Promise<void> {
     const deploy = this.#deploySettings();
-    const { zip, sha256 } = sourceZip(await deploy.bundle(source.code));
+    const zip = sourceZip(await deploy.bundle(source.code));
     const FunctionName = this.functionName(source.sourceId);
+    const outcome = await this.#deployFunction(FunctionName, zip, deploy, {
+      Description: `Sluice source ${source.sourceId}`,
+      Tags: { "sluice:source": source.sourceId, "sluice:stage": this.#options.stage },
+    });
+    this.#log.info(`source function ${outcome}`, { source_id: source.sourceId, function: FunctionName });
+  }
+
+  /**
+   * Creates the function of `FunctionName` with `zip`, or brings an existing one up to date: its
+   * code when the zip differs, its settings when they drifted. Says which it did.
+   */
+  async #deployFunction(
+    FunctionName: string,
+    { zip, sha256 }: SourceZip,
+    deploy: SourceDeploySettings,
+    created: { Description: string; Tags: Record<string, string> },
+  ): Promise<"created" | "updated"> {
     const settings = this.#settings(deploy);
     let current = await this.#getFunction(FunctionName);
     if (!current) {
@@ -165,15 +215,13 @@ export class LambdaComponentHost implements ComponentHost {
             Architectures: ["arm64"],
             PackageType: "Zip",
             Code: { ZipFile: zip },
-            Description: `Sluice source ${source.sourceId}`,
-            Tags: { "sluice:source": source.sourceId, "sluice:stage": this.#options.stage },
+            ...created,
           }),
         );
         await this.#waitActive(FunctionName);
-        this.#log.info("source function created", { source_id: source.sourceId, function: FunctionName });
-        return;
+        return "created";
       } catch (error) {
-        // Another deploy of the same source created it first: update that one instead.
+        // Another deploy of the same source or workflow created it first: update that one instead.
         if (!hasErrorName(error, "ResourceConflictException")) throw error;
         current = await this.#getFunction(FunctionName);
         if (!current) throw error;
@@ -194,11 +242,54 @@ export class LambdaComponentHost implements ComponentHost {
       );
       await this.#waitUpdated(FunctionName);
     }
-    this.#log.info("source function updated", { source_id: source.sourceId, function: FunctionName });
+    return "updated";
   }
 
   async invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
-    const FunctionName = this.functionName(source.sourceId);
+    const result = await this.#run(SOURCE_RUNS, source.sourceId, this.functionName(source.sourceId), invocation);
+    if (result.response) handlers?.onRespond?.(result.response);
+    return result;
+  }
+
+  /**
+   * Runs `invocation` in `FunctionName` and answers its result as `kind` parses it, timed by this
+   * host. What the function did (a failure Lambda reports, a malformed or forged answer) is the
+   * run's error in a failed result of that kind.
+   */
+  async #run<R>(
+    kind: RunKind<R>,
+    ownerId: string,
+    FunctionName: string,
+    invocation: Invocation | WorkflowInvocation,
+  ): Promise<R> {
+    const answer = await this.#invokeFunction(FunctionName, invocation);
+    if ("failure" in answer) {
+      return kind.failed(invocation.invocationId, { ...answer.failure, ts: this.#clock.nowMs() }, answer.durationMs);
+    }
+    const parsed = kind.parse(answer.body, invocation.invocationId);
+    if (!parsed.ok) {
+      this.#log.warn(`${kind.name} function sent a malformed result`, {
+        [`${kind.name}_id`]: ownerId,
+        problem: parsed.problem,
+      });
+      const error = malformedError("result", parsed.problem, this.#clock.nowMs());
+      return kind.failed(invocation.invocationId, error, answer.durationMs);
+    }
+    return { ...parsed.value, durationMs: answer.durationMs };
+  }
+
+  /**
+   * Invokes `FunctionName` synchronously with `invocation` and answers what came back: the body of
+   * its answer, or the failure Lambda reported for the function (a timeout, out of memory, a
+   * crash, an answer over Lambda's limit), with the time this host waited, which the code cannot
+   * forge. Throws only when Lambda itself fails.
+   */
+  async #invokeFunction(
+    FunctionName: string,
+    invocation: Invocation | WorkflowInvocation,
+  ): Promise<
+    { body: unknown; durationMs: number } | { failure: { name: string; message: string }; durationMs: number }
+  > {
     const started = this.#clock.nowMs();
     const command = new InvokeCommand({
       FunctionName,
@@ -218,42 +309,60 @@ export class LambdaComponentHost implements ComponentHost {
     const body = parseJson(out.Payload);
     if (out.FunctionError) {
       const { errorType, errorMessage } = (body ?? {}) as LambdaErrorPayload;
-      const failure = lambdaFailure(errorType, errorMessage);
-      return failedResult(invocation.invocationId, { ...failure, ts: this.#clock.nowMs() }, durationMs);
+      return { failure: lambdaFailure(errorType, errorMessage), durationMs };
     }
-    const parsed = parseInvocationResult(body, invocation.invocationId);
-    if (!parsed.ok) {
-      this.#log.warn("source function sent a malformed result", {
-        source_id: source.sourceId,
-        problem: parsed.problem,
-      });
-      const error = malformedError("result", parsed.problem, this.#clock.nowMs());
-      return failedResult(invocation.invocationId, error, durationMs);
-    }
-    const result = { ...parsed.value, durationMs };
-    if (result.response) handlers?.onRespond?.(result.response);
-    return result;
+    return { body, durationMs };
   }
 
   async remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void> {
+    await this.#deleteFunction(this.functionName(source.sourceId));
+  }
+
+  workflowFunctionName(workflowId: string): string {
+    return workflowFunctionName(this.#options.stage, workflowId);
+  }
+
+  /**
+   * Creates or updates the workflow's function: each distinct step module bundled (one at a time,
+   * as locally: esbuild is busy enough when a workflow of 50 new steps is saved), zipped with the
+   * entry of `workflow-bundle.ts`, with the sources' role, layer, memory and time limit.
+   */
+  async prepareWorkflow(workflow: WorkflowCode): Promise<void> {
+    const deploy = this.#deploySettings();
+    const modules = new Map<string, string>();
+    for (const step of workflow.steps) {
+      if (!modules.has(step.codeHash)) modules.set(step.codeHash, await deploy.bundle(step.code));
+    }
+    const zip = workflowZip([...modules].map(([codeHash, bundle]) => ({ codeHash, bundle })));
+    const FunctionName = this.workflowFunctionName(workflow.workflowId);
+    const outcome = await this.#deployFunction(FunctionName, zip, deploy, {
+      Description: `Sluice workflow ${workflow.workflowId}`,
+      Tags: { "sluice:workflow": workflow.workflowId, "sluice:stage": this.#options.stage },
+    });
+    this.#log.info(`workflow function ${outcome}`, {
+      workflow_id: workflow.workflowId,
+      deployment_id: workflow.deploymentId,
+      function: FunctionName,
+    });
+  }
+
+  /** Runs one run of the workflow in its function, every step in one synchronous invocation. */
+  async invokeWorkflow(workflow: WorkflowCode, invocation: WorkflowInvocation): Promise<WorkflowResult> {
+    const FunctionName = this.workflowFunctionName(workflow.workflowId);
+    return this.#run(WORKFLOW_RUNS, workflow.workflowId, FunctionName, invocation);
+  }
+
+  async removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {
+    await this.#deleteFunction(this.workflowFunctionName(workflow.workflowId));
+  }
+
+  async #deleteFunction(FunctionName: string): Promise<void> {
     try {
-      await this.#options.lambda.send(new DeleteFunctionCommand({ FunctionName: this.functionName(source.sourceId) }));
+      await this.#options.lambda.send(new DeleteFunctionCommand({ FunctionName }));
     } catch (error) {
       if (!hasErrorName(error, "ResourceNotFoundException")) throw error;
     }
   }
-
-  // Workflows get their function in step 10 of docs/design/workflows.md; until then a workflow
-  // cannot be built on AWS, and the workflow stores there say so first (decision 157).
-  async prepareWorkflow(_workflow: WorkflowCode): Promise<void> {
-    throw new Error("workflows are not available on AWS yet");
-  }
-
-  async invokeWorkflow(_workflow: WorkflowCode, _invocation: WorkflowInvocation): Promise<WorkflowResult> {
-    throw new Error("workflows are not available on AWS yet");
-  }
-
-  async removeWorkflow(_workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {}
 
   #deploySettings(): SourceDeploySettings {
     const { deploy } = this.#options;

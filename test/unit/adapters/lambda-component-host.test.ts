@@ -13,10 +13,12 @@ import {
 import { mockClient } from "aws-sdk-client-mock";
 import { unzipSync } from "fflate";
 import { beforeEach, describe, expect, it, vi } from "vitest";
-import { LambdaComponentHost, sourceFunctionName } from "#adapters/aws/lambda-component-host";
+import { LambdaComponentHost, sourceFunctionName, workflowFunctionName } from "#adapters/aws/lambda-component-host";
 import { sourceZip } from "#adapters/aws/source-bundle";
-import type { SourceCode } from "#core/ports/component-host";
-import type { Invocation, InvocationResult } from "#runtime/protocol";
+import { workflowZip } from "#adapters/aws/workflow-bundle";
+import type { SourceCode, WorkflowCode } from "#core/ports/component-host";
+import type { Invocation, InvocationResult, WorkflowResult } from "#runtime/protocol";
+import { workflowCode, workflowRun } from "../../support/workflow-code.ts";
 
 const lambdaMock = mockClient(LambdaClient);
 
@@ -64,6 +66,19 @@ const settled: FunctionConfiguration = {
   LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
 };
 
+/** What every source or workflow function is created with, besides its name, code, description and tags. */
+const CREATED_SETTINGS = {
+  Role: ROLE,
+  Handler: "index.handler",
+  Runtime: "nodejs22.x",
+  Architectures: ["arm64"],
+  Layers: [LAYER],
+  MemorySize: 256,
+  Timeout: 33,
+  LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
+  PackageType: "Zip",
+};
+
 const notFound = () => new ResourceNotFoundException({ message: "Function not found", $metadata: {} });
 
 const invocation: Invocation = {
@@ -104,15 +119,7 @@ describe("LambdaComponentHost.prepare", () => {
     const input = calls[0]!.args[0].input;
     expect({ ...input, Code: undefined }).toEqual({
       FunctionName: NAME,
-      Role: ROLE,
-      Handler: "index.handler",
-      Runtime: "nodejs22.x",
-      Architectures: ["arm64"],
-      Layers: [LAYER],
-      MemorySize: 256,
-      Timeout: 33,
-      LoggingConfig: { LogFormat: "Text", LogGroup: LOG_GROUP },
-      PackageType: "Zip",
+      ...CREATED_SETTINGS,
       Description: `Sluice source ${SOURCE.sourceId}`,
       Tags: { "sluice:source": SOURCE.sourceId, "sluice:stage": "dev" },
       Code: undefined,
@@ -367,5 +374,137 @@ describe("LambdaComponentHost.remove", () => {
     await expect(host().remove(SOURCE)).resolves.toBeUndefined();
     lambdaMock.on(DeleteFunctionCommand).rejects(new Error("AccessDenied"));
     await expect(host().remove(SOURCE)).rejects.toThrow("AccessDenied");
+  });
+});
+
+describe("LambdaComponentHost's workflows", () => {
+  const WORKFLOW: WorkflowCode = workflowCode("p_01kab00000abcdefghjkmn", [
+    "export default defineComponent({ async run() { return 1; } });",
+    "export default defineComponent({ async run() { return 2; } });",
+    // The first step's code again: one module, named by its hash, in the zip once.
+    "export default defineComponent({ async run() { return 1; } });",
+  ]);
+  const WORKFLOW_NAME = `sluice-dev-${WORKFLOW.workflowId}`;
+  const [first, second] = WORKFLOW.steps as [WorkflowCode["steps"][0], WorkflowCode["steps"][0]];
+  const EXPECTED = workflowZip([
+    { codeHash: first.codeHash, bundle: `// bundled\n${first.code}` },
+    { codeHash: second.codeHash, bundle: `// bundled\n${second.code}` },
+  ]);
+  const run = workflowRun(WORKFLOW, { n: 1 });
+  const outcome = { id: "c_s1", status: "success", exportBytes: 0, dbWrites: {}, durationMs: 1 } as const;
+  const result: WorkflowResult = {
+    invocationId: run.invocationId,
+    steps: [outcome],
+    sends: [{ type: "emit", raw_event: { a: 1 } }],
+    logs: [{ ts: 1, level: "log", message: "hello", step: "c_s1" }],
+    response: { status: 201, headers: { "content-type": "text/plain" }, body: "made" },
+    durationMs: 3,
+  };
+
+  it("names functions sluice-<stage>-<workflow id> on the sources' rules", () => {
+    expect(workflowFunctionName("dev", WORKFLOW.workflowId)).toBe(WORKFLOW_NAME);
+    expect(workflowFunctionName("a".repeat(32), WORKFLOW.workflowId)).toHaveLength(64);
+    expect(() => workflowFunctionName("a".repeat(33), WORKFLOW.workflowId)).toThrow(/at most 64/);
+  });
+
+  it("creates the function with each distinct step module bundled once, and the sources' settings", async () => {
+    lambdaMock
+      .on(GetFunctionCommand)
+      .rejectsOnce(notFound())
+      .resolves({ Configuration: { ...settled, FunctionName: WORKFLOW_NAME } });
+    lambdaMock.on(CreateFunctionCommand).resolves({});
+    const bundled: string[] = [];
+    const counting = async (code: string) => {
+      bundled.push(code);
+      return bundle(code);
+    };
+    await host({ bundle: counting }).prepareWorkflow(WORKFLOW);
+
+    expect(bundled).toEqual([first.code, second.code]);
+    const input = lambdaMock.commandCalls(CreateFunctionCommand)[0]!.args[0].input;
+    expect({ ...input, Code: undefined }).toEqual({
+      FunctionName: WORKFLOW_NAME,
+      ...CREATED_SETTINGS,
+      Description: `Sluice workflow ${WORKFLOW.workflowId}`,
+      Tags: { "sluice:workflow": WORKFLOW.workflowId, "sluice:stage": "dev" },
+      Code: undefined,
+    });
+    expect(input.Environment).toBeUndefined();
+    expect(Buffer.from(input.Code!.ZipFile!).equals(Buffer.from(EXPECTED.zip))).toBe(true);
+    expect(Object.keys(unzipSync(input.Code!.ZipFile!)).sort()).toEqual(
+      ["index.mjs", `steps/${first.codeHash}.mjs`, `steps/${second.codeHash}.mjs`].sort(),
+    );
+  });
+
+  it("uploads nothing for the same modules in another order, and new code when a step changes", async () => {
+    const sha = Buffer.from(EXPECTED.sha256, "hex").toString("base64");
+    lambdaMock.on(GetFunctionCommand).resolves({ Configuration: { ...settled, CodeSha256: sha } });
+    lambdaMock.on(UpdateFunctionCodeCommand).resolves({});
+    await host().prepareWorkflow({ ...WORKFLOW, steps: [second, first] });
+    expect(lambdaMock.commandCalls(UpdateFunctionCodeCommand)).toHaveLength(0);
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
+
+    const changed = workflowCode(WORKFLOW.workflowId, [first.code, "export default defineComponent({ run() {} });"]);
+    await host().prepareWorkflow(changed);
+    const update = lambdaMock.commandCalls(UpdateFunctionCodeCommand)[0]!.args[0].input;
+    expect(update.FunctionName).toBe(WORKFLOW_NAME);
+    expect(Object.keys(unzipSync(update.ZipFile!))).toContain(`steps/${changed.steps[1]!.codeHash}.mjs`);
+  });
+
+  it("passes a bundling failure through without touching Lambda", async () => {
+    const failing = host({ bundle: async () => Promise.reject(new Error("cannot install left-pad")) });
+    await expect(failing.prepareWorkflow(WORKFLOW)).rejects.toThrow("cannot install left-pad");
+    expect(lambdaMock.calls()).toHaveLength(0);
+  });
+
+  it("invokes the workflow's function synchronously with the run and returns its result, timed by the host", async () => {
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode(result) as never });
+    const answer = await host().invokeWorkflow(WORKFLOW, run);
+    const { Payload, ...rest } = lambdaMock.commandCalls(InvokeCommand)[0]!.args[0].input;
+    expect(rest).toEqual({ FunctionName: WORKFLOW_NAME, InvocationType: "RequestResponse" });
+    expect(JSON.parse(new TextDecoder().decode(Payload as Uint8Array))).toEqual(run);
+    expect(answer).toEqual({ ...result, durationMs: 250 });
+  });
+
+  it.each([
+    ["a source's result", { invocationId: run.invocationId, emits: [], dbWrites: {}, logs: [] }, "steps"],
+    ["another run's result", { ...result, invocationId: "other" }, "invocationId"],
+    ["a step that is not an object", { ...result, steps: ["forged"] }, "steps[0]"],
+    ["no answer at all", null, "the result"],
+  ])("fails the run on %s, applying none of it", async (_what, payload, problem) => {
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode(payload) as never });
+    const answer = await host().invokeWorkflow(WORKFLOW, run);
+    expect(answer).toMatchObject({ invocationId: run.invocationId, steps: [], sends: [], logs: [] });
+    expect(answer.response).toBeUndefined();
+    expect(answer.error).toMatchObject({ name: "SandboxError", message: expect.stringContaining(problem) });
+  });
+
+  it("reports a function that timed out as the run's error, with no step and nothing sent", async () => {
+    lambdaMock.on(InvokeCommand).resolves({
+      StatusCode: 200,
+      FunctionError: "Unhandled",
+      Payload: encode({ errorType: "Sandbox.Timedout", errorMessage: "Task timed out after 33.00 seconds" }) as never,
+    });
+    const answer = await host().invokeWorkflow(WORKFLOW, run);
+    expect(answer).toMatchObject({ invocationId: run.invocationId, steps: [], sends: [], durationMs: 250 });
+    expect(answer.error).toMatchObject({
+      name: "TimeoutError",
+      message: expect.stringMatching(/^the function was stopped/),
+    });
+  });
+
+  it("throws when Lambda itself fails (the host's failure, not the workflow's)", async () => {
+    lambdaMock.on(InvokeCommand).rejects(notFound());
+    await expect(host().invokeWorkflow(WORKFLOW, run)).rejects.toThrow("Function not found");
+  });
+
+  it("deletes the workflow's function, and succeeds when it is already gone", async () => {
+    lambdaMock.on(DeleteFunctionCommand).resolvesOnce({}).rejects(notFound());
+    await host().removeWorkflow(WORKFLOW);
+    await host().removeWorkflow(WORKFLOW);
+    expect(lambdaMock.commandCalls(DeleteFunctionCommand).map((call) => call.args[0].input)).toEqual([
+      { FunctionName: WORKFLOW_NAME },
+      { FunctionName: WORKFLOW_NAME },
+    ]);
   });
 });
