@@ -308,26 +308,17 @@ describe("dispatchEvents", () => {
     const result = await dispatchEvents(deps, events);
     expect(result).toEqual({ deliveries: 2, runs: 2 });
     expect(enqueued.flat().map((d) => destinationOf(d))).toEqual(["wh_a", "wh_a"]);
-    expect(runs).toEqual([
-      {
-        kind: "workflow",
-        workflowId: "p_flow",
-        runId: eventRunId("p_flow", SOURCE, events[0]?.id as string),
-        trigger: "event",
-        triggerId: SOURCE,
-        event: { n: 1 },
-      },
-      {
-        kind: "workflow",
-        workflowId: "p_flow",
-        runId: eventRunId("p_flow", SOURCE, events[1]?.id as string),
-        trigger: "event",
-        triggerId: SOURCE,
-        event: { n: 2 },
-        // An event run is no delivery: the run keeps the event's hop count.
-        hops: 2,
-      },
-    ]);
+    const job = (event: StoredEvent): WorkflowRunJob => ({
+      kind: "workflow",
+      workflowId: "p_flow",
+      runId: eventRunId("p_flow", SOURCE, event.id),
+      trigger: "event",
+      triggerId: SOURCE,
+      event: event.event,
+    });
+    const [first, second] = events as [StoredEvent, StoredEvent];
+    // An event run is no delivery: the run keeps the event's hop count.
+    expect(runs).toEqual([job(first), { ...job(second), hops: 2 }]);
   });
 
   it("queues the same run ids when the same events are dispatched again", async () => {
