@@ -12,7 +12,8 @@
  * (webhook, source, event) (`deliveryIdFor` of `#core/dispatcher`) and its times from the events,
  * never from when the dispatcher runs. A repeated dispatch makes byte-identical deliveries, which
  * the FIFO queue deduplicates for 5 minutes and receivers deduplicate on the delivery id after
- * that. A run of a listening source may run twice (at least once).
+ * that. A run of a listening source may run twice (at least once); a listening workflow's run id
+ * is derived from the event (`eventRunId`), so it runs once.
  *
  * A published entry carries the events themselves, or, for an event too large for EventBridge, a
  * reference `{sourceId, eventId, channel}` that is read back from the store here. It carries the
