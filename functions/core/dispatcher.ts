@@ -3,9 +3,10 @@
  * local mode calls it from its outbox relay (`functions/local-mode/drivers/outbox-relay.ts`), an AWS
  * dispatcher function from its bus rule.
  *
- * An event of source S (user U, workspace W) on channel C goes to every subscription on C whose
- * emitter key is S, `dc_*:U`, or W when C is `$errors` (subscription-model.ts). Each listener gets
- * each event once, however many of its subscriptions match:
+ * An event of emitter E (a source `dc_` or a workflow `p_`, of user U, workspace W) on channel C
+ * goes to every subscription on C whose emitter key is E, U's glob of E's kind (`dc_*:U` or
+ * `p_*:U`), or W when C is `$errors` (subscription-model.ts). Each listener gets each event once,
+ * however many of its subscriptions match:
  * - a webhook: one `DeliveryRecord` whose payload is the live stream's envelope (`sseEnvelope`),
  *   all of a batch's deliveries queued in event order by ONE `deliveries.enqueue`. Its id is
  *   {@link deliveryIdFor} (webhook, source, event), the same on every dispatch of the event, so a
@@ -16,11 +17,15 @@
  *   that way is its own, each hop being a queued run, never a recursion. The one guard: a source's
  *   own `$logs` and `$errors` are not delivered back to it, since any log line or error of the run
  *   they start would start another, forever;
- * - a workflow (`p_`): nothing yet (workflows arrive in a later issue); counted in the result.
+ * - a workflow (`p_`): a run with the event as `steps.trigger.event`, queued in event order under
+ *   the run id {@link eventRunId} (workflow, emitter, event), so a dispatch made again starts
+ *   the run once (`WorkflowRunStore.beginRun` finds it done). The same guard as for sources: a
+ *   workflow's own `$errors` never goes back to it. An inactive workflow's run is dropped when it
+ *   is taken from the queue (`runWorkflow`), not here, which reads no workflow.
  *
  * Cost when nobody listens: one subscription lookup per channel in the batch. The owner (U, W)
- * comes with the publish; only a publish without it (an EventBridge entry put before entries
- * carried it) costs a source read.
+ * comes with the publish; only a publish without it (an outbox row routed again, an EventBridge
+ * entry put before entries carried it) costs a read of the source or workflow.
  */
 import { createHash } from "node:crypto";
 import type { Deps } from "#core/ports/deps";
@@ -30,10 +35,17 @@ import { ERRORS_CHANNEL, type Json, LOGS_CHANNEL, type StoredEvent } from "./com
 import { parseEventId } from "./event-ids.ts";
 import { sseEnvelope } from "./event-views.ts";
 import { hopsOf } from "./hops.ts";
-import { formatId } from "./ids.ts";
-import type { DeliveryRecord, SubscriptionRecord } from "./subscription-model.ts";
+import { formatId, ID_PREFIXES } from "./ids.ts";
+import {
+  type DeliveryRecord,
+  globEmitterKey,
+  SOURCES_GLOB,
+  type SubscriptionRecord,
+  WORKFLOWS_GLOB,
+} from "./subscription-model.ts";
+import { runIdFor } from "./workflow-runs.ts";
 
-export type DispatchDeps = Pick<Deps, "sources" | "subscriptions" | "deliveries" | "runs" | "clock">;
+export type DispatchDeps = Pick<Deps, "sources" | "workflows" | "subscriptions" | "deliveries" | "runs" | "clock">;
 
 /**
  * The id of the delivery of `eventId` (of `emitterId`) to `webhookId`: the same whichever
@@ -46,22 +58,46 @@ export function deliveryIdFor(webhookId: string, emitterId: string, eventId: str
   return formatId("delivery", ms, digest);
 }
 
+/**
+ * The id of the run of workflow `workflowId` that event `eventId` of `emitterId` starts: the same
+ * whichever dispatch makes it, timed by the event (runs list in event order).
+ */
+export function eventRunId(workflowId: string, emitterId: string, eventId: string): string {
+  return runIdFor(parseEventId(eventId)?.[0] ?? 0, workflowId, emitterId, eventId);
+}
+
 export interface DispatchResult {
   /** Webhook deliveries queued. */
   deliveries: number;
-  /** Source runs queued. */
+  /** Source and workflow runs queued. */
   runs: number;
-  /** Events not delivered to workflow listeners (not implemented yet). */
-  workflowsSkipped: number;
 }
 
-/** The emitter keys an event of `sourceId` on `channel` is found under (subscription-model.ts). */
-export function emitterKeys(sourceId: string, owner: EmitterOwner | undefined, channel: string): string[] {
-  if (!owner) return [sourceId];
-  const keys = [sourceId, `dc_*:${owner.userId}`];
+const isWorkflowId = (id: string) => id.startsWith(ID_PREFIXES.workflow);
+
+/**
+ * The emitter keys an event of `emitterId` (a source or a workflow) on `channel` is found under
+ * (subscription-model.ts): its id, its owner's glob of its kind, and the workspace for `$errors`.
+ */
+export function emitterKeys(emitterId: string, owner: EmitterOwner | undefined, channel: string): string[] {
+  if (!owner) return [emitterId];
+  const keys = [emitterId, globEmitterKey(isWorkflowId(emitterId) ? WORKFLOWS_GLOB : SOURCES_GLOB, owner.userId)];
   if (channel === ERRORS_CHANNEL) keys.push(owner.workspaceId);
   return keys;
 }
+
+/** The owner of an emitter the publish did not name: read from its store; undefined once deleted. */
+function readOwner(deps: DispatchDeps, emitterId: string): Promise<EmitterOwner | undefined> {
+  return isWorkflowId(emitterId) ? deps.workflows.getWorkflow(emitterId) : deps.sources.getSource(emitterId);
+}
+
+/**
+ * Whether `event` is one of the listener's own reserved channels: a source's or workflow's own
+ * `$logs` and `$errors` never go back to it, since what the run they start logs or throws would
+ * start another, forever.
+ */
+const ownReservedChannel = (listenerId: string, event: StoredEvent) =>
+  listenerId === event.sourceId && (event.channel === LOGS_CHANNEL || event.channel === ERRORS_CHANNEL);
 
 /** The listeners of one channel, each with every subscription of theirs that matched (oldest first). */
 function byListener(subscriptions: readonly SubscriptionRecord[]): [string, SubscriptionRecord[]][] {
@@ -76,9 +112,9 @@ function byListener(subscriptions: readonly SubscriptionRecord[]): [string, Subs
 }
 
 /**
- * Routes one source's stored events (one `publish`: one source, id order) to their listeners.
- * `owner` is the source's, as the publisher gave it; without it the source is read (and a source
- * deleted since it emitted is then found under its exact id only). Resolves when every delivery
+ * Routes one emitter's stored events (one `publish`: one source or workflow, id order) to their
+ * listeners. `owner` is the emitter's, as the publisher gave it; without it the emitter is read
+ * (and one deleted since it emitted is then found under its exact id only). Resolves when every delivery
  * and run is queued; rejects when a store or queue failed (nothing of the batch's webhook
  * deliveries is then queued, since they go in one call).
  */
@@ -87,11 +123,11 @@ export async function dispatchEvents(
   events: readonly StoredEvent[],
   owner?: EmitterOwner,
 ): Promise<DispatchResult> {
-  const result: DispatchResult = { deliveries: 0, runs: 0, workflowsSkipped: 0 };
+  const result: DispatchResult = { deliveries: 0, runs: 0 };
   const first = events[0];
   if (!first) return result;
   const sourceId = first.sourceId;
-  const emitter = owner ?? (await deps.sources.getSource(sourceId));
+  const emitter = owner ?? (await readOwner(deps, sourceId));
   const listenersOf = new Map<string, [string, SubscriptionRecord[]][]>();
   let anyone = false;
   for (const event of events) {
@@ -127,16 +163,23 @@ export async function dispatchEvents(
           createdAt: now,
           hops: hopsOf(event) + 1,
         });
-      } else if (kind === "source") {
-        const ownReservedChannel =
-          listenerId === event.sourceId && (event.channel === LOGS_CHANNEL || event.channel === ERRORS_CHANNEL);
-        // A source listening to a source is no delivery: the run keeps the event's hop count.
+      } else if (!ownReservedChannel(listenerId, event)) {
+        // A run started by an event is no delivery: it keeps the event's hop count.
         const hops = hopsOf(event);
-        if (!ownReservedChannel) {
-          runs.push({ sourceId: listenerId, trigger: "event", event: event.event, ...(hops > 0 ? { hops } : {}) });
+        const counted = hops > 0 ? { hops } : {};
+        if (kind === "source") {
+          runs.push({ sourceId: listenerId, trigger: "event", event: event.event, ...counted });
+        } else {
+          runs.push({
+            kind: "workflow",
+            workflowId: listenerId,
+            runId: eventRunId(listenerId, event.sourceId, event.id),
+            trigger: "event",
+            triggerId: event.sourceId,
+            event: event.event,
+            ...counted,
+          });
         }
-      } else {
-        result.workflowsSkipped++;
       }
     }
   }

@@ -228,7 +228,7 @@ export async function listWorkspaceSubscriptions(
 
 /**
  * `POST /auto_subscriptions`: the listener is subscribed to `event_name` (`$errors` or `$logs`) of
- * every source (and later workflow) the caller creates from now on. Existing ones are untouched.
+ * every source and workflow the caller creates from now on. Existing ones are untouched.
  * Creating the same twice answers the first.
  */
 export async function createAutoSubscription(deps: SubscriptionDeps, caller: Caller, input: AutoSubscriptionInput) {
@@ -252,14 +252,18 @@ export async function createAutoSubscription(deps: SubscriptionDeps, caller: Cal
 }
 
 /**
- * Subscribes the listeners of the owner's auto subscriptions to a newly created source. Called by
- * `deploySource` before the source's hooks run, so what `deploy()` logs or throws reaches them too.
+ * Subscribes the listeners of the owner's auto subscriptions to a newly created source or workflow
+ * (the spec: "for workflows and sources created after the call"). Called by `deploySource` before
+ * the source's hooks run, so what `deploy()` logs or throws reaches them too, and by
+ * `createWorkflow` once the workflow is stored, before any of its triggers can start a run. A
+ * workflow gets `$logs` subscriptions too, as the spec says; it emits nothing there today.
  */
 export async function applyAutoSubscriptions(
   deps: Pick<Deps, "subscriptions" | "clock" | "ids">,
-  source: Pick<SourceRecord, "id" | "userId">,
+  emitter: Pick<SourceRecord | WorkflowRecord, "id" | "userId">,
 ): Promise<SubscriptionRecord[]> {
-  const autos = await deps.subscriptions.listAutoSubscriptionsOfUser(source.userId);
+  const autos = await deps.subscriptions.listAutoSubscriptionsOfUser(emitter.userId);
+  const emitterKind: EmitterKind = isId("workflow", emitter.id) ? "workflow" : "source";
   const made: SubscriptionRecord[] = [];
   for (const auto of autos) {
     made.push(
@@ -267,9 +271,9 @@ export async function applyAutoSubscriptions(
         id: deps.ids.newId("subscription"),
         userId: auto.userId,
         workspaceId: auto.workspaceId,
-        emitterId: source.id,
-        emitterKind: "source",
-        emitterKey: source.id,
+        emitterId: emitter.id,
+        emitterKind,
+        emitterKey: emitter.id,
         listenerId: auto.listenerId,
         listenerKind: auto.listenerKind,
         eventName: auto.eventName,

@@ -19,6 +19,7 @@ import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope } from "./pagination.ts";
 import { sealSecretValues, validateConfiguredProps } from "./props.ts";
+import { applyAutoSubscriptions } from "./subscriptions.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
 import {
   activateTriggers,
@@ -362,6 +363,7 @@ export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWo
     throw error;
   }
   try {
+    await applyAutoSubscriptions(deps, workflow);
     await subscribeSourceTriggers(deps, workflow);
     if (workflow.active) await activateTriggers(deps, caller, workflow);
   } catch (error) {

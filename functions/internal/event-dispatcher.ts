@@ -12,7 +12,8 @@
  * (webhook, source, event) (`deliveryIdFor` of `#core/dispatcher`) and its times from the events,
  * never from when the dispatcher runs. A repeated dispatch makes byte-identical deliveries, which
  * the FIFO queue deduplicates for 5 minutes and receivers deduplicate on the delivery id after
- * that. A run of a listening source may run twice (at least once).
+ * that. A run of a listening source may run twice (at least once); a listening workflow's run id
+ * is derived from the event (`eventRunId`), so it runs once.
  *
  * A published entry carries the events themselves, or, for an event too large for EventBridge, a
  * reference `{sourceId, eventId, channel}` that is read back from the store here. It carries the
@@ -35,8 +36,11 @@ import { jsonValueSchema } from "#core/json-value";
 import type { Deps } from "#core/ports/deps";
 import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
 
+/** The emitter of published events: a source or a workflow. */
+const emitterIdSchema = z.union([z.string().startsWith("dc_"), z.string().startsWith("p_")]);
+
 const storedEventSchema = z.object({
-  sourceId: z.string().startsWith("dc_"),
+  sourceId: emitterIdSchema,
   id: z.string().regex(EVENT_ID),
   indexedAtMs: z.number(),
   channel: z.string(),
@@ -45,13 +49,13 @@ const storedEventSchema = z.object({
   meta: z.looseObject({}),
 });
 
-/** The emitting source's owner (`EmitterOwner`). */
+/** The emitter's owner (`EmitterOwner`). */
 const ownerSchema = z.object({ userId: z.string().startsWith("u_"), workspaceId: z.string().startsWith("o_") });
 
 /** Events of one append of one source, in id order, inline. */
 const inlineDetailSchema = z
   .object({
-    sourceId: z.string().startsWith("dc_"),
+    sourceId: emitterIdSchema,
     owner: ownerSchema.optional(),
     events: z.array(storedEventSchema).min(1),
   })
@@ -61,7 +65,7 @@ const inlineDetailSchema = z
 
 /** One event too large to travel inline: read back from the store. */
 const referenceDetailSchema = z.object({
-  sourceId: z.string().startsWith("dc_"),
+  sourceId: emitterIdSchema,
   owner: ownerSchema.optional(),
   eventId: z.string().regex(EVENT_ID),
   channel: z.string(),
@@ -80,6 +84,7 @@ export function dispatchDepsFor(deps: Deps, events: readonly StoredEvent[]): Dis
   const storedAt = Math.max(...events.map((event) => event.indexedAtMs));
   return {
     sources: deps.sources,
+    workflows: deps.workflows,
     subscriptions: deps.subscriptions,
     runs: deps.runs,
     deliveries: deps.deliveries,
@@ -121,13 +126,7 @@ export async function dispatchEntry(deps: Deps, input: DispatcherInput): Promise
     }
     events = [event];
   }
-  const result = await dispatchEvents(dispatchDepsFor(deps, events), events, detail.owner);
-  if (result.workflowsSkipped > 0) {
-    deps.log.info("events not delivered to workflow listeners (workflows are not implemented yet)", {
-      source_id: detail.sourceId,
-      skipped: result.workflowsSkipped,
-    });
-  }
+  await dispatchEvents(dispatchDepsFor(deps, events), events, detail.owner);
 }
 
 const sqsEventSchema = z.object({

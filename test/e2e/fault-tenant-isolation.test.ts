@@ -591,8 +591,8 @@ describe("fault: tenant isolation", () => {
     expect(ids("list-workflow-events")).toEqual([]);
     expect(ids("list-workflow-errors")).toEqual([]);
     expect(ids("list-user-subscriptions").sort()).toEqual([...two.subscriptionIds].sort());
-    // Its own subscription and the one its auto subscription made.
-    expect(two.subscriptionIds.length).toBe(2);
+    // Its own subscription and the two its auto subscription made: of its source and of its workflow.
+    expect(two.subscriptionIds.length).toBe(3);
   });
 
   // Runs last (vitest runs a file's tests in order): after every probe above.

@@ -9,7 +9,8 @@
  *
  * A dispatch made again is harmless for webhooks: delivery ids are derived from (webhook, source,
  * event) and the delivery queue keeps the delivery it already holds; a delivery that was already
- * made is made again under the same id. A listening source may run a second time.
+ * made is made again under the same id. A listening source may run a second time; a listening
+ * workflow does not (its run id is derived from the event, `eventRunId`).
  */
 import { nextTurn } from "#adapters/local/event-loop";
 import type { OutboxEntry, SqliteOutbox } from "#adapters/local/sqlite-outbox";

@@ -8,6 +8,7 @@ import { type DispatchDeps, deliveryIdFor } from "#core/dispatcher";
 import type { Logger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
+import type { WorkflowStore } from "#core/ports/workflow-store";
 import type { DeliveryRecord, SubscriptionRecord } from "#core/subscription-model";
 import { OutboxRelay } from "#local-mode/drivers/outbox-relay";
 import { recordingLogger } from "../../support/recording-logger.ts";
@@ -122,6 +123,7 @@ function fanout(options: { listeners?: SubscriptionRecord[]; pageSize?: number }
         return sourceRecord({ user: { id: OWNER.userId }, workspace: { id: OWNER.workspaceId } }, id, NOW);
       },
     } as DispatchDeps["sources"],
+    workflows: { getWorkflow: async () => undefined } as Partial<WorkflowStore> as WorkflowStore,
     subscriptions: {
       findSubscriptions: async (keys: readonly string[], eventName: string) =>
         listeners.filter((s) => keys.includes(s.emitterKey) && s.eventName === eventName),

@@ -1,17 +1,21 @@
 import { describe, expect, it } from "vitest";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
-import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys } from "#core/dispatcher";
+import { type DispatchDeps, deliveryIdFor, dispatchEvents, emitterKeys, eventRunId } from "#core/dispatcher";
 import { sseEnvelope } from "#core/event-views";
 import { isId } from "#core/ids";
-import type { RunJob } from "#core/ports/run-queue";
+import type { RunJob, WorkflowRunJob } from "#core/ports/run-queue";
 import type { SubscriptionStore } from "#core/ports/subscription-store";
+import type { WorkflowStore } from "#core/ports/workflow-store";
+import { runQueuedJob } from "#core/run-jobs";
 import {
   type DeliveryRecord,
   destinationOf,
   type ListenerKind,
   type SubscriptionRecord,
 } from "#core/subscription-model";
+import { createWorkflow } from "#core/workflows";
 import { serialDispatcher } from "#local-mode/drivers/outbox-relay";
+import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { recordingLogger } from "../../support/recording-logger.ts";
 import { sourceRecord } from "../../support/source-record.ts";
 
@@ -36,6 +40,13 @@ function stored(channel: string, event: unknown, sourceId = SOURCE): StoredEvent
   };
 }
 
+function emitterKindOf(emitterKey: string): SubscriptionRecord["emitterKind"] {
+  if (emitterKey.startsWith("dc_*")) return "sources-glob";
+  if (emitterKey.startsWith("p_*")) return "workflows-glob";
+  if (emitterKey.startsWith("o_")) return "workspace";
+  return emitterKey.startsWith("p_") ? "workflow" : "source";
+}
+
 let subscriptionCounter = 0;
 function subscription(
   emitterKey: string,
@@ -49,7 +60,7 @@ function subscription(
     userId: ADA.userId,
     workspaceId: ADA.workspaceId,
     emitterId: emitterKey.split(":")[0] ?? emitterKey,
-    emitterKind: emitterKey.startsWith("dc_*") ? "sources-glob" : emitterKey.startsWith("o_") ? "workspace" : "source",
+    emitterKind: emitterKindOf(emitterKey),
     emitterKey,
     listenerId,
     listenerKind,
@@ -70,11 +81,15 @@ function fakeSubscriptions(all: SubscriptionRecord[]) {
   return { store, lookups };
 }
 
+/** Workflows known to the harness's workflow store: their owner is Ada. */
+const WORKFLOWS = ["p_flow", "p_other"];
+
 function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = [source(SOURCE)]) {
   const enqueued: DeliveryRecord[][] = [];
   const runs: RunJob[] = [];
   const { store, lookups } = fakeSubscriptions(subscriptions);
   const sourceReads: string[] = [];
+  const workflowReads: string[] = [];
   const deps: DispatchDeps = {
     sources: {
       getSource: async (id: string) => {
@@ -82,6 +97,12 @@ function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = 
         return sources.find((s) => s.id === id);
       },
     } as DispatchDeps["sources"],
+    workflows: {
+      getWorkflow: async (id: string) => {
+        workflowReads.push(id);
+        return WORKFLOWS.includes(id) ? { id, ...ADA } : undefined;
+      },
+    } as Partial<WorkflowStore> as WorkflowStore,
     subscriptions: store,
     deliveries: {
       enqueue: async (batch) => {
@@ -95,7 +116,7 @@ function harness(subscriptions: SubscriptionRecord[], sources: SourceRecord[] = 
     },
     clock: { nowMs: () => NOW + 5 },
   };
-  return { deps, enqueued, runs, lookups, sourceReads };
+  return { deps, enqueued, runs, lookups, sourceReads, workflowReads };
 }
 
 describe("deliveryIdFor", () => {
@@ -121,13 +142,34 @@ describe("emitterKeys", () => {
     expect(emitterKeys(SOURCE, ADA, "$errors")).toEqual([SOURCE, "dc_*:u_ada", "o_ada"]);
     expect(emitterKeys(SOURCE, undefined, "$errors")).toEqual([SOURCE]);
   });
+
+  it("picks the owner's glob of the emitter's kind: p_* for a workflow, dc_* for a source", () => {
+    expect(emitterKeys("p_flow", ADA, "")).toEqual(["p_flow", "p_*:u_ada"]);
+    expect(emitterKeys("p_flow", ADA, "$errors")).toEqual(["p_flow", "p_*:u_ada", "o_ada"]);
+    expect(emitterKeys("p_flow", undefined, "")).toEqual(["p_flow"]);
+  });
+});
+
+describe("eventRunId", () => {
+  it("is the same for the same workflow, emitter and event, a run id timed by the event", () => {
+    const id = eventRunId("p_flow", SOURCE, `${NOW}-3`);
+    expect(eventRunId("p_flow", SOURCE, `${NOW}-3`)).toBe(id);
+    expect(isId("run", id)).toBe(true);
+    const others = [
+      eventRunId("p_other", SOURCE, `${NOW}-3`),
+      eventRunId("p_flow", "dc_two", `${NOW}-3`),
+      eventRunId("p_flow", SOURCE, `${NOW}-4`),
+    ];
+    expect(new Set([id, ...others]).size).toBe(4);
+    expect(eventRunId("p_flow", SOURCE, `${NOW + 1}-0`) > id).toBe(true);
+  });
 });
 
 describe("dispatchEvents", () => {
   it("queues nothing and makes one lookup per channel when nobody listens", async () => {
     const { deps, enqueued, runs, lookups } = harness([]);
     const result = await dispatchEvents(deps, [stored("", { a: 1 }), stored("", { a: 2 }), stored("$logs", "x")]);
-    expect(result).toEqual({ deliveries: 0, runs: 0, workflowsSkipped: 0 });
+    expect(result).toEqual({ deliveries: 0, runs: 0 });
     expect(enqueued).toEqual([]);
     expect(runs).toEqual([]);
     expect(lookups).toEqual([
@@ -255,12 +297,102 @@ describe("dispatchEvents", () => {
     expect(result.runs).toBe(1);
   });
 
-  it("counts workflow listeners without delivering to them", async () => {
-    const { deps, runs, enqueued } = harness([subscription(SOURCE, "p_flow", "workflow")]);
-    const result = await dispatchEvents(deps, [stored("", 1), stored("", 2)]);
-    expect(result).toEqual({ deliveries: 0, runs: 0, workflowsSkipped: 2 });
-    expect(runs).toEqual([]);
-    expect(enqueued).toEqual([]);
+  it("runs a listening workflow with each event, in order, under a run id made of (workflow, emitter, event)", async () => {
+    const { deps, runs, enqueued } = harness([
+      subscription(SOURCE, "p_flow", "workflow"),
+      subscription("dc_*:u_ada", "p_flow", "workflow"),
+      subscription(SOURCE, "wh_a", "webhook"),
+    ]);
+    const events = [stored("", { n: 1 }), stored("", { n: 2 })];
+    events[1] = { ...(events[1] as StoredEvent), meta: { hops: 2 } };
+    const result = await dispatchEvents(deps, events);
+    expect(result).toEqual({ deliveries: 2, runs: 2 });
+    expect(enqueued.flat().map((d) => destinationOf(d))).toEqual(["wh_a", "wh_a"]);
+    const job = (event: StoredEvent): WorkflowRunJob => ({
+      kind: "workflow",
+      workflowId: "p_flow",
+      runId: eventRunId("p_flow", SOURCE, event.id),
+      trigger: "event",
+      triggerId: SOURCE,
+      event: event.event,
+    });
+    const [first, second] = events as [StoredEvent, StoredEvent];
+    // An event run is no delivery: the run keeps the event's hop count.
+    expect(runs).toEqual([job(first), { ...job(second), hops: 2 }]);
+  });
+
+  it("queues the same run ids when the same events are dispatched again", async () => {
+    const { deps, runs } = harness([subscription(SOURCE, "p_flow", "workflow")]);
+    const events = [stored("", 1), stored("", 2)];
+    await dispatchEvents(deps, events);
+    await dispatchEvents(deps, events);
+    const ids = runs.map((job) => (job as WorkflowRunJob).runId);
+    expect(ids.slice(2)).toEqual(ids.slice(0, 2));
+    expect(new Set(ids).size).toBe(2);
+  });
+
+  it("routes a workflow's events to its id, the owner's p_* and, for $errors, the workspace; never dc_*", async () => {
+    const { deps, enqueued, runs, lookups } = harness([
+      subscription("p_flow", "wh_exact", "webhook"),
+      subscription("p_*:u_ada", "wh_glob", "webhook"),
+      subscription("p_*:u_bob", "wh_bob", "webhook"),
+      subscription("dc_*:u_ada", "wh_sources", "webhook"),
+      subscription("p_flow", "p_other", "workflow"),
+      subscription("p_flow", "wh_errors", "webhook", "$errors"),
+      subscription("p_*:u_ada", "wh_glob_errors", "webhook", "$errors"),
+      subscription("o_ada", "wh_workspace_errors", "webhook", "$errors"),
+    ]);
+    const emit = stored("", { raw_event: { n: 1 } }, "p_flow");
+    const error = stored("$errors", { error: { code: "Error" } }, "p_flow");
+    await dispatchEvents(deps, [emit, error], ADA);
+    expect(lookups.map((lookup) => lookup.keys)).toEqual([
+      ["p_flow", "p_*:u_ada"],
+      ["p_flow", "p_*:u_ada", "o_ada"],
+    ]);
+    expect(enqueued.flat().map((d) => [d.eventId, destinationOf(d)])).toEqual([
+      [emit.id, "wh_exact"],
+      [emit.id, "wh_glob"],
+      [error.id, "wh_errors"],
+      [error.id, "wh_glob_errors"],
+      [error.id, "wh_workspace_errors"],
+    ]);
+    expect(enqueued.flat()[0]?.payload).toEqual(sseEnvelope(emit));
+    expect(runs).toEqual([expect.objectContaining({ workflowId: "p_other", triggerId: "p_flow", event: emit.event })]);
+  });
+
+  it("does not deliver a workflow's own $errors back to it, but does to other workflows and sources", async () => {
+    const { deps, runs } = harness(
+      [
+        subscription("p_flow", "p_flow", "workflow", "$errors"),
+        subscription("p_*:u_ada", "p_flow", "workflow", "$errors"),
+        subscription("o_ada", "p_flow", "workflow", "$errors"),
+        subscription("p_*:u_ada", "p_other", "workflow", "$errors"),
+        subscription("o_ada", "dc_two", "source", "$errors"),
+      ],
+      [source(SOURCE), source("dc_two")],
+    );
+    const error = stored("$errors", { error: { code: "Error" } }, "p_flow");
+    const result = await dispatchEvents(deps, [error], ADA);
+    expect(runs.map((job) => (job.kind === "workflow" ? job.workflowId : job.sourceId))).toEqual(["dc_two", "p_other"]);
+    expect(result.runs).toBe(2);
+  });
+
+  it("lets a workflow listen to its own default channel: each hop a queued run", async () => {
+    const { deps, runs } = harness([subscription("p_flow", "p_flow", "workflow")]);
+    const emit = stored("", { raw_event: 1 }, "p_flow");
+    await dispatchEvents(deps, [emit], ADA);
+    expect(runs).toEqual([expect.objectContaining({ workflowId: "p_flow", triggerId: "p_flow" })]);
+  });
+
+  it("without an owner, reads a workflow emitter from the workflows, not the sources", async () => {
+    const { deps, enqueued, lookups, sourceReads, workflowReads } = harness([
+      subscription("p_*:u_ada", "wh_glob", "webhook"),
+    ]);
+    await dispatchEvents(deps, [stored("", 1, "p_flow"), stored("", 2, "p_flow")]);
+    expect(workflowReads).toEqual(["p_flow"]);
+    expect(sourceReads).toEqual([]);
+    expect(lookups[0]?.keys).toEqual(["p_flow", "p_*:u_ada"]);
+    expect(enqueued.flat()).toHaveLength(2);
   });
 
   it("finds subscriptions by the owner the publisher gave, without reading the source", async () => {
@@ -284,8 +416,75 @@ describe("dispatchEvents", () => {
 
   it("does nothing for an empty batch", async () => {
     const { deps, lookups } = harness([]);
-    expect(await dispatchEvents(deps, [])).toEqual({ deliveries: 0, runs: 0, workflowsSkipped: 0 });
+    expect(await dispatchEvents(deps, [])).toEqual({ deliveries: 0, runs: 0 });
     expect(lookups).toEqual([]);
+  });
+});
+
+/**
+ * A source trigger's route on the real local stores: a workflow subscribed to a source (through
+ * `createWorkflow`), the source's events dispatched, the queued jobs run by `runQueuedJob` on a
+ * scripted host.
+ */
+describe("dispatching into a workflow, on the real stores", () => {
+  async function setUp(active: boolean) {
+    const jobs: RunJob[] = [];
+    const { host, workflowCalls } = scriptedHost({}, undefined, async () => ({}));
+    const deps = memoryDeps(NOW, {
+      host,
+      runs: { enqueue: async (job) => void jobs.push(job) },
+      timers: { schedule: async () => {}, cancel: async () => {} },
+    });
+    const account = await accountIn(deps, "ada");
+    const owner = { userId: account.user.id, workspaceId: account.workspace.id };
+    const emitter = await deps.sources.createSource(sourceRecord(account, deps.ids.newId("source"), NOW));
+    const workflow = await createWorkflow(deps, owner, {
+      steps: [{ namespace: "work", component_code: "a step" }],
+      triggers: [{ type: "source", props: { source_id: emitter.id } }],
+      settings: { auto_deploy: active },
+    });
+    const append = (...values: StoredEvent["event"][]) =>
+      deps.events.appendEvents(
+        emitter.id,
+        values.map((event, n) => ({ channel: "", event, emitId: `emit-${n}`, meta: {} })),
+        NOW + 1,
+      );
+    const runsOf = async () => (await deps.workflowRuns.listRuns(workflow.id, { limit: 100 })).items;
+    return { deps, jobs, workflowCalls, owner, emitter, workflow, append, runsOf };
+  }
+
+  it("runs each event once, however often it is dispatched", async () => {
+    const t = await setUp(true);
+    const events = await t.append({ n: 1 }, { n: 2 });
+    await dispatchEvents(t.deps, events, t.owner);
+    // The outbox sweep, or a retried Lambda, routes the same append again.
+    await dispatchEvents(t.deps, events);
+    expect(t.jobs).toHaveLength(4);
+    const outcomes = [];
+    for (const job of t.jobs) outcomes.push(await runQueuedJob(t.deps, job));
+    expect(outcomes.slice(2)).toEqual([{ outcome: "done" }, { outcome: "done" }]);
+    expect(t.workflowCalls.map((call) => call.trigger.event)).toEqual([{ n: 1 }, { n: 2 }]);
+    expect(t.workflowCalls.map((call) => (call.context as { source_type: string }).source_type)).toEqual([
+      "EVENT",
+      "EVENT",
+    ]);
+    const runs = await t.runsOf();
+    expect(runs.map((run) => run.id).sort()).toEqual(
+      events.map((e) => eventRunId(t.workflow.id, t.emitter.id, e.id)).sort(),
+    );
+    expect(runs.map((run) => run.trigger)).toEqual([
+      { type: "event", id: t.emitter.id },
+      { type: "event", id: t.emitter.id },
+    ]);
+  });
+
+  it("queues an inactive workflow's runs, which are dropped when taken from the queue", async () => {
+    const t = await setUp(false);
+    await dispatchEvents(t.deps, await t.append({ n: 1 }), t.owner);
+    expect(t.jobs).toHaveLength(1);
+    expect(await runQueuedJob(t.deps, t.jobs[0] as RunJob)).toBeUndefined();
+    expect(t.workflowCalls).toEqual([]);
+    expect(await t.runsOf()).toEqual([]);
   });
 });
 

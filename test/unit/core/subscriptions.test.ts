@@ -13,6 +13,7 @@ import {
   listWorkspaceSubscriptions,
 } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
+import { createWorkflow } from "#core/workflows";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
 import { workflowRecord } from "../../support/workflow-record.ts";
@@ -539,6 +540,36 @@ describe("auto subscriptions", () => {
     await createAutoSubscription(deps, owner, { event_name: "$logs", listener_id: webhook.id });
     const theirs = await deploySource(deps, stranger, { component_code: "theirs" });
     expect(await deps.subscriptions.findSubscriptions([theirs.id], "$logs")).toEqual([]);
+  });
+
+  it("subscribes the listener to workflows created afterwards, as workflow emitters, not to older ones nor another account's", async () => {
+    // A host without hooks: a step's code must describe as an action or code step.
+    const deps = memoryDeps(Date.UTC(2026, 10, 20, 12), { host: scriptedHost().host });
+    const ownerAccount = await accountIn(deps, "owner");
+    const owner = { userId: ownerAccount.user.id };
+    const stranger = { userId: (await accountIn(deps, "stranger")).user.id };
+    const webhook = await createWebhook(deps, owner, { url: "http://127.0.0.1:9000/in" });
+    await deps.workflows.createWorkflow(workflowRecord(ownerAccount, WORKFLOW_ID));
+    const step = { steps: [{ namespace: "work", component_code: "a step" }] };
+    const before = await createWorkflow(deps, owner, step);
+    await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id });
+    await createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: WORKFLOW_ID });
+    const later = await createWorkflow(deps, owner, step);
+    const theirs = await createWorkflow(deps, stranger, step);
+    expect(await deps.subscriptions.findSubscriptions([later.id], "$errors")).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          emitterId: later.id,
+          emitterKind: "workflow",
+          emitterKey: later.id,
+          listenerId: webhook.id,
+          userId: owner.userId,
+        }),
+        expect.objectContaining({ emitterId: later.id, emitterKind: "workflow", listenerId: WORKFLOW_ID }),
+      ]),
+    );
+    expect(await deps.subscriptions.findSubscriptions([later.id], "$errors")).toHaveLength(2);
+    expect(await deps.subscriptions.findSubscriptions([before.id, theirs.id], "$errors")).toEqual([]);
   });
 
   it("applyAutoSubscriptions is idempotent for one source", async () => {

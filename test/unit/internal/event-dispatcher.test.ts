@@ -17,6 +17,7 @@ import { createWebhook } from "#core/webhooks";
 import { createEventDispatcherHandler } from "#internal/event-dispatcher";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { sourceRecord } from "../../support/source-record.ts";
+import { workflowRecord } from "../../support/workflow-record.ts";
 
 const sqsMock = mockClient(SQSClient);
 const eventBridgeMock = mockClient(EventBridgeClient);
@@ -78,6 +79,8 @@ async function setup() {
     emitter,
     listener,
     webhooks: { exact: exact.id, glob: glob.id },
+    account,
+    caller,
     append,
     handler: createEventDispatcherHandler(async () => deps),
   };
@@ -206,6 +209,44 @@ describe("the event dispatcher function", () => {
       }),
     ]);
     expect(lines).toEqual([]);
+  });
+
+  it("dispatches a workflow's events: to the p_* glob and the workspace's $errors, and runs of a listening workflow", async () => {
+    const { handler, deps, account, caller, owner, runs } = await setup();
+    const flow = workflowRecord(account, deps.ids.newId("workflow"), NOW);
+    const listening = workflowRecord(account, deps.ids.newId("workflow"), NOW);
+    for (const workflow of [flow, listening]) await deps.workflows.createWorkflow(workflow);
+    const all = await createWebhook(deps, caller, { url: "https://hooks.example.com/workflows" });
+    const errors = await createWebhook(deps, caller, { url: "https://hooks.example.com/errors" });
+    await createSubscription(deps, caller, { emitter_id: "p_*", listener_id: all.id });
+    await createSubscription(deps, caller, {
+      emitter_id: owner.workspaceId,
+      listener_id: errors.id,
+      event_name: "$errors",
+    });
+    await createSubscription(deps, caller, { emitter_id: flow.id, listener_id: listening.id });
+    const events = await deps.events.appendEvents(
+      flow.id,
+      [
+        { channel: "", event: { raw_event: { n: 1 } }, emitId: "e0", meta: {} },
+        { channel: "$errors", event: { error: { code: "Error" } }, emitId: "e1", meta: {} },
+      ],
+      NOW + 100,
+    );
+    // Without an owner, the workflow is read.
+    await handler(eventBridgeEvent({ sourceId: flow.id, events }));
+    expect(sentDeliveries().map((delivery) => [delivery.eventId, destinationOf(delivery)])).toEqual([
+      [events[0]!.id, all.id],
+      [events[1]!.id, errors.id],
+    ]);
+    expect(runs).toEqual([
+      expect.objectContaining({
+        kind: "workflow",
+        workflowId: listening.id,
+        triggerId: flow.id,
+        event: events[0]!.event,
+      }),
+    ]);
   });
 
   it("warns and queues nothing when a referenced event no longer exists", async () => {
