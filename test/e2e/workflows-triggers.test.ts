@@ -104,7 +104,7 @@ describe("workflow HTTP triggers over real HTTP against local mode", () => {
     const failing = await workflowOf([THROWS, RESPOND], true);
     const failed = await fetch(failing.url, { method: "POST", body: "{}" });
     expect(failed.status).toBe(400);
-    expect((await failed.json()).error).toMatch(/failed before responding/);
+    expect(((await failed.json()) as { error: string }).error).toMatch(/failed before responding/);
     const [run] = await endedRuns(failing.id, 1);
     expect(run).toMatchObject({
       status: "error",
