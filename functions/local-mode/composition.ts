@@ -146,6 +146,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   worker.start();
   // What a previous process appended but did not finish routing is routed before any request.
   await relay.redispatch(Number.POSITIVE_INFINITY);
+  // A run it left `running` was cut short by its end: its job takes it over at once (decision W-J1).
+  workflowRuns.releaseLeases();
   // Runs it left go first (they see the configured URL as their endpoint's base until the
   // server sets the one it listens on, which only differs with PORT=0).
   runs.start();

@@ -81,6 +81,7 @@ export class SqliteWorkflowRunStore implements WorkflowRunStore {
         "DELETE FROM workflow_runs WHERE rowid IN (SELECT rowid FROM workflow_runs WHERE workflow_id = ? ORDER BY id LIMIT ?)",
       ),
       ofWorkflow: pageStatements<RunRow>(db, "workflow_runs", "workflow_id"),
+      releaseLeases: db.prepare("UPDATE workflow_runs SET lease_until = 0 WHERE status = 'running'"),
     };
     this.applyAll = db.transaction((writes: PendingWrite[]) => writes.map((write) => write.apply()));
   }
@@ -164,6 +165,17 @@ export class SqliteWorkflowRunStore implements WorkflowRunStore {
       }
     }
     return removed;
+  }
+
+  /**
+   * Ends the lease of every run still `running`, so that its job, run again, takes it over at once;
+   * the count released. Local mode calls it once at start, before its run queue starts: one server
+   * per data dir is enforced (decision 123), so a run left running was begun by a process that is
+   * gone, and waiting for its lease (time limit + 15 s) would only delay runs a crash interrupted.
+   */
+  releaseLeases(): number {
+    this.flush();
+    return this.statements.releaseLeases.run().changes;
   }
 
   /** Writes the pending writes now (reads call it; the composition calls it before closing the file). */

@@ -89,6 +89,26 @@ describe("SqliteWorkflowRunStore grouped writes", () => {
   });
 });
 
+describe("SqliteWorkflowRunStore leases at start", () => {
+  it("lets a run left running by an earlier process be taken over at once, and leaves ended runs alone", async () => {
+    const { mine, other } = sharedFile();
+    const crashed = new SqliteWorkflowRunStore(mine);
+    await crashed.beginRun(run("run_cut", { leaseUntilMs: 50_000 }), 1_000);
+    await crashed.beginRun(run("run_done", { leaseUntilMs: 50_000 }), 1_000);
+    await crashed.finishRun({ ...run("run_done"), attempts: 1, status: "success", leaseUntilMs: 50_000 });
+    mine.close();
+
+    const restarted = new SqliteWorkflowRunStore(other);
+    expect(await restarted.beginRun(run("run_cut"), 2_000)).toEqual({ outcome: "busy", leaseUntilMs: 50_000 });
+    expect(restarted.releaseLeases()).toBe(1);
+    expect(await restarted.beginRun(run("run_cut"), 2_000)).toMatchObject({
+      outcome: "started",
+      run: { attempts: 2 },
+    });
+    expect(await restarted.beginRun(run("run_done"), 2_000)).toEqual({ outcome: "done" });
+  });
+});
+
 describe("SqliteWorkflowStore cache", () => {
   it("sees a write made by another connection to the file from the next turn of the event loop", async () => {
     const { mine, other } = sharedFile();
