@@ -146,8 +146,9 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   worker.start();
   // What a previous process appended but did not finish routing is routed before any request.
   await relay.redispatch(Number.POSITIVE_INFINITY);
-  // A run it left `running` was cut short by its end: its job takes it over at once (decision W-J1).
-  workflowRuns.releaseLeases();
+  // Workflow runs it left `running` were cut short by its end: a queued one's job takes it over at
+  // once, and one that was not queued is ended as an error (decision W-J1).
+  workflowRuns.recoverAtStart(clock.nowMs());
   // Runs it left go first (they see the configured URL as their endpoint's base until the
   // server sets the one it listens on, which only differs with PORT=0).
   runs.start();

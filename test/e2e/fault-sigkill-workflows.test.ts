@@ -145,4 +145,41 @@ describe("SIGKILL during a burst of workflow runs", () => {
       expect(run, `the send of ${uid} came from its run`).toBe(runOf.get(uid));
     }
   }, 90_000);
+
+  it("ends as an error, not running for ever, a custom-response run the kill cut short", async () => {
+    const created = await api("POST", "/workflows", {
+      settings: { name: "slow answer", auto_deploy: true },
+      steps: [
+        {
+          namespace: "wait",
+          component_code: `export default defineComponent({ async run({ $ }) {
+            await new Promise((resolve) => setTimeout(resolve, 20_000));
+            await $.respond({ status: 200, body: "late" });
+          } })`,
+        },
+      ],
+      triggers: [{ type: "http", props: { custom_response: true } }],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    const slowId = created.json.data.id;
+    const waiting = fetch(created.json.data.triggers[0].endpoint_url, { method: "POST" }).then(
+      () => "answered",
+      () => "cut",
+    );
+    const running = await eventually(async () => {
+      const [run] = (await api("GET", `/workflows/${slowId}/runs`)).json.data;
+      return run?.status === "running" ? run : undefined;
+    }, "the run begun");
+    await sluice.stop("SIGKILL");
+    expect(await waiting).toBe("cut");
+    sluice = await startSluice({ dataDir: sluice.dataDir, env: ENV });
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    const [after] = (await api("GET", `/workflows/${slowId}/runs`)).json.data;
+    expect(after).toMatchObject({
+      id: running.id,
+      status: "error",
+      error: { code: "ServerStoppedError", cell_id: "" },
+      ended_at_ms: expect.any(Number),
+    });
+  }, 60_000);
 });
