@@ -84,13 +84,15 @@ export class SqliteWorkflowRunStore implements WorkflowRunStore {
         "DELETE FROM workflow_runs WHERE rowid IN (SELECT rowid FROM workflow_runs WHERE workflow_id = ? ORDER BY id LIMIT ?)",
       ),
       ofWorkflow: pageStatements<RunRow>(db, "workflow_runs", "workflow_id"),
-      // The run queue's `run_jobs` rows (sqlite-run-queue.ts) hold each queued workflow job's `runId`.
+      // The run queue's `run_jobs` rows (sqlite-run-queue.ts) hold each queued workflow job's `runId`;
+      // a row that is not JSON (the queue drops it when it reads it) must not fail the start.
       endUnqueued: db.prepare<[{ now: number; error: string }]>(
         `UPDATE workflow_runs SET status = 'error', lease_until = 0,
            record = json_set(record, '$.status', 'error', '$.leaseUntilMs', 0, '$.endedAt', @now,
              '$.durationMs', max(0, @now - started_at), '$.error', json(@error))
          WHERE status = 'running' AND id NOT IN (
-           SELECT json_extract(job, '$.runId') FROM run_jobs WHERE json_extract(job, '$.runId') IS NOT NULL)`,
+           SELECT run_id FROM (SELECT CASE WHEN json_valid(job) THEN json_extract(job, '$.runId') END AS run_id
+             FROM run_jobs) WHERE run_id IS NOT NULL)`,
       ),
       releaseLeases: db.prepare("UPDATE workflow_runs SET lease_until = 0 WHERE status = 'running'"),
     };
