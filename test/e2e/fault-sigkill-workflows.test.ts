@@ -1,8 +1,8 @@
-import { randomUUID } from "node:crypto";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { postUids } from "../support/uid-load.ts";
 import { WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const ENV = {
@@ -10,37 +10,6 @@ const ENV = {
   SLUICE_WEBHOOK_MAX_DELAY_MS: "200",
   SLUICE_WEBHOOK_TIMEOUT_MS: "2000",
 };
-
-/** POSTs `{uid}` bodies with `concurrency` workers until `stop()`; records the uids answered 2xx. */
-function ingest(endpoint: string, concurrency: number) {
-  const accepted: string[] = [];
-  let running = true;
-  const worker = async () => {
-    while (running) {
-      const uid = randomUUID();
-      try {
-        const answer = await fetch(endpoint, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ uid }),
-        });
-        await answer.arrayBuffer();
-        if (answer.status >= 200 && answer.status < 300) accepted.push(uid);
-      } catch {
-        // The server was killed: this request was never answered.
-        return;
-      }
-    }
-  };
-  const workers = Promise.all(Array.from({ length: concurrency }, worker));
-  return {
-    accepted,
-    stop: async () => {
-      running = false;
-      await workers;
-    },
-  };
-}
 
 /**
  * Design step 13: local mode killed with SIGKILL during a burst of requests to a workflow's HTTP
@@ -100,7 +69,7 @@ describe("SIGKILL during a burst of workflow runs", () => {
   }
 
   it("keeps every run answered 2xx, and delivers its send, across a kill", async () => {
-    const load = ingest(endpoint, 20);
+    const load = postUids(endpoint, 20);
     await eventually(() => when(load.accepted.length >= 150), "150 accepted requests", { timeoutMs: 30_000 });
     const ended = await sluice.stop("SIGKILL");
     expect(ended.signal).toBe("SIGKILL");
