@@ -146,6 +146,9 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   worker.start();
   // What a previous process appended but did not finish routing is routed before any request.
   await relay.redispatch(Number.POSITIVE_INFINITY);
+  // Workflow runs it left `running` were cut short by its end: a queued one's job takes it over at
+  // once, and one that was not queued is ended as an error (decisions 235 and 236).
+  workflowRuns.recoverAtStart(clock.nowMs());
   // Runs it left go first (they see the configured URL as their endpoint's base until the
   // server sets the one it listens on, which only differs with PORT=0).
   runs.start();

@@ -4,6 +4,7 @@ import { compareEventIds } from "#core/event-ids";
 import { apiClient } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { postUids } from "../support/uid-load.ts";
 import { expectOneDeliveryIdPerEvent, UID_EMITTER, WebhookReceiver } from "../support/webhook-receiver.ts";
 
 const ENV = {
@@ -13,37 +14,6 @@ const ENV = {
   SLUICE_WEBHOOK_MAX_ATTEMPTS: "100",
   SLUICE_WEBHOOK_TIMEOUT_MS: "2000",
 };
-
-/** POSTs `{uid}` bodies with `concurrency` workers until `stop()`; records the uids answered 2xx. */
-function ingest(endpoint: string, concurrency: number) {
-  const accepted: string[] = [];
-  let running = true;
-  const worker = async () => {
-    while (running) {
-      const uid = randomUUID();
-      try {
-        const answer = await fetch(endpoint, {
-          method: "POST",
-          headers: { "content-type": "application/json" },
-          body: JSON.stringify({ uid }),
-        });
-        await answer.arrayBuffer();
-        if (answer.status >= 200 && answer.status < 300) accepted.push(uid);
-      } catch {
-        // The server was killed: this request was never answered.
-        return;
-      }
-    }
-  };
-  const workers = Promise.all(Array.from({ length: concurrency }, worker));
-  return {
-    accepted,
-    stop: async () => {
-      running = false;
-      await workers;
-    },
-  };
-}
 
 /**
  * Issue 6's first fault test: local mode killed with SIGKILL while it ingests, restarted on the
@@ -138,7 +108,7 @@ describe("SIGKILL while ingesting (issue 6)", () => {
   }
 
   it("loses no event answered 2xx, and delivers every stored event, when killed mid-ingest", async () => {
-    const load = ingest(endpoint, 20);
+    const load = postUids(endpoint, 20);
     await eventually(() => when(load.accepted.length >= 300), "300 accepted requests", {
       timeoutMs: 30_000,
     });

@@ -172,6 +172,26 @@ describe("README.md, every shell block in order, as written", () => {
       const lines = logs.data.map((event: { event: { message: string } }) => event.event.message).reverse();
       expect(lines).toEqual(["deploy", "activate", "deactivate", "activate"]);
     },
+    "Your first workflow #1": async (run) => {
+      const [created, answer, runs, events] = run.lines.map(json);
+      expect(created).toEqual(readJson(cwd, "workflow-created.json"));
+      expect(created.data).toMatchObject({ id: expect.stringMatching(/^p_/), name: "Orders", active: true });
+      expect(created.data.steps.map((step: { namespace: string }) => step.namespace)).toEqual(["parse", "reply"]);
+      expect(created.data.triggers[0]).toMatchObject({ custom_response: true });
+      expect(answer).toEqual({ message: "Thanks, Ada!", total: 7 });
+      expect(runs.page_info.total_count).toBe(1);
+      expect(runs.data[0]).toMatchObject({ workflow_id: created.data.id, status: "success", error: null });
+      expect(
+        runs.data[0].steps.map((step: { status: string; summary: string | null }) => [step.status, step.summary]),
+      ).toEqual([
+        ["success", "2 items for Ada"],
+        ["success", null],
+      ]);
+      expect(events.data.map((event: { event: unknown }) => event.event)).toEqual([
+        { raw_event: { name: "Ada", total: 7 } },
+      ]);
+      expect((await api("GET", `/workflows/${created.data.id}/$errors/event_summaries`)).json.data).toEqual([]);
+    },
     "Events: history, deletion, live stream #1": async (run) => {
       const sourceId = readJson(cwd, "created.json").data.id;
       const page = json(run.lines[0]);
@@ -213,15 +233,27 @@ describe("README.md, every shell block in order, as written", () => {
       expect(listed.json.data.map((sub: { id: string }) => sub.id).sort()).toEqual([one.data.id, all.data.id].sort());
     },
     "Cleaning up #1": async (run) => {
-      const [webhookDeleted, sourceDeleted, endpointStatus] = run.lines;
+      const [webhookDeleted, sourceDeleted, workflowDeleted, endpointStatus] = run.lines;
       expect(json(webhookDeleted).data).toEqual({ id: expect.stringMatching(/^wh_/), deleted: true });
       const sourceId = json(sourceDeleted).data.id;
       expect(json(sourceDeleted).data).toEqual({ id: expect.stringMatching(/^dc_/), deleted: true });
+      expect(json(workflowDeleted).data).toEqual({ id: expect.stringMatching(/^p_/), deleted: true });
+      expect((await api("GET", `/workflows/${json(workflowDeleted).data.id}`)).status).toBe(404);
       expect(endpointStatus).toBe("404");
       expect((await api("GET", `/sources/${sourceId}`)).status).toBe(404);
       expect((await api("GET", "/users/me/subscriptions")).json.data).toEqual([]);
       // The files the examples wrote are gone too; only the data dir is left.
-      for (const file of ["hello.mjs", "source.json", "created.json", "ticks.json", "webhook.json"])
+      for (const file of [
+        "hello.mjs",
+        "source.json",
+        "created.json",
+        "ticks.json",
+        "webhook.json",
+        "parse.mjs",
+        "reply.mjs",
+        "workflow.json",
+        "workflow-created.json",
+      ])
         expect(existsSync(join(cwd, file))).toBe(false);
     },
   };
@@ -234,6 +266,7 @@ describe("README.md, every shell block in order, as written", () => {
       new Set([
         "Quick start",
         "Your first source",
+        "Your first workflow",
         "Events: history, deletion, live stream",
         "Subscriptions and webhooks",
         "Cleaning up",

@@ -10,6 +10,9 @@ interface RunRow {
   record: string;
 }
 
+/** The error of a run the server stopped during, which no queued job will run again. */
+export const SERVER_STOPPED_ERROR = "ServerStoppedError";
+
 const toRun = (row: RunRow): WorkflowRun => JSON.parse(row.record) as WorkflowRun;
 
 /** A write waiting for the turn's transaction, and who waits for its outcome. */
@@ -81,6 +84,17 @@ export class SqliteWorkflowRunStore implements WorkflowRunStore {
         "DELETE FROM workflow_runs WHERE rowid IN (SELECT rowid FROM workflow_runs WHERE workflow_id = ? ORDER BY id LIMIT ?)",
       ),
       ofWorkflow: pageStatements<RunRow>(db, "workflow_runs", "workflow_id"),
+      // The run queue's `run_jobs` rows (sqlite-run-queue.ts) hold each queued workflow job's `runId`;
+      // a row that is not JSON (the queue drops it when it reads it) must not fail the start.
+      endUnqueued: db.prepare<[{ now: number; error: string }]>(
+        `UPDATE workflow_runs SET status = 'error', lease_until = 0,
+           record = json_set(record, '$.status', 'error', '$.leaseUntilMs', 0, '$.endedAt', @now,
+             '$.durationMs', max(0, @now - started_at), '$.error', json(@error))
+         WHERE status = 'running' AND id NOT IN (
+           SELECT run_id FROM (SELECT CASE WHEN json_valid(job) THEN json_extract(job, '$.runId') END AS run_id
+             FROM run_jobs) WHERE run_id IS NOT NULL)`,
+      ),
+      releaseLeases: db.prepare("UPDATE workflow_runs SET lease_until = 0 WHERE status = 'running'"),
     };
     this.applyAll = db.transaction((writes: PendingWrite[]) => writes.map((write) => write.apply()));
   }
@@ -164,6 +178,31 @@ export class SqliteWorkflowRunStore implements WorkflowRunStore {
       }
     }
     return removed;
+  }
+
+  /**
+   * What local mode does once at start, before its run queue starts, with the runs its previous
+   * process left `running`. One server per data dir is enforced (decision 123), so each was begun by
+   * a process that is gone. A run whose job is still queued gets its lease ended, so the job takes
+   * it over at once rather than after the lease (time limit + 15 s). A run with no job (one that
+   * answered its caller itself, `custom_response`, which is never queued) will not run again: it is
+   * ended as an error, not left `running` for ever. Answers how many of each.
+   */
+  recoverAtStart(nowMs: number): { released: number; ended: number } {
+    this.flush();
+    const s = this.statements;
+    const error = {
+      code: SERVER_STOPPED_ERROR,
+      cellId: "",
+      message:
+        "the server stopped during this run; a run that answers its caller is not queued, so it did not run again",
+    };
+    return this.db
+      .transaction(() => {
+        const ended = s.endUnqueued.run({ now: nowMs, error: JSON.stringify(error) }).changes;
+        return { released: s.releaseLeases.run().changes, ended };
+      })
+      .immediate();
   }
 
   /** Writes the pending writes now (reads call it; the composition calls it before closing the file). */

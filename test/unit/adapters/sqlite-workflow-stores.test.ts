@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { nextTurn } from "#adapters/local/event-loop";
 import { openSqlite } from "#adapters/local/sqlite-database";
-import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
+import { SERVER_STOPPED_ERROR, SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
 
@@ -86,6 +86,47 @@ describe("SqliteWorkflowRunStore grouped writes", () => {
     mine.close();
     expect(await begun).toMatchObject({ outcome: "started" });
     expect(await new SqliteWorkflowRunStore(other).getRun("p_a", "run_1")).toMatchObject({ attempts: 1 });
+  });
+});
+
+describe("SqliteWorkflowRunStore at start", () => {
+  it("lets a queued run left running be taken over at once, ends one that was not queued, and leaves ended runs alone", async () => {
+    const { mine, other } = sharedFile();
+    const crashed = new SqliteWorkflowRunStore(mine);
+    for (const id of ["run_queued", "run_waited", "run_done"]) {
+      await crashed.beginRun(run(id, { leaseUntilMs: 50_000 }), 1_000);
+    }
+    await crashed.finishRun({ ...run("run_done"), attempts: 1, status: "success", leaseUntilMs: 50_000 });
+    // The run queue's row of the queued run's job (a custom-response run has none).
+    const job = {
+      kind: "workflow",
+      workflowId: "p_a",
+      runId: "run_queued",
+      trigger: "http",
+      triggerId: "hi_a",
+      event: {},
+    };
+    mine.prepare("INSERT INTO run_jobs (job) VALUES (?)").run(JSON.stringify(job));
+    // A row that is not JSON is dropped by the queue when read; it must not fail this.
+    mine.prepare("INSERT INTO run_jobs (job) VALUES (?)").run("{not json");
+    mine.close();
+
+    const restarted = new SqliteWorkflowRunStore(other);
+    expect(await restarted.beginRun(run("run_queued"), 2_000)).toEqual({ outcome: "busy", leaseUntilMs: 50_000 });
+    expect(restarted.recoverAtStart(3_000)).toEqual({ released: 1, ended: 1 });
+    expect(await restarted.beginRun(run("run_queued"), 3_000)).toMatchObject({
+      outcome: "started",
+      run: { attempts: 2 },
+    });
+    expect(await restarted.getRun("p_a", "run_waited")).toMatchObject({
+      status: "error",
+      leaseUntilMs: 0,
+      endedAt: 3_000,
+      durationMs: 2_000,
+      error: { code: SERVER_STOPPED_ERROR, cellId: "", message: expect.stringContaining("server stopped") },
+    });
+    expect(await restarted.beginRun(run("run_waited"), 3_000)).toEqual({ outcome: "done" });
+    expect(await restarted.beginRun(run("run_done"), 3_000)).toEqual({ outcome: "done" });
   });
 });
 
