@@ -145,7 +145,7 @@ export const LOOP_DETECTED_RESPONSE: HttpResponseSpec = fixedJsonResponse(508, {
 
 /** No source has this endpoint key (never had, or deleted). */
 export const UNKNOWN_ENDPOINT_RESPONSE: HttpResponseSpec = fixedJsonResponse(404, {
-  error: "no source listens at this endpoint",
+  error: "no source or active workflow listens at this endpoint",
 });
 
 /**

@@ -604,11 +604,6 @@ function eventPreview(event: Json): Json {
   return text.length <= RUN_EVENT_PREVIEW_CHARS ? event : clipText(text, RUN_EVENT_PREVIEW_CHARS);
 }
 
-/**
- * A workflow the caller may read, or `not_found` (another account's answers the same as none,
- * decision 55). The same rule as `requireSource`; `access.ts` gains a `requireWorkflow` in the same
- * issue, which this gives way to at merge.
- */
 /** A run record as `GET /v1/workflows/{id}/runs` shows it: snake case, times in epoch milliseconds. */
 export function workflowRunView(run: WorkflowRun) {
   return {

@@ -1,5 +1,5 @@
 /**
- * The function that physically removes a source's deleted events (`LambdaEventPurger`), after
+ * The function that physically removes a source's (or a deleted workflow's) deleted events (`LambdaEventPurger`), after
  * `DELETE /sources/{id}/events` has hidden them and answered 202. Lambda invokes it
  * asynchronously and retries a failed purge twice; `purgeDeletedEvents` is idempotent, so a retry,
  * a duplicate delivery or two purges of one source running together remove nothing twice and
@@ -11,7 +11,8 @@ import type { Deps } from "#core/ports/deps";
 import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
 
 export const purgeJobSchema = z.object({
-  sourceId: z.string().startsWith("dc_"),
+  /** The emitter whose events were deleted: a source (`dc_`) or a workflow (`p_`, deleted with its events). */
+  sourceId: z.string().regex(/^(dc|p)_[0-9a-z]+$/),
 });
 export type PurgeJob = z.infer<typeof purgeJobSchema>;
 

@@ -234,7 +234,7 @@ describe("fixed responses", () => {
     [ENDED_WITHOUT_RESPOND_RESPONSE, 400, "the source ended without calling respond"],
     [FAILED_BEFORE_RESPOND_RESPONSE, 400, "the source failed before responding"],
     [PAYLOAD_TOO_LARGE_RESPONSE, 413, `the request body is larger than ${MAX_HTTP_INTERFACE_BODY_BYTES} bytes`],
-    [UNKNOWN_ENDPOINT_RESPONSE, 404, "no source listens at this endpoint"],
+    [UNKNOWN_ENDPOINT_RESPONSE, 404, "no source or active workflow listens at this endpoint"],
   ])("answers %# when the source gives no response", (response, status, error) => {
     expect(response.status).toBe(status);
     expect(JSON.parse(response.body)).toEqual({ error });

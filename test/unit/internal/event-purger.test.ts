@@ -5,6 +5,7 @@ import { createEventPurgerHandler } from "#internal/event-purger";
 import { memoryDeps } from "../../support/memory-deps.ts";
 
 const SOURCE = "dc_01kab00000abcdefghjkmn";
+const WORKFLOW = "p_01kab00000abcdefghjkmn";
 
 function setup(purge: (sourceId: string) => Promise<void>) {
   const lines: Record<string, unknown>[] = [];
@@ -35,9 +36,16 @@ describe("the event purger function", () => {
     expect(lines).toEqual([]);
   });
 
+  it("purges the events of a deleted workflow (its emitter id is a p_)", async () => {
+    const { handler, purged, lines } = setup(async () => {});
+    await handler({ sourceId: WORKFLOW });
+    expect(purged).toEqual([WORKFLOW]);
+    expect(lines).toEqual([]);
+  });
+
   it("drops, with an error in the log, an event that is not a purge job", async () => {
     const { handler, purged, lines } = setup(async () => {});
-    await expect(handler({ sourceId: "p_not_a_source" })).resolves.toBeUndefined();
+    await expect(handler({ sourceId: "wh_not_an_emitter" })).resolves.toBeUndefined();
     await expect(handler({})).resolves.toBeUndefined();
     expect(purged).toEqual([]);
     expect(lines).toMatchObject([
