@@ -140,7 +140,9 @@ describe("workflows API over real HTTP against local mode", () => {
       "triggers[0].props.cron",
     );
     expect400(await api("POST", "/workflows", body({ settings: { name: "" } })), "settings.name");
-    expect400(await api("POST", "/workflows", body({ external_id: "ci" })), "external_id");
+    expect400(await api("POST", "/workflows", body({ external_id: "" })), "external_id");
+    expect400(await api("POST", "/workflows", body({ external_id: "x".repeat(201) })), "external_id");
+    expect400(await api("POST", "/workflows", { template_id: "tch_nothing" }), "template_id");
     // Types are the request schema's: its field path is written with dots.
     expect400(
       await api("POST", "/workflows", { steps: [{ namespace: "a", component_code: CODE_STEP, disabled: "no" }] }),
@@ -254,5 +256,48 @@ describe("workflows API over real HTTP against local mode", () => {
     expect((await api("DELETE", `/workflows/${created.id}`)).status).toBe(404);
     const listed = await api("GET", "/users/me/workflows?limit=100");
     expect(listed.json.data.map((w: { id: string }) => w.id)).not.toContain(created.id);
+  });
+
+  it("a CI job's create and PUT with an external_id, sent again, change nothing; another account's is its own", async () => {
+    const definition = body({ external_id: "ci-orders" });
+    const created = await create(definition);
+    expect(created.external_id).toBe("ci-orders");
+    expect(await create(definition)).toEqual(created);
+    const conflict = await api("POST", "/workflows", { ...definition, settings: { name: "Changed" } });
+    expect(conflict.status).toBe(409);
+    expect(conflict.json.error).toBe(`external_id: already names workflow ${created.id} with another definition`);
+    // The same external id in another account's workspace names nothing of ours.
+    const theirs = await other("POST", "/workflows", definition);
+    expect(theirs.status).toBe(200);
+    expect(theirs.json.data.id).not.toBe(created.id);
+
+    const { settings: _name, ...put } = { ...definition, active: true };
+    const first = await api("PUT", `/workflows/${created.id}`, put);
+    expect(first.status).toBe(200);
+    expect(first.json.data.deployment_id).not.toBe(created.deployment_id);
+    const again = await api("PUT", `/workflows/${created.id}`, put);
+    expect(again.json.data).toEqual(first.json.data);
+    expect((await api("GET", `/workflows/${created.id}`)).json.data).toEqual(first.json.data);
+  });
+
+  it("creates each shipped template in the real sandbox, and runs tch_http_echo through its endpoint", async () => {
+    for (const template_id of ["tch_schedule_to_webhook", "tch_errors_to_webhook"]) {
+      const made = await create({ template_id });
+      expect(made).toMatchObject({ active: false, steps: [expect.objectContaining({ type: "CodeCell" })] });
+    }
+    const echo = await create({ template_id: "tch_http_echo", settings: { auto_deploy: true } });
+    expect(echo).toMatchObject({ name: "HTTP echo", active: true });
+    const response = await fetch(`${echo.triggers[0].endpoint_url}/orders?n=1`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ order: 42 }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      method: "POST",
+      path: "/orders",
+      query: { n: "1" },
+      body: { order: 42 },
+    });
   });
 });
