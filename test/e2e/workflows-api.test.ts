@@ -3,7 +3,9 @@ import { route as createWorkflowRoute } from "#http/create-workflow";
 import { route as listUserWorkflowsRoute } from "#http/list-user-workflows";
 import { route as listWorkflowEventsRoute } from "#http/list-workflow-events";
 import { type ApiAnswer, apiClient } from "../support/api-client.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { dataOf, openRawStream } from "../support/sse-client.ts";
 
 /**
  * The workflow routes over real HTTP against `npm start` (design step 5): steps described in the
@@ -55,6 +57,7 @@ describe("workflows API over real HTTP against local mode", () => {
   let sluice: SluiceProcess;
   let api: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
   let other: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
+  let otherKey: string;
   let workspaceId: string;
 
   const create = async (input: unknown = body()) => {
@@ -75,7 +78,8 @@ describe("workflows API over real HTTP against local mode", () => {
     const { stdout } = await runSluice(["create-user", "--username", "other", "--email", "other@example.com"], {
       SLUICE_DATA_DIR: sluice.dataDir,
     });
-    other = apiClient(sluice.baseUrl, JSON.parse(stdout).api_key);
+    otherKey = JSON.parse(stdout).api_key;
+    other = apiClient(sluice.baseUrl, otherKey);
   });
   afterAll(async () => {
     await sluice?.stop();
@@ -299,5 +303,52 @@ describe("workflows API over real HTTP against local mode", () => {
       query: { n: "1" },
       body: { order: 42 },
     });
+  });
+
+  it("streams what runs send with $.send.sse at /workflows/{id}/sse: the sends before it connected, then live ones", async () => {
+    const sender = `export default defineComponent({
+      async run({ steps, $ }) {
+        $.send.sse({ channel: "orders", payload: { n: steps.trigger.event.body.n } });
+      },
+    });`;
+    const workflow = await create({
+      settings: { auto_deploy: true },
+      steps: [{ namespace: "send", component_code: sender }],
+      triggers: [{ type: "http" }],
+    });
+    const trigger = (n: number) =>
+      fetch(workflow.triggers[0].endpoint_url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ n }),
+      });
+    const runs = async () => (await api("GET", `/workflows/${workflow.id}/runs`)).json.data;
+    expect((await trigger(1)).status).toBe(200);
+    await eventually(async () => when((await runs()).length === 1), "the first run");
+
+    const root = sluice.baseUrl.replace(/\/v1$/, "");
+    const url = `${root}/workflows/${workflow.id}/sse`;
+    const stream = await openRawStream(url, { authorization: `Bearer ${sluice.apiKeyFromFile()}` });
+    try {
+      expect(stream.status).toBe(200);
+      expect(stream.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
+      await eventually(() => when(stream.messages.length === 1), "the send made before connecting");
+      expect((await trigger(2)).status).toBe(200);
+      await eventually(() => when(stream.messages.length === 2), "the live send");
+      expect(stream.messages.map((message) => message.event)).toEqual(["orders", "orders"]);
+      expect(dataOf(stream.messages).map((data) => data.event)).toEqual([{ n: 1 }, { n: 2 }]);
+    } finally {
+      stream.close();
+    }
+
+    for (const [headers, status] of [
+      [{ authorization: `Bearer ${otherKey}` }, 404],
+      [{}, 401],
+    ] as const) {
+      const refused = await openRawStream(url, headers);
+      expect(refused.status).toBe(status);
+      await eventually(() => when(refused.ended()), "the refusal's end");
+      expect(JSON.parse(refused.text())).toEqual({ error: expect.any(String) });
+    }
   });
 });
