@@ -70,7 +70,7 @@ export class EventStreaming extends Construct {
     this.streamFunction = new SluiceFunction(this, "SourceStream", {
       entry: "functions/internal/source-stream-function.ts",
       description:
-        "GET <StreamUrl>/sources/{id}/sse: live stream of a source (functions/internal/source-stream-function.ts)",
+        "GET <StreamUrl>/sources/{id}/sse and /workflows/{id}/sse: live streams (functions/internal/source-stream-function.ts)",
       // Lambda's limit. The response ends a few seconds before it and the client resumes.
       timeout: Duration.minutes(15),
       // It mostly waits between reads of the store; billed by the millisecond of wall time.
