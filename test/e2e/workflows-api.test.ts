@@ -270,6 +270,12 @@ describe("workflows API over real HTTP against local mode", () => {
     const conflict = await api("POST", "/workflows", { ...definition, settings: { name: "Changed" } });
     expect(conflict.status).toBe(409);
     expect(conflict.json.error).toBe(`external_id: already names workflow ${created.id} with another definition`);
+    // Two creates at once with a new external id make one workflow, which both answer.
+    const raced = await Promise.all([0, 1].map(() => api("POST", "/workflows", body({ external_id: "ci-race" }))));
+    expect(raced.map((answer) => answer.status)).toEqual([200, 200]);
+    expect(raced[1]?.json.data.id).toBe(raced[0]?.json.data.id);
+    const listed = (await api("GET", "/users/me/workflows?limit=100")).json.data;
+    expect(listed.filter((w: { external_id: string | null }) => w.external_id === "ci-race")).toHaveLength(1);
     // The same external id in another account's workspace names nothing of ours.
     const theirs = await other("POST", "/workflows", definition);
     expect(theirs.status).toBe(200);
