@@ -52,13 +52,9 @@ const settingsFields = {
 export const createWorkflowBody = z.object({
   ...workspaceChoiceFields,
   project_id: z.string().max(128).optional(),
-  template_id: z
-    .string()
-    .max(128)
-    .optional()
-    .meta({
-      description: "Start from this template (tch_…): fields given replace its steps and triggers; settings merge",
-    }),
+  template_id: z.string().max(128).optional().meta({
+    description: "Start from this template (tch_…): fields given replace its steps and triggers; settings merge",
+  }),
   external_id: externalIdField,
   settings: z
     .object({
