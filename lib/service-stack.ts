@@ -19,7 +19,7 @@ import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
 import { routes as manifest } from "#http/routes";
 import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
 import { EventFanout } from "./constructs/event-fanout.ts";
-import { EventStreaming, SSE_ROUTE_PATH } from "./constructs/event-streaming.ts";
+import { EventStreaming, SSE_ROUTE_PATH, WORKFLOW_SSE_ROUTE_PATH } from "./constructs/event-streaming.ts";
 import { SluiceFunction } from "./constructs/sluice-function.ts";
 import { SourceCompute } from "./constructs/source-compute.ts";
 
@@ -151,7 +151,10 @@ export class ServiceStack extends Stack {
 /** Two routes on one `METHOD path` would fail only at deploy time; fail at synth instead. */
 function assertDistinctRouteKeys(routes: readonly RouteSpec[]): void {
   // Declared by EventStreaming, outside the manifest.
-  const owners = new Map<string, string>([[`GET ${SSE_ROUTE_PATH}`, "the live stream's redirect"]]);
+  const owners = new Map<string, string>([
+    [`GET ${SSE_ROUTE_PATH}`, "the live stream's redirect"],
+    [`GET ${WORKFLOW_SSE_ROUTE_PATH}`, "the workflow stream's redirect"],
+  ]);
   for (const route of routes) {
     const key = routeKeyOf(route);
     const owner = owners.get(key);

@@ -51,13 +51,25 @@ export interface SourceStreamInput {
   event_name?: string | undefined;
 }
 
+/** What a stream request follows: a source's events, or a workflow's `$.send.sse` events (`workflow-stream.ts`). */
+export interface StreamTarget {
+  kind: "source" | "workflow";
+  id: string;
+}
+
 /** What one client streams. */
 export interface SourceStream {
+  /** The emitter: a source (`dc_`), or a workflow (`p_`) for its stream (`workflow-stream.ts`). */
   sourceId: string;
   /** One channel, or undefined for every channel not starting with `$`. */
   channel: string | undefined;
   /** Resume after this event id (history first), or undefined to start with the next live event. */
   resumeAfter: string | undefined;
+  /**
+   * What a message's `event:` names: the event's channel (a source's stream, the default), or the
+   * channel its `$.send.sse` gave (a workflow's stream, whose events are all stored on `$sse`).
+   */
+  names?: "channel" | "send";
 }
 
 /**
@@ -87,9 +99,10 @@ export function streamCarries(stream: Pick<SourceStream, "sourceId" | "channel">
   return stream.channel === undefined ? !event.channel.startsWith("$") : event.channel === stream.channel;
 }
 
-/** One SSE message for an event. */
-export function sseFrame(stored: StoredEvent): string {
-  const name = stored.channel === "" ? "" : `event: ${stored.channel.replace(/[\r\n]/g, " ")}\n`;
+/** One SSE message for an event of `stream`. */
+export function sseFrame(stored: StoredEvent, stream?: Pick<SourceStream, "names">): string {
+  const eventName = stream?.names === "send" ? (stored.meta.name ?? "") : stored.channel;
+  const name = eventName === "" ? "" : `event: ${eventName.replace(/[\r\n]/g, " ")}\n`;
   return `id: ${stored.id}\n${name}data: ${JSON.stringify(sseEnvelope(stored))}\n\n`;
 }
 

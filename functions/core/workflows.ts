@@ -14,13 +14,15 @@ import { requireWorkflow, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, SourceRecord } from "./component-model.ts";
 import { findComponent, registryComponent, saveComponent } from "./components.ts";
-import { invalid, isDomainError, notFound } from "./errors.ts";
+import { conflict, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope } from "./pagination.ts";
 import { sealSecretValues, validateConfiguredProps } from "./props.ts";
 import { applyAutoSubscriptions } from "./subscriptions.ts";
+import { requestHash, requireExternalId } from "./workflow-external-ids.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+import { withTemplate } from "./workflow-templates.ts";
 import {
   activateTriggers,
   deactivateTriggers,
@@ -76,10 +78,21 @@ export interface UpdateWorkflowInput {
   triggers?: (TriggerInput & { id?: string | undefined })[] | undefined;
 }
 
-/** `template_id` and `external_id` are a later step of the design (11): refused by name until then. */
-function refuseLaterFields(input: { template_id?: string | undefined; external_id?: string | undefined }) {
-  if (input.template_id !== undefined) throw invalid("template_id", "workflow templates are not available yet");
-  if (input.external_id !== undefined) throw invalid("external_id", "is not available yet");
+/** The `external_id` of a body and the hash of the body it names (design 1.4), when it has one. */
+function externalIdOf(input: { external_id?: string | undefined }) {
+  if (input.external_id === undefined) return undefined;
+  return { externalId: requireExternalId(input.external_id), requestHash: requestHash(input) };
+}
+
+/**
+ * The answer to a create whose `external_id` already names `existing` in the workspace: the
+ * workflow itself when it was written by the same request (a retried create), else a 409.
+ */
+async function repeatedCreate(deps: Deps, existing: WorkflowRecord, hash: string) {
+  if (existing.requestHash !== hash) {
+    throw conflict(`external_id: already names workflow ${existing.id} with another definition`);
+  }
+  return present(deps, existing);
 }
 
 function workflowName(name: string | undefined): string {
@@ -248,13 +261,16 @@ function previousTrigger(
   return candidate !== undefined && !taken.has(candidate) ? candidate : undefined;
 }
 
-/** Refuses a configuration over {@link MAX_STORED_WORKFLOW_BYTES}, before anything is built. */
+/**
+ * Refuses a configuration over {@link MAX_STORED_WORKFLOW_BYTES} before anything is stored or
+ * built (design 2.4): the DynamoDB adapter's own limit (413, decision 193) is then a safety net.
+ */
 function checkSize(workflow: WorkflowRecord) {
   const bytes = Buffer.byteLength(JSON.stringify(workflow));
   if (bytes > MAX_STORED_WORKFLOW_BYTES) {
     throw invalid(
       "steps",
-      `the workflow's configuration is ${bytes} bytes, over ${MAX_STORED_WORKFLOW_BYTES} (300 KB)`,
+      `the workflow's configuration is over 300 KB (${bytes} bytes, at most ${MAX_STORED_WORKFLOW_BYTES})`,
     );
   }
 }
@@ -326,11 +342,20 @@ function logFields(workflow: WorkflowRecord) {
   };
 }
 
-/** `POST /workflows`: checks the body, saves the steps' components, builds the deployment, stores the workflow. */
-export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWorkflowInput) {
-  refuseLaterFields(input);
+/**
+ * `POST /workflows`: starts from the template if one is named, checks the body, saves the steps'
+ * components, builds the deployment, stores the workflow. With an `external_id` that already names
+ * a workflow of the workspace, nothing is made: the same request answers that workflow, another
+ * one a 409 (design 1.4). Two such creates at once make one workflow: the store's guard refuses
+ * the second, which then answers as a repeat.
+ */
+export async function createWorkflow(deps: Deps, caller: Caller, given: CreateWorkflowInput) {
+  const external = externalIdOf(given);
+  const input = await withTemplate<StepInput, TriggerInput, CreateWorkflowInput>(deps, given);
   const name = workflowName(input.settings?.name);
   const workspace = await workspaceOrDefault(deps, caller, input);
+  const existing = external && (await deps.workflows.findWorkflowByExternalId(workspace.id, external.externalId));
+  if (external && existing) return repeatedCreate(deps, existing, external.requestHash);
   const projectId = await projectOf(deps, workspace.id, input.project_id);
   // Triggers first: checking them writes nothing, while each step's code is saved as it is
   // checked. Sources a trigger deploys are deployed last, once everything else is known good.
@@ -347,6 +372,7 @@ export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWo
     name,
     active: input.settings?.auto_deploy === true,
     deploymentId: deps.ids.newId("deployment"),
+    ...external,
     steps,
     triggers: [],
     createdAt: now,
@@ -354,12 +380,21 @@ export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWo
   };
   checkSize({ ...draft, triggers: checked.filter((t) => t.type !== "deploy") });
   const workflow: WorkflowRecord = { ...draft, triggers: await deployTriggerSources(deps, caller, draft, checked) };
+  let prepared = false;
   try {
     checkSize(workflow);
     await deps.host.prepareWorkflow(workflowCode(workflow, components));
+    prepared = true;
     await deps.workflows.createWorkflow(workflow);
   } catch (error) {
     await deleteDeployedSources(deps, caller, workflow.triggers);
+    if (prepared) await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
+    // Another create with this external id was stored meanwhile: answer as its repeat.
+    const winner =
+      external && isDomainError(error) && error.code === "conflict"
+        ? await deps.workflows.findWorkflowByExternalId(workspace.id, external.externalId)
+        : undefined;
+    if (external && winner) return repeatedCreate(deps, winner, external.requestHash);
     throw error;
   }
   try {
@@ -378,13 +413,24 @@ export async function createWorkflow(deps: Deps, caller: Caller, input: CreateWo
  * `PUT /workflows/{id}`: `active` alone is the spec's activation. `steps` or `triggers` replace
  * those lists whole, with a new `deployment_id`; ids survive as 1.4 says. A list that is absent
  * is kept. Sources deployed by triggers are deployed anew when `triggers` are given, and those of
- * the previous list deleted.
+ * the previous list deleted. With the `external_id` and the body that last wrote the workflow, it
+ * changes nothing and answers the stored workflow (design 1.4).
  */
 export async function updateWorkflow(deps: Deps, caller: Caller, id: string, input: UpdateWorkflowInput) {
-  refuseLaterFields(input);
+  const external = externalIdOf(input);
   const name = input.settings?.name === undefined ? undefined : workflowName(input.settings.name);
   // Before any step is saved: nothing is made for a request about another account's workflow.
   const current = await requireWorkflow(deps, caller, id);
+  if (external) {
+    // The request that last wrote the workflow, again: nothing to do (no redeploy, no timer reset).
+    if (current.externalId === external.externalId && current.requestHash === external.requestHash) {
+      return present(deps, current);
+    }
+    const holder = await deps.workflows.findWorkflowByExternalId(current.workspaceId, external.externalId);
+    if (holder && holder.id !== current.id) {
+      throw conflict(`external_id: already names workflow ${holder.id} of this workspace`);
+    }
+  }
   const checked = input.triggers === undefined ? undefined : await triggerRecords(deps, caller, input.triggers);
   if (checked) requireDistinctSources(checked);
   const components = new Map<string, ComponentRecord>();
@@ -403,8 +449,12 @@ export async function updateWorkflow(deps: Deps, caller: Caller, id: string, inp
     );
   }
   const redeploy = input.steps !== undefined || input.triggers !== undefined;
+  // The stored hash describes the request that last wrote the workflow; a write without an
+  // `external_id` is another request, so the next PUT with the old body is not taken for a repeat.
+  const { requestHash: _previous, ...unhashed } = current;
   const next: WorkflowRecord = {
-    ...current,
+    ...unhashed,
+    ...external,
     name: name ?? current.name,
     active,
     steps,

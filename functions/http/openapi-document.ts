@@ -7,6 +7,7 @@ import { MAX_JSON_BODY_BYTES } from "./limits.ts";
 import type { AnyRoute } from "./route.ts";
 import { routes } from "./routes.ts";
 import { errorSchema, sourceIdParams } from "./schemas.ts";
+import { workflowIdParams } from "./workflow-schemas.ts";
 
 const json = (schema: z.ZodType) => ({ "application/json": { schema } });
 
@@ -45,31 +46,39 @@ function errorResponses(route: AnyRoute) {
 
 /** The live stream's path: outside the manifest (it is no JSON route) and without `/v1`, as the spec has it. */
 export const LIVE_STREAM_PATH = "/sources/{id}/sse";
+/** A workflow's stream of `$.send.sse` events (docs/design/workflows.md 1.1), registered the same way. */
+export const WORKFLOW_STREAM_PATH = "/workflows/{workflow_id}/sse";
 
 const eventIdText = z.string().regex(/^\d{1,15}-\d{1,9}$/, "must be an event id");
 
+interface StreamOperation {
+  path: string;
+  operationId: string;
+  summary: string;
+  params: z.ZodObject;
+  /** Query parameters besides `last_event_id`. */
+  query: Record<string, z.ZodType>;
+  /** What a 400 answers, besides a bad `Last-Event-ID` or `last_event_id`. */
+  badRequest: string;
+  /** How each message names its event. */
+  messageName: string;
+}
+
 /**
- * The live stream (docs/events.md "Live stream"), served beside the JSON routes: locally by the
- * server itself, on AWS at the stack's `StreamUrl` (the API answers this path with a 307 there).
+ * A live stream (docs/events.md "Live stream"), served beside the JSON routes: locally by the
+ * server itself, on AWS at the stack's `StreamUrl` (the API answers its path with a 307 there).
  */
-function registerLiveStream(registry: OpenAPIRegistry) {
+function registerStream(registry: OpenAPIRegistry, operation: StreamOperation) {
   registry.registerPath({
     method: "get",
-    path: LIVE_STREAM_PATH,
-    operationId: "stream-source-events",
-    summary:
-      "Follow what a source emits as server-sent events, resuming after Last-Event-ID (on AWS: at the stack's StreamUrl, which this path redirects to with a 307)",
+    path: operation.path,
+    operationId: operation.operationId,
+    summary: operation.summary,
     security: [{ bearerAuth: [] }],
     request: {
-      params: sourceIdParams,
+      params: operation.params,
       query: z.object({
-        event_name: z
-          .string()
-          .max(CHANNEL_NAME_MAX_LENGTH)
-          .optional()
-          .describe(
-            "One channel (`default` or empty for the default one, a custom name, `$logs`, `$errors`); without it every channel not starting with `$`",
-          ),
+        ...operation.query,
         last_event_id: eventIdText
           .optional()
           .describe(
@@ -84,18 +93,46 @@ function registerLiveStream(registry: OpenAPIRegistry) {
     },
     responses: {
       200: {
-        description: `The stream: \`retry: ${SSE_RETRY_MS}\` and a \`:ok\` comment first, then one message per event (\`id:\` the event id, \`event:\` its channel unless the default one, \`data:\` the event's JSON envelope on one line), and \`:keepalive\` comments while nothing else is sent`,
+        description: `The stream: \`retry: ${SSE_RETRY_MS}\` and a \`:ok\` comment first, then one message per event (\`id:\` the event id, ${operation.messageName}, \`data:\` the event's JSON envelope on one line), and \`:keepalive\` comments while nothing else is sent`,
         content: { "text/event-stream": { schema: z.string() } },
       },
-      400: {
-        description: "A bad `Last-Event-ID`, `last_event_id` or `event_name`; `details` names it",
-        content: json(errorSchema),
-      },
+      400: { description: operation.badRequest, content: json(errorSchema) },
       [STATUS_OF.unauthorized]: { description: "No or wrong API key", content: json(errorSchema) },
       [STATUS_OF.not_found]: { description: "Not found, or not the caller's", content: json(errorSchema) },
       [STATUS_OF.method_not_allowed]: { description: "Any method but GET", content: json(errorSchema) },
       [STATUS_OF.unavailable]: { description: "The server is stopping", content: json(errorSchema) },
     },
+  });
+}
+
+function registerLiveStreams(registry: OpenAPIRegistry) {
+  registerStream(registry, {
+    path: LIVE_STREAM_PATH,
+    operationId: "stream-source-events",
+    summary:
+      "Follow what a source emits as server-sent events, resuming after Last-Event-ID (on AWS: at the stack's StreamUrl, which this path redirects to with a 307)",
+    params: sourceIdParams,
+    query: {
+      event_name: z
+        .string()
+        .max(CHANNEL_NAME_MAX_LENGTH)
+        .optional()
+        .describe(
+          "One channel (`default` or empty for the default one, a custom name, `$logs`, `$errors`); without it every channel not starting with `$`",
+        ),
+    },
+    badRequest: "A bad `Last-Event-ID`, `last_event_id` or `event_name`; `details` names it",
+    messageName: "`event:` its channel unless the default one",
+  });
+  registerStream(registry, {
+    path: WORKFLOW_STREAM_PATH,
+    operationId: "stream-workflow-sse",
+    summary:
+      "Follow what a workflow's runs send with $.send.sse as server-sent events: the newest 100 first, then live ones, or resuming after Last-Event-ID (on AWS: at the stack's StreamUrl, which this path redirects to with a 307)",
+    params: workflowIdParams,
+    query: {},
+    badRequest: "A bad `Last-Event-ID` or `last_event_id`, or a path id that is not a workflow's; `details` names it",
+    messageName: "`event:` the channel given to `$.send.sse`",
   });
 }
 
@@ -125,7 +162,7 @@ export function buildOpenApiDocument(serverUrl = "/") {
       },
     });
   }
-  registerLiveStream(registry);
+  registerLiveStreams(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {

@@ -36,6 +36,11 @@ export const triggerInputSchema = z
       'A trigger: "http" {custom_response}, "timer" {intervalSeconds | cron, timezone} or "source" {source_id}',
   });
 
+const externalIdField = z.string().max(1000).optional().meta({
+  description:
+    "Your name for the workflow (1 to 200 printable characters), unique in its workspace: the same request sent again with it changes nothing",
+});
+
 const settingsFields = {
   name: z
     .string()
@@ -47,8 +52,10 @@ const settingsFields = {
 export const createWorkflowBody = z.object({
   ...workspaceChoiceFields,
   project_id: z.string().max(128).optional(),
-  template_id: z.string().max(128).optional().meta({ description: "Not available yet: refused" }),
-  external_id: z.string().max(1000).optional().meta({ description: "Not available yet: refused" }),
+  template_id: z.string().max(128).optional().meta({
+    description: "Start from this template (tch_…): fields given replace its steps and triggers; settings merge",
+  }),
+  external_id: externalIdField,
   settings: z
     .object({
       ...settingsFields,
@@ -61,7 +68,7 @@ export const createWorkflowBody = z.object({
 
 export const updateWorkflowBody = z.object({
   active: z.boolean().optional(),
-  external_id: z.string().max(1000).optional().meta({ description: "Not available yet: refused" }),
+  external_id: externalIdField,
   settings: z.object(settingsFields).optional(),
   steps: z.array(stepInputSchema).max(1000).optional(),
   triggers: z.array(triggerInputSchema).max(1000).optional(),

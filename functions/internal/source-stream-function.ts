@@ -1,8 +1,9 @@
 /**
- * The live stream on AWS, `GET <stream URL>/sources/{id}/sse`: a Lambda function behind a function
+ * The live streams on AWS, `GET <stream URL>/sources/{id}/sse` and `GET <stream URL>/workflows/{id}/sse`
+ * (a workflow's `$.send.sse` events, `functions/core/workflow-stream.ts`): a Lambda function behind a function
  * URL with response streaming (`InvokeMode: RESPONSE_STREAM`, auth `NONE`: the function checks the
  * Bearer key itself). API Gateway HTTP APIs cannot stream, so the HTTP API's `GET /sources/{id}/sse`
- * only redirects here (`sse-redirect.ts`).
+ * and `GET /workflows/{workflow_id}/sse` only redirect here (`sse-redirect.ts`).
  *
  * What is sent is decided by `functions/core/source-stream.ts`, as in local mode. The I/O differs:
  * a Lambda function has no bus to listen to, so it POLLS the store for events newer than the last
@@ -37,11 +38,14 @@ import {
   SSE_KEEPALIVE_FRAME,
   SSE_KEEPALIVE_MS,
   SSE_OPENING_FRAME,
+  type StreamTarget,
   sseFrame,
 } from "#core/source-stream";
+import { openWorkflowStream } from "#core/workflow-stream";
 import { logRequest, type RequestLine } from "#http/request-log";
 import { sourceIdParams } from "#http/schemas";
 import { streamRefusal } from "#http/stream-refusal";
+import { workflowIdParams } from "#http/workflow-schemas";
 
 /**
  * A response ends once it has carried this much (the client reconnects at once and resumes):
@@ -49,8 +53,8 @@ import { streamRefusal } from "#http/stream-refusal";
  */
 export const MAX_RESPONSE_BYTES = 16 * 1024 * 1024;
 
-/** What the stream reads: the caller's key, the source, its events. */
-export type StreamDeps = Pick<Deps, "identity" | "sources" | "events" | "log">;
+/** What the stream reads: the caller's key, the source or workflow, its events. */
+export type StreamDeps = Pick<Deps, "identity" | "sources" | "workflows" | "events" | "log">;
 
 /** The parts of the function URL event (payload format 2.0) the stream reads. */
 export const functionUrlEventSchema = z.object({
@@ -108,48 +112,63 @@ export const lambdaResponseStream: ResponseStreamFactory = (stream, metadata) =>
   return responses ? responses.from(stream, metadata) : stream;
 };
 
-const PATH = /^\/+sources\/+([^/]+)\/+sse\/*$/;
+const PATH = /^\/+(sources|workflows)\/+([^/]+)\/+sse\/*$/;
 
-/** The source id of a stream path, or undefined for any other path. */
-export function streamPathSourceId(rawPath: string): string | undefined {
+/** What a stream path follows, or undefined for any other path. */
+export function streamPathTarget(rawPath: string): StreamTarget | undefined {
   const match = PATH.exec(rawPath);
   if (!match) return undefined;
+  const kind = match[1] === "workflows" ? "workflow" : "source";
+  const raw = match[2] as string;
   try {
-    return decodeURIComponent(match[1] as string);
+    return { kind, id: decodeURIComponent(raw) };
   } catch {
-    return match[1];
+    return { kind, id: raw };
   }
 }
 
-/** The source id of a request for a stream; anything else is a 404 or 405, answered without reading the store. */
-function routeOf(event: z.infer<typeof functionUrlEventSchema>): string {
+/** The source id of a source's stream path, or undefined for any other path. */
+export function streamPathSourceId(rawPath: string): string | undefined {
+  const target = streamPathTarget(rawPath);
+  return target?.kind === "source" ? target.id : undefined;
+}
+
+/** What a request for a stream follows; anything else is a 404 or 405, answered without reading the store. */
+function routeOf(event: z.infer<typeof functionUrlEventSchema>): StreamTarget {
   const method = event.requestContext.http.method.toUpperCase();
-  const sourceId = streamPathSourceId(event.rawPath);
-  if (sourceId === undefined) {
-    throw new DomainError("not_found", `no route for ${method} ${event.rawPath}: streams are at /sources/{id}/sse`);
+  const target = streamPathTarget(event.rawPath);
+  if (target === undefined) {
+    throw new DomainError(
+      "not_found",
+      `no route for ${method} ${event.rawPath}: streams are at /sources/{id}/sse and /workflows/{id}/sse`,
+    );
   }
   if (method !== "GET") throw new DomainError("method_not_allowed", `${method} is not allowed on ${event.rawPath}`);
-  return sourceId;
+  return target;
 }
 
 /** Checks the caller and the request and opens the stream: every error here is answered as JSON, before any byte is streamed. */
 async function open(
   deps: StreamDeps,
   event: z.infer<typeof functionUrlEventSchema>,
-  sourceId: string,
+  target: StreamTarget,
 ): Promise<SourceStream> {
   const caller = await authenticate(deps, event.headers.authorization);
-  const params = sourceIdParams.safeParse({ id: sourceId });
+  const [field, params] =
+    target.kind === "workflow"
+      ? ["workflow_id", workflowIdParams.safeParse({ workflow_id: target.id })]
+      : ["id", sourceIdParams.safeParse({ id: target.id })];
   if (!params.success) {
-    const message = params.error.issues[0]?.message ?? "is not a source id";
-    throw new DomainError("validation", `id: ${message}`, [{ field: "id", message }]);
+    const message = params.error.issues[0]?.message ?? `is not a ${target.kind} id`;
+    throw new DomainError("validation", `${field}: ${message}`, [{ field, message }]);
   }
   const query = new URLSearchParams(event.rawQueryString);
-  return openSourceStream(deps, caller, params.data.id, {
+  const resume = {
     lastEventId: event.headers["last-event-id"],
     last_event_id: query.get("last_event_id") ?? undefined,
-    event_name: query.get("event_name") ?? undefined,
-  });
+  };
+  if (target.kind === "workflow") return openWorkflowStream(deps, caller, target.id, resume);
+  return openSourceStream(deps, caller, target.id, { ...resume, event_name: query.get("event_name") ?? undefined });
 }
 
 /** The id the stream starts after when the client does not resume: the newest event it carries now. */
@@ -235,10 +254,10 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
       requestId = event.requestContext.requestId ?? requestId;
       line.method = event.requestContext.http.method.toUpperCase();
       line.path = event.rawPath;
-      const sourceId = routeOf(event);
+      const target = routeOf(event);
       deps = await options.loadDeps();
       settings = settingsOf();
-      stream = await open(deps, event, sourceId);
+      stream = await open(deps, event, target);
       cursor = stream.resumeAfter ?? (await newestId(deps, stream));
     } catch (error) {
       const result = streamRefusal(error, requestId, deps?.log.child({ request_id: requestId }));
@@ -274,7 +293,7 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
         // The store reads only the stream's channels, and only ids after the cursor.
         for await (const stored of eventsAfter(deps, stream, cursor)) {
           if (stopping()) break;
-          if (!(await writer.write(sseFrame(stored)))) break;
+          if (!(await writer.write(sseFrame(stored, stream)))) break;
           sent++;
           cursor = stored.id;
           if (writer.bytes >= maxBytes) stop.abort("size");

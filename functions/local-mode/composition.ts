@@ -22,7 +22,7 @@ import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { storageErrorTranslator, translatingErrors } from "#adapters/local/storage-errors";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
-import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
+import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
 import { systemClock } from "#core/ports/clock";
@@ -123,7 +123,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     // In process: this server is the only one on its data dir (data-dir.ts).
     runLock: new LocalSourceRunLock(clock),
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: config.runtime.componentUrlAllowPrivate }),
-    registry: { readCode: (key) => readRegistryComponent(DEFAULT_REGISTRY_DIR, key) },
+    registry: registryFiles(DEFAULT_REGISTRY_DIR),
     clock,
     ids: randomIdGenerator(clock),
     log,

@@ -17,7 +17,12 @@ import { createRouter } from "#http/routing";
 import { responseHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
-import { SourceStreamServer, type SourceStreamServerOptions, STREAM_PATH } from "./source-stream-server.ts";
+import {
+  SourceStreamServer,
+  type SourceStreamServerOptions,
+  STREAM_PATH,
+  WORKFLOW_STREAM_PATH,
+} from "./source-stream-server.ts";
 
 class BodyTooLargeError extends Error {}
 
@@ -237,7 +242,8 @@ export interface LocalServer {
 /**
  * The local REST API: one Node HTTP server that routes each request with the manifest, turns it
  * into the API Gateway event the deployed Lambda would receive, and calls the same handler. Live
- * streams (`/sources/{id}/sse`, no `/v1`) are served apart, outside the JSON pipeline.
+ * streams (`/sources/{id}/sse` and `/workflows/{id}/sse`, no `/v1`) are served apart, outside the
+ * JSON pipeline.
  */
 export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, options: LocalServerOptions): LocalServer {
   const match = createRouter(routes);
@@ -259,7 +265,18 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
       return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/", line);
     }
     const stream = STREAM_PATH.exec(url.pathname);
-    if (stream?.[1]) return streams.handle(request, response, url, decodeSegment(stream[1]), requestId);
+    if (stream?.[1])
+      return streams.handle(request, response, url, { kind: "source", id: decodeSegment(stream[1]) }, requestId);
+    const workflowStream = WORKFLOW_STREAM_PATH.exec(url.pathname);
+    if (workflowStream?.[1]) {
+      return streams.handle(
+        request,
+        response,
+        url,
+        { kind: "workflow", id: decodeSegment(workflowStream[1]) },
+        requestId,
+      );
+    }
     const found = match(method, url.pathname);
     if (found.kind !== "found") {
       request.resume();

@@ -18,14 +18,18 @@ import {
   SSE_KEEPALIVE_FRAME,
   SSE_KEEPALIVE_MS,
   SSE_OPENING_FRAME,
+  type StreamTarget,
   sseFrame,
   streamCarries,
 } from "#core/source-stream";
+import { openWorkflowStream } from "#core/workflow-stream";
 import { type HttpResult, jsonResult } from "#http/responses";
 import { streamRefusal } from "#http/stream-refusal";
 
 /** `/sources/{id}/sse`, without a version segment (rest-api.md "Source events"). */
 export const STREAM_PATH = /^\/sources\/([^/]+)\/sse$/;
+/** `/workflows/{workflow_id}/sse`, a workflow's `$.send.sse` events (docs/design/workflows.md 2.5). */
+export const WORKFLOW_STREAM_PATH = /^\/workflows\/([^/]+)\/sse$/;
 
 /**
  * Bytes a client may leave unread (the response's and its socket's buffers) before it is
@@ -92,8 +96,9 @@ function sendResult(response: ServerResponse, result: HttpResult, requestId: str
 }
 
 /**
- * The live streams of local mode, `GET /sources/{id}/sse` (docs/events.md "Live stream"). One bus
- * subscription per followed source feeds every client of that source: each event is framed once
+ * The live streams of local mode, `GET /sources/{id}/sse` and `GET /workflows/{id}/sse`
+ * (docs/events.md "Live stream"). One bus subscription per followed source (or workflow) feeds
+ * every client of it: each event is framed once
  * and written to the clients whose selection carries it. A client resuming with `Last-Event-ID`
  * is subscribed before the history is read, so events stored meanwhile are kept aside and sent
  * after the history, skipping what the history already sent.
@@ -133,7 +138,7 @@ export class SourceStreamServer {
     request: IncomingMessage,
     response: ServerResponse,
     url: URL,
-    sourceId: string,
+    target: StreamTarget,
     requestId: string = randomUUID(),
   ): Promise<void> {
     request.resume();
@@ -152,11 +157,17 @@ export class SourceStreamServer {
     try {
       const caller = await authenticate(this.deps, request.headers.authorization);
       const header = request.headers["last-event-id"];
-      stream = await openSourceStream(this.deps, caller, sourceId, {
+      const resume = {
         lastEventId: typeof header === "string" ? header : undefined,
         last_event_id: url.searchParams.get("last_event_id") ?? undefined,
-        event_name: url.searchParams.get("event_name") ?? undefined,
-      });
+      };
+      stream =
+        target.kind === "workflow"
+          ? await openWorkflowStream(this.deps, caller, target.id, resume)
+          : await openSourceStream(this.deps, caller, target.id, {
+              ...resume,
+              event_name: url.searchParams.get("event_name") ?? undefined,
+            });
     } catch (error) {
       const log = this.deps.log.child({ request_id: requestId });
       return sendResult(response, streamRefusal(error, requestId, log), requestId);
@@ -244,7 +255,7 @@ export class SourceStreamServer {
         const frames: PendingFrame[] = [];
         events.forEach((event, i) => {
           if (!streamCarries(client.stream, event)) return;
-          framed[i] ??= sseFrame(event);
+          framed[i] ??= sseFrame(event, client.stream);
           frames.push({ id: event.id, text: framed[i] });
         });
         batch = { frames, bytes: Buffer.from(frames.map((frame) => frame.text).join("")) };
@@ -302,7 +313,7 @@ export class SourceStreamServer {
     try {
       for await (const event of eventsAfter(this.deps, client.stream, afterId)) {
         if (!client.open) return;
-        page.push(sseFrame(event));
+        page.push(sseFrame(event, client.stream));
         lastId = event.id;
         if (page.length < CATCH_UP_PAGE) continue;
         await send();

@@ -17,6 +17,8 @@ import { SluiceFunction } from "./sluice-function.ts";
 
 /** Where the HTTP API's `GET /sources/{id}/sse` points clients (the spec's stream address, no `/v1`). */
 export const SSE_ROUTE_PATH = "/sources/{id}/sse";
+/** A workflow's stream of `$.send.sse` events, redirected the same way (docs/design/workflows.md 1.1). */
+export const WORKFLOW_SSE_ROUTE_PATH = "/workflows/{workflow_id}/sse";
 
 export interface EventStreamingProps {
   /** The API that gets `GET /sources/{id}/sse` (a redirect to the stream function's URL). */
@@ -48,7 +50,8 @@ export interface EventStreamingProps {
  *   response streaming (`RESPONSE_STREAM`); its auth type is `NONE` because the function checks the
  *   Bearer key itself, as every route does; 15 minutes, Lambda's limit, after which clients resume
  *   with `Last-Event-ID`;
- * - `GET /sources/{id}/sse` on the HTTP API (which cannot stream), a `307` to that URL;
+ * - `GET /sources/{id}/sse` and `GET /workflows/{workflow_id}/sse` on the HTTP API (which cannot
+ *   stream), a `307` to that URL;
  * - the **event purger** (`functions/internal/event-purger.ts`), invoked asynchronously after a
  *   deletion to remove the hidden events; {@link attachPurgeStarter} lets a function start it.
  */
@@ -67,7 +70,7 @@ export class EventStreaming extends Construct {
     this.streamFunction = new SluiceFunction(this, "SourceStream", {
       entry: "functions/internal/source-stream-function.ts",
       description:
-        "GET <StreamUrl>/sources/{id}/sse: live stream of a source (functions/internal/source-stream-function.ts)",
+        "GET <StreamUrl>/sources/{id}/sse and /workflows/{id}/sse: live streams (functions/internal/source-stream-function.ts)",
       // Lambda's limit. The response ends a few seconds before it and the client resumes.
       timeout: Duration.minutes(15),
       // It mostly waits between reads of the store; billed by the millisecond of wall time.
@@ -102,10 +105,17 @@ export class EventStreaming extends Construct {
       environment: { [AWS_COMPUTE_ENV.streamUrl]: this.streamUrl },
       logRetention: props.logRetention,
     });
+    // One integration for both routes: one redirect function, a permission per route.
+    const redirect = new HttpLambdaIntegration("SseRedirectIntegration", this.sseRedirect.lambdaFunction);
     new HttpRoute(this, "SseRoute", {
       httpApi: props.httpApi,
       routeKey: HttpRouteKey.with(SSE_ROUTE_PATH, HttpMethod.GET),
-      integration: new HttpLambdaIntegration("SseRedirectIntegration", this.sseRedirect.lambdaFunction),
+      integration: redirect,
+    });
+    new HttpRoute(this, "WorkflowSseRoute", {
+      httpApi: props.httpApi,
+      routeKey: HttpRouteKey.with(WORKFLOW_SSE_ROUTE_PATH, HttpMethod.GET),
+      integration: redirect,
     });
 
     this.eventPurger = new SluiceFunction(this, "EventPurger", {

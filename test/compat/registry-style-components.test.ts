@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
-import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
+import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import type { TimerSpec } from "#core/component-model";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import type { SourceRunJob } from "#core/ports/run-queue";
@@ -56,7 +56,7 @@ describe("registry-style components through the use cases and the sandbox", () =
       cancel: async (sourceId) => void scheduled.delete(sourceId),
     },
     runs: { enqueue: async (job) => void jobs.push(job as SourceRunJob) },
-    registry: { readCode: (key) => readRegistryComponent(DEFAULT_REGISTRY_DIR, key) },
+    registry: registryFiles(DEFAULT_REGISTRY_DIR),
     fetcher: { fetchCode: async () => "" },
   });
   let caller: { userId: string };

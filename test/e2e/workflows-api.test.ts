@@ -3,7 +3,9 @@ import { route as createWorkflowRoute } from "#http/create-workflow";
 import { route as listUserWorkflowsRoute } from "#http/list-user-workflows";
 import { route as listWorkflowEventsRoute } from "#http/list-workflow-events";
 import { type ApiAnswer, apiClient } from "../support/api-client.ts";
+import { eventually, when } from "../support/eventually.ts";
 import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { dataOf, openRawStream } from "../support/sse-client.ts";
 
 /**
  * The workflow routes over real HTTP against `npm start` (design step 5): steps described in the
@@ -55,6 +57,7 @@ describe("workflows API over real HTTP against local mode", () => {
   let sluice: SluiceProcess;
   let api: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
   let other: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
+  let otherKey: string;
   let workspaceId: string;
 
   const create = async (input: unknown = body()) => {
@@ -75,7 +78,8 @@ describe("workflows API over real HTTP against local mode", () => {
     const { stdout } = await runSluice(["create-user", "--username", "other", "--email", "other@example.com"], {
       SLUICE_DATA_DIR: sluice.dataDir,
     });
-    other = apiClient(sluice.baseUrl, JSON.parse(stdout).api_key);
+    otherKey = JSON.parse(stdout).api_key;
+    other = apiClient(sluice.baseUrl, otherKey);
   });
   afterAll(async () => {
     await sluice?.stop();
@@ -140,7 +144,9 @@ describe("workflows API over real HTTP against local mode", () => {
       "triggers[0].props.cron",
     );
     expect400(await api("POST", "/workflows", body({ settings: { name: "" } })), "settings.name");
-    expect400(await api("POST", "/workflows", body({ external_id: "ci" })), "external_id");
+    expect400(await api("POST", "/workflows", body({ external_id: "" })), "external_id");
+    expect400(await api("POST", "/workflows", body({ external_id: "x".repeat(201) })), "external_id");
+    expect400(await api("POST", "/workflows", { template_id: "tch_nothing" }), "template_id");
     // Types are the request schema's: its field path is written with dots.
     expect400(
       await api("POST", "/workflows", { steps: [{ namespace: "a", component_code: CODE_STEP, disabled: "no" }] }),
@@ -254,5 +260,101 @@ describe("workflows API over real HTTP against local mode", () => {
     expect((await api("DELETE", `/workflows/${created.id}`)).status).toBe(404);
     const listed = await api("GET", "/users/me/workflows?limit=100");
     expect(listed.json.data.map((w: { id: string }) => w.id)).not.toContain(created.id);
+  });
+
+  it("a CI job's create and PUT with an external_id, sent again, change nothing; another account's is its own", async () => {
+    const definition = body({ external_id: "ci-orders" });
+    const created = await create(definition);
+    expect(created.external_id).toBe("ci-orders");
+    expect(await create(definition)).toEqual(created);
+    const conflict = await api("POST", "/workflows", { ...definition, settings: { name: "Changed" } });
+    expect(conflict.status).toBe(409);
+    expect(conflict.json.error).toBe(`external_id: already names workflow ${created.id} with another definition`);
+    // Two creates at once with a new external id make one workflow, which both answer.
+    const raced = await Promise.all([0, 1].map(() => api("POST", "/workflows", body({ external_id: "ci-race" }))));
+    expect(raced.map((answer) => answer.status)).toEqual([200, 200]);
+    expect(raced[1]?.json.data.id).toBe(raced[0]?.json.data.id);
+    const listed = (await api("GET", "/users/me/workflows?limit=100")).json.data;
+    expect(listed.filter((w: { external_id: string | null }) => w.external_id === "ci-race")).toHaveLength(1);
+    // The same external id in another account's workspace names nothing of ours.
+    const theirs = await other("POST", "/workflows", definition);
+    expect(theirs.status).toBe(200);
+    expect(theirs.json.data.id).not.toBe(created.id);
+
+    const { settings: _name, ...put } = { ...definition, active: true };
+    const first = await api("PUT", `/workflows/${created.id}`, put);
+    expect(first.status).toBe(200);
+    expect(first.json.data.deployment_id).not.toBe(created.deployment_id);
+    const again = await api("PUT", `/workflows/${created.id}`, put);
+    expect(again.json.data).toEqual(first.json.data);
+    expect((await api("GET", `/workflows/${created.id}`)).json.data).toEqual(first.json.data);
+  });
+
+  it("creates each shipped template in the real sandbox, and runs tch_http_echo through its endpoint", async () => {
+    for (const template_id of ["tch_schedule_to_webhook", "tch_errors_to_webhook"]) {
+      const made = await create({ template_id });
+      expect(made).toMatchObject({ active: false, steps: [expect.objectContaining({ type: "CodeCell" })] });
+    }
+    const echo = await create({ template_id: "tch_http_echo", settings: { auto_deploy: true } });
+    expect(echo).toMatchObject({ name: "HTTP echo", active: true });
+    const response = await fetch(`${echo.triggers[0].endpoint_url}/orders?n=1`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ order: 42 }),
+    });
+    expect(response.status).toBe(200);
+    expect(await response.json()).toMatchObject({
+      method: "POST",
+      path: "/orders",
+      query: { n: "1" },
+      body: { order: 42 },
+    });
+  });
+
+  it("streams what runs send with $.send.sse at /workflows/{id}/sse: the sends before it connected, then live ones", async () => {
+    const sender = `export default defineComponent({
+      async run({ steps, $ }) {
+        $.send.sse({ channel: "orders", payload: { n: steps.trigger.event.body.n } });
+      },
+    });`;
+    const workflow = await create({
+      settings: { auto_deploy: true },
+      steps: [{ namespace: "send", component_code: sender }],
+      triggers: [{ type: "http" }],
+    });
+    const trigger = (n: number) =>
+      fetch(workflow.triggers[0].endpoint_url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ n }),
+      });
+    const runs = async () => (await api("GET", `/workflows/${workflow.id}/runs`)).json.data;
+    expect((await trigger(1)).status).toBe(200);
+    await eventually(async () => when((await runs()).length === 1), "the first run");
+
+    const root = sluice.baseUrl.replace(/\/v1$/, "");
+    const url = `${root}/workflows/${workflow.id}/sse`;
+    const stream = await openRawStream(url, { authorization: `Bearer ${sluice.apiKeyFromFile()}` });
+    try {
+      expect(stream.status).toBe(200);
+      expect(stream.headers["content-type"]).toBe("text/event-stream; charset=utf-8");
+      await eventually(() => when(stream.messages.length === 1), "the send made before connecting");
+      expect((await trigger(2)).status).toBe(200);
+      await eventually(() => when(stream.messages.length === 2), "the live send");
+      expect(stream.messages.map((message) => message.event)).toEqual(["orders", "orders"]);
+      expect(dataOf(stream.messages).map((data) => data.event)).toEqual([{ n: 1 }, { n: 2 }]);
+    } finally {
+      stream.close();
+    }
+
+    for (const [headers, status] of [
+      [{ authorization: `Bearer ${otherKey}` }, 404],
+      [{}, 401],
+    ] as const) {
+      const refused = await openRawStream(url, headers);
+      expect(refused.status).toBe(status);
+      await eventually(() => when(refused.ended()), "the refusal's end");
+      expect(JSON.parse(refused.text())).toEqual({ error: expect.any(String) });
+    }
   });
 });

@@ -7,7 +7,7 @@ import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { RESOURCES_TABLE } from "#config/shared-names";
 import { routes } from "#http/routes";
-import { EventStreaming, SSE_ROUTE_PATH } from "../../lib/constructs/event-streaming.ts";
+import { EventStreaming, SSE_ROUTE_PATH, WORKFLOW_SSE_ROUTE_PATH } from "../../lib/constructs/event-streaming.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
 import {
   actionsOf,
@@ -106,6 +106,18 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
       Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
     });
     expect(SSE_ROUTE_PATH).toBe("/sources/{id}/sse");
+    // A workflow's stream is redirected by the same function through the same integration.
+    template.hasResourceProperties("AWS::ApiGatewayV2::Route", {
+      RouteKey: `GET ${WORKFLOW_SSE_ROUTE_PATH}`,
+      Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
+    });
+    expect(WORKFLOW_SSE_ROUTE_PATH).toBe("/workflows/{workflow_id}/sse");
+    const invokers = template.findResources("AWS::Lambda::Permission", {
+      Properties: { FunctionName: { "Fn::GetAtt": [redirectId(), "Arn"] }, Principal: "apigateway.amazonaws.com" },
+    });
+    const sourceArns = Object.values(invokers).map((permission) => JSON.stringify(permission.Properties.SourceArn));
+    expect(sourceArns).toHaveLength(2);
+    expect(sourceArns.some((arn) => arn.includes("/workflows/{workflow_id}/sse"))).toBe(true);
     expect(environmentOf(template, redirectId())).toEqual({
       [AWS_COMPUTE_ENV.streamUrl]: streamBaseUrl(),
       NODE_OPTIONS: "--enable-source-maps",

@@ -89,8 +89,8 @@ describe("ServiceStack", () => {
       RouteKey: "$default",
       Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
     });
-    // Plus the two catch-all routes of sources' HTTP interfaces and the stream's redirect.
-    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1 + 2 + 1);
+    // Plus the two catch-all routes of sources' HTTP interfaces and the streams' two redirects.
+    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1 + 2 + 2);
   });
 
   it("declares no route key with a trailing slash, which HTTP APIs refuse", () => {

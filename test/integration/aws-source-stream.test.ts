@@ -13,6 +13,7 @@ import { documentClient } from "#adapters/aws/composition";
 import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
+import { DynamoDbWorkflowStore } from "#adapters/aws/dynamodb-workflow-store";
 import { type CreatedAccount, createAccount } from "#core/accounts";
 import type { StoredEvent } from "#core/component-model";
 import { systemClock } from "#core/ports/clock";
@@ -78,7 +79,13 @@ describe("the AWS stream function on DynamoDB Local", () => {
     table = await createResourcesTable(endpoint, `stream-${process.pid}-${Date.now()}`);
     const identity = new DynamoDbIdentityStore(documents, table);
     const sources = new DynamoDbSourceStore(documents, table);
-    deps = { identity, sources, events: new DynamoDbEventStore(documents, table), log: silentLogger };
+    deps = {
+      identity,
+      sources,
+      workflows: new DynamoDbWorkflowStore(documents, table),
+      events: new DynamoDbEventStore(documents, table),
+      log: silentLogger,
+    };
     const accountDeps = { identity, clock: systemClock, ids: randomIdGenerator(systemClock) };
     alice = await createAccount(accountDeps, { username: "alice", email: "alice@example.com" });
     bob = await createAccount(accountDeps, { username: "bob", email: "bob@example.com" });

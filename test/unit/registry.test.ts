@@ -3,12 +3,26 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import { DEFAULT_REGISTRY_DIR, readRegistryComponent } from "#adapters/registry-files";
+import {
+  DEFAULT_REGISTRY_DIR,
+  readRegistryComponent,
+  readRegistryTemplate,
+  registryFiles,
+} from "#adapters/registry-files";
+import type { ComponentDescription } from "#core/component-model";
+import { readWorkflowTemplate } from "#core/workflow-templates";
+import { createWorkflow } from "#core/workflows";
+import { describeComponent } from "#runtime/describe-component";
+import { installComponentGlobals } from "#runtime/globals";
+import { accountIn, memoryDeps, scriptedHost } from "../support/memory-deps.ts";
 
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
 const KEYS = readdirSync(DEFAULT_REGISTRY_DIR)
   .filter((file) => file.endsWith(".mjs"))
   .map((file) => file.slice(0, -".mjs".length));
+const TEMPLATE_IDS = readdirSync(join(DEFAULT_REGISTRY_DIR, "templates"))
+  .filter((file) => file.endsWith(".json"))
+  .map((file) => file.slice(0, -".json".length));
 
 interface RegistryComponent {
   key: string;
@@ -96,5 +110,74 @@ describe("readRegistryComponent", () => {
 
   it("reads from another registry folder when given one", async () => {
     expect(await readRegistryComponent(outside, "secret")).toBe("export default {}");
+  });
+});
+
+/**
+ * Describes code as the sandbox does, in this process: the registry's files are the repo's own,
+ * trusted code, so their steps are imported directly (with the globals the sandbox installs).
+ */
+async function describeTrusted(code: string): Promise<ComponentDescription> {
+  installComponentGlobals();
+  const module = (await import(`data:text/javascript;base64,${Buffer.from(code).toString("base64")}`)) as {
+    default: unknown;
+  };
+  return describeComponent(module.default) as ComponentDescription;
+}
+
+const REGISTRY = registryFiles(DEFAULT_REGISTRY_DIR);
+
+describe("workflow templates", () => {
+  it("ships the documented templates", () => {
+    expect(TEMPLATE_IDS.sort()).toEqual(["tch_errors_to_webhook", "tch_http_echo", "tch_schedule_to_webhook"]);
+  });
+
+  it.each(TEMPLATE_IDS)("%s parses, and creates a valid workflow with its steps and triggers", async (id) => {
+    const { host } = scriptedHost();
+    const deps = memoryDeps(Date.UTC(2026, 10, 26, 9), {
+      host: { ...host, describe: describeTrusted },
+      registry: REGISTRY,
+      timers: { schedule: async () => {}, cancel: async () => {} },
+    });
+    const template = await readWorkflowTemplate(deps, id);
+    expect(template).toMatchObject({ id, name: expect.any(String), description: expect.any(String) });
+    const account = await accountIn(deps, "templates");
+    const created = await createWorkflow(deps, { userId: account.user.id }, { template_id: id });
+    expect(created.name).toBe(template.settings.name ?? template.name);
+    expect(created.active).toBe(false);
+    expect(created.steps.map((step) => step.namespace)).toEqual(template.steps.map((step) => step.namespace));
+    expect(created.triggers).toHaveLength(template.triggers.length);
+  });
+
+  it("tch_http_echo answers through $.respond on an HTTP trigger with a custom response", async () => {
+    const template = await readWorkflowTemplate({ registry: REGISTRY }, "tch_http_echo");
+    expect(template.triggers).toEqual([{ type: "http", props: { custom_response: true } }]);
+    expect(template.steps[0]?.component_code).toContain("$.respond(");
+  });
+
+  it("tch_schedule_to_webhook sends with $.send.http on a timer", async () => {
+    const template = await readWorkflowTemplate({ registry: REGISTRY }, "tch_schedule_to_webhook");
+    expect(template.triggers.map((trigger) => trigger.type)).toEqual(["timer"]);
+    expect(template.steps[0]?.component_code).toContain("$.send.http(");
+  });
+});
+
+describe("readRegistryTemplate", () => {
+  it.each(TEMPLATE_IDS)("reads the JSON of %s", async (id) => {
+    expect(JSON.parse((await readRegistryTemplate(DEFAULT_REGISTRY_DIR, id)) ?? "null")).toMatchObject({ id });
+  });
+
+  it.each([
+    ["an id without tch_", "http_echo"],
+    ["a parent-folder id", "tch_../../package"],
+    ["an id with a slash", "tch_x/y"],
+    ["an id with a dot", "tch_http_echo.json"],
+    ["an uppercase id", "tch_HTTP_echo"],
+    ["an id with a dash", "tch_http-echo"],
+    ["an id over 64 characters", `tch_${"a".repeat(61)}`],
+    ["an empty id", ""],
+    ["a valid id without a file", "tch_nothing_here"],
+  ])("returns undefined for %s", async (_what, id) => {
+    expect(await readRegistryTemplate(DEFAULT_REGISTRY_DIR, id)).toBeUndefined();
   });
 });

@@ -12,7 +12,7 @@ import { streamLogger } from "#adapters/log-output";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { bundledNpmCli } from "#adapters/npm/npm-cli";
 import { NPM_HOME_FOLDER } from "#adapters/npm/package-cache";
-import { readRegistryComponent } from "#adapters/registry-files";
+import { registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { loadAwsComputeConfig } from "#config/aws-compute-env";
 import { loadAwsConfig } from "#config/env";
@@ -242,7 +242,7 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
     runLock: lazy("the source run lock", () => new DynamoDbSourceRunLock(documents(), table(), { clock: systemClock })),
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
-    registry: { readCode: (key) => readRegistryComponent(join(taskRoot, "registry"), key) },
+    registry: registryFiles(join(taskRoot, "registry")),
     clock: systemClock,
     ids: randomIdGenerator(systemClock),
     log,

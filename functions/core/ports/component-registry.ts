@@ -1,8 +1,11 @@
 /**
- * The components shipped with Sluice (`registry/<key>.mjs`), read by key. Adapter: `registryFiles`
- * over `readRegistryComponent` of `#adapters/registry-files`.
+ * The components and workflow templates shipped with Sluice (`registry/<key>.mjs`,
+ * `registry/templates/<tch_id>.json`), read by key or id. Adapter: `registryFiles` of
+ * `#adapters/registry-files`.
  */
 export interface ComponentRegistry {
   /** The code of the registry component `key`, or undefined when there is none. */
   readCode(key: string): Promise<string | undefined>;
+  /** The JSON text of the workflow template `id` (`tch_…`), or undefined when there is none. */
+  readTemplate(id: string): Promise<string | undefined>;
 }

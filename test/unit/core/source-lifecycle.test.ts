@@ -25,7 +25,7 @@ async function setUp(description: Partial<ComponentDescription>, script: Script 
       schedule: async (id) => void timers.push(`schedule ${id}`),
       cancel: async (id) => void timers.push(`cancel ${id}`),
     },
-    registry: { readCode: async () => undefined },
+    registry: { readCode: async () => undefined, readTemplate: async () => undefined },
     fetcher: { fetchCode: async () => "" },
   });
   const account = await accountIn(deps, "lifecycle");

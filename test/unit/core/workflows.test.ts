@@ -77,12 +77,41 @@ function testHost() {
   return { host, prepared, removed };
 }
 
+/** Templates as the registry holds them: JSON text, by id. */
+const TEMPLATES: Record<string, string> = {
+  tch_test: JSON.stringify({
+    id: "tch_test",
+    name: "Test template",
+    description: "Two steps, an HTTP and a timer trigger",
+    steps: [
+      { namespace: "parse", component_code: "code" },
+      { namespace: "send", key: "http-send", props: { url: "https://example.com/t" } },
+    ],
+    triggers: [
+      { type: "http", props: { custom_response: true } },
+      { type: "timer", props: { intervalSeconds: 600 } },
+    ],
+    settings: { name: "From the template", auto_deploy: false },
+  }),
+  tch_unnamed: JSON.stringify({
+    id: "tch_unnamed",
+    name: "Unnamed settings",
+    description: "No name in its settings",
+    steps: [{ namespace: "only", component_code: "code" }],
+    triggers: [],
+    settings: {},
+  }),
+};
+
 async function setUp() {
   const { host, prepared, removed } = testHost();
   const deps = memoryDeps(Date.UTC(2026, 10, 26, 8), {
     host,
     timers: { schedule: async () => {}, cancel: async () => {} },
-    registry: { readCode: async (key) => (key === "http-send" ? "action" : undefined) },
+    registry: {
+      readCode: async (key) => (key === "http-send" ? "action" : undefined),
+      readTemplate: async (id) => TEMPLATES[id],
+    },
     fetcher: { fetchCode: async () => "" },
   });
   const ownerAccount = await accountIn(deps, "owner");
@@ -288,8 +317,24 @@ describe("createWorkflow", () => {
       "settings.name",
     ],
     ["an unknown project", { steps: [codeStep()], project_id: "proj_01jd0000000000000000ab" }, "project_id"],
-    ["a template", { steps: [codeStep()], template_id: "tch_http_echo" }, "template_id"],
-    ["an external id", { steps: [codeStep()], external_id: "ci-key" }, "external_id"],
+    ["an unknown template", { template_id: "tch_nothing" }, "template_id"],
+    ["a template id that is no template id", { template_id: "../tch_test" }, "template_id"],
+    ["a template whose steps the body replaces badly", { template_id: "tch_test", steps: [] }, "steps"],
+    ["an empty external id", { steps: [codeStep()], external_id: "" }, "external_id"],
+    ["an external id of 201 characters", { steps: [codeStep()], external_id: "x".repeat(201) }, "external_id"],
+    ["an external id with a line break", { steps: [codeStep()], external_id: "ci\nkey" }, "external_id"],
+    ["an external id with a bidi override", { steps: [codeStep()], external_id: "ci\u202Ekey" }, "external_id"],
+    [
+      "a configuration over 300 KB",
+      {
+        steps: Array.from({ length: 6 }, (_, i) => ({
+          namespace: `s${i}`,
+          key: "http-send",
+          props: { url: "u".repeat(60_000) },
+        })),
+      },
+      "steps",
+    ],
   ];
 
   it.each(refusals)("answers 400 naming the field for %s, storing no workflow", async (_what, input, field) => {
@@ -612,5 +657,169 @@ describe("deleteWorkflow", () => {
     expect(removed).toEqual([created.id]);
     expect(await deps.sources.getSource(source.id)).toBeDefined();
     expect((await rejection(deleteWorkflow(deps, owner, created.id))).code).toBe("not_found");
+  });
+});
+
+describe("external_id (design 1.4)", () => {
+  const definition = (extra: Record<string, unknown> = {}) => ({
+    settings: { name: "CI" },
+    steps: [codeStep("a"), codeStep("b")],
+    triggers: [{ type: "http" }, { type: "timer", props: { intervalSeconds: 60 } }],
+    ...extra,
+  });
+
+  it("stores it on create; the same create again answers that workflow and makes nothing", async () => {
+    const { deps, owner, prepared } = await setUp();
+    const created = await createWorkflow(deps, owner, definition({ external_id: "ci-orders" }));
+    expect(created.external_id).toBe("ci-orders");
+    // The same body, its keys in another order: the same request.
+    const again = await createWorkflow(deps, owner, {
+      external_id: "ci-orders",
+      triggers: [{ props: { intervalSeconds: 60 }, type: "timer" }, { type: "http" }].reverse(),
+      steps: [codeStep("a"), codeStep("b")],
+      settings: { name: "CI" },
+    });
+    expect(again).toEqual(created);
+    expect((await listUserWorkflows(deps, owner, { limit: 10 })).data.map((w) => w.id)).toEqual([created.id]);
+    expect(prepared).toHaveLength(1);
+  });
+
+  it("answers 409 naming the workflow when the external id names one with another definition", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, definition({ external_id: "ci-orders" }));
+    const error = await rejection(
+      createWorkflow(deps, owner, definition({ external_id: "ci-orders", settings: { name: "Other" } })),
+    );
+    expect(error.code).toBe("conflict");
+    expect(error.message).toBe(`external_id: already names workflow ${created.id} with another definition`);
+    expect((await listUserWorkflows(deps, owner, { limit: 10 })).data).toHaveLength(1);
+  });
+
+  it("is unique per workspace: another account may use the same external id", async () => {
+    const { deps, owner, stranger } = await setUp();
+    const mine = await createWorkflow(deps, owner, definition({ external_id: "ci-orders" }));
+    const theirs = await createWorkflow(deps, stranger, definition({ external_id: "ci-orders" }));
+    expect(theirs.id).not.toBe(mine.id);
+    expect(theirs.org_id).not.toBe(mine.org_id);
+  });
+
+  it("makes one workflow of two creates at once; the other answers it and leaves no deployment behind", async () => {
+    const { deps, owner, prepared, removed } = await setUp();
+    const [first, second] = await Promise.all([
+      createWorkflow(deps, owner, definition({ external_id: "race" })),
+      createWorkflow(deps, owner, definition({ external_id: "race" })),
+    ]);
+    expect(second.id).toBe(first.id);
+    expect((await listUserWorkflows(deps, owner, { limit: 10 })).data.map((w) => w.id)).toEqual([first.id]);
+    // Both were built before the store's guard refused one; the loser's deployment is removed.
+    expect(prepared.map((code) => code.workflowId).filter((id) => id !== first.id)).toEqual(removed);
+    expect(removed).toHaveLength(1);
+  });
+
+  it("a PUT repeating the stored external id and body changes nothing: no deployment, no new times", async () => {
+    const { deps, owner, prepared } = await setUp();
+    const created = await createWorkflow(deps, owner, definition({ settings: { auto_deploy: true } }));
+    deps.clock.set(Date.UTC(2026, 10, 26, 9));
+    const put = definition({ external_id: "ci-orders", active: true });
+    delete (put as { settings?: unknown }).settings;
+    const first = await updateWorkflow(deps, owner, created.id, put);
+    expect(first.external_id).toBe("ci-orders");
+    expect(first.deployment_id).not.toBe(created.deployment_id);
+    const stored = await deps.workflows.getWorkflow(created.id);
+    const builds = prepared.length;
+
+    deps.clock.set(Date.UTC(2026, 10, 26, 10));
+    const again = await updateWorkflow(deps, owner, created.id, structuredClone(put));
+    expect(again).toEqual(first);
+    expect(await deps.workflows.getWorkflow(created.id)).toEqual(stored);
+    expect(prepared).toHaveLength(builds);
+
+    // The same external id with another body is a PUT, and stores the new hash.
+    const renamed = await updateWorkflow(deps, owner, created.id, { ...put, settings: { name: "Renamed" } });
+    expect(renamed).toMatchObject({ name: "Renamed", external_id: "ci-orders" });
+    expect(renamed.deployment_id).not.toBe(first.deployment_id);
+    expect((await deps.workflows.getWorkflow(created.id))?.requestHash).not.toBe(stored?.requestHash);
+  });
+
+  it("a PUT without external_id keeps the id but not the hash: the old body is then a real PUT again", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, definition({ external_id: "ci-orders" }));
+    const put = { external_id: "ci-orders", steps: [codeStep("a")] };
+    const first = await updateWorkflow(deps, owner, created.id, put);
+    const off = await updateWorkflow(deps, owner, created.id, { active: true });
+    expect(off.external_id).toBe("ci-orders");
+    expect((await deps.workflows.getWorkflow(created.id))?.requestHash).toBeUndefined();
+    const again = await updateWorkflow(deps, owner, created.id, put);
+    expect(again.deployment_id).not.toBe(first.deployment_id);
+    expect(again.active).toBe(true);
+  });
+
+  it("a PUT may give a workflow a new external id, not one another workflow of the workspace has", async () => {
+    const { deps, owner, stranger } = await setUp();
+    const one = await createWorkflow(deps, owner, definition({ external_id: "one" }));
+    const two = await createWorkflow(deps, owner, definition());
+    const error = await rejection(updateWorkflow(deps, owner, two.id, { external_id: "one", active: true }));
+    expect(error.code).toBe("conflict");
+    expect(error.message).toBe(`external_id: already names workflow ${one.id} of this workspace`);
+    expect((await deps.workflows.getWorkflow(two.id))?.active).toBe(false);
+    expect((await updateWorkflow(deps, owner, two.id, { external_id: "two" })).external_id).toBe("two");
+    // Another account's workflow stays 404 whatever the external id.
+    expect((await rejection(updateWorkflow(deps, stranger, one.id, { external_id: "one" }))).code).toBe("not_found");
+    const bad = await rejection(updateWorkflow(deps, owner, one.id, { external_id: "" }));
+    expect(bad.issues?.[0]?.field).toBe("external_id");
+  });
+});
+
+describe("templates (design 1.5)", () => {
+  it("creates the template's workflow, with its name, steps and triggers", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, { template_id: "tch_test" });
+    expect(created).toMatchObject({ name: "From the template", active: false });
+    expect(created.steps.map((step) => [step.namespace, step.component_key])).toEqual([
+      ["parse", null],
+      ["send", "http-send"],
+    ]);
+    expect(created.triggers).toEqual([
+      expect.objectContaining({ custom_response: true, endpoint_url: expect.stringContaining("/http/") }),
+      expect.objectContaining({ interval_seconds: 600 }),
+    ]);
+    // A template without a name in its settings names the workflow after itself.
+    expect((await createWorkflow(deps, owner, { template_id: "tch_unnamed" })).name).toBe("Unnamed settings");
+  });
+
+  it("takes the body's steps and triggers over the template's, and merges settings key by key", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      template_id: "tch_test",
+      settings: { auto_deploy: true },
+      triggers: [],
+    });
+    expect(created).toMatchObject({ name: "From the template", active: true, triggers: [] });
+    expect(created.steps).toHaveLength(2);
+    const replaced = await createWorkflow(deps, owner, {
+      template_id: "tch_test",
+      settings: { name: "Mine" },
+      steps: [codeStep("mine")],
+    });
+    expect(replaced).toMatchObject({ name: "Mine", active: false });
+    expect(replaced.steps.map((step) => step.namespace)).toEqual(["mine"]);
+    expect(replaced.triggers).toHaveLength(2);
+  });
+});
+
+describe("the configuration's size (design 2.4)", () => {
+  it("refuses a configuration over 300 KB before storing or building anything", async () => {
+    const { deps, owner, prepared } = await setUp();
+    const big = (i: number) => ({ namespace: `s${i}`, key: "http-send", props: { url: "u".repeat(60_000) } });
+    const error = await rejection(createWorkflow(deps, owner, { steps: Array.from({ length: 6 }, (_, i) => big(i)) }));
+    expect(error.message).toMatch(/^steps: the workflow's configuration is over 300 KB \(\d+ bytes, at most 307200\)$/);
+    expect(prepared).toEqual([]);
+    const created = await createWorkflow(deps, owner, { steps: [big(0)] });
+    const put = await rejection(
+      updateWorkflow(deps, owner, created.id, { steps: Array.from({ length: 6 }, (_, i) => big(i)) }),
+    );
+    expect(put.issues?.[0]?.field).toBe("steps");
+    expect((await deps.workflows.getWorkflow(created.id))?.steps).toHaveLength(1);
+    expect(prepared).toHaveLength(1);
   });
 });

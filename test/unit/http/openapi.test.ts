@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { buildOpenApiDocument, LIVE_STREAM_PATH } from "#http/openapi-document";
+import { buildOpenApiDocument, LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH } from "#http/openapi-document";
 import { routes } from "#http/routes";
 
 describe("OpenAPI document", () => {
@@ -40,10 +40,32 @@ describe("OpenAPI document", () => {
     expect(sourceGet[0]?.schema?.pattern).toBe("^dc_[A-Za-z0-9_-]{1,64}$");
   });
 
-  it("has no path the manifest does not serve, but the live stream", () => {
+  it("has no path the manifest does not serve, but the live streams", () => {
     expect(Object.keys(document.paths ?? {}).sort()).toEqual(
-      [...new Set([...routes.map((r) => r.path), LIVE_STREAM_PATH])].sort(),
+      [...new Set([...routes.map((r) => r.path), LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH])].sort(),
     );
+  });
+
+  it("documents a workflow's stream: its workflow id, resuming, the key it needs and its text/event-stream answer", () => {
+    expect(WORKFLOW_STREAM_PATH).toBe("/workflows/{workflow_id}/sse");
+    const item = document.paths?.[WORKFLOW_STREAM_PATH] as Record<string, any>;
+    const stream = item.get;
+    expect(stream.security).toEqual([{ bearerAuth: [] }]);
+    expect(stream.parameters).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: "workflow_id",
+          in: "path",
+          required: true,
+          schema: expect.objectContaining({ pattern: "^p_[A-Za-z0-9_-]{1,64}$" }),
+        }),
+        expect.objectContaining({ name: "last_event_id", in: "query", required: false }),
+        expect.objectContaining({ name: "Last-Event-ID", in: "header", required: false }),
+      ]),
+    );
+    expect(stream.parameters.map((parameter: { name: string }) => parameter.name)).not.toContain("event_name");
+    expect(Object.keys(stream.responses["200"].content)).toEqual(["text/event-stream"]);
+    expect(Object.keys(stream.responses)).toEqual(expect.arrayContaining(["200", "400", "401", "404", "405"]));
   });
 
   it("documents the live stream: its parameters, the key it needs and its text/event-stream answer", () => {

@@ -7,6 +7,7 @@ import {
   type ResponseMetadata,
   type ResponseStreamFactory,
   streamPathSourceId,
+  streamPathTarget,
 } from "../../../functions/internal/source-stream-function.ts";
 import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
@@ -18,8 +19,10 @@ import {
   lambdaContext,
   recordedResponse,
 } from "../../support/stream-function.ts";
+import { workflowRecord } from "../../support/workflow-record.ts";
 
 const SOURCE = "dc_01kab00000abcdefghjkmn";
+const WORKFLOW = "p_01kab00000abcdefghjkmn";
 
 async function setup() {
   const deps = memoryDeps();
@@ -84,6 +87,16 @@ describe("streamPathSourceId", () => {
     expect(streamPathSourceId(`//sources/${SOURCE}/sse/`)).toBe(SOURCE);
     expect(streamPathSourceId(`/v1/sources/${SOURCE}/sse`)).toBeUndefined();
     expect(streamPathSourceId(`/sources/${SOURCE}`)).toBeUndefined();
+  });
+});
+
+describe("streamPathTarget", () => {
+  it("tells a source's stream from a workflow's, and reads nothing else", () => {
+    expect(streamPathTarget(`/sources/${SOURCE}/sse`)).toEqual({ kind: "source", id: SOURCE });
+    expect(streamPathTarget(`/workflows/${WORKFLOW}/sse/`)).toEqual({ kind: "workflow", id: WORKFLOW });
+    expect(streamPathSourceId(`/workflows/${WORKFLOW}/sse`)).toBeUndefined();
+    expect(streamPathTarget(`/v1/workflows/${WORKFLOW}/sse`)).toBeUndefined();
+    expect(streamPathTarget(`/workflows/${WORKFLOW}/sse/x`)).toBeUndefined();
   });
 });
 
@@ -324,5 +337,96 @@ describe("the stream function's request line", () => {
     for (const hidden of ["query-secret", alice.apiKey, "not-a-key-0123456789"]) {
       expect(JSON.stringify(lines)).not.toContain(hidden);
     }
+  });
+});
+
+describe("a workflow's stream on AWS (/workflows/{id}/sse)", () => {
+  async function workflowSetup() {
+    const { deps, alice, bob } = await setup();
+    await deps.workflows.createWorkflow(workflowRecord(alice, WORKFLOW, deps.clock.nowMs()));
+    let tick = 0;
+    /** Events as a run's `$.send.sse` and `$.send.emit` store them (workflow-runs.ts). */
+    const send = async (channel: string, ...values: number[]) => {
+      deps.clock.set(deps.clock.nowMs() + 1);
+      return deps.events.appendEvents(
+        WORKFLOW,
+        values.map((n) => ({ channel: "$sse", event: { n }, emitId: `sse-${++tick}`, meta: { name: channel } })),
+        deps.clock.nowMs(),
+      );
+    };
+    const emit = async (n: number) =>
+      deps.events.appendEvents(
+        WORKFLOW,
+        [{ channel: "", event: { raw_event: n }, emitId: `emit-${++tick}`, meta: {} }],
+        deps.clock.nowMs(),
+      );
+    return { deps, alice, bob, send, emit };
+  }
+
+  it("replays the newest 100 sends, then the live ones, each named by its channel; emits are not in it", async () => {
+    const { deps, alice, send, emit } = await workflowSetup();
+    await send("old", ...Array.from({ length: 102 }, (_, i) => i));
+    const { handler } = handlerFor(deps);
+    const { out, messages } = recordedResponse();
+    const done = handler(
+      functionUrlRequest(`/workflows/${WORKFLOW}/sse`, bearer(alice.apiKey)),
+      out,
+      lambdaContext(60_000),
+    );
+    await eventually(() => when(messages.length === 100), "the newest 100 sends");
+    await emit(7);
+    await send("orders", 500);
+    await eventually(() => when(messages.length === 101), "the live send");
+    out.destroy();
+    await done;
+    expect(dataOf(messages).map((data) => data.event.n)).toEqual([
+      ...Array.from({ length: 100 }, (_, i) => i + 2),
+      500,
+    ]);
+    expect(messages.at(0)?.event).toBe("old");
+    expect(messages.at(-1)?.event).toBe("orders");
+    expect(dataOf(messages).at(-1)).toMatchObject({ e: { n: 500 }, metadata: { emitter_id: WORKFLOW } });
+  });
+
+  it("resumes after Last-Event-ID instead of replaying", async () => {
+    const { deps, alice, send } = await workflowSetup();
+    const sent = await send("c", 1, 2, 3);
+    const { handler } = handlerFor(deps);
+    const { out, messages } = recordedResponse();
+    const done = handler(
+      functionUrlRequest(`/workflows/${WORKFLOW}/sse`, { ...bearer(alice.apiKey), "last-event-id": sent[1]!.id }),
+      out,
+      lambdaContext(60_000),
+    );
+    await eventually(() => when(messages.length === 1), "the send after Last-Event-ID");
+    out.destroy();
+    await done;
+    expect(dataOf(messages).map((data) => data.event.n)).toEqual([3]);
+  });
+
+  it("answers 404 for another account's workflow as for a missing one, and 400 for an id that is not a workflow's", async () => {
+    const { deps, alice, bob } = await workflowSetup();
+    const { handler, responses } = handlerFor(deps);
+    const theirs = recordedResponse();
+    await handler(
+      functionUrlRequest(`/workflows/${WORKFLOW}/sse`, bearer(bob.apiKey)),
+      theirs.out,
+      lambdaContext(5_000),
+    );
+    const missing = recordedResponse();
+    await handler(
+      functionUrlRequest("/workflows/p_01kab00000zzzzzzzzzzzz/sse", bearer(bob.apiKey)),
+      missing.out,
+      lambdaContext(5_000),
+    );
+    const badId = recordedResponse();
+    await handler(
+      functionUrlRequest(`/workflows/${SOURCE}/sse`, bearer(alice.apiKey)),
+      badId.out,
+      lambdaContext(5_000),
+    );
+    expect(responses.map((response) => response.statusCode)).toEqual([404, 404, 400]);
+    expect(JSON.parse(theirs.text())).toEqual(JSON.parse(missing.text()));
+    expect(JSON.parse(badId.text()).details).toEqual([{ field: "workflow_id", message: expect.any(String) }]);
   });
 });

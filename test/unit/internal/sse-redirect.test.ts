@@ -21,6 +21,26 @@ describe("GET /sources/{id}/sse on the HTTP API", () => {
     expect(JSON.parse(result.body)).toEqual({ location, message: expect.stringContaining("--location-trusted") });
   });
 
+  it("redirects a workflow's stream, GET /workflows/{workflow_id}/sse, to its path on the stream URL", () => {
+    const result = sseRedirect(
+      {
+        ...event(""),
+        pathParameters: { workflow_id: "p_01kab00000abcdefghjkmn" },
+        rawQueryString: "last_event_id=1-0",
+      },
+      "https://abc.lambda-url.eu-west-1.on.aws",
+    );
+    expect(result.statusCode).toBe(307);
+    expect(result.headers.location).toBe(
+      "https://abc.lambda-url.eu-west-1.on.aws/workflows/p_01kab00000abcdefghjkmn/sse?last_event_id=1-0",
+    );
+    const escaped = sseRedirect(
+      { ...event(""), pathParameters: { workflow_id: "p_x/../../v1" } },
+      "https://abc.lambda-url.eu-west-1.on.aws",
+    );
+    expect(escaped.headers.location).toBe("https://abc.lambda-url.eu-west-1.on.aws/workflows/p_x%2F..%2F..%2Fv1/sse");
+  });
+
   it("keeps the id inside its path segment", () => {
     const result = sseRedirect(event("dc_x/../../v1"), "https://abc.lambda-url.eu-west-1.on.aws");
     expect(result.headers.location).toBe("https://abc.lambda-url.eu-west-1.on.aws/sources/dc_x%2F..%2F..%2Fv1/sse");
