@@ -44,7 +44,7 @@ export interface LocalMode {
   deps: Deps;
   /** The bus `deps.bus` publishes on: live streams follow sources through it. */
   bus: InProcessEventBus;
-  /** Schedules the timers of every active source (after a restart). */
+  /** Schedules the timers of every active source and every active workflow's timer triggers (after a restart). */
   startTimers(): Promise<void>;
   /**
    * Stops timers and the sweeps, lets queued runs, routing and delivery attempts finish (up to
@@ -173,14 +173,18 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     deps,
     bus,
     async startTimers() {
-      for (const source of await deps.sources.listActiveTimerSources()) {
-        if (!source.timer) continue;
+      const sources = (await deps.sources.listActiveTimerSources()).flatMap((source) =>
+        source.timer ? [{ target: { sourceId: source.id }, spec: source.timer }] : [],
+      );
+      const workflows = (await deps.workflows.listActiveTimerTriggers()).map(({ workflowId, timerId, spec }) => ({
+        target: { workflowId, timerId },
+        spec,
+      }));
+      for (const { target, spec } of [...sources, ...workflows]) {
         // One bad stored timer must not keep the others from starting.
         await timers
-          .schedule(source.id, source.timer)
-          .catch((error: unknown) =>
-            log.error("a timer could not be scheduled", { source_id: source.id, error: String(error) }),
-          );
+          .schedule(target, spec)
+          .catch((error: unknown) => log.error("a timer could not be scheduled", { ...target, error: String(error) }));
       }
     },
     async close(graceMs = 5_000) {

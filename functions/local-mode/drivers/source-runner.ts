@@ -6,8 +6,9 @@
  */
 import type { Deps } from "#core/ports/deps";
 import type { RunJob } from "#core/ports/run-queue";
+import type { TimerTarget } from "#core/ports/timers";
 import { runQueuedJob } from "#core/run-jobs";
-import { fireTimer } from "#core/source-runs";
+import { fireTimerTarget } from "#core/workflow-timers";
 
 /** Runs one queued job (a source's or a workflow's) with the deps `depsOf` answers once they exist. */
 export const queuedRunner =
@@ -15,9 +16,9 @@ export const queuedRunner =
   (job: RunJob): Promise<unknown> =>
     runQueuedJob(depsOf(), job);
 
-/** Fires a source's timer for the slot at `scheduledAtMs`. */
+/** Fires a timer (a source's, or a workflow's timer trigger) for the slot at `scheduledAtMs`. */
 export const timerFiring =
   (depsOf: () => Deps) =>
-  async (sourceId: string, scheduledAtMs: number): Promise<void> => {
-    await fireTimer(depsOf(), sourceId, scheduledAtMs);
+  async (target: TimerTarget, scheduledAtMs: number): Promise<void> => {
+    await fireTimerTarget(depsOf(), target, scheduledAtMs);
   };
