@@ -14,7 +14,7 @@ import { setTimeout as sleepFor } from "node:timers/promises";
 import { z } from "zod";
 import type { TimerInvokerInput } from "#config/shared-names";
 import { type Clock, systemClock } from "#core/ports/clock";
-import { type TimerTarget, timerTargetId } from "#core/ports/timers";
+import { type TimerTarget, timerTargetId, timerTargetOf } from "#core/ports/timers";
 import { fireTimerTarget } from "#core/workflow-timers";
 import { internalHandler } from "./internal-handler.ts";
 
@@ -33,11 +33,6 @@ export const timerInvokerInputSchema: z.ZodType<TimerInvokerInput> = z
   .refine((input) => (input.everySeconds === undefined) === (input.times === undefined), {
     message: "everySeconds and times come together",
   });
-
-/** The timer an input names. */
-export function timerTargetOf(input: TimerInvokerInput): TimerTarget {
-  return "sourceId" in input ? { sourceId: input.sourceId } : { workflowId: input.workflowId, timerId: input.timerId };
-}
 
 /** The scheduled times of the runs one invocation makes, in epoch milliseconds. */
 export function scheduledTimes(input: TimerInvokerInput, nowMs: number): number[] {

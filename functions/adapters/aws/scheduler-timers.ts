@@ -20,7 +20,7 @@ import {
 } from "@aws-sdk/client-scheduler";
 import type { TimerInvokerInput } from "#config/shared-names";
 import type { TimerSpec } from "#core/component-model";
-import { type Timers, type TimerTarget, timerTargetId } from "#core/ports/timers";
+import { type Timers, type TimerTarget, timerTargetId, timerTargetOf } from "#core/ports/timers";
 import { type AwsScheduleExpression, toAwsScheduleExpression } from "#core/timer-schedule";
 import { hasErrorName } from "./sdk-errors.ts";
 
@@ -49,7 +49,8 @@ export class SchedulerTimers implements Timers {
   /** The request that makes (or remakes) a timer's schedule; `UpdateSchedule` takes the same fields. */
   scheduleRequest(target: TimerTarget, spec: TimerSpec): CreateScheduleCommandInput {
     const { expression, timezone, subMinuteRepeats } = (this.#options.toExpression ?? toAwsScheduleExpression)(spec);
-    const input: TimerInvokerInput = { ...targetFields(target), scheduledAt: SCHEDULED_TIME_PLACEHOLDER };
+    // Only the target's own fields: the input is exactly what the invoker's schema takes.
+    const input: TimerInvokerInput = { ...timerTargetOf(target), scheduledAt: SCHEDULED_TIME_PLACEHOLDER };
     if (subMinuteRepeats) {
       input.everySeconds = subMinuteRepeats.everySeconds;
       input.times = subMinuteRepeats.times;
@@ -96,11 +97,4 @@ export class SchedulerTimers implements Timers {
       if (!hasErrorName(error, "ResourceNotFoundException")) throw error;
     }
   }
-}
-
-/** The target's own fields only: what reaches Scheduler's input is exactly what the invoker's schema takes. */
-function targetFields(target: TimerTarget): TimerTarget {
-  return "sourceId" in target
-    ? { sourceId: target.sourceId }
-    : { workflowId: target.workflowId, timerId: target.timerId };
 }

@@ -11,6 +11,11 @@ export function timerTargetId(target: TimerTarget): string {
   return "sourceId" in target ? target.sourceId : target.timerId;
 }
 
+/** The target's own fields, whatever else `value` carries (a Scheduler input, a stored trigger). */
+export function timerTargetOf(value: TimerTarget): TimerTarget {
+  return "sourceId" in value ? { sourceId: value.sourceId } : { workflowId: value.workflowId, timerId: value.timerId };
+}
+
 /**
  * Fires the timers of sources and of workflows' timer triggers. Adapters: `LocalTimers`
  * (in-process; croner for cron) and `SchedulerTimers` (one EventBridge Scheduler schedule per

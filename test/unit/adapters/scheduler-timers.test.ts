@@ -9,7 +9,8 @@ import {
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
 import { SCHEDULED_TIME_PLACEHOLDER, SchedulerTimers } from "#adapters/aws/scheduler-timers";
-import { scheduledTimes, timerInvokerInputSchema, timerTargetOf } from "#internal/timer-invoker";
+import { timerTargetOf } from "#core/ports/timers";
+import { scheduledTimes, timerInvokerInputSchema } from "#internal/timer-invoker";
 
 const schedulerMock = mockClient(SchedulerClient);
 const INVOKER = "arn:aws:lambda:eu-west-1:123456789012:function:SluiceService-TimerInvoker";

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import type { TimerTarget } from "#core/ports/timers";
-import { fireScheduledRuns, scheduledTimes, timerInvokerInputSchema, timerTargetOf } from "#internal/timer-invoker";
+import { type TimerTarget, timerTargetOf } from "#core/ports/timers";
+import { fireScheduledRuns, scheduledTimes, timerInvokerInputSchema } from "#internal/timer-invoker";
 
 const SOURCE = "dc_01kab00000abcdefghjkmn";
 const WORKFLOW = "p_01kab00000abcdefghjkmn";
