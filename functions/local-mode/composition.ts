@@ -32,7 +32,7 @@ import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
-import { queuedRunner, timerFiring } from "./drivers/source-runner.ts";
+import { localDrivers } from "./drivers/source-runner.ts";
 
 export const DATABASE_FILE = "sluice.db";
 /** Bundles of components, one folder per owner and code hash (see process-pool-host.ts). */
@@ -88,8 +88,9 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   // The queue and the timers call drivers (drivers/source-runner.ts) that need the finished deps.
   let deps!: Deps;
   // Durable: jobs are rows until their run is applied (docs/durability.md).
-  const runs = new SqliteRunQueue(db, { run: queuedRunner(() => deps), log });
-  const timers = new LocalTimers({ clock, log, onFire: timerFiring(() => deps) });
+  const drivers = localDrivers(() => deps, log);
+  const runs = new SqliteRunQueue(db, { run: (job) => drivers.run(job), log });
+  const timers = new LocalTimers({ clock, log, onFire: (target, at) => drivers.fire(target, at) });
   // Each append also writes its outbox row, removed once its events are routed.
   const outbox = new SqliteOutbox(db);
   const events = new SqliteEventStore(db, { retention: config.events, outbox });

@@ -31,8 +31,8 @@ interface Entry {
  * - The anchor of an interval timer is the time of `schedule`, so a restart (a new instance
  *   scheduling again) fires at the next interval after start: no burst of missed runs.
  * - A slot that comes while the timer's previous firing is still going is skipped and logged,
- *   so runs of one source never overlap or pile up. (A workflow's firing only queues its run:
- *   see `fireWorkflowTimer`.)
+ *   so runs of one source never overlap or pile up. (A workflow's firing only queues its run;
+ *   local mode's drivers, `localDrivers`, skip a tick while the previous one is queued or running.)
  * - Errors of `onFire` are logged and never stop the timer.
  */
 export class LocalTimers implements Timers {
