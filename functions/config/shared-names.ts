@@ -27,15 +27,15 @@ export const fallbackQueueNameFor = (busName: string) => `${busName}-unpublished
 export const SQS_MAX_MESSAGE_BYTES = 1024 * 1024;
 
 /**
- * What EventBridge Scheduler sends the timer invoker for a source's timer: `scheduledAt` is filled
- * in by Scheduler (ISO 8601); an interval under a minute adds `everySeconds` and `times`.
+ * What EventBridge Scheduler sends the timer invoker: the timer (a source's, `{sourceId}`, or a
+ * workflow's timer trigger, `{workflowId, timerId}`), `scheduledAt` filled in by Scheduler (ISO
+ * 8601), and for an interval under a minute `everySeconds` and `times`.
  */
-export interface TimerInvokerInput {
-  sourceId: string;
+export type TimerInvokerInput = ({ sourceId: string } | { workflowId: string; timerId: string }) & {
   scheduledAt?: string | undefined;
   everySeconds?: number | undefined;
   times?: number | undefined;
-}
+};
 
 /** The npm CLI package Sluice depends on, to install the packages it does not ship. */
 export const NPM_CLI_PACKAGE = "npm";

@@ -258,7 +258,7 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
     await removeSource(deps, source);
     throw error;
   }
-  if (source.timer) await deps.timers.schedule(source.id, source.timer);
+  if (source.timer) await deps.timers.schedule({ sourceId: source.id }, source.timer);
   deps.log.info("source deployed", sourceLogFields(source));
   return sourceView(deps, source, component);
 }
@@ -301,13 +301,13 @@ export async function updateSource(deps: SourceDeps, caller: Caller, id: string,
   await deps.host.prepare(sourceCode(draft, component));
 
   if (current.active) {
-    await deps.timers.cancel(current.id);
+    await deps.timers.cancel({ sourceId: current.id });
     await runHook(deps, current, currentComponent, "deactivate");
   }
   const saved = await deps.sources.updateSource(draft);
   if (saved.active) {
     await runHook(deps, saved, component, "activate");
-    if (saved.timer) await deps.timers.schedule(saved.id, saved.timer);
+    if (saved.timer) await deps.timers.schedule({ sourceId: saved.id }, saved.timer);
   }
   deps.log.info("source updated", sourceLogFields(saved));
   return sourceView(deps, saved, component);
@@ -327,7 +327,7 @@ export async function deleteSource(deps: SourceDeps, caller: Caller, id: string)
 }
 
 async function removeSource(deps: SourceDeps, source: SourceRecord) {
-  await deps.timers.cancel(source.id);
+  await deps.timers.cancel({ sourceId: source.id });
   // Subscriptions (as emitter or listener) go before the source, so a failure half way leaves the
   // source in place and repeating the deletion finishes the job.
   await deps.subscriptions.deleteSubscriptionsOf(source.id);

@@ -14,6 +14,7 @@ import { deleteSource, deploySource, updateSource } from "./sources.ts";
 import { subscribeWorkflow, type WorkflowSubscriptionDeps } from "./subscriptions.ts";
 import { validateTimerSpec } from "./timer-schedule.ts";
 import type { HttpTriggerRecord, TimerTriggerRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+import { timerTriggersOf, workflowTimerTarget } from "./workflow-timers.ts";
 
 /** Most triggers a workflow may have (design 3.8). */
 export const MAX_TRIGGERS = 10;
@@ -54,8 +55,7 @@ export function httpTrigger(deps: TriggerDeps, input: TriggerInput, field: strin
 
 /**
  * `{type: "timer", props: {intervalSeconds | cron, timezone?}}`, checked by the sources' rules
- * (decision 28). Stored only: scheduling the timers of active workflows is a later step of the
- * design (7), which fills {@link activateTriggers} and {@link deactivateTriggers}.
+ * (decision 28). Scheduled while the workflow is active, by {@link activateTriggers}.
  */
 export function timerTrigger(deps: TriggerDeps, input: TriggerInput, field: string): TimerTriggerRecord {
   const props = input.props ?? {};
@@ -247,27 +247,65 @@ export async function subscribeSourceTriggers(deps: WorkflowSubscriptionDeps, wo
 }
 
 /**
- * What a workflow's triggers do when it becomes active: the sources it deployed are activated.
- * HTTP triggers need nothing (the endpoint reads `active`), nor do given sources. The seam for
- * design step 7: schedule its timers here (`deps.timers`, keyed by `ti_`).
+ * What a workflow's triggers do when it becomes active, or when an active workflow's triggers are
+ * replaced (`previous`, the record before the PUT): the sources it deployed are activated and its
+ * timers scheduled. HTTP triggers need nothing (the endpoint reads `active`), nor do given sources.
  */
-export async function activateTriggers(deps: Deps, caller: Caller, workflow: WorkflowRecord): Promise<void> {
+export async function activateTriggers(
+  deps: Deps,
+  caller: Caller,
+  workflow: WorkflowRecord,
+  previous?: WorkflowRecord,
+): Promise<void> {
   await setDeployedSourcesActive(deps, caller, workflow, true);
+  await scheduleTimers(deps, workflow, previous);
 }
 
 /**
- * What a workflow's triggers do when it stops being active, or before it is deleted: the sources
- * it deployed are deactivated. The seam for design step 7: cancel its timers here.
+ * What a workflow's triggers do when it stops being active, or before its triggers are replaced
+ * (`next`, the record the PUT stores): the sources it deployed are deactivated and its timers
+ * cancelled, but for those `next` keeps active.
  */
-export async function deactivateTriggers(deps: Deps, caller: Caller, workflow: WorkflowRecord): Promise<void> {
+export async function deactivateTriggers(
+  deps: Deps,
+  caller: Caller,
+  workflow: WorkflowRecord,
+  next?: WorkflowRecord,
+): Promise<void> {
   await setDeployedSourcesActive(deps, caller, workflow, false);
+  await cancelTimers(deps, workflow, next);
 }
 
 /**
- * What a workflow's triggers leave behind when it is deleted (or its creation fails): the sources
- * it deployed are deleted (their `deactivate()` runs). The seam for design step 7: cancel its
- * timers here too.
+ * What a workflow's triggers leave behind when it is deleted (or its creation fails): its timers
+ * are cancelled, active or not, and the sources it deployed are deleted (their `deactivate()` runs).
  */
 export async function removeTriggers(deps: Deps, caller: Caller, workflow: WorkflowRecord): Promise<void> {
+  await cancelTimers(deps, workflow, undefined);
   await deleteDeployedSources(deps, caller, workflow.triggers);
+}
+
+/** Whether a timer of the previous record keeps running as `timer`: same id, same spec. */
+const sameSchedule = (old: TimerTriggerRecord, timer: TimerTriggerRecord) =>
+  old.id === timer.id && JSON.stringify(old.spec) === JSON.stringify(timer.spec);
+
+/**
+ * Schedules the workflow's timers. A timer the previous (active) record already ran with the same
+ * spec is left alone: a PUT that keeps it does not move its slots (design 1.4, decision 217's
+ * `schedule_changed_at`). One whose spec changed is replaced under its `ti_` id.
+ */
+async function scheduleTimers(deps: Pick<Deps, "timers">, workflow: WorkflowRecord, previous?: WorkflowRecord) {
+  const running = previous?.active ? timerTriggersOf(previous) : [];
+  for (const timer of timerTriggersOf(workflow)) {
+    if (running.some((old) => sameSchedule(old, timer))) continue;
+    await deps.timers.schedule(workflowTimerTarget(workflow.id, timer.id), timer.spec);
+  }
+}
+
+/** Cancels the workflow's timers but those `next` (when active) still has: {@link scheduleTimers} keeps or replaces them. */
+async function cancelTimers(deps: Pick<Deps, "timers">, workflow: WorkflowRecord, next: WorkflowRecord | undefined) {
+  const kept = new Set(next?.active ? timerTriggersOf(next).map((timer) => timer.id) : []);
+  for (const timer of timerTriggersOf(workflow)) {
+    if (!kept.has(timer.id)) await deps.timers.cancel(workflowTimerTarget(workflow.id, timer.id));
+  }
 }

@@ -473,10 +473,12 @@ export async function updateWorkflow(deps: Deps, caller: Caller, id: string, inp
     await deleteDeployedSources(deps, caller, fresh);
     throw error;
   }
-  if (current.active && (!next.active || input.triggers !== undefined)) await deactivateTriggers(deps, caller, current);
+  if (current.active && (!next.active || input.triggers !== undefined))
+    await deactivateTriggers(deps, caller, current, next);
   await deps.workflows.updateWorkflow(next);
   await resubscribe(deps, caller, current, next);
-  if (next.active && (!current.active || input.triggers !== undefined)) await activateTriggers(deps, caller, next);
+  if (next.active && (!current.active || input.triggers !== undefined))
+    await activateTriggers(deps, caller, next, current);
   deps.log.info("workflow updated", logFields(next));
   return present(deps, next, components);
 }

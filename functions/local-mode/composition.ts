@@ -32,7 +32,7 @@ import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
-import { queuedRunner, timerFiring } from "./drivers/source-runner.ts";
+import { localDrivers } from "./drivers/source-runner.ts";
 
 export const DATABASE_FILE = "sluice.db";
 /** Bundles of components, one folder per owner and code hash (see process-pool-host.ts). */
@@ -44,7 +44,7 @@ export interface LocalMode {
   deps: Deps;
   /** The bus `deps.bus` publishes on: live streams follow sources through it. */
   bus: InProcessEventBus;
-  /** Schedules the timers of every active source (after a restart). */
+  /** Schedules the timers of every active source and every active workflow's timer triggers (after a restart). */
   startTimers(): Promise<void>;
   /**
    * Stops timers and the sweeps, lets queued runs, routing and delivery attempts finish (up to
@@ -88,8 +88,9 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   // The queue and the timers call drivers (drivers/source-runner.ts) that need the finished deps.
   let deps!: Deps;
   // Durable: jobs are rows until their run is applied (docs/durability.md).
-  const runs = new SqliteRunQueue(db, { run: queuedRunner(() => deps), log });
-  const timers = new LocalTimers({ clock, log, onFire: timerFiring(() => deps) });
+  const drivers = localDrivers(() => deps, log);
+  const runs = new SqliteRunQueue(db, { run: (job) => drivers.run(job), log });
+  const timers = new LocalTimers({ clock, log, onFire: (target, at) => drivers.fire(target, at) });
   // Each append also writes its outbox row, removed once its events are routed.
   const outbox = new SqliteOutbox(db);
   const events = new SqliteEventStore(db, { retention: config.events, outbox });
@@ -176,14 +177,18 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     deps,
     bus,
     async startTimers() {
-      for (const source of await deps.sources.listActiveTimerSources()) {
-        if (!source.timer) continue;
+      const sources = (await deps.sources.listActiveTimerSources()).flatMap((source) =>
+        source.timer ? [{ target: { sourceId: source.id }, spec: source.timer }] : [],
+      );
+      const workflows = (await deps.workflows.listActiveTimerTriggers()).map(({ workflowId, timerId, spec }) => ({
+        target: { workflowId, timerId },
+        spec,
+      }));
+      for (const { target, spec } of [...sources, ...workflows]) {
         // One bad stored timer must not keep the others from starting.
         await timers
-          .schedule(source.id, source.timer)
-          .catch((error: unknown) =>
-            log.error("a timer could not be scheduled", { source_id: source.id, error: String(error) }),
-          );
+          .schedule(target, spec)
+          .catch((error: unknown) => log.error("a timer could not be scheduled", { ...target, error: String(error) }));
       }
     },
     async close(graceMs = 5_000) {

@@ -8,6 +8,7 @@ import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import type { TimerSpec } from "#core/component-model";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import type { SourceRunJob } from "#core/ports/run-queue";
+import { timerTargetId } from "#core/ports/timers";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { listSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
@@ -52,8 +53,8 @@ describe("registry-style components through the use cases and the sandbox", () =
   const deps = memoryDeps(Date.now(), {
     host,
     timers: {
-      schedule: async (sourceId, spec) => void scheduled.set(sourceId, spec),
-      cancel: async (sourceId) => void scheduled.delete(sourceId),
+      schedule: async (target, spec) => void scheduled.set(timerTargetId(target), spec),
+      cancel: async (target) => void scheduled.delete(timerTargetId(target)),
     },
     runs: { enqueue: async (job) => void jobs.push(job as SourceRunJob) },
     registry: registryFiles(DEFAULT_REGISTRY_DIR),

@@ -1,11 +1,14 @@
 /**
- * `Timers` on AWS: one EventBridge Scheduler schedule per source, named by the source id, in the
- * stack's schedule group. Each fires the timer-invoker function (`functions/internal/timer-invoker.ts`)
- * with `{ sourceId, scheduledAt }`; Scheduler fills in `scheduledAt` (its `scheduled-time` context
- * attribute), so the run's `event.timestamp` is the scheduled time, not the delivery time.
+ * `Timers` on AWS: one EventBridge Scheduler schedule per timer, in the stack's schedule group,
+ * named by `timerTargetId`: a source's by its `dc_` id, a workflow's timer trigger by its `ti_` id.
+ * Each fires the timer-invoker function (`functions/internal/timer-invoker.ts`) with the target
+ * (`{sourceId}` or `{workflowId, timerId}`) and `scheduledAt`; Scheduler fills in `scheduledAt` (its
+ * `scheduled-time` context attribute), so the run's `event.timestamp` is the scheduled time, not the
+ * delivery time, and a tick Scheduler delivers twice carries the same time (a workflow's run id is
+ * made from it, so it runs once).
  *
  * Scheduler's finest rate is one minute. A shorter interval that divides 60 fires once a minute
- * with `everySeconds` and `times` in the input, and the invoker runs the source `times` times,
+ * with `everySeconds` and `times` in the input, and the invoker fires the timer `times` times,
  * `everySeconds` apart, within that one invocation (`toAwsScheduleExpression` in `#core/timer-schedule`).
  */
 import {
@@ -17,7 +20,7 @@ import {
 } from "@aws-sdk/client-scheduler";
 import type { TimerInvokerInput } from "#config/shared-names";
 import type { TimerSpec } from "#core/component-model";
-import type { Timers } from "#core/ports/timers";
+import { type Timers, type TimerTarget, timerTargetId, timerTargetOf } from "#core/ports/timers";
 import { type AwsScheduleExpression, toAwsScheduleExpression } from "#core/timer-schedule";
 import { hasErrorName } from "./sdk-errors.ts";
 
@@ -43,22 +46,26 @@ export class SchedulerTimers implements Timers {
     this.#options = options;
   }
 
-  /** The request that makes (or remakes) a source's schedule; `UpdateSchedule` takes the same fields. */
-  scheduleRequest(sourceId: string, spec: TimerSpec): CreateScheduleCommandInput {
+  /** The request that makes (or remakes) a timer's schedule; `UpdateSchedule` takes the same fields. */
+  scheduleRequest(target: TimerTarget, spec: TimerSpec): CreateScheduleCommandInput {
     const { expression, timezone, subMinuteRepeats } = (this.#options.toExpression ?? toAwsScheduleExpression)(spec);
-    const input: TimerInvokerInput = { sourceId, scheduledAt: SCHEDULED_TIME_PLACEHOLDER };
+    // Only the target's own fields: the input is exactly what the invoker's schema takes.
+    const input: TimerInvokerInput = { ...timerTargetOf(target), scheduledAt: SCHEDULED_TIME_PLACEHOLDER };
     if (subMinuteRepeats) {
       input.everySeconds = subMinuteRepeats.everySeconds;
       input.times = subMinuteRepeats.times;
     }
     return {
-      Name: sourceId,
+      Name: timerTargetId(target),
       GroupName: this.#options.groupName,
       ScheduleExpression: expression,
       ...(timezone !== undefined ? { ScheduleExpressionTimezone: timezone } : {}),
       FlexibleTimeWindow: { Mode: "OFF" },
       State: "ENABLED",
-      Description: `Sluice timer of ${sourceId}`,
+      Description:
+        "sourceId" in target
+          ? `Sluice timer of ${target.sourceId}`
+          : `Sluice timer ${target.timerId} of workflow ${target.workflowId}`,
       Target: {
         Arn: this.#options.timerInvokerArn,
         RoleArn: this.#options.roleArn,
@@ -70,8 +77,8 @@ export class SchedulerTimers implements Timers {
     };
   }
 
-  async schedule(sourceId: string, spec: TimerSpec): Promise<void> {
-    const request = this.scheduleRequest(sourceId, spec);
+  async schedule(target: TimerTarget, spec: TimerSpec): Promise<void> {
+    const request = this.scheduleRequest(target, spec);
     try {
       await this.#options.scheduler.send(new CreateScheduleCommand(request));
     } catch (error) {
@@ -81,10 +88,10 @@ export class SchedulerTimers implements Timers {
     }
   }
 
-  async cancel(sourceId: string): Promise<void> {
+  async cancel(target: TimerTarget): Promise<void> {
     try {
       await this.#options.scheduler.send(
-        new DeleteScheduleCommand({ Name: sourceId, GroupName: this.#options.groupName }),
+        new DeleteScheduleCommand({ Name: timerTargetId(target), GroupName: this.#options.groupName }),
       );
     } catch (error) {
       if (!hasErrorName(error, "ResourceNotFoundException")) throw error;

@@ -3,6 +3,7 @@ import { LocalTimers } from "#adapters/local/local-timers";
 import { isDomainError } from "#core/errors";
 import { systemClock } from "#core/ports/clock";
 import { jsonLogger } from "#core/ports/logger";
+import { type TimerTarget, timerTargetId } from "#core/ports/timers";
 
 /** A line the timers logged: its level, message and fields. */
 type LogLine = { level: "info" | "warn" | "error"; message: string } & Record<string, unknown>;
@@ -13,19 +14,20 @@ const DAY = 86_400 * SECOND;
 
 interface Harness {
   timers: LocalTimers;
-  fires: { sourceId: string; scheduledAtMs: number }[];
+  /** Each firing: the timer's `timerTargetId` and the slot. */
+  fires: { id: string; scheduledAtMs: number }[];
   lines: LogLine[];
 }
 
-function harness(onFire?: (sourceId: string, scheduledAtMs: number) => Promise<void> | void): Harness {
+function harness(onFire?: (target: TimerTarget, scheduledAtMs: number) => Promise<void> | void): Harness {
   const fires: Harness["fires"] = [];
   const lines: LogLine[] = [];
   const timers = new LocalTimers({
     clock: systemClock,
     log: jsonLogger({}, (line) => lines.push(JSON.parse(line))),
-    onFire: (sourceId, scheduledAtMs) => {
-      fires.push({ sourceId, scheduledAtMs });
-      return onFire?.(sourceId, scheduledAtMs);
+    onFire: (target, scheduledAtMs) => {
+      fires.push({ id: timerTargetId(target), scheduledAtMs });
+      return onFire?.(target, scheduledAtMs);
     },
   });
   return { timers, fires, lines };
@@ -41,36 +43,59 @@ describe("LocalTimers (fake time)", () => {
 
   it("fires an interval timer one interval after scheduling, then on its cadence, with the slot's time", async () => {
     const { timers, fires } = harness();
-    await timers.schedule("dc_a", { intervalSeconds: 60 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 60 });
     await vi.advanceTimersByTimeAsync(59 * SECOND);
     expect(fires).toEqual([]);
     await vi.advanceTimersByTimeAsync(121 * SECOND);
     expect(fires).toEqual([
-      { sourceId: "dc_a", scheduledAtMs: T0 + 60 * SECOND },
-      { sourceId: "dc_a", scheduledAtMs: T0 + 120 * SECOND },
-      { sourceId: "dc_a", scheduledAtMs: T0 + 180 * SECOND },
+      { id: "dc_a", scheduledAtMs: T0 + 60 * SECOND },
+      { id: "dc_a", scheduledAtMs: T0 + 120 * SECOND },
+      { id: "dc_a", scheduledAtMs: T0 + 180 * SECOND },
     ]);
     await timers.stop();
   });
 
   it("keeps timers of different sources apart", async () => {
     const { timers, fires } = harness();
-    await timers.schedule("dc_a", { intervalSeconds: 60 });
-    await timers.schedule("dc_b", { intervalSeconds: 90 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 60 });
+    await timers.schedule({ sourceId: "dc_b" }, { intervalSeconds: 90 });
     await vi.advanceTimersByTimeAsync(180 * SECOND);
-    expect(fires.filter((fire) => fire.sourceId === "dc_a")).toHaveLength(3);
-    expect(fires.filter((fire) => fire.sourceId === "dc_b")).toHaveLength(2);
+    expect(fires.filter((fire) => fire.id === "dc_a")).toHaveLength(3);
+    expect(fires.filter((fire) => fire.id === "dc_b")).toHaveLength(2);
+    await timers.stop();
+  });
+
+  it("fires a workflow's timer trigger with its target, apart from a source's, and cancels it by its ti_ id", async () => {
+    const targets: TimerTarget[] = [];
+    const { timers, fires } = harness((target) => void targets.push(target));
+    const workflowTimer = { workflowId: "p_a", timerId: "ti_a" };
+    await timers.schedule(workflowTimer, { intervalSeconds: 30 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 60 });
+    await timers.schedule({ workflowId: "p_a", timerId: "ti_b" }, { intervalSeconds: 60 });
+    expect([...timers.scheduled().keys()]).toEqual(["ti_a", "dc_a", "ti_b"]);
+    await vi.advanceTimersByTimeAsync(60 * SECOND);
+    expect(fires.filter((fire) => fire.id === "ti_a").map((fire) => fire.scheduledAtMs)).toEqual([
+      T0 + 30 * SECOND,
+      T0 + 60 * SECOND,
+    ]);
+    expect(targets).toContainEqual(workflowTimer);
+    expect(targets).toContainEqual({ sourceId: "dc_a" });
+    await timers.cancel({ workflowId: "p_a", timerId: "ti_a" });
+    await vi.advanceTimersByTimeAsync(60 * SECOND);
+    expect(fires.filter((fire) => fire.id === "ti_a")).toHaveLength(2);
+    expect(fires.filter((fire) => fire.id === "dc_a")).toHaveLength(2);
+    expect(fires.filter((fire) => fire.id === "ti_b")).toHaveLength(2);
     await timers.stop();
   });
 
   it("stops firing once cancelled, and cancelling again or an unknown source succeeds", async () => {
     const { timers, fires } = harness();
-    await timers.schedule("dc_a", { intervalSeconds: 60 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 60 });
     await vi.advanceTimersByTimeAsync(60 * SECOND);
     expect(fires).toHaveLength(1);
-    await timers.cancel("dc_a");
-    await timers.cancel("dc_a");
-    await timers.cancel("dc_unknown");
+    await timers.cancel({ sourceId: "dc_a" });
+    await timers.cancel({ sourceId: "dc_a" });
+    await timers.cancel({ sourceId: "dc_unknown" });
     await vi.advanceTimersByTimeAsync(600 * SECOND);
     expect(fires).toHaveLength(1);
     expect(timers.scheduled().size).toBe(0);
@@ -78,14 +103,14 @@ describe("LocalTimers (fake time)", () => {
 
   it("replaces the timer of a source, anchored at the new schedule", async () => {
     const { timers, fires } = harness();
-    await timers.schedule("dc_a", { intervalSeconds: 60 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 60 });
     await vi.advanceTimersByTimeAsync(30 * SECOND);
-    await timers.schedule("dc_a", { intervalSeconds: 300 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 300 });
     expect(timers.scheduled()).toEqual(new Map([["dc_a", T0 + 330 * SECOND]]));
     await vi.advanceTimersByTimeAsync(299 * SECOND);
     expect(fires).toEqual([]);
     await vi.advanceTimersByTimeAsync(1 * SECOND);
-    expect(fires).toEqual([{ sourceId: "dc_a", scheduledAtMs: T0 + 330 * SECOND }]);
+    expect(fires).toEqual([{ id: "dc_a", scheduledAtMs: T0 + 330 * SECOND }]);
     await timers.stop();
   });
 
@@ -97,7 +122,7 @@ describe("LocalTimers (fake time)", () => {
           finish = resolve;
         }),
     );
-    await timers.schedule("dc_a", { intervalSeconds: 1 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 1 });
     await vi.advanceTimersByTimeAsync(5 * SECOND);
     expect(fires).toHaveLength(1);
     const skipped = lines.filter((line) => line.level === "warn" && /skipped/.test(line.message));
@@ -122,7 +147,7 @@ describe("LocalTimers (fake time)", () => {
       if (calls === 1) throw new Error("sync boom");
       return Promise.reject(new Error("async boom"));
     });
-    await timers.schedule("dc_a", { intervalSeconds: 10 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 10 });
     await vi.advanceTimersByTimeAsync(30 * SECOND);
     expect(fires).toHaveLength(3);
     const errors = lines.filter((line) => line.level === "error");
@@ -135,7 +160,7 @@ describe("LocalTimers (fake time)", () => {
 
   it("does not catch up on missed runs after a restart", async () => {
     const first = harness();
-    await first.timers.schedule("dc_a", { intervalSeconds: 60 });
+    await first.timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 60 });
     await vi.advanceTimersByTimeAsync(150 * SECOND);
     expect(first.fires).toHaveLength(2);
     await first.timers.stop();
@@ -144,28 +169,28 @@ describe("LocalTimers (fake time)", () => {
     expect(first.fires).toHaveLength(2);
 
     const second = harness();
-    await second.timers.schedule("dc_a", { intervalSeconds: 60 });
+    await second.timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 60 });
     await vi.advanceTimersByTimeAsync(59 * SECOND);
     expect(second.fires).toEqual([]);
     await vi.advanceTimersByTimeAsync(1 * SECOND);
-    expect(second.fires).toEqual([{ sourceId: "dc_a", scheduledAtMs: T0 + 810 * SECOND }]);
+    expect(second.fires).toEqual([{ id: "dc_a", scheduledAtMs: T0 + 810 * SECOND }]);
     await second.timers.stop();
   });
 
   it("waits longer than setTimeout's maximum without firing early", async () => {
     const { timers, fires } = harness();
-    await timers.schedule("dc_a", { intervalSeconds: 100 * 86_400 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 100 * 86_400 });
     await vi.advanceTimersByTimeAsync(99 * DAY);
     expect(fires).toEqual([]);
     await vi.advanceTimersByTimeAsync(1 * DAY);
-    expect(fires).toEqual([{ sourceId: "dc_a", scheduledAtMs: T0 + 100 * DAY }]);
+    expect(fires).toEqual([{ id: "dc_a", scheduledAtMs: T0 + 100 * DAY }]);
     await timers.stop();
   });
 
   it("fires a cron timer in its time zone across a DST change", async () => {
     vi.setSystemTime(T0 - 3600 * SECOND); // 08:00 in Berlin, an hour before the first run
     const { timers, fires } = harness();
-    await timers.schedule("dc_a", { cron: "0 9 * * *", timezone: "Europe/Berlin" });
+    await timers.schedule({ sourceId: "dc_a" }, { cron: "0 9 * * *", timezone: "Europe/Berlin" });
     await vi.advanceTimersByTimeAsync(2 * DAY - SECOND);
     expect(fires.map((fire) => new Date(fire.scheduledAtMs).toISOString())).toEqual([
       "2024-03-30T08:00:00.000Z",
@@ -186,8 +211,8 @@ describe("LocalTimers (fake time)", () => {
           };
         }),
     );
-    await timers.schedule("dc_a", { intervalSeconds: 1 });
-    await timers.schedule("dc_b", { intervalSeconds: 5 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 1 });
+    await timers.schedule({ sourceId: "dc_b" }, { intervalSeconds: 5 });
     await vi.advanceTimersByTimeAsync(1 * SECOND);
     expect(fires).toHaveLength(1);
 
@@ -201,7 +226,7 @@ describe("LocalTimers (fake time)", () => {
     await stopping;
     expect(finished).toBe(true);
 
-    await timers.schedule("dc_c", { intervalSeconds: 1 });
+    await timers.schedule({ sourceId: "dc_c" }, { intervalSeconds: 1 });
     await vi.advanceTimersByTimeAsync(10 * SECOND);
     expect(fires).toHaveLength(1);
     expect(timers.scheduled().size).toBe(0);
@@ -210,7 +235,7 @@ describe("LocalTimers (fake time)", () => {
 
   it("refuses an invalid timer", async () => {
     const { timers } = harness();
-    const error = await timers.schedule("dc_a", {}).catch((caught: unknown) => caught);
+    const error = await timers.schedule({ sourceId: "dc_a" }, {}).catch((caught: unknown) => caught);
     expect(isDomainError(error) && error.code === "validation").toBe(true);
     expect(timers.scheduled().size).toBe(0);
   });
@@ -219,7 +244,7 @@ describe("LocalTimers (fake time)", () => {
 describe("LocalTimers (real time)", () => {
   it("fires with real timers", async () => {
     const { timers, fires } = harness();
-    await timers.schedule("dc_a", { intervalSeconds: 1 });
+    await timers.schedule({ sourceId: "dc_a" }, { intervalSeconds: 1 });
     const deadline = Date.now() + 10_000;
     while (fires.length < 2 && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 50));
     await timers.stop();

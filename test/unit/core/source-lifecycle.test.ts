@@ -4,6 +4,7 @@ import { DomainError } from "#core/errors";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { MAX_HTTP_INTERFACE_BODY_BYTES } from "#core/http-run-event";
 import type { SourceRunJob } from "#core/ports/run-queue";
+import { timerTargetId } from "#core/ports/timers";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { runSource } from "#core/source-runs";
 import { deleteSource, deploySource, updateSource } from "#core/sources";
@@ -22,8 +23,8 @@ async function setUp(description: Partial<ComponentDescription>, script: Script 
     host,
     runs: { enqueue: async (job) => void jobs.push(job as SourceRunJob) },
     timers: {
-      schedule: async (id) => void timers.push(`schedule ${id}`),
-      cancel: async (id) => void timers.push(`cancel ${id}`),
+      schedule: async (target) => void timers.push(`schedule ${timerTargetId(target)}`),
+      cancel: async (target) => void timers.push(`cancel ${timerTargetId(target)}`),
     },
     registry: { readCode: async () => undefined, readTemplate: async () => undefined },
     fetcher: { fetchCode: async () => "" },

@@ -1,7 +1,10 @@
 import { describe, expect, it } from "vitest";
+import { type TimerTarget, timerTargetOf } from "#core/ports/timers";
 import { fireScheduledRuns, scheduledTimes, timerInvokerInputSchema } from "#internal/timer-invoker";
 
 const SOURCE = "dc_01kab00000abcdefghjkmn";
+const WORKFLOW = "p_01kab00000abcdefghjkmn";
+const TIMER = "ti_01kab00000abcdefghjkmp";
 const AT = Date.parse("2026-11-20T10:00:00Z");
 
 /** A clock that only moves when the code sleeps. */
@@ -29,6 +32,31 @@ describe("timerInvokerInputSchema", () => {
     expect(timerInvokerInputSchema.safeParse({ sourceId: SOURCE, everySeconds: 15 }).success).toBe(false);
     expect(timerInvokerInputSchema.safeParse({ sourceId: "sc_x" }).success).toBe(false);
   });
+
+  it("takes a workflow's timer trigger as the union's other target, and nothing in between", () => {
+    const workflow = { workflowId: WORKFLOW, timerId: TIMER };
+    const parsed = timerInvokerInputSchema.parse({
+      ...workflow,
+      scheduledAt: "2026-11-20T10:00:00Z",
+      everySeconds: 30,
+      times: 2,
+    });
+    expect(timerTargetOf(parsed)).toEqual(workflow);
+    expect(scheduledTimes(parsed, 0)).toEqual([AT, AT + 30_000]);
+    expect(timerTargetOf(timerInvokerInputSchema.parse({ sourceId: SOURCE }))).toEqual({ sourceId: SOURCE });
+    for (const bad of [
+      { workflowId: WORKFLOW },
+      { timerId: TIMER },
+      { workflowId: "dc_x", timerId: TIMER },
+      { workflowId: WORKFLOW, timerId: "hi_x" },
+      { ...workflow, sourceId: SOURCE },
+      { ...workflow, everySeconds: 15 },
+      { ...workflow, times: 61, everySeconds: 1 },
+      {},
+    ]) {
+      expect(timerInvokerInputSchema.safeParse(bad).success, JSON.stringify(bad)).toBe(false);
+    }
+  });
 });
 
 describe("scheduledTimes", () => {
@@ -51,12 +79,12 @@ describe("scheduledTimes", () => {
 describe("fireScheduledRuns", () => {
   it("fires each run at its time without waiting for the one before", async () => {
     const time = fakeTime(AT + 400);
-    const fired: { sourceId: string; at: number; now: number }[] = [];
+    const fired: { target: TimerTarget; at: number; now: number }[] = [];
     const pending: (() => void)[] = [];
     const done = fireScheduledRuns(
       { sourceId: SOURCE, scheduledAt: "2026-11-20T10:00:00Z", everySeconds: 20, times: 3 },
-      (sourceId, at) => {
-        fired.push({ sourceId, at, now: time.clock.nowMs() });
+      (target, at) => {
+        fired.push({ target, at, now: time.clock.nowMs() });
         return new Promise<void>((resolve) => pending.push(resolve));
       },
       time,
@@ -65,13 +93,31 @@ describe("fireScheduledRuns", () => {
     const deadline = Date.now() + 5000;
     while (fired.length < 3 && Date.now() < deadline) await new Promise((resolve) => setImmediate(resolve));
     expect(fired).toEqual([
-      { sourceId: SOURCE, at: AT, now: AT + 400 },
-      { sourceId: SOURCE, at: AT + 20_000, now: AT + 20_000 },
-      { sourceId: SOURCE, at: AT + 40_000, now: AT + 40_000 },
+      { target: { sourceId: SOURCE }, at: AT, now: AT + 400 },
+      { target: { sourceId: SOURCE }, at: AT + 20_000, now: AT + 20_000 },
+      { target: { sourceId: SOURCE }, at: AT + 40_000, now: AT + 40_000 },
     ]);
     expect(time.sleeps).toEqual([19_600, 20_000]);
     for (const release of pending) release();
     await expect(done).resolves.toBeUndefined();
+  });
+
+  it("fires a workflow's timer trigger at each of its times, naming its ti_ id when runs fail", async () => {
+    const time = fakeTime(AT);
+    const fired: { target: TimerTarget; at: number }[] = [];
+    const result = fireScheduledRuns(
+      { workflowId: WORKFLOW, timerId: TIMER, scheduledAt: "2026-11-20T10:00:00Z", everySeconds: 30, times: 2 },
+      async (target, at) => {
+        fired.push({ target, at });
+        throw new Error("queue down");
+      },
+      time,
+    );
+    await expect(result).rejects.toThrow(`2 of 2 timer runs of ${TIMER} failed`);
+    expect(fired).toEqual([
+      { target: { workflowId: WORKFLOW, timerId: TIMER }, at: AT },
+      { target: { workflowId: WORKFLOW, timerId: TIMER }, at: AT + 30_000 },
+    ]);
   });
 
   it("lets every run happen and then reports the ones that failed", async () => {
