@@ -30,11 +30,11 @@ export function sluiceApi(server: Pick<BenchServer, "baseUrl" | "apiKey">) {
       );
       return Number(answer.json.page_info.total_count);
     },
-    /** Creates a workflow; its first trigger must be an HTTP one. */
+    /** Creates a workflow; `endpoint` is its first HTTP trigger's URL ("" without one). */
     async createWorkflow(body: Record<string, unknown>): Promise<DeployedSource> {
       const answer = expectOk(await call("POST", "/workflows", body), "POST /workflows");
       const trigger = answer.json.data.triggers.find((item: { endpoint_url?: string }) => item.endpoint_url);
-      return { id: answer.json.data.id, endpoint: trigger.endpoint_url };
+      return { id: answer.json.data.id, endpoint: trigger?.endpoint_url ?? "" };
     },
     /**
      * Runs of a workflow that ended (`GET /runs`): the total, less those still running among the
@@ -44,6 +44,19 @@ export function sluiceApi(server: Pick<BenchServer, "baseUrl" | "apiKey">) {
       const answer = expectOk(await call("GET", `/workflows/${workflowId}/runs?limit=100`), "GET runs");
       const running = answer.json.data.filter((run: { status: string }) => run.status === "running").length;
       return Number(answer.json.page_info.total_count) - running;
+    },
+    /** Every item of a paginated list, newest first, following `end_cursor` 100 at a time. */
+    async allItems<T>(path: string): Promise<T[]> {
+      const items: T[] = [];
+      let after = "";
+      for (;;) {
+        const separator = path.includes("?") ? "&" : "?";
+        const url = `${path}${separator}limit=100${after ? `&after=${encodeURIComponent(after)}` : ""}`;
+        const answer = expectOk(await call("GET", url), `GET ${path}`);
+        items.push(...answer.json.data);
+        after = answer.json.page_info.end_cursor;
+        if (!after || answer.json.data.length < 100) return items;
+      }
     },
     async createWebhook(url: string): Promise<string> {
       const answer = expectOk(

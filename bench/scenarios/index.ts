@@ -8,7 +8,7 @@ import { respond } from "./respond.ts";
 import { scale } from "./scale.ts";
 import { stream } from "./stream.ts";
 import { webhook } from "./webhook.ts";
-import { workflows } from "./workflows.ts";
+import { workflowChain, workflows } from "./workflows.ts";
 
 /** Every scenario, in the order of issue 6's table. */
 export const SCENARIOS: readonly Scenario[] = [
@@ -22,4 +22,5 @@ export const SCENARIOS: readonly Scenario[] = [
   flood,
   badInput,
   workflows,
+  workflowChain,
 ];

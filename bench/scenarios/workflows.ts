@@ -1,10 +1,21 @@
-import { loadDetails, ms, numberedBody, perSec, referenceLoad, WARMUP_REQUESTS, warmUp } from "../lib/common.ts";
-import { WORKFLOW_RESPOND_STEPS, WORKFLOW_STEPS, workflowBody } from "../lib/components.ts";
+import {
+  loadDetails,
+  ms,
+  numberedBody,
+  perSec,
+  referenceLoad,
+  trackedLoad,
+  WARMUP_REQUESTS,
+  waitForCount,
+  warmUp,
+} from "../lib/common.ts";
+import { INGEST_CODE, WORKFLOW_RESPOND_STEPS, WORKFLOW_STEPS, workflowBody } from "../lib/components.ts";
 import { measureIngest } from "../lib/ingest-rate.ts";
 import { runLoad } from "../lib/load.ts";
 import type { Row } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { sluiceApi } from "../lib/sluice-api.ts";
+import { roundAll, summarize } from "../lib/stats.ts";
 
 const CONCURRENCY = 50;
 
@@ -102,6 +113,89 @@ export const workflows: Scenario = {
         respond: load.latency,
       }),
       details: { ingest: loadDetails(result.load), respond: loadDetails(load), reference: loadDetails(reference) },
+    };
+  },
+};
+
+const CHAIN_RATE = 200;
+
+const chainRows = (p50?: number, p99?: number, lost?: number): Row[] => [
+  {
+    scenario: "workflow-chain",
+    figure: "source emit to the workflow's run p50 (200/s)",
+    measured: p50,
+    unit: "ms",
+  },
+  {
+    scenario: "workflow-chain",
+    figure: "source emit to the workflow's run p99 (200/s)",
+    measured: p99,
+    unit: "ms",
+    target: { kind: "atMost", value: 25 },
+  },
+  {
+    scenario: "workflow-chain",
+    figure: "emitted events without a run",
+    measured: lost,
+    unit: "count",
+    target: { kind: "equals", value: 0 },
+  },
+];
+
+interface EventItem {
+  indexed_at_ms: number;
+  event: { n?: number };
+}
+interface RunItem {
+  started_at_ms: number;
+  event_preview: { n?: number };
+}
+
+export const workflowChain: Scenario = {
+  name: "workflow-chain",
+  title: "a source emitting 200 events/s into a workflow (a source trigger): from the stored emit to the run's start",
+  deadlineMs: 150_000,
+  quickDeadlineMs: 50_000,
+  emptyRows: () => chainRows(),
+  async run(context) {
+    const durationMs = context.pick(10_000, 1_500);
+    const server = await context.startServer();
+    const api = sluiceApi(server);
+    const source = await api.deploy(INGEST_CODE);
+    const workflow = await api.createWorkflow({
+      ...workflowBody(WORKFLOW_STEPS, false),
+      triggers: [{ type: "source", props: { source_id: source.id } }],
+    });
+    const ended = () => api.endedRunCount(workflow.id);
+    await warmUp(source.endpoint);
+    await waitForCount(ended, WARMUP_REQUESTS, { timeoutMs: 30_000 });
+
+    const before = await ended();
+    const load = await context.measure(server, async () => {
+      const tracked = await trackedLoad({ url: source.endpoint, concurrency: 50, ratePerSec: CHAIN_RATE, durationMs });
+      await waitForCount(async () => (await ended()) - before, tracked.accepted.length, { timeoutMs: 60_000 });
+      return tracked;
+    });
+    // Server timestamps on both sides: when the emit was stored, and when its run began.
+    const emittedAt = new Map<number, number>();
+    for (const item of await api.allItems<EventItem>(`/sources/${source.id}/event_summaries?expand=event`)) {
+      if (typeof item.event?.n === "number" && item.event.n >= 0) emittedAt.set(item.event.n, item.indexed_at_ms);
+    }
+    const latencies: number[] = [];
+    for (const run of await api.allItems<RunItem>(`/workflows/${workflow.id}/runs`)) {
+      const n = run.event_preview?.n;
+      const at = typeof n === "number" ? emittedAt.get(n) : undefined;
+      if (at !== undefined && load.accepted.includes(n as number)) latencies.push(run.started_at_ms - at);
+    }
+    const latency = summarize(latencies);
+    const lost = load.accepted.length - latencies.length;
+    context.log(`${latencies.length}/${load.accepted.length} runs, p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)}`);
+    context.note(
+      `From the source event's indexed_at_ms to its run's started_at_ms (both the server's clock): the outbox relay, the dispatch, the durable run queue and the run's start. ${load.accepted.length} events in ${durationMs / 1000} s.`,
+    );
+    return {
+      rows: chainRows(latency.p50, latency.p99, lost),
+      details: { durationMs, load: loadDetails(load.load), latencyMs: roundAll(latency) },
     };
   },
 };

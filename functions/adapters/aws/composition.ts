@@ -94,7 +94,12 @@ function required<T>(value: T | undefined, port: string, why: string): T {
  * a list route never builds a Lambda client.
  */
 export function awsDeps(options: { resources: boolean }, env: Record<string, string | undefined> = process.env): Deps {
-  if (deps) return deps;
+  deps ??= buildAwsDeps(options, env);
+  return deps;
+}
+
+/** A new composition from `env`, not kept: {@link awsDeps} keeps the first one of a container. */
+export function buildAwsDeps(options: { resources: boolean }, env: Record<string, string | undefined>): Deps {
   const config = loadAwsConfig(env, options);
   const compute = loadAwsComputeConfig(env);
   const table = () => required(config.resourcesTable, "the resources table", "table access");
@@ -112,7 +117,7 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
   const taskRoot = env.LAMBDA_TASK_ROOT ?? process.cwd();
   const npmCache = join(tmpdir(), "sluice-npm");
 
-  deps = {
+  return {
     identity: lazy("the identity store", () => new DynamoDbIdentityStore(documents(), table())),
     usage: lazy(
       "the usage store",
@@ -249,5 +254,4 @@ export function awsDeps(options: { resources: boolean }, env: Record<string, str
     quotas: config.quotas,
     runtime: compute.runtime,
   };
-  return deps;
 }

@@ -1,7 +1,7 @@
 import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, describe, expect, it } from "vitest";
-import { awsDeps } from "#adapters/aws/composition";
+import { buildAwsDeps } from "#adapters/aws/composition";
 import { ENV } from "#config/env";
 
 const ddb = mockClient(DynamoDBDocumentClient);
@@ -14,7 +14,10 @@ describe("the AWS composition's workflow ports", () => {
     ddb.reset();
     ddb.on(GetCommand).resolves({});
     ddb.on(UpdateCommand).resolves({ Attributes: { attempts: 1 } });
-    const deps = awsDeps({ resources: false }, { [ENV.resourcesTable]: "resources-x", [ENV.eventRetentionDays]: "2" });
+    const deps = buildAwsDeps(
+      { resources: false },
+      { [ENV.resourcesTable]: "resources-x", [ENV.eventRetentionDays]: "2" },
+    );
 
     await expect(deps.workflows.getWorkflow("p_x")).resolves.toBeUndefined();
     expect(ddb.commandCalls(GetCommand)[0]?.args[0].input).toEqual({
