@@ -17,7 +17,7 @@ import {
 import { INGEST_CODE } from "../lib/components.ts";
 import { measureIngest } from "../lib/ingest-rate.ts";
 import type { Row } from "../lib/report.ts";
-import type { Scenario } from "../lib/scenario.ts";
+import type { Scenario, ScenarioContext } from "../lib/scenario.ts";
 import { sluiceApi } from "../lib/sluice-api.ts";
 import { round, roundAll, summarize } from "../lib/stats.ts";
 
@@ -109,6 +109,20 @@ async function startReceiver() {
   };
 }
 
+/** The receiver, and local mode with the ingest source subscribed to it as a webhook, warmed up. */
+async function deliveringSource(context: ScenarioContext) {
+  const receiver = await startReceiver();
+  context.defer(() => receiver.close());
+  const server = await context.startServer();
+  const api = sluiceApi(server);
+  const source = await api.deploy(INGEST_CODE);
+  const webhookId = await api.createWebhook(receiver.url);
+  await api.subscribe(source.id, webhookId);
+  await warmUp(source.endpoint);
+  await waitForCount(async () => receiver.firstAt.size, WARMUP_REQUESTS, { timeoutMs: 30_000 });
+  return { receiver, server, api, source };
+}
+
 export const webhook: Scenario = {
   name: "webhook",
   title: "emit to webhook: a receiver on 127.0.0.1, 500 events/s",
@@ -123,15 +137,7 @@ export const webhook: Scenario = {
       durationMs: context.pick(5_000, 1_000),
       body: numberedBody,
     });
-    const receiver = await startReceiver();
-    context.defer(() => receiver.close());
-    const server = await context.startServer();
-    const api = sluiceApi(server);
-    const source = await api.deploy(INGEST_CODE);
-    const webhookId = await api.createWebhook(receiver.url);
-    await api.subscribe(source.id, webhookId);
-    await warmUp(source.endpoint);
-    await waitForCount(async () => receiver.firstAt.size, WARMUP_REQUESTS, { timeoutMs: 30_000 });
+    const { receiver, server, source } = await deliveringSource(context);
 
     const { load, sentAt, accepted, delivered } = await context.measure(server, async () => {
       const tracked = await trackedLoad({ url: source.endpoint, concurrency: 50, ratePerSec: RATE, durationMs });
@@ -182,15 +188,7 @@ export const fanout: Scenario = {
       body: numberedBody,
     });
     context.log(`bare server: ${perSec(reference.okPerSec)}`);
-    const receiver = await startReceiver();
-    context.defer(() => receiver.close());
-    const server = await context.startServer();
-    const api = sluiceApi(server);
-    const source = await api.deploy(INGEST_CODE);
-    const webhookId = await api.createWebhook(receiver.url);
-    await api.subscribe(source.id, webhookId);
-    await warmUp(source.endpoint);
-    await waitForCount(async () => receiver.firstAt.size, WARMUP_REQUESTS, { timeoutMs: 30_000 });
+    const { receiver, server, api, source } = await deliveringSource(context);
 
     // Events the receiver has, each once (a redelivery is not counted).
     const count = async () => receiver.eventIds.size;
