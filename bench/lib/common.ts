@@ -98,3 +98,20 @@ export function loadDetails(result: LoadResult) {
 /** A rate or a latency for notes and reference cells, written as the table writes them. */
 export const perSec = (value: number) => formatValue(value, "/s");
 export const ms = (value: number) => formatValue(value, "ms");
+
+/** CPU µs per stored event by process role, over what `cpuMs` added since `before`. */
+export function cpuPerEvent(after: Record<string, number>, before: Record<string, number>, stored: number) {
+  return Object.fromEntries(
+    Object.entries(after).map(([role, total]) => [
+      role,
+      round(((total - (before[role] ?? 0)) * 1000) / Math.max(1, stored)),
+    ]),
+  );
+}
+
+/** `cpuPerEvent`'s figures as a note's text: the roles that cost at least 1 µs. */
+export const describeCpu = (perEvent: Record<string, number>) =>
+  Object.entries(perEvent)
+    .filter(([, us]) => us >= 1)
+    .map(([role, us]) => `${role} ${us} µs`)
+    .join(", ");

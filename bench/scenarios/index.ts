@@ -7,7 +7,7 @@ import { ingest } from "./ingest.ts";
 import { respond } from "./respond.ts";
 import { scale } from "./scale.ts";
 import { stream } from "./stream.ts";
-import { webhook } from "./webhook.ts";
+import { fanout, webhook } from "./webhook.ts";
 import { workflowChain, workflows } from "./workflows.ts";
 
 /** Every scenario, in the order of issue 6's table. */
@@ -15,6 +15,7 @@ export const SCENARIOS: readonly Scenario[] = [
   ingest,
   respond,
   webhook,
+  fanout,
   deploy,
   scale,
   stream,

@@ -1,4 +1,6 @@
 import {
+  cpuPerEvent,
+  describeCpu,
   loadDetails,
   numberedBody,
   perSec,
@@ -61,22 +63,6 @@ const rows = (
     target: { kind: "equals", value: 0 },
   },
 ];
-
-/** CPU µs per stored event by process role, over what `cpuMs` added since `before`. */
-function cpuPerEvent(after: Record<string, number>, before: Record<string, number>, stored: number) {
-  return Object.fromEntries(
-    Object.entries(after).map(([role, total]) => [
-      role,
-      round(((total - (before[role] ?? 0)) * 1000) / Math.max(1, stored)),
-    ]),
-  );
-}
-
-const describeCpu = (perEvent: Record<string, number>) =>
-  Object.entries(perEvent)
-    .filter(([, us]) => us >= 1)
-    .map(([role, us]) => `${role} ${us} µs`)
-    .join(", ");
 
 export const ingest: Scenario = {
   name: "ingest",

@@ -2,9 +2,12 @@ import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { monoMs } from "../lib/clock.ts";
 import {
+  cpuPerEvent,
+  describeCpu,
   loadDetails,
   ms,
   numberedBody,
+  perSec,
   referenceLoad,
   trackedLoad,
   WARMUP_REQUESTS,
@@ -12,10 +15,11 @@ import {
   warmUp,
 } from "../lib/common.ts";
 import { INGEST_CODE } from "../lib/components.ts";
+import { measureIngest } from "../lib/ingest-rate.ts";
 import type { Row } from "../lib/report.ts";
-import type { Scenario } from "../lib/scenario.ts";
+import type { Scenario, ScenarioContext } from "../lib/scenario.ts";
 import { sluiceApi } from "../lib/sluice-api.ts";
-import { roundAll, summarize } from "../lib/stats.ts";
+import { round, roundAll, summarize } from "../lib/stats.ts";
 
 const RATE = 500;
 
@@ -38,9 +42,40 @@ const rows = (p50?: number, p99?: number, lost?: number, ref?: { p50: number; p9
   { scenario: "webhook", figure: "events lost", measured: lost, unit: "count", target: { kind: "equals", value: 0 } },
 ];
 
-/** A webhook receiver on 127.0.0.1 in the bench process: records when each event `n` first arrived. */
+const FANOUT_CONCURRENCY = 50;
+
+const fanoutRows = (rate?: number, share?: number, lost?: number, reference?: string): Row[] => [
+  {
+    scenario: "fanout",
+    figure: "events/s, ingested and delivered to a webhook (c=50)",
+    measured: rate,
+    unit: "/s",
+    ...(reference ? { reference } : {}),
+  },
+  {
+    scenario: "fanout",
+    figure: "share of the bare server's rate",
+    measured: share,
+    unit: "%",
+    target: { kind: "atLeast", value: 35 },
+    ...(reference ? { reference } : {}),
+  },
+  {
+    scenario: "fanout",
+    figure: "accepted events not delivered",
+    measured: lost,
+    unit: "count",
+    target: { kind: "equals", value: 0 },
+  },
+];
+
+/**
+ * A webhook receiver on 127.0.0.1 in the bench process: records when each event `n` first arrived,
+ * and which Sluice events (by id: two loads may number their bodies alike) it has had.
+ */
 async function startReceiver() {
   const firstAt = new Map<number, number>();
+  const eventIds = new Set<string>();
   let deliveries = 0;
   let duplicates = 0;
   const server = createServer((request, response) => {
@@ -50,9 +85,11 @@ async function startReceiver() {
       const at = monoMs();
       deliveries++;
       try {
-        const n = Number(JSON.parse(Buffer.concat(chunks).toString("utf8")).event?.n);
-        if (firstAt.has(n)) duplicates++;
-        else firstAt.set(n, at);
+        const envelope = JSON.parse(Buffer.concat(chunks).toString("utf8"));
+        const n = Number(envelope.event?.n);
+        if (!firstAt.has(n)) firstAt.set(n, at);
+        if (eventIds.has(envelope.id)) duplicates++;
+        else eventIds.add(envelope.id);
       } catch {}
       response.writeHead(204).end();
     });
@@ -62,6 +99,7 @@ async function startReceiver() {
   return {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/hook`,
     firstAt,
+    eventIds,
     stats: () => ({ deliveries, duplicates }),
     close: () =>
       new Promise<void>((resolve) => {
@@ -69,6 +107,20 @@ async function startReceiver() {
         server.close(() => resolve());
       }),
   };
+}
+
+/** The receiver, and local mode with the ingest source subscribed to it as a webhook, warmed up. */
+async function deliveringSource(context: ScenarioContext) {
+  const receiver = await startReceiver();
+  context.defer(() => receiver.close());
+  const server = await context.startServer();
+  const api = sluiceApi(server);
+  const source = await api.deploy(INGEST_CODE);
+  const webhookId = await api.createWebhook(receiver.url);
+  await api.subscribe(source.id, webhookId);
+  await warmUp(source.endpoint);
+  await waitForCount(async () => receiver.firstAt.size, WARMUP_REQUESTS, { timeoutMs: 30_000 });
+  return { receiver, server, api, source };
 }
 
 export const webhook: Scenario = {
@@ -85,15 +137,7 @@ export const webhook: Scenario = {
       durationMs: context.pick(5_000, 1_000),
       body: numberedBody,
     });
-    const receiver = await startReceiver();
-    context.defer(() => receiver.close());
-    const server = await context.startServer();
-    const api = sluiceApi(server);
-    const source = await api.deploy(INGEST_CODE);
-    const webhookId = await api.createWebhook(receiver.url);
-    await api.subscribe(source.id, webhookId);
-    await warmUp(source.endpoint);
-    await waitForCount(async () => receiver.firstAt.size, WARMUP_REQUESTS, { timeoutMs: 30_000 });
+    const { receiver, server, source } = await deliveringSource(context);
 
     const { load, sentAt, accepted, delivered } = await context.measure(server, async () => {
       const tracked = await trackedLoad({ url: source.endpoint, concurrency: 50, ratePerSec: RATE, durationMs });
@@ -105,10 +149,11 @@ export const webhook: Scenario = {
       .filter((n) => receiver.firstAt.has(n))
       .map((n) => (receiver.firstAt.get(n) as number) - (sentAt.get(n) as number));
     const latency = summarize(latencies);
+    const perEvent = cpuPerEvent(context.cpuMs(), {}, delivered.count);
     const lost = accepted.length - delivered.count;
     context.log(`delivered ${delivered.count}/${accepted.length}, p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)}`);
     context.note(
-      `Latency runs from sending the POST to the source's endpoint until the receiver has the delivery's whole body (queueing of the run, the run, storing, routing and the delivery). ${accepted.length} events in ${durationMs / 1000} s; late slots of the load generator: ${load.lateSlots}.`,
+      `Latency runs from sending the POST to the source's endpoint until the receiver has the delivery's whole body (queueing of the run, the run, storing, routing and the delivery). ${accepted.length} events in ${durationMs / 1000} s; late slots of the load generator: ${load.lateSlots}. CPU per delivered event: ${describeCpu(perEvent)}.`,
     );
     return {
       rows: rows(latency.p50, latency.p99, lost, reference.latency),
@@ -119,6 +164,62 @@ export const webhook: Scenario = {
         latencyMs: roundAll(latency),
         receiver: receiver.stats(),
         complete: delivered.complete,
+        cpuMicrosPerEvent: perEvent,
+      },
+    };
+  },
+};
+
+/**
+ * The fan-out path at full load, as a user sees it: ingest at 50 connections into a source whose
+ * every event is delivered to a webhook; the rate counts events the receiver has (once each).
+ */
+export const fanout: Scenario = {
+  name: "fanout",
+  title: "ingest at concurrency 50 into a source whose every event is delivered to a webhook on 127.0.0.1",
+  deadlineMs: 180_000,
+  quickDeadlineMs: 50_000,
+  emptyRows: () => fanoutRows(),
+  async run(context) {
+    const durationMs = context.pick(10_000, 1_500);
+    const reference = await referenceLoad(context, {
+      concurrency: FANOUT_CONCURRENCY,
+      durationMs: context.pick(5_000, 1_000),
+      body: numberedBody,
+    });
+    context.log(`bare server: ${perSec(reference.okPerSec)}`);
+    const { receiver, server, api, source } = await deliveringSource(context);
+
+    // Events the receiver has, each once (a redelivery is not counted).
+    const count = async () => receiver.eventIds.size;
+    const options = { concurrency: FANOUT_CONCURRENCY, count };
+    const warm = await measureIngest(context, server, api, [source], {
+      ...options,
+      durationMs: context.pick(2_000, 300),
+      warmUp: true,
+    });
+    if (!warm.complete)
+      throw new Error(`the warm-up's events were not all delivered: ${warm.stored} of ${warm.load.ok}`);
+    const result = await measureIngest(context, server, api, [source], { ...options, durationMs });
+    const { load, rate, lost } = result;
+    const perEvent = cpuPerEvent(context.cpuMs(), {}, result.stored);
+    context.log(
+      `accepted ${load.ok} (${perSec(load.okPerSec)}), delivered ${result.stored} in ${result.storedSeconds.toFixed(1)} s`,
+    );
+    context.note(
+      `After a 2 s warm-up at the same concurrency (not counted). Events/s is events the receiver has ÷ time from the first request until the last accepted event arrived there. HTTP accept rate alone: ${perSec(load.okPerSec)}. CPU per delivered event: ${describeCpu(perEvent)}. Receiver: ${JSON.stringify(receiver.stats())}.`,
+    );
+    return {
+      rows: fanoutRows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`),
+      details: {
+        durationMs,
+        load: loadDetails(load),
+        reference: loadDetails(reference),
+        delivered: result.stored,
+        deliveredSeconds: round(result.storedSeconds),
+        complete: result.complete,
+        receiver: receiver.stats(),
+        cpuMicrosPerEvent: perEvent,
       },
     };
   },

@@ -159,6 +159,9 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   private readonly held = new Map<string, string>();
   private readonly dueStatements = new Map<number, ReturnType<typeof prepareDue>>();
   private readonly insertAll: (deliveries: readonly DeliveryRecord[]) => void;
+  /** Deliveries completed whose rows are not deleted yet: they go with the next write or read of the queue. */
+  private completed: string[] = [];
+  private readonly deleteCompleted: (ids: readonly string[]) => void;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -166,7 +169,14 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   ) {
     this.leaseMs = options.leaseMs ?? 60_000;
     this.statements = prepare(db);
+    const deleteRows = (ids: readonly string[]) => {
+      for (const id of ids) this.statements.complete.get({ id });
+    };
+    this.deleteCompleted = db.transaction(deleteRows);
     this.insertAll = db.transaction((deliveries: readonly DeliveryRecord[]) => {
+      // Completions first: a delivery queued again after it was delivered (a dispatch made again) is
+      // queued again, as when its row was already gone.
+      deleteRows(this.completed);
       for (const delivery of deliveries) {
         // The `webhook_id` column holds the destination: a webhook's `wh_` or a sending workflow's `p_`.
         const destinationId = destinationOf(delivery);
@@ -195,6 +205,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   async enqueue(deliveries: readonly DeliveryRecord[]): Promise<void> {
     if (deliveries.length === 0) return;
     this.insertAll(deliveries);
+    this.completed = [];
     for (const listener of [...this.listeners]) listener();
   }
 
@@ -214,6 +225,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
   claimBatches(now: number, webhooks: number, perWebhook: number): DeliveryRecord[][] {
     const limit = Math.floor(perWebhook);
     if (webhooks <= 0 || limit <= 0) return [];
+    this.flush();
     const batches: DeliveryRow[][] = [];
     for (const [webhookId, state] of this.webhooks) {
       if (state.leaseEnd > now || (state.dueAt !== undefined && state.dueAt > now)) continue;
@@ -249,11 +261,29 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
     return this.claimBatches(now, limit, 1).flat();
   }
 
-  /** Forgets a delivery (delivered, dead-lettered or dropped). False when it was not there. */
+  /**
+   * Forgets a claimed delivery (delivered, dead-lettered or dropped). Its row is deleted with the
+   * queue's next write or read (`enqueue`, `claimBatches`, `flush`, ...), in one transaction with
+   * the other completions since: a transaction per worker look rather than per delivery. Until then
+   * a crash leaves the row, and the delivery is made again after a restart under the same id, as
+   * for a crash during its attempt (docs/durability.md). A delivery not claimed here is deleted at
+   * once. False when it was not there.
+   */
   complete(id: string): boolean {
-    const row = this.statements.complete.get({ id });
+    if (!this.held.has(id)) return this.statements.complete.get({ id }) !== undefined;
+    this.completed.push(id);
     this.unhold(id);
-    return row !== undefined;
+    return true;
+  }
+
+  /**
+   * Deletes the rows of the deliveries completed so far (also called before the database closes).
+   * Throws when the database fails; they are kept for the next try.
+   */
+  flush(): void {
+    if (this.completed.length === 0) return;
+    this.deleteCompleted(this.completed);
+    this.completed = [];
   }
 
   /** Releases the claim of a failed attempt: due again at `at`, with `attempts` made so far. */
@@ -292,6 +322,7 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
    * `<= now` when a claim left something due (more webhooks due than the claim took).
    */
   nextWakeAt(now: number): number | undefined {
+    this.flush();
     let next: number | undefined;
     for (const [webhookId, state] of this.webhooks) {
       let at: number | undefined;
@@ -304,11 +335,13 @@ export class SqliteDeliveryQueue implements DeliveryQueue {
 
   /** Deliveries waiting or being attempted. */
   size(): number {
+    this.flush();
     return this.statements.count.get()?.total ?? 0;
   }
 
   /** One queued delivery, or undefined (for tests and diagnostics). */
   get(id: string): DeliveryRecord | undefined {
+    this.flush();
     const row = this.statements.get.get({ id });
     return row && toDelivery(row);
   }

@@ -113,15 +113,33 @@ export class LocalDeliveryWorker {
     this.unsubscribe = undefined;
     clearTimeout(this.timer);
     this.timer = undefined;
-    if (this.inFlight.size === 0) return true;
-    let timeout: NodeJS.Timeout | undefined;
-    const gaveUp = new Promise<false>((resolve) => {
-      timeout = setTimeout(() => resolve(false), graceMs);
-    });
-    const done = Promise.allSettled([...this.inFlight]).then(() => true as const);
-    const ended = await Promise.race([done, gaveUp]);
-    clearTimeout(timeout);
-    return ended;
+    if (this.inFlight.size > 0) {
+      let timeout: NodeJS.Timeout | undefined;
+      const gaveUp = new Promise<false>((resolve) => {
+        timeout = setTimeout(() => resolve(false), graceMs);
+      });
+      const done = Promise.allSettled([...this.inFlight]).then(() => true as const);
+      const ended = await Promise.race([done, gaveUp]);
+      clearTimeout(timeout);
+      if (!ended) {
+        this.flushQuietly();
+        return false;
+      }
+    }
+    this.flushQuietly();
+    return true;
+  }
+
+  /** Writes the completions the queue groups (see `SqliteDeliveryQueue.complete`) before the database closes. */
+  private flushQuietly(): void {
+    try {
+      this.options.queue.flush();
+    } catch (error) {
+      // Those deliveries are made again after a restart, under the same ids.
+      this.options.deps.log.error("completed webhook deliveries could not be removed from the queue", {
+        error: String(error),
+      });
+    }
   }
 
   /** Pumps once in the next turn of the event loop, however many enqueues and batch ends asked for it. */

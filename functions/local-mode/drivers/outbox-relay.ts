@@ -142,39 +142,97 @@ function report(
   }
 }
 
+/** A publish waiting for its source's dispatch. */
+interface Publish {
+  events: readonly StoredEvent[];
+  owner: EmitterOwner | undefined;
+  settled: ((dispatched: boolean) => void) | undefined;
+}
+
+/** Events one grouped dispatch takes, at most (a group always takes at least one publish). */
+const GROUP_EVENTS_MAX = 1_000;
+
+/** The next publishes of `waiting` (removed from it) to dispatch as one: at most about {@link GROUP_EVENTS_MAX} events. */
+function takeGroup(waiting: Publish[]): Publish[] {
+  let count = 0;
+  let taken = 0;
+  while (
+    taken < waiting.length &&
+    (taken === 0 || count + (waiting[taken] as Publish).events.length <= GROUP_EVENTS_MAX)
+  ) {
+    count += (waiting[taken] as Publish).events.length;
+    taken++;
+  }
+  return waiting.splice(0, taken);
+}
+
 /**
  * Local mode's dispatcher: dispatches each publish in the background, one source's publishes one
- * after the other, so that source's deliveries are queued in emit order. A failed dispatch is
- * logged and reported to `settled`; the outbox (`OutboxRelay`) keeps its events and dispatches
- * them again later.
+ * after the other, so that source's deliveries are queued in emit order. The publishes of a source
+ * that arrive while its previous dispatch runs (or in the same turn) are dispatched as one, in
+ * order: one delivery enqueue (one transaction) for all their events instead of one per publish.
+ * A grouped dispatch that fails is made again publish by publish, so a failure is reported only for
+ * the publish that fails alone (its deliveries partly queued are queued again under the same ids,
+ * which the queue ignores). A failed dispatch is logged and reported to `settled`; the outbox
+ * (`OutboxRelay`) keeps its events and dispatches them again later.
  */
 export function serialDispatcher(deps: DispatchDeps & Pick<Deps, "log">): SerialDispatcher {
-  const tails = new Map<string, Promise<void>>();
+  /** Per source with a dispatch running: the publishes waiting for it, and the end of that source's dispatches. */
+  const lanes = new Map<string, { waiting: Publish[]; done: Promise<void> }>();
+
+  const dispatchOne = async (sourceId: string, publish: Publish) => {
+    try {
+      await dispatchEvents(deps, publish.events, publish.owner);
+      report(deps, sourceId, publish.settled, true);
+    } catch (error) {
+      deps.log.error("events could not be dispatched to their subscribers", {
+        source_id: sourceId,
+        event_ids: publish.events.map((event) => event.id),
+        error: String(error),
+      });
+      report(deps, sourceId, publish.settled, false);
+    }
+  };
+
+  const dispatchGroup = async (sourceId: string, group: readonly Publish[]) => {
+    if (group.length === 1) return dispatchOne(sourceId, group[0] as Publish);
+    try {
+      // One source: the same owner for all (a publish read back from the outbox comes without it).
+      const owner = group.find((publish) => publish.owner !== undefined)?.owner;
+      await dispatchEvents(
+        deps,
+        group.flatMap((publish) => publish.events),
+        owner,
+      );
+    } catch {
+      for (const publish of group) await dispatchOne(sourceId, publish);
+      return;
+    }
+    for (const publish of group) report(deps, sourceId, publish.settled, true);
+  };
+
+  const drainLane = async (sourceId: string, lane: { waiting: Publish[] }) => {
+    // A turn's publishes of this source (an append group's) join the first one's dispatch.
+    await Promise.resolve();
+    while (lane.waiting.length > 0) await dispatchGroup(sourceId, takeGroup(lane.waiting));
+    lanes.delete(sourceId);
+  };
+
   return {
     listener(events, owner, settled) {
       const sourceId = events[0]?.sourceId;
       if (sourceId === undefined) return;
-      const previous = tails.get(sourceId) ?? Promise.resolve();
-      const next = previous
-        .then(() => dispatchEvents(deps, events, owner))
-        .then(
-          () => report(deps, sourceId, settled, true),
-          (error: unknown) => {
-            deps.log.error("events could not be dispatched to their subscribers", {
-              source_id: sourceId,
-              event_ids: events.map((event) => event.id),
-              error: String(error),
-            });
-            report(deps, sourceId, settled, false);
-          },
-        )
-        .finally(() => {
-          if (tails.get(sourceId) === next) tails.delete(sourceId);
-        });
-      tails.set(sourceId, next);
+      const lane = lanes.get(sourceId);
+      if (lane) {
+        lane.waiting.push({ events, owner, settled });
+        return;
+      }
+      const started = { waiting: [{ events, owner, settled }], done: Promise.resolve() };
+      lanes.set(sourceId, started);
+      started.done = drainLane(sourceId, started);
     },
     async drain() {
-      while (tails.size > 0) await Promise.all([...tails.values()]);
+      while (lanes.size > 0) await Promise.all([...lanes.values()].map((lane) => lane.done));
     },
   };
 }

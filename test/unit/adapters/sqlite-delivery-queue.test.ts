@@ -265,6 +265,40 @@ describe("SqliteDeliveryQueue", () => {
       expect(ids(after.claimDue(NOW + 10, 10))).toEqual([a2.id]);
     });
 
+    it("deletes completed deliveries together with its next write or read; a crash before that makes them again", async () => {
+      dir = await mkdtemp(join(tmpdir(), "sluice-deliveries-"));
+      const file = join(dir, "sluice.db");
+      const db = openSqlite(file);
+      const rows = () => (db.prepare("SELECT count(*) AS n FROM deliveries").get() as { n: number }).n;
+      const q = new SqliteDeliveryQueue(db, { leaseMs: 60_000 });
+      const [a1, a2, a3] = [delivery("wh_a"), delivery("wh_a"), delivery("wh_a")];
+      await q.enqueue([a1, a2, a3]);
+      expect(ids(q.claimBatches(NOW, 1, 10)[0] ?? [])).toEqual([a1.id, a2.id, a3.id]);
+      for (const record of [a1, a2, a3]) expect(q.complete(record.id)).toBe(true);
+      // Not one write per delivery: the three rows go with the next transaction.
+      expect(rows()).toBe(3);
+      // ...which is the next enqueue's; a delivery queued again after it was made is queued again.
+      await q.enqueue([a1]);
+      expect(rows()).toBe(1);
+      expect(q.claimDue(NOW, 10)).toEqual([a1]);
+      q.complete(a1.id);
+      // The next look at the queue writes it, and hands out nothing completed.
+      expect(q.claimDue(NOW, 10)).toEqual([]);
+      expect(rows()).toBe(0);
+
+      const b1 = delivery("wh_b");
+      await q.enqueue([b1]);
+      q.claimDue(NOW, 10);
+      q.complete(b1.id);
+      // The process dies before the queue is looked at again: b1 is made again, under its id.
+      db.close();
+      const after = new SqliteDeliveryQueue(openSqlite(file), { leaseMs: 60_000 });
+      expect(after.claimDue(NOW, 10)).toEqual([b1]);
+      after.complete(b1.id);
+      after.flush();
+      expect(after.size()).toBe(0);
+    });
+
     it("respects a lease an older version wrote in the file until it ends or the worker releases it", async () => {
       dir = await mkdtemp(join(tmpdir(), "sluice-deliveries-"));
       const file = join(dir, "sluice.db");

@@ -510,7 +510,7 @@ describe("serialDispatcher", () => {
     dispatcher.listener([first], ADA);
     dispatcher.listener([second], ADA);
     await dispatcher.drain();
-    expect(enqueued.map((batch) => batch[0]?.eventId)).toEqual([first.id, second.id]);
+    expect(enqueued.flat().map((delivery) => delivery.eventId)).toEqual([first.id, second.id]);
     // The owner given with each publish reached the dispatch.
     expect(sourceReads).toEqual([]);
   });
@@ -519,7 +519,7 @@ describe("serialDispatcher", () => {
     const { deps } = harness([subscription(SOURCE, "wh_a", "webhook")]);
     const enqueue = deps.deliveries.enqueue;
     deps.deliveries.enqueue = async (batch) => {
-      if (batch[0]?.eventId === failing.id) throw new Error("disk full");
+      if (batch.some((delivery) => delivery.eventId === failing.id)) throw new Error("disk full");
       return enqueue(batch);
     };
     const { log, errors } = recordingLog();
@@ -545,13 +545,9 @@ describe("serialDispatcher", () => {
 
   it("logs a failed dispatch and goes on with the next one", async () => {
     const { deps, enqueued } = harness([subscription(SOURCE, "wh_a", "webhook")]);
-    let fail = true;
     const enqueue = deps.deliveries.enqueue;
     deps.deliveries.enqueue = async (batch) => {
-      if (fail) {
-        fail = false;
-        throw new Error("disk full");
-      }
+      if (batch.some((delivery) => delivery.eventId === lost.id)) throw new Error("disk full");
       return enqueue(batch);
     };
     const { log, errors } = recordingLog();
@@ -564,6 +560,41 @@ describe("serialDispatcher", () => {
     expect(errors).toEqual([
       expect.objectContaining({ source_id: SOURCE, event_ids: [lost.id], error: "Error: disk full" }),
     ]);
-    expect(enqueued.map((batch) => batch[0]?.eventId)).toEqual([kept.id]);
+    expect(enqueued.flat().map((delivery) => delivery.eventId)).toEqual([kept.id]);
+  });
+
+  it("dispatches the publishes of a source made in one turn, or during its dispatch, as one: one delivery enqueue, in order", async () => {
+    const { deps, enqueued } = harness([subscription(SOURCE, "wh_a", "webhook")]);
+    let release: () => void = () => {};
+    const lookup = deps.subscriptions.findSubscriptions.bind(deps.subscriptions);
+    let calls = 0;
+    deps.subscriptions.findSubscriptions = async (keys, eventName) => {
+      // The second dispatch's lookup waits, while publishes keep coming.
+      if (++calls === 2) await new Promise<void>((resolve) => (release = resolve));
+      return lookup(keys, eventName);
+    };
+    const { log } = recordingLog();
+    const dispatcher = serialDispatcher({ ...deps, log });
+    const settled: string[] = [];
+    const publish = (events: StoredEvent[]) =>
+      dispatcher.listener(events, ADA, (dispatched) => settled.push(`${events[0]?.id} ${dispatched}`));
+    const turn = [stored("", 1), stored("", 2), stored("", 3)];
+    for (const event of turn) publish([event]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(enqueued.map((batch) => batch.map((delivery) => delivery.eventId))).toEqual([turn.map((event) => event.id)]);
+
+    const during = [stored("", 4), stored("", 5)];
+    const waiting = stored("", 6);
+    publish([waiting]);
+    await new Promise((resolve) => setImmediate(resolve));
+    for (const event of during) publish([event]);
+    release();
+    await dispatcher.drain();
+    expect(enqueued.map((batch) => batch.map((delivery) => delivery.eventId))).toEqual([
+      turn.map((event) => event.id),
+      [waiting.id],
+      during.map((event) => event.id),
+    ]);
+    expect(settled).toEqual([...turn, waiting, ...during].map((event) => `${event.id} true`));
   });
 });

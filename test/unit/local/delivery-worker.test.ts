@@ -189,6 +189,8 @@ describe("LocalDeliveryWorker", () => {
     open();
     expect(await stopped).toBe(true);
     expect(sender.posts.map((p) => p.deliveryId)).toEqual([queued[0]!.id]);
+    // The stop wrote the delivered one's grouped deletion (read past the queue, which would write it).
+    expect(db.prepare("SELECT count(*) AS n FROM deliveries").get()).toEqual({ n: 3 });
     expect(queue.size()).toBe(3);
     for (const record of queued.slice(1)) expect(queue.get(record.id)?.attempts).toBe(0);
     // A new worker on the same queue delivers the rest at once, in order.
