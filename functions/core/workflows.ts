@@ -441,7 +441,7 @@ export async function updateWorkflow(deps: Deps, caller: Caller, id: string, inp
   const active = input.active ?? current.active;
   let triggers = current.triggers;
   if (checked !== undefined && input.triggers !== undefined) {
-    const deployed = await deployTriggerSources(deps, caller, { workspaceId: current.workspaceId, active }, checked);
+    const deployed = await deployTriggerSources(deps, caller, { ...current, active }, checked);
     triggers = keepTriggerIds(
       current.triggers,
       deployed,

@@ -3,7 +3,7 @@ import type { ComponentDescription } from "#core/component-model";
 import { invalid } from "#core/errors";
 import { toPageQuery } from "#core/pagination";
 import type { ComponentHost, WorkflowCode } from "#core/ports/component-host";
-import { deploySource } from "#core/sources";
+import { deploySource, getSource } from "#core/sources";
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
 import { listWorkflowEvents } from "#core/workflow-events";
@@ -434,7 +434,9 @@ describe("sources deployed by a source trigger (W17)", () => {
     expect(created.triggers).toEqual([
       expect.objectContaining({ id: sourceId, name: "feed", owner_id: created.id, active: false }),
     ]);
-    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false });
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false, workflowId: created.id });
+    // The source's own view (GET /sources/{id}) shows the workflow as its owner too.
+    expect(await getSource(deps, owner, sourceId)).toMatchObject({ id: sourceId, owner_id: created.id });
     expect(await deps.subscriptions.findSubscriptions([sourceId], "")).toEqual([
       expect.objectContaining({ listenerId: created.id }),
     ]);
