@@ -348,6 +348,8 @@ describe("workflows API over real HTTP against local mode", () => {
       await eventually(() => when(stream.messages.length === 2), "the live send");
       expect(stream.messages.map((message) => message.event)).toEqual(["orders", "orders"]);
       expect(dataOf(stream.messages).map((data) => data.event)).toEqual([{ n: 1 }, { n: 2 }]);
+      // The envelope names the run's channel as `event:` does, not the `$sse` channel it is stored on.
+      expect(dataOf(stream.messages).map((data) => data.metadata.name)).toEqual(["orders", "orders"]);
     } finally {
       stream.close();
     }
