@@ -7,6 +7,7 @@ import { deploySource, getSource } from "#core/sources";
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
 import { listWorkflowEvents } from "#core/workflow-events";
+import { workflowCode } from "#core/workflow-runs";
 import {
   createWorkflow,
   deleteWorkflow,
@@ -531,6 +532,26 @@ describe("reading workflows", () => {
     expect(
       (await rejection(listWorkflowEvents(deps, owner, created.id, { expand: "all" }, "emits"))).issues?.[0]?.field,
     ).toBe("expand");
+  });
+});
+
+describe("the code a deployment runs", () => {
+  it("is prepared at create and at a PUT of steps as a run builds it: one module per distinct code, in step order", async () => {
+    const { deps, owner, prepared } = await setUp();
+    const send = { namespace: "send", key: "http-send", props: { url: "https://example.com" } };
+    const created = await createWorkflow(deps, owner, { steps: [codeStep("a"), send, codeStep("b")] });
+    await updateWorkflow(deps, owner, created.id, { steps: [send, codeStep("a")] });
+    const record = await deps.workflows.getWorkflow(created.id);
+    const loaded = await Promise.all(
+      (record?.steps ?? []).map(async (step) => ({
+        component: (await deps.components.getComponent(step.componentId))!,
+      })),
+    );
+    expect(prepared.map((code) => code.steps.map((step) => step.code))).toEqual([
+      ["code", "action"],
+      ["action", "code"],
+    ]);
+    expect(prepared[1]).toEqual(workflowCode(record!, loaded));
   });
 });
 
