@@ -434,6 +434,30 @@ describe("limits of a workflow run", () => {
     expect((await t.runs())[0]?.status).toBe("success");
   });
 
+  it("cuts $.send.emit at the run's emit limits as a source's emits are cut, other sends counting for neither", async () => {
+    const mixed = (n: number): SendRecord[] => [
+      { type: "sse", channel: "live", payload: n },
+      { type: "emit", raw_event: { n, pad: "p".repeat(1_000) } },
+    ];
+    const t = await setUp({ script: async () => ({ sends: Array.from({ length: 10 }, (_, n) => mixed(n)).flat() }) });
+    t.deps.runtime.emitLimits = { maxEmits: 3, maxEmitBytes: 8 * 1024 * 1024 };
+    await t.runOnce();
+    expect((await t.events("")).map((event) => (event.event as any).raw_event.n).sort()).toEqual([0, 1, 2]);
+    const [byCount] = await t.events("$errors");
+    expect(byCount?.event).toMatchObject({
+      error: { message: expect.stringMatching(/^the run emitted more than 3 events, the most one run may emit/) },
+    });
+
+    const u = await setUp({ script: async () => ({ sends: Array.from({ length: 10 }, (_, n) => mixed(n)).flat() }) });
+    u.deps.runtime.emitLimits = { maxEmits: 1_000, maxEmitBytes: 2_500 };
+    await u.runOnce();
+    expect((await u.events("")).map((event) => (event.event as any).raw_event.n).sort()).toEqual([0, 1]);
+    const [byBytes] = await u.events("$errors");
+    expect(byBytes?.event).toMatchObject({
+      error: { message: expect.stringMatching(/^the run emitted more than 2500 bytes/) },
+    });
+  });
+
   it("drops a 50 MB send alone and keeps the others", async () => {
     const huge = "x".repeat(50 * 1024 * 1024);
     const t = await setUp({
