@@ -13,6 +13,7 @@ import type { StepRecord, WorkflowRecord } from "#core/workflow-model";
 import { listWorkflowRuns, runIdFor } from "#core/workflow-runs";
 import type { ErrorRecord, SendRecord, StepOutcome, WorkflowInvocation } from "#runtime/protocol";
 import { accountIn, memoryDeps, scriptedHost, type WorkflowScript } from "../../support/memory-deps.ts";
+import { runningRun } from "../../support/workflow-record.ts";
 
 const POST = (body: unknown = { hello: 1 }): IncomingHttpRequest => ({
   method: "POST",
@@ -249,19 +250,14 @@ describe("a workflow's HTTP trigger without custom response", () => {
       event: {},
     };
     await t.deps.workflowRuns.beginRun(
-      {
+      runningRun({
         id: job.runId,
         workflowId: t.workflow.id,
         deploymentId: t.workflow.deploymentId,
         trigger: { type: "timer", id: "ti_x" },
-        status: "running",
-        leaseUntilMs: now + 60_000,
         attempts: 1,
         startedAt: now,
-        eventPreview: {},
-        steps: [],
-        logs: [],
-      },
+      }),
       now,
     );
     const busy = await runQueuedJob(t.deps, job).catch((error: unknown) => error);

@@ -18,6 +18,7 @@ import {
 } from "#core/workflows";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
+import { runningRun } from "../../support/workflow-record.ts";
 
 /**
  * The workflow use cases on the real local stores, with a host that describes each code string as
@@ -654,19 +655,13 @@ describe("deleteWorkflow", () => {
     );
     const now = deps.clock.nowMs();
     await deps.workflowRuns.beginRun(
-      {
+      runningRun({
         id: "run_01jd0000000000000000ab",
         workflowId: created.id,
         deploymentId: created.deployment_id,
         trigger: { type: "timer", id: "ti_x" },
-        status: "running",
-        leaseUntilMs: now + 60_000,
-        attempts: 0,
         startedAt: now,
-        eventPreview: {},
-        steps: [],
-        logs: [],
-      },
+      }),
       now,
     );
 
