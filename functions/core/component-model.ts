@@ -65,6 +65,8 @@ export interface SourceRecord {
   endpointKey?: string;
   /** The timer of the component's `$.interface.timer` prop, when it has one. */
   timer?: TimerSpec;
+  /** The workflow (`p_`) that deployed it as its trigger; its view shows it as `owner_id`. */
+  workflowId?: string;
   createdAt: number;
   updatedAt: number;
 }

@@ -38,10 +38,12 @@ export function eventSummaryView(stored: StoredEvent, expand: boolean) {
  * The JSON of a message's `data:`. It reads both ways real-behaviour.md §1.1 allows: as an event
  * summary with full data (`id`, `indexed_at_ms`, `event`, `metadata`, as `event_summaries?expand=event`
  * returns it) and as the original's emit record (`e` the event, `k: "emit"`, `ts` in epoch ms,
- * `sum` the summary when there is one).
+ * `sum` the summary when there is one). `metadata.name` is `name`: the channel, or for a workflow's
+ * stream the channel its `$.send.sse` gave, as the message's `event:` is.
  */
-export function sseEnvelope(stored: StoredEvent) {
+export function sseEnvelope(stored: StoredEvent, name = stored.channel) {
   const summary = eventSummaryView(stored, true);
+  summary.metadata.name = name;
   const envelope: Record<string, unknown> = { ...summary, k: "emit", e: stored.event, ts: stored.indexedAtMs };
   if (stored.meta.summary !== undefined) envelope.sum = stored.meta.summary;
   return envelope;

@@ -82,6 +82,18 @@ export function checkResponse(response: unknown): { response: HttpResponseSpec }
 }
 
 /**
+ * Why one more emit of `size` bytes, after `count` emits of `bytes` in all, goes past a run's
+ * emit limits; undefined when it fits. A source's emits and a workflow's `$.send.emit`s share it.
+ */
+export function emitOverRun(limits: EmitLimits, count: number, bytes: number, size: number): string | undefined {
+  if (count >= limits.maxEmits) return `the run emitted more than ${limits.maxEmits} events, the most one run may emit`;
+  if (bytes + size > limits.maxEmitBytes) {
+    return `the run emitted more than ${limits.maxEmitBytes} bytes of events, the most one run may emit`;
+  }
+  return undefined;
+}
+
+/**
  * The emits kept: each must be JSON of at most {@link MAX_EMIT_BYTES} with valid options (refused
  * alone otherwise); then, in call order, as many as the run's count and bytes allow. The first emit
  * past either ends what is kept, as the runtime ends the run there.
@@ -106,14 +118,8 @@ function limitEmits(
       refused.push(invalid);
       continue;
     }
-    if (kept.length >= limits.maxEmits) {
-      overRun = `the run emitted more than ${limits.maxEmits} events, the most one run may emit`;
-      break;
-    }
-    if (bytes + size > limits.maxEmitBytes) {
-      overRun = `the run emitted more than ${limits.maxEmitBytes} bytes of events, the most one run may emit`;
-      break;
-    }
+    overRun = emitOverRun(limits, kept.length, bytes, size);
+    if (overRun !== undefined) break;
     bytes += size;
     kept.push(emit);
     storedBytes.set(emit, size + metaSize);

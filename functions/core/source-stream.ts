@@ -103,7 +103,7 @@ export function streamCarries(stream: Pick<SourceStream, "sourceId" | "channel">
 export function sseFrame(stored: StoredEvent, stream?: Pick<SourceStream, "names">): string {
   const eventName = stream?.names === "send" ? (stored.meta.name ?? "") : stored.channel;
   const name = eventName === "" ? "" : `event: ${eventName.replace(/[\r\n]/g, " ")}\n`;
-  return `id: ${stored.id}\n${name}data: ${JSON.stringify(sseEnvelope(stored))}\n\n`;
+  return `id: ${stored.id}\n${name}data: ${JSON.stringify(sseEnvelope(stored, eventName))}\n\n`;
 }
 
 /** The first bytes of every stream: the reconnection delay and a comment that flushes proxies. */

@@ -219,9 +219,10 @@ async function runHook(
 
 /**
  * `POST /sources`: saves the source, subscribes the owner's auto-subscribed listeners to it, runs
- * `deploy()` and `activate()`, starts its timer.
+ * `deploy()` and `activate()`, starts its timer. `workflowId` names the workflow deploying it as
+ * its trigger (never a field of the request body).
  */
-export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput) {
+export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput, workflowId?: string) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const workspace = await workspaceOrDefault(deps, caller, input);
   const component = await chooseComponent(deps, caller, input);
@@ -240,6 +241,7 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
     createdAt: now,
     updatedAt: now,
   };
+  if (workflowId !== undefined) draft.workflowId = workflowId;
   const { validated, definitions } = await resolveProps(deps, draft, component, input.configured_props);
   const prepared = await withProps(deps, draft, validated);
   if (definitions) prepared.propDefinitions = definitions;
@@ -376,7 +378,8 @@ export function sourceView(deps: Pick<Deps, "runtime">, source: SourceRecord, co
   return {
     id: source.id,
     user_id: source.userId,
-    owner_id: source.workspaceId,
+    // A workflow's trigger source is the workflow's (the spec's source trigger shape).
+    owner_id: source.workflowId ?? source.workspaceId,
     component_id: source.componentId,
     configured_props: configuredPropsView(definitions, source.configuredProps, interfaceContext(deps, source)),
     active: source.active,

@@ -23,7 +23,7 @@ import type {
 } from "#runtime/protocol";
 import { clipText } from "./clip-text.ts";
 import { redactPaths } from "./redact-paths.ts";
-import { checkResponse, MAX_EMIT_BYTES, MAX_ERROR_TEXT, RESPONSE_ERROR } from "./run-limits.ts";
+import { checkResponse, emitOverRun, MAX_EMIT_BYTES, MAX_ERROR_TEXT, RESPONSE_ERROR } from "./run-limits.ts";
 import type { DeliveredSend } from "./workflow-sends.ts";
 
 /**
@@ -156,14 +156,8 @@ export function limitWorkflowResult(
       break;
     }
     if (send.type === "emit") {
-      if (limited.emits.length >= limits.maxEmits) {
-        overRun = `the run emitted more than ${limits.maxEmits} events, the most one run may emit`;
-        break;
-      }
-      if (emitBytes + payloadBytes > limits.maxEmitBytes) {
-        overRun = `the run emitted more than ${limits.maxEmitBytes} bytes of events, the most one run may emit`;
-        break;
-      }
+      overRun = emitOverRun(limits, limited.emits.length, emitBytes, payloadBytes);
+      if (overRun !== undefined) break;
       emitBytes += payloadBytes;
     }
     kept++;

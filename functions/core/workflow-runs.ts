@@ -317,7 +317,11 @@ async function beginAndRun(
   return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, elapsedMs);
 }
 
-/** The code a host runs for a workflow's deployment: every step's module, disabled ones included. */
+/**
+ * The code a host runs for a workflow's deployment: one module per distinct component of its
+ * steps, disabled ones included. The one copy: runs build it from the components they loaded,
+ * create and PUT (`workflows.ts`) from the ones they saved.
+ */
 export function workflowCode(workflow: WorkflowRecord, loaded: { component: ComponentRecord }[]): WorkflowCode {
   const modules = new Map<string, string>();
   for (const { component } of loaded) modules.set(component.codeHash, component.code);

@@ -175,7 +175,7 @@ export function underField(error: unknown, prefix: string): unknown {
 export async function deployTriggerSources(
   deps: Deps,
   caller: Caller,
-  workflow: Pick<WorkflowRecord, "workspaceId" | "active">,
+  workflow: Pick<WorkflowRecord, "id" | "workspaceId" | "active">,
   checked: CheckedTrigger[],
 ): Promise<TriggerRecord[]> {
   const records: TriggerRecord[] = [];
@@ -186,7 +186,7 @@ export async function deployTriggerSources(
         continue;
       }
       const props = trigger.props as Record<(typeof DEPLOY_FIELDS)[number], never>;
-      const source = await deploySource(deps, caller, { ...props, org_id: workflow.workspaceId }).catch(
+      const source = await deploySource(deps, caller, { ...props, org_id: workflow.workspaceId }, workflow.id).catch(
         (error: unknown) => {
           throw underField(error, `${trigger.field}.props`);
         },

@@ -63,12 +63,7 @@ function stepView(step: StepRecord, component: ComponentRecord | undefined) {
   };
 }
 
-function triggerView(
-  deps: Pick<Deps, "runtime">,
-  workflowId: string,
-  trigger: TriggerRecord,
-  parts: WorkflowViewParts,
-) {
+function triggerView(deps: Pick<Deps, "runtime">, trigger: TriggerRecord, parts: WorkflowViewParts) {
   switch (trigger.type) {
     case "http":
       return {
@@ -93,9 +88,8 @@ function triggerView(
       const source = parts.sources.get(trigger.sourceId);
       // A source deleted meanwhile is left out (W5): its subscription went with it.
       if (!source) return undefined;
-      const view = sourceView(deps, source, parts.components.get(source.componentId));
-      // A source the workflow deployed is the workflow's (design 2.1): it shows the workflow as owner.
-      return trigger.deployedByWorkflow ? { ...view, owner_id: workflowId } : view;
+      // A source the workflow deployed shows it as `owner_id` (its record's `workflowId`).
+      return sourceView(deps, source, parts.components.get(source.componentId));
     }
   }
 }
@@ -114,7 +108,7 @@ export function workflowView(deps: Pick<Deps, "runtime">, workflow: WorkflowReco
     updated_at: epochSeconds(workflow.updatedAt),
     steps: workflow.steps.map((step) => stepView(step, parts.components.get(step.componentId))),
     triggers: workflow.triggers.flatMap((trigger) => {
-      const view = triggerView(deps, workflow.id, trigger, parts);
+      const view = triggerView(deps, trigger, parts);
       return view === undefined ? [] : [view];
     }),
   };

@@ -22,6 +22,7 @@ import { sealSecretValues, validateConfiguredProps } from "./props.ts";
 import { applyAutoSubscriptions } from "./subscriptions.ts";
 import { requestHash, requireExternalId } from "./workflow-external-ids.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+import { workflowCode } from "./workflow-runs.ts";
 import { withTemplate } from "./workflow-templates.ts";
 import {
   activateTriggers,
@@ -287,20 +288,14 @@ function requireDistinctSources(triggers: readonly { type: string; sourceId?: st
   }
 }
 
-/** The host's view of a deployment: one module per distinct component, disabled steps included. */
-function workflowCode(workflow: WorkflowRecord, components: ReadonlyMap<string, ComponentRecord>): WorkflowCode {
-  const modules = new Map<string, string>();
-  for (const step of workflow.steps) {
+/** The host's code of a deployment ({@link workflowCode}) from its steps' components. */
+function deploymentCode(workflow: WorkflowRecord, components: ReadonlyMap<string, ComponentRecord>): WorkflowCode {
+  const loaded = workflow.steps.map((step) => {
     const component = components.get(step.componentId);
     if (!component) throw notFound("component");
-    modules.set(component.codeHash, component.code);
-  }
-  return {
-    workflowId: workflow.id,
-    ownerId: workflow.workspaceId,
-    deploymentId: workflow.deploymentId,
-    steps: [...modules].map(([codeHash, code]) => ({ codeHash, code })),
-  };
+    return { component };
+  });
+  return workflowCode(workflow, loaded);
 }
 
 /** The components and sources the views of these workflows show, each read once. */
@@ -383,7 +378,7 @@ export async function createWorkflow(deps: Deps, caller: Caller, given: CreateWo
   let prepared = false;
   try {
     checkSize(workflow);
-    await deps.host.prepareWorkflow(workflowCode(workflow, components));
+    await deps.host.prepareWorkflow(deploymentCode(workflow, components));
     prepared = true;
     await deps.workflows.createWorkflow(workflow);
   } catch (error) {
@@ -441,7 +436,7 @@ export async function updateWorkflow(deps: Deps, caller: Caller, id: string, inp
   const active = input.active ?? current.active;
   let triggers = current.triggers;
   if (checked !== undefined && input.triggers !== undefined) {
-    const deployed = await deployTriggerSources(deps, caller, { workspaceId: current.workspaceId, active }, checked);
+    const deployed = await deployTriggerSources(deps, caller, { ...current, active }, checked);
     triggers = keepTriggerIds(
       current.triggers,
       deployed,
@@ -467,7 +462,7 @@ export async function updateWorkflow(deps: Deps, caller: Caller, id: string, inp
     checkSize(next);
     if (input.steps !== undefined) {
       const known = await viewParts(deps, [next], components);
-      await deps.host.prepareWorkflow(workflowCode(next, known.components));
+      await deps.host.prepareWorkflow(deploymentCode(next, known.components));
     }
   } catch (error) {
     await deleteDeployedSources(deps, caller, fresh);

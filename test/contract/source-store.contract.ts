@@ -49,11 +49,13 @@ export function sourceStoreContract(makeStore: () => Promise<SourceStore>) {
           { name: "kind", type: "string", options: ["a", { label: "B", value: "b" }] },
           { name: "count", type: "integer", min: 1, optional: true, default: 2 },
         ],
+        workflowId: "p_deployedMe",
       });
       expect(await store.createSource(created)).toStrictEqual(created);
       expect(await store.getSource(created.id)).toStrictEqual(created);
       expect(await store.findSourceByEndpointKey(created.endpointKey!)).toStrictEqual(created);
       expect((await store.listSourcesOfUser(created.userId, { limit: 10 })).items).toStrictEqual([created]);
+      expect((await store.listSourcesOfWorkspace(created.workspaceId, { limit: 10 })).items).toStrictEqual([created]);
       const { propDefinitions: _dropped, ...withoutDefinitions } = created;
       expect(await store.updateSource(withoutDefinitions)).toStrictEqual(withoutDefinitions);
       expect(await store.getSource(created.id)).toStrictEqual(withoutDefinitions);

@@ -239,6 +239,11 @@ describe("workflows API over real HTTP against local mode", () => {
     const [deployed, named] = created.triggers;
     expect(deployed).toMatchObject({ name: "deployed", owner_id: created.id, active: false });
     expect(named).toMatchObject({ id: given.json.data.id, owner_id: workspaceId, active: true });
+    // The source's own views show the workflow that deployed it as its owner, as its trigger does.
+    expect((await api("GET", `/sources/${deployed.id}`)).json.data).toMatchObject({ owner_id: created.id });
+    const listed = (await api("GET", "/users/me/sources?limit=100")).json.data;
+    const owners = Object.fromEntries(listed.map((s: { id: string; owner_id: string }) => [s.id, s.owner_id]));
+    expect(owners).toMatchObject({ [deployed.id]: created.id, [named.id]: workspaceId });
     const subscriptions = await api("GET", "/users/me/subscriptions?limit=100");
     const toWorkflow = subscriptions.json.data.filter((s: { listener_id: string }) => s.listener_id === created.id);
     expect(toWorkflow.map((s: { emitter_id: string }) => s.emitter_id).sort()).toEqual([deployed.id, named.id].sort());
@@ -343,6 +348,8 @@ describe("workflows API over real HTTP against local mode", () => {
       await eventually(() => when(stream.messages.length === 2), "the live send");
       expect(stream.messages.map((message) => message.event)).toEqual(["orders", "orders"]);
       expect(dataOf(stream.messages).map((data) => data.event)).toEqual([{ n: 1 }, { n: 2 }]);
+      // The envelope names the run's channel as `event:` does, not the `$sse` channel it is stored on.
+      expect(dataOf(stream.messages).map((data) => data.metadata.name)).toEqual(["orders", "orders"]);
     } finally {
       stream.close();
     }

@@ -148,4 +148,40 @@ describe("workflow HTTP triggers over real HTTP against local mode", () => {
     expect(runs).toHaveLength(1);
     expect(runs[0].event_preview.method).toBe("POST");
   });
+
+  it("answers $.respond with the headers a source's respond gets: the code's own, CORS only when the code sets it", async () => {
+    // One spec answered by a source's `respond` and by a workflow's `$.respond`, with and without
+    // a CORS header of the code's own.
+    const respond = (call: string) =>
+      `${call}({ status: 202, headers: event.body.cors ? { "access-control-allow-origin": "https://app.example", "x-kind": "own" } : { "x-kind": "own" }, body: { ok: true } })`;
+    const source = await api("POST", "/sources", {
+      component_code: `export default {
+        name: "Answering", version: "0.1.0",
+        props: { http: { type: "$.interface.http", customResponse: true } },
+        async run(event) { ${respond("this.http.respond")}; },
+      };`,
+    });
+    expect(source.status, JSON.stringify(source.json)).toBe(200);
+    const flow = await workflowOf([step(`const event = steps.trigger.event; await ${respond("$.respond")};`)], true);
+
+    /** The answer's headers but those the HTTP server writes itself (date, connection, framing). */
+    const answerOf = async (url: string, cors: boolean) => {
+      const answer = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ cors }),
+      });
+      expect(answer.status).toBe(202);
+      expect(await answer.json()).toEqual({ ok: true });
+      const server = new Set(["date", "connection", "keep-alive", "content-length", "transfer-encoding"]);
+      return Object.fromEntries([...answer.headers].filter(([name]) => !server.has(name)));
+    };
+    for (const cors of [false, true]) {
+      const fromSource = await answerOf(source.json.data.configured_props.http.endpoint_url, cors);
+      const fromWorkflow = await answerOf(flow.url, cors);
+      expect(fromWorkflow).toEqual(fromSource);
+      expect(fromWorkflow["x-kind"]).toBe("own");
+      expect(fromWorkflow["access-control-allow-origin"]).toBe(cors ? "https://app.example" : undefined);
+    }
+  });
 });

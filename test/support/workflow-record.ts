@@ -1,4 +1,4 @@
-import type { WorkflowRecord } from "#core/workflow-model";
+import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
 
 /**
  * A workflow of `owner` (as `createAccount` or `accountIn` return it) in its default workspace,
@@ -22,5 +22,25 @@ export function workflowRecord(
     triggers: [],
     createdAt: nowMs,
     updatedAt: nowMs,
+  };
+}
+
+/**
+ * A run as a runner begins it (`WorkflowRunStore.beginRun`): running, no steps yet, a lease of a
+ * minute from `startedAt`, an HTTP trigger unless `fields` say otherwise.
+ */
+export function runningRun(
+  fields: Pick<WorkflowRun, "id" | "workflowId" | "startedAt"> & Partial<WorkflowRun>,
+): WorkflowRun {
+  return {
+    deploymentId: "d_1",
+    trigger: { type: "http", id: "hi_1" },
+    status: "running",
+    leaseUntilMs: fields.startedAt + 60_000,
+    attempts: 0,
+    eventPreview: {},
+    steps: [],
+    logs: [],
+    ...fields,
   };
 }

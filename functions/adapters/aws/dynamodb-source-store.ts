@@ -33,6 +33,7 @@ function recordAttributes(source: SourceRecord): Item {
   };
   if (source.endpointKey !== undefined) attributes.endpointKey = source.endpointKey;
   if (source.propDefinitions !== undefined) attributes.propDefinitions = JSON.stringify(source.propDefinitions);
+  if (source.workflowId !== undefined) attributes.workflowId = source.workflowId;
   if (source.timer !== undefined) {
     attributes.timer = Object.fromEntries(Object.entries(source.timer).filter(([, value]) => value !== undefined));
   }
@@ -55,6 +56,7 @@ function fromItem(item: Item): SourceRecord {
   if (typeof item.endpointKey === "string") source.endpointKey = item.endpointKey;
   if (item.timer !== undefined) source.timer = item.timer as TimerSpec;
   if (typeof item.propDefinitions === "string") source.propDefinitions = JSON.parse(item.propDefinitions);
+  if (typeof item.workflowId === "string") source.workflowId = item.workflowId;
   return source;
 }
 

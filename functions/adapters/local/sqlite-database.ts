@@ -159,6 +159,8 @@ export const MIGRATIONS: readonly string[] = [
   // Workflows, their triggers' keys and timers, their steps' states and their runs (sqlite-workflow-schema.ts).
   ...WORKFLOW_MIGRATIONS,
   ...SEND_DEAD_LETTER_MIGRATIONS,
+  // The workflow that deployed a source as its trigger (NULL for every other source).
+  `ALTER TABLE sources ADD COLUMN workflow_id TEXT;`,
 ];
 
 /**

@@ -19,6 +19,7 @@ interface SourceRow {
   endpoint_key: string | null;
   timer: string | null;
   prop_definitions: string | null;
+  workflow_id: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -45,6 +46,7 @@ function toSource(row: SourceRow): SourceRecord {
   if (row.endpoint_key !== null) source.endpointKey = row.endpoint_key;
   if (row.timer !== null) source.timer = JSON.parse(row.timer) as TimerSpec;
   if (row.prop_definitions !== null) source.propDefinitions = JSON.parse(row.prop_definitions);
+  if (row.workflow_id !== null) source.workflowId = row.workflow_id;
   return source;
 }
 
@@ -60,6 +62,7 @@ const toRow = (source: SourceRecord) => ({
   endpointKey: source.endpointKey ?? null,
   timer: source.timer === undefined ? null : JSON.stringify(source.timer),
   propDefinitions: source.propDefinitions === undefined ? null : JSON.stringify(source.propDefinitions),
+  workflowId: source.workflowId ?? null,
   createdAt: source.createdAt,
   updatedAt: source.updatedAt,
 });
@@ -91,13 +94,13 @@ export class SqliteSourceStore implements SourceStore {
     this.stateById = this.cache.map<SourceState>();
     this.statements = {
       insert: db.prepare(
-        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, created_at, updated_at)
-         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @createdAt, @updatedAt)`,
+        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, workflow_id, created_at, updated_at)
+         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @workflowId, @createdAt, @updatedAt)`,
       ),
       update: db.prepare(
         `UPDATE sources SET user_id = @userId, workspace_id = @workspaceId, component_id = @componentId, name = @name,
            name_slug = @nameSlug, configured_props = @configuredProps, active = @active, endpoint_key = @endpointKey,
-           timer = @timer, prop_definitions = @propDefinitions, created_at = @createdAt, updated_at = @updatedAt
+           timer = @timer, prop_definitions = @propDefinitions, workflow_id = @workflowId, created_at = @createdAt, updated_at = @updatedAt
          WHERE id = @id`,
       ),
       // Candidates for the slug counter: every slug of the user that starts with the wanted one.

@@ -3,6 +3,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
 import { ENV } from "#config/env";
+import { runningRun } from "../../support/workflow-record.ts";
 
 const ddb = mockClient(DynamoDBDocumentClient);
 afterAll(() => ddb.restore());
@@ -27,19 +28,7 @@ describe("the AWS composition's workflow ports", () => {
     });
 
     const startedAt = 1_790_000_000_000;
-    const run = {
-      id: "run_1",
-      workflowId: "p_x",
-      deploymentId: "d_1",
-      trigger: { type: "http" as const, id: "hi_1" },
-      status: "running" as const,
-      leaseUntilMs: startedAt + 60_000,
-      attempts: 0,
-      startedAt,
-      eventPreview: {},
-      steps: [],
-      logs: [],
-    };
+    const run = runningRun({ id: "run_1", workflowId: "p_x", startedAt });
     await expect(deps.workflowRuns.beginRun(run, startedAt)).resolves.toMatchObject({ outcome: "started" });
     const update = ddb.commandCalls(UpdateCommand)[0]?.args[0].input;
     expect(update?.TableName).toBe("resources-x");

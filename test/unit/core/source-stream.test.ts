@@ -72,6 +72,18 @@ describe("source stream frames", () => {
     }
   });
 
+  it("names a workflow's send after its $.send.sse channel in both event: and the envelope, a source's after its channel", () => {
+    const send = stored({ sourceId: "p_flow", channel: "$sse", meta: { name: "orders" } });
+    const workflowFields = parseFrame(sseFrame(send, { names: "send" }));
+    expect(workflowFields.event).toBe("orders");
+    expect(JSON.parse(workflowFields.data as string).metadata.name).toBe("orders");
+    // A source's stream names by the stored channel, whatever `meta.name` holds.
+    const sourceFields = parseFrame(sseFrame({ ...send, sourceId: "dc_one", channel: "updates" }));
+    expect(sourceFields.event).toBe("updates");
+    expect(JSON.parse(sourceFields.data as string).metadata.name).toBe("updates");
+    expect(JSON.parse(parseFrame(sseFrame(stored())).data as string).metadata.name).toBe("");
+  });
+
   it("keeps the data on one line even when the event holds line breaks", () => {
     const frame = sseFrame(stored({ event: { text: "a\nb\r\nc" } }));
     expect(frame.split("\n").filter((line) => line.startsWith("data: "))).toHaveLength(1);

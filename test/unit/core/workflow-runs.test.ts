@@ -13,6 +13,7 @@ import type { StepRecord, WorkflowRecord } from "#core/workflow-model";
 import { listWorkflowRuns, runIdFor } from "#core/workflow-runs";
 import type { ErrorRecord, SendRecord, StepOutcome, WorkflowInvocation } from "#runtime/protocol";
 import { accountIn, memoryDeps, scriptedHost, type WorkflowScript } from "../../support/memory-deps.ts";
+import { runningRun } from "../../support/workflow-record.ts";
 
 const POST = (body: unknown = { hello: 1 }): IncomingHttpRequest => ({
   method: "POST",
@@ -249,19 +250,14 @@ describe("a workflow's HTTP trigger without custom response", () => {
       event: {},
     };
     await t.deps.workflowRuns.beginRun(
-      {
+      runningRun({
         id: job.runId,
         workflowId: t.workflow.id,
         deploymentId: t.workflow.deploymentId,
         trigger: { type: "timer", id: "ti_x" },
-        status: "running",
-        leaseUntilMs: now + 60_000,
         attempts: 1,
         startedAt: now,
-        eventPreview: {},
-        steps: [],
-        logs: [],
-      },
+      }),
       now,
     );
     const busy = await runQueuedJob(t.deps, job).catch((error: unknown) => error);
@@ -432,6 +428,30 @@ describe("limits of a workflow run", () => {
     });
     // A cut is not a failure of the run.
     expect((await t.runs())[0]?.status).toBe("success");
+  });
+
+  it("cuts $.send.emit at the run's emit limits as a source's emits are cut, other sends counting for neither", async () => {
+    const mixed = (n: number): SendRecord[] => [
+      { type: "sse", channel: "live", payload: n },
+      { type: "emit", raw_event: { n, pad: "p".repeat(1_000) } },
+    ];
+    const t = await setUp({ script: async () => ({ sends: Array.from({ length: 10 }, (_, n) => mixed(n)).flat() }) });
+    t.deps.runtime.emitLimits = { maxEmits: 3, maxEmitBytes: 8 * 1024 * 1024 };
+    await t.runOnce();
+    expect((await t.events("")).map((event) => (event.event as any).raw_event.n).sort()).toEqual([0, 1, 2]);
+    const [byCount] = await t.events("$errors");
+    expect(byCount?.event).toMatchObject({
+      error: { message: expect.stringMatching(/^the run emitted more than 3 events, the most one run may emit/) },
+    });
+
+    const u = await setUp({ script: async () => ({ sends: Array.from({ length: 10 }, (_, n) => mixed(n)).flat() }) });
+    u.deps.runtime.emitLimits = { maxEmits: 1_000, maxEmitBytes: 2_500 };
+    await u.runOnce();
+    expect((await u.events("")).map((event) => (event.event as any).raw_event.n).sort()).toEqual([0, 1]);
+    const [byBytes] = await u.events("$errors");
+    expect(byBytes?.event).toMatchObject({
+      error: { message: expect.stringMatching(/^the run emitted more than 2500 bytes/) },
+    });
   });
 
   it("drops a 50 MB send alone and keeps the others", async () => {

@@ -3,10 +3,11 @@ import type { ComponentDescription } from "#core/component-model";
 import { invalid } from "#core/errors";
 import { toPageQuery } from "#core/pagination";
 import type { ComponentHost, WorkflowCode } from "#core/ports/component-host";
-import { deploySource } from "#core/sources";
+import { deploySource, getSource } from "#core/sources";
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
 import { listWorkflowEvents } from "#core/workflow-events";
+import { workflowCode } from "#core/workflow-runs";
 import {
   createWorkflow,
   deleteWorkflow,
@@ -17,6 +18,7 @@ import {
 } from "#core/workflows";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
+import { runningRun } from "../../support/workflow-record.ts";
 
 /**
  * The workflow use cases on the real local stores, with a host that describes each code string as
@@ -434,7 +436,9 @@ describe("sources deployed by a source trigger (W17)", () => {
     expect(created.triggers).toEqual([
       expect.objectContaining({ id: sourceId, name: "feed", owner_id: created.id, active: false }),
     ]);
-    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false });
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: false, workflowId: created.id });
+    // The source's own view (GET /sources/{id}) shows the workflow as its owner too.
+    expect(await getSource(deps, owner, sourceId)).toMatchObject({ id: sourceId, owner_id: created.id });
     expect(await deps.subscriptions.findSubscriptions([sourceId], "")).toEqual([
       expect.objectContaining({ listenerId: created.id }),
     ]);
@@ -529,6 +533,26 @@ describe("reading workflows", () => {
     expect(
       (await rejection(listWorkflowEvents(deps, owner, created.id, { expand: "all" }, "emits"))).issues?.[0]?.field,
     ).toBe("expand");
+  });
+});
+
+describe("the code a deployment runs", () => {
+  it("is prepared at create and at a PUT of steps as a run builds it: one module per distinct code, in step order", async () => {
+    const { deps, owner, prepared } = await setUp();
+    const send = { namespace: "send", key: "http-send", props: { url: "https://example.com" } };
+    const created = await createWorkflow(deps, owner, { steps: [codeStep("a"), send, codeStep("b")] });
+    await updateWorkflow(deps, owner, created.id, { steps: [send, codeStep("a")] });
+    const record = await deps.workflows.getWorkflow(created.id);
+    const loaded = await Promise.all(
+      (record?.steps ?? []).map(async (step) => ({
+        component: (await deps.components.getComponent(step.componentId))!,
+      })),
+    );
+    expect(prepared.map((code) => code.steps.map((step) => step.code))).toEqual([
+      ["code", "action"],
+      ["action", "code"],
+    ]);
+    expect(prepared[1]).toEqual(workflowCode(record!, loaded));
   });
 });
 
@@ -631,19 +655,13 @@ describe("deleteWorkflow", () => {
     );
     const now = deps.clock.nowMs();
     await deps.workflowRuns.beginRun(
-      {
+      runningRun({
         id: "run_01jd0000000000000000ab",
         workflowId: created.id,
         deploymentId: created.deployment_id,
         trigger: { type: "timer", id: "ti_x" },
-        status: "running",
-        leaseUntilMs: now + 60_000,
-        attempts: 0,
         startedAt: now,
-        eventPreview: {},
-        steps: [],
-        logs: [],
-      },
+      }),
       now,
     );
 

@@ -4,6 +4,7 @@ import type { NewEvent } from "#core/component-model";
 import { silentLogger } from "#core/ports/logger";
 import { type LocalMode, localDeps } from "#local-mode/composition";
 import { newDataDir } from "../../support/local-process.ts";
+import { runningRun } from "../../support/workflow-record.ts";
 
 const DAY_MS = 86_400_000;
 const events = (count: number, channel = ""): NewEvent[] =>
@@ -60,22 +61,7 @@ describe("event retention in local mode", () => {
     const runs = local.deps.workflowRuns;
     const now = Date.now();
     const begin = (workflowId: string, id: string, startedAt: number) =>
-      runs.beginRun(
-        {
-          id,
-          workflowId,
-          deploymentId: "d_1",
-          trigger: { type: "http", id: "hi_1" },
-          status: "running",
-          leaseUntilMs: startedAt + 60_000,
-          attempts: 0,
-          startedAt,
-          eventPreview: {},
-          steps: [],
-          logs: [],
-        },
-        startedAt,
-      );
+      runs.beginRun(runningRun({ id, workflowId, startedAt }), startedAt);
     await begin("p_old", "run_1", now - 2 * DAY_MS);
     for (const id of ["run_1", "run_2", "run_3"]) await begin("p_busy", id, now);
     const ids = async (workflowId: string) => (await runs.listRuns(workflowId, { limit: 10 })).items.map((r) => r.id);
