@@ -157,6 +157,9 @@ export function buildThis(component: Bag, bindings: ThisBindings): Bag {
       self[name] = serviceDb();
     } else if (Object.hasOwn(props, name)) {
       self[name] = propValue(type, props[name] as Json, declared[name], bindings);
+    } else if (type === "app") {
+      // No account configured (none can be yet): registry code still calls `this.<app>.<method>()`.
+      self[name] = appValue({}, declared[name]);
     }
   }
   self.$emit = (event: unknown, meta?: unknown) => bindings.emit(event, meta);

@@ -106,6 +106,31 @@ describe("runInvocation: this", () => {
     expect(result.emits[0]?.event).toEqual({ auth: {} });
   });
 
+  it("gives an app prop with no configured value its methods and an empty $auth", async () => {
+    const result = await runInvocation(
+      {
+        props: {
+          helpers: {
+            type: "app",
+            app: "helpers",
+            methods: {
+              keys(this: { $auth: object }) {
+                return Object.keys(this.$auth);
+              },
+            },
+          },
+        },
+        run(this: any) {
+          this.$emit({ keys: this.helpers.keys(), auth: this.helpers.$auth });
+        },
+      },
+      invocation({ props: {}, propTypes: { helpers: "app" } }),
+      noIo,
+    );
+    expect(result.error).toBeUndefined();
+    expect(result.emits[0]?.event).toEqual({ keys: [], auth: {} });
+  });
+
   it("builds this afresh for every invocation", async () => {
     const component = {
       run(this: any) {
