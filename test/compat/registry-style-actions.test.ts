@@ -230,4 +230,16 @@ describe("registry-style actions as workflow steps, against local mode", () => {
     }, "the object");
     expect(JSON.parse(readFileSync(join(folder, file), "utf8"))).toEqual({ id: "S3-1" });
   });
+
+  it("fails an http_request prop's execute() with a NotImplementedError on $errors naming the step", async () => {
+    const flow = await workflowOf([{ namespace: "request", code: fixture("send-http-request.mjs") }]);
+    const { run } = await trigger(flow);
+    expect(run).toMatchObject({ status: "error", error: { code: "NotImplementedError", cell_id: flow.stepIds[0] } });
+    const [error] = await events(flow.id, "$errors/");
+    expect(error?.event.error).toMatchObject({
+      code: "NotImplementedError",
+      cellId: flow.stepIds[0],
+      message: expect.stringContaining("execute() of an http_request prop is not available in Sluice yet"),
+    });
+  });
 });
