@@ -1,7 +1,13 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { type ApiAnswer, apiClient } from "../support/api-client.ts";
+import {
+  type ApiAnswer,
+  apiClient,
+  createHttpWorkflow,
+  httpWorkflowBody,
+  type WorkflowStepSpec,
+} from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
@@ -22,12 +28,6 @@ const codeStep = (body: string) => `export default defineComponent({ async run({
 /** Emits what the earlier steps left, so a test reads it back from the workflow's events. */
 const REPORT = codeStep(`$.send.emit({ raw_event: JSON.parse(JSON.stringify(steps)) });`);
 
-interface StepSpec {
-  namespace: string;
-  code: string;
-  props?: Record<string, unknown>;
-}
-
 interface Run {
   id: string;
   status: string;
@@ -40,23 +40,9 @@ describe("registry-style actions as workflow steps, against local mode", () => {
   let sluice: SluiceProcess;
   let api: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
 
-  const body = (steps: StepSpec[], customResponse: boolean) => ({
-    settings: { name: "registry actions", auto_deploy: true },
-    steps: steps.map(({ namespace, code, props }) => ({ namespace, component_code: code, props: props ?? {} })),
-    triggers: [{ type: "http", props: { custom_response: customResponse } }],
-  });
-
   /** Creates an active workflow of `steps` with one HTTP trigger. */
-  async function workflowOf(steps: StepSpec[], customResponse = false) {
-    const created = await api("POST", "/workflows", body(steps, customResponse));
-    expect(created.status, JSON.stringify(created.json)).toBe(200);
-    const data = created.json.data;
-    return {
-      id: data.id as string,
-      url: data.triggers[0].endpoint_url as string,
-      stepIds: data.steps.map((s: { id: string }) => s.id) as string[],
-    };
-  }
+  const workflowOf = (steps: WorkflowStepSpec[], customResponse = false) =>
+    createHttpWorkflow(api, "registry actions", steps, customResponse);
 
   /** POSTs `payload` to the trigger: the answer, and the record of the run it started once ended. */
   async function trigger(flow: { id: string; url: string }, payload: unknown = {}) {
@@ -136,7 +122,7 @@ describe("registry-style actions as workflow steps, against local mode", () => {
     const refused = await api(
       "POST",
       "/workflows",
-      body([{ namespace: "answer", code: respond, props: { statusCode: 99 } }], true),
+      httpWorkflowBody("refused", [{ namespace: "answer", code: respond, props: { statusCode: 99 } }], true),
     );
     expect(refused.status).toBe(400);
     expect(JSON.stringify(refused.json)).toContain("steps[0].props.statusCode");

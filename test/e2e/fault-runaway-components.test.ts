@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, deployHttpSource } from "../support/api-client.ts";
+import { apiClient, createHttpWorkflow, deployHttpSource } from "../support/api-client.ts";
 import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
@@ -157,14 +157,8 @@ describe("fault: runaway components", () => {
     const healthy = await deploy(HEALTHY_SOURCE);
     const flows = [];
     for (const runaway of RUNAWAY_STEPS) {
-      const created = await two("POST", "/workflows", {
-        settings: { name: runaway.name, auto_deploy: true },
-        steps: [{ namespace: "bad", component_code: badStep(runaway.bad) }],
-        triggers: [{ type: "http", props: { custom_response: true } }],
-      });
-      expect(created.status, JSON.stringify(created.json)).toBe(200);
-      const data = created.json.data;
-      flows.push({ ...runaway, id: data.id as string, url: data.triggers[0].endpoint_url as string });
+      const steps = [{ namespace: "bad", code: badStep(runaway.bad) }];
+      flows.push({ ...runaway, ...(await createHttpWorkflow(two, runaway.name, steps, true)) });
     }
     const post = async (url: string, body: unknown) => {
       const answer = await fetch(url, {

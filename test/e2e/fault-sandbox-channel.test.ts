@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient } from "../support/api-client.ts";
+import { apiClient, createHttpWorkflow } from "../support/api-client.ts";
 import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
@@ -194,22 +194,8 @@ describe("fault: a component writes to its sandbox's channels", () => {
   }, 60_000);
 
   it("ignores a workflow step's forged results for other runs and workflows, and kills its child on a malformed line", async () => {
-    const create = async (name: string, code: string, customResponse: boolean) => {
-      const created = await two("POST", "/workflows", {
-        settings: { name, auto_deploy: true },
-        steps: [{ namespace: "only", component_code: code }],
-        triggers: [{ type: "http", props: { custom_response: customResponse } }],
-      });
-      expect(created.status, JSON.stringify(created.json)).toBe(200);
-      const data = created.json.data;
-      return {
-        id: data.id as string,
-        url: data.triggers[0].endpoint_url as string,
-        stepId: data.steps[0].id as string,
-      };
-    };
-    const forger = await create("Forger", FORGER_STEP, false);
-    const victim = await create("Victim", VICTIM_STEP, true);
+    const forger = await createHttpWorkflow(two, "Forger", [{ namespace: "only", code: FORGER_STEP }], false);
+    const victim = await createHttpWorkflow(two, "Victim", [{ namespace: "only", code: VICTIM_STEP }], true);
     const post = (url: string, body: unknown) =>
       fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
     const runsOf = async (id: string) =>
@@ -243,7 +229,7 @@ describe("fault: a component writes to its sandbox's channels", () => {
           invocationId,
           steps: [
             {
-              id: victim.stepId,
+              id: victim.stepIds[0],
               status: "error",
               exportBytes: 0,
               dbWrites: {},
