@@ -34,3 +34,38 @@ export function isJsonValue(value: unknown): value is Json {
   }
   return true;
 }
+
+/**
+ * The UTF-8 bytes of `JSON.stringify(value)`, counted without building that text, and given up
+ * once they pass `limit` (the count so far, over `limit`, is returned). Code can hand over a value
+ * whose text would not fit in its heap: one 1 MiB string referenced 100 times is 100 MB of JSON.
+ * `value` must be JSON data (what `toJson` returns: no `undefined` inside).
+ */
+export function jsonBytesWithin(value: Json, limit: number): number {
+  let bytes = 0;
+  const pending: Json[] = [value];
+  while (pending.length > 0 && bytes <= limit) {
+    const item = pending.pop() as Json;
+    if (item === null) bytes += 4;
+    else if (typeof item === "boolean") bytes += item ? 4 : 5;
+    else if (typeof item === "number") bytes += JSON.stringify(item).length;
+    else if (typeof item === "string") bytes += stringBytes(item, limit - bytes);
+    else if (Array.isArray(item)) {
+      bytes += 2 + Math.max(item.length - 1, 0);
+      for (const element of item) pending.push(element);
+    } else {
+      const keys = Object.keys(item);
+      bytes += 2 + Math.max(keys.length - 1, 0);
+      for (const key of keys) {
+        bytes += stringBytes(key, limit - bytes) + 1;
+        pending.push(item[key] as Json);
+      }
+    }
+  }
+  return bytes;
+}
+
+/** A string's bytes as JSON text; past `room`, only the lower bound (one byte per UTF-16 unit, two quotes). */
+function stringBytes(text: string, room: number): number {
+  return text.length + 2 > room ? text.length + 2 : Buffer.byteLength(JSON.stringify(text));
+}

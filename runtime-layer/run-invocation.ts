@@ -23,6 +23,7 @@ import type {
 import { EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "./result-limits.ts";
 import { toLoadFailure, withPosition } from "./sandbox-channel.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
+import { NOT_IMPLEMENTED_ERROR } from "./step-helpers.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
 export { currentInvocationId, failCurrentInvocation, LOG_LEVELS } from "./invocation-scope.ts";
@@ -157,6 +158,9 @@ export function buildThis(component: Bag, bindings: ThisBindings): Bag {
       self[name] = serviceDb();
     } else if (Object.hasOwn(props, name)) {
       self[name] = propValue(type, props[name] as Json, declared[name], bindings);
+    } else if (type === "app" || type === "http_request") {
+      // No value configured (an app has no account yet): registry code still calls their methods.
+      self[name] = propValue(type, {}, declared[name], bindings);
     }
   }
   self.$emit = (event: unknown, meta?: unknown) => bindings.emit(event, meta);
@@ -174,7 +178,21 @@ export function propValue(type: string | undefined, value: Json, declared: unkno
     return { ...(isBag(value) ? value : {}), respond: (spec: unknown) => bindings.respond(spec) };
   }
   if (type === "app") return appValue(value, declared);
+  if (type === "http_request") return { ...(isBag(value) ? value : {}), execute: executeNotAvailable };
   return value;
+}
+
+/**
+ * `this.<httpRequestProp>.execute()`. The original's stored form of the request its UI builds is
+ * not documented, so Sluice does not guess at it: the call fails with an error saying what to use.
+ */
+async function executeNotAvailable(): Promise<never> {
+  throw Object.assign(
+    new Error(
+      "execute() of an http_request prop is not available in Sluice yet: make the request with axios (from @pipedream/platform) or fetch, or queue it with $.send.http",
+    ),
+    { name: NOT_IMPLEMENTED_ERROR },
+  );
 }
 
 /** `this.<appProp>`: the configured value (its `$auth`), with the app's methods bound to it. */

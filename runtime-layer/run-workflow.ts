@@ -13,6 +13,7 @@ import { toJson } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
 import { normalizeResponse } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
+import { jsonBytesWithin } from "./json-value.ts";
 import type {
   ErrorRecord,
   HttpResponseSpec,
@@ -166,8 +167,6 @@ function limitError(name: string, message: string): Error {
   return Object.assign(new Error(message), { name });
 }
 
-const jsonBytes = (json: Json | undefined) => (json === undefined ? 0 : Buffer.byteLength(JSON.stringify(json)));
-
 /** The run's error texts, cut: a step may throw a message of any size. */
 function cutError(error: ErrorRecord): ErrorRecord {
   const cut = (text: string) =>
@@ -207,8 +206,8 @@ class RunState {
   /** Why `record` would go past a limit, or undefined; counts it when it fits. */
   admitSend(record: SendRecord): string | undefined {
     const { maxSends, maxSendBytes, maxEmits, maxEmitBytes } = this.invocation.limits;
-    const bytes = Buffer.byteLength(JSON.stringify(record));
     if (this.sends.length + 1 > maxSends) return `one run may send at most ${maxSends} times`;
+    const bytes = jsonBytesWithin(record as unknown as Json, maxSendBytes - this.sendBytes);
     if (this.sendBytes + bytes > maxSendBytes) return `one run may send at most ${maxSendBytes} bytes`;
     if (record.type === "emit") {
       if (this.emits + 1 > maxEmits) return `one run may emit at most ${maxEmits} events`;
@@ -311,8 +310,9 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   private keep(name: string, value: unknown, what: string): void {
     if (this.over) return;
     const json = toJson(value);
-    const bytes = jsonBytes(json);
     const { maxExportBytes } = this.run.invocation.limits;
+    // Counted, not stringified: a value of shared references may be far larger as text than in the heap.
+    const bytes = json === undefined ? 0 : jsonBytesWithin(json, maxExportBytes - this.run.exportBytes);
     if (this.run.exportBytes + bytes > maxExportBytes) {
       this.failWith(limitError(EXPORT_LIMIT_ERROR, `${what}: one run may export at most ${maxExportBytes} bytes`));
     }

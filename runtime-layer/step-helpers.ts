@@ -143,7 +143,8 @@ function s3Send(value: unknown): SendRecord {
   return {
     type: "s3",
     bucket: text(from.bucket, "$.send.s3: bucket"),
-    prefix: text(from.prefix, "$.send.s3: prefix"),
+    // Optional, as the original's: the registry's send-to-S3 action passes an unset prefix as it is.
+    prefix: from.prefix === undefined || from.prefix === null ? "" : text(from.prefix, "$.send.s3: prefix"),
     payload: payload(from.payload),
   };
 }

@@ -92,7 +92,7 @@ describe("bad input at volume", () => {
     };
     const operations = Object.keys(total((s) => s.operations));
     for (const operation of apiOperations(document)) expect(operations).toContain(operation.operationId);
-    expect(operations).toEqual(expect.arrayContaining(["live-stream", "endpoint", "unrouted"]));
+    expect(operations).toEqual(expect.arrayContaining(["live-stream", "workflow-live-stream", "endpoint", "unrouted"]));
     expect(Object.keys(total((s) => s.statuses))).toEqual(
       expect.arrayContaining(["200", "400", "401", "404", "405", "413", "415"]),
     );

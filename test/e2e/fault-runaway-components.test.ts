@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient, deployHttpSource } from "../support/api-client.ts";
+import { apiClient, createHttpWorkflow, deployHttpSource } from "../support/api-client.ts";
 import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
 import { eventually, when } from "../support/eventually.ts";
-import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
  * Issue 6's fault test "runaway components", against `npm start`: a source that loops forever, one
@@ -12,6 +12,9 @@ import { type SluiceProcess, startSluice } from "../support/local-process.ts";
  * Requests keep flowing to the healthy source while the bad ones are triggered one after another:
  * each bad run is stopped and recorded on its `$errors` channel with the cause, and every healthy
  * request gets its own correct answer.
+ *
+ * Issue 14 adds the same for workflow steps: another tenant's steps loop, allocate without bound
+ * and export 100 MB, each behind a custom-response trigger, while the healthy source answers.
  */
 
 const TIMEOUT_MS = 2000;
@@ -50,6 +53,40 @@ const RUNAWAYS = [
   },
   // Aims at Sluice itself: refused, so the run fails like any throw and the server stays up.
   { name: "Parent-killer", body: 'process.kill(process.ppid, "SIGKILL");', code: "Error", message: /EPERM/ },
+] as const;
+
+/**
+ * A workflow step that does `bad` when the trigger's body asks for it, and otherwise answers the
+ * caller: the same workflow's next run shows its sandbox recovered.
+ */
+const badStep = (bad: string) => `
+export default defineComponent({
+  async run({ steps, $ }) {
+    const body = steps.trigger.event.body;
+    if (body.bad) { ${bad} }
+    await $.respond({ status: 200, body: { ok: body.n } });
+  },
+});
+`;
+
+/** The bad steps, with the answer their custom-response trigger gives and the `$errors` entry each must leave. */
+const RUNAWAY_STEPS = [
+  { name: "Looper", bad: "while (true) {}", status: 504, code: "TimeoutError", message: /timed out after 2s/ },
+  {
+    name: "Hoarder",
+    bad: "const hoard = []; while (true) hoard.push(new Array(1e6).fill(1));",
+    status: 400,
+    code: "OutOfMemoryError",
+    message: /out of memory/,
+  },
+  {
+    // One shared 1 MiB string 100 times: 100 MB of JSON in 1 MiB of heap, refused at 8 MiB.
+    name: "Exporter",
+    bad: 'const mb = "x".repeat(1 << 20); $.export("big", Array(100).fill(mb));',
+    status: 400,
+    code: "ExportLimitError",
+    message: /one run may export at most/,
+  },
 ] as const;
 
 describe("fault: runaway components", () => {
@@ -110,5 +147,61 @@ describe("fault: runaway components", () => {
       expect(page.json.data, runaway.name).toHaveLength(1);
     }
     expect(await askDoubler(healthy.endpoint, 21)).toEqual({ n: 21, doubled: 42 });
+  }, 60_000);
+
+  it("ends another tenant's runaway workflow steps with a clear error while the healthy source answers, and their next runs work", async () => {
+    const { stdout } = await runSluice(["create-user", "--username", "runaway-two", "--email", "two@runaway.example"], {
+      SLUICE_DATA_DIR: sluice.dataDir,
+    });
+    const two = apiClient(sluice.baseUrl, JSON.parse(stdout).api_key);
+    const healthy = await deploy(HEALTHY_SOURCE);
+    const flows = [];
+    for (const runaway of RUNAWAY_STEPS) {
+      const steps = [{ namespace: "bad", code: badStep(runaway.bad) }];
+      flows.push({ ...runaway, ...(await createHttpWorkflow(two, runaway.name, steps, true)) });
+    }
+    const post = async (url: string, body: unknown) => {
+      const answer = await fetch(url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      });
+      return { status: answer.status, text: await answer.text() };
+    };
+
+    const traffic = keepRequesting(healthy.endpoint, 4);
+    try {
+      await eventually(() => when(traffic.answered >= 20), "the first healthy answers");
+      const answeredBefore = traffic.answered;
+      for (const flow of flows) {
+        const answer = await post(flow.url, { bad: true });
+        expect(answer.status, `${flow.name}: ${answer.text}`).toBe(flow.status);
+        const recorded = await eventually(
+          async () => (await two("GET", `/workflows/${flow.id}/$errors/event_summaries?expand=event`)).json.data[0],
+          `the $errors event of ${flow.name}`,
+          { timeoutMs: 20_000, intervalMs: 50 },
+        );
+        expect(recorded.event.error.code, flow.name).toBe(flow.code);
+        expect(recorded.event.error.message, flow.name).toMatch(flow.message);
+        // The workflow's next run is answered by a fresh sandbox.
+        expect(await post(flow.url, { bad: false, n: 7 }), flow.name).toEqual({ status: 200, text: '{"ok":7}' });
+      }
+      expect(traffic.answered - answeredBefore).toBeGreaterThan(10);
+    } finally {
+      await traffic.stop();
+    }
+    expect(traffic.wrong).toEqual([]);
+    for (const flow of flows) {
+      const runs = (await two("GET", `/workflows/${flow.id}/runs`)).json.data;
+      expect(
+        runs.map((run: { status: string; error: { code: string } | null }) => [run.status, run.error?.code ?? null]),
+        flow.name,
+      ).toEqual([
+        ["success", null],
+        ["error", flow.code],
+      ]);
+    }
+    // Tenant one never sees tenant two's workflows.
+    expect((await api("GET", `/workflows/${flows[0]?.id}`)).status).toBe(404);
   }, 60_000);
 });

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient } from "../support/api-client.ts";
+import { apiClient, createHttpWorkflow } from "../support/api-client.ts";
 import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
@@ -13,6 +13,8 @@ import { runSluice, type SluiceProcess, startSluice } from "../support/local-pro
  * component is described).
  * The server stays up, each bad run is recorded on its own `$errors` channel, a forged result for
  * an invocation that is not in flight changes nothing, and every healthy request gets its answer.
+ * Issue 14: a workflow step writes forged results (naming another run, another workflow) and a
+ * malformed line while another workflow's run is in flight.
  */
 
 /** Longer than the 3 s after which an unfinished message kills its child, so the two are told apart. */
@@ -49,6 +51,28 @@ const BAD_WRITES = [
 /** A valid result for an invocation that is in flight nowhere (taken for nothing), then a genuine emit. */
 const FORGED_RESULT =
   'writeSync(4, JSON.stringify({ type: "result", result: { invocationId: "inv_forged", emits: [{ event: "forged" }] } }) + "\\n"); this.$emit("genuine")';
+
+/** A workflow step writing the trigger body's `lines` to the result pipe, then emitting as its code would. */
+const FORGER_STEP = `
+import { writeSync } from "node:fs";
+export default defineComponent({
+  async run({ steps, $ }) {
+    for (const line of steps.trigger.event.body.lines) writeSync(4, line);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    $.send.emit({ raw_event: { genuine: steps.trigger.event.body.n } });
+  },
+});
+`;
+
+/** A workflow step that takes a while, then answers the caller with the number it was sent. */
+const VICTIM_STEP = `
+export default defineComponent({
+  async run({ steps, $ }) {
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    await $.respond({ status: 200, body: { genuine: steps.trigger.event.body.n } });
+  },
+});
+`;
 
 describe("fault: a component writes to its sandbox's channels", () => {
   let sluice: SluiceProcess;
@@ -167,5 +191,91 @@ describe("fault: a component writes to its sandbox's channels", () => {
     expect(sluice.child.exitCode).toBeNull();
     expect((await one("GET", "/users/me")).status).toBe(200);
     expect((await two("DELETE", `/sources/${ticking.id}`)).status).toBe(200);
+  }, 60_000);
+
+  it("ignores a workflow step's forged results for other runs and workflows, and kills its child on a malformed line", async () => {
+    const forger = await createHttpWorkflow(two, "Forger", [{ namespace: "only", code: FORGER_STEP }], false);
+    const victim = await createHttpWorkflow(two, "Victim", [{ namespace: "only", code: VICTIM_STEP }], true);
+    const post = (url: string, body: unknown) =>
+      fetch(url, { method: "POST", headers: { "content-type": "application/json" }, body: JSON.stringify(body) });
+    const runsOf = async (id: string) =>
+      (await two("GET", `/workflows/${id}/runs`)).json.data as {
+        id: string;
+        status: string;
+        error: { code: string } | null;
+      }[];
+    const eventsOf = async (id: string, channel = "") =>
+      (await two("GET", `/workflows/${id}/${channel}event_summaries?expand=event`)).json.data.map(
+        (each: { event: unknown }) => each.event,
+      );
+
+    /** Starts a victim run and waits until it is in flight; its answer, and its run id. */
+    const victimRun = async (n: number) => {
+      const before = (await runsOf(victim.id)).length;
+      const answer = post(victim.url, { n }).then(async (r) => ({ status: r.status, body: await r.json() }));
+      const run = await eventually(async () => {
+        const runs = await runsOf(victim.id);
+        return runs.length > before && runs[0]?.status === "running" ? runs[0] : undefined;
+      }, "the victim's run in flight");
+      return { answer, runId: run.id };
+    };
+
+    // Forged results naming the victim's run in flight, the victim workflow and its step.
+    const first = await victimRun(1);
+    const forgedFor = (invocationId: string) =>
+      `${JSON.stringify({
+        type: "result",
+        result: {
+          invocationId,
+          steps: [
+            {
+              id: victim.stepIds[0],
+              status: "error",
+              exportBytes: 0,
+              dbWrites: {},
+              durationMs: 1,
+              error: { name: "Forged", message: "forged", ts: 1 },
+            },
+          ],
+          sends: [{ type: "emit", raw_event: "forged" }],
+          logs: [],
+          response: { status: 418, headers: {}, body: "forged" },
+          durationMs: 1,
+        },
+      })}\n`;
+    const forged = [forgedFor(first.runId), forgedFor(victim.id), forgedFor(forger.id), forgedFor("inv_forged")];
+    expect((await post(forger.url, { n: 1, lines: forged })).status).toBe(200);
+    expect(await first.answer).toEqual({ status: 200, body: { genuine: 1 } });
+    await eventually(async () => ((await eventsOf(forger.id)).length > 0 ? true : undefined), "the forger's emit");
+    expect(await eventsOf(forger.id)).toEqual([{ raw_event: { genuine: 1 } }]);
+
+    // A malformed line: the forger's child is killed and its run fails; the victim's run in flight does not.
+    const second = await victimRun(2);
+    expect((await post(forger.url, { n: 2, lines: ['{"type":"result","result":5}\n'] })).status).toBe(200);
+    const [crash] = await eventually(async () => {
+      const errors = await eventsOf(forger.id, "$errors/");
+      return errors.length > 0 ? errors : undefined;
+    }, "the forger's $errors event");
+    expect(crash.error).toMatchObject({
+      code: "SandboxCrashError",
+      message: expect.stringMatching(/malformed result/),
+    });
+    expect(await second.answer).toEqual({ status: 200, body: { genuine: 2 } });
+
+    // The forger's next run works; the victim's runs are its own, and nothing forged was stored.
+    expect((await post(forger.url, { n: 3, lines: [] })).status).toBe(200);
+    await eventually(
+      async () => ((await eventsOf(forger.id)).length === 2 ? true : undefined),
+      "the forger's next emit",
+    );
+    expect(await eventsOf(forger.id)).toEqual([{ raw_event: { genuine: 3 } }, { raw_event: { genuine: 1 } }]);
+    expect((await runsOf(victim.id)).map((run) => [run.status, run.error])).toEqual([
+      ["success", null],
+      ["success", null],
+    ]);
+    expect(await eventsOf(victim.id)).toEqual([]);
+    expect(await eventsOf(victim.id, "$errors/")).toEqual([]);
+    expect(sluice.child.exitCode).toBeNull();
+    expect((await one("GET", "/users/me")).status).toBe(200);
   }, 60_000);
 });

@@ -33,6 +33,40 @@ export async function deployHttpSource(
   return { id: answer.json.data.id, endpoint: answer.json.data.configured_props.http.endpoint_url };
 }
 
+/** A step of {@link createHttpWorkflow}: its namespace, code and configured props. */
+export interface WorkflowStepSpec {
+  namespace: string;
+  code: string;
+  props?: Record<string, unknown>;
+}
+
+/** The body of `POST /workflows` for an active workflow of `steps` with one HTTP trigger. */
+export function httpWorkflowBody(name: string, steps: readonly WorkflowStepSpec[], customResponse: boolean) {
+  return {
+    settings: { name, auto_deploy: true },
+    steps: steps.map(({ namespace, code, props }) => ({ namespace, component_code: code, props: props ?? {} })),
+    triggers: [{ type: "http", props: { custom_response: customResponse } }],
+  };
+}
+
+/** Creates an active workflow of `steps` with one HTTP trigger through `api`: its id, trigger URL and step ids. */
+export async function createHttpWorkflow(
+  api: ReturnType<typeof apiClient>,
+  name: string,
+  steps: readonly WorkflowStepSpec[],
+  customResponse: boolean,
+): Promise<{ id: string; url: string; stepIds: string[] }> {
+  const answer = await api("POST", "/workflows", httpWorkflowBody(name, steps, customResponse));
+  if (answer.status !== 200)
+    throw new Error(`creating the workflow answered ${answer.status}: ${JSON.stringify(answer.json)}`);
+  const data = answer.json.data;
+  return {
+    id: data.id,
+    url: data.triggers[0].endpoint_url,
+    stepIds: data.steps.map((step: { id: string }) => step.id),
+  };
+}
+
 /** Runs `task` over `items` with at most `concurrency` at a time, keeping results in order. */
 export async function inBatches<T, R>(items: readonly T[], concurrency: number, task: (item: T) => Promise<R>) {
   const results: R[] = new Array(items.length);

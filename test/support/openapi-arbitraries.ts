@@ -6,9 +6,10 @@
  * parameters (wrong types, out of range, unknown extras, repeated), bodies derived from the
  * operation's schema (wrong types, missing and extra fields, deep nesting, over the size limit,
  * malformed JSON, wrong content types, lone surrogates and NUL), bad cursors, with and without a
- * key, and other methods. The routes outside the document (`/http/{key}` endpoints), the live
- * stream `/sources/{id}/sse` (documented, but fuzzed by its own generator since a good request to
- * it never ends) and unknown paths are fuzzed too.
+ * key, and other methods. The routes outside the document (`/http/{key}` endpoints of sources and
+ * workflows), the live streams `/sources/{id}/sse` and `/workflows/{id}/sse` (documented, but
+ * fuzzed by their own generator since a good request to one never ends) and unknown paths are
+ * fuzzed too.
  *
  * {@link judgeAnswer} says what is wrong with an answer: a 5xx, no answer, or a failure that is not
  * the error shape README "Errors" documents (JSON `{"error", "details"?, "request_id"?}` with an
@@ -168,7 +169,7 @@ export interface FuzzTargets {
   ownIds?: readonly string[];
   /** Ids of another account, which the key's user must not reach. */
   foreignIds?: readonly string[];
-  /** Endpoint keys of HTTP interfaces (`/http/{key}`), of either account. */
+  /** Endpoint keys of HTTP interfaces and workflows' HTTP triggers (`/http/{key}`), of either account. */
   endpointKeys?: readonly string[];
   /** Cursors taken from real pages (`start_cursor`, `end_cursor`), of any list. */
   cursors?: readonly string[];
@@ -178,7 +179,7 @@ export interface FuzzTargets {
 
 /** One request to send. */
 export interface FuzzRequest {
-  /** The document's operationId, or `live-stream`, `endpoint`, `unrouted`. */
+  /** The document's operationId, or `live-stream`, `workflow-live-stream`, `endpoint`, `unrouted`. */
   operation: string;
   /** What was chosen, for failure reports. */
   label: string;
@@ -878,9 +879,18 @@ function operationRequest(operation: ApiOperation, targets: FuzzTargets): fc.Arb
     });
 }
 
-/** Requests to `/sources/{id}/sse`, the live stream (left out of {@link apiOperations}). */
+/** The live streams (left out of {@link apiOperations}): a source's and a workflow's. */
+const LIVE_STREAMS = [
+  { operation: "live-stream", collection: "sources", id: { type: "string", pattern: "^dc_" } },
+  { operation: "workflow-live-stream", collection: "workflows", id: { type: "string", pattern: "^p_" } },
+] as const satisfies readonly { operation: string; collection: string; id: JsonSchema }[];
+
+/** Requests to `/sources/{id}/sse` and `/workflows/{id}/sse`, the live streams. */
 function streamRequest(targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
-  const sourceId: JsonSchema = { type: "string", pattern: "^dc_" };
+  return fc.oneof(...LIVE_STREAMS.map((stream) => oneStreamRequest(stream, targets)));
+}
+
+function oneStreamRequest(stream: (typeof LIVE_STREAMS)[number], targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
   const param = (name: string) =>
     fc.option(
       badCursor(targets).map((v) => `${name}=${encodeComponent(v)}`),
@@ -888,7 +898,7 @@ function streamRequest(targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
     );
   return fc
     .tuple(
-      pathSegment(sourceId, targets),
+      pathSegment(stream.id, targets),
       param("last_event_id"),
       fc.option(
         oddString.map((v) => `event_name=${encodeComponent(v)}`),
@@ -903,10 +913,10 @@ function streamRequest(targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
       const headers: Record<string, string> = withHeaders(auth, { note: "" }, { accept: "text/event-stream" });
       if (header !== null) headers["last-event-id"] = header;
       return {
-        operation: "live-stream",
-        label: `live stream; id:${segment.note}; ${query.join("&")}; last-event-id ${header}; auth ${auth.note}; ${method}`,
+        operation: stream.operation,
+        label: `${stream.operation}; id:${segment.note}; ${query.join("&")}; last-event-id ${header}; auth ${auth.note}; ${method}`,
         method,
-        target: `/sources/${segment.raw}/sse${query.length ? `?${query.join("&")}` : ""}`,
+        target: `/${stream.collection}/${segment.raw}/sse${query.length ? `?${query.join("&")}` : ""}`,
         headers,
         expect: "stream" as const,
         foreign: segment.note === FOREIGN,
@@ -993,6 +1003,7 @@ function unroutedRequest(operations: ApiOperation[], targets: FuzzTargets): fc.A
     "/\u00e9",
     "/v1/users/me%00",
     "/sources//sse",
+    "/workflows//sse",
     "/http/",
   );
   return fc
@@ -1275,7 +1286,8 @@ export interface PreparedTargets {
 
 /**
  * Makes one of the things the routes take ids of, as the key's user (a source with an HTTP
- * interface that has emitted an event, a webhook), so that bad input also reaches real resources.
+ * interface that has emitted an event, a webhook, workflows that have run), so that bad input
+ * also reaches real resources.
  * `baseUrl` ends in `/v1`.
  */
 export async function prepareTargets(baseUrl: string, apiKey: string): Promise<PreparedTargets> {
@@ -1302,5 +1314,59 @@ export async function prepareTargets(baseUrl: string, apiKey: string): Promise<P
   if (events.page_info?.end_cursor) cursors.push(events.page_info.end_cursor);
   const sources = await call(api, "GET", "/users/me/sources");
   if (sources.page_info?.start_cursor) cursors.push(sources.page_info.start_cursor);
-  return { ids, endpointKeys: [endpointKey], cursors, propNames: ["http", "obj", "label", "count"] };
+  const workflows = await prepareWorkflows(api);
+  ids.push(...workflows.ids);
+  cursors.push(...workflows.cursors);
+  return {
+    ids,
+    endpointKeys: [endpointKey, ...workflows.endpointKeys],
+    cursors,
+    propNames: ["http", "obj", "label", "count"],
+  };
+}
+
+/** A step of the fuzz workflows: it answers when it can, and emits, so every list has an entry. */
+const FUZZ_STEP_CODE = `export default defineComponent({
+  async run({ steps, $ }) {
+    await $.respond({ status: 200, body: { size: (steps.trigger.event.bodyRaw || "").length } });
+    $.send.emit({ raw_event: { method: steps.trigger.event.method } });
+    $.send.sse({ channel: "fuzz", payload: 1 });
+  },
+});`;
+
+/**
+ * A workflow of the key's user whose HTTP trigger returns a custom response (so fuzzed requests to
+ * it reach a run inline), run once: its ids, its trigger's endpoint key, and cursors of its lists.
+ */
+async function prepareWorkflows(api: ReturnType<typeof apiClient>) {
+  const workflow = (
+    await call(api, "POST", "/workflows", {
+      settings: { name: "fuzz", auto_deploy: true },
+      steps: [{ namespace: "fuzz", component_code: FUZZ_STEP_CODE }],
+      triggers: [{ type: "http", props: { custom_response: true } }],
+    })
+  ).data;
+  const endpointUrl: string = workflow.triggers[0].endpoint_url;
+  await fetch(endpointUrl, { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+  const events = await eventually(
+    async () => {
+      const page = await call(api, "GET", `/workflows/${workflow.id}/event_summaries`);
+      return page.data.length > 0 ? page : undefined;
+    },
+    "the fuzz workflow's first event",
+    { timeoutMs: 10_000, intervalMs: 50 },
+  );
+  const runs = await call(api, "GET", `/workflows/${workflow.id}/runs`);
+  const listed = await call(api, "GET", "/users/me/workflows?limit=1");
+  const ids: string[] = [
+    workflow.id,
+    workflow.steps[0].id,
+    workflow.triggers[0].id,
+    ...events.data.map((e: { id: string }) => e.id),
+    ...runs.data.map((r: { id: string }) => r.id),
+  ];
+  const cursors = [events.page_info?.end_cursor, runs.page_info?.end_cursor, listed.page_info?.end_cursor].filter(
+    (cursor): cursor is string => typeof cursor === "string",
+  );
+  return { ids, endpointKeys: [new URL(endpointUrl).pathname.split("/")[2] as string], cursors };
 }

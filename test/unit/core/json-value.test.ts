@@ -1,6 +1,9 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isJsonValue, jsonObjectSchema, jsonValueSchema } from "#core/json-value";
 import { toJson } from "#runtime/describe-component";
+import { jsonBytesWithin } from "#runtime/json-value";
+import type { Json } from "#runtime/protocol";
 
 describe("JSON checked without a copy", () => {
   it("accepts JSON data at any depth and refuses what JSON cannot carry", () => {
@@ -23,5 +26,40 @@ describe("JSON checked without a copy", () => {
       expect(Object.getOwnPropertyDescriptor((out as { a: object }).a, "__proto__")?.value).toEqual([2]);
       expect(Object.getPrototypeOf(out)).toBe(Object.prototype);
     }
+  });
+});
+
+describe("jsonBytesWithin", () => {
+  const textBytes = (value: Json) => Buffer.byteLength(JSON.stringify(value));
+
+  it("counts the bytes of JSON.stringify exactly when they fit", () => {
+    const json = fc.jsonValue().map((value) => toJson(value) ?? null);
+    const odd = fc.constantFrom<Json>(
+      '\u0000\n"\\',
+      "\ud800",
+      "é😀",
+      { "\u2028": [-0, 1e21, 1.5] },
+      JSON.parse('{"__proto__":[1]}'),
+    );
+    fc.assert(
+      fc.property(fc.oneof(json, odd), (value) => {
+        expect(jsonBytesWithin(value, Number.MAX_SAFE_INTEGER)).toBe(textBytes(value));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("gives up past the limit without building the text: 100 references to one 1 MiB string", () => {
+    const mb = "x".repeat(1 << 20);
+    const limit = 8 * 1024 * 1024;
+    for (const value of [Array(100).fill(mb), { a: Array(100).fill({ [mb]: mb }) }]) {
+      const counted = jsonBytesWithin(value, limit);
+      // Stopped at the first string past the limit, not at 100 MB.
+      expect(counted).toBeGreaterThan(limit);
+      expect(counted).toBeLessThan(limit + 3 * (1 << 20));
+    }
+    // A string longer than the room left is over without being escaped.
+    expect(jsonBytesWithin("y".repeat(100 << 20), limit)).toBeGreaterThan(limit);
+    expect(jsonBytesWithin(Array(7).fill(mb), limit)).toBe(textBytes(Array(7).fill(mb)));
   });
 });

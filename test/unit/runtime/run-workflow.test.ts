@@ -491,6 +491,8 @@ describe("runWorkflowSteps: $.send", () => {
           $.send.sse({ channel: "updates", payload: "hello" });
           $.send.s3({ bucket: "b", prefix: "runs/", payload: [1, 2] });
           $.send.http({ url: "https://example.com/default-method" });
+          // The registry's send-to-S3 action passes its optional prefix as it is, unset included.
+          $.send.s3({ bucket: "b", prefix: undefined, payload: 3 });
         },
       },
     });
@@ -508,6 +510,7 @@ describe("runWorkflowSteps: $.send", () => {
       { type: "sse", channel: "updates", payload: "hello" },
       { type: "s3", bucket: "b", prefix: "runs/", payload: [1, 2] },
       { type: "http", method: "POST", url: "https://example.com/default-method" },
+      { type: "s3", bucket: "b", prefix: "", payload: 3 },
     ]);
   });
 
@@ -518,6 +521,11 @@ describe("runWorkflowSteps: $.send", () => {
     ["emit without raw_event", (send: Send) => send.emit({ event: 1 }), "raw_event"],
     ["sse without a channel", (send: Send) => send.sse({ payload: 1 }), "channel"],
     ["s3 without a bucket", (send: Send) => send.s3({ prefix: "p", payload: 1 }), "bucket"],
+    [
+      "s3 with a prefix that is not a string",
+      (send: Send) => send.s3({ bucket: "b", prefix: 5, payload: 1 }),
+      "prefix",
+    ],
     ["a config that is not an object", (send: Send) => send.emit("text"), "expects an object"],
   ])("fails the step on %s, naming the field", async (_case, call, field) => {
     const result = await run({

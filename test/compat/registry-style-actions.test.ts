@@ -1,0 +1,231 @@
+import { readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import {
+  type ApiAnswer,
+  apiClient,
+  createHttpWorkflow,
+  httpWorkflowBody,
+  type WorkflowStepSpec,
+} from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
+import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+
+/**
+ * Actions written the way the public registry writes them (`components/*\/actions/*`, in
+ * test/fixtures/actions/, each with its app module inlined: decision 24), run unchanged as
+ * workflow steps through `npm start` and its real sandbox (docs/design/workflows.md §4). Each
+ * fixture needs no third-party account: what is asserted is what a user of the registry action
+ * would see, read back through the API.
+ */
+const fixture = (name: string) => readFileSync(new URL(`../fixtures/actions/${name}`, import.meta.url), "utf8");
+
+const BUCKET = "sluice-compat-bucket";
+
+/** A plain code step reading earlier steps, as a user would add after a registry action. */
+const codeStep = (body: string) => `export default defineComponent({ async run({ steps, $ }) { ${body} } })`;
+
+/** Emits what the earlier steps left, so a test reads it back from the workflow's events. */
+const REPORT = codeStep(`$.send.emit({ raw_event: JSON.parse(JSON.stringify(steps)) });`);
+
+interface Run {
+  id: string;
+  status: string;
+  exit_reason: string | null;
+  error: { code: string; cell_id: string; message: string } | null;
+  steps: { id: string; namespace: string; status: string; summary: string | null }[];
+}
+
+describe("registry-style actions as workflow steps, against local mode", () => {
+  let sluice: SluiceProcess;
+  let api: (method: string, path: string, body?: unknown) => Promise<ApiAnswer>;
+
+  /** Creates an active workflow of `steps` with one HTTP trigger. */
+  const workflowOf = (steps: WorkflowStepSpec[], customResponse = false) =>
+    createHttpWorkflow(api, "registry actions", steps, customResponse);
+
+  /** POSTs `payload` to the trigger: the answer, and the record of the run it started once ended. */
+  async function trigger(flow: { id: string; url: string }, payload: unknown = {}) {
+    const before = (await api("GET", `/workflows/${flow.id}/runs`)).json.page_info.total_count as number;
+    const answer = await fetch(flow.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(payload),
+    });
+    const text = await answer.text();
+    const run: Run = await eventually(async () => {
+      const page = (await api("GET", `/workflows/${flow.id}/runs`)).json;
+      const [newest] = page.data;
+      return page.page_info.total_count > before && newest.status !== "running" ? newest : undefined;
+    }, `a run of ${flow.id}`);
+    return { answer, text, run };
+  }
+
+  const events = async (flowId: string, channel = "") =>
+    (await api("GET", `/workflows/${flowId}/${channel}event_summaries?expand=event`)).json.data as {
+      event: any;
+    }[];
+
+  const summaries = (run: Run) => run.steps.map((s) => s.summary);
+  const statuses = (run: Run) => run.steps.map((s) => s.status);
+
+  beforeAll(async () => {
+    sluice = await startSluice({ env: { SLUICE_S3_BUCKETS: BUCKET } });
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  it("answers a custom-response trigger with the response action's defaults, after a TypeScript action's return value", async () => {
+    const flow = await workflowOf(
+      [
+        { namespace: "shout", code: fixture("transform-text.ts"), props: { input: "hello registry" } },
+        { namespace: "answer", code: fixture("return-http-response.mjs") },
+        { namespace: "report", code: REPORT },
+      ],
+      true,
+    );
+    const { answer, text, run } = await trigger(flow);
+    // The defaults of the code: status 200 and the body, JSON text, sent as it is.
+    expect([answer.status, text], JSON.stringify(run.error)).toEqual([200, '{ "answered": true }']);
+    expect(run.status, JSON.stringify(run.error)).toBe("success");
+    expect(summaries(run)).toEqual([
+      "Changed the case of 14 characters (upper)",
+      "Answered the caller with status 200",
+      null,
+    ]);
+    const [emitted] = await events(flow.id);
+    expect(emitted?.event.raw_event).toMatchObject({ shout: { $return_value: "HELLO REGISTRY" }, answer: {} });
+  });
+
+  it("answers with the response action's configured status, headers and body, and checks its props at create", async () => {
+    const respond = fixture("return-http-response.mjs");
+    const flow = await workflowOf(
+      [
+        {
+          namespace: "answer",
+          code: respond,
+          props: { statusCode: 201, headers: { "x-order": "7" }, body: { ok: true, items: [1, 2] }, label: "made" },
+        },
+      ],
+      true,
+    );
+    const { answer, text, run } = await trigger(flow);
+    expect(answer.status).toBe(201);
+    expect(answer.headers.get("x-order")).toBe("7");
+    expect(answer.headers.get("content-type")).toMatch(/^application\/json/);
+    expect(JSON.parse(text)).toEqual({ ok: true, items: [1, 2] });
+    expect(summaries(run)).toEqual(["Answered the caller with status 201 (made)"]);
+
+    // The prop's range is the code's: refused at create, named by the step's index.
+    const refused = await api(
+      "POST",
+      "/workflows",
+      httpWorkflowBody("refused", [{ namespace: "answer", code: respond, props: { statusCode: 99 } }], true),
+    );
+    expect(refused.status).toBe(400);
+    expect(JSON.stringify(refused.json)).toContain("steps[0].props.statusCode");
+  });
+
+  it("ends the run at the end-workflow action without return: the later step does not run", async () => {
+    const flow = await workflowOf([
+      { namespace: "stop", code: fixture("end-workflow.mjs"), props: { reason: "nothing to do" } },
+      { namespace: "report", code: REPORT },
+    ]);
+    const { answer, run } = await trigger(flow);
+    expect(answer.status).toBe(200);
+    expect(run).toMatchObject({ status: "exited", exit_reason: "nothing to do", error: null });
+    expect(statuses(run)).toEqual(["exited", "skipped"]);
+    // The export on the line after $.flow.exit never ran.
+    expect(summaries(run)).toEqual([null, null]);
+    expect(await events(flow.id)).toEqual([]);
+    expect(await events(flow.id, "$errors/")).toEqual([]);
+
+    // With a custom response, a run that exits without responding answers the original's 400.
+    const responding = await workflowOf([{ namespace: "stop", code: fixture("end-workflow.mjs") }], true);
+    const ended = await trigger(responding);
+    expect([ended.answer.status, ended.text]).toEqual([400, "No $.respond called in workflow"]);
+    expect(ended.run).toMatchObject({ status: "exited", exit_reason: null });
+  });
+
+  it("continues past the end-workflow action when its condition is false, calling its app's method without an account", async () => {
+    const flow = await workflowOf([
+      { namespace: "stop", code: fixture("end-workflow.mjs"), props: { condition: false } },
+      { namespace: "report", code: REPORT },
+    ]);
+    const { run } = await trigger(flow);
+    expect(run.status, JSON.stringify(run.error)).toBe("success");
+    expect(statuses(run)).toEqual(["success", "success"]);
+    expect(summaries(run)).toEqual(["Continued (account keys: 0)", null]);
+    const [emitted] = await events(flow.id);
+    // Returned nothing: the step holds its `$summary` export and no `$return_value`.
+    expect(emitted?.event.raw_event.stop).toEqual({ $summary: "Continued (account keys: 0)" });
+  });
+
+  it("exports parsed variables for later steps, and fails with its ConfigurationError on $errors for bad input", async () => {
+    const exportVariables = fixture("export-variables.mjs");
+    const flow = await workflowOf([
+      {
+        namespace: "vars",
+        code: exportVariables,
+        props: { values: { name: "ann", items: "[1, 2]", options: '{"deep": true}', blank: "  " } },
+      },
+      { namespace: "report", code: REPORT },
+    ]);
+    const { run } = await trigger(flow);
+    expect(run.status, JSON.stringify(run.error)).toBe("success");
+    expect(summaries(run)).toEqual(["Exported 4 values", null]);
+    const [emitted] = await events(flow.id);
+    // `blank` became undefined, which JSON does not carry.
+    expect(emitted?.event.raw_event.vars.values).toEqual({ name: "ann", items: [1, 2], options: { deep: true } });
+
+    const broken = await workflowOf([
+      { namespace: "vars", code: exportVariables, props: { values: { items: "[1, 2" } } },
+      { namespace: "report", code: REPORT },
+    ]);
+    const failed = await trigger(broken, { order: 9 });
+    expect(failed.run).toMatchObject({
+      status: "error",
+      error: { code: "ConfigurationError", cell_id: broken.stepIds[0] },
+    });
+    expect(statuses(failed.run)).toEqual(["error", "skipped"]);
+    const [error] = await events(broken.id, "$errors/");
+    expect(error?.event.error).toMatchObject({
+      code: "ConfigurationError",
+      cellId: broken.stepIds[0],
+      message: "The value of `items` is not valid JSON",
+    });
+    expect(error?.event.original_event).toMatchObject({ body: { order: 9 } });
+    expect(await events(broken.id)).toEqual([]);
+  });
+
+  it("sends to S3 with the send-to-S3 action, its optional prefix left unset", async () => {
+    const flow = await workflowOf([
+      { namespace: "store", code: fixture("send-to-s3.mjs"), props: { bucket: BUCKET, payload: { id: "S3-1" } } },
+    ]);
+    const { run } = await trigger(flow);
+    expect(run.status, JSON.stringify(run.error)).toBe("success");
+    const folder = join(sluice.dataDir, "s3", BUCKET);
+    const file = await eventually(() => {
+      try {
+        return readdirSync(folder).find((name) => name.startsWith(run.id));
+      } catch {
+        return undefined;
+      }
+    }, "the object");
+    expect(JSON.parse(readFileSync(join(folder, file), "utf8"))).toEqual({ id: "S3-1" });
+  });
+
+  it("fails an http_request prop's execute() with a NotImplementedError on $errors naming the step", async () => {
+    const flow = await workflowOf([{ namespace: "request", code: fixture("send-http-request.mjs") }]);
+    const { run } = await trigger(flow);
+    expect(run).toMatchObject({ status: "error", error: { code: "NotImplementedError", cell_id: flow.stepIds[0] } });
+    const [error] = await events(flow.id, "$errors/");
+    expect(error?.event.error).toMatchObject({
+      code: "NotImplementedError",
+      cellId: flow.stepIds[0],
+      message: expect.stringContaining("execute() of an http_request prop is not available in Sluice yet"),
+    });
+  });
+});
