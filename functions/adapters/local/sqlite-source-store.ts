@@ -82,6 +82,8 @@ export class SqliteSourceStore implements SourceStore {
   private readonly cache;
   private readonly byId;
   private readonly byEndpointKey;
+  /** Keys known to name no source (each request to a workflow's trigger asks here too, design W14). */
+  private readonly noSourceAtKey;
   private readonly stateById;
 
   constructor(
@@ -91,6 +93,7 @@ export class SqliteSourceStore implements SourceStore {
     this.cache = new SqliteReadCache(db, options.cacheSize);
     this.byId = this.cache.map<SourceRecord>();
     this.byEndpointKey = this.cache.map<SourceRecord>();
+    this.noSourceAtKey = this.cache.map<true>();
     this.stateById = this.cache.map<SourceState>();
     this.statements = {
       insert: db.prepare(
@@ -187,8 +190,13 @@ export class SqliteSourceStore implements SourceStore {
   async findSourceByEndpointKey(endpointKey: string): Promise<SourceRecord | undefined> {
     const hit = this.cache.get(this.byEndpointKey, endpointKey);
     if (hit) return { ...hit };
+    if (this.cache.get(this.noSourceAtKey, endpointKey)) return undefined;
     const row = this.statements.byEndpointKey.get(endpointKey);
-    return row && { ...this.remember(toSource(row)) };
+    if (!row) {
+      this.cache.set(this.noSourceAtKey, endpointKey, true);
+      return undefined;
+    }
+    return { ...this.remember(toSource(row)) };
   }
 
   async listSourcesOfUser(userId: string, page: PageQuery): Promise<Page<SourceRecord>> {

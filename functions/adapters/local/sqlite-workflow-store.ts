@@ -38,6 +38,12 @@ export class SqliteWorkflowStore implements WorkflowStore {
   private readonly cache;
   private readonly byId;
   private readonly byHttpKey;
+  /**
+   * Keys known to name no workflow: every request to a source's endpoint asks this store first
+   * (design W14), and a miss would otherwise be a query each time. Emptied with the rest of the
+   * cache by any write of a workflow, here or in another process.
+   */
+  private readonly noWorkflowAtKey;
   private readonly statesById;
   private readonly write;
   private readonly putStates;
@@ -49,6 +55,7 @@ export class SqliteWorkflowStore implements WorkflowStore {
     this.cache = new SqliteReadCache(db, options.cacheSize);
     this.byId = this.cache.map<WorkflowRecord>();
     this.byHttpKey = this.cache.map<WorkflowRecord>();
+    this.noWorkflowAtKey = this.cache.map<true>();
     this.statesById = this.cache.map<Record<string, StepState>>();
     this.statements = {
       insert: db.prepare<[string, string, string, string | null, string]>(
@@ -155,8 +162,13 @@ export class SqliteWorkflowStore implements WorkflowStore {
   async findWorkflowByHttpKey(key: string): Promise<WorkflowRecord | undefined> {
     const hit = this.cache.get(this.byHttpKey, key);
     if (hit) return { ...hit };
+    if (this.cache.get(this.noWorkflowAtKey, key)) return undefined;
     const row = this.statements.byHttpKey.get(key);
-    return row && { ...this.remember(toWorkflow(row)) };
+    if (!row) {
+      this.cache.set(this.noWorkflowAtKey, key, true);
+      return undefined;
+    }
+    return { ...this.remember(toWorkflow(row)) };
   }
 
   async findWorkflowByExternalId(workspaceId: string, externalId: string): Promise<WorkflowRecord | undefined> {

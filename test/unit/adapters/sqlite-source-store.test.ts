@@ -63,6 +63,16 @@ describe("SqliteSourceStore's cache of read sources", () => {
     await other.deleteSource("dc_a");
     await nextTurn();
     expect(await mine.findSourceByEndpointKey("key-a")).toBeUndefined();
+
+    // A key known to name no source (remembered: workflow triggers ask here on every request)
+    // is found once another connection gives it to a source, and once this store does.
+    expect(await mine.findSourceByEndpointKey("key-c")).toBeUndefined();
+    await other.createSource(withKey("dc_c", "key-c"));
+    await nextTurn();
+    expect((await mine.findSourceByEndpointKey("key-c"))?.id).toBe("dc_c");
+    expect(await mine.findSourceByEndpointKey("key-d")).toBeUndefined();
+    await mine.createSource(withKey("dc_d", "key-d"));
+    expect((await mine.findSourceByEndpointKey("key-d"))?.id).toBe("dc_d");
   });
 
   it("stays bounded: past cacheSize sources it starts over, and every read still answers", async () => {

@@ -149,3 +149,50 @@ describe("SqliteWorkflowStore cache", () => {
     expect(await store.findWorkflowByHttpKey("key-a")).toBeUndefined();
   });
 });
+
+describe("SqliteWorkflowStore lookups by HTTP key", () => {
+  it("remembers a key that names no workflow, and forgets it when a workflow takes the key, here or in another process", async () => {
+    const { mine, other } = sharedFile();
+    const queries = countQueries(mine);
+    const reader = new SqliteWorkflowStore(mine);
+    const writer = new SqliteWorkflowStore(other);
+    expect(await reader.findWorkflowByHttpKey("key-a")).toBeUndefined();
+    await nextTurn();
+    const afterFirst = queries.count;
+    expect(await reader.findWorkflowByHttpKey("key-a")).toBeUndefined();
+    // The second miss was answered from memory: only the cache's version check read the file.
+    expect(afterFirst).toBeGreaterThan(0);
+    expect(queries.count - afterFirst).toBe(1);
+
+    // Another connection (another process) creates the workflow: seen from the next turn on.
+    await writer.createWorkflow(workflow("Orders"));
+    await nextTurn();
+    expect((await reader.findWorkflowByHttpKey("key-a"))?.name).toBe("Orders");
+
+    // This store's own writes forget what it knew at once.
+    expect(await reader.findWorkflowByHttpKey("key-b")).toBeUndefined();
+    const renamed = workflow("Renamed");
+    await reader.updateWorkflow({
+      ...renamed,
+      triggers: [{ type: "http", id: "hi_b", key: "key-b", customResponse: false, createdAt: 0, updatedAt: 0 }],
+    });
+    expect((await reader.findWorkflowByHttpKey("key-b"))?.name).toBe("Renamed");
+    expect(await reader.findWorkflowByHttpKey("key-a")).toBeUndefined();
+  });
+});
+
+/** Counts the statements run on a connection, by wrapping `prepare`d statements' `get`. */
+function countQueries(db: ReturnType<typeof openSqlite>) {
+  const counter = { count: 0 };
+  const prepare = db.prepare.bind(db);
+  (db as { prepare: typeof db.prepare }).prepare = ((source: string) => {
+    const statement = prepare(source);
+    const get = statement.get.bind(statement);
+    statement.get = ((...args: unknown[]) => {
+      counter.count++;
+      return get(...(args as []));
+    }) as typeof statement.get;
+    return statement;
+  }) as typeof db.prepare;
+  return counter;
+}
