@@ -214,7 +214,7 @@ async function send(
     // An object stored counts as a 200, so that the outcome reads the same for all targets.
     return { userId: workflow.userId, result: "stored" in stored ? { status: 200 } : stored };
   }
-  const request = sendRequest(target.request);
+  const request = sendRequest(target.request, delivery.hops ?? 1);
   if ("error" in request) return { userId: workflow.userId, result: request };
   return {
     userId: workflow.userId,
@@ -222,8 +222,11 @@ async function send(
   };
 }
 
-/** Request headers Sluice sets itself: the URL names the host, and the body is framed by the sender. */
-const SENDER_OWN_HEADERS = new Set(["host"]);
+/**
+ * Request headers Sluice sets itself: the URL names the host, the body is framed by the sender, and
+ * the hop count is Sluice's (a step cannot reset it to escape the loop refusal, `#core/hops`).
+ */
+const SENDER_OWN_HEADERS = new Set(["host", HOPS_HEADER]);
 
 /** A `$.send.http` as it goes on the wire. */
 export interface OutgoingRequest {
@@ -241,7 +244,7 @@ export interface OutgoingRequest {
  * type. None of Sluice's signing headers: the user owns the request. An error never quotes a
  * header or the auth.
  */
-export function sendRequest(request: HttpSendRequest): OutgoingRequest | { error: string } {
+export function sendRequest(request: HttpSendRequest, hops = 1): OutgoingRequest | { error: string } {
   let url: URL;
   try {
     url = new URL(request.url);
@@ -266,6 +269,7 @@ export function sendRequest(request: HttpSendRequest): OutgoingRequest | { error
     body = text ? (request.data as string) : JSON.stringify(request.data);
     if (!has("content-type")) headers["content-type"] = text ? "text/plain; charset=utf-8" : "application/json";
   }
+  headers[HOPS_HEADER] = String(hops);
   return { method: request.method, url: url.toString(), headers, body };
 }
 

@@ -445,6 +445,7 @@ export async function applyWorkflowResult(
       run.id,
       limited.delivered.map((kept) => kept.send),
       now,
+      job.hops ?? 0,
     );
     if (refusals.length > 0) {
       const shown = refusals

@@ -101,6 +101,8 @@ export async function queueWorkflowSends(
   runId: string,
   sends: DeliveredSend[],
   nowMs: number,
+  /** Webhook deliveries and sends that led to this run (`#core/hops`); a `$.send.http` is one more. */
+  hops = 0,
 ): Promise<SendRefusal[]> {
   const refusals: SendRefusal[] = [];
   const deliveries: DeliveryRecord[] = [];
@@ -121,6 +123,8 @@ export async function queueWorkflowSends(
       attempts: 0,
       nextAttemptAt: nowMs,
       createdAt: nowMs,
+      // A request may reach a Sluice endpoint (its own trigger): it carries the count, so a loop ends in 508.
+      ...(target.kind === "http" ? { hops: hops + 1 } : {}),
     });
   }
   if (deliveries.length > 0) await deps.deliveries.enqueue(deliveries);

@@ -63,6 +63,15 @@ describe("queueWorkflowSends", () => {
     expect(first).toMatchObject({ emitterId: "p_flow", eventId: RUN, attempts: 0, nextAttemptAt: NOW });
   });
 
+  it("counts a $.send.http as one hop more than what led to its run; an s3 send reaches no endpoint", async () => {
+    const deps = queueDeps();
+    await queueWorkflowSends(deps, FLOW, RUN, [http(), s3()], NOW, 2);
+    expect(deps.deliveries.get(sendDeliveryId(FLOW.id, RUN, 0))?.hops).toBe(3);
+    expect(deps.deliveries.get(sendDeliveryId(FLOW.id, RUN, 1))?.hops).toBeUndefined();
+    await queueWorkflowSends(deps, FLOW, "run_other", [http()], NOW);
+    expect(deps.deliveries.get(sendDeliveryId(FLOW.id, "run_other", 0))?.hops).toBe(1);
+  });
+
   it("queues nothing new when the same run is applied again", async () => {
     const deps = queueDeps();
     await queueWorkflowSends(deps, FLOW, RUN, [http(), s3()], NOW);
@@ -138,6 +147,7 @@ describe("sendRequest: a $.send.http on the wire", () => {
     });
     expect("headers" in built && built.headers).toEqual({
       authorization: `Basic ${Buffer.from("ada:pä:ss").toString("base64")}`,
+      "x-sluice-hops": "1",
     });
   });
 
@@ -151,7 +161,7 @@ describe("sendRequest: a $.send.http on the wire", () => {
       data: { a: 1 },
     });
     expect(own).toMatchObject({ body: '{"a":1}', headers: { "Content-Type": "application/vnd.api+json" } });
-    expect("headers" in own && Object.keys(own.headers)).toEqual(["Content-Type"]);
+    expect("headers" in own && Object.keys(own.headers)).toEqual(["Content-Type", "x-sluice-hops"]);
     const text = sendRequest({ method: "POST", url: "https://example.com/", data: "a=1&b=2" });
     expect(text).toMatchObject({ body: "a=1&b=2", headers: { "content-type": "text/plain; charset=utf-8" } });
   });
@@ -172,13 +182,25 @@ describe("sendRequest: a $.send.http on the wire", () => {
         "Bad Name": "v",
       },
     });
-    expect("headers" in built && built.headers).toEqual({ "X-Api-Key": "k1", Accept: "text/csv" });
+    expect("headers" in built && built.headers).toEqual({
+      "X-Api-Key": "k1",
+      Accept: "text/csv",
+      "x-sluice-hops": "1",
+    });
   });
 
-  it("carries none of Sluice's signing or delivery headers", () => {
+  it("carries none of Sluice's signing or delivery headers, only the hop count", () => {
     const built = sendRequest({ method: "POST", url: "https://example.com/", data: {} });
-    const names = "headers" in built ? Object.keys(built.headers).join(",") : "";
-    expect(names).not.toMatch(/sluice|webhook-|signature/i);
+    const names = "headers" in built ? Object.keys(built.headers).filter((name) => name !== "x-sluice-hops") : [];
+    expect(names.join(",")).not.toMatch(/sluice|webhook-|signature/i);
+  });
+
+  it("sends Sluice's hop count, which a step cannot set itself, so a workflow that calls its own trigger ends in 508", () => {
+    const built = sendRequest(
+      { method: "POST", url: "https://example.com/", headers: { "X-Sluice-Hops": "0", "x-sluice-hops": "0" } },
+      3,
+    );
+    expect("headers" in built && built.headers).toEqual({ "x-sluice-hops": "3" });
   });
 });
 
@@ -252,6 +274,7 @@ describe("attemptDelivery of a workflow's sends", () => {
           "X-Trace": "t-1",
           authorization: `Basic ${Buffer.from("ada:secret").toString("base64")}`,
           "content-type": "application/json",
+          "x-sluice-hops": "1",
         },
         body: '{"done":true}',
       },
