@@ -166,8 +166,9 @@ export async function attemptDelivery(
   if ("status" in result && result.status >= 200 && result.status < 300) {
     return { kind: "delivered", status: result.status, attempts };
   }
-  // Only a webhook is a Sluice endpoint that answers 508 for a loop; a send's 508 is the user's receiver's.
-  const loop = "status" in result && result.status === LOOP_DETECTED_STATUS && delivery.target.kind === "webhook";
+  // Webhooks and `$.send.http` carry the hop count (decision 269), so a 508 is a loop refusal and the
+  // same request would be refused again; an s3 send never gets an HTTP status of its own.
+  const loop = "status" in result && result.status === LOOP_DETECTED_STATUS && delivery.target.kind !== "s3";
   const error =
     "status" in result ? `HTTP ${result.status}${loop ? " (a delivery loop: not retried)" : ""}` : result.error;
   const finishedAt = Math.max(now, deps.clock.nowMs());

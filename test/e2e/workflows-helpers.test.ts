@@ -131,6 +131,24 @@ describe("workflow step helpers over real HTTP against local mode", () => {
     expect(JSON.parse(received.body)).toEqual({ id: "H1" });
   });
 
+  it("ends a workflow that $.send.https its own trigger after 5 hops (508), instead of looping", async () => {
+    const flow = await workflowOf({
+      again: step("$.send.http({ url: steps.trigger.event.body.self, data: steps.trigger.event.body });"),
+    });
+    const answer = await fetch(flow.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ self: flow.url }),
+    });
+    expect(answer.status).toBe(200);
+    await answer.arrayBuffer();
+    const runs = async () => (await api("GET", `/workflows/${flow.id}/runs`)).json.page_info.total_count as number;
+    // The request's run, then one per send carrying 1 to 5 hops; the send carrying 6 is refused.
+    await eventually(async () => ((await runs()) >= 6 ? true : undefined), "six runs");
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    expect(await runs()).toBe(6);
+  });
+
   it("writes $.send.s3 under the data dir's s3/<bucket>/, and refuses a bucket not allowed", async () => {
     const flow = await workflowOf({
       store: step(`$.send.s3({ bucket: ${JSON.stringify(BUCKET)}, prefix: "orders/", payload: { id: "S1" } });`),

@@ -293,12 +293,15 @@ describe("attemptDelivery of a workflow's sends", () => {
     expect(kept.items[0]).toMatchObject({ target: httpTarget, userId: "u_ada", attempts: 3 });
   });
 
-  it("retries a 508 of a send's receiver: only a webhook delivery is a Sluice loop", async () => {
-    const { deps } = sendDeps(recordingSink([]).sink);
+  it("does not retry a 508 of a send's receiver: the send carried its hop count, so it is a loop refusal", async () => {
+    const { deps, deadLetters } = sendDeps(recordingSink([]).sink);
     const { sender } = scriptedSender([{ status: 508 }]);
     expect(await attemptDelivery(deps, sender, sendDelivery(httpTarget), NOW, settings)).toMatchObject({
-      kind: "retry",
+      kind: "dead",
+      attempts: 1,
+      error: "HTTP 508 (a delivery loop: not retried)",
     });
+    expect((await deadLetters.listDeadLetters("p_flow", { limit: 10 })).items).toHaveLength(1);
   });
 
   it("drops a send of a workflow deleted meanwhile, sending nothing", async () => {
