@@ -181,11 +181,12 @@ export const workflowChain: Scenario = {
     for (const item of await api.allItems<EventItem>(`/sources/${source.id}/event_summaries?expand=event`)) {
       if (typeof item.event?.n === "number" && item.event.n >= 0) emittedAt.set(item.event.n, item.indexed_at_ms);
     }
+    const accepted = new Set(load.accepted);
     const latencies: number[] = [];
     for (const run of await api.allItems<RunItem>(`/workflows/${workflow.id}/runs`)) {
       const n = run.event_preview?.n;
       const at = typeof n === "number" ? emittedAt.get(n) : undefined;
-      if (at !== undefined && load.accepted.includes(n as number)) latencies.push(run.started_at_ms - at);
+      if (at !== undefined && accepted.has(n as number)) latencies.push(run.started_at_ms - at);
     }
     const latency = summarize(latencies);
     const lost = load.accepted.length - latencies.length;
