@@ -50,6 +50,8 @@ export const ENV = {
   webhookTimeoutMs: "SLUICE_WEBHOOK_TIMEOUT_MS",
   /** Local mode: webhooks delivered to at the same time. */
   webhookConcurrency: "SLUICE_WEBHOOK_CONCURRENCY",
+  /** Local mode: deliveries of one webhook in flight at once (1: one at a time, strictly in order). */
+  webhookInFlight: "SLUICE_WEBHOOK_IN_FLIGHT",
   /** Local mode: whether webhooks may point at loopback and private addresses (always false on AWS). */
   webhookAllowPrivate: "SLUICE_WEBHOOK_ALLOW_PRIVATE",
   /** Local mode: whether `component_url` may point at loopback and private addresses (always false on AWS). */
@@ -218,6 +220,7 @@ export interface LocalRuntimeConfig {
 /** Webhook delivery in local mode (docs/webhooks.md): the retry policy plus the worker's own settings. */
 export interface WebhookDeliveryConfig extends Omit<DeliverySettings, "random"> {
   concurrency: number;
+  inFlightPerWebhook: number;
   allowPrivateAddresses: boolean;
 }
 
@@ -270,6 +273,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookMaxDelayMs]: z.coerce.number().int().min(1).default(1_800_000),
       [ENV.webhookTimeoutMs]: z.coerce.number().int().min(100).max(60_000).default(10_000),
       [ENV.webhookConcurrency]: z.coerce.number().int().min(1).max(256).default(8),
+      [ENV.webhookInFlight]: z.coerce.number().int().min(1).max(32).default(4),
       [ENV.webhookAllowPrivate]: trueOrFalse,
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
       ...quotaShape,
@@ -312,6 +316,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       maxDelayMs: parsed[ENV.webhookMaxDelayMs] as number,
       timeoutMs: parsed[ENV.webhookTimeoutMs] as number,
       concurrency: parsed[ENV.webhookConcurrency] as number,
+      inFlightPerWebhook: parsed[ENV.webhookInFlight] as number,
       allowPrivateAddresses: parsed[ENV.webhookAllowPrivate] === "true",
     },
     apiKey: parsed[ENV.apiKey] as string | undefined,

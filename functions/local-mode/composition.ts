@@ -20,7 +20,7 @@ import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { storageErrorTranslator, translatingErrors } from "#adapters/local/storage-errors";
-import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import { ThreadedWebhookSender } from "#adapters/local/threaded-webhook-sender";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
@@ -138,9 +138,17 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   };
   // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the
   // durable queue to the worker, runs of listening sources through the durable run queue.
-  const { allowPrivateAddresses, concurrency, ...retries } = config.webhooks;
-  const sender = new NodeHttpWebhookSender({ allowPrivateAddresses });
-  const worker = new LocalDeliveryWorker({ queue: deliveries, deps, sender, settings: retries, concurrency });
+  const { allowPrivateAddresses, concurrency, inFlightPerWebhook, ...retries } = config.webhooks;
+  // Requests are made on another thread (decision 270); signing, the queue and retries stay here.
+  const sender = new ThreadedWebhookSender({ allowPrivateAddresses, workDir: join(config.dataDir, SANDBOX_DIR), log });
+  const worker = new LocalDeliveryWorker({
+    queue: deliveries,
+    deps,
+    sender,
+    settings: retries,
+    concurrency,
+    inFlightPerWebhook,
+  });
   const relay = new OutboxRelay({ outbox, events, deps });
   const unhookDispatcher = bus.subscribeAll(relay.listener);
   const sweeps: NodeJS.Timeout[] = [];
@@ -201,7 +209,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       runs.stop();
       outbox.flush();
       await worker.stop(graceMs);
-      sender.close();
+      await sender.close();
       await host.close();
       events.flushAppends();
       usage.flush();

@@ -41,6 +41,7 @@ describe("configuration", () => {
         maxDelayMs: 1_800_000,
         timeoutMs: 10_000,
         concurrency: 8,
+        inFlightPerWebhook: 4,
         allowPrivateAddresses: true,
       },
       s3Buckets: [],
