@@ -88,6 +88,12 @@ export const ENV = {
    * AWS the stack sets it from `-c s3Buckets=a,b`; locally the objects are files under the data dir.
    */
   s3Buckets: "SLUICE_S3_BUCKETS",
+  /**
+   * AWS only, set by the stack: the account that must own a `$.send.s3` bucket (S3's
+   * `ExpectedBucketOwner`), so a listed bucket deleted and re-created by another account is never
+   * written to.
+   */
+  s3ExpectedOwner: "SLUICE_S3_EXPECTED_OWNER",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -337,6 +343,8 @@ export interface AwsConfig {
   logLevel: LogLevel;
   /** Buckets `$.send.s3` may write to (set by the stack from `-c s3Buckets`); empty: none. */
   s3Buckets: string[];
+  /** The account id that must own those buckets (the stack's own); undefined: not checked. */
+  s3ExpectedOwner: string | undefined;
 }
 
 export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
@@ -347,6 +355,10 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
       [ENV.eventRetentionDays]: count.default(30),
       [ENV.logLevel]: logLevelRule,
       [ENV.s3Buckets]: s3BucketsRule,
+      [ENV.s3ExpectedOwner]: z
+        .string()
+        .regex(/^\d{12}$/, "must be a 12-digit AWS account id")
+        .optional(),
       ...quotaShape,
     },
     env,
@@ -358,5 +370,6 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     eventMaxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,
     logLevel: parsed[ENV.logLevel] as LogLevel,
     s3Buckets: parsed[ENV.s3Buckets] as string[],
+    s3ExpectedOwner: parsed[ENV.s3ExpectedOwner] as string | undefined,
   };
 }

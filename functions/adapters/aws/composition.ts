@@ -171,7 +171,11 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
       : { publish: async () => {} },
     // Functions that apply runs only ask it about buckets; the deliverer writes (its S3 client is
     // made on the first put).
-    objects: new S3ObjectSink({ s3: lazy("the S3 client", () => new S3Client({})), buckets: config.s3Buckets }),
+    objects: new S3ObjectSink({
+      s3: lazy("the S3 client", () => new S3Client({})),
+      buckets: config.s3Buckets,
+      ...(config.s3ExpectedOwner ? { expectedOwner: config.s3ExpectedOwner } : {}),
+    }),
     deliveries: lazy(
       "the delivery queue",
       () =>
