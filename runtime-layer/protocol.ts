@@ -232,3 +232,41 @@ export interface WorkflowResult {
   error?: ErrorRecord;
   durationMs: number;
 }
+
+/**
+ * One call of a `data_store` prop's method (`this.<prop>.get(...)`), sent by the runtime to trusted
+ * code while the run goes on; the run awaits its {@link DataStoreReply}. Trusted code takes every
+ * field as hostile: `store` must be one of the stores it bound to this run's props.
+ * `keys()`, `entries()` and `for await` are pages of `list`.
+ */
+export type DataStoreCall =
+  | { store: string; op: "get" | "has" | "delete"; key: string }
+  | { store: string; op: "set"; key: string; value: Json; ttl?: number | null }
+  | { store: string; op: "setTtl"; key: string; ttl: number | null }
+  | { store: string; op: "list"; after?: string; keysOnly?: boolean }
+  | { store: string; op: "clear" };
+
+/** Longest data store key, in UTF-8 bytes. */
+export const DATA_STORE_KEY_MAX_BYTES = 512;
+/** Largest data store value, in UTF-8 bytes of its JSON text (a DynamoDB item holds 400 KB with its key). */
+export const DATA_STORE_VALUE_MAX_BYTES = 256 * 1024;
+/** Longest data store TTL: ten years, in seconds. */
+export const DATA_STORE_TTL_MAX_SECONDS = 10 * 365 * 24 * 3600;
+
+/** Why `key` is no data store key (a string of at most {@link DATA_STORE_KEY_MAX_BYTES}), or undefined. */
+export function dataStoreKeyProblem(key: unknown, what = "a data store key"): string | undefined {
+  if (typeof key !== "string") return `${what} must be a string, not ${key === null ? "null" : typeof key}`;
+  if (Buffer.byteLength(key) > DATA_STORE_KEY_MAX_BYTES)
+    return `${what} may be at most ${DATA_STORE_KEY_MAX_BYTES} bytes`;
+  return undefined;
+}
+
+/** Why `ttl` is no TTL (seconds above 0, at most {@link DATA_STORE_TTL_MAX_SECONDS}; `null` or absent for none), or undefined. */
+export function dataStoreTtlProblem(ttl: unknown): string | undefined {
+  if (ttl === undefined || ttl === null) return undefined;
+  if (typeof ttl === "number" && Number.isFinite(ttl) && ttl > 0 && ttl <= DATA_STORE_TTL_MAX_SECONDS) return undefined;
+  return `a data store ttl must be a number of seconds above 0 and at most ${DATA_STORE_TTL_MAX_SECONDS}, or null for none`;
+}
+
+/** The answer to a {@link DataStoreCall}: its value (`list`: `{entries: [key, value][], next?}`), or why it failed. */
+export type DataStoreReply = { ok: true; value?: Json } | { ok: false; error: { name: string; message: string } };

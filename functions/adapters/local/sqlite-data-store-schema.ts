@@ -1,0 +1,28 @@
+/**
+ * Data stores and their records (`SqliteDataStoreStore`), appended to `MIGRATIONS` in
+ * sqlite-database.ts (append only: released text never changes).
+ *
+ * Names are unique per workspace (a prop finds its store by name). Records are keyed by store and
+ * key, in key byte order (SQLite's BINARY collation compares the UTF-8 bytes, as DynamoDB does);
+ * deleting a store deletes its records. `expires_at` is epoch ms or NULL; the partial index finds a
+ * store's expired records when a write sweeps them.
+ */
+export const DATA_STORE_MIGRATIONS: readonly string[] = [
+  `
+  CREATE TABLE data_stores (
+    id TEXT PRIMARY KEY,
+    workspace_id TEXT NOT NULL,
+    name TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    UNIQUE (workspace_id, name)
+  );
+  CREATE TABLE data_store_entries (
+    store_id TEXT NOT NULL REFERENCES data_stores (id) ON DELETE CASCADE,
+    key TEXT NOT NULL,
+    value TEXT NOT NULL,
+    expires_at INTEGER,
+    PRIMARY KEY (store_id, key)
+  ) WITHOUT ROWID;
+  CREATE INDEX data_store_entries_expiry ON data_store_entries (store_id, expires_at) WHERE expires_at IS NOT NULL;
+  `,
+];
