@@ -13,6 +13,7 @@ interface StoreRow {
   workspace_id: string;
   name: string;
   created_at: number;
+  entries: number;
 }
 
 interface EntryRow {
@@ -38,8 +39,9 @@ function toEntry(row: EntryRow): DataStoreEntry {
 const LIVE = "(expires_at IS NULL OR expires_at > @now)";
 
 /**
- * `DataStoreStore` on the local SQLite file. Each write is one transaction: a new key counts the
- * store's live records after sweeping its expired ones, so the record limit is exact.
+ * `DataStoreStore` on the local SQLite file. Each write is one transaction. A new key is checked
+ * against the store's row count (`entries`, kept by triggers); a store at its limit has its expired
+ * rows swept first, so the limit counts live records exactly.
  */
 export class SqliteDataStoreStore implements DataStoreStore {
   private readonly statements;
@@ -68,9 +70,12 @@ export class SqliteDataStoreStore implements DataStoreStore {
       count: db.prepare<{ store: string; now: number }, { n: number }>(
         `SELECT count(*) AS n FROM data_store_entries WHERE store_id = @store AND ${LIVE}`,
       ),
-      upsert: db.prepare(
-        `INSERT INTO data_store_entries (store_id, key, value, expires_at) VALUES (@store, @key, @value, @expiresAt)
-         ON CONFLICT (store_id, key) DO UPDATE SET value = excluded.value, expires_at = excluded.expires_at`,
+      // Insert and update apart (not an upsert): the insert trigger counts only new rows.
+      insertEntry: db.prepare(
+        "INSERT INTO data_store_entries (store_id, key, value, expires_at) VALUES (@store, @key, @value, @expiresAt)",
+      ),
+      updateEntry: db.prepare(
+        "UPDATE data_store_entries SET value = @value, expires_at = @expiresAt WHERE store_id = @store AND key = @key",
       ),
       setExpiry: db.prepare<{ store: string; key: string; now: number; expiresAt: number | null }>(
         `UPDATE data_store_entries SET expires_at = @expiresAt WHERE store_id = @store AND key = @key AND ${LIVE}`,
@@ -105,15 +110,22 @@ export class SqliteDataStoreStore implements DataStoreStore {
     });
     this.put = db.transaction(
       (store: string, entry: { key: string; value: string; expiry: EntryExpiry }, now: number, max: number) => {
-        if (!statements.byId.get(store)) return "gone" as const;
+        const row = statements.byId.get(store);
+        if (!row) return "gone" as const;
         const existing = statements.entry.get({ store, key: entry.key });
         const live = existing !== undefined && (existing.expires_at === null || existing.expires_at > now);
-        if (!live) {
-          statements.sweep.run({ store, now });
-          if ((statements.count.get({ store, now })?.n ?? 0) >= max) return "full" as const;
-        }
         const expiresAt = entry.expiry === "keep" ? (live ? (existing?.expires_at ?? null) : null) : entry.expiry;
-        statements.upsert.run({ store, key: entry.key, value: entry.value, expiresAt });
+        const values = { store, key: entry.key, value: entry.value, expiresAt };
+        // An expired row of the key is replaced in place: it was counted when it was new.
+        if (existing) {
+          statements.updateEntry.run(values);
+          return "stored" as const;
+        }
+        if (row.entries >= max) {
+          statements.sweep.run({ store, now });
+          if ((statements.byId.get(store)?.entries ?? 0) >= max) return "full" as const;
+        }
+        statements.insertEntry.run(values);
         return "stored" as const;
       },
     );
