@@ -60,9 +60,13 @@ export interface CancelRequest {
   invocationId: string;
 }
 
-/** The host's answer to the child's {@link DataStoreCallMessage} with the same `callId`. */
+/**
+ * The host's answer to the child's {@link DataStoreCallMessage} with the same `callId` and
+ * `invocationId` (a call forged by code in the child, naming another invocation, answers nothing).
+ */
 export interface DataStoreReplyRequest {
   type: "data_store_reply";
+  invocationId: string;
   callId: number;
   reply: DataStoreReply;
 }

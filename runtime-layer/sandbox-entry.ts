@@ -320,7 +320,7 @@ async function runWorkflow(request: WorkflowInvokeRequest): Promise<void> {
 }
 
 /** Data store calls sent and not answered yet, by call id. */
-const dataStoreCalls = new Map<number, (reply: DataStoreReply) => void>();
+const dataStoreCalls = new Map<number, { invocationId: string; resolve: (reply: DataStoreReply) => void }>();
 let lastCallId = 0;
 
 /**
@@ -331,16 +331,17 @@ function dataStoreCaller(invocationId: string): DataStoreCaller {
   return (call) =>
     new Promise<DataStoreReply>((resolve) => {
       const callId = ++lastCallId;
-      dataStoreCalls.set(callId, resolve);
+      dataStoreCalls.set(callId, { invocationId, resolve });
       send({ type: "data_store", invocationId, callId, call });
     });
 }
 
-function onDataStoreReply(callId: unknown, reply: unknown): void {
-  const resolve = typeof callId === "number" ? dataStoreCalls.get(callId) : undefined;
-  if (!resolve || typeof reply !== "object" || reply === null) return;
+/** A reply to a call this runtime sent; one to a call forged by component code (another invocation) is dropped. */
+function onDataStoreReply(invocationId: unknown, callId: unknown, reply: unknown): void {
+  const pending = typeof callId === "number" ? dataStoreCalls.get(callId) : undefined;
+  if (!pending || pending.invocationId !== invocationId || typeof reply !== "object" || reply === null) return;
   dataStoreCalls.delete(callId as number);
-  resolve(reply as DataStoreReply);
+  pending.resolve(reply as DataStoreReply);
 }
 
 /** The result without the server's paths in its error and logs (stacks name `component.ts`). */
@@ -458,7 +459,7 @@ function onRequest(line: string): void {
     if (invocation.ok) void invoke({ type: "invoke", bundlePath: request.bundlePath, invocation: invocation.value });
     else refuseInvocation(request.invocation, invocation.problem, false);
   } else if (request?.type === "data_store_reply") {
-    onDataStoreReply(request.callId, request.reply);
+    onDataStoreReply(request.invocationId, request.callId, request.reply);
   } else if (request?.type === "cancel" && typeof request.invocationId === "string") {
     // Bounded: a cancel that comes after its invocation ended is never taken out again.
     if (cancelled.size >= MAX_CANCELLED) cancelled.delete(cancelled.values().next().value as string);

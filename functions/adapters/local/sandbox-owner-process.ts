@@ -355,7 +355,7 @@ export class SandboxOwnerProcess implements BudgetMember {
           error: { name: "DataStoreError", message: "the run this data store call belongs to is not running" },
         });
     void reply.then((answer) => {
-      if (!this.retired) this.sandbox.send([{ type: "data_store_reply", callId, reply: answer }]);
+      if (!this.retired) this.sandbox.send([{ type: "data_store_reply", invocationId, callId, reply: answer }]);
     });
   }
 
