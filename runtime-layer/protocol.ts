@@ -66,6 +66,8 @@ export interface Invocation {
   timeoutMs: number;
   /** Limits of the run's emits; the emit past one ends the run. Trusted code checks them again. */
   limits?: EmitLimits;
+  /** Where a runtime without a channel to its host (a Lambda function) sends data store calls. */
+  dataStoreGrant?: DataStoreGrant;
 }
 
 /** Options the code passed to `this.$emit(event, options)`, as JSON. */
@@ -180,6 +182,8 @@ export interface WorkflowInvocation {
   /** The whole run, every step together, is stopped after this long. */
   timeoutMs: number;
   limits: WorkflowLimits;
+  /** As {@link Invocation.dataStoreGrant}. */
+  dataStoreGrant?: DataStoreGrant;
 }
 
 /** What one `$.send.*` call asked for, in the payload shapes of real-behaviour.md §1.9. */
@@ -245,6 +249,17 @@ export type DataStoreCall =
   | { store: string; op: "setTtl"; key: string; ttl: number | null }
   | { store: string; op: "list"; after?: string; keysOnly?: boolean }
   | { store: string; op: "clear" };
+
+/**
+ * How a runtime that cannot message its host while it runs (a source's or workflow's Lambda
+ * function) reaches the data stores bound to its run: each call is POSTed as `{grant, call}` to
+ * `url`, which answers a {@link DataStoreReply}. `grant` is sealed by trusted code (the run's id,
+ * its stores, an expiry): code that reads it can do with it only what its run may do, until then.
+ */
+export interface DataStoreGrant {
+  url: string;
+  grant: string;
+}
 
 /** Longest data store key, in UTF-8 bytes. */
 export const DATA_STORE_KEY_MAX_BYTES = 512;

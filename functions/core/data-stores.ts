@@ -246,6 +246,84 @@ async function serve(deps: StoreDeps, call: DataStoreCall): Promise<{ value?: Js
 }
 
 // ---------------------------------------------------------------------------------------------
+// Grants: the data store calls of a runtime that cannot message its host (a Lambda function).
+// ---------------------------------------------------------------------------------------------
+
+/** Path of the route that serves granted calls (`serve-data-store-call.ts`), below the public URL. */
+export const DATA_STORE_CALLS_PATH = "/v1/data_store_calls";
+/** A grant outlives its run's time limit by this much (the run's own clock and the host's differ). */
+const GRANT_GRACE_MS = 10_000;
+
+interface GrantBody {
+  v: 1;
+  invocationId: string;
+  stores: string[];
+  expiresAtMs: number;
+}
+
+/**
+ * Seals a grant of `stores` for one run, good until its time limit (plus a grace): what a Lambda
+ * runtime sends with each call (`DataStoreGrant`). Sealed with the `Secrets` port, whose ciphertext
+ * is authenticated: a grant cannot be forged or changed, only used as it is until it expires.
+ */
+export async function grantDataStores(
+  deps: Pick<Deps, "secrets" | "clock" | "runtime">,
+  invocationId: string,
+  stores: ReadonlySet<string>,
+  timeoutMs: number,
+): Promise<{ url: string; grant: string }> {
+  const body: GrantBody = {
+    v: 1,
+    invocationId,
+    stores: [...stores],
+    expiresAtMs: deps.clock.nowMs() + timeoutMs + GRANT_GRACE_MS,
+  };
+  const url = `${deps.runtime.publicUrl.replace(/\/+$/, "")}${DATA_STORE_CALLS_PATH}`;
+  return { url, grant: await deps.secrets.seal(JSON.stringify(body)) };
+}
+
+/** Grants opened, with the service of their run: one run's calls are counted and queued together (per container). */
+const grantedRuns = new Map<string, { body: GrantBody; serve: (raw: unknown) => Promise<DataStoreReply> }>();
+const GRANTED_RUNS_KEPT = 1000;
+
+/**
+ * Serves one call sent with a grant: refused when the grant does not open (forged, changed, of
+ * another key) or has expired; otherwise as `dataStoreService` serves the run's calls, limited to
+ * the grant's stores. Never rejects for what the caller sent.
+ */
+export async function serveGrantedCall(
+  deps: StoreDeps & Pick<Deps, "secrets">,
+  grant: string,
+  call: unknown,
+): Promise<DataStoreReply> {
+  let run = grantedRuns.get(grant);
+  if (!run) {
+    const body = await openGrant(deps, grant);
+    if (!body) return refusal("the data store grant is not valid");
+    run = { body, serve: dataStoreService(deps, new Set(body.stores)) };
+    if (grantedRuns.size >= GRANTED_RUNS_KEPT) grantedRuns.delete(grantedRuns.keys().next().value as string);
+    grantedRuns.set(grant, run);
+  }
+  if (deps.clock.nowMs() > run.body.expiresAtMs) return refusal("the data store grant has expired: its run has ended");
+  return run.serve(call);
+}
+
+async function openGrant(deps: Pick<Deps, "secrets">, grant: string): Promise<GrantBody | undefined> {
+  try {
+    const body = JSON.parse(await deps.secrets.open(grant)) as Partial<GrantBody>;
+    const valid =
+      body.v === 1 &&
+      typeof body.invocationId === "string" &&
+      Array.isArray(body.stores) &&
+      body.stores.every((store) => typeof store === "string") &&
+      typeof body.expiresAtMs === "number";
+    return valid ? (body as GrantBody) : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // REST views.
 // ---------------------------------------------------------------------------------------------
 

@@ -30,7 +30,7 @@ import {
   type SourceState,
   type StoredEvent,
 } from "./component-model.ts";
-import { bindDataStoreProps, dataStoreService } from "./data-stores.ts";
+import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
@@ -223,7 +223,14 @@ async function runAndApply(
   hold?: { lease: SourceRunLease; waitUntilMs: number | undefined },
 ): Promise<AppliedRun> {
   const { invocation, state, stores } = await buildInvocation(deps, source, component, kind, event);
-  if (stores.size > 0) handlers = { ...handlers, dataStore: dataStoreService(deps, stores) };
+  if (stores.size > 0) {
+    const timeoutMs = invocation.timeoutMs;
+    handlers = {
+      ...handlers,
+      dataStore: dataStoreService(deps, stores),
+      dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs),
+    };
+  }
   if (hold?.waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
   }

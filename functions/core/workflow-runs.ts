@@ -25,7 +25,7 @@ import type {
 import { requireWorkflow } from "./access.ts";
 import { clipText } from "./clip-text.ts";
 import { type ComponentRecord, ERRORS_CHANNEL, type Json, type NewEvent } from "./component-model.ts";
-import { bindDataStoreProps, dataStoreService } from "./data-stores.ts";
+import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
@@ -310,7 +310,13 @@ async function beginAndRun(
     return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0);
   }
   const startedMs = deps.clock.nowMs();
-  const handlers = stores.size > 0 ? { dataStore: dataStoreService(deps, stores) } : undefined;
+  const handlers =
+    stores.size > 0
+      ? {
+          dataStore: dataStoreService(deps, stores),
+          dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, invocation.timeoutMs),
+        }
+      : undefined;
   const raw = await deps.host.invokeWorkflow(workflowCode(workflow, loaded), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
   let result = raw;

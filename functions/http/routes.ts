@@ -38,6 +38,7 @@ import { route as replayDeadLetter } from "./replay-dead-letter.ts";
 import { route as replayDeadLetters } from "./replay-dead-letters.ts";
 import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 import type { AnyRoute } from "./route.ts";
+import { route as serveDataStoreCall } from "./serve-data-store-call.ts";
 import { route as updateSource } from "./update-source.ts";
 import { route as updateWorkflow } from "./update-workflow.ts";
 
@@ -87,4 +88,5 @@ export const routes: readonly AnyRoute[] = [
   listDataStoreRecords,
   clearDataStore,
   deleteDataStore,
+  serveDataStoreCall,
 ];

@@ -1,5 +1,6 @@
 import type { ComponentDescription } from "#core/component-model";
 import type {
+  DataStoreGrant,
   DataStoreReply,
   HttpResponseSpec,
   Invocation,
@@ -40,6 +41,11 @@ export interface InvokeHandlers {
    * it: hostile until checked). Never rejects. Without it, the run's data store calls fail.
    */
   dataStore?(call: unknown): Promise<DataStoreReply>;
+  /**
+   * For a host whose runtime cannot message it while it runs (`LambdaComponentHost`): seals the
+   * run's grant, sent in the invocation, with which the runtime reaches the same stores over HTTP.
+   */
+  dataStoreGrant?(): Promise<DataStoreGrant>;
 }
 
 /**
@@ -79,7 +85,7 @@ export interface ComponentHost {
   invokeWorkflow(
     workflow: WorkflowCode,
     invocation: WorkflowInvocation,
-    handlers?: Pick<InvokeHandlers, "dataStore">,
+    handlers?: Pick<InvokeHandlers, "dataStore" | "dataStoreGrant">,
   ): Promise<WorkflowResult>;
   /** Releases what `prepareWorkflow` made (its processes locally, its function on AWS). Idempotent. */
   removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void>;
