@@ -6,8 +6,10 @@ import {
   DATA_STORE_RECORDS_MAX,
   DATA_STORES_PER_WORKSPACE,
   dataStoreService,
+  grantDataStores,
   listDataStoreRecords,
   parseDataStoreCall,
+  serveGrantedCall,
 } from "#core/data-stores";
 import type { DataStoreStore } from "#core/ports/data-store-store";
 import type { Json } from "#runtime/protocol";
@@ -233,6 +235,29 @@ describe("dataStoreService: the trusted side of the calls", () => {
       error: { name: "DataStoreError", message: "the data store could not be reached; try again" },
     });
     expect(errors).toEqual([expect.objectContaining({ message: "data store call failed", data_store_id: "ds_x" })]);
+  });
+});
+
+describe("grants: the calls of a runtime that cannot message its host", () => {
+  it("serves a call with a sealed grant of the run's stores until the run's time limit (+10 s), and nothing else", async () => {
+    const { deps, id } = await boundStore();
+    const { url, grant } = await grantDataStores(deps, "inv_1", new Set([id]), 30_000);
+    expect(url).toBe("http://127.0.0.1:4000/v1/data_store_calls");
+    expect(await serveGrantedCall(deps, grant, { store: id, op: "set", key: "k", value: 1 })).toEqual({ ok: true });
+    expect(await serveGrantedCall(deps, grant, { store: "ds_other", op: "get", key: "k" })).toMatchObject({
+      ok: false,
+      error: { message: "data store ds_other is not bound to this run" },
+    });
+    const changed = `${grant.slice(0, -2)}${grant.endsWith("A") ? "B" : "A"}=`;
+    expect(await serveGrantedCall(deps, changed, { store: id, op: "get", key: "k" })).toMatchObject({
+      error: { message: "the data store grant is not valid" },
+    });
+    deps.clock.set(START + 40_000);
+    expect(await serveGrantedCall(deps, grant, { store: id, op: "get", key: "k" })).toEqual({ ok: true, value: 1 });
+    deps.clock.set(START + 40_001);
+    expect(await serveGrantedCall(deps, grant, { store: id, op: "get", key: "k" })).toMatchObject({
+      error: { message: "the data store grant has expired: its run has ended" },
+    });
   });
 });
 
