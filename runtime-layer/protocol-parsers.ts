@@ -27,6 +27,7 @@ import {
 import { LOG_LEVELS } from "./invocation-scope.ts";
 import { isJsonValue, isPlainObject } from "./json-value.ts";
 import type {
+  DataStoreGrant,
   EmitMeta,
   EmitRecord,
   ErrorRecord,
@@ -116,6 +117,11 @@ function optional<T>(to: Bag, from: Bag, key: string, path: string, parse: (valu
   if (from[key] !== undefined) to[key] = parse(from[key], at(path, key));
 }
 
+function dataStoreGrant(value: unknown, path: string): DataStoreGrant {
+  const grant = object(value, path);
+  return { url: nonEmpty(grant.url, at(path, "url")), grant: nonEmpty(grant.grant, at(path, "grant")) };
+}
+
 /**
  * The invocation as trusted code sends it (read by the Lambda entry and the sandbox entry). Trusted
  * code builds it, so a malformed one is a bug of the host: the entries refuse it.
@@ -148,6 +154,7 @@ export function parseInvocation(raw: unknown): Parsed<Invocation> {
         maxEmitBytes: finite(limits.maxEmitBytes, "limits.maxEmitBytes"),
       };
     }
+    optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
     return invocation;
   });
 }
@@ -356,7 +363,7 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
         db: jsonObject(step.db, at(path, "db")),
       };
     });
-    return {
+    const invocation: WorkflowInvocation = {
       invocationId,
       kind: "workflow",
       workflowId: nonEmpty(value.workflowId, "workflowId"),
@@ -367,6 +374,8 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
       timeoutMs,
       limits,
     };
+    optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
+    return invocation;
   });
 }
 

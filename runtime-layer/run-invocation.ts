@@ -6,6 +6,7 @@
  * its own besides `io.onRespond`.
  */
 import { inspect } from "node:util";
+import { createDataStoreClient, type DataStoreCaller } from "./data-store-client.ts";
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
 import { normalizeResponse } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
@@ -36,6 +37,8 @@ const HOOKS = new Set(["deploy", "activate", "deactivate"]);
 export interface InvocationIo {
   /** Called once, synchronously, on the first valid `respond` call of the run. */
   onRespond(response: HttpResponseSpec): void;
+  /** Where `data_store` props' calls go (trusted code); without it their methods throw. */
+  dataStore?: DataStoreCaller;
 }
 
 /** For a caller that sends the response only with the result (the Lambda entry). */
@@ -131,6 +134,8 @@ export interface ThisBindings {
   readonly dbWrites: Record<string, Json>;
   emit(event: unknown, meta: unknown): unknown;
   respond(spec: unknown): unknown;
+  /** Where `data_store` props' calls go; absent where the platform serves none. */
+  readonly dataStore?: DataStoreCaller | undefined;
 }
 
 /**
@@ -178,6 +183,7 @@ export function propValue(type: string | undefined, value: Json, declared: unkno
     return { ...(isBag(value) ? value : {}), respond: (spec: unknown) => bindings.respond(spec) };
   }
   if (type === "app") return appValue(value, declared);
+  if (type === "data_store") return createDataStoreClient(value, bindings.dataStore);
   if (type === "http_request") return { ...(isBag(value) ? value : {}), execute: executeNotAvailable };
   return value;
 }
@@ -243,6 +249,10 @@ class InvocationState implements InvocationScope, ThisBindings {
 
   get db(): Record<string, Json> {
     return this.invocation.db;
+  }
+
+  get dataStore(): DataStoreCaller | undefined {
+    return this.io.dataStore;
   }
 
   log(level: LogLevel, message: string): void {

@@ -7,6 +7,7 @@ import { LocalTimers } from "#adapters/local/local-timers";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { startWalCheckpointer } from "#adapters/local/sqlite-checkpointer";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
+import { SqliteDataStoreStore } from "#adapters/local/sqlite-data-store-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
@@ -114,6 +115,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     purger,
     subscriptions: guarded(new SqliteSubscriptionStore(db), "subscriptions"),
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
+    dataStores: guarded(new SqliteDataStoreStore(db), "dataStores"),
     deliveries: guarded(deliveries, "deliveries"),
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),

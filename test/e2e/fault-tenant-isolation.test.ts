@@ -33,8 +33,9 @@ export default {
   key: "${key}",
   name: "Isolation probe",
   version: "0.1.0",
-  props: { http: { type: "$.interface.http" } },
+  props: { http: { type: "$.interface.http" }, dataStore: { type: "data_store" } },
   async run(event) {
+    await this.dataStore.set("last", event.body);
     this.$emit(event.body, { summary: "probe" });
   },
 };
@@ -83,6 +84,8 @@ interface Tenant {
   workflowKey: string;
   deadLetterId: string;
   eventId: string;
+  /** The probe source's own data store, holding the payload. */
+  dataStoreId: string;
   /** What `GET /users/me/subscriptions` listed after setup. */
   subscriptionIds: string[];
   autoSubscriptionId: string;
@@ -335,6 +338,7 @@ describe("fault: tenant isolation", () => {
       const { json } = await call(key, "GET", `/v1/webhooks/${webhook.id}/dead_letters`);
       return json?.data?.[0];
     }, "the delivery to the failing receiver to become a dead letter");
+    const [dataStore] = await ok(call(key, "GET", `/v1/workspaces/${workspaceId}/data_stores`));
     const listed = await ok(call(key, "GET", "/v1/users/me/subscriptions", { query: { limit: "100" } }));
     expect(listed.map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining([subscription.id]));
     return {
@@ -351,6 +355,7 @@ describe("fault: tenant isolation", () => {
         workflowKey: workflow.triggers[0].key as string,
         deadLetterId: deadLetter.id as string,
         eventId: deadLetter.event_id as string,
+        dataStoreId: dataStore.id as string,
         subscriptionIds: listed.map((s: { id: string }) => s.id),
         autoSubscriptionId: auto.id as string,
       } satisfies Tenant,
@@ -420,6 +425,7 @@ describe("fault: tenant isolation", () => {
       workflows: [t.workflowId],
       components: [t.componentId, ...componentKeys],
       registry: [registryKey],
+      data_stores: [t.dataStoreId],
     });
     oneSamples = samplesOf(fixture.one, [COMPONENT_KEY], COMPONENT_KEY);
     twoSamples = samplesOf(fixture.two, [], "http-new-requests");
