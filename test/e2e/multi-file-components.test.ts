@@ -1,0 +1,146 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { route as createComponent } from "#http/create-component";
+import { apiClient } from "../support/api-client.ts";
+import { eventually, when } from "../support/eventually.ts";
+import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { appFiles } from "../support/registry-tree.ts";
+
+/**
+ * Issue 15, "Bringing a component": sources written in the public registry's layout
+ * (test/fixtures/registry-tree/: an app file, `sources/<name>/<name>.mjs`, `common/` folders,
+ * relative imports between them) deployed over real HTTP against `npm start`, by
+ * `component_files` and by `component_url`, and seen to run.
+ */
+describe("multi-file components against local mode", () => {
+  let sluice: SluiceProcess;
+  let api: ReturnType<typeof apiClient>;
+
+  beforeAll(async () => {
+    sluice = await startSluice();
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  const events = async (sourceId: string) =>
+    (await api("GET", `/sources/${sourceId}/event_summaries?expand=event`)).json.data as {
+      event: any;
+      metadata: { summary?: string };
+    }[];
+
+  it("deploys an ESM source with its app and common files by component_files; it answers and emits", async () => {
+    const files = appFiles("webhooks");
+    const deployed = await api("POST", "/sources", {
+      component_files: files,
+      component_entry: "sources/new-request/new-request.mjs",
+      configured_props: { resStatusCode: "202" },
+    });
+    expect(deployed.status, JSON.stringify(deployed.json)).toBe(200);
+    const source = deployed.json.data;
+    expect(source.name_slug).toBe("new-request");
+    const answer = await fetch(`${source.configured_props.http.endpoint_url}/hook`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ hello: "files" }),
+    });
+    expect(answer.status).toBe(202);
+    expect(answer.headers.get("content-type")).toBe("application/json");
+    expect(await answer.json()).toEqual({ count: 1 });
+    const emitted = await eventually(async () => {
+      const found = await events(source.id);
+      return when(found.length === 1) && found;
+    }, "the first event");
+    expect(emitted[0]?.event).toEqual({ count: 1, body: { hello: "files" } });
+    expect(emitted[0]?.metadata.summary).toBe("Request POST /hook");
+
+    // The saved component shows the entry's code, its files and a hash over all of them.
+    const component = await api("GET", `/components/${source.component_id}`);
+    expect(createComponent.response.safeParse(component.json).error).toBeUndefined();
+    expect(component.json.data.code).toBe(files["sources/new-request/new-request.mjs"]);
+    expect(component.json.data.component_entry).toBe("sources/new-request/new-request.mjs");
+    expect(component.json.data.component_files).toEqual(files);
+    const changed = await api("POST", "/components", {
+      component_files: { ...files, "common/constants.mjs": files["common/constants.mjs"]?.replace("Request", "Hit") },
+      component_entry: "sources/new-request/new-request.mjs",
+    });
+    expect(changed.status).toBe(200);
+    expect(changed.json.data.code).toBe(component.json.data.code);
+    expect(changed.json.data.code_hash).not.toBe(component.json.data.code_hash);
+
+    // PUT with other files: the new code runs.
+    const updated = await api("PUT", `/sources/${source.id}`, {
+      component_files: { ...files, "common/constants.mjs": files["common/constants.mjs"]?.replace("Request", "Hit") },
+      component_entry: "sources/new-request/new-request.mjs",
+    });
+    expect(updated.status, JSON.stringify(updated.json)).toBe(200);
+    await fetch(`${source.configured_props.http.endpoint_url}/again`, { method: "POST" });
+    const after = await eventually(async () => {
+      const found = await events(source.id);
+      return when(found.length === 2) && found;
+    }, "the event of the updated code");
+    expect(after.map((e) => e.metadata.summary).sort()).toEqual(["Hit POST /again", "Request POST /hook"]);
+  });
+
+  it("deploys a TypeScript source using defineSource from @pipedream/types; its timer run emits", async () => {
+    const deployed = await api("POST", "/sources", {
+      component_files: appFiles("feeds"),
+      component_entry: "sources/new-item/new-item.ts",
+      configured_props: { timer: { intervalSeconds: 1 } },
+    });
+    expect(deployed.status, JSON.stringify(deployed.json)).toBe(200);
+    const emitted = await eventually(async () => {
+      const found = await events(deployed.json.data.id);
+      return when(found.length >= 2) && found;
+    }, "the timer's events");
+    expect(emitted.map((e) => e.event.title).sort()).toEqual(["First item", "Second item"]);
+  });
+
+  it("answers 400 naming the importing file and the import that is missing or leads out", async () => {
+    const files = appFiles("webhooks");
+    delete files["common/constants.mjs"];
+    const missing = await api("POST", "/sources", {
+      component_files: files,
+      component_entry: "sources/new-request/new-request.mjs",
+    });
+    expect(missing.status).toBe(400);
+    expect(missing.json.error).toContain(
+      'webhooks.app.mjs: cannot import "./common/constants.mjs": no such file among the component\'s files',
+    );
+    const escaping = await api("POST", "/components", {
+      component_files: { "sources/a/a.mjs": 'import p from "../../../../etc/passwd"; export default { name: p };' },
+    });
+    expect(escaping.status).toBe(400);
+    expect(escaping.json.error).toContain('sources/a/a.mjs: cannot import "../../../../etc/passwd"');
+    const absolute = await api("POST", "/components", {
+      component_files: { "/etc/passwd.mjs": "export default {}", "a.mjs": "export default {}" },
+      component_entry: "a.mjs",
+    });
+    expect(absolute.status).toBe(400);
+    expect(absolute.json.error).toContain("must be a relative path");
+  });
+
+  it("takes component_files as a workflow step", async () => {
+    const created = await api("POST", "/workflows", {
+      settings: { name: "files step", auto_deploy: true },
+      steps: [
+        {
+          namespace: "greet",
+          component_files: {
+            "actions/greet/greet.mjs":
+              'import { greeting } from "../../common/words.mjs";\nexport default defineComponent({ async run({ $ }) { await $.respond({ status: 200, body: { said: greeting } }); } });',
+            "common/words.mjs": 'export const greeting = "hello from a sibling file";',
+          },
+          component_entry: "actions/greet/greet.mjs",
+        },
+      ],
+      triggers: [{ type: "http", props: { custom_response: true } }],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    const step = created.json.data.steps[0];
+    expect(step.savedComponent.entryPath).toBe("actions/greet/greet.mjs");
+    expect(step.code_raw).toContain("defineComponent");
+    const answer = await fetch(created.json.data.triggers[0].endpoint_url, { method: "POST" });
+    expect(await answer.json()).toEqual({ said: "hello from a sibling file" });
+  });
+});
