@@ -15,47 +15,26 @@
  * file can make esbuild read a path on disk, and its inline map keeps stack frames on the
  * file's own lines and name.
  */
-import { posix } from "node:path";
 import type { Loader, Message, Plugin } from "esbuild";
-import type { ComponentFiles } from "#core/component-files";
+import { type ComponentFiles, importCandidates } from "#core/component-files";
 import type { EsbuildApi } from "./component-build.ts";
 
 /** The esbuild namespace of a component's own files; messages name a file `<namespace>:<path>`. */
 export const COMPONENT_FILES_NAMESPACE = "component";
 const TYPES_NAMESPACE = "sluice-pipedream-types";
 
-/** What an import without an extension may name, in this order (the registry's own is `.mjs`). */
-const IMPLIED_EXTENSIONS = [".mjs", ".js", ".cjs", ".ts", ".mts", ".cts", ".json"];
-/** TypeScript's ESM convention: `./x.js` in a `.ts` file means `./x.ts`. */
-const TYPESCRIPT_FOR: Readonly<Record<string, string>> = { ".js": ".ts", ".mjs": ".mts", ".cjs": ".cts" };
-
 /** The relative import forms, and the absolute ones refused: `/x`, `\x`, `C:x`, `file:`. */
 const PATH_IMPORT = /^(\.|\/|\\|[a-zA-Z]:|file:)/;
 
-/**
- * The file an import names, among `paths`: `importer`'s folder joined with `specifier`, as given,
- * with an implied extension, or as a folder's `index`. `undefined` when there is none; a string
- * saying why when the import is refused outright.
- */
+/** The file an import names among `paths` ({@link importCandidates}), or why there is none. */
 export function resolveAmongFiles(
   paths: ReadonlySet<string>,
   importer: string,
   specifier: string,
 ): { path: string } | { refused: string } | undefined {
-  if (!specifier.startsWith("./") && !specifier.startsWith("../") && specifier !== "." && specifier !== "..") {
-    return { refused: "only relative imports (./ or ../) may name a component's own files" };
-  }
-  const joined = posix.normalize(posix.join(posix.dirname(importer), specifier.replace(/\\/g, "/")));
-  if (joined === ".." || joined.startsWith("../") || posix.isAbsolute(joined)) {
-    return { refused: "it leads out of the component's files" };
-  }
-  const base = joined.replace(/\/+$/, "");
-  const candidates = [base, ...IMPLIED_EXTENSIONS.map((extension) => `${base}${extension}`)];
-  const extension = posix.extname(base);
-  const typescript = TYPESCRIPT_FOR[extension];
-  if (typescript) candidates.push(`${base.slice(0, -extension.length)}${typescript}`);
-  candidates.push(...IMPLIED_EXTENSIONS.map((implied) => `${base === "." ? "" : `${base}/`}index${implied}`));
-  const found = candidates.find((candidate) => paths.has(candidate));
+  const candidates = importCandidates(importer, specifier);
+  if ("refused" in candidates) return candidates;
+  const found = candidates.paths.find((candidate) => paths.has(candidate));
   return found === undefined ? undefined : { path: found };
 }
 

@@ -165,3 +165,44 @@ export const fetchedComponentCode = (component: ComponentFiles): string =>
   Object.keys(component.files).length === 1
     ? (component.files[component.entry] as string)
     : packComponentFiles(component);
+
+/** What an import without an extension may name, in this order (the registry's own is `.mjs`). */
+const IMPLIED_EXTENSIONS = [".mjs", ".js", ".cjs", ".ts", ".mts", ".cts", ".json"];
+/** TypeScript's ESM convention: `./x.js` in a `.ts` file means `./x.ts`. */
+const TYPESCRIPT_FOR: Readonly<Record<string, string>> = { ".js": ".ts", ".mjs": ".mts", ".cjs": ".cts" };
+
+/**
+ * The files a relative import of `importer` may name, in the order they are tried: the path as
+ * written, with an implied extension, a TypeScript file for a `.js` one, a folder's `index`. Only
+ * paths a component may hold ({@link normaliseComponentPath}). The bundler takes the first that is
+ * among the files; a `component_url` fetches them in this order until one exists, so both agree.
+ * Refused: anything but `./` and `../` imports, and one that leads above the files' root.
+ */
+export function importCandidates(importer: string, specifier: string): { paths: string[] } | { refused: string } {
+  if (!specifier.startsWith("./") && !specifier.startsWith("../") && specifier !== "." && specifier !== "..") {
+    return { refused: "only relative imports (./ or ../) may name a component's own files" };
+  }
+  const base = joinBelow(importer, specifier);
+  if (base === undefined) return { refused: "it leads out of the component's files" };
+  const candidates = base === "" ? [] : [base, ...IMPLIED_EXTENSIONS.map((extension) => `${base}${extension}`)];
+  const extension = /\.[^./]*$/.exec(base)?.[0] ?? "";
+  const typescript = TYPESCRIPT_FOR[extension];
+  if (typescript) candidates.push(`${base.slice(0, -extension.length)}${typescript}`);
+  candidates.push(...IMPLIED_EXTENSIONS.map((implied) => `${base === "" ? "" : `${base}/`}index${implied}`));
+  const paths = candidates.filter((candidate) => {
+    const normal = normaliseComponentPath(candidate);
+    return "path" in normal && normal.path === candidate;
+  });
+  return { paths: [...new Set(paths)] };
+}
+
+/** `specifier` resolved against the folder of `importer`, or undefined when it climbs above the root. */
+function joinBelow(importer: string, specifier: string): string | undefined {
+  const segments = importer.split("/").slice(0, -1);
+  for (const part of specifier.replace(/\\/g, "/").split("/")) {
+    if (part === "" || part === ".") continue;
+    if (part !== "..") segments.push(part);
+    else if (segments.pop() === undefined) return undefined;
+  }
+  return segments.join("/");
+}

@@ -3,7 +3,7 @@ import { route as createComponent } from "#http/create-component";
 import { apiClient } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
-import { appFiles } from "../support/registry-tree.ts";
+import { appFiles, startTreeServer, type TreeServer } from "../support/registry-tree.ts";
 
 /**
  * Issue 15, "Bringing a component": sources written in the public registry's layout
@@ -14,13 +14,28 @@ import { appFiles } from "../support/registry-tree.ts";
 describe("multi-file components against local mode", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
+  let tree: TreeServer;
+  let elsewhere: TreeServer;
 
   beforeAll(async () => {
     sluice = await startSluice();
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    elsewhere = await startTreeServer();
+    tree = await startTreeServer({
+      "/components/hostile/sources/away/away.mjs":
+        'import app from "../../hostile.app.mjs"; export default { name: "away", props: { app }, run() {} };',
+      "/components/hostile/hostile.app.mjs": (response) => {
+        response.writeHead(302, { location: `${elsewhere.origin}/components/webhooks/webhooks.app.mjs` });
+        response.end();
+      },
+      "/components/hostile/sources/passwd/passwd.mjs":
+        'import p from "../../../../etc/passwd"; export default { name: p, run() {} };',
+    });
   });
   afterAll(async () => {
     await sluice?.stop();
+    await tree?.close();
+    await elsewhere?.close();
   });
 
   const events = async (sourceId: string) =>
@@ -118,6 +133,59 @@ describe("multi-file components against local mode", () => {
     });
     expect(absolute.status).toBe(400);
     expect(absolute.json.error).toContain("must be a relative path");
+  });
+
+  it("deploys a registry-layout source by component_url, fetching its relative imports against the URL", async () => {
+    const url = `${tree.origin}/components/webhooks/sources/new-request/new-request.mjs`;
+    const deployed = await api("POST", "/sources", { component_url: url });
+    expect(deployed.status, JSON.stringify(deployed.json)).toBe(200);
+    const source = deployed.json.data;
+    const answer = await fetch(source.configured_props.http.endpoint_url, { method: "POST", body: "{}" });
+    expect(answer.status).toBe(200);
+    expect(await answer.json()).toEqual({ count: 1 });
+    const emitted = await eventually(async () => {
+      const found = await events(source.id);
+      return when(found.length === 1) && found;
+    }, "the URL source's event");
+    expect(emitted[0]?.metadata.summary).toBe("Request POST /");
+    const component = (await api("GET", `/components/${source.component_id}`)).json.data;
+    expect(component.component_url).toBe(url);
+    expect(component.component_entry).toBe("webhooks/sources/new-request/new-request.mjs");
+    expect(Object.keys(component.component_files).sort()).toEqual([
+      "webhooks/common/constants.mjs",
+      "webhooks/sources/common/base.mjs",
+      "webhooks/sources/new-request/new-request.mjs",
+      "webhooks/webhooks.app.mjs",
+    ]);
+
+    // A CommonJS tree by URL, run by its timer's first tick.
+    const counter = await api("POST", "/sources", {
+      component_url: `${tree.origin}/components/legacy_counter/sources/counter/counter.js`,
+      configured_props: { timer: { intervalSeconds: 1 } },
+    });
+    expect(counter.status, JSON.stringify(counter.json)).toBe(200);
+    const ticks = await eventually(async () => {
+      const found = await events(counter.json.data.id);
+      return when(found.length >= 1) && found;
+    }, "the counter's first tick");
+    expect(ticks.at(-1)?.event).toEqual({ n: 1, label: "TICK 1" });
+  });
+
+  it("refuses a URL tree whose import leads above its root or is redirected to another origin", async () => {
+    elsewhere.requested.length = 0;
+    const away = await api("POST", "/sources", {
+      component_url: `${tree.origin}/components/hostile/sources/away/away.mjs`,
+    });
+    expect(away.status).toBe(400);
+    expect(away.json.error).toMatch(/redirects to another origin/);
+    expect(elsewhere.requested).toEqual([]);
+    const passwd = await api("POST", "/components", {
+      component_url: `${tree.origin}/components/hostile/sources/passwd/passwd.mjs`,
+    });
+    expect(passwd.status).toBe(400);
+    expect(passwd.json.error).toContain(
+      'cannot import "../../../../etc/passwd": it leads out of the component\'s files',
+    );
   });
 
   it("takes component_files as a workflow step", async () => {
