@@ -1,10 +1,11 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { bundleComponent, loadEsbuild } from "#adapters/aws/source-bundle";
 import { resolveAmongFiles } from "#adapters/component-files-plugin";
+import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import {
   componentFilesOf,
   entryCode,
@@ -217,6 +218,26 @@ describe("bundling a multi-file component", () => {
     expect(await refusal(bundleComponent(code, { esbuild, resolveDir: outDir }))).toMatch(
       /b\.ts: Unexpected ";" \(line 1, column 11\)/,
     );
+  });
+
+  it("bundles a single TypeScript module importing @pipedream/types offline, npm unreachable", async () => {
+    const code = [
+      'import { defineAction, defineSource, type SourceHttpRunOptions } from "@pipedream/types";',
+      "const action = defineAction({ key: 'a', name: 'A', version: '0.0.1', type: 'action', async run() { return 1; } });",
+      "export default defineSource({",
+      "  key: 'ts-single', name: 'TS', version: '0.0.1', props: { http: '$.interface.http' },",
+      "  methods: { action: () => action },",
+      "  async run(event: SourceHttpRunOptions) { this.$emit(event); },",
+      "});",
+    ].join("\n");
+    const offline = npmPackagesPlugin({ cacheDir: join(outDir, "npm-cache"), registry: "http://127.0.0.1:9/" });
+    const bundle = await bundleComponent(code, { esbuild, resolveDir: outDir, plugins: [offline] });
+    const file = join(outDir, "ts-single.mjs");
+    writeFileSync(file, bundle);
+    const component = ((await import(pathToFileURL(file).href)) as { default: Record<string, any> }).default;
+    expect(component.key).toBe("ts-single");
+    expect(component.methods.action().key).toBe("a");
+    expect(existsSync(join(outDir, "npm-cache"))).toBe(false);
   });
 
   it("keeps the single-module rule for component_code", async () => {
