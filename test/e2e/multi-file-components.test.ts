@@ -211,4 +211,33 @@ describe("multi-file components against local mode", () => {
     const answer = await fetch(created.json.data.triggers[0].endpoint_url, { method: "POST" });
     expect(await answer.json()).toEqual({ said: "hello from a sibling file" });
   });
+
+  it("deploys a workflow's source trigger from component_files, and the workflow runs on its events", async () => {
+    const created = await api("POST", "/workflows", {
+      settings: { name: "files trigger", auto_deploy: true },
+      steps: [
+        {
+          namespace: "keep",
+          component_code:
+            "export default defineComponent({ async run({ steps, $ }) { $.export('count', steps.trigger.event.count); } });",
+        },
+      ],
+      triggers: [
+        {
+          type: "source",
+          props: { component_files: appFiles("webhooks"), component_entry: "sources/new-request/new-request.mjs" },
+        },
+      ],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    const sourceId = created.json.data.triggers[0].id;
+    const source = (await api("GET", `/sources/${sourceId}`)).json.data;
+    const answer = await fetch(source.configured_props.http.endpoint_url, { method: "POST", body: "{}" });
+    expect(await answer.json()).toEqual({ count: 1 });
+    const runs = await eventually(async () => {
+      const found = (await api("GET", `/workflows/${created.json.data.id}/runs`)).json.data;
+      return when(Array.isArray(found) && found.length === 1 && found[0].status === "success") && found;
+    }, "the workflow's run on the trigger's event");
+    expect(runs[0].status).toBe("success");
+  });
 });
