@@ -3,7 +3,7 @@ import { route as createComponent } from "#http/create-component";
 import { apiClient } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
-import { appFiles, startTreeServer, type TreeServer } from "../support/registry-tree.ts";
+import { appFiles, REGISTRY_TREE, startTreeServer, type TreeServer } from "../support/registry-tree.ts";
 
 /**
  * Issue 15, "Bringing a component": sources written in the public registry's layout
@@ -18,7 +18,7 @@ describe("multi-file components against local mode", () => {
   let elsewhere: TreeServer;
 
   beforeAll(async () => {
-    sluice = await startSluice();
+    sluice = await startSluice({ env: { SLUICE_REGISTRY_DIR: REGISTRY_TREE } });
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
     elsewhere = await startTreeServer();
     tree = await startTreeServer({
@@ -239,5 +239,26 @@ describe("multi-file components against local mode", () => {
       return when(Array.isArray(found) && found.length === 1 && found[0].status === "success") && found;
     }, "the workflow's run on the trigger's event");
     expect(runs[0].status).toBe("success");
+  });
+
+  it("serves a SLUICE_REGISTRY_DIR tree by key and deploys from it, one component per code hash", async () => {
+    const served = await api("GET", "/components/registry/webhooks-new-request");
+    expect(served.status, JSON.stringify(served.json)).toBe(200);
+    expect(served.json.data.key).toBe("webhooks-new-request");
+    expect(served.json.data.component_entry).toBe("webhooks/sources/new-request/new-request.mjs");
+    expect(served.json.data.configurable_props.map((prop: { name: string }) => prop.name)).toContain("resContentType");
+    const first = await api("POST", "/sources", {
+      key: "webhooks-new-request",
+      configured_props: { resStatusCode: "201" },
+    });
+    const second = await api("POST", "/sources", { key: "webhooks-new-request" });
+    expect(first.status, JSON.stringify(first.json)).toBe(200);
+    expect(second.json.data.component_id).toBe(first.json.data.component_id);
+    expect(first.json.data.component_id).toBe(served.json.data.id);
+    const answer = await fetch(first.json.data.configured_props.http.endpoint_url, { method: "POST", body: "{}" });
+    expect(answer.status).toBe(201);
+    // The shipped registry is still served behind it.
+    expect((await api("GET", "/components/registry/http-new-requests")).status).toBe(200);
+    expect((await api("GET", "/components/registry/no-such-key")).status).toBe(404);
   });
 });
