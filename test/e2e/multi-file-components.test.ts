@@ -261,4 +261,27 @@ describe("multi-file components against local mode", () => {
     expect((await api("GET", "/components/registry/http-new-requests")).status).toBe(200);
     expect((await api("GET", "/components/registry/no-such-key")).status).toBe(404);
   });
+
+  it("names each file by its path and line in the stack of a run's error", async () => {
+    const deployed = await api("POST", "/sources", {
+      component_files: {
+        "sources/a/a.mjs":
+          'import common from "../common/base.mjs";\nexport default { ...common, name: "a", version: "0.0.1", props: { http: "$.interface.http" }, async run() { this.boom(); } };',
+        "sources/common/base.mjs":
+          'export default {\n  methods: {\n    boom() {\n      throw new Error("boom in base");\n    },\n  },\n};',
+      },
+      component_entry: "sources/a/a.mjs",
+    });
+    expect(deployed.status, JSON.stringify(deployed.json)).toBe(200);
+    await fetch(deployed.json.data.configured_props.http.endpoint_url, { method: "POST" });
+    const errors = await eventually(async () => {
+      const found = (
+        await api("GET", `/sources/${deployed.json.data.id}/event_summaries?expand=event&event_name=$errors`)
+      ).json.data;
+      return when(found.length > 0) && found;
+    }, "the run's error");
+    expect(errors[0].event.error.message).toBe("boom in base");
+    expect(errors[0].event.error.stack).toMatch(/at Object\.boom \(sources\/common\/base\.mjs:4:13\)/);
+    expect(errors[0].event.error.stack).toMatch(/at Object\.run \(sources\/a\/a\.mjs:2:\d+\)/);
+  });
 });
