@@ -284,4 +284,29 @@ describe("multi-file components against local mode", () => {
     expect(errors[0].event.error.stack).toMatch(/at Object\.boom \(sources\/common\/base\.mjs:4:13\)/);
     expect(errors[0].event.error.stack).toMatch(/at Object\.run \(sources\/a\/a\.mjs:2:\d+\)/);
   });
+
+  it("runs a registry directory's action as a workflow step by key, with its app and common files", async () => {
+    const created = await api("POST", "/workflows", {
+      settings: { name: "registry action", auto_deploy: true },
+      steps: [{ namespace: "reply", key: "webhooks-send-response", props: { status: 202, message: "from the tree" } }],
+      triggers: [{ type: "http", props: { custom_response: true } }],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    expect(created.json.data.steps[0].savedComponent.entryPath).toBe(
+      "webhooks/actions/send-response/send-response.mjs",
+    );
+    const answer = await fetch(created.json.data.triggers[0].endpoint_url, { method: "POST" });
+    expect(answer.status).toBe(202);
+    expect(await answer.json()).toEqual({ message: "from the tree" });
+  });
+
+  it("refuses more than 200 files in component_files", async () => {
+    const many = Object.fromEntries(Array.from({ length: 201 }, (_, i) => [`common/f${i}.mjs`, "export default 1;"]));
+    const answer = await api("POST", "/components", {
+      component_files: { ...many, "sources/a/a.mjs": "export default {}" },
+      component_entry: "sources/a/a.mjs",
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.json.error).toContain("component_files: must hold at most 200 files");
+  });
 });
