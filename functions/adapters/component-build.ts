@@ -23,7 +23,9 @@ import { SourceMap } from "node:module";
 import { basename, extname, join, resolve } from "node:path";
 import type { BuildOptions, BuildResult, build, Loader, Plugin, stop, transform } from "esbuild";
 import { compileError, SOURCE_FILE } from "#adapters/component-compile-error";
+import { componentFilesPlugin, pipedreamTypesPlugin } from "#adapters/component-files-plugin";
 import { noFileImports } from "#adapters/no-file-imports";
+import { type ComponentFiles, unpackComponentFiles } from "#core/component-files";
 
 /** The esbuild JS API; `esbuild` and `esbuild-wasm` both provide it. */
 export interface EsbuildApi {
@@ -48,7 +50,9 @@ export interface ComponentBuildOptions {
 
 /**
  * Bundles a component module (ESM or CommonJS, JavaScript or TypeScript) for Node with an inline
- * source map, reading no file but its npm packages (see the file header).
+ * source map, reading no file but its npm packages (see the file header). Packed multi-file code
+ * (`#core/component-files`) is bundled from its entry, its relative imports resolved among its
+ * own files only.
  *
  * @throws DomainError `validation` on `component_code` when it does not compile or an import
  * cannot be resolved; a plugin's own DomainError as it is.
@@ -58,6 +62,8 @@ export async function buildComponent(
   code: string,
   options: ComponentBuildOptions,
 ): Promise<BuildResult> {
+  const files = unpackComponentFiles(code);
+  if (files) return buildComponentFiles(esbuild, files, options);
   const entry = await withLiveService(esbuild, () =>
     esbuild.transform(code, { loader: "ts", sourcefile: SOURCE_FILE, sourcemap: "external", legalComments: "none" }),
   ).catch((error: unknown) => {
@@ -75,20 +81,7 @@ export async function buildComponent(
           resolveDir: options.resolveDir,
           sourcefile: SOURCE_FILE,
         },
-        // Paths in esbuild's messages, the bundle's comments and its source map are relative to
-        // this: the user's code is then exactly `component.ts` in messages, which is how
-        // `compileError` tells it from any package file.
-        absWorkingDir: resolve(options.resolveDir),
-        bundle: true,
-        platform: "node",
-        sourcemap: "inline",
-        logLevel: "silent",
-        plugins: [
-          noFileImports(join(options.resolveDir, SOURCE_FILE)),
-          ...(options.plugins ?? []),
-          // Last: plugins before it may refuse a load (the npm plugin confines packages to the cache).
-          ignoreInputSourceMaps(esbuild),
-        ],
+        ...bundleOptions(esbuild, options, noFileImports(join(options.resolveDir, SOURCE_FILE))),
       }),
     );
   } catch (error) {
@@ -99,6 +92,49 @@ export async function buildComponent(
         ? undefined
         : { line: found.originalLine + 1, column: found.originalColumn ?? 0 };
     });
+  }
+}
+
+/**
+ * The options every component bundle is built with. `files` resolves (or refuses) the imports of
+ * files by path, first: they are never esbuild's to resolve on disk.
+ */
+function bundleOptions(esbuild: EsbuildApi, options: ComponentBuildOptions, files: Plugin): BuildOptions {
+  return {
+    // Paths in esbuild's messages, the bundle's comments and its source map are relative to
+    // this: the user's code is then exactly `component.ts` in messages, which is how
+    // `compileError` tells it from any package file.
+    absWorkingDir: resolve(options.resolveDir),
+    bundle: true,
+    platform: "node",
+    sourcemap: "inline",
+    logLevel: "silent",
+    plugins: [
+      files,
+      pipedreamTypesPlugin(),
+      ...(options.plugins ?? []),
+      // Last: plugins before it may refuse a load (the npm plugin confines packages to the cache).
+      ignoreInputSourceMaps(esbuild),
+    ],
+  };
+}
+
+/** {@link buildComponent} of a multi-file component: its entry, its files served by a plugin. */
+async function buildComponentFiles(
+  esbuild: EsbuildApi,
+  component: ComponentFiles,
+  options: ComponentBuildOptions,
+): Promise<BuildResult> {
+  try {
+    return await withLiveService(esbuild, () =>
+      esbuild.build({
+        ...options.output,
+        entryPoints: [component.entry],
+        ...bundleOptions(esbuild, options, componentFilesPlugin(esbuild, component, options.resolveDir)),
+      }),
+    );
+  } catch (error) {
+    throw compileError(error);
   }
 }
 

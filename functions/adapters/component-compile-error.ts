@@ -8,6 +8,7 @@
  * quoted. No message carries a path of the server ({@link redactPaths}).
  */
 import type { Message } from "esbuild";
+import { COMPONENT_FILES_NAMESPACE } from "#adapters/component-files-plugin";
 import { DomainError } from "#core/errors";
 import { redactPaths } from "#core/redact-paths";
 
@@ -17,7 +18,13 @@ const FIELD = "component_code";
 export const SOURCE_FILE = "component.ts";
 
 /** Plugins of Sluice, whose messages say only what Sluice wrote into them. */
-const OWN_PLUGINS = new Set(["sluice-no-file-imports", "sluice-npm-packages", "sluice-input-source-maps"]);
+const OWN_PLUGINS = new Set([
+  "sluice-no-file-imports",
+  "sluice-npm-packages",
+  "sluice-input-source-maps",
+  "sluice-component-files",
+  "sluice-pipedream-types",
+]);
 
 export const invalidCode = (message: string) => {
   const safe = redactPaths(message);
@@ -49,6 +56,12 @@ function describeMessage(message: Message, position: UserPosition | undefined): 
     const at = position ? position(location.line, location.column) : location;
     return at ? `${message.text} (line ${at.line}, column ${at.column + 1})` : message.text;
   }
+  // A file of a multi-file component is the user's too: named by its own path (its line is one
+  // of esbuild's printed file, so only syntax errors, caught before, carry lines).
+  const ownFile = location?.file.startsWith(`${COMPONENT_FILES_NAMESPACE}:`)
+    ? location.file.slice(COMPONENT_FILES_NAMESPACE.length + 1)
+    : undefined;
+  if (ownFile !== undefined) return OWN_PLUGINS.has(message.pluginName) ? message.text : `${ownFile}: ${message.text}`;
   const inPackage = location ? packageFile(location.file) : undefined;
   if (location && inPackage) {
     return `npm package "${inPackage.name}" could not be bundled: the error is in ${inPackage.file}, line ${location.line}`;

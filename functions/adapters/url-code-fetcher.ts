@@ -3,13 +3,22 @@
  * redirects. With `allowPrivateAddresses: false` (AWS) every address a host name resolves to is
  * checked before connecting, and the connection goes to the checked address (the check is the
  * socket's own DNS lookup), so DNS rebinding cannot slip a private address in between.
+ *
+ * A file that imports siblings by relative path (a registry component: `../../http.app.mjs`)
+ * brings them: they are fetched against the URL ({@link fetchComponentTree}) through the same
+ * guard, and the component is kept as packed files (`#core/component-files`). A GitHub `blob/`
+ * page URL is read as its raw file.
  */
 import { get as httpGet, type IncomingMessage, type RequestOptions } from "node:http";
 import { get as httpsGet } from "node:https";
 import { isIP } from "node:net";
+import { fetchedComponentCode, MAX_COMPONENT_FILES, MAX_COMPONENT_FILES_BYTES } from "#core/component-files";
 import { DomainError } from "#core/errors";
+import { importSpecifiers } from "#core/import-specifiers";
 import type { CodeFetcher } from "#core/ports/code-fetcher";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
+import { isRelativeImport, type TreeBounds } from "./component-tree.ts";
+import { componentUrlError, fetchComponentTree, rawFileUrl } from "./url-component-tree.ts";
 
 export interface UrlCodeFetcherOptions {
   /** Local mode allows loopback and private addresses (a component served from the same machine). */
@@ -20,33 +29,72 @@ export interface UrlCodeFetcherOptions {
   readonly timeoutMs?: number;
   /** @default 3 */
   readonly maxRedirects?: number;
+  /**
+   * Bounds of the files a URL's imports bring.
+   * @default 200 files and 1 MiB in all (as `component_files`), 16 imports deep, 400 requests, 60 s
+   */
+  readonly tree?: Partial<TreeBounds>;
 }
 
-const FIELD = "component_url";
-const failed = (message: string) => new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
+const failed = componentUrlError;
 
 export class UrlCodeFetcher implements CodeFetcher {
   private readonly maxBytes: number;
   private readonly timeoutMs: number;
   private readonly maxRedirects: number;
+  private readonly tree: TreeBounds;
 
   constructor(private readonly options: UrlCodeFetcherOptions) {
     this.maxBytes = options.maxBytes ?? 1024 * 1024;
     this.timeoutMs = options.timeoutMs ?? 10_000;
     this.maxRedirects = options.maxRedirects ?? 3;
+    this.tree = {
+      maxFiles: MAX_COMPONENT_FILES,
+      maxBytes: MAX_COMPONENT_FILES_BYTES,
+      maxDepth: 16,
+      maxRequests: 400,
+      deadlineMs: 60_000,
+      ...options.tree,
+    };
   }
 
+  /** The code at `url`: its text, or packed files when it imports siblings by relative path. */
   async fetchCode(url: string): Promise<string> {
-    let current = parseUrl(url);
+    const entry = rawFileUrl(parseUrl(url));
+    const text = await this.fetchFile(entry, this.maxBytes);
+    if (text === undefined || !importSpecifiers(text).some(isRelativeImport)) {
+      if (text === undefined) throw failed("the server answered 404");
+      return text;
+    }
+    const component = await fetchComponentTree(entry, text, this.tree, (file, maxBytes) =>
+      // An import may not be sent elsewhere: same origin, through every redirect.
+      this.fetchFile(file, maxBytes, file.origin),
+    );
+    return fetchedComponentCode(component);
+  }
+
+  /**
+   * The text at `url`, following redirects (only to `origin` when given). `undefined` for a 404
+   * or 410, so a caller trying where an import may be can try the next place.
+   */
+  private async fetchFile(url: URL, maxBytes: number, origin?: string): Promise<string | undefined> {
+    let current = url;
     for (let redirects = 0; ; redirects++) {
-      const outcome = await this.fetchOnce(current);
+      const outcome = await this.fetchOnce(current, maxBytes);
       if (outcome.kind === "body") return outcome.text;
+      if (outcome.kind === "missing") return undefined;
       if (redirects >= this.maxRedirects) throw failed(`more than ${this.maxRedirects} redirects`);
       current = parseUrl(new URL(outcome.location, current).href);
+      if (origin !== undefined && current.origin !== origin) {
+        throw failed(`${url.pathname} redirects to another origin (${current.origin}); imports must stay on ${origin}`);
+      }
     }
   }
 
-  private fetchOnce(url: URL): Promise<{ kind: "body"; text: string } | { kind: "redirect"; location: string }> {
+  private fetchOnce(
+    url: URL,
+    maxBytes: number,
+  ): Promise<{ kind: "body"; text: string } | { kind: "redirect"; location: string } | { kind: "missing" }> {
     const host = url.hostname.replace(/^\[|\]$/g, "");
     if (!this.options.allowPrivateAddresses && isIP(host) && isForbiddenAddress(host)) {
       return Promise.reject(failed(`${url.hostname} is a private address`));
@@ -72,24 +120,29 @@ export class UrlCodeFetcher implements CodeFetcher {
           finish(() => resolve({ kind: "redirect", location: response.headers.location as string }));
           return;
         }
+        if (status === 404 || status === 410) {
+          response.resume();
+          finish(() => resolve({ kind: "missing" }));
+          return;
+        }
         if (status < 200 || status >= 300) {
           response.resume();
           finish(() => reject(failed(`the server answered ${status}`)));
           return;
         }
         const declared = Number(response.headers["content-length"] ?? 0);
-        if (declared > this.maxBytes) {
+        if (declared > maxBytes) {
           response.destroy();
-          finish(() => reject(failed(`the code is larger than ${this.maxBytes} bytes`)));
+          finish(() => reject(failed(`the code is larger than ${maxBytes} bytes`)));
           return;
         }
         const chunks: Buffer[] = [];
         let size = 0;
         response.on("data", (chunk: Buffer) => {
           size += chunk.length;
-          if (size > this.maxBytes) {
+          if (size > maxBytes) {
             response.destroy();
-            finish(() => reject(failed(`the code is larger than ${this.maxBytes} bytes`)));
+            finish(() => reject(failed(`the code is larger than ${maxBytes} bytes`)));
             return;
           }
           chunks.push(chunk);

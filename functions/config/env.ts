@@ -56,6 +56,11 @@ export const ENV = {
   webhookAllowPrivate: "SLUICE_WEBHOOK_ALLOW_PRIVATE",
   /** Local mode: whether `component_url` may point at loopback and private addresses (always false on AWS). */
   componentUrlAllowPrivate: "SLUICE_COMPONENT_URL_ALLOW_PRIVATE",
+  /**
+   * Local mode: a components tree in the public registry's layout whose components are served by
+   * key (`GET /v1/components/registry/{key}`, `key` on deploys) before the shipped `registry/`.
+   */
+  registryDir: "SLUICE_REGISTRY_DIR",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */
   resourcesTable: "SLUICE_RESOURCES_TABLE",
   /** Daily quotas of each workspace, also reported on users and workspaces; 0 means unlimited. */
@@ -219,6 +224,8 @@ export interface LocalRuntimeConfig {
   npmRegistry: string | undefined;
   /** Whether `component_url` may be fetched from loopback and private addresses. */
   componentUrlAllowPrivate: boolean;
+  /** A registry-layout components tree served by key; undefined: the shipped `registry/` only. */
+  registryDir: string | undefined;
   emitLimits: EmitLimits;
   workflowLimits: WorkflowRunLimits;
 }
@@ -282,6 +289,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookInFlight]: z.coerce.number().int().min(1).max(32).default(4),
       [ENV.webhookAllowPrivate]: trueOrFalse,
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
+      [ENV.registryDir]: z.string().min(1).optional(),
       ...quotaShape,
       ...emitLimitsShape,
       ...workflowLimitsShape,
@@ -309,6 +317,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
+      registryDir: parsed[ENV.registryDir] as string | undefined,
       emitLimits: emitLimitsFrom(parsed),
       workflowLimits: workflowLimitsFrom(parsed),
     },

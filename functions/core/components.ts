@@ -6,6 +6,7 @@
 import type { Deps } from "#core/ports/deps";
 import { requireWorkspace } from "./access.ts";
 import { chosenWorkspace, type WorkspaceChoice } from "./accounts.ts";
+import { componentFilesOf, entryCode, packComponentFiles, storedComponentFiles } from "./component-files.ts";
 import type { ComponentRecord } from "./component-model.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
@@ -22,15 +23,43 @@ export const REGISTRY_OWNER = "registry";
 
 export interface ComponentSourceInput {
   component_code?: string | undefined;
+  /** A multi-file component: relative path -> file text (`#core/component-files`). */
+  component_files?: Record<string, string> | undefined;
+  /** The entry of `component_files` (optional when it holds one file). */
+  component_entry?: string | undefined;
   component_url?: string | undefined;
 }
 
-/** The code of a request: `component_code` wins; `component_url` is fetched only when it is alone. */
-async function codeFromInput(deps: Pick<Deps, "fetcher">, input: ComponentSourceInput): Promise<string> {
-  if (input.component_code !== undefined) return input.component_code;
-  if (input.component_url !== undefined) return deps.fetcher.fetchCode(input.component_url);
-  throw new DomainError("validation", "one of component_code or component_url is required", [
-    { field: "component_code", message: "is required when component_url is absent" },
+/** Whether a request gives code in any of the ways {@link saveComponentOf} takes. */
+export const givesCode = (input: ComponentSourceInput) =>
+  input.component_code !== undefined || input.component_files !== undefined || input.component_url !== undefined;
+
+/**
+ * The code of a request and the field it came from: `component_code` wins, then
+ * `component_files` (packed, `#core/component-files`); `component_url` is fetched only when it is
+ * alone. (A workflow trigger's props reach here unparsed, hence the type checks.)
+ */
+async function codeFromInput(
+  deps: Pick<Deps, "fetcher">,
+  input: ComponentSourceInput,
+): Promise<{ code: string; field: string }> {
+  if (input.component_code !== undefined) return { code: input.component_code, field: "component_code" };
+  if (input.component_files !== undefined) {
+    const files: unknown = input.component_files;
+    if (typeof files !== "object" || files === null || Array.isArray(files)) {
+      throw invalid("component_files", "must be an object of relative paths to file contents");
+    }
+    const entry: unknown = input.component_entry;
+    if (entry !== undefined && typeof entry !== "string") throw invalid("component_entry", "must be a string");
+    const component = componentFilesOf(files as Record<string, unknown>, entry);
+    return { code: packComponentFiles(component), field: "component_files" };
+  }
+  if (input.component_entry !== undefined) throw invalid("component_entry", "is given without component_files");
+  if (input.component_url !== undefined) {
+    return { code: await deps.fetcher.fetchCode(input.component_url), field: "component_url" };
+  }
+  throw new DomainError("validation", "one of component_code, component_files or component_url is required", [
+    { field: "component_code", message: "is required when component_files and component_url are absent" },
   ]);
 }
 
@@ -75,20 +104,21 @@ export async function saveComponent(
 
 /**
  * Saves the code of a request (`POST /components`, or a source's new code) as a component of
- * `ownerId`. Code fetched from `component_url` that does not compile or load fails on
- * `component_url`, the field the client gave.
+ * `ownerId`. Code that does not compile or load fails on the field the client gave it in
+ * (`component_code`, `component_files` or `component_url`).
  */
 export async function saveComponentOf(deps: ComponentDeps, ownerId: string, input: ComponentSourceInput) {
-  const code = await codeFromInput(deps, input);
+  const { code, field } = await codeFromInput(deps, input);
   try {
     return await saveComponent(deps, ownerId, code, input.component_url);
   } catch (error) {
-    throw input.component_code === undefined ? onField(error, "component_code", "component_url") : error;
+    throw onField(error, "component_code", field);
   }
 }
 
 /** A validation error on field `from`, told as one on field `to`; any other error as it is. */
 function onField(error: unknown, from: string, to: string): unknown {
+  if (from === to) return error;
   if (!isDomainError(error) || error.code !== "validation" || !error.issues?.some((issue) => issue.field === from)) {
     return error;
   }
@@ -162,11 +192,14 @@ export async function registryComponent(deps: ComponentDeps, key: string): Promi
   return record;
 }
 
-/** The Component resource of the spec. */
+/**
+ * The Component resource of the spec. `code` is the entry's code of a multi-file component,
+ * whose files are also shown as `component_files`, with `component_entry`.
+ */
 export function componentView(component: ComponentRecord) {
   const view: Record<string, unknown> = {
     id: component.id,
-    code: component.code,
+    code: entryCode(component.code),
     code_hash: component.codeHash,
     name: component.name,
     version: component.version,
@@ -178,5 +211,10 @@ export function componentView(component: ComponentRecord) {
   if (component.metadata.description !== undefined) view.description = component.metadata.description;
   if (component.metadata.type === "action") view.type = "action";
   if (component.componentUrl !== undefined) view.component_url = component.componentUrl;
+  const files = storedComponentFiles(component.code);
+  if (files) {
+    view.component_entry = files.entry;
+    view.component_files = files.files;
+  }
   return view;
 }

@@ -16,7 +16,13 @@ import {
   type SourceRecord,
   type StoredPropValue,
 } from "./component-model.ts";
-import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
+import {
+  type ComponentSourceInput,
+  findComponent,
+  givesCode,
+  registryComponent,
+  saveComponentOf,
+} from "./components.ts";
 import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
@@ -39,10 +45,8 @@ import { epochSeconds } from "./time.ts";
 export type SourceDeps = Deps;
 
 /** Where a source's code comes from, with the spec's precedence (component_id first). */
-export interface ComponentChoice {
+export interface ComponentChoice extends ComponentSourceInput {
   component_id?: string | undefined;
-  component_code?: string | undefined;
-  component_url?: string | undefined;
   key?: string | undefined;
 }
 
@@ -58,17 +62,22 @@ export interface UpdateSourceInput extends ComponentChoice {
 }
 
 function hasChoice(input: ComponentChoice): boolean {
-  return [input.component_id, input.component_code, input.component_url, input.key].some((v) => v !== undefined);
+  return (
+    input.component_id !== undefined ||
+    input.key !== undefined ||
+    input.component_entry !== undefined ||
+    givesCode(input)
+  );
 }
 
-/** The component a create or update names: `component_id`, else code, else URL, else registry `key`. */
+/** The component a create or update names: `component_id`, else code, else files, else URL, else registry `key`. */
 async function chooseComponent(deps: SourceDeps, caller: Caller, input: ComponentChoice): Promise<ComponentRecord> {
   let component: ComponentRecord;
   if (input.component_id !== undefined) {
     component = await findComponent(deps, caller, input.component_id).catch((error: unknown) => {
       throw isDomainError(error) && error.code === "not_found" ? invalid("component_id", "no such component") : error;
     });
-  } else if (input.component_code !== undefined || input.component_url !== undefined) {
+  } else if (givesCode(input) || input.component_entry !== undefined) {
     component = await saveComponentOf(deps, caller.userId, input);
   } else if (input.key !== undefined) {
     component = await registryComponent(deps, input.key).catch((error: unknown) => {

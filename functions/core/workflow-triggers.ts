@@ -73,7 +73,16 @@ export function timerTrigger(deps: TriggerDeps, input: TriggerInput, field: stri
 }
 
 /** The fields of a source trigger's props that deploy a source, as `POST /sources` takes them. */
-const DEPLOY_FIELDS = ["component_code", "component_id", "component_url", "key", "configured_props", "name"] as const;
+const DEPLOY_FIELDS = [
+  "component_code",
+  "component_files",
+  "component_entry",
+  "component_id",
+  "component_url",
+  "key",
+  "configured_props",
+  "name",
+] as const;
 
 /** A source trigger whose source is deployed once the whole body is checked ({@link deployTriggerSources}). */
 export interface PendingSourceDeploy {
@@ -89,7 +98,8 @@ export type CheckedTrigger = TriggerRecord | PendingSourceDeploy;
  * `{type: "source", props: {source_id}}`: a source the caller may manage (another account's, or a
  * missing one, is 400 on the field, decision 55), whose default channel the workflow will
  * subscribe to ({@link subscribeSourceTriggers}); it is never changed by the workflow (design
- * W17). `{type: "source", props: {component_code | component_id | key, configured_props, name}}`:
+ * W17). `{type: "source", props: {component_code | component_files (+ component_entry) |
+ * component_id | component_url | key, configured_props, name}}`:
  * a source the workflow deploys, as `POST /sources` does, after every other check; it follows the
  * workflow's `active` and is deleted with it.
  */

@@ -6,6 +6,7 @@
  */
 
 import type { Deps } from "#core/ports/deps";
+import { entryCode, storedComponentFiles } from "./component-files.ts";
 import type { ComponentRecord, SourceRecord } from "./component-model.ts";
 import { REGISTRY_OWNER } from "./components.ts";
 import { configurablePropsView, configuredPropsView } from "./props.ts";
@@ -25,7 +26,8 @@ export function workflowEndpointUrl(deps: Pick<Deps, "runtime">, key: string): s
 }
 
 function stepView(step: StepRecord, component: ComponentRecord | undefined) {
-  const code = step.origin === "code" && component ? component.code : null;
+  const code = step.origin === "code" && component ? entryCode(component.code) : null;
+  const files = component && storedComponentFiles(component.code);
   // Steps take no interface props (validation refuses them), so the view needs no endpoint or timer.
   const configured = configuredPropsView(component?.metadata.props ?? [], step.configuredProps, {});
   return {
@@ -45,12 +47,12 @@ function stepView(step: StepRecord, component: ComponentRecord | undefined) {
     savedComponent: component
       ? {
           id: component.id,
-          code: component.code,
+          code: entryCode(component.code),
           codeHash: component.codeHash,
           configurableProps: configurablePropsView(component.metadata.props),
           key: component.key ?? null,
           description: component.metadata.description ?? null,
-          entryPath: null,
+          entryPath: files ? files.entry : null,
           version: component.version,
           apps: [],
         }

@@ -13,7 +13,7 @@ import type { Deps } from "#core/ports/deps";
 import { requireWorkflow, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, SourceRecord } from "./component-model.ts";
-import { findComponent, registryComponent, saveComponent } from "./components.ts";
+import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
 import { conflict, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
@@ -51,6 +51,9 @@ const NAMESPACE = /^[A-Za-z_][A-Za-z0-9_]{0,63}$/;
 export interface StepInput {
   namespace?: string | undefined;
   component_code?: string | undefined;
+  /** A multi-file component (`#core/component-files`), with its entry. */
+  component_files?: Record<string, string> | undefined;
+  component_entry?: string | undefined;
   component_id?: string | undefined;
   key?: string | undefined;
   props?: Record<string, unknown> | undefined;
@@ -122,12 +125,23 @@ type StepDeps = Pick<Deps, "components" | "host" | "fetcher" | "registry" | "clo
 
 /** The component a step names, saved as `POST /sources` saves one. */
 async function stepComponent(deps: StepDeps, caller: Caller, input: StepInput, field: string) {
-  const given = (["component_code", "component_id", "key"] as const).filter((name) => input[name] !== undefined);
-  if (given.length !== 1) throw invalid(field, "give exactly one of component_code, component_id, key");
-  if (input.component_code !== undefined) {
+  const given = (["component_code", "component_files", "component_id", "key"] as const).filter(
+    (name) => input[name] !== undefined,
+  );
+  if (given.length !== 1)
+    throw invalid(field, "give exactly one of component_code, component_files, component_id, key");
+  if (input.component_entry !== undefined && input.component_files === undefined) {
+    throw invalid(`${field}.component_entry`, "is given without component_files");
+  }
+  if (input.component_code !== undefined || input.component_files !== undefined) {
+    const code = {
+      component_code: input.component_code,
+      component_files: input.component_files,
+      component_entry: input.component_entry,
+    };
     return {
       origin: "code" as const,
-      component: await saveComponent(deps, caller.userId, input.component_code).catch((error: unknown) => {
+      component: await saveComponentOf(deps, caller.userId, code).catch((error: unknown) => {
         throw underField(error, field);
       }),
     };
@@ -189,7 +203,8 @@ async function stepRecords(
     if (namespaces.has(namespace)) throw invalid(`${field}.namespace`, `another step is named "${namespace}"`);
     namespaces.add(namespace);
     const { origin, component } = await stepComponent(deps, caller, input, field);
-    const choice = origin === "code" ? "component_code" : origin === "saved" ? "component_id" : "key";
+    const code = input.component_files === undefined ? "component_code" : "component_files";
+    const choice = origin === "code" ? code : origin === "saved" ? "component_id" : "key";
     requireStepComponent(component, field, choice);
     const validated = validateConfiguredProps(component.metadata.props, input.props, `${field}.props`);
     components.set(component.id, component);

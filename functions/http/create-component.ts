@@ -2,7 +2,13 @@ import { z } from "zod";
 import { componentView, createComponent } from "#core/components";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { componentSchema, single, workspaceChoiceFields, workspaceChoiceQuery } from "./schemas.ts";
+import {
+  componentFilesFields,
+  componentSchema,
+  single,
+  workspaceChoiceFields,
+  workspaceChoiceQuery,
+} from "./schemas.ts";
 import { queryOrBody } from "./subscription-schemas.ts";
 
 export const route = defineRoute({
@@ -14,6 +20,7 @@ export const route = defineRoute({
   query: workspaceChoiceQuery,
   body: z.object({
     component_code: z.string().optional(),
+    ...componentFilesFields,
     component_url: z.string().max(2048).optional(),
     ...workspaceChoiceFields,
   }),

@@ -92,6 +92,11 @@ export const componentSchema = z.object({
   description: z.string().optional(),
   type: z.literal("action").optional(),
   component_url: z.string().optional(),
+  component_entry: z.string().optional().meta({ description: "A multi-file component's entry: the file `code` shows" }),
+  component_files: z
+    .record(z.string(), z.string())
+    .optional()
+    .meta({ description: "A multi-file component's files, by relative path" }),
   configurable_props: z.array(configurablePropSchema),
   created_at: z.number().int(),
   updated_at: z.number().int(),
@@ -117,10 +122,27 @@ export const eventSummarySchema = z.object({
   metadata: z.object({ emitter_id: z.string(), emit_id: z.string(), name: z.string() }).catchall(z.unknown()),
 });
 
+/**
+ * A multi-file component (`#core/component-files`, which checks paths and bounds): its files by
+ * relative path, and the entry among them.
+ */
+export const componentFilesFields = {
+  component_files: z.record(z.string().max(1024), z.string()).optional().meta({
+    description:
+      "A multi-file component: relative path -> file text (.mjs, .js, .cjs, .ts, .json); relative imports resolve among these files only",
+  }),
+  component_entry: z
+    .string()
+    .max(1024)
+    .optional()
+    .meta({ description: "The entry file of component_files (optional when it holds one file)" }),
+};
+
 /** Body fields that choose a component, shared by create and update (spec precedence applies). */
 export const componentChoiceFields = {
   component_id: z.string().max(128).optional(),
   component_code: z.string().optional(),
+  ...componentFilesFields,
   component_url: z.string().max(2048).optional(),
   key: z.string().max(128).optional(),
 };

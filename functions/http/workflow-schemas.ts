@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ID_PREFIXES } from "#core/ids";
-import { idParam, sourceSchema, workspaceChoiceFields } from "./schemas.ts";
+import { componentFilesFields, idParam, sourceSchema, workspaceChoiceFields } from "./schemas.ts";
 
 /**
  * Schemas of the workflow routes (docs/design/workflows.md 1.1-1.3). The bodies type each field
@@ -18,12 +18,13 @@ export const stepInputSchema = z
       .optional()
       .meta({ description: "Required; ^[A-Za-z_][A-Za-z0-9_]{0,63}$, not trigger" }),
     component_code: z.string().optional(),
+    ...componentFilesFields,
     component_id: z.string().max(128).optional(),
     key: z.string().max(128).optional().meta({ description: "A registry component's key" }),
     props: z.record(z.string(), z.unknown()).optional(),
     disabled: z.boolean().optional(),
   })
-  .meta({ description: "A step: exactly one of component_code, component_id and key" });
+  .meta({ description: "A step: exactly one of component_code, component_files, component_id and key" });
 
 export const triggerInputSchema = z
   .object({

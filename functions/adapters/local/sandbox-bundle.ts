@@ -23,9 +23,10 @@ const temporaryName = (path: string) => `${path}.${process.pid}.${randomBytes(4)
  * unless it exists. The caller picks a content-addressed path, so an existing file is this code's.
  *
  * Everything the code imports is inlined: npm packages through `plugins` (without plugins they
- * stay external, and fail to load in the child). Imports of files by path are refused, and no
- * source-map comment is followed: a component is one module, and the bundler, which runs with
- * Sluice's rights, must not read other files on the code's behalf (`component-build.ts`).
+ * stay external, and fail to load in the child). Imports of files by path resolve only among a
+ * multi-file component's own files (a single module may import none), and no source-map comment
+ * is followed: the bundler, which runs with Sluice's rights, must not read other files on the
+ * code's behalf (`component-build.ts`).
  *
  * @throws DomainError `validation` on `component_code` with esbuild's first message and its line.
  */

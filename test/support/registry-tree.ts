@@ -1,0 +1,68 @@
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { createServer, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { join, relative } from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** `test/fixtures/registry-tree/`: components written afresh in the public registry's layout. */
+export const REGISTRY_TREE = fileURLToPath(new URL("../fixtures/registry-tree/", import.meta.url));
+
+/**
+ * The files of one app folder of the fixture tree (`components/<app>/`), by path relative to it,
+ * as a client sends them in `component_files` (README files left out).
+ */
+export function appFiles(app: string): Record<string, string> {
+  const root = join(REGISTRY_TREE, "components", app);
+  const files: Record<string, string> = {};
+  const walk = (folder: string) => {
+    for (const entry of readdirSync(folder, { withFileTypes: true })) {
+      const path = join(folder, entry.name);
+      if (entry.isDirectory()) walk(path);
+      else if (!entry.name.endsWith(".md"))
+        files[relative(root, path).split("\\").join("/")] = readFileSync(path, "utf8");
+    }
+  };
+  walk(root);
+  return files;
+}
+
+/** A loopback HTTP server of files, as a static host (or raw.githubusercontent.com) serves a components tree. */
+export interface TreeServer {
+  /** `http://127.0.0.1:<port>` */
+  readonly origin: string;
+  /** Paths requested, in order (what was fetched, and how often). */
+  readonly requested: string[];
+  close(): Promise<void>;
+}
+
+/**
+ * Serves `test/fixtures/registry-tree/` (`/components/<app>/...`) on 127.0.0.1, plus `routes`:
+ * a path's text, or a function answering the request itself (redirects, generated trees).
+ */
+export async function startTreeServer(
+  routes: Record<string, string | ((response: ServerResponse) => void)> = {},
+): Promise<TreeServer> {
+  const requested: string[] = [];
+  const server = createServer((request, response) => {
+    const path = decodeURIComponent(new URL(request.url ?? "/", "http://x").pathname);
+    requested.push(path);
+    const route = routes[path];
+    if (typeof route === "function") return route(response);
+    if (typeof route === "string") return response.end(route);
+    const file = join(REGISTRY_TREE, path);
+    if (!file.startsWith(REGISTRY_TREE) || !existsSync(file) || !statSync(file).isFile()) {
+      response.writeHead(404);
+      return response.end();
+    }
+    response.end(readFileSync(file));
+  });
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    origin: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+    requested,
+    close: async () => {
+      server.closeAllConnections();
+      await new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
