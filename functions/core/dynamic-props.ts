@@ -78,7 +78,7 @@ export async function configureComponentProp(
     previousPropDefs: component.metadata.props as unknown as Json,
   };
   if (input.query !== undefined) request.query = input.query;
-  const result = await probeSource(deps, probe, component, "propOptions", request);
+  const result = await ask(deps, probe, component, "propOptions", request);
   const empty: OptionsPage = { options: null, stringOptions: null, context: null };
   if (result.error)
     return { ...empty, observations: observationsOf(result.logs, result.error), errors: errorsOf(result) };
@@ -106,7 +106,7 @@ export async function reloadComponentProps(
     return { observations: [], errors: [], dynamicProps: dynamicPropsOf(component, staticDefs) };
   }
   // As at deploy: additionalProps(previousPropDefs) receives the static definitions.
-  const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
+  const result = await ask(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
   if (result.error) return { observations: observationsOf(result.logs, result.error), errors: errorsOf(result) };
   const returned = result.additionalProps ?? [];
   if (returned.length > MAX_DYNAMIC_PROPS) {
@@ -170,8 +170,19 @@ async function probeFor(
     updatedAt: now,
   };
   if (validated.timer) probe.timer = validated.timer;
-  await deps.host.prepare(sourceCode(probe, component));
   return { component, probe };
+}
+
+/** Runs `kind` on the probe, its bundle (on AWS, its function) made first when it is not there yet. */
+async function ask(
+  deps: Deps,
+  probe: SourceRecord,
+  component: ComponentRecord,
+  kind: "propOptions" | "additionalProps",
+  event: Json,
+): Promise<InvocationResult> {
+  await deps.host.prepare(sourceCode(probe, component));
+  return probeSource(deps, probe, component, kind, event);
 }
 
 /**
