@@ -50,7 +50,9 @@ export async function runPropOptions(
   const name = request.prop;
   if (typeof name !== "string") throw new TypeError("the options request names no prop");
   const declared = await findProp(component, self, name, request.previousPropDefs ?? {});
-  if (!isBag(declared)) throw new TypeError(`"${name}" is not a prop of this component`);
+  if (declared === undefined) throw new TypeError(`"${name}" is not a prop of this component`);
+  // A bare-string prop (`"string"`, `"$.interface.http"`) has no options.
+  if (!isBag(declared)) throw new TypeError(`the prop "${name}" has no options`);
 
   let options = declared.options;
   let target: unknown = self;

@@ -150,7 +150,8 @@ async function probeFor(
   const defs: PropDescription[] = [
     ...component.metadata.props.map((def) => ({ ...def, optional: true })),
     ...Object.keys(given)
-      .filter((name) => !declared.has(name))
+      // `__proto__` stays out: validation then refuses it as no prop, as at deploy.
+      .filter((name) => !declared.has(name) && name !== "__proto__")
       .map((name): PropDescription => ({ name, type: "any", optional: true })),
   ];
   const validated = validateConfiguredProps(defs, given);

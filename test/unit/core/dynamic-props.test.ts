@@ -77,6 +77,15 @@ describe("configureComponentProp", () => {
     expect(calls).toEqual([]);
   });
 
+  it("refuses a __proto__ key of configured_props as no prop", async () => {
+    const { deps, calls, caller, componentId } = await setUp({ props: PROPS });
+    const configured_props = JSON.parse('{"__proto__": {"polluted": true}}');
+    await expect(
+      configureComponentProp(deps, caller, { id: componentId, prop_name: "repo", configured_props }),
+    ).rejects.toMatchObject({ code: "validation", issues: [{ field: "configured_props.__proto__" }] });
+    expect(calls).toEqual([]);
+  });
+
   it("answers a refused result and a failed probe in errors", async () => {
     let answer: unknown = ["a", null];
     const { deps, caller, componentId } = await setUp({ props: PROPS }, async () =>

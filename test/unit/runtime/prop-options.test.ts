@@ -103,12 +103,15 @@ describe("runInvocation: propOptions", () => {
       props: {
         odd: { type: "string", options: async () => [() => 1, { label: "x", value: "x", extra: () => 2 }] },
         none: { type: "string" },
+        bare: "string",
       },
     };
     const odd = await runInvocation(component, optionsInvocation({ prop: "odd", page: 0, prevContext: {} }));
     expect(odd.propOptions).toEqual([null, { label: "x", value: "x" }]);
     const none = await runInvocation(component, optionsInvocation({ prop: "none", page: 0, prevContext: {} }));
     expect(none.error).toMatchObject({ name: "TypeError", message: 'the prop "none" has no options' });
+    const bare = await runInvocation(component, optionsInvocation({ prop: "bare", page: 0, prevContext: {} }));
+    expect(bare.error?.message).toBe('the prop "bare" has no options');
     const missing = await runInvocation(component, optionsInvocation({ prop: "gone", page: 0, prevContext: {} }));
     expect(missing.error?.message).toBe('"gone" is not a prop of this component');
   });
