@@ -54,7 +54,14 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 /** The name of the error a run fails with when its runtime's answer is malformed. */
 export const MALFORMED_RESULT_ERROR = "SandboxError";
 
-const INVOCATION_KINDS: readonly InvocationKind[] = ["run", "deploy", "activate", "deactivate", "additionalProps"];
+const INVOCATION_KINDS: readonly InvocationKind[] = [
+  "run",
+  "deploy",
+  "activate",
+  "deactivate",
+  "additionalProps",
+  "propOptions",
+];
 const BODY_ENCODINGS = ["utf8", "base64"] as const;
 
 /** Thrown inside a parser with the path of the bad field; never leaves this module. */
@@ -185,6 +192,7 @@ export function parseInvocationResult(raw: unknown, invocationId: string): Parse
         propDescription(prop, at("additionalProps", index)),
       );
     }
+    if (value.propOptions !== undefined) result.propOptions = json(value.propOptions, "propOptions");
     return result;
   });
 }

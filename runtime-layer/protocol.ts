@@ -13,10 +13,12 @@ import type { EmitLimits } from "./result-limits.ts";
 export type { EmitLimits, Json, PropDescription };
 
 /**
- * What a source invocation runs: `run`, one of the hooks, or `additionalProps`. A workflow run is
- * its own message ({@link WorkflowInvocation}, `kind: "workflow"`), parsed by its own parser.
+ * What a source invocation runs: `run`, one of the hooks, `additionalProps`, or a prop's `options`
+ * (`propOptions`, for the configure endpoint; its request is the `event`, see
+ * `prop-options.ts`). A workflow run is its own message ({@link WorkflowInvocation},
+ * `kind: "workflow"`), parsed by its own parser.
  */
-export type InvocationKind = "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
+export type InvocationKind = "run" | "deploy" | "activate" | "deactivate" | "additionalProps" | "propOptions";
 
 /** The event a source's `run` receives from its HTTP interface (real-behaviour.md §1.2). */
 export interface HttpRunEvent {
@@ -124,6 +126,8 @@ export interface InvocationResult {
   response?: HttpResponseSpec;
   /** For `additionalProps`: the props it returned, described like `configurable_props`. */
   additionalProps?: PropDescription[];
+  /** For `propOptions`: what `options` returned, as JSON, unchecked (trusted code validates it). */
+  propOptions?: Json;
   durationMs: number;
 }
 

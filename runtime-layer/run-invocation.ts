@@ -10,6 +10,7 @@ import { createDataStoreClient, type DataStoreCaller } from "./data-store-client
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
 import { normalizeResponse } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
+import { runPropOptions } from "./prop-options.ts";
 import type {
   EmitMeta,
   EmitRecord,
@@ -45,7 +46,7 @@ export interface InvocationIo {
 const NO_IO: InvocationIo = { onRespond() {} };
 
 type Bag = Record<string, unknown>;
-type Outcome = { error?: ErrorRecord; additionalProps?: PropDescription[] };
+type Outcome = { error?: ErrorRecord; additionalProps?: PropDescription[]; propOptions?: Json };
 
 export const isBag = (value: unknown): value is Bag =>
   typeof value === "object" && value !== null && !Array.isArray(value);
@@ -93,6 +94,7 @@ export async function runInvocation(
   if (outcome.error) result.error = outcome.error;
   if (state.response) result.response = state.response;
   if (outcome.additionalProps) result.additionalProps = outcome.additionalProps;
+  if (outcome.propOptions !== undefined) result.propOptions = outcome.propOptions;
   return result;
 }
 
@@ -112,6 +114,10 @@ async function execute(component: unknown, state: InvocationState): Promise<Outc
       // The previously returned prop definitions travel in `event`.
       const returned: unknown = await component.additionalProps.call(self, isBag(event) ? event : {});
       return { additionalProps: describeProps(returned) };
+    }
+    if (kind === "propOptions") {
+      const bindApp = (app: Bag) => propValue("app", {}, app, state);
+      return { propOptions: await runPropOptions(component, self, event, { props: state.props, bindApp }) };
     }
     if (!HOOKS.has(kind)) throw new TypeError(`unknown invocation kind: ${String(kind)}`);
     const hook = isBag(component.hooks) ? component.hooks[kind] : undefined;

@@ -1,4 +1,5 @@
 import { route as clearDataStore } from "./clear-data-store.ts";
+import { route as configureComponentProp } from "./configure-component-prop.ts";
 import { route as createAutoSubscription } from "./create-auto-subscription.ts";
 import { route as createComponent } from "./create-component.ts";
 import { route as createSource } from "./create-source.ts";
@@ -34,6 +35,7 @@ import { route as listWorkspaceProjects } from "./list-workspace-projects.ts";
 import { route as listWorkspaceSources } from "./list-workspace-sources.ts";
 import { route as listWorkspaceSubscriptions } from "./list-workspace-subscriptions.ts";
 import { route as listWorkspaceWorkflows } from "./list-workspace-workflows.ts";
+import { route as reloadComponentProps } from "./reload-component-props.ts";
 import { route as replayDeadLetter } from "./replay-dead-letter.ts";
 import { route as replayDeadLetters } from "./replay-dead-letters.ts";
 import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
@@ -53,6 +55,8 @@ export const routes: readonly AnyRoute[] = [
   createComponent,
   getComponent,
   getRegistryComponent,
+  configureComponentProp,
+  reloadComponentProps,
   createSource,
   updateSource,
   deleteSource,

@@ -126,6 +126,25 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { body: { component_code: probeCode("tenant-two-probe"), workspace_id: one.workspaceId } },
   ],
   "update-source": ({ one }): CrossRequest[] => [{ body: { component_id: one.componentId }, status: 400 }],
+  // Dynamic props: user 1's component is 404 like a missing one; a workspace named must be the
+  // caller's; `dynamic_props_id` and `external_user_id` are accepted and unused (the answer of the
+  // configure call carries timestamps, so it is not compared with the missing-id one).
+  "configure-component-prop": ({ one }): CrossRequest[] => [
+    { body: { id: one.componentId, prop_name: "http" } },
+    { body: { id: "tenant-two-probe", prop_name: "http", org_id: one.workspaceId } },
+    { body: { id: "tenant-two-probe", prop_name: "http", workspace_id: one.workspaceId } },
+    {
+      body: { id: "tenant-two-probe", prop_name: "http", dynamic_props_id: one.sourceId, external_user_id: one.userId },
+      status: 200,
+      sameAsMissing: false,
+    },
+  ],
+  "reload-component-props": ({ one }): CrossRequest[] => [
+    { body: { id: one.componentId } },
+    { body: { id: "tenant-two-probe", org_id: one.workspaceId } },
+    { body: { id: "tenant-two-probe", workspace_id: one.workspaceId } },
+    { body: { id: "tenant-two-probe", dynamic_props_id: one.sourceId, external_user_id: one.userId }, status: 200 },
+  ],
   // user 2's own source with user 1's event ids: accepted, and deletes nothing of user 1's (checked
   // at the end). The answer echoes the ids, so it differs from the one with missing ids.
   "delete-source-events": ({ one }): CrossRequest[] => [
