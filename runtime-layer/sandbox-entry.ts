@@ -222,7 +222,14 @@ function loadComponent(bundlePath: string, invocationId?: string, key = bundlePa
   let loaded = modules.get(key);
   if (!loaded) {
     const url = pathToFileURL(bundlePath).href;
-    if (invocationId !== undefined) loading.set(url, invocationId);
+    if (invocationId !== undefined) {
+      loading.set(url, invocationId);
+      // Parsing and compiling a large bundle (a registry component with axios inlined, and its
+      // source map) holds this process before its top-level code starts: that silence is this
+      // invocation's, so the host keeps it here as the one blocking rather than moving it to
+      // another cold child that would block the same way (decision W-L1).
+      sendNow({ type: "started", invocationId });
+    }
     loaded = evaluate(bundlePath).finally(() => loading.delete(url));
     modules.set(key, loaded);
     // Not cached when it failed: a stray error of other code may have been blamed on it.
