@@ -102,6 +102,9 @@ async function execute(component: unknown, state: InvocationState): Promise<Outc
     const { kind, event } = state.invocation;
     if (kind === "run") {
       if (typeof component.run === "function") await component.run.call(self, event);
+      // A source without `run` (the registry's schedule sources, which declare only a timer)
+      // emits the event that started it as it is: the tick, or the HTTP request.
+      else if (event !== undefined) await state.emit(event, {});
       return {};
     }
     if (kind === "additionalProps") {

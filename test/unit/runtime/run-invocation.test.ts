@@ -204,6 +204,18 @@ describe("runInvocation: $emit", () => {
   });
 });
 
+describe("runInvocation: a source without run", () => {
+  it("emits the event of its run as it is, and nothing for a hook", async () => {
+    const component = { props: { timer: { type: "$.interface.timer" } } };
+    const tick = { timestamp: 1700000000, interval_seconds: 900 };
+    const run = await runInvocation(component, invocation({ event: tick }), noIo);
+    expect(run.error).toBeUndefined();
+    expect(run.emits).toEqual([{ event: tick, meta: {} }]);
+    const hook = await runInvocation(component, invocation({ kind: "deploy" }), noIo);
+    expect(hook.emits).toEqual([]);
+  });
+});
+
 describe("runInvocation: a __proto__ key", () => {
   it("is data in an emitted event and in a db write, never dropped", async () => {
     const result = await runInvocation(
