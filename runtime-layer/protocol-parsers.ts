@@ -148,6 +148,7 @@ export function parseInvocation(raw: unknown): Parsed<Invocation> {
         maxEmitBytes: finite(limits.maxEmitBytes, "limits.maxEmitBytes"),
       };
     }
+    optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
     return invocation;
   });
 }
@@ -356,7 +357,7 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
         db: jsonObject(step.db, at(path, "db")),
       };
     });
-    return {
+    const invocation: WorkflowInvocation = {
       invocationId,
       kind: "workflow",
       workflowId: nonEmpty(value.workflowId, "workflowId"),
@@ -367,6 +368,8 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
       timeoutMs,
       limits,
     };
+    optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
+    return invocation;
   });
 }
 

@@ -66,6 +66,11 @@ export interface Invocation {
   timeoutMs: number;
   /** Limits of the run's emits; the emit past one ends the run. Trusted code checks them again. */
   limits?: EmitLimits;
+  /**
+   * Whether an `http_request` prop's `execute()` may reach loopback and private addresses (local
+   * mode's `SLUICE_WEBHOOK_ALLOW_PRIVATE`); absent or false: it may not, as on AWS.
+   */
+  allowPrivateAddresses?: boolean;
 }
 
 /** Options the code passed to `this.$emit(event, options)`, as JSON. */
@@ -180,6 +185,8 @@ export interface WorkflowInvocation {
   /** The whole run, every step together, is stopped after this long. */
   timeoutMs: number;
   limits: WorkflowLimits;
+  /** As {@link Invocation.allowPrivateAddresses}, for every step. */
+  allowPrivateAddresses?: boolean;
 }
 
 /** What one `$.send.*` call asked for, in the payload shapes of real-behaviour.md §1.9. */

@@ -7,6 +7,7 @@
  */
 import { inspect } from "node:util";
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
+import { httpRequestValue } from "./http-request-prop.ts";
 import { normalizeResponse } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import type {
@@ -23,7 +24,6 @@ import type {
 import { EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "./result-limits.ts";
 import { toLoadFailure, withPosition } from "./sandbox-channel.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
-import { NOT_IMPLEMENTED_ERROR } from "./step-helpers.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
 export { currentInvocationId, failCurrentInvocation, LOG_LEVELS } from "./invocation-scope.ts";
@@ -134,6 +134,8 @@ export interface ThisBindings {
   readonly dbWrites: Record<string, Json>;
   emit(event: unknown, meta: unknown): unknown;
   respond(spec: unknown): unknown;
+  /** Whether an `http_request` prop's `execute()` may reach private addresses (absent: it may not). */
+  readonly allowPrivateAddresses?: boolean;
 }
 
 /**
@@ -181,21 +183,10 @@ export function propValue(type: string | undefined, value: Json, declared: unkno
     return { ...(isBag(value) ? value : {}), respond: (spec: unknown) => bindings.respond(spec) };
   }
   if (type === "app") return appValue(value, declared);
-  if (type === "http_request") return { ...(isBag(value) ? value : {}), execute: executeNotAvailable };
+  if (type === "http_request") {
+    return httpRequestValue(value, { allowPrivateAddresses: bindings.allowPrivateAddresses === true });
+  }
   return value;
-}
-
-/**
- * `this.<httpRequestProp>.execute()`. The original's stored form of the request its UI builds is
- * not documented, so Sluice does not guess at it: the call fails with an error saying what to use.
- */
-async function executeNotAvailable(): Promise<never> {
-  throw Object.assign(
-    new Error(
-      "execute() of an http_request prop is not available in Sluice yet: make the request with axios (from @pipedream/platform) or fetch, or queue it with $.send.http",
-    ),
-    { name: NOT_IMPLEMENTED_ERROR },
-  );
 }
 
 /** `this.<appProp>`: the configured value (its `$auth`), with the app's methods bound to it. */
@@ -246,6 +237,10 @@ class InvocationState implements InvocationScope, ThisBindings {
 
   get db(): Record<string, Json> {
     return this.invocation.db;
+  }
+
+  get allowPrivateAddresses(): boolean {
+    return this.invocation.allowPrivateAddresses === true;
   }
 
   log(level: LogLevel, message: string): void {

@@ -265,6 +265,7 @@ async function buildInvocation(
     timeoutMs: deps.runtime.invocationTimeoutMs,
     limits: deps.runtime.emitLimits,
   };
+  if (deps.runtime.allowPrivateAddresses === true) invocation.allowPrivateAddresses = true;
   if (event !== undefined) invocation.event = event;
   return { invocation, state };
 }

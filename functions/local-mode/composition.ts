@@ -134,6 +134,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       invocationTimeoutMs: config.runtime.invocationTimeoutMs,
       emitLimits: config.runtime.emitLimits,
       workflowLimits: config.runtime.workflowLimits,
+      // execute() of an http_request prop follows the rule of the server's other outbound requests.
+      allowPrivateAddresses: config.webhooks.allowPrivateAddresses,
     },
   };
   // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the

@@ -49,6 +49,12 @@ export interface RuntimeSettings {
   emitLimits: EmitLimits;
   /** What one workflow run may send and export, besides `emitLimits` (docs/components.md "Limits"). */
   workflowLimits: WorkflowRunLimits;
+  /**
+   * Whether an `http_request` prop's `execute()` may reach loopback and private addresses: local
+   * mode's `SLUICE_WEBHOOK_ALLOW_PRIVATE`, never on AWS.
+   * @default false
+   */
+  allowPrivateAddresses?: boolean;
 }
 
 /** The limits of a workflow run that are not emit limits. */

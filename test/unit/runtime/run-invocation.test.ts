@@ -131,35 +131,6 @@ describe("runInvocation: this", () => {
     expect(result.emits[0]?.event).toEqual({ keys: [], auth: {} });
   });
 
-  it("gives an http_request prop, configured or not, an execute() that fails saying what to use instead", async () => {
-    const result = await runInvocation(
-      {
-        props: { configured: { type: "http_request" }, unset: { type: "http_request" } },
-        async run(this: any) {
-          for (const prop of [this.configured, this.unset]) {
-            const failure = await prop.execute().catch((error: Error) => error);
-            this.$emit({ method: prop.method ?? null, name: failure.name, message: failure.message });
-          }
-        },
-      },
-      invocation({
-        props: { configured: { method: "POST" } },
-        propTypes: { configured: "http_request", unset: "http_request" },
-      }),
-      noIo,
-    );
-    expect(result.emits.map((emit) => emit.event)).toEqual([
-      {
-        method: "POST",
-        name: "NotImplementedError",
-        message: expect.stringMatching(
-          /^execute\(\) of an http_request prop is not available in Sluice yet: .*\$\.send\.http/,
-        ),
-      },
-      { method: null, name: "NotImplementedError", message: expect.stringContaining("axios") },
-    ]);
-  });
-
   it("builds this afresh for every invocation", async () => {
     const component = {
       run(this: any) {
