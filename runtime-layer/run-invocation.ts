@@ -325,7 +325,10 @@ export function toErrorRecord(thrown: unknown): ErrorRecord {
         message: typeof message === "string" ? message : String(message),
         ts,
       };
-      if (typeof stack === "string") record.stack = stack;
+      // @pipedream/platform's ConfigurationError is a message for the user: its stack is shown
+      // only when the code asked for it (`new ConfigurationError(message, true)`).
+      const exposeStack = (thrown as { exposeStack?: unknown }).exposeStack;
+      if (typeof stack === "string" && exposeStack !== false) record.stack = stack;
       return record;
     }
     const message =

@@ -196,6 +196,8 @@ describe("registry-style actions as workflow steps, against local mode", () => {
       code: "ConfigurationError",
       cellId: broken.stepIds[0],
       message: "The value of `items` is not valid JSON",
+      // Its stack is not exposed: the error reads as the message alone, as in the original.
+      stack: "ConfigurationError: The value of `items` is not valid JSON",
     });
     expect(error?.event.original_event).toMatchObject({ body: { order: 9 } });
     expect(await events(broken.id)).toEqual([]);
@@ -216,6 +218,31 @@ describe("registry-style actions as workflow steps, against local mode", () => {
       }
     }, "the object");
     expect(JSON.parse(readFileSync(join(folder, file), "utf8"))).toEqual({ id: "S3-1" });
+  });
+
+  it("returns axios($, config)'s data and exports its debug_config and debug_response to later steps", async () => {
+    const receiver = await WebhookReceiver.start();
+    try {
+      const flow = await workflowOf([
+        { namespace: "fetch", code: fixture("get-json.mjs"), props: { url: receiver.url("/doc?lang=en") } },
+        { namespace: "report", code: REPORT },
+      ]);
+      const { run } = await trigger(flow);
+      expect(run.status, JSON.stringify(run.error)).toBe("success");
+      expect(summaries(run)).toEqual(["Got 2 characters", null]);
+      // The query string moved into params, which lost their undefined key, as the original does.
+      expect(receiver.requests).toMatchObject([
+        { method: "GET", path: "/doc?page=2&lang=en", headers: { "user-agent": "@PipedreamHQ/pipedream v0.1" } },
+      ]);
+      const [report] = await events(flow.id);
+      expect(report?.event.raw_event.fetch).toMatchObject({
+        $return_value: "ok",
+        debug_config: { url: receiver.url("/doc"), params: { page: 2, lang: "en" } },
+        debug_response: "ok",
+      });
+    } finally {
+      await receiver.stop();
+    }
   });
 
   it("sends an http_request prop's configured request with execute() and returns its answer", async () => {

@@ -546,6 +546,35 @@ describe("runInvocation: emit limits", () => {
 });
 
 describe("runInvocation: errors and timeouts", () => {
+  it("keeps the stack of a ConfigurationError only when it asks to expose it", async () => {
+    class ConfigurationError extends Error {
+      exposeStack: boolean;
+      constructor(message: string, exposeStack = false) {
+        super(message);
+        this.name = "ConfigurationError";
+        this.exposeStack = exposeStack;
+      }
+    }
+    const quiet = await runInvocation(
+      {
+        run: () => {
+          throw new ConfigurationError("Set the API URL");
+        },
+      },
+      invocation(),
+    );
+    expect(quiet.error).toEqual({ name: "ConfigurationError", message: "Set the API URL", ts: expect.any(Number) });
+    const loud = await runInvocation(
+      {
+        run: () => {
+          throw new ConfigurationError("bad", true);
+        },
+      },
+      invocation(),
+    );
+    expect(loud.error?.stack).toContain("ConfigurationError: bad");
+  });
+
   it("reports any thrown value and keeps what happened before the throw", async () => {
     const result = await runInvocation(
       {
