@@ -269,6 +269,10 @@ function propDescription(raw: unknown, path: string): PropDescription {
     prop.options = json(array(value.options, at(path, "options")), at(path, "options")) as Json[];
   if (value.remoteOptions !== undefined && value.remoteOptions !== true) fail(at(path, "remoteOptions"), "true");
   if (value.remoteOptions === true) prop.remoteOptions = true;
+  if (value.authFields !== undefined) {
+    const fieldsPath = at(path, "authFields");
+    prop.authFields = array(value.authFields, fieldsPath).map((field, index) => string(field, at(fieldsPath, index)));
+  }
   return prop;
 }
 

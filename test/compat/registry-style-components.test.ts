@@ -22,6 +22,7 @@ import {
 } from "#core/sources";
 import { eventually } from "../support/eventually.ts";
 import { accountIn, memoryDeps } from "../support/memory-deps.ts";
+import { rejection } from "../support/rejection.ts";
 
 /**
  * Components written the way the public registry writes them (test/fixtures/components/), run
@@ -212,6 +213,44 @@ describe("registry-style components through the use cases and the sandbox", () =
     const emitted = await eventuallyOne(source.id);
     expect(emitted.metadata.summary).toBe("got order");
     expect(emitted.event).toMatchObject({ method: "POST", body: { kind: "order" } });
+  });
+
+  it("refuses at deploy a source whose app needs a connected account, and any authProvisionId", async () => {
+    const needs = await rejection(
+      deploySource(deps, caller, {
+        component_code: fixture("github-app-polling.mjs"),
+        configured_props: { repo: "a/b" },
+      }),
+    );
+    expect(needs).toMatchObject({ code: "validation", issues: [{ field: "configured_props.github" }] });
+    expect(needs.message).toBe(
+      'configured_props.github: needs a connected account of the "github" app (its code reads $auth.login, $auth.oauth_access_token); Sluice has no connected accounts yet, so the component cannot run here',
+    );
+    const named = await rejection(
+      deploySource(deps, caller, {
+        component_code: fixture("rss-app-no-account.mjs"),
+        configured_props: { rss: { authProvisionId: "apn_abc" }, urls: ["https://example.test/feed"] },
+      }),
+    );
+    expect(named.issues).toEqual([
+      {
+        field: "configured_props.rss",
+        message: expect.stringMatching(/^names the connected account apn_abc, which does not exist/),
+      },
+    ]);
+  });
+
+  it("binds an app without an account with its methods and an empty $auth in hooks, methods and run", async () => {
+    const source = await deploySource(deps, caller, {
+      component_code: fixture("rss-app-no-account.mjs"),
+      configured_props: { urls: [" HTTPS://Example.test/Feed "] },
+    });
+    const key = (source.configured_props.http as { endpoint_url: string }).endpoint_url.split("/").at(-1) as string;
+    await receiveHttpRequest(deps, key, request({ guid: "g1", title: "First" }));
+    await runSource(deps, jobs.at(-1) as SourceRunJob);
+    const [emitted] = await events(source.id);
+    expect(emitted?.event).toEqual({ guid: "g1", title: "First", feeds: ["https://example.test/feed"], auth: {} });
+    expect(emitted?.metadata).toMatchObject({ id: "g1", summary: "First" });
   });
 
   it("emits each tick as it is for a schedule source without run", async () => {
