@@ -79,7 +79,7 @@ export interface EmitMeta {
   name?: string;
   summary?: string;
   ts?: number;
-  /** Undocumented delayed emits (real-behaviour.md §1.6); kept, not yet acted on. */
+  /** Undocumented delayed emits (real-behaviour.md §1.6): trusted code holds the emit until then (`#core/delayed-emits`). */
   delivery_ts?: number;
 }
 

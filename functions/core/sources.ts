@@ -341,6 +341,7 @@ async function removeSource(deps: SourceDeps, source: SourceRecord) {
   await deps.subscriptions.deleteAutoSubscriptionsOf(source.id);
   await deps.sources.deleteSource(source.id);
   await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
+  await deps.delayedEmits?.removeRange(source.id);
   await deps.events.deleteAllEvents(source.id);
 }
 

@@ -9,6 +9,7 @@ import { startWalCheckpointer } from "#adapters/local/sqlite-checkpointer";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
+import { SqliteDelayedEmits } from "#adapters/local/sqlite-delayed-emits";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
@@ -30,6 +31,7 @@ import type { Deps } from "#core/ports/deps";
 import type { EventPurger } from "#core/ports/event-purger";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
+import { startDelayedEmitDriver } from "./drivers/delayed-emit-driver.ts";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
 import { localDrivers } from "./drivers/source-runner.ts";
@@ -115,6 +117,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     subscriptions: guarded(new SqliteSubscriptionStore(db), "subscriptions"),
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
     deliveries: guarded(deliveries, "deliveries"),
+    delayedEmits: guarded(new SqliteDelayedEmits(db), "delayedEmits"),
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
     // Bundles are written to the data dir too.
@@ -155,6 +158,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   // Runs it left go first (they see the configured URL as their endpoint's base until the
   // server sets the one it listens on, which only differs with PORT=0).
   runs.start();
+  // Delayed emits: what is due (also what a stopped process left) is emitted within a second.
+  const delayedEmits = startDelayedEmitDriver(deps);
   // Then, every minute, what a failed dispatch left (docs/durability.md).
   sweeps.push(
     setInterval(() => {
@@ -195,6 +200,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     },
     async close(graceMs = 5_000) {
       for (const sweep of sweeps) clearInterval(sweep);
+      await delayedEmits.stop();
       await timers.stop();
       await runs.drain(graceMs);
       unhookDispatcher();

@@ -58,3 +58,140 @@ describe("run-time props against local mode with AWS's outbound rule (SLUICE_WEB
     expect(receiver.requests).toEqual([]);
   });
 });
+
+/**
+ * A source that schedules what it is sent, as the registry's task scheduler does: each body item
+ * `{id, in_ms, at}` is emitted on the `later` channel at `Date.now() + in_ms`, or at `at` as given.
+ */
+const SCHEDULER_SOURCE = `
+export default {
+  name: "Scheduler",
+  version: "0.0.1",
+  dedupe: "unique",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    for (const item of event.body.items) {
+      const delivery_ts = "at" in item ? item.at : Date.now() + item.in_ms;
+      this.$emit({ task: item.id }, { name: "later", id: item.id, delivery_ts });
+    }
+  },
+};
+`;
+
+describe("delayed emits ($emit with delivery_ts) against local mode", () => {
+  let sluice: SluiceProcess;
+  let api: ReturnType<typeof apiClient>;
+
+  beforeAll(async () => {
+    sluice = await startSluice();
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  const list = async (sourceId: string, channel: string) =>
+    (
+      await api(
+        "GET",
+        `/sources/${sourceId}/event_summaries?expand=event&limit=100&event_name=${encodeURIComponent(channel)}`,
+      )
+    ).json as { page_info: { total_count: number }; data: { id: string; event: any; metadata: any }[] };
+  const schedule = async (endpoint: string, items: unknown[]) =>
+    expect(
+      (
+        await fetch(endpoint, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify({ items }),
+        })
+      ).status,
+    ).toBe(200);
+
+  it("keeps a delayed emit on $in, then emits it on its channel at its time", async () => {
+    const source = await deployHttpSource(api, SCHEDULER_SOURCE);
+    await schedule(source.endpoint, [{ id: "t1", in_ms: 2500 }]);
+    const pending = await eventually(async () => (await list(source.id, "$in")).data[0], "the $in event");
+    expect(pending.event).toEqual({ task: "t1" });
+    expect(pending.metadata).toMatchObject({ id: "t1", name: "$in", delivery_ts: expect.any(Number) });
+    expect((await list(source.id, "later")).data).toEqual([]);
+    const delivered = await eventually(async () => (await list(source.id, "later")).data[0], "the delivery");
+    expect(delivered.event).toEqual({ task: "t1" });
+    expect(delivered.metadata.id).toBe("t1");
+    expect(delivered.metadata).not.toHaveProperty("delivery_ts");
+    expect(Number(delivered.id.split("-")[0])).toBeGreaterThanOrEqual(pending.metadata.delivery_ts);
+    await eventually(async () => ((await list(source.id, "$in")).data.length === 0 ? true : undefined), "$in empty");
+  });
+
+  it("emits at once a delivery_ts that is not a number or is past, and refuses one more than 30 days ahead", async () => {
+    const source = await deployHttpSource(api, SCHEDULER_SOURCE);
+    await schedule(source.endpoint, [
+      { id: "text", at: "tomorrow" },
+      { id: "past", at: 1 },
+      { id: "far", at: Date.now() + 40 * 24 * 3600 * 1000 },
+    ]);
+    const now = await eventually(async () => {
+      const page = await list(source.id, "later");
+      return page.data.length === 2 ? page.data : undefined;
+    }, "the two emitted at once");
+    expect(now.map((e) => e.event.task).sort()).toEqual(["past", "text"]);
+    const [error] = (await list(source.id, "$errors")).data;
+    expect(error?.event.error).toMatchObject({
+      code: "DelayedEmitError",
+      message: "delayed emits were refused: 1 with a delivery_ts more than 30 days ahead; the others were scheduled",
+    });
+    expect((await list(source.id, "$in")).data).toEqual([]);
+  });
+
+  it("cancels a delayed emit whose $in event is deleted", async () => {
+    const source = await deployHttpSource(api, SCHEDULER_SOURCE);
+    await schedule(source.endpoint, [
+      { id: "keep", in_ms: 2000 },
+      { id: "drop", in_ms: 2000 },
+    ]);
+    const pending = await eventually(async () => {
+      const page = await list(source.id, "$in");
+      return page.data.length === 2 ? page.data : undefined;
+    }, "both pending");
+    const drop = pending.find((e) => e.metadata.id === "drop");
+    const deleted = await api(
+      "DELETE",
+      `/sources/${source.id}/events?start_id=${drop?.id}&end_id=${drop?.id}&event_name=%24in`,
+    );
+    expect(deleted.status).toBe(202);
+    const delivered = await eventually(async () => (await list(source.id, "later")).data[0], "the kept one");
+    expect(delivered.event).toEqual({ task: "keep" });
+    // The pass that delivered "keep" was past "drop"'s time too.
+    expect((await list(source.id, "later")).data.map((e) => e.event.task)).toEqual(["keep"]);
+  });
+
+  it("bounds a flood of delayed emits at 1,000 waiting per source", async () => {
+    const source = await deployHttpSource(api, SCHEDULER_SOURCE);
+    const items = (from: number) => Array.from({ length: 600 }, (_, i) => ({ id: `f${from + i}`, in_ms: 3_600_000 }));
+    await schedule(source.endpoint, items(0));
+    await eventually(
+      async () => ((await list(source.id, "$in")).page_info.total_count === 600 ? true : undefined),
+      "600",
+    );
+    await schedule(source.endpoint, items(600));
+    const error = await eventually(async () => (await list(source.id, "$errors")).data[0], "the refusal");
+    expect(error.event.error.message).toBe(
+      "delayed emits were refused: 200 past the 1000 delayed emits a source may have waiting; the others were scheduled",
+    );
+    expect((await list(source.id, "$in")).page_info.total_count).toBe(1000);
+    // Deleting the source forgets them all.
+    expect((await api("DELETE", `/sources/${source.id}`)).status).toBe(200);
+  });
+
+  it("delivers after a restart what came due while Sluice was stopped", async () => {
+    const source = await deployHttpSource(api, SCHEDULER_SOURCE);
+    await schedule(source.endpoint, [{ id: "across", in_ms: 1500 }]);
+    await eventually(async () => (await list(source.id, "$in")).data[0], "pending");
+    await sluice.stop();
+    await new Promise((resolve) => setTimeout(resolve, 2000));
+    sluice = await startSluice({ dataDir: sluice.dataDir });
+    api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    const delivered = await eventually(async () => (await list(source.id, "later")).data[0], "the late delivery");
+    expect(delivered.event).toEqual({ task: "across" });
+  });
+});

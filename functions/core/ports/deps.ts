@@ -5,6 +5,7 @@ import type { ComponentHost } from "./component-host.ts";
 import type { ComponentRegistry } from "./component-registry.ts";
 import type { ComponentStore } from "./component-store.ts";
 import type { DeadLetterStore } from "./dead-letter-store.ts";
+import type { DelayedEmitStore } from "./delayed-emits.ts";
 import type { DeliveryQueue } from "./delivery-queue.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { EventPurger } from "./event-purger.ts";
@@ -78,6 +79,8 @@ export interface Deps {
   bus: EventBus;
   /** Reclaims the space of deleted events in the background. */
   purger: EventPurger;
+  /** Delayed emits waiting for their `delivery_ts`; absent (AWS): they are emitted at once. */
+  delayedEmits?: DelayedEmitStore;
   /** Webhooks, subscriptions and auto subscriptions. */
   subscriptions: SubscriptionStore;
   /** Webhook deliveries waiting to be attempted (durable). */
