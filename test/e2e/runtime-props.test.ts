@@ -78,6 +78,55 @@ export default {
 };
 `;
 
+/**
+ * The registry's task scheduler in its shape (`pipedream-new-scheduled-tasks`), its account-bound
+ * self-subscription made by the test instead: `/schedule` emits the task to its `self` channel at
+ * the given time under a fresh id, and a task coming back through the subscription is emitted
+ * again, on the default channel, under the same id (`dedupe: "unique"`).
+ */
+const TASK_SCHEDULER_SOURCE = `
+import { randomUUID } from "node:crypto";
+
+export default {
+  key: "fixture-new-scheduled-tasks",
+  name: "New Scheduled Tasks",
+  type: "source",
+  version: "0.3.0",
+  dedupe: "unique",
+  props: {
+    http: { type: "$.interface.http", customResponse: true },
+  },
+  methods: {
+    selfChannel() {
+      return "self";
+    },
+    emitScheduleEvent(event, timestamp) {
+      const $id = randomUUID();
+      this.$emit({ ...event, $channel: this.selfChannel(), $id }, {
+        name: this.selfChannel(),
+        id: $id,
+        delivery_ts: Date.parse(timestamp),
+      });
+      return $id;
+    },
+    emitEvent(event) {
+      const id = event.$id;
+      delete event.$channel;
+      delete event.$id;
+      this.$emit(event, { summary: JSON.stringify(event), id, ts: +new Date() });
+    },
+  },
+  async run(event) {
+    if (event.path === "/schedule") {
+      const id = this.emitScheduleEvent(event.body, event.body.timestamp);
+      this.http.respond({ status: 200, body: { msg: "Successfully scheduled task", id } });
+    } else if (event.$channel === this.selfChannel()) {
+      this.emitEvent(event);
+    }
+  },
+};
+`;
+
 describe("delayed emits ($emit with delivery_ts) against local mode", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
@@ -181,6 +230,27 @@ describe("delayed emits ($emit with delivery_ts) against local mode", () => {
     expect((await list(source.id, "$in")).page_info.total_count).toBe(1000);
     // Deleting the source forgets them all.
     expect((await api("DELETE", `/sources/${source.id}`)).status).toBe(200);
+  });
+
+  it("runs the registry's task scheduler: a task comes back through its self-subscription and is emitted once", async () => {
+    const source = await deployHttpSource(api, TASK_SCHEDULER_SOURCE);
+    const subscribed = await api(
+      "POST",
+      `/subscriptions?emitter_id=${source.id}&listener_id=${source.id}&event_name=self`,
+    );
+    expect(subscribed.status, JSON.stringify(subscribed.json)).toBe(200);
+    const answer = await fetch(`${source.endpoint}/schedule`, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ timestamp: new Date(Date.now() + 2000).toISOString(), message: "wake up" }),
+    });
+    const { id } = (await answer.json()) as { id: string };
+    expect(answer.status).toBe(200);
+    const task = await eventually(async () => (await list(source.id, "")).data[0], "the task");
+    expect(task.event).toEqual({ timestamp: expect.any(String), message: "wake up" });
+    expect(task.metadata.id).toBe(id);
+    expect((await list(source.id, "self")).data.map((e) => e.metadata.id)).toEqual([id]);
+    expect((await list(source.id, "$errors")).data).toEqual([]);
   });
 
   it("delivers after a restart what came due while Sluice was stopped", async () => {
