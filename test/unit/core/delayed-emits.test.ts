@@ -15,7 +15,10 @@ const emit = (id: string, delivery_ts?: number, name?: string): EmitRecord => ({
   meta: { id, ...(delivery_ts === undefined ? {} : { delivery_ts }), ...(name === undefined ? {} : { name }) },
 });
 let n = 0;
-const newId = () => `e${(n += 1)}`;
+const newId = () => {
+  n += 1;
+  return `e${n}`;
+};
 
 describe("delayed emits: what is delayed and what is refused", () => {
   it("delays only a delivery_ts more than a second ahead", () => {

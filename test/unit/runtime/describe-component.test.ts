@@ -138,6 +138,7 @@ describe("describeComponent", () => {
         channel: {
           type: "string",
           async options(this: any) {
+            // biome-ignore lint/complexity/useLiteralKeys: the bracket form is what is under test
             return this.$auth?.["team_id"] ? [] : [];
           },
         },
