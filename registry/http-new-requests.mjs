@@ -2,46 +2,13 @@ export default {
   key: "http-new-requests",
   name: "New Requests",
   description:
-    "Get a URL and emit the full HTTP event on every request (including headers and query parameters). You can also configure the HTTP response code and body.",
-  version: "0.0.2",
+    "Get a URL and emit the full HTTP event on every request (including headers and query parameters). You can also configure the HTTP response code, body, and more.",
+  version: "0.1.0",
   type: "source",
   props: {
     http: {
       type: "$.interface.http",
       customResponse: true,
-    },
-    // The public registry's names (resStatusCode, resContentType, resBody) and Sluice's first ones
-    // (responseStatus, responseBody) are both taken, so configurations written for either work.
-    resStatusCode: {
-      type: "string",
-      label: "Response Status Code",
-      description: "The status code to return in the HTTP response (default 200)",
-      optional: true,
-    },
-    resContentType: {
-      type: "string",
-      label: "Response Content-Type",
-      description: "The `Content-Type` of the body returned in the HTTP response",
-      optional: true,
-    },
-    resBody: {
-      type: "string",
-      label: "Response Body",
-      description: 'The body to return in the HTTP response (default `{ "success": true }`)',
-      optional: true,
-    },
-    responseStatus: {
-      type: "string",
-      label: "Response Status Code",
-      description: "The status code to return in the HTTP response",
-      optional: true,
-      default: "200",
-    },
-    responseBody: {
-      type: "string",
-      label: "Response Body",
-      description: 'The body to return in the HTTP response. Defaults to `{ "success": true }`.',
-      optional: true,
     },
     emitBodyOnly: {
       type: "boolean",
@@ -51,30 +18,56 @@ export default {
       optional: true,
       default: false,
     },
-  },
-  methods: {
-    summary(event) {
-      return `${event.method} ${event.path}`;
+    // The public registry's props, with its defaults: the status as a numeric string, the body as
+    // text, and the Content-Type of the answer.
+    resStatusCode: {
+      type: "string",
+      label: "Response Status Code",
+      description: "The status code to return in the HTTP response",
+      optional: true,
+      default: "200",
+    },
+    resContentType: {
+      type: "string",
+      label: "Response Content-Type",
+      description: "The `Content-Type` of the body returned in the HTTP response",
+      optional: true,
+      default: "application/json",
+    },
+    resBody: {
+      type: "string",
+      label: "Response Body",
+      description: "The body to return in the HTTP response",
+      optional: true,
+      default: '{ "success": true }',
+    },
+    // Sluice's earlier names for the status and the body: when set, they win over the ones above.
+    responseStatus: {
+      type: "string",
+      label: "Response Status Code (earlier name)",
+      description: "Same as Response Status Code; kept for sources deployed before it existed",
+      optional: true,
+    },
+    responseBody: {
+      type: "string",
+      label: "Response Body (earlier name)",
+      description: "Same as Response Body; kept for sources deployed before it existed",
+      optional: true,
     },
   },
   async run(event) {
+    const summary = `${event.method} ${event.path}`;
+
     this.http.respond({
-      status: this.resStatusCode ?? this.responseStatus ?? 200,
-      body: this.resBody ??
-        this.responseBody ?? {
-          success: true,
-        },
-      ...(this.resContentType
-        ? {
-            headers: {
-              "content-type": this.resContentType,
-            },
-          }
-        : {}),
+      status: this.responseStatus ?? this.resStatusCode,
+      body: this.responseBody ?? this.resBody,
+      headers: {
+        "content-type": this.resContentType,
+      },
     });
 
     this.$emit(this.emitBodyOnly ? event.body : event, {
-      summary: this.summary(event),
+      summary,
       ts: Date.now(),
     });
   },

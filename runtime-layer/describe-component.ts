@@ -27,6 +27,12 @@ export interface PropDescription {
   customResponse?: boolean;
   /** App props: the app's name slug. */
   app?: string;
+  /**
+   * App props: the fields of its `$auth` the code reads (`this.$auth.<field>` in the app's
+   * functions, `this.<prop>.$auth.<field>` in the component's), sorted; absent when none. Tells
+   * trusted code the app needs a connected account (docs/components.md "Apps and accounts").
+   */
+  authFields?: string[];
   /** Alert props. */
   alertType?: string;
   content?: string;
@@ -134,7 +140,78 @@ export function describeComponent(exported: unknown): ComponentDescription {
     hasAdditionalProps: typeof exported.additionalProps === "function",
     props: describeProps(exported.props),
   };
+  for (const prop of description.props) {
+    if (prop.type !== "app") continue;
+    const declared = isBag(exported.props) ? exported.props[prop.name] : undefined;
+    const fields = authFieldsRead(declared, prop.name, exported);
+    if (fields.length > 0) prop.authFields = fields;
+  }
   return description;
+}
+
+/** At most this many `$auth` fields are reported per app prop. */
+const AUTH_FIELDS_MAX = 20;
+const FIELD = String.raw`([A-Za-z_$][\w$]*)`;
+/** `$auth.x`, `$auth?.x`, `$auth["x"]` after `prefix`, and `{ x, y: z } = <prefix>$auth`. */
+function authReads(prefix: string): RegExp[] {
+  return [
+    new RegExp(String.raw`${prefix}\$auth\s*\??\.\s*${FIELD}`, "g"),
+    new RegExp(String.raw`${prefix}\$auth\s*\??\.?\[\s*["'\`]([^"'\`]{1,100})["'\`]\s*\]`, "g"),
+    new RegExp(String.raw`\{([^{}=]{1,500})\}\s*=\s*${prefix}\$auth\b`, "g"),
+  ];
+}
+const APP_READS = authReads(String.raw`this\s*\.\s*`);
+
+/** The text of the functions in `value`, a few levels down (methods, propDefinitions' options). */
+function functionTexts(value: unknown, depth = 3, out: string[] = []): string[] {
+  if (typeof value === "function") {
+    try {
+      out.push(Function.prototype.toString.call(value));
+    } catch {
+      // A proxy that refuses: nothing to read.
+    }
+    return out;
+  }
+  if (!isBag(value) || depth === 0) return out;
+  for (const key of Object.keys(value)) {
+    try {
+      functionTexts(value[key], depth - 1, out);
+    } catch {
+      // A getter that throws.
+    }
+  }
+  return out;
+}
+
+function namesIn(destructured: string): string[] {
+  return destructured
+    .split(",")
+    .map((part) => part.split(":")[0]?.trim() ?? "")
+    .filter((name) => /^[A-Za-z_$][\w$]*$/.test(name));
+}
+
+/**
+ * The `$auth` fields an app prop's code reads: in the app object's own functions (`this.$auth`),
+ * and in the component's (`this.<propName>.$auth`). Read from the functions' source text, so it
+ * sees what the code says, not what a run would reach; enough to say an account is needed.
+ */
+function authFieldsRead(app: unknown, propName: string, component: Bag): string[] {
+  const fields = new Set<string>();
+  const collect = (texts: string[], patterns: RegExp[]) => {
+    for (const text of texts) {
+      for (const pattern of patterns) {
+        for (const match of text.matchAll(pattern)) {
+          const captured = match[1] ?? "";
+          for (const name of pattern === patterns[2] ? namesIn(captured) : [captured]) fields.add(name);
+        }
+      }
+    }
+  };
+  collect(functionTexts(app), APP_READS);
+  const escaped = propName.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+  const componentTexts = functionTexts({ run: component.run, hooks: component.hooks, methods: component.methods });
+  collect(componentTexts, authReads(String.raw`this\s*\.\s*${escaped}\s*\??\.\s*`));
+  return [...fields].sort().slice(0, AUTH_FIELDS_MAX);
 }
 
 function stringFields(

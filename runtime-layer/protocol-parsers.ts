@@ -162,6 +162,7 @@ export function parseInvocation(raw: unknown): Parsed<Invocation> {
       };
     }
     optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
+    optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
     return invocation;
   });
 }
@@ -283,6 +284,10 @@ function propDescription(raw: unknown, path: string): PropDescription {
     prop.options = json(array(value.options, at(path, "options")), at(path, "options")) as Json[];
   if (value.remoteOptions !== undefined && value.remoteOptions !== true) fail(at(path, "remoteOptions"), "true");
   if (value.remoteOptions === true) prop.remoteOptions = true;
+  if (value.authFields !== undefined) {
+    const fieldsPath = at(path, "authFields");
+    prop.authFields = array(value.authFields, fieldsPath).map((field, index) => string(field, at(fieldsPath, index)));
+  }
   return prop;
 }
 
@@ -383,6 +388,7 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
       limits,
     };
     optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
+    optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
     return invocation;
   });
 }

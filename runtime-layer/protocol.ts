@@ -70,6 +70,11 @@ export interface Invocation {
   limits?: EmitLimits;
   /** Where a runtime without a channel to its host (a Lambda function) sends data store calls. */
   dataStoreGrant?: DataStoreGrant;
+  /**
+   * Whether an `http_request` prop's `execute()` may reach loopback and private addresses (local
+   * mode's `SLUICE_WEBHOOK_ALLOW_PRIVATE`); absent or false: it may not, as on AWS.
+   */
+  allowPrivateAddresses?: boolean;
 }
 
 /** Options the code passed to `this.$emit(event, options)`, as JSON. */
@@ -78,7 +83,7 @@ export interface EmitMeta {
   name?: string;
   summary?: string;
   ts?: number;
-  /** Undocumented delayed emits (real-behaviour.md §1.6); kept, not yet acted on. */
+  /** Undocumented delayed emits (real-behaviour.md §1.6): trusted code holds the emit until then (`#core/delayed-emits`). */
   delivery_ts?: number;
 }
 
@@ -188,6 +193,8 @@ export interface WorkflowInvocation {
   limits: WorkflowLimits;
   /** As {@link Invocation.dataStoreGrant}. */
   dataStoreGrant?: DataStoreGrant;
+  /** As {@link Invocation.allowPrivateAddresses}, for every step. */
+  allowPrivateAddresses?: boolean;
 }
 
 /** What one `$.send.*` call asked for, in the payload shapes of real-behaviour.md §1.9. */

@@ -8,6 +8,7 @@
 import { inspect } from "node:util";
 import { createDataStoreClient, type DataStoreCaller } from "./data-store-client.ts";
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
+import { httpRequestValue } from "./http-request-prop.ts";
 import { normalizeResponse } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { runPropOptions } from "./prop-options.ts";
@@ -25,7 +26,6 @@ import type {
 import { EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "./result-limits.ts";
 import { toLoadFailure, withPosition } from "./sandbox-channel.ts";
 import { createServiceDb, type ServiceDb } from "./service-db.ts";
-import { NOT_IMPLEMENTED_ERROR } from "./step-helpers.ts";
 
 export { normalizeResponse, STATUS_MESSAGE } from "./http-response.ts";
 export { currentInvocationId, failCurrentInvocation, LOG_LEVELS } from "./invocation-scope.ts";
@@ -107,6 +107,9 @@ async function execute(component: unknown, state: InvocationState): Promise<Outc
     const { kind, event } = state.invocation;
     if (kind === "run") {
       if (typeof component.run === "function") await component.run.call(self, event);
+      // A source without `run` (the registry's schedule sources, which declare only a timer)
+      // emits the event that started it as it is: the tick, or the HTTP request.
+      else if (event !== undefined) await state.emit(event, {});
       return {};
     }
     if (kind === "additionalProps") {
@@ -142,6 +145,8 @@ export interface ThisBindings {
   respond(spec: unknown): unknown;
   /** Where `data_store` props' calls go; absent where the platform serves none. */
   readonly dataStore?: DataStoreCaller | undefined;
+  /** Whether an `http_request` prop's `execute()` may reach private addresses (absent: it may not). */
+  readonly allowPrivateAddresses?: boolean;
 }
 
 /**
@@ -190,21 +195,10 @@ export function propValue(type: string | undefined, value: Json, declared: unkno
   }
   if (type === "app") return appValue(value, declared);
   if (type === "data_store") return createDataStoreClient(value, bindings.dataStore);
-  if (type === "http_request") return { ...(isBag(value) ? value : {}), execute: executeNotAvailable };
+  if (type === "http_request") {
+    return httpRequestValue(value, { allowPrivateAddresses: bindings.allowPrivateAddresses === true });
+  }
   return value;
-}
-
-/**
- * `this.<httpRequestProp>.execute()`. The original's stored form of the request its UI builds is
- * not documented, so Sluice does not guess at it: the call fails with an error saying what to use.
- */
-async function executeNotAvailable(): Promise<never> {
-  throw Object.assign(
-    new Error(
-      "execute() of an http_request prop is not available in Sluice yet: make the request with axios (from @pipedream/platform) or fetch, or queue it with $.send.http",
-    ),
-    { name: NOT_IMPLEMENTED_ERROR },
-  );
 }
 
 /** `this.<appProp>`: the configured value (its `$auth`), with the app's methods bound to it. */
@@ -259,6 +253,10 @@ class InvocationState implements InvocationScope, ThisBindings {
 
   get dataStore(): DataStoreCaller | undefined {
     return this.io.dataStore;
+  }
+
+  get allowPrivateAddresses(): boolean {
+    return this.invocation.allowPrivateAddresses === true;
   }
 
   log(level: LogLevel, message: string): void {
@@ -343,7 +341,10 @@ export function toErrorRecord(thrown: unknown): ErrorRecord {
         message: typeof message === "string" ? message : String(message),
         ts,
       };
-      if (typeof stack === "string") record.stack = stack;
+      // @pipedream/platform's ConfigurationError is a message for the user: its stack is shown
+      // only when the code asked for it (`new ConfigurationError(message, true)`).
+      const exposeStack = (thrown as { exposeStack?: unknown }).exposeStack;
+      if (typeof stack === "string" && exposeStack !== false) record.stack = stack;
       return record;
     }
     const message =

@@ -281,6 +281,10 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     return this.step.db;
   }
 
+  get allowPrivateAddresses(): boolean {
+    return this.run.invocation.allowPrivateAddresses === true;
+  }
+
   /** True once the step can change nothing more: it returned, failed, exited or timed out. */
   private get over(): boolean {
     return this.closed || this.end !== undefined || this.run.closed;

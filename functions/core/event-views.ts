@@ -18,6 +18,8 @@ export function eventSummaryView(stored: StoredEvent, expand: boolean) {
   if (stored.meta.id !== undefined) metadata.id = stored.meta.id;
   if (stored.meta.summary !== undefined) metadata.summary = stored.meta.summary;
   if (stored.meta.ts !== undefined) metadata.ts = stored.meta.ts;
+  // A pending delayed emit (`$in`) says when it is due.
+  if (stored.meta.delivery_ts !== undefined) metadata.delivery_ts = stored.meta.delivery_ts;
   let event: unknown = stored.event;
   if (!expand) {
     const json = JSON.stringify(stored.event);

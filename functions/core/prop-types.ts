@@ -165,6 +165,37 @@ const connectedAccount: Check = (_def, value) => {
   return value;
 };
 
+const isFieldList = (value: Json): boolean =>
+  Array.isArray(value) && value.every((field) => isObject(field) && typeof field.name === "string");
+
+/**
+ * An `http_request` value in the form `@pipedream/types` declares (`DefaultHttpRequestPropConfig`):
+ * `url` and `method` strings, `headers` and `params` as `{name, value}` lists (or plain objects),
+ * `auth` and `body` objects. `execute()` reads it (runtime-layer/http-request-prop.ts).
+ */
+const httpRequestConfig: Check = (_def, value) => {
+  if (!isObject(value)) throw new PropValueError("must be an object: {url, method, headers, params, auth, body}");
+  for (const key of ["url", "method"] as const) {
+    if (value[key] !== undefined && typeof value[key] !== "string") throw new PropValueError(`${key} must be a string`);
+  }
+  if (typeof value.url === "string" && value.url !== "" && !/^https?:\/\//i.test(value.url)) {
+    throw new PropValueError("url must be an http or https URL");
+  }
+  for (const key of ["headers", "params"] as const) {
+    const list = value[key];
+    if (list !== undefined && !isObject(list) && !isFieldList(list)) {
+      throw new PropValueError(`${key} must be a list of {name, value} or an object`);
+    }
+  }
+  for (const key of ["auth", "body"] as const) {
+    if (value[key] !== undefined && !isObject(value[key])) throw new PropValueError(`${key} must be an object`);
+  }
+  return value;
+};
+
+/** The alert types of component-model.md "Alert prop". */
+export const ALERT_TYPES = ["info", "neutral", "warning", "error"] as const;
+
 /** `<type>[]`: an array, each item (label wrapper taken off) checked as `item`. */
 const arrayOf =
   (item: Check): Check =>
@@ -278,6 +309,8 @@ const isGiven = (given: Json | undefined): given is Json => given !== undefined 
 // The table.
 // ---------------------------------------------------------------------------------------------
 
+const HTTP_REQUEST_VALUE = userValue({ check: httpRequestConfig, neverRequired: true });
+
 /**
  * Every prop type Sluice knows, by the `type` a prop declares. Types the spec does not list
  * (`$.airtable.baseId`, `sql`, ...) are not here: {@link propTypeOf} gives them any JSON value.
@@ -295,11 +328,29 @@ export const PROP_TYPES = {
   app: userValue({ check: connectedAccount, neverRequired: true }),
   // Bound to a store of the workspace at run time (`data-stores.ts`); none given: a store of its own.
   data_store: userValue({ check: dataStoreRef, neverRequired: true }),
-  // HTTP requests take an object until they get an entry of their own.
-  http_request: userValue({ check: object, neverRequired: true }),
+  http_request: {
+    ...HTTP_REQUEST_VALUE,
+    // The code's `default` (`{method: "POST"}` in the registry's send-http-request) is the form the
+    // original's UI starts from: a value given is laid over it, not in its place.
+    validate: (def, given, field) =>
+      HTTP_REQUEST_VALUE.validate(
+        def,
+        isObject(given) && isObject(def.default) ? { ...def.default, ...given } : given,
+        field,
+      ),
+  },
 
   alert: {
-    validate: (_def, given) => {
+    // Display only: the code's own attributes are checked, since a client shows them as they are.
+    validate: (def, given) => {
+      if (!(ALERT_TYPES as readonly (string | undefined)[]).includes(def.alertType)) {
+        throw new PropValueError(
+          `is an alert whose alertType must be one of ${ALERT_TYPES.join(", ")} (the component code gives ${JSON.stringify(def.alertType ?? null)})`,
+        );
+      }
+      if (typeof def.content !== "string" || def.content === "") {
+        throw new PropValueError("is an alert whose content must be a non-empty string in the component code");
+      }
       if (given !== undefined) throw new PropValueError("is an alert and takes no value");
       return undefined;
     },

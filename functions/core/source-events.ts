@@ -8,6 +8,7 @@ import type { Deps } from "#core/ports/deps";
 import type { EventRange } from "#core/ports/event-store";
 import { requireSource } from "./access.ts";
 import { requireChannelName } from "./channels.ts";
+import { DELAYED_CHANNEL } from "./delayed-emits.ts";
 import { invalid } from "./errors.ts";
 import { compareEventIds, EVENT_ID, requireEventId } from "./event-ids.ts";
 import { eventSummaryView } from "./event-views.ts";
@@ -81,7 +82,7 @@ export interface DeleteEventsInput {
  * read shows a deleted event; the space is reclaimed in the background.
  */
 export async function deleteSourceEvents(
-  deps: Pick<Deps, "sources" | "identity" | "events" | "purger" | "log">,
+  deps: Pick<Deps, "sources" | "identity" | "events" | "purger" | "log" | "delayedEmits">,
   caller: Caller,
   sourceId: string,
   input: DeleteEventsInput,
@@ -100,6 +101,11 @@ export async function deleteSourceEvents(
   }
   if (input.event_name !== undefined) range.channel = requireChannelName(input.event_name);
   const source = await requireSource(deps, caller, sourceId);
+  // Deleting pending delayed emits (their `$in` copies) cancels them: forgotten first, so none of
+  // them can still be delivered once this answers.
+  if (range.channel === undefined || range.channel === DELAYED_CHANNEL) {
+    await deps.delayedEmits?.removeRange(source.id, range.fromId, range.toId);
+  }
   await deps.events.deleteEvents(source.id, range);
   try {
     await deps.purger.purgeLater(source.id);

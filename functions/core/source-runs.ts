@@ -32,6 +32,7 @@ import {
 } from "./component-model.ts";
 import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
+import { delayedEntriesOf, planDelayedEmits, splitDelayed } from "./delayed-emits.ts";
 import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
 import { DB_SERVICE, type InterfaceContext, isSealed, openSecretValues, runtimeProps } from "./props.ts";
@@ -64,6 +65,7 @@ export type RunDeps = Pick<
   | "quotas"
   | "runLock"
   | "dataStores"
+  | "delayedEmits"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */
@@ -282,6 +284,7 @@ async function buildInvocation(
     timeoutMs: deps.runtime.invocationTimeoutMs,
     limits: deps.runtime.emitLimits,
   };
+  if (deps.runtime.allowPrivateAddresses === true) invocation.allowPrivateAddresses = true;
   if (event !== undefined) invocation.event = event;
   return { invocation, state, stores };
 }
@@ -312,7 +315,23 @@ async function applyResult(
     limited.emits.length > 0 || limited.logs.length > 0 || limited.error || problems.length > 0
       ? await storageRefusal(deps, source.workspaceId)
       : undefined;
-  const emits = overQuota ? [] : orderEmits(limited.emits);
+  const ordered = overQuota ? [] : orderEmits(limited.emits);
+  // Delayed emits wait on `$in` (delayed-emits.ts); where nothing can hold them (AWS), they go now.
+  const { immediate: emits, delayed } = deps.delayedEmits
+    ? splitDelayed(ordered, now)
+    : { immediate: ordered, delayed: [] };
+  if (!deps.delayedEmits && ordered.some((emit) => emit.meta.delivery_ts !== undefined)) {
+    warnings.push({
+      ts: now,
+      level: "warn",
+      message: "delivery_ts is not scheduled on this platform: emitted at once",
+    });
+  }
+  const planned =
+    delayed.length === 0 || !deps.delayedEmits
+      ? undefined
+      : planDelayedEmits(delayed, await deps.delayedEmits.countPending(source.id), now, () => deps.ids.newSecret(12));
+  if (planned?.refusal) problems.push(planned.refusal);
   const accepted = await mergeState(
     deps,
     source,
@@ -334,6 +353,10 @@ async function applyResult(
   // The emits' sizes were measured by the limits check; the rest (logs, errors) is measured here.
   let emitBytes = 0;
   for (const emit of accepted) emitBytes += limited.storedBytes.get(emit) ?? 0;
+  if (planned) {
+    events.push(...planned.inEvents);
+    emitBytes += storedSize(planned.inEvents).bytes;
+  }
   const others: NewEvent[] = [];
   for (const log of capLogs([...limited.logs, ...warnings])) {
     others.push({ channel: LOGS_CHANNEL, event: { ...log }, emitId: deps.ids.newSecret(12), meta: { ts: log.ts } });
@@ -367,6 +390,9 @@ async function applyResult(
       credits: creditsOf(computeTimeMs),
     }),
   ]);
+  // The `$in` copies are stored first, so a crash before this line leaves an `$in` event that is
+  // never delivered rather than a delivery nobody can see or cancel.
+  if (planned && planned.inEvents.length > 0) await deps.delayedEmits?.add(delayedEntriesOf(stored));
   return stored;
 }
 

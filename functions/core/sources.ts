@@ -8,6 +8,7 @@
 import type { Deps } from "#core/ports/deps";
 import { requireSource, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import { requireAccounts } from "./app-accounts.ts";
 import {
   type ComponentRecord,
   type Json,
@@ -111,7 +112,9 @@ async function resolveProps(
 ): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
   const staticDefs = component.metadata.props;
   if (!component.metadata.hasAdditionalProps) {
-    return { validated: validateConfiguredProps(staticDefs, kept.over(staticDefs, input)) };
+    const validated = validateConfiguredProps(staticDefs, kept.over(staticDefs, input));
+    requireAccounts(staticDefs, validated.values);
+    return { validated };
   }
   const staticNames = new Set(staticDefs.map((prop) => prop.name));
   const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
@@ -121,7 +124,9 @@ async function resolveProps(
   const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
   if (result.error) throw invalid("configured_props", `additionalProps failed: ${redactPaths(result.error.message)}`);
   const definitions = mergeDynamicProps(staticDefs, result.additionalProps ?? []);
-  return { validated: validateConfiguredProps(definitions, kept.over(definitions, input)), definitions };
+  const validated = validateConfiguredProps(definitions, kept.over(definitions, input));
+  requireAccounts(definitions, validated.values);
+  return { validated, definitions };
 }
 
 /**
@@ -345,6 +350,7 @@ async function removeSource(deps: SourceDeps, source: SourceRecord) {
   await deps.subscriptions.deleteAutoSubscriptionsOf(source.id);
   await deps.sources.deleteSource(source.id);
   await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
+  await deps.delayedEmits?.removeRange(source.id);
   await deps.events.deleteAllEvents(source.id);
 }
 

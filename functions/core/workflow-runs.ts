@@ -421,6 +421,7 @@ async function buildInvocation(
     respondable,
     timeoutMs: deps.runtime.invocationTimeoutMs,
     limits: { ...deps.runtime.emitLimits, ...deps.runtime.workflowLimits },
+    ...(deps.runtime.allowPrivateAddresses === true ? { allowPrivateAddresses: true } : {}),
   };
 }
 

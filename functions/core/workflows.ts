@@ -12,6 +12,7 @@ import type { WorkflowCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
 import { requireWorkflow, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import { requireAccounts } from "./app-accounts.ts";
 import type { ComponentRecord, SourceRecord } from "./component-model.ts";
 import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
 import { conflict, invalid, isDomainError, notFound } from "./errors.ts";
@@ -207,6 +208,7 @@ async function stepRecords(
     const choice = origin === "code" ? code : origin === "saved" ? "component_id" : "key";
     requireStepComponent(component, field, choice);
     const validated = validateConfiguredProps(component.metadata.props, input.props, `${field}.props`);
+    requireAccounts(component.metadata.props, validated.values, `${field}.props`);
     components.set(component.id, component);
     steps.push({
       id: deps.ids.newId("step"),

@@ -10,6 +10,7 @@ import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { SqliteDataStoreStore } from "#adapters/local/sqlite-data-store-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
+import { SqliteDelayedEmits } from "#adapters/local/sqlite-delayed-emits";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
@@ -32,6 +33,7 @@ import type { Deps } from "#core/ports/deps";
 import type { EventPurger } from "#core/ports/event-purger";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
+import { startDelayedEmitDriver } from "./drivers/delayed-emit-driver.ts";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
 import { localDrivers } from "./drivers/source-runner.ts";
@@ -118,6 +120,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
     dataStores: guarded(new SqliteDataStoreStore(db), "dataStores"),
     deliveries: guarded(deliveries, "deliveries"),
+    delayedEmits: guarded(new SqliteDelayedEmits(db), "delayedEmits"),
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
     // Bundles are written to the data dir too.
@@ -139,6 +142,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       invocationTimeoutMs: config.runtime.invocationTimeoutMs,
       emitLimits: config.runtime.emitLimits,
       workflowLimits: config.runtime.workflowLimits,
+      // execute() of an http_request prop follows the rule of the server's other outbound requests.
+      allowPrivateAddresses: config.webhooks.allowPrivateAddresses,
     },
   };
   // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the
@@ -166,6 +171,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   // Runs it left go first (they see the configured URL as their endpoint's base until the
   // server sets the one it listens on, which only differs with PORT=0).
   runs.start();
+  // Delayed emits: what is due (also what a stopped process left) is emitted within a second.
+  const delayedEmits = startDelayedEmitDriver(deps);
   // Then, every minute, what a failed dispatch left (docs/durability.md).
   sweeps.push(
     setInterval(() => {
@@ -206,6 +213,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     },
     async close(graceMs = 5_000) {
       for (const sweep of sweeps) clearInterval(sweep);
+      await delayedEmits.stop();
       await timers.stop();
       await runs.drain(graceMs);
       unhookDispatcher();

@@ -10,6 +10,7 @@ import {
 } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { WebhookReceiver } from "../support/webhook-receiver.ts";
 
 /**
  * Actions written the way the public registry writes them (`components/*\/actions/*`, in
@@ -195,6 +196,8 @@ describe("registry-style actions as workflow steps, against local mode", () => {
       code: "ConfigurationError",
       cellId: broken.stepIds[0],
       message: "The value of `items` is not valid JSON",
+      // Its stack is not exposed: the error reads as the message alone, as in the original.
+      stack: "ConfigurationError: The value of `items` is not valid JSON",
     });
     expect(error?.event.original_event).toMatchObject({ body: { order: 9 } });
     expect(await events(broken.id)).toEqual([]);
@@ -217,15 +220,58 @@ describe("registry-style actions as workflow steps, against local mode", () => {
     expect(JSON.parse(readFileSync(join(folder, file), "utf8"))).toEqual({ id: "S3-1" });
   });
 
-  it("fails an http_request prop's execute() with a NotImplementedError on $errors naming the step", async () => {
-    const flow = await workflowOf([{ namespace: "request", code: fixture("send-http-request.mjs") }]);
-    const { run } = await trigger(flow);
-    expect(run).toMatchObject({ status: "error", error: { code: "NotImplementedError", cell_id: flow.stepIds[0] } });
-    const [error] = await events(flow.id, "$errors/");
-    expect(error?.event.error).toMatchObject({
-      code: "NotImplementedError",
-      cellId: flow.stepIds[0],
-      message: expect.stringContaining("execute() of an http_request prop is not available in Sluice yet"),
-    });
+  it("returns axios($, config)'s data and exports its debug_config and debug_response to later steps", async () => {
+    const receiver = await WebhookReceiver.start();
+    try {
+      const flow = await workflowOf([
+        { namespace: "fetch", code: fixture("get-json.mjs"), props: { url: receiver.url("/doc?lang=en") } },
+        { namespace: "report", code: REPORT },
+      ]);
+      const { run } = await trigger(flow);
+      expect(run.status, JSON.stringify(run.error)).toBe("success");
+      expect(summaries(run)).toEqual(["Got 2 characters", null]);
+      // The query string moved into params, which lost their undefined key, as the original does.
+      expect(receiver.requests).toMatchObject([
+        { method: "GET", path: "/doc?page=2&lang=en", headers: { "user-agent": "@PipedreamHQ/pipedream v0.1" } },
+      ]);
+      const [report] = await events(flow.id);
+      expect(report?.event.raw_event.fetch).toMatchObject({
+        $return_value: "ok",
+        debug_config: { url: receiver.url("/doc"), params: { page: 2, lang: "en" } },
+        debug_response: "ok",
+      });
+    } finally {
+      await receiver.stop();
+    }
+  });
+
+  it("sends an http_request prop's configured request with execute() and returns its answer", async () => {
+    const receiver = await WebhookReceiver.start();
+    try {
+      const flow = await workflowOf([
+        {
+          namespace: "request",
+          code: fixture("send-http-request.mjs"),
+          props: {
+            request: {
+              url: receiver.url("/hook"),
+              headers: [{ name: "x-from", value: "step" }],
+              body: { type: "fields", contentType: "application/json", fields: [{ name: "id", value: "42" }] },
+            },
+          },
+        },
+        { namespace: "report", code: REPORT },
+      ]);
+      const { run } = await trigger(flow);
+      expect(run.status, JSON.stringify(run.error)).toBe("success");
+      // The prop's default method (POST) is kept under the configured value.
+      expect(receiver.requests).toMatchObject([
+        { method: "POST", path: "/hook", headers: { "x-from": "step" }, body: '{"id":"42"}' },
+      ]);
+      const [report] = await events(flow.id);
+      expect(report?.event.raw_event.request.$return_value).toMatchObject({ status: 200, data: "ok" });
+    } finally {
+      await receiver.stop();
+    }
   });
 });

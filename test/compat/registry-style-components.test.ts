@@ -20,7 +20,9 @@ import {
   listWorkspaceSources,
   updateSource,
 } from "#core/sources";
+import { eventually } from "../support/eventually.ts";
 import { accountIn, memoryDeps } from "../support/memory-deps.ts";
+import { rejection } from "../support/rejection.ts";
 
 /**
  * Components written the way the public registry writes them (test/fixtures/components/), run
@@ -73,6 +75,10 @@ describe("registry-style components through the use cases and the sandbox", () =
 
   const events = async (sourceId: string, eventName = "") =>
     (await listSourceEvents(deps, caller, sourceId, { event_name: eventName, expand: "event" })).data;
+
+  /** The newest event once there is one: a custom response is sent before its run's emits are stored. */
+  const eventuallyOne = (sourceId: string) =>
+    eventually(async () => (await events(sourceId))[0], `an event of ${sourceId}`);
 
   it("runs a polling source that imports @pipedream/platform, keeps a db cursor and dedupes", async () => {
     const source = await deploySource(deps, caller, { component_code: fixture("polling-db-dedupe.mjs") });
@@ -169,16 +175,103 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(JSON.stringify(emitted?.event)).toContain("ping");
   });
 
-  it("takes the public registry's props for the registry's HTTP source: resStatusCode, resContentType, resBody", async () => {
-    const source = await deploySource(deps, caller, {
+  it("answers with the public registry's resStatusCode, resContentType and resBody on the shipped http-new-requests", async () => {
+    const defaults = await deploySource(deps, caller, { key: "http-new-requests" });
+    const keyOf = (source: typeof defaults) =>
+      (source.configured_props.http as { endpoint_url: string }).endpoint_url.split("/").at(-1) as string;
+    const plain = await receiveHttpRequest(deps, keyOf(defaults), request({ ping: 1 }));
+    expect(plain.status).toBe(200);
+    expect(plain.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(plain.body)).toEqual({ success: true });
+
+    const custom = await deploySource(deps, caller, {
       key: "http-new-requests",
-      configured_props: { resStatusCode: "201", resContentType: "text/plain", resBody: "made", emitBodyOnly: true },
+      configured_props: { resStatusCode: "201", resContentType: "text/plain", resBody: "created", emitBodyOnly: true },
+    });
+    const answer = await receiveHttpRequest(deps, keyOf(custom), request({ ping: 2 }));
+    expect(answer.status).toBe(201);
+    expect(answer.headers["content-type"]).toBe("text/plain");
+    expect(answer.body).toBe("created");
+    const emitted = await eventuallyOne(custom.id);
+    expect(emitted.event).toEqual({ ping: 2 });
+    expect(emitted.metadata.summary).toBe("POST /");
+  });
+
+  it("runs the public registry's http-new-requests shape: httpInterface, res* props and the http app's methods", async () => {
+    const source = await deploySource(deps, caller, {
+      component_code: fixture("http-new-requests-public.mjs"),
+      // biome-ignore lint/suspicious/noTemplateCurlyInString: the http app interpolates this text itself
+      configured_props: { resStatusCode: "202", summary: "got ${body.kind}" },
+    });
+    const key = (source.configured_props.httpInterface as { endpoint_url: string }).endpoint_url
+      .split("/")
+      .at(-1) as string;
+    const answer = await receiveHttpRequest(deps, key, request({ kind: "order" }));
+    expect(answer.status).toBe(202);
+    expect(answer.headers["content-type"]).toBe("application/json");
+    expect(JSON.parse(answer.body)).toEqual({ success: true });
+    const emitted = await eventuallyOne(source.id);
+    expect(emitted.metadata.summary).toBe("got order");
+    expect(emitted.event).toMatchObject({ method: "POST", body: { kind: "order" } });
+  });
+
+  it("refuses at deploy a source whose app needs a connected account, and any authProvisionId", async () => {
+    const needs = await rejection(
+      deploySource(deps, caller, {
+        component_code: fixture("github-app-polling.mjs"),
+        configured_props: { repo: "a/b" },
+      }),
+    );
+    expect(needs).toMatchObject({ code: "validation", issues: [{ field: "configured_props.github" }] });
+    expect(needs.message).toBe(
+      'configured_props.github: needs a connected account of the "github" app (its code reads $auth.login, $auth.oauth_access_token); Sluice has no connected accounts yet, so the component cannot run here',
+    );
+    const named = await rejection(
+      deploySource(deps, caller, {
+        component_code: fixture("rss-app-no-account.mjs"),
+        configured_props: { rss: { authProvisionId: "apn_abc" }, urls: ["https://example.test/feed"] },
+      }),
+    );
+    expect(named.issues).toEqual([
+      {
+        field: "configured_props.rss",
+        message: expect.stringMatching(/^names the connected account apn_abc, which does not exist/),
+      },
+    ]);
+  });
+
+  it("binds an app without an account with its methods and an empty $auth in hooks, methods and run", async () => {
+    const source = await deploySource(deps, caller, {
+      component_code: fixture("rss-app-no-account.mjs"),
+      configured_props: { urls: [" HTTPS://Example.test/Feed "] },
     });
     const key = (source.configured_props.http as { endpoint_url: string }).endpoint_url.split("/").at(-1) as string;
-    const answer = await receiveHttpRequest(deps, key, request({ ping: 2 }));
-    expect(answer.status).toBe(201);
-    expect(answer.body).toBe("made");
-    expect(answer.headers["content-type"]).toBe("text/plain");
+    await receiveHttpRequest(deps, key, request({ guid: "g1", title: "First" }));
+    await runSource(deps, jobs.at(-1) as SourceRunJob);
+    const [emitted] = await events(source.id);
+    expect(emitted?.event).toEqual({ guid: "g1", title: "First", feeds: ["https://example.test/feed"], auth: {} });
+    expect(emitted?.metadata).toMatchObject({ id: "g1", summary: "First" });
+  });
+
+  it("emits each tick as it is for a schedule source without run", async () => {
+    const source = await deploySource(deps, caller, { component_code: fixture("schedule-daily-no-run.mjs") });
+    expect(source.configured_props.cron).toEqual({ cron: "0 11 * * *", interval_seconds: null });
+    const at = Date.UTC(2026, 0, 2, 11, 0, 0);
+    await fireTimer(deps, source.id, at);
+    const [tick] = await events(source.id);
+    expect(tick?.event).toMatchObject({ timestamp: at / 1000, cron: "0 11 * * *" });
+    expect(await events(source.id, "$errors")).toEqual([]);
+  });
+
+  it("emits each request as it is for an HTTP source without run", async () => {
+    const source = await deploySource(deps, caller, {
+      component_code: 'export default { name: "Catch all", version: "0.0.1", props: { http: "$.interface.http" } };',
+    });
+    const key = (source.configured_props.http as { endpoint_url: string }).endpoint_url.split("/").at(-1) as string;
+    expect((await receiveHttpRequest(deps, key, request({ hello: "world" }))).status).toBe(200);
+    await runSource(deps, jobs.at(-1) as SourceRunJob);
+    const [emitted] = await events(source.id);
+    expect(emitted?.event).toMatchObject({ method: "POST", body: { hello: "world" }, query: { a: "1" } });
   });
 
   it("answers not found to another account for every operation on a source, and lists only its own", async () => {

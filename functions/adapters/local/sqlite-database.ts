@@ -3,6 +3,7 @@ import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { ownerOnlyFiles, reasonOf } from "./data-dir.ts";
 import { DATA_STORE_MIGRATIONS } from "./sqlite-data-store-schema.ts";
+import { DELAYED_EMIT_MIGRATIONS } from "./sqlite-delayed-emits.ts";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
 import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
@@ -164,6 +165,8 @@ export const MIGRATIONS: readonly string[] = [
   `ALTER TABLE sources ADD COLUMN workflow_id TEXT;`,
   // Data stores and their records (sqlite-data-store-schema.ts).
   ...DATA_STORE_MIGRATIONS,
+  // Delayed emits waiting for their delivery_ts (sqlite-delayed-emits.ts).
+  ...DELAYED_EMIT_MIGRATIONS,
 ];
 
 /**

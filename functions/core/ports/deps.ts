@@ -6,6 +6,7 @@ import type { ComponentRegistry } from "./component-registry.ts";
 import type { ComponentStore } from "./component-store.ts";
 import type { DataStoreStore } from "./data-store-store.ts";
 import type { DeadLetterStore } from "./dead-letter-store.ts";
+import type { DelayedEmitStore } from "./delayed-emits.ts";
 import type { DeliveryQueue } from "./delivery-queue.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { EventPurger } from "./event-purger.ts";
@@ -50,6 +51,12 @@ export interface RuntimeSettings {
   emitLimits: EmitLimits;
   /** What one workflow run may send and export, besides `emitLimits` (docs/components.md "Limits"). */
   workflowLimits: WorkflowRunLimits;
+  /**
+   * Whether an `http_request` prop's `execute()` may reach loopback and private addresses: local
+   * mode's `SLUICE_WEBHOOK_ALLOW_PRIVATE`, never on AWS.
+   * @default false
+   */
+  allowPrivateAddresses?: boolean;
 }
 
 /** The limits of a workflow run that are not emit limits. */
@@ -73,6 +80,8 @@ export interface Deps {
   bus: EventBus;
   /** Reclaims the space of deleted events in the background. */
   purger: EventPurger;
+  /** Delayed emits waiting for their `delivery_ts`; absent (AWS): they are emitted at once. */
+  delayedEmits?: DelayedEmitStore;
   /** Webhooks, subscriptions and auto subscriptions. */
   subscriptions: SubscriptionStore;
   /** Webhook deliveries waiting to be attempted (durable). */

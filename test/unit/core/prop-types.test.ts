@@ -177,11 +177,12 @@ const SAMPLES: Record<TypeName, Sample> = {
     ],
   },
   http_request: {
-    given: { url: "u" },
-    stored: { url: "u" },
-    view: { url: "u" },
-    run: { url: "u" },
-    refused: ["u", "must be an object"],
+    def: { default: { method: "POST" } },
+    given: { url: "https://example.test/hook", headers: [{ name: "x-a", value: "1" }] },
+    stored: { method: "POST", url: "https://example.test/hook", headers: [{ name: "x-a", value: "1" }] },
+    view: { method: "POST", url: "https://example.test/hook", headers: [{ name: "x-a", value: "1" }] },
+    run: { method: "POST", url: "https://example.test/hook", headers: [{ name: "x-a", value: "1" }] },
+    refused: [{ url: "file:///etc/passwd" }, "url must be an http or https URL"],
   },
   alert: {
     def: { alertType: "info", content: "c" },

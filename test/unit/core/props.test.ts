@@ -243,6 +243,47 @@ describe("validateConfiguredProps: special props", () => {
     ]);
   });
 
+  it("refuses an alert whose code gives an unknown alertType or no content, though it takes no value", () => {
+    const defs: PropDescription[] = [
+      { name: "typo", type: "alert", alertType: "danger", content: "Careful" },
+      { name: "empty", type: "alert", alertType: "warning" },
+      { name: "fine", type: "alert", alertType: "neutral", content: "**Markdown** is fine" },
+    ];
+    expect(issuesOf(() => validateConfiguredProps(defs, {}))).toEqual([
+      {
+        field: "configured_props.typo",
+        message:
+          'is an alert whose alertType must be one of info, neutral, warning, error (the component code gives "danger")',
+      },
+      {
+        field: "configured_props.empty",
+        message: "is an alert whose content must be a non-empty string in the component code",
+      },
+    ]);
+  });
+
+  it("checks an http_request value's fields and lays it over the code's default", () => {
+    const def: PropDescription = { name: "req", type: "http_request", default: { method: "POST" } };
+    expect(values([def], { req: { url: "http://127.0.0.1:9/x", params: { a: "1" } } })).toEqual({
+      req: { method: "POST", url: "http://127.0.0.1:9/x", params: { a: "1" } },
+    });
+    expect(values([def], {})).toEqual({ req: { method: "POST" } });
+    for (const [given, message] of [
+      [{ url: 5 }, "url must be a string"],
+      [{ url: "javascript:alert(1)" }, "url must be an http or https URL"],
+      [{ url: "https://x.test", headers: "x-a: 1" }, "headers must be a list of {name, value} or an object"],
+      [
+        { url: "https://x.test", params: [{ value: "no name" }] },
+        "params must be a list of {name, value} or an object",
+      ],
+      [{ url: "https://x.test", auth: "basic" }, "auth must be an object"],
+    ] as const) {
+      expect(issuesOf(() => validateConfiguredProps([def], { req: given }))).toEqual([
+        { field: "configured_props.req", message },
+      ]);
+    }
+  });
+
   it("refuses a prop the code gave no type", () => {
     const defs: PropDescription[] = [{ name: "broken", type: "unknown", optional: true }];
     expect(issuesOf(() => validateConfiguredProps(defs, {}))[0]).toMatchObject({

@@ -53,6 +53,15 @@ const DESCRIPTIONS: Record<string, Partial<ComponentDescription>> = {
   timer: { props: [{ name: "timer", type: "$.interface.timer" }] },
   http: { props: [{ name: "http", type: "$.interface.http" }] },
   source: { name: "Feed" },
+  // An action whose app methods read its $auth (an account is needed), and one of an app that needs none.
+  githubAction: {
+    type: "action",
+    props: [{ name: "github", type: "app", app: "github", authFields: ["oauth_access_token"] }],
+  },
+  helpersAction: {
+    type: "action",
+    props: [{ name: "helper_functions", type: "app", app: "helper_functions", authFields: ["token"] }],
+  },
 };
 
 function testHost() {
@@ -227,6 +236,24 @@ describe("createWorkflow", () => {
       "steps[0].component_id",
     ],
     ["an unknown registry key", { steps: [{ namespace: "a", key: "nope" }] }, "steps[0].key"],
+    [
+      "an app that needs a connected account",
+      { steps: [codeStep(), { namespace: "b", component_code: "githubAction" }] },
+      "steps[1].props.github",
+    ],
+    [
+      "a connected account, none existing yet",
+      {
+        steps: [
+          {
+            namespace: "a",
+            component_code: "helpersAction",
+            props: { helper_functions: { authProvisionId: "apn_1" } },
+          },
+        ],
+      },
+      "steps[0].props.helper_functions",
+    ],
     ["a missing required prop", { steps: [{ namespace: "a", key: "http-send", props: {} }] }, "steps[0].props.url"],
     [
       "a prop of the wrong type",
@@ -346,6 +373,14 @@ describe("createWorkflow", () => {
     expect(error.issues?.[0]?.field).toBe(field);
     expect(error.message.startsWith(`${field}: `)).toBe(true);
     expect((await listUserWorkflows(deps, owner, { limit: 10 })).data).toEqual([]);
+  });
+
+  it("creates a step whose app needs no account, whatever its code reads of $auth", async () => {
+    const { deps, owner } = await setUp();
+    const workflow = await createWorkflow(deps, owner, {
+      steps: [{ namespace: "a", component_code: "helpersAction" }],
+    });
+    expect(workflow.steps).toHaveLength(1);
   });
 
   it("keeps the loader's line in a code step's error, and reports every prop problem of a step at once", async () => {

@@ -130,6 +130,63 @@ describe("describeComponent", () => {
     expect(prop).toEqual({ name: "github", type: "app", app: "github" });
   });
 
+  it("reports the $auth fields an app's functions and the component's code read", () => {
+    const slack = {
+      type: "app",
+      app: "slack",
+      propDefinitions: {
+        channel: {
+          type: "string",
+          async options(this: any) {
+            // biome-ignore lint/complexity/useLiteralKeys: the bracket form is what is under test
+            return this.$auth?.["team_id"] ? [] : [];
+          },
+        },
+      },
+      methods: {
+        _headers(this: any) {
+          return { Authorization: `Bearer ${this.$auth.oauth_access_token}` };
+        },
+        _client(this: any) {
+          const { domain, api_key: key } = this.$auth;
+          return { domain, key };
+        },
+        _keys(this: any) {
+          return Object.keys(this.$auth);
+        },
+      },
+    };
+    const description = describeComponent({
+      props: {
+        slack,
+        other: {
+          type: "app",
+          app: "schedule",
+          methods: {
+            keys(this: any) {
+              return Object.keys(this.$auth);
+            },
+          },
+        },
+      },
+      methods: {
+        signingSecret(this: any) {
+          return this.slack.$auth.signing_secret;
+        },
+      },
+      async run() {},
+    });
+    expect(description.props).toEqual([
+      {
+        name: "slack",
+        type: "app",
+        app: "slack",
+        authFields: ["api_key", "domain", "oauth_access_token", "signing_secret", "team_id"],
+      },
+      { name: "other", type: "app", app: "schedule" },
+    ]);
+  });
+
   it("resolves a propDefinition against the app object, the prop's own attributes winning", () => {
     const description = describeComponent({
       props: {

@@ -131,35 +131,6 @@ describe("runInvocation: this", () => {
     expect(result.emits[0]?.event).toEqual({ keys: [], auth: {} });
   });
 
-  it("gives an http_request prop, configured or not, an execute() that fails saying what to use instead", async () => {
-    const result = await runInvocation(
-      {
-        props: { configured: { type: "http_request" }, unset: { type: "http_request" } },
-        async run(this: any) {
-          for (const prop of [this.configured, this.unset]) {
-            const failure = await prop.execute().catch((error: Error) => error);
-            this.$emit({ method: prop.method ?? null, name: failure.name, message: failure.message });
-          }
-        },
-      },
-      invocation({
-        props: { configured: { method: "POST" } },
-        propTypes: { configured: "http_request", unset: "http_request" },
-      }),
-      noIo,
-    );
-    expect(result.emits.map((emit) => emit.event)).toEqual([
-      {
-        method: "POST",
-        name: "NotImplementedError",
-        message: expect.stringMatching(
-          /^execute\(\) of an http_request prop is not available in Sluice yet: .*\$\.send\.http/,
-        ),
-      },
-      { method: null, name: "NotImplementedError", message: expect.stringContaining("axios") },
-    ]);
-  });
-
   it("builds this afresh for every invocation", async () => {
     const component = {
       run(this: any) {
@@ -201,6 +172,18 @@ describe("runInvocation: $emit", () => {
       { event: "plain", meta: {} },
       { event: null, meta: {} },
     ]);
+  });
+});
+
+describe("runInvocation: a source without run", () => {
+  it("emits the event of its run as it is, and nothing for a hook", async () => {
+    const component = { props: { timer: { type: "$.interface.timer" } } };
+    const tick = { timestamp: 1700000000, interval_seconds: 900 };
+    const run = await runInvocation(component, invocation({ event: tick }), noIo);
+    expect(run.error).toBeUndefined();
+    expect(run.emits).toEqual([{ event: tick, meta: {} }]);
+    const hook = await runInvocation(component, invocation({ kind: "deploy" }), noIo);
+    expect(hook.emits).toEqual([]);
   });
 });
 
@@ -563,6 +546,35 @@ describe("runInvocation: emit limits", () => {
 });
 
 describe("runInvocation: errors and timeouts", () => {
+  it("keeps the stack of a ConfigurationError only when it asks to expose it", async () => {
+    class ConfigurationError extends Error {
+      exposeStack: boolean;
+      constructor(message: string, exposeStack = false) {
+        super(message);
+        this.name = "ConfigurationError";
+        this.exposeStack = exposeStack;
+      }
+    }
+    const quiet = await runInvocation(
+      {
+        run: () => {
+          throw new ConfigurationError("Set the API URL");
+        },
+      },
+      invocation(),
+    );
+    expect(quiet.error).toEqual({ name: "ConfigurationError", message: "Set the API URL", ts: expect.any(Number) });
+    const loud = await runInvocation(
+      {
+        run: () => {
+          throw new ConfigurationError("bad", true);
+        },
+      },
+      invocation(),
+    );
+    expect(loud.error?.stack).toContain("ConfigurationError: bad");
+  });
+
   it("reports any thrown value and keeps what happened before the throw", async () => {
     const result = await runInvocation(
       {
