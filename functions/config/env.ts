@@ -86,6 +86,10 @@ export const ENV = {
    * AWS the stack sets it from `-c s3Buckets=a,b`; locally the objects are files under the data dir.
    */
   s3Buckets: "SLUICE_S3_BUCKETS",
+  /** The `sluice` CLI: base URL of the Sluice it talks to, over the saved profile's (the key: `SLUICE_API_KEY`). */
+  cliUrl: "SLUICE_URL",
+  /** The `sluice` CLI: its profile file is `<this>/sluice/config.json` (default `~/.config`, the XDG rule). */
+  xdgConfigHome: "XDG_CONFIG_HOME",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -354,4 +358,29 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     logLevel: parsed[ENV.logLevel] as LogLevel,
     s3Buckets: parsed[ENV.s3Buckets] as string[],
   };
+}
+
+/** What the `sluice` CLI reads from its environment: overrides of the saved profile, and where the profile lives. */
+export interface CliEnv {
+  /** `SLUICE_URL`, over the profile's URL. */
+  url: string | undefined;
+  /** `SLUICE_API_KEY`, over the profile's key. */
+  apiKey: string | undefined;
+  /** The directory holding the profile file: `$XDG_CONFIG_HOME/sluice`, else `<home>/.config/sluice`. */
+  configDir: string;
+}
+
+/** The `sluice` CLI's settings; `home` is the user's home directory (the caller's `os.homedir()`). */
+export function loadCliEnv(home: string, env: Env = process.env): CliEnv {
+  const parsed = parse(
+    {
+      [ENV.cliUrl]: z.url({ error: "must be a URL such as http://127.0.0.1:4000" }).optional(),
+      [ENV.apiKey]: z.string().min(1).optional(),
+      [ENV.xdgConfigHome]: z.string().min(1).optional(),
+    },
+    env,
+    "sluice",
+  );
+  const configHome = parsed[ENV.xdgConfigHome] ?? `${home}/.config`;
+  return { url: parsed[ENV.cliUrl], apiKey: parsed[ENV.apiKey], configDir: `${configHome}/sluice` };
 }
