@@ -73,9 +73,8 @@ export async function readComponent(entry: string, options: { root?: string } = 
   let total = 0;
 
   const name = (path: string) => posix(relative(root, path));
-  async function load(path: string, importer: string | undefined, depth: number): Promise<string> {
-    const shown =
-      importer === undefined ? entry : `${name(importer)} imports ${posix(relative(dirname(importer), path))}:`;
+  async function load(path: string, importer: { path: string; specifier: string } | undefined, depth: number) {
+    const shown = importer === undefined ? entry : `${name(importer.path)} imports ${importer.specifier}:`;
     if (!inside(root, path)) throw new CliError(`${shown} outside ${root}, the component's folder tree (see --root)`);
     let real: string;
     try {
@@ -98,7 +97,8 @@ export async function readComponent(entry: string, options: { root?: string } = 
     const text = await readFile(real, "utf8");
     files.set(key, text);
     if (!real.endsWith(".json"))
-      for (const specifier of relativeImports(text)) await load(resolveImport(real, specifier), real, depth + 1);
+      for (const specifier of relativeImports(text))
+        await load(resolveImport(real, specifier), { path: real, specifier }, depth + 1);
     return key;
   }
 
