@@ -1,6 +1,6 @@
 import { chmod, mkdir, readFile, rename, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
-import { loadCliEnv } from "#config/env";
+import { loadCliEnv } from "#config/cli-env";
 import { CliError } from "./errors.ts";
 
 /** A saved way to reach a Sluice: local mode or a deployed stack. */
