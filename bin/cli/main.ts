@@ -9,6 +9,7 @@ import { list } from "./commands/list.ts";
 import { createKey, createUser, start } from "./commands/local.ts";
 import { login } from "./commands/login.ts";
 import { CliError } from "./errors.ts";
+import { printable } from "./output.ts";
 
 /** Every command, in the order `sluice --help` lists them. */
 export const COMMANDS: readonly Command[] = [
@@ -69,7 +70,8 @@ export async function main(argv: readonly string[], io: Io): Promise<number> {
     return 0;
   } catch (error) {
     if (error instanceof CliError) {
-      io.err.write(`sluice: ${error.message}\n`);
+      // An API error's message is the server's text: printed as any server text is.
+      io.err.write(`sluice: ${printable(error.message)}\n`);
       return error.exitCode;
     }
     throw error;

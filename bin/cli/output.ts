@@ -1,5 +1,21 @@
 import type { Io } from "./command.ts";
 
+/**
+ * Control characters (but new line and tab), written escaped (`\x1b`) when text from a server is
+ * printed: a log line, an event's channel or a source's name comes from component code and from
+ * what it received, and raw escape sequences could move the cursor, rewrite earlier lines or set
+ * the terminal's title. JSON output escapes them itself.
+ */
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what it finds
+const CONTROL = /[\u0000-\u0008\u000b-\u001f\u007f-\u009f]/g;
+
+/** `text` safe to print on a terminal (see {@link CONTROL}). */
+export const printable = (text: string) =>
+  text.replace(CONTROL, (char) => `\\x${char.charCodeAt(0).toString(16).padStart(2, "0")}`);
+
+/** Writes text for people on stdout, with control characters escaped. */
+export const printText = (io: Io, text: string) => io.out.write(printable(text));
+
 /** Writes `value` as one line of JSON (a list or a record for `--json`; one line per event when following). */
 export const printJson = (io: Io, value: unknown) => io.out.write(`${JSON.stringify(value)}\n`);
 
@@ -15,7 +31,7 @@ export function printTable(io: Io, headers: readonly string[], rows: readonly (r
       .map((cell, i) => (i === cells.length - 1 ? cell : cell.padEnd(widths[i] ?? 0)))
       .join("  ")
       .trimEnd();
-  io.out.write(`${[line(headers), ...rows.map(line)].join("\n")}\n`);
+  printText(io, `${[line(headers), ...rows.map(line)].join("\n")}\n`);
 }
 
 /** Epoch seconds or milliseconds as an ISO time without its milliseconds. */

@@ -1,3 +1,12 @@
+import { CliError } from "./errors.ts";
+
+/**
+ * Longest message taken, in characters: an event is at most the run's emit budget (8 MiB by
+ * default) and the stream's envelope carries it twice. A server that sends more without ending a
+ * message is not followed into memory exhaustion.
+ */
+export const MAX_MESSAGE_CHARS = 32 * 1024 * 1024;
+
 /** One message of a server-sent event stream: `event` is absent for the default type. */
 export interface SseMessage {
   id: string | undefined;
@@ -9,7 +18,10 @@ export interface SseMessage {
  * Parses an event stream as it arrives (the WHATWG rules for what Sluice sends: `id`, `event`,
  * `data` fields, comments skipped, a message ends at a blank line, CRLF or LF).
  */
-export async function* sseMessages(chunks: AsyncIterable<Uint8Array>): AsyncGenerator<SseMessage> {
+export async function* sseMessages(
+  chunks: AsyncIterable<Uint8Array>,
+  maxChars = MAX_MESSAGE_CHARS,
+): AsyncGenerator<SseMessage> {
   const decoder = new TextDecoder();
   let buffer = "";
   for await (const chunk of chunks) {
@@ -33,5 +45,7 @@ export async function* sseMessages(chunks: AsyncIterable<Uint8Array>): AsyncGene
       }
       if (hasData) yield message;
     }
+    if (buffer.length > maxChars)
+      throw new CliError(`the live stream sent a message of more than ${maxChars} characters`);
   }
 }

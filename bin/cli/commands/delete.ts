@@ -3,7 +3,7 @@ import type { ApiClient, Subscription } from "../client.ts";
 import { ApiError } from "../client.ts";
 import type { Command } from "../command.ts";
 import { UsageError } from "../errors.ts";
-import { printJson } from "../output.ts";
+import { printJson, printText } from "../output.ts";
 import { connect } from "../session.ts";
 
 /** The API deletes a subscription by what created it, not by its id: find it, then delete by those. */
@@ -57,6 +57,6 @@ ${CLIENT_OPTIONS_HELP}`,
     const deleter = DELETERS[prefix] as (typeof DELETERS)[string];
     const deleted = await deleter.remove(await connect(values, io), id);
     if (values.json) printJson(io, deleted);
-    else io.out.write(`Deleted ${deleter.what} ${id}\n`);
+    else printText(io, `Deleted ${deleter.what} ${id}\n`);
   },
 };

@@ -2,7 +2,7 @@ import { CLIENT_OPTIONS, CLIENT_OPTIONS_HELP, propAssignments } from "../args.ts
 import type { Command } from "../command.ts";
 import { deployedLines, deployFile, endpointOf, updateFile } from "../deploying.ts";
 import { UsageError } from "../errors.ts";
-import { printJson } from "../output.ts";
+import { printJson, printText } from "../output.ts";
 import { connect } from "../session.ts";
 
 const FILES_HELP = `The file is read with the files it imports relatively (import ... from "./common.mjs",
@@ -46,7 +46,7 @@ ${CLIENT_OPTIONS_HELP}`,
       root: values.root as string | undefined,
     });
     if (values.json) printJson(io, deployed.kind === "action" ? deployed.component : deployed.source);
-    else io.out.write(deployedLines(deployed));
+    else printText(io, deployedLines(deployed));
   },
 };
 
@@ -73,7 +73,7 @@ ${CLIENT_OPTIONS_HELP}`,
     if (values.json) printJson(io, source);
     else {
       const endpoint = endpointOf(source);
-      io.out.write(`Updated source "${source.name}" (${source.id})\n${endpoint ? `  endpoint: ${endpoint}\n` : ""}`);
+      printText(io, `Updated source "${source.name}" (${source.id})\n${endpoint ? `  endpoint: ${endpoint}\n` : ""}`);
     }
   },
 };

@@ -6,7 +6,7 @@ import type { Command, Io } from "../command.ts";
 import { readComponent } from "../component-files.ts";
 import { deployedLines, deployFile, updateFile } from "../deploying.ts";
 import { CliError, UsageError } from "../errors.ts";
-import { isoTime, printJson } from "../output.ts";
+import { isoTime, printJson, printText } from "../output.ts";
 import { connect } from "../session.ts";
 import { logLine } from "./events.ts";
 
@@ -53,8 +53,8 @@ function streamAll(api: ApiClient, io: Io, id: string, json: boolean, signal: Ab
   const print = (event: EventSummary) => {
     if (json) return printJson(io, event);
     const name = event.metadata.name;
-    if (name === "$logs" || name === "$errors") return io.out.write(`${logLine(event)}\n`);
-    io.out.write(`${isoTime(event.indexed_at_ms)}  event ${name || "default"}  ${JSON.stringify(event.event)}\n`);
+    if (name === "$logs" || name === "$errors") return printText(io, `${logLine(event)}\n`);
+    printText(io, `${isoTime(event.indexed_at_ms)}  event ${name || "default"}  ${JSON.stringify(event.event)}\n`);
   };
   return Promise.all(
     [undefined, "$logs", "$errors"].map((channel) =>

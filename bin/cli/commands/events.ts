@@ -2,7 +2,7 @@ import { CLIENT_OPTIONS, CLIENT_OPTIONS_HELP } from "../args.ts";
 import type { ApiClient, EventSummary, Page } from "../client.ts";
 import type { Command, Io, Values } from "../command.ts";
 import { UsageError } from "../errors.ts";
-import { isoTime, printJson } from "../output.ts";
+import { isoTime, printJson, printText } from "../output.ts";
 import { connect } from "../session.ts";
 
 /** Most events `-n` asks for (the API pages 100 at a time; this many is ten pages). */
@@ -97,7 +97,7 @@ ${CLIENT_OPTIONS_HELP.split("\n")[1]}`,
     const print = (event: EventSummary) =>
       values.json
         ? printJson(io, event)
-        : io.out.write(`${isoTime(event.indexed_at_ms)}  ${channelOf(event)}  ${JSON.stringify(event.event)}\n`);
+        : printText(io, `${isoTime(event.indexed_at_ms)}  ${channelOf(event)}  ${JSON.stringify(event.event)}\n`);
     const path = isWorkflow ? `/workflows/${id}/event_summaries` : `/sources/${id}/event_summaries`;
     const shown = await newest(api, path, count, channel);
     for (const event of shown) print(event);
@@ -149,7 +149,7 @@ ${CLIENT_OPTIONS_HELP.split("\n")[1]}`,
     const count = countOf(values);
     if (!id.startsWith("dc_")) throw new UsageError(`logs: ${JSON.stringify(id)} is not a source id (dc_...)`);
     const api = await connect(values, io);
-    const print = (event: EventSummary) => (values.json ? printJson(io, event) : io.out.write(`${logLine(event)}\n`));
+    const print = (event: EventSummary) => (values.json ? printJson(io, event) : printText(io, `${logLine(event)}\n`));
     const path = `/sources/${id}/event_summaries`;
     const [logged, errors] = await Promise.all([
       newest(api, path, count, "$logs"),

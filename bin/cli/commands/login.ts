@@ -3,7 +3,7 @@ import { CLIENT_OPTIONS } from "../args.ts";
 import { apiClient } from "../client.ts";
 import type { Command, Io } from "../command.ts";
 import { CliError } from "../errors.ts";
-import { printJson } from "../output.ts";
+import { printJson, printText } from "../output.ts";
 import { DEFAULT_PROFILE, normalizeUrl, profileFile, saveProfile } from "../profile.ts";
 
 const DEFAULT_URL = "http://127.0.0.1:4000";
@@ -84,6 +84,6 @@ SLUICE_URL and SLUICE_API_KEY, when set, take the place of the profile's in ever
       ...(streamUrl ? { stream_url: normalizeUrl(streamUrl) } : {}),
     });
     if (values.json) printJson(io, { profile: name, file, url: root, user: me.data.username });
-    else io.out.write(`Logged in to ${root} as ${me.data.username}; profile "${name}" saved in ${file}\n`);
+    else printText(io, `Logged in to ${root} as ${me.data.username}; profile "${name}" saved in ${file}\n`);
   },
 };
