@@ -4,7 +4,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { apiClient } from "../support/api-client.ts";
+import { apiClient, createHttpWorkflow } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import {
   REPO_ROOT,
@@ -164,9 +164,12 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
     expect(logs.stdout).toMatch(/ {2}ERROR {2}Error: asked to fail: on purpose \(in run\)\n {4}at /);
 
     const follow = spawnSluiceBin(["events", source.id, "-n", "1", "-f", "--json"], { env, cwd: work });
-    const logsFollow = spawnSluiceBin(["logs", source.id, "-n", "0", "-f"], { env, cwd: work });
+    // -n 1: the newest of both channels (the error), then each channel from after its own newest,
+    // so nothing is missed however late this process starts streaming.
+    const logsFollow = spawnSluiceBin(["logs", source.id, "-n", "1", "-f"], { env, cwd: work });
     // The newest event first, then what comes: wait for the first, then make one.
     await eventually(() => when(follow.stdout().includes('"Ada"')), "the newest event");
+    await eventually(() => when(logsFollow.stdout().includes("ERROR")), "the newest of the logs and errors");
     await post(endpoint, { name: "Grace" });
     await eventually(() => when(follow.stdout().includes('"Grace"')), "the followed event", { timeoutMs: 20_000 });
     await eventually(() => when(logsFollow.stdout().includes("visit from Grace")), "the followed log", {
@@ -180,7 +183,24 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
       .split("\n")
       .map((line) => JSON.parse(line));
     expect(lines.map((line) => line.event)).toEqual([{ name: "Ada" }, { name: "Grace" }]);
+    expect(logsFollow.stdout()).toMatch(/^\S+ {2}ERROR {2}Error: asked to fail: on purpose/);
     expect(logsFollow.stdout()).not.toContain("visit from Ada");
+  });
+
+  it("lists a workflow, prints what it emitted, and deletes it by its p_ id", async () => {
+    const code = `export default defineComponent({ async run({ steps, $ }) { $.send.emit({ raw_event: { got: steps.trigger.event.body } }); } });`;
+    const workflow = await createHttpWorkflow(api, "cli-flow", [{ namespace: "emit", code }], false);
+    await post(workflow.url, { n: 1 });
+    const listed = await cli("list", "workflows");
+    expect(listed.stdout).toMatch(new RegExp(`^${workflow.id}\\s+cli-flow\\s+true\\s+1\\s`, "m"));
+    const emitted = await eventually(async () => {
+      const run = await cli("events", workflow.id, "--json");
+      return when(run.stdout.trim() !== "") && run;
+    }, "the workflow's event");
+    expect(JSON.parse(emitted.stdout).event).toEqual({ raw_event: { got: { n: 1 } } });
+    expect(await cli("events", workflow.id, "-f")).toMatchObject({ code: 2 });
+    expect(await cli("delete", workflow.id)).toMatchObject({ code: 0, stdout: `Deleted workflow ${workflow.id}\n` });
+    expect((await api("GET", `/workflows/${workflow.id}`)).status).toBe(404);
   });
 
   it("updates a source from a file: same id, props kept", async () => {
@@ -192,6 +212,12 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
     expect(updated.stdout).toContain(`Updated source "${created.name}" (${created.id})`);
     expect(await post(created.configured_props.http.endpoint_url, { name: "Ada" })).toMatchObject({
       json: { message: "Hi! Ada" },
+    });
+    // New props by name, coerced by their declared types; the others kept.
+    const again = await cli("update", created.id, "upd.mjs", "--prop", "times=2", "--json");
+    expect(JSON.parse(again.stdout)).toMatchObject({ id: created.id, configured_props: { greeting: "Hi", times: 2 } });
+    expect(await post(created.configured_props.http.endpoint_url, { name: "Ada" })).toMatchObject({
+      json: { message: "Hi! AdaHi! Ada" },
     });
   });
 
