@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-/** `bin/sluice.ts` run as `npm run sluice` does (tsx), followed by the command's arguments. */
+/** `bin/sluice.ts` run with tsx (as `npm start` and the `sluice` bin do), followed by the command's arguments. */
 const SLUICE_ARGS = ["--import", "tsx", "bin/sluice.ts"];
 
 /** The test's environment minus every SLUICE_ variable, plus `env`. */
