@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { workflowRunSchema } from "#http/list-workflow-runs";
 import type { componentSchema, eventSummarySchema, sourceSchema } from "#http/schemas";
 import type { subscriptionSchema, webhookSchema } from "#http/subscription-schemas";
 import type { workflowSchema } from "#http/workflow-schemas";
@@ -13,6 +14,7 @@ export type EventSummary = z.infer<typeof eventSummarySchema>;
 export type Webhook = z.infer<typeof webhookSchema>;
 export type Subscription = z.infer<typeof subscriptionSchema>;
 export type Workflow = z.infer<typeof workflowSchema>;
+export type WorkflowRun = z.infer<typeof workflowRunSchema>;
 export interface Page<T> {
   page_info: { total_count: number; count: number; start_cursor: string | null; end_cursor: string | null };
   data: T[];

@@ -188,7 +188,11 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
   });
 
   it("lists a workflow, prints what it emitted, and deletes it by its p_ id", async () => {
-    const code = `export default defineComponent({ async run({ steps, $ }) { $.send.emit({ raw_event: { got: steps.trigger.event.body } }); } });`;
+    const code = `export default defineComponent({ async run({ steps, $ }) {
+      console.log("got", steps.trigger.event.body.n);
+      if (steps.trigger.event.body.n > 1) throw new TypeError("too many");
+      $.send.emit({ raw_event: { got: steps.trigger.event.body } });
+    } });`;
     const workflow = await createHttpWorkflow(api, "cli-flow", [{ namespace: "emit", code }], false);
     await post(workflow.url, { n: 1 });
     const listed = await cli("list", "workflows");
@@ -199,6 +203,18 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
     }, "the workflow's event");
     expect(JSON.parse(emitted.stdout).event).toEqual({ raw_event: { got: { n: 1 } } });
     expect(await cli("events", workflow.id, "-f")).toMatchObject({ code: 2 });
+    await post(workflow.url, { n: 2 });
+    const runs = await eventually(async () => {
+      const run = await cli("logs", workflow.id, "-n", "5");
+      return when(run.stdout.includes("ERROR")) && run;
+    }, "the failed run in the logs");
+    const lines = runs.stdout.trim().split("\n");
+    expect(lines).toHaveLength(5);
+    expect(lines[0]).toMatch(/ {2}run run_\S+ {2}success in \d+ ms$/);
+    expect(lines[1]).toMatch(/ {2}log {4}\[emit\] got 1$/);
+    expect(lines[2]).toMatch(/ {2}run run_\S+ {2}error in \d+ ms$/);
+    expect(lines[3]).toMatch(/ {2}log {4}\[emit\] got 2$/);
+    expect(lines[4]).toMatch(/ {2}ERROR {2}TypeError: too many \(in emit\)$/);
     expect(await cli("delete", workflow.id)).toMatchObject({ code: 0, stdout: `Deleted workflow ${workflow.id}\n` });
     expect((await api("GET", `/workflows/${workflow.id}`)).status).toBe(404);
   });

@@ -1,5 +1,5 @@
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_HELP } from "../args.ts";
-import type { ApiClient, EventSummary, Page } from "../client.ts";
+import type { ApiClient, EventSummary, Page, WorkflowRun } from "../client.ts";
 import type { Command, Io, Values } from "../command.ts";
 import { UsageError } from "../errors.ts";
 import { isoTime, printJson, printText } from "../output.ts";
@@ -131,13 +131,34 @@ export function logLine(event: EventSummary): string {
   return `${time}  ${(log.level ?? "log").padEnd(5)}  ${log.message ?? JSON.stringify(event.event)}`;
 }
 
+/** A workflow run as text: a line for the run, one per log line (with its step), one for its error. */
+export function runLines(run: WorkflowRun): string {
+  const took = run.duration_ms === null ? "" : ` in ${run.duration_ms} ms`;
+  // Logs and errors name a step by its id (c_); people know it by its namespace.
+  const steps = new Map(run.steps.map((step) => [step.id, step.namespace]));
+  const step = (id: string) => steps.get(id) ?? id;
+  const lines = [`${isoTime(run.started_at_ms)}  run ${run.id}  ${run.status}${took}`];
+  for (const log of run.logs)
+    lines.push(`${isoTime(log.ts)}  ${log.level.padEnd(5)}  [${step(log.step)}] ${log.message}`);
+  if (run.error) {
+    const { code, message, cell_id } = run.error;
+    lines.push(`${isoTime(run.ended_at_ms ?? run.started_at_ms)}  ERROR  ${code}: ${message} (in ${step(cell_id)})`);
+  }
+  return lines.join("\n");
+}
+
+/** Most runs `logs <p_id>` shows: one page of the runs route. */
+const MAX_RUNS = 100;
+
 export const logs: Command = {
   name: "logs",
   summary: "show a source's console output and errors ($logs, $errors); -f follows them",
-  usage: `Usage: sluice logs <source id> [-n <count>] [-f]
+  usage: `Usage: sluice logs <source or workflow id> [-n <count>] [-f]
 
-Prints what the source's runs and hooks printed (its $logs channel: console.log, warn, error...)
-and the errors they threw (its $errors channel, with the stack), oldest first.
+For a source (dc_): prints what its runs and hooks printed (its $logs channel: console.log, warn,
+error...) and the errors they threw (its $errors channel, with the stack), oldest first.
+For a workflow (p_): its newest runs (-n of them, at most ${MAX_RUNS}), oldest first, each with its
+status, its log lines by step and its error; -f does not apply.
 
   -n <count>      how many of the newest, of both together (default ${DEFAULT_COUNT}, at most ${MAX_COUNT})
   -f, --follow    then follow both live until Ctrl-C
@@ -147,7 +168,9 @@ ${CLIENT_OPTIONS_HELP.split("\n")[1]}`,
   positionals: { min: 1, max: 1 },
   async run(values, [id = ""], io) {
     const count = countOf(values);
-    if (!id.startsWith("dc_")) throw new UsageError(`logs: ${JSON.stringify(id)} is not a source id (dc_...)`);
+    if (id.startsWith("p_")) return workflowLogs(values, id, count, io);
+    if (!id.startsWith("dc_"))
+      throw new UsageError(`logs: ${JSON.stringify(id)} is not a source (dc_) or workflow (p_) id`);
     const api = await connect(values, io);
     const print = (event: EventSummary) => (values.json ? printJson(io, event) : printText(io, `${logLine(event)}\n`));
     const path = `/sources/${id}/event_summaries`;
@@ -171,3 +194,15 @@ ${CLIENT_OPTIONS_HELP.split("\n")[1]}`,
       );
   },
 };
+
+async function workflowLogs(values: Values, id: string, count: number, io: Io): Promise<void> {
+  if (values.follow) throw new UsageError("logs: -f takes a source (dc_); a workflow's runs are listed only");
+  if (count > MAX_RUNS) throw new UsageError(`logs: -n is at most ${MAX_RUNS} for a workflow`);
+  if (count === 0) return;
+  const api = await connect(values, io);
+  const page = await api.call<Page<WorkflowRun>>("GET", `/workflows/${id}/runs`, { query: { limit: count } });
+  for (const run of page.data.reverse()) {
+    if (values.json) printJson(io, run);
+    else printText(io, `${runLines(run)}\n`);
+  }
+}
