@@ -22,6 +22,12 @@ import {
  * dev) are stopped with SIGINT as Ctrl-C stops them.
  */
 
+/** Stops a command as Ctrl-C does; resolves with how it ended. */
+async function stopWithCtrlC(command: SluiceCommand) {
+  command.child.kill("SIGINT");
+  return command.exited;
+}
+
 const HELLO = `export default {
   name: "Hello",
   version: "0.1.0",
@@ -74,10 +80,6 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
   };
   const sourceIdIn = (text: string) => /\b(dc_[A-Za-z0-9_-]+)/.exec(text)?.[1] ?? "";
   const endpointIn = (text: string) => /endpoint: (\S+)/.exec(text)?.[1] ?? "";
-  const stopWithCtrlC = async (command: SluiceCommand) => {
-    command.child.kill("SIGINT");
-    return command.exited;
-  };
 
   beforeAll(async () => {
     sluice = await startSluice();
@@ -391,6 +393,11 @@ describe("sluice deploy of a multi-file component, against a recording stand-in 
               ],
             }
           : { id: "dc_standin", name: "new-item", configured_props: {} };
+      if (request.url?.endsWith("/sse")) {
+        // No live stream here: dev says so and goes on watching.
+        response.writeHead(404, { "content-type": "application/json" }).end('{"error":"no stream in the stand-in"}');
+        return;
+      }
       response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ data: answer }));
     });
     await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
@@ -446,6 +453,34 @@ describe("sluice deploy of a multi-file component, against a recording stand-in 
       url: "/v1/sources",
       body: { component_id: "sc_standin", configured_props: { limit: 5, label: "10" } },
     });
+  });
+
+  it("dev redeploys when a file the entry imports is saved, sending every file again to the same source", async () => {
+    const tree = registryTree();
+    const app = join(tree, "components/acme");
+    const standin = { SLUICE_URL: url, SLUICE_API_KEY: "standin-key-0123456789" };
+    const dev = spawnSluiceBin(["dev", "sources/new-item/new-item.mjs"], { cwd: app, env: standin });
+    await eventually(() => when(dev.stderr().includes("Watching 3 file(s)")), "dev to watch the three files", {
+      timeoutMs: 30_000,
+    });
+    const changed = 'import acme from "../acme.app.mjs";\nexport default { props: { acme }, changed: true };\n';
+    writeFileSync(join(app, "common/base.mjs"), changed);
+    await eventually(() => when(dev.stderr().includes("Redeployed new-item.mjs to dc_standin")), "the redeploy", {
+      timeoutMs: 30_000,
+    });
+    expect(await stopWithCtrlC(dev)).toEqual({ code: 0, signal: null });
+    const puts = recorded.filter((request) => request.method === "PUT");
+    expect(puts).toHaveLength(1);
+    expect(puts[0]).toMatchObject({
+      url: "/v1/sources/dc_standin",
+      body: {
+        component_entry: "sources/new-item/new-item.mjs",
+        component_files: { "common/base.mjs": changed, "acme.app.mjs": expect.any(String) },
+      },
+    });
+    // Code alone: the server keeps the source's configured props.
+    expect(puts[0]?.body).not.toHaveProperty("configured_props");
+    expect(dev.stderr()).toContain("following events: no stream in the stand-in (404)");
   });
 
   it("refuses, before sending anything, an import that leaves the tree or a link out of it", async () => {
