@@ -227,7 +227,7 @@ function loadComponent(bundlePath: string, invocationId?: string, key = bundlePa
       // Parsing and compiling a large bundle (a registry component with axios inlined, and its
       // source map) holds this process before its top-level code starts: that silence is this
       // invocation's, so the host keeps it here as the one blocking rather than moving it to
-      // another cold child that would block the same way (decision 312).
+      // another cold child that would block the same way (decision 326).
       sendNow({ type: "started", invocationId });
     }
     loaded = evaluate(bundlePath).finally(() => loading.delete(url));

@@ -1,11 +1,11 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, symlinkSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
-import { REPO_ROOT, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { REPO_ROOT, runSluice, SLUICE_BIN, type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /*
  * README.md as a new user runs it: every shell block, in the order written, copied verbatim (read
@@ -85,11 +85,20 @@ interface BlockRun {
 }
 
 /**
- * A new user's terminal: the test's PATH (with this Node first), HOME, TMPDIR and LANG, nothing
- * else (no variable of the test's that a block could use without setting it), and `PORT`.
+ * A new user's terminal: the test's PATH (with this Node first, and a folder holding what
+ * `npm link` puts on a user's PATH: `sluice`, a link to bin/sluice.mjs), HOME, TMPDIR and LANG,
+ * nothing else (no variable of the test's that a block could use without setting it), `PORT`,
+ * and `XDG_CONFIG_HOME` in a temporary folder, so that `sluice login` saves its profile there
+ * rather than in the home of whoever runs the test.
  */
 function userEnv(port: string): Record<string, string> {
-  const env: Record<string, string> = { PATH: `${dirname(process.execPath)}:${process.env.PATH ?? ""}`, PORT: port };
+  const linked = mkdtempSync(join(tmpdir(), "sluice-readme-bin-"));
+  symlinkSync(SLUICE_BIN, join(linked, "sluice"));
+  const env: Record<string, string> = {
+    PATH: `${linked}:${dirname(process.execPath)}:${process.env.PATH ?? ""}`,
+    PORT: port,
+    XDG_CONFIG_HOME: mkdtempSync(join(tmpdir(), "sluice-readme-config-")),
+  };
   for (const name of ["HOME", "TMPDIR", "LANG"]) {
     const value = process.env[name];
     if (value !== undefined) env[name] = value;
@@ -143,6 +152,8 @@ describe("README.md, every shell block in order, as written", () => {
     await sluice?.stop();
   });
 
+  /** The source the CLI walk-through deploys. */
+  let greetId = "";
   /** What each block must print or leave behind, by block name; a block without an entry must only succeed. */
   const checks: Record<string, (run: BlockRun) => Promise<void> | void> = {
     "Quick start #2": (run) => {
@@ -256,6 +267,42 @@ describe("README.md, every shell block in order, as written", () => {
       ])
         expect(existsSync(join(cwd, file))).toBe(false);
     },
+    "The sluice command line #2": async (run) => {
+      const profile = join(run.env.XDG_CONFIG_HOME ?? "", "sluice", "config.json");
+      expect(run.lines[0]).toBe(
+        `Logged in to ${sluice.baseUrl.replace(/\/v1$/, "")} as sluice; profile "default" saved in ${profile}`,
+      );
+      expect(run.stdout).not.toContain(sluice.apiKeyFromFile());
+      expect(statSync(profile).mode & 0o777).toBe(0o600);
+      const source = readJson(cwd, "greet.json");
+      greetId = source.id;
+      expect(source.configured_props.greeting).toBe("Hi");
+      expect(run.lines.slice(1).map(json)).toEqual([{ message: "Hi, Ada!" }]);
+    },
+    "The sluice command line #3": (run) => {
+      const [header, row] = run.lines;
+      expect(header).toMatch(/^ID\s+NAME\s+ACTIVE\s+CREATED\s+ENDPOINT$/);
+      expect(row).toMatch(new RegExp(`^${greetId}\\s+greet\\s+true\\s`));
+      const rest = run.lines.slice(2);
+      expect(rest[0]).toMatch(/Z {2}default {2}\{"name":"Ada"\}$/);
+      expect(rest.slice(1).some((line) => / {2}log {4}greeting Ada$/.test(line))).toBe(true);
+    },
+    "The sluice command line #4": (run) => {
+      expect(run.lines.map((line) => line.replace(/^\S+ {2}/, ""))).toEqual([
+        'default  {"name":"Ada"}',
+        'default  {"name":"Grace"}',
+      ]);
+    },
+    "The sluice command line #5": async (run) => {
+      // greet.json is gone by now (the block removed it): the id the deploy block read.
+      const id = greetId;
+      expect(run.lines[0]).toBe(`Updated source "greet" (${id})`);
+      expect(run.lines[1]).toMatch(/^ {2}endpoint: http/);
+      expect(json(run.lines[2])).toEqual({ message: "Hi and welcome, Ada!" });
+      expect(run.lines[3]).toBe(`Deleted source ${id}`);
+      expect((await api("GET", `/sources/${id}`)).status).toBe(404);
+      for (const file of ["greet.mjs", "greet.mjs.bak", "greet.json"]) expect(existsSync(join(cwd, file))).toBe(false);
+    },
   };
 
   it("has a check only for blocks that exist, and runs some of every usage section", () => {
@@ -270,6 +317,7 @@ describe("README.md, every shell block in order, as written", () => {
         "Events: history, deletion, live stream",
         "Subscriptions and webhooks",
         "Cleaning up",
+        "The sluice command line",
       ]),
     );
   });

@@ -7,7 +7,7 @@ import { promisify } from "node:util";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-/** `bin/sluice.ts` run as `npm run sluice` does (tsx), followed by the command's arguments. */
+/** `bin/sluice.ts` run with tsx (as `npm start` and the `sluice` bin do), followed by the command's arguments. */
 const SLUICE_ARGS = ["--import", "tsx", "bin/sluice.ts"];
 
 /** The test's environment minus every SLUICE_ variable, plus `env`. */
@@ -143,4 +143,53 @@ export async function startSluice(
       return result;
     },
   };
+}
+
+/** The installable `sluice` command (package.json `bin`), which a user's shell runs by its shebang. */
+export const SLUICE_BIN = join(REPO_ROOT, "bin/sluice.mjs");
+
+/** A `sluice` command started by {@link spawnSluiceBin}. */
+export interface SluiceCommand {
+  child: ChildProcess;
+  stdout(): string;
+  stderr(): string;
+  /** Resolves with how it ended (a `timeoutMs` past its start kills it). */
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+}
+
+/**
+ * Starts the `sluice` bin (run as its shebang runs it) with `args`, in `cwd`, in the environment
+ * of {@link sluiceEnv} plus `env`; stdin is closed (not a terminal). Killed after `timeoutMs`.
+ */
+export function spawnSluiceBin(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string; timeoutMs?: number } = {},
+): SluiceCommand {
+  const child = spawn(SLUICE_BIN, args, {
+    cwd: options.cwd ?? REPO_ROOT,
+    env: sluiceEnv(options.env),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+  const out = outputCollector();
+  const err = outputCollector();
+  child.stdout?.setEncoding("utf8").on("data", (chunk: string) => out.add(chunk));
+  child.stderr?.setEncoding("utf8").on("data", (chunk: string) => err.add(chunk));
+  const timer = setTimeout(() => child.kill("SIGKILL"), options.timeoutMs ?? 60_000);
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) =>
+    child.once("close", (code, signal) => {
+      clearTimeout(timer);
+      resolve({ code, signal });
+    }),
+  );
+  return { child, stdout: out.text, stderr: err.text, exited };
+}
+
+/** Runs the `sluice` bin to its end: its exit code and output, whatever the code. */
+export async function runSluiceBin(
+  args: string[],
+  options: { env?: Record<string, string>; cwd?: string } = {},
+): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  const command = spawnSluiceBin(args, options);
+  const { code } = await command.exited;
+  return { code, stdout: command.stdout(), stderr: command.stderr() };
 }
