@@ -138,6 +138,50 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
     expect(components.map((each: { id: string }) => each.id)).toContain(source.component_id);
   });
 
+  it("deploys a multi-file component in the registry's layout: the entry and the app file it imports", async () => {
+    write(
+      "greeter-app/greeter-app.app.mjs",
+      `export default {
+  type: "app",
+  app: "greeter_app",
+  propDefinitions: {},
+  methods: { greet(name) { return "Hi " + name + " from a sibling file"; } },
+};
+`,
+    );
+    const entry = write(
+      "greeter-app/sources/new-greeting/new-greeting.mjs",
+      `import app from "../../greeter-app.app.mjs";
+export default {
+  key: "greeter_app-new-greeting",
+  name: "New Greeting",
+  version: "0.0.1",
+  type: "source",
+  props: { app, http: { type: "$.interface.http", customResponse: true } },
+  async run(event) {
+    const text = this.app.greet(event.body?.name);
+    this.$emit({ text }, { summary: text });
+    this.http.respond({ status: 200, body: { text } });
+  },
+};
+`,
+    );
+    const deployed = await cli("deploy", entry, "--root", "greeter-app");
+    expect(deployed.code, deployed.stderr).toBe(0);
+    const id = sourceIdIn(deployed.stdout);
+    expect(await post(endpointIn(deployed.stdout), { name: "Ada" })).toEqual({
+      status: 200,
+      json: { text: "Hi Ada from a sibling file" },
+    });
+    const component = (await api("GET", `/components/${(await api("GET", `/sources/${id}`)).json.data.component_id}`))
+      .json.data;
+    expect(component.component_entry).toBe("sources/new-greeting/new-greeting.mjs");
+    expect(Object.keys(component.component_files).sort()).toEqual([
+      "greeter-app.app.mjs",
+      "sources/new-greeting/new-greeting.mjs",
+    ]);
+  });
+
   it("saves an action as a component, deploying no source", async () => {
     const sources = (await api("GET", "/users/me/sources?limit=100")).json.data.length;
     const saved = await cli("deploy", write("add.mjs", ACTION), "--json");
