@@ -6,6 +6,7 @@ const NEEDS_DYNAMODB = [
   "test/contract/subscription-stores.test.ts",
   "test/contract/source-run-locks.test.ts",
   "test/contract/workflow-stores.test.ts",
+  "test/contract/data-store-stores.test.ts",
   "test/integration/aws-source-stream.test.ts",
   "test/e2e/cli.test.ts",
   "test/integration/lambda-entry.test.ts",

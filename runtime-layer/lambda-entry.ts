@@ -14,8 +14,16 @@
  * its logs, its environment has no Sluice variables, and the role's credentials, which Lambda puts
  * in the environment, are removed before the code loads.
  */
+import type { DataStoreCaller } from "./data-store-client.ts";
 import { installComponentGlobals } from "./globals.ts";
-import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "./protocol.ts";
+import type {
+  DataStoreGrant,
+  DataStoreReply,
+  Invocation,
+  InvocationResult,
+  WorkflowInvocation,
+  WorkflowResult,
+} from "./protocol.ts";
 import { parseInvocation, parseWorkflowInvocation } from "./protocol-parsers.ts";
 import { componentExport, failCurrentInvocation, loadFailureResult, runInvocation } from "./run-invocation.ts";
 import { runWorkflowSteps } from "./run-workflow.ts";
@@ -83,7 +91,10 @@ export function createSourceHandler(load: ComponentLoader): SourceHandler {
       return loadFailureResult(invocation.invocationId, error, performance.now() - started);
     }
     // The response travels in the result: a Lambda function answers once per invocation.
-    return runInvocation(component, invocation);
+    return runInvocation(component, invocation, {
+      onRespond() {},
+      dataStore: grantedCaller(invocation.dataStoreGrant),
+    });
   };
 }
 
@@ -109,7 +120,40 @@ export function createWorkflowHandler(loaders: Record<string, ComponentLoader>):
     }
     return component;
   };
-  return async (event) => runWorkflowSteps(load, workflowInvocationOf(event));
+  return async (event) => {
+    const invocation = workflowInvocationOf(event);
+    return runWorkflowSteps(load, invocation, grantedCaller(invocation.dataStoreGrant));
+  };
+}
+
+/** Taken when the runtime loads: component code may replace the global later. */
+const post = globalThis.fetch;
+
+/**
+ * Sends a run's data store calls to trusted code over HTTP, with the run's grant
+ * (docs/data-stores.md "On AWS"). Never rejects: a broker that cannot be reached or answers
+ * something else is the call's `DataStoreError`.
+ */
+export function grantedCaller(grant: DataStoreGrant | undefined): DataStoreCaller | undefined {
+  if (!grant) return undefined;
+  const refused = (message: string): DataStoreReply => ({ ok: false, error: { name: "DataStoreError", message } });
+  return async (call) => {
+    try {
+      const response = await post(grant.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ grant: grant.grant, call }),
+      });
+      const reply = (await response.json()) as Partial<DataStoreReply> | null;
+      if (reply?.ok === true) return reply as DataStoreReply;
+      if (reply?.ok === false && typeof reply.error?.message === "string") return reply as DataStoreReply;
+      return refused(`the data store service answered ${response.status}`);
+    } catch (error) {
+      return refused(
+        `the data store service could not be reached: ${error instanceof Error ? error.message : String(error)}`,
+      );
+    }
+  };
 }
 
 /** The workflow invocation trusted code sent; a malformed event is a bug of the host, so it throws. */

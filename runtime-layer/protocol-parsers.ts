@@ -27,6 +27,7 @@ import {
 import { LOG_LEVELS } from "./invocation-scope.ts";
 import { isJsonValue, isPlainObject } from "./json-value.ts";
 import type {
+  DataStoreGrant,
   EmitMeta,
   EmitRecord,
   ErrorRecord,
@@ -53,7 +54,14 @@ export type Parsed<T> = { ok: true; value: T } | { ok: false; problem: string };
 /** The name of the error a run fails with when its runtime's answer is malformed. */
 export const MALFORMED_RESULT_ERROR = "SandboxError";
 
-const INVOCATION_KINDS: readonly InvocationKind[] = ["run", "deploy", "activate", "deactivate", "additionalProps"];
+const INVOCATION_KINDS: readonly InvocationKind[] = [
+  "run",
+  "deploy",
+  "activate",
+  "deactivate",
+  "additionalProps",
+  "propOptions",
+];
 const BODY_ENCODINGS = ["utf8", "base64"] as const;
 
 /** Thrown inside a parser with the path of the bad field; never leaves this module. */
@@ -116,6 +124,11 @@ function optional<T>(to: Bag, from: Bag, key: string, path: string, parse: (valu
   if (from[key] !== undefined) to[key] = parse(from[key], at(path, key));
 }
 
+function dataStoreGrant(value: unknown, path: string): DataStoreGrant {
+  const grant = object(value, path);
+  return { url: nonEmpty(grant.url, at(path, "url")), grant: nonEmpty(grant.grant, at(path, "grant")) };
+}
+
 /**
  * The invocation as trusted code sends it (read by the Lambda entry and the sandbox entry). Trusted
  * code builds it, so a malformed one is a bug of the host: the entries refuse it.
@@ -148,6 +161,7 @@ export function parseInvocation(raw: unknown): Parsed<Invocation> {
         maxEmitBytes: finite(limits.maxEmitBytes, "limits.maxEmitBytes"),
       };
     }
+    optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
     return invocation;
   });
 }
@@ -178,6 +192,7 @@ export function parseInvocationResult(raw: unknown, invocationId: string): Parse
         propDescription(prop, at("additionalProps", index)),
       );
     }
+    if (value.propOptions !== undefined) result.propOptions = json(value.propOptions, "propOptions");
     return result;
   });
 }
@@ -356,7 +371,7 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
         db: jsonObject(step.db, at(path, "db")),
       };
     });
-    return {
+    const invocation: WorkflowInvocation = {
       invocationId,
       kind: "workflow",
       workflowId: nonEmpty(value.workflowId, "workflowId"),
@@ -367,6 +382,8 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
       timeoutMs,
       limits,
     };
+    optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
+    return invocation;
   });
 }
 

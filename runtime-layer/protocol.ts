@@ -13,10 +13,12 @@ import type { EmitLimits } from "./result-limits.ts";
 export type { EmitLimits, Json, PropDescription };
 
 /**
- * What a source invocation runs: `run`, one of the hooks, or `additionalProps`. A workflow run is
- * its own message ({@link WorkflowInvocation}, `kind: "workflow"`), parsed by its own parser.
+ * What a source invocation runs: `run`, one of the hooks, `additionalProps`, or a prop's `options`
+ * (`propOptions`, for the configure endpoint; its request is the `event`, see
+ * `prop-options.ts`). A workflow run is its own message ({@link WorkflowInvocation},
+ * `kind: "workflow"`), parsed by its own parser.
  */
-export type InvocationKind = "run" | "deploy" | "activate" | "deactivate" | "additionalProps";
+export type InvocationKind = "run" | "deploy" | "activate" | "deactivate" | "additionalProps" | "propOptions";
 
 /** The event a source's `run` receives from its HTTP interface (real-behaviour.md §1.2). */
 export interface HttpRunEvent {
@@ -66,6 +68,8 @@ export interface Invocation {
   timeoutMs: number;
   /** Limits of the run's emits; the emit past one ends the run. Trusted code checks them again. */
   limits?: EmitLimits;
+  /** Where a runtime without a channel to its host (a Lambda function) sends data store calls. */
+  dataStoreGrant?: DataStoreGrant;
 }
 
 /** Options the code passed to `this.$emit(event, options)`, as JSON. */
@@ -122,6 +126,8 @@ export interface InvocationResult {
   response?: HttpResponseSpec;
   /** For `additionalProps`: the props it returned, described like `configurable_props`. */
   additionalProps?: PropDescription[];
+  /** For `propOptions`: what `options` returned, as JSON, unchecked (trusted code validates it). */
+  propOptions?: Json;
   durationMs: number;
 }
 
@@ -180,6 +186,8 @@ export interface WorkflowInvocation {
   /** The whole run, every step together, is stopped after this long. */
   timeoutMs: number;
   limits: WorkflowLimits;
+  /** As {@link Invocation.dataStoreGrant}. */
+  dataStoreGrant?: DataStoreGrant;
 }
 
 /** What one `$.send.*` call asked for, in the payload shapes of real-behaviour.md §1.9. */
@@ -232,3 +240,52 @@ export interface WorkflowResult {
   error?: ErrorRecord;
   durationMs: number;
 }
+
+/**
+ * One call of a `data_store` prop's method (`this.<prop>.get(...)`), sent by the runtime to trusted
+ * code while the run goes on; the run awaits its {@link DataStoreReply}. Trusted code takes every
+ * field as hostile: `store` must be one of the stores it bound to this run's props.
+ * `keys()`, `entries()` and `for await` are pages of `list`.
+ */
+export type DataStoreCall =
+  | { store: string; op: "get" | "has" | "delete"; key: string }
+  | { store: string; op: "set"; key: string; value: Json; ttl?: number | null }
+  | { store: string; op: "setTtl"; key: string; ttl: number | null }
+  | { store: string; op: "list"; after?: string; keysOnly?: boolean }
+  | { store: string; op: "clear" };
+
+/**
+ * How a runtime that cannot message its host while it runs (a source's or workflow's Lambda
+ * function) reaches the data stores bound to its run: each call is POSTed as `{grant, call}` to
+ * `url`, which answers a {@link DataStoreReply}. `grant` is sealed by trusted code (the run's id,
+ * its stores, an expiry): code that reads it can do with it only what its run may do, until then.
+ */
+export interface DataStoreGrant {
+  url: string;
+  grant: string;
+}
+
+/** Longest data store key, in UTF-8 bytes. */
+export const DATA_STORE_KEY_MAX_BYTES = 512;
+/** Largest data store value, in UTF-8 bytes of its JSON text (a DynamoDB item holds 400 KB with its key). */
+export const DATA_STORE_VALUE_MAX_BYTES = 256 * 1024;
+/** Longest data store TTL: ten years, in seconds. */
+export const DATA_STORE_TTL_MAX_SECONDS = 10 * 365 * 24 * 3600;
+
+/** Why `key` is no data store key (a string of at most {@link DATA_STORE_KEY_MAX_BYTES}), or undefined. */
+export function dataStoreKeyProblem(key: unknown, what = "a data store key"): string | undefined {
+  if (typeof key !== "string") return `${what} must be a string, not ${key === null ? "null" : typeof key}`;
+  if (Buffer.byteLength(key) > DATA_STORE_KEY_MAX_BYTES)
+    return `${what} may be at most ${DATA_STORE_KEY_MAX_BYTES} bytes`;
+  return undefined;
+}
+
+/** Why `ttl` is no TTL (seconds above 0, at most {@link DATA_STORE_TTL_MAX_SECONDS}; `null` or absent for none), or undefined. */
+export function dataStoreTtlProblem(ttl: unknown): string | undefined {
+  if (ttl === undefined || ttl === null) return undefined;
+  if (typeof ttl === "number" && Number.isFinite(ttl) && ttl > 0 && ttl <= DATA_STORE_TTL_MAX_SECONDS) return undefined;
+  return `a data store ttl must be a number of seconds above 0 and at most ${DATA_STORE_TTL_MAX_SECONDS}, or null for none`;
+}
+
+/** The answer to a {@link DataStoreCall}: its value (`list`: `{entries: [key, value][], next?}`), or why it failed. */
+export type DataStoreReply = { ok: true; value?: Json } | { ok: false; error: { name: string; message: string } };

@@ -6,9 +6,11 @@
  * its own besides `io.onRespond`.
  */
 import { inspect } from "node:util";
+import { createDataStoreClient, type DataStoreCaller } from "./data-store-client.ts";
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
 import { normalizeResponse } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
+import { runPropOptions } from "./prop-options.ts";
 import type {
   EmitMeta,
   EmitRecord,
@@ -36,13 +38,15 @@ const HOOKS = new Set(["deploy", "activate", "deactivate"]);
 export interface InvocationIo {
   /** Called once, synchronously, on the first valid `respond` call of the run. */
   onRespond(response: HttpResponseSpec): void;
+  /** Where `data_store` props' calls go (trusted code); without it their methods throw. */
+  dataStore?: DataStoreCaller;
 }
 
 /** For a caller that sends the response only with the result (the Lambda entry). */
 const NO_IO: InvocationIo = { onRespond() {} };
 
 type Bag = Record<string, unknown>;
-type Outcome = { error?: ErrorRecord; additionalProps?: PropDescription[] };
+type Outcome = { error?: ErrorRecord; additionalProps?: PropDescription[]; propOptions?: Json };
 
 export const isBag = (value: unknown): value is Bag =>
   typeof value === "object" && value !== null && !Array.isArray(value);
@@ -90,6 +94,7 @@ export async function runInvocation(
   if (outcome.error) result.error = outcome.error;
   if (state.response) result.response = state.response;
   if (outcome.additionalProps) result.additionalProps = outcome.additionalProps;
+  if (outcome.propOptions !== undefined) result.propOptions = outcome.propOptions;
   return result;
 }
 
@@ -109,6 +114,10 @@ async function execute(component: unknown, state: InvocationState): Promise<Outc
       // The previously returned prop definitions travel in `event`.
       const returned: unknown = await component.additionalProps.call(self, isBag(event) ? event : {});
       return { additionalProps: describeProps(returned) };
+    }
+    if (kind === "propOptions") {
+      const bindApp = (app: Bag) => propValue("app", {}, app, state);
+      return { propOptions: await runPropOptions(component, self, event, { props: state.props, bindApp }) };
     }
     if (!HOOKS.has(kind)) throw new TypeError(`unknown invocation kind: ${String(kind)}`);
     const hook = isBag(component.hooks) ? component.hooks[kind] : undefined;
@@ -131,6 +140,8 @@ export interface ThisBindings {
   readonly dbWrites: Record<string, Json>;
   emit(event: unknown, meta: unknown): unknown;
   respond(spec: unknown): unknown;
+  /** Where `data_store` props' calls go; absent where the platform serves none. */
+  readonly dataStore?: DataStoreCaller | undefined;
 }
 
 /**
@@ -178,6 +189,7 @@ export function propValue(type: string | undefined, value: Json, declared: unkno
     return { ...(isBag(value) ? value : {}), respond: (spec: unknown) => bindings.respond(spec) };
   }
   if (type === "app") return appValue(value, declared);
+  if (type === "data_store") return createDataStoreClient(value, bindings.dataStore);
   if (type === "http_request") return { ...(isBag(value) ? value : {}), execute: executeNotAvailable };
   return value;
 }
@@ -243,6 +255,10 @@ class InvocationState implements InvocationScope, ThisBindings {
 
   get db(): Record<string, Json> {
     return this.invocation.db;
+  }
+
+  get dataStore(): DataStoreCaller | undefined {
+    return this.io.dataStore;
   }
 
   log(level: LogLevel, message: string): void {

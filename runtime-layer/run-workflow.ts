@@ -9,6 +9,8 @@
  * Exports and return values never leave the runtime (only their sizes do), so a result stays
  * small however much the steps export; what does leave is bounded by the invocation's limits.
  */
+
+import type { DataStoreCaller } from "./data-store-client.ts";
 import { toJson } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
 import { normalizeResponse } from "./http-response.ts";
@@ -60,10 +62,14 @@ type StepEnd = { status: "success" } | { status: "error"; error: ErrorRecord } |
  * step; a step that calls `$.flow.exit` ends it with `exited`; no later step runs either way. An
  * `await`-less endless loop cannot be stopped from inside the process: the host kills it.
  */
-export async function runWorkflowSteps(load: StepLoader, invocation: WorkflowInvocation): Promise<WorkflowResult> {
+export async function runWorkflowSteps(
+  load: StepLoader,
+  invocation: WorkflowInvocation,
+  dataStore?: DataStoreCaller,
+): Promise<WorkflowResult> {
   installComponentGlobals();
   const started = performance.now();
-  const run = new RunState(invocation);
+  const run = new RunState(invocation, dataStore);
   const timeoutMs =
     Number.isFinite(invocation.timeoutMs) && invocation.timeoutMs > 0 ? invocation.timeoutMs : DEFAULT_TIMEOUT_MS;
   const deadline = Date.now() + timeoutMs;
@@ -188,7 +194,11 @@ class RunState {
   private emits = 0;
   private emitBytes = 0;
 
-  constructor(readonly invocation: WorkflowInvocation) {}
+  constructor(
+    readonly invocation: WorkflowInvocation,
+    /** Where the steps' `data_store` props' calls go (trusted code). */
+    readonly dataStore?: DataStoreCaller,
+  ) {}
 
   log(step: string, level: LogLevel, message: string): void {
     if (this.logBytes >= LOG_MAX_BYTES) return;
@@ -253,6 +263,10 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
 
   get sourceId(): string {
     return this.run.invocation.workflowId;
+  }
+
+  get dataStore(): DataStoreCaller | undefined {
+    return this.run.dataStore;
   }
 
   get props(): Record<string, Json> {

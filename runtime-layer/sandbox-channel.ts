@@ -13,7 +13,15 @@
  */
 import { pathToFileURL } from "node:url";
 import type { ComponentDescription } from "./describe-component.ts";
-import type { Invocation, InvocationResult, RespondMessage, WorkflowInvocation, WorkflowResult } from "./protocol.ts";
+import type {
+  DataStoreCall,
+  DataStoreReply,
+  Invocation,
+  InvocationResult,
+  RespondMessage,
+  WorkflowInvocation,
+  WorkflowResult,
+} from "./protocol.ts";
 
 /** Asks the child to evaluate the bundle at `bundlePath` and describe its export. */
 export interface DescribeRequest {
@@ -52,7 +60,18 @@ export interface CancelRequest {
   invocationId: string;
 }
 
-export type SandboxRequest = DescribeRequest | InvokeRequest | CancelRequest;
+/**
+ * The host's answer to the child's {@link DataStoreCallMessage} with the same `callId` and
+ * `invocationId` (a call forged by code in the child, naming another invocation, answers nothing).
+ */
+export interface DataStoreReplyRequest {
+  type: "data_store_reply";
+  invocationId: string;
+  callId: number;
+  reply: DataStoreReply;
+}
+
+export type SandboxRequest = DescribeRequest | InvokeRequest | CancelRequest | DataStoreReplyRequest;
 
 /** Why a component could not be evaluated; `line`/`column` are positions in the user's source. */
 export interface LoadFailure {
@@ -102,6 +121,18 @@ export interface ExitingMessage {
   invocationId: string;
 }
 
+/**
+ * A `data_store` prop's method called by code of a running invocation; the host answers with a
+ * {@link DataStoreReplyRequest}. `callId` is the child's own counter. Only between the
+ * invocation's `started` and its `result`; everything in `call` is checked by trusted code.
+ */
+export interface DataStoreCallMessage {
+  type: "data_store";
+  invocationId: string;
+  callId: number;
+  call: DataStoreCall;
+}
+
 /** Everything the child sends; `respond` comes before the `result` of the same invocation. */
 export type SandboxMessage =
   | ReadyMessage
@@ -110,6 +141,7 @@ export type SandboxMessage =
   | ExitingMessage
   | DescribedMessage
   | RespondMessage
+  | DataStoreCallMessage
   | ResultMessage;
 
 /**

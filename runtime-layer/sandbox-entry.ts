@@ -19,9 +19,10 @@ import { syncBuiltinESMExports } from "node:module";
 import { Socket } from "node:net";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
+import type { DataStoreCaller } from "./data-store-client.ts";
 import { describeComponent } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
-import type { ErrorRecord, InvocationResult, LogRecord, WorkflowResult } from "./protocol.ts";
+import type { DataStoreReply, ErrorRecord, InvocationResult, LogRecord, WorkflowResult } from "./protocol.ts";
 import { parseInvocation, parseWorkflowInvocation } from "./protocol-parsers.ts";
 import {
   componentExport,
@@ -280,6 +281,7 @@ async function answer(request: SourceInvokeRequest): Promise<void> {
     result = await runInvocation(component, invocation, {
       // At once: the code may go on to block its process, and the caller has its answer then.
       onRespond: (response) => sendNow({ type: "respond", invocationId, response }),
+      dataStore: dataStoreCaller(invocationId),
     });
   } catch (error) {
     result = loadFailureResult(invocationId, error, performance.now() - started);
@@ -304,13 +306,42 @@ async function runWorkflow(request: WorkflowInvokeRequest): Promise<void> {
   // invocation it cannot have stalled here; a cancel read with it still counts.
   if (cancelled.delete(invocationId)) return;
   sendNow({ type: "started", invocationId });
-  const result = await runWorkflowSteps((module) => {
-    const bundlePath = Object.hasOwn(stepBundles, module) ? stepBundles[module] : undefined;
-    if (bundlePath === undefined) return Promise.reject(new Error(`no step module ${module} in this workflow`));
-    return loadComponent(bundlePath, invocationId, `step:${module}`);
-  }, invocation);
+  const result = await runWorkflowSteps(
+    (module) => {
+      const bundlePath = Object.hasOwn(stepBundles, module) ? stepBundles[module] : undefined;
+      if (bundlePath === undefined) return Promise.reject(new Error(`no step module ${module} in this workflow`));
+      return loadComponent(bundlePath, invocationId, `step:${module}`);
+    },
+    invocation,
+    dataStoreCaller(invocationId),
+  );
   cancelled.delete(invocationId);
   send({ type: "result", result: redactedWorkflow(result) });
+}
+
+/** Data store calls sent and not answered yet, by call id. */
+const dataStoreCalls = new Map<number, { invocationId: string; resolve: (reply: DataStoreReply) => void }>();
+let lastCallId = 0;
+
+/**
+ * Sends an invocation's data store calls to the host, which answers each on the request channel.
+ * Queued like any message: calls made in one tick go as one write.
+ */
+function dataStoreCaller(invocationId: string): DataStoreCaller {
+  return (call) =>
+    new Promise<DataStoreReply>((resolve) => {
+      const callId = ++lastCallId;
+      dataStoreCalls.set(callId, { invocationId, resolve });
+      send({ type: "data_store", invocationId, callId, call });
+    });
+}
+
+/** A reply to a call this runtime sent; one to a call forged by component code (another invocation) is dropped. */
+function onDataStoreReply(invocationId: unknown, callId: unknown, reply: unknown): void {
+  const pending = typeof callId === "number" ? dataStoreCalls.get(callId) : undefined;
+  if (!pending || pending.invocationId !== invocationId || typeof reply !== "object" || reply === null) return;
+  dataStoreCalls.delete(callId as number);
+  pending.resolve(reply as DataStoreReply);
 }
 
 /** The result without the server's paths in its error and logs (stacks name `component.ts`). */
@@ -427,6 +458,8 @@ function onRequest(line: string): void {
     const invocation = parseInvocation(request.invocation);
     if (invocation.ok) void invoke({ type: "invoke", bundlePath: request.bundlePath, invocation: invocation.value });
     else refuseInvocation(request.invocation, invocation.problem, false);
+  } else if (request?.type === "data_store_reply") {
+    onDataStoreReply(request.invocationId, request.callId, request.reply);
   } else if (request?.type === "cancel" && typeof request.invocationId === "string") {
     // Bounded: a cancel that comes after its invocation ended is never taken out again.
     if (cancelled.size >= MAX_CANCELLED) cancelled.delete(cancelled.values().next().value as string);

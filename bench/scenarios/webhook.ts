@@ -44,7 +44,13 @@ const rows = (p50?: number, p99?: number, lost?: number, ref?: { p50: number; p9
 
 const FANOUT_CONCURRENCY = 50;
 
-const fanoutRows = (rate?: number, share?: number, lost?: number, reference?: string): Row[] => [
+const fanoutRows = (
+  rate?: number,
+  share?: number,
+  lost?: number,
+  reference?: string,
+  accepted?: { rate: number; share: number },
+): Row[] => [
   {
     scenario: "fanout",
     figure: "events/s, ingested and delivered to a webhook (c=50)",
@@ -59,6 +65,13 @@ const fanoutRows = (rate?: number, share?: number, lost?: number, reference?: st
     unit: "%",
     target: { kind: "atLeast", value: 35 },
     ...(reference ? { reference } : {}),
+  },
+  {
+    scenario: "fanout",
+    figure: "share of the bare server's rate, accepted (deliveries may lag behind)",
+    measured: accepted?.share,
+    unit: "%",
+    ...(accepted ? { reference: `accepted ${perSec(accepted.rate)}` } : {}),
   },
   {
     scenario: "fanout",
@@ -210,7 +223,10 @@ export const fanout: Scenario = {
       `After a 2 s warm-up at the same concurrency (not counted). Events/s is events the receiver has ÷ time from the first request until the last accepted event arrived there. HTTP accept rate alone: ${perSec(load.okPerSec)}. CPU per delivered event: ${describeCpu(perEvent)}. Receiver: ${JSON.stringify(receiver.stats())}.`,
     );
     return {
-      rows: fanoutRows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`),
+      rows: fanoutRows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`, {
+        rate: load.okPerSec,
+        share: (load.okPerSec / reference.okPerSec) * 100,
+      }),
       details: {
         durationMs,
         load: loadDetails(load),

@@ -17,13 +17,8 @@ import { DomainError } from "#core/errors";
 import { importSpecifiers } from "#core/import-specifiers";
 import type { CodeFetcher } from "#core/ports/code-fetcher";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
-import {
-  componentUrlError,
-  fetchComponentTree,
-  isRelativeImport,
-  rawFileUrl,
-  type TreeBounds,
-} from "./url-component-tree.ts";
+import { isRelativeImport, type TreeBounds } from "./component-tree.ts";
+import { componentUrlError, fetchComponentTree, rawFileUrl } from "./url-component-tree.ts";
 
 export interface UrlCodeFetcherOptions {
   /** Local mode allows loopback and private addresses (a component served from the same machine). */

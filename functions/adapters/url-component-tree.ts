@@ -8,35 +8,18 @@
  *   files are named by their path below it (`http/http.app.mjs`).
  * - Only the same origin is fetched, through every redirect (the caller's `fetchFile` enforces
  *   redirects; this module only ever builds same-origin URLs).
- * - Each file is fetched once; an import without an extension tries the places the bundler would
- *   take, in its order (`importCandidates`), a 404 meaning "not here".
- * - Bounded: files, bytes in all, depth of the import chain, requests (misses included) and time.
+ * - Each file is fetched once, in the bundler's order of places, a 404 meaning "not here", within
+ *   bounds (`component-tree.ts`).
  */
-import { type ComponentFiles, importCandidates, normaliseComponentPath } from "#core/component-files";
+import { type ComponentFiles, normaliseComponentPath } from "#core/component-files";
 import { DomainError } from "#core/errors";
-import { importSpecifiers } from "#core/import-specifiers";
+import { collectComponentFiles, type TreeBounds } from "./component-tree.ts";
 
 const FIELD = "component_url";
 
 /** A validation error on `component_url`. */
 export const componentUrlError = (message: string) =>
   new DomainError("validation", `${FIELD}: ${message}`, [{ field: FIELD, message }]);
-
-export interface TreeBounds {
-  /** Most files in the component, the entry included. */
-  readonly maxFiles: number;
-  /** Most bytes of all files together. */
-  readonly maxBytes: number;
-  /** Longest chain of imports from the entry (the entry's own imports are depth 1). */
-  readonly maxDepth: number;
-  /** Most requests, the ones that found nothing included. */
-  readonly maxRequests: number;
-  /** Longest time for the whole tree. */
-  readonly deadlineMs: number;
-}
-
-/** `./x` and `../x`: the imports that name a sibling file. */
-export const isRelativeImport = (specifier: string) => specifier.startsWith("./") || specifier.startsWith("../");
 
 /**
  * The URL to fetch for a URL a user gives: a GitHub file page
@@ -77,49 +60,12 @@ export async function fetchComponentTree(
       `the file imports others, so its URL must name a file of a component (.mjs, .js, .cjs, .ts or .json) below ${root}`,
     );
   }
-  const deadline = Date.now() + bounds.deadlineMs;
-  const files: Record<string, string> = { [entryPath]: entryText };
-  let bytes = Buffer.byteLength(entryText, "utf8");
-  let requests = 1;
-  const missing = new Set<string>();
   const urlOf = (path: string) => new URL(`${root}${path.split("/").map(encodeURIComponent).join("/")}`, entry.origin);
-  const queue: { path: string; depth: number }[] = [{ path: entryPath, depth: 0 }];
-
-  for (let next = queue.shift(); next !== undefined; next = queue.shift()) {
-    const { path, depth } = next;
-    const text = files[path] as string;
-    // JSON imports nothing.
-    if (path.endsWith(".json")) continue;
-    for (const specifier of importSpecifiers(text).filter(isRelativeImport)) {
-      const cannot = (why: string) => componentUrlError(`${path}: cannot import ${JSON.stringify(specifier)}: ${why}`);
-      const candidates = importCandidates(path, specifier);
-      if ("refused" in candidates) throw cannot(candidates.refused);
-      if (candidates.paths.some((candidate) => Object.hasOwn(files, candidate))) continue;
-      let found: string | undefined;
-      for (const candidate of candidates.paths) {
-        if (missing.has(candidate)) continue;
-        if (depth + 1 > bounds.maxDepth) throw cannot(`imports are more than ${bounds.maxDepth} deep`);
-        if (++requests > bounds.maxRequests)
-          throw cannot(`finding the files took more than ${bounds.maxRequests} requests`);
-        if (Date.now() > deadline) throw cannot(`fetching the files took more than ${bounds.deadlineMs / 1000}s`);
-        const fetched = await fetchFile(urlOf(candidate), bounds.maxBytes - bytes);
-        if (fetched === undefined) {
-          missing.add(candidate);
-          continue;
-        }
-        found = candidate;
-        bytes += Buffer.byteLength(fetched, "utf8");
-        if (bytes > bounds.maxBytes) throw cannot(`the files hold more than ${bounds.maxBytes} bytes in all`);
-        files[candidate] = fetched;
-        if (Object.keys(files).length > bounds.maxFiles)
-          throw cannot(`the component has more than ${bounds.maxFiles} files`);
-        queue.push({ path: candidate, depth: depth + 1 });
-        break;
-      }
-      if (found === undefined) throw cannot(`no file found for it below ${entry.origin}${root}`);
-    }
-  }
-  return { entry: entryPath, files };
+  return collectComponentFiles(entryPath, entryText, bounds, {
+    read: (path, maxBytes) => fetchFile(urlOf(path), maxBytes),
+    refused: componentUrlError,
+    nowhere: `below ${entry.origin}${root}`,
+  });
 }
 
 /** `url`'s path below `root`, its segments decoded. */

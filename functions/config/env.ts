@@ -50,10 +50,17 @@ export const ENV = {
   webhookTimeoutMs: "SLUICE_WEBHOOK_TIMEOUT_MS",
   /** Local mode: webhooks delivered to at the same time. */
   webhookConcurrency: "SLUICE_WEBHOOK_CONCURRENCY",
+  /** Local mode: deliveries of one webhook in flight at once (1: one at a time, strictly in order). */
+  webhookInFlight: "SLUICE_WEBHOOK_IN_FLIGHT",
   /** Local mode: whether webhooks may point at loopback and private addresses (always false on AWS). */
   webhookAllowPrivate: "SLUICE_WEBHOOK_ALLOW_PRIVATE",
   /** Local mode: whether `component_url` may point at loopback and private addresses (always false on AWS). */
   componentUrlAllowPrivate: "SLUICE_COMPONENT_URL_ALLOW_PRIVATE",
+  /**
+   * Local mode: a components tree in the public registry's layout whose components are served by
+   * key (`GET /v1/components/registry/{key}`, `key` on deploys) before the shipped `registry/`.
+   */
+  registryDir: "SLUICE_REGISTRY_DIR",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */
   resourcesTable: "SLUICE_RESOURCES_TABLE",
   /** Daily quotas of each workspace, also reported on users and workspaces; 0 means unlimited. */
@@ -86,6 +93,12 @@ export const ENV = {
    * AWS the stack sets it from `-c s3Buckets=a,b`; locally the objects are files under the data dir.
    */
   s3Buckets: "SLUICE_S3_BUCKETS",
+  /**
+   * AWS only, set by the stack: the account that must own a `$.send.s3` bucket (S3's
+   * `ExpectedBucketOwner`), so a listed bucket deleted and re-created by another account is never
+   * written to.
+   */
+  s3ExpectedOwner: "SLUICE_S3_EXPECTED_OWNER",
 } as const;
 
 type Env = Record<string, string | undefined>;
@@ -211,6 +224,8 @@ export interface LocalRuntimeConfig {
   npmRegistry: string | undefined;
   /** Whether `component_url` may be fetched from loopback and private addresses. */
   componentUrlAllowPrivate: boolean;
+  /** A registry-layout components tree served by key; undefined: the shipped `registry/` only. */
+  registryDir: string | undefined;
   emitLimits: EmitLimits;
   workflowLimits: WorkflowRunLimits;
 }
@@ -218,6 +233,7 @@ export interface LocalRuntimeConfig {
 /** Webhook delivery in local mode (docs/webhooks.md): the retry policy plus the worker's own settings. */
 export interface WebhookDeliveryConfig extends Omit<DeliverySettings, "random"> {
   concurrency: number;
+  inFlightPerWebhook: number;
   allowPrivateAddresses: boolean;
 }
 
@@ -270,8 +286,10 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookMaxDelayMs]: z.coerce.number().int().min(1).default(1_800_000),
       [ENV.webhookTimeoutMs]: z.coerce.number().int().min(100).max(60_000).default(10_000),
       [ENV.webhookConcurrency]: z.coerce.number().int().min(1).max(256).default(8),
+      [ENV.webhookInFlight]: z.coerce.number().int().min(1).max(32).default(4),
       [ENV.webhookAllowPrivate]: trueOrFalse,
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
+      [ENV.registryDir]: z.string().min(1).optional(),
       ...quotaShape,
       ...emitLimitsShape,
       ...workflowLimitsShape,
@@ -299,6 +317,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
+      registryDir: parsed[ENV.registryDir] as string | undefined,
       emitLimits: emitLimitsFrom(parsed),
       workflowLimits: workflowLimitsFrom(parsed),
     },
@@ -312,6 +331,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       maxDelayMs: parsed[ENV.webhookMaxDelayMs] as number,
       timeoutMs: parsed[ENV.webhookTimeoutMs] as number,
       concurrency: parsed[ENV.webhookConcurrency] as number,
+      inFlightPerWebhook: parsed[ENV.webhookInFlight] as number,
       allowPrivateAddresses: parsed[ENV.webhookAllowPrivate] === "true",
     },
     apiKey: parsed[ENV.apiKey] as string | undefined,
@@ -332,6 +352,8 @@ export interface AwsConfig {
   logLevel: LogLevel;
   /** Buckets `$.send.s3` may write to (set by the stack from `-c s3Buckets`); empty: none. */
   s3Buckets: string[];
+  /** The account id that must own those buckets (the stack's own); undefined: not checked. */
+  s3ExpectedOwner: string | undefined;
 }
 
 export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
@@ -342,6 +364,10 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
       [ENV.eventRetentionDays]: count.default(30),
       [ENV.logLevel]: logLevelRule,
       [ENV.s3Buckets]: s3BucketsRule,
+      [ENV.s3ExpectedOwner]: z
+        .string()
+        .regex(/^\d{12}$/, "must be a 12-digit AWS account id")
+        .optional(),
       ...quotaShape,
     },
     env,
@@ -353,5 +379,6 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     eventMaxAgeMs: (parsed[ENV.eventRetentionDays] as number) * 86_400_000,
     logLevel: parsed[ENV.logLevel] as LogLevel,
     s3Buckets: parsed[ENV.s3Buckets] as string[],
+    s3ExpectedOwner: parsed[ENV.s3ExpectedOwner] as string | undefined,
   };
 }

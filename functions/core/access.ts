@@ -47,3 +47,12 @@ export async function requireWebhook(deps: Pick<Deps, "subscriptions">, caller: 
   if (!webhook || webhook.userId !== caller.userId) throw notFound("webhook");
   return webhook;
 }
+
+/** A data store of a workspace the caller belongs to; anything else is "not found". */
+export async function requireDataStore(deps: Pick<Deps, "dataStores" | "identity">, caller: Caller, id: string) {
+  const store = await deps.dataStores.getStore(id);
+  if (!store) throw notFound("data store");
+  const membership = await deps.identity.getMembership(store.workspaceId, caller.userId);
+  if (!membership) throw notFound("data store");
+  return store;
+}

@@ -31,6 +31,8 @@ export const ID_PREFIXES = {
   delivery: "dlv_",
   /** Not in the spec: one run of a workflow (internal; `GET /v1/workflows/{id}/runs`). */
   run: "run_",
+  /** A workspace's data store (the hosted service's `ds_` ids). */
+  dataStore: "ds_",
 } as const;
 
 export type ResourceKind = keyof typeof ID_PREFIXES;

@@ -8,6 +8,7 @@
  */
 import type { Json, PropDescription } from "#runtime/protocol";
 import { SEALED_SECRET, type StoredPropValue, type TimerSpec } from "./component-model.ts";
+import { ID_PREFIXES, idPattern } from "./ids.ts";
 import { validateTimerSpec } from "./timer-schedule.ts";
 
 export const HTTP_INTERFACE = "$.interface.http";
@@ -138,6 +139,23 @@ const integer: Check = (def, value) => {
 const object: Check = (_def, value) => {
   if (!isObject(value)) throw new PropValueError("must be an object");
   return value;
+};
+
+const DATA_STORE_ID = new RegExp(idPattern(ID_PREFIXES.dataStore));
+/** Longest data store name a prop may give, in characters. */
+export const DATA_STORE_NAME_MAX_CHARS = 128;
+
+/** A data store: its id (`"ds_..."`), `{"name": "..."}` (found or created at run time), or `{}` (its own). */
+const dataStoreRef: Check = (_def, value) => {
+  if (typeof value === "string" && DATA_STORE_ID.test(value)) return value;
+  if (isObject(value) && Object.keys(value).length === 0) return value;
+  if (isObject(value) && Object.keys(value).length === 1 && typeof value.name === "string") {
+    const name = value.name.trim();
+    if (name !== "" && name.length <= DATA_STORE_NAME_MAX_CHARS) return { name };
+  }
+  throw new PropValueError(
+    `must be a data store id ("ds_..."), or {"name": "..."} (1 to ${DATA_STORE_NAME_MAX_CHARS} characters) to use the workspace's store of that name`,
+  );
 };
 
 const connectedAccount: Check = (_def, value) => {
@@ -275,8 +293,9 @@ export const PROP_TYPES = {
   any: userValue({ check: anyJson, nullIsValue: true }),
   // Connected accounts come later: until then a value is only checked for its shape.
   app: userValue({ check: connectedAccount, neverRequired: true }),
-  // Data stores and HTTP requests take an object until they get entries of their own.
-  data_store: userValue({ check: object, neverRequired: true }),
+  // Bound to a store of the workspace at run time (`data-stores.ts`); none given: a store of its own.
+  data_store: userValue({ check: dataStoreRef, neverRequired: true }),
+  // HTTP requests take an object until they get an entry of their own.
   http_request: userValue({ check: object, neverRequired: true }),
 
   alert: {

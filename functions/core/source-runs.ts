@@ -30,6 +30,7 @@ import {
   type SourceState,
   type StoredEvent,
 } from "./component-model.ts";
+import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
@@ -62,6 +63,7 @@ export type RunDeps = Pick<
   | "runtime"
   | "quotas"
   | "runLock"
+  | "dataStores"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */
@@ -143,7 +145,8 @@ export async function probeSource(
   kind: InvocationKind,
   event?: Json,
 ): Promise<InvocationResult> {
-  const { invocation } = await buildInvocation(deps, source, component, kind, event);
+  // Unbound: a probe must not create the source's own data stores before the source exists.
+  const { invocation } = await buildInvocation(deps, source, component, kind, event, false);
   return deps.host.invoke(sourceCode(source, component), invocation);
 }
 
@@ -219,7 +222,15 @@ async function runAndApply(
   hops: number,
   hold?: { lease: SourceRunLease; waitUntilMs: number | undefined },
 ): Promise<AppliedRun> {
-  const { invocation, state } = await buildInvocation(deps, source, component, kind, event);
+  const { invocation, state, stores } = await buildInvocation(deps, source, component, kind, event);
+  if (stores.size > 0) {
+    const timeoutMs = invocation.timeoutMs;
+    handlers = {
+      ...handlers,
+      dataStore: dataStoreService(deps, stores),
+      dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs),
+    };
+  }
   if (hold?.waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
   }
@@ -249,12 +260,18 @@ async function buildInvocation(
   component: ComponentRecord,
   kind: InvocationKind,
   event: Json | undefined,
-): Promise<{ invocation: Invocation; state: SourceState }> {
+  bindStores = true,
+): Promise<{ invocation: Invocation; state: SourceState; stores: Set<string> }> {
   const [values, state] = await Promise.all([
     openSecretValues(deps.secrets, source.configuredProps),
     deps.sources.getSourceState(source.id),
   ]);
-  const { props, propTypes } = runtimeProps(propsOf(source, component), values, interfaceContext(deps, source));
+  const runtime = runtimeProps(propsOf(source, component), values, interfaceContext(deps, source));
+  const { propTypes } = runtime;
+  const stores = new Set<string>();
+  const props = bindStores
+    ? await bindDataStoreProps(deps, source.workspaceId, source.id, runtime.props, propTypes, stores)
+    : runtime.props;
   const invocation: Invocation = {
     invocationId: deps.ids.newSecret(12),
     kind,
@@ -266,7 +283,7 @@ async function buildInvocation(
     limits: deps.runtime.emitLimits,
   };
   if (event !== undefined) invocation.event = event;
-  return { invocation, state };
+  return { invocation, state, stores };
 }
 
 /**

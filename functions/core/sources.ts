@@ -62,7 +62,12 @@ export interface UpdateSourceInput extends ComponentChoice {
 }
 
 function hasChoice(input: ComponentChoice): boolean {
-  return input.component_id !== undefined || input.key !== undefined || givesCode(input);
+  return (
+    input.component_id !== undefined ||
+    input.key !== undefined ||
+    input.component_entry !== undefined ||
+    givesCode(input)
+  );
 }
 
 /** The component a create or update names: `component_id`, else code, else files, else URL, else registry `key`. */

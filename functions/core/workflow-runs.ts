@@ -8,6 +8,7 @@
  * Once only: every run has an id before it runs (`WorkflowRunJob.runId`), and
  * `WorkflowRunStore.beginRun` is the gate: a repeated job finds its run `done` and does nothing.
  */
+
 import { createHash } from "node:crypto";
 import type { WorkflowCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
@@ -24,6 +25,7 @@ import type {
 import { requireWorkflow } from "./access.ts";
 import { clipText } from "./clip-text.ts";
 import { type ComponentRecord, ERRORS_CHANNEL, type Json, type NewEvent } from "./component-model.ts";
+import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { isDomainError } from "./errors.ts";
 import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
@@ -285,7 +287,8 @@ async function beginAndRun(
   const run = begun.run;
   const enabled = loaded.filter(({ step }) => !step.disabled);
   const states = hold ? await deps.workflows.getStepStates(workflow.id) : {};
-  const invocation = await buildInvocation(deps, workflow, enabled, job, run, respondable, states);
+  const stores = new Set<string>();
+  const invocation = await buildInvocation(deps, workflow, enabled, job, run, respondable, states, stores);
   if (hold?.waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
   }
@@ -307,7 +310,14 @@ async function beginAndRun(
     return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0);
   }
   const startedMs = deps.clock.nowMs();
-  const raw = await deps.host.invokeWorkflow(workflowCode(workflow, loaded), invocation);
+  const handlers =
+    stores.size > 0
+      ? {
+          dataStore: dataStoreService(deps, stores),
+          dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, invocation.timeoutMs),
+        }
+      : undefined;
+  const raw = await deps.host.invokeWorkflow(workflowCode(workflow, loaded), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
   let result = raw;
   if (hold?.lease && !hold.lease.held()) {
@@ -383,15 +393,21 @@ async function buildInvocation(
   run: WorkflowRun,
   respondable: boolean,
   states: Record<string, StepState>,
+  stores: Set<string>,
 ): Promise<WorkflowInvocation> {
   const stepProps = await stepPropsOf(deps, workflow, enabled);
-  const steps = enabled.map(
-    ({ step, component }, index): WorkflowStepInvocation => ({
-      id: step.id,
-      namespace: step.namespace,
-      module: component.codeHash,
-      ...(stepProps[index] as StepProps),
-      db: states[step.id]?.db ?? {},
+  const steps = await Promise.all(
+    enabled.map(async ({ step, component }, index): Promise<WorkflowStepInvocation> => {
+      const { props, propTypes } = stepProps[index] as StepProps;
+      return {
+        id: step.id,
+        namespace: step.namespace,
+        module: component.codeHash,
+        // Bound per run, after the cache: a store may be created or deleted between runs.
+        props: await bindDataStoreProps(deps, workflow.workspaceId, step.id, props, propTypes, stores),
+        propTypes,
+        db: states[step.id]?.db ?? {},
+      };
     }),
   );
   const context = workflowContext(workflow, run);

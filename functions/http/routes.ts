@@ -1,9 +1,12 @@
+import { route as clearDataStore } from "./clear-data-store.ts";
+import { route as configureComponentProp } from "./configure-component-prop.ts";
 import { route as createAutoSubscription } from "./create-auto-subscription.ts";
 import { route as createComponent } from "./create-component.ts";
 import { route as createSource } from "./create-source.ts";
 import { route as createSubscription } from "./create-subscription.ts";
 import { route as createWebhook } from "./create-webhook.ts";
 import { route as createWorkflow } from "./create-workflow.ts";
+import { route as deleteDataStore } from "./delete-data-store.ts";
 import { route as deleteSource } from "./delete-source.ts";
 import { route as deleteSourceEvents } from "./delete-source-events.ts";
 import { route as deleteSubscription } from "./delete-subscription.ts";
@@ -17,6 +20,7 @@ import { route as getSource } from "./get-source.ts";
 import { route as getWebhook } from "./get-webhook.ts";
 import { route as getWorkflow } from "./get-workflow.ts";
 import { route as getWorkspace } from "./get-workspace.ts";
+import { route as listDataStoreRecords } from "./list-data-store-records.ts";
 import { route as listDeadLetters } from "./list-dead-letters.ts";
 import { route as listSourceEvents } from "./list-source-events.ts";
 import { route as listUserSources } from "./list-user-sources.ts";
@@ -26,14 +30,17 @@ import { route as listUserWorkflows } from "./list-user-workflows.ts";
 import { route as listWorkflowErrors } from "./list-workflow-errors.ts";
 import { route as listWorkflowEvents } from "./list-workflow-events.ts";
 import { route as listWorkflowRuns } from "./list-workflow-runs.ts";
+import { route as listWorkspaceDataStores } from "./list-workspace-data-stores.ts";
 import { route as listWorkspaceProjects } from "./list-workspace-projects.ts";
 import { route as listWorkspaceSources } from "./list-workspace-sources.ts";
 import { route as listWorkspaceSubscriptions } from "./list-workspace-subscriptions.ts";
 import { route as listWorkspaceWorkflows } from "./list-workspace-workflows.ts";
+import { route as reloadComponentProps } from "./reload-component-props.ts";
 import { route as replayDeadLetter } from "./replay-dead-letter.ts";
 import { route as replayDeadLetters } from "./replay-dead-letters.ts";
 import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 import type { AnyRoute } from "./route.ts";
+import { route as serveDataStoreCall } from "./serve-data-store-call.ts";
 import { route as updateSource } from "./update-source.ts";
 import { route as updateWorkflow } from "./update-workflow.ts";
 
@@ -48,6 +55,8 @@ export const routes: readonly AnyRoute[] = [
   createComponent,
   getComponent,
   getRegistryComponent,
+  configureComponentProp,
+  reloadComponentProps,
   createSource,
   updateSource,
   deleteSource,
@@ -79,4 +88,9 @@ export const routes: readonly AnyRoute[] = [
   replayDeadLetters,
   getOpenApi,
   listWorkflowRuns,
+  listWorkspaceDataStores,
+  listDataStoreRecords,
+  clearDataStore,
+  deleteDataStore,
+  serveDataStoreCall,
 ];

@@ -7,6 +7,7 @@ import { LocalTimers } from "#adapters/local/local-timers";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { startWalCheckpointer } from "#adapters/local/sqlite-checkpointer";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
+import { SqliteDataStoreStore } from "#adapters/local/sqlite-data-store-store";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
@@ -20,8 +21,9 @@ import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { storageErrorTranslator, translatingErrors } from "#adapters/local/storage-errors";
-import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import { ThreadedWebhookSender } from "#adapters/local/threaded-webhook-sender";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
+import { registryDirectory } from "#adapters/registry-directory";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
@@ -114,6 +116,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     purger,
     subscriptions: guarded(new SqliteSubscriptionStore(db), "subscriptions"),
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
+    dataStores: guarded(new SqliteDataStoreStore(db), "dataStores"),
     deliveries: guarded(deliveries, "deliveries"),
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
@@ -124,7 +127,9 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     // In process: this server is the only one on its data dir (data-dir.ts).
     runLock: new LocalSourceRunLock(clock),
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: config.runtime.componentUrlAllowPrivate }),
-    registry: registryFiles(DEFAULT_REGISTRY_DIR),
+    registry: config.runtime.registryDir
+      ? registryDirectory(config.runtime.registryDir, registryFiles(DEFAULT_REGISTRY_DIR))
+      : registryFiles(DEFAULT_REGISTRY_DIR),
     clock,
     ids: randomIdGenerator(clock),
     log,
@@ -138,9 +143,17 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   };
   // Fan-out: every stored event is routed to its subscriptions; webhook deliveries go through the
   // durable queue to the worker, runs of listening sources through the durable run queue.
-  const { allowPrivateAddresses, concurrency, ...retries } = config.webhooks;
-  const sender = new NodeHttpWebhookSender({ allowPrivateAddresses });
-  const worker = new LocalDeliveryWorker({ queue: deliveries, deps, sender, settings: retries, concurrency });
+  const { allowPrivateAddresses, concurrency, inFlightPerWebhook, ...retries } = config.webhooks;
+  // Requests are made on another thread (decision 270); signing, the queue and retries stay here.
+  const sender = new ThreadedWebhookSender({ allowPrivateAddresses, workDir: join(config.dataDir, SANDBOX_DIR), log });
+  const worker = new LocalDeliveryWorker({
+    queue: deliveries,
+    deps,
+    sender,
+    settings: retries,
+    concurrency,
+    inFlightPerWebhook,
+  });
   const relay = new OutboxRelay({ outbox, events, deps });
   const unhookDispatcher = bus.subscribeAll(relay.listener);
   const sweeps: NodeJS.Timeout[] = [];
@@ -201,7 +214,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
       runs.stop();
       outbox.flush();
       await worker.stop(graceMs);
-      sender.close();
+      await sender.close();
       await host.close();
       events.flushAppends();
       usage.flush();

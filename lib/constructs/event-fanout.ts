@@ -1,4 +1,4 @@
-import { Duration } from "aws-cdk-lib";
+import { Duration, Stack } from "aws-cdk-lib";
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { EventBus, Rule } from "aws-cdk-lib/aws-events";
 import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
@@ -220,6 +220,8 @@ export class EventFanout extends Construct {
       ]) {
         fn.addEnvironment(ENV.s3Buckets, buckets.join(","));
       }
+      // Only this account's buckets are written to, even if a listed one changes hands.
+      delivererFn.addEnvironment(ENV.s3ExpectedOwner, Stack.of(this).account);
     }
   }
 

@@ -169,6 +169,18 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(JSON.stringify(emitted?.event)).toContain("ping");
   });
 
+  it("takes the public registry's props for the registry's HTTP source: resStatusCode, resContentType, resBody", async () => {
+    const source = await deploySource(deps, caller, {
+      key: "http-new-requests",
+      configured_props: { resStatusCode: "201", resContentType: "text/plain", resBody: "made", emitBodyOnly: true },
+    });
+    const key = (source.configured_props.http as { endpoint_url: string }).endpoint_url.split("/").at(-1) as string;
+    const answer = await receiveHttpRequest(deps, key, request({ ping: 2 }));
+    expect(answer.status).toBe(201);
+    expect(answer.body).toBe("made");
+    expect(answer.headers["content-type"]).toBe("text/plain");
+  });
+
   it("answers not found to another account for every operation on a source, and lists only its own", async () => {
     const source = await deploySource(deps, caller, { component_code: fixture("typescript-define-source.ts") });
     const other = await accountIn(deps, "mallory");

@@ -33,8 +33,9 @@ export default {
   key: "${key}",
   name: "Isolation probe",
   version: "0.1.0",
-  props: { http: { type: "$.interface.http" } },
+  props: { http: { type: "$.interface.http" }, dataStore: { type: "data_store" } },
   async run(event) {
+    await this.dataStore.set("last", event.body);
     this.$emit(event.body, { summary: "probe" });
   },
 };
@@ -83,6 +84,8 @@ interface Tenant {
   workflowKey: string;
   deadLetterId: string;
   eventId: string;
+  /** The probe source's own data store, holding the payload. */
+  dataStoreId: string;
   /** What `GET /users/me/subscriptions` listed after setup. */
   subscriptionIds: string[];
   autoSubscriptionId: string;
@@ -123,6 +126,25 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { body: { component_code: probeCode("tenant-two-probe"), workspace_id: one.workspaceId } },
   ],
   "update-source": ({ one }): CrossRequest[] => [{ body: { component_id: one.componentId }, status: 400 }],
+  // Dynamic props: user 1's component is 404 like a missing one; a workspace named must be the
+  // caller's; `dynamic_props_id` and `external_user_id` are accepted and unused (the answer of the
+  // configure call carries timestamps, so it is not compared with the missing-id one).
+  "configure-component-prop": ({ one }): CrossRequest[] => [
+    { body: { id: one.componentId, prop_name: "http" } },
+    { body: { id: "tenant-two-probe", prop_name: "http", org_id: one.workspaceId } },
+    { body: { id: "tenant-two-probe", prop_name: "http", workspace_id: one.workspaceId } },
+    {
+      body: { id: "tenant-two-probe", prop_name: "http", dynamic_props_id: one.sourceId, external_user_id: one.userId },
+      status: 200,
+      sameAsMissing: false,
+    },
+  ],
+  "reload-component-props": ({ one }): CrossRequest[] => [
+    { body: { id: one.componentId } },
+    { body: { id: "tenant-two-probe", org_id: one.workspaceId } },
+    { body: { id: "tenant-two-probe", workspace_id: one.workspaceId } },
+    { body: { id: "tenant-two-probe", dynamic_props_id: one.sourceId, external_user_id: one.userId }, status: 200 },
+  ],
   // user 2's own source with user 1's event ids: accepted, and deletes nothing of user 1's (checked
   // at the end). The answer echoes the ids, so it differs from the one with missing ids.
   "delete-source-events": ({ one }): CrossRequest[] => [
@@ -335,6 +357,7 @@ describe("fault: tenant isolation", () => {
       const { json } = await call(key, "GET", `/v1/webhooks/${webhook.id}/dead_letters`);
       return json?.data?.[0];
     }, "the delivery to the failing receiver to become a dead letter");
+    const [dataStore] = await ok(call(key, "GET", `/v1/workspaces/${workspaceId}/data_stores`));
     const listed = await ok(call(key, "GET", "/v1/users/me/subscriptions", { query: { limit: "100" } }));
     expect(listed.map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining([subscription.id]));
     return {
@@ -351,6 +374,7 @@ describe("fault: tenant isolation", () => {
         workflowKey: workflow.triggers[0].key as string,
         deadLetterId: deadLetter.id as string,
         eventId: deadLetter.event_id as string,
+        dataStoreId: dataStore.id as string,
         subscriptionIds: listed.map((s: { id: string }) => s.id),
         autoSubscriptionId: auto.id as string,
       } satisfies Tenant,
@@ -420,6 +444,7 @@ describe("fault: tenant isolation", () => {
       workflows: [t.workflowId],
       components: [t.componentId, ...componentKeys],
       registry: [registryKey],
+      data_stores: [t.dataStoreId],
     });
     oneSamples = samplesOf(fixture.one, [COMPONENT_KEY], COMPONENT_KEY);
     twoSamples = samplesOf(fixture.two, [], "http-new-requests");

@@ -3,7 +3,7 @@ import { route as createComponent } from "#http/create-component";
 import { apiClient } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
-import { appFiles, startTreeServer, type TreeServer } from "../support/registry-tree.ts";
+import { appFiles, REGISTRY_TREE, startTreeServer, type TreeServer } from "../support/registry-tree.ts";
 
 /**
  * Issue 15, "Bringing a component": sources written in the public registry's layout
@@ -18,7 +18,7 @@ describe("multi-file components against local mode", () => {
   let elsewhere: TreeServer;
 
   beforeAll(async () => {
-    sluice = await startSluice();
+    sluice = await startSluice({ env: { SLUICE_REGISTRY_DIR: REGISTRY_TREE } });
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
     elsewhere = await startTreeServer();
     tree = await startTreeServer({
@@ -239,5 +239,74 @@ describe("multi-file components against local mode", () => {
       return when(Array.isArray(found) && found.length === 1 && found[0].status === "success") && found;
     }, "the workflow's run on the trigger's event");
     expect(runs[0].status).toBe("success");
+  });
+
+  it("serves a SLUICE_REGISTRY_DIR tree by key and deploys from it, one component per code hash", async () => {
+    const served = await api("GET", "/components/registry/webhooks-new-request");
+    expect(served.status, JSON.stringify(served.json)).toBe(200);
+    expect(served.json.data.key).toBe("webhooks-new-request");
+    expect(served.json.data.component_entry).toBe("webhooks/sources/new-request/new-request.mjs");
+    expect(served.json.data.configurable_props.map((prop: { name: string }) => prop.name)).toContain("resContentType");
+    const first = await api("POST", "/sources", {
+      key: "webhooks-new-request",
+      configured_props: { resStatusCode: "201" },
+    });
+    const second = await api("POST", "/sources", { key: "webhooks-new-request" });
+    expect(first.status, JSON.stringify(first.json)).toBe(200);
+    expect(second.json.data.component_id).toBe(first.json.data.component_id);
+    expect(first.json.data.component_id).toBe(served.json.data.id);
+    const answer = await fetch(first.json.data.configured_props.http.endpoint_url, { method: "POST", body: "{}" });
+    expect(answer.status).toBe(201);
+    // The shipped registry is still served behind it.
+    expect((await api("GET", "/components/registry/http-new-requests")).status).toBe(200);
+    expect((await api("GET", "/components/registry/no-such-key")).status).toBe(404);
+  });
+
+  it("names each file by its path and line in the stack of a run's error", async () => {
+    const deployed = await api("POST", "/sources", {
+      component_files: {
+        "sources/a/a.mjs":
+          'import common from "../common/base.mjs";\nexport default { ...common, name: "a", version: "0.0.1", props: { http: "$.interface.http" }, async run() { this.boom(); } };',
+        "sources/common/base.mjs":
+          'export default {\n  methods: {\n    boom() {\n      throw new Error("boom in base");\n    },\n  },\n};',
+      },
+      component_entry: "sources/a/a.mjs",
+    });
+    expect(deployed.status, JSON.stringify(deployed.json)).toBe(200);
+    await fetch(deployed.json.data.configured_props.http.endpoint_url, { method: "POST" });
+    const errors = await eventually(async () => {
+      const found = (
+        await api("GET", `/sources/${deployed.json.data.id}/event_summaries?expand=event&event_name=$errors`)
+      ).json.data;
+      return when(found.length > 0) && found;
+    }, "the run's error");
+    expect(errors[0].event.error.message).toBe("boom in base");
+    expect(errors[0].event.error.stack).toMatch(/at Object\.boom \(sources\/common\/base\.mjs:4:13\)/);
+    expect(errors[0].event.error.stack).toMatch(/at Object\.run \(sources\/a\/a\.mjs:2:\d+\)/);
+  });
+
+  it("runs a registry directory's action as a workflow step by key, with its app and common files", async () => {
+    const created = await api("POST", "/workflows", {
+      settings: { name: "registry action", auto_deploy: true },
+      steps: [{ namespace: "reply", key: "webhooks-send-response", props: { status: 202, message: "from the tree" } }],
+      triggers: [{ type: "http", props: { custom_response: true } }],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    expect(created.json.data.steps[0].savedComponent.entryPath).toBe(
+      "webhooks/actions/send-response/send-response.mjs",
+    );
+    const answer = await fetch(created.json.data.triggers[0].endpoint_url, { method: "POST" });
+    expect(answer.status).toBe(202);
+    expect(await answer.json()).toEqual({ message: "from the tree" });
+  });
+
+  it("refuses more than 200 files in component_files", async () => {
+    const many = Object.fromEntries(Array.from({ length: 201 }, (_, i) => [`common/f${i}.mjs`, "export default 1;"]));
+    const answer = await api("POST", "/components", {
+      component_files: { ...many, "sources/a/a.mjs": "export default {}" },
+      component_entry: "sources/a/a.mjs",
+    });
+    expect(answer.status).toBe(400);
+    expect(answer.json.error).toContain("component_files: must hold at most 200 files");
   });
 });

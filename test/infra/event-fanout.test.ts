@@ -375,6 +375,7 @@ describe("ServiceStack: the buckets of $.send.s3", () => {
     expect(s3Statements(template)).toEqual([]);
     for (const id of Object.keys(functionsOf(template))) {
       expect(environmentOf(template, id)[ENV.s3Buckets], id).toBeUndefined();
+      expect(environmentOf(template, id)[ENV.s3ExpectedOwner], id).toBeUndefined();
     }
   });
 
@@ -393,6 +394,10 @@ describe("ServiceStack: the buckets of $.send.s3", () => {
     for (const id of Object.keys(functionsOf(template))) {
       expect(environmentOf(template, id)[ENV.s3Buckets], id).toBe(
         told.includes(id) ? "orders,exports.acme" : undefined,
+      );
+      // Only the deliverer writes, and only to buckets of the stack's own account.
+      expect(environmentOf(template, id)[ENV.s3ExpectedOwner], id).toEqual(
+        id === deliverer ? { Ref: "AWS::AccountId" } : undefined,
       );
     }
   });

@@ -3,6 +3,7 @@ import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
+import { SqliteDataStoreStore } from "#adapters/local/sqlite-data-store-store";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
@@ -62,6 +63,7 @@ export function memoryDeps(
     purger: overrides.purger ?? { purgeLater: (sourceId) => events.purgeDeletedEvents(sourceId) },
     subscriptions: new SqliteSubscriptionStore(db),
     deadLetters: new SqliteDeadLetterStore(db),
+    dataStores: new SqliteDataStoreStore(db),
     deliveries: overrides.deliveries ?? missing("deliveries"),
     objects: overrides.objects ?? missing("objects"),
     secrets: new LocalSecrets(randomBytes(32)),

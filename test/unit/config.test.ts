@@ -41,6 +41,7 @@ describe("configuration", () => {
         maxDelayMs: 1_800_000,
         timeoutMs: 10_000,
         concurrency: 8,
+        inFlightPerWebhook: 4,
         allowPrivateAddresses: true,
       },
       s3Buckets: [],
@@ -52,6 +53,13 @@ describe("configuration", () => {
     expect(loadLocalConfig(env).s3Buckets).toEqual(["orders", "exports.acme"]);
     expect(loadAwsConfig(env).s3Buckets).toEqual(["orders", "exports.acme"]);
     expect(loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table" }).s3Buckets).toEqual([]);
+    expect(loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table" }).s3ExpectedOwner).toBeUndefined();
+    expect(
+      loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table", SLUICE_S3_EXPECTED_OWNER: "123456789012" }).s3ExpectedOwner,
+    ).toBe("123456789012");
+    expect(() => loadAwsConfig({ SLUICE_RESOURCES_TABLE: "table", SLUICE_S3_EXPECTED_OWNER: "me" })).toThrow(
+      /SLUICE_S3_EXPECTED_OWNER/,
+    );
     for (const bad of ["../etc", "Orders", "a/b", "x"]) {
       expect(() => loadLocalConfig({ SLUICE_S3_BUCKETS: bad }), bad).toThrow(/SLUICE_S3_BUCKETS: must be bucket names/);
     }

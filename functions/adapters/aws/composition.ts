@@ -21,6 +21,7 @@ import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
+import { DynamoDbDataStoreStore } from "./dynamodb-data-store-store.ts";
 import { DynamoDbDeadLetterStore } from "./dynamodb-dead-letter-store.ts";
 import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
 import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
@@ -155,6 +156,7 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
     ),
     subscriptions: lazy("the subscription store", () => new DynamoDbSubscriptionStore(documents(), table())),
     deadLetters: lazy("the dead letter store", () => new DynamoDbDeadLetterStore(documents(), table())),
+    dataStores: lazy("the data store store", () => new DynamoDbDataStoreStore(documents(), table())),
     // Functions that append events publish them on EventBridge, for subscribers (docs/aws.md), with
     // the queue named after the bus for entries EventBridge keeps refusing; no listener lives in a
     // Lambda container (the live stream polls the store), so the others need no bus.
@@ -171,7 +173,11 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
       : { publish: async () => {} },
     // Functions that apply runs only ask it about buckets; the deliverer writes (its S3 client is
     // made on the first put).
-    objects: new S3ObjectSink({ s3: lazy("the S3 client", () => new S3Client({})), buckets: config.s3Buckets }),
+    objects: new S3ObjectSink({
+      s3: lazy("the S3 client", () => new S3Client({})),
+      buckets: config.s3Buckets,
+      ...(config.s3ExpectedOwner ? { expectedOwner: config.s3ExpectedOwner } : {}),
+    }),
     deliveries: lazy(
       "the delivery queue",
       () =>

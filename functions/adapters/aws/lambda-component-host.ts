@@ -141,6 +141,19 @@ function parseJson(bytes: Uint8Array | undefined): unknown {
   }
 }
 
+/**
+ * The invocation with its run's data store grant, when it has stores: the function cannot message
+ * this host while it runs, so its runtime sends each call over HTTP with the grant
+ * (docs/data-stores.md "On AWS"). `handlers.dataStore` is then not used.
+ */
+async function withDataStoreGrant<T extends Invocation | WorkflowInvocation>(
+  invocation: T,
+  handlers: Pick<InvokeHandlers, "dataStoreGrant"> | undefined,
+): Promise<T> {
+  if (!handlers?.dataStoreGrant) return invocation;
+  return { ...invocation, dataStoreGrant: await handlers.dataStoreGrant() };
+}
+
 export class LambdaComponentHost implements ComponentHost {
   readonly #options: LambdaComponentHostOptions;
   readonly #clock: Clock;
@@ -246,7 +259,8 @@ export class LambdaComponentHost implements ComponentHost {
   }
 
   async invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
-    const result = await this.#run(SOURCE_RUNS, source.sourceId, this.functionName(source.sourceId), invocation);
+    const sent = await withDataStoreGrant(invocation, handlers);
+    const result = await this.#run(SOURCE_RUNS, source.sourceId, this.functionName(source.sourceId), sent);
     if (result.response) handlers?.onRespond?.(result.response);
     return result;
   }
@@ -347,9 +361,13 @@ export class LambdaComponentHost implements ComponentHost {
   }
 
   /** Runs one run of the workflow in its function, every step in one synchronous invocation. */
-  async invokeWorkflow(workflow: WorkflowCode, invocation: WorkflowInvocation): Promise<WorkflowResult> {
+  async invokeWorkflow(
+    workflow: WorkflowCode,
+    invocation: WorkflowInvocation,
+    handlers?: Pick<InvokeHandlers, "dataStoreGrant">,
+  ): Promise<WorkflowResult> {
     const FunctionName = this.workflowFunctionName(workflow.workflowId);
-    return this.#run(WORKFLOW_RUNS, workflow.workflowId, FunctionName, invocation);
+    return this.#run(WORKFLOW_RUNS, workflow.workflowId, FunctionName, await withDataStoreGrant(invocation, handlers));
   }
 
   async removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void> {

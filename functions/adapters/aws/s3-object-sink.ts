@@ -19,15 +19,22 @@ export interface S3ObjectSinkOptions {
   readonly s3: S3Client;
   /** The allowed buckets (`SLUICE_S3_BUCKETS`); a name that is not an S3 bucket name is ignored. */
   readonly buckets: readonly string[];
+  /**
+   * The account that must own the bucket (`ExpectedBucketOwner`): S3 refuses the put when another
+   * account owns it, e.g. a listed bucket deleted and re-created elsewhere. Undefined: not checked.
+   */
+  readonly expectedOwner?: string;
 }
 
 export class S3ObjectSink implements ObjectSink {
   readonly #s3: S3Client;
   readonly #buckets: ReadonlySet<string>;
+  readonly #expectedOwner: string | undefined;
 
   constructor(options: S3ObjectSinkOptions) {
     this.#s3 = options.s3;
     this.#buckets = new Set(options.buckets.filter(isBucketName));
+    this.#expectedOwner = options.expectedOwner;
   }
 
   allowsBucket(bucket: string): boolean {
@@ -40,7 +47,15 @@ export class S3ObjectSink implements ObjectSink {
     if (key === "") return { error: "the key is empty" };
     if (Buffer.byteLength(key, "utf8") > KEY_MAX_BYTES) return { error: `the key is over ${KEY_MAX_BYTES} bytes` };
     try {
-      await this.#s3.send(new PutObjectCommand({ Bucket: bucket, Key: key, Body: body, ContentType: contentType }));
+      await this.#s3.send(
+        new PutObjectCommand({
+          Bucket: bucket,
+          Key: key,
+          Body: body,
+          ContentType: contentType,
+          ...(this.#expectedOwner ? { ExpectedBucketOwner: this.#expectedOwner } : {}),
+        }),
+      );
       return { stored: true };
     } catch (error) {
       const { name, message } = error as { name?: unknown; message?: unknown };

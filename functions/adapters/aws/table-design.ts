@@ -59,6 +59,14 @@ export const resourceKeys = {
   /** The lease of a source whose runs go one at a time (a `$.service.db` source), while one runs. */
   sourceRunLock: (sourceId: string) => ({ pk: `SRC#${sourceId}`, sk: "RUNLOCK" }),
 
+  /** A data store; `entries` counts its records (expired ones until they are removed). */
+  dataStore: (storeId: string) => ({ pk: `DS#${storeId}`, sk: "DS" }),
+  /** Guard of a store's name (unique per workspace) and copy of the store, so a workspace's stores are one Query. */
+  dataStoreName: (workspaceId: string, name: string) => ({ pk: `WS#${workspaceId}`, sk: `DSNAME#${name}` }),
+  /** One partition per data store, its records in key order. */
+  dataStoreEntries: (storeId: string) => `DSREC#${storeId}`,
+  dataStoreEntry: (storeId: string, key: string) => ({ pk: `DSREC#${storeId}`, sk: `K#${key}` }),
+
   /** Last event id handed out for a source, and the channels it has events in. */
   eventSequence: (sourceId: string) => ({ pk: `EVTSEQ#${sourceId}`, sk: "EVTSEQ" }),
   /** One partition per source and channel (`""` is the default channel). */
@@ -77,6 +85,8 @@ export const SORT_KEY_PREFIX = {
   component: "COMP#",
   event: "EVT#",
   storedUsage: "STORED#",
+  dataStoreName: "DSNAME#",
+  dataStoreEntry: "K#",
 } as const;
 
 /**

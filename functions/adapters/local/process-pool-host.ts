@@ -204,7 +204,11 @@ export class ProcessPoolHost implements ComponentHost {
    * (`prepareWorkflow` usually did); one that no longer builds fails the run with a
    * `CompileError`, as a source's does.
    */
-  async invokeWorkflow(workflow: WorkflowCode, invocation: WorkflowInvocation): Promise<WorkflowResult> {
+  async invokeWorkflow(
+    workflow: WorkflowCode,
+    invocation: WorkflowInvocation,
+    handlers?: InvokeHandlers,
+  ): Promise<WorkflowResult> {
     if (this.closed) throw new Error("the component host is closed");
     const startedAt = performance.now();
     const entry = sandboxEntry(this.workDir);
@@ -217,7 +221,7 @@ export class ProcessPoolHost implements ComponentHost {
       return failedWorkflowResult(invocation.invocationId, compileError, performance.now() - startedAt);
     }
     const pool = this.poolFor(this.workflowPools, WORKFLOWS_DIR, workflow.workflowId, await entry);
-    return pool.invokeWorkflow(stepBundles, invocation);
+    return pool.invokeWorkflow(stepBundles, invocation, handlers);
   }
 
   /** Stops the workflow's children (runs in flight end with an error) and removes its bundles. */

@@ -66,28 +66,37 @@ export async function bundleComponent(
   return outfile;
 }
 
-/** The entry bundle of each work dir, built on first use in this process. */
-const entryBundles = new Map<string, Promise<string>>();
+/** The program bundles of each work dir (`<workDir>/runtime/<name>.mjs`), built on first use in this process. */
+const programBundles = new Map<string, Promise<string>>();
 
 /**
  * Bundles `runtime-layer/sandbox-entry.ts` into `<workDir>/runtime/sandbox-entry.mjs` once per
  * process (always afresh, so a new Sluice version never runs an old entry).
  */
 export function sandboxEntry(workDir: string): Promise<string> {
-  let entry = entryBundles.get(workDir);
-  if (!entry) {
-    entry = buildEntry(workDir);
-    entryBundles.set(workDir, entry);
-    entry.catch(() => entryBundles.delete(workDir));
-  }
-  return entry;
+  return programBundle(workDir, join(RUNTIME_LAYER, "sandbox-entry.ts"), "sandbox-entry");
 }
 
-async function buildEntry(workDir: string): Promise<string> {
-  const outfile = join(workDir, "runtime", "sandbox-entry.mjs");
+/**
+ * Bundles the TypeScript program `entryPoint` (with what it imports) into plain JS at
+ * `<workDir>/runtime/<name>.mjs` once per process, for a child process or a worker thread that runs
+ * without tsx. A failed build is tried again on the next call.
+ */
+export function programBundle(workDir: string, entryPoint: string, name: string): Promise<string> {
+  const outfile = join(workDir, "runtime", `${name}.mjs`);
+  let bundle = programBundles.get(outfile);
+  if (!bundle) {
+    bundle = buildProgram(entryPoint, outfile);
+    programBundles.set(outfile, bundle);
+    bundle.catch(() => programBundles.delete(outfile));
+  }
+  return bundle;
+}
+
+async function buildProgram(entryPoint: string, outfile: string): Promise<string> {
   const result = await withLiveService(esbuild, () =>
     esbuild.build({
-      entryPoints: [join(RUNTIME_LAYER, "sandbox-entry.ts")],
+      entryPoints: [entryPoint],
       bundle: true,
       platform: "node",
       format: "esm",
@@ -97,7 +106,7 @@ async function buildEntry(workDir: string): Promise<string> {
     }),
   );
   const output = result.outputFiles[0];
-  if (!output) throw new Error("esbuild produced no sandbox entry");
+  if (!output) throw new Error(`esbuild produced no bundle of ${entryPoint}`);
   await mkdir(dirname(outfile), { recursive: true });
   const temporary = temporaryName(outfile);
   await writeFile(temporary, output.contents);

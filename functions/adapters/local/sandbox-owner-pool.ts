@@ -17,6 +17,7 @@
 import type { InvokeHandlers } from "#core/ports/component-host";
 import type { Logger } from "#core/ports/logger";
 import type {
+  DataStoreReply,
   ErrorRecord,
   HttpResponseSpec,
   Invocation,
@@ -76,8 +77,12 @@ export class SandboxOwnerPool implements BudgetWaiter {
    * Runs one run of a workflow; `stepBundles` gives each step module's bundle path by code hash
    * (the invocation's `steps[].module`). Never rejects.
    */
-  invokeWorkflow(stepBundles: Record<string, string>, invocation: WorkflowInvocation): Promise<WorkflowResult> {
-    return this.run(WORKFLOW_RUNS, { type: "invoke", stepBundles, invocation }, invocation.workflowId, undefined);
+  invokeWorkflow(
+    stepBundles: Record<string, string>,
+    invocation: WorkflowInvocation,
+    handlers?: InvokeHandlers,
+  ): Promise<WorkflowResult> {
+    return this.run(WORKFLOW_RUNS, { type: "invoke", stepBundles, invocation }, invocation.workflowId, handlers);
   }
 
   private run<R extends RunResult>(
@@ -289,6 +294,16 @@ class PoolTask<R extends RunResult> implements QueuedTask {
     if (this.done || this.response || !this.kind.respondsEarly) return;
     this.response = response;
     this.handlers?.onRespond?.(response);
+  }
+
+  /** Trusted code serves the call (`InvokeHandlers.dataStore`); a finished run serves none. */
+  dataStore(call: unknown): Promise<DataStoreReply> {
+    const serve = this.handlers?.dataStore;
+    if (this.done || !serve) {
+      const message = this.done ? "the run has ended" : "this run has no data stores";
+      return Promise.resolve({ ok: false, error: { name: "DataStoreError", message } });
+    }
+    return serve(call);
   }
 
   /** The child's result, parsed as on every platform: malformed, the run fails with nothing of it applied. */

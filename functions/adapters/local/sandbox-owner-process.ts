@@ -16,7 +16,7 @@
  * what it has at the end of each tick as one write, and writes its `started` at once, with what
  * it had queued, before the code runs (`sandbox-entry.ts`).
  */
-import type { HttpResponseSpec } from "#runtime/protocol";
+import type { DataStoreReply, HttpResponseSpec } from "#runtime/protocol";
 import { parseHttpResponse } from "#runtime/protocol-parsers";
 import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-channel";
 import type { BudgetMember, SandboxBudget } from "./sandbox-budget.ts";
@@ -71,6 +71,11 @@ export interface ChildTask {
   readonly request: InvokeRequest;
   /** The child's `respond`, normalised. */
   respond(response: HttpResponseSpec): void;
+  /**
+   * A data store call of the invocation's code, as the child sent it (untrusted: trusted code
+   * checks it). Resolves with the reply to send back; never rejects.
+   */
+  dataStore(call: unknown): Promise<DataStoreReply>;
   /** The child's result for the invocation, as it sent it (untrusted: the task parses it). */
   answer(raw: unknown): void;
   /** The child sent a malformed `respond`: the invocation fails, nothing of it applied. */
@@ -278,6 +283,9 @@ export class SandboxOwnerProcess implements BudgetMember {
       case "respond":
         this.forwardRespond(message.invocationId, message.response);
         break;
+      case "data_store":
+        this.forwardDataStoreCall(message.invocationId, message.callId, message.call);
+        break;
       case "started": {
         const entry = this.entryOf(message.invocationId);
         if (entry) entry.startOrder = ++this.starts;
@@ -327,6 +335,28 @@ export class SandboxOwnerProcess implements BudgetMember {
     }
     entry.response = parsed.value;
     entry.task.respond(parsed.value);
+  }
+
+  /**
+   * Passes a data store call to its invocation's task and sends the reply back. Every call gets a
+   * reply, so the code awaiting it never hangs: a call of an invocation that is not running here
+   * (finished, moved, or never sent: the id is the child's word) is refused.
+   */
+  private forwardDataStoreCall(invocationId: string, callId: number, call: unknown): void {
+    const entry = this.entryOf(invocationId);
+    if (entry && entry.startOrder === 0) {
+      this.onViolation("it sent a data store call for an invocation it had not started");
+      return;
+    }
+    const reply: Promise<DataStoreReply> = entry
+      ? entry.task.dataStore(call)
+      : Promise.resolve({
+          ok: false,
+          error: { name: "DataStoreError", message: "the run this data store call belongs to is not running" },
+        });
+    void reply.then((answer) => {
+      if (!this.retired) this.sandbox.send([{ type: "data_store_reply", invocationId, callId, reply: answer }]);
+    });
   }
 
   /** The in-flight invocation whose code the child started last. */

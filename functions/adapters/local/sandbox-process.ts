@@ -179,6 +179,11 @@ export function parseMessage(line: string): SandboxMessage | string {
     case "respond":
       if (typeof message.invocationId === "string") return message as unknown as SandboxMessage;
       break;
+    case "data_store":
+      if (typeof message.invocationId === "string" && Number.isSafeInteger(message.callId) && isBag(message.call)) {
+        return message as unknown as SandboxMessage;
+      }
+      break;
     case "result":
       if (isBag(message.result) && typeof message.result.invocationId === "string") {
         return message as unknown as SandboxMessage;

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { ownerOnlyFiles, reasonOf } from "./data-dir.ts";
+import { DATA_STORE_MIGRATIONS } from "./sqlite-data-store-schema.ts";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
 import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
@@ -161,6 +162,8 @@ export const MIGRATIONS: readonly string[] = [
   ...SEND_DEAD_LETTER_MIGRATIONS,
   // The workflow that deployed a source as its trigger (NULL for every other source).
   `ALTER TABLE sources ADD COLUMN workflow_id TEXT;`,
+  // Data stores and their records (sqlite-data-store-schema.ts).
+  ...DATA_STORE_MIGRATIONS,
 ];
 
 /**

@@ -1,5 +1,7 @@
 import type { ComponentDescription } from "#core/component-model";
 import type {
+  DataStoreGrant,
+  DataStoreReply,
   HttpResponseSpec,
   Invocation,
   InvocationResult,
@@ -34,6 +36,16 @@ export interface WorkflowCode {
 export interface InvokeHandlers {
   /** Called once, as soon as the code calls `respond` (before the run ends). */
   onRespond?(response: HttpResponseSpec): void;
+  /**
+   * Serves a `data_store` prop's call while the run goes on (`DataStoreCall`, as the sandbox sent
+   * it: hostile until checked). Never rejects. Without it, the run's data store calls fail.
+   */
+  dataStore?(call: unknown): Promise<DataStoreReply>;
+  /**
+   * For a host whose runtime cannot message it while it runs (`LambdaComponentHost`): seals the
+   * run's grant, sent in the invocation, with which the runtime reaches the same stores over HTTP.
+   */
+  dataStoreGrant?(): Promise<DataStoreGrant>;
 }
 
 /**
@@ -70,7 +82,11 @@ export interface ComponentHost {
    * Runs one workflow run, every step in one invocation. Never throws for what the code did (a
    * step's error, a timeout, a crash are in the result); throws only when the host itself fails.
    */
-  invokeWorkflow(workflow: WorkflowCode, invocation: WorkflowInvocation): Promise<WorkflowResult>;
+  invokeWorkflow(
+    workflow: WorkflowCode,
+    invocation: WorkflowInvocation,
+    handlers?: Pick<InvokeHandlers, "dataStore" | "dataStoreGrant">,
+  ): Promise<WorkflowResult>;
   /** Releases what `prepareWorkflow` made (its processes locally, its function on AWS). Idempotent. */
   removeWorkflow(workflow: Pick<WorkflowCode, "workflowId" | "ownerId">): Promise<void>;
 }

@@ -4,6 +4,7 @@ import type { CodeFetcher } from "./code-fetcher.ts";
 import type { ComponentHost } from "./component-host.ts";
 import type { ComponentRegistry } from "./component-registry.ts";
 import type { ComponentStore } from "./component-store.ts";
+import type { DataStoreStore } from "./data-store-store.ts";
 import type { DeadLetterStore } from "./dead-letter-store.ts";
 import type { DeliveryQueue } from "./delivery-queue.ts";
 import type { EventBus } from "./event-bus.ts";
@@ -78,6 +79,8 @@ export interface Deps {
   deliveries: DeliveryQueue;
   /** Webhook deliveries that failed every attempt. */
   deadLetters: DeadLetterStore;
+  /** Workspaces' data stores and their records (`data_store` props). */
+  dataStores: DataStoreStore;
   /** Where `$.send.s3` writes, and which buckets it may. */
   objects: ObjectSink;
   secrets: Secrets;

@@ -18,11 +18,17 @@ export interface LocalDeliveryWorkerOptions {
   sender: WebhookSender;
   /** Retry policy and attempt time limit; DEFAULT_DELIVERY_SETTINGS for what is not given. */
   settings?: Partial<DeliverySettings>;
-  /** Webhooks delivered to at once (one delivery in flight per webhook). @default 8 */
+  /** Webhooks delivered to at once. @default 8 */
   concurrency?: number;
   /**
-   * Due deliveries of one webhook claimed together and then sent one after the other, in order, on
-   * the kept-alive connection: one claim per batch instead of per delivery. @default 32
+   * Deliveries of one webhook in flight at once: a batch's deliveries are started in queue order,
+   * each when one of this many before it was answered. 1: one at a time, strictly in order.
+   * @default 1
+   */
+  inFlightPerWebhook?: number;
+  /**
+   * Due deliveries of one webhook claimed together and then sent in order on its kept-alive
+   * connections: one claim per batch instead of per delivery. @default 32
    */
   batchSize?: number;
   /** When Sluice itself failed an attempt (a store, a secret), the delivery is tried again this much later. @default 5000 */
@@ -75,6 +81,7 @@ function withSecretsOpenedOnce<D extends DeliveryDeps>(deps: D): D {
 export class LocalDeliveryWorker {
   private readonly settings: DeliverySettings;
   private readonly concurrency: number;
+  private readonly inFlightPerWebhook: number;
   private readonly batchSize: number;
   private readonly internalRetryMs: number;
   private readonly inFlight = new Set<Promise<void>>();
@@ -87,6 +94,7 @@ export class LocalDeliveryWorker {
   constructor(private readonly options: LocalDeliveryWorkerOptions) {
     this.settings = deliverySettings(options.settings);
     this.concurrency = Math.max(1, options.concurrency ?? 8);
+    this.inFlightPerWebhook = Math.max(1, Math.floor(options.inFlightPerWebhook ?? 1));
     this.batchSize = Math.max(1, Math.floor(options.batchSize ?? 32));
     this.internalRetryMs = options.internalRetryMs ?? 5_000;
     this.deps = withSecretsOpenedOnce(options.deps);
@@ -207,20 +215,29 @@ export class LocalDeliveryWorker {
   }
 
   /**
-   * Attempts one webhook's batch one delivery after the other, in order. What is left when the
-   * worker stops, or when the next attempt could outlast the batch's lease, is released unattempted.
+   * Attempts one webhook's batch in queue order, up to `inFlightPerWebhook` at once: each lane takes
+   * the next delivery not yet started when its previous one ended. What is left when the worker
+   * stops, or when the next attempt could outlast the batch's lease, is released unattempted.
    */
   private async deliver(batch: readonly DeliveryRecord[], claimedAt: number): Promise<void> {
     const { queue, deps } = this.options;
     const leaseEnd = claimedAt + queue.leaseMs - this.settings.timeoutMs - LEASE_MARGIN_MS;
-    for (let i = 0; i < batch.length; i++) {
-      const now = deps.clock.nowMs();
-      if (i > 0 && (!this.running || now > leaseEnd)) {
-        for (const rest of batch.slice(i)) this.releaseQuietly(rest.id, now);
-        return;
+    let next = 0;
+    const lane = async () => {
+      while (next < batch.length) {
+        const index = next++;
+        const now = deps.clock.nowMs();
+        if (index > 0 && (!this.running || now > leaseEnd)) {
+          // The other lanes stop too: every delivery from here on is released.
+          next = batch.length;
+          for (const rest of batch.slice(index)) this.releaseQuietly(rest.id, now);
+          return;
+        }
+        await this.attempt(batch[index] as DeliveryRecord);
       }
-      await this.attempt(batch[i] as DeliveryRecord);
-    }
+    };
+    const lanes = Math.min(this.inFlightPerWebhook, batch.length);
+    await Promise.all(Array.from({ length: lanes }, lane));
   }
 
   private releaseQuietly(id: string, at: number): void {

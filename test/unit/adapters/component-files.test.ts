@@ -24,13 +24,15 @@ afterAll(() => rmSync(outDir, { recursive: true, force: true }));
 
 const packed = (files: Record<string, string>, entry?: string) => packComponentFiles(componentFilesOf(files, entry));
 
-/** Bundles packed files and imports the bundle: the component's default export. */
-async function load(code: string): Promise<Record<string, any>> {
-  const bundle = await bundleComponent(code, { esbuild, resolveDir: outDir });
+/** Imports a bundle: the component's default export. (Its inline map names files that are not on disk: dropped.) */
+async function importBundle(bundle: string): Promise<Record<string, any>> {
   const file = join(outDir, `${sha256Hex(bundle)}.mjs`);
-  writeFileSync(file, bundle);
+  writeFileSync(file, bundle.replace(/^\/\/# sourceMappingURL=.*$/m, ""));
   return ((await import(pathToFileURL(file).href)) as { default: Record<string, any> }).default;
 }
+
+/** Bundles packed files and imports the bundle. */
+const load = async (code: string) => importBundle(await bundleComponent(code, { esbuild, resolveDir: outDir }));
 
 /** The message of the DomainError `promise` rejects with. */
 async function refusal(promise: Promise<unknown>): Promise<string> {
@@ -124,6 +126,18 @@ describe("bundling a multi-file component", () => {
     expect(Object.keys(component.props)).toEqual(["webhooks", "http", "db", "resStatusCode", "resContentType"]);
     expect(component.props.webhooks.methods.summarize({ method: "GET", path: "/x" })).toBe("Request GET /x");
     expect(component.props.resContentType.propDefinition[0]).toBe(component.props.webhooks);
+  });
+
+  it("bundles the same tree with esbuild-wasm, as the API functions on AWS do", async () => {
+    const wasm = await loadEsbuild("wasm");
+    try {
+      const code = packed(appFiles("feeds"), "sources/new-item/new-item.ts");
+      const component = await importBundle(await bundleComponent(code, { esbuild: wasm, resolveDir: outDir }));
+      expect(component.key).toBe("feeds-new-item");
+      expect(Object.keys(component.props)).toEqual(["feeds", "timer"]);
+    } finally {
+      await wasm.stop();
+    }
   });
 
   it("bundles TypeScript with defineSource/defineApp from @pipedream/types, extensionless imports and JSON", async () => {
@@ -231,10 +245,9 @@ describe("bundling a multi-file component", () => {
       "});",
     ].join("\n");
     const offline = npmPackagesPlugin({ cacheDir: join(outDir, "npm-cache"), registry: "http://127.0.0.1:9/" });
-    const bundle = await bundleComponent(code, { esbuild, resolveDir: outDir, plugins: [offline] });
-    const file = join(outDir, "ts-single.mjs");
-    writeFileSync(file, bundle);
-    const component = ((await import(pathToFileURL(file).href)) as { default: Record<string, any> }).default;
+    const component = await importBundle(
+      await bundleComponent(code, { esbuild, resolveDir: outDir, plugins: [offline] }),
+    );
     expect(component.key).toBe("ts-single");
     expect(component.methods.action().key).toBe("a");
     expect(existsSync(join(outDir, "npm-cache"))).toBe(false);

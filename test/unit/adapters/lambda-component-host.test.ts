@@ -244,6 +244,19 @@ describe("LambdaComponentHost.invoke", () => {
     expect(onRespond).toHaveBeenCalledExactlyOnceWith(result.response);
   });
 
+  it("sends the run's data store grant in the invocation, and nothing of the in-process data store handler", async () => {
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode(result) as never });
+    const grant = { url: "https://api.example/v1/data_store_calls", grant: "v1.sealed" };
+    const dataStore = vi.fn();
+    await host().invoke(SOURCE, invocation, { dataStore, dataStoreGrant: async () => grant });
+    const { Payload } = lambdaMock.commandCalls(InvokeCommand)[0]!.args[0].input;
+    expect(JSON.parse(new TextDecoder().decode(Payload as Uint8Array))).toEqual({
+      ...invocation,
+      dataStoreGrant: grant,
+    });
+    expect(dataStore).not.toHaveBeenCalled();
+  });
+
   it.each([
     ["Sandbox.Timedout", "Task timed out after 33.00 seconds", "TimeoutError", /^the function was stopped: Task timed/],
     ["Runtime.OutOfMemory", "Runtime exited with error: signal: killed", "OutOfMemoryError", /^the function ran out/],

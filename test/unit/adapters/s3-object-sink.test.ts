@@ -35,6 +35,23 @@ describe("S3ObjectSink", () => {
     ]);
   });
 
+  it("names the account that must own the bucket when it is given, so S3 refuses another account's bucket", async () => {
+    s3Mock
+      .on(PutObjectCommand)
+      .rejects(
+        new S3ServiceException({ name: "AccessDenied", $fault: "client", $metadata: {}, message: "Access Denied" }),
+      );
+    const owned = new S3ObjectSink({
+      s3: new S3Client({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
+      buckets: ["sluice-exports"],
+      expectedOwner: "123456789012",
+    });
+    expect(await owned.putObject("sluice-exports", "k", "{}", "application/json")).toEqual({
+      error: "AccessDenied: Access Denied",
+    });
+    expect(s3Mock.commandCalls(PutObjectCommand)[0]?.args[0].input.ExpectedBucketOwner).toBe("123456789012");
+  });
+
   it.each([
     ["a bucket not listed", "someone-elses-bucket", "k", /not allowed/],
     ["an empty key", "sluice-exports", "", /key is empty/],

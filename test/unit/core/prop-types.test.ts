@@ -93,9 +93,9 @@ describe("prop types: behaviour the table keeps", () => {
       typeless: 1,
       note: "left by older code",
       sealedObject: { [SEALED_SECRET]: "v1.x" },
-      ds: { key: "k" },
+      ds: { name: "k" },
     };
-    expect(configuredPropsView(defs, stored, {})).toStrictEqual({ list: ["a"], typeless: 1, ds: { key: "k" } });
+    expect(configuredPropsView(defs, stored, {})).toStrictEqual({ list: ["a"], typeless: 1, ds: { name: "k" } });
   });
 
   it("hands a run every value but an alert's, and names every type but alert", () => {
@@ -167,11 +167,14 @@ const SAMPLES: Record<TypeName, Sample> = {
     refused: [{ authProvisionId: "x" }, 'must be {"authProvisionId": "apn_..."}, a connected account'],
   },
   data_store: {
-    given: { k: 1 },
-    stored: { k: 1 },
-    view: { k: 1 },
-    run: { k: 1 },
-    refused: ["ds", "must be an object"],
+    given: { name: " orders " },
+    stored: { name: "orders" },
+    view: { name: "orders" },
+    run: { name: "orders" },
+    refused: [
+      "ds",
+      'must be a data store id ("ds_..."), or {"name": "..."} (1 to 128 characters) to use the workspace\'s store of that name',
+    ],
   },
   http_request: {
     given: { url: "u" },

@@ -29,7 +29,8 @@ describe("validateConfiguredProps: plain types", () => {
     ["an object", { name: "p", type: "object" }, { a: [1, { b: null }] }],
     ["any array", { name: "p", type: "any" }, [1, "x", null]],
     ["any null", { name: "p", type: "any" }, null],
-    ["a data store", { name: "p", type: "data_store" }, { key: "ds" }],
+    ["a data store by id", { name: "p", type: "data_store" }, "ds_0123abc"],
+    ["a data store by name", { name: "p", type: "data_store" }, { name: "orders" }],
     ["an http request", { name: "p", type: "http_request" }, { method: "GET", url: "https://x.test" }],
     ["an app-specific type", { name: "p", type: "$.airtable.baseId" }, "app123"],
     ["an app account", { name: "p", type: "app", app: "slack" }, { authProvisionId: "apn_abc" }],
@@ -48,7 +49,14 @@ describe("validateConfiguredProps: plain types", () => {
     ["a bad item of a string array", { name: "p", type: "string[]" }, ["a", 2], "item 1: must be a string"],
     ["an item over max", { name: "p", type: "integer[]", max: 3 }, [1, 4], "item 1: must be at most 3"],
     ["an array for an object", { name: "p", type: "object" }, [], "must be an object"],
-    ["a string for a data store", { name: "p", type: "data_store" }, "ds", "must be an object"],
+    ...["ds", "sc_abc", { key: "ds" }, { name: "" }, { name: "x".repeat(129) }, { name: "x", id: "ds_1" }].map(
+      (value): [string, PropDescription, unknown, string] => [
+        `${JSON.stringify(value).slice(0, 20)} for a data store`,
+        { name: "p", type: "data_store" },
+        value,
+        'must be a data store id ("ds_..."), or {"name": "..."} (1 to 128 characters) to use the workspace\'s store of that name',
+      ],
+    ),
     [
       "an app without account",
       { name: "p", type: "app", app: "slack" },

@@ -73,6 +73,17 @@ describe("source lifecycle", () => {
     ]);
   });
 
+  it("refuses component_entry without component_files, on create and on update", async () => {
+    const { deps, caller } = await setUp({ props: [] });
+    await expect(deploySource(deps, caller, { component_entry: "a.mjs" })).rejects.toThrow(
+      "component_entry: is given without component_files",
+    );
+    const source = await deploySource(deps, caller, { component_files: { "a.mjs": "code" } });
+    await expect(updateSource(deps, caller, source.id, { component_entry: "a.mjs" })).rejects.toThrow(
+      "component_entry: is given without component_files",
+    );
+  });
+
   it("leaves nothing behind when the deploy hook throws", async () => {
     const { deps, caller } = await setUp({ hooks: ["deploy"] }, async () => ({
       error: { name: "Error", message: "no webhook for you", ts: 1 },

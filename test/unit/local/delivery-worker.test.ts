@@ -93,6 +93,7 @@ function setUp({
 }: {
   batchSize?: number;
   concurrency?: number;
+  inFlightPerWebhook?: number;
   internalRetryMs?: number;
   leaseMs?: number;
   log?: Logger;
@@ -161,6 +162,40 @@ describe("LocalDeliveryWorker", () => {
       expect(sender.peak.get(webhook(id).url)).toBe(1);
     }
     expect(sender.peakAll).toBeGreaterThan(1);
+  });
+
+  it("with several in flight per webhook, starts a batch's deliveries in queue order, never more at once than asked", async () => {
+    const { queue, sender, claims } = setUp({ batchSize: 16, inFlightPerWebhook: 3 });
+    const queued = Array.from({ length: 40 }, () => delivery("wh_a"));
+    await queue.enqueue(queued);
+    worker?.start();
+    await eventually(() => when(queue.size() === 0), "every delivery", POLL);
+    expect(sent(sender, webhook("wh_a").url)).toEqual(queued.map((record) => record.id));
+    expect(sender.peak.get(webhook("wh_a").url)).toBe(3);
+    // Still one claim per batch: 16 + 16 + 8, plus the first and last looks.
+    expect(claims.count).toBeLessThanOrEqual(6);
+  });
+
+  it("with several in flight, a stop releases what no lane started and keeps what was sent", async () => {
+    const { queue, sender, worker: first } = setUp({ batchSize: 10, inFlightPerWebhook: 2 });
+    let open: () => void = () => {};
+    sender.gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const queued = Array.from({ length: 10 }, () => delivery("wh_a"));
+    await queue.enqueue(queued);
+    first.start();
+    await eventually(() => when(sender.posts.length === 2), "two deliveries in flight", POLL);
+    const stopped = first.stop(5_000);
+    open();
+    expect(await stopped).toBe(true);
+    expect(sent(sender, webhook("wh_a").url)).toEqual(queued.slice(0, 2).map((record) => record.id));
+    // The eight never started are due again, unattempted, in their order.
+    expect(queue.size()).toBe(8);
+    const again = queue.claimBatches(Date.now(), 1, 10)[0] ?? [];
+    expect(again.map((record) => [record.id, record.attempts])).toEqual(
+      queued.slice(2).map((record) => [record.id, 0]),
+    );
   });
 
   it("goes on with a batch past a failed delivery, and retries that one afterwards", async () => {

@@ -145,7 +145,7 @@ describe("parseInvocation: what both entries take from the host", () => {
     [withField(invocation, "invocationId", ""), "invocationId must be a non-empty string"],
     [
       withField(invocation, "kind", "explode"),
-      "kind must be one of run, deploy, activate, deactivate, additionalProps",
+      "kind must be one of run, deploy, activate, deactivate, additionalProps, propOptions",
     ],
     [withField(invocation, "props", []), "props must be an object"],
     [withField(invocation, "propTypes", { a: 1 }), "propTypes.a must be a string"],

@@ -1,0 +1,17 @@
+import { configureComponentProp } from "#core/dynamic-props";
+import { configurePropBody, configurePropResponse } from "./dynamic-props-schemas.ts";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+
+export const route = defineRoute({
+  name: "configure-component-prop",
+  method: "POST",
+  path: "/v1/components/configure",
+  summary: "One page of a prop's options: runs its async options() in the sandbox on the configured props",
+  access: { resources: "write", compute: true },
+  body: configurePropBody,
+  response: configurePropResponse,
+  run: (deps, { caller, body }) => configureComponentProp(deps, caller, body),
+});
+
+export const handler = lambdaHandler(route);

@@ -1,0 +1,17 @@
+import { reloadComponentProps } from "#core/dynamic-props";
+import { reloadPropsBody, reloadPropsResponse } from "./dynamic-props-schemas.ts";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+
+export const route = defineRoute({
+  name: "reload-component-props",
+  method: "POST",
+  path: "/v1/components/props",
+  summary: "The prop set additionalProps() makes on the configured props, merged with the static props",
+  access: { resources: "write", compute: true },
+  body: reloadPropsBody,
+  response: reloadPropsResponse,
+  run: (deps, { caller, body }) => reloadComponentProps(deps, caller, body),
+});
+
+export const handler = lambdaHandler(route);
