@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
 import { REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { postJson as post, registrySuite, stepSummaries as summaries, VIAS } from "../support/registry-suite.ts";
-import { packageComponentFiles, startTreeServer, type TreeServer } from "../support/registry-tree.ts";
+import { packageComponentFiles, REGISTRY_TREE, startTreeServer, type TreeServer } from "../support/registry-tree.ts";
 import { type StandInApi, startStandInApi } from "../support/stand-in-api.ts";
 
 /**
@@ -35,7 +35,11 @@ describe("the registry suite: real-shaped components against local mode", () => 
   }));
 
   beforeAll(async () => {
-    [sluice, tree, stand] = await Promise.all([startSluice(), startTreeServer(), startStandInApi()]);
+    [sluice, tree, stand] = await Promise.all([
+      startSluice({ env: { SLUICE_REGISTRY_DIR: `${REGISTRY_TREE}components` } }),
+      startTreeServer(),
+      startStandInApi(),
+    ]);
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
   });
   afterAll(async () => {
@@ -136,6 +140,37 @@ describe("the registry suite: real-shaped components against local mode", () => 
           { count: 43, path: "/c" },
         ]);
         expect(emitted.map((e) => e.metadata.summary)).toEqual(["Request #41", "Request #42", "Request #43"]);
+      });
+
+      it("http_hooks/requests-to-data-store counts per path in a named data store the action then reads", async () => {
+        const store = { name: `suite-${via}` };
+        const source = await deploy(via, "http_hooks/sources/requests-to-data-store/requests-to-data-store.mjs", {
+          dataStore: store,
+        });
+        const counts = [];
+        for (const path of ["/a", "/b", "/a"]) counts.push(await (await post(`${source.endpoint}${path}`, {})).json());
+        expect(counts).toEqual([
+          { count: 1, paths: 1 },
+          { count: 1, paths: 2 },
+          { count: 2, paths: 2 },
+        ]);
+        await eventsWhen(source.id, 3, "the counted requests");
+
+        const { run, steps } = await runWorkflow([
+          await stepOf(via, "remember", "flow_helpers/actions/remember-value/remember-value.mjs", {
+            dataStore: store,
+            key: "note",
+            value: '{"kept": true}',
+            ttl: 3600,
+          }),
+        ]);
+        expect(run.status, JSON.stringify(run.error)).toBe("success");
+        expect(Object.fromEntries(steps?.remember.$return_value)).toEqual({
+          "path:/a": 2,
+          "path:/b": 1,
+          note: { kept: true },
+        });
+        expect(steps?.remember.$summary).toBe("Added note");
       });
     });
   }
@@ -339,5 +374,22 @@ describe("the registry suite: real-shaped components against local mode", () => 
         message: "Quantity must be smaller than the list size",
       });
     });
+  });
+
+  it("deploys the fixture tree's components by registry key", async () => {
+    const registry = await api("GET", "/components/registry/http_hooks-request-counter");
+    expect(registry.status).toBe(200);
+    const deployed = await api("POST", "/sources", {
+      key: "http_hooks-request-counter",
+      configured_props: { startAt: 1 },
+    });
+    expect(deployed.status, JSON.stringify(deployed.json)).toBe(200);
+    const url = deployed.json.data.configured_props.httpInterface.endpoint_url;
+    expect(await (await post(url, {})).json()).toMatchObject({ count: 2 });
+    // The same component brought by files is the same code.
+    const byFiles = await api("POST", "/components", {
+      ...componentFields("component_files", "http_hooks/sources/request-counter/request-counter.mjs"),
+    });
+    expect(byFiles.status).toBe(200);
   });
 });
