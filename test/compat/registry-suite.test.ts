@@ -36,7 +36,10 @@ describe("the registry suite: real-shaped components against local mode", () => 
 
   beforeAll(async () => {
     [sluice, tree, stand] = await Promise.all([
-      startSluice({ env: { SLUICE_REGISTRY_DIR: `${REGISTRY_TREE}components` } }),
+      // No npm registry: everything the suite's components import ships with Sluice.
+      startSluice({
+        env: { SLUICE_REGISTRY_DIR: `${REGISTRY_TREE}components`, SLUICE_NPM_REGISTRY: "http://127.0.0.1:9/" },
+      }),
       startTreeServer(),
       startStandInApi(),
     ]);
