@@ -3,6 +3,8 @@ import { createServer, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { join, relative } from "node:path";
 import { fileURLToPath } from "node:url";
+import { importCandidates } from "#core/component-files";
+import { importSpecifiers } from "#core/import-specifiers";
 
 /** `test/fixtures/registry-tree/`: components written afresh in the public registry's layout. */
 export const REGISTRY_TREE = fileURLToPath(new URL("../fixtures/registry-tree/", import.meta.url));
@@ -25,6 +27,31 @@ export function appFiles(app: string): Record<string, string> {
   walk(root);
   return files;
 }
+
+/**
+ * One component of an installed package in the registry's layout (`node_modules/@pipedream/<app>`),
+ * as a client sends it in `component_files`: the entry and every file it reaches by relative
+ * imports, by path relative to the package, resolved as Sluice resolves them. Nothing else of the
+ * package (its `package.json` and its own `node_modules` stay behind, as for `sluice deploy`).
+ */
+export function packageComponentFiles(packageDir: string, entry: string): Record<string, string> {
+  const files: Record<string, string> = {};
+  const visit = (path: string) => {
+    if (path in files) return;
+    const code = readFileSync(join(packageDir, path), "utf8");
+    files[path] = code;
+    for (const specifier of importSpecifiers(code).filter((s) => s.startsWith("."))) {
+      const candidates = importCandidates(path, specifier);
+      const found = "paths" in candidates && candidates.paths.find((p) => isFile(join(packageDir, p)));
+      if (!found) throw new Error(`${path}: cannot resolve ${specifier} in ${packageDir}`);
+      visit(found);
+    }
+  };
+  visit(entry);
+  return files;
+}
+
+const isFile = (path: string) => existsSync(path) && statSync(path).isFile();
 
 /** A loopback HTTP server of files, as a static host (or raw.githubusercontent.com) serves a components tree. */
 export interface TreeServer {
