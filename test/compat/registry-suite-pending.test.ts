@@ -9,10 +9,9 @@ import { type StandInApi, startStandInApi } from "../support/stand-in-api.ts";
 /**
  * The registry suite's components that need what the issue15-runtime branch is building:
  * `http_request` props with `execute()`, delayed emits (`delivery_ts`) and a source without `run`.
- * The fixtures are in the same tree (test/fixtures/registry-tree/components/). Skipped until that
- * branch is merged; then remove `.skip` (docs/decisions.md, 330).
+ * The fixtures are in the same tree (test/fixtures/registry-tree/components/) (docs/decisions.md, 330).
  */
-describe.skip("the registry suite: components that need features still being merged", () => {
+describe("the registry suite: http_request props, delayed emits, a source without run", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
   let tree: TreeServer;
