@@ -8,6 +8,7 @@ import { events, logs } from "./commands/events.ts";
 import { list } from "./commands/list.ts";
 import { createKey, createUser, start } from "./commands/local.ts";
 import { login } from "./commands/login.ts";
+import { records } from "./commands/records.ts";
 import { CliError } from "./errors.ts";
 import { printable } from "./output.ts";
 
@@ -18,6 +19,7 @@ export const COMMANDS: readonly Command[] = [
   update,
   dev,
   list,
+  records,
   events,
   logs,
   remove,

@@ -182,6 +182,43 @@ export default {
     ]);
   });
 
+  it("lists the data stores of your workspaces, prints a store's records, clears it and deletes it", async () => {
+    const counter = write(
+      "counter.mjs",
+      `export default {
+  props: { http: { type: "$.interface.http", customResponse: true }, store: { type: "data_store" } },
+  async run(event) {
+    await this.store.set("visits", ((await this.store.get("visits")) ?? 0) + 1);
+    await this.store.set("last", { name: event.body?.name ?? null });
+    this.http.respond({ status: 200, body: "counted" });
+  },
+};
+`,
+    );
+    const deployed = await cli("deploy", counter, "--prop", 'store={"name":"cli-visits"}');
+    expect(deployed.code, deployed.stderr).toBe(0);
+    for (const name of ["Ada", "Grace"]) expect((await post(endpointIn(deployed.stdout), { name })).status).toBe(200);
+    const store = await eventually(async () => {
+      const stores = JSON.parse((await cli("list", "data-stores", "--json")).stdout) as { id: string; name: string }[];
+      return stores.find((each) => each.name === "cli-visits");
+    }, "the store the runs created");
+    const table = await cli("list", "data-stores");
+    expect(table.stdout).toMatch(new RegExp(`^${store.id}\\s+cli-visits\\s+o_`, "m"));
+    // Each request was answered after its run's writes.
+    const held = JSON.parse((await cli("records", store.id, "--json")).stdout) as { key: string; value: unknown }[];
+    expect(held.map((record) => [record.key, record.value])).toEqual([
+      ["last", { name: "Grace" }],
+      ["visits", 2],
+    ]);
+    const printed = await cli("records", store.id);
+    expect(printed.stdout).toMatch(/^last\s+\{"name":"Grace"\}\s*$/m);
+    expect((await cli("records", store.id, "--clear")).stdout).toBe(`Cleared data store ${store.id}\n`);
+    expect(JSON.parse((await cli("records", store.id, "--json")).stdout)).toEqual([]);
+    expect((await cli("delete", store.id)).stdout).toBe(`Deleted data store ${store.id}\n`);
+    expect((await cli("records", store.id)).code).toBe(1);
+    expect((await cli("records", "dc_nope")).stderr).toContain("is not a data store id");
+  });
+
   it("saves an action as a component, deploying no source", async () => {
     const sources = (await api("GET", "/users/me/sources?limit=100")).json.data.length;
     const saved = await cli("deploy", write("add.mjs", ACTION), "--json");

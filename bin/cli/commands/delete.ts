@@ -31,11 +31,15 @@ const DELETERS: Record<string, { what: string; remove(api: ApiClient, id: string
     remove: async (api, id) => (await api.call<{ data: unknown }>("DELETE", `/webhooks/${id}`)).data,
   },
   sub_: { what: "subscription", remove: deleteSubscription },
+  ds_: {
+    what: "data store",
+    remove: async (api, id) => (await api.call<{ data: unknown }>("DELETE", `/data_stores/${id}`)).data,
+  },
 };
 
 export const remove: Command = {
   name: "delete",
-  summary: "delete a source (dc_), workflow (p_), webhook (wh_) or subscription (sub_) by its id",
+  summary: "delete a source (dc_), workflow (p_), webhook (wh_), subscription (sub_) or data store (ds_)",
   usage: `Usage: sluice delete <id>
 
 Deletes what the id names, by its prefix:
@@ -43,6 +47,7 @@ Deletes what the id names, by its prefix:
   p_     a workflow: its runs, events and endpoints go
   wh_    a webhook, with its subscriptions
   sub_   a subscription
+  ds_    a data store, with all its records (a component whose prop names it by id fails then)
 Saved components (sc_) cannot be deleted: the API has no route for it.
 
 ${CLIENT_OPTIONS_HELP}`,

@@ -12,6 +12,24 @@ interface Listing {
   row(item: never): string[];
 }
 
+interface DataStore {
+  id: string;
+  name: string;
+  workspace_id: string;
+  created_at: string;
+}
+
+/** Data stores belong to workspaces: the stores of each of your workspaces (`/users/me` names them). */
+async function dataStoresOfWorkspaces(api: ApiClient): Promise<DataStore[]> {
+  const me = await api.call<{ data: { orgs: { id: string }[] } }>("GET", "/users/me");
+  const lists = await Promise.all(
+    me.data.orgs.map(
+      async (org) => (await api.call<{ data: DataStore[] }>("GET", `/workspaces/${org.id}/data_stores`)).data,
+    ),
+  );
+  return lists.flat();
+}
+
 /**
  * The API lists no saved components (spec: only POST and GET by id), so `list components` shows
  * the components behind your sources, each once (decision 317).
@@ -62,6 +80,11 @@ const LISTINGS: Record<string, Listing> = {
       isoTime(sub.created_at),
     ],
   },
+  "data-stores": {
+    fetch: dataStoresOfWorkspaces,
+    headers: ["ID", "NAME", "WORKSPACE", "CREATED"],
+    row: (store: DataStore) => [store.id, store.name, store.workspace_id, store.created_at],
+  },
   workflows: {
     fetch: (api) => api.all<Workflow>("/users/me/workflows"),
     headers: ["ID", "NAME", "ACTIVE", "STEPS", "CREATED"],
@@ -83,7 +106,8 @@ export const list: Command = {
   usage: `Usage: sluice list ${KINDS}
 
 Lists what your API key owns, newest first, every page of it. "components" lists the components
-your sources run (the API has no list of saved components).
+your sources run (the API has no list of saved components); "data-stores" lists the data stores
+of every workspace you belong to (see \`sluice records\` for what one holds).
 
 ${CLIENT_OPTIONS_HELP.replace("print JSON", "print a JSON array")}`,
   options: { ...CLIENT_OPTIONS },
