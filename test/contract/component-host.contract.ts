@@ -214,7 +214,8 @@ export function componentHostContract(
       expect(result.emits).toEqual([]);
       expect(result.error).toMatchObject({
         name: "TypeError",
-        message: "invalid invocation: kind must be one of run, deploy, activate, deactivate, additionalProps",
+        message:
+          "invalid invocation: kind must be one of run, deploy, activate, deactivate, additionalProps, propOptions",
       });
     });
 

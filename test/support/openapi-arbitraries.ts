@@ -471,7 +471,9 @@ function schemaBody(operation: ApiOperation, targets: FuzzTargets): fc.Arbitrary
   return fc.tuple(fields, extras).map(([pairs, extra]) => {
     // JSON.parse makes `__proto__` an own property; an object literal would set the prototype instead.
     const value: Record<string, unknown> = {};
-    for (const [name, v] of pairs) Object.defineProperty(value, name, { value: v.value, enumerable: true });
+    // Configurable: an extra field of the same name (a generated string can be any name) replaces it.
+    for (const [name, v] of pairs)
+      Object.defineProperty(value, name, { value: v.value, enumerable: true, configurable: true });
     for (const [name, v] of extra)
       Object.defineProperty(value, name, { value: v, enumerable: true, configurable: true });
     const notes = pairs.map(([name, v]) => `${name}:${v.note}`);
