@@ -41,7 +41,16 @@ export default defineConfig({
           exclude: ["test/unit/**", ...NEEDS_DYNAMODB],
         },
       },
-      { test: { ...shared, name: "dynamodb", include: NEEDS_DYNAMODB, globalSetup: ["test/support/global-setup.ts"] } },
+      {
+        test: {
+          ...shared,
+          name: "dynamodb",
+          include: NEEDS_DYNAMODB,
+          globalSetup: ["test/support/global-setup.ts"],
+          // As the integration project: vitest runs the two in one group, which needs one setting.
+          maxWorkers: 2,
+        },
+      },
     ],
   },
 });
