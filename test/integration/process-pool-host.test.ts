@@ -505,6 +505,23 @@ describe("ProcessPoolHost: the pool of a source", () => {
     });
   });
 
+  it("gives the next run to a child that was blocked for a while, as soon as it answers", async () => {
+    await withPoolHost({ processes: 2 }, async (own) => {
+      const busy = source(
+        "dc_was_blocked",
+        `export default { run(event = {}) {
+          const end = Date.now() + (event.ms ?? 0);
+          while (Date.now() < end) {}
+          this.$emit({ pid: process.pid });
+        } };`,
+      );
+      const pid = pidIn(await own.invoke(busy, invocation(busy.sourceId)));
+      // Silent for far longer than blockedAfterMs (300 ms): the child counts as blocked until it answers.
+      expect(pidIn(await own.invoke(busy, invocation(busy.sourceId, { event: { ms: 900 } })))).toBe(pid);
+      expect(pidIn(await own.invoke(busy, invocation(busy.sourceId)))).toBe(pid);
+    });
+  });
+
   it("does not also run an invocation it took back from a child that was busy for a while", async () => {
     const hits: number[] = [];
     const server = createServer((request, response) => {

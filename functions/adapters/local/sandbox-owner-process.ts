@@ -302,6 +302,13 @@ export class SandboxOwnerProcess implements BudgetMember {
       default:
         break;
     }
+    // A child that speaks is not blocked now: it takes work again at once rather than at the next
+    // check, so the run that follows a long synchronous one does not start a cold child.
+    if (this.isBlocked && !this.retired && this.violation === undefined) {
+      this.isBlocked = false;
+      this.silentChecks = 0;
+      this.options.onChange(this);
+    }
   }
 
   /** The in-flight invocation `invocationId` names, if it was sent here (code cannot know others). */
