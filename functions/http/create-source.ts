@@ -19,9 +19,10 @@ export const route = defineRoute({
     ...workspaceChoiceFields,
   }),
   response: single(sourceSchema),
-  run: async (deps, { caller, query, body }) => {
+  run: async (deps, { caller, query, body, idempotencyKey }) => {
     const workspace = queryOrBody(query, { org_id: body.org_id, workspace_id: body.workspace_id });
-    return { data: await deploySource(deps, caller, { ...body, ...workspace }) };
+    const options = idempotencyKey === undefined ? {} : { idempotencyKey };
+    return { data: await deploySource(deps, caller, { ...body, ...workspace }, options) };
   },
 });
 

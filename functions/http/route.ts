@@ -13,6 +13,8 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   requestId: string;
+  /** The `Idempotency-Key` header, when sent (only `create-source` reads it). */
+  idempotencyKey: string | undefined;
 }
 
 /**
