@@ -44,6 +44,11 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
   };
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
+  /**
+   * Request headers the route reads besides `Authorization`, for the OpenAPI document only: the
+   * pipeline passes them on as they came (`RouteInput.idempotencyKey`) and core validates them.
+   */
+  headers?: z.ZodObject;
   body?: z.ZodType<B>;
   /** Schema of the success body, for the OpenAPI document and response tests. */
   response: z.ZodType;

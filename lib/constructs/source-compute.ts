@@ -281,7 +281,6 @@ export class SourceCompute extends Construct {
    */
   attachDeployer(fn: LambdaFunction): void {
     this.attachRunner(fn);
-    const stack = Stack.of(this);
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: [
@@ -310,14 +309,7 @@ export class SourceCompute extends Construct {
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"],
-        resources: [
-          stack.formatArn({
-            service: "scheduler",
-            resource: "schedule",
-            resourceName: `${this.scheduleGroup.ref}/*`,
-            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-          }),
-        ],
+        resources: [this.#schedulesArn()],
       }),
     );
     fn.addToRolePolicy(
@@ -337,7 +329,6 @@ export class SourceCompute extends Construct {
    * resources table, which its caller gives.
    */
   attachRemover(fn: LambdaFunction): void {
-    const stack = Stack.of(this);
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["lambda:DeleteFunction"],
@@ -347,19 +338,22 @@ export class SourceCompute extends Construct {
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["scheduler:DeleteSchedule"],
-        resources: [
-          stack.formatArn({
-            service: "scheduler",
-            resource: "schedule",
-            resourceName: `${this.scheduleGroup.ref}/*`,
-            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-          }),
-        ],
+        resources: [this.#schedulesArn()],
       }),
     );
     fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
     fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
     this.#manageEnvironment(fn);
+  }
+
+  /** The schedules of the stack's group (sources' and workflows' timers). */
+  #schedulesArn(): string {
+    return Stack.of(this).formatArn({
+      service: "scheduler",
+      resource: "schedule",
+      resourceName: `${this.scheduleGroup.ref}/*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
   }
 
   /** What the composition root reads to manage sources' functions and timers (all or none of them). */

@@ -83,6 +83,21 @@ async function setUp(crashAt?: CrashPoint) {
   return { deps, calls, removed, timers, hang, account, caller: { userId: account.user.id } };
 }
 
+/** Deploys whose `deploy()` waits until the test calls `release`. */
+async function heldDeploys() {
+  let release: () => void = () => {};
+  const released = new Promise<void>((resolve) => (release = resolve));
+  const { host } = scriptedHost(TIMER_SOURCE, async (invocation) => {
+    if (invocation.kind === "deploy") await released;
+    return {};
+  });
+  const deps = memoryDeps(Date.UTC(2026, 10, 26, 12), {
+    host,
+    timers: { schedule: async () => {}, cancel: async () => {} },
+  });
+  return { deps, caller: { userId: (await accountIn(deps, "held")).user.id }, release };
+}
+
 const countSources = async (deps: Deps, userId: string) =>
   (await listUserSources(deps, { userId }, { limit: 100 })).page_info.total_count;
 
@@ -177,17 +192,7 @@ describe("Idempotency-Key on POST /v1/sources", () => {
   });
 
   it("answers 409 to a retry while the first request is still deploying, and the source once it finished", async () => {
-    let release: () => void = () => {};
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const { host } = scriptedHost(TIMER_SOURCE, async (invocation) => {
-      if (invocation.kind === "deploy") await released;
-      return {};
-    });
-    const deps = memoryDeps(Date.UTC(2026, 10, 26, 12), {
-      host,
-      timers: { schedule: async () => {}, cancel: async () => {} },
-    });
-    const caller = { userId: (await accountIn(deps, "slow")).user.id };
+    const { deps, caller, release } = await heldDeploys();
     const first = deploySource(deps, caller, { component_code: "code" }, { idempotencyKey: "slow-1" });
     // Two at once with the key while it runs: neither deploys a second source.
     const during = await Promise.allSettled([
@@ -210,17 +215,7 @@ describe("Idempotency-Key on POST /v1/sources", () => {
   });
 
   it("lets one of two creates racing with a new key deploy, and answers the other 409", async () => {
-    let release: () => void = () => {};
-    const released = new Promise<void>((resolve) => (release = resolve));
-    const { host } = scriptedHost(TIMER_SOURCE, async (invocation) => {
-      if (invocation.kind === "deploy") await released;
-      return {};
-    });
-    const deps = memoryDeps(Date.UTC(2026, 10, 26, 12), {
-      host,
-      timers: { schedule: async () => {}, cancel: async () => {} },
-    });
-    const caller = { userId: (await accountIn(deps, "racer")).user.id };
+    const { deps, caller, release } = await heldDeploys();
     // Both look the key up before either saves: the store's claim decides.
     const both = [1, 2].map(() => deploySource(deps, caller, { component_code: "code" }, { idempotencyKey: "race" }));
     setTimeout(release, 50);
