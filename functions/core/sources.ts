@@ -358,15 +358,25 @@ async function repeatedCreate(deps: SourceDeps, caller: Caller, key: string, has
  * Removes the sources whose deploy began before `startedBefore` and never finished: their
  * process or function was killed mid-deploy (local mode at start, with its start time; on AWS
  * the deploy sweeper, every few minutes, with {@link DEPLOY_ABANDONED_AFTER_MS}). No hook runs,
- * as when a deploy fails. Returns how many it removed.
+ * as when a deploy fails; one that cannot be removed is logged and left to the next sweep.
+ * Returns how many it removed.
  */
 export async function recoverInterruptedDeploys(deps: SourceDeps, startedBefore: number): Promise<number> {
   const abandoned = await deps.sources.listDeployingSources(startedBefore);
+  let removed = 0;
   for (const source of abandoned) {
-    await removeSource(deps, source);
-    deps.log.warn("interrupted deploy removed", { ...sourceLogFields(source), deploying_since: source.deployingSince });
+    const fields = { ...sourceLogFields(source), deploying_since: source.deployingSince };
+    // One that cannot be removed now (its function, a store) must not keep the others, or a
+    // local server's start, from going on: the next sweep tries it again.
+    try {
+      await removeSource(deps, source);
+      removed += 1;
+      deps.log.warn("interrupted deploy removed", fields);
+    } catch (error) {
+      deps.log.error("interrupted deploy not removed", { ...fields, error: String(error) });
+    }
   }
-  return abandoned.length;
+  return removed;
 }
 
 /** The fields of a source's lifecycle lines: ids only, never its props (they can hold secrets). */

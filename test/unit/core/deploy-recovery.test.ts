@@ -15,6 +15,8 @@ import {
 } from "#core/sources";
 import { createDeploySweeperHandler } from "#internal/deploy-sweeper";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
+import { recordingLogger } from "../../support/recording-logger.ts";
+import { sourceRecord } from "../../support/source-record.ts";
 
 /**
  * Deploys interrupted at each of their steps (the process or Lambda function killed there: the
@@ -149,6 +151,44 @@ describe("a deploy interrupted at any step", () => {
     deps.clock.set(deps.clock.nowMs() + 1);
     await sweep();
     expect(await countSources(deps, caller.userId)).toBe(0);
+  });
+
+  it("removes the other interrupted deploys when one cannot be removed, and that one at the next sweep", async () => {
+    const { deps, caller } = await setUp();
+    const errors: Record<string, unknown>[] = [];
+    const marked = (id: string) => ({
+      ...sourceRecord({ user: { id: caller.userId }, workspace: { id: "o_x" } }, id),
+      nameSlug: id,
+      deployingSince: 1,
+    });
+    await deps.sources.createSource(marked("dc_a"));
+    await deps.sources.createSource(marked("dc_b"));
+    let failing = true;
+    const remove = deps.host.remove;
+    const sweeping = {
+      ...deps,
+      log: recordingLogger(errors),
+      host: {
+        ...deps.host,
+        remove: async (code: { sourceId: string; ownerId: string }) => {
+          if (failing && code.sourceId === "dc_a") throw new Error("Lambda throttled");
+          return remove(code);
+        },
+      },
+    };
+    expect(await recoverInterruptedDeploys(sweeping, 2)).toBe(1);
+    expect(await deps.sources.getSource("dc_b")).toBeUndefined();
+    expect(await deps.sources.getSource("dc_a")).toBeDefined();
+    expect(errors).toEqual([
+      expect.objectContaining({
+        message: "interrupted deploy not removed",
+        source_id: "dc_a",
+        error: "Error: Lambda throttled",
+      }),
+    ]);
+    failing = false;
+    expect(await recoverInterruptedDeploys(sweeping, 2)).toBe(1);
+    expect(await deps.sources.getSource("dc_a")).toBeUndefined();
   });
 
   it("finishes a deploy that was not interrupted with no mark, so no sweep touches it", async () => {
