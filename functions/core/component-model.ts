@@ -67,6 +67,12 @@ export interface SourceRecord {
   timer?: TimerSpec;
   /** The workflow (`p_`) that deployed it as its trigger; its view shows it as `owner_id`. */
   workflowId?: string;
+  /**
+   * Set (ms, when the deploy began) from the moment the deploy saves the record until its last
+   * step; a record still carrying it after a bound was left by an interrupted deploy and is
+   * removed by the recovery sweep (docs/components.md "Deploys in progress").
+   */
+  deployingSince?: number;
   createdAt: number;
   updatedAt: number;
 }

@@ -8,6 +8,8 @@ export type ErrorCode =
   | "not_found"
   | "validation"
   | "conflict"
+  /** The request is well formed but contradicts an earlier one (an `Idempotency-Key` reused with another body). */
+  | "unprocessable"
   | "payload_too_large"
   | "unsupported_media_type"
   | "method_not_allowed"

@@ -24,7 +24,13 @@ import {
   registryComponent,
   saveComponentOf,
 } from "./components.ts";
-import { DomainError, invalid, isDomainError, notFound } from "./errors.ts";
+import { conflict, DomainError, invalid, isDomainError, notFound } from "./errors.ts";
+import {
+  IDEMPOTENCY_KEY_TTL_MS,
+  keyReusedWithOtherRequest,
+  keyStillInFlight,
+  requireIdempotencyKey,
+} from "./idempotency-keys.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
@@ -42,6 +48,7 @@ import { redactPaths } from "./redact-paths.ts";
 import { interfaceContext, invokeSource, loadComponent, probeSource, propsOf, sourceCode } from "./source-runs.ts";
 import { applyAutoSubscriptions } from "./subscriptions.ts";
 import { epochSeconds } from "./time.ts";
+import { requestHash } from "./workflow-external-ids.ts";
 
 export type SourceDeps = Deps;
 
@@ -232,12 +239,33 @@ async function runHook(
 }
 
 /**
- * `POST /sources`: saves the source, subscribes the owner's auto-subscribed listeners to it, runs
- * `deploy()` and `activate()`, starts its timer. `workflowId` names the workflow deploying it as
- * its trigger (never a field of the request body).
+ * How long a deploy may stay unfinished before the recovery sweep takes it for interrupted: 15
+ * minutes, Lambda's longest timeout, so no function that could still be deploying it is running.
  */
-export async function deploySource(deps: SourceDeps, caller: Caller, input: CreateSourceInput, workflowId?: string) {
+export const DEPLOY_ABANDONED_AFTER_MS = 15 * 60 * 1000;
+
+/**
+ * `POST /sources`: saves the source marked `deployingSince`, builds its code, subscribes the
+ * owner's auto-subscribed listeners to it, runs `deploy()` and `activate()`, starts its timer, and
+ * last clears the mark. A failure removes the source; an interruption (the process or function
+ * killed) leaves it marked, and {@link recoverInterruptedDeploys} removes it. `workflowId` names
+ * the workflow deploying it as its trigger (never a field of the request body). With
+ * `idempotencyKey` (the `Idempotency-Key` header), a create the user already made with that key
+ * answers its source again (#core/idempotency-keys).
+ */
+export async function deploySource(
+  deps: SourceDeps,
+  caller: Caller,
+  input: CreateSourceInput,
+  options: { workflowId?: string; idempotencyKey?: string } = {},
+) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
+  const key = options.idempotencyKey === undefined ? undefined : requireIdempotencyKey(options.idempotencyKey);
+  const hash = key === undefined ? "" : requestHash(input);
+  if (key !== undefined) {
+    const repeat = await repeatedCreate(deps, caller, key, hash);
+    if (repeat) return repeat;
+  }
   const workspace = await workspaceOrDefault(deps, caller, input);
   const component = await chooseComponent(deps, caller, input);
   const now = deps.clock.nowMs();
@@ -255,28 +283,100 @@ export async function deploySource(deps: SourceDeps, caller: Caller, input: Crea
     createdAt: now,
     updatedAt: now,
   };
-  if (workflowId !== undefined) draft.workflowId = workflowId;
+  if (options.workflowId !== undefined) draft.workflowId = options.workflowId;
   const { validated, definitions } = await resolveProps(deps, draft, component, input.configured_props);
   const prepared = await withProps(deps, draft, validated);
   if (definitions) prepared.propDefinitions = definitions;
-  await deps.host.prepare(sourceCode(prepared, component));
-  let source = await deps.sources.createSource(prepared);
-  // A defaulted name follows the slug the store made unique (`new-requests-1`).
-  if (input.name === undefined && source.name !== source.nameSlug) {
-    source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
+  // Saved first, marked: from here on every interruption leaves a record the sweep finds.
+  prepared.deployingSince = now;
+  const claim =
+    key === undefined
+      ? undefined
+      : {
+          userId: caller.userId,
+          key,
+          requestHash: hash,
+          sourceId: prepared.id,
+          createdAt: now,
+          expiresAt: now + IDEMPOTENCY_KEY_TTL_MS,
+        };
+  let source: SourceRecord;
+  try {
+    source = await deps.sources.createSource(prepared, claim);
+  } catch (error) {
+    // A create with the same key that began meanwhile holds it: answer as to a repeat.
+    const repeat =
+      key !== undefined && isDomainError(error) && error.code === "conflict"
+        ? await repeatedCreate(deps, caller, key, hash)
+        : undefined;
+    if (repeat) return repeat;
+    throw error;
   }
   try {
+    await deps.host.prepare(sourceCode(source, component));
+    // A defaulted name follows the slug the store made unique (`new-requests-1`).
+    if (input.name === undefined && source.name !== source.nameSlug) {
+      source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
+    }
     // Before the hooks, so what deploy() logs or throws already reaches auto-subscribed listeners.
     await applyAutoSubscriptions(deps, source);
     await runHook(deps, source, component, "deploy");
     await runHook(deps, source, component, "activate");
+    if (source.timer) await deps.timers.schedule({ sourceId: source.id }, source.timer);
+    const { deployingSince: _done, ...deployed } = source;
+    source = await deps.sources.updateSource(deployed);
   } catch (error) {
     await removeSource(deps, source);
     throw error;
   }
-  if (source.timer) await deps.timers.schedule({ sourceId: source.id }, source.timer);
   deps.log.info("source deployed", sourceLogFields(source));
   return sourceView(deps, source, component);
+}
+
+/**
+ * The answer to a create whose key the user already used: its source when the request is the
+ * same and its deploy finished; 409 while it is still deploying; 422 for another request. None
+ * when the key is unknown, expired, or its source is gone (the key went with it), or its deploy
+ * was abandoned (then removed here, as the sweep would).
+ */
+async function repeatedCreate(deps: SourceDeps, caller: Caller, key: string, hash: string) {
+  const claim = await deps.sources.findDeployClaim(caller.userId, key, deps.clock.nowMs());
+  if (!claim) return undefined;
+  if (claim.requestHash !== hash) throw keyReusedWithOtherRequest();
+  // Through the access check: a key never reaches a source its user can no longer manage.
+  const source = await requireSource(deps, caller, claim.sourceId);
+  if (source.deployingSince !== undefined) {
+    if (source.deployingSince >= deps.clock.nowMs() - DEPLOY_ABANDONED_AFTER_MS) throw keyStillInFlight(source.id);
+    // Abandoned and not swept yet: what the sweep would do, then this create runs afresh.
+    await removeSource(deps, source);
+    return undefined;
+  }
+  return getSource(deps, caller, source.id);
+}
+
+/**
+ * Removes the sources whose deploy began before `startedBefore` and never finished: their
+ * process or function was killed mid-deploy (local mode at start, with its start time; on AWS
+ * the deploy sweeper, every few minutes, with {@link DEPLOY_ABANDONED_AFTER_MS}). No hook runs,
+ * as when a deploy fails; one that cannot be removed is logged and left to the next sweep.
+ * Returns how many it removed.
+ */
+export async function recoverInterruptedDeploys(deps: SourceDeps, startedBefore: number): Promise<number> {
+  const abandoned = await deps.sources.listDeployingSources(startedBefore);
+  let removed = 0;
+  for (const source of abandoned) {
+    const fields = { ...sourceLogFields(source), deploying_since: source.deployingSince };
+    // One that cannot be removed now (its function, a store) must not keep the others, or a
+    // local server's start, from going on: the next sweep tries it again.
+    try {
+      await removeSource(deps, source);
+      removed += 1;
+      deps.log.warn("interrupted deploy removed", fields);
+    } catch (error) {
+      deps.log.error("interrupted deploy not removed", { ...fields, error: String(error) });
+    }
+  }
+  return removed;
 }
 
 /** The fields of a source's lifecycle lines: ids only, never its props (they can hold secrets). */
@@ -293,6 +393,8 @@ function sourceLogFields(source: SourceRecord) {
 export async function updateSource(deps: SourceDeps, caller: Caller, id: string, input: UpdateSourceInput) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const current = await requireSource(deps, caller, id);
+  if (current.deployingSince !== undefined)
+    throw conflict(`source ${id} is still being deployed; update it when its deploy has answered`);
   const currentComponent = await loadComponent(deps, current.componentId);
   if (!currentComponent) throw notFound("component");
   const component = hasChoice(input) ? await chooseComponent(deps, caller, input) : currentComponent;
@@ -348,9 +450,10 @@ async function removeSource(deps: SourceDeps, source: SourceRecord) {
   // source in place and repeating the deletion finishes the job.
   await deps.subscriptions.deleteSubscriptionsOf(source.id);
   await deps.subscriptions.deleteAutoSubscriptionsOf(source.id);
-  await deps.sources.deleteSource(source.id);
+  // Its code (a Lambda function on AWS) too, while the record still names it for a repeat.
   await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
   await deps.delayedEmits?.removeRange(source.id);
+  await deps.sources.deleteSource(source.id);
   await deps.events.deleteAllEvents(source.id);
 }
 
@@ -402,5 +505,7 @@ export function sourceView(deps: Pick<Deps, "runtime">, source: SourceRecord, co
     updated_at: epochSeconds(source.updatedAt),
     name: source.name,
     name_slug: source.nameSlug,
+    // Only while a deploy is in progress; a deployed source has the spec's shape exactly.
+    ...(source.deployingSince === undefined ? {} : { deploy_state: "deploying" as const }),
   };
 }

@@ -196,11 +196,14 @@ export async function deployTriggerSources(
         continue;
       }
       const props = trigger.props as Record<(typeof DEPLOY_FIELDS)[number], never>;
-      const source = await deploySource(deps, caller, { ...props, org_id: workflow.workspaceId }, workflow.id).catch(
-        (error: unknown) => {
-          throw underField(error, `${trigger.field}.props`);
-        },
-      );
+      const source = await deploySource(
+        deps,
+        caller,
+        { ...props, org_id: workflow.workspaceId },
+        { workflowId: workflow.id },
+      ).catch((error: unknown) => {
+        throw underField(error, `${trigger.field}.props`);
+      });
       records.push({
         type: "source",
         sourceId: source.id,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_MAX_LENGTH } from "#core/idempotency-keys";
 import { deploySource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -12,6 +13,12 @@ export const route = defineRoute({
   summary: "Deploy a component as an event source: deploy() and activate() run, its timer starts",
   access: { resources: "write", compute: true, secrets: true },
   query: workspaceChoiceQuery,
+  headers: z.object({
+    [IDEMPOTENCY_HEADER]: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_LENGTH).optional().meta({
+      description:
+        "A key of the client's (printable ASCII): a retry with the same key and request answers the same source instead of deploying another, for 24 hours; per user (docs/components.md, Retrying a deploy)",
+    }),
+  }),
   body: z.object({
     ...componentChoiceFields,
     name: z.string().min(1).max(200).optional(),
@@ -19,9 +26,10 @@ export const route = defineRoute({
     ...workspaceChoiceFields,
   }),
   response: single(sourceSchema),
-  run: async (deps, { caller, query, body }) => {
+  run: async (deps, { caller, query, body, idempotencyKey }) => {
     const workspace = queryOrBody(query, { org_id: body.org_id, workspace_id: body.workspace_id });
-    return { data: await deploySource(deps, caller, { ...body, ...workspace }) };
+    const options = idempotencyKey === undefined ? {} : { idempotencyKey };
+    return { data: await deploySource(deps, caller, { ...body, ...workspace }, options) };
   },
 });
 

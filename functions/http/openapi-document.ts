@@ -1,6 +1,7 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
 import { z } from "zod";
 import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
+import { IDEMPOTENCY_HEADER } from "#core/idempotency-keys";
 import { SSE_RETRY_MS } from "#core/source-stream";
 import { STATUS_OF } from "./error-status.ts";
 import { MAX_JSON_BODY_BYTES } from "./limits.ts";
@@ -38,6 +39,16 @@ function errorResponses(route: AnyRoute) {
     };
     errors[STATUS_OF.unsupported_media_type] = {
       description: "Body without Content-Type: application/json",
+      content: json(errorSchema),
+    };
+  }
+  if (route.headers?.shape[IDEMPOTENCY_HEADER]) {
+    errors[STATUS_OF.conflict] = {
+      description: `The first request with this ${IDEMPOTENCY_HEADER} is still in progress`,
+      content: json(errorSchema),
+    };
+    errors[STATUS_OF.unprocessable] = {
+      description: `This ${IDEMPOTENCY_HEADER} was used with a different request`,
       content: json(errorSchema),
     };
   }
@@ -154,6 +165,7 @@ export function buildOpenApiDocument(serverUrl = "/") {
       request: {
         params: route.params as z.ZodObject | undefined,
         query: route.query as z.ZodObject | undefined,
+        headers: route.headers,
         body: route.body ? { content: json(route.body) } : undefined,
       },
       responses: {

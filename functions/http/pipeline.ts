@@ -167,7 +167,7 @@ export interface HttpHandlerOptions {
  * dependencies, authentication, input parsing and validation, and last the route's use case.
  */
 export function createHttpHandler(route: AnyRoute, provide: DepsProvider, options: HttpHandlerOptions = {}) {
-  const run = async (_event: HttpEvent, context: HttpContext): Promise<HttpResult> => {
+  const run = async (event: HttpEvent, context: HttpContext): Promise<HttpResult> => {
     const state = context.sluice;
     const body = await route.run(state.deps as Deps, {
       caller: state.caller as Caller,
@@ -175,6 +175,7 @@ export function createHttpHandler(route: AnyRoute, provide: DepsProvider, option
       query: state.input?.query,
       body: state.input?.body,
       requestId: state.requestId,
+      idempotencyKey: header(event, "idempotency-key"),
     });
     return jsonResult(route.successStatus ?? 200, applyFieldFilter(body, state.filter));
   };

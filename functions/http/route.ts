@@ -13,6 +13,8 @@ export interface RouteInput<P, Q, B> {
   query: Q;
   body: B;
   requestId: string;
+  /** The `Idempotency-Key` header, when sent (only `create-source` reads it). */
+  idempotencyKey: string | undefined;
 }
 
 /**
@@ -42,6 +44,11 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
   };
   params?: z.ZodType<P>;
   query?: z.ZodType<Q>;
+  /**
+   * Request headers the route reads besides `Authorization`, for the OpenAPI document only: the
+   * pipeline passes them on as they came (`RouteInput.idempotencyKey`) and core validates them.
+   */
+  headers?: z.ZodObject;
   body?: z.ZodType<B>;
   /** Schema of the success body, for the OpenAPI document and response tests. */
   response: z.ZodType;

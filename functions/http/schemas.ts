@@ -113,6 +113,8 @@ export const sourceSchema = z.object({
   updated_at: z.number().int(),
   name: z.string(),
   name_slug: z.string(),
+  /** Only while its deploy is in progress (docs/components.md "Deploys in progress"). */
+  deploy_state: z.literal("deploying").optional(),
 });
 
 export const eventSummarySchema = z.object({

@@ -33,6 +33,7 @@ import type { Deps } from "#core/ports/deps";
 import type { EventPurger } from "#core/ports/event-purger";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
+import { recoverInterruptedDeploys } from "#core/sources";
 import { startDelayedEmitDriver } from "./drivers/delayed-emit-driver.ts";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
@@ -168,6 +169,9 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   // Workflow runs it left `running` were cut short by its end: a queued one's job takes it over at
   // once, and one that was not queued is ended as an error (decisions 235 and 236).
   workflowRuns.recoverAtStart(clock.nowMs());
+  // Sources a previous process was deploying when it ended are half made: removed before any
+  // request or run (this process is the only one on the data dir, so none is still deploying).
+  await recoverInterruptedDeploys(deps, clock.nowMs());
   // Runs it left go first (they see the configured URL as their endpoint's base until the
   // server sets the one it listens on, which only differs with PORT=0).
   runs.start();

@@ -2,6 +2,8 @@ import { ArnFormat, Duration, RemovalPolicy, Stack } from "aws-cdk-lib";
 import { type HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { Rule, Schedule } from "aws-cdk-lib/aws-events";
+import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import { Effect, type IGrantable, PolicyStatement, Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import type { IKey } from "aws-cdk-lib/aws-kms";
 import { Architecture, Function as LambdaFunction, LayerVersion, Runtime } from "aws-cdk-lib/aws-lambda";
@@ -24,6 +26,9 @@ export const DESCRIBER_FILES = {
   "index.mjs": "functions/internal/describer.ts",
   "sandbox-entry.mjs": "runtime-layer/sandbox-entry.ts",
 } as const;
+
+/** How often the deploy sweeper runs; a deploy is taken for interrupted 15 minutes after it began. */
+export const DEPLOY_SWEEP_INTERVAL = Duration.minutes(5);
 
 /** The queue of queued runs that failed every try: named after the stage, so operators find it. */
 export const failedRunsQueueNameFor = (stage: string): string => `sluice-${stage}-failed-runs`;
@@ -72,6 +77,12 @@ export class SourceCompute extends Construct {
    */
   readonly failedRunsQueue: Queue;
   readonly timerInvoker: SluiceFunction;
+  /**
+   * Removes sources whose deploy was interrupted (functions/internal/deploy-sweeper.ts), run by
+   * {@link deploySweepRule} every {@link DEPLOY_SWEEP_INTERVAL}.
+   */
+  readonly deploySweeper: SluiceFunction;
+  readonly deploySweepRule: Rule;
   readonly scheduleGroup: CfnScheduleGroup;
   /** Assumed by EventBridge Scheduler; may invoke the timer invoker only. */
   readonly schedulerRole: Role;
@@ -212,6 +223,30 @@ export class SourceCompute extends Construct {
       description: "EventBridge Scheduler: invokes the Sluice timer invoker, nothing else",
     });
     this.timerInvoker.lambdaFunction.grantInvoke(this.schedulerRole);
+
+    this.deploySweeper = new SluiceFunction(this, "DeploySweeper", {
+      entry: "functions/internal/deploy-sweeper.ts",
+      description: "Removes sources whose deploy was interrupted (functions/internal/deploy-sweeper.ts)",
+      // Each source removed deletes its function, schedule, subscriptions and events.
+      timeout: Duration.minutes(5),
+      logRetention: props.logRetention,
+    });
+    {
+      const fn = this.deploySweeper.lambdaFunction;
+      // Removing a source is what DELETE /v1/sources/{id} does, without its hooks: the table,
+      // and deleting the source's function and schedule.
+      props.resourcesTable.grantReadWriteData(fn);
+      fn.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
+      fn.addEnvironment(ENV.publicUrl, props.httpApi.apiEndpoint);
+      this.attachRemover(fn);
+      // A missed run changes nothing the next one does not do.
+      fn.configureAsyncInvoke({ retryAttempts: 0 });
+    }
+    this.deploySweepRule = new Rule(this, "DeploySweep", {
+      schedule: Schedule.rate(DEPLOY_SWEEP_INTERVAL),
+      description: "Runs the deploy sweeper (docs/aws.md, Interrupted deploys)",
+      targets: [new LambdaTarget(this.deploySweeper.lambdaFunction, { retryAttempts: 0 })],
+    });
   }
 
   /**
@@ -246,7 +281,6 @@ export class SourceCompute extends Construct {
    */
   attachDeployer(fn: LambdaFunction): void {
     this.attachRunner(fn);
-    const stack = Stack.of(this);
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: [
@@ -275,14 +309,7 @@ export class SourceCompute extends Construct {
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"],
-        resources: [
-          stack.formatArn({
-            service: "scheduler",
-            resource: "schedule",
-            resourceName: `${this.scheduleGroup.ref}/*`,
-            arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
-          }),
-        ],
+        resources: [this.#schedulesArn()],
       }),
     );
     fn.addToRolePolicy(
@@ -292,6 +319,45 @@ export class SourceCompute extends Construct {
         conditions: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
       }),
     );
+    this.#manageEnvironment(fn);
+    if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);
+  }
+
+  /**
+   * A function that only removes sources (the deploy sweeper): delete their functions and
+   * schedules, nothing else of {@link attachDeployer}'s. It also needs read and write access to the
+   * resources table, which its caller gives.
+   */
+  attachRemover(fn: LambdaFunction): void {
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["lambda:DeleteFunction"],
+        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
+      }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["scheduler:DeleteSchedule"],
+        resources: [this.#schedulesArn()],
+      }),
+    );
+    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
+    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
+    this.#manageEnvironment(fn);
+  }
+
+  /** The schedules of the stack's group (sources' and workflows' timers). */
+  #schedulesArn(): string {
+    return Stack.of(this).formatArn({
+      service: "scheduler",
+      resource: "schedule",
+      resourceName: `${this.scheduleGroup.ref}/*`,
+      arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
+    });
+  }
+
+  /** What the composition root reads to manage sources' functions and timers (all or none of them). */
+  #manageEnvironment(fn: LambdaFunction): void {
     fn.addEnvironment(AWS_COMPUTE_ENV.sourceRoleArn, this.sourceRole.roleArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.runtimeLayerArn, this.runtimeLayer.layerVersionArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.sourceLogGroup, this.sourceLogGroup.logGroupName);
@@ -299,7 +365,6 @@ export class SourceCompute extends Construct {
     fn.addEnvironment(AWS_COMPUTE_ENV.timerInvokerArn, this.timerInvoker.lambdaFunction.functionArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
-    if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);
   }
 
   /**

@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import { SEALED_SECRET, type SourceRecord } from "#core/component-model";
 import { formatId } from "#core/ids";
 import { type PageQuery, slicePage } from "#core/pagination";
-import type { SourceStore } from "#core/ports/source-store";
+import type { DeployClaim, SourceStore } from "#core/ports/source-store";
 
 let sequence = 0;
 /** Distinct source ids that sort by creation, without randomness. */
@@ -35,6 +35,20 @@ function source(overrides: Partial<SourceRecord> = {}): SourceRecord {
 }
 
 const byId = (s: SourceRecord) => s.id;
+
+const HOUR = 3_600_000;
+
+function claimOf(sourceId: string, overrides: Partial<DeployClaim> = {}): DeployClaim {
+  return {
+    userId: "u_ada",
+    key: "retry-me 1",
+    requestHash: "hash-a",
+    sourceId,
+    createdAt: 1_790_000_000_000,
+    expiresAt: 1_790_000_000_000 + 24 * HOUR,
+    ...overrides,
+  };
+}
 const newestFirst = (sources: SourceRecord[]) => [...sources].sort((a, b) => (a.id < b.id ? 1 : a.id > b.id ? -1 : 0));
 
 /** Behaviour every `SourceStore` adapter must have. `makeStore` returns an empty store. */
@@ -324,6 +338,69 @@ export function sourceStoreContract(makeStore: () => Promise<SourceStore>) {
       await expect(store.deleteSource(a.id)).resolves.toBeUndefined();
       await expect(store.deleteSource(nextSourceId())).resolves.toBeUndefined();
       expect(await store.getSource(kept.id)).toStrictEqual(kept);
+    });
+    it("keeps a deploy's mark on every copy, lists marked sources by start time, and clears it on update", async () => {
+      const store = await makeStore();
+      const early = await store.createSource(source({ deployingSince: 1_000, timer: { intervalSeconds: 60 } }));
+      const late = await store.createSource(source({ deployingSince: 5_000 }));
+      const done = await store.createSource(source());
+      expect(await store.getSource(early.id)).toStrictEqual(early);
+      expect(await store.findSourceByEndpointKey(early.endpointKey!)).toStrictEqual(early);
+      expect((await store.listSourcesOfUser("u_ada", { limit: 10 })).items.map(byId)).toContain(early.id);
+
+      expect((await store.listDeployingSources(1_000)).map(byId)).toEqual([]);
+      expect(await store.listDeployingSources(1_001)).toStrictEqual([early]);
+      expect((await store.listDeployingSources(10_000)).map(byId).sort()).toEqual([early.id, late.id].sort());
+
+      const { deployingSince: _cleared, ...finished } = early;
+      expect(await store.updateSource(finished)).toStrictEqual(finished);
+      expect(await store.getSource(early.id)).toStrictEqual(finished);
+      expect(await store.listDeployingSources(10_000)).toStrictEqual([late]);
+      await store.deleteSource(late.id);
+      expect(await store.listDeployingSources(10_000)).toEqual([]);
+      expect(await store.getSource(done.id)).toStrictEqual(done);
+    });
+
+    it("saves a deploy claim with its source, refuses a live one, and forgets it on expiry or deletion", async () => {
+      const store = await makeStore();
+      const first = source();
+      const claim = claimOf(first.id);
+      await store.createSource(first, claim);
+      expect(await store.findDeployClaim("u_ada", claim.key, claim.createdAt)).toStrictEqual(claim);
+      // Per user: another user's key of the same text is another claim.
+      expect(await store.findDeployClaim("u_bob", claim.key, claim.createdAt)).toBeUndefined();
+      expect(await store.findDeployClaim("u_ada", "retry-me 2", claim.createdAt)).toBeUndefined();
+
+      // A second create with the live key saves nothing.
+      const second = source();
+      await expect(
+        store.createSource(second, claimOf(second.id, { createdAt: claim.createdAt + HOUR })),
+      ).rejects.toMatchObject({
+        code: "conflict",
+      });
+      expect(await store.getSource(second.id)).toBeUndefined();
+      expect((await store.listSourcesOfUser("u_ada", { limit: 10 })).items.map(byId)).toEqual([first.id]);
+      const other = source({ userId: "u_bob" });
+      await store.createSource(other, claimOf(other.id, { userId: "u_bob" }));
+      expect((await store.findDeployClaim("u_bob", claim.key, claim.createdAt))?.sourceId).toBe(other.id);
+
+      // Expired: not found, and a new create may take the key over.
+      expect(await store.findDeployClaim("u_ada", claim.key, claim.expiresAt)).toBeUndefined();
+      const third = source();
+      const later = claimOf(third.id, {
+        requestHash: "hash-b",
+        createdAt: claim.expiresAt,
+        expiresAt: claim.expiresAt + 24 * HOUR,
+      });
+      await store.createSource(third, later);
+      expect(await store.findDeployClaim("u_ada", claim.key, claim.expiresAt)).toStrictEqual(later);
+      // Deleting the first source leaves the claim that replaced its own.
+      await store.deleteSource(first.id);
+      expect(await store.findDeployClaim("u_ada", claim.key, claim.expiresAt)).toStrictEqual(later);
+      // Deleting the claim's own source forgets the key.
+      await store.deleteSource(third.id);
+      expect(await store.findDeployClaim("u_ada", claim.key, claim.expiresAt)).toBeUndefined();
+      expect(await store.findDeployClaim("u_bob", claim.key, claim.createdAt)).toBeDefined();
     });
   });
 }

@@ -7,6 +7,19 @@ import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { postUids } from "../support/uid-load.ts";
 import { expectOneDeliveryIdPerEvent, UID_EMITTER, WebhookReceiver } from "../support/webhook-receiver.ts";
 
+/** A source whose deploy() lasts until the time its `until` prop gives (ms since the epoch). */
+const SLOW_DEPLOY = `export default {
+  name: "Slow deploy",
+  version: "0.0.1",
+  props: { until: { type: "string" } },
+  hooks: {
+    async deploy() {
+      while (Date.now() < Number(this.until)) await new Promise((resolve) => setTimeout(resolve, 100));
+    },
+  },
+  async run() {},
+};`;
+
 const ENV = {
   SLUICE_WEBHOOK_BASE_DELAY_MS: "50",
   SLUICE_WEBHOOK_MAX_DELAY_MS: "200",
@@ -148,5 +161,40 @@ describe("SIGKILL while ingesting (issue 6)", () => {
     await killAndRestart();
     box.status = 200;
     await deliveredAll(await history());
+  });
+  it("leaves no half-deployed source when killed mid-deploy, and a retry with the same Idempotency-Key deploys once", async () => {
+    // deploy() waits until a time the body carries, so the retry (the same body) after the
+    // restart finds it passed; the first attempt is killed long before.
+    const until = Date.now() + 12_000;
+    const body = { component_code: SLOW_DEPLOY, name: "slow-deploy", configured_props: { until: String(until) } };
+    const key = { "Idempotency-Key": `deploy-${randomUUID()}` };
+    const first = api("POST", "/sources", body, key).catch((error: unknown) => error);
+    const half = await eventually(async () => {
+      const listed = await api("GET", "/users/me/sources?limit=100");
+      return listed.json.data.find((source: { name: string }) => source.name === "slow-deploy");
+    }, "the source listed while deploy() runs");
+    expect(half.deploy_state).toBe("deploying");
+    const during = await api("POST", "/sources", body, key);
+    expect(during.status, JSON.stringify(during.json)).toBe(409);
+    expect(during.json.error).toContain("Idempotency-Key");
+
+    await killAndRestart();
+    await first;
+    expect((await api("GET", `/sources/${half.id}`)).status).toBe(404);
+    const named = async () =>
+      (await api("GET", "/users/me/sources?limit=100")).json.data.filter((source: { name: string }) =>
+        source.name.startsWith("slow-deploy"),
+      );
+    expect(await named()).toEqual([]);
+
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, until - Date.now())));
+    const retried = await api("POST", "/sources", body, key);
+    expect(retried.status, JSON.stringify(retried.json)).toBe(200);
+    expect(retried.json.data).not.toHaveProperty("deploy_state");
+    const again = await api("POST", "/sources", body, key);
+    expect(again.status).toBe(200);
+    expect(again.json.data.id).toBe(retried.json.data.id);
+    expect((await named()).map((source: { id: string }) => source.id)).toEqual([retried.json.data.id]);
+    expect((await api("DELETE", `/sources/${retried.json.data.id}`)).status).toBe(200);
   });
 });

@@ -64,9 +64,12 @@ describe("ServiceStack: what sources run on", () => {
     for (const [id, fn] of Object.entries(functions())) expect(fn.Properties.Layers, id).toBeUndefined();
   });
 
-  it("tells every route that deploys sources the layer's version ARN, and no other function", () => {
+  it("tells every route that deploys sources, and the deploy sweeper that removes them, the layer's version ARN, and no other function", () => {
     expect(computeRoutes().length).toBeGreaterThan(0);
-    const computeIds = computeRoutes().map((route) => routeFunctionId(route.name));
+    const computeIds = [
+      ...computeRoutes().map((route) => routeFunctionId(route.name)),
+      idOf(service.sources.deploySweeper.lambdaFunction),
+    ];
     for (const [id] of Object.entries(functions())) {
       const layer = environmentOf(template, id)[AWS_COMPUTE_ENV.runtimeLayerArn];
       if (computeIds.includes(id)) expect(layer, id).toEqual({ Ref: layerId() });
@@ -86,6 +89,40 @@ describe("ServiceStack: what sources run on", () => {
       expect(actionsOf(template, id), id).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:DeleteItem"]));
       expect(environmentOf(template, id)[ENV.resourcesTable], id).toBeDefined();
     }
+  });
+
+  it("runs the deploy sweeper every 5 minutes, with the rights DELETE /v1/sources/{id} has to remove a source", () => {
+    const sweeper = idOf(service.sources.deploySweeper.lambdaFunction);
+    const rules = template.findResources("AWS::Events::Rule", {
+      Properties: { ScheduleExpression: "rate(5 minutes)", State: "ENABLED" },
+    }) as Record<string, Resource>;
+    const targets = Object.values(rules).flatMap((rule) => rule.Properties.Targets);
+    expect(targets).toEqual([expect.objectContaining({ Arn: { "Fn::GetAtt": [sweeper, "Arn"] } })]);
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunction",
+      FunctionName: { "Fn::GetAtt": [sweeper, "Arn"] },
+      Principal: "events.amazonaws.com",
+      SourceArn: { "Fn::GetAtt": [Object.keys(rules)[0], "Arn"] },
+    });
+    const deleteRoute = routeFunctionId("delete-source");
+    const removing = ["lambda:DeleteFunction", "scheduler:DeleteSchedule", "dynamodb:Query", "dynamodb:DeleteItem"];
+    for (const id of [sweeper, deleteRoute])
+      expect(actionsOf(template, id), id).toEqual(expect.arrayContaining(removing));
+    // Removing only: it creates, invokes and passes nothing.
+    for (const action of [
+      "lambda:CreateFunction",
+      "lambda:InvokeFunction",
+      "iam:PassRole",
+      "scheduler:CreateSchedule",
+    ]) {
+      expect(actionsOf(template, sweeper), action).not.toContain(action);
+    }
+    // The composition root builds its host and timers from the same settings as the route's.
+    const manage = [ENV.resourcesTable, AWS_COMPUTE_ENV.stage, ...MANAGE_SOURCES_ENV];
+    for (const name of manage) {
+      expect(environmentOf(template, sweeper)[name], name).toEqual(environmentOf(template, deleteRoute)[name]);
+    }
+    expect(loadAwsComputeConfig(deployedEnvironmentOf(template, sweeper)).manage).toBeDefined();
   });
 
   it("routes ANY /http/{key} and ANY /http/{key}/{proxy+} to the HTTP interface function", () => {

@@ -8,12 +8,18 @@ export interface ApiAnswer {
 
 /** Calls the REST API at `baseUrl` (ending in `/v1`) with a Bearer key; parses any JSON answer. */
 export function apiClient(baseUrl: string, key: string) {
-  return async (method: string, path: string, body?: unknown): Promise<ApiAnswer> => {
+  return async (
+    method: string,
+    path: string,
+    body?: unknown,
+    headers: Record<string, string> = {},
+  ): Promise<ApiAnswer> => {
     const response = await fetch(`${baseUrl}${path}`, {
       method,
       headers: {
         authorization: `Bearer ${key}`,
         ...(body === undefined ? {} : { "content-type": "application/json" }),
+        ...headers,
       },
       body: body === undefined ? undefined : JSON.stringify(body),
     });

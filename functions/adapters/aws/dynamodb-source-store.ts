@@ -1,11 +1,12 @@
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import { RESOURCES_TABLE } from "#config/shared-names";
 import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
 import { conflict, DomainError, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
-import type { SourceStore } from "#core/ports/source-store";
+import type { DeployClaim, SourceStore } from "#core/ports/source-store";
 import { lowestFreeSlug } from "#core/slugs";
 import { failedConditionIndexes, isConditionalCheckFailed, isTransactionConflict } from "./dynamodb-errors.ts";
-import { collectionQuery, type Item, newestFirstPage, putAllNew, queryAll } from "./dynamodb-paging.ts";
+import { collectionQuery, type Item, newestFirstPage, queryAll } from "./dynamodb-paging.ts";
 import {
   type Key,
   lostToConcurrentWriter,
@@ -15,7 +16,13 @@ import {
   transactPut,
   transactWrite,
 } from "./dynamodb-transactions.ts";
-import { MAX_STORED_SOURCE_BYTES, MAX_STORED_STATE_BYTES, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
+import {
+  deployingSortKeyBefore,
+  MAX_STORED_SOURCE_BYTES,
+  MAX_STORED_STATE_BYTES,
+  resourceKeys,
+  SORT_KEY_PREFIX,
+} from "./table-design.ts";
 
 /** The record's attributes as stored on every copy: props as a JSON string, no undefined values. */
 function recordAttributes(source: SourceRecord): Item {
@@ -34,6 +41,7 @@ function recordAttributes(source: SourceRecord): Item {
   if (source.endpointKey !== undefined) attributes.endpointKey = source.endpointKey;
   if (source.propDefinitions !== undefined) attributes.propDefinitions = JSON.stringify(source.propDefinitions);
   if (source.workflowId !== undefined) attributes.workflowId = source.workflowId;
+  if (source.deployingSince !== undefined) attributes.deployingSince = source.deployingSince;
   if (source.timer !== undefined) {
     attributes.timer = Object.fromEntries(Object.entries(source.timer).filter(([, value]) => value !== undefined));
   }
@@ -57,7 +65,23 @@ function fromItem(item: Item): SourceRecord {
   if (item.timer !== undefined) source.timer = item.timer as TimerSpec;
   if (typeof item.propDefinitions === "string") source.propDefinitions = JSON.parse(item.propDefinitions);
   if (typeof item.workflowId === "string") source.workflowId = item.workflowId;
+  if (typeof item.deployingSince === "number") source.deployingSince = item.deployingSince;
   return source;
+}
+
+function claimItem(claim: DeployClaim): Item {
+  return {
+    ...resourceKeys.deployClaim(claim.userId, claim.key),
+    type: "deployClaim",
+    userId: claim.userId,
+    key: claim.key,
+    requestHash: claim.requestHash,
+    sourceId: claim.sourceId,
+    createdAt: claim.createdAt,
+    expiresAtMs: claim.expiresAt,
+    // DynamoDB's TTL removes it some time after (reads compare `expiresAtMs`).
+    [RESOURCES_TABLE.timeToLiveAttribute]: Math.ceil(claim.expiresAt / 1000),
+  };
 }
 
 const hasActiveTimer = (source: SourceRecord) => source.active && source.timer !== undefined;
@@ -88,23 +112,37 @@ export class DynamoDbSourceStore implements SourceStore {
     private readonly tableName: string,
   ) {}
 
-  async createSource(source: SourceRecord): Promise<SourceRecord> {
+  async createSource(source: SourceRecord, claim?: DeployClaim): Promise<SourceRecord> {
     checkSize(source);
     for (let attempt = 1; ; attempt++) {
       const saved = { ...source, nameSlug: await this.freeSlug(source.userId, source.nameSlug) };
       const attributes = recordAttributes(saved);
+      // The record remembers its key, so its deletion removes the claim too.
+      const record: Item = { ...resourceKeys.source(saved.id), type: "source", rev: 1, ...attributes };
+      if (claim) record.claimKey = claim.key;
       const items: Item[] = [
-        { ...resourceKeys.source(saved.id), type: "source", rev: 1, ...attributes },
+        record,
         { ...resourceKeys.sourceSlug(saved.userId, saved.nameSlug), type: "sourceSlug", sourceId: saved.id },
         ...this.copies(saved, attributes),
       ];
       const endpointIndex = items.findIndex((item) => item.type === "endpoint");
+      const writes = items.map((item) => this.put(item, "attribute_not_exists(pk)"));
+      const claimIndex = claim ? writes.length : -1;
+      if (claim) {
+        // Only an expired claim of the same user and key may be replaced.
+        writes.push(
+          this.put(claimItem(claim), "attribute_not_exists(pk) OR expiresAtMs <= :at", { ":at": claim.createdAt }),
+        );
+      }
       try {
-        await putAllNew(this.client, this.tableName, items);
+        await this.transact(writes);
         return saved;
       } catch (error) {
         const failed = failedConditionIndexes(error);
         if (failed.includes(endpointIndex)) throw conflict("this endpoint key is in use already");
+        if (claim && failed.includes(claimIndex)) {
+          throw conflict(`${claim.key}: this idempotency key is held by another create`);
+        }
         // Any failure besides the slug guard's is an existing id (record or one of its copies).
         if (failed.some((index) => index !== 1)) throw conflict(`source ${source.id} exists already`);
         // The slug was taken meanwhile, or a concurrent transaction held an item: read again.
@@ -126,11 +164,15 @@ export class DynamoDbSourceStore implements SourceStore {
 
       const writes: TransactItem[] = [
         this.put(
-          { ...resourceKeys.source(saved.id), type: "source", rev: Number(stored.rev) + 1, ...attributes },
-          "rev = :rev",
           {
-            ":rev": stored.rev,
+            ...resourceKeys.source(saved.id),
+            type: "source",
+            rev: Number(stored.rev) + 1,
+            ...attributes,
+            ...(stored.claimKey === undefined ? {} : { claimKey: stored.claimKey }),
           },
+          "rev = :rev",
+          { ":rev": stored.rev },
         ),
       ];
       let slugIndex = -1;
@@ -170,6 +212,7 @@ export class DynamoDbSourceStore implements SourceStore {
   }
 
   async deleteSource(id: string): Promise<void> {
+    let keepClaim = false;
     for (let attempt = 1; ; attempt++) {
       const stored = await this.getRecordItem(id);
       if (!stored) {
@@ -184,11 +227,19 @@ export class DynamoDbSourceStore implements SourceStore {
         ...this.copyKeys(old).map((key) => this.delete(key)),
         this.delete(resourceKeys.sourceState(id)),
       ];
+      // Its claim, unless the key expired and another create of the user holds it now (then a
+      // second try goes without it).
+      const claimIndex = typeof stored.claimKey === "string" && keepClaim !== true ? writes.length : -1;
+      if (claimIndex >= 0) {
+        const claimKey = resourceKeys.deployClaim(old.userId, String(stored.claimKey));
+        writes.push(this.delete(claimKey, "attribute_not_exists(pk) OR sourceId = :id", { ":id": id }));
+      }
       try {
         await this.transact(writes);
         return;
       } catch (error) {
-        if (!(await pauseBeforeRetry(lostToConcurrentWriter(error), attempt))) throw error;
+        if (claimIndex >= 0 && failedConditionIndexes(error).includes(claimIndex)) keepClaim = true;
+        else if (!(await pauseBeforeRetry(lostToConcurrentWriter(error), attempt))) throw error;
       }
     }
   }
@@ -213,6 +264,33 @@ export class DynamoDbSourceStore implements SourceStore {
 
   async listSourcesOfWorkspace(workspaceId: string, page: PageQuery): Promise<Page<SourceRecord>> {
     return this.page(resourceKeys.sourceOfWorkspace(workspaceId, "").pk, page);
+  }
+
+  async findDeployClaim(userId: string, key: string, nowMs: number): Promise<DeployClaim | undefined> {
+    const { Item } = await this.client.send(
+      new GetCommand({ TableName: this.tableName, Key: resourceKeys.deployClaim(userId, key), ConsistentRead: true }),
+    );
+    if (!Item || Number(Item.expiresAtMs) <= nowMs) return undefined;
+    return {
+      userId: String(Item.userId),
+      key: String(Item.key),
+      requestHash: String(Item.requestHash),
+      sourceId: String(Item.sourceId),
+      createdAt: Number(Item.createdAt),
+      expiresAt: Number(Item.expiresAtMs),
+    };
+  }
+
+  async listDeployingSources(startedBefore: number): Promise<SourceRecord[]> {
+    const before = deployingSortKeyBefore(startedBefore);
+    const { pk } = resourceKeys.deployingSource(0, "");
+    const items = await queryAll(this.client, {
+      TableName: this.tableName,
+      KeyConditionExpression: "pk = :pk AND sk < :before",
+      ExpressionAttributeValues: { ":pk": pk, ":before": before },
+      ConsistentRead: true,
+    });
+    return items.map(fromItem);
   }
 
   async listActiveTimerSources(): Promise<SourceRecord[]> {
@@ -287,6 +365,13 @@ export class DynamoDbSourceStore implements SourceStore {
     }
     if (hasActiveTimer(source))
       copies.push({ ...resourceKeys.activeTimer(source.id), type: "activeTimer", ...attributes });
+    if (source.deployingSince !== undefined) {
+      copies.push({
+        ...resourceKeys.deployingSource(source.deployingSince, source.id),
+        type: "deploying",
+        ...attributes,
+      });
+    }
     return copies;
   }
 
@@ -297,6 +382,7 @@ export class DynamoDbSourceStore implements SourceStore {
     ];
     if (source.endpointKey !== undefined) keys.push(resourceKeys.endpoint(source.endpointKey));
     if (hasActiveTimer(source)) keys.push(resourceKeys.activeTimer(source.id));
+    if (source.deployingSince !== undefined) keys.push(resourceKeys.deployingSource(source.deployingSince, source.id));
     return keys;
   }
 

@@ -56,6 +56,16 @@ export const resourceKeys = {
   /** Copy of every active source with a timer, in one collection. */
   activeTimer: (sourceId: string) => ({ pk: "TIMERS", sk: `SRC#${sourceId}` }),
   sourceState: (sourceId: string) => ({ pk: `SRC#${sourceId}`, sk: "STATE" }),
+  /**
+   * Copy of every source whose deploy has not finished, in one collection ordered by when the
+   * deploy began, so the recovery sweep finds those begun before a time with one Query.
+   */
+  deployingSource: (startedAtMs: number, sourceId: string) => ({
+    pk: "DEPLOYING",
+    sk: `${deployingSortKeyBefore(startedAtMs)}#${sourceId}`,
+  }),
+  /** A user's `Idempotency-Key` and the source its create made (expired by TTL after 24 h). */
+  deployClaim: (userId: string, key: string) => ({ pk: `DEPLOYKEY#${userId}`, sk: `KEY#${key}` }),
   /** The lease of a source whose runs go one at a time (a `$.service.db` source), while one runs. */
   sourceRunLock: (sourceId: string) => ({ pk: `SRC#${sourceId}`, sk: "RUNLOCK" }),
 
@@ -76,6 +86,11 @@ export const resourceKeys = {
     sk: `EVT#${eventSortKey(ms, n)}`,
   }),
 } as const;
+
+/** The sort key every deploying copy begun before `ms` sorts below (and those begun at or after it above). */
+export function deployingSortKeyBefore(ms: number): string {
+  return `AT#${String(ms).padStart(15, "0")}`;
+}
 
 export const SORT_KEY_PREFIX = {
   membershipOfUser: "WS#",

@@ -167,6 +167,21 @@ export const MIGRATIONS: readonly string[] = [
   ...DATA_STORE_MIGRATIONS,
   // Delayed emits waiting for their delivery_ts (sqlite-delayed-emits.ts).
   ...DELAYED_EMIT_MIGRATIONS,
+  // Deploys in progress and the Idempotency-Key of each keyed create (sqlite-source-store.ts).
+  `
+  ALTER TABLE sources ADD COLUMN deploying_since INTEGER;
+  CREATE INDEX sources_deploying ON sources (deploying_since) WHERE deploying_since IS NOT NULL;
+  CREATE TABLE deploy_claims (
+    user_id TEXT NOT NULL,
+    key TEXT NOT NULL,
+    request_hash TEXT NOT NULL,
+    source_id TEXT NOT NULL,
+    created_at INTEGER NOT NULL,
+    expires_at INTEGER NOT NULL,
+    PRIMARY KEY (user_id, key)
+  );
+  CREATE INDEX deploy_claims_by_source ON deploy_claims (source_id);
+  `,
 ];
 
 /**

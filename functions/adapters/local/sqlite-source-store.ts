@@ -1,7 +1,7 @@
 import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
-import type { SourceStore } from "#core/ports/source-store";
+import type { DeployClaim, SourceStore } from "#core/ports/source-store";
 import { lowestFreeSlug } from "#core/slugs";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
@@ -20,8 +20,18 @@ interface SourceRow {
   timer: string | null;
   prop_definitions: string | null;
   workflow_id: string | null;
+  deploying_since: number | null;
   created_at: number;
   updated_at: number;
+}
+
+interface ClaimRow {
+  user_id: string;
+  key: string;
+  request_hash: string;
+  source_id: string;
+  created_at: number;
+  expires_at: number;
 }
 
 interface StateRow {
@@ -47,6 +57,7 @@ function toSource(row: SourceRow): SourceRecord {
   if (row.timer !== null) source.timer = JSON.parse(row.timer) as TimerSpec;
   if (row.prop_definitions !== null) source.propDefinitions = JSON.parse(row.prop_definitions);
   if (row.workflow_id !== null) source.workflowId = row.workflow_id;
+  if (row.deploying_since !== null) source.deployingSince = row.deploying_since;
   return source;
 }
 
@@ -63,8 +74,18 @@ const toRow = (source: SourceRecord) => ({
   timer: source.timer === undefined ? null : JSON.stringify(source.timer),
   propDefinitions: source.propDefinitions === undefined ? null : JSON.stringify(source.propDefinitions),
   workflowId: source.workflowId ?? null,
+  deployingSince: source.deployingSince ?? null,
   createdAt: source.createdAt,
   updatedAt: source.updatedAt,
+});
+
+const toClaimRow = (claim: DeployClaim): ClaimRow => ({
+  user_id: claim.userId,
+  key: claim.key,
+  request_hash: claim.requestHash,
+  source_id: claim.sourceId,
+  created_at: claim.createdAt,
+  expires_at: claim.expiresAt,
 });
 
 /**
@@ -97,13 +118,14 @@ export class SqliteSourceStore implements SourceStore {
     this.stateById = this.cache.map<SourceState>();
     this.statements = {
       insert: db.prepare(
-        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, workflow_id, created_at, updated_at)
-         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @workflowId, @createdAt, @updatedAt)`,
+        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, workflow_id, deploying_since, created_at, updated_at)
+         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @workflowId, @deployingSince, @createdAt, @updatedAt)`,
       ),
       update: db.prepare(
         `UPDATE sources SET user_id = @userId, workspace_id = @workspaceId, component_id = @componentId, name = @name,
            name_slug = @nameSlug, configured_props = @configuredProps, active = @active, endpoint_key = @endpointKey,
-           timer = @timer, prop_definitions = @propDefinitions, workflow_id = @workflowId, created_at = @createdAt, updated_at = @updatedAt
+           timer = @timer, prop_definitions = @propDefinitions, workflow_id = @workflowId, deploying_since = @deployingSince,
+           created_at = @createdAt, updated_at = @updatedAt
          WHERE id = @id`,
       ),
       // Candidates for the slug counter: every slug of the user that starts with the wanted one.
@@ -115,6 +137,21 @@ export class SqliteSourceStore implements SourceStore {
       activeTimers: db.prepare<[], SourceRow>(
         "SELECT * FROM sources WHERE active = 1 AND timer IS NOT NULL ORDER BY id ASC",
       ),
+      deploying: db.prepare<[number], SourceRow>(
+        "SELECT * FROM sources WHERE deploying_since IS NOT NULL AND deploying_since < ? ORDER BY id ASC",
+      ),
+      // A claim replaces only an expired one of the same user and key (no change: a live one).
+      claim: db.prepare<[ClaimRow]>(
+        `INSERT INTO deploy_claims (user_id, key, request_hash, source_id, created_at, expires_at)
+         VALUES (@user_id, @key, @request_hash, @source_id, @created_at, @expires_at)
+         ON CONFLICT (user_id, key) DO UPDATE SET request_hash = excluded.request_hash, source_id = excluded.source_id,
+           created_at = excluded.created_at, expires_at = excluded.expires_at
+         WHERE deploy_claims.expires_at <= excluded.created_at`,
+      ),
+      findClaim: db.prepare<[string, string, number], ClaimRow>(
+        "SELECT * FROM deploy_claims WHERE user_id = ? AND key = ? AND expires_at > ?",
+      ),
+      deleteClaims: db.prepare<[string]>("DELETE FROM deploy_claims WHERE source_id = ?"),
       deleteSource: db.prepare<[string]>("DELETE FROM sources WHERE id = ?"),
       deleteState: db.prepare<[string]>("DELETE FROM source_states WHERE source_id = ?"),
       getState: db.prepare<[string], StateRow>("SELECT db, dedupe, version FROM source_states WHERE source_id = ?"),
@@ -129,7 +166,7 @@ export class SqliteSourceStore implements SourceStore {
     };
   }
 
-  async createSource(source: SourceRecord): Promise<SourceRecord> {
+  async createSource(source: SourceRecord, claim?: DeployClaim): Promise<SourceRecord> {
     const s = this.statements;
     this.cache.clear();
     try {
@@ -137,6 +174,9 @@ export class SqliteSourceStore implements SourceStore {
         .transaction(() => {
           const saved = { ...source, nameSlug: this.freeSlug(source.userId, source.nameSlug) };
           s.insert.run(toRow(saved));
+          if (claim && s.claim.run(toClaimRow(claim)).changes === 0) {
+            throw conflict(`${claim.key}: this idempotency key is held by another create`);
+          }
           return saved;
         })
         .immediate();
@@ -177,6 +217,7 @@ export class SqliteSourceStore implements SourceStore {
     this.db.transaction(() => {
       this.statements.deleteSource.run(id);
       this.statements.deleteState.run(id);
+      this.statements.deleteClaims.run(id);
     })();
   }
 
@@ -205,6 +246,24 @@ export class SqliteSourceStore implements SourceStore {
 
   async listSourcesOfWorkspace(workspaceId: string, page: PageQuery): Promise<Page<SourceRecord>> {
     return readPage(this.statements.ofWorkspace, workspaceId, page, toSource);
+  }
+
+  async findDeployClaim(userId: string, key: string, nowMs: number): Promise<DeployClaim | undefined> {
+    const row = this.statements.findClaim.get(userId, key, nowMs);
+    return (
+      row && {
+        userId: row.user_id,
+        key: row.key,
+        requestHash: row.request_hash,
+        sourceId: row.source_id,
+        createdAt: row.created_at,
+        expiresAt: row.expires_at,
+      }
+    );
+  }
+
+  async listDeployingSources(startedBefore: number): Promise<SourceRecord[]> {
+    return this.statements.deploying.all(startedBefore).map(toSource);
   }
 
   async listActiveTimerSources(): Promise<SourceRecord[]> {

@@ -18,6 +18,22 @@ describe("OpenAPI document", () => {
     expect(operation?.security).toEqual(route.auth === false ? [] : [{ bearerAuth: [] }]);
   });
 
+  it("documents the Idempotency-Key header of POST /v1/sources with its 409 and 422", () => {
+    const operation = document.paths?.["/v1/sources"]?.post;
+    expect(operation?.parameters).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({
+          name: "Idempotency-Key",
+          in: "header",
+          required: false,
+          schema: expect.objectContaining({ maxLength: 255 }),
+        }),
+      ]),
+    );
+    expect(Object.keys(operation?.responses ?? {})).toEqual(expect.arrayContaining(["409", "422"]));
+    expect(document.paths?.["/v1/components"]?.post?.responses?.["422"]).toBeUndefined();
+  });
+
   it("documents path parameters and the error shape", () => {
     const operation = document.paths?.["/v1/workspaces/{workspace_id}"]?.get;
     expect(operation?.parameters).toEqual([
