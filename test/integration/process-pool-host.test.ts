@@ -410,6 +410,26 @@ describe("ProcessPoolHost: the pool of a source", () => {
     });
   });
 
+  it("loads new code in a fresh child once the bundles a child was given fill its share of the heap", async () => {
+    // 32 MiB heaps: a child is given 2 MiB of bundles at most; each version here is 1.2 MB.
+    await withPoolHost({ heapMb: 32 }, async (own) => {
+      const large = (n: number) =>
+        source(
+          "dc_versions",
+          `const padding = "${String(n).repeat(1_200_000)}";\nexport default { run() { this.$emit({ pid: process.pid, n: padding.length }); } };`,
+        );
+      const first = pidIn(await own.invoke(large(1), invocation("dc_versions")));
+      const second = pidIn(await own.invoke(large(2), invocation("dc_versions")));
+      expect(first).toBeDefined();
+      expect(second).not.toBe(first);
+      await expect.poll(() => isAlive(first as number), { timeout: 10_000 }).toBe(false);
+      // Small code fits beside it, and code the child has loaded runs there again.
+      const small = source("dc_versions", PID_COMPONENT);
+      expect(pidIn(await own.invoke(small, invocation("dc_versions")))).toBe(second);
+      expect(pidIn(await own.invoke(large(2), invocation("dc_versions")))).toBe(second);
+    });
+  });
+
   it("lets a spare child go idle and reaps it while the oldest one serves sequential runs", async () => {
     // Idle long enough that neither child is reaped before both served the burst, even on a busy machine.
     await withPoolHost({ processes: 2, idleMs: 2000 }, async (own) => {
