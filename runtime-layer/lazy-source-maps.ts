@@ -6,7 +6,8 @@
  * `--enable-source-maps` would parse a named map, inline or not, as the module loads, and keep it:
  * about 2 MiB of heap per bundle for mappings only, 6 MiB for an inline map with its sources,
  * whether or not anything ever throws (docs/components.md, "Memory"). Here a map is read the first
- * time a stack has a frame in its bundle, and kept for the next stacks (a few at most).
+ * time a stack has a frame in its bundle, and kept for the next stacks (a few at most). A module
+ * without a map beside it may carry one inline (the AWS describer's bundles): that is read then too.
  *
  * A frame is formatted as V8 formats it, its `<file>:<line>:<column>` swapped for the original
  * place (`file:///.../component.ts:3:7`; relative sources are resolved against the map's URL, as
@@ -35,14 +36,35 @@ function mapOf(url: string): SourceMap | null {
   let map: SourceMap | null = null;
   if (url.startsWith("file:")) {
     try {
-      map = new SourceMap(JSON.parse(readFileSync(`${fileURLToPath(url)}.map`, "utf8")));
+      const payload = readMap(fileURLToPath(url));
+      if (payload !== undefined) map = new SourceMap(JSON.parse(payload));
     } catch {
-      // No map there, or not one this process may read (the permission model): the frame stays as it is.
+      // Not one this process may read (the permission model), or malformed: the frame stays as it is.
     }
   }
   maps.set(url, map);
   if (maps.size > KEPT_MAPS) maps.delete(maps.keys().next().value as string);
   return map;
+}
+
+/** The comment of an inline map, as esbuild writes it at the end of a bundle. */
+const INLINE_MAP = "//# sourceMappingURL=data:application/json;base64,";
+
+/**
+ * The map of the module at `path`: `<path>.map`, or else an inline `data:` map at the end of the
+ * module itself (a bundle the AWS describer hands to a child, or one of the earlier layout). A
+ * map named by path is never followed: only a `data:` URL is read.
+ */
+function readMap(path: string): string | undefined {
+  try {
+    return readFileSync(`${path}.map`, "utf8");
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw error;
+  }
+  const code = readFileSync(path, "utf8");
+  const at = code.lastIndexOf(INLINE_MAP);
+  if (at < 0) return undefined;
+  return Buffer.from(code.slice(at + INLINE_MAP.length).trim(), "base64").toString("utf8");
 }
 
 /** The original place of a frame at (1-based) `line`:`column` of the module at `url`, if mapped. */
