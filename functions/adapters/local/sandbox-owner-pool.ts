@@ -62,14 +62,14 @@ const MAX_MOVES = 4;
 
 const MIB = 1024 * 1024;
 /**
- * A child's heap takes about 4.3 bytes per byte of bundle it loads (a registry source, 0.93 MB
+ * A child's heap takes about 4.4 bytes per byte of bundle it loads (a registry source, 0.95 MB
  * of code with axios inlined: 4.0 MiB of heap; docs/components.md, "Memory"); bundles up to a
  * sixteenth of the heap cap thus take about a quarter of it, and leave the rest to the runs.
  */
-const HEAP_PER_CODE_BYTE = 16;
+const HEAP_PER_CODE_BUDGET = 16;
 
 /** Bytes of bundles a child with a heap cap of `heapMb` MiB may be given (one bundle, whatever its size). */
-export const codeBudgetBytes = (heapMb: number) => Math.floor((heapMb * MIB) / HEAP_PER_CODE_BYTE);
+export const codeBudgetBytes = (heapMb: number) => Math.floor((heapMb * MIB) / HEAP_PER_CODE_BUDGET);
 
 /** The bundle files a run loads: a source's bundle, or a workflow's step modules. */
 const bundlesOf = (request: InvokeRequest): readonly string[] =>
