@@ -243,8 +243,9 @@ export function pathRedactor(folders: readonly string[]): (text: string) => stri
 const escapeRegExp = (text: string) => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
 
 /**
- * The host bundles the user's code with an inline sourcemap and starts the child with
- * `--enable-source-maps`, so stack frames name the user's file (`component.ts`) with its own lines.
+ * The host bundles the user's code with a source map beside the bundle, which the child reads when
+ * a stack is formatted (`lazy-source-maps.ts`), so stack frames name the user's file
+ * (`component.ts`) with its own lines.
  */
 const USER_FRAME = /component\.ts:(\d+):(\d+)/;
 

@@ -22,6 +22,7 @@ import { pathToFileURL } from "node:url";
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { describeComponent } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
+import { installLazySourceMaps } from "./lazy-source-maps.ts";
 import type { DataStoreReply, ErrorRecord, InvocationResult, LogRecord, WorkflowResult } from "./protocol.ts";
 import { parseInvocation, parseWorkflowInvocation } from "./protocol-parsers.ts";
 import {
@@ -67,6 +68,8 @@ const redact = pathRedactor(config.redact);
 // Before any module is evaluated: a code step's `export default defineComponent({...})` describes
 // and runs without an import, as in the original.
 installComponentGlobals();
+// Stack frames name the user's files and lines, the maps read only when a stack needs one.
+installLazySourceMaps();
 
 function readConfig(): SandboxChildConfig {
   try {
@@ -224,9 +227,8 @@ function loadComponent(bundlePath: string, invocationId?: string, key = bundlePa
     const url = pathToFileURL(bundlePath).href;
     if (invocationId !== undefined) {
       loading.set(url, invocationId);
-      // Parsing and compiling a large bundle (a registry component with axios inlined, and its
-      // source map) holds this process before its top-level code starts: that silence is this
-      // invocation's, so the host keeps it here as the one blocking rather than moving it to
+      // Parsing and compiling a large bundle (a registry component with axios inlined) holds
+      // this process before its top-level code starts: that silence is this invocation's, so the host keeps it here as the one blocking rather than moving it to
       // another cold child that would block the same way (decision 326).
       sendNow({ type: "started", invocationId });
     }

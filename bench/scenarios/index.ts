@@ -2,6 +2,7 @@ import type { Scenario } from "../lib/scenario.ts";
 import { badInput } from "./bad-input.ts";
 import { deploy } from "./deploy.ts";
 import { flood } from "./flood.ts";
+import { footprint } from "./footprint.ts";
 import { history } from "./history.ts";
 import { ingest } from "./ingest.ts";
 import { respond } from "./respond.ts";
@@ -24,4 +25,5 @@ export const SCENARIOS: readonly Scenario[] = [
   badInput,
   workflows,
   workflowChain,
+  footprint,
 ];

@@ -37,7 +37,15 @@ export interface EsbuildApi {
 /** Everything about a component's bundle but its input: format, target, banner, outfile, ... */
 export type ComponentOutputOptions = Omit<
   BuildOptions,
-  "stdin" | "entryPoints" | "plugins" | "sourcemap" | "bundle" | "platform" | "logLevel" | "absWorkingDir"
+  | "stdin"
+  | "entryPoints"
+  | "plugins"
+  | "sourcemap"
+  | "sourcesContent"
+  | "bundle"
+  | "platform"
+  | "logLevel"
+  | "absWorkingDir"
 >;
 
 export interface ComponentBuildOptions {
@@ -45,12 +53,20 @@ export interface ComponentBuildOptions {
   readonly resolveDir: string;
   /** Plugins that resolve npm packages. @default none */
   readonly plugins?: readonly Plugin[];
+  /**
+   * Where the bundle's source map goes: `inline` (a `data:` URL at the end of the bundle), or
+   * `beside` (`<outfile>.map`, with no comment naming it: Node then never reads it when the bundle
+   * loads, and the sandbox child reads it only to map a stack, `runtime-layer/lazy-source-maps.ts`).
+   * Either way the map holds mappings only, no copy of the sources.
+   * @default "inline"
+   */
+  readonly sourceMap?: "inline" | "beside";
   readonly output: ComponentOutputOptions;
 }
 
 /**
- * Bundles a component module (ESM or CommonJS, JavaScript or TypeScript) for Node with an inline
- * source map, reading no file but its npm packages (see the file header). Packed multi-file code
+ * Bundles a component module (ESM or CommonJS, JavaScript or TypeScript) for Node with a source
+ * map (`options.sourceMap`), reading no file but its npm packages (see the file header). Packed multi-file code
  * (`#core/component-files`) is bundled from its entry, its relative imports resolved among its
  * own files only.
  *
@@ -107,7 +123,10 @@ function bundleOptions(esbuild: EsbuildApi, options: ComponentBuildOptions, file
     absWorkingDir: resolve(options.resolveDir),
     bundle: true,
     platform: "node",
-    sourcemap: "inline",
+    // A map names the user's lines; the sources themselves would only make it (and, inline, the
+    // loaded code) three times as large.
+    sourcemap: options.sourceMap === "beside" ? "external" : "inline",
+    sourcesContent: false,
     logLevel: "silent",
     plugins: [
       files,

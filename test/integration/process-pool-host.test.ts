@@ -1,10 +1,11 @@
-import { existsSync, mkdirSync, mkdtempSync, rmSync, utimesSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, utimesSync } from "node:fs";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { getPriority, tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
+import { packComponentFiles } from "#core/component-files";
 import type { SourceCode } from "#core/ports/component-host";
 import { sha256Hex } from "#core/sha256";
 import type { HttpResponseSpec, Invocation, InvocationResult, Json } from "#runtime/protocol";
@@ -406,6 +407,26 @@ describe("ProcessPoolHost: the pool of a source", () => {
       const other = source("dc_spread_other", SLOW_PID);
       const otherPid = pidIn(await own.invoke(other, invocation(other.sourceId)));
       expect(pids.has(otherPid as number)).toBe(false);
+    });
+  });
+
+  it("loads new code in a fresh child once the bundles a child was given fill its share of the heap", async () => {
+    // 32 MiB heaps: a child is given 2 MiB of bundles at most; each version here is 1.2 MB.
+    await withPoolHost({ heapMb: 32 }, async (own) => {
+      const large = (n: number) =>
+        source(
+          "dc_versions",
+          `const padding = "${String(n).repeat(1_200_000)}";\nexport default { run() { this.$emit({ pid: process.pid, n: padding.length }); } };`,
+        );
+      const first = pidIn(await own.invoke(large(1), invocation("dc_versions")));
+      const second = pidIn(await own.invoke(large(2), invocation("dc_versions")));
+      expect(first).toBeDefined();
+      expect(second).not.toBe(first);
+      await expect.poll(() => isAlive(first as number), { timeout: 10_000 }).toBe(false);
+      // Small code fits beside it, and code the child has loaded runs there again.
+      const small = source("dc_versions", PID_COMPONENT);
+      expect(pidIn(await own.invoke(small, invocation("dc_versions")))).toBe(second);
+      expect(pidIn(await own.invoke(large(2), invocation("dc_versions")))).toBe(second);
     });
   });
 
@@ -846,6 +867,27 @@ describe("ProcessPoolHost: what a component sees of the server", () => {
     const everything = JSON.stringify([result, missing, crash, described]);
     expect(everything).not.toContain(workDir);
     expect(everything).not.toContain(encodeURI(workDir));
+  });
+
+  it("loads code that carries no source map, and maps its stacks through the map beside it", async () => {
+    // A multi-file component: the frame names the file of the component that threw, at its line.
+    const files = source(
+      "dc_maps",
+      packComponentFiles({
+        entry: "sources/thrower/thrower.mjs",
+        files: {
+          "sources/thrower/thrower.mjs":
+            'import { fail } from "../common/fail.mjs";\nexport default { run() { fail(); } };\n',
+          "sources/common/fail.mjs": '// Throws.\n\nexport function fail() {\n  throw new Error("from a helper");\n}\n',
+        },
+      }),
+    );
+    const result = await run(files);
+    expect(result.error?.stack).toMatch(/^Error: from a helper\n {4}at fail \(sources\/common\/fail\.mjs:4:9\)\n/);
+    expect(result.error?.stack).toContain("at Object.run (sources/thrower/thrower.mjs:2:26)");
+    const bundle = join(workDir, "sources", "dc_maps", files.codeHash, "component.mjs");
+    expect(readFileSync(bundle, "utf8")).not.toMatch(/sourceMappingURL|data:application\/json/);
+    expect(JSON.parse(readFileSync(`${bundle}.map`, "utf8"))).toMatchObject({ version: 3 });
   });
 
   it("may change its own priority only: not the server's, not through process.binding", async () => {

@@ -118,7 +118,8 @@ describe("ProcessPoolHost workflows: isolation", () => {
       join(workDir, "sources", "dc_peeked", source.codeHash, "component.mjs"),
       join(workDir, "describe", otherStep, "component.mjs"),
     ];
-    expect(paths.map((path) => existsSync(path))).toEqual([true, true, true]);
+    // The step module and its source map, the source's bundle, the shared build.
+    expect(paths.map((path) => existsSync(path))).toEqual([true, true, true, true]);
     const peeker = workflowCode("p_peeker", [
       step(
         `const read = (path) => { try { readFileSync(path); return "read"; } catch (error) { return error.code; } };
@@ -128,7 +129,9 @@ describe("ProcessPoolHost workflows: isolation", () => {
     ]);
     const result = await run(host, peeker);
     expect(result.steps[0]?.error).toBeUndefined();
-    expect(raw(result)).toEqual([["read", "ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED"]]);
+    expect(raw(result)).toEqual([
+      ["read", "ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED", "ERR_ACCESS_DENIED"],
+    ]);
   });
 });
 
@@ -148,8 +151,9 @@ describe("ProcessPoolHost workflows: bundles", () => {
     await host.prepareWorkflow(workflow);
     const hashes = [sha256Hex(first), sha256Hex(second)];
     const folder = join(workDir, "workflows", "p_layout", sha256Hex([...hashes].sort().join("\n")), "steps");
+    // Each with its source map beside it.
     expect(findFiles(join(workDir, "workflows", "p_layout")).sort()).toEqual(
-      hashes.map((hash) => join(folder, `${hash}.mjs`)).sort(),
+      hashes.flatMap((hash) => [join(folder, `${hash}.mjs`), join(folder, `${hash}.mjs.map`)]).sort(),
     );
     // A hard link to the shared build, not a copy.
     for (const hash of hashes) {

@@ -76,7 +76,6 @@ export async function bundleComponent(code: string, options: BundleComponentOpti
       format: "esm",
       target: "node22",
       mainFields: ["module", "main"],
-      sourcesContent: false,
       banner: {
         js: 'import { createRequire as __sluiceCreateRequire } from "node:module"; const require = __sluiceCreateRequire(import.meta.url);',
       },

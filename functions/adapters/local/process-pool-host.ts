@@ -19,7 +19,6 @@
  * (and the `owners/` folder of the former layout). A removed bundle is simply rebuilt on its next
  * invocation.
  */
-import { existsSync } from "node:fs";
 import { copyFile, link, mkdir, readdir, rename, rm, rmdir, stat, utimes } from "node:fs/promises";
 import { totalmem } from "node:os";
 import { dirname, join } from "node:path";
@@ -34,7 +33,7 @@ import { failedResult } from "#runtime/run-invocation";
 import { failedWorkflowResult } from "#runtime/run-workflow";
 import { DESCRIBE_DIR, describeComponentInSandbox } from "./component-sandbox.ts";
 import { SandboxBudget } from "./sandbox-budget.ts";
-import { BUNDLE_FILE, bundleComponent, sandboxEntry } from "./sandbox-bundle.ts";
+import { BUNDLE_FILE, bundleComponent, isBundled, sandboxEntry, sourceMapOf } from "./sandbox-bundle.ts";
 import { SandboxOwnerPool } from "./sandbox-owner-pool.ts";
 import { DEFAULT_BLOCKED_AFTER_MS } from "./sandbox-owner-process.ts";
 
@@ -365,14 +364,17 @@ export class ProcessPoolHost implements ComponentHost {
   }
 
   /**
-   * Puts the bundle of `code` (content hash `hash`) at `outfile`: nothing to do when it is there
-   * already (content-addressed), else built in the describe folder, where the code's describe
-   * usually built it, and linked.
+   * Puts the bundle of `code` (content hash `hash`) at `outfile`, its source map beside it:
+   * nothing to do when they are there already (content-addressed), else built in the describe
+   * folder, where the code's describe usually built them, and linked, the map first. A bundle of
+   * an earlier version (its map inline, none beside) is replaced.
    */
   private async linkBundle(code: string, hash: string, outfile: string): Promise<void> {
-    if (existsSync(outfile)) return;
+    if (isBundled(outfile)) return;
     const built = await bundleComponent(code, join(this.workDir, DESCRIBE_DIR, hash, BUNDLE_FILE), this.plugins);
     await mkdir(dirname(outfile), { recursive: true });
+    await rm(outfile, { force: true });
+    await linkOrCopy(sourceMapOf(built), sourceMapOf(outfile));
     await linkOrCopy(built, outfile);
   }
 }

@@ -14,13 +14,25 @@ import { EVALUATING_HOOK } from "#runtime/sandbox-channel";
 
 /** The file name of a bundle, in the content-addressed folder its caller picks. */
 export const BUNDLE_FILE = "component.mjs";
+
+/**
+ * Where a bundle's source map lies: beside it, as `<bundle>.map`. Nothing in the bundle names it,
+ * so loading the bundle never reads it; the sandbox child reads it only to map a stack
+ * (`runtime-layer/lazy-source-maps.ts`, which knows this name too).
+ */
+export const sourceMapOf = (bundlePath: string) => `${bundlePath}.map`;
+
+/** Whether a finished bundle of this version is at `outfile`: the bundle and its map beside it. */
+export const isBundled = (outfile: string) => existsSync(outfile) && existsSync(sourceMapOf(outfile));
 const RUNTIME_LAYER = fileURLToPath(new URL("../../../runtime-layer/", import.meta.url));
 
 const temporaryName = (path: string) => `${path}.${process.pid}.${randomBytes(4).toString("hex")}.tmp`;
 
 /**
  * Bundles `code` (a component module: ESM or CommonJS, JavaScript or TypeScript) into `outfile`,
- * unless it exists. The caller picks a content-addressed path, so an existing file is this code's.
+ * its source map beside it ({@link sourceMapOf}), unless they exist. The caller picks a
+ * content-addressed path, so existing files are this code's. A bundle of an earlier version, with
+ * its map inline and none beside, is built again.
  *
  * Everything the code imports is inlined: npm packages through `plugins` (without plugins they
  * stay external, and fail to load in the child). Imports of files by path resolve only among a
@@ -35,7 +47,7 @@ export async function bundleComponent(
   outfile: string,
   plugins: readonly esbuild.Plugin[] = [],
 ): Promise<string> {
-  if (existsSync(outfile)) return outfile;
+  if (isBundled(outfile)) return outfile;
   const resolveDir = dirname(outfile);
   const temporary = temporaryName(outfile);
   await mkdir(resolveDir, { recursive: true });
@@ -43,6 +55,7 @@ export async function bundleComponent(
     await buildComponent(esbuild, code, {
       resolveDir,
       plugins,
+      sourceMap: "beside",
       output: {
         format: "esm",
         target: "node20",
@@ -58,10 +71,12 @@ export async function bundleComponent(
       },
     });
   } catch (error) {
-    await rm(temporary, { force: true });
+    await Promise.all([rm(temporary, { force: true }), rm(sourceMapOf(temporary), { force: true })]);
     throw error;
   }
-  // Renamed into place so a concurrent reader never imports a half-written bundle.
+  // Renamed into place, the map first, so a concurrent reader never imports a half-written
+  // bundle, nor one whose map is not there yet.
+  await rename(sourceMapOf(temporary), sourceMapOf(outfile));
   await rename(temporary, outfile);
   return outfile;
 }

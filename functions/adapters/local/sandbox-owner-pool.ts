@@ -13,7 +13,14 @@
  * its process stopped are made again. A run that has been retried once and is displaced again
  * fails with a SandboxError. An invocation that had not started where it was is moved without
  * counting as its retry.
+ *
+ * A child keeps every module it has loaded (ES modules are never unloaded): each version of a
+ * source's code, each step set of a workflow. So a child takes code it has not loaded yet only
+ * while the bundles it was given stay within a share of its heap ({@link codeBudgetBytes});
+ * past that it drains (ends its runs, then exits) and a fresh child loads the new code. A source
+ * redeployed on every save (`sluice dev`) thus never runs its process out of memory.
  */
+import { statSync } from "node:fs";
 import type { InvokeHandlers } from "#core/ports/component-host";
 import type { Logger } from "#core/ports/logger";
 import type {
@@ -53,6 +60,27 @@ export interface SandboxOwnerPoolOptions
 /** Moves of one invocation between children (a retry, or a move before it started) at most. */
 const MAX_MOVES = 4;
 
+const MIB = 1024 * 1024;
+/**
+ * A child's heap takes about 4.4 bytes per byte of bundle it loads (a registry source, 0.95 MB
+ * of code with axios inlined: 4.0 MiB of heap; docs/components.md, "Memory"); bundles up to a
+ * sixteenth of the heap cap thus take about a quarter of it, and leave the rest to the runs.
+ */
+const HEAP_PER_CODE_BUDGET = 16;
+
+/** Bytes of bundles a child with a heap cap of `heapMb` MiB may be given (one bundle, whatever its size). */
+export const codeBudgetBytes = (heapMb: number) => Math.floor((heapMb * MIB) / HEAP_PER_CODE_BUDGET);
+
+/** The bundle files a run loads: a source's bundle, or a workflow's step modules. */
+const bundlesOf = (request: InvokeRequest): readonly string[] =>
+  "bundlePath" in request ? [request.bundlePath] : Object.values(request.stepBundles);
+
+/** The bundles a child was given, and their bytes in all. */
+interface GivenCode {
+  readonly paths: Set<string>;
+  bytes: number;
+}
+
 export class SandboxOwnerPool implements BudgetWaiter {
   private readonly children: SandboxOwnerProcess[] = [];
   /** Invocations waiting for a child: every child blocked, or their source blocks one. */
@@ -60,6 +88,10 @@ export class SandboxOwnerPool implements BudgetWaiter {
   /** Invocations not finished yet, wherever they are (held, in a child, being moved). */
   private unfinished = 0;
   private closed = false;
+  /** The code each child was given. */
+  private readonly given = new WeakMap<SandboxOwnerProcess, GivenCode>();
+  /** The size of each bundle file, read once. */
+  private readonly bundleBytes = new Map<string, number>();
 
   constructor(private readonly options: SandboxOwnerPoolOptions) {}
 
@@ -133,8 +165,54 @@ export class SandboxOwnerPool implements BudgetWaiter {
       return;
     }
     const child = this.blocksOwner(task.ownerId) ? undefined : this.pick(task);
-    if (child) child.invoke(task);
-    else this.held.push(task);
+    if (child) {
+      this.give(child, task);
+      child.invoke(task);
+    } else {
+      this.held.push(task);
+    }
+  }
+
+  /** The bytes of the bundles of `task` that `child` has not been given yet. */
+  private newCodeBytes(child: SandboxOwnerProcess, task: QueuedTask): number {
+    const given = this.given.get(child);
+    let bytes = 0;
+    for (const path of bundlesOf(task.request)) if (!given?.paths.has(path)) bytes += this.sizeOf(path);
+    return bytes;
+  }
+
+  /** Whether `child` may load the code of `task` too (see the file header). */
+  private fits(child: SandboxOwnerProcess, task: QueuedTask): boolean {
+    const given = this.given.get(child);
+    if (!given || given.bytes === 0) return true;
+    const bytes = this.newCodeBytes(child, task);
+    return bytes === 0 || given.bytes + bytes <= codeBudgetBytes(this.options.heapMb);
+  }
+
+  private give(child: SandboxOwnerProcess, task: QueuedTask): void {
+    let given = this.given.get(child);
+    if (!given) {
+      given = { paths: new Set(), bytes: 0 };
+      this.given.set(child, given);
+    }
+    for (const path of bundlesOf(task.request)) {
+      if (given.paths.has(path)) continue;
+      given.paths.add(path);
+      given.bytes += this.sizeOf(path);
+    }
+  }
+
+  private sizeOf(path: string): number {
+    let bytes = this.bundleBytes.get(path);
+    if (bytes === undefined) {
+      try {
+        bytes = statSync(path).size;
+      } catch {
+        bytes = 0; // Gone (the source was removed): the child fails to load it and says so.
+      }
+      this.bundleBytes.set(path, bytes);
+    }
+    return bytes;
   }
 
   /**
@@ -147,8 +225,13 @@ export class SandboxOwnerPool implements BudgetWaiter {
     let best: SandboxOwnerProcess | undefined;
     let starting: SandboxOwnerProcess | undefined;
     let healthy = 0;
+    const full: SandboxOwnerProcess[] = [];
     for (const child of this.children) {
       if (child.blocked || child.draining) continue;
+      if (!this.fits(child, task)) {
+        full.push(child);
+        continue;
+      }
       healthy += 1;
       if (task.tried.has(child)) continue;
       if (child.ready) {
@@ -157,6 +240,8 @@ export class SandboxOwnerPool implements BudgetWaiter {
         starting = child;
       }
     }
+    // Drained after the loop: a child without runs stops at once, and leaves `children`.
+    for (const child of full) child.drain();
     // Beyond the maximum only for an invocation every healthy child gave back already.
     const room = healthy < this.options.maxProcesses || (!best && !starting);
     const wantsAnother = !best || (best.load > 0 && !starting);

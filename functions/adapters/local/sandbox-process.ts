@@ -85,7 +85,6 @@ export function forkSandbox(
       `--allow-fs-read=${entryDir}`,
       `--allow-fs-read=${readDir}`,
       "--disable-warning=ExperimentalWarning",
-      "--enable-source-maps",
       `--max-old-space-size=${heapMb}`,
       entryPath,
       JSON.stringify(config),
