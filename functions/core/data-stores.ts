@@ -54,14 +54,16 @@ type BoundStore = { id: string; name: string } | { error: string };
  * Binds every `data_store` prop of `props` (as `runtimeProps` made them) to a store of the
  * workspace: a `ds_` id must name one of its stores; `{"name": ...}` finds the store of that name or
  * creates it; no value (or `{}`) gets the prop a store of its own, named `<ownName>/<prop>`
- * (`dc_.../dataStore`, `c_.../dataStore` for a workflow step). A prop that cannot be bound gets
+ * (`dc_.../dataStore`, `c_.../dataStore` for a workflow step). Without `ownName` (the dynamic props
+ * endpoints, which configure a component that is no source yet) such a prop is bound to nothing:
+ * its own store would be named after a source that does not exist. A prop that cannot be bound gets
  * `{error}`, and its methods throw it: a store of another workspace is "not found", as a missing
  * one. Returns new props; the ids bound are added to `bound`.
  */
 export async function bindDataStoreProps(
   deps: StoreDeps,
   workspaceId: string,
-  ownName: string,
+  ownName: string | undefined,
   props: Record<string, Json>,
   propTypes: Record<string, string>,
   bound: Set<string>,
@@ -70,7 +72,12 @@ export async function bindDataStoreProps(
   if (names.length === 0) return props;
   const out: Record<string, Json> = { ...props };
   for (const name of names) {
-    const store = await bindOne(deps, workspaceId, `${ownName}/${name}`, props[name]);
+    const store = await bindOne(
+      deps,
+      workspaceId,
+      ownName === undefined ? undefined : `${ownName}/${name}`,
+      props[name],
+    );
     if ("id" in store) bound.add(store.id);
     out[name] = store;
   }
@@ -80,7 +87,7 @@ export async function bindDataStoreProps(
 async function bindOne(
   deps: StoreDeps,
   workspaceId: string,
-  ownName: string,
+  ownName: string | undefined,
   value: Json | undefined,
 ): Promise<BoundStore> {
   if (typeof value === "string") {
@@ -91,6 +98,9 @@ async function bindOne(
   }
   const named = typeof value === "object" && value !== null && !Array.isArray(value) ? value.name : undefined;
   const name = typeof named === "string" ? named : ownName;
+  if (name === undefined) {
+    return { error: 'this data_store prop has no store yet: configure it with a ds_ id or {"name": ...}' };
+  }
   try {
     const store = await findOrCreateStore(deps, workspaceId, name);
     return { id: store.id, name: store.name };

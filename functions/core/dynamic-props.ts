@@ -183,7 +183,8 @@ async function ask(
   event: Json,
 ): Promise<InvocationResult> {
   await deps.host.prepare(sourceCode(probe, component));
-  return probeSource(deps, probe, component, kind, event);
+  // A prop's options often read its data store (the registry's `key` options list the store's keys).
+  return probeSource(deps, probe, component, kind, event, "configured");
 }
 
 /**
