@@ -293,6 +293,31 @@ describe("dynamic props (local mode)", () => {
     expect(JSON.parse(foreign.json.errors[0]).message).toMatch(/not found in this workspace/);
   });
 
+  it("answers the same at the Connect API's paths, /v1/connect/{project_id}/components/...", async () => {
+    const workspace = (await api("GET", "/users/me")).json.data.orgs[0].id;
+    const [project] = (await api("GET", `/workspaces/${workspace}/projects`)).json.data;
+    const connect = (what: string, body: Record<string, unknown>) =>
+      api("POST", `/connect/${project.id}/components/${what}`, body);
+    const configureBody = { id: gitId, prop_name: "repoFullName", page: 1, configured_props: {} };
+    const viaConnect = await connect("configure", configureBody);
+    expect(viaConnect.status, JSON.stringify(viaConnect.json)).toBe(200);
+    expect(viaConnect.json).toEqual((await configure(configureBody)).json);
+    expect(viaConnect.json.stringOptions).toEqual(["octo/gamma", "octo/delta"]);
+    const propsBody = { id: sheetId, configured_props: { hasHeaders: true, sheetId: "s1" } };
+    const props = await connect("props", propsBody);
+    expect(props.status, JSON.stringify(props.json)).toBe(200);
+    expect(props.json).toEqual((await api("POST", "/components/props", propsBody)).json);
+    // The project fixes the workspace: naming another is a 400; its own is fine.
+    expect((await connect("props", { ...propsBody, workspace_id: workspace })).status).toBe(200);
+    const other = await connect("props", { ...propsBody, org_id: `o_${"0".repeat(22)}` });
+    expect(other.status).toBe(400);
+    expect(other.json.details).toEqual([{ field: "org_id", message: "names another workspace than the project's" }]);
+    // A project that is not the caller's is 404 before the body is read, as a missing one.
+    const missing = await api("POST", `/connect/proj_${"0".repeat(22)}/components/configure`, {});
+    expect(missing.status).toBe(404);
+    expect(missing.json.error).toMatch(/project not found/);
+  });
+
   it("answers 404 for a component of another user, as for one that does not exist", async () => {
     const { stdout } = await runSluice(["create-user", "--username", "other", "--email", "other@example.com"], {
       SLUICE_DATA_DIR: sluice.dataDir,
