@@ -263,6 +263,12 @@ async function serve(deps: StoreDeps, call: DataStoreCall): Promise<{ value?: Js
 export const DATA_STORE_CALLS_PATH = "/v1/data_store_calls";
 /** A grant outlives its run's time limit by this much (the run's own clock and the host's differ). */
 const GRANT_GRACE_MS = 10_000;
+/**
+ * A grant is `g1.<expiresAtMs>.<sealed body>`: the expiry in clear lets a malformed or expired
+ * grant be refused before it is opened (on AWS, opening a grant this container has not seen costs
+ * a KMS call); the sealed body repeats it, and a grant whose two expiries differ is not valid.
+ */
+const GRANT_FORMAT = /^g1\.(\d{1,15})\.([A-Za-z0-9_.-]+)$/;
 
 interface GrantBody {
   v: 1;
@@ -289,7 +295,7 @@ export async function grantDataStores(
     expiresAtMs: deps.clock.nowMs() + timeoutMs + GRANT_GRACE_MS,
   };
   const url = `${deps.runtime.publicUrl.replace(/\/+$/, "")}${DATA_STORE_CALLS_PATH}`;
-  return { url, grant: await deps.secrets.seal(JSON.stringify(body)) };
+  return { url, grant: `g1.${body.expiresAtMs}.${await deps.secrets.seal(JSON.stringify(body))}` };
 }
 
 /** Grants opened, with the service of their run: one run's calls are counted and queued together (per container). */
@@ -308,8 +314,13 @@ export async function serveGrantedCall(
 ): Promise<DataStoreReply> {
   let run = grantedRuns.get(grant);
   if (!run) {
-    const body = await openGrant(deps, grant);
-    if (!body) return refusal("the data store grant is not valid");
+    // Refused before anything is opened: garbage and expired grants cost no decryption.
+    const clear = GRANT_FORMAT.exec(grant);
+    if (!clear) return refusal("the data store grant is not valid");
+    const expiresAtMs = Number(clear[1]);
+    if (deps.clock.nowMs() > expiresAtMs) return refusal("the data store grant has expired: its run has ended");
+    const body = await openGrant(deps, clear[2] as string);
+    if (!body || body.expiresAtMs !== expiresAtMs) return refusal("the data store grant is not valid");
     run = { body, serve: dataStoreService(deps, new Set(body.stores)) };
     if (grantedRuns.size >= GRANTED_RUNS_KEPT) grantedRuns.delete(grantedRuns.keys().next().value as string);
     grantedRuns.set(grant, run);
