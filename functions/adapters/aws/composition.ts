@@ -245,22 +245,23 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
         roleArn: manage.schedulerRoleArn,
       });
     }),
-    // Functions that apply runs schedule delayed emits, those that delete `$in` events or sources
-    // cancel them (docs/aws.md "Delayed emits"); the others have none, and a run they applied would
-    // emit at once.
-    ...(compute.delayedEmits
+    // Every function with the table holds delayed emits' rows: the deliverer reads and forgets
+    // them. Those that apply runs also schedule them, and those that delete `$in` events or sources
+    // delete their schedules (docs/aws.md "Delayed emits on AWS").
+    ...(config.resourcesTable
       ? {
-          delayedEmits: lazy("the delayed emits", () => {
-            const schedules = required(compute.delayedEmits, "the delayed emits", "the schedule group");
-            return new SchedulerDelayedEmits({
-              rows: new DynamoDbDelayedEmits(documents(), table()),
-              scheduler: scheduler(),
-              groupName: schedules.scheduleGroup,
-              ...(schedules.target ? { target: schedules.target } : {}),
-              clock: systemClock,
-              log,
-            });
-          }),
+          delayedEmits: lazy(
+            "the delayed emits",
+            () =>
+              new SchedulerDelayedEmits({
+                rows: new DynamoDbDelayedEmits(documents(), table()),
+                scheduler: scheduler(),
+                ...(compute.delayedEmits ? { groupName: compute.delayedEmits.scheduleGroup } : {}),
+                ...(compute.delayedEmits?.target ? { target: compute.delayedEmits.target } : {}),
+                clock: systemClock,
+                log,
+              }),
+          ),
         }
       : {}),
     runs: lazy(

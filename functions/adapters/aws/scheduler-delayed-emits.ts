@@ -31,8 +31,11 @@ const SCHEDULE_NAME = /^[0-9A-Za-z_.-]{1,64}$/;
 export interface SchedulerDelayedEmitsOptions {
   readonly rows: DelayedEmitStore;
   readonly scheduler: SchedulerClient;
-  /** The stack's schedule group (`SLUICE_SCHEDULE_GROUP`), shared with the timers. */
-  readonly groupName: string;
+  /**
+   * The stack's schedule group (`SLUICE_SCHEDULE_GROUP`), shared with the timers: needed to schedule
+   * and to delete schedules. Absent on a function that only reads and forgets rows (the deliverer).
+   */
+  readonly groupName?: string;
   /**
    * What schedules invoke: the deliverer's ARN (`SLUICE_DELAYED_EMIT_DELIVERER_ARN`) and the role
    * Scheduler assumes (`SLUICE_SCHEDULER_ROLE_ARN`). Absent on a function that only cancels.
@@ -71,7 +74,7 @@ export class SchedulerDelayedEmits implements DelayedEmitStore {
     const input: DelayedEmitDelivererInput = { sourceId: entry.sourceId, inEventId: entry.inEventId };
     return {
       Name: delayedEmitScheduleName(entry.sourceId, entry.inEventId),
-      GroupName: this.#options.groupName,
+      GroupName: target.groupName,
       ScheduleExpression: atExpression(entry.dueMs, this.#options.clock.nowMs()),
       ScheduleExpressionTimezone: "UTC",
       FlexibleTimeWindow: { Mode: "OFF" },
@@ -126,10 +129,23 @@ export class SchedulerDelayedEmits implements DelayedEmitStore {
 
   async removeRange(sourceId: string, fromId?: string, toId?: string): Promise<string[]> {
     const removed = await this.#options.rows.removeRange(sourceId, fromId, toId);
+    const groupName = this.#options.groupName;
+    if (groupName === undefined) {
+      if (removed.length > 0) {
+        this.#options.log.warn(
+          "schedules of cancelled delayed emits not deleted: this function has no schedule group",
+          {
+            source_id: sourceId,
+            cancelled: removed.length,
+          },
+        );
+      }
+      return removed;
+    }
     await eachLimited(removed, SCHEDULE_CONCURRENCY, async (inEventId) => {
       const Name = delayedEmitScheduleName(sourceId, inEventId);
       try {
-        await this.#options.scheduler.send(new DeleteScheduleCommand({ Name, GroupName: this.#options.groupName }));
+        await this.#options.scheduler.send(new DeleteScheduleCommand({ Name, GroupName: groupName }));
       } catch (error) {
         // Gone already (it fired meanwhile); any other failure leaves a schedule that fires for nothing.
         if (!hasErrorName(error, "ResourceNotFoundException")) {
@@ -144,11 +160,11 @@ export class SchedulerDelayedEmits implements DelayedEmitStore {
   }
 
   #target() {
-    const target = this.#options.target;
-    if (!target) {
+    const { target, groupName } = this.#options;
+    if (!target || groupName === undefined) {
       throw new Error("delayed emits cannot be scheduled here: this function was deployed without the deliverer's ARN");
     }
-    return target;
+    return { ...target, groupName };
   }
 }
 

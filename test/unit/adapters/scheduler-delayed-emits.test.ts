@@ -6,7 +6,7 @@ import {
   SchedulerClient,
   ServiceQuotaExceededException,
 } from "@aws-sdk/client-scheduler";
-import { DynamoDBDocumentClient, QueryCommand } from "@aws-sdk/lib-dynamodb";
+import { DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
@@ -217,6 +217,24 @@ describe("SchedulerDelayedEmits: delayed emits on AWS", () => {
     expect(await t.store.countPending(t.source.id)).toBe(1);
   });
 
+  it("cancels rows without a schedule group, and says their schedules stay (they fire for nothing)", async () => {
+    const setup = await scriptedSource(async () => ({}));
+    const warned: string[] = [];
+    const log: Logger = {
+      debug() {},
+      info() {},
+      warn: (message) => void warned.push(message),
+      error() {},
+      child: () => log,
+    };
+    const rows = new SqliteDelayedEmits(setup.deps.sqlite);
+    const store = new SchedulerDelayedEmits({ rows, scheduler: client(), clock: setup.deps.clock, log });
+    await rows.add([{ sourceId: "dc_x", inEventId: "5-0", dueMs: 0, channel: "", event: 1, meta: {} }]);
+    await expect(store.removeRange("dc_x")).resolves.toEqual(["5-0"]);
+    expect(deleted()).toEqual([]);
+    expect(warned).toEqual(["schedules of cancelled delayed emits not deleted: this function has no schedule group"]);
+  });
+
   it("logs a schedule it could not delete, and cancels anyway", async () => {
     const t = await delayedSource(() => []);
     await t.rows.add([{ sourceId: t.source.id, inEventId: "5-0", dueMs: 0, channel: "", event: 1, meta: {} }]);
@@ -268,7 +286,7 @@ describe("the AWS composition's delayed emits", () => {
     [AWS_COMPUTE_ENV.delayedEmitDelivererArn]: DELIVERER,
   };
 
-  it("holds delayed emits in the resources table where the function may schedule or cancel them, and nowhere else", async () => {
+  it("holds delayed emits in the resources table, and schedules them only where the deliverer is named", async () => {
     ddb.reset();
     ddb.on(QueryCommand).resolves({ Count: 3 });
     const deps = buildAwsDeps({ resources: true }, scheduling);
@@ -283,8 +301,22 @@ describe("the AWS composition's delayed emits", () => {
       { resources: true },
       { [ENV.resourcesTable]: "resources-x", [AWS_COMPUTE_ENV.scheduleGroup]: "sluice-dev" },
     );
-    expect(cancelOnly.delayedEmits).toBeDefined();
-    // A function that neither applies runs nor deletes events has none: its runs would emit at once.
-    expect(buildAwsDeps({ resources: true }, { [ENV.resourcesTable]: "resources-x" }).delayedEmits).toBeUndefined();
+    const entry = { sourceId: "dc_x", inEventId: "5-0", dueMs: 0, channel: "", event: 1, meta: {} };
+    await expect(cancelOnly.delayedEmits?.add([entry])).rejects.toThrow(/deployed without the deliverer's ARN/);
+  });
+
+  it("lets the deliverer, deployed with the table alone, read the row a schedule names", async () => {
+    ddb.reset();
+    ddb.on(GetCommand).resolves({});
+    const deps = buildAwsDeps({ resources: true }, { [ENV.resourcesTable]: "resources-x" });
+    // No row (delivered or cancelled): nothing to emit, and no failure for Lambda to retry.
+    await delayedEmitDeliverer(async () => deps)({ sourceId: "dc_x", inEventId: "1790000000000-2" });
+    expect(ddb.commandCalls(GetCommand).map((call) => call.args[0].input)).toEqual([
+      {
+        TableName: "resources-x",
+        Key: { pk: "DLY#dc_x", sk: "BODY#001790000000000-000000002" },
+        ConsistentRead: true,
+      },
+    ]);
   });
 });
