@@ -7,6 +7,7 @@ const NEEDS_DYNAMODB = [
   "test/contract/source-run-locks.test.ts",
   "test/contract/workflow-stores.test.ts",
   "test/contract/data-store-stores.test.ts",
+  "test/contract/delayed-emit-stores.test.ts",
   "test/integration/aws-source-stream.test.ts",
   "test/e2e/cli.test.ts",
   "test/integration/lambda-entry.test.ts",

@@ -20,8 +20,8 @@ const isBag = (value: unknown): value is Bag => typeof value === "object" && val
 
 /** What the caller (`run-invocation.ts`) provides: the configured props and how an app is bound. */
 export interface PropOptionsScope {
-  /** The invocation's configured prop values, handed to an `inputValues` function. */
-  readonly props: Record<string, Json>;
+  /** The invocation's configured prop values (a data store prop as its methods), handed to an `inputValues` function. */
+  readonly props: Record<string, unknown>;
   /** `this.<appProp>` of an app no prop of the component configures (an empty `$auth`). */
   bindApp(app: Bag): unknown;
 }

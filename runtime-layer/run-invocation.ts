@@ -120,7 +120,13 @@ async function execute(component: unknown, state: InvocationState): Promise<Outc
     }
     if (kind === "propOptions") {
       const bindApp = (app: Bag) => propValue("app", {}, app, state);
-      return { propOptions: await runPropOptions(component, self, event, { props: state.props, bindApp }) };
+      // An `inputValues` function sees a data store prop as `this` does: the registry's data_stores
+      // actions hand `c.dataStore` to the `key` options, which call `dataStore.keys()`.
+      const props: Record<string, unknown> = { ...state.props };
+      for (const [name, type] of Object.entries(state.propTypes)) {
+        if (type === "data_store" && Object.hasOwn(self, name)) props[name] = self[name];
+      }
+      return { propOptions: await runPropOptions(component, self, event, { props, bindApp }) };
     }
     if (!HOOKS.has(kind)) throw new TypeError(`unknown invocation kind: ${String(kind)}`);
     const hook = isBag(component.hooks) ? component.hooks[kind] : undefined;

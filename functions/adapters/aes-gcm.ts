@@ -34,11 +34,16 @@ export function gcmSeal(key: Uint8Array, plaintext: string, aad: string): GcmBox
   return { iv, data };
 }
 
-/** @throws SealedSecretError when the box was tampered with or sealed under another key. */
-export function gcmOpen(key: Uint8Array, box: GcmBox, aad: string): string {
+/** @throws SealedSecretError when the IV or the ciphertext cannot be a box's: checked before a key is fetched. */
+export function checkGcmBox(box: GcmBox): void {
   if (box.iv.length !== GCM_IV_BYTES || box.data.length < GCM_TAG_BYTES) {
     throw new SealedSecretError("sealed secret is malformed: wrong IV or ciphertext length");
   }
+}
+
+/** @throws SealedSecretError when the box was tampered with or sealed under another key. */
+export function gcmOpen(key: Uint8Array, box: GcmBox, aad: string): string {
+  checkGcmBox(box);
   try {
     const decipher = createDecipheriv("aes-256-gcm", key, box.iv, { authTagLength: GCM_TAG_BYTES });
     decipher.setAAD(Buffer.from(aad, "utf8"));

@@ -35,8 +35,13 @@ export const AWS_COMPUTE_ENV = {
   timerInvokerArn: "SLUICE_TIMER_INVOKER_ARN",
   /** Role EventBridge Scheduler assumes to invoke the timer invoker. */
   schedulerRoleArn: "SLUICE_SCHEDULER_ROLE_ARN",
-  /** EventBridge Scheduler group of the timers' schedules. */
+  /** EventBridge Scheduler group of the timers' and the delayed emits' schedules. */
   scheduleGroup: "SLUICE_SCHEDULE_GROUP",
+  /**
+   * ARN of the function EventBridge Scheduler invokes for a due delayed emit; set on the functions
+   * that apply runs (they schedule delayed emits), with the schedule group and the scheduler role.
+   */
+  delayedEmitDelivererArn: "SLUICE_DELAYED_EMIT_DELIVERER_ARN",
   /** Function that physically removes deleted events (`LambdaEventPurger`). */
   eventPurgerFunction: "SLUICE_EVENT_PURGER_FUNCTION",
   /** Base URL of the stream function (its function URL, no trailing slash): where `GET /sources/{id}/sse` redirects. */
@@ -64,11 +69,22 @@ const MANAGE_SOURCES_KEYS = [
   "scheduleGroup",
 ] as const satisfies readonly (keyof typeof AWS_COMPUTE_ENV)[];
 
+/**
+ * Manage keys that are also set alone: the schedule group (on functions that cancel delayed emits)
+ * and the scheduler role (on functions that schedule them). They do not make a function a deployer.
+ */
+const SHARED_SCHEDULE_KEYS: readonly (keyof typeof AWS_COMPUTE_ENV)[] = ["scheduleGroup", "schedulerRoleArn"];
+
 /** The names a function that creates, updates and deletes source functions and schedules needs. */
 export const MANAGE_SOURCES_ENV = MANAGE_SOURCES_KEYS.map((key) => AWS_COMPUTE_ENV[key]);
 
 /** What a function needs to create, update and delete source functions and their schedules (see {@link AWS_COMPUTE_ENV}). */
 export type ManageSourcesConfig = Record<(typeof MANAGE_SOURCES_KEYS)[number], string>;
+
+export interface DelayedEmitSchedules {
+  scheduleGroup: string;
+  target: { delivererArn: string; roleArn: string } | undefined;
+}
 
 /** Settings of the live stream on AWS (`functions/internal/source-stream-function.ts`). */
 export interface StreamSettings {
@@ -95,6 +111,11 @@ export interface AwsComputeConfig {
   secretsKeyArn: string | undefined;
   /** Set, all of it, on functions that deploy sources; undefined on the others. */
   manage: ManageSourcesConfig | undefined;
+  /**
+   * Delayed emits' schedules: the group on functions that cancel them (delete `$in` events or
+   * sources), and `target` too on the functions that apply runs, which schedule them.
+   */
+  delayedEmits: DelayedEmitSchedules | undefined;
   /** Set on functions that start purges of deleted events (`access.eventPurges` routes). */
   eventPurgerFunction: string | undefined;
   /**
@@ -156,7 +177,8 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   const stream = z.object(streamShape).safeParse(env);
   if (!stream.success) problems.push(...issuesOf(stream.error));
   let manage: ManageSourcesConfig | undefined;
-  if (MANAGE_SOURCES_ENV.some((variable) => env[variable] !== undefined)) {
+  const manageOnly = MANAGE_SOURCES_KEYS.filter((key) => !SHARED_SCHEDULE_KEYS.includes(key));
+  if (manageOnly.some((key) => env[AWS_COMPUTE_ENV[key]] !== undefined)) {
     const shape = Object.fromEntries(MANAGE_SOURCES_ENV.map((variable) => [variable, name]));
     const parsed = z.object(shape).safeParse(env);
     if (parsed.success) {
@@ -168,6 +190,7 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
       problems.push(...issuesOf(parsed.error));
     }
   }
+  const delayedEmits = delayedEmitSchedulesFrom(env, problems);
   if (problems.length > 0) throw new Error(`AWS compute configuration is invalid:\n  ${problems.join("\n  ")}`);
   const settings = runtime.data as NonNullable<typeof runtime.data>;
   const streaming = stream.data as NonNullable<typeof stream.data>;
@@ -176,6 +199,7 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
     sourceRunnerFunction: env[AWS_COMPUTE_ENV.sourceRunnerFunction] || undefined,
     secretsKeyArn: env[AWS_COMPUTE_ENV.secretsKeyArn] || undefined,
     manage,
+    delayedEmits,
     eventPurgerFunction: env[AWS_COMPUTE_ENV.eventPurgerFunction] || undefined,
     npmRegistry: settings[ENV.npmRegistry],
     stream: {
@@ -193,4 +217,21 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
       workflowLimits: workflowLimitsFrom(settings),
     },
   };
+}
+
+/** The delayed emits' schedule settings: a deliverer needs the group and the role with it. */
+function delayedEmitSchedulesFrom(env: Env, problems: string[]): DelayedEmitSchedules | undefined {
+  const group = env[AWS_COMPUTE_ENV.scheduleGroup] || undefined;
+  const delivererArn = env[AWS_COMPUTE_ENV.delayedEmitDelivererArn] || undefined;
+  const roleArn = env[AWS_COMPUTE_ENV.schedulerRoleArn] || undefined;
+  if (delivererArn === undefined) return group === undefined ? undefined : { scheduleGroup: group, target: undefined };
+  const missing = [
+    ...(group === undefined ? [AWS_COMPUTE_ENV.scheduleGroup] : []),
+    ...(roleArn === undefined ? [AWS_COMPUTE_ENV.schedulerRoleArn] : []),
+  ];
+  if (group === undefined || roleArn === undefined) {
+    problems.push(...missing.map((name) => `${name}: is required with ${AWS_COMPUTE_ENV.delayedEmitDelivererArn}`));
+    return undefined;
+  }
+  return { scheduleGroup: group, target: { delivererArn, roleArn } };
 }

@@ -37,6 +37,15 @@ export type TimerInvokerInput = ({ sourceId: string } | { workflowId: string; ti
   times?: number | undefined;
 };
 
+/**
+ * What EventBridge Scheduler sends the delayed emit deliverer (`SchedulerDelayedEmits`): the key of
+ * one waiting delayed emit, whose body the deliverer reads from the table.
+ */
+export interface DelayedEmitDelivererInput {
+  sourceId: string;
+  inEventId: string;
+}
+
 /** The npm CLI package Sluice depends on, to install the packages it does not ship. */
 export const NPM_CLI_PACKAGE = "npm";
 

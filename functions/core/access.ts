@@ -6,7 +6,7 @@
  */
 import type { Deps } from "#core/ports/deps";
 import { notFound } from "./errors.ts";
-import type { Caller, Workspace } from "./identity.ts";
+import type { Caller, Project, Workspace } from "./identity.ts";
 
 /**
  * The workspace, if the caller is a member. Another account's workspace is "not found", exactly
@@ -55,4 +55,21 @@ export async function requireDataStore(deps: Pick<Deps, "dataStores" | "identity
   const membership = await deps.identity.getMembership(store.workspaceId, caller.userId);
   if (!membership) throw notFound("data store");
   return store;
+}
+
+/**
+ * A project of a workspace the caller belongs to, with that workspace; anything else is "not
+ * found". Projects are kept under their workspace, so the caller's workspaces are searched (a user
+ * belongs to a few).
+ */
+export async function requireProject(
+  deps: Pick<Deps, "identity">,
+  caller: Caller,
+  projectId: string,
+): Promise<{ project: Project; workspace: Workspace }> {
+  for (const workspace of await deps.identity.listWorkspacesOfUser(caller.userId)) {
+    const project = (await deps.identity.listProjects(workspace.id)).find((candidate) => candidate.id === projectId);
+    if (project) return { project, workspace };
+  }
+  throw notFound("project");
 }

@@ -54,14 +54,16 @@ type BoundStore = { id: string; name: string } | { error: string };
  * Binds every `data_store` prop of `props` (as `runtimeProps` made them) to a store of the
  * workspace: a `ds_` id must name one of its stores; `{"name": ...}` finds the store of that name or
  * creates it; no value (or `{}`) gets the prop a store of its own, named `<ownName>/<prop>`
- * (`dc_.../dataStore`, `c_.../dataStore` for a workflow step). A prop that cannot be bound gets
+ * (`dc_.../dataStore`, `c_.../dataStore` for a workflow step). Without `ownName` (the dynamic props
+ * endpoints, which configure a component that is no source yet) such a prop is bound to nothing:
+ * its own store would be named after a source that does not exist. A prop that cannot be bound gets
  * `{error}`, and its methods throw it: a store of another workspace is "not found", as a missing
  * one. Returns new props; the ids bound are added to `bound`.
  */
 export async function bindDataStoreProps(
   deps: StoreDeps,
   workspaceId: string,
-  ownName: string,
+  ownName: string | undefined,
   props: Record<string, Json>,
   propTypes: Record<string, string>,
   bound: Set<string>,
@@ -70,7 +72,12 @@ export async function bindDataStoreProps(
   if (names.length === 0) return props;
   const out: Record<string, Json> = { ...props };
   for (const name of names) {
-    const store = await bindOne(deps, workspaceId, `${ownName}/${name}`, props[name]);
+    const store = await bindOne(
+      deps,
+      workspaceId,
+      ownName === undefined ? undefined : `${ownName}/${name}`,
+      props[name],
+    );
     if ("id" in store) bound.add(store.id);
     out[name] = store;
   }
@@ -80,7 +87,7 @@ export async function bindDataStoreProps(
 async function bindOne(
   deps: StoreDeps,
   workspaceId: string,
-  ownName: string,
+  ownName: string | undefined,
   value: Json | undefined,
 ): Promise<BoundStore> {
   if (typeof value === "string") {
@@ -91,6 +98,9 @@ async function bindOne(
   }
   const named = typeof value === "object" && value !== null && !Array.isArray(value) ? value.name : undefined;
   const name = typeof named === "string" ? named : ownName;
+  if (name === undefined) {
+    return { error: 'this data_store prop has no store yet: configure it with a ds_ id or {"name": ...}' };
+  }
   try {
     const store = await findOrCreateStore(deps, workspaceId, name);
     return { id: store.id, name: store.name };
@@ -253,6 +263,12 @@ async function serve(deps: StoreDeps, call: DataStoreCall): Promise<{ value?: Js
 export const DATA_STORE_CALLS_PATH = "/v1/data_store_calls";
 /** A grant outlives its run's time limit by this much (the run's own clock and the host's differ). */
 const GRANT_GRACE_MS = 10_000;
+/**
+ * A grant is `g1.<expiresAtMs>.<sealed body>`: the expiry in clear lets a malformed or expired
+ * grant be refused before it is opened (on AWS, opening a grant this container has not seen costs
+ * a KMS call); the sealed body repeats it, and a grant whose two expiries differ is not valid.
+ */
+const GRANT_FORMAT = /^g1\.(\d{1,15})\.([A-Za-z0-9_.-]+)$/;
 
 interface GrantBody {
   v: 1;
@@ -279,7 +295,7 @@ export async function grantDataStores(
     expiresAtMs: deps.clock.nowMs() + timeoutMs + GRANT_GRACE_MS,
   };
   const url = `${deps.runtime.publicUrl.replace(/\/+$/, "")}${DATA_STORE_CALLS_PATH}`;
-  return { url, grant: await deps.secrets.seal(JSON.stringify(body)) };
+  return { url, grant: `g1.${body.expiresAtMs}.${await deps.secrets.seal(JSON.stringify(body))}` };
 }
 
 /** Grants opened, with the service of their run: one run's calls are counted and queued together (per container). */
@@ -298,8 +314,13 @@ export async function serveGrantedCall(
 ): Promise<DataStoreReply> {
   let run = grantedRuns.get(grant);
   if (!run) {
-    const body = await openGrant(deps, grant);
-    if (!body) return refusal("the data store grant is not valid");
+    // Refused before anything is opened: garbage and expired grants cost no decryption.
+    const clear = GRANT_FORMAT.exec(grant);
+    if (!clear) return refusal("the data store grant is not valid");
+    const expiresAtMs = Number(clear[1]);
+    if (deps.clock.nowMs() > expiresAtMs) return refusal("the data store grant has expired: its run has ended");
+    const body = await openGrant(deps, clear[2] as string);
+    if (!body || body.expiresAtMs !== expiresAtMs) return refusal("the data store grant is not valid");
     run = { body, serve: dataStoreService(deps, new Set(body.stores)) };
     if (grantedRuns.size >= GRANTED_RUNS_KEPT) grantedRuns.delete(grantedRuns.keys().next().value as string);
     grantedRuns.set(grant, run);

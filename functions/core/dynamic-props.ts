@@ -10,9 +10,11 @@
  */
 import type { Deps } from "#core/ports/deps";
 import type { InvocationResult } from "#runtime/protocol";
-import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import { requireProject } from "./access.ts";
+import { chosenWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
 import { findComponent } from "./components.ts";
+import { invalid } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { formatId } from "./ids.ts";
 import {
@@ -117,6 +119,23 @@ export async function reloadComponentProps(
   return { observations: observationsOf(result.logs), errors: [], dynamicProps: dynamicPropsOf(component, merged) };
 }
 
+/**
+ * The Connect path form (`/v1/connect/{project_id}/components/...`): the project must be of a
+ * workspace the caller belongs to (else 404, as a missing one), and the call runs in that
+ * workspace. A body that names another workspace (`org_id`, `workspace_id`) is a 400.
+ */
+export async function inConnectProject<T extends WorkspaceChoice>(
+  deps: Pick<Deps, "identity">,
+  caller: Caller,
+  projectId: string,
+  input: T,
+): Promise<T> {
+  const { workspace } = await requireProject(deps, caller, projectId);
+  const chosen = chosenWorkspace(input);
+  if (chosen && chosen.id !== workspace.id) throw invalid(chosen.field, "names another workspace than the project's");
+  return { ...input, org_id: undefined, workspace_id: workspace.id };
+}
+
 function errorsOf(result: InvocationResult): string[] {
   return result.error ? [errorEntry(result.error)] : [];
 }
@@ -183,7 +202,8 @@ async function ask(
   event: Json,
 ): Promise<InvocationResult> {
   await deps.host.prepare(sourceCode(probe, component));
-  return probeSource(deps, probe, component, kind, event);
+  // A prop's options often read its data store (the registry's `key` options list the store's keys).
+  return probeSource(deps, probe, component, kind, event, "configured");
 }
 
 /**

@@ -137,8 +137,14 @@ export function invokeSource(
 
 /**
  * Asks a source's code a question and applies nothing: for `additionalProps` at deploy, before the
- * source exists or while its update may still be refused. What the code logs, emits or writes to
- * `$.service.db` meanwhile is dropped; only the result is read. No lock: nothing is written.
+ * source exists or while its update may still be refused, and for the dynamic props endpoints.
+ * What the code logs, emits or writes to `$.service.db` meanwhile is dropped; only the result is
+ * read. No lock: nothing is written.
+ *
+ * `stores`: `"none"` (deploy) leaves `data_store` props unbound, as a probe must not create the
+ * source's own stores before the source exists; `"configured"` (dynamic props) binds those
+ * configured with a `ds_` id or `{"name"}` as a run does, their calls served as a run's (reads and
+ * writes), and an unset one to nothing (its methods throw saying so).
  */
 export async function probeSource(
   deps: RunDeps,
@@ -146,10 +152,11 @@ export async function probeSource(
   component: ComponentRecord,
   kind: InvocationKind,
   event?: Json,
+  stores: "none" | "configured" = "none",
 ): Promise<InvocationResult> {
-  // Unbound: a probe must not create the source's own data stores before the source exists.
-  const { invocation } = await buildInvocation(deps, source, component, kind, event, false);
-  return deps.host.invoke(sourceCode(source, component), invocation);
+  const built = await buildInvocation(deps, source, component, kind, event, stores === "none" ? false : "configured");
+  const handlers = withDataStores(deps, built.invocation, built.stores, undefined);
+  return deps.host.invoke(sourceCode(source, component), built.invocation, handlers);
 }
 
 /**
@@ -225,14 +232,7 @@ async function runAndApply(
   hold?: { lease: SourceRunLease; waitUntilMs: number | undefined },
 ): Promise<AppliedRun> {
   const { invocation, state, stores } = await buildInvocation(deps, source, component, kind, event);
-  if (stores.size > 0) {
-    const timeoutMs = invocation.timeoutMs;
-    handlers = {
-      ...handlers,
-      dataStore: dataStoreService(deps, stores),
-      dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs),
-    };
-  }
+  handlers = withDataStores(deps, invocation, stores, handlers);
   if (hold?.waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
   }
@@ -245,6 +245,22 @@ async function runAndApply(
   }
   const stored = await applyResult(deps, source, component, invocation, result, state, elapsedMs, hops);
   return { result, stored };
+}
+
+/** `handlers` and what serves the calls of the data stores bound to `invocation`'s props, if any. */
+function withDataStores(
+  deps: RunDeps,
+  invocation: Invocation,
+  stores: Set<string>,
+  handlers: InvokeHandlers | undefined,
+): InvokeHandlers | undefined {
+  if (stores.size === 0) return handlers;
+  const timeoutMs = invocation.timeoutMs;
+  return {
+    ...handlers,
+    dataStore: dataStoreService(deps, stores),
+    dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs),
+  };
 }
 
 /** What the runtime needs to shape a source's interface props: its endpoint URL and timer. */
@@ -262,7 +278,8 @@ async function buildInvocation(
   component: ComponentRecord,
   kind: InvocationKind,
   event: Json | undefined,
-  bindStores = true,
+  /** `"configured"`: only props configured with a store (see {@link probeSource}). */
+  bindStores: boolean | "configured" = true,
 ): Promise<{ invocation: Invocation; state: SourceState; stores: Set<string> }> {
   const [values, state] = await Promise.all([
     openSecretValues(deps.secrets, source.configuredProps),
@@ -271,8 +288,9 @@ async function buildInvocation(
   const runtime = runtimeProps(propsOf(source, component), values, interfaceContext(deps, source));
   const { propTypes } = runtime;
   const stores = new Set<string>();
+  const ownName = bindStores === "configured" ? undefined : source.id;
   const props = bindStores
-    ? await bindDataStoreProps(deps, source.workspaceId, source.id, runtime.props, propTypes, stores)
+    ? await bindDataStoreProps(deps, source.workspaceId, ownName, runtime.props, propTypes, stores)
     : runtime.props;
   const invocation: Invocation = {
     invocationId: deps.ids.newSecret(12),
@@ -316,7 +334,8 @@ async function applyResult(
       ? await storageRefusal(deps, source.workspaceId)
       : undefined;
   const ordered = overQuota ? [] : orderEmits(limited.emits);
-  // Delayed emits wait on `$in` (delayed-emits.ts); where nothing can hold them (AWS), they go now.
+  // Delayed emits wait on `$in` (delayed-emits.ts); where nothing can hold them (a composition
+  // without a delayed emit store), they go now.
   const { immediate: emits, delayed } = deps.delayedEmits
     ? splitDelayed(ordered, now)
     : { immediate: ordered, delayed: [] };
@@ -324,7 +343,7 @@ async function applyResult(
     warnings.push({
       ts: now,
       level: "warn",
-      message: "delivery_ts is not scheduled on this platform: emitted at once",
+      message: "delivery_ts is not scheduled here (no delayed emit store): emitted at once",
     });
   }
   const planned =

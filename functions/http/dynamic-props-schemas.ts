@@ -1,5 +1,6 @@
 import { z } from "zod";
-import { workspaceChoiceFields } from "./schemas.ts";
+import { ID_PREFIXES } from "#core/ids";
+import { idParam, workspaceChoiceFields } from "./schemas.ts";
 
 /**
  * Bodies and answers of the configure and props endpoints, in the shape of the original's Connect
@@ -24,6 +25,9 @@ const dynamicPropsFields = {
 };
 
 export const reloadPropsBody = z.object(dynamicPropsFields);
+
+/** The Connect path form's `{project_id}`: a project (`proj_`) of a workspace of the caller. */
+export const connectProjectParams = z.object({ project_id: idParam(ID_PREFIXES.project) });
 
 export const configurePropBody = z.object({
   ...dynamicPropsFields,

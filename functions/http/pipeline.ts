@@ -139,13 +139,15 @@ function authentication(route: AnyRoute): MiddlewareObj<HttpEvent, HttpResult, E
 
 function input(route: AnyRoute): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {
   return {
-    before: (request) => {
+    before: async (request) => {
       const state = stateOf(request);
       const body = readJsonBody(request.event);
       const query = { ...(request.event.queryStringParameters ?? {}) };
       state.filter = readFieldFilter(query, body);
+      const params = validate(route.params, request.event.pathParameters ?? {}, "path");
+      await route.guard?.(state.deps as Deps, { caller: state.caller as Caller, params });
       state.input = {
-        params: validate(route.params, request.event.pathParameters ?? {}, "path"),
+        params,
         query: validate(route.query, query, "query"),
         body: validate(route.body, body ?? {}, "body"),
       };

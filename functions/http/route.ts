@@ -43,6 +43,11 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
     deliveries?: boolean;
   };
   params?: z.ZodType<P>;
+  /**
+   * Checks what the path names once the path is valid, before the query and body are: a path id
+   * of another tenant is then 404 whatever the body holds, as for an id that does not exist.
+   */
+  guard?(deps: Deps, input: { caller: Caller; params: P }): Promise<void>;
   query?: z.ZodType<Q>;
   /**
    * Request headers the route reads besides `Authorization`, for the OpenAPI document only: the

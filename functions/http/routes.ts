@@ -1,5 +1,7 @@
 import { route as clearDataStore } from "./clear-data-store.ts";
 import { route as configureComponentProp } from "./configure-component-prop.ts";
+import { route as connectConfigureComponentProp } from "./connect-configure-component-prop.ts";
+import { route as connectReloadComponentProps } from "./connect-reload-component-props.ts";
 import { route as createAutoSubscription } from "./create-auto-subscription.ts";
 import { route as createComponent } from "./create-component.ts";
 import { route as createSource } from "./create-source.ts";
@@ -57,6 +59,8 @@ export const routes: readonly AnyRoute[] = [
   getRegistryComponent,
   configureComponentProp,
   reloadComponentProps,
+  connectConfigureComponentProp,
+  connectReloadComponentProps,
   createSource,
   updateSource,
   deleteSource,

@@ -107,6 +107,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   const usage = new SqliteUsageStore(db);
   // Run records are grouped per turn too, and kept as long as events.
   const workflowRuns = new SqliteWorkflowRunStore(db, { retention: config.events });
+  // Also polled by the driver below, which needs `due` (not on the `Deps` port).
+  const delayedEmits = guarded(new SqliteDelayedEmits(db), "delayedEmits");
   deps = {
     identity: guarded(new SqliteIdentityStore(db), "identity"),
     usage: guarded(usage, "usage"),
@@ -121,7 +123,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
     dataStores: guarded(new SqliteDataStoreStore(db), "dataStores"),
     deliveries: guarded(deliveries, "deliveries"),
-    delayedEmits: guarded(new SqliteDelayedEmits(db), "delayedEmits"),
+    delayedEmits,
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),
     secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
     // Bundles are written to the data dir too.
@@ -176,7 +178,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   // server sets the one it listens on, which only differs with PORT=0).
   runs.start();
   // Delayed emits: what is due (also what a stopped process left) is emitted within a second.
-  const delayedEmits = startDelayedEmitDriver(deps);
+  const delayedEmitDriver = startDelayedEmitDriver(deps, delayedEmits);
   // Then, every minute, what a failed dispatch left (docs/durability.md).
   sweeps.push(
     setInterval(() => {
@@ -217,7 +219,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     },
     async close(graceMs = 5_000) {
       for (const sweep of sweeps) clearInterval(sweep);
-      await delayedEmits.stop();
+      await delayedEmitDriver.stop();
       await timers.stop();
       await runs.drain(graceMs);
       unhookDispatcher();

@@ -129,6 +129,8 @@ export class ApiRouteFunction extends Construct {
     if (compute) props.sources!.attachDeployer(fn);
     if (secrets) props.sources!.attachSecrets(fn, { seal: true });
     if (eventPurges) props.eventStreaming!.attachPurgeStarter(fn);
+    // Deleting `$in` events cancels the delayed emits they stand for, schedules included.
+    if (eventPurges) props.sources?.attachDelayedEmitCanceller(fn);
     if (appendsEvents) props.eventFanout!.attachPublisher(fn);
     if (deliveries) props.eventFanout!.attachDeliveryQueuer(fn);
 

@@ -200,6 +200,8 @@ export class EventFanout extends Construct {
       this.attachPublisher(fn.lambdaFunction);
       this.attachDeliveryQueuer(fn.lambdaFunction);
     }
+    // The delayed emit deliverer stores and publishes the emits that come due; it runs nothing.
+    this.attachPublisher(sources.delayedEmitDeliverer.lambdaFunction);
 
     // `$.send.s3`: the functions that apply runs check the bucket against the list (queueWorkflowSends),
     // and the deliverer writes, to these buckets' objects only. No bucket, no grant.

@@ -83,8 +83,13 @@ export class SourceCompute extends Construct {
    */
   readonly deploySweeper: SluiceFunction;
   readonly deploySweepRule: Rule;
+  /**
+   * Emits a delayed emit when its one-time schedule fires (functions/internal/delayed-emit-deliverer.ts).
+   * It runs no component: it reads the row, stores and publishes the event (EventFanout gives it the bus).
+   */
+  readonly delayedEmitDeliverer: SluiceFunction;
   readonly scheduleGroup: CfnScheduleGroup;
-  /** Assumed by EventBridge Scheduler; may invoke the timer invoker only. */
+  /** Assumed by EventBridge Scheduler; may invoke the timer invoker and the delayed emit deliverer only. */
   readonly schedulerRole: Role;
   /** `arn:<partition>:lambda:<region>:<account>:function:sluice-<stage>-dc_*` */
   readonly sourceFunctionsArn: string;
@@ -156,6 +161,25 @@ export class SourceCompute extends Construct {
       description: "Reads a component's metadata in a sandboxed child process (functions/internal/describer.ts)",
     });
 
+    // Before the functions that apply runs: they schedule delayed emits in this group, with this role.
+    this.scheduleGroup = new CfnScheduleGroup(this, "ScheduleGroup", { name: `sluice-${props.stage}` });
+    this.schedulerRole = new Role(this, "SchedulerRole", {
+      // Only schedules of this account may use the role (confused-deputy protection).
+      assumedBy: new ServicePrincipal("scheduler.amazonaws.com", {
+        conditions: { StringEquals: { "aws:SourceAccount": stack.account } },
+      }),
+      description: "EventBridge Scheduler: invokes the Sluice timer invoker and delayed emit deliverer, nothing else",
+    });
+    this.delayedEmitDeliverer = new SluiceFunction(this, "DelayedEmitDeliverer", {
+      entry: "functions/internal/delayed-emit-deliverer.ts",
+      description: "Emits delayed emits when their schedule fires (functions/internal/delayed-emit-deliverer.ts)",
+      timeout: Duration.seconds(30),
+      logRetention: props.logRetention,
+    });
+    // Lambda's default two retries: a failed delivery is tried again, and emits at least once.
+    props.resourcesTable.grantReadWriteData(this.delayedEmitDeliverer.lambdaFunction);
+    this.delayedEmitDeliverer.lambdaFunction.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
+
     this.httpInterface = new SluiceFunction(this, "HttpInterface", {
       entry: "functions/internal/endpoint-function.ts",
       description: "ANY /http/{key}: requests to sources' HTTP endpoints (functions/internal/endpoint-function.ts)",
@@ -214,14 +238,6 @@ export class SourceCompute extends Construct {
       });
     }
 
-    this.scheduleGroup = new CfnScheduleGroup(this, "ScheduleGroup", { name: `sluice-${props.stage}` });
-    this.schedulerRole = new Role(this, "SchedulerRole", {
-      // Only schedules of this account may use the role (confused-deputy protection).
-      assumedBy: new ServicePrincipal("scheduler.amazonaws.com", {
-        conditions: { StringEquals: { "aws:SourceAccount": stack.account } },
-      }),
-      description: "EventBridge Scheduler: invokes the Sluice timer invoker, nothing else",
-    });
     this.timerInvoker.lambdaFunction.grantInvoke(this.schedulerRole);
 
     this.deploySweeper = new SluiceFunction(this, "DeploySweeper", {
@@ -247,6 +263,7 @@ export class SourceCompute extends Construct {
       description: "Runs the deploy sweeper (docs/aws.md, Interrupted deploys)",
       targets: [new LambdaTarget(this.deploySweeper.lambdaFunction, { retryAttempts: 0 })],
     });
+    this.delayedEmitDeliverer.lambdaFunction.grantInvoke(this.schedulerRole);
   }
 
   /**
@@ -264,8 +281,42 @@ export class SourceCompute extends Construct {
     );
     // The runner itself queues nothing (and naming itself would be a reference cycle).
     if (fn !== this.sourceRunner.lambdaFunction) this.attachRunQueuer(fn);
+    this.attachDelayedEmitScheduler(fn);
     fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
     fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
+  }
+
+  /**
+   * A function that applies runs, and so schedules their delayed emits (`SchedulerDelayedEmits`):
+   * may create one-time schedules in the group that invoke the deliverer with the scheduler role,
+   * and delete them (a source deleted by a deploying route cancels its pending ones).
+   */
+  attachDelayedEmitScheduler(fn: LambdaFunction): void {
+    this.attachDelayedEmitCanceller(fn);
+    fn.addToRolePolicy(
+      new PolicyStatement({ actions: ["scheduler:CreateSchedule"], resources: [this.#schedulesArn()] }),
+    );
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["iam:PassRole"],
+        resources: [this.schedulerRole.roleArn],
+        conditions: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
+      }),
+    );
+    fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.delayedEmitDelivererArn, this.delayedEmitDeliverer.lambdaFunction.functionArn);
+  }
+
+  /**
+   * A function that cancels delayed emits (deletes `$in` events or sources): may delete schedules
+   * of the group, and learns its name. The rows are what decide; deleting the schedule keeps the
+   * account's schedule count down.
+   */
+  attachDelayedEmitCanceller(fn: LambdaFunction): void {
+    fn.addToRolePolicy(
+      new PolicyStatement({ actions: ["scheduler:DeleteSchedule"], resources: [this.#schedulesArn()] }),
+    );
+    fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
   }
 
   /** A function that queues runs (`LambdaRunQueue`): may invoke the source runner, and learns its name. */
@@ -306,18 +357,9 @@ export class SourceCompute extends Construct {
       }),
     );
     this.describer.grantInvoke(fn);
+    // Timers' schedules are remade on update; attachRunner gave create, delete and PassRole.
     fn.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"],
-        resources: [this.#schedulesArn()],
-      }),
-    );
-    fn.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["iam:PassRole"],
-        resources: [this.schedulerRole.roleArn],
-        conditions: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
-      }),
+      new PolicyStatement({ actions: ["scheduler:UpdateSchedule"], resources: [this.#schedulesArn()] }),
     );
     this.#manageEnvironment(fn);
     if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);

@@ -77,6 +77,7 @@ describe("dynamic props (local mode)", () => {
   let gitId: string;
   let sheetId: string;
   let misbehavingId: string;
+  let dataStoreKeysId: string;
 
   beforeAll(async () => {
     server = standInApi(requests);
@@ -94,6 +95,7 @@ describe("dynamic props (local mode)", () => {
     gitId = await save(fixture("git-new-branch.mjs", base));
     sheetId = await save(fixture("sheet-add-row.mjs", base));
     misbehavingId = await save(fixture("misbehaving-options.mjs", base));
+    dataStoreKeysId = await save(fixture("data-store-keys.mjs", base));
   }, 60_000);
 
   afterAll(async () => {
@@ -254,6 +256,66 @@ describe("dynamic props (local mode)", () => {
     const answer = await configure({ id: sheetId, prop_name: "worksheet", configured_props: { hasHeaders: "yes" } });
     expect(answer.status).toBe(400);
     expect(answer.json.details).toEqual([{ field: "configured_props.hasHeaders", message: expect.any(String) }]);
+  });
+
+  it("binds a data_store prop in options() as in a run: this.<prop> and an inputValues function reach the store", async () => {
+    const named = { dataStore: { name: "configure-orders" } };
+    const keys = async (configured: Record<string, unknown>) => {
+      const answer = await configure({ id: dataStoreKeysId, prop_name: "key", configured_props: configured });
+      expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+      expect(answer.json.errors, JSON.stringify(answer.json)).toEqual([]);
+      return answer.json.stringOptions;
+    };
+    // `{name}` finds or creates the store, as a run does: empty at first.
+    expect(await keys(named)).toEqual([]);
+    // options() reading `this.dataStore` directly, and writing to it (calls are served as a run's).
+    const recent = await configure({ id: dataStoreKeysId, prop_name: "recentKeys", configured_props: named });
+    expect(recent.json).toMatchObject({ errors: [], options: [{ label: "listings (listing 1)", value: "listings" }] });
+    expect(await keys(named)).toEqual(["listings"]);
+
+    const workspace = (await api("GET", "/users/me")).json.data.orgs[0].id;
+    const stores = await api("GET", `/workspaces/${workspace}/data_stores`);
+    const store = stores.json.data.find((entry: { name: string }) => entry.name === "configure-orders");
+    expect(store?.id).toMatch(/^ds_/);
+    // A ds_ id binds the same store.
+    expect(await keys({ dataStore: store.id })).toEqual(["listings"]);
+
+    // An unset prop has no store yet (the source it would be a store of does not exist): its methods say so.
+    const unset = await configure({ id: dataStoreKeysId, prop_name: "key", configured_props: {} });
+    expect(unset.status).toBe(200);
+    expect(JSON.parse(unset.json.errors[0]).message).toMatch(/has no store yet/);
+    // A store of another workspace (or none) is not found, as in a run.
+    const foreign = await configure({
+      id: dataStoreKeysId,
+      prop_name: "key",
+      configured_props: { dataStore: `ds_${"0".repeat(22)}` },
+    });
+    expect(JSON.parse(foreign.json.errors[0]).message).toMatch(/not found in this workspace/);
+  });
+
+  it("answers the same at the Connect API's paths, /v1/connect/{project_id}/components/...", async () => {
+    const workspace = (await api("GET", "/users/me")).json.data.orgs[0].id;
+    const [project] = (await api("GET", `/workspaces/${workspace}/projects`)).json.data;
+    const connect = (what: string, body: Record<string, unknown>) =>
+      api("POST", `/connect/${project.id}/components/${what}`, body);
+    const configureBody = { id: gitId, prop_name: "repoFullName", page: 1, configured_props: {} };
+    const viaConnect = await connect("configure", configureBody);
+    expect(viaConnect.status, JSON.stringify(viaConnect.json)).toBe(200);
+    expect(viaConnect.json).toEqual((await configure(configureBody)).json);
+    expect(viaConnect.json.stringOptions).toEqual(["octo/gamma", "octo/delta"]);
+    const propsBody = { id: sheetId, configured_props: { hasHeaders: true, sheetId: "s1" } };
+    const props = await connect("props", propsBody);
+    expect(props.status, JSON.stringify(props.json)).toBe(200);
+    expect(props.json).toEqual((await api("POST", "/components/props", propsBody)).json);
+    // The project fixes the workspace: naming another is a 400; its own is fine.
+    expect((await connect("props", { ...propsBody, workspace_id: workspace })).status).toBe(200);
+    const other = await connect("props", { ...propsBody, org_id: `o_${"0".repeat(22)}` });
+    expect(other.status).toBe(400);
+    expect(other.json.details).toEqual([{ field: "org_id", message: "names another workspace than the project's" }]);
+    // A project that is not the caller's is 404 before the body is read, as a missing one.
+    const missing = await api("POST", `/connect/proj_${"0".repeat(22)}/components/configure`, {});
+    expect(missing.status).toBe(404);
+    expect(missing.json.error).toMatch(/project not found/);
   });
 
   it("answers 404 for a component of another user, as for one that does not exist", async () => {

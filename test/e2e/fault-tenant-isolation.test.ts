@@ -139,6 +139,24 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
       sameAsMissing: false,
     },
   ],
+  // The Connect path form: the path's project fixes the workspace (user 2's own here), so a body
+  // naming another one is a 400, for user 1's workspace as for a missing one.
+  "connect-configure-component-prop": ({ one }): CrossRequest[] => [
+    { body: { id: one.componentId, prop_name: "http" } },
+    { body: { id: "tenant-two-probe", prop_name: "http", org_id: one.workspaceId }, status: 400 },
+    { body: { id: "tenant-two-probe", prop_name: "http", workspace_id: one.workspaceId }, status: 400 },
+    {
+      body: { id: "tenant-two-probe", prop_name: "http", dynamic_props_id: one.sourceId, external_user_id: one.userId },
+      status: 200,
+      sameAsMissing: false,
+    },
+  ],
+  "connect-reload-component-props": ({ one }): CrossRequest[] => [
+    { body: { id: one.componentId } },
+    { body: { id: "tenant-two-probe", org_id: one.workspaceId }, status: 400 },
+    { body: { id: "tenant-two-probe", workspace_id: one.workspaceId }, status: 400 },
+    { body: { id: "tenant-two-probe", dynamic_props_id: one.sourceId, external_user_id: one.userId }, status: 200 },
+  ],
   "reload-component-props": ({ one }): CrossRequest[] => [
     { body: { id: one.componentId } },
     { body: { id: "tenant-two-probe", org_id: one.workspaceId } },
@@ -445,6 +463,8 @@ describe("fault: tenant isolation", () => {
       components: [t.componentId, ...componentKeys],
       registry: [registryKey],
       data_stores: [t.dataStoreId],
+      // `/connect/{project_id}/components/...`
+      connect: [t.projectId],
     });
     oneSamples = samplesOf(fixture.one, [COMPONENT_KEY], COMPONENT_KEY);
     twoSamples = samplesOf(fixture.two, [], "http-new-requests");

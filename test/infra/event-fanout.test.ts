@@ -276,6 +276,8 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       idOf(service.sources.httpInterface.lambdaFunction),
       idOf(service.sources.sourceRunner.lambdaFunction),
       idOf(service.sources.timerInvoker.lambdaFunction),
+      // It stores and publishes delayed emits when they come due.
+      idOf(service.sources.delayedEmitDeliverer.lambdaFunction),
     ].sort();
     const functionIds = Object.keys(functionsOf(template));
     const publishers = functionIds.filter((id) => on(statementsOf(template, id), "events:PutEvents").length > 0);

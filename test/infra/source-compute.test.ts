@@ -54,6 +54,23 @@ describe("ServiceStack: what sources run on", () => {
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const computeRoutes = () => routes.filter((route) => route.access.compute);
   const layerId = () => idOf(service.sources.runtimeLayer);
+  /** Every schedule of the stack's group, as the grants write it. */
+  const schedulesArn = () => ({
+    "Fn::Join": [
+      "",
+      [
+        "arn:",
+        { Ref: "AWS::Partition" },
+        ":scheduler:",
+        { Ref: "AWS::Region" },
+        ":",
+        { Ref: "AWS::AccountId" },
+        ":schedule/",
+        { Ref: idOf(service.sources.scheduleGroup) },
+        "/*",
+      ],
+    ],
+  });
 
   it("builds the runtime layer for Node.js 22 on arm64 and attaches it to no function of the stack", () => {
     template.resourceCountIs("AWS::Lambda::LayerVersion", 1);
@@ -156,32 +173,18 @@ describe("ServiceStack: what sources run on", () => {
         ).toEqual([COMPONENT_FUNCTIONS_ARNS]);
       }
       expect(on("lambda:GetLayerVersion").map((statement) => statement.Resource)).toEqual([{ Ref: layerId() }]);
+      // The scheduler role first: every function that applies runs schedules delayed emits with it.
       expect(on("iam:PassRole").map(({ Resource, Condition }) => ({ Resource, Condition }))).toEqual([
-        {
-          Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
-          Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
-        },
         {
           Resource: { "Fn::GetAtt": [idOf(service.sources.schedulerRole), "Arn"] },
           Condition: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
         },
+        {
+          Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
+          Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
+        },
       ]);
-      const scheduleArn = {
-        "Fn::Join": [
-          "",
-          [
-            "arn:",
-            { Ref: "AWS::Partition" },
-            ":scheduler:",
-            { Ref: "AWS::Region" },
-            ":",
-            { Ref: "AWS::AccountId" },
-            ":schedule/",
-            { Ref: idOf(service.sources.scheduleGroup) },
-            "/*",
-          ],
-        ],
-      };
+      const scheduleArn = schedulesArn();
       for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"]) {
         expect(
           on(action).map((statement) => statement.Resource),
@@ -248,7 +251,7 @@ describe("ServiceStack: what sources run on", () => {
     expect(actionsOf(template, id).sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
   });
 
-  it("lets EventBridge Scheduler of this account assume the scheduler role, which may invoke the timer invoker only", () => {
+  it("lets EventBridge Scheduler of this account assume the scheduler role, which may invoke the timer invoker and the delayed emit deliverer only", () => {
     const roleId = idOf(service.sources.schedulerRole);
     const role = template.findResources("AWS::IAM::Role")[roleId] as Resource;
     expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
@@ -259,18 +262,62 @@ describe("ServiceStack: what sources run on", () => {
         Condition: { StringEquals: { "aws:SourceAccount": { Ref: "AWS::AccountId" } } },
       },
     ]);
-    const invoker = idOf(service.sources.timerInvoker.lambdaFunction);
-    expect(statementsOfRole(template, roleId)).toEqual([
-      {
+    const invokable = [service.sources.timerInvoker, service.sources.delayedEmitDeliverer].map((fn) =>
+      idOf(fn.lambdaFunction),
+    );
+    expect(statementsOfRole(template, roleId)).toEqual(
+      invokable.map((id) => ({
         Action: "lambda:InvokeFunction",
         Effect: "Allow",
-        Resource: [
-          { "Fn::GetAtt": [invoker, "Arn"] },
-          { "Fn::Join": ["", [{ "Fn::GetAtt": [invoker, "Arn"] }, ":*"]] },
-        ],
-      },
-    ]);
+        Resource: [{ "Fn::GetAtt": [id, "Arn"] }, { "Fn::Join": ["", [{ "Fn::GetAtt": [id, "Arn"] }, ":*"]] }],
+      })),
+    );
     template.hasResourceProperties("AWS::Scheduler::ScheduleGroup", { Name: "sluice-dev" });
+  });
+
+  it("runs the delayed emit deliverer with the table and the bus, and no component, schedule or key", () => {
+    const id = idOf(service.sources.delayedEmitDeliverer.lambdaFunction);
+    const environment = environmentOf(template, id);
+    expect(Object.keys(environment).sort()).toEqual(
+      [ENV.resourcesTable, AWS_COMPUTE_ENV.eventBusName, "NODE_OPTIONS"].sort(),
+    );
+    const actions = actionsOf(template, id);
+    expect(actions).toEqual(
+      expect.arrayContaining(["dynamodb:GetItem", "dynamodb:BatchWriteItem", "events:PutEvents"]),
+    );
+    expect(actions.filter((action) => /^(lambda|scheduler|iam|kms):/.test(action))).toEqual([]);
+    const config = loadAwsComputeConfig(deployedEnvironmentOf(template, id));
+    expect(config.delayedEmits).toBeUndefined();
+  });
+
+  it("lets the functions that apply runs schedule delayed emits in the group, and delete-source-events cancel them", () => {
+    const scheduleArn = JSON.stringify(schedulesArn());
+    const appliers = [service.sources.httpInterface, service.sources.sourceRunner, service.sources.timerInvoker].map(
+      (fn) => idOf(fn.lambdaFunction),
+    );
+    for (const id of [...appliers, ...computeRoutes().map((route) => routeFunctionId(route.name))]) {
+      const statements = statementsOf(template, id);
+      for (const action of ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"]) {
+        expect(
+          statementsWith(statements, action).map((statement) => JSON.stringify(statement.Resource)),
+          id,
+        ).toEqual([scheduleArn]);
+      }
+      const config = loadAwsComputeConfig(deployedEnvironmentOf(template, id));
+      expect(config.delayedEmits?.target, id).toBeDefined();
+    }
+    const canceller = routeFunctionId("delete-source-events");
+    const statements = statementsOf(template, canceller);
+    expect(statementsWith(statements, "scheduler:DeleteSchedule").map((s) => JSON.stringify(s.Resource))).toEqual([
+      scheduleArn,
+    ]);
+    expect(actionsOf(template, canceller).filter((action) => /^(scheduler|iam):/.test(action))).toEqual([
+      "scheduler:DeleteSchedule",
+    ]);
+    expect(loadAwsComputeConfig(deployedEnvironmentOf(template, canceller)).delayedEmits).toEqual({
+      scheduleGroup: "https://resolved-at-deploy.example",
+      target: undefined,
+    });
   });
 
   it("configures the internal functions with the table, stage, public URL, runner, key and time limit", () => {
@@ -289,6 +336,14 @@ describe("ServiceStack: what sources run on", () => {
     const runner = {
       [AWS_COMPUTE_ENV.sourceRunnerFunction]: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },
     };
+    // They schedule the delayed emits of the runs they apply (and cancel them).
+    Object.assign(common, {
+      [AWS_COMPUTE_ENV.scheduleGroup]: { Ref: idOf(service.sources.scheduleGroup) },
+      [AWS_COMPUTE_ENV.schedulerRoleArn]: { "Fn::GetAtt": [idOf(service.sources.schedulerRole), "Arn"] },
+      [AWS_COMPUTE_ENV.delayedEmitDelivererArn]: {
+        "Fn::GetAtt": [idOf(service.sources.delayedEmitDeliverer.lambdaFunction), "Arn"],
+      },
+    });
     const expectations = [
       [service.sources.httpInterface, { ...common, ...runner }, 30],
       [service.sources.timerInvoker, { ...common, ...runner }, 120],
@@ -302,7 +357,11 @@ describe("ServiceStack: what sources run on", () => {
       });
       // Run, not deploy: no setting of the deploying routes.
       const environment = environmentOf(template, idOf(fn.lambdaFunction));
-      for (const name of MANAGE_SOURCES_ENV) expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
+      for (const name of MANAGE_SOURCES_ENV) {
+        if (name === AWS_COMPUTE_ENV.scheduleGroup || name === AWS_COMPUTE_ENV.schedulerRoleArn) continue;
+        expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
+      }
+      expect(loadAwsComputeConfig(deployedEnvironmentOf(template, idOf(fn.lambdaFunction))).manage).toBeUndefined();
       expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("lambda:CreateFunction");
       // They run sources and workflows: invoke their functions (and wait for one being updated).
       const statements = statementsOf(template, idOf(fn.lambdaFunction));

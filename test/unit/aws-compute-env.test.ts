@@ -15,6 +15,7 @@ describe("loadAwsComputeConfig", () => {
       sourceRunnerFunction: undefined,
       secretsKeyArn: undefined,
       manage: undefined,
+      delayedEmits: undefined,
       eventPurgerFunction: undefined,
       npmRegistry: undefined,
       stream: { url: undefined, pollIntervalMs: 500, endMarginMs: 5_000 },
@@ -124,5 +125,25 @@ describe("loadAwsComputeConfig", () => {
         AWS_COMPUTE_ENV.scheduleGroup,
       ),
     );
+  });
+
+  it("reads the delayed emits' schedules apart from the deployers' group: cancel only, or schedule too", () => {
+    const group = { [AWS_COMPUTE_ENV.scheduleGroup]: "sluice-dev" };
+    const cancelOnly = loadAwsComputeConfig(group);
+    expect(cancelOnly.manage).toBeUndefined();
+    expect(cancelOnly.delayedEmits).toEqual({ scheduleGroup: "sluice-dev", target: undefined });
+    const scheduling = loadAwsComputeConfig({
+      ...group,
+      [AWS_COMPUTE_ENV.schedulerRoleArn]: "arn:aws:iam::1:role/s",
+      [AWS_COMPUTE_ENV.delayedEmitDelivererArn]: "arn:aws:lambda:eu-west-1:1:function:d",
+    });
+    expect(scheduling.manage).toBeUndefined();
+    expect(scheduling.delayedEmits).toEqual({
+      scheduleGroup: "sluice-dev",
+      target: { delivererArn: "arn:aws:lambda:eu-west-1:1:function:d", roleArn: "arn:aws:iam::1:role/s" },
+    });
+    expect(() =>
+      loadAwsComputeConfig({ [AWS_COMPUTE_ENV.delayedEmitDelivererArn]: "arn:aws:lambda:eu-west-1:1:function:d" }),
+    ).toThrow(naming(AWS_COMPUTE_ENV.scheduleGroup, AWS_COMPUTE_ENV.schedulerRoleArn));
   });
 });

@@ -23,6 +23,7 @@ import { randomIdGenerator } from "#core/ports/id-generator";
 import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
 import { DynamoDbDataStoreStore } from "./dynamodb-data-store-store.ts";
 import { DynamoDbDeadLetterStore } from "./dynamodb-dead-letter-store.ts";
+import { DynamoDbDelayedEmits } from "./dynamodb-delayed-emits.ts";
 import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
 import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
 import { DynamoDbSourceRunLock } from "./dynamodb-source-run-lock.ts";
@@ -37,6 +38,7 @@ import { LambdaComponentHost } from "./lambda-component-host.ts";
 import { LambdaEventPurger } from "./lambda-event-purger.ts";
 import { LambdaRunQueue } from "./lambda-run-queue.ts";
 import { S3ObjectSink } from "./s3-object-sink.ts";
+import { SchedulerDelayedEmits } from "./scheduler-delayed-emits.ts";
 import { SchedulerTimers } from "./scheduler-timers.ts";
 import { componentBundler, loadEsbuild } from "./source-bundle.ts";
 import { SqsDeliveryQueue } from "./sqs-delivery-queue.ts";
@@ -108,6 +110,7 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
   const documents = once(() => documentClient());
   const lambda = once(() => new LambdaClient({}));
   const sqs = once(() => new SQSClient({}));
+  const scheduler = once(() => new SchedulerClient({}));
   const log = streamLogger({
     level: config.logLevel,
     format: "json",
@@ -236,12 +239,31 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
     timers: lazy("the timers", () => {
       const manage = required(compute.manage, "the timers", "compute access");
       return new SchedulerTimers({
-        scheduler: new SchedulerClient({}),
+        scheduler: scheduler(),
         groupName: manage.scheduleGroup,
         timerInvokerArn: manage.timerInvokerArn,
         roleArn: manage.schedulerRoleArn,
       });
     }),
+    // Every function with the table holds delayed emits' rows: the deliverer reads and forgets
+    // them. Those that apply runs also schedule them, and those that delete `$in` events or sources
+    // delete their schedules (docs/aws.md "Delayed emits on AWS").
+    ...(config.resourcesTable
+      ? {
+          delayedEmits: lazy(
+            "the delayed emits",
+            () =>
+              new SchedulerDelayedEmits({
+                rows: new DynamoDbDelayedEmits(documents(), table()),
+                scheduler: scheduler(),
+                ...(compute.delayedEmits ? { groupName: compute.delayedEmits.scheduleGroup } : {}),
+                ...(compute.delayedEmits?.target ? { target: compute.delayedEmits.target } : {}),
+                clock: systemClock,
+                log,
+              }),
+          ),
+        }
+      : {}),
     runs: lazy(
       "the run queue",
       () =>

@@ -1,12 +1,22 @@
 import { DecryptCommand, GenerateDataKeyCommand, type KMSClient } from "@aws-sdk/client-kms";
 import type { Secrets } from "#core/ports/secrets";
-import { AES_KEY_BYTES, fromBase64Url, gcmOpen, gcmSeal, SealedSecretError, toBase64Url } from "../aes-gcm.ts";
+import {
+  AES_KEY_BYTES,
+  checkGcmBox,
+  fromBase64Url,
+  gcmOpen,
+  gcmSeal,
+  SealedSecretError,
+  toBase64Url,
+} from "../aes-gcm.ts";
 import { hasErrorName } from "./sdk-errors.ts";
 
 const PREFIX = "kms1";
 const AAD = "sluice-secret-prop:kms1";
 /** Bound to every data key: a key made for another purpose does not decrypt here, and CloudTrail shows why. */
 const KMS_ENCRYPTION_CONTEXT = { purpose: "sluice-secret-prop" } as const;
+/** KMS's largest ciphertext blob: a longer "encrypted data key" is refused without asking KMS. */
+const MAX_ENCRYPTED_KEY_BYTES = 6144;
 /** Plaintext data keys kept in memory, most recently used last. */
 export const DATA_KEY_CACHE_SIZE = 100;
 
@@ -59,6 +69,12 @@ export class KmsSecrets implements Secrets {
     const [, encryptedKey, ivText, dataText] = parts as [string, string, string, string];
     const iv = fromBase64Url(ivText, "the IV");
     const data = fromBase64Url(dataText, "the ciphertext");
+    // Every check that needs no key comes first: a malformed value costs no KMS call.
+    checkGcmBox({ iv, data });
+    const blob = fromBase64Url(encryptedKey, "the encrypted data key");
+    if (blob.length === 0 || blob.length > MAX_ENCRYPTED_KEY_BYTES) {
+      throw new SealedSecretError("sealed secret is malformed: the encrypted data key has an impossible length");
+    }
     const key = await this.#dataKey(encryptedKey);
     return gcmOpen(key, { iv, data }, AAD);
   }

@@ -77,6 +77,21 @@ export const resourceKeys = {
   dataStoreEntries: (storeId: string) => `DSREC#${storeId}`,
   dataStoreEntry: (storeId: string, key: string) => ({ pk: `DSREC#${storeId}`, sk: `K#${key}` }),
 
+  /**
+   * A delayed emit waiting for its time: a small index item per emit (`IN#<event sort key of its
+   * $in id>`, its due time), so counting and cancelling a range read little, and its body (`BODY#`:
+   * channel, event, meta), read only to deliver it. One partition per source.
+   */
+  delayedEmits: (sourceId: string) => `DLY#${sourceId}`,
+  delayedEmit: (sourceId: string, ms: number, n: number) => ({
+    pk: `DLY#${sourceId}`,
+    sk: `IN#${eventSortKey(ms, n)}`,
+  }),
+  delayedEmitBody: (sourceId: string, ms: number, n: number) => ({
+    pk: `DLY#${sourceId}`,
+    sk: `BODY#${eventSortKey(ms, n)}`,
+  }),
+
   /** Last event id handed out for a source, and the channels it has events in. */
   eventSequence: (sourceId: string) => ({ pk: `EVTSEQ#${sourceId}`, sk: "EVTSEQ" }),
   /** One partition per source and channel (`""` is the default channel). */
@@ -102,6 +117,7 @@ export const SORT_KEY_PREFIX = {
   storedUsage: "STORED#",
   dataStoreName: "DSNAME#",
   dataStoreEntry: "K#",
+  delayedEmit: "IN#",
 } as const;
 
 /**

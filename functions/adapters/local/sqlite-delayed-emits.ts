@@ -3,7 +3,7 @@
  * keyed by its source and its `$in` event's id, indexed by due time (docs/events.md "Delayed
  * emits"). Rows survive a restart; the driver (`drivers/delayed-emit-driver.ts`) delivers them.
  */
-import type { DelayedEmit, DelayedEmitStore } from "#core/ports/delayed-emits";
+import type { DelayedEmit, PolledDelayedEmitStore } from "#core/ports/delayed-emits";
 import type { EmitMeta, Json } from "#runtime/protocol";
 import type { SqliteDatabase } from "./sqlite-database.ts";
 
@@ -47,10 +47,22 @@ function idParts(id: string): [number, number] {
 const LOWEST: [number, number] = [Number.MIN_SAFE_INTEGER, 0];
 const HIGHEST: [number, number] = [Number.MAX_SAFE_INTEGER, Number.MAX_SAFE_INTEGER];
 
-export class SqliteDelayedEmits implements DelayedEmitStore {
+function toEntry(row: Row): DelayedEmit {
+  return {
+    sourceId: row.source_id,
+    inEventId: `${row.in_ms}-${row.in_n}`,
+    dueMs: row.due_ms,
+    channel: row.channel,
+    event: JSON.parse(row.event) as Json,
+    meta: JSON.parse(row.meta) as EmitMeta,
+  };
+}
+
+export class SqliteDelayedEmits implements PolledDelayedEmitStore {
   private readonly insert;
   private readonly count;
   private readonly dueRows;
+  private readonly oneRow;
   private readonly deleteOne;
   private readonly deleteRange;
   private readonly insertAll;
@@ -65,11 +77,17 @@ export class SqliteDelayedEmits implements DelayedEmitStore {
     this.dueRows = db.prepare<[number, number], Row>(
       "SELECT * FROM delayed_emits WHERE due_ms <= ? ORDER BY due_ms, source_id, in_ms, in_n LIMIT ?",
     );
+    this.oneRow = db.prepare<[string, number, number], Row>(
+      "SELECT * FROM delayed_emits WHERE source_id = ? AND in_ms = ? AND in_n = ?",
+    );
     this.deleteOne = db.prepare<[string, number, number]>(
       "DELETE FROM delayed_emits WHERE source_id = ? AND in_ms = ? AND in_n = ?",
     );
-    this.deleteRange = db.prepare<[string, number, number, number, number, number, number]>(
-      "DELETE FROM delayed_emits WHERE source_id = ? AND (in_ms > ? OR (in_ms = ? AND in_n >= ?)) AND (in_ms < ? OR (in_ms = ? AND in_n <= ?))",
+    this.deleteRange = db.prepare<
+      [string, number, number, number, number, number, number],
+      { in_ms: number; in_n: number }
+    >(
+      "DELETE FROM delayed_emits WHERE source_id = ? AND (in_ms > ? OR (in_ms = ? AND in_n >= ?)) AND (in_ms < ? OR (in_ms = ? AND in_n <= ?)) RETURNING in_ms, in_n",
     );
     this.insertAll = db.transaction((entries: readonly DelayedEmit[]) => {
       for (const entry of entries) {
@@ -96,23 +114,23 @@ export class SqliteDelayedEmits implements DelayedEmitStore {
   }
 
   async due(nowMs: number, limit: number): Promise<DelayedEmit[]> {
-    return this.dueRows.all(nowMs, limit).map((row) => ({
-      sourceId: row.source_id,
-      inEventId: `${row.in_ms}-${row.in_n}`,
-      dueMs: row.due_ms,
-      channel: row.channel,
-      event: JSON.parse(row.event) as Json,
-      meta: JSON.parse(row.meta) as EmitMeta,
-    }));
+    return this.dueRows.all(nowMs, limit).map(toEntry);
+  }
+
+  async get(sourceId: string, inEventId: string): Promise<DelayedEmit | undefined> {
+    const row = this.oneRow.get(sourceId, ...idParts(inEventId));
+    return row ? toEntry(row) : undefined;
   }
 
   async remove(sourceId: string, inEventId: string): Promise<void> {
     this.deleteOne.run(sourceId, ...idParts(inEventId));
   }
 
-  async removeRange(sourceId: string, fromId?: string, toId?: string): Promise<void> {
+  async removeRange(sourceId: string, fromId?: string, toId?: string): Promise<string[]> {
     const [fromMs, fromN] = fromId === undefined ? LOWEST : idParts(fromId);
     const [toMs, toN] = toId === undefined ? HIGHEST : idParts(toId);
-    this.deleteRange.run(sourceId, fromMs, fromMs, fromN, toMs, toMs, toN);
+    return this.deleteRange
+      .all(sourceId, fromMs, fromMs, fromN, toMs, toMs, toN)
+      .map((row) => `${row.in_ms}-${row.in_n}`);
   }
 }

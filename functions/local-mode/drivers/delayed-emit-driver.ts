@@ -2,10 +2,11 @@
  * Local mode's driver of delayed emits: every second it delivers what is due
  * (`deliverDueEmits` of `#core/delayed-emit-delivery`), in batches until none is left, one pass at
  * a time. What a stopped process left waiting is delivered by the first pass after the next start,
- * late if its time passed meanwhile (docs/events.md "Delayed emits"). On AWS there is no driver
- * (delayed emits are emitted at once there).
+ * late if its time passed meanwhile (docs/events.md "Delayed emits"). On AWS there is no driver:
+ * EventBridge Scheduler fires each delayed emit at its time.
  */
 import { deliverDueEmits } from "#core/delayed-emit-delivery";
+import type { PolledDelayedEmitStore } from "#core/ports/delayed-emits";
 import type { Deps } from "#core/ports/deps";
 
 /** How often due delayed emits are looked for: the precision of `delivery_ts` in local mode. */
@@ -13,12 +14,16 @@ export const DELAYED_EMIT_POLL_MS = 1000;
 
 type DriverDeps = Parameters<typeof deliverDueEmits>[0] & Pick<Deps, "clock" | "log">;
 
-export function startDelayedEmitDriver(deps: DriverDeps, pollMs = DELAYED_EMIT_POLL_MS): { stop(): Promise<void> } {
+export function startDelayedEmitDriver(
+  deps: DriverDeps,
+  store: PolledDelayedEmitStore,
+  pollMs = DELAYED_EMIT_POLL_MS,
+): { stop(): Promise<void> } {
   let pass: Promise<void> | undefined;
   let stopped = false;
   const deliver = async () => {
     // A full batch means more may be due: go on at once rather than a second later.
-    while (!stopped && (await deliverDueEmits(deps, deps.clock.nowMs())) >= 100) {}
+    while (!stopped && (await deliverDueEmits(deps, store, deps.clock.nowMs())) >= 100) {}
   };
   const timer = setInterval(() => {
     if (pass) return;

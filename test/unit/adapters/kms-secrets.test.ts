@@ -147,3 +147,55 @@ describe("KmsSecrets", () => {
     await expect(make().open(sealed)).rejects.toMatchObject({ name: "KMSInvalidStateException" });
   });
 });
+
+describe("data store grants sealed with KMS", () => {
+  beforeEach(() => {
+    kms.reset();
+    fakeKms();
+  });
+
+  it("refuses a malformed, expired or changed grant with no KMS call, and opens a good one once", async () => {
+    const { accountIn, memoryDeps } = await import("../../support/memory-deps.ts");
+    const { bindDataStoreProps, grantDataStores, serveGrantedCall } = await import("#core/data-stores");
+    const start = Date.UTC(2026, 10, 26, 12);
+    const deps = memoryDeps(start);
+    deps.secrets = make();
+    const owner = await accountIn(deps, "granted");
+    const stores = new Set<string>();
+    const props = await bindDataStoreProps(deps, owner.workspace.id, "dc_x", {}, { s: "data_store" }, stores);
+    const id = (props.s as { id: string }).id;
+    const { grant } = await grantDataStores(deps, "inv_1", stores, 30_000);
+    // Served by another container than the one that sealed it (the route's, on AWS): no cached data key.
+    deps.secrets = make();
+    const [, expiry, sealed] = /^g1\.(\d+)\.(.+)$/.exec(grant) ?? [];
+    const get = { store: id, op: "get", key: "k" };
+    const decrypts = () => kms.commandCalls(DecryptCommand).length;
+    const refused = (message: string) => ({ ok: false, error: { name: "DataStoreError", message } });
+    const invalid = refused("the data store grant is not valid");
+
+    // Garbage, a sealed value without the grant's clear expiry, an envelope of the wrong shape.
+    const bogus = [
+      "x",
+      sealed ?? "",
+      `g1.${expiry}.kms1.${"A".repeat(40)}.AAAA.AAAA`,
+      `g1.${expiry}.kms1.${"A".repeat(9000)}.${"A".repeat(16)}.${"A".repeat(30)}`,
+      `g1.${expiry}.kms1.not base64.${"A".repeat(16)}.${"A".repeat(30)}`,
+      `g1.${expiry}.local1.${"A".repeat(16)}.${"A".repeat(30)}`,
+    ];
+    for (const grantText of bogus) expect(await serveGrantedCall(deps, grantText, get), grantText).toEqual(invalid);
+    // Past its clear expiry: refused before it is opened.
+    deps.clock.set(Number(expiry) + 1);
+    expect(await serveGrantedCall(deps, grant, get)).toEqual(
+      refused("the data store grant has expired: its run has ended"),
+    );
+    expect(decrypts()).toBe(0);
+
+    deps.clock.set(start);
+    // A later clear expiry does not extend the grant: the sealed one disagrees.
+    expect(await serveGrantedCall(deps, `g1.${Number(expiry) + 60_000}.${sealed}`, get)).toEqual(invalid);
+    expect(await serveGrantedCall(deps, grant, { ...get, op: "set", value: 1 })).toEqual({ ok: true });
+    expect(await serveGrantedCall(deps, grant, get)).toEqual({ ok: true, value: 1 });
+    // One KMS call for the good grant's data key (the disagreeing copy opened it first, then cached).
+    expect(decrypts()).toBe(1);
+  });
+});

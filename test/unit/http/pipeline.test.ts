@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger, type Logger } from "#core/ports/logger";
+import { route as connectConfigure } from "#http/connect-configure-component-prop";
 import { route as createComponent } from "#http/create-component";
 import { route as createSource } from "#http/create-source";
 import { route as createWebhook } from "#http/create-webhook";
@@ -93,6 +94,29 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     );
     expect(other.statusCode).toBe(404);
     expect(other.body).toBe(missing.body);
+  });
+
+  it("answers 404 for another account's project on a Connect path before reading the body, as for a missing one", async () => {
+    const deps = memoryDeps();
+    const alice = await accountIn(deps, "alice");
+    const bob = await accountIn(deps, "bob");
+    const [bobs] = await deps.identity.listProjects(bob.workspace.id);
+    const post = (projectId: string) =>
+      invoke(connectConfigure, deps, {
+        ...eventFor({ authorization: `Bearer ${alice.apiKey}`, pathParameters: { project_id: projectId } }),
+        headers: { authorization: `Bearer ${alice.apiKey}`, "content-type": "application/json" },
+        // No `id` nor `prop_name`: a 400 if the body were read first.
+        body: "{}",
+      });
+    const other = await post(bobs?.id ?? "");
+    const missing = await post(`proj_${"0".repeat(22)}`);
+    expect(other.statusCode).toBe(404);
+    expect(json(other).error).toBe("project not found");
+    expect(other.body).toBe(missing.body);
+    const [own] = await deps.identity.listProjects(alice.workspace.id);
+    const mine = await post(own?.id ?? "");
+    expect(mine.statusCode).toBe(400);
+    expect(json(mine).details.map((d: { field: string }) => d.field)).toEqual(["id", "prop_name"]);
   });
 
   it("answers 400 naming the path parameter when an id has the wrong prefix", async () => {

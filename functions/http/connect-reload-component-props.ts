@@ -1,0 +1,22 @@
+import { requireProject } from "#core/access";
+import { inConnectProject, reloadComponentProps } from "#core/dynamic-props";
+import { connectProjectParams, reloadPropsBody, reloadPropsResponse } from "./dynamic-props-schemas.ts";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+
+/** `POST /v1/components/props` at the hosted Connect API's path, in the project's workspace. */
+export const route = defineRoute({
+  name: "connect-reload-component-props",
+  method: "POST",
+  path: "/v1/connect/{project_id}/components/props",
+  summary: "As POST /v1/components/props, at the Connect API's path: runs in the project's workspace",
+  access: { resources: "write", compute: true },
+  params: connectProjectParams,
+  guard: async (deps, { caller, params }) => void (await requireProject(deps, caller, params.project_id)),
+  body: reloadPropsBody,
+  response: reloadPropsResponse,
+  run: async (deps, { caller, params, body }) =>
+    reloadComponentProps(deps, caller, await inConnectProject(deps, caller, params.project_id, body)),
+});
+
+export const handler = lambdaHandler(route);
