@@ -130,9 +130,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     // In process: this server is the only one on its data dir (data-dir.ts).
     runLock: new LocalSourceRunLock(clock),
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: config.runtime.componentUrlAllowPrivate }),
-    registry: config.runtime.registryDir
-      ? registryDirectory(config.runtime.registryDir, registryFiles(DEFAULT_REGISTRY_DIR))
-      : registryFiles(DEFAULT_REGISTRY_DIR),
+    registry: registryDirectory(config.runtime.registryDir, registryFiles(DEFAULT_REGISTRY_DIR)),
     clock,
     ids: randomIdGenerator(clock),
     log,
