@@ -16,6 +16,7 @@ import {
   startSluice,
 } from "../support/local-process.ts";
 import { startNpmRegistry } from "../support/npm-registry-fixture.ts";
+import { REGISTRY_TREE } from "../support/registry-tree.ts";
 
 /*
  * The `sluice` command line as a user runs it: the installed bin (bin/sluice.mjs by its shebang),
@@ -182,6 +183,25 @@ export default {
       "greeter-app.app.mjs",
       "sources/new-greeting/new-greeting.mjs",
     ]);
+  });
+
+  it("deploys a source of the registry suite's tree as it is, naming its files from the checkout's root", async () => {
+    const entry = join(REGISTRY_TREE, "components", "http_hooks", "sources", "new-requests", "new-requests.mjs");
+    const deployed = await cli("deploy", entry, "--prop", "resStatusCode=201", "--prop", "resBody=thanks");
+    expect(deployed.code, deployed.stderr).toBe(0);
+    const answer = await fetch(endpointIn(deployed.stdout), { method: "POST", body: "{}" });
+    expect({ status: answer.status, text: await answer.text() }).toEqual({ status: 201, text: "thanks" });
+    const id = sourceIdIn(deployed.stdout);
+    const component = (await api("GET", `/components/${(await api("GET", `/sources/${id}`)).json.data.component_id}`))
+      .json.data;
+    // The entry, the app file and the common base it spreads, below the repository (its .git).
+    expect(component.component_entry).toBe(
+      "test/fixtures/registry-tree/components/http_hooks/sources/new-requests/new-requests.mjs",
+    );
+    expect(Object.keys(component.component_files)).toContain(
+      "test/fixtures/registry-tree/components/http_hooks/http_hooks.app.mjs",
+    );
+    await cli("delete", id);
   });
 
   it("lists the data stores of your workspaces, prints a store's records, clears it and deletes it", async () => {
