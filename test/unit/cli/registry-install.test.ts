@@ -62,7 +62,7 @@ const shipped = registryFiles(DEFAULT_REGISTRY_DIR);
 
 describe("addRegistryPackage", () => {
   it("writes the package as its app folder, and the directory serves its components by key, without a restart", async () => {
-    const { dir, add } = setup(noteTools());
+    const { work, dir, add } = setup(noteTools());
     const registry = registryDirectory(dir, shipped);
     // Indexed before the package is there (the directory does not exist yet).
     expect(await registry.readCode("note_tools-shout")).toBeUndefined();
@@ -80,6 +80,17 @@ describe("addRegistryPackage", () => {
     // Served with the app file it imports (a packed multi-file component).
     expect(code).toContain("note_tools.app.mjs");
     expect(code).toContain("toUpperCase");
+
+    // A second app folder moved into the existing directory is indexed at the next unknown key.
+    writeFileSync(
+      join(work, "more.tgz"),
+      packageTarball({
+        "package.json": manifest("@pipedream/note_more"),
+        "sources/new-note/new-note.mjs": 'export default { key: "note_more-new-note", type: "source", run() {} };',
+      }),
+    );
+    await addRegistryPackage("more.tgz", dir, { cwd: work });
+    expect(await registry.readCode("note_more-new-note")).toContain("note_more-new-note");
   });
 
   it("replaces an app folder of the same name whole, and warns of a key another app serves", async () => {
