@@ -28,6 +28,12 @@ const s3Buckets: unknown = app.node.tryGetContext("s3Buckets");
 if (s3Buckets !== undefined && typeof s3Buckets !== "string") {
   throw new Error(`Invalid s3Buckets ${JSON.stringify(s3Buckets)}: use bucket names separated by commas.`);
 }
+// `-c registryDir=./my-registry`: a components tree in the registry's layout, bundled at deploy and
+// served by key (the stack refuses a path that is no folder).
+const registryDir: unknown = app.node.tryGetContext("registryDir");
+if (registryDir !== undefined && typeof registryDir !== "string") {
+  throw new Error(`Invalid registryDir ${JSON.stringify(registryDir)}: use the path of a folder.`);
+}
 const prefix = stage ? `${stage}-` : "";
 const where = stage ? ` (stage ${stage})` : "";
 
@@ -44,6 +50,7 @@ new ServiceStack(app, `${prefix}SluiceService`, {
   npmRegistry: npmRegistry || undefined,
   logLevel: (logLevel || undefined) as LogLevel | undefined,
   s3Buckets: bucketList(s3Buckets),
+  registryDir: registryDir || undefined,
 });
 
 Tags.of(app).add("sluice:stage", stage ? stage : "default");

@@ -43,6 +43,11 @@ export interface ServiceStackProps extends StackProps {
    * @default - unset: the functions log at `info`
    */
   readonly logLevel?: LogLevel;
+  /**
+   * A components tree in the public registry's layout (`-c registryDir=<path>`), bundled into the
+   * deploying routes and served by key before the shipped registry. @default - the shipped registry only
+   */
+  readonly registryDir?: string;
   /** Buckets `$.send.s3` may write to (`-c s3Buckets=a,b`; EventFanout). @default none */
   readonly s3Buckets?: readonly string[];
 }
@@ -87,6 +92,7 @@ export class ServiceStack extends Stack {
       invocationTimeout: props.invocationTimeout,
       logRetention: props.logRetention,
       npmRegistry: props.npmRegistry,
+      registryDir: props.registryDir,
     });
 
     this.eventStreaming = new EventStreaming(this, "EventStreaming", {

@@ -1,6 +1,9 @@
 import { existsSync, statSync } from "node:fs";
 import { readFile, realpath, stat } from "node:fs/promises";
-import { dirname, isAbsolute, join, relative, resolve, sep } from "node:path";
+import { dirname, join, relative, resolve, sep } from "node:path";
+import { isRelativeImport } from "#adapters/component-tree";
+import { importCandidates } from "#core/component-files";
+import { importSpecifiers } from "#core/import-specifiers";
 import { CliError } from "./errors.ts";
 
 /**
@@ -18,26 +21,14 @@ export interface ComponentBody {
 /** Bounds of what one deploy reads (the API takes a request body of 1 MiB). */
 export const COMPONENT_LIMITS = { files: 200, totalBytes: 1024 * 1024, depth: 32 };
 
-/** Extensions tried, in order, for an import written without one (`./common` or `./common/index`). */
-const EXTENSIONS = [".mjs", ".js", ".cjs", ".ts", ".mts", ".cts", ".json"];
-
 /**
- * The relative specifiers a module's text imports: static `import`/`export ... from`, bare
- * `import "x"`, `import("x")` and `require("x")` with a literal. Packages (bare names) are the
- * server's to install, so only `./` and `../` specifiers are returned.
+ * The relative specifiers a module's text imports (`./`, `../`), found by the scanner the server
+ * uses on a `component_url` or a registry directory (static, `export ... from`, bare, dynamic and
+ * `require` imports with a literal, outside comments and strings), so that a deploy sends the
+ * files the server would gather itself. Packages (bare names) are the server's to install.
  */
 export function relativeImports(text: string): string[] {
-  const found = new Set<string>();
-  const patterns = [
-    /\b(?:import|export)\s+(?:[^'";]*?\s+from\s+)?["']([^"'\n]+)["']/g,
-    /\b(?:import|require)\s*\(\s*["']([^"'\n]+)["']\s*\)/g,
-  ];
-  for (const pattern of patterns)
-    for (const match of text.matchAll(pattern)) {
-      const specifier = match[1] ?? "";
-      if (specifier.startsWith("./") || specifier.startsWith("../")) found.add(specifier);
-    }
-  return [...found];
+  return [...new Set(importSpecifiers(text).filter(isRelativeImport))];
 }
 
 /**
@@ -98,7 +89,7 @@ export async function readComponent(entry: string, options: { root?: string } = 
     files.set(key, text);
     if (!real.endsWith(".json"))
       for (const specifier of relativeImports(text))
-        await load(resolveImport(real, specifier), { path: real, specifier }, depth + 1);
+        await load(resolveImport(root, real, specifier), { path: real, specifier }, depth + 1);
     return key;
   }
 
@@ -108,16 +99,18 @@ export async function readComponent(entry: string, options: { root?: string } = 
   return { body: { component_files: Object.fromEntries(files), component_entry: entryKey }, read, root };
 }
 
-/** The file an import names: as written, else with each known extension, else its folder's index. */
-function resolveImport(importer: string, specifier: string): string {
-  const base = resolve(dirname(importer), specifier.split("?")[0] ?? specifier);
-  if (isAbsolute(specifier)) return base;
-  const candidates = [
-    base,
-    ...EXTENSIONS.map((extension) => base + extension),
-    // TypeScript's habit: `./util.js` names `util.ts`.
-    ...(/\.m?js$/.test(base) ? [base.replace(/\.(m?)js$/, ".$1ts")] : []),
-    ...EXTENSIONS.map((extension) => join(base, `index${extension}`)),
-  ];
-  return candidates.find((candidate) => existsSync(candidate) && !statSync(candidate).isDirectory()) ?? base;
+/**
+ * The file an import of `importer` (below `root`) names: the first of the server's candidates
+ * (`importCandidates`: as written, with an implied extension, `x.ts` for `x.js`, a folder's
+ * `index`) that is a file on disk, else the path as written, which is then reported missing. An
+ * import that climbs above `root` resolves to where it leads, which is then refused as outside.
+ */
+function resolveImport(root: string, importer: string, specifier: string): string {
+  const base = resolve(dirname(importer), specifier);
+  const candidates = importCandidates(posix(relative(root, importer)), specifier);
+  if ("refused" in candidates) return base;
+  const found = candidates.paths
+    .map((path) => join(root, ...path.split("/")))
+    .find((candidate) => existsSync(candidate) && !statSync(candidate).isDirectory());
+  return found ?? base;
 }

@@ -9,6 +9,7 @@ import { list } from "./commands/list.ts";
 import { createKey, createUser, start } from "./commands/local.ts";
 import { login } from "./commands/login.ts";
 import { records } from "./commands/records.ts";
+import { registry } from "./commands/registry.ts";
 import { CliError } from "./errors.ts";
 import { printable } from "./output.ts";
 
@@ -23,6 +24,7 @@ export const COMMANDS: readonly Command[] = [
   events,
   logs,
   remove,
+  registry,
   start,
   createKey,
   createUser,

@@ -7,8 +7,9 @@
  * file) read from the tree, never from above its root, bounded as a `component_url` is.
  *
  * Keys are read from the files' text (`key: "http-new-requests"`, the registry's first key
- * literal), once, on first use: a component added later is served after a restart; a changed file
- * is read again at each request (and is a new component by its code hash).
+ * literal), on first use, and again when a key is asked for that the index lacks and the apps'
+ * folder changed since (an app folder added or replaced); a changed file is read again at each
+ * request (and is a new component by its code hash).
  */
 import type { Dirent } from "node:fs";
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
@@ -34,7 +35,7 @@ const BOUNDS: TreeBounds = {
 
 /** The registry of `dir` (see the file header); templates, and keys it lacks, come from `fallback`. */
 export function registryDirectory(dir: string, fallback: ComponentRegistry): ComponentRegistry {
-  let index: Promise<{ root: string; entries: Map<string, string> }> | undefined;
+  let index: Promise<RegistryIndex> | undefined;
   const indexed = () => {
     if (!index) {
       index = indexTree(dir);
@@ -44,11 +45,23 @@ export function registryDirectory(dir: string, fallback: ComponentRegistry): Com
     }
     return index;
   };
+  /**
+   * The index, read again when a key is missing and the apps' folder changed since (`sluice
+   * registry add` moves a new app folder in): a component added so is served without a restart,
+   * while a request for an unknown key costs one `stat`, not a walk of the tree.
+   */
+  const entryOf = async (key: string) => {
+    const current = await indexed();
+    const entry = current.entries.get(key);
+    if (entry !== undefined || (await changedAt(dir)) === current.changedAt) return { ...current, entry };
+    index = undefined;
+    const fresh = await indexed();
+    return { ...fresh, entry: fresh.entries.get(key) };
+  };
   return {
     async readCode(key) {
-      const { root, entries } = await indexed();
-      const entry = entries.get(key);
-      if (entry === undefined) return fallback.readCode(key);
+      const { root, entry } = await entryOf(key);
+      if (entry === undefined || root === undefined) return fallback.readCode(key);
       const text = await readInside(root, entry);
       if (text === undefined) return fallback.readCode(key);
       const refused = (message: string) =>
@@ -69,11 +82,44 @@ export function registryDirectory(dir: string, fallback: ComponentRegistry): Com
   };
 }
 
-/** The apps' folder of `dir` (its `components/` when it has one) and every component's entry by key. */
-async function indexTree(dir: string): Promise<{ root: string; entries: Map<string, string> }> {
+/** What {@link indexTree} found: the apps' folder (undefined when there is none) and each key's entry. */
+export interface RegistryIndex {
+  root: string | undefined;
+  /** Entry path below `root` (`<app>/sources/<name>/<name>.mjs`) by key, in the order found. */
+  entries: Map<string, string>;
+  /** When the apps' folder last changed (its mtime), undefined when there is none. */
+  changedAt: number | undefined;
+}
+
+/** The apps' folder of `dir`: its `components/` when it has one, else `dir` itself. */
+export async function appsFolderOf(dir: string): Promise<string> {
   const nested = join(dir, "components");
-  const root = await realpath((await isFolder(nested)) ? nested : dir);
+  return (await isFolder(nested)) ? nested : dir;
+}
+
+/** When the apps' folder of `dir` last changed; undefined when it does not exist. */
+async function changedAt(dir: string): Promise<number | undefined> {
+  try {
+    return (await stat(await appsFolderOf(dir))).mtimeMs;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Every component of `dir` with a key (see the file header); no entries when `dir` does not exist
+ * (yet: the default `<data dir>/registry` exists once `sluice registry add` made it).
+ */
+export async function indexTree(dir: string): Promise<RegistryIndex> {
   const entries = new Map<string, string>();
+  const apps = await appsFolderOf(dir);
+  const before = await changedAt(dir);
+  let root: string;
+  try {
+    root = await realpath(apps);
+  } catch {
+    return { root: undefined, entries, changedAt: undefined };
+  }
   for (const app of await folders(root)) {
     for (const kind of KINDS) {
       for (const name of await folders(join(root, app, kind))) {
@@ -89,7 +135,7 @@ async function indexTree(dir: string): Promise<{ root: string; entries: Map<stri
       }
     }
   }
-  return { root, entries };
+  return { root, entries, changedAt: before };
 }
 
 /** The names of the folders in `dir`, sorted; none when it is no folder. */

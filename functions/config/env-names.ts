@@ -55,7 +55,8 @@ export const ENV = {
   componentUrlAllowPrivate: "SLUICE_COMPONENT_URL_ALLOW_PRIVATE",
   /**
    * Local mode: a components tree in the public registry's layout whose components are served by
-   * key (`GET /v1/components/registry/{key}`, `key` on deploys) before the shipped `registry/`.
+   * key (`GET /v1/components/registry/{key}`, `key` on deploys) before the shipped `registry/`;
+   * default `<SLUICE_DATA_DIR>/registry`, where `sluice registry add` puts packages.
    */
   registryDir: "SLUICE_REGISTRY_DIR",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */

@@ -1,3 +1,4 @@
+import { join } from "node:path";
 import { z } from "zod";
 import type { Quotas, WorkflowRunLimits } from "#core/ports/deps";
 import type { EventRetention } from "#core/ports/event-store";
@@ -132,8 +133,11 @@ export interface LocalRuntimeConfig {
   npmRegistry: string | undefined;
   /** Whether `component_url` may be fetched from loopback and private addresses. */
   componentUrlAllowPrivate: boolean;
-  /** A registry-layout components tree served by key; undefined: the shipped `registry/` only. */
-  registryDir: string | undefined;
+  /**
+   * A registry-layout components tree served by key before the shipped `registry/` (default
+   * `<dataDir>/registry`, where `sluice registry add` puts packages; nothing while it does not exist).
+   */
+  registryDir: string;
   emitLimits: EmitLimits;
   workflowLimits: WorkflowRunLimits;
 }
@@ -225,7 +229,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
-      registryDir: parsed[ENV.registryDir] as string | undefined,
+      registryDir: (parsed[ENV.registryDir] as string | undefined) ?? join(parsed[ENV.dataDir] as string, "registry"),
       emitLimits: emitLimitsFrom(parsed),
       workflowLimits: workflowLimitsFrom(parsed),
     },

@@ -62,3 +62,9 @@ export const SHIPPED_NPM_PACKAGES: readonly string[] = [
   "querystring",
   "uuid",
 ];
+
+/**
+ * Where a deploying route's bundle carries the operator's registry directory (`-c registryDir`),
+ * next to the shipped `registry/`: `<task root>/registry-dir/`, served by key before it.
+ */
+export const REGISTRY_DIR_ASSET = "registry-dir";

@@ -24,7 +24,6 @@ import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { storageErrorTranslator, translatingErrors } from "#adapters/local/storage-errors";
 import { ThreadedWebhookSender } from "#adapters/local/threaded-webhook-sender";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
-import { registryDirectory } from "#adapters/registry-directory";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
@@ -133,9 +132,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     // In process: this server is the only one on its data dir (data-dir.ts).
     runLock: new LocalSourceRunLock(clock),
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: config.runtime.componentUrlAllowPrivate }),
-    registry: config.runtime.registryDir
-      ? registryDirectory(config.runtime.registryDir, registryFiles(DEFAULT_REGISTRY_DIR))
-      : registryFiles(DEFAULT_REGISTRY_DIR),
+    registry: registryFiles(DEFAULT_REGISTRY_DIR, config.runtime.registryDir),
     clock,
     ids: randomIdGenerator(clock),
     log,

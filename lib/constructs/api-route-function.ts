@@ -122,6 +122,8 @@ export class ApiRouteFunction extends Construct {
             // (the Lambda runtime has none).
             runtimeNodeModules: withDependencies([...SHIPPED_NPM_PACKAGES, NPM_CLI_PACKAGE]),
             copyFolders: ["registry"],
+            // With `-c registryDir`, the operator's registry directory beside it.
+            copyTrees: props.sources?.bundledRegistryDir ? [props.sources.bundledRegistryDir] : [],
           }
         : {}),
     });

@@ -52,6 +52,17 @@ export interface SluiceFunctionProps {
    * function reads at run time (`registry/` for compute routes). @default - none
    */
   readonly copyFolders?: readonly string[];
+  /**
+   * Folders from anywhere on the deploying machine (absolute `from`) copied into the bundle as
+   * `to` (the operator's registry directory, staged by `stageRegistryDir`). @default - none
+   */
+  readonly copyTrees?: readonly BundledTree[];
+}
+
+/** A folder copied into a function's bundle: `from` (absolute) becomes `<bundle>/<to>`. */
+export interface BundledTree {
+  readonly from: string;
+  readonly to: string;
 }
 
 /**
@@ -63,10 +74,16 @@ export class SluiceFunction extends Construct {
   readonly logGroup: LogGroup;
   /** The entry module, relative to the repository root. */
   readonly entry: string;
+  /** The folders copied into the bundle beside the code (`copyFolders`, then `copyTrees`). */
+  readonly bundledTrees: readonly BundledTree[];
 
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
     super(scope, id);
     this.entry = props.entry;
+    this.bundledTrees = [
+      ...(props.copyFolders ?? []).map((folder) => ({ from: join(PROJECT_ROOT, folder), to: folder })),
+      ...(props.copyTrees ?? []),
+    ];
     const copied = [...(props.copyNodeModules ?? []), ...(props.runtimeNodeModules ?? [])];
     for (const name of copied) {
       // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
@@ -112,9 +129,7 @@ export class SluiceFunction extends Construct {
         sourcesContent: false,
         // The Node.js 22 runtime ships AWS SDK v3; bundling it would only slow cold starts.
         externalModules: ["@aws-sdk/*", ...(props.copyNodeModules ?? [])],
-        ...(copied.length || props.copyFolders?.length
-          ? { commandHooks: copyHooks(copied, props.copyFolders ?? []) }
-          : {}),
+        ...(copied.length || this.bundledTrees.length ? { commandHooks: copyHooks(copied, this.bundledTrees) } : {}),
       },
     });
   }
@@ -157,10 +172,10 @@ function resolvePackage(name: string, fromDir: string, root: string): string | u
 }
 
 /**
- * Copies installed packages and repository folders into the bundle. Missing packages were
- * reported at construction; they are skipped here.
+ * Copies installed packages and folders into the bundle. Missing packages were reported at
+ * construction; they are skipped here.
  */
-function copyHooks(packages: readonly string[], folders: readonly string[]) {
+function copyHooks(packages: readonly string[], trees: readonly BundledTree[]) {
   return {
     beforeBundling: () => [],
     beforeInstall: () => [],
@@ -171,9 +186,9 @@ function copyHooks(packages: readonly string[], folders: readonly string[]) {
           const to = join(outputDir, "node_modules", name);
           return [`mkdir -p "${join(to, "..")}"`, `cp -R "${join(inputDir, "node_modules", name)}/." "${to}"`];
         });
-      const data = folders.flatMap((folder) => {
-        const to = join(outputDir, folder);
-        return [`mkdir -p "${to}"`, `cp -R "${join(inputDir, folder)}/." "${to}"`];
+      const data = trees.flatMap((tree) => {
+        const to = join(outputDir, tree.to);
+        return [`mkdir -p "${to}"`, `cp -R "${tree.from}/." "${to}"`];
       });
       return [...modules, ...data];
     },

@@ -14,9 +14,10 @@ import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
-import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
+import { REGISTRY_DIR_ASSET, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import { esbuildCode } from "./esbuild-code.ts";
-import { SluiceFunction } from "./sluice-function.ts";
+import { stageRegistryDir } from "./registry-dir.ts";
+import { type BundledTree, SluiceFunction } from "./sluice-function.ts";
 
 /** The file the source functions' entry imports: `/opt/nodejs/sluice-runtime.mjs` once the layer is unpacked. */
 export const RUNTIME_LAYER_FILE = "nodejs/sluice-runtime.mjs";
@@ -51,6 +52,12 @@ export interface SourceComputeProps {
    * URL, e.g. a mirror). @default - npm's own default, https://registry.npmjs.org/
    */
   readonly npmRegistry?: string;
+  /**
+   * A registry directory (`-c registryDir`) the deploying routes carry and serve by key before the
+   * shipped `registry/`, as `SLUICE_REGISTRY_DIR` does in local mode; staged and filtered at synth
+   * ({@link stageRegistryDir}). @default - the shipped registry only
+   */
+  readonly registryDir?: string;
 }
 
 /**
@@ -96,6 +103,9 @@ export class SourceCompute extends Construct {
   /** `arn:<partition>:lambda:<region>:<account>:function:sluice-<stage>-p_*`: workflows' functions, on the same terms. */
   readonly workflowFunctionsArn: string;
 
+  /** The registry directory deploying routes carry (`registryDir`, staged), if any. */
+  readonly bundledRegistryDir: BundledTree | undefined;
+
   readonly #props: SourceComputeProps;
   readonly #invocationTimeout: Duration;
 
@@ -105,6 +115,10 @@ export class SourceCompute extends Construct {
       throw new Error(`npmRegistry ${JSON.stringify(props.npmRegistry)} is not an http or https URL`);
     }
     this.#props = props;
+    this.bundledRegistryDir =
+      props.registryDir === undefined
+        ? undefined
+        : { from: stageRegistryDir(props.registryDir).dir, to: REGISTRY_DIR_ASSET };
     this.#invocationTimeout = props.invocationTimeout ?? Duration.seconds(30);
     const stack = Stack.of(this);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;

@@ -4,6 +4,7 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { bundledNpmCli, runNpmPack } from "#adapters/npm/npm-cli";
 import { apiClient, createHttpWorkflow } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import {
@@ -14,6 +15,8 @@ import {
   spawnSluiceBin,
   startSluice,
 } from "../support/local-process.ts";
+import { startNpmRegistry } from "../support/npm-registry-fixture.ts";
+import { REGISTRY_TREE } from "../support/registry-tree.ts";
 
 /*
  * The `sluice` command line as a user runs it: the installed bin (bin/sluice.mjs by its shebang),
@@ -180,6 +183,25 @@ export default {
       "greeter-app.app.mjs",
       "sources/new-greeting/new-greeting.mjs",
     ]);
+  });
+
+  it("deploys a source of the registry suite's tree as it is, naming its files from the checkout's root", async () => {
+    const entry = join(REGISTRY_TREE, "components", "http_hooks", "sources", "new-requests", "new-requests.mjs");
+    const deployed = await cli("deploy", entry, "--prop", "resStatusCode=201", "--prop", "resBody=thanks");
+    expect(deployed.code, deployed.stderr).toBe(0);
+    const answer = await fetch(endpointIn(deployed.stdout), { method: "POST", body: "{}" });
+    expect({ status: answer.status, text: await answer.text() }).toEqual({ status: 201, text: "thanks" });
+    const id = sourceIdIn(deployed.stdout);
+    const component = (await api("GET", `/components/${(await api("GET", `/sources/${id}`)).json.data.component_id}`))
+      .json.data;
+    // The entry, the app file and the common base it spreads, below the repository (its .git).
+    expect(component.component_entry).toBe(
+      "test/fixtures/registry-tree/components/http_hooks/sources/new-requests/new-requests.mjs",
+    );
+    expect(Object.keys(component.component_files)).toContain(
+      "test/fixtures/registry-tree/components/http_hooks/http_hooks.app.mjs",
+    );
+    await cli("delete", id);
   });
 
   it("lists the data stores of your workspaces, prints a store's records, clears it and deletes it", async () => {
@@ -393,6 +415,70 @@ export default {
     });
     const version = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8")).version;
     expect(await cli("--version")).toMatchObject({ code: 0, stdout: `sluice ${version}\n` });
+  });
+
+  it("registry add: puts an npm package of the registry into the data dir's registry, served by key while Sluice runs", async () => {
+    // The installed dev dependency, packed as npm publishes it: no network.
+    const tarball = await runNpmPack(join(REPO_ROOT, "node_modules", "@pipedream", "helper_functions"), work, {
+      cli: bundledNpmCli(),
+      home: undefined,
+      registry: undefined,
+      timeoutMs: 60_000,
+    });
+    const local = { ...env, SLUICE_DATA_DIR: sluice.dataDir };
+    const key = "helper_functions-prettify-json";
+    expect((await api("GET", `/components/registry/${key}`)).status).toBe(404);
+    const added = await runSluiceBin(["registry", "add", `./${tarball.split("/").pop()}`], { env: local, cwd: work });
+    expect(added).toMatchObject({ code: 0 });
+    expect(added.stdout).toMatch(
+      new RegExp(
+        `^Added @pipedream/helper_functions \\S+ in ${join(sluice.dataDir, "registry", "helper_functions")}: 24 component\\(s\\) with a key\n`,
+      ),
+    );
+    expect(added.stdout).toContain(`  ${key}\n`);
+    // Served without a restart, with the app file its code imports.
+    const served = await api("GET", `/components/registry/${key}`);
+    expect(served.status).toBe(200);
+    expect(served.json.data).toMatchObject({ key, name: "Pretty Print JSON" });
+
+    // By name, from an npm registry (a stand-in on 127.0.0.1), with --dir and --json.
+    const npm = await startNpmRegistry([
+      {
+        name: "@pipedream/cli_notes",
+        version: "1.2.0",
+        files: {
+          "actions/note/note.mjs":
+            'export default { key: "cli_notes-note", type: "action", version: "0.0.1", async run() { return 1; } };',
+        },
+      },
+    ]);
+    try {
+      const dir = join(work, "other-registry");
+      const byName = await runSluiceBin(["registry", "add", "@pipedream/cli_notes@1.2.0", "--dir", dir, "--json"], {
+        env: { ...local, SLUICE_NPM_REGISTRY: npm.url },
+        cwd: work,
+      });
+      expect(byName).toMatchObject({ code: 0 });
+      expect(JSON.parse(byName.stdout)).toEqual({
+        package: "@pipedream/cli_notes",
+        version: "1.2.0",
+        dir: join(dir, "cli_notes"),
+        replaced: false,
+        components: [{ key: "cli_notes-note", path: join(dir, "cli_notes", "actions", "note", "note.mjs") }],
+        shadowed: [],
+      });
+      expect(npm.tarballRequests("@pipedream/cli_notes")).toBe(1);
+    } finally {
+      await npm.close();
+    }
+
+    const badName = await runSluiceBin(["registry", "add", "Not A Package"], { env: local, cwd: work });
+    expect(badName).toEqual({
+      code: 2,
+      stdout: "",
+      stderr:
+        'sluice: registry add: "Not A Package" is not an npm package name (such as @pipedream/helper_functions) or a .tgz file\n',
+    });
   });
 
   it("dev: deploys, redeploys each save under the same id with its props, streams logs and events, and leaves the source on Ctrl-C", async () => {

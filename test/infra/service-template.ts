@@ -29,6 +29,7 @@ export function synthService(
     npmRegistry?: string;
     logLevel?: LogLevel;
     s3Buckets?: readonly string[];
+    registryDir?: string;
   } = {},
 ) {
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
@@ -41,6 +42,7 @@ export function synthService(
     npmRegistry: options.npmRegistry,
     logLevel: options.logLevel,
     s3Buckets: options.s3Buckets,
+    registryDir: options.registryDir,
   });
   return { service, template: Template.fromStack(service), statefulTemplate: Template.fromStack(stateful) };
 }

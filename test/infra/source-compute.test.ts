@@ -1,13 +1,22 @@
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, sep } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
-import { Annotations, Match, type Template } from "aws-cdk-lib/assertions";
+import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
+import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { beforeAll, describe, expect, it } from "vitest";
+import { buildAwsDeps } from "#adapters/aws/composition";
 import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
+import { REGISTRY_DIR_ASSET } from "#config/shared-names";
+import { unpackComponentFiles } from "#core/component-files";
 import type { LogLevel } from "#core/ports/logger";
 import { routes } from "#http/routes";
+import { stageRegistryDir } from "../../lib/constructs/registry-dir.ts";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import { failedRunsQueueNameFor } from "../../lib/constructs/source-compute.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
+import { REGISTRY_TREE } from "../support/registry-tree.ts";
 import {
   actionsOf,
   deployedEnvironmentOf,
@@ -502,5 +511,68 @@ describe("SluiceFunction with packages copied into its bundle", () => {
       "/Test/Fn",
       Match.stringLikeRegexp("sluice-package-that-is-not-installed.*npm install"),
     );
+  });
+});
+
+describe("ServiceStack with a registry directory (-c registryDir)", () => {
+  /** A copy of the fixture tree with what a registry checkout holds beside the code. */
+  const checkout = mkdtempSync(join(tmpdir(), "sluice-registry-checkout-"));
+  cpSync(REGISTRY_TREE, checkout, { recursive: true });
+  const app = join(checkout, "components", "webhooks");
+  writeFileSync(join(app, "package-lock.json"), "{}");
+  writeFileSync(join(app, "logo.png"), "PNG");
+  mkdirSync(join(app, "node_modules", "dep"), { recursive: true });
+  writeFileSync(join(app, "node_modules", "dep", "index.js"), "module.exports = 1;");
+  mkdirSync(join(checkout, ".git"));
+  writeFileSync(join(checkout, ".git", "config"), "[core]");
+  symlinkSync("/etc/hostname", join(app, "outside.mjs"));
+
+  it("gives the routes that deploy, and no other function, a filtered copy of the tree as registry-dir/", () => {
+    const { service } = synthService({ registryDir: checkout });
+    const tree = service.sources.bundledRegistryDir;
+    expect(tree?.to).toBe(REGISTRY_DIR_ASSET);
+    const deploying = new Set(routes.filter((route) => route.access.compute).map((route) => route.name));
+    expect(deploying.size).toBeGreaterThan(0);
+    for (const [name, route] of service.routeFunctions) {
+      const carried = route.function.bundledTrees.map((bundled) => bundled.to);
+      expect(carried, name).toEqual(deploying.has(name) ? ["registry", REGISTRY_DIR_ASSET] : []);
+    }
+    const copied = readdirSync(tree!.from, { recursive: true, encoding: "utf8" });
+    expect(copied).toContain(join("components", "webhooks", "sources", "new-request", "new-request.mjs"));
+    expect(copied).toContain(join("components", "webhooks", "webhooks.app.mjs"));
+    for (const left of ["package-lock.json", "logo.png", "node_modules", "outside.mjs", ".git", "README.md"])
+      expect(
+        copied.filter((path) => path.split(sep).includes(left)),
+        left,
+      ).toEqual([]);
+  });
+
+  it("fails the synth when the directory is no folder", () => {
+    expect(() => synthService({ registryDir: join(checkout, "no-such-folder") })).toThrow(
+      /registryDir ".*no-such-folder" is not a folder/,
+    );
+  });
+
+  it("bundles the tree into the function's asset, where the AWS composition serves it by key before the shipped registry", async () => {
+    // One small function bundled for real, as a deploying route is (bundling.test.ts bundles them all).
+    const bundling = new App({ context: { "aws:cdk:bundling-stacks": ["**"] } });
+    const stack = new Stack(bundling, "RegistryDirBundle");
+    const tree = { from: stageRegistryDir(checkout).dir, to: REGISTRY_DIR_ASSET };
+    const fn = new SluiceFunction(stack, "Fn", {
+      entry: "functions/http/route-not-found.ts",
+      copyFolders: ["registry"],
+      copyTrees: [tree],
+    });
+    const cfn = fn.lambdaFunction.node.defaultChild as CfnFunction;
+    const code =
+      Template.fromStack(stack).findResources("AWS::Lambda::Function")[stack.getLogicalId(cfn)]?.Properties.Code;
+    expect(code?.S3Key).toMatch(/^[0-9a-f]{64}\.zip$/);
+    const dir = join(bundling.outdir, `asset.${code.S3Key.replace(/\.zip$/, "")}`);
+    const served = buildAwsDeps({ resources: false }, { LAMBDA_TASK_ROOT: dir }).registry;
+    const source = unpackComponentFiles((await served.readCode("webhooks-new-request")) ?? "");
+    expect(source?.entry).toBe("webhooks/sources/new-request/new-request.mjs");
+    expect(Object.keys(source?.files ?? {})).toContain("webhooks/webhooks.app.mjs");
+    expect(await served.readCode("http-new-requests")).toContain('key: "http-new-requests"');
+    expect(existsSync(join(dir, REGISTRY_DIR_ASSET, "components", "webhooks", "logo.png"))).toBe(false);
   });
 });

@@ -119,9 +119,18 @@ interface Packument {
   versions: Record<string, unknown>;
 }
 
-/** A package tarball as npm publishes it: every file under `package/`, in a gzipped ustar archive. */
-function packageTarball(files: Readonly<Record<string, string>>): Buffer {
-  const blocks = Object.entries(files).flatMap(([path, text]) => tarEntry(`package/${path}`, Buffer.from(text)));
+/**
+ * A package tarball as npm publishes it: every file under `package/`, in a gzipped ustar archive;
+ * `links` adds symbolic links (path to target), as a hostile archive could.
+ */
+export function packageTarball(
+  files: Readonly<Record<string, string>>,
+  links: Readonly<Record<string, string>> = {},
+): Buffer {
+  const blocks = [
+    ...Object.entries(files).flatMap(([path, text]) => tarEntry(`package/${path}`, Buffer.from(text))),
+    ...Object.entries(links).flatMap(([path, target]) => tarEntry(`package/${path}`, Buffer.alloc(0), target)),
+  ];
   // Two zero blocks end the archive.
   return gzipSync(Buffer.concat([...blocks, Buffer.alloc(1024)]));
 }
@@ -129,8 +138,8 @@ function packageTarball(files: Readonly<Record<string, string>>): Buffer {
 /** npm's own fixed mtime for reproducible tarballs (1985-10-26). */
 const TAR_MTIME = 499162500;
 
-/** One regular file: a 512-byte ustar header, then the data padded to 512 bytes. */
-function tarEntry(path: string, data: Buffer): Buffer[] {
+/** One regular file (or a symbolic link to `link`): a 512-byte ustar header, then the data padded to 512 bytes. */
+function tarEntry(path: string, data: Buffer, link?: string): Buffer[] {
   if (Buffer.byteLength(path) > 100) throw new Error(`tar path too long for a plain ustar header: ${path}`);
   const header = Buffer.alloc(512);
   header.write(path, 0, 100, "utf8");
@@ -139,7 +148,8 @@ function tarEntry(path: string, data: Buffer): Buffer[] {
   writeOctal(header, 116, 8, 0); // gid
   writeOctal(header, 124, 12, data.length);
   writeOctal(header, 136, 12, TAR_MTIME);
-  header.write("0", 156, "ascii"); // type: regular file
+  header.write(link === undefined ? "0" : "2", 156, "ascii"); // type: regular file or symbolic link
+  if (link !== undefined) header.write(link, 157, 100, "utf8");
   header.write("ustar\0", 257, "binary");
   header.write("00", 263, "ascii");
   // The checksum is the byte sum of the header with its own field read as spaces.

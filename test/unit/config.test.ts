@@ -23,6 +23,7 @@ describe("configuration", () => {
       },
       runtime: {
         publicUrl: undefined,
+        registryDir: ".sluice/registry",
         secretKey: undefined,
         invocationTimeoutMs: 30_000,
         sandboxHeapMb: 128,

@@ -1,14 +1,10 @@
-import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
-import {
-  DEFAULT_REGISTRY_DIR,
-  readRegistryComponent,
-  readRegistryTemplate,
-  registryFiles,
-} from "#adapters/registry-files";
+import { indexTree } from "#adapters/registry-directory";
+import { DEFAULT_REGISTRY_DIR, readRegistryTemplate, registryFiles } from "#adapters/registry-files";
 import type { ComponentDescription } from "#core/component-model";
 import { readWorkflowTemplate } from "#core/workflow-templates";
 import { createWorkflow } from "#core/workflows";
@@ -17,9 +13,18 @@ import { installComponentGlobals } from "#runtime/globals";
 import { accountIn, memoryDeps, scriptedHost } from "../support/memory-deps.ts";
 
 const SEMVER = /^(0|[1-9]\d*)\.(0|[1-9]\d*)\.(0|[1-9]\d*)(?:-[0-9A-Za-z.-]+)?(?:\+[0-9A-Za-z.-]+)?$/;
-const KEYS = readdirSync(DEFAULT_REGISTRY_DIR)
-  .filter((file) => file.endsWith(".mjs"))
-  .map((file) => file.slice(0, -".mjs".length));
+const COMPONENTS = join(DEFAULT_REGISTRY_DIR, "components");
+/** Every component file of the shipped tree, `<app>/<sources|actions>/<name>/<name>.mjs`, walked here (not by the adapter under test). */
+const PATHS = readdirSync(COMPONENTS, { recursive: true, encoding: "utf8" })
+  .map((path) => path.split("\\").join("/"))
+  .filter((path) => /^[^/]+\/(sources|actions)\/([^/]+)\/\2\.mjs$/.test(path))
+  .sort();
+/** The registry's key of a path: `<app>-<name>`. */
+const keyOf = (path: string) => {
+  const [app, , name] = path.split("/");
+  return `${app}-${name}`;
+};
+const KEYS = PATHS.map(keyOf);
 const TEMPLATE_IDS = readdirSync(join(DEFAULT_REGISTRY_DIR, "templates"))
   .filter((file) => file.endsWith(".json"))
   .map((file) => file.slice(0, -".json".length));
@@ -36,20 +41,33 @@ interface RegistryComponent {
 
 /** The registry files are the repo's own, trusted code: imported directly to read their metadata. */
 async function load(key: string): Promise<RegistryComponent> {
-  const module = (await import(pathToFileURL(join(DEFAULT_REGISTRY_DIR, `${key}.mjs`)).href)) as {
+  const path = PATHS.find((candidate) => keyOf(candidate) === key) ?? `${key}.mjs`;
+  const module = (await import(pathToFileURL(join(COMPONENTS, path)).href)) as {
     default: RegistryComponent;
   };
   return module.default;
 }
 
 describe("registry components", () => {
-  it("ships the documented components", () => {
-    expect(KEYS).toEqual(
-      expect.arrayContaining(["http-new-requests", "schedule-custom-interval", "http-send-request"]),
+  it("ships the documented components in the registry's layout, each app with its app file", async () => {
+    expect(PATHS).toEqual([
+      "http/actions/send-request/send-request.mjs",
+      "http/sources/new-requests/new-requests.mjs",
+      "schedule/sources/custom-interval/custom-interval.mjs",
+    ]);
+    for (const app of ["http", "schedule"]) {
+      const module = (await import(pathToFileURL(join(COMPONENTS, app, `${app}.app.mjs`)).href)) as {
+        default: { type: string; app: string };
+      };
+      expect(module.default).toMatchObject({ type: "app", app });
+    }
+    // The adapter finds the same keys at the same paths.
+    expect([...(await indexTree(DEFAULT_REGISTRY_DIR)).entries].sort()).toEqual(
+      PATHS.map((path) => [keyOf(path), path]).sort(),
     );
   });
 
-  it.each(KEYS)("%s: its key equals its file name and its version is semver", async (key) => {
+  it.each(KEYS)("%s: its key is <app>-<name> of its path and its version is semver", async (key) => {
     const component = await load(key);
     expect(component.key).toBe(key);
     expect(component.version).toMatch(SEMVER);
@@ -69,7 +87,7 @@ describe("registry components", () => {
   });
 });
 
-describe("readRegistryComponent", () => {
+describe("the shipped registry's readCode", () => {
   // A file the traversal keys below would reach if keys were joined into paths unchecked. Made at
   // collection time because the table of keys below names it.
   const outside = mkdtempSync(join(tmpdir(), "sluice-registry-"));
@@ -79,18 +97,21 @@ describe("readRegistryComponent", () => {
     rmSync(outside, { recursive: true, force: true });
   });
 
-  it.each(KEYS)("reads the code of %s", async (key) => {
-    const code = await readRegistryComponent(DEFAULT_REGISTRY_DIR, key);
-    expect(code).toContain(`key: "${key}"`);
-    expect(code).toContain("export default");
-  });
+  const shipped = registryFiles(DEFAULT_REGISTRY_DIR);
+
+  it.each(PATHS)(
+    "reads %s as it is, by its key (a file that imports nothing keeps its text and hash)",
+    async (path) => {
+      expect(await shipped.readCode(keyOf(path))).toBe(readFileSync(join(COMPONENTS, path), "utf8"));
+    },
+  );
 
   it("returns undefined for a valid key without a file", async () => {
-    expect(await readRegistryComponent(DEFAULT_REGISTRY_DIR, "no-such-component")).toBeUndefined();
+    expect(await shipped.readCode("no-such-component")).toBeUndefined();
   });
 
   it("returns undefined when the registry folder does not exist", async () => {
-    expect(await readRegistryComponent(join(outside, "missing"), "http-new-requests")).toBeUndefined();
+    expect(await registryFiles(join(outside, "missing")).readCode("http-new-requests")).toBeUndefined();
   });
 
   it.each([
@@ -105,11 +126,18 @@ describe("readRegistryComponent", () => {
     ["a key over 100 characters", "a".repeat(101)],
     ["a key with a NUL byte", "http-new-requests\u0000"],
   ])("returns undefined for %s", async (_what, key) => {
-    expect(await readRegistryComponent(DEFAULT_REGISTRY_DIR, key)).toBeUndefined();
+    expect(await shipped.readCode(key)).toBeUndefined();
   });
 
-  it("reads from another registry folder when given one", async () => {
-    expect(await readRegistryComponent(outside, "secret")).toBe("export default {}");
+  it("reads from another registry folder when given one, and serves a registry directory before it", async () => {
+    const other = join(outside, "other");
+    mkdirSync(join(other, "components", "secret", "sources", "x"), { recursive: true });
+    writeFileSync(join(other, "components", "secret", "sources", "x", "x.mjs"), 'export default { key: "secret" };');
+    expect(await registryFiles(other).readCode("secret")).toBe('export default { key: "secret" };');
+    expect(await registryFiles(other).readCode("http-new-requests")).toBeUndefined();
+    const both = registryFiles(DEFAULT_REGISTRY_DIR, other);
+    expect(await both.readCode("secret")).toBe('export default { key: "secret" };');
+    expect(await both.readCode("http-new-requests")).toContain('key: "http-new-requests"');
   });
 });
 

@@ -16,7 +16,7 @@ import { registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { loadAwsComputeConfig } from "#config/aws-compute-env";
 import { loadAwsConfig } from "#config/env";
-import { fallbackQueueNameFor } from "#config/shared-names";
+import { fallbackQueueNameFor, REGISTRY_DIR_ASSET } from "#config/shared-names";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
@@ -116,7 +116,7 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
     format: "json",
     base: { function: env.AWS_LAMBDA_FUNCTION_NAME },
   });
-  // The compute routes' bundles carry `registry/` and the shipped npm packages' `node_modules/`
+  // The compute routes' bundles carry `registry/` (and `registry-dir/` with -c registryDir) and the shipped npm packages' `node_modules/`
   // next to their entry (lib/constructs/api-route-function.ts).
   const taskRoot = env.LAMBDA_TASK_ROOT ?? process.cwd();
   const npmCache = join(tmpdir(), "sluice-npm");
@@ -275,7 +275,9 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
     runLock: lazy("the source run lock", () => new DynamoDbSourceRunLock(documents(), table(), { clock: systemClock })),
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
-    registry: registryFiles(join(taskRoot, "registry")),
+    // The operator's registry directory (`-c registryDir`) comes first; a bundle without one
+    // has no such folder, which serves nothing.
+    registry: registryFiles(join(taskRoot, "registry"), join(taskRoot, REGISTRY_DIR_ASSET)),
     clock: systemClock,
     ids: randomIdGenerator(systemClock),
     log,

@@ -39,43 +39,73 @@ export interface NpmRun {
 
 /** Installs `installSpec` (`name@range`) under `prefix`, without scripts or dev dependencies. */
 export async function runNpmInstall(prefix: string, installSpec: string, npm: NpmRun): Promise<void> {
+  await runNpm(
+    "install",
+    ["--prefix", prefix, "--no-audit", "--no-fund", "--ignore-scripts", "--no-save", "--omit=dev"],
+    installSpec,
+    prefix,
+    npm,
+  );
+}
+
+/**
+ * Downloads the tarball of `packageSpec` (`name` or `name@version`) into `destination`, without
+ * installing it or running anything (`npm pack`); resolves with the tarball's path.
+ */
+export async function runNpmPack(packageSpec: string, destination: string, npm: NpmRun): Promise<string> {
+  const stdout = await runNpm(
+    "pack",
+    ["--pack-destination", destination, "--ignore-scripts", "--json"],
+    packageSpec,
+    destination,
+    npm,
+  );
+  const packed = (JSON.parse(stdout) as { filename?: unknown }[])[0]?.filename;
+  if (typeof packed !== "string" || packed.includes("/") || packed.includes("\\")) {
+    throw new Error("npm pack did not name the tarball it wrote");
+  }
+  return join(destination, packed);
+}
+
+/** Runs `npm <command> ...options <spec>` in `cwd`; resolves with its stdout, rejects with npm's reason. */
+async function runNpm(
+  command: string,
+  options: readonly string[],
+  spec: string,
+  cwd: string,
+  npm: NpmRun,
+): Promise<string> {
   if (!existsSync(npm.cli)) throw new Error(`the npm CLI is missing (${npm.cli})`);
   if (npm.home !== undefined) await mkdir(npm.home, { recursive: true });
   const { registry, timeoutMs } = npm;
-  const args = [
+  const argv = [
     npm.cli,
-    "install",
-    "--prefix",
-    prefix,
-    "--no-audit",
-    "--no-fund",
-    "--ignore-scripts",
-    "--no-save",
-    "--omit=dev",
+    command,
+    ...options,
     "--no-update-notifier",
     ...(registry ? ["--registry", registry] : []),
-    installSpec,
+    spec,
   ];
-  return new Promise<void>((resolve, reject) => {
+  return new Promise<string>((resolve, reject) => {
     execFile(
       process.execPath,
-      args,
+      argv,
       {
-        cwd: prefix,
+        cwd,
         env: npmEnvironment(process.env, npm.home),
         timeout: timeoutMs,
         killSignal: "SIGKILL",
         maxBuffer: 4 * 1024 * 1024,
         windowsHide: true,
       },
-      (error, _stdout, stderr) => {
-        if (!error) return resolve();
+      (error, stdout, stderr) => {
+        if (!error) return resolve(String(stdout));
         if ((error as { killed?: boolean }).killed) {
-          return reject(new Error(`npm install did not finish within ${Math.round(timeoutMs / 1000)}s`));
+          return reject(new Error(`npm ${command} did not finish within ${Math.round(timeoutMs / 1000)}s`));
         }
         const spawnCode = (error as { code?: unknown }).code;
         if (typeof spawnCode === "string") return reject(new Error(`npm could not be started (${spawnCode})`));
-        reject(new Error(npmReason(String(stderr))));
+        reject(new Error(npmReason(String(stderr), command)));
       },
     );
   });
@@ -107,7 +137,7 @@ function npmEnvironment(base: NodeJS.ProcessEnv, home: string | undefined): Node
  * The useful part of npm's error output: `E404 404 Not Found - GET https://... - Not found`, or
  * `ECONNREFUSED FetchError: request to ... failed, reason: connect ECONNREFUSED ...`.
  */
-export function npmReason(stderr: string): string {
+export function npmReason(stderr: string, command = "install"): string {
   const lines = stderr
     .split("\n")
     .map((line) => /^npm (?:error|ERR!)\s?(.*)$/.exec(line.trimEnd())?.[1]?.trim())
@@ -116,6 +146,6 @@ export function npmReason(stderr: string): string {
   const message = lines.find(
     (line) => !/^(code|errno|syscall|path|dest|A complete log|Log files were not written)\b/.test(line),
   );
-  const reason = [code, message].filter(Boolean).join(" ") || "npm install failed";
+  const reason = [code, message].filter(Boolean).join(" ") || `npm ${command} failed`;
   return reason.length > REASON_LENGTH ? `${reason.slice(0, REASON_LENGTH - 1)}…` : reason;
 }

@@ -1,6 +1,7 @@
 /**
- * The components and workflow templates shipped with Sluice (`registry/<key>.mjs`,
- * `registry/templates/<tch_id>.json`), read by key or id. Adapter: `registryFiles` of
+ * The components and workflow templates shipped with Sluice (a components tree in the public
+ * registry's layout, `registry/components/<app>/sources/<name>/<name>.mjs`, with any registry
+ * directory the operator adds, and `registry/templates/<tch_id>.json`), read by key or id. Adapter: `registryFiles` of
  * `#adapters/registry-files`.
  */
 export interface ComponentRegistry {

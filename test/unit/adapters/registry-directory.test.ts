@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { registryDirectory } from "#adapters/registry-directory";
-import { DEFAULT_REGISTRY_DIR, readRegistryComponent, registryFiles } from "#adapters/registry-files";
+import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { unpackComponentFiles } from "#core/component-files";
 import { appFiles, REGISTRY_TREE } from "../../support/registry-tree.ts";
 
@@ -44,9 +44,7 @@ describe("registryDirectory", () => {
   });
 
   it("falls back to the shipped registry, and knows no other key", async () => {
-    expect(await registry.readCode("http-new-requests")).toBe(
-      await readRegistryComponent(DEFAULT_REGISTRY_DIR, "http-new-requests"),
-    );
+    expect(await registry.readCode("http-new-requests")).toBe(await shipped.readCode("http-new-requests"));
     expect(await registry.readCode("no-such-key")).toBeUndefined();
     expect(await registry.readCode("../../etc/passwd")).toBeUndefined();
   });

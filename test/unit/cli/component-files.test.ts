@@ -132,6 +132,25 @@ describe("reading a component from disk", () => {
     await expect(readComponent(join(root, "nothere.mjs"))).rejects.toThrow(/nothere\.mjs no such file/);
   });
 
+  it("finds imports as the server does: not in comments or strings, and a .js import naming a .ts file", async () => {
+    const root = tree({
+      "package.json": "{}",
+      "source.ts": `// import old from "./removed.mjs";
+/* require("./also-removed.js") */
+const text = 'import x from "./in-a-string.mjs"';
+import { helper } from "./util.js";
+export default { run: () => helper(text) };
+`,
+      "util.ts": "export const helper = (x: string) => x;",
+    });
+    const read = await readComponent(join(root, "source.ts"));
+    expect(read.body).toMatchObject({ component_entry: "source.ts" });
+    expect(Object.keys((read.body as { component_files: object }).component_files).sort()).toEqual([
+      "source.ts",
+      "util.ts",
+    ]);
+  });
+
   it("stops at its bounds: count of files and their total size", async () => {
     const many: Record<string, string> = { "package.json": "{}" };
     const count = COMPONENT_LIMITS.files + 1;

@@ -1,0 +1,9 @@
+// The HTTP app: needs no account (its `$auth` is empty). Sluice's http sources take their
+// interface as the `http` prop and do not import this file; it is here for the registry's layout,
+// where every app folder holds `<app>.app.mjs`, and for components that add it as a prop.
+export default {
+  type: "app",
+  app: "http",
+  propDefinitions: {},
+  methods: {},
+};
