@@ -5,20 +5,24 @@
  * setting in the stack applies.
  */
 import type { z } from "zod";
+import type { AwsPartLoaders } from "#adapters/aws/composition";
 import type { Deps } from "#core/ports/deps";
 
 /**
- * The AWS composition root, imported on the first invocation: tests import these modules for
- * their pure parts without loading the AWS SDK.
+ * The AWS composition of `parts`, imported on the first invocation: tests import these modules
+ * for their pure parts without loading the AWS SDK. Each function names its parts in its own
+ * module (as dynamic imports), so that its bundle carries their SDK clients and no others.
  */
-export const loadAwsDeps = async (): Promise<Deps> =>
-  (await import("#adapters/aws/composition")).awsDeps({ resources: true });
+export const awsDepsLoader =
+  (parts: AwsPartLoaders): (() => Promise<Deps>) =>
+  async () =>
+    (await import("#adapters/aws/composition")).loadAwsDeps(parts);
 
 export function internalHandler<T>(
   what: string,
   schema: z.ZodType<T>,
   run: (deps: Deps, input: T) => Promise<unknown>,
-  loadDeps: () => Promise<Deps> = loadAwsDeps,
+  loadDeps: () => Promise<Deps>,
 ): (event: unknown) => Promise<void> {
   return async (event) => {
     const deps = await loadDeps();
