@@ -1,5 +1,6 @@
 import type { Scenario } from "../lib/scenario.ts";
 import { badInput } from "./bad-input.ts";
+import { coldStart } from "./cold-start.ts";
 import { deploy } from "./deploy.ts";
 import { flood } from "./flood.ts";
 import { history } from "./history.ts";
@@ -24,4 +25,5 @@ export const SCENARIOS: readonly Scenario[] = [
   badInput,
   workflows,
   workflowChain,
+  coldStart,
 ];

@@ -48,12 +48,12 @@ describe("the AWS composition's parts", () => {
     // Building the composition and passing ports around touch nothing.
     const { secrets: sealed, runs, host } = deps;
     expect([sealed, runs, host]).toHaveLength(3);
-    await expect(async () => deps.secrets.seal({ a: "b" })).rejects.toThrow(
+    await expect(async () => deps.secrets.seal("plain")).rejects.toThrow(
       /the secrets port could not be built: this function was bundled without the "secrets" part/,
     );
     expect(() => deps.runs.enqueue).toThrow(/without the "runs" part/);
     // Publishing without the bus part does nothing, as on a function the stack gave no bus.
-    await expect(deps.bus.publish([])).resolves.toBeUndefined();
+    await expect(deps.bus.publish([], { userId: "u_1", workspaceId: "o_1" })).resolves.toBeUndefined();
     // With the part, the port is there (its client is made on first use).
     expect(typeof buildAwsDeps([tables, secrets], env).secrets.seal).toBe("function");
   });
