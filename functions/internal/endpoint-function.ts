@@ -10,7 +10,7 @@ import { receiveHttpRequest } from "#core/source-endpoint";
 import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { errorResult } from "#http/responses";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
-import { awsDepsLoader } from "./internal-handler.ts";
+import { awsDepsLoader, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
 /** The function's handler on the dependencies `loadDeps` gives (the AWS ones in the stack). */
 export function httpInterfaceHandler(loadDeps: () => Promise<Deps>) {
@@ -19,15 +19,7 @@ export function httpInterfaceHandler(loadDeps: () => Promise<Deps>) {
 
 /** It runs sources (and queues their runs), as the stack grants (lib/constructs/source-compute.ts). */
 export const handler = httpInterfaceHandler(
-  awsDepsLoader({
-    bus: () => import("#adapters/aws/parts/bus"),
-    deliveries: () => import("#adapters/aws/parts/deliveries"),
-    host: () => import("#adapters/aws/parts/host"),
-    objects: () => import("#adapters/aws/parts/objects"),
-    runs: () => import("#adapters/aws/parts/runs"),
-    secrets: () => import("#adapters/aws/parts/secrets"),
-    tables: () => import("#adapters/aws/parts/tables"),
-  }),
+  awsDepsLoader({ ...SOURCE_RUNNING_PARTS, runs: () => import("#adapters/aws/parts/runs") }),
 );
 
 async function answer(

@@ -18,6 +18,21 @@ export const awsDepsLoader =
   async () =>
     (await import("#adapters/aws/composition")).loadAwsDeps(parts);
 
+/**
+ * The parts of the functions that run sources and workflows (HTTP interface, source runner,
+ * timer invoker), after what the stack grants them (lib/constructs/source-compute.ts,
+ * event-fanout.ts): they store and publish what runs emit, open secrets and queue the deliveries
+ * and S3 writes of workflow runs. A bundle that does not use it leaves it out.
+ */
+export const SOURCE_RUNNING_PARTS = {
+  bus: () => import("#adapters/aws/parts/bus"),
+  deliveries: () => import("#adapters/aws/parts/deliveries"),
+  host: () => import("#adapters/aws/parts/host"),
+  objects: () => import("#adapters/aws/parts/objects"),
+  secrets: () => import("#adapters/aws/parts/secrets"),
+  tables: () => import("#adapters/aws/parts/tables"),
+} satisfies AwsPartLoaders;
+
 export function internalHandler<T>(
   what: string,
   schema: z.ZodType<T>,

@@ -16,7 +16,7 @@ import type { TimerInvokerInput } from "#config/shared-names";
 import { type Clock, systemClock } from "#core/ports/clock";
 import { type TimerTarget, timerTargetId, timerTargetOf } from "#core/ports/timers";
 import { fireTimerTarget } from "#core/workflow-timers";
-import { awsDepsLoader, internalHandler } from "./internal-handler.ts";
+import { awsDepsLoader, internalHandler, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
 const repeats = {
   /** ISO 8601, filled in by Scheduler. */
@@ -81,13 +81,5 @@ export const handler = internalHandler(
   timerInvokerInputSchema,
   (deps, input) => fireScheduledRuns(input, (target, at) => fireTimerTarget(deps, target, at), { clock: deps.clock }),
   // It runs sources and workflows (and queues their runs), as the stack grants (lib/constructs/source-compute.ts).
-  awsDepsLoader({
-    bus: () => import("#adapters/aws/parts/bus"),
-    deliveries: () => import("#adapters/aws/parts/deliveries"),
-    host: () => import("#adapters/aws/parts/host"),
-    objects: () => import("#adapters/aws/parts/objects"),
-    runs: () => import("#adapters/aws/parts/runs"),
-    secrets: () => import("#adapters/aws/parts/secrets"),
-    tables: () => import("#adapters/aws/parts/tables"),
-  }),
+  awsDepsLoader({ ...SOURCE_RUNNING_PARTS, runs: () => import("#adapters/aws/parts/runs") }),
 );
