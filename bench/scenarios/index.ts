@@ -1,5 +1,6 @@
 import type { Scenario } from "../lib/scenario.ts";
 import { badInput } from "./bad-input.ts";
+import { coldStart } from "./cold-start.ts";
 import { deploy } from "./deploy.ts";
 import { flood } from "./flood.ts";
 import { footprint } from "./footprint.ts";
@@ -26,4 +27,5 @@ export const SCENARIOS: readonly Scenario[] = [
   workflows,
   workflowChain,
   footprint,
+  coldStart,
 ];

@@ -33,4 +33,12 @@ export const route = defineRoute({
   },
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  bus: () => import("#adapters/aws/parts/bus"),
+  delays: () => import("#adapters/aws/parts/delays"),
+  host: () => import("#adapters/aws/parts/host"),
+  runs: () => import("#adapters/aws/parts/runs"),
+  secrets: () => import("#adapters/aws/parts/secrets"),
+  tables: () => import("#adapters/aws/parts/tables"),
+  timers: () => import("#adapters/aws/parts/timers"),
+});

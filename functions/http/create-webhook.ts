@@ -17,4 +17,7 @@ export const route = defineRoute({
   run: async (deps, { caller, query, body }) => ({ data: await createWebhook(deps, caller, queryOrBody(query, body)) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  secrets: () => import("#adapters/aws/parts/secrets"),
+  tables: () => import("#adapters/aws/parts/tables"),
+});

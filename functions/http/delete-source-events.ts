@@ -29,4 +29,8 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => ({ data: await deleteSourceEvents(deps, caller, params.id, query) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  delays: () => import("#adapters/aws/parts/delays"),
+  purger: () => import("#adapters/aws/parts/purger"),
+  tables: () => import("#adapters/aws/parts/tables"),
+});

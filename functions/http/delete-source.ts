@@ -14,4 +14,12 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await deleteSource(deps, caller, params.id) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  bus: () => import("#adapters/aws/parts/bus"),
+  delays: () => import("#adapters/aws/parts/delays"),
+  host: () => import("#adapters/aws/parts/host"),
+  runs: () => import("#adapters/aws/parts/runs"),
+  secrets: () => import("#adapters/aws/parts/secrets"),
+  tables: () => import("#adapters/aws/parts/tables"),
+  timers: () => import("#adapters/aws/parts/timers"),
+});

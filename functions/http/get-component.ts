@@ -15,4 +15,10 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: componentView(await findComponent(deps, caller, params.key)) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  delays: () => import("#adapters/aws/parts/delays"),
+  host: () => import("#adapters/aws/parts/host"),
+  runs: () => import("#adapters/aws/parts/runs"),
+  tables: () => import("#adapters/aws/parts/tables"),
+  timers: () => import("#adapters/aws/parts/timers"),
+});

@@ -13,4 +13,6 @@ export const route = defineRoute({
   run: async (deps, { caller }) => ({ data: await getMe(deps, caller) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

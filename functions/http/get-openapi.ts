@@ -19,4 +19,4 @@ export const route = defineRoute({
   },
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route);

@@ -15,4 +15,6 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await getWebhook(deps, caller, params.id) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -14,4 +14,6 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await getWorkspace(deps, caller, params.workspace_id) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -1,19 +1,47 @@
 import type { Context } from "aws-lambda";
+import type { AwsPartLoaders, AwsPartName } from "#adapters/aws/composition";
 import { createHttpHandler, type HttpEvent } from "./pipeline.ts";
-import type { AnyRoute } from "./route.ts";
+import type { AnyRoute, RouteDefinition } from "./route.ts";
 
 /**
- * The Lambda entry of a route: the shared middy stack with the AWS adapters. The composition
- * root is imported on the first invocation, so local mode (which imports the same route files)
- * never loads the AWS SDK, and a cold start builds the clients once per container.
+ * The parts of the AWS composition a route's function uses: the access it declares, which the
+ * stack grants (lib/constructs/api-route-function.ts), no more.
  */
-export function lambdaHandler(route: AnyRoute) {
-  // A route without table access is deployed without the table's name (and without a grant).
-  const resources = route.access.resources !== undefined;
-  const handler = createHttpHandler(
-    route,
-    async () => (await import("#adapters/aws/composition")).awsDeps({ resources }),
-    { logRequests: true },
-  );
+export function awsPartsFor(access: RouteDefinition["access"]): AwsPartName[] {
+  const parts: AwsPartName[] = [];
+  if (access.resources) parts.push("tables");
+  if (access.compute) parts.push("host", "runs", "timers");
+  if (access.secrets) parts.push("secrets");
+  // Deploying routes that open secrets run hooks, and store and publish the events those emit.
+  if (access.compute && access.secrets) parts.push("bus");
+  if (access.eventPurges) parts.push("purger");
+  // Applying runs schedules delayed emits; deleting `$in` events or sources cancels them.
+  if (access.compute || access.eventPurges) parts.push("delays");
+  if (access.deliveries) parts.push("deliveries");
+  return parts.sort();
+}
+
+/**
+ * The Lambda entry of a route: the shared middy stack with the AWS adapters. `aws` names the
+ * parts of the AWS composition the route uses, each as a dynamic import written in the route's
+ * file: esbuild then bundles those parts' SDK clients and no others, local mode (which imports the
+ * same route files) never loads the AWS SDK, and the parts load on the first invocation, once per
+ * container. They must be the parts the route's access needs ({@link awsPartsFor}); a route whose
+ * list differs fails when its module is loaded, in every test that imports it.
+ *
+ * Route files call it as `/* @__PURE__ *\/ lambdaHandler(...)`: a bundle that imports route modules
+ * for their definitions only (the OpenAPI document, the not-found router) then drops their Lambda
+ * entries, and with them the parts and SDK clients those name. (esbuild's `pure` option would not
+ * do: it does not apply to imported functions.)
+ */
+export function lambdaHandler(route: AnyRoute, aws: AwsPartLoaders = {}) {
+  const needed = awsPartsFor(route.access).join(", ");
+  const given = Object.keys(aws).sort().join(", ");
+  if (given !== needed) {
+    throw new Error(`Route "${route.name}" names the AWS parts [${given}], but its access needs [${needed}]`);
+  }
+  const handler = createHttpHandler(route, async () => (await import("#adapters/aws/composition")).loadAwsDeps(aws), {
+    logRequests: true,
+  });
   return (event: HttpEvent, context: Context) => handler(event, context as never);
 }

@@ -24,4 +24,6 @@ export const route = defineRoute({
     }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -32,4 +32,6 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listDeadLetters(deps, caller, params.id, toPageQuery(query)),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

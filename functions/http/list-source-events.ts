@@ -21,4 +21,6 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listSourceEvents(deps, caller, params.id, query),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

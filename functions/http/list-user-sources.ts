@@ -15,4 +15,6 @@ export const route = defineRoute({
   run: async (deps, { caller, query }) => listUserSources(deps, caller, toPageQuery(query)),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

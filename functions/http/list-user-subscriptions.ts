@@ -17,4 +17,6 @@ export const route = defineRoute({
     listUserSubscriptions(deps, caller, asksForPage(query) ? toPageQuery(query) : undefined),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -16,4 +16,6 @@ export const route = defineRoute({
   run: async (deps, { caller, query }) => listUserWorkflows(deps, caller, toPageQuery(query)),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -17,4 +17,6 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listWorkflowEvents(deps, caller, params.workflow_id, query, "errors"),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

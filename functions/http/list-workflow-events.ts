@@ -21,4 +21,6 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listWorkflowEvents(deps, caller, params.workflow_id, query, "emits"),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

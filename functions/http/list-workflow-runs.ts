@@ -50,4 +50,6 @@ export const route = defineRoute({
     listWorkflowRuns(deps, caller, params.workflow_id, toPageQuery(query)),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

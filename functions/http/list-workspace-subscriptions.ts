@@ -19,4 +19,6 @@ export const route = defineRoute({
     listWorkspaceSubscriptions(deps, caller, params.workspace_id, asksForPage(query) ? toPageQuery(query) : undefined),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

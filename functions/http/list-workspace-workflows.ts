@@ -18,4 +18,6 @@ export const route = defineRoute({
     listWorkspaceWorkflows(deps, caller, params.workspace_id, toPageQuery(query)),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -18,4 +18,7 @@ export const route = defineRoute({
   }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  deliveries: () => import("#adapters/aws/parts/deliveries"),
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -16,4 +16,7 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await rotateWebhookSecret(deps, caller, params.id) }),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  secrets: () => import("#adapters/aws/parts/secrets"),
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -23,4 +23,7 @@ export const route = defineRoute({
   run: async (deps, { body }) => serveGrantedCall(deps, body.grant, body.call),
 });
 
-export const handler = lambdaHandler(route);
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  secrets: () => import("#adapters/aws/parts/secrets"),
+  tables: () => import("#adapters/aws/parts/tables"),
+});

@@ -11,14 +11,21 @@ import type { DelayedEmitDelivererInput } from "#config/shared-names";
 import { deliverScheduledEmit } from "#core/delayed-emit-delivery";
 import { EVENT_ID } from "#core/event-ids";
 import type { Deps } from "#core/ports/deps";
-import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
+import { awsDepsLoader, internalHandler } from "./internal-handler.ts";
 
 export const delayedEmitDelivererInputSchema: z.ZodType<DelayedEmitDelivererInput> = z
   .object({ sourceId: z.string().startsWith("dc_").max(100), inEventId: z.string().regex(EVENT_ID) })
   .strict();
 
 /** The handler on `loadDeps`' composition (tests pass local stores). */
-export function delayedEmitDeliverer(loadDeps: () => Promise<Deps> = loadAwsDeps) {
+export function delayedEmitDeliverer(
+  loadDeps: () => Promise<Deps> = awsDepsLoader({
+    // It reads the row, stores and publishes the event, and forgets the row: no component runs.
+    bus: () => import("#adapters/aws/parts/bus"),
+    delays: () => import("#adapters/aws/parts/delays"),
+    tables: () => import("#adapters/aws/parts/tables"),
+  }),
+) {
   return internalHandler(
     "delayed emit",
     delayedEmitDelivererInputSchema,

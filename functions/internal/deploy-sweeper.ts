@@ -7,11 +7,19 @@
  */
 import type { Deps } from "#core/ports/deps";
 import { DEPLOY_ABANDONED_AFTER_MS, recoverInterruptedDeploys } from "#core/sources";
-import { loadAwsDeps } from "./internal-handler.ts";
+import { awsDepsLoader } from "./internal-handler.ts";
 
 /** The sweeper's entry with its dependencies given (tests); {@link handler} builds the AWS ones. */
 export const createDeploySweeperHandler =
-  (loadDeps: () => Promise<Deps> = loadAwsDeps) =>
+  (
+    loadDeps: () => Promise<Deps> = awsDepsLoader({
+      // Removing a source: its records and events, its function, its timer, its delayed emits.
+      delays: () => import("#adapters/aws/parts/delays"),
+      host: () => import("#adapters/aws/parts/host"),
+      tables: () => import("#adapters/aws/parts/tables"),
+      timers: () => import("#adapters/aws/parts/timers"),
+    }),
+  ) =>
   async (): Promise<void> => {
     const deps = await loadDeps();
     await recoverInterruptedDeploys(deps, deps.clock.nowMs() - DEPLOY_ABANDONED_AFTER_MS);

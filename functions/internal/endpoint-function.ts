@@ -10,14 +10,17 @@ import { receiveHttpRequest } from "#core/source-endpoint";
 import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { errorResult } from "#http/responses";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
-import { loadAwsDeps } from "./internal-handler.ts";
+import { awsDepsLoader, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
 /** The function's handler on the dependencies `loadDeps` gives (the AWS ones in the stack). */
 export function httpInterfaceHandler(loadDeps: () => Promise<Deps>) {
   return (event: unknown, context?: { awsRequestId?: string }) => answer(loadDeps, event, context);
 }
 
-export const handler = httpInterfaceHandler(loadAwsDeps);
+/** It runs sources (and queues their runs), as the stack grants (lib/constructs/source-compute.ts). */
+export const handler = httpInterfaceHandler(
+  awsDepsLoader({ ...SOURCE_RUNNING_PARTS, runs: () => import("#adapters/aws/parts/runs") }),
+);
 
 async function answer(
   loadDeps: () => Promise<Deps>,

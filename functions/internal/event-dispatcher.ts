@@ -34,7 +34,7 @@ import { type DispatchDeps, dispatchEvents } from "#core/dispatcher";
 import { EVENT_ID, parseEventId } from "#core/event-ids";
 import { jsonValueSchema } from "#core/json-value";
 import type { Deps } from "#core/ports/deps";
-import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
+import { awsDepsLoader, internalHandler } from "./internal-handler.ts";
 
 /** The emitter of published events: a source or a workflow. */
 const emitterIdSchema = z.union([z.string().startsWith("dc_"), z.string().startsWith("p_")]);
@@ -180,7 +180,14 @@ async function dispatchQueuedEntries(deps: Deps, event: z.infer<typeof sqsEventS
  * An SQS batch (the unpublished-events queue) answers with its failed items; an EventBridge event
  * (the rule) resolves, or rejects so that Lambda retries it.
  */
-export function createEventDispatcherHandler(loadDeps: () => Promise<Deps> = loadAwsDeps) {
+export function createEventDispatcherHandler(
+  // It reads subscriptions, queues workflow runs and webhook deliveries (lib/constructs/event-fanout.ts).
+  loadDeps: () => Promise<Deps> = awsDepsLoader({
+    deliveries: () => import("#adapters/aws/parts/deliveries"),
+    runs: () => import("#adapters/aws/parts/runs"),
+    tables: () => import("#adapters/aws/parts/tables"),
+  }),
+) {
   const fromRule = internalHandler("stored events entry", dispatcherInputSchema, dispatchEntry, loadDeps);
   return async (event: unknown): Promise<SQSBatchResponse | undefined> => {
     const batch = sqsEventSchema.safeParse(event);

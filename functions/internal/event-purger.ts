@@ -8,7 +8,7 @@
  */
 import { z } from "zod";
 import type { Deps } from "#core/ports/deps";
-import { internalHandler, loadAwsDeps } from "./internal-handler.ts";
+import { awsDepsLoader, internalHandler } from "./internal-handler.ts";
 
 export const purgeJobSchema = z.object({
   /** The emitter whose events were deleted: a source (`dc_`) or a workflow (`p_`, deleted with its events). */
@@ -17,7 +17,9 @@ export const purgeJobSchema = z.object({
 export type PurgeJob = z.infer<typeof purgeJobSchema>;
 
 /** The purger's entry with its dependencies given (tests); {@link handler} builds the AWS ones. */
-export const createEventPurgerHandler = (loadDeps: () => Promise<Deps> = loadAwsDeps) =>
+export const createEventPurgerHandler = (
+  loadDeps: () => Promise<Deps> = awsDepsLoader({ tables: () => import("#adapters/aws/parts/tables") }),
+) =>
   internalHandler("event purge", purgeJobSchema, (deps, job) => deps.events.purgeDeletedEvents(job.sourceId), loadDeps);
 
 export const handler = createEventPurgerHandler();

@@ -8,7 +8,7 @@ import { z } from "zod";
 import { jsonValueSchema } from "#core/json-value";
 import type { RunJob } from "#core/ports/run-queue";
 import { runQueuedJob } from "#core/run-jobs";
-import { internalHandler } from "./internal-handler.ts";
+import { awsDepsLoader, internalHandler, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
 const trigger = z.enum(["http", "timer", "event"]);
 const hops = z.number().int().min(0).optional();
@@ -34,4 +34,5 @@ const workflowJobSchema = z.object({
 
 export const runJobSchema: z.ZodType<RunJob> = z.union([workflowJobSchema, sourceJobSchema]);
 
-export const handler = internalHandler("run job", runJobSchema, runQueuedJob);
+/** It runs sources, as the stack grants (lib/constructs/source-compute.ts); it queues no runs. */
+export const handler = internalHandler("run job", runJobSchema, runQueuedJob, awsDepsLoader(SOURCE_RUNNING_PARTS));

@@ -46,6 +46,7 @@ import { logRequest, type RequestLine } from "#http/request-log";
 import { sourceIdParams } from "#http/schemas";
 import { streamRefusal } from "#http/stream-refusal";
 import { workflowIdParams } from "#http/workflow-schemas";
+import { awsDepsLoader } from "./internal-handler.ts";
 
 /**
  * A response ends once it has carried this much (the client reconnects at once and resumes):
@@ -326,8 +327,9 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
  * The AWS composition root, imported on the first invocation (tests import this module without
  * the AWS SDK). The stream reads the resources table only.
  */
-const loadAwsStreamDeps = async (): Promise<StreamDeps> =>
-  (await import("#adapters/aws/composition")).awsDeps({ resources: true });
+const loadAwsStreamDeps: () => Promise<StreamDeps> = awsDepsLoader({
+  tables: () => import("#adapters/aws/parts/tables"),
+});
 
 export const streamHandler = createSourceStreamHandler({ loadDeps: loadAwsStreamDeps });
 

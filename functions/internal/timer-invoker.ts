@@ -16,7 +16,7 @@ import type { TimerInvokerInput } from "#config/shared-names";
 import { type Clock, systemClock } from "#core/ports/clock";
 import { type TimerTarget, timerTargetId, timerTargetOf } from "#core/ports/timers";
 import { fireTimerTarget } from "#core/workflow-timers";
-import { internalHandler } from "./internal-handler.ts";
+import { awsDepsLoader, internalHandler, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
 const repeats = {
   /** ISO 8601, filled in by Scheduler. */
@@ -76,6 +76,10 @@ export async function fireScheduledRuns(
   }
 }
 
-export const handler = internalHandler("timer input", timerInvokerInputSchema, (deps, input) =>
-  fireScheduledRuns(input, (target, at) => fireTimerTarget(deps, target, at), { clock: deps.clock }),
+export const handler = internalHandler(
+  "timer input",
+  timerInvokerInputSchema,
+  (deps, input) => fireScheduledRuns(input, (target, at) => fireTimerTarget(deps, target, at), { clock: deps.clock }),
+  // It runs sources and workflows (and queues their runs), as the stack grants (lib/constructs/source-compute.ts).
+  awsDepsLoader({ ...SOURCE_RUNNING_PARTS, runs: () => import("#adapters/aws/parts/runs") }),
 );

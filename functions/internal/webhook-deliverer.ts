@@ -31,7 +31,7 @@ import {
   deliverySettings,
   logDeliveryOutcome,
 } from "#core/webhook-delivery";
-import { loadAwsDeps } from "./internal-handler.ts";
+import { awsDepsLoader } from "./internal-handler.ts";
 
 /** Where a delivery waits for its next attempt (`SqsDeliveryRetryQueue`). */
 export interface RetryScheduler {
@@ -139,7 +139,14 @@ function once<T>(build: () => Promise<T>): () => Promise<T> {
 
 /** The deliverer's entry with its dependencies given (tests); {@link handler} builds the AWS ones. */
 export function createWebhookDelivererHandler(options: WebhookDelivererOptions = {}) {
-  const loadDeps = options.loadDeps ?? loadAwsDeps;
+  // It reads webhooks, opens their secrets and writes `$.send.s3` objects (lib/constructs/event-fanout.ts).
+  const loadDeps =
+    options.loadDeps ??
+    awsDepsLoader({
+      objects: () => import("#adapters/aws/parts/objects"),
+      secrets: () => import("#adapters/aws/parts/secrets"),
+      tables: () => import("#adapters/aws/parts/tables"),
+    });
   const sender = options.sender ?? new NodeHttpWebhookSender({ allowPrivateAddresses: false });
   const retryQueue = once(options.retryQueue ?? awsRetryQueue);
   const settings = deliverySettings(options.settings);

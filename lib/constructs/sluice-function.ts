@@ -18,6 +18,26 @@ export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 export const ESM_REQUIRE_BANNER =
   "import { createRequire as __sluiceCreateRequire } from 'module'; const require = __sluiceCreateRequire(import.meta.url);";
 
+/**
+ * What every Sluice function's bundle is built with, in esbuild's own terms: the construct hands
+ * these to `NodejsFunction` (which runs esbuild), and the bench and the bundling test build with
+ * them directly. The AWS SDK is bundled, at the versions of package-lock.json, not taken from the
+ * runtime (whose version changes under the function); each function's entry names the parts of
+ * the AWS composition it uses, so its bundle carries those SDK clients only (docs/aws.md "Cold
+ * starts").
+ */
+export const SLUICE_ESBUILD_OPTIONS = {
+  platform: "node",
+  format: "esm",
+  target: "node22",
+  mainFields: ["module", "main"],
+  banner: { js: ESM_REQUIRE_BANNER },
+  minify: true,
+  sourcemap: true,
+  // Stack traces need the mappings, not the sources; this keeps the zip small.
+  sourcesContent: false,
+} as const;
+
 export interface SluiceFunctionProps {
   /**
    * Entry module, relative to the repository root (e.g. `functions/http/get-me.ts`). Its `handler`
@@ -66,8 +86,8 @@ export interface BundledTree {
 }
 
 /**
- * A Node.js Lambda function bundled the way every Sluice function is: ESM for Node 22 on arm64,
- * minified with source maps, the AWS SDK v3 taken from the runtime, and its own log group.
+ * A Node.js Lambda function bundled the way every Sluice function is ({@link SLUICE_ESBUILD_OPTIONS}):
+ * ESM for Node 22 on arm64, minified with source maps, the AWS SDK v3 bundled, and its own log group.
  */
 export class SluiceFunction extends Construct {
   readonly lambdaFunction: NodejsFunction;
@@ -76,6 +96,10 @@ export class SluiceFunction extends Construct {
   readonly entry: string;
   /** The folders copied into the bundle beside the code (`copyFolders`, then `copyTrees`). */
   readonly bundledTrees: readonly BundledTree[];
+  /** What it was made with: another function made from them gets the same bundle (the bundling test). */
+  readonly props: SluiceFunctionProps;
+  /** Imports left out of the bundle (`copyNodeModules`); everything else, the AWS SDK included, is bundled. */
+  readonly external: readonly string[];
 
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
     super(scope, id);
@@ -84,6 +108,8 @@ export class SluiceFunction extends Construct {
       ...(props.copyFolders ?? []).map((folder) => ({ from: join(PROJECT_ROOT, folder), to: folder })),
       ...(props.copyTrees ?? []),
     ];
+    this.props = props;
+    this.external = [...(props.copyNodeModules ?? [])];
     const copied = [...(props.copyNodeModules ?? []), ...(props.runtimeNodeModules ?? [])];
     for (const name of copied) {
       // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
@@ -120,15 +146,14 @@ export class SluiceFunction extends Construct {
         // Local esbuild only: there is no Docker engine to fall back to.
         forceDockerBundling: false,
         format: OutputFormat.ESM,
-        target: "node22",
-        mainFields: ["module", "main"],
-        banner: ESM_REQUIRE_BANNER,
-        minify: true,
-        sourceMap: true,
-        // Stack traces need the mappings, not the sources; this keeps the zip small.
-        sourcesContent: false,
-        // The Node.js 22 runtime ships AWS SDK v3; bundling it would only slow cold starts.
-        externalModules: ["@aws-sdk/*", ...(props.copyNodeModules ?? [])],
+        target: SLUICE_ESBUILD_OPTIONS.target,
+        mainFields: [...SLUICE_ESBUILD_OPTIONS.mainFields],
+        banner: SLUICE_ESBUILD_OPTIONS.banner.js,
+        minify: SLUICE_ESBUILD_OPTIONS.minify,
+        sourceMap: SLUICE_ESBUILD_OPTIONS.sourcemap,
+        sourcesContent: SLUICE_ESBUILD_OPTIONS.sourcesContent,
+        // Given, so CDK's default (`@aws-sdk/*`, left to the runtime) does not apply: the SDK is bundled.
+        externalModules: [...this.external],
         ...(copied.length || this.bundledTrees.length ? { commandHooks: copyHooks(copied, this.bundledTrees) } : {}),
       },
     });

@@ -1,5 +1,5 @@
 import { afterAll, describe, inject } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbDataStoreStore } from "#adapters/aws/dynamodb-data-store-store";
 import { SqliteDataStoreStore } from "#adapters/local/sqlite-data-store-store";
 import { openSqlite } from "#adapters/local/sqlite-database";

@@ -1,5 +1,5 @@
 import { afterAll, describe, inject } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbDelayedEmits } from "#adapters/aws/dynamodb-delayed-emits";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDelayedEmits } from "#adapters/local/sqlite-delayed-emits";

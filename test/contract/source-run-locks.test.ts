@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbSourceRunLock } from "#adapters/aws/dynamodb-source-run-lock";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";

@@ -1,5 +1,5 @@
 import { afterAll, describe, inject } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbComponentStore } from "#adapters/aws/dynamodb-component-store";
 import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbDeadLetterStore } from "#adapters/aws/dynamodb-dead-letter-store";
 import { DynamoDbSubscriptionStore } from "#adapters/aws/dynamodb-subscription-store";
 import { openSqlite } from "#adapters/local/sqlite-database";

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, inject, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import { DynamoDbWorkflowRunStore } from "#adapters/aws/dynamodb-workflow-run-store";
 import { DynamoDbWorkflowStore } from "#adapters/aws/dynamodb-workflow-store";

@@ -2,7 +2,7 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, inject, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { authenticate } from "#core/accounts";
 import { DATABASE_FILE } from "#local-mode/composition";

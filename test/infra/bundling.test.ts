@@ -1,20 +1,25 @@
 import { execFileSync } from "node:child_process";
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { App, type CfnElement, Stack } from "aws-cdk-lib";
 import { Template } from "aws-cdk-lib/assertions";
-import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
+import { type CfnFunction, Function as LambdaFunction, LayerVersion, Runtime } from "aws-cdk-lib/aws-lambda";
 import type { IConstruct } from "constructs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleComponent, loadEsbuild, RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { bundledNpmCli } from "#adapters/npm/npm-cli";
-import { ESM_REQUIRE_BANNER, PROJECT_ROOT, type SluiceFunction } from "../../lib/constructs/sluice-function.ts";
-import { RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
+import { awsPartsFor } from "#http/lambda";
+import { routes } from "#http/routes";
+import { esbuildCode } from "../../lib/constructs/esbuild-code.ts";
+import { ESM_REQUIRE_BANNER, PROJECT_ROOT, SluiceFunction } from "../../lib/constructs/sluice-function.ts";
+import { DESCRIBER_FILES, RUNTIME_LAYER_ENTRY, RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
 import { StatefulStack } from "../../lib/stateful-stack.ts";
+import { type BuiltBundle, bundleFunctions } from "../support/lambda-bundles.ts";
 
 // Skips the CloudFormation validation plugin; bundling still runs.
 process.env.CDK_VALIDATION = "false";
@@ -26,8 +31,7 @@ interface BundledFunction {
 
 /**
  * Invokes a bundle's `handler` in a fresh Node process that has only the function's environment
- * from the template, as on Lambda. Imports left external (`@aws-sdk/*`) resolve from the project's
- * node_modules, standing in for the runtime's.
+ * from the template, as on Lambda.
  */
 function invoke(fn: BundledFunction, method: string, path: string): { statusCode: number; body: string } {
   const env = Object.fromEntries(
@@ -54,51 +58,136 @@ function invoke(fn: BundledFunction, method: string, path: string): { statusCode
   return JSON.parse(output.trimEnd().split("\n").at(-1) ?? "");
 }
 
+/** The SDK packages of each part (test/unit/adapters/aws-composition-parts.test.ts checks the parts' imports). */
+const PART_CLIENTS: Record<string, readonly string[]> = {
+  tables: ["@aws-sdk/client-dynamodb", "@aws-sdk/lib-dynamodb"],
+  host: ["@aws-sdk/client-lambda"],
+  runs: ["@aws-sdk/client-lambda"],
+  timers: ["@aws-sdk/client-scheduler"],
+  purger: ["@aws-sdk/client-lambda"],
+  secrets: ["@aws-sdk/client-kms"],
+  bus: ["@aws-sdk/client-eventbridge", "@aws-sdk/client-sqs"],
+  deliveries: ["@aws-sdk/client-sqs"],
+  objects: ["@aws-sdk/client-s3"],
+};
+
+/** The parts of the functions that are not routes, as their entries name them (after their grants). */
+const INTERNAL_PARTS: Record<string, readonly string[]> = {
+  "functions/http/route-not-found.ts": [],
+  "functions/internal/endpoint-function.ts": ["tables", "host", "runs", "secrets", "bus", "deliveries", "objects"],
+  "functions/internal/source-runner.ts": ["tables", "host", "secrets", "bus", "deliveries", "objects"],
+  "functions/internal/timer-invoker.ts": ["tables", "host", "runs", "secrets", "bus", "deliveries", "objects"],
+  "functions/internal/event-dispatcher.ts": ["tables", "runs", "deliveries"],
+  "functions/internal/event-purger.ts": ["tables"],
+  "functions/internal/source-stream-function.ts": ["tables"],
+  "functions/internal/sse-redirect.ts": [],
+  "functions/internal/webhook-deliverer.ts": ["tables", "secrets", "objects"],
+};
+
+/** Clients an entry makes itself, outside the parts: the deliverer's retry queue (SQS), made on the first retry. */
+const OWN_CLIENTS: Record<string, readonly string[]> = {
+  "functions/internal/webhook-deliverer.ts": ["@aws-sdk/client-sqs"],
+};
+
+/** The client packages (`client-*`, `lib-*`) of the SDK a function's entry should bring into its bundle. */
+function expectedClients(entry: string): string[] {
+  const route = routes.find((r) => entry === `functions/http/${r.name}.ts`);
+  const parts = route ? awsPartsFor(route.access) : INTERNAL_PARTS[entry];
+  if (parts === undefined) throw new Error(`no expected parts for ${entry}: add it to INTERNAL_PARTS`);
+  return [...new Set([...parts.flatMap((part) => PART_CLIENTS[part] ?? []), ...(OWN_CLIENTS[entry] ?? [])])].sort();
+}
+
+const clientsOf = (bundle: BuiltBundle) => bundle.sdkPackages.filter((name) => /^@aws-sdk\/(client|lib)-/.test(name));
+
+const lockedVersion = (name: string): string =>
+  JSON.parse(readFileSync(join(PROJECT_ROOT, "package-lock.json"), "utf8")).packages[`node_modules/${name}`].version;
+
+/**
+ * The ServiceStack's template is synthesized without bundling (CDK's `NodejsFunction` runs one
+ * esbuild per function, each parsing the SDK again: minutes for about sixty functions). Every
+ * function's entry is then bundled here, in one esbuild run with the options the construct gives
+ * `NodejsFunction`, and a few functions are made again, from the very props the stack gave them,
+ * in a small stack that CDK does bundle: their bundles must be the same file, which is what lets
+ * the one-run bundles stand for CDK's.
+ */
 describe("ServiceStack bundling", () => {
   let app: App;
   let service: ServiceStack;
   let template: Template;
+  let functions: SluiceFunction[];
+  let bundles: Map<string, BuiltBundle>;
+  /** The sample stack, bundled by CDK. */
+  let cdkApp: App;
+  let samples: Map<string, SluiceFunction>;
+  let sampleTemplate: Template;
+  let layer: LayerVersion;
+  let describer: LambdaFunction;
 
-  beforeAll(() => {
-    // Inside the project (cdk.out is ignored by git), so the bundles' external imports resolve.
+  beforeAll(async () => {
+    // Inside the project (cdk.out is ignored by git), as `cdk synth` bundles.
     mkdirSync(join(PROJECT_ROOT, "cdk.out"), { recursive: true });
     const outdir = mkdtempSync(join(PROJECT_ROOT, "cdk.out", "infra-test-"));
-    // Default context: every function is bundled with the local esbuild, as `cdk synth` does.
-    app = new App({ outdir });
+    app = new App({ outdir: join(outdir, "service"), context: { "aws:cdk:bundling-stacks": [] } });
     const stateful = new StatefulStack(app, "SluiceStateful");
     service = new ServiceStack(app, "SluiceService", {
       resourcesTable: stateful.resourcesTable,
       secretsKey: stateful.secretsKey,
     });
     template = Template.fromStack(service);
-    // Every function is bundled here: on 2 cores with other suites running, that takes minutes.
+    functions = service.node.findAll().filter((node): node is SluiceFunction => node instanceof SluiceFunction);
+    bundles = await bundleFunctions(functions, join(outdir, "bundles"));
+
+    cdkApp = new App({ outdir: join(outdir, "cdk") });
+    const stack = new Stack(cdkApp, "BundlingSample");
+    const sampled = [
+      service.routeFunctions.get("get-me")!.function,
+      service.routeFunctions.get("get-openapi")!.function,
+      service.routeFunctions.get("create-source")!.function,
+      service.notFoundFunction,
+    ];
+    // Without their environment, which names the service stack's resources (and is not bundled).
+    samples = new Map(
+      sampled.map((fn, index) => [
+        fn.entry,
+        new SluiceFunction(stack, `Sample${index}`, { ...fn.props, environment: {} }),
+      ]),
+    );
+    // What SourceCompute makes of the same files.
+    layer = new LayerVersion(stack, "RuntimeLayer", {
+      code: esbuildCode({ [RUNTIME_LAYER_FILE]: RUNTIME_LAYER_ENTRY }),
+    });
+    describer = new LambdaFunction(stack, "Describer", {
+      code: esbuildCode(DESCRIBER_FILES),
+      handler: "index.handler",
+      runtime: Runtime.NODEJS_22_X,
+    });
+    sampleTemplate = Template.fromStack(stack);
   }, 240_000);
 
   afterAll(() => {
-    if (app) rmSync(app.outdir, { recursive: true, force: true });
+    if (app) rmSync(join(app.outdir, ".."), { recursive: true, force: true });
   });
 
-  /** A function's bundle directory, named by the asset hash its S3 key carries, and its environment. */
+  /** A sample function's bundle directory, named by the asset hash its S3 key carries, and its environment. */
   function bundleOf(fn: SluiceFunction): BundledFunction {
-    const cfn = fn.lambdaFunction.node.defaultChild as CfnFunction;
-    const props = template.findResources("AWS::Lambda::Function")[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
+    const sample = samples.get(fn.entry);
+    if (!sample) throw new Error(`${fn.entry} is not bundled by CDK here: add it to the samples`);
+    const cfn = sample.lambdaFunction.node.defaultChild as CfnFunction;
+    const props = sampleTemplate.findResources("AWS::Lambda::Function")[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
     expect(props?.Code?.S3Key, fn.entry).toMatch(/^[0-9a-f]{64}\.zip$/);
-    return {
-      dir: join(app.outdir, `asset.${props.Code.S3Key.replace(/\.zip$/, "")}`),
-      environment: props.Environment.Variables,
-    };
+    // The environment the stack gives the function, not the sample's.
+    const own = fn.lambdaFunction.node.defaultChild as CfnFunction;
+    const environment =
+      template.findResources("AWS::Lambda::Function")[Stack.of(own).getLogicalId(own)]?.Properties.Environment
+        .Variables;
+    return { dir: join(cdkApp.outdir, `asset.${props.Code.S3Key.replace(/\.zip$/, "")}`), environment };
   }
 
-  it("bundles every entry into an ESM file with a source map, leaving the AWS SDK to the runtime", () => {
-    const functions = [
-      ...[...service.routeFunctions.values()].map((route) => route.function),
-      service.notFoundFunction,
-      service.sources.httpInterface,
-      service.sources.sourceRunner,
-      service.sources.timerInvoker,
-    ];
+  it("bundles every function's entry into an ESM file with a source map", () => {
+    expect(functions.length).toBeGreaterThan(50);
+    expect(new Set(functions.map((fn) => fn.entry)).size).toBe(bundles.size);
     for (const fn of functions) {
-      const { dir } = bundleOf(fn);
+      const { dir } = bundles.get(fn.entry)!;
       const code = readFileSync(join(dir, "index.mjs"), "utf8");
       expect(code.startsWith(ESM_REQUIRE_BANNER), fn.entry).toBe(true);
       const map = JSON.parse(readFileSync(join(dir, "index.mjs.map"), "utf8")) as { sources: string[] };
@@ -106,23 +195,51 @@ describe("ServiceStack bundling", () => {
         map.sources.some((source) => source.endsWith(fn.entry)),
         fn.entry,
       ).toBe(true);
-      expect(
-        map.sources.some((source) => source.includes("node_modules/@aws-sdk/")),
-        fn.entry,
-      ).toBe(false);
     }
   });
 
-  /** The asset directory of an L1 resource's code, from the asset hash its S3 key carries. */
+  it("makes the same bundle as CDK's NodejsFunction from the construct's options", () => {
+    for (const [entry, sample] of samples) {
+      const cdkCode = readFileSync(join(bundleOf(sample).dir, "index.mjs"), "utf8");
+      expect(readFileSync(join(bundles.get(entry)!.dir, "index.mjs"), "utf8") === cdkCode, entry).toBe(true);
+    }
+  });
+
+  it("bundles the AWS SDK at the lockfile's versions, each function with only the clients its parts use", () => {
+    const clients = new Map<string, string[]>();
+    for (const fn of functions) {
+      const bundle = bundles.get(fn.entry)!;
+      // Nothing is left to the runtime but Node's own modules and what the function copies.
+      const leftOut = bundle.externalImports.filter((name) => !builtinModules.includes(name.replace(/^node:/, "")));
+      expect(
+        leftOut.filter((name) => !fn.external.includes(name)),
+        fn.entry,
+      ).toEqual([]);
+      clients.set(fn.entry, clientsOf(bundle));
+    }
+    expect(Object.fromEntries(clients)).toEqual(
+      Object.fromEntries([...clients.keys()].map((entry) => [entry, expectedClients(entry)])),
+    );
+    // A plain route carries DynamoDB's client only; the OpenAPI and not-found routers none.
+    expect(clients.get("functions/http/get-me.ts")).toEqual(["@aws-sdk/client-dynamodb", "@aws-sdk/lib-dynamodb"]);
+    expect(clients.get("functions/http/get-openapi.ts")).toEqual([]);
+    // Node resolves the one installed copy of each package, which `npm ci` installs from the lockfile.
+    for (const name of new Set([...clients.values()].flat())) {
+      const installed = JSON.parse(readFileSync(join(PROJECT_ROOT, "node_modules", name, "package.json"), "utf8"));
+      expect(installed.version, name).toBe(lockedVersion(name));
+    }
+  });
+
+  /** The asset directory of an L1 resource of the sample stack, from the asset hash its S3 key carries. */
   function assetDirOf(construct: IConstruct, type: string, property: "Code" | "Content"): string {
     const cfn = construct.node.defaultChild as CfnElement;
-    const props = template.findResources(type)[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
+    const props = sampleTemplate.findResources(type)[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
     expect(props?.[property]?.S3Key).toMatch(/^[0-9a-f]{64}\.zip$/);
-    return join(app.outdir, `asset.${props[property].S3Key.replace(/\.zip$/, "")}`);
+    return join(cdkApp.outdir, `asset.${props[property].S3Key.replace(/\.zip$/, "")}`);
   }
 
   it("puts the runtime in the layer at nodejs/sluice-runtime.mjs, where source functions import it from", async () => {
-    const dir = assetDirOf(service.sources.runtimeLayer, "AWS::Lambda::LayerVersion", "Content");
+    const dir = assetDirOf(layer, "AWS::Lambda::LayerVersion", "Content");
     expect(readdirSync(dir)).toEqual(["nodejs"]);
     expect(readdirSync(join(dir, "nodejs"))).toEqual(["sluice-runtime.mjs"]);
     expect(`/opt/${RUNTIME_LAYER_FILE}`).toBe(RUNTIME_LAYER_MODULE);
@@ -131,7 +248,7 @@ describe("ServiceStack bundling", () => {
   });
 
   it("bundles the describer's handler and the sandbox program it forks side by side", () => {
-    const dir = assetDirOf(service.sources.describer, "AWS::Lambda::Function", "Code");
+    const dir = assetDirOf(describer, "AWS::Lambda::Function", "Code");
     expect(readdirSync(dir).sort()).toEqual(["index.mjs", "sandbox-entry.mjs"]);
     expect(readFileSync(join(dir, "index.mjs"), "utf8")).toContain("sandbox-entry.mjs");
   });

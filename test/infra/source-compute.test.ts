@@ -568,7 +568,7 @@ describe("ServiceStack with a registry directory (-c registryDir)", () => {
       Template.fromStack(stack).findResources("AWS::Lambda::Function")[stack.getLogicalId(cfn)]?.Properties.Code;
     expect(code?.S3Key).toMatch(/^[0-9a-f]{64}\.zip$/);
     const dir = join(bundling.outdir, `asset.${code.S3Key.replace(/\.zip$/, "")}`);
-    const served = buildAwsDeps({ resources: false }, { LAMBDA_TASK_ROOT: dir }).registry;
+    const served = buildAwsDeps([], { LAMBDA_TASK_ROOT: dir }).registry;
     const source = unpackComponentFiles((await served.readCode("webhooks-new-request")) ?? "");
     expect(source?.entry).toBe("webhooks/sources/new-request/new-request.mjs");
     expect(Object.keys(source?.files ?? {})).toContain("webhooks/webhooks.app.mjs");

@@ -9,7 +9,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbEventStore } from "#adapters/aws/dynamodb-event-store";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";

@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
 import { afterAll, beforeAll, describe, expect, inject, it, vi } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import { type CreatedAccount, createAccount } from "#core/accounts";
 import { systemClock } from "#core/ports/clock";
@@ -20,11 +20,11 @@ const recorded: HttpEvent = JSON.parse(
 );
 const context = { awsRequestId: "lambda-request", getRemainingTimeInMillis: () => 10_000 };
 
-/** Bundles a route's entry as the service stack does (ESM, node22, the AWS SDK left to the runtime). */
+/** Bundles a route's entry as the service stack does (ESM, node22, the AWS SDK bundled). */
 async function bundle(entry: string): Promise<LambdaHandler> {
-  // Inside node_modules so that the external @aws-sdk packages resolve as they do on Lambda.
+  // Inside node_modules, whose cache folder git and the linters ignore.
   const outdir = join(REPO_ROOT, "node_modules", ".cache", "sluice-test-bundles", String(process.pid));
-  bundleLambdaFiles({ [`${entry}.mjs`]: `functions/http/${entry}.ts` }, outdir, { external: ["@aws-sdk/*"] });
+  bundleLambdaFiles({ [`${entry}.mjs`]: `functions/http/${entry}.ts` }, outdir);
   return (await import(pathToFileURL(join(outdir, `${entry}.mjs`)).href)).handler;
 }
 

@@ -124,7 +124,7 @@ export const createUser: Command = {
     if (table === "") throw new CliError(`--table needs a table name\n\n${CREATE_USER_USAGE}`);
     const { createAccount } = await import("#core/accounts");
     const { DynamoDBClient } = await import("@aws-sdk/client-dynamodb");
-    const { documentClient } = await import("#adapters/aws/composition");
+    const { documentClient } = await import("#adapters/aws/dynamodb-client");
     const { DynamoDbIdentityStore } = await import("#adapters/aws/dynamodb-identity-store");
     const { systemClock } = await import("#core/ports/clock");
     const { randomIdGenerator } = await import("#core/ports/id-generator");

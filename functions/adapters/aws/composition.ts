@@ -1,57 +1,62 @@
-import { tmpdir } from "node:os";
+/**
+ * The composition root on AWS, assembled from parts (`parts/*.ts`): each part builds the ports of
+ * one kind of AWS access (the table's stores, the component host, the secrets key, ...) and is the
+ * only module that imports that access's SDK client. A function's entry names the parts it was
+ * deployed for, each as a dynamic import, so esbuild bundles those parts and their SDK clients and
+ * no others, and a cold start loads only them (docs/aws.md "Cold starts"). This module imports no
+ * SDK client.
+ */
 import { join } from "node:path";
-import { DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
-import { KMSClient } from "@aws-sdk/client-kms";
-import { LambdaClient } from "@aws-sdk/client-lambda";
-import { S3Client } from "@aws-sdk/client-s3";
-import { SchedulerClient } from "@aws-sdk/client-scheduler";
-import { SQSClient } from "@aws-sdk/client-sqs";
-import { DynamoDBDocumentClient } from "@aws-sdk/lib-dynamodb";
 import { streamLogger } from "#adapters/log-output";
-import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
-import { bundledNpmCli } from "#adapters/npm/npm-cli";
-import { NPM_HOME_FOLDER } from "#adapters/npm/package-cache";
 import { registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
-import { loadAwsComputeConfig } from "#config/aws-compute-env";
-import { loadAwsConfig } from "#config/env";
-import { fallbackQueueNameFor, REGISTRY_DIR_ASSET } from "#config/shared-names";
+import { type AwsComputeConfig, loadAwsComputeConfig } from "#config/aws-compute-env";
+import { type AwsConfig, loadAwsConfig } from "#config/env";
+import { REGISTRY_DIR_ASSET } from "#config/shared-names";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
-import { DynamoDbComponentStore } from "./dynamodb-component-store.ts";
-import { DynamoDbDataStoreStore } from "./dynamodb-data-store-store.ts";
-import { DynamoDbDeadLetterStore } from "./dynamodb-dead-letter-store.ts";
-import { DynamoDbDelayedEmits } from "./dynamodb-delayed-emits.ts";
-import { DynamoDbEventStore } from "./dynamodb-event-store.ts";
-import { DynamoDbIdentityStore } from "./dynamodb-identity-store.ts";
-import { DynamoDbSourceRunLock } from "./dynamodb-source-run-lock.ts";
-import { DynamoDbSourceStore } from "./dynamodb-source-store.ts";
-import { DynamoDbSubscriptionStore } from "./dynamodb-subscription-store.ts";
-import { DynamoDbUsageStore } from "./dynamodb-usage-store.ts";
-import { DynamoDbWorkflowRunStore } from "./dynamodb-workflow-run-store.ts";
-import { DynamoDbWorkflowStore } from "./dynamodb-workflow-store.ts";
-import { EventBridgeEventBus } from "./eventbridge-event-bus.ts";
-import { KmsSecrets } from "./kms-secrets.ts";
-import { LambdaComponentHost } from "./lambda-component-host.ts";
-import { LambdaEventPurger } from "./lambda-event-purger.ts";
-import { LambdaRunQueue } from "./lambda-run-queue.ts";
-import { S3ObjectSink } from "./s3-object-sink.ts";
-import { SchedulerDelayedEmits } from "./scheduler-delayed-emits.ts";
-import { SchedulerTimers } from "./scheduler-timers.ts";
-import { componentBundler, loadEsbuild } from "./source-bundle.ts";
-import { SqsDeliveryQueue } from "./sqs-delivery-queue.ts";
+import type { Logger } from "#core/ports/logger";
 
-let deps: Deps | undefined;
+/** The parts, named by what the function may do on AWS; the stack grants the same (lib/). */
+export const AWS_PART_NAMES = [
+  "tables",
+  "host",
+  "runs",
+  "timers",
+  "purger",
+  "secrets",
+  "bus",
+  "deliveries",
+  "objects",
+  "delays",
+] as const;
+export type AwsPartName = (typeof AWS_PART_NAMES)[number];
 
-/** A document client that drops `undefined` attributes instead of failing on them. */
-export function documentClient(client = new DynamoDBClient({})) {
-  return DynamoDBDocumentClient.from(client, { marshallOptions: { removeUndefinedValues: true } });
+/** What a part builds its ports from. */
+export interface AwsPartContext {
+  readonly config: AwsConfig;
+  readonly compute: AwsComputeConfig;
+  readonly log: Logger;
+  /** Where the function's bundle and the folders copied next to it (`registry/`, `node_modules/`) are. */
+  readonly taskRoot: string;
+  /** The resources table's name; throws when the function was deployed without table access. */
+  table(): string;
+  /** The SDK client of `kind`, made once per composition and shared by the parts that use it. */
+  client<T>(kind: string, make: () => T): T;
 }
 
+/** One part: the ports it builds. Ports are built lazily (see {@link lazy}). */
+export interface AwsPart {
+  readonly name: AwsPartName;
+  build(context: AwsPartContext): Partial<Deps>;
+}
+
+/** A function's parts, each loaded by a dynamic import (so that the bundle has it and no other). */
+export type AwsPartLoaders = Readonly<Partial<Record<AwsPartName, () => Promise<{ readonly part: AwsPart }>>>>;
+
 /** `build()`, called once, on first use. */
-function once<T>(build: () => T): () => T {
+export function once<T>(build: () => T): () => T {
   let built: { value: T } | undefined;
   return () => {
     built ??= { value: build() };
@@ -68,7 +73,7 @@ function once<T>(build: () => T): () => T {
  * destructuring `Deps`, or keying a WeakMap by the port (`loadComponent`) builds nothing. Methods
  * are bound to the built port, whose private fields a call through the proxy would not reach.
  */
-function lazy<T extends object>(port: string, build: () => T): T {
+export function lazy<T extends object>(port: string, build: () => T): T {
   const instance = once(() => {
     try {
       return build();
@@ -85,194 +90,109 @@ function lazy<T extends object>(port: string, build: () => T): T {
   });
 }
 
-function required<T>(value: T | undefined, port: string, why: string): T {
+export function required<T>(value: T | undefined, port: string, why: string): T {
   if (value === undefined) throw new Error(`${port} is not available: this function was deployed without ${why}`);
   return value;
 }
 
-/**
- * The composition root on AWS, built once per Lambda container on first use: configuration is
- * read and validated then, and SDK clients are reused by every later invocation. Each port is
- * built when first used (see {@link lazy}), so the OpenAPI function never reads a table name and
- * a list route never builds a Lambda client.
- */
-export function awsDeps(options: { resources: boolean }, env: Record<string, string | undefined> = process.env): Deps {
-  deps ??= buildAwsDeps(options, env);
-  return deps;
+/** The ports some part provides, and the name each is reported by when no part of the function does. */
+const PART_PORTS = {
+  identity: "tables",
+  usage: "tables",
+  components: "tables",
+  sources: "tables",
+  workflows: "tables",
+  workflowRuns: "tables",
+  events: "tables",
+  subscriptions: "tables",
+  deadLetters: "tables",
+  dataStores: "tables",
+  runLock: "tables",
+  host: "host",
+  runs: "runs",
+  timers: "timers",
+  purger: "purger",
+  secrets: "secrets",
+  deliveries: "deliveries",
+  objects: "objects",
+  delayedEmits: "delays",
+} as const satisfies Partial<Record<keyof Deps, AwsPartName>>;
+
+/** A port of a part the function was not bundled with: any use fails, naming the part. */
+function unavailable<T extends object>(port: string, part: AwsPartName): T {
+  return lazy(port, () => {
+    throw new Error(`this function was bundled without the "${part}" part (its entry names the parts it uses)`);
+  });
 }
 
-/** A new composition from `env`, not kept: {@link awsDeps} keeps the first one of a container. */
-export function buildAwsDeps(options: { resources: boolean }, env: Record<string, string | undefined>): Deps {
-  const config = loadAwsConfig(env, options);
+let deps: Promise<Deps> | undefined;
+
+/**
+ * The composition of this Lambda container, from the parts of its entry: loaded and built on the
+ * first invocation, then reused (configuration is read and validated then, and SDK clients are
+ * kept). A failure (a setting missing) is not kept: the next invocation tries again.
+ */
+export async function loadAwsDeps(
+  parts: AwsPartLoaders,
+  env: Record<string, string | undefined> = process.env,
+): Promise<Deps> {
+  deps ??= loadParts(parts).then((loaded) => buildAwsDeps(loaded, env));
+  try {
+    return await deps;
+  } catch (error) {
+    deps = undefined;
+    throw error;
+  }
+}
+
+/** The parts of `loaders`, each checked to be the part it is named after. */
+export async function loadParts(loaders: AwsPartLoaders): Promise<AwsPart[]> {
+  return Promise.all(
+    Object.entries(loaders).map(async ([name, load]) => {
+      const { part } = await (load as () => Promise<{ part: AwsPart }>)();
+      if (part.name !== name) throw new Error(`the part loaded as "${name}" is the "${part.name}" part`);
+      return part;
+    }),
+  );
+}
+
+/** A new composition of `parts` from `env`, not kept: {@link loadAwsDeps} keeps the first one of a container. */
+export function buildAwsDeps(parts: readonly AwsPart[], env: Record<string, string | undefined>): Deps {
+  const names = new Set(parts.map((part) => part.name));
+  // Only functions with the table's part are deployed with its name (and a grant).
+  const config = loadAwsConfig(env, { resources: names.has("tables") });
   const compute = loadAwsComputeConfig(env);
-  const table = () => required(config.resourcesTable, "the resources table", "table access");
-  // SDK clients are made when the first port that uses them is built.
-  const documents = once(() => documentClient());
-  const lambda = once(() => new LambdaClient({}));
-  const sqs = once(() => new SQSClient({}));
-  const scheduler = once(() => new SchedulerClient({}));
   const log = streamLogger({
     level: config.logLevel,
     format: "json",
     base: { function: env.AWS_LAMBDA_FUNCTION_NAME },
   });
-  // The compute routes' bundles carry `registry/` (and `registry-dir/` with -c registryDir) and the shipped npm packages' `node_modules/`
+  const clients = new Map<string, unknown>();
+  // The compute routes' bundles carry `registry/` and the shipped npm packages' `node_modules/`
   // next to their entry (lib/constructs/api-route-function.ts).
   const taskRoot = env.LAMBDA_TASK_ROOT ?? process.cwd();
-  const npmCache = join(tmpdir(), "sluice-npm");
-
+  const context: AwsPartContext = {
+    config,
+    compute,
+    log,
+    taskRoot,
+    table: () => required(config.resourcesTable, "the resources table", "table access"),
+    client<T>(kind: string, make: () => T): T {
+      if (!clients.has(kind)) clients.set(kind, make());
+      return clients.get(kind) as T;
+    },
+  };
+  const missing = Object.fromEntries(
+    Object.entries(PART_PORTS)
+      .filter(([, part]) => !names.has(part))
+      .map(([port, part]) => [port, unavailable(`the ${port} port`, part)]),
+  );
   return {
-    identity: lazy("the identity store", () => new DynamoDbIdentityStore(documents(), table())),
-    usage: lazy(
-      "the usage store",
-      () => new DynamoDbUsageStore(documents(), table(), { eventMaxAgeMs: config.eventMaxAgeMs }),
-    ),
-    components: lazy("the component store", () => new DynamoDbComponentStore(documents(), table())),
-    sources: lazy("the source store", () => new DynamoDbSourceStore(documents(), table())),
-    workflows: lazy("the workflow store", () => new DynamoDbWorkflowStore(documents(), table())),
-    // Runs are kept as long as events: the same retention sets their TTL.
-    workflowRuns: lazy(
-      "the workflow run store",
-      () =>
-        new DynamoDbWorkflowRunStore(documents(), table(), {
-          retention: { maxAgeMs: config.eventMaxAgeMs, keepPerChannel: 0 },
-        }),
-    ),
-    events: lazy(
-      "the event store",
-      () =>
-        new DynamoDbEventStore(documents(), table(), {
-          retention: { maxAgeMs: config.eventMaxAgeMs, keepPerChannel: 0 },
-        }),
-    ),
-    purger: lazy(
-      "the event purger",
-      () =>
-        new LambdaEventPurger({
-          lambda: lambda(),
-          functionName: required(
-            compute.eventPurgerFunction,
-            "the event purger",
-            "the event purger's name (access.eventPurges)",
-          ),
-        }),
-    ),
-    subscriptions: lazy("the subscription store", () => new DynamoDbSubscriptionStore(documents(), table())),
-    deadLetters: lazy("the dead letter store", () => new DynamoDbDeadLetterStore(documents(), table())),
-    dataStores: lazy("the data store store", () => new DynamoDbDataStoreStore(documents(), table())),
-    // Functions that append events publish them on EventBridge, for subscribers (docs/aws.md), with
-    // the queue named after the bus for entries EventBridge keeps refusing; no listener lives in a
-    // Lambda container (the live stream polls the store), so the others need no bus.
-    bus: compute.eventBusName
-      ? lazy("the event bus", () => {
-          const busName = required(compute.eventBusName, "the event bus", "the event bus's name");
-          return new EventBridgeEventBus({
-            eventBridge: new EventBridgeClient({}),
-            busName,
-            log,
-            fallback: { sqs: sqs(), queue: { name: fallbackQueueNameFor(busName) } },
-          });
-        })
-      : { publish: async () => {} },
-    // Functions that apply runs only ask it about buckets; the deliverer writes (its S3 client is
-    // made on the first put).
-    objects: new S3ObjectSink({
-      s3: lazy("the S3 client", () => new S3Client({})),
-      buckets: config.s3Buckets,
-      ...(config.s3ExpectedOwner ? { expectedOwner: config.s3ExpectedOwner } : {}),
-    }),
-    deliveries: lazy(
-      "the delivery queue",
-      () =>
-        new SqsDeliveryQueue({
-          sqs: sqs(),
-          queueUrl: required(
-            compute.deliveryQueueUrl,
-            "the delivery queue",
-            "the delivery queue's URL (access.deliveries)",
-          ),
-        }),
-    ),
-    secrets: lazy(
-      "the secrets key",
-      () =>
-        new KmsSecrets({
-          kms: new KMSClient({}),
-          keyId: required(compute.secretsKeyArn, "the secrets key", "access to the secrets key"),
-        }),
-    ),
-    host: lazy(
-      "the component host",
-      () =>
-        new LambdaComponentHost({
-          lambda: lambda(),
-          stage: compute.stage,
-          invocationTimeoutMs: compute.runtime.invocationTimeoutMs,
-          log,
-          ...(compute.manage
-            ? {
-                deploy: {
-                  sourceRoleArn: compute.manage.sourceRoleArn,
-                  runtimeLayerArn: compute.manage.runtimeLayerArn,
-                  describerFunction: compute.manage.describerFunction,
-                  logGroup: compute.manage.sourceLogGroup,
-                  bundle: componentBundler({
-                    esbuild: () => loadEsbuild("wasm"),
-                    plugins: [
-                      npmPackagesPlugin({
-                        shippedPackagesDir: join(taskRoot, "node_modules"),
-                        // Lambda has no npm of its own: the bundled CLI installs under /tmp.
-                        cacheDir: npmCache,
-                        npmCli: bundledNpmCli(join(taskRoot, "node_modules")),
-                        npmHome: join(npmCache, NPM_HOME_FOLDER),
-                        // A failure names the package before the API's 30 s limit.
-                        installTimeoutMs: 20_000,
-                        ...(compute.npmRegistry ? { registry: compute.npmRegistry } : {}),
-                      }),
-                    ],
-                  }),
-                },
-              }
-            : {}),
-        }),
-    ),
-    timers: lazy("the timers", () => {
-      const manage = required(compute.manage, "the timers", "compute access");
-      return new SchedulerTimers({
-        scheduler: scheduler(),
-        groupName: manage.scheduleGroup,
-        timerInvokerArn: manage.timerInvokerArn,
-        roleArn: manage.schedulerRoleArn,
-      });
-    }),
-    // Every function with the table holds delayed emits' rows: the deliverer reads and forgets
-    // them. Those that apply runs also schedule them, and those that delete `$in` events or sources
-    // delete their schedules (docs/aws.md "Delayed emits on AWS").
-    ...(config.resourcesTable
-      ? {
-          delayedEmits: lazy(
-            "the delayed emits",
-            () =>
-              new SchedulerDelayedEmits({
-                rows: new DynamoDbDelayedEmits(documents(), table()),
-                scheduler: scheduler(),
-                ...(compute.delayedEmits ? { groupName: compute.delayedEmits.scheduleGroup } : {}),
-                ...(compute.delayedEmits?.target ? { target: compute.delayedEmits.target } : {}),
-                clock: systemClock,
-                log,
-              }),
-          ),
-        }
-      : {}),
-    runs: lazy(
-      "the run queue",
-      () =>
-        new LambdaRunQueue({
-          lambda: lambda(),
-          functionName: required(compute.sourceRunnerFunction, "the run queue", "the source runner's name"),
-        }),
-    ),
-    runLock: lazy("the source run lock", () => new DynamoDbSourceRunLock(documents(), table(), { clock: systemClock })),
+    ...(missing as Pick<Deps, keyof typeof PART_PORTS>),
+    // Functions that append events publish them (the "bus" part); no listener lives in a Lambda
+    // container (the live stream polls the store), so the others need no bus.
+    bus: { publish: async () => {} },
+    ...Object.assign({}, ...parts.map((part) => part.build(context))),
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
     // The operator's registry directory (`-c registryDir`) comes first; a bundle without one

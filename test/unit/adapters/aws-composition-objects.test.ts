@@ -2,6 +2,7 @@ import { PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
 import { mockClient } from "aws-sdk-client-mock";
 import { expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
+import { part as objects } from "#adapters/aws/parts/objects";
 import { ENV } from "#config/env";
 
 // The sink of `$.send.s3` on AWS is S3, with the buckets the stack lists (`-c s3Buckets`).
@@ -9,7 +10,7 @@ it("gives the AWS composition an S3 sink allowing the buckets of SLUICE_S3_BUCKE
   const s3Mock = mockClient(S3Client);
   s3Mock.on(PutObjectCommand).resolves({});
   try {
-    const deps = buildAwsDeps({ resources: false }, { [ENV.s3Buckets]: "sluice-exports" });
+    const deps = buildAwsDeps([objects], { [ENV.s3Buckets]: "sluice-exports" });
     expect(deps.objects.allowsBucket("sluice-exports")).toBe(true);
     expect(deps.objects.allowsBucket("elsewhere")).toBe(false);
     expect(await deps.objects.putObject("sluice-exports", "a.json", "{}", "application/json")).toEqual({

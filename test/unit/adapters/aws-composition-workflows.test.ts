@@ -2,6 +2,7 @@ import { DynamoDBDocumentClient, GetCommand, UpdateCommand } from "@aws-sdk/lib-
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, describe, expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
+import { part as tables } from "#adapters/aws/parts/tables";
 import { ENV } from "#config/env";
 import { runningRun } from "../../support/workflow-record.ts";
 
@@ -15,10 +16,7 @@ describe("the AWS composition's workflow ports", () => {
     ddb.reset();
     ddb.on(GetCommand).resolves({});
     ddb.on(UpdateCommand).resolves({ Attributes: { attempts: 1 } });
-    const deps = buildAwsDeps(
-      { resources: false },
-      { [ENV.resourcesTable]: "resources-x", [ENV.eventRetentionDays]: "2" },
-    );
+    const deps = buildAwsDeps([tables], { [ENV.resourcesTable]: "resources-x", [ENV.eventRetentionDays]: "2" });
 
     await expect(deps.workflows.getWorkflow("p_x")).resolves.toBeUndefined();
     expect(ddb.commandCalls(GetCommand)[0]?.args[0].input).toEqual({

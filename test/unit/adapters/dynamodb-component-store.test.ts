@@ -4,7 +4,7 @@ import { DynamoDBClient, TransactionCanceledException } from "@aws-sdk/client-dy
 import { DynamoDBDocumentClient, GetCommand, QueryCommand, TransactWriteCommand } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbComponentStore } from "#adapters/aws/dynamodb-component-store";
 import type { ComponentRecord } from "#core/component-model";
 

@@ -14,7 +14,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbEventStore, visibleSegments } from "#adapters/aws/dynamodb-event-store";
 import { MAX_STORED_EVENT_BYTES } from "#adapters/aws/table-design";
 import type { NewEvent } from "#core/component-model";

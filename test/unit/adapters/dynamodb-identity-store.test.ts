@@ -15,7 +15,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbIdentityStore } from "#adapters/aws/dynamodb-identity-store";
 import type { NewAccount, Workspace } from "#core/identity";
 

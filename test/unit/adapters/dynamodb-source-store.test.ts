@@ -9,7 +9,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbSourceStore } from "#adapters/aws/dynamodb-source-store";
 import type { SourceRecord } from "#core/component-model";
 import { cancelled, failedAt, transactionItems } from "../../support/dynamodb-requests.ts";

@@ -9,7 +9,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbWorkflowRunStore, fitRunRecord } from "#adapters/aws/dynamodb-workflow-run-store";
 import type { RunLogRecord, WorkflowRun } from "#core/workflow-model";
 

@@ -8,7 +8,7 @@ import {
 } from "@aws-sdk/lib-dynamodb";
 import { mockClient } from "aws-sdk-client-mock";
 import { beforeEach, describe, expect, it } from "vitest";
-import { documentClient } from "#adapters/aws/composition";
+import { documentClient } from "#adapters/aws/dynamodb-client";
 import { DynamoDbWorkflowStore } from "#adapters/aws/dynamodb-workflow-store";
 import type { HttpTriggerRecord, WorkflowRecord } from "#core/workflow-model";
 import { cancelled, failedAt, transactionItems } from "../../support/dynamodb-requests.ts";

@@ -10,6 +10,8 @@ import { DynamoDBDocumentClient, GetCommand, QueryCommand } from "@aws-sdk/lib-d
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
+import { part as delays } from "#adapters/aws/parts/delays";
+import { part as tables } from "#adapters/aws/parts/tables";
 import { atExpression, delayedEmitScheduleName, SchedulerDelayedEmits } from "#adapters/aws/scheduler-delayed-emits";
 import { SqliteDelayedEmits } from "#adapters/local/sqlite-delayed-emits";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
@@ -289,7 +291,7 @@ describe("the AWS composition's delayed emits", () => {
   it("holds delayed emits in the resources table, and schedules them only where the deliverer is named", async () => {
     ddb.reset();
     ddb.on(QueryCommand).resolves({ Count: 3 });
-    const deps = buildAwsDeps({ resources: true }, scheduling);
+    const deps = buildAwsDeps([tables, delays], scheduling);
     await expect(deps.delayedEmits?.countPending("dc_x")).resolves.toBe(3);
     expect(ddb.commandCalls(QueryCommand)[0]?.args[0].input).toMatchObject({
       TableName: "resources-x",
@@ -297,10 +299,10 @@ describe("the AWS composition's delayed emits", () => {
       ExpressionAttributeValues: { ":pk": "DLY#dc_x", ":prefix": "IN#" },
       Select: "COUNT",
     });
-    const cancelOnly = buildAwsDeps(
-      { resources: true },
-      { [ENV.resourcesTable]: "resources-x", [AWS_COMPUTE_ENV.scheduleGroup]: "sluice-dev" },
-    );
+    const cancelOnly = buildAwsDeps([tables, delays], {
+      [ENV.resourcesTable]: "resources-x",
+      [AWS_COMPUTE_ENV.scheduleGroup]: "sluice-dev",
+    });
     const entry = { sourceId: "dc_x", inEventId: "5-0", dueMs: 0, channel: "", event: 1, meta: {} };
     await expect(cancelOnly.delayedEmits?.add([entry])).rejects.toThrow(/deployed without the deliverer's ARN/);
   });
@@ -308,7 +310,7 @@ describe("the AWS composition's delayed emits", () => {
   it("lets the deliverer, deployed with the table alone, read the row a schedule names", async () => {
     ddb.reset();
     ddb.on(GetCommand).resolves({});
-    const deps = buildAwsDeps({ resources: true }, { [ENV.resourcesTable]: "resources-x" });
+    const deps = buildAwsDeps([tables, delays], { [ENV.resourcesTable]: "resources-x" });
     // No row (delivered or cancelled): nothing to emit, and no failure for Lambda to retry.
     await delayedEmitDeliverer(async () => deps)({ sourceId: "dc_x", inEventId: "1790000000000-2" });
     expect(ddb.commandCalls(GetCommand).map((call) => call.args[0].input)).toEqual([

@@ -1,0 +1,24 @@
+import { SQSClient } from "@aws-sdk/client-sqs";
+import { type AwsPart, lazy, required } from "../composition.ts";
+import { SqsDeliveryQueue } from "../sqs-delivery-queue.ts";
+
+/** Queueing webhook deliveries (the SQS FIFO delivery queue): functions that queue deliveries. */
+export const part: AwsPart = {
+  name: "deliveries",
+  build({ compute, client }) {
+    return {
+      deliveries: lazy(
+        "the delivery queue",
+        () =>
+          new SqsDeliveryQueue({
+            sqs: client("sqs", () => new SQSClient({})),
+            queueUrl: required(
+              compute.deliveryQueueUrl,
+              "the delivery queue",
+              "the delivery queue's URL (access.deliveries)",
+            ),
+          }),
+      ),
+    };
+  },
+};

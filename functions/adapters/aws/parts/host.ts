@@ -1,0 +1,57 @@
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { LambdaClient } from "@aws-sdk/client-lambda";
+import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
+import { bundledNpmCli } from "#adapters/npm/npm-cli";
+import { NPM_HOME_FOLDER } from "#adapters/npm/package-cache";
+import { type AwsPart, lazy } from "../composition.ts";
+import { LambdaComponentHost } from "../lambda-component-host.ts";
+import { componentBundler, loadEsbuild } from "../source-bundle.ts";
+
+/**
+ * The component host (Lambda): functions that run sources, and, deployed with the settings to
+ * manage them (`access.compute` routes), bundle and deploy them.
+ */
+export const part: AwsPart = {
+  name: "host",
+  build({ compute, log, taskRoot, client }) {
+    const npmCache = join(tmpdir(), "sluice-npm");
+    return {
+      host: lazy(
+        "the component host",
+        () =>
+          new LambdaComponentHost({
+            lambda: client("lambda", () => new LambdaClient({})),
+            stage: compute.stage,
+            invocationTimeoutMs: compute.runtime.invocationTimeoutMs,
+            log,
+            ...(compute.manage
+              ? {
+                  deploy: {
+                    sourceRoleArn: compute.manage.sourceRoleArn,
+                    runtimeLayerArn: compute.manage.runtimeLayerArn,
+                    describerFunction: compute.manage.describerFunction,
+                    logGroup: compute.manage.sourceLogGroup,
+                    bundle: componentBundler({
+                      esbuild: () => loadEsbuild("wasm"),
+                      plugins: [
+                        npmPackagesPlugin({
+                          shippedPackagesDir: join(taskRoot, "node_modules"),
+                          // Lambda has no npm of its own: the bundled CLI installs under /tmp.
+                          cacheDir: npmCache,
+                          npmCli: bundledNpmCli(join(taskRoot, "node_modules")),
+                          npmHome: join(npmCache, NPM_HOME_FOLDER),
+                          // A failure names the package before the API's 30 s limit.
+                          installTimeoutMs: 20_000,
+                          ...(compute.npmRegistry ? { registry: compute.npmRegistry } : {}),
+                        }),
+                      ],
+                    }),
+                  },
+                }
+              : {}),
+          }),
+      ),
+    };
+  },
+};

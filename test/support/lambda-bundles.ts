@@ -1,0 +1,81 @@
+/**
+ * Builds Lambda functions' bundles the way the stack does (`SLUICE_ESBUILD_OPTIONS`), many in one
+ * esbuild run: modules shared by the entries (the AWS SDK, zod, core) are read and parsed once
+ * instead of once per function, as CDK's `NodejsFunction` does. For the bundling test and the
+ * cold-start bench.
+ */
+import { join } from "node:path";
+import { build, type Metafile } from "esbuild";
+import { PROJECT_ROOT, SLUICE_ESBUILD_OPTIONS } from "../../lib/constructs/sluice-function.ts";
+
+export interface FunctionToBundle {
+  /** Entry module, relative to the repository root. */
+  readonly entry: string;
+  /** Imports left out of the bundle. */
+  readonly external: readonly string[];
+}
+
+export interface BuiltBundle {
+  /** The folder holding `index.mjs` and `index.mjs.map`, as in a function's asset. */
+  readonly dir: string;
+  /** The AWS SDK packages whose code is in the bundle (`@aws-sdk/client-dynamodb`, ...), sorted. */
+  readonly sdkPackages: readonly string[];
+  /** Imports the bundle leaves to the runtime. */
+  readonly externalImports: readonly string[];
+}
+
+const SDK_PACKAGE = /(?:^|\/)node_modules\/(@aws-sdk\/[^/]+)\//;
+
+/** Where {@link bundleFunctions} puts the bundle of `entry` under `outdir`. */
+const folderOf = (entry: string) => entry.replace(/\.[cm]?[jt]s$/, "");
+
+/**
+ * One bundle per distinct entry and external list, in one esbuild run per external list, under
+ * `outdir`. Keyed by entry.
+ */
+export async function bundleFunctions(
+  functions: readonly FunctionToBundle[],
+  outdir: string,
+): Promise<Map<string, BuiltBundle>> {
+  const byExternal = new Map<string, Set<string>>();
+  for (const fn of functions) {
+    const key = JSON.stringify([...fn.external].sort());
+    byExternal.set(key, (byExternal.get(key) ?? new Set()).add(fn.entry));
+  }
+  const bundles = new Map<string, BuiltBundle>();
+  for (const [key, entries] of byExternal) {
+    const external = JSON.parse(key) as string[];
+    const result = await build({
+      ...SLUICE_ESBUILD_OPTIONS,
+      mainFields: [...SLUICE_ESBUILD_OPTIONS.mainFields],
+      entryPoints: Object.fromEntries(
+        [...entries].map((entry) => [`${folderOf(entry)}/index`, join(PROJECT_ROOT, entry)]),
+      ),
+      outdir,
+      outExtension: { ".js": ".mjs" },
+      absWorkingDir: PROJECT_ROOT,
+      bundle: true,
+      external,
+      metafile: true,
+      logLevel: "error",
+    });
+    for (const entry of entries) {
+      const dir = join(outdir, folderOf(entry));
+      const output = outputOf(result.metafile, join(dir, "index.mjs"));
+      bundles.set(entry, {
+        dir,
+        sdkPackages: [
+          ...new Set(Object.keys(output.inputs).flatMap((input) => SDK_PACKAGE.exec(input)?.[1] ?? [])),
+        ].sort(),
+        externalImports: [...new Set(output.imports.filter((i) => i.external).map((i) => i.path))].sort(),
+      });
+    }
+  }
+  return bundles;
+}
+
+function outputOf(metafile: Metafile, file: string): Metafile["outputs"][string] {
+  const found = Object.entries(metafile.outputs).find(([path]) => join(PROJECT_ROOT, path) === file);
+  if (!found) throw new Error(`esbuild wrote no ${file}`);
+  return found[1];
+}

@@ -1,0 +1,93 @@
+import { describe, expect, it } from "vitest";
+import { AWS_PART_NAMES, type AwsPart, buildAwsDeps, loadParts } from "#adapters/aws/composition";
+import { part as secrets } from "#adapters/aws/parts/secrets";
+import { part as tables } from "#adapters/aws/parts/tables";
+import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
+import { ENV } from "#config/env";
+import { route as getMe } from "#http/get-me";
+import { awsPartsFor, lambdaHandler } from "#http/lambda";
+import { loadedBy, sourcesUnder } from "../../support/import-boundaries.ts";
+import { REPO_ROOT } from "../../support/local-process.ts";
+
+const tree = sourcesUnder(REPO_ROOT, ["functions"]);
+/** The AWS SDK packages loading `file` loads with it (static imports, followed through the tree). */
+const sdkLoadedBy = (file: string) => [...loadedBy(tree, file)].filter((name) => name.startsWith("@aws-sdk/")).sort();
+
+// Each function's cold start loads the SDK clients of its parts only (docs/aws.md "Cold starts").
+describe("the AWS composition's parts", () => {
+  it("leaves every SDK client to the parts: the composition itself loads none", () => {
+    expect(sdkLoadedBy("functions/adapters/aws/composition.ts")).toEqual([]);
+  });
+
+  it.each([
+    ["tables", ["@aws-sdk/client-dynamodb", "@aws-sdk/lib-dynamodb"]],
+    ["host", ["@aws-sdk/client-lambda"]],
+    ["runs", ["@aws-sdk/client-lambda"]],
+    ["timers", ["@aws-sdk/client-scheduler"]],
+    ["purger", ["@aws-sdk/client-lambda"]],
+    ["secrets", ["@aws-sdk/client-kms"]],
+    ["bus", ["@aws-sdk/client-eventbridge", "@aws-sdk/client-sqs"]],
+    ["deliveries", ["@aws-sdk/client-sqs"]],
+    ["objects", ["@aws-sdk/client-s3"]],
+    ["delays", ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"]],
+  ])("loads for the %s part only %j", async (name, packages) => {
+    expect(sdkLoadedBy(`functions/adapters/aws/parts/${name}.ts`)).toEqual(packages);
+    const [part] = await loadParts({ [name]: () => import(`#adapters/aws/parts/${name}`) });
+    expect(part?.name).toBe(name);
+  });
+
+  it("has a module for every part name, and refuses a part loaded under another's name", async () => {
+    expect(AWS_PART_NAMES).toHaveLength(10);
+    await expect(loadParts({ secrets: async () => ({ part: tables }) })).rejects.toThrow(
+      'the part loaded as "secrets" is the "tables" part',
+    );
+  });
+
+  it("fails a port of a part the function was bundled without at its use, naming the part", async () => {
+    const env = { [ENV.resourcesTable]: "sluice-resources", [AWS_COMPUTE_ENV.secretsKeyArn]: "arn:aws:kms:x" };
+    const deps = buildAwsDeps([tables], env);
+    // Building the composition and passing ports around touch nothing.
+    const { secrets: sealed, runs, host } = deps;
+    expect([sealed, runs, host]).toHaveLength(3);
+    await expect(async () => deps.secrets.seal("plain")).rejects.toThrow(
+      /the secrets port could not be built: this function was bundled without the "secrets" part/,
+    );
+    expect(() => deps.runs.enqueue).toThrow(/without the "runs" part/);
+    // Publishing without the bus part does nothing, as on a function the stack gave no bus.
+    await expect(deps.bus.publish([], { userId: "u_1", workspaceId: "o_1" })).resolves.toBeUndefined();
+    // With the part, the port is there (its client is made on first use).
+    expect(typeof buildAwsDeps([tables, secrets], env).secrets.seal).toBe("function");
+  });
+
+  it("builds without the table's name only when the function has no table part", () => {
+    expect(() => buildAwsDeps([], {})).not.toThrow();
+    expect(() => buildAwsDeps([tables], {})).toThrow(ENV.resourcesTable);
+  });
+});
+
+describe("a route's Lambda entry", () => {
+  it("names the parts its access needs", () => {
+    expect(awsPartsFor({ resources: "read" })).toEqual(["tables"]);
+    expect(awsPartsFor({})).toEqual([]);
+    expect(awsPartsFor({ resources: "write", compute: true, secrets: true })).toEqual([
+      "bus",
+      "delays",
+      "host",
+      "runs",
+      "secrets",
+      "tables",
+      "timers",
+    ]);
+    expect(awsPartsFor({ resources: "write", eventPurges: true })).toEqual(["delays", "purger", "tables"]);
+    expect(awsPartsFor({ resources: "write", deliveries: true })).toEqual(["deliveries", "tables"]);
+  });
+
+  it("refuses parts other than its access needs, when its module is loaded", () => {
+    const part = async () => ({ part: tables as AwsPart });
+    expect(() => lambdaHandler(getMe, {})).toThrow(
+      'Route "get-me" names the AWS parts [], but its access needs [tables]',
+    );
+    expect(() => lambdaHandler(getMe, { tables: part, secrets: part })).toThrow(/\[secrets, tables\]/);
+    expect(typeof lambdaHandler(getMe, { tables: part })).toBe("function");
+  });
+});
