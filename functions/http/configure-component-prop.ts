@@ -8,7 +8,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/components/configure",
   summary: "One page of a prop's options: runs its async options() in the sandbox on the configured props",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "probe" },
   body: configurePropBody,
   response: configurePropResponse,
   run: (deps, { caller, body }) => configureComponentProp(deps, caller, body),

@@ -9,7 +9,7 @@ export const route = defineRoute({
   method: "GET",
   path: "/v1/components/registry/{key}",
   summary: "A component shipped in Sluice's registry, by key",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "describe" },
   params: z.object({ key: z.string().min(1).max(128) }),
   response: single(componentSchema),
   run: async (deps, { params }) => ({ data: componentView(await registryComponent(deps, params.key)) }),

@@ -8,7 +8,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/components/props",
   summary: "The prop set additionalProps() makes on the configured props, merged with the static props",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "probe" },
   body: reloadPropsBody,
   response: reloadPropsResponse,
   run: (deps, { caller, body }) => reloadComponentProps(deps, caller, body),

@@ -75,9 +75,10 @@ export class ApiRouteFunction extends Construct {
     // compute: deploys, runs and removes sources and their timers; secrets: seals and opens secret props;
     // eventPurges: starts the background removal of deleted events; deliveries: queues webhook deliveries.
     const { compute, secrets, eventPurges, deliveries } = route.access;
-    // Running a hook needs the source's secret props opened: deploying routes that open secrets run
-    // hooks, and store and publish the events those emit (the others only bundle and describe).
-    const appendsEvents = Boolean(compute && secrets);
+    // Running a hook needs the source's secret props opened: the routes that deploy or remove
+    // sources run hooks, and store and publish the events those emit (the others only bundle,
+    // describe and probe, and store nothing a probe emits).
+    const appendsEvents = (compute === "deploy" || compute === "remove") && Boolean(secrets);
     if ((compute || secrets) && !props.sources) {
       throw new Error(`Route "${route.name}" needs compute or secrets access, but the stack gave it no SourceCompute`);
     }
@@ -126,7 +127,7 @@ export class ApiRouteFunction extends Construct {
         : {}),
     });
     const fn = this.function.lambdaFunction;
-    if (compute) props.sources!.attachDeployer(fn);
+    if (compute) props.sources!.attachCompute(fn, compute);
     if (secrets) props.sources!.attachSecrets(fn, { seal: true });
     if (eventPurges) props.eventStreaming!.attachPurgeStarter(fn);
     if (appendsEvents) props.eventFanout!.attachPublisher(fn);

@@ -13,6 +13,7 @@ import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
+import type { ComputeAccess } from "#http/route";
 import { esbuildCode } from "./esbuild-code.ts";
 import { SluiceFunction } from "./sluice-function.ts";
 
@@ -54,7 +55,7 @@ export interface SourceComputeProps {
  * shared log group, the describer, the internal functions (HTTP interface, source runner, timer
  * invoker), the queue of runs that failed every try, the catch-all routes
  * `ANY /http/{key}[/{proxy+}]`, the schedule group and the role EventBridge Scheduler invokes timers
- * with. `attachDeployer`, `attachRunner`, `attachRunQueuer` and `attachSecrets` give other functions
+ * with. `attachCompute`, `attachRunner`, `attachRunQueuer` and `attachSecrets` give other functions
  * exactly the permissions and settings they need.
  */
 export class SourceCompute extends Construct {
@@ -188,7 +189,8 @@ export class SourceCompute extends Construct {
       // The API's base URL without a trailing slash: endpoints are `<url>/http/<key>`.
       fn.addEnvironment(ENV.publicUrl, props.httpApi.apiEndpoint);
       this.attachRunner(fn);
-      this.attachSecrets(fn, { seal: false });
+      // Open secret props; seal the grant a run with data stores reaches them with (grantDataStores).
+      this.attachSecrets(fn, { seal: true });
     }
 
     const integration = new HttpLambdaIntegration("HttpInterfaceIntegration", this.httpInterface.lambdaFunction);
@@ -221,16 +223,9 @@ export class SourceCompute extends Construct {
    * caller gives.
    */
   attachRunner(fn: LambdaFunction): void {
-    fn.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["lambda:InvokeFunction", "lambda:GetFunction"],
-        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
-      }),
-    );
+    this.#attachInvoker(fn, [this.sourceFunctionsArn, this.workflowFunctionsArn]);
     // The runner itself queues nothing (and naming itself would be a reference cycle).
     if (fn !== this.sourceRunner.lambdaFunction) this.attachRunQueuer(fn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
-    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
   }
 
   /** A function that queues runs (`LambdaRunQueue`): may invoke the source runner, and learns its name. */
@@ -240,24 +235,63 @@ export class SourceCompute extends Construct {
   }
 
   /**
-   * A function that deploys sources and workflows (`access.compute` routes): everything
-   * {@link attachRunner} gives, plus creating, updating and deleting their functions (with the
-   * runtime layer and the source role only: a workflow's function has the same logging-only role), the describer, the timers' schedules, and the npm registry to install from.
+   * A route function with `access.compute` at `level` (functions/http/route.ts) gets exactly what
+   * that level does on AWS, and nothing of the levels above it:
+   *
+   * - `describe`: invoke the describer (after bundling, with the npm registry to install from);
+   * - `probe`: also create and update source functions (`dc_` only: a probe is a source), with the
+   *   runtime layer and the source role, and invoke them;
+   * - `remove`: invoke source and workflow functions (their `deactivate` hooks), delete them and
+   *   their timers' schedules;
+   * - `deploy`: all of the above on source and workflow functions, and create and update schedules
+   *   with the scheduler role.
+   *
+   * None of them queues runs: hooks run in the request, and what they emit is published.
    */
-  attachDeployer(fn: LambdaFunction): void {
-    this.attachRunner(fn);
-    const stack = Stack.of(this);
+  attachCompute(fn: LambdaFunction, level: ComputeAccess): void {
+    if (level !== "remove") this.#attachDescriber(fn);
+    if (level === "describe") return;
+    const functions =
+      level === "probe" ? [this.sourceFunctionsArn] : [this.sourceFunctionsArn, this.workflowFunctionsArn];
+    this.#attachInvoker(fn, functions);
+    if (level === "probe" || level === "deploy") this.#attachFunctionCreator(fn, functions);
+    if (level === "remove" || level === "deploy") {
+      fn.addToRolePolicy(new PolicyStatement({ actions: ["lambda:DeleteFunction"], resources: functions }));
+      this.#attachSchedules(fn, level === "deploy" ? "manage" : "delete");
+    }
+  }
+
+  /** Invoke `functions` and wait for them (`GetFunction`); the stage and time limit that name and bound them. */
+  #attachInvoker(fn: LambdaFunction, functions: string[]): void {
+    fn.addToRolePolicy(
+      new PolicyStatement({ actions: ["lambda:InvokeFunction", "lambda:GetFunction"], resources: functions }),
+    );
+    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
+    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
+  }
+
+  /** Read components' metadata: invoke the describer, and install their npm packages from the registry. */
+  #attachDescriber(fn: LambdaFunction): void {
+    this.describer.grantInvoke(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.describerFunction, this.describer.functionName);
+    if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);
+  }
+
+  /**
+   * Create and update `functions` with the runtime layer and the source role only (a workflow's
+   * function has the same logging-only role), and the settings they are created with.
+   */
+  #attachFunctionCreator(fn: LambdaFunction, functions: string[]): void {
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: [
           "lambda:CreateFunction",
           "lambda:UpdateFunctionCode",
           "lambda:UpdateFunctionConfiguration",
-          "lambda:DeleteFunction",
           // CreateFunction with tags needs it.
           "lambda:TagResource",
         ],
-        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
+        resources: functions,
       }),
     );
     // Creating a function with a layer needs read access to that layer version.
@@ -271,10 +305,23 @@ export class SourceCompute extends Construct {
         conditions: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
       }),
     );
-    this.describer.grantInvoke(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.sourceRoleArn, this.sourceRole.roleArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.runtimeLayerArn, this.runtimeLayer.layerVersionArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.sourceLogGroup, this.sourceLogGroup.logGroupName);
+  }
+
+  /**
+   * The timers' schedules of the group: deleted only (`delete`), or also created and updated with
+   * the scheduler role (`manage`). Both learn the schedules' settings, which name, not grant.
+   */
+  #attachSchedules(fn: LambdaFunction, rights: "delete" | "manage"): void {
+    const stack = Stack.of(this);
     fn.addToRolePolicy(
       new PolicyStatement({
-        actions: ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"],
+        actions:
+          rights === "manage"
+            ? ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"]
+            : ["scheduler:DeleteSchedule"],
         resources: [
           stack.formatArn({
             service: "scheduler",
@@ -285,21 +332,18 @@ export class SourceCompute extends Construct {
         ],
       }),
     );
-    fn.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["iam:PassRole"],
-        resources: [this.schedulerRole.roleArn],
-        conditions: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
-      }),
-    );
-    fn.addEnvironment(AWS_COMPUTE_ENV.sourceRoleArn, this.sourceRole.roleArn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.runtimeLayerArn, this.runtimeLayer.layerVersionArn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.sourceLogGroup, this.sourceLogGroup.logGroupName);
-    fn.addEnvironment(AWS_COMPUTE_ENV.describerFunction, this.describer.functionName);
+    if (rights === "manage") {
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ["iam:PassRole"],
+          resources: [this.schedulerRole.roleArn],
+          conditions: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
+        }),
+      );
+    }
     fn.addEnvironment(AWS_COMPUTE_ENV.timerInvokerArn, this.timerInvoker.lambdaFunction.functionArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
     fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
-    if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);
   }
 
   /**

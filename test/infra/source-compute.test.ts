@@ -1,9 +1,10 @@
 import { App, Stack } from "aws-cdk-lib";
 import { Annotations, Match, type Template } from "aws-cdk-lib/assertions";
 import { beforeAll, describe, expect, it } from "vitest";
-import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+import { AWS_COMPUTE_ENV, loadAwsComputeConfig, SCHEDULES_ENV, SOURCE_FUNCTIONS_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import type { LogLevel } from "#core/ports/logger";
+import type { ComputeAccess } from "#http/route";
 import { routes } from "#http/routes";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import { failedRunsQueueNameFor } from "../../lib/constructs/source-compute.ts";
@@ -53,6 +54,8 @@ describe("ServiceStack: what sources run on", () => {
   const functions = () => functionsOf(template);
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const computeRoutes = () => routes.filter((route) => route.access.compute);
+  const routesAt = (...levels: ComputeAccess[]) =>
+    routes.filter((route) => route.access.compute && levels.includes(route.access.compute));
   const layerId = () => idOf(service.sources.runtimeLayer);
 
   it("builds the runtime layer for Node.js 22 on arm64 and attaches it to no function of the stack", () => {
@@ -64,9 +67,9 @@ describe("ServiceStack: what sources run on", () => {
     for (const [id, fn] of Object.entries(functions())) expect(fn.Properties.Layers, id).toBeUndefined();
   });
 
-  it("tells every route that deploys sources the layer's version ARN, and no other function", () => {
-    expect(computeRoutes().length).toBeGreaterThan(0);
-    const computeIds = computeRoutes().map((route) => routeFunctionId(route.name));
+  it("tells every route that creates source functions the layer's version ARN, and no other function", () => {
+    expect(routesAt("probe", "deploy").length).toBeGreaterThan(0);
+    const computeIds = routesAt("probe", "deploy").map((route) => routeFunctionId(route.name));
     for (const [id] of Object.entries(functions())) {
       const layer = environmentOf(template, id)[AWS_COMPUTE_ENV.runtimeLayerArn];
       if (computeIds.includes(id)) expect(layer, id).toEqual({ Ref: layerId() });
@@ -101,62 +104,69 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("lets deploying routes manage only sluice-<stage>-dc_* and -p_* functions, with the source role and the layer", () => {
-    for (const route of computeRoutes()) {
-      const statements = statementsOf(template, routeFunctionId(route.name));
-      const on = (action: string) => statementsWith(statements, action);
-      for (const action of [
-        "lambda:CreateFunction",
-        "lambda:UpdateFunctionCode",
-        "lambda:UpdateFunctionConfiguration",
-        "lambda:DeleteFunction",
-        "lambda:TagResource",
-        "lambda:GetFunction",
-      ]) {
-        expect(
-          on(action).map((statement) => statement.Resource),
-          `${route.name} ${action}`,
-        ).toEqual([COMPONENT_FUNCTIONS_ARNS]);
-      }
-      expect(on("lambda:GetLayerVersion").map((statement) => statement.Resource)).toEqual([{ Ref: layerId() }]);
-      expect(on("iam:PassRole").map(({ Resource, Condition }) => ({ Resource, Condition }))).toEqual([
-        {
-          Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
-          Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
-        },
-        {
-          Resource: { "Fn::GetAtt": [idOf(service.sources.schedulerRole), "Arn"] },
-          Condition: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
-        },
-      ]);
-      const scheduleArn = {
-        "Fn::Join": [
-          "",
-          [
-            "arn:",
-            { Ref: "AWS::Partition" },
-            ":scheduler:",
-            { Ref: "AWS::Region" },
-            ":",
-            { Ref: "AWS::AccountId" },
-            ":schedule/",
-            { Ref: idOf(service.sources.scheduleGroup) },
-            "/*",
-          ],
+  it("lets routes create, update and delete only sluice-<stage>-dc_* and -p_* functions, with the source role and the layer", () => {
+    const scheduleArn = {
+      "Fn::Join": [
+        "",
+        [
+          "arn:",
+          { Ref: "AWS::Partition" },
+          ":scheduler:",
+          { Ref: "AWS::Region" },
+          ":",
+          { Ref: "AWS::AccountId" },
+          ":schedule/",
+          { Ref: idOf(service.sources.scheduleGroup) },
+          "/*",
         ],
-      };
-      for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"]) {
-        expect(
-          on(action).map((statement) => statement.Resource),
-          action,
-        ).toEqual([scheduleArn]);
+      ],
+    };
+    const passSourceRole = {
+      Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
+      Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
+    };
+    const passSchedulerRole = {
+      Resource: { "Fn::GetAtt": [idOf(service.sources.schedulerRole), "Arn"] },
+      Condition: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
+    };
+    const describer = JSON.stringify(idOf(service.sources.describer));
+    // What each level may do, on which resources (the exact actions: function-rights.test.ts).
+    const expected: Record<ComputeAccess, { functions: unknown[]; creates: boolean; schedules: unknown[] }> = {
+      describe: { functions: [], creates: false, schedules: [] },
+      probe: { functions: [functionsArn("dc")], creates: true, schedules: [] },
+      remove: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: false, schedules: [scheduleArn] },
+      deploy: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: true, schedules: [scheduleArn] },
+    };
+    for (const route of computeRoutes()) {
+      const level = route.access.compute!;
+      const { functions, creates, schedules } = expected[level];
+      const statements = statementsOf(template, routeFunctionId(route.name));
+      const on = (action: string) => statementsWith(statements, action).map((statement) => statement.Resource);
+      const what = `${route.name} (${level})`;
+      expect(on("lambda:GetFunction"), what).toEqual(functions);
+      for (const action of ["lambda:CreateFunction", "lambda:UpdateFunctionCode", "lambda:TagResource"]) {
+        expect(on(action), `${what} ${action}`).toEqual(creates ? functions : []);
       }
-      // Invoke: source and workflow functions, the run queue's runner and the describer; nothing else.
-      const invokable = on("lambda:InvokeFunction").map((statement) => JSON.stringify(statement.Resource));
-      expect(invokable).toHaveLength(3);
-      expect(invokable).toContain(JSON.stringify(COMPONENT_FUNCTIONS_ARNS));
-      expect(invokable.join()).toContain(idOf(service.sources.sourceRunner.lambdaFunction));
-      expect(invokable.join()).toContain(idOf(service.sources.describer));
+      expect(on("lambda:DeleteFunction"), what).toEqual(level === "remove" || level === "deploy" ? functions : []);
+      expect(on("lambda:GetLayerVersion"), what).toEqual(creates ? [{ Ref: layerId() }] : []);
+      expect(
+        statementsWith(statements, "iam:PassRole").map(({ Resource, Condition }) => ({ Resource, Condition })),
+        what,
+      ).toEqual([...(creates ? [passSourceRole] : []), ...(level === "deploy" ? [passSchedulerRole] : [])]);
+      expect(on("scheduler:DeleteSchedule"), what).toEqual(schedules);
+      for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule"]) {
+        expect(on(action), `${what} ${action}`).toEqual(level === "deploy" ? schedules : []);
+      }
+      // Invoke: the describer (all but remove) and the functions above; never the source runner.
+      const invokable = on("lambda:InvokeFunction").map((resource) => JSON.stringify(resource));
+      expect(
+        invokable.filter((resource) => resource.includes(describer)),
+        what,
+      ).toHaveLength(level === "remove" ? 0 : 1);
+      expect(
+        invokable.filter((resource) => !resource.includes(describer)),
+        what,
+      ).toEqual(functions.map((resource) => JSON.stringify(resource)));
     }
   });
 
@@ -265,7 +275,9 @@ describe("ServiceStack: what sources run on", () => {
       });
       // Run, not deploy: no setting of the deploying routes.
       const environment = environmentOf(template, idOf(fn.lambdaFunction));
-      for (const name of MANAGE_SOURCES_ENV) expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
+      for (const name of [...SOURCE_FUNCTIONS_ENV, ...SCHEDULES_ENV, AWS_COMPUTE_ENV.describerFunction]) {
+        expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
+      }
       expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("lambda:CreateFunction");
       // They run sources and workflows: invoke their functions (and wait for one being updated).
       const statements = statementsOf(template, idOf(fn.lambdaFunction));
@@ -274,8 +286,10 @@ describe("ServiceStack: what sources run on", () => {
           COMPONENT_FUNCTIONS_ARNS,
         );
       }
-      expect(actionsOf(template, idOf(fn.lambdaFunction))).toContain("kms:Decrypt");
-      expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("kms:GenerateDataKey");
+      // They open secret props, and seal the grant of a run with data stores (grantDataStores).
+      expect(actionsOf(template, idOf(fn.lambdaFunction))).toEqual(
+        expect.arrayContaining(["kms:Decrypt", "kms:GenerateDataKey"]),
+      );
     }
   });
 
@@ -342,26 +356,28 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("gives deploying routes every setting the AWS compute config needs, and no npm registry unless asked", () => {
+  it("gives each compute route the settings of its level, and no npm registry unless asked", () => {
     for (const route of computeRoutes()) {
+      const level = route.access.compute!;
       const config = loadAwsComputeConfig(deployedEnvironmentOf(template, routeFunctionId(route.name)));
-      expect(config.manage, route.name).toBeDefined();
-      expect(config.sourceRunnerFunction, route.name).toBeDefined();
-      expect(config.stage).toBe("dev");
+      const what = `${route.name} (${level})`;
+      expect(config.describerFunction !== undefined, what).toBe(level !== "remove");
+      expect(config.functions !== undefined, what).toBe(level === "probe" || level === "deploy");
+      expect(config.schedules !== undefined, what).toBe(level === "remove" || level === "deploy");
+      // Hooks and probes run in the request: none queues runs.
+      expect(config.sourceRunnerFunction, what).toBeUndefined();
+      expect(config.stage, what).toBe(level === "describe" ? "default" : "dev");
       expect(config.npmRegistry).toBeUndefined();
-      expect(environmentOf(template, routeFunctionId(route.name))[AWS_COMPUTE_ENV.scheduleGroup]).toEqual({
-        Ref: idOf(service.sources.scheduleGroup),
-      });
     }
   });
 });
 
 describe("ServiceStack with an npm registry (-c npmRegistry)", () => {
-  it("tells the routes that deploy sources, and no other function, where to install npm packages", () => {
+  it("tells the routes that bundle components, and no other function, where to install npm packages", () => {
     const registry = "https://npm.example.com/mirror/";
     const { service, template } = synthService({ npmRegistry: registry });
     const deploying = routes
-      .filter((route) => route.access.compute)
+      .filter((route) => route.access.compute && route.access.compute !== "remove")
       .map((route) => idOf(service.routeFunctions.get(route.name)!.function.lambdaFunction));
     expect(deploying.length).toBeGreaterThan(0);
     const told = Object.keys(functionsOf(template)).filter((id) => environmentOf(template, id)[ENV.npmRegistry]);

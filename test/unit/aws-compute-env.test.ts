@@ -1,8 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+import { AWS_COMPUTE_ENV, loadAwsComputeConfig, SCHEDULES_ENV, SOURCE_FUNCTIONS_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 
-const manage = Object.fromEntries(MANAGE_SOURCES_ENV.map((name) => [name, `value of ${name}`]));
+const manage = Object.fromEntries(
+  [...SOURCE_FUNCTIONS_ENV, ...SCHEDULES_ENV, AWS_COMPUTE_ENV.describerFunction].map((name) => [
+    name,
+    `value of ${name}`,
+  ]),
+);
 
 /** The error of an invalid configuration: one line per variable, `NAME: reason`, in this order. */
 const naming = (...names: string[]) => new RegExp(names.map((name) => `${name}: `).join("[\\s\\S]*"));
@@ -14,7 +19,9 @@ describe("loadAwsComputeConfig", () => {
       stage: "default",
       sourceRunnerFunction: undefined,
       secretsKeyArn: undefined,
-      manage: undefined,
+      describerFunction: undefined,
+      functions: undefined,
+      schedules: undefined,
       eventPurgerFunction: undefined,
       npmRegistry: undefined,
       stream: { url: undefined, pollIntervalMs: 500, endMarginMs: 5_000 },
@@ -102,11 +109,13 @@ describe("loadAwsComputeConfig", () => {
       sourceRunnerFunction: "runner",
       secretsKeyArn: "arn:aws:kms:eu-west-1:1:key/x",
     });
-    expect(config.manage).toEqual({
+    expect(config.describerFunction).toBe(`value of ${AWS_COMPUTE_ENV.describerFunction}`);
+    expect(config.functions).toEqual({
       sourceRoleArn: `value of ${AWS_COMPUTE_ENV.sourceRoleArn}`,
       runtimeLayerArn: `value of ${AWS_COMPUTE_ENV.runtimeLayerArn}`,
       sourceLogGroup: `value of ${AWS_COMPUTE_ENV.sourceLogGroup}`,
-      describerFunction: `value of ${AWS_COMPUTE_ENV.describerFunction}`,
+    });
+    expect(config.schedules).toEqual({
       timerInvokerArn: `value of ${AWS_COMPUTE_ENV.timerInvokerArn}`,
       schedulerRoleArn: `value of ${AWS_COMPUTE_ENV.schedulerRoleArn}`,
       scheduleGroup: `value of ${AWS_COMPUTE_ENV.scheduleGroup}`,
@@ -114,13 +123,13 @@ describe("loadAwsComputeConfig", () => {
   });
 
   it("names every missing variable of a partly set group, and a bad stage, at once", () => {
-    const { [AWS_COMPUTE_ENV.describerFunction]: _d, [AWS_COMPUTE_ENV.scheduleGroup]: _g, ...partial } = manage;
+    const { [AWS_COMPUTE_ENV.sourceLogGroup]: _l, [AWS_COMPUTE_ENV.scheduleGroup]: _g, ...partial } = manage;
     const env = { ...partial, [AWS_COMPUTE_ENV.stage]: "9bad", [ENV.invocationTimeoutMs]: "soon" };
     expect(() => loadAwsComputeConfig(env)).toThrow(
       naming(
         AWS_COMPUTE_ENV.stage,
         ENV.invocationTimeoutMs,
-        AWS_COMPUTE_ENV.describerFunction,
+        AWS_COMPUTE_ENV.sourceLogGroup,
         AWS_COMPUTE_ENV.scheduleGroup,
       ),
     );

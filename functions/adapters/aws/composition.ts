@@ -206,13 +206,19 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
           stage: compute.stage,
           invocationTimeoutMs: compute.runtime.invocationTimeoutMs,
           log,
-          ...(compute.manage
+          ...(compute.describerFunction
             ? {
                 deploy: {
-                  sourceRoleArn: compute.manage.sourceRoleArn,
-                  runtimeLayerArn: compute.manage.runtimeLayerArn,
-                  describerFunction: compute.manage.describerFunction,
-                  logGroup: compute.manage.sourceLogGroup,
+                  describerFunction: compute.describerFunction,
+                  ...(compute.functions
+                    ? {
+                        functions: {
+                          sourceRoleArn: compute.functions.sourceRoleArn,
+                          runtimeLayerArn: compute.functions.runtimeLayerArn,
+                          logGroup: compute.functions.sourceLogGroup,
+                        },
+                      }
+                    : {}),
                   bundle: componentBundler({
                     esbuild: () => loadEsbuild("wasm"),
                     plugins: [
@@ -234,12 +240,12 @@ export function buildAwsDeps(options: { resources: boolean }, env: Record<string
         }),
     ),
     timers: lazy("the timers", () => {
-      const manage = required(compute.manage, "the timers", "compute access");
+      const schedules = required(compute.schedules, "the timers", "the schedules' settings (access.compute)");
       return new SchedulerTimers({
         scheduler: new SchedulerClient({}),
-        groupName: manage.scheduleGroup,
-        timerInvokerArn: manage.timerInvokerArn,
-        roleArn: manage.schedulerRoleArn,
+        groupName: schedules.scheduleGroup,
+        timerInvokerArn: schedules.timerInvokerArn,
+        roleArn: schedules.schedulerRoleArn,
       });
     }),
     runs: lazy(

@@ -36,14 +36,14 @@ const bundle = async (code: string) => `// bundled\n${code}`;
 const EXPECTED_ZIP = sourceZip(`// bundled\n${SOURCE.code}`);
 const ZIP_SHA_BASE64 = Buffer.from(EXPECTED_ZIP.sha256, "hex").toString("base64");
 
-function host(overrides: { bundle?: (code: string) => Promise<string>; deploy?: null } = {}) {
+function host(overrides: { bundle?: (code: string) => Promise<string>; deploy?: null; describeOnly?: boolean } = {}) {
   let now = 1_000;
   const deploy = {
-    sourceRoleArn: ROLE,
-    runtimeLayerArn: LAYER,
     describerFunction: "sluice-dev-describer",
-    logGroup: LOG_GROUP,
     bundle: overrides.bundle ?? bundle,
+    ...(overrides.describeOnly
+      ? {}
+      : { functions: { sourceRoleArn: ROLE, runtimeLayerArn: LAYER, logGroup: LOG_GROUP } }),
   };
   return new LambdaComponentHost({
     lambda: new LambdaClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
@@ -206,6 +206,27 @@ describe("LambdaComponentHost.prepare", () => {
     await expect(host({ deploy: null }).prepare(SOURCE)).rejects.toThrow(/without the settings to deploy sources/);
     await expect(host({ deploy: null }).describe(SOURCE.code)).rejects.toThrow(/without the settings/);
     expect(lambdaMock.calls()).toHaveLength(0);
+  });
+
+  it("describes but refuses to create functions in a function deployed to describe components only", async () => {
+    const description = {
+      name: "x",
+      type: "source",
+      hooks: [],
+      methods: [],
+      hasRun: true,
+      hasAdditionalProps: false,
+      props: [],
+    };
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ ok: true, description }) as never });
+    const describer = host({ describeOnly: true });
+    await expect(describer.describe(SOURCE.code)).resolves.toMatchObject({ name: "x" });
+    await expect(describer.prepare(SOURCE)).rejects.toThrow(/to describe components only/);
+    await expect(
+      describer.prepareWorkflow({ workflowId: "p_x", ownerId: "o_x", deploymentId: "d_x", steps: [] }),
+    ).rejects.toThrow(/to describe components only/);
+    expect(lambdaMock.commandCalls(InvokeCommand)).toHaveLength(1);
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
   });
 
   it("passes a bundling failure through without touching Lambda", async () => {
@@ -462,6 +483,27 @@ describe("LambdaComponentHost's workflows", () => {
     const update = lambdaMock.commandCalls(UpdateFunctionCodeCommand)[0]!.args[0].input;
     expect(update.FunctionName).toBe(WORKFLOW_NAME);
     expect(Object.keys(unzipSync(update.ZipFile!))).toContain(`steps/${changed.steps[1]!.codeHash}.mjs`);
+  });
+
+  it("describes but refuses to create functions in a function deployed to describe components only", async () => {
+    const description = {
+      name: "x",
+      type: "source",
+      hooks: [],
+      methods: [],
+      hasRun: true,
+      hasAdditionalProps: false,
+      props: [],
+    };
+    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ ok: true, description }) as never });
+    const describer = host({ describeOnly: true });
+    await expect(describer.describe(SOURCE.code)).resolves.toMatchObject({ name: "x" });
+    await expect(describer.prepare(SOURCE)).rejects.toThrow(/to describe components only/);
+    await expect(
+      describer.prepareWorkflow({ workflowId: "p_x", ownerId: "o_x", deploymentId: "d_x", steps: [] }),
+    ).rejects.toThrow(/to describe components only/);
+    expect(lambdaMock.commandCalls(InvokeCommand)).toHaveLength(1);
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
   });
 
   it("passes a bundling failure through without touching Lambda", async () => {
