@@ -11,6 +11,7 @@ import type { EventFanout } from "./event-fanout.ts";
 import type { EventStreaming } from "./event-streaming.ts";
 import { SluiceFunction, withDependencies } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** What the stack needs to know of a manifest route. */
 export type RouteSpec = Pick<AnyRoute, "name" | "method" | "path" | "access">;
@@ -133,16 +134,7 @@ export class ApiRouteFunction extends Construct {
     if (appendsEvents) props.eventFanout!.attachPublisher(fn);
     if (deliveries) props.eventFanout!.attachDeliveryQueuer(fn);
 
-    switch (access) {
-      case "read":
-        resourcesTable.grantReadData(fn);
-        break;
-      case "write":
-        resourcesTable.grantReadWriteData(fn);
-        break;
-      case undefined:
-        break;
-    }
+    if (access) grantTableAccess(resourcesTable, fn, access);
 
     this.routeKey = routeKeyOf(route);
     new HttpRoute(this, "Route", {

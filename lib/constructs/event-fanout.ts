@@ -15,6 +15,7 @@ import { EVENT_DETAIL_TYPE, EVENT_SOURCE, fallbackQueueNameFor, SQS_MAX_MESSAGE_
 import { isBucketName } from "#core/ports/object-sink";
 import { SluiceFunction } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** Time limit of the deliverer: a FIFO batch's deliveries to one webhook go one after the other. */
 const DELIVERER_TIMEOUT = Duration.seconds(90);
@@ -140,7 +141,7 @@ export class EventFanout extends Construct {
     });
     const dispatcherFn = this.dispatcher.lambdaFunction;
     // Reads sources, subscriptions and referenced events; writes nothing.
-    resourcesTable.grantReadData(dispatcherFn);
+    grantTableAccess(resourcesTable, dispatcherFn, "read");
     sources.attachRunQueuer(dispatcherFn);
     this.attachDeliveryQueuer(dispatcherFn);
     // A dispatch is repeatable (its deliveries are deduplicated): retried twice, then kept.
@@ -182,7 +183,7 @@ export class EventFanout extends Construct {
     });
     const delivererFn = this.deliverer.lambdaFunction;
     // Reads webhooks, stores dead letters.
-    resourcesTable.grantReadWriteData(delivererFn);
+    grantTableAccess(resourcesTable, delivererFn, "write");
     sources.attachSecrets(delivererFn, { seal: false });
     delivererFn.addToRolePolicy(
       new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.retryQueue.queueArn] }),

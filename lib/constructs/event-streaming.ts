@@ -14,6 +14,7 @@ import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV, STREAM_END_MARGIN_DEFAULT_MS, STREAM_POLL_DEFAULT_MS } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { SluiceFunction } from "./sluice-function.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** Where the HTTP API's `GET /sources/{id}/sse` points clients (the spec's stream address, no `/v1`). */
 export const SSE_ROUTE_PATH = "/sources/{id}/sse";
@@ -90,7 +91,7 @@ export class EventStreaming extends Construct {
     if (props.maxStreams !== undefined) {
       (streamFn.node.defaultChild as CfnFunction).reservedConcurrentExecutions = props.maxStreams;
     }
-    resourcesTable.grantReadData(streamFn);
+    grantTableAccess(resourcesTable, streamFn, "read");
     this.streamFunctionUrl = streamFn.addFunctionUrl({
       // Public like the HTTP API: the function refuses requests without a valid key (401).
       authType: FunctionUrlAuthType.NONE,
@@ -127,7 +128,7 @@ export class EventStreaming extends Construct {
       environment: { [ENV.resourcesTable]: resourcesTable.tableName },
       logRetention: props.logRetention,
     });
-    resourcesTable.grantReadWriteData(this.eventPurger.lambdaFunction);
+    grantTableAccess(resourcesTable, this.eventPurger.lambdaFunction, "write");
     // The purge is idempotent: a failed one (throttling, a timeout) is retried; events stay hidden meanwhile.
     this.eventPurger.lambdaFunction.configureAsyncInvoke({ retryAttempts: 2 });
   }

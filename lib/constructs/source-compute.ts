@@ -16,6 +16,7 @@ import { SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import type { ComputeAccess } from "#http/route";
 import { esbuildCode } from "./esbuild-code.ts";
 import { SluiceFunction } from "./sluice-function.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** The file the source functions' entry imports: `/opt/nodejs/sluice-runtime.mjs` once the layer is unpacked. */
 export const RUNTIME_LAYER_FILE = "nodejs/sluice-runtime.mjs";
@@ -184,7 +185,7 @@ export class SourceCompute extends Construct {
     this.timerInvoker.lambdaFunction.configureAsyncInvoke({ retryAttempts: 0 });
     for (const { lambdaFunction: fn } of [this.httpInterface, this.sourceRunner, this.timerInvoker]) {
       // What a route function gets from its `access.resources: "write"` (ApiRouteFunction).
-      props.resourcesTable.grantReadWriteData(fn);
+      grantTableAccess(props.resourcesTable, fn, "write");
       fn.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
       // The API's base URL without a trailing slash: endpoints are `<url>/http/<key>`.
       fn.addEnvironment(ENV.publicUrl, props.httpApi.apiEndpoint);
