@@ -13,6 +13,7 @@ import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE, fallbackQueueNameFor, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import { isBucketName } from "#core/ports/object-sink";
+import { MAX_DELIVERY_CONCURRENCY_DEFAULT } from "../stack-settings.ts";
 import { SluiceFunction } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 import { grantTableAccess } from "./table-access.ts";
@@ -38,6 +39,12 @@ export interface EventFanoutProps {
   readonly stage: string;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /**
+   * At most this many deliverer invocations at once per delivery queue (the delivery queue and the
+   * retry queue each; SQS event sources' `MaximumConcurrency`, 2 to 1000): bounds the load on the
+   * table and the account's concurrency when a backlog drains. @default MAX_DELIVERY_CONCURRENCY_DEFAULT (10)
+   */
+  readonly maxDeliveryConcurrency?: number;
   /**
    * Buckets a workflow's `$.send.s3` may write to (`-c s3Buckets=a,b`): the deliverer may put
    * objects in them, and every function that applies runs learns them (`SLUICE_S3_BUCKETS`).
@@ -188,11 +195,23 @@ export class EventFanout extends Construct {
     delivererFn.addToRolePolicy(
       new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.retryQueue.queueArn] }),
     );
+    const maxConcurrency = props.maxDeliveryConcurrency ?? MAX_DELIVERY_CONCURRENCY_DEFAULT;
+    if (!Number.isInteger(maxConcurrency) || maxConcurrency < 2 || maxConcurrency > 1000) {
+      throw new Error(`Invalid maxDeliveryConcurrency ${maxConcurrency}: use a whole number from 2 to 1000.`);
+    }
     delivererFn.addEventSource(
-      new SqsEventSource(this.deliveryQueue, { batchSize: DELIVERY_BATCH_SIZE, reportBatchItemFailures: true }),
+      new SqsEventSource(this.deliveryQueue, {
+        batchSize: DELIVERY_BATCH_SIZE,
+        reportBatchItemFailures: true,
+        maxConcurrency,
+      }),
     );
     delivererFn.addEventSource(
-      new SqsEventSource(this.retryQueue, { batchSize: RETRY_BATCH_SIZE, reportBatchItemFailures: true }),
+      new SqsEventSource(this.retryQueue, {
+        batchSize: RETRY_BATCH_SIZE,
+        reportBatchItemFailures: true,
+        maxConcurrency,
+      }),
     );
 
     // The functions that run sources and workflows store their events, and queue the deliveries

@@ -75,7 +75,8 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
       Timeout: 900,
       MemorySize: 256,
     });
-    expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    // MAX_STREAMS_DEFAULT: without a cap, open streams could take the account's whole concurrency.
+    expect(fn.Properties.ReservedConcurrentExecutions).toBe(50);
     expect(environmentOf(template, streamId())).toEqual({
       [ENV.resourcesTable]: tableName(),
       [AWS_COMPUTE_ENV.streamPollMs]: "500",

@@ -1,11 +1,21 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Template } from "aws-cdk-lib/assertions";
+import { App, Stack } from "aws-cdk-lib";
+import { Template } from "aws-cdk-lib/assertions";
+import { HttpApi } from "aws-cdk-lib/aws-apigatewayv2";
+import { AttributeType, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import type { IConstruct } from "constructs";
 import { beforeAll, describe, expect, it } from "vitest";
 import { routes } from "#http/routes";
+import { EventStreaming } from "../../lib/constructs/event-streaming.ts";
 import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
+import {
+  LOG_RETENTION_DEFAULT_DAYS,
+  logRetentionOf,
+  MAX_DELIVERY_CONCURRENCY_DEFAULT,
+  MAX_STREAMS_DEFAULT,
+} from "../../lib/stack-settings.ts";
 import {
   actionsOfRow,
   type FunctionRights,
@@ -23,6 +33,17 @@ import {
   statementsOf,
   synthService,
 } from "./service-template.ts";
+
+const reservedOf = (template: Template, functionId: string): unknown =>
+  functionsOf(template)[functionId]?.Properties.ReservedConcurrentExecutions;
+
+/** The `MaximumConcurrency` of each SQS event source of a function. */
+const deliveryConcurrencyOf = (template: Template, functionId: string): unknown[] =>
+  (
+    Object.values(
+      template.findResources("AWS::Lambda::EventSourceMapping", { Properties: { FunctionName: { Ref: functionId } } }),
+    ) as Resource[]
+  ).map((mapping) => mapping.Properties.ScalingConfig?.MaximumConcurrency);
 
 describe("ServiceStack: the rights of each function", () => {
   let service: ServiceStack;
@@ -104,6 +125,22 @@ describe("ServiceStack: the rights of each function", () => {
     }
   });
 
+  it("keeps every log group 30 days by default, caps streams at 50 and each delivery queue's deliverer invocations at 10", () => {
+    const groups = Object.values(template.findResources("AWS::Logs::LogGroup")) as Resource[];
+    expect(groups.length).toBeGreaterThan(Object.keys(functionsOf(template)).length);
+    for (const group of groups) expect(group.Properties.RetentionInDays).toBe(LOG_RETENTION_DEFAULT_DAYS);
+    expect(reservedOf(template, idOf(service.eventStreaming.streamFunction.lambdaFunction))).toBe(MAX_STREAMS_DEFAULT);
+    expect(deliveryConcurrencyOf(template, idOf(service.eventFanout.deliverer.lambdaFunction))).toEqual([
+      MAX_DELIVERY_CONCURRENCY_DEFAULT,
+      MAX_DELIVERY_CONCURRENCY_DEFAULT,
+    ]);
+    // Only the stream function reserves concurrency.
+    const reserving = Object.entries(functionsOf(template)).filter(
+      ([, fn]) => fn.Properties.ReservedConcurrentExecutions,
+    );
+    expect(reserving.map(([id]) => id)).toEqual([idOf(service.eventStreaming.streamFunction.lambdaFunction)]);
+  });
+
   it("is the table docs/aws.md shows", () => {
     const docs = readFileSync(join(PROJECT_ROOT, "docs/aws.md"), "utf8");
     const byName = new Map(routes.map((route) => [route.name, route]));
@@ -113,6 +150,36 @@ describe("ServiceStack: the rights of each function", () => {
     });
     // On a mismatch, the message shows the table to paste into docs/aws.md.
     expect(docs.includes(table), `docs/aws.md should contain:\n\n${table}\n`).toBe(true);
+  });
+});
+
+describe("ServiceStack with -c logRetentionDays, maxStreams and maxDeliveryConcurrency", () => {
+  it("keeps logs, reserves stream concurrency and caps deliveries as told", () => {
+    const { service, template } = synthService({
+      logRetention: logRetentionOf("7"),
+      maxStreams: 200,
+      maxDeliveryConcurrency: 25,
+    });
+    const groups = Object.values(template.findResources("AWS::Logs::LogGroup")) as Resource[];
+    for (const group of groups) expect(group.Properties.RetentionInDays).toBe(7);
+    expect(reservedOf(template, idOf(service.eventStreaming.streamFunction.lambdaFunction))).toBe(200);
+    expect(deliveryConcurrencyOf(template, idOf(service.eventFanout.deliverer.lambdaFunction))).toEqual([25, 25]);
+  });
+
+  it("reserves nothing for the stream with maxStreams unreserved, and refuses values Lambda or SQS would", () => {
+    // EventStreaming alone: a whole stack's template is not needed to see its function.
+    const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
+    const stack = new Stack(app, "Streams");
+    new EventStreaming(stack, "EventStreaming", {
+      httpApi: new HttpApi(stack, "Api"),
+      resourcesTable: new TableV2(stack, "Table", { partitionKey: { name: "pk", type: AttributeType.STRING } }),
+      maxStreams: "unreserved",
+    });
+    const functions = Object.values(functionsOf(Template.fromStack(stack)));
+    expect(functions.length).toBeGreaterThan(0);
+    for (const fn of functions) expect(fn.Properties.ReservedConcurrentExecutions).toBeUndefined();
+    expect(() => synthService({ maxStreams: 0 })).toThrow(/Invalid maxStreams 0/);
+    expect(() => synthService({ maxDeliveryConcurrency: 1 })).toThrow(/Invalid maxDeliveryConcurrency 1/);
   });
 });
 
