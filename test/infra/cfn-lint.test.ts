@@ -71,7 +71,9 @@ describe("cfn-lint over the synthesized templates", () => {
       (match) => `${match.Level} ${match.Rule.Id} ${match.Location.Path.join("/")}: ${match.Message}`,
     );
     expect(found).toEqual([]);
-  });
+    // cfn-lint needs about 10 s of CPU here (schema validation in Python), which takes two or three
+    // times as long when the machine's two cores are shared: beyond the default 30 s.
+  }, 120_000);
 });
 
 /** cfn-lint's findings; it exits non-zero when it has any (2 errors, 4 warnings, 8 informational). */
