@@ -485,27 +485,6 @@ describe("LambdaComponentHost's workflows", () => {
     expect(Object.keys(unzipSync(update.ZipFile!))).toContain(`steps/${changed.steps[1]!.codeHash}.mjs`);
   });
 
-  it("describes but refuses to create functions in a function deployed to describe components only", async () => {
-    const description = {
-      name: "x",
-      type: "source",
-      hooks: [],
-      methods: [],
-      hasRun: true,
-      hasAdditionalProps: false,
-      props: [],
-    };
-    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ ok: true, description }) as never });
-    const describer = host({ describeOnly: true });
-    await expect(describer.describe(SOURCE.code)).resolves.toMatchObject({ name: "x" });
-    await expect(describer.prepare(SOURCE)).rejects.toThrow(/to describe components only/);
-    await expect(
-      describer.prepareWorkflow({ workflowId: "p_x", ownerId: "o_x", deploymentId: "d_x", steps: [] }),
-    ).rejects.toThrow(/to describe components only/);
-    expect(lambdaMock.commandCalls(InvokeCommand)).toHaveLength(1);
-    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
-  });
-
   it("passes a bundling failure through without touching Lambda", async () => {
     const failing = host({ bundle: async () => Promise.reject(new Error("cannot install left-pad")) });
     await expect(failing.prepareWorkflow(WORKFLOW)).rejects.toThrow("cannot install left-pad");
