@@ -10,7 +10,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/sources",
   summary: "Deploy a component as an event source: deploy() and activate() run, its timer starts",
-  access: { resources: "write", compute: "deploy", secrets: true },
+  access: { resources: "write", compute: "deploy", secrets: "seal" },
   query: workspaceChoiceQuery,
   body: z.object({
     ...componentChoiceFields,

@@ -11,7 +11,7 @@ export const route = defineRoute({
   path: "/v1/workflows",
   summary:
     "Create a workflow: its steps' code is saved and built, its triggers stored (inactive unless settings.auto_deploy)",
-  access: { resources: "write", compute: "deploy", secrets: true },
+  access: { resources: "write", compute: "deploy", secrets: "seal" },
   query: workspaceChoiceQuery,
   body: createWorkflowBody,
   response: single(workflowSchema),

@@ -8,7 +8,7 @@ export const route = defineRoute({
   method: "DELETE",
   path: "/v1/sources/{id}",
   summary: "Delete a source: deactivate() runs, then the source, its timer, code and events are removed",
-  access: { resources: "write", compute: "remove", secrets: true },
+  access: { resources: "write", compute: "remove", secrets: "seal" },
   params: sourceIdParams,
   response: single(deletedSchema),
   run: async (deps, { caller, params }) => ({ data: await deleteSource(deps, caller, params.id) }),

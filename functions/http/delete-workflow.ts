@@ -10,7 +10,7 @@ export const route = defineRoute({
   path: "/v1/workflows/{workflow_id}",
   summary: "Delete a workflow with the sources it deployed, its subscriptions, events, runs and deployment",
   // Deleting a source the workflow deployed runs its deactivate() with its (opened) props.
-  access: { resources: "write", compute: "remove", secrets: true },
+  access: { resources: "write", compute: "remove", secrets: "seal" },
   params: workflowIdParams,
   response: single(deletedSchema),
   run: async (deps, { caller, params }) => ({ data: await deleteWorkflow(deps, caller, params.workflow_id) }),

@@ -43,8 +43,11 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
      * - `deploy`: creates, updates, runs the hooks of and deletes sources, workflows and their timers.
      */
     compute?: ComputeAccess;
-    /** Seals or opens secret prop values (KMS on AWS). */
-    secrets?: boolean;
+    /**
+     * Opens secrets (`open`: KMS decrypt on AWS), or seals and opens them (`seal`): secret prop
+     * values, webhook signing secrets, data store grants.
+     */
+    secrets?: "open" | "seal";
     /** Starts the background purge of deleted events (invokes the event-purger function on AWS). */
     eventPurges?: boolean;
     /** Queues webhook deliveries (sends to the FIFO delivery queue on AWS): dead-letter replays. */

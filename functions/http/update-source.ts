@@ -9,7 +9,7 @@ export const route = defineRoute({
   method: "PUT",
   path: "/v1/sources/{id}",
   summary: "Update a source: deactivate() runs, code, props, name and active are swapped, activate() runs",
-  access: { resources: "write", compute: "deploy", secrets: true },
+  access: { resources: "write", compute: "deploy", secrets: "seal" },
   params: sourceIdParams,
   body: z.object({
     ...componentChoiceFields,

@@ -9,7 +9,7 @@ export const route = defineRoute({
   method: "PUT",
   path: "/v1/workflows/{workflow_id}",
   summary: "Activate or deactivate a workflow (active), rename it, or replace its steps or triggers",
-  access: { resources: "write", compute: "deploy", secrets: true },
+  access: { resources: "write", compute: "deploy", secrets: "seal" },
   params: workflowIdParams,
   body: updateWorkflowBody,
   response: single(workflowSchema),

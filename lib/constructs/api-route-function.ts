@@ -129,7 +129,7 @@ export class ApiRouteFunction extends Construct {
     });
     const fn = this.function.lambdaFunction;
     if (compute) props.sources!.attachCompute(fn, compute);
-    if (secrets) props.sources!.attachSecrets(fn, { seal: true });
+    if (secrets) props.sources!.attachSecrets(fn, { seal: secrets === "seal" });
     if (eventPurges) props.eventStreaming!.attachPurgeStarter(fn);
     if (appendsEvents) props.eventFanout!.attachPublisher(fn);
     if (deliveries) props.eventFanout!.attachDeliveryQueuer(fn);

@@ -101,7 +101,9 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   ),
   // Invokes the event purger.
   writes("delete-source-events", ["lambda:InvokeFunction"]),
-  ...["create-webhook", "rotate-webhook-secret", "serve-data-store-call"].map((name) => writes(name, SEALS)),
+  ...["create-webhook", "rotate-webhook-secret"].map((name) => writes(name, SEALS)),
+  // Public (the grant is the key): opens grants, seals nothing.
+  writes("serve-data-store-call", ["kms:Decrypt"]),
   ...[
     "delete-webhook",
     "create-subscription",
