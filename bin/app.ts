@@ -4,6 +4,7 @@ import { STAGE_PATTERN, STAGE_RULE } from "#config/aws-compute-env";
 import type { LogLevel } from "#core/ports/logger";
 import { bucketList } from "#core/ports/object-sink";
 import { ServiceStack } from "../lib/service-stack.ts";
+import { intContext, logRetentionOf } from "../lib/stack-settings.ts";
 import { StatefulStack } from "../lib/stateful-stack.ts";
 
 const app = new App();
@@ -34,6 +35,16 @@ const registryDir: unknown = app.node.tryGetContext("registryDir");
 if (registryDir !== undefined && typeof registryDir !== "string") {
   throw new Error(`Invalid registryDir ${JSON.stringify(registryDir)}: use the path of a folder.`);
 }
+// `-c logRetentionDays=90`, `-c maxStreams=100` (or `unreserved`), `-c maxDeliveryConcurrency=20`:
+// defaults and rules in lib/stack-settings.ts.
+const logRetention = logRetentionOf(app.node.tryGetContext("logRetentionDays"));
+const maxStreamsValue: unknown = app.node.tryGetContext("maxStreams");
+const maxStreams =
+  maxStreamsValue === "unreserved" ? "unreserved" : intContext(maxStreamsValue, "maxStreams", { min: 1, max: 10_000 });
+const maxDeliveryConcurrency = intContext(app.node.tryGetContext("maxDeliveryConcurrency"), "maxDeliveryConcurrency", {
+  min: 2,
+  max: 1000,
+});
 const prefix = stage ? `${stage}-` : "";
 const where = stage ? ` (stage ${stage})` : "";
 
@@ -51,6 +62,9 @@ new ServiceStack(app, `${prefix}SluiceService`, {
   logLevel: (logLevel || undefined) as LogLevel | undefined,
   s3Buckets: bucketList(s3Buckets),
   registryDir: registryDir || undefined,
+  logRetention,
+  maxStreams,
+  maxDeliveryConcurrency,
 });
 
 Tags.of(app).add("sluice:stage", stage ? stage : "default");

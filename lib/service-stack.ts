@@ -22,14 +22,19 @@ import { EventFanout } from "./constructs/event-fanout.ts";
 import { EventStreaming, SSE_ROUTE_PATH, WORKFLOW_SSE_ROUTE_PATH } from "./constructs/event-streaming.ts";
 import { SluiceFunction } from "./constructs/sluice-function.ts";
 import { SourceCompute } from "./constructs/source-compute.ts";
+import { LOG_RETENTION_DEFAULT_DAYS } from "./stack-settings.ts";
 
 export interface ServiceStackProps extends StackProps {
   /** The resources table of the stateful stack. */
   readonly resourcesTable: ITableV2;
   /** The REST endpoints to serve. @default - every route of `functions/http/routes.ts` */
   readonly routes?: readonly RouteSpec[];
-  /** How long the functions' log groups keep events. @default RetentionDays.ONE_MONTH */
+  /** How long every log group of the stack keeps events (`-c logRetentionDays=`). @default 30 days (LOG_RETENTION_DEFAULT_DAYS) */
   readonly logRetention?: RetentionDays;
+  /** Open live streams at most: the stream function's reserved concurrency (`-c maxStreams=`; EventStreaming). @default 50 */
+  readonly maxStreams?: number | "unreserved";
+  /** Concurrent deliverer invocations per delivery queue (`-c maxDeliveryConcurrency=`; EventFanout). @default 10 */
+  readonly maxDeliveryConcurrency?: number;
   /** The key of the stateful stack that seals secret props. */
   readonly secretsKey: IKey;
   /** Stage of the deployment (`-c stage=`); names source functions and the schedule group. @default "default" */
@@ -75,6 +80,7 @@ export class ServiceStack extends Stack {
     // or to drop what it exports, while this stack still uses it. Set explicitly, as CDK asks.
     CrossStackReferences.of(this).consume(ReferenceStrength.STRONG);
     const routes = props.routes ?? manifest;
+    const logRetention = props.logRetention ?? (LOG_RETENTION_DEFAULT_DAYS as RetentionDays);
     if (props.logLevel !== undefined) setLogLevel(this, props.logLevel);
     assertDistinctRouteKeys(routes);
 
@@ -90,7 +96,7 @@ export class ServiceStack extends Stack {
       secretsKey: props.secretsKey,
       stage: props.stage ?? "default",
       invocationTimeout: props.invocationTimeout,
-      logRetention: props.logRetention,
+      logRetention,
       npmRegistry: props.npmRegistry,
       registryDir: props.registryDir,
     });
@@ -98,15 +104,17 @@ export class ServiceStack extends Stack {
     this.eventStreaming = new EventStreaming(this, "EventStreaming", {
       httpApi: this.httpApi,
       resourcesTable: props.resourcesTable,
-      logRetention: props.logRetention,
+      logRetention,
+      maxStreams: props.maxStreams,
     });
 
     this.eventFanout = new EventFanout(this, "EventFanout", {
       resourcesTable: props.resourcesTable,
       sources: this.sources,
       stage: props.stage ?? "default",
-      logRetention: props.logRetention,
+      logRetention,
       s3Buckets: props.s3Buckets,
+      maxDeliveryConcurrency: props.maxDeliveryConcurrency,
     });
 
     const routeFunctions = new Map<string, ApiRouteFunction>();
@@ -117,7 +125,7 @@ export class ServiceStack extends Stack {
           httpApi: this.httpApi,
           route,
           resourcesTable: props.resourcesTable,
-          logRetention: props.logRetention,
+          logRetention,
           sources: this.sources,
           eventStreaming: this.eventStreaming,
           eventFanout: this.eventFanout,
@@ -132,7 +140,7 @@ export class ServiceStack extends Stack {
     this.notFoundFunction = new SluiceFunction(this, "RouteNotFound", {
       entry: "functions/http/route-not-found.ts",
       description: "$default: 404/405 for unrouted requests (functions/http/route-not-found.ts)",
-      logRetention: props.logRetention,
+      logRetention,
     });
     new HttpRoute(this, "DefaultRoute", {
       httpApi: this.httpApi,

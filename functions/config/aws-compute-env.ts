@@ -58,28 +58,38 @@ export const AWS_COMPUTE_ENV = {
   deliveryRetryQueueUrl: "SLUICE_DELIVERY_RETRY_QUEUE_URL",
 } as const;
 
-/** The settings of a function that creates, updates and deletes source functions and their schedules. */
-const MANAGE_SOURCES_KEYS = [
+/** The settings of a function that creates or updates source and workflow functions. */
+const SOURCE_FUNCTIONS_KEYS = [
   "sourceRoleArn",
   "runtimeLayerArn",
   "sourceLogGroup",
-  "describerFunction",
+] as const satisfies readonly (keyof typeof AWS_COMPUTE_ENV)[];
+
+/** The settings of a function that creates, updates or deletes timers' schedules. */
+const SCHEDULES_KEYS = [
   "timerInvokerArn",
   "schedulerRoleArn",
   "scheduleGroup",
 ] as const satisfies readonly (keyof typeof AWS_COMPUTE_ENV)[];
 
 /**
- * Manage keys that are also set alone: the schedule group (on functions that cancel delayed emits)
- * and the scheduler role (on functions that schedule them). They do not make a function a deployer.
+ * Schedule keys that are also set alone, outside {@link SCHEDULES_KEYS}' group: the schedule group
+ * (on functions that cancel delayed emits) and the scheduler role (on functions that schedule
+ * them). They do not make a function one that manages timers.
  */
 const SHARED_SCHEDULE_KEYS: readonly (keyof typeof AWS_COMPUTE_ENV)[] = ["scheduleGroup", "schedulerRoleArn"];
 
-/** The names a function that creates, updates and deletes source functions and schedules needs. */
-export const MANAGE_SOURCES_ENV = MANAGE_SOURCES_KEYS.map((key) => AWS_COMPUTE_ENV[key]);
+/** The names a function that creates or updates source and workflow functions needs, all of them. */
+export const SOURCE_FUNCTIONS_ENV = SOURCE_FUNCTIONS_KEYS.map((key) => AWS_COMPUTE_ENV[key]);
 
-/** What a function needs to create, update and delete source functions and their schedules (see {@link AWS_COMPUTE_ENV}). */
-export type ManageSourcesConfig = Record<(typeof MANAGE_SOURCES_KEYS)[number], string>;
+/** The names a function that manages timers' schedules needs, all of them. */
+export const SCHEDULES_ENV = SCHEDULES_KEYS.map((key) => AWS_COMPUTE_ENV[key]);
+
+/** What a function needs to create or update source and workflow functions (see {@link AWS_COMPUTE_ENV}). */
+export type SourceFunctionsConfig = Record<(typeof SOURCE_FUNCTIONS_KEYS)[number], string>;
+
+/** What a function needs to manage timers' schedules (see {@link AWS_COMPUTE_ENV}). */
+export type SchedulesConfig = Record<(typeof SCHEDULES_KEYS)[number], string>;
 
 export interface DelayedEmitSchedules {
   scheduleGroup: string;
@@ -109,8 +119,12 @@ export interface AwsComputeConfig {
   sourceRunnerFunction: string | undefined;
   /** Set on functions that seal or open secret props. */
   secretsKeyArn: string | undefined;
-  /** Set, all of it, on functions that deploy sources; undefined on the others. */
-  manage: ManageSourcesConfig | undefined;
+  /** Set on functions that read components' metadata (every `access.compute` level that bundles code). */
+  describerFunction: string | undefined;
+  /** Set, all of it, on functions that create or update source and workflow functions; undefined on the others. */
+  functions: SourceFunctionsConfig | undefined;
+  /** Set, all of it, on functions that manage timers' schedules; undefined on the others. */
+  schedules: SchedulesConfig | undefined;
   /**
    * Delayed emits' schedules: the group on functions that cancel them (delete `$in` events or
    * sources), and `target` too on the functions that apply runs, which schedule them.
@@ -176,20 +190,8 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   if (!runtime.success) problems.push(...issuesOf(runtime.error));
   const stream = z.object(streamShape).safeParse(env);
   if (!stream.success) problems.push(...issuesOf(stream.error));
-  let manage: ManageSourcesConfig | undefined;
-  const manageOnly = MANAGE_SOURCES_KEYS.filter((key) => !SHARED_SCHEDULE_KEYS.includes(key));
-  if (manageOnly.some((key) => env[AWS_COMPUTE_ENV[key]] !== undefined)) {
-    const shape = Object.fromEntries(MANAGE_SOURCES_ENV.map((variable) => [variable, name]));
-    const parsed = z.object(shape).safeParse(env);
-    if (parsed.success) {
-      const values = parsed.data as Record<string, string>;
-      manage = Object.fromEntries(
-        MANAGE_SOURCES_KEYS.map((key) => [key, values[AWS_COMPUTE_ENV[key]]]),
-      ) as ManageSourcesConfig;
-    } else {
-      problems.push(...issuesOf(parsed.error));
-    }
-  }
+  const functions = group(env, SOURCE_FUNCTIONS_KEYS, problems);
+  const schedules = group(env, SCHEDULES_KEYS, problems, SHARED_SCHEDULE_KEYS);
   const delayedEmits = delayedEmitSchedulesFrom(env, problems);
   if (problems.length > 0) throw new Error(`AWS compute configuration is invalid:\n  ${problems.join("\n  ")}`);
   const settings = runtime.data as NonNullable<typeof runtime.data>;
@@ -198,7 +200,9 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
     stage,
     sourceRunnerFunction: env[AWS_COMPUTE_ENV.sourceRunnerFunction] || undefined,
     secretsKeyArn: env[AWS_COMPUTE_ENV.secretsKeyArn] || undefined,
-    manage,
+    describerFunction: env[AWS_COMPUTE_ENV.describerFunction] || undefined,
+    functions,
+    schedules,
     delayedEmits,
     eventPurgerFunction: env[AWS_COMPUTE_ENV.eventPurgerFunction] || undefined,
     npmRegistry: settings[ENV.npmRegistry],
@@ -234,4 +238,26 @@ function delayedEmitSchedulesFrom(env: Env, problems: string[]): DelayedEmitSche
     return undefined;
   }
   return { scheduleGroup: group, target: { delivererArn, roleArn } };
+}
+
+/**
+ * The settings of `keys`: all set, or none (undefined); a partly set group adds a problem per
+ * missing name. Keys in `shared` may be set alone: only the group's other keys make it present.
+ */
+function group<K extends keyof typeof AWS_COMPUTE_ENV>(
+  env: Env,
+  keys: readonly K[],
+  problems: string[],
+  shared: readonly (keyof typeof AWS_COMPUTE_ENV)[] = [],
+): Record<K, string> | undefined {
+  const names = keys.map((key) => AWS_COMPUTE_ENV[key]);
+  const own = keys.filter((key) => !shared.includes(key)).map((key) => AWS_COMPUTE_ENV[key]);
+  if (!own.some((variable) => env[variable] !== undefined)) return undefined;
+  const parsed = z.object(Object.fromEntries(names.map((variable) => [variable, name]))).safeParse(env);
+  if (!parsed.success) {
+    problems.push(...issuesOf(parsed.error));
+    return undefined;
+  }
+  const values = parsed.data as Record<string, string>;
+  return Object.fromEntries(keys.map((key) => [key, values[AWS_COMPUTE_ENV[key]]])) as Record<K, string>;
 }

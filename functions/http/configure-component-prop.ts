@@ -8,16 +8,13 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/components/configure",
   summary: "One page of a prop's options: runs its async options() in the sandbox on the configured props",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "probe" },
   body: configurePropBody,
   response: configurePropResponse,
   run: (deps, { caller, body }) => configureComponentProp(deps, caller, body),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   tables: () => import("#adapters/aws/parts/tables"),
-  timers: () => import("#adapters/aws/parts/timers"),
 });

@@ -10,7 +10,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/connect/{project_id}/components/configure",
   summary: "As POST /v1/components/configure, at the Connect API's path: runs in the project's workspace",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "probe" },
   params: connectProjectParams,
   guard: async (deps, { caller, params }) => void (await requireProject(deps, caller, params.project_id)),
   body: configurePropBody,
@@ -20,9 +20,6 @@ export const route = defineRoute({
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   tables: () => import("#adapters/aws/parts/tables"),
-  timers: () => import("#adapters/aws/parts/timers"),
 });

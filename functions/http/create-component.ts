@@ -16,7 +16,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/components",
   summary: "Save a component from its code or a URL; its metadata is read in the sandbox",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "describe" },
   query: workspaceChoiceQuery,
   body: z.object({
     component_code: z.string().optional(),
@@ -32,9 +32,6 @@ export const route = defineRoute({
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   tables: () => import("#adapters/aws/parts/tables"),
-  timers: () => import("#adapters/aws/parts/timers"),
 });

@@ -11,7 +11,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/sources",
   summary: "Deploy a component as an event source: deploy() and activate() run, its timer starts",
-  access: { resources: "write", compute: true, secrets: true },
+  access: { resources: "write", compute: "deploy", secrets: "seal" },
   query: workspaceChoiceQuery,
   headers: z.object({
     [IDEMPOTENCY_HEADER]: z.string().min(1).max(IDEMPOTENCY_KEY_MAX_LENGTH).optional().meta({
@@ -37,7 +37,6 @@ export const handler = /* @__PURE__ */ lambdaHandler(route, {
   bus: () => import("#adapters/aws/parts/bus"),
   delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   secrets: () => import("#adapters/aws/parts/secrets"),
   tables: () => import("#adapters/aws/parts/tables"),
   timers: () => import("#adapters/aws/parts/timers"),

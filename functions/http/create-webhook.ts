@@ -10,7 +10,7 @@ export const route = defineRoute({
   path: "/v1/webhooks",
   summary:
     "Create a webhook (parameters in the query string or a JSON body); the answer holds its signing secret, shown only this once",
-  access: { resources: "write", secrets: true },
+  access: { resources: "write", secrets: "seal" },
   query: webhookFields,
   body: webhookFields,
   response: single(webhookWithSecretSchema),

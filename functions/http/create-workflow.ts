@@ -11,7 +11,7 @@ export const route = defineRoute({
   path: "/v1/workflows",
   summary:
     "Create a workflow: its steps' code is saved and built, its triggers stored (inactive unless settings.auto_deploy)",
-  access: { resources: "write", compute: true, secrets: true },
+  access: { resources: "write", compute: "deploy", secrets: "seal" },
   query: workspaceChoiceQuery,
   body: createWorkflowBody,
   response: single(workflowSchema),
@@ -25,7 +25,6 @@ export const handler = /* @__PURE__ */ lambdaHandler(route, {
   bus: () => import("#adapters/aws/parts/bus"),
   delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   secrets: () => import("#adapters/aws/parts/secrets"),
   tables: () => import("#adapters/aws/parts/tables"),
   timers: () => import("#adapters/aws/parts/timers"),

@@ -10,7 +10,7 @@ export const route = defineRoute({
   path: "/v1/workflows/{workflow_id}",
   summary: "Delete a workflow with the sources it deployed, its subscriptions, events, runs and deployment",
   // Deleting a source the workflow deployed runs its deactivate() with its (opened) props.
-  access: { resources: "write", compute: true, secrets: true },
+  access: { resources: "write", compute: "remove", secrets: "seal" },
   params: workflowIdParams,
   response: single(deletedSchema),
   run: async (deps, { caller, params }) => ({ data: await deleteWorkflow(deps, caller, params.workflow_id) }),
@@ -20,7 +20,6 @@ export const handler = /* @__PURE__ */ lambdaHandler(route, {
   bus: () => import("#adapters/aws/parts/bus"),
   delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   secrets: () => import("#adapters/aws/parts/secrets"),
   tables: () => import("#adapters/aws/parts/tables"),
   timers: () => import("#adapters/aws/parts/timers"),

@@ -9,16 +9,13 @@ export const route = defineRoute({
   method: "GET",
   path: "/v1/components/registry/{key}",
   summary: "A component shipped in Sluice's registry, by key",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "describe" },
   params: z.object({ key: z.string().min(1).max(128) }),
   response: single(componentSchema),
   run: async (deps, { params }) => ({ data: componentView(await registryComponent(deps, params.key)) }),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   tables: () => import("#adapters/aws/parts/tables"),
-  timers: () => import("#adapters/aws/parts/timers"),
 });

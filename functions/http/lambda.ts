@@ -9,14 +9,18 @@ import type { AnyRoute, RouteDefinition } from "./route.ts";
  */
 export function awsPartsFor(access: RouteDefinition["access"]): AwsPartName[] {
   const parts: AwsPartName[] = [];
+  const { compute } = access;
+  // Deploying and removing run hooks; no compute route queues runs (lib/constructs/source-compute.ts).
+  const runsHooks = compute === "deploy" || compute === "remove";
   if (access.resources) parts.push("tables");
-  if (access.compute) parts.push("host", "runs", "timers");
+  if (compute) parts.push("host");
+  if (runsHooks) parts.push("timers");
   if (access.secrets) parts.push("secrets");
-  // Deploying routes that open secrets run hooks, and store and publish the events those emit.
-  if (access.compute && access.secrets) parts.push("bus");
+  // Routes that run hooks with secrets store and publish the events those emit.
+  if (runsHooks && access.secrets) parts.push("bus");
   if (access.eventPurges) parts.push("purger");
   // Applying runs schedules delayed emits; deleting `$in` events or sources cancels them.
-  if (access.compute || access.eventPurges) parts.push("delays");
+  if (runsHooks || access.eventPurges) parts.push("delays");
   if (access.deliveries) parts.push("deliveries");
   return parts.sort();
 }

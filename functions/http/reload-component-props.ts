@@ -8,16 +8,13 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/components/props",
   summary: "The prop set additionalProps() makes on the configured props, merged with the static props",
-  access: { resources: "write", compute: true },
+  access: { resources: "write", compute: "probe" },
   body: reloadPropsBody,
   response: reloadPropsResponse,
   run: (deps, { caller, body }) => reloadComponentProps(deps, caller, body),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   tables: () => import("#adapters/aws/parts/tables"),
-  timers: () => import("#adapters/aws/parts/timers"),
 });

@@ -10,7 +10,7 @@ export const route = defineRoute({
   path: "/v1/webhooks/{id}/rotate_secret",
   summary:
     "Replace a webhook's signing secret at once; the answer holds the new one, shown only this once, and every later delivery is signed with it",
-  access: { resources: "write", secrets: true },
+  access: { resources: "write", secrets: "seal" },
   params: webhookIdParams,
   response: single(webhookWithSecretSchema),
   run: async (deps, { caller, params }) => ({ data: await rotateWebhookSecret(deps, caller, params.id) }),

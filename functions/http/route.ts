@@ -7,6 +7,9 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 /** What a route's function may do with a table; `lib/` turns it into IAM grants. */
 export type TableAccess = "read" | "write";
 
+/** What a route does with component code; see `RouteDefinition.access.compute`. */
+export type ComputeAccess = "describe" | "probe" | "remove" | "deploy";
+
 export interface RouteInput<P, Q, B> {
   caller: Caller;
   params: P;
@@ -33,10 +36,20 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
   /** Tables the function reads or writes, for least-privilege grants. */
   access: {
     resources?: TableAccess;
-    /** Builds, deploys, invokes or removes source code (Lambda functions, schedules, the describer). */
-    compute?: boolean;
-    /** Seals or opens secret prop values (KMS on AWS). */
-    secrets?: boolean;
+    /**
+     * What the route does with component code, each level a superset of the one before it but
+     * `remove`, which builds nothing (on AWS, which Lambda, IAM and Scheduler rights it gets):
+     * - `describe`: bundles code and reads its metadata in the sandbox (the describer function);
+     * - `probe`: also creates or updates a probe source's function and invokes it (dynamic props);
+     * - `remove`: runs sources' `deactivate` hooks, deletes their functions and schedules;
+     * - `deploy`: creates, updates, runs the hooks of and deletes sources, workflows and their timers.
+     */
+    compute?: ComputeAccess;
+    /**
+     * Opens secrets (`open`: KMS decrypt on AWS), or seals and opens them (`seal`): secret prop
+     * values, webhook signing secrets, data store grants.
+     */
+    secrets?: "open" | "seal";
     /** Starts the background purge of deleted events (invokes the event-purger function on AWS). */
     eventPurges?: boolean;
     /** Queues webhook deliveries (sends to the FIFO delivery queue on AWS): dead-letter replays. */

@@ -14,7 +14,7 @@ export const route = defineRoute({
     "One data store call of a running component, sent by its runtime on AWS with its run's grant (no API key: the grant is the authority)",
   // The grant, sealed by Sluice, names the run's stores; an API key would be the code's to misuse.
   auth: false,
-  access: { resources: "write", secrets: true },
+  access: { resources: "write", secrets: "open" },
   body: z.object({ grant: z.string().min(1).max(GRANT_MAX_CHARS), call: z.unknown() }),
   response: z.union([
     z.object({ ok: z.literal(true), value: z.unknown().optional() }),

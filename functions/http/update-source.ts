@@ -9,7 +9,7 @@ export const route = defineRoute({
   method: "PUT",
   path: "/v1/sources/{id}",
   summary: "Update a source: deactivate() runs, code, props, name and active are swapped, activate() runs",
-  access: { resources: "write", compute: true, secrets: true },
+  access: { resources: "write", compute: "deploy", secrets: "seal" },
   params: sourceIdParams,
   body: z.object({
     ...componentChoiceFields,
@@ -25,7 +25,6 @@ export const handler = /* @__PURE__ */ lambdaHandler(route, {
   bus: () => import("#adapters/aws/parts/bus"),
   delays: () => import("#adapters/aws/parts/delays"),
   host: () => import("#adapters/aws/parts/host"),
-  runs: () => import("#adapters/aws/parts/runs"),
   secrets: () => import("#adapters/aws/parts/secrets"),
   tables: () => import("#adapters/aws/parts/tables"),
   timers: () => import("#adapters/aws/parts/timers"),

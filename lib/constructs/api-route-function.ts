@@ -11,6 +11,7 @@ import type { EventFanout } from "./event-fanout.ts";
 import type { EventStreaming } from "./event-streaming.ts";
 import { SluiceFunction, withDependencies } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** What the stack needs to know of a manifest route. */
 export type RouteSpec = Pick<AnyRoute, "name" | "method" | "path" | "access">;
@@ -75,9 +76,10 @@ export class ApiRouteFunction extends Construct {
     // compute: deploys, runs and removes sources and their timers; secrets: seals and opens secret props;
     // eventPurges: starts the background removal of deleted events; deliveries: queues webhook deliveries.
     const { compute, secrets, eventPurges, deliveries } = route.access;
-    // Running a hook needs the source's secret props opened: deploying routes that open secrets run
-    // hooks, and store and publish the events those emit (the others only bundle and describe).
-    const appendsEvents = Boolean(compute && secrets);
+    // Running a hook needs the source's secret props opened: the routes that deploy or remove
+    // sources run hooks, and store and publish the events those emit (the others only bundle,
+    // describe and probe, and store nothing a probe emits).
+    const appendsEvents = (compute === "deploy" || compute === "remove") && Boolean(secrets);
     if ((compute || secrets) && !props.sources) {
       throw new Error(`Route "${route.name}" needs compute or secrets access, but the stack gave it no SourceCompute`);
     }
@@ -128,24 +130,15 @@ export class ApiRouteFunction extends Construct {
         : {}),
     });
     const fn = this.function.lambdaFunction;
-    if (compute) props.sources!.attachDeployer(fn);
-    if (secrets) props.sources!.attachSecrets(fn, { seal: true });
+    if (compute) props.sources!.attachCompute(fn, compute);
+    if (secrets) props.sources!.attachSecrets(fn, { seal: secrets === "seal" });
     if (eventPurges) props.eventStreaming!.attachPurgeStarter(fn);
     // Deleting `$in` events cancels the delayed emits they stand for, schedules included.
     if (eventPurges) props.sources?.attachDelayedEmitCanceller(fn);
     if (appendsEvents) props.eventFanout!.attachPublisher(fn);
     if (deliveries) props.eventFanout!.attachDeliveryQueuer(fn);
 
-    switch (access) {
-      case "read":
-        resourcesTable.grantReadData(fn);
-        break;
-      case "write":
-        resourcesTable.grantReadWriteData(fn);
-        break;
-      case undefined:
-        break;
-    }
+    if (access) grantTableAccess(resourcesTable, fn, access);
 
     this.routeKey = routeKeyOf(route);
     new HttpRoute(this, "Route", {

@@ -13,8 +13,10 @@ import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE, fallbackQueueNameFor, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import { isBucketName } from "#core/ports/object-sink";
+import { MAX_DELIVERY_CONCURRENCY_DEFAULT } from "../stack-settings.ts";
 import { SluiceFunction } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** Time limit of the deliverer: a FIFO batch's deliveries to one webhook go one after the other. */
 const DELIVERER_TIMEOUT = Duration.seconds(90);
@@ -37,6 +39,12 @@ export interface EventFanoutProps {
   readonly stage: string;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /**
+   * At most this many deliverer invocations at once per delivery queue (the delivery queue and the
+   * retry queue each; SQS event sources' `MaximumConcurrency`, 2 to 1000): bounds the load on the
+   * table and the account's concurrency when a backlog drains. @default MAX_DELIVERY_CONCURRENCY_DEFAULT (10)
+   */
+  readonly maxDeliveryConcurrency?: number;
   /**
    * Buckets a workflow's `$.send.s3` may write to (`-c s3Buckets=a,b`): the deliverer may put
    * objects in them, and every function that applies runs learns them (`SLUICE_S3_BUCKETS`).
@@ -140,7 +148,7 @@ export class EventFanout extends Construct {
     });
     const dispatcherFn = this.dispatcher.lambdaFunction;
     // Reads sources, subscriptions and referenced events; writes nothing.
-    resourcesTable.grantReadData(dispatcherFn);
+    grantTableAccess(resourcesTable, dispatcherFn, "read");
     sources.attachRunQueuer(dispatcherFn);
     this.attachDeliveryQueuer(dispatcherFn);
     // A dispatch is repeatable (its deliveries are deduplicated): retried twice, then kept.
@@ -182,16 +190,28 @@ export class EventFanout extends Construct {
     });
     const delivererFn = this.deliverer.lambdaFunction;
     // Reads webhooks, stores dead letters.
-    resourcesTable.grantReadWriteData(delivererFn);
+    grantTableAccess(resourcesTable, delivererFn, "write");
     sources.attachSecrets(delivererFn, { seal: false });
     delivererFn.addToRolePolicy(
       new PolicyStatement({ actions: ["sqs:SendMessage"], resources: [this.retryQueue.queueArn] }),
     );
+    const maxConcurrency = props.maxDeliveryConcurrency ?? MAX_DELIVERY_CONCURRENCY_DEFAULT;
+    if (!Number.isInteger(maxConcurrency) || maxConcurrency < 2 || maxConcurrency > 1000) {
+      throw new Error(`Invalid maxDeliveryConcurrency ${maxConcurrency}: use a whole number from 2 to 1000.`);
+    }
     delivererFn.addEventSource(
-      new SqsEventSource(this.deliveryQueue, { batchSize: DELIVERY_BATCH_SIZE, reportBatchItemFailures: true }),
+      new SqsEventSource(this.deliveryQueue, {
+        batchSize: DELIVERY_BATCH_SIZE,
+        reportBatchItemFailures: true,
+        maxConcurrency,
+      }),
     );
     delivererFn.addEventSource(
-      new SqsEventSource(this.retryQueue, { batchSize: RETRY_BATCH_SIZE, reportBatchItemFailures: true }),
+      new SqsEventSource(this.retryQueue, {
+        batchSize: RETRY_BATCH_SIZE,
+        reportBatchItemFailures: true,
+        maxConcurrency,
+      }),
     );
 
     // The functions that run sources and workflows store their events, and queue the deliveries

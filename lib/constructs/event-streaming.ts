@@ -13,7 +13,9 @@ import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV, STREAM_END_MARGIN_DEFAULT_MS, STREAM_POLL_DEFAULT_MS } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
+import { MAX_STREAMS_DEFAULT } from "../stack-settings.ts";
 import { SluiceFunction } from "./sluice-function.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** Where the HTTP API's `GET /sources/{id}/sse` points clients (the spec's stream address, no `/v1`). */
 export const SSE_ROUTE_PATH = "/sources/{id}/sse";
@@ -34,10 +36,12 @@ export interface EventStreamingProps {
   readonly endMargin?: Duration;
   /**
    * At most this many streams at once (reserved concurrency of the stream function): each open
-   * stream holds one concurrent execution for up to 15 minutes, which the account's other functions
-   * share. @default - no cap (the account's unreserved concurrency)
+   * stream holds one concurrent execution for up to 15 minutes, and without a cap streams could
+   * take the whole account's concurrency from every other function. `"unreserved"`: no
+   * reservation, for an account whose concurrency quota leaves none to reserve (Lambda keeps 100
+   * unreserved). @default MAX_STREAMS_DEFAULT (50)
    */
-  readonly maxStreams?: number;
+  readonly maxStreams?: number | "unreserved";
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
 }
@@ -87,10 +91,14 @@ export class EventStreaming extends Construct {
       logRetention: props.logRetention,
     });
     const streamFn = this.streamFunction.lambdaFunction;
-    if (props.maxStreams !== undefined) {
-      (streamFn.node.defaultChild as CfnFunction).reservedConcurrentExecutions = props.maxStreams;
+    const maxStreams = props.maxStreams ?? MAX_STREAMS_DEFAULT;
+    if (maxStreams !== "unreserved") {
+      if (!Number.isInteger(maxStreams) || maxStreams < 1) {
+        throw new Error(`Invalid maxStreams ${maxStreams}: use a whole number of at least 1, or "unreserved".`);
+      }
+      (streamFn.node.defaultChild as CfnFunction).reservedConcurrentExecutions = maxStreams;
     }
-    resourcesTable.grantReadData(streamFn);
+    grantTableAccess(resourcesTable, streamFn, "read");
     this.streamFunctionUrl = streamFn.addFunctionUrl({
       // Public like the HTTP API: the function refuses requests without a valid key (401).
       authType: FunctionUrlAuthType.NONE,
@@ -127,7 +135,7 @@ export class EventStreaming extends Construct {
       environment: { [ENV.resourcesTable]: resourcesTable.tableName },
       logRetention: props.logRetention,
     });
-    resourcesTable.grantReadWriteData(this.eventPurger.lambdaFunction);
+    grantTableAccess(resourcesTable, this.eventPurger.lambdaFunction, "write");
     // The purge is idempotent: a failed one (throttling, a timeout) is retried; events stay hidden meanwhile.
     this.eventPurger.lambdaFunction.configureAsyncInvoke({ retryAttempts: 2 });
   }

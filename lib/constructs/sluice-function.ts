@@ -2,6 +2,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { fileURLToPath } from "node:url";
 import { Annotations, Duration, RemovalPolicy } from "aws-cdk-lib";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import { Architecture, Runtime } from "aws-cdk-lib/aws-lambda";
 import { NodejsFunction, OutputFormat } from "aws-cdk-lib/aws-lambda-nodejs";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
@@ -92,6 +93,8 @@ export interface BundledTree {
 export class SluiceFunction extends Construct {
   readonly lambdaFunction: NodejsFunction;
   readonly logGroup: LogGroup;
+  /** Its execution role: writes to {@link logGroup}, and holds what its users grant it, nothing else. */
+  readonly role: Role;
   /** The entry module, relative to the repository root. */
   readonly entry: string;
   /** The folders copied into the bundle beside the code (`copyFolders`, then `copyTrees`). */
@@ -128,7 +131,16 @@ export class SluiceFunction extends Construct {
       removalPolicy: RemovalPolicy.DESTROY,
     });
 
+    // Its own role rather than the one NodejsFunction makes, which carries the managed policy
+    // AWSLambdaBasicExecutionRole: log groups created and written anywhere (`logs:*` on `*`).
+    this.role = new Role(this, "Role", {
+      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+      description: `Sluice ${props.entry}: its log group, and what the stack grants it`,
+    });
+    this.logGroup.grantWrite(this.role);
+
     this.lambdaFunction = new NodejsFunction(this, "Function", {
+      role: this.role,
       entry: join(PROJECT_ROOT, props.entry),
       handler: "handler",
       description: props.description ?? props.entry,

@@ -15,9 +15,11 @@ import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { REGISTRY_DIR_ASSET, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
+import type { ComputeAccess } from "#http/route";
 import { esbuildCode } from "./esbuild-code.ts";
 import { stageRegistryDir } from "./registry-dir.ts";
 import { type BundledTree, SluiceFunction } from "./sluice-function.ts";
+import { grantTableAccess } from "./table-access.ts";
 
 /** The file the source functions' entry imports: `/opt/nodejs/sluice-runtime.mjs` once the layer is unpacked. */
 export const RUNTIME_LAYER_FILE = "nodejs/sluice-runtime.mjs";
@@ -66,7 +68,7 @@ export interface SourceComputeProps {
  * shared log group, the describer, the internal functions (HTTP interface, source runner, timer
  * invoker), the queue of runs that failed every try, the catch-all routes
  * `ANY /http/{key}[/{proxy+}]`, the schedule group and the role EventBridge Scheduler invokes timers
- * with. `attachDeployer`, `attachRunner`, `attachRunQueuer` and `attachSecrets` give other functions
+ * with. `attachCompute`, `attachRunner`, `attachRunQueuer` and `attachSecrets` give other functions
  * exactly the permissions and settings they need.
  */
 export class SourceCompute extends Construct {
@@ -191,7 +193,7 @@ export class SourceCompute extends Construct {
       logRetention: props.logRetention,
     });
     // Lambda's default two retries: a failed delivery is tried again, and emits at least once.
-    props.resourcesTable.grantReadWriteData(this.delayedEmitDeliverer.lambdaFunction);
+    grantTableAccess(props.resourcesTable, this.delayedEmitDeliverer.lambdaFunction, "write");
     this.delayedEmitDeliverer.lambdaFunction.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
 
     this.httpInterface = new SluiceFunction(this, "HttpInterface", {
@@ -232,12 +234,13 @@ export class SourceCompute extends Construct {
     this.timerInvoker.lambdaFunction.configureAsyncInvoke({ retryAttempts: 0 });
     for (const { lambdaFunction: fn } of [this.httpInterface, this.sourceRunner, this.timerInvoker]) {
       // What a route function gets from its `access.resources: "write"` (ApiRouteFunction).
-      props.resourcesTable.grantReadWriteData(fn);
+      grantTableAccess(props.resourcesTable, fn, "write");
       fn.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
       // The API's base URL without a trailing slash: endpoints are `<url>/http/<key>`.
       fn.addEnvironment(ENV.publicUrl, props.httpApi.apiEndpoint);
       this.attachRunner(fn);
-      this.attachSecrets(fn, { seal: false });
+      // Open secret props; seal the grant a run with data stores reaches them with (grantDataStores).
+      this.attachSecrets(fn, { seal: true });
     }
 
     const integration = new HttpLambdaIntegration("HttpInterfaceIntegration", this.httpInterface.lambdaFunction);
@@ -265,7 +268,7 @@ export class SourceCompute extends Construct {
       const fn = this.deploySweeper.lambdaFunction;
       // Removing a source is what DELETE /v1/sources/{id} does, without its hooks: the table,
       // and deleting the source's function and schedule.
-      props.resourcesTable.grantReadWriteData(fn);
+      grantTableAccess(props.resourcesTable, fn, "write");
       fn.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
       fn.addEnvironment(ENV.publicUrl, props.httpApi.apiEndpoint);
       this.attachRemover(fn);
@@ -287,17 +290,10 @@ export class SourceCompute extends Construct {
    * caller gives.
    */
   attachRunner(fn: LambdaFunction): void {
-    fn.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["lambda:InvokeFunction", "lambda:GetFunction"],
-        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
-      }),
-    );
+    this.#attachInvoker(fn, [this.sourceFunctionsArn, this.workflowFunctionsArn]);
     // The runner itself queues nothing (and naming itself would be a reference cycle).
     if (fn !== this.sourceRunner.lambdaFunction) this.attachRunQueuer(fn);
     this.attachDelayedEmitScheduler(fn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
-    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
   }
 
   /**
@@ -318,6 +314,11 @@ export class SourceCompute extends Construct {
       }),
     );
     fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
+    this.#nameDelayedEmitDeliverer(fn);
+  }
+
+  /** The function delayed emits' schedules invoke (a function that schedules them names it). */
+  #nameDelayedEmitDeliverer(fn: LambdaFunction): void {
     fn.addEnvironment(AWS_COMPUTE_ENV.delayedEmitDelivererArn, this.delayedEmitDeliverer.lambdaFunction.functionArn);
   }
 
@@ -340,23 +341,80 @@ export class SourceCompute extends Construct {
   }
 
   /**
-   * A function that deploys sources and workflows (`access.compute` routes): everything
-   * {@link attachRunner} gives, plus creating, updating and deleting their functions (with the
-   * runtime layer and the source role only: a workflow's function has the same logging-only role), the describer, the timers' schedules, and the npm registry to install from.
+   * A route function with `access.compute` at `level` (functions/http/route.ts) gets exactly what
+   * that level does on AWS, and nothing of the levels above it:
+   *
+   * - `describe`: invoke the describer (after bundling, with the npm registry to install from);
+   * - `probe`: also create and update source functions (`dc_` only: a probe is a source), with the
+   *   runtime layer and the source role, and invoke them;
+   * - `remove`: invoke source and workflow functions (their `deactivate` hooks), delete them and
+   *   their timers' schedules;
+   * - `deploy`: all of the above on source and workflow functions, and create and update schedules
+   *   with the scheduler role.
+   *
+   * None of them queues runs: hooks run in the request, and what they emit is published.
    */
-  attachDeployer(fn: LambdaFunction): void {
-    this.attachRunner(fn);
+  attachCompute(fn: LambdaFunction, level: ComputeAccess): void {
+    if (level !== "remove") this.#attachDescriber(fn);
+    if (level === "describe") return;
+    const functions =
+      level === "probe" ? [this.sourceFunctionsArn] : [this.sourceFunctionsArn, this.workflowFunctionsArn];
+    this.#attachInvoker(fn, functions);
+    if (level === "probe" || level === "deploy") this.#attachFunctionCreator(fn, functions);
+    if (level === "remove" || level === "deploy") {
+      fn.addToRolePolicy(new PolicyStatement({ actions: ["lambda:DeleteFunction"], resources: functions }));
+      this.#attachSchedules(fn, level === "deploy" ? "manage" : "delete");
+    }
+    // Deploying runs hooks, whose delayed emits are scheduled: the schedules' rights above cover
+    // them (removing a source cancels its own with the delete right), the deliverer is named here.
+    if (level === "deploy") this.#nameDelayedEmitDeliverer(fn);
+  }
+
+  /**
+   * A function that only removes sources (the deploy sweeper): delete their functions, timers'
+   * schedules and delayed emits' schedules, and nothing else: no hook runs, so it invokes nothing.
+   * It also needs read and write access to the resources table, which its caller gives.
+   */
+  attachRemover(fn: LambdaFunction): void {
+    const functions = [this.sourceFunctionsArn, this.workflowFunctionsArn];
+    fn.addToRolePolicy(new PolicyStatement({ actions: ["lambda:DeleteFunction"], resources: functions }));
+    this.#attachSchedules(fn, "delete");
+    this.attachDelayedEmitCanceller(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
+    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
+  }
+
+  /** Invoke `functions` and wait for them (`GetFunction`); the stage and time limit that name and bound them. */
+  #attachInvoker(fn: LambdaFunction, functions: string[]): void {
+    fn.addToRolePolicy(
+      new PolicyStatement({ actions: ["lambda:InvokeFunction", "lambda:GetFunction"], resources: functions }),
+    );
+    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
+    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
+  }
+
+  /** Read components' metadata: invoke the describer, and install their npm packages from the registry. */
+  #attachDescriber(fn: LambdaFunction): void {
+    this.describer.grantInvoke(fn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.describerFunction, this.describer.functionName);
+    if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);
+  }
+
+  /**
+   * Create and update `functions` with the runtime layer and the source role only (a workflow's
+   * function has the same logging-only role), and the settings they are created with.
+   */
+  #attachFunctionCreator(fn: LambdaFunction, functions: string[]): void {
     fn.addToRolePolicy(
       new PolicyStatement({
         actions: [
           "lambda:CreateFunction",
           "lambda:UpdateFunctionCode",
           "lambda:UpdateFunctionConfiguration",
-          "lambda:DeleteFunction",
           // CreateFunction with tags needs it.
           "lambda:TagResource",
         ],
-        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
+        resources: functions,
       }),
     );
     // Creating a function with a layer needs read access to that layer version.
@@ -370,39 +428,40 @@ export class SourceCompute extends Construct {
         conditions: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
       }),
     );
-    this.describer.grantInvoke(fn);
-    // Timers' schedules are remade on update; attachRunner gave create, delete and PassRole.
-    fn.addToRolePolicy(
-      new PolicyStatement({ actions: ["scheduler:UpdateSchedule"], resources: [this.#schedulesArn()] }),
-    );
-    this.#manageEnvironment(fn);
-    if (this.#props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, this.#props.npmRegistry);
+    fn.addEnvironment(AWS_COMPUTE_ENV.sourceRoleArn, this.sourceRole.roleArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.runtimeLayerArn, this.runtimeLayer.layerVersionArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.sourceLogGroup, this.sourceLogGroup.logGroupName);
   }
 
   /**
-   * A function that only removes sources (the deploy sweeper): delete their functions and
-   * schedules, nothing else of {@link attachDeployer}'s. It also needs read and write access to the
-   * resources table, which its caller gives.
+   * The timers' schedules of the group: deleted only (`delete`), or also created and updated with
+   * the scheduler role (`manage`). Both learn the schedules' settings, which name, not grant.
    */
-  attachRemover(fn: LambdaFunction): void {
+  #attachSchedules(fn: LambdaFunction, rights: "delete" | "manage"): void {
     fn.addToRolePolicy(
       new PolicyStatement({
-        actions: ["lambda:DeleteFunction"],
-        resources: [this.sourceFunctionsArn, this.workflowFunctionsArn],
-      }),
-    );
-    fn.addToRolePolicy(
-      new PolicyStatement({
-        actions: ["scheduler:DeleteSchedule"],
+        actions:
+          rights === "manage"
+            ? ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"]
+            : ["scheduler:DeleteSchedule"],
         resources: [this.#schedulesArn()],
       }),
     );
-    fn.addEnvironment(AWS_COMPUTE_ENV.stage, this.#props.stage);
-    fn.addEnvironment(ENV.invocationTimeoutMs, String(this.#invocationTimeout.toMilliseconds()));
-    this.#manageEnvironment(fn);
+    if (rights === "manage") {
+      fn.addToRolePolicy(
+        new PolicyStatement({
+          actions: ["iam:PassRole"],
+          resources: [this.schedulerRole.roleArn],
+          conditions: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
+        }),
+      );
+    }
+    fn.addEnvironment(AWS_COMPUTE_ENV.timerInvokerArn, this.timerInvoker.lambdaFunction.functionArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
+    fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
   }
 
-  /** The schedules of the stack's group (sources' and workflows' timers). */
+  /** Every schedule of the stack's group (timers' and delayed emits'). */
   #schedulesArn(): string {
     return Stack.of(this).formatArn({
       service: "scheduler",
@@ -410,17 +469,6 @@ export class SourceCompute extends Construct {
       resourceName: `${this.scheduleGroup.ref}/*`,
       arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
     });
-  }
-
-  /** What the composition root reads to manage sources' functions and timers (all or none of them). */
-  #manageEnvironment(fn: LambdaFunction): void {
-    fn.addEnvironment(AWS_COMPUTE_ENV.sourceRoleArn, this.sourceRole.roleArn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.runtimeLayerArn, this.runtimeLayer.layerVersionArn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.sourceLogGroup, this.sourceLogGroup.logGroupName);
-    fn.addEnvironment(AWS_COMPUTE_ENV.describerFunction, this.describer.functionName);
-    fn.addEnvironment(AWS_COMPUTE_ENV.timerInvokerArn, this.timerInvoker.lambdaFunction.functionArn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.schedulerRoleArn, this.schedulerRole.roleArn);
-    fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
   }
 
   /**

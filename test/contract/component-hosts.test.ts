@@ -42,10 +42,12 @@ componentHostContract(
       invocationTimeoutMs: 10_000,
       waitSeconds: 5,
       deploy: {
-        sourceRoleArn: "arn:aws:iam::123456789012:role/sluice-source",
-        runtimeLayerArn: "arn:aws:lambda:eu-west-1:123456789012:layer:sluice-runtime:1",
         describerFunction: DESCRIBER_FUNCTION,
         bundle: (code) => bundleComponent(code, { esbuild }),
+        functions: {
+          sourceRoleArn: "arn:aws:iam::123456789012:role/sluice-source",
+          runtimeLayerArn: "arn:aws:lambda:eu-west-1:123456789012:layer:sluice-runtime:1",
+        },
       },
     });
     return {

@@ -69,14 +69,35 @@ const PART_CLIENTS: Record<string, readonly string[]> = {
   bus: ["@aws-sdk/client-eventbridge", "@aws-sdk/client-sqs"],
   deliveries: ["@aws-sdk/client-sqs"],
   objects: ["@aws-sdk/client-s3"],
+  delays: ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"],
 };
 
 /** The parts of the functions that are not routes, as their entries name them (after their grants). */
 const INTERNAL_PARTS: Record<string, readonly string[]> = {
   "functions/http/route-not-found.ts": [],
-  "functions/internal/endpoint-function.ts": ["tables", "host", "runs", "secrets", "bus", "deliveries", "objects"],
-  "functions/internal/source-runner.ts": ["tables", "host", "secrets", "bus", "deliveries", "objects"],
-  "functions/internal/timer-invoker.ts": ["tables", "host", "runs", "secrets", "bus", "deliveries", "objects"],
+  "functions/internal/endpoint-function.ts": [
+    "tables",
+    "host",
+    "runs",
+    "secrets",
+    "bus",
+    "deliveries",
+    "objects",
+    "delays",
+  ],
+  "functions/internal/source-runner.ts": ["tables", "host", "secrets", "bus", "deliveries", "objects", "delays"],
+  "functions/internal/timer-invoker.ts": [
+    "tables",
+    "host",
+    "runs",
+    "secrets",
+    "bus",
+    "deliveries",
+    "objects",
+    "delays",
+  ],
+  "functions/internal/deploy-sweeper.ts": ["tables", "host", "timers", "delays"],
+  "functions/internal/delayed-emit-deliverer.ts": ["tables", "bus", "delays"],
   "functions/internal/event-dispatcher.ts": ["tables", "runs", "deliveries"],
   "functions/internal/event-purger.ts": ["tables"],
   "functions/internal/source-stream-function.ts": ["tables"],

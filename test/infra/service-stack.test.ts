@@ -211,7 +211,12 @@ describe("ServiceStack with routes other than the manifest's", () => {
     expect(() =>
       synth({
         routes: [
-          { name: "create-source", method: "POST", path: "/v1/sources", access: { resources: "read", compute: true } },
+          {
+            name: "create-source",
+            method: "POST",
+            path: "/v1/sources",
+            access: { resources: "read", compute: "deploy" },
+          },
         ],
       }),
     ).toThrow(/"create-source" has compute access, which needs access.resources "write"/);

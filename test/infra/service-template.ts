@@ -1,6 +1,7 @@
 /** The service stack synthesised without bundling, and readers of its template, for the infra tests. */
 import { App, type CfnElement, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
+import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { IConstruct } from "constructs";
 import { expect } from "vitest";
 import type { LogLevel } from "#core/ports/logger";
@@ -30,6 +31,9 @@ export function synthService(
     logLevel?: LogLevel;
     s3Buckets?: readonly string[];
     registryDir?: string;
+    logRetention?: RetentionDays;
+    maxStreams?: number | "unreserved";
+    maxDeliveryConcurrency?: number;
   } = {},
 ) {
   const app = new App({ context: { "aws:cdk:bundling-stacks": [] } });
@@ -43,6 +47,9 @@ export function synthService(
     logLevel: options.logLevel,
     s3Buckets: options.s3Buckets,
     registryDir: options.registryDir,
+    logRetention: options.logRetention,
+    maxStreams: options.maxStreams,
+    maxDeliveryConcurrency: options.maxDeliveryConcurrency,
   });
   return { service, template: Template.fromStack(service), statefulTemplate: Template.fromStack(stateful) };
 }

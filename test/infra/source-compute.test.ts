@@ -6,11 +6,12 @@ import { Annotations, Match, Template } from "aws-cdk-lib/assertions";
 import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
-import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+import { AWS_COMPUTE_ENV, loadAwsComputeConfig, SCHEDULES_ENV, SOURCE_FUNCTIONS_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { REGISTRY_DIR_ASSET } from "#config/shared-names";
 import { unpackComponentFiles } from "#core/component-files";
 import type { LogLevel } from "#core/ports/logger";
+import type { ComputeAccess } from "#http/route";
 import { routes } from "#http/routes";
 import { stageRegistryDir } from "../../lib/constructs/registry-dir.ts";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
@@ -62,6 +63,8 @@ describe("ServiceStack: what sources run on", () => {
   const functions = () => functionsOf(template);
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const computeRoutes = () => routes.filter((route) => route.access.compute);
+  const routesAt = (...levels: ComputeAccess[]) =>
+    routes.filter((route) => route.access.compute && levels.includes(route.access.compute));
   const layerId = () => idOf(service.sources.runtimeLayer);
   /** Every schedule of the stack's group, as the grants write it. */
   const schedulesArn = () => ({
@@ -90,12 +93,9 @@ describe("ServiceStack: what sources run on", () => {
     for (const [id, fn] of Object.entries(functions())) expect(fn.Properties.Layers, id).toBeUndefined();
   });
 
-  it("tells every route that deploys sources, and the deploy sweeper that removes them, the layer's version ARN, and no other function", () => {
-    expect(computeRoutes().length).toBeGreaterThan(0);
-    const computeIds = [
-      ...computeRoutes().map((route) => routeFunctionId(route.name)),
-      idOf(service.sources.deploySweeper.lambdaFunction),
-    ];
+  it("tells every route that creates source functions the layer's version ARN, and no other function", () => {
+    expect(routesAt("probe", "deploy").length).toBeGreaterThan(0);
+    const computeIds = routesAt("probe", "deploy").map((route) => routeFunctionId(route.name));
     for (const [id] of Object.entries(functions())) {
       const layer = environmentOf(template, id)[AWS_COMPUTE_ENV.runtimeLayerArn];
       if (computeIds.includes(id)) expect(layer, id).toEqual({ Ref: layerId() });
@@ -143,12 +143,11 @@ describe("ServiceStack: what sources run on", () => {
     ]) {
       expect(actionsOf(template, sweeper), action).not.toContain(action);
     }
-    // The composition root builds its host and timers from the same settings as the route's.
-    const manage = [ENV.resourcesTable, AWS_COMPUTE_ENV.stage, ...MANAGE_SOURCES_ENV];
-    for (const name of manage) {
+    // The composition root builds its timers from the same settings as the route's.
+    for (const name of [ENV.resourcesTable, AWS_COMPUTE_ENV.stage, ...SCHEDULES_ENV]) {
       expect(environmentOf(template, sweeper)[name], name).toEqual(environmentOf(template, deleteRoute)[name]);
     }
-    expect(loadAwsComputeConfig(deployedEnvironmentOf(template, sweeper)).manage).toBeDefined();
+    expect(loadAwsComputeConfig(deployedEnvironmentOf(template, sweeper)).schedules).toBeDefined();
   });
 
   it("routes ANY /http/{key} and ANY /http/{key}/{proxy+} to the HTTP interface function", () => {
@@ -164,48 +163,69 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("lets deploying routes manage only sluice-<stage>-dc_* and -p_* functions, with the source role and the layer", () => {
+  it("lets routes create, update and delete only sluice-<stage>-dc_* and -p_* functions, with the source role and the layer", () => {
+    const scheduleArn = {
+      "Fn::Join": [
+        "",
+        [
+          "arn:",
+          { Ref: "AWS::Partition" },
+          ":scheduler:",
+          { Ref: "AWS::Region" },
+          ":",
+          { Ref: "AWS::AccountId" },
+          ":schedule/",
+          { Ref: idOf(service.sources.scheduleGroup) },
+          "/*",
+        ],
+      ],
+    };
+    const passSourceRole = {
+      Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
+      Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
+    };
+    const passSchedulerRole = {
+      Resource: { "Fn::GetAtt": [idOf(service.sources.schedulerRole), "Arn"] },
+      Condition: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
+    };
+    const describer = JSON.stringify(idOf(service.sources.describer));
+    // What each level may do, on which resources (the exact actions: function-rights.test.ts).
+    const expected: Record<ComputeAccess, { functions: unknown[]; creates: boolean; schedules: unknown[] }> = {
+      describe: { functions: [], creates: false, schedules: [] },
+      probe: { functions: [functionsArn("dc")], creates: true, schedules: [] },
+      remove: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: false, schedules: [scheduleArn] },
+      deploy: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: true, schedules: [scheduleArn] },
+    };
     for (const route of computeRoutes()) {
+      const level = route.access.compute!;
+      const { functions, creates, schedules } = expected[level];
       const statements = statementsOf(template, routeFunctionId(route.name));
-      const on = (action: string) => statementsWith(statements, action);
-      for (const action of [
-        "lambda:CreateFunction",
-        "lambda:UpdateFunctionCode",
-        "lambda:UpdateFunctionConfiguration",
-        "lambda:DeleteFunction",
-        "lambda:TagResource",
-        "lambda:GetFunction",
-      ]) {
-        expect(
-          on(action).map((statement) => statement.Resource),
-          `${route.name} ${action}`,
-        ).toEqual([COMPONENT_FUNCTIONS_ARNS]);
+      const on = (action: string) => statementsWith(statements, action).map((statement) => statement.Resource);
+      const what = `${route.name} (${level})`;
+      expect(on("lambda:GetFunction"), what).toEqual(functions);
+      for (const action of ["lambda:CreateFunction", "lambda:UpdateFunctionCode", "lambda:TagResource"]) {
+        expect(on(action), `${what} ${action}`).toEqual(creates ? functions : []);
       }
-      expect(on("lambda:GetLayerVersion").map((statement) => statement.Resource)).toEqual([{ Ref: layerId() }]);
-      // The scheduler role first: every function that applies runs schedules delayed emits with it.
-      expect(on("iam:PassRole").map(({ Resource, Condition }) => ({ Resource, Condition }))).toEqual([
-        {
-          Resource: { "Fn::GetAtt": [idOf(service.sources.schedulerRole), "Arn"] },
-          Condition: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
-        },
-        {
-          Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
-          Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
-        },
-      ]);
-      const scheduleArn = schedulesArn();
-      for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"]) {
-        expect(
-          on(action).map((statement) => statement.Resource),
-          action,
-        ).toEqual([scheduleArn]);
+      expect(on("lambda:DeleteFunction"), what).toEqual(level === "remove" || level === "deploy" ? functions : []);
+      expect(on("lambda:GetLayerVersion"), what).toEqual(creates ? [{ Ref: layerId() }] : []);
+      expect(
+        statementsWith(statements, "iam:PassRole").map(({ Resource, Condition }) => ({ Resource, Condition })),
+        what,
+      ).toEqual([...(creates ? [passSourceRole] : []), ...(level === "deploy" ? [passSchedulerRole] : [])]);
+      expect(on("scheduler:DeleteSchedule"), what).toEqual(schedules);
+      for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule"]) {
+        expect(on(action), `${what} ${action}`).toEqual(level === "deploy" ? schedules : []);
       }
-      // Invoke: source and workflow functions, the run queue's runner and the describer; nothing else.
-      const invokable = on("lambda:InvokeFunction").map((statement) => JSON.stringify(statement.Resource));
-      expect(invokable).toHaveLength(3);
-      expect(invokable).toContain(JSON.stringify(COMPONENT_FUNCTIONS_ARNS));
-      expect(invokable.join()).toContain(idOf(service.sources.sourceRunner.lambdaFunction));
-      expect(invokable.join()).toContain(idOf(service.sources.describer));
+      // Invoke: the describer (all but remove) and the functions above; never the source runner.
+      const invokable = on("lambda:InvokeFunction").map((resource) => JSON.stringify(resource));
+      expect(
+        invokable.filter((resource) => resource.includes(describer)),
+        what,
+      ).toHaveLength(level === "remove" ? 0 : 1);
+      expect(
+        invokable.filter((resource) => !resource.includes(describer)),
+        what,
+      ).toEqual(functions.map((resource) => JSON.stringify(resource)));
     }
   });
 
@@ -220,7 +240,7 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("lets routes with secrets generate data keys and decrypt with the stateful stack's key only", () => {
+  it("lets routes that seal generate data keys and decrypt, and routes that open decrypt, with the stateful stack's key only", () => {
     const imported = importOf(statefulTemplate, { "Fn::GetAtt": ["SecretsKey", "Arn"] });
     for (const route of routes.filter((r) => r.access.secrets)) {
       const kms = statementsOf(template, routeFunctionId(route.name)).filter((s) =>
@@ -229,7 +249,12 @@ describe("ServiceStack: what sources run on", () => {
       expect(
         kms.map(({ Action, Resource }) => ({ Action, Resource })),
         route.name,
-      ).toEqual([{ Action: ["kms:GenerateDataKey", "kms:Decrypt"], Resource: imported }]);
+      ).toEqual([
+        {
+          Action: route.access.secrets === "seal" ? ["kms:GenerateDataKey", "kms:Decrypt"] : "kms:Decrypt",
+          Resource: imported,
+        },
+      ]);
       expect(environmentOf(template, routeFunctionId(route.name))[AWS_COMPUTE_ENV.secretsKeyArn]).toEqual(imported);
     }
   });
@@ -299,12 +324,12 @@ describe("ServiceStack: what sources run on", () => {
     expect(config.delayedEmits).toBeUndefined();
   });
 
-  it("lets the functions that apply runs schedule delayed emits in the group, and delete-source-events cancel them", () => {
+  it("lets the functions that apply runs (and deploy routes) schedule delayed emits in the group, and delete-source-events cancel them", () => {
     const scheduleArn = JSON.stringify(schedulesArn());
     const appliers = [service.sources.httpInterface, service.sources.sourceRunner, service.sources.timerInvoker].map(
       (fn) => idOf(fn.lambdaFunction),
     );
-    for (const id of [...appliers, ...computeRoutes().map((route) => routeFunctionId(route.name))]) {
+    for (const id of [...appliers, ...routesAt("deploy").map((route) => routeFunctionId(route.name))]) {
       const statements = statementsOf(template, id);
       for (const action of ["scheduler:CreateSchedule", "scheduler:DeleteSchedule"]) {
         expect(
@@ -366,11 +391,12 @@ describe("ServiceStack: what sources run on", () => {
       });
       // Run, not deploy: no setting of the deploying routes.
       const environment = environmentOf(template, idOf(fn.lambdaFunction));
-      for (const name of MANAGE_SOURCES_ENV) {
+      for (const name of [...SOURCE_FUNCTIONS_ENV, ...SCHEDULES_ENV, AWS_COMPUTE_ENV.describerFunction]) {
+        // The group and the scheduler role are also set alone, for delayed emits.
         if (name === AWS_COMPUTE_ENV.scheduleGroup || name === AWS_COMPUTE_ENV.schedulerRoleArn) continue;
         expect(environment[name], `${fn.entry} ${name}`).toBeUndefined();
       }
-      expect(loadAwsComputeConfig(deployedEnvironmentOf(template, idOf(fn.lambdaFunction))).manage).toBeUndefined();
+      expect(loadAwsComputeConfig(deployedEnvironmentOf(template, idOf(fn.lambdaFunction))).schedules).toBeUndefined();
       expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("lambda:CreateFunction");
       // They run sources and workflows: invoke their functions (and wait for one being updated).
       const statements = statementsOf(template, idOf(fn.lambdaFunction));
@@ -379,8 +405,10 @@ describe("ServiceStack: what sources run on", () => {
           COMPONENT_FUNCTIONS_ARNS,
         );
       }
-      expect(actionsOf(template, idOf(fn.lambdaFunction))).toContain("kms:Decrypt");
-      expect(actionsOf(template, idOf(fn.lambdaFunction))).not.toContain("kms:GenerateDataKey");
+      // They open secret props, and seal the grant of a run with data stores (grantDataStores).
+      expect(actionsOf(template, idOf(fn.lambdaFunction))).toEqual(
+        expect.arrayContaining(["kms:Decrypt", "kms:GenerateDataKey"]),
+      );
     }
   });
 
@@ -447,26 +475,28 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("gives deploying routes every setting the AWS compute config needs, and no npm registry unless asked", () => {
+  it("gives each compute route the settings of its level, and no npm registry unless asked", () => {
     for (const route of computeRoutes()) {
+      const level = route.access.compute!;
       const config = loadAwsComputeConfig(deployedEnvironmentOf(template, routeFunctionId(route.name)));
-      expect(config.manage, route.name).toBeDefined();
-      expect(config.sourceRunnerFunction, route.name).toBeDefined();
-      expect(config.stage).toBe("dev");
+      const what = `${route.name} (${level})`;
+      expect(config.describerFunction !== undefined, what).toBe(level !== "remove");
+      expect(config.functions !== undefined, what).toBe(level === "probe" || level === "deploy");
+      expect(config.schedules !== undefined, what).toBe(level === "remove" || level === "deploy");
+      // Hooks and probes run in the request: none queues runs.
+      expect(config.sourceRunnerFunction, what).toBeUndefined();
+      expect(config.stage, what).toBe(level === "describe" ? "default" : "dev");
       expect(config.npmRegistry).toBeUndefined();
-      expect(environmentOf(template, routeFunctionId(route.name))[AWS_COMPUTE_ENV.scheduleGroup]).toEqual({
-        Ref: idOf(service.sources.scheduleGroup),
-      });
     }
   });
 });
 
 describe("ServiceStack with an npm registry (-c npmRegistry)", () => {
-  it("tells the routes that deploy sources, and no other function, where to install npm packages", () => {
+  it("tells the routes that bundle components, and no other function, where to install npm packages", () => {
     const registry = "https://npm.example.com/mirror/";
     const { service, template } = synthService({ npmRegistry: registry });
     const deploying = routes
-      .filter((route) => route.access.compute)
+      .filter((route) => route.access.compute && route.access.compute !== "remove")
       .map((route) => idOf(service.routeFunctions.get(route.name)!.function.lambdaFunction));
     expect(deploying.length).toBeGreaterThan(0);
     const told = Object.keys(functionsOf(template)).filter((id) => environmentOf(template, id)[ENV.npmRegistry]);

@@ -1,8 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { AWS_COMPUTE_ENV, loadAwsComputeConfig, MANAGE_SOURCES_ENV } from "#config/aws-compute-env";
+import { AWS_COMPUTE_ENV, loadAwsComputeConfig, SCHEDULES_ENV, SOURCE_FUNCTIONS_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 
-const manage = Object.fromEntries(MANAGE_SOURCES_ENV.map((name) => [name, `value of ${name}`]));
+const manage = Object.fromEntries(
+  [...SOURCE_FUNCTIONS_ENV, ...SCHEDULES_ENV, AWS_COMPUTE_ENV.describerFunction].map((name) => [
+    name,
+    `value of ${name}`,
+  ]),
+);
 
 /** The error of an invalid configuration: one line per variable, `NAME: reason`, in this order. */
 const naming = (...names: string[]) => new RegExp(names.map((name) => `${name}: `).join("[\\s\\S]*"));
@@ -14,7 +19,9 @@ describe("loadAwsComputeConfig", () => {
       stage: "default",
       sourceRunnerFunction: undefined,
       secretsKeyArn: undefined,
-      manage: undefined,
+      describerFunction: undefined,
+      functions: undefined,
+      schedules: undefined,
       delayedEmits: undefined,
       eventPurgerFunction: undefined,
       npmRegistry: undefined,
@@ -103,11 +110,13 @@ describe("loadAwsComputeConfig", () => {
       sourceRunnerFunction: "runner",
       secretsKeyArn: "arn:aws:kms:eu-west-1:1:key/x",
     });
-    expect(config.manage).toEqual({
+    expect(config.describerFunction).toBe(`value of ${AWS_COMPUTE_ENV.describerFunction}`);
+    expect(config.functions).toEqual({
       sourceRoleArn: `value of ${AWS_COMPUTE_ENV.sourceRoleArn}`,
       runtimeLayerArn: `value of ${AWS_COMPUTE_ENV.runtimeLayerArn}`,
       sourceLogGroup: `value of ${AWS_COMPUTE_ENV.sourceLogGroup}`,
-      describerFunction: `value of ${AWS_COMPUTE_ENV.describerFunction}`,
+    });
+    expect(config.schedules).toEqual({
       timerInvokerArn: `value of ${AWS_COMPUTE_ENV.timerInvokerArn}`,
       schedulerRoleArn: `value of ${AWS_COMPUTE_ENV.schedulerRoleArn}`,
       scheduleGroup: `value of ${AWS_COMPUTE_ENV.scheduleGroup}`,
@@ -115,13 +124,13 @@ describe("loadAwsComputeConfig", () => {
   });
 
   it("names every missing variable of a partly set group, and a bad stage, at once", () => {
-    const { [AWS_COMPUTE_ENV.describerFunction]: _d, [AWS_COMPUTE_ENV.scheduleGroup]: _g, ...partial } = manage;
+    const { [AWS_COMPUTE_ENV.sourceLogGroup]: _l, [AWS_COMPUTE_ENV.scheduleGroup]: _g, ...partial } = manage;
     const env = { ...partial, [AWS_COMPUTE_ENV.stage]: "9bad", [ENV.invocationTimeoutMs]: "soon" };
     expect(() => loadAwsComputeConfig(env)).toThrow(
       naming(
         AWS_COMPUTE_ENV.stage,
         ENV.invocationTimeoutMs,
-        AWS_COMPUTE_ENV.describerFunction,
+        AWS_COMPUTE_ENV.sourceLogGroup,
         AWS_COMPUTE_ENV.scheduleGroup,
       ),
     );
@@ -130,14 +139,14 @@ describe("loadAwsComputeConfig", () => {
   it("reads the delayed emits' schedules apart from the deployers' group: cancel only, or schedule too", () => {
     const group = { [AWS_COMPUTE_ENV.scheduleGroup]: "sluice-dev" };
     const cancelOnly = loadAwsComputeConfig(group);
-    expect(cancelOnly.manage).toBeUndefined();
+    expect(cancelOnly.schedules).toBeUndefined();
     expect(cancelOnly.delayedEmits).toEqual({ scheduleGroup: "sluice-dev", target: undefined });
     const scheduling = loadAwsComputeConfig({
       ...group,
       [AWS_COMPUTE_ENV.schedulerRoleArn]: "arn:aws:iam::1:role/s",
       [AWS_COMPUTE_ENV.delayedEmitDelivererArn]: "arn:aws:lambda:eu-west-1:1:function:d",
     });
-    expect(scheduling.manage).toBeUndefined();
+    expect(scheduling.schedules).toBeUndefined();
     expect(scheduling.delayedEmits).toEqual({
       scheduleGroup: "sluice-dev",
       target: { delivererArn: "arn:aws:lambda:eu-west-1:1:function:d", roleArn: "arn:aws:iam::1:role/s" },

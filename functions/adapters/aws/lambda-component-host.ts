@@ -51,18 +51,27 @@ import { workflowZip } from "./workflow-bundle.ts";
 const MAX_SYNC_PAYLOAD_BYTES = 6 * 1024 * 1024;
 const MAX_FUNCTION_NAME = 64;
 
-/** What `describe` and `prepare` need; functions that only run sources are deployed without it. */
+/** What `describe` and `prepare` need; functions that only run or remove sources are deployed without it. */
 export interface SourceDeploySettings {
+  /** Name of the describer function (`SLUICE_DESCRIBER_FUNCTION`). */
+  readonly describerFunction: string;
+  /** Turns a component's code into its ESM bundle: `componentBundler(...)` of `source-bundle.ts`. */
+  readonly bundle: (code: string) => Promise<string>;
+  /**
+   * What creating a function needs; functions that only describe components are deployed without
+   * it (nor the rights to create functions). @default - `prepare` and `prepareWorkflow` throw
+   */
+  readonly functions?: SourceFunctionsSettings;
+}
+
+/** The settings of the source and workflow functions `prepare` creates. */
+export interface SourceFunctionsSettings {
   /** Execution role of source functions, which may only write logs (`SLUICE_SOURCE_ROLE_ARN`). */
   readonly sourceRoleArn: string;
   /** Version ARN of the runtime layer (`SLUICE_RUNTIME_LAYER_ARN`). */
   readonly runtimeLayerArn: string;
-  /** Name of the describer function (`SLUICE_DESCRIBER_FUNCTION`). */
-  readonly describerFunction: string;
   /** Log group of all source functions (`SLUICE_SOURCE_LOG_GROUP`). @default - Lambda's `/aws/lambda/<name>` */
   readonly logGroup?: string;
-  /** Turns a component's code into its ESM bundle: `componentBundler(...)` of `source-bundle.ts`. */
-  readonly bundle: (code: string) => Promise<string>;
 }
 
 export interface LambdaComponentHostOptions {
@@ -197,7 +206,7 @@ export class LambdaComponentHost implements ComponentHost {
   }
 
   async prepare(source: SourceCode): Promise<void> {
-    const deploy = this.#deploySettings();
+    const deploy = this.#functionSettings();
     const zip = sourceZip(await deploy.bundle(source.code));
     const FunctionName = this.functionName(source.sourceId);
     const outcome = await this.#deployFunction(FunctionName, zip, deploy, {
@@ -214,10 +223,10 @@ export class LambdaComponentHost implements ComponentHost {
   async #deployFunction(
     FunctionName: string,
     { zip, sha256 }: SourceZip,
-    deploy: SourceDeploySettings,
+    deploy: { functions: SourceFunctionsSettings },
     created: { Description: string; Tags: Record<string, string> },
   ): Promise<"created" | "updated"> {
-    const settings = this.#settings(deploy);
+    const settings = this.#settings(deploy.functions);
     let current = await this.#getFunction(FunctionName);
     if (!current) {
       try {
@@ -342,7 +351,7 @@ export class LambdaComponentHost implements ComponentHost {
    * entry of `workflow-bundle.ts`, with the sources' role, layer, memory and time limit.
    */
   async prepareWorkflow(workflow: WorkflowCode): Promise<void> {
-    const deploy = this.#deploySettings();
+    const deploy = this.#functionSettings();
     const modules = new Map<string, string>();
     for (const step of workflow.steps) {
       if (!modules.has(step.codeHash)) modules.set(step.codeHash, await deploy.bundle(step.code));
@@ -390,7 +399,18 @@ export class LambdaComponentHost implements ComponentHost {
     return deploy;
   }
 
-  #settings(deploy: SourceDeploySettings): SourceFunctionSettings {
+  /** {@link #deploySettings}, with what creating functions needs. */
+  #functionSettings(): SourceDeploySettings & { functions: SourceFunctionsSettings } {
+    const deploy = this.#deploySettings();
+    if (!deploy.functions) {
+      throw new Error(
+        "this function was deployed to describe components only, without the settings to create functions (access.compute)",
+      );
+    }
+    return { ...deploy, functions: deploy.functions };
+  }
+
+  #settings(deploy: SourceFunctionsSettings): SourceFunctionSettings {
     const settings: SourceFunctionSettings = {
       Role: deploy.sourceRoleArn,
       Handler: SOURCE_HANDLER,

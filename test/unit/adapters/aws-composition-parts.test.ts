@@ -69,15 +69,16 @@ describe("a route's Lambda entry", () => {
   it("names the parts its access needs", () => {
     expect(awsPartsFor({ resources: "read" })).toEqual(["tables"]);
     expect(awsPartsFor({})).toEqual([]);
-    expect(awsPartsFor({ resources: "write", compute: true, secrets: true })).toEqual([
+    expect(awsPartsFor({ resources: "write", compute: "deploy", secrets: "seal" })).toEqual([
       "bus",
       "delays",
       "host",
-      "runs",
       "secrets",
       "tables",
       "timers",
     ]);
+    expect(awsPartsFor({ resources: "write", compute: "describe" })).toEqual(["host", "tables"]);
+    expect(awsPartsFor({ resources: "write", compute: "probe" })).toEqual(["host", "tables"]);
     expect(awsPartsFor({ resources: "write", eventPurges: true })).toEqual(["delays", "purger", "tables"]);
     expect(awsPartsFor({ resources: "write", deliveries: true })).toEqual(["deliveries", "tables"]);
   });

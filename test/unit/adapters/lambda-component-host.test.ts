@@ -32,18 +32,28 @@ const SOURCE: SourceCode = {
   codeHash: "0".repeat(64),
 };
 const NAME = `sluice-dev-${SOURCE.sourceId}`;
+/** What the describer answers for SOURCE's code. */
+const DESCRIPTION = {
+  name: "x",
+  type: "source",
+  hooks: [],
+  methods: [],
+  hasRun: true,
+  hasAdditionalProps: false,
+  props: [],
+};
 const bundle = async (code: string) => `// bundled\n${code}`;
 const EXPECTED_ZIP = sourceZip(`// bundled\n${SOURCE.code}`);
 const ZIP_SHA_BASE64 = Buffer.from(EXPECTED_ZIP.sha256, "hex").toString("base64");
 
-function host(overrides: { bundle?: (code: string) => Promise<string>; deploy?: null } = {}) {
+function host(overrides: { bundle?: (code: string) => Promise<string>; deploy?: null; describeOnly?: boolean } = {}) {
   let now = 1_000;
   const deploy = {
-    sourceRoleArn: ROLE,
-    runtimeLayerArn: LAYER,
     describerFunction: "sluice-dev-describer",
-    logGroup: LOG_GROUP,
     bundle: overrides.bundle ?? bundle,
+    ...(overrides.describeOnly
+      ? {}
+      : { functions: { sourceRoleArn: ROLE, runtimeLayerArn: LAYER, logGroup: LOG_GROUP } }),
   };
   return new LambdaComponentHost({
     lambda: new LambdaClient({ region: "eu-west-1", credentials: { accessKeyId: "x", secretAccessKey: "x" } }),
@@ -208,6 +218,20 @@ describe("LambdaComponentHost.prepare", () => {
     expect(lambdaMock.calls()).toHaveLength(0);
   });
 
+  it("describes but refuses to create functions in a function deployed to describe components only", async () => {
+    lambdaMock
+      .on(InvokeCommand)
+      .resolves({ StatusCode: 200, Payload: encode({ ok: true, description: DESCRIPTION }) as never });
+    const describer = host({ describeOnly: true });
+    await expect(describer.describe(SOURCE.code)).resolves.toMatchObject({ name: "x" });
+    await expect(describer.prepare(SOURCE)).rejects.toThrow(/to describe components only/);
+    await expect(
+      describer.prepareWorkflow({ workflowId: "p_x", ownerId: "o_x", deploymentId: "d_x", steps: [] }),
+    ).rejects.toThrow(/to describe components only/);
+    expect(lambdaMock.commandCalls(InvokeCommand)).toHaveLength(1);
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
+  });
+
   it("passes a bundling failure through without touching Lambda", async () => {
     const failing = host({
       bundle: async () => {
@@ -325,17 +349,10 @@ describe("LambdaComponentHost.invoke", () => {
 
 describe("LambdaComponentHost.describe", () => {
   it("sends the bundle to the describer function and returns the description", async () => {
-    const description = {
-      name: "x",
-      type: "source",
-      hooks: [],
-      methods: [],
-      hasRun: true,
-      hasAdditionalProps: false,
-      props: [],
-    };
-    lambdaMock.on(InvokeCommand).resolves({ StatusCode: 200, Payload: encode({ ok: true, description }) as never });
-    expect(await host().describe(SOURCE.code)).toEqual(description);
+    lambdaMock
+      .on(InvokeCommand)
+      .resolves({ StatusCode: 200, Payload: encode({ ok: true, description: DESCRIPTION }) as never });
+    expect(await host().describe(SOURCE.code)).toEqual(DESCRIPTION);
     const { Payload, ...rest } = lambdaMock.commandCalls(InvokeCommand)[0]!.args[0].input;
     expect(rest).toEqual({ FunctionName: "sluice-dev-describer", InvocationType: "RequestResponse" });
     expect(JSON.parse(new TextDecoder().decode(Payload as Uint8Array))).toEqual({

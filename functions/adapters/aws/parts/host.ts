@@ -10,7 +10,7 @@ import { componentBundler, loadEsbuild } from "../source-bundle.ts";
 
 /**
  * The component host (Lambda): functions that run sources, and, deployed with the settings to
- * manage them (`access.compute` routes), bundle and deploy them.
+ * describe or create them (`access.compute` routes, by level), bundle and deploy them.
  */
 export const part: AwsPart = {
   name: "host",
@@ -25,13 +25,19 @@ export const part: AwsPart = {
             stage: compute.stage,
             invocationTimeoutMs: compute.runtime.invocationTimeoutMs,
             log,
-            ...(compute.manage
+            ...(compute.describerFunction
               ? {
                   deploy: {
-                    sourceRoleArn: compute.manage.sourceRoleArn,
-                    runtimeLayerArn: compute.manage.runtimeLayerArn,
-                    describerFunction: compute.manage.describerFunction,
-                    logGroup: compute.manage.sourceLogGroup,
+                    describerFunction: compute.describerFunction,
+                    ...(compute.functions
+                      ? {
+                          functions: {
+                            sourceRoleArn: compute.functions.sourceRoleArn,
+                            runtimeLayerArn: compute.functions.runtimeLayerArn,
+                            logGroup: compute.functions.sourceLogGroup,
+                          },
+                        }
+                      : {}),
                     bundle: componentBundler({
                       esbuild: () => loadEsbuild("wasm"),
                       plugins: [

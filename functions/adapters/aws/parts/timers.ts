@@ -8,12 +8,12 @@ export const part: AwsPart = {
   build({ compute, client }) {
     return {
       timers: lazy("the timers", () => {
-        const manage = required(compute.manage, "the timers", "compute access");
+        const schedules = required(compute.schedules, "the timers", "the schedules' settings (access.compute)");
         return new SchedulerTimers({
           scheduler: client("scheduler", () => new SchedulerClient({})),
-          groupName: manage.scheduleGroup,
-          timerInvokerArn: manage.timerInvokerArn,
-          roleArn: manage.schedulerRoleArn,
+          groupName: schedules.scheduleGroup,
+          timerInvokerArn: schedules.timerInvokerArn,
+          roleArn: schedules.schedulerRoleArn,
         });
       }),
     };
