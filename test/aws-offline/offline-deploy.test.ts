@@ -1,11 +1,12 @@
 /**
  * The offline deployment test (docs/aws.md, "The offline deployment test"): both stacks, as
  * `cdk synth` writes them, deployed into moto's CloudFormation with the transform of
- * `templates.ts` only, and what was created checked through the services' own APIs.
+ * `templates.ts` only; what was created checked through the services' own APIs; then Sluice's own
+ * bundles, run on Node.js 22 by the local Lambda, serving requests through the HTTP API played
+ * from the template's routes.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
 import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
 import {
   DescribeEventBusCommand,
@@ -15,67 +16,35 @@ import {
 } from "@aws-sdk/client-eventbridge";
 import { GetFunctionConfigurationCommand, LambdaClient, ListEventSourceMappingsCommand } from "@aws-sdk/client-lambda";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
-import type { CfnElement } from "aws-cdk-lib";
 import type { IConstruct } from "constructs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
-import {
-  type DeployedStack,
-  deployStacks,
-  MOTO_ACCOUNT,
-  MOTO_CREDENTIALS,
-  MOTO_REGION,
-  type Moto,
-  startMoto,
-} from "./moto.ts";
-import {
-  type CfnTemplate,
-  offlineTemplate,
-  SERVICE_STACK,
-  type SluiceApp,
-  STATEFUL_STACK,
-  synthSluice,
-  templateOf,
-} from "./templates.ts";
+import { apiClient } from "../support/api-client.ts";
+import { runSluice } from "../support/local-process.ts";
+import { type DeployedStack, MOTO_ACCOUNT, MOTO_CREDENTIALS, MOTO_REGION } from "./moto.ts";
+import { node22, type OfflineStack, startOfflineStack } from "./offline-stack.ts";
+import { offlineTemplate, SERVICE_STACK, type SluiceApp, STATEFUL_STACK } from "./templates.ts";
 
-describe("the stacks deployed into moto", () => {
-  let moto: Moto;
-  let work: string;
+describe("Sluice deployed into moto and served offline", () => {
+  let offline: OfflineStack;
   let app: SluiceApp;
-  let synthesized: { stateful: CfnTemplate; service: CfnTemplate };
+  let synthesized: OfflineStack["synthesized"];
   let deployed: Record<string, DeployedStack>;
-  const clientOptions = () => ({ endpoint: moto.endpoint, region: MOTO_REGION, credentials: MOTO_CREDENTIALS });
+  let physicalIdOf: (construct: IConstruct) => string;
+  const clientOptions = () => ({ endpoint: offline.moto.endpoint, region: MOTO_REGION, credentials: MOTO_CREDENTIALS });
 
   beforeAll(async () => {
-    work = mkdtempSync(join(tmpdir(), "sluice-aws-offline-"));
-    app = synthSluice({ outdir: join(work, "cdk.out"), bundle: false });
-    synthesized = { stateful: templateOf(app.stateful), service: templateOf(app.service) };
-    moto = await startMoto();
-    const endpoints = {
-      apiEndpoint: "http://127.0.0.1:1",
-      functionUrl: "http://127.0.0.1:2/",
-      region: MOTO_REGION,
-      account: MOTO_ACCOUNT,
-    };
-    deployed = await deployStacks(moto, work, {
-      [STATEFUL_STACK]: offlineTemplate(synthesized.stateful, endpoints),
-      [SERVICE_STACK]: offlineTemplate(synthesized.service, endpoints),
-    });
-  }, 240_000);
+    offline = await startOfflineStack();
+    ({ app, synthesized, deployed, physicalIdOf } = offline);
+  }, 300_000);
 
-  afterAll(() => {
-    moto?.close();
-    if (work) rmSync(work, { recursive: true, force: true });
+  afterAll(async () => {
+    await offline?.close();
   });
 
-  /** The physical id moto gave a construct's resource (its default child). */
-  const physicalIdOf = (construct: IConstruct): string => {
-    const logicalId = app.service.getLogicalId(construct.node.defaultChild as CfnElement);
-    const resource = deployed[SERVICE_STACK]?.resources.find((r) => r.logicalId === logicalId);
-    if (!resource) throw new Error(`${logicalId} was not deployed`);
-    return resource.physicalId;
-  };
+  /** The functions' latest output, for a failing expectation's message. */
+  const logs = () => offline.logs.slice(-40).join("\n");
 
   /** The physical ids of the template's resources of `type`, as moto created them. */
   const physicalIds = (stack: string, type: string) =>
@@ -178,5 +147,50 @@ describe("the stacks deployed into moto", () => {
         [queueName(fanout.unpublishedQueue), dispatcher],
       ].sort(),
     );
+  });
+
+  describe("the HTTP API, played from the template's routes, on the functions' own bundles", () => {
+    it("runs the bundles on Node.js 22, the runtime the stacks declare", async () => {
+      const runtimes = Object.values(synthesized.service.Resources)
+        .filter((resource) => resource.Type === "AWS::Lambda::Function")
+        .map((resource) => resource.Properties?.Runtime);
+      expect(new Set(runtimes)).toEqual(new Set(["nodejs22.x"]));
+      const { stdout } = await promisify(execFile)(node22(), ["--version"]);
+      expect(stdout).toMatch(/^v22\./);
+    });
+
+    it("serves GET /v1/openapi.json by its route's function", async () => {
+      const response = await fetch(`${offline.gateway.endpoint}/v1/openapi.json`);
+      expect(response.status, logs()).toBe(200);
+      expect(await response.json()).toMatchObject({ openapi: expect.stringMatching(/^3\.1/) });
+      const route = app.service.routeFunctions.get("get-openapi");
+      expect(offline.lambda.invocations.at(-1)?.functionName).toBe(physicalIdOf(route!.function.lambdaFunction));
+    });
+
+    it("answers an unrouted request by the $default route's function, in Sluice's error shape", async () => {
+      const response = await fetch(`${offline.gateway.endpoint}/v1/nowhere`);
+      expect(response.status, logs()).toBe(404);
+      expect(await response.json()).toEqual({ error: expect.stringContaining("/v1/nowhere") });
+    });
+
+    it("authenticates a user that `sluice create-user --table` made in the emulated table", async () => {
+      const table = deployed[STATEFUL_STACK]?.outputs.ResourcesTableName ?? "";
+      const { stdout } = await runSluice(
+        ["create-user", "--table", table, "--region", MOTO_REGION, "--endpoint", offline.moto.endpoint].concat([
+          "--username",
+          "offline",
+          "--email",
+          "offline@example.com",
+        ]),
+        { AWS_ACCESS_KEY_ID: MOTO_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: MOTO_CREDENTIALS.secretAccessKey },
+      );
+      const user = JSON.parse(stdout) as { user_id: string; api_key: string };
+      const api = apiClient(`${offline.gateway.endpoint}/v1`, user.api_key);
+      const me = await api("GET", "/users/me");
+      expect(me.status, `${JSON.stringify(me.json)}\n${logs()}`).toBe(200);
+      expect(JSON.stringify(me.json)).toContain(user.user_id);
+      const anonymous = await fetch(`${offline.gateway.endpoint}/v1/users/me`);
+      expect(anonymous.status).toBe(401);
+    });
   });
 });
