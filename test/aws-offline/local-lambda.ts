@@ -58,6 +58,8 @@ export interface LocalLambda {
   readonly invocations: readonly InvocationRecord[];
   /** Invokes a function as `Invoke` with `RequestResponse` does. */
   invoke(functionName: string, payload: unknown): Promise<{ result: unknown; functionError: boolean }>;
+  /** Invokes a function as `Invoke` with `Event` does: runs it later, once, and answers nothing. */
+  invokeAsync(functionName: string, payload: unknown): void;
   /** Resolves once no invocation runs (those queued by `Event` included). */
   idle(): Promise<void>;
   close(): Promise<void>;
@@ -201,6 +203,9 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
     async invoke(functionName, payload) {
       const { kind, answer } = await track(run(functionName, Buffer.from(JSON.stringify(payload)), "RequestResponse"));
       return { result: JSON.parse(answer), functionError: kind !== "result" };
+    },
+    invokeAsync(functionName, payload) {
+      track(run(functionName, Buffer.from(JSON.stringify(payload)), "Event"));
     },
     async idle() {
       while (running.size > 0) await Promise.allSettled([...running]);

@@ -6,22 +6,22 @@
  * from the template's routes.
  */
 import { execFile } from "node:child_process";
+import { networkInterfaces } from "node:os";
 import { promisify } from "node:util";
 import { DescribeTableCommand, DynamoDBClient } from "@aws-sdk/client-dynamodb";
-import {
-  DescribeEventBusCommand,
-  EventBridgeClient,
-  ListRulesCommand,
-  ListTargetsByRuleCommand,
-} from "@aws-sdk/client-eventbridge";
+import { DescribeEventBusCommand, EventBridgeClient, ListRulesCommand } from "@aws-sdk/client-eventbridge";
 import { GetFunctionConfigurationCommand, LambdaClient, ListEventSourceMappingsCommand } from "@aws-sdk/client-lambda";
 import { GetQueueAttributesCommand, SQSClient } from "@aws-sdk/client-sqs";
+import { DynamoDBDocumentClient, ScanCommand } from "@aws-sdk/lib-dynamodb";
 import type { IConstruct } from "constructs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
+import { isForbiddenAddress } from "#runtime/address-guard";
 import { apiClient } from "../support/api-client.ts";
+import { eventually } from "../support/eventually.ts";
 import { runSluice } from "../support/local-process.ts";
+import { WebhookReceiver } from "../support/webhook-receiver.ts";
 import { type DeployedStack, MOTO_ACCOUNT, MOTO_CREDENTIALS, MOTO_REGION } from "./moto.ts";
 import { node22, type OfflineStack, startOfflineStack } from "./offline-stack.ts";
 import { offlineTemplate, SERVICE_STACK, type SluiceApp, STATEFUL_STACK } from "./templates.ts";
@@ -46,6 +46,21 @@ describe("Sluice deployed into moto and served offline", () => {
   /** The functions' latest output, for a failing expectation's message. */
   const logs = () => offline.logs.slice(-40).join("\n");
 
+  /** A user made by `sluice create-user --table` in the emulated table, as an operator does. */
+  const createUser = async (username: string) => {
+    const table = deployed[STATEFUL_STACK]?.outputs.ResourcesTableName ?? "";
+    const { stdout } = await runSluice(
+      ["create-user", "--table", table, "--region", MOTO_REGION, "--endpoint", offline.moto.endpoint].concat([
+        "--username",
+        username,
+        "--email",
+        `${username}@example.com`,
+      ]),
+      { AWS_ACCESS_KEY_ID: MOTO_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: MOTO_CREDENTIALS.secretAccessKey },
+    );
+    return JSON.parse(stdout) as { user_id: string; api_key: string };
+  };
+
   /** The physical ids of the template's resources of `type`, as moto created them. */
   const physicalIds = (stack: string, type: string) =>
     deployed[stack]?.resources.filter((resource) => resource.type === type).map((resource) => resource.physicalId) ??
@@ -61,6 +76,7 @@ describe("Sluice deployed into moto and served offline", () => {
       const kept = offlineTemplate(template, {
         apiEndpoint: "http://x",
         functionUrl: "http://x/",
+        sqsEndpoint: offline.moto.endpoint,
         region: MOTO_REGION,
         account: MOTO_ACCOUNT,
       }).Resources;
@@ -123,9 +139,8 @@ describe("Sluice deployed into moto and served offline", () => {
     await events.send(new DescribeEventBusCommand({ Name: "sluice-default" }));
     const { Rules } = await events.send(new ListRulesCommand({ EventBusName: "sluice-default" }));
     expect(Rules).toHaveLength(1);
-    const { Targets } = await events.send(
-      new ListTargetsByRuleCommand({ Rule: Rules?.[0]?.Name, EventBusName: "sluice-default" }),
-    );
+    // As deployed: the harness then moves them to its tap (played-triggers.ts).
+    const Targets = offline.triggers.rules.get(`sluice-default/${Rules?.[0]?.Name}`)?.map((Arn) => ({ Arn }));
     const fanout = app.service.eventFanout;
     const dispatcher = physicalIdOf(fanout.dispatcher.lambdaFunction);
     const deliverer = physicalIdOf(fanout.deliverer.lambdaFunction);
@@ -174,17 +189,7 @@ describe("Sluice deployed into moto and served offline", () => {
     });
 
     it("authenticates a user that `sluice create-user --table` made in the emulated table", async () => {
-      const table = deployed[STATEFUL_STACK]?.outputs.ResourcesTableName ?? "";
-      const { stdout } = await runSluice(
-        ["create-user", "--table", table, "--region", MOTO_REGION, "--endpoint", offline.moto.endpoint].concat([
-          "--username",
-          "offline",
-          "--email",
-          "offline@example.com",
-        ]),
-        { AWS_ACCESS_KEY_ID: MOTO_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: MOTO_CREDENTIALS.secretAccessKey },
-      );
-      const user = JSON.parse(stdout) as { user_id: string; api_key: string };
+      const user = await createUser("offline");
       const api = apiClient(`${offline.gateway.endpoint}/v1`, user.api_key);
       const me = await api("GET", "/users/me");
       expect(me.status, `${JSON.stringify(me.json)}\n${logs()}`).toBe(200);
@@ -193,4 +198,100 @@ describe("Sluice deployed into moto and served offline", () => {
       expect(anonymous.status).toBe(401);
     });
   });
+
+  describe("a flow through the emulated services", () => {
+    let receiver: WebhookReceiver | undefined;
+    afterAll(async () => {
+      await receiver?.stop();
+    });
+
+    it("deploys a source by its route, and delivers an HTTP event to a subscribed webhook through the table, the bus and the queues", async () => {
+      // The deliverer refuses private and loopback addresses, as on AWS: the receiver listens on
+      // an address of this machine that the address guard lets through.
+      const host = routableAddress();
+      expect(host, "this machine has no address the webhook deliverer may reach").toBeDefined();
+      receiver = await WebhookReceiver.start(0, host);
+      const api = apiClient(`${offline.gateway.endpoint}/v1`, (await createUser("flow")).api_key);
+
+      const deployedSource = await api("POST", "/sources", { component_code: EMITTER });
+      expect(deployedSource.status, `${JSON.stringify(deployedSource.json)}\n${logs()}`).toBe(200);
+      const source = {
+        id: deployedSource.json.data.id as string,
+        endpoint: deployedSource.json.data.configured_props.http.endpoint_url as string,
+      };
+      expect(source.endpoint).toBe(`${offline.gateway.endpoint}/http/${source.endpoint.split("/").at(-1)}`);
+      const created = await api("POST", `/webhooks?url=${encodeURIComponent(receiver.url())}&name=offline`);
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      const webhookId = created.json.data.id as string;
+      const subscribed = await api("POST", `/subscriptions?emitter_id=${source.id}&listener_id=${webhookId}`);
+      expect(subscribed.status, JSON.stringify(subscribed.json)).toBe(200);
+
+      const sent = await fetch(source.endpoint, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ n: 7 }),
+      });
+      expect(sent.status, logs()).toBe(200);
+
+      // Stored in the emulated table, and read back by the list route.
+      const summaries = await eventually(
+        async () => {
+          const answer = await api("GET", `/sources/${source.id}/event_summaries`);
+          return answer.json?.data?.length > 0 ? answer.json.data : undefined;
+        },
+        `the event in the table\n${logs()}`,
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+      expect(summaries).toMatchObject([{ event: { n: 7 } }]);
+      const eventId = summaries[0].id as string;
+      const dynamodb = DynamoDBDocumentClient.from(new DynamoDBClient(clientOptions()));
+      const stored = await dynamodb.send(
+        new ScanCommand({
+          TableName: deployed[STATEFUL_STACK]?.outputs.ResourcesTableName,
+          FilterExpression: "begins_with(pk, :pk)",
+          ExpressionAttributeValues: { ":pk": `EVT#${source.id}#` },
+        }),
+      );
+      expect(stored.Items?.map((item) => item.id)).toEqual([eventId]);
+
+      // Published on the bus, matched by the stack's rule, dispatched, queued and delivered.
+      const delivered = await eventually(() => receiver?.delivered[0], `the delivery\n${logs()}`, {
+        timeoutMs: 60_000,
+        intervalMs: 500,
+      });
+      expect(JSON.parse(delivered.body)).toMatchObject({ event: { n: 7 } });
+      expect(delivered.headers["x-sluice-event-id"]).toBe(eventId);
+      expect(JSON.stringify(offline.triggers.published)).toContain(eventId);
+      const invoked = new Set(offline.lambda.invocations.map((invocation) => invocation.functionName));
+      for (const fn of [
+        app.service.sources.httpInterface,
+        app.service.sources.sourceRunner,
+        app.service.eventFanout.dispatcher,
+        app.service.eventFanout.deliverer,
+      ]) {
+        expect(invoked.has(physicalIdOf(fn.lambdaFunction)), fn.entry).toBe(true);
+      }
+      expect(offline.lambda.invocations.filter((invocation) => invocation.error)).toEqual([]);
+    }, 240_000);
+  });
 });
+
+/** A component with an HTTP interface that emits what it is sent. */
+const EMITTER = `
+export default {
+  name: "Offline emitter",
+  version: "0.0.1",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    this.$emit({ n: event.body.n }, { summary: "n=" + event.body.n });
+  },
+};
+`;
+
+/** An IPv4 address of this machine that the webhook deliverer's address guard allows. */
+function routableAddress(): string | undefined {
+  return Object.values(networkInterfaces())
+    .flat()
+    .find((address) => address?.family === "IPv4" && !address.internal && !isForbiddenAddress(address.address))
+    ?.address;
+}

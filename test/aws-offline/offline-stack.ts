@@ -22,6 +22,7 @@ import {
   type Moto,
   startMoto,
 } from "./moto.ts";
+import { type PlayedTriggers, playTriggers } from "./played-triggers.ts";
 import {
   type CfnTemplate,
   offlineTemplate,
@@ -61,6 +62,8 @@ export interface OfflineStack {
   moto: Moto;
   lambda: LocalLambda;
   gateway: Gateway;
+  /** The rules' Lambda targets and the SQS mappings, played from what moto holds. */
+  triggers: PlayedTriggers;
   /** The templates as synthesized, before the transform. */
   synthesized: { stateful: CfnTemplate; service: CfnTemplate };
   /** The unbundled app whose templates were deployed. */
@@ -100,6 +103,7 @@ export async function startOfflineStack(): Promise<OfflineStack> {
     apiEndpoint: gateway.endpoint,
     // The live stream's function URL is not played: no test streams.
     functionUrl: "http://127.0.0.1:9/",
+    sqsEndpoint: moto.endpoint,
     region: MOTO_REGION,
     account: MOTO_ACCOUNT,
   };
@@ -155,11 +159,16 @@ export async function startOfflineStack(): Promise<OfflineStack> {
   }
   scheduler.destroy();
   gateway.serve(routesOf(synthesized.service, namesByLogicalId));
+  const buses = Object.values(synthesized.service.Resources)
+    .filter((resource) => resource.Type === "AWS::Events::EventBus")
+    .map((resource) => resource.Properties?.Name as string);
+  const triggers = await playTriggers(moto.endpoint, lambda, buses);
 
   return {
     moto,
     lambda,
     gateway,
+    triggers,
     synthesized,
     app,
     deployed,
@@ -171,6 +180,7 @@ export async function startOfflineStack(): Promise<OfflineStack> {
     },
     logs,
     async close() {
+      await triggers.close();
       await lambda?.idle();
       await lambda?.close();
       await gateway.close();

@@ -62,6 +62,8 @@ export interface OfflineEndpoints {
   apiEndpoint: string;
   /** A function URL's `FunctionUrl` (with its trailing slash, as Lambda gives it). */
   functionUrl: string;
+  /** moto's endpoint: queue URLs point there (see {@link offlineTemplate}). */
+  sqsEndpoint: string;
   /** Region and account moto answers with, for the ARNs of removed resources. */
   region: string;
   account: string;
@@ -88,11 +90,14 @@ export const NOT_IN_MOTO = [
  * - `AWS::DynamoDB::GlobalTable` (the resources table, `TableV2`) becomes an `AWS::DynamoDB::Table`
  *   with the same keys, indexes, stream, TTL and billing: moto's CloudFormation fails on global
  *   tables. Replicas, point-in-time recovery and deletion protection go with it;
- * - a FIFO queue without a `QueueName` gets one, `<logical id>.fifo`: CloudFormation names it
- *   `<stack>-<logical id>-<random>.fifo`, moto leaves the suffix out and then refuses the queue;
+ * - a queue without a `QueueName` gets one, its logical id (`.fifo` added for a FIFO queue:
+ *   moto leaves the suffix out of the names it makes, and then refuses the queue), and its URL
+ *   (`Ref`, `Fn::GetAtt QueueUrl`) points at moto: moto makes every queue's URL
+ *   `https://sqs.<region>.amazonaws.com/...`, which the SQS client sends its calls to;
  * - a `Ref` to an `AWS::Events::EventBus` or an `AWS::Lambda::LayerVersion` becomes what it
  *   resolves to, the bus's name or the layer version's ARN (moto resolves both to an object, and
- *   then fails); a layer without a `LayerName` gets its logical id, so that the ARN is known;
+ *   then fails); a layer without a `LayerName` gets its logical id, so that the ARN is known
+ *   (and the same name as a `LayerVersion` property, which is where moto reads a layer's name);
  * - the resources of {@link NOT_IN_MOTO} go, and every `Ref`, `Fn::GetAtt` and `DependsOn` naming
  *   one is replaced by what it would resolve to: the API's id and endpoint (the harness's gateway,
  *   which routes by the original template's routes and integrations), the function URL, the
@@ -136,14 +141,22 @@ export function offlineTemplate(template: CfnTemplate, endpoints: OfflineEndpoin
     if (typeof object.Ref === "string" && removed.has(object.Ref)) return standIn(object.Ref);
     const referred = typeof object.Ref === "string" ? rest.Resources[object.Ref] : undefined;
     if (referred?.Type === "AWS::Events::EventBus") return referred.Properties?.Name;
+    if (referred?.Type === "AWS::SQS::Queue") return queueUrl(object.Ref as string, referred);
     if (referred?.Type === "AWS::Lambda::LayerVersion") {
       // The first version of a layer of that name: moto starts empty.
       return `arn:aws:lambda:${endpoints.region}:${endpoints.account}:layer:${layerNameOf(object.Ref as string, referred)}:1`;
     }
     const getAtt = object["Fn::GetAtt"];
-    if (Array.isArray(getAtt) && removed.has(getAtt[0])) return standIn(getAtt[0], getAtt[1]);
+    if (Array.isArray(getAtt)) {
+      const [id, attribute] = getAtt as [string, string];
+      if (removed.has(id)) return standIn(id, attribute);
+      const queue = rest.Resources[id];
+      if (queue?.Type === "AWS::SQS::Queue" && attribute === "QueueUrl") return queueUrl(id, queue);
+    }
     return Object.fromEntries(Object.entries(object).map(([key, inner]) => [key, replace(inner)]));
   };
+  const queueUrl = (id: string, queue: CfnResource) =>
+    `${endpoints.sqsEndpoint}/${endpoints.account}/${queueNameOf(id, queue)}`;
   const resources: Record<string, CfnResource> = {};
   for (const [id, resource] of Object.entries(rest.Resources)) {
     if (removed.has(id)) continue;
@@ -168,39 +181,40 @@ function motoCreatable(id: string, resource: CfnResource): CfnResource {
   if (resource.Type === "AWS::DynamoDB::GlobalTable") return plainTable(resource);
   const properties = resource.Properties ?? {};
   if (resource.Type === "AWS::Lambda::LayerVersion") {
-    return { ...resource, Properties: { ...properties, LayerName: layerNameOf(id, resource) } };
+    // moto names a layer by a `LayerVersion` property (its name type), not by `LayerName`.
+    const name = layerNameOf(id, resource);
+    return { ...resource, Properties: { ...properties, LayerName: name, LayerVersion: name } };
   }
-  if (resource.Type === "AWS::SQS::Queue" && properties.FifoQueue === true && properties.QueueName === undefined) {
-    return { ...resource, Properties: { ...properties, QueueName: `${id}.fifo` } };
+  if (resource.Type === "AWS::SQS::Queue") {
+    return { ...resource, Properties: { ...properties, QueueName: queueNameOf(id, resource) } };
   }
   return resource;
 }
+
+const queueNameOf = (id: string, queue: CfnResource) =>
+  (queue.Properties?.QueueName as string | undefined) ?? (queue.Properties?.FifoQueue === true ? `${id}.fifo` : id);
 
 const layerNameOf = (id: string, layer: CfnResource) => (layer.Properties?.LayerName as string | undefined) ?? id;
 
 /** A global table as the single-region table moto can create (see {@link offlineTemplate}). */
 function plainTable(global: CfnResource): CfnResource {
-  const {
-    TableName,
-    KeySchema,
-    AttributeDefinitions,
-    GlobalSecondaryIndexes,
-    LocalSecondaryIndexes,
-    StreamSpecification,
-    TimeToLiveSpecification,
-    BillingMode,
-  } = global.Properties ?? {};
   const properties = Object.fromEntries(
-    Object.entries({
-      TableName,
-      KeySchema,
-      AttributeDefinitions,
-      GlobalSecondaryIndexes,
-      LocalSecondaryIndexes,
-      StreamSpecification,
-      TimeToLiveSpecification,
-      BillingMode,
-    }).filter(([, value]) => value !== undefined),
+    PLAIN_TABLE_PROPERTIES.flatMap((name) => {
+      const value = global.Properties?.[name];
+      return value === undefined ? [] : [[name, value]];
+    }),
   );
   return { ...global, Type: "AWS::DynamoDB::Table", Properties: properties };
 }
+
+/** What a global table and a table spell alike: name, keys, indexes, stream, TTL, billing. */
+const PLAIN_TABLE_PROPERTIES = [
+  "TableName",
+  "KeySchema",
+  "AttributeDefinitions",
+  "GlobalSecondaryIndexes",
+  "LocalSecondaryIndexes",
+  "StreamSpecification",
+  "TimeToLiveSpecification",
+  "BillingMode",
+];
