@@ -22,6 +22,7 @@ import { apiClient } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
 import { runSluice } from "../support/local-process.ts";
 import { WebhookReceiver } from "../support/webhook-receiver.ts";
+import { matchRoute, routesOf } from "./gateway.ts";
 import { type DeployedStack, MOTO_ACCOUNT, MOTO_CREDENTIALS, MOTO_REGION } from "./moto.ts";
 import { node22, type OfflineStack, startOfflineStack } from "./offline-stack.ts";
 import { offlineTemplate, SERVICE_STACK, type SluiceApp, STATEFUL_STACK } from "./templates.ts";
@@ -186,6 +187,26 @@ describe("Sluice deployed into moto and served offline", () => {
       const response = await fetch(`${offline.gateway.endpoint}/v1/nowhere`);
       expect(response.status, logs()).toBe(404);
       expect(await response.json()).toEqual({ error: expect.stringContaining("/v1/nowhere") });
+    });
+
+    it("routes by the template alone: without the catch-all routes, a source endpoint reaches $default", () => {
+      const names = new Map(deployed[SERVICE_STACK]?.resources.map((r) => [r.logicalId, r.physicalId]));
+      const endpointFunction = physicalIdOf(app.service.sources.httpInterface.lambdaFunction);
+      expect(matchRoute(routesOf(synthesized.service, names), "POST", "/http/abc")?.route.functionName).toBe(
+        endpointFunction,
+      );
+      expect(matchRoute(routesOf(synthesized.service, names), "GET", "/http/abc/deeper/path")?.pathParameters).toEqual({
+        key: "abc",
+        proxy: "deeper/path",
+      });
+      const withoutCatchAll = structuredClone(synthesized.service);
+      for (const [id, resource] of Object.entries(withoutCatchAll.Resources)) {
+        if (resource.Type === "AWS::ApiGatewayV2::Route" && String(resource.Properties?.RouteKey).includes("/http/")) {
+          delete withoutCatchAll.Resources[id];
+        }
+      }
+      const fallback = matchRoute(routesOf(withoutCatchAll, names), "POST", "/http/abc");
+      expect(fallback?.route.routeKey).toBe("$default");
     });
 
     it("authenticates a user that `sluice create-user --table` made in the emulated table", async () => {
