@@ -77,6 +77,7 @@ export interface OfflineStack {
 }
 
 export async function startOfflineStack(): Promise<OfflineStack> {
+  const node = node22();
   const work = mkdtempSync(join(tmpdir(), "sluice-aws-offline-"));
   // The templates deployed: every route, no bundling (the assets' hashes are all that differs).
   const app = synthSluice({ outdir: join(work, "cdk.out"), bundle: false });
@@ -95,98 +96,113 @@ export async function startOfflineStack(): Promise<OfflineStack> {
   const logs: string[] = [];
   let lambda: LocalLambda | undefined;
   const moto = await startMoto();
-  const gateway = await startGateway(() => {
-    if (!lambda) throw new Error("the local Lambda is not started");
-    return lambda;
-  });
-  const endpoints = {
-    apiEndpoint: gateway.endpoint,
-    // The live stream's function URL is not played: no test streams.
-    functionUrl: "http://127.0.0.1:9/",
-    sqsEndpoint: moto.endpoint,
-    region: MOTO_REGION,
-    account: MOTO_ACCOUNT,
+  // What started is stopped again when a later step fails (the test's afterAll gets nothing).
+  const started: (() => unknown)[] = [() => moto.close()];
+  const stopStarted = async () => {
+    for (const stop of started.reverse()) await stop();
+    rmSync(work, { recursive: true, force: true });
+    rmSync(bundleOut, { recursive: true, force: true });
   };
-  const deployed = await deployStacks(moto, work, {
-    [STATEFUL_STACK]: offlineTemplate(synthesized.stateful, endpoints),
-    [SERVICE_STACK]: offlineTemplate(synthesized.service, endpoints),
-  });
-  const service = deployed[SERVICE_STACK];
-  if (service?.status !== "CREATE_COMPLETE") {
-    const failed = Object.values(deployed).flatMap((stack) =>
-      stack.resources.filter((r) => r.status !== "CREATE_COMPLETE"),
-    );
-    throw new Error(`deploy failed: ${JSON.stringify(failed.slice(0, 5))}`);
+  try {
+    return await serveOffline();
+  } catch (error) {
+    await stopStarted();
+    throw error;
   }
-  const namesByLogicalId = new Map(service.resources.map((resource) => [resource.logicalId, resource.physicalId]));
 
-  const assetDir = (resource: CfnTemplate["Resources"][string] | undefined, property: "Code" | "Content") => {
-    const key = (resource?.Properties?.[property] as { S3Key?: string } | undefined)?.S3Key;
-    return key ? join(bundleOut, `asset.${key.replace(/\.zip$/, "")}`) : undefined;
-  };
-  const bundles = new Map<string, string>();
-  for (const [logicalId, resource] of Object.entries(bundledTemplate.Resources)) {
-    if (resource.Type !== "AWS::Lambda::Function") continue;
-    const name = namesByLogicalId.get(logicalId);
-    const dir = assetDir(resource, "Code");
-    if (name && dir) bundles.set(name, dir);
-  }
-  const layer = Object.values(bundledTemplate.Resources).find(
-    (resource) => resource.Type === "AWS::Lambda::LayerVersion",
-  );
-  const layerDir = assetDir(layer, "Content");
-  if (!layerDir) throw new Error("no runtime layer in the bundled template");
+  async function serveOffline(): Promise<OfflineStack> {
+    const gateway = await startGateway(() => {
+      if (!lambda) throw new Error("the local Lambda is not started");
+      return lambda;
+    });
+    started.push(() => gateway.close());
+    const endpoints = {
+      apiEndpoint: gateway.endpoint,
+      // The live stream's function URL is not played: no test streams.
+      functionUrl: "http://127.0.0.1:9/",
+      sqsEndpoint: moto.endpoint,
+      region: MOTO_REGION,
+      account: MOTO_ACCOUNT,
+    };
+    const deployed = await deployStacks(moto, work, {
+      [STATEFUL_STACK]: offlineTemplate(synthesized.stateful, endpoints),
+      [SERVICE_STACK]: offlineTemplate(synthesized.service, endpoints),
+    });
+    const service = deployed[SERVICE_STACK];
+    if (service?.status !== "CREATE_COMPLETE") {
+      const failed = Object.values(deployed).flatMap((stack) =>
+        stack.resources.filter((r) => r.status !== "CREATE_COMPLETE"),
+      );
+      throw new Error(`deploy failed: ${JSON.stringify(failed.slice(0, 5))}`);
+    }
+    const namesByLogicalId = new Map(service.resources.map((resource) => [resource.logicalId, resource.physicalId]));
 
-  lambda = await startLocalLambda({
-    moto: moto.endpoint,
-    node: node22(),
-    workDir: work,
-    bundles,
-    layerDir,
-    log: (line) => logs.push(line),
-  });
-
-  // Played from the template: the schedule group (moto's Scheduler API has it, its CloudFormation not).
-  const scheduler = new SchedulerClient({
-    endpoint: moto.endpoint,
-    region: MOTO_REGION,
-    credentials: MOTO_CREDENTIALS,
-  });
-  for (const group of Object.values(synthesized.service.Resources).filter(
-    (r) => r.Type === "AWS::Scheduler::ScheduleGroup",
-  )) {
-    await scheduler.send(new CreateScheduleGroupCommand({ Name: group.Properties?.Name as string }));
-  }
-  scheduler.destroy();
-  gateway.serve(routesOf(synthesized.service, namesByLogicalId));
-  const buses = Object.values(synthesized.service.Resources)
-    .filter((resource) => resource.Type === "AWS::Events::EventBus")
-    .map((resource) => resource.Properties?.Name as string);
-  const triggers = await playTriggers(moto.endpoint, lambda, buses);
-
-  return {
-    moto,
-    lambda,
-    gateway,
-    triggers,
-    synthesized,
-    app,
-    deployed,
-    physicalIdOf(construct) {
-      const logicalId = Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnElement);
+    const assetDir = (resource: CfnTemplate["Resources"][string] | undefined, property: "Code" | "Content") => {
+      const key = (resource?.Properties?.[property] as { S3Key?: string } | undefined)?.S3Key;
+      return key ? join(bundleOut, `asset.${key.replace(/\.zip$/, "")}`) : undefined;
+    };
+    const bundles = new Map<string, string>();
+    for (const [logicalId, resource] of Object.entries(bundledTemplate.Resources)) {
+      if (resource.Type !== "AWS::Lambda::Function") continue;
       const name = namesByLogicalId.get(logicalId);
-      if (!name) throw new Error(`${logicalId} was not deployed`);
-      return name;
-    },
-    logs,
-    async close() {
-      await triggers.close();
-      await lambda?.idle();
-      await lambda?.close();
-      await gateway.close();
-      moto.close();
-      rmSync(work, { recursive: true, force: true });
-      rmSync(bundleOut, { recursive: true, force: true });
-    },
-  };
+      const dir = assetDir(resource, "Code");
+      if (name && dir) bundles.set(name, dir);
+    }
+    const layer = Object.values(bundledTemplate.Resources).find(
+      (resource) => resource.Type === "AWS::Lambda::LayerVersion",
+    );
+    const layerDir = assetDir(layer, "Content");
+    if (!layerDir) throw new Error("no runtime layer in the bundled template");
+
+    lambda = await startLocalLambda({
+      moto: moto.endpoint,
+      node,
+      workDir: work,
+      bundles,
+      layerDir,
+      log: (line) => logs.push(line),
+    });
+    started.push(() => lambda?.close());
+
+    // Played from the template: the schedule group (moto's Scheduler API has it, its CloudFormation not).
+    const scheduler = new SchedulerClient({
+      endpoint: moto.endpoint,
+      region: MOTO_REGION,
+      credentials: MOTO_CREDENTIALS,
+    });
+    for (const group of Object.values(synthesized.service.Resources).filter(
+      (r) => r.Type === "AWS::Scheduler::ScheduleGroup",
+    )) {
+      await scheduler.send(new CreateScheduleGroupCommand({ Name: group.Properties?.Name as string }));
+    }
+    scheduler.destroy();
+    gateway.serve(routesOf(synthesized.service, namesByLogicalId));
+    const buses = Object.values(synthesized.service.Resources)
+      .filter((resource) => resource.Type === "AWS::Events::EventBus")
+      .map((resource) => resource.Properties?.Name as string);
+    const triggers = await playTriggers(moto.endpoint, lambda, buses);
+    started.push(() => triggers.close());
+
+    return {
+      moto,
+      lambda,
+      gateway,
+      triggers,
+      synthesized,
+      app,
+      deployed,
+      physicalIdOf(construct) {
+        const logicalId = Stack.of(construct).getLogicalId(construct.node.defaultChild as CfnElement);
+        const name = namesByLogicalId.get(logicalId);
+        if (!name) throw new Error(`${logicalId} was not deployed`);
+        return name;
+      },
+      logs,
+      async close() {
+        await triggers.close();
+        await lambda?.idle();
+        await stopStarted();
+      },
+    };
+  }
 }
