@@ -39,7 +39,7 @@ export default defineConfig({
           // one at a time the project took over 13 minutes (decision 331).
           maxWorkers: 2,
           include: ["test/**/*.test.ts"],
-          exclude: ["test/unit/**", ...NEEDS_DYNAMODB],
+          exclude: ["test/unit/**", "test/aws-offline/**", ...NEEDS_DYNAMODB],
         },
       },
       {
@@ -51,6 +51,10 @@ export default defineConfig({
           // As the integration project: vitest runs the two in one group, which needs one setting.
           maxWorkers: 2,
         },
+      },
+      {
+        // `npm run test:aws`: the stacks deployed into moto and driven offline (docs/aws.md).
+        test: { ...shared, name: "aws-offline", include: ["test/aws-offline/**/*.test.ts"] },
       },
     ],
   },

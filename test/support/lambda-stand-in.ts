@@ -131,23 +131,48 @@ export function startLambdaStandIn(): LambdaStandIn {
 
 let invocations = 0;
 
-/** Runs one invocation of `handlerFile` in a fresh process with Lambda's environment of a function. */
-function invoke(work: string, handlerFile: string, payload: Uint8Array, functionName: string): Promise<string> {
-  const answerFile = join(work, `answer-${++invocations}`);
+export interface InvocationOptions {
+  /** The Node binary. @default the test's own (`process.execPath`) */
+  node?: string;
+  /** The function's environment beside `PATH` and `AWS_LAMBDA_FUNCTION_NAME`. @default none */
+  env?: Record<string, string>;
+  /** @default the test's working directory */
+  cwd?: string;
+  /** @default 30 s */
+  timeoutMs?: number;
+  /** Receives what the process writes (stdout and stderr). @default - stdout is dropped */
+  onOutput?: (text: string) => void;
+}
+
+/**
+ * Runs one invocation of `handlerFile` in a fresh process with Lambda's environment of a function;
+ * answers `result\n<JSON>` or `error\n<JSON of errorType and errorMessage>`.
+ */
+export function invoke(
+  work: string,
+  handlerFile: string,
+  payload: Uint8Array,
+  functionName: string,
+  options: InvocationOptions = {},
+): Promise<string> {
+  const answerFile = join(work, `answer-${process.pid}-${++invocations}`);
   return new Promise((resolve, reject) => {
     const child = spawn(
-      process.execPath,
+      options.node ?? process.execPath,
       ["--input-type=module", "-e", invoker(pathToFileURL(handlerFile).href, answerFile)],
       {
-        env: { PATH: process.env.PATH ?? "", AWS_LAMBDA_FUNCTION_NAME: functionName },
-        stdio: ["pipe", "ignore", "pipe"],
-        timeout: 30_000,
+        env: { PATH: process.env.PATH ?? "", AWS_LAMBDA_FUNCTION_NAME: functionName, ...options.env },
+        stdio: ["pipe", options.onOutput ? "pipe" : "ignore", "pipe"],
+        timeout: options.timeoutMs ?? 30_000,
+        ...(options.cwd ? { cwd: options.cwd } : {}),
       },
     );
     let stderr = "";
     child.stderr?.on("data", (chunk: Buffer) => {
       stderr = (stderr + chunk.toString("utf8")).slice(-4096);
+      options.onOutput?.(chunk.toString("utf8"));
     });
+    child.stdout?.on("data", (chunk: Buffer) => options.onOutput?.(chunk.toString("utf8")));
     child.on("error", reject);
     child.on("close", (code) => {
       try {

@@ -44,11 +44,14 @@ export class WebhookReceiver {
   /** While true, requests are recorded (with status 0) and never answered: an attempt stays in flight. */
   hold = false;
   port = 0;
+  /** The address it listens on. */
+  host = "127.0.0.1";
   private server: Server | undefined;
 
-  /** Starts a receiver on a free port (or `port`). */
-  static async start(port = 0): Promise<WebhookReceiver> {
+  /** Starts a receiver on a free port (or `port`) of `host`. */
+  static async start(port = 0, host = "127.0.0.1"): Promise<WebhookReceiver> {
     const receiver = new WebhookReceiver();
+    receiver.host = host;
     await receiver.start(port);
     return receiver;
   }
@@ -72,7 +75,7 @@ export class WebhookReceiver {
     });
     await new Promise<void>((resolve, reject) => {
       server.once("error", reject);
-      server.listen(port, "127.0.0.1", () => resolve());
+      server.listen(port, this.host, () => resolve());
     });
     this.server = server;
     this.port = (server.address() as AddressInfo).port;
@@ -88,7 +91,7 @@ export class WebhookReceiver {
 
   /** The URL of `path` on this receiver. */
   url(path = "/hook"): string {
-    return `http://127.0.0.1:${this.port}${path}`;
+    return `http://${this.host}:${this.port}${path}`;
   }
 
   /** Requests it answered with a 2xx. */
