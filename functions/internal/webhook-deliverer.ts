@@ -20,6 +20,7 @@
 import type { SQSBatchResponse } from "aws-lambda";
 import { z } from "zod";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import { ENV } from "#config/env";
 import { jsonValueSchema } from "#core/json-value";
 import type { Deps } from "#core/ports/deps";
 import type { WebhookSender } from "#core/ports/webhook-sender";
@@ -147,7 +148,12 @@ export function createWebhookDelivererHandler(options: WebhookDelivererOptions =
       secrets: () => import("#adapters/aws/parts/secrets"),
       tables: () => import("#adapters/aws/parts/tables"),
     });
-  const sender = options.sender ?? new NodeHttpWebhookSender({ allowPrivateAddresses: false });
+  // Private, loopback and metadata addresses are refused, as in local mode by default. The stack
+  // never sets SLUICE_WEBHOOK_ALLOW_PRIVATE (service-stack.test.ts checks); the offline deployment test
+  // does, to deliver to its receiver on 127.0.0.1.
+  const sender =
+    options.sender ??
+    new NodeHttpWebhookSender({ allowPrivateAddresses: process.env[ENV.webhookAllowPrivate] === "true" });
   const retryQueue = once(options.retryQueue ?? awsRetryQueue);
   const settings = deliverySettings(options.settings);
 

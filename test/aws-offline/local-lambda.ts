@@ -41,6 +41,8 @@ export interface LocalLambdaOptions {
   layerDir: string;
   /** Receives the functions' output, each line prefixed with the function's name. */
   log?: (line: string) => void;
+  /** Variables every function also gets, over the stack's (settings the harness needs). */
+  env?: Record<string, string>;
 }
 
 export interface InvocationRecord {
@@ -117,6 +119,7 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
         AWS_LAMBDA_FUNCTION_VERSION: "$LATEST",
         AWS_EXECUTION_ENV: "AWS_Lambda_nodejs22.x",
         LAMBDA_TASK_ROOT: join(handlerFile, ".."),
+        ...options.env,
       },
       onOutput: (text) => {
         for (const line of text.split("\n")) if (line.trim()) options.log?.(`${name}: ${line}`);

@@ -3,12 +3,14 @@
  * test"): the templates of `cdk synth` with the transform of `templates.ts`, the functions' own
  * bundles run on Node 22 by the local Lambda, the HTTP API played from the template's routes.
  */
+
 import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateScheduleGroupCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
 import { type CfnElement, Stack } from "aws-cdk-lib";
 import type { IConstruct } from "constructs";
+import { ENV } from "#config/env";
 import { routes as manifest } from "#http/routes";
 import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
 import { type Gateway, routesOf, startGateway } from "./gateway.ts";
@@ -161,6 +163,9 @@ export async function startOfflineStack(): Promise<OfflineStack> {
       bundles,
       layerDir,
       log: (line) => logs.push(line),
+      // The webhook receiver listens on 127.0.0.1, which the deliverer refuses unless told: the
+      // one setting the harness adds to what the stack deploys (never set by the stack).
+      env: { [ENV.webhookAllowPrivate]: "true" },
     });
     started.push(() => lambda?.close());
 

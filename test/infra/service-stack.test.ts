@@ -58,6 +58,14 @@ describe("ServiceStack", () => {
     },
   );
 
+  it("lets no function reach private addresses: SLUICE_WEBHOOK_ALLOW_PRIVATE is set only by the offline test's harness", () => {
+    const functions = Object.entries(functionsOf(template));
+    expect(functions.length).toBeGreaterThan(0);
+    for (const [id, fn] of functions) {
+      expect(fn.Properties.Environment?.Variables?.[ENV.webhookAllowPrivate], id).toBeUndefined();
+    }
+  });
+
   it("runs the $default function from route-not-found.ts on Node.js 22", () => {
     expect(service.notFoundFunction.entry).toBe("functions/http/route-not-found.ts");
     const fn = functionsOf(template)[notFoundId()]!;
