@@ -164,22 +164,7 @@ describe("ServiceStack: what sources run on", () => {
   });
 
   it("lets routes create, update and delete only sluice-<stage>-dc_* and -p_* functions, with the source role and the layer", () => {
-    const scheduleArn = {
-      "Fn::Join": [
-        "",
-        [
-          "arn:",
-          { Ref: "AWS::Partition" },
-          ":scheduler:",
-          { Ref: "AWS::Region" },
-          ":",
-          { Ref: "AWS::AccountId" },
-          ":schedule/",
-          { Ref: idOf(service.sources.scheduleGroup) },
-          "/*",
-        ],
-      ],
-    };
+    const scheduleArn = schedulesArn();
     const passSourceRole = {
       Resource: { "Fn::GetAtt": [idOf(service.sources.sourceRole), "Arn"] },
       Condition: { StringEquals: { "iam:PassedToService": "lambda.amazonaws.com" } },
