@@ -43,13 +43,16 @@ function trustedResponse(response: HttpResponseSpec): HttpResponseSpec {
 
 /**
  * Answers one request to an HTTP interface endpoint. `reached`, when given, gets the id of the
- * source the key belongs to, for the caller's request line.
+ * source the key belongs to, for the caller's request line. `answerByMs`, when given, is when the
+ * caller must have its answer (epoch ms): a custom-response run's time limit ends then, so a run
+ * that times out still gets its timeout answer and its events stored.
  */
 export async function receiveHttpRequest(
   deps: Deps,
   endpointKey: string,
   request: IncomingHttpRequest,
   reached?: { sourceId?: string },
+  answerByMs?: number,
 ): Promise<HttpResponseSpec> {
   // Sources and workflows share the one catch-all route and its random keys: both are looked up at
   // once, so a workflow's request waits for no extra round trip (design W14).
@@ -89,7 +92,7 @@ export async function receiveHttpRequest(
   // for emits or db writes that were lost; a store that fails makes the request fail (503 for a
   // full or read-only data dir) instead. AWS answers at the run's end anyway, and the original
   // sends a `$.respond` without `immediate` at the end of the workflow (real-behaviour.md §1.9).
-  const { result } = await invokeSource(deps, source, component, "run", event, undefined, hops);
+  const { result } = await invokeSource(deps, source, component, "run", event, undefined, hops, answerByMs);
   // What the host hands over came from untrusted code: normalised again, or refused with a 502.
   if (result.response) return trustedResponse(result.response);
   if (result.error?.name === "TimeoutError") return RESPOND_TIMEOUT_RESPONSE;

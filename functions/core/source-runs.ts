@@ -119,8 +119,9 @@ export function runsOneAtATime(source: SourceRecord, component: ComponentRecord)
 /**
  * Runs `kind` of a source's code and applies the result, for a caller that waits for it (a custom
  * response, a hook): the run ends within one time limit of this call, the wait for the source's
- * earlier runs included (see {@link invokeExclusive}). `hops`: the webhook deliveries that led to
- * this run (`#core/hops`), carried by every event it stores.
+ * earlier runs included (see {@link invokeExclusive}), and by `answerByMs` when the caller must
+ * answer by then (an AWS function answering a custom response before its own timeout). `hops`: the
+ * webhook deliveries that led to this run (`#core/hops`), carried by every event it stores.
  */
 export function invokeSource(
   deps: RunDeps,
@@ -130,8 +131,10 @@ export function invokeSource(
   event?: Json,
   handlers?: InvokeHandlers,
   hops = 0,
+  answerByMs?: number,
 ): Promise<AppliedRun> {
-  const waitUntilMs = deps.clock.nowMs() + deps.runtime.invocationTimeoutMs;
+  const limitUntilMs = deps.clock.nowMs() + deps.runtime.invocationTimeoutMs;
+  const waitUntilMs = answerByMs === undefined ? limitUntilMs : Math.min(limitUntilMs, answerByMs);
   return invokeExclusive(deps, source, component, kind, event, handlers, waitUntilMs, hops);
 }
 
@@ -182,7 +185,9 @@ async function invokeExclusive(
   waitUntilMs: number | undefined,
   hops: number,
 ): Promise<AppliedRun> {
-  if (!runsOneAtATime(source, component)) return runAndApply(deps, source, component, kind, event, handlers, hops);
+  if (!runsOneAtATime(source, component)) {
+    return runAndApply(deps, source, component, kind, event, handlers, hops, undefined, waitUntilMs);
+  }
   const limitMs = deps.runtime.invocationTimeoutMs;
   const lease = await deps.runLock.acquire(source.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });
   if (lease) {
@@ -217,9 +222,9 @@ async function invokeExclusive(
 }
 
 /**
- * Builds the invocation (reading the source's state), runs it and applies its result. Under a
- * `hold`, the run's time limit ends by the caller's deadline, and a run that outlived its lease has
- * its db writes dropped.
+ * Builds the invocation (reading the source's state), runs it and applies its result. The run's
+ * time limit ends by `waitUntilMs` (the caller's deadline; a `hold`'s by default), and under a
+ * `hold` a run that outlived its lease has its db writes dropped.
  */
 async function runAndApply(
   deps: RunDeps,
@@ -230,11 +235,12 @@ async function runAndApply(
   handlers: InvokeHandlers | undefined,
   hops: number,
   hold?: { lease: SourceRunLease; waitUntilMs: number | undefined },
+  waitUntilMs = hold?.waitUntilMs,
 ): Promise<AppliedRun> {
   const { invocation, state, stores } = await buildInvocation(deps, source, component, kind, event);
   handlers = withDataStores(deps, invocation, stores, handlers);
-  if (hold?.waitUntilMs !== undefined) {
-    invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
+  if (waitUntilMs !== undefined) {
+    invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, waitUntilMs - deps.clock.nowMs()));
   }
   const startedMs = deps.clock.nowMs();
   let result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);

@@ -12,9 +12,21 @@ import { errorResult } from "#http/responses";
 import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
 import { awsDepsLoader, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
+/**
+ * What a custom-response run leaves of the function's remaining time: enough to store what the run
+ * emitted and answer, before Lambda ends the function (and API Gateway its 30 s) with no answer.
+ */
+export const ANSWER_MARGIN_MS = 3_000;
+
+/** The part of Lambda's context the function reads. */
+interface EndpointContext {
+  awsRequestId?: string;
+  getRemainingTimeInMillis?: () => number;
+}
+
 /** The function's handler on the dependencies `loadDeps` gives (the AWS ones in the stack). */
 export function httpInterfaceHandler(loadDeps: () => Promise<Deps>) {
-  return (event: unknown, context?: { awsRequestId?: string }) => answer(loadDeps, event, context);
+  return (event: unknown, context?: EndpointContext) => answer(loadDeps, event, context);
 }
 
 /** It runs sources (and queues their runs), as the stack grants (lib/constructs/source-compute.ts). */
@@ -25,17 +37,19 @@ export const handler = httpInterfaceHandler(
 async function answer(
   loadDeps: () => Promise<Deps>,
   event: unknown,
-  context?: { awsRequestId?: string },
+  context?: EndpointContext,
 ): Promise<APIGatewayProxyStructuredResultV2> {
   const startedMs = performance.now();
   const deps = await loadDeps();
+  const remainingMs = context?.getRemainingTimeInMillis?.();
+  const answerByMs = remainingMs === undefined ? undefined : deps.clock.nowMs() + remainingMs - ANSWER_MARGIN_MS;
   const requestId = context?.awsRequestId ?? "unknown";
   const log = deps.log.child({ request_id: requestId });
   const line: RequestLine = { method: "-", path: ENDPOINT_LOG_PATH, status: undefined, durationMs: 0, requestId };
   try {
     const { endpointKey, request } = toIncomingHttpRequest(httpInterfaceEventSchema.parse(event));
     line.method = request.method;
-    const result = toApiGatewayResult(await receiveHttpRequest(deps, endpointKey, request, line));
+    const result = toApiGatewayResult(await receiveHttpRequest(deps, endpointKey, request, line, answerByMs));
     line.status = result.statusCode;
     return result;
   } catch (error) {
