@@ -63,7 +63,7 @@ export async function receiveHttpRequest(
   if (!source) {
     if (!workflow) return UNKNOWN_ENDPOINT_RESPONSE;
     if (reached) reached.sourceId = workflow.id;
-    return receiveWorkflowRequest(deps, workflow, endpointKey, request);
+    return receiveWorkflowRequest(deps, workflow, endpointKey, request, answerByMs);
   }
   if (reached) reached.sourceId = source.id;
   if (request.method === "OPTIONS") {

@@ -65,6 +65,7 @@ export async function receiveWorkflowRequest(
   workflow: WorkflowRecord,
   endpointKey: string,
   request: IncomingHttpRequest,
+  answerByMs?: number,
 ): Promise<HttpResponseSpec> {
   const trigger = workflow.triggers.find(
     (candidate): candidate is HttpTriggerRecord => candidate.type === "http" && candidate.key === endpointKey,
@@ -93,7 +94,7 @@ export async function receiveWorkflowRequest(
     await deps.runs.enqueue(job);
     return DEFAULT_HTTP_RESPONSE;
   }
-  return answerOf(await runWorkflowNow(deps, workflow, job));
+  return answerOf(await runWorkflowNow(deps, workflow, job, answerByMs));
 }
 
 /** The answer of a run a caller waited for (design 1.6). */

@@ -193,10 +193,17 @@ export async function runWorkflow(deps: Deps, job: WorkflowRunJob): Promise<Work
 
 /**
  * Runs an HTTP request's job while its caller waits (a `custom_response` trigger): the run ends
- * within one time limit of this call, the wait for the workflow's earlier runs included.
+ * within one time limit of this call, the wait for the workflow's earlier runs included, and by
+ * `answerByMs` when the caller must answer by then (see `receiveHttpRequest`).
  */
-export function runWorkflowNow(deps: Deps, workflow: WorkflowRecord, job: WorkflowRunJob): Promise<WorkflowRunOutcome> {
-  return executeRun(deps, workflow, job, true, deps.clock.nowMs() + deps.runtime.invocationTimeoutMs);
+export function runWorkflowNow(
+  deps: Deps,
+  workflow: WorkflowRecord,
+  job: WorkflowRunJob,
+  answerByMs?: number,
+): Promise<WorkflowRunOutcome> {
+  const limitUntilMs = deps.clock.nowMs() + deps.runtime.invocationTimeoutMs;
+  return executeRun(deps, workflow, job, true, Math.min(limitUntilMs, answerByMs ?? limitUntilMs));
 }
 
 interface LoadedStep {
@@ -224,7 +231,7 @@ async function executeRun(
   );
   const enabled = loaded.filter(({ step }) => !step.disabled);
   const limitMs = deps.runtime.invocationTimeoutMs;
-  if (!usesDb(enabled)) return beginAndRun(deps, workflow, loaded, job, respondable, undefined);
+  if (!usesDb(enabled)) return beginAndRun(deps, workflow, loaded, job, respondable, undefined, waitUntilMs);
   // As a source with `$.service.db` (decision 84): the lock is taken before the run is begun, so the
   // run's lease counts from when it can really start.
   const lease = await deps.runLock.acquire(workflow.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });
@@ -258,6 +265,7 @@ async function beginAndRun(
   job: WorkflowRunJob,
   respondable: boolean,
   hold: Hold | undefined,
+  waitUntilMs = hold?.waitUntilMs,
 ): Promise<WorkflowRunOutcome> {
   const now = deps.clock.nowMs();
   const limitMs = deps.runtime.invocationTimeoutMs;
@@ -289,8 +297,8 @@ async function beginAndRun(
   const states = hold ? await deps.workflows.getStepStates(workflow.id) : {};
   const stores = new Set<string>();
   const invocation = await buildInvocation(deps, workflow, enabled, job, run, respondable, states, stores);
-  if (hold?.waitUntilMs !== undefined) {
-    invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, hold.waitUntilMs - deps.clock.nowMs()));
+  if (waitUntilMs !== undefined) {
+    invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, waitUntilMs - deps.clock.nowMs()));
   }
   if (hold && hold.lease === undefined) {
     // The lock was not had in time: the run fails as out of time, without running.

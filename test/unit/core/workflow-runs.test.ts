@@ -629,6 +629,20 @@ describe("a workflow's HTTP trigger with custom response", () => {
     expect(late.status).toBe(504);
   });
 
+  it("ends the run by the caller's deadline when that comes before its time limit (AWS's endpoint function)", async () => {
+    const limits: number[] = [];
+    const t = await setUp({
+      customResponse: true,
+      script: async (invocation) => {
+        limits.push(invocation.timeoutMs);
+        return {};
+      },
+    });
+    await receiveHttpRequest(t.deps, t.key, POST(), undefined, t.deps.clock.nowMs() + 1_500);
+    await receiveHttpRequest(t.deps, t.key, POST(), undefined, t.deps.clock.nowMs() + 600_000);
+    expect(limits).toEqual([1_500, t.deps.runtime.invocationTimeoutMs]);
+  });
+
   it("answers a response given before a later step failed, and 502 for a response it refuses", async () => {
     const early = await respond(async (invocation) => ({
       response: { status: 202, headers: {}, body: "early" },
