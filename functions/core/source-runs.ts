@@ -135,7 +135,7 @@ export function invokeSource(
 ): Promise<AppliedRun> {
   const limitUntilMs = deps.clock.nowMs() + deps.runtime.invocationTimeoutMs;
   const waitUntilMs = answerByMs === undefined ? limitUntilMs : Math.min(limitUntilMs, answerByMs);
-  return invokeExclusive(deps, source, component, kind, event, handlers, waitUntilMs, hops);
+  return invokeExclusive(deps, source, component, kind, event, handlers, waitUntilMs, hops, answerByMs);
 }
 
 /**
@@ -184,9 +184,11 @@ async function invokeExclusive(
   handlers: InvokeHandlers | undefined,
   waitUntilMs: number | undefined,
   hops: number,
+  answerByMs?: number,
 ): Promise<AppliedRun> {
+  // Not waiting for a lock, the run keeps its whole limit unless the caller must answer sooner.
   if (!runsOneAtATime(source, component)) {
-    return runAndApply(deps, source, component, kind, event, handlers, hops, undefined, waitUntilMs);
+    return runAndApply(deps, source, component, kind, event, handlers, hops, undefined, answerByMs);
   }
   const limitMs = deps.runtime.invocationTimeoutMs;
   const lease = await deps.runLock.acquire(source.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });

@@ -203,7 +203,7 @@ export function runWorkflowNow(
   answerByMs?: number,
 ): Promise<WorkflowRunOutcome> {
   const limitUntilMs = deps.clock.nowMs() + deps.runtime.invocationTimeoutMs;
-  return executeRun(deps, workflow, job, true, Math.min(limitUntilMs, answerByMs ?? limitUntilMs));
+  return executeRun(deps, workflow, job, true, Math.min(limitUntilMs, answerByMs ?? limitUntilMs), answerByMs);
 }
 
 interface LoadedStep {
@@ -221,6 +221,7 @@ async function executeRun(
   job: WorkflowRunJob,
   respondable: boolean,
   waitUntilMs: number | undefined,
+  answerByMs?: number,
 ): Promise<WorkflowRunOutcome> {
   const loaded: LoadedStep[] = await Promise.all(
     workflow.steps.map(async (step) => {
@@ -231,7 +232,8 @@ async function executeRun(
   );
   const enabled = loaded.filter(({ step }) => !step.disabled);
   const limitMs = deps.runtime.invocationTimeoutMs;
-  if (!usesDb(enabled)) return beginAndRun(deps, workflow, loaded, job, respondable, undefined, waitUntilMs);
+  // Not waiting for a lock, the run keeps its whole limit unless the caller must answer sooner.
+  if (!usesDb(enabled)) return beginAndRun(deps, workflow, loaded, job, respondable, undefined, answerByMs);
   // As a source with `$.service.db` (decision 84): the lock is taken before the run is begun, so the
   // run's lease counts from when it can really start.
   const lease = await deps.runLock.acquire(workflow.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });
