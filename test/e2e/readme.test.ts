@@ -6,6 +6,8 @@ import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
 import { REPO_ROOT, runSluice, SLUICE_BIN, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { type NpmRegistryFixture, startNpmRegistry } from "../support/npm-registry-fixture.ts";
+import { folderFiles } from "../support/registry-tree.ts";
 
 /*
  * README.md as a new user runs it: every shell block, in the order written, copied verbatim (read
@@ -142,14 +144,27 @@ describe("README.md, every shell block in order, as written", () => {
   let env: Record<string, string>;
   let api: ReturnType<typeof apiClient>;
 
+  /** npm's registry, as far as `sluice registry add @pipedream/helper_functions` needs it: no network. */
+  let npm: NpmRegistryFixture;
+
   beforeAll(async () => {
     cwd = mkdtempSync(join(tmpdir(), "sluice-readme-"));
     sluice = await startSluice({ dataDir: join(cwd, ".sluice") });
-    env = userEnv(new URL(sluice.baseUrl).port);
+    // The installed dev dependency, served by name as npm's registry serves it.
+    const helpers = join(REPO_ROOT, "node_modules", "@pipedream", "helper_functions");
+    npm = await startNpmRegistry([
+      {
+        name: "@pipedream/helper_functions",
+        version: JSON.parse(readFileSync(join(helpers, "package.json"), "utf8")).version,
+        files: folderFiles(helpers, (path) => path !== "package.json"),
+      },
+    ]);
+    env = { ...userEnv(new URL(sluice.baseUrl).port), SLUICE_NPM_REGISTRY: npm.url };
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
   });
   afterAll(async () => {
     await sluice?.stop();
+    await npm?.close();
   });
 
   /** The source the CLI walk-through deploys. */
@@ -302,6 +317,14 @@ describe("README.md, every shell block in order, as written", () => {
       expect(run.lines[3]).toBe(`Deleted source ${id}`);
       expect((await api("GET", `/sources/${id}`)).status).toBe(404);
       for (const file of ["greet.mjs", "greet.mjs.bak", "greet.json"]) expect(existsSync(join(cwd, file))).toBe(false);
+    },
+    "The sluice command line #7": (run) => {
+      // Into the default registry directory, the data dir the running Sluice serves.
+      expect(run.lines[0]).toBe(
+        "Added @pipedream/helper_functions 0.3.13 in .sluice/registry/helper_functions: 24 component(s) with a key",
+      );
+      expect(npm.tarballRequests("@pipedream/helper_functions")).toBe(1);
+      expect(json(run.lines.at(-1)).data).toMatchObject({ key: "helper_functions-prettify-json" });
     },
   };
 

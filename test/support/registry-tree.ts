@@ -14,14 +14,19 @@ export const REGISTRY_TREE = fileURLToPath(new URL("../fixtures/registry-tree/",
  * as a client sends them in `component_files` (README files left out).
  */
 export function appFiles(app: string): Record<string, string> {
-  const root = join(REGISTRY_TREE, "components", app);
+  return folderFiles(join(REGISTRY_TREE, "components", app), (path) => !path.endsWith(".md"));
+}
+
+/** Every file under `root` that `keep` keeps, by `/`-separated path relative to it (folders without `node_modules`). */
+export function folderFiles(root: string, keep: (path: string) => boolean = () => true): Record<string, string> {
   const files: Record<string, string> = {};
   const walk = (folder: string) => {
     for (const entry of readdirSync(folder, { withFileTypes: true })) {
       const path = join(folder, entry.name);
-      if (entry.isDirectory()) walk(path);
-      else if (!entry.name.endsWith(".md"))
-        files[relative(root, path).split("\\").join("/")] = readFileSync(path, "utf8");
+      const name = relative(root, path).split("\\").join("/");
+      if (entry.isDirectory()) {
+        if (entry.name !== "node_modules") walk(path);
+      } else if (keep(name)) files[name] = readFileSync(path, "utf8");
     }
   };
   walk(root);
