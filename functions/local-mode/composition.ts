@@ -5,6 +5,7 @@ import { LocalSecrets } from "#adapters/local/local-secrets";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
 import { LocalTimers } from "#adapters/local/local-timers";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
+import { SqliteAppAccountStore } from "#adapters/local/sqlite-app-account-store";
 import { startWalCheckpointer } from "#adapters/local/sqlite-checkpointer";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { SqliteDataStoreStore } from "#adapters/local/sqlite-data-store-store";
@@ -27,6 +28,7 @@ import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
+import { staticAppCatalog } from "#core/ports/app-catalog";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import type { EventPurger } from "#core/ports/event-purger";
@@ -121,6 +123,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     subscriptions: guarded(new SqliteSubscriptionStore(db), "subscriptions"),
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
     dataStores: guarded(new SqliteDataStoreStore(db), "dataStores"),
+    appAccounts: guarded(new SqliteAppAccountStore(db), "appAccounts"),
+    apps: staticAppCatalog([]),
     deliveries: guarded(deliveries, "deliveries"),
     delayedEmits,
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),

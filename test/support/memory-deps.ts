@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { LocalSourceRunLock } from "#adapters/local/local-source-run-lock";
+import { SqliteAppAccountStore } from "#adapters/local/sqlite-app-account-store";
 import { SqliteComponentStore } from "#adapters/local/sqlite-component-store";
 import { SqliteDataStoreStore } from "#adapters/local/sqlite-data-store-store";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
@@ -15,6 +16,7 @@ import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-stor
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { createAccount } from "#core/accounts";
 import type { ComponentDescription } from "#core/component-model";
+import { staticAppCatalog } from "#core/ports/app-catalog";
 import type { Clock } from "#core/ports/clock";
 import type { ComponentHost, InvokeHandlers } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
@@ -35,7 +37,17 @@ function missing<T extends object>(port: string): T {
 type Overrides = Partial<
   Pick<
     Deps,
-    "host" | "timers" | "runs" | "fetcher" | "registry" | "bus" | "purger" | "deliveries" | "runLock" | "objects"
+    | "host"
+    | "timers"
+    | "runs"
+    | "fetcher"
+    | "registry"
+    | "bus"
+    | "purger"
+    | "deliveries"
+    | "runLock"
+    | "objects"
+    | "apps"
   >
 >;
 
@@ -64,6 +76,8 @@ export function memoryDeps(
     subscriptions: new SqliteSubscriptionStore(db),
     deadLetters: new SqliteDeadLetterStore(db),
     dataStores: new SqliteDataStoreStore(db),
+    appAccounts: new SqliteAppAccountStore(db),
+    apps: overrides.apps ?? staticAppCatalog([]),
     deliveries: overrides.deliveries ?? missing("deliveries"),
     objects: overrides.objects ?? missing("objects"),
     secrets: new LocalSecrets(randomBytes(32)),

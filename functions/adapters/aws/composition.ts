@@ -13,6 +13,7 @@ import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { type AwsComputeConfig, loadAwsComputeConfig } from "#config/aws-compute-env";
 import { type AwsConfig, loadAwsConfig } from "#config/env";
 import { REGISTRY_DIR_ASSET } from "#config/shared-names";
+import { staticAppCatalog } from "#core/ports/app-catalog";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
@@ -107,6 +108,7 @@ const PART_PORTS = {
   subscriptions: "tables",
   deadLetters: "tables",
   dataStores: "tables",
+  appAccounts: "tables",
   runLock: "tables",
   host: "host",
   runs: "runs",
@@ -195,6 +197,7 @@ export function buildAwsDeps(parts: readonly AwsPart[], env: Record<string, stri
     ...Object.assign({}, ...parts.map((part) => part.build(context))),
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
+    apps: staticAppCatalog([]),
     // The operator's registry directory (`-c registryDir`) comes first; a bundle without one
     // has no such folder, which serves nothing.
     registry: registryFiles(join(taskRoot, "registry"), join(taskRoot, REGISTRY_DIR_ASSET)),

@@ -2,6 +2,7 @@ import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { ownerOnlyFiles, reasonOf } from "./data-dir.ts";
+import { APP_ACCOUNT_MIGRATIONS } from "./sqlite-app-account-schema.ts";
 import { DATA_STORE_MIGRATIONS } from "./sqlite-data-store-schema.ts";
 import { DELAYED_EMIT_MIGRATIONS } from "./sqlite-delayed-emits.ts";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
@@ -182,6 +183,8 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX deploy_claims_by_source ON deploy_claims (source_id);
   `,
+  // Connected accounts and OAuth authorizations in progress (sqlite-app-account-schema.ts).
+  ...APP_ACCOUNT_MIGRATIONS,
 ];
 
 /**

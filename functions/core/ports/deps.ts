@@ -1,4 +1,6 @@
 import type { EmitLimits, WorkflowLimits } from "#runtime/protocol";
+import type { AppAccountStore } from "./app-account-store.ts";
+import type { AppCatalog } from "./app-catalog.ts";
 import type { Clock } from "./clock.ts";
 import type { CodeFetcher } from "./code-fetcher.ts";
 import type { ComponentHost } from "./component-host.ts";
@@ -90,6 +92,10 @@ export interface Deps {
   deadLetters: DeadLetterStore;
   /** Workspaces' data stores and their records (`data_store` props). */
   dataStores: DataStoreStore;
+  /** Connected accounts (`apn_`) and OAuth authorizations in progress. */
+  appAccounts: AppAccountStore;
+  /** The apps accounts can be connected to (`GET /v1/apps`). */
+  apps: AppCatalog;
   /** Where `$.send.s3` writes, and which buckets it may. */
   objects: ObjectSink;
   secrets: Secrets;

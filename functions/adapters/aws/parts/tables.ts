@@ -37,6 +37,9 @@ export const part: AwsPart = {
       subscriptions: lazy("the subscription store", () => new DynamoDbSubscriptionStore(documents(), table())),
       deadLetters: lazy("the dead letter store", () => new DynamoDbDeadLetterStore(documents(), table())),
       dataStores: lazy("the data store store", () => new DynamoDbDataStoreStore(documents(), table())),
+      appAccounts: lazy("the app account store", () => {
+        throw new Error("connected accounts are not stored on DynamoDB yet (issue 17)");
+      }),
       runLock: lazy(
         "the source run lock",
         () => new DynamoDbSourceRunLock(documents(), table(), { clock: systemClock }),
