@@ -59,6 +59,11 @@ export const ENV = {
    * default `<SLUICE_DATA_DIR>/registry`, where `sluice registry add` puts packages.
    */
   registryDir: "SLUICE_REGISTRY_DIR",
+  /**
+   * A JSON file of apps (docs/accounts.md "Apps") that adds to or replaces, by `name_slug`, the
+   * apps Sluice ships (`registry/apps.json`); unset: the shipped apps only.
+   */
+  appsFile: "SLUICE_APPS_FILE",
   /** AWS: name of the DynamoDB table of resources (set by the service stack). */
   resourcesTable: "SLUICE_RESOURCES_TABLE",
   /** Daily quotas of each workspace, also reported on users and workspaces; 0 means unlimited. */

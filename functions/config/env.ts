@@ -138,6 +138,8 @@ export interface LocalRuntimeConfig {
    * `<dataDir>/registry`, where `sluice registry add` puts packages; nothing while it does not exist).
    */
   registryDir: string;
+  /** The operator's apps file (`SLUICE_APPS_FILE`); undefined: the shipped apps only. */
+  appsFile: string | undefined;
   emitLimits: EmitLimits;
   workflowLimits: WorkflowRunLimits;
 }
@@ -202,6 +204,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookAllowPrivate]: trueOrFalse,
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
       [ENV.registryDir]: z.string().min(1).optional(),
+      [ENV.appsFile]: z.string().min(1).optional(),
       ...quotaShape,
       ...emitLimitsShape,
       ...workflowLimitsShape,
@@ -230,6 +233,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
       registryDir: (parsed[ENV.registryDir] as string | undefined) ?? join(parsed[ENV.dataDir] as string, "registry"),
+      appsFile: parsed[ENV.appsFile] as string | undefined,
       emitLimits: emitLimitsFrom(parsed),
       workflowLimits: workflowLimitsFrom(parsed),
     },

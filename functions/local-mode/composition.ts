@@ -1,4 +1,5 @@
 import { join } from "node:path";
+import { loadAppCatalog } from "#adapters/app-catalog-files";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalObjectSink } from "#adapters/local/local-object-sink";
 import { LocalSecrets } from "#adapters/local/local-secrets";
@@ -28,7 +29,6 @@ import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import type { LocalConfig } from "#config/env";
-import { staticAppCatalog } from "#core/ports/app-catalog";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import type { EventPurger } from "#core/ports/event-purger";
@@ -124,7 +124,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     deadLetters: guarded(new SqliteDeadLetterStore(db), "deadLetters"),
     dataStores: guarded(new SqliteDataStoreStore(db), "dataStores"),
     appAccounts: guarded(new SqliteAppAccountStore(db), "appAccounts"),
-    apps: staticAppCatalog([]),
+    apps: loadAppCatalog(DEFAULT_REGISTRY_DIR, config.runtime.appsFile),
     deliveries: guarded(deliveries, "deliveries"),
     delayedEmits,
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),

@@ -1,0 +1,93 @@
+/**
+ * The apps file format (docs/accounts.md "Apps"): Sluice's shipped `registry/apps.json` and the
+ * operator's `SLUICE_APPS_FILE` (`-c appsFile` on AWS), which adds apps or replaces shipped ones
+ * by `name_slug`. Pure: the caller reads the files.
+ */
+import { z } from "zod";
+import type { AppDefinition } from "./ports/app-catalog.ts";
+import { sha256Hex } from "./sha256.ts";
+
+const slug = z.string().regex(/^[a-z0-9][a-z0-9_]{0,63}$/, "must be lower-case letters, digits and _ (at most 64)");
+const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
+
+const appSchema = z
+  .object({
+    id: z
+      .string()
+      .regex(/^app_[A-Za-z0-9_-]{1,64}$/, 'must be "app_" and 1-64 letters, digits, _ or -')
+      .optional(),
+    name_slug: slug,
+    name: z.string().min(1).max(200),
+    auth_type: z.enum(["keys", "oauth", "none"]),
+    fields: z
+      .array(z.string().regex(/^[A-Za-z0-9_]{1,64}$/, "must be letters, digits and _"))
+      .max(50)
+      .default([]),
+    oauth: z
+      .object({
+        authorize_url: httpUrl,
+        token_url: httpUrl,
+        scopes: z.array(z.string().min(1).max(200)).max(100).default([]),
+        client_id: z.string().max(500).default(""),
+        client_secret: z.string().max(2000).default(""),
+      })
+      .strict()
+      .optional(),
+    test_request: z
+      .object({
+        method: z.enum(["GET", "POST", "HEAD"]).default("GET"),
+        url: z.string().min(1).max(2000),
+        headers: z.record(z.string(), z.string().max(2000)).default({}),
+      })
+      .strict()
+      .optional(),
+  })
+  .strict()
+  .refine((app) => (app.auth_type === "oauth") === (app.oauth !== undefined), {
+    message: 'an "oauth" app needs "oauth" settings, and only an "oauth" app may have them',
+    path: ["oauth"],
+  });
+
+const fileSchema = z.object({ apps: z.array(appSchema).max(10_000) }).strict();
+
+/** The stable `app_` id of a slug, for apps whose entry gives none. */
+export const appIdOf = (nameSlug: string) => `app_${sha256Hex(`app:${nameSlug}`).slice(0, 12)}`;
+
+/**
+ * The apps of a file's JSON text.
+ * @throws Error naming `origin` and the first bad field (`apps[3].oauth.token_url: ...`).
+ */
+export function parseAppsFile(text: string, origin: string): AppDefinition[] {
+  let json: unknown;
+  try {
+    json = JSON.parse(text);
+  } catch (error) {
+    throw new Error(`${origin} is not JSON: ${(error as Error).message}`);
+  }
+  const parsed = fileSchema.safeParse(json);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    const where = issue?.path.map((part) => (typeof part === "number" ? `[${part}]` : `.${String(part)}`)).join("");
+    throw new Error(`${origin}: ${where ? `${where.replace(/^\./, "")}: ` : ""}${issue?.message ?? "invalid"}`);
+  }
+  return parsed.data.apps.map((app) => {
+    const definition: AppDefinition = {
+      id: app.id ?? appIdOf(app.name_slug),
+      nameSlug: app.name_slug,
+      name: app.name,
+      authType: app.auth_type,
+      fields: app.fields,
+    };
+    if (app.oauth) {
+      definition.oauth = {
+        authorizeUrl: app.oauth.authorize_url,
+        tokenUrl: app.oauth.token_url,
+        scopes: app.oauth.scopes,
+        clientId: app.oauth.client_id,
+        clientSecret: app.oauth.client_secret,
+      };
+    }
+    if (app.test_request) definition.testRequest = app.test_request;
+    return definition;
+  });
+}

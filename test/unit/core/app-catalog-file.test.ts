@@ -1,0 +1,103 @@
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { loadAppCatalog } from "#adapters/app-catalog-files";
+import { DEFAULT_REGISTRY_DIR } from "#adapters/registry-files";
+import { appIdOf, parseAppsFile } from "#core/app-catalog-file";
+
+const oauthApp = {
+  name_slug: "acme",
+  name: "Acme",
+  auth_type: "oauth",
+  fields: ["region"],
+  oauth: {
+    authorize_url: "http://127.0.0.1:9/authorize",
+    token_url: "http://127.0.0.1:9/token",
+    scopes: ["read"],
+    client_id: "cid",
+    client_secret: "secret",
+  },
+  test_request: { url: "http://127.0.0.1:9/me", headers: { Authorization: "Bearer {{$auth.oauth_access_token}}" } },
+};
+
+describe("the apps file", () => {
+  it("reads an OAuth app into the catalog's shape, with a stable id and defaults", () => {
+    const [app] = parseAppsFile(JSON.stringify({ apps: [oauthApp] }), "test");
+    expect(app).toEqual({
+      id: appIdOf("acme"),
+      nameSlug: "acme",
+      name: "Acme",
+      authType: "oauth",
+      fields: ["region"],
+      oauth: {
+        authorizeUrl: "http://127.0.0.1:9/authorize",
+        tokenUrl: "http://127.0.0.1:9/token",
+        scopes: ["read"],
+        clientId: "cid",
+        clientSecret: "secret",
+      },
+      testRequest: {
+        method: "GET",
+        url: "http://127.0.0.1:9/me",
+        headers: { Authorization: "Bearer {{$auth.oauth_access_token}}" },
+      },
+    });
+    expect(appIdOf("acme")).toMatch(/^app_[0-9a-f]{12}$/);
+    expect(appIdOf("acme")).not.toBe(appIdOf("acme2"));
+  });
+
+  it.each([
+    ["not JSON", "{", /the file f is not JSON/],
+    ["an unknown field", JSON.stringify({ apps: [{ ...oauthApp, color: "red" }] }), /apps\[0\]: .*color/],
+    [
+      "oauth settings missing",
+      JSON.stringify({ apps: [{ ...oauthApp, oauth: undefined }] }),
+      /apps\[0\]\.oauth: an "oauth" app/,
+    ],
+    ["oauth on a key app", JSON.stringify({ apps: [{ ...oauthApp, auth_type: "keys" }] }), /apps\[0\]\.oauth/],
+    [
+      "a bad slug",
+      JSON.stringify({ apps: [{ ...oauthApp, name_slug: "Acme Corp" }] }),
+      /apps\[0\]\.name_slug: must be lower-case/,
+    ],
+    [
+      "a token URL that is not http",
+      JSON.stringify({ apps: [{ ...oauthApp, oauth: { ...oauthApp.oauth, token_url: "file:///etc/passwd" } }] }),
+      /apps\[0\]\.oauth\.token_url: must be an http\(s\) URL/,
+    ],
+  ])("refuses %s, naming the file and the field", (_what, text, message) => {
+    expect(() => parseAppsFile(text, "the file f")).toThrow(message);
+  });
+});
+
+describe("loadAppCatalog", () => {
+  it("serves the shipped apps, by slug and by id", () => {
+    const catalog = loadAppCatalog(DEFAULT_REGISTRY_DIR);
+    const postgresql = catalog.find("postgresql");
+    expect(postgresql).toMatchObject({ authType: "keys", fields: expect.arrayContaining(["host", "password"]) });
+    expect(catalog.find(postgresql?.id ?? "")).toBe(postgresql);
+    expect(catalog.list().map((app) => app.nameSlug)).toEqual([...catalog.list().map((app) => app.nameSlug)].sort());
+  });
+
+  it("lets the operator's file add apps and replace shipped ones by slug", () => {
+    const dir = mkdtempSync(join(tmpdir(), "apps-"));
+    const file = join(dir, "apps.json");
+    writeFileSync(
+      file,
+      JSON.stringify({
+        apps: [oauthApp, { name_slug: "github", name: "GitHub Enterprise", auth_type: "keys", fields: ["token"] }],
+      }),
+    );
+    const catalog = loadAppCatalog(DEFAULT_REGISTRY_DIR, file);
+    expect(catalog.find("acme")?.oauth?.clientSecret).toBe("secret");
+    expect(catalog.find("github")).toMatchObject({ name: "GitHub Enterprise", authType: "keys", fields: ["token"] });
+    expect(catalog.list().filter((app) => app.nameSlug === "github")).toHaveLength(1);
+  });
+
+  it("stops with an error naming a file that cannot be read", () => {
+    expect(() => loadAppCatalog(DEFAULT_REGISTRY_DIR, "/nonexistent/apps.json")).toThrow(
+      "cannot read the apps file /nonexistent/apps.json: ENOENT",
+    );
+  });
+});
