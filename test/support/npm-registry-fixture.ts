@@ -8,10 +8,13 @@
  * registry does. Every request is recorded, so a test can tell whether npm downloaded anything.
  */
 import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
+import { join } from "node:path";
 import { gzipSync } from "node:zlib";
 import { compareVersions, parseVersion } from "#adapters/npm/version-ranges";
+import { folderFiles } from "./registry-tree.ts";
 
 /** One version of a package the registry serves. */
 export interface FixturePackage {
@@ -20,6 +23,8 @@ export interface FixturePackage {
   readonly dependencies?: Readonly<Record<string, string>>;
   /** Files of the package besides `package.json` (written from the fields above), by relative path. */
   readonly files: Readonly<Record<string, string>>;
+  /** The package's own `package.json` fields (`main`, `exports`, ...), kept over the ones written from the fields above. */
+  readonly manifest?: Readonly<Record<string, unknown>>;
 }
 
 export interface RegistryRequest {
@@ -56,7 +61,13 @@ export async function startNpmRegistry(packages: readonly FixturePackage[]): Pro
   const tarballs = new Map<string, { name: string; data: Buffer }>();
   const packuments = new Map<string, Packument>();
   for (const pkg of packages) {
-    const manifest = { name: pkg.name, version: pkg.version, main: "index.js", dependencies: pkg.dependencies ?? {} };
+    const manifest = {
+      main: "index.js",
+      ...pkg.manifest,
+      name: pkg.name,
+      version: pkg.version,
+      dependencies: pkg.dependencies ?? {},
+    };
     const data = packageTarball({ "package.json": JSON.stringify(manifest, null, 2), ...pkg.files });
     const tarballPath = `/${pkg.name}/-/${pkg.name.split("/").pop()}-${pkg.version}.tgz`;
     tarballs.set(tarballPath, { name: pkg.name, data });
@@ -162,4 +173,34 @@ function tarEntry(path: string, data: Buffer, link?: string): Buffer[] {
 
 function writeOctal(header: Buffer, offset: number, length: number, value: number): void {
   header.write(`${value.toString(8).padStart(length - 1, "0")}\0`, offset, length, "ascii");
+}
+
+/**
+ * Installed packages of Sluice's own `node_modules` and everything they depend on, as fixture
+ * packages with their real manifests (install scripts left out): what npm's registry would serve
+ * for them, without the network.
+ */
+export function installedPackages(nodeModules: string, names: readonly string[]): FixturePackage[] {
+  const found = new Map<string, FixturePackage>();
+  const queue = [...names];
+  for (let name = queue.pop(); name !== undefined; name = queue.pop()) {
+    if (found.has(name)) continue;
+    const dir = join(nodeModules, name);
+    const { scripts: _scripts, ...manifest } = JSON.parse(readFileSync(join(dir, "package.json"), "utf8")) as {
+      version: string;
+      dependencies?: Record<string, string>;
+      optionalDependencies?: Record<string, string>;
+      scripts?: unknown;
+    };
+    found.set(name, {
+      name,
+      version: manifest.version,
+      dependencies: manifest.dependencies ?? {},
+      manifest,
+      files: folderFiles(dir, (path) => path !== "package.json"),
+    });
+    // npm installs optional dependencies too (pg's `pg-cloudflare`), where it can.
+    queue.push(...Object.keys(manifest.dependencies ?? {}), ...Object.keys(manifest.optionalDependencies ?? {}));
+  }
+  return [...found.values()];
 }
