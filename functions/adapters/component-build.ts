@@ -180,10 +180,32 @@ const PARSED_LOADERS: Readonly<Record<string, Loader>> = {
 };
 
 /**
- * An esbuild plugin: a file from disk whose text names a source map is handed to esbuild as
- * `transform` printed it (comments gone, lines mapped by an inline `data:` map). Other files load
- * as esbuild loads them. Packages carry such comments often (`//# sourceMappingURL=index.js.map`);
- * their own maps are not followed, so their frames name the package's JavaScript.
+ * `require(__dirname + "/x.js")` and `require(path.join(__dirname, "x.js"))` in a package's
+ * CommonJS file: the file beside it, loaded by a path computed at run time (`pg-format` loads its
+ * word list so). A bundle has no such files beside it, and esbuild's ESM output no `__dirname`,
+ * so the call is rewritten to `require("./x.js")`, which esbuild bundles like any relative
+ * require. Only string literals after `__dirname` are rewritten; other uses of `__dirname` stay.
+ */
+const DIRNAME_REQUIRE =
+  /\brequire\(\s*(?:__dirname\s*\+\s*(["'])\/((?:(?!\1)[^\\\n])+)\1|(?:path\s*\.\s*)?join\(\s*__dirname\s*,\s*(["'])(?:\.\/)?((?:(?!\3)[^\\\n])+)\3\s*\))\s*\)/g;
+
+/** `text` with each {@link DIRNAME_REQUIRE} call made a relative require; `text` itself when it has none. */
+export function relativeDirnameRequires(text: string): string {
+  if (!text.includes("__dirname")) return text;
+  return text.replace(DIRNAME_REQUIRE, (_call, _q1, concatenated?: string, _q2?: string, joined?: string) => {
+    const target = concatenated ?? joined ?? "";
+    return `require(${JSON.stringify(target.startsWith("../") ? target : `./${target}`)})`;
+  });
+}
+
+/**
+ * An esbuild plugin for the files it reads from disk:
+ * - a package's `require(__dirname + "/x.js")` becomes `require("./x.js")` ({@link relativeDirnameRequires});
+ * - a file whose text names a source map is handed to esbuild as `transform` printed it (comments
+ *   gone, lines mapped by an inline `data:` map). Packages carry such comments often
+ *   (`//# sourceMappingURL=index.js.map`); their own maps are not followed, so their frames name
+ *   the package's JavaScript.
+ * Other files load as esbuild loads them.
  */
 export function ignoreInputSourceMaps(esbuild: Pick<EsbuildApi, "transform">): Plugin {
   return {
@@ -191,8 +213,10 @@ export function ignoreInputSourceMaps(esbuild: Pick<EsbuildApi, "transform">): P
     setup(pluginBuild) {
       pluginBuild.onLoad({ filter: /\.(?:[cm]?[jt]s|[jt]sx|css|json)$/, namespace: "file" }, async (args) => {
         const loader = PARSED_LOADERS[extname(args.path).toLowerCase()];
-        const text = await readFile(args.path, "utf8");
-        if (loader === undefined || !SOURCE_MAP_COMMENT.test(text)) return undefined;
+        const read = await readFile(args.path, "utf8");
+        const text = loader === "js" && /[\\/]node_modules[\\/]/.test(args.path) ? relativeDirnameRequires(read) : read;
+        if (loader === undefined) return undefined;
+        if (!SOURCE_MAP_COMMENT.test(text)) return text === read ? undefined : { contents: text, loader };
         try {
           const printed = await esbuild.transform(text, {
             loader,

@@ -228,6 +228,20 @@ describe("bundleComponent and the files of the server (issue 12, item 1)", () =>
     "requires-a-server-file",
     `module.exports = require(${JSON.stringify(join(root, "credentials.json"))});\n`,
   );
+  // pg-format's idiom: a file beside it, required by a path computed from __dirname.
+  cachedPackage(
+    "reads-beside-it",
+    'const path = require("path");\nmodule.exports = { words: require(__dirname + "/words.js"), n: require(path.join(__dirname, "n.json")) };\n',
+  );
+  writeFileSync(
+    join(npmCacheFolder(cacheDir, "reads-beside-it", undefined), "node_modules", "reads-beside-it", "words.js"),
+    'module.exports = ["select", "from"];\n',
+  );
+  writeFileSync(
+    join(npmCacheFolder(cacheDir, "reads-beside-it", undefined), "node_modules", "reads-beside-it", "n.json"),
+    "7\n",
+  );
+  cachedPackage("reads-above-it", 'module.exports = require(__dirname + "/../../../../secret-key");\n');
   const plugins = [npmPackagesPlugin({ cacheDir, registry: "http://127.0.0.1:9/", installTimeoutMs: 2000 })];
 
   it("reads no file that a source-map comment of the code names, in any of its forms", async () => {
@@ -269,6 +283,30 @@ describe("bundleComponent and the files of the server (issue 12, item 1)", () =>
     expect(error).toMatchObject({ code: "validation", issues: [{ field: "component_code" }] });
     expect(error.message).toBe(
       'component_code: npm package "requires-a-server-file" could not be bundled: the error is in node_modules/requires-a-server-file/index.js, line 1',
+    );
+  });
+
+  it('bundles a package\'s require(__dirname + "/file") of a file beside it, which then runs', async () => {
+    const bundle = await bundleComponent('import pkg from "reads-beside-it";\nexport default { pkg };\n', {
+      esbuild,
+      resolveDir,
+      plugins,
+    });
+    expect(bundle).not.toContain("__dirname");
+    const file = join(resolveDir, "reads-beside-it.mjs");
+    writeFileSync(file, bundle);
+    const loaded = await import(pathToFileURL(file).href);
+    expect(loaded.default.pkg).toEqual({ words: ["select", "from"], n: 7 });
+  });
+
+  it("still refuses a package whose __dirname require leaves the package cache", async () => {
+    const error = await bundleComponent('import creds from "reads-above-it";\nexport default { creds };\n', {
+      esbuild,
+      resolveDir,
+      plugins,
+    }).catch((e) => e);
+    expect(error.message).toBe(
+      'component_code: npm package "reads-above-it" could not be bundled: the error is in node_modules/reads-above-it/index.js, line 1',
     );
   });
 
