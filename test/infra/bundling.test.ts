@@ -251,6 +251,15 @@ describe("ServiceStack bundling", () => {
     }
   });
 
+  it("leaves zod's locales out of every bundle but English, its default", () => {
+    // `import { z } from "zod"` keeps the whole namespace, every locale (a quarter of a plain
+    // route's bundle) with it; `import * as z` lets esbuild keep what is used (docs/aws.md "Cold starts").
+    for (const fn of functions) {
+      const locales = bundles.get(fn.entry)!.inputs.filter((input) => /\/zod\/v4\/locales\//.test(input));
+      expect(locales, fn.entry).toEqual(locales.length ? [expect.stringMatching(/\/zod\/v4\/locales\/en\.js$/)] : []);
+    }
+  });
+
   /** The asset directory of an L1 resource of the sample stack, from the asset hash its S3 key carries. */
   function assetDirOf(construct: IConstruct, type: string, property: "Code" | "Content"): string {
     const cfn = construct.node.defaultChild as CfnElement;
