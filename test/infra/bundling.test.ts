@@ -255,7 +255,8 @@ describe("ServiceStack bundling", () => {
     // `import { z } from "zod"` keeps the whole namespace, every locale (a quarter of a plain
     // route's bundle) with it; `import * as z` lets esbuild keep what is used (docs/aws.md "Cold starts").
     for (const fn of functions) {
-      const locales = bundles.get(fn.entry)!.inputs.filter((input) => /\/zod\/v4\/locales\//.test(input));
+      // The locales' index module may stay behind as an empty namespace (a few bytes).
+      const locales = bundles.get(fn.entry)!.inputs.filter((input) => /\/zod\/v4\/locales\/(?!index\.js$)/.test(input));
       expect(locales, fn.entry).toEqual(locales.length ? [expect.stringMatching(/\/zod\/v4\/locales\/en\.js$/)] : []);
     }
   });
