@@ -10,19 +10,7 @@ import { expect } from "vitest";
 import { apiClient } from "./api-client.ts";
 import { eventually } from "./eventually.ts";
 import { runSluice } from "./local-process.ts";
-import type { ReceivedRequest, WebhookReceiver } from "./webhook-receiver.ts";
-
-/** A component with an HTTP interface that emits what it is sent. */
-export const FLOW_EMITTER = `
-export default {
-  name: "Flow emitter",
-  version: "0.0.1",
-  props: { http: "$.interface.http" },
-  async run(event) {
-    this.$emit({ n: event.body.n }, { summary: "n=" + event.body.n });
-  },
-};
-`;
+import { type ReceivedRequest, UID_EMITTER, type WebhookReceiver } from "./webhook-receiver.ts";
 
 /** Where `sluice create-user --table` writes: the stack's table, in a region, at an endpoint (moto's) or AWS's. */
 export interface StackTable {
@@ -85,7 +73,7 @@ export async function sourceToWebhookFlow(target: FlowTarget): Promise<FlowResul
   const api = apiClient(target.apiUrl, target.apiKey);
   const more = () => (target.diagnostics ? `\n${target.diagnostics()}` : "");
 
-  const deployed = await api("POST", "/sources", { component_code: FLOW_EMITTER });
+  const deployed = await api("POST", "/sources", { component_code: UID_EMITTER });
   expect(deployed.status, `${JSON.stringify(deployed.json)}${more()}`).toBe(200);
   const sourceId = deployed.json.data.id as string;
   const endpoint = deployed.json.data.configured_props.http.endpoint_url as string;
@@ -102,7 +90,7 @@ export async function sourceToWebhookFlow(target: FlowTarget): Promise<FlowResul
   const sent = await fetch(endpoint, {
     method: "POST",
     headers: { "content-type": "application/json" },
-    body: JSON.stringify({ n }),
+    body: JSON.stringify({ uid: `flow-${n}`, n }),
   });
   expect(sent.status, more()).toBe(200);
 
