@@ -39,7 +39,7 @@ export default defineConfig({
           // one at a time the project took over 13 minutes (decision 331).
           maxWorkers: 2,
           include: ["test/**/*.test.ts"],
-          exclude: ["test/unit/**", "test/aws-offline/**", ...NEEDS_DYNAMODB],
+          exclude: ["test/unit/**", "test/aws-offline/**", "test/aws-live/**", ...NEEDS_DYNAMODB],
         },
       },
       {
@@ -55,6 +55,10 @@ export default defineConfig({
       {
         // `npm run test:aws`: the stacks deployed into moto and driven offline (docs/aws.md).
         test: { ...shared, name: "aws-offline", include: ["test/aws-offline/**/*.test.ts"] },
+      },
+      {
+        // `npm run test:aws-live` (test/aws-live/run.ts): the same flow against a real account.
+        test: { ...shared, name: "aws-live", include: ["test/aws-live/**/*.test.ts"] },
       },
     ],
   },

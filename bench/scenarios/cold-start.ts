@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
 import { bundleFunctions } from "../../test/support/lambda-bundles.ts";
@@ -45,6 +45,8 @@ export const coldStart: Scenario = {
   emptyRows: () => rows(),
   async run(context) {
     const runs = context.pick(9, 3);
+    // cdk.out is made by a synth; a fresh checkout has none.
+    mkdirSync(join(PROJECT_ROOT, "cdk.out"), { recursive: true });
     const outdir = mkdtempSync(join(PROJECT_ROOT, "cdk.out", "bench-cold-start-"));
     context.defer(() => rmSync(outdir, { recursive: true, force: true }));
     const built = await bundleFunctions(

@@ -1,5 +1,5 @@
 import { join } from "node:path";
-import { z } from "zod";
+import * as z from "zod";
 import type { Quotas, WorkflowRunLimits } from "#core/ports/deps";
 import type { EventRetention } from "#core/ports/event-store";
 import { LOG_FORMATS, LOG_LEVELS, type LogFormat, type LogLevel } from "#core/ports/logger";

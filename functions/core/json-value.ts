@@ -5,7 +5,7 @@
  * the data, is silently dropped (issue 12). These schemas check the same and hand the value on as
  * it is.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { isJsonValue, isPlainObject } from "#runtime/json-value";
 import type { Json } from "./component-model.ts";
 

@@ -5,7 +5,7 @@
  * template's (`steps`, `triggers`), and `settings` are merged key by key.
  */
 
-import { z } from "zod";
+import * as z from "zod";
 import type { Deps } from "#core/ports/deps";
 import { invalid } from "./errors.ts";
 

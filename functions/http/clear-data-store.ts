@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { clearDataStore } from "#core/data-stores";
 import { dataStoreIdParams } from "./data-store-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";

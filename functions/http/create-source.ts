@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_MAX_LENGTH } from "#core/idempotency-keys";
 import { deploySource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { deleteSourceEvents } from "#core/source-events";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";

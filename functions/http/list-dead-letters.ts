@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ID_PREFIXES } from "#core/ids";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listDeadLetters } from "#core/webhook-delivery";

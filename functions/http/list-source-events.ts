@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { pageParamsSchema } from "#core/pagination";
 import { listSourceEvents } from "#core/source-events";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { pageParamsSchema } from "#core/pagination";
 import { listWorkflowEvents } from "#core/workflow-events";
 import { lambdaHandler } from "./lambda.ts";

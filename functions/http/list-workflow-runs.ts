@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ID_PREFIXES } from "#core/ids";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listWorkflowRuns } from "#core/workflow-runs";

@@ -1,5 +1,5 @@
 import { OpenAPIRegistry, OpenApiGeneratorV31 } from "@asteasolutions/zod-to-openapi";
-import { z } from "zod";
+import * as z from "zod";
 import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { IDEMPOTENCY_HEADER } from "#core/idempotency-keys";
 import { SSE_RETRY_MS } from "#core/source-stream";

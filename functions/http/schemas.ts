@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ID_BODY_MAX_LENGTH, ID_PREFIXES, idPattern } from "#core/ids";
 
 /** Response and parameter schemas shared by routes; the OpenAPI document is generated from them. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { DATA_STORE_CALLS_PATH, serveGrantedCall } from "#core/data-stores";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";

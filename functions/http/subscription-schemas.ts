@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { invalid } from "#core/errors";
 import { ID_PREFIXES } from "#core/ids";

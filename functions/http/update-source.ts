@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { updateSource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";

@@ -5,7 +5,7 @@
  * that recorded events test it.
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
-import { z } from "zod";
+import * as z from "zod";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import { responseHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";

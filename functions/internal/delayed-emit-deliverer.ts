@@ -6,7 +6,7 @@
  * least once) emits nothing. A failure is thrown, so Lambda's retries apply (the stack leaves its
  * default two); the row stays until then, and expires a day after its time if none succeeds.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { DelayedEmitDelivererInput } from "#config/shared-names";
 import { deliverScheduledEmit } from "#core/delayed-emit-delivery";
 import { EVENT_ID } from "#core/event-ids";

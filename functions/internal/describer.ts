@@ -14,7 +14,7 @@ import { mkdir, rm, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { z } from "zod";
+import * as z from "zod";
 import { describeInSandbox } from "#adapters/local/sandbox-process";
 import { sha256Hex } from "#core/sha256";
 import type { DescribeReply } from "#runtime/sandbox-channel";

@@ -27,7 +27,7 @@
  * can be moved to the unpublished-events queue to be dispatched again (docs/aws.md).
  */
 import type { SQSBatchResponse } from "aws-lambda";
-import { z } from "zod";
+import * as z from "zod";
 import { EVENT_DETAIL_TYPE, EVENT_SOURCE } from "#config/shared-names";
 import type { StoredEvent } from "#core/component-model";
 import { type DispatchDeps, dispatchEvents } from "#core/dispatcher";

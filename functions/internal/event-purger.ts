@@ -6,7 +6,7 @@
  * nothing that was not deleted. A purge that never succeeds leaves the events hidden (reads never
  * show them); the next deletion of the source purges them.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Deps } from "#core/ports/deps";
 import { awsDepsLoader, internalHandler } from "./internal-handler.ts";
 

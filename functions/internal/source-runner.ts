@@ -4,7 +4,7 @@
  * retries a run that failed twice, so a failure of the store is retried (and a workflow run another
  * runner still holds, `RunBusyError`, is tried again later); what the component does never fails it.
  */
-import { z } from "zod";
+import * as z from "zod";
 import { jsonValueSchema } from "#core/json-value";
 import type { RunJob } from "#core/ports/run-queue";
 import { runQueuedJob } from "#core/run-jobs";

@@ -24,7 +24,7 @@
 import type { Writable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { setTimeout as sleep } from "node:timers/promises";
-import { z } from "zod";
+import * as z from "zod";
 import { loadAwsComputeConfig, type StreamSettings } from "#config/aws-compute-env";
 import { authenticate } from "#core/accounts";
 import { DomainError } from "#core/errors";

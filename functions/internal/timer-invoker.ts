@@ -11,7 +11,7 @@
  * zero retries): a failed tick is logged, and the next tick comes anyway.
  */
 import { setTimeout as sleepFor } from "node:timers/promises";
-import { z } from "zod";
+import * as z from "zod";
 import type { TimerInvokerInput } from "#config/shared-names";
 import { type Clock, systemClock } from "#core/ports/clock";
 import { type TimerTarget, timerTargetId, timerTargetOf } from "#core/ports/timers";

@@ -18,7 +18,7 @@
  * dead-letter queue after 5 receives. A malformed message is logged and dropped.
  */
 import type { SQSBatchResponse } from "aws-lambda";
-import { z } from "zod";
+import * as z from "zod";
 import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { ENV } from "#config/env";
 import { jsonValueSchema } from "#core/json-value";

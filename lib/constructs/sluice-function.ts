@@ -37,6 +37,12 @@ export const SLUICE_ESBUILD_OPTIONS = {
   sourcemap: true,
   // Stack traces need the mappings, not the sources; this keeps the zip small.
   sourcesContent: false,
+  // The SDK clients' default credential chain, replaced by its first link, the environment, where
+  // Lambda puts the role's credentials: the other links were 130 KB parsed at every cold start
+  // (functions/adapters/aws/lambda-credentials.ts, docs/aws.md "Cold starts").
+  alias: {
+    "@aws-sdk/credential-provider-node": join(PROJECT_ROOT, "functions/adapters/aws/lambda-credentials.ts"),
+  },
 } as const;
 
 export interface SluiceFunctionProps {
@@ -164,6 +170,10 @@ export class SluiceFunction extends Construct {
         minify: SLUICE_ESBUILD_OPTIONS.minify,
         sourceMap: SLUICE_ESBUILD_OPTIONS.sourcemap,
         sourcesContent: SLUICE_ESBUILD_OPTIONS.sourcesContent,
+        // `--alias:<package>=<path>` for each alias (NodejsFunction has no alias option).
+        esbuildArgs: {
+          "--alias": Object.entries(SLUICE_ESBUILD_OPTIONS.alias).map(([from, to]) => `${from}=${to}`),
+        },
         // Given, so CDK's default (`@aws-sdk/*`, left to the runtime) does not apply: the SDK is bundled.
         externalModules: [...this.external],
         ...(copied.length || this.bundledTrees.length ? { commandHooks: copyHooks(copied, this.bundledTrees) } : {}),

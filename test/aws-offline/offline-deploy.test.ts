@@ -17,8 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { apiClient } from "../support/api-client.ts";
-import { eventually } from "../support/eventually.ts";
-import { runSluice } from "../support/local-process.ts";
+import { createUserInTable, sourceToWebhookFlow } from "../support/aws-flow.ts";
 import { WebhookReceiver } from "../support/webhook-receiver.ts";
 import { matchRoute, routesOf } from "./gateway.ts";
 import { type DeployedStack, MOTO_ACCOUNT, MOTO_CREDENTIALS, MOTO_REGION } from "./moto.ts";
@@ -46,19 +45,19 @@ describe("Sluice deployed into moto and served offline", () => {
   const logs = () => offline.logs.slice(-40).join("\n");
 
   /** A user made by `sluice create-user --table` in the emulated table, as an operator does. */
-  const createUser = async (username: string) => {
-    const table = deployed[STATEFUL_STACK]?.outputs.ResourcesTableName ?? "";
-    const { stdout } = await runSluice(
-      ["create-user", "--table", table, "--region", MOTO_REGION, "--endpoint", offline.moto.endpoint].concat([
-        "--username",
-        username,
-        "--email",
-        `${username}@example.com`,
-      ]),
-      { AWS_ACCESS_KEY_ID: MOTO_CREDENTIALS.accessKeyId, AWS_SECRET_ACCESS_KEY: MOTO_CREDENTIALS.secretAccessKey },
+  const createUser = (username: string) =>
+    createUserInTable(
+      {
+        table: deployed[STATEFUL_STACK]?.outputs.ResourcesTableName ?? "",
+        region: MOTO_REGION,
+        endpoint: offline.moto.endpoint,
+        env: {
+          AWS_ACCESS_KEY_ID: MOTO_CREDENTIALS.accessKeyId,
+          AWS_SECRET_ACCESS_KEY: MOTO_CREDENTIALS.secretAccessKey,
+        },
+      },
+      username,
     );
-    return JSON.parse(stdout) as { user_id: string; api_key: string };
-  };
 
   /** The physical ids of the template's resources of `type`, as moto created them. */
   const physicalIds = (stack: string, type: string) =>
@@ -227,56 +226,27 @@ describe("Sluice deployed into moto and served offline", () => {
     it("deploys a source by its route, and delivers an HTTP event to a subscribed webhook through the table, the bus and the queues", async () => {
       // On 127.0.0.1, which the harness lets the deliverer reach (SLUICE_WEBHOOK_ALLOW_PRIVATE).
       receiver = await WebhookReceiver.start(0);
-      const api = apiClient(`${offline.gateway.endpoint}/v1`, (await createUser("flow")).api_key);
-
-      const deployedSource = await api("POST", "/sources", { component_code: EMITTER });
-      expect(deployedSource.status, `${JSON.stringify(deployedSource.json)}\n${logs()}`).toBe(200);
-      const source = {
-        id: deployedSource.json.data.id as string,
-        endpoint: deployedSource.json.data.configured_props.http.endpoint_url as string,
-      };
-      expect(source.endpoint).toBe(`${offline.gateway.endpoint}/http/${source.endpoint.split("/").at(-1)}`);
-      const created = await api("POST", `/webhooks?url=${encodeURIComponent(receiver.url())}&name=offline`);
-      expect(created.status, JSON.stringify(created.json)).toBe(200);
-      const webhookId = created.json.data.id as string;
-      const subscribed = await api("POST", `/subscriptions?emitter_id=${source.id}&listener_id=${webhookId}`);
-      expect(subscribed.status, JSON.stringify(subscribed.json)).toBe(200);
-
-      const sent = await fetch(source.endpoint, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify({ n: 7 }),
+      const { sourceId, eventId } = await sourceToWebhookFlow({
+        apiUrl: `${offline.gateway.endpoint}/v1`,
+        apiKey: (await createUser("flow")).api_key,
+        receiver,
+        receiverUrl: receiver.url(),
+        timeoutMs: 60_000,
+        diagnostics: logs,
       });
-      expect(sent.status, logs()).toBe(200);
 
-      // Stored in the emulated table, and read back by the list route.
-      const summaries = await eventually(
-        async () => {
-          const answer = await api("GET", `/sources/${source.id}/event_summaries`);
-          return answer.json?.data?.length > 0 ? answer.json.data : undefined;
-        },
-        `the event in the table\n${logs()}`,
-        { timeoutMs: 60_000, intervalMs: 500 },
-      );
-      expect(summaries).toMatchObject([{ event: { n: 7 } }]);
-      const eventId = summaries[0].id as string;
+      // The event is the one item under the source's partitions of the emulated table.
       const dynamodb = DynamoDBDocumentClient.from(new DynamoDBClient(clientOptions()));
       const stored = await dynamodb.send(
         new ScanCommand({
           TableName: deployed[STATEFUL_STACK]?.outputs.ResourcesTableName,
           FilterExpression: "begins_with(pk, :pk)",
-          ExpressionAttributeValues: { ":pk": `EVT#${source.id}#` },
+          ExpressionAttributeValues: { ":pk": `EVT#${sourceId}#` },
         }),
       );
       expect(stored.Items?.map((item) => item.id)).toEqual([eventId]);
 
-      // Published on the bus, matched by the stack's rule, dispatched, queued and delivered.
-      const delivered = await eventually(() => receiver?.delivered[0], `the delivery\n${logs()}`, {
-        timeoutMs: 60_000,
-        intervalMs: 500,
-      });
-      expect(JSON.parse(delivered.body)).toMatchObject({ event: { n: 7 } });
-      expect(delivered.headers["x-sluice-event-id"]).toBe(eventId);
+      // Published on the bus the harness taps, through the functions of the fan-out.
       expect(JSON.stringify(offline.triggers.published)).toContain(eventId);
       const invoked = new Set(offline.lambda.invocations.map((invocation) => invocation.functionName));
       for (const fn of [
@@ -291,15 +261,3 @@ describe("Sluice deployed into moto and served offline", () => {
     }, 240_000);
   });
 });
-
-/** A component with an HTTP interface that emits what it is sent. */
-const EMITTER = `
-export default {
-  name: "Offline emitter",
-  version: "0.0.1",
-  props: { http: "$.interface.http" },
-  async run(event) {
-    this.$emit({ n: event.body.n }, { summary: "n=" + event.body.n });
-  },
-};
-`;

@@ -251,6 +251,30 @@ describe("ServiceStack bundling", () => {
     }
   });
 
+  it("leaves zod's locales out of every bundle but English, its default", () => {
+    // `import { z } from "zod"` keeps the whole namespace, every locale (a quarter of a plain
+    // route's bundle) with it; `import * as z` lets esbuild keep what is used (docs/aws.md "Cold starts").
+    for (const fn of functions) {
+      // The locales' index module may stay behind as an empty namespace (a few bytes).
+      const locales = bundles.get(fn.entry)!.inputs.filter((input) => /\/zod\/v4\/locales\/(?!index\.js$)/.test(input));
+      expect(locales, fn.entry).toEqual(locales.length ? [expect.stringMatching(/\/zod\/v4\/locales\/en\.js$/)] : []);
+    }
+  });
+
+  it("gives the SDK clients the environment's credentials, without the rest of the default chain", () => {
+    // Lambda puts the role's credentials in the environment; the chain's other links (profiles,
+    // SSO, web identity, metadata) and the STS and SSO clients they carry were parsed at every
+    // cold start for nothing (functions/adapters/aws/lambda-credentials.ts).
+    for (const fn of functions) {
+      const { sdkPackages } = bundles.get(fn.entry)!;
+      if (!sdkPackages.some((name) => name.startsWith("@aws-sdk/client-"))) continue;
+      expect(
+        sdkPackages.filter((name) => /credential-provider|nested-clients|token-providers/.test(name)),
+        fn.entry,
+      ).toEqual(["@aws-sdk/credential-provider-env"]);
+    }
+  });
+
   /** The asset directory of an L1 resource of the sample stack, from the asset hash its S3 key carries. */
   function assetDirOf(construct: IConstruct, type: string, property: "Code" | "Content"): string {
     const cfn = construct.node.defaultChild as CfnElement;

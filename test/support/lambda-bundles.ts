@@ -22,6 +22,8 @@ export interface BuiltBundle {
   readonly sdkPackages: readonly string[];
   /** Imports the bundle leaves to the runtime. */
   readonly externalImports: readonly string[];
+  /** Every module whose code is in the bundle, as esbuild names it (relative to the repository root). */
+  readonly inputs: readonly string[];
 }
 
 const SDK_PACKAGE = /(?:^|\/)node_modules\/(@aws-sdk\/[^/]+)\//;
@@ -68,6 +70,7 @@ export async function bundleFunctions(
           ...new Set(Object.keys(output.inputs).flatMap((input) => SDK_PACKAGE.exec(input)?.[1] ?? [])),
         ].sort(),
         externalImports: [...new Set(output.imports.filter((i) => i.external).map((i) => i.path))].sort(),
+        inputs: Object.keys(output.inputs).sort(),
       });
     }
   }
