@@ -2,7 +2,7 @@
  * What `npm run test:aws-live` needs from its environment (docs/aws.md, "The live test"), read in
  * one place: AWS credentials, the stage the stacks were deployed with, and a public URL that
  * reaches a webhook receiver the test runs on this machine. These are settings of the test, not
- * of Sluice: no function reads them (decision W-C4).
+ * of Sluice: no function reads them (decision 384).
  */
 import { isIP } from "node:net";
 import { isForbiddenAddress } from "#adapters/address-guard";
