@@ -215,7 +215,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(emitted.event).toMatchObject({ method: "POST", body: { kind: "order" } });
   });
 
-  it("refuses at deploy a source whose app needs a connected account, and any authProvisionId", async () => {
+  it("refuses at deploy a source whose app needs a connected account, and an authProvisionId of no account", async () => {
     const needs = await rejection(
       deploySource(deps, caller, {
         component_code: fixture("github-app-polling.mjs"),
@@ -224,7 +224,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     );
     expect(needs).toMatchObject({ code: "validation", issues: [{ field: "configured_props.github" }] });
     expect(needs.message).toBe(
-      'configured_props.github: needs a connected account of the "github" app (its code reads $auth.login, $auth.oauth_access_token); Sluice has no connected accounts yet, so the component cannot run here',
+      'configured_props.github: needs a connected account of the "github" app (its code reads $auth.login, $auth.oauth_access_token): connect one with POST /v1/accounts and configure the prop as {"authProvisionId": "apn_..."}',
     );
     const named = await rejection(
       deploySource(deps, caller, {
@@ -235,7 +235,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(named.issues).toEqual([
       {
         field: "configured_props.rss",
-        message: expect.stringMatching(/^names the connected account apn_abc, which does not exist/),
+        message: "names apn_abc, which is no connected account of this workspace",
       },
     ]);
   });
