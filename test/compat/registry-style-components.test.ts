@@ -9,6 +9,8 @@ import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { sealCredentials } from "#core/account-credentials";
 import { MASK } from "#core/app-accounts";
 import type { TimerSpec } from "#core/component-model";
+import { createComponent } from "#core/components";
+import { configureComponentProp } from "#core/dynamic-props";
 import type { IncomingHttpRequest } from "#core/http-run-event";
 import type { RunJob, SourceRunJob } from "#core/ports/run-queue";
 import { timerTargetId } from "#core/ports/timers";
@@ -302,7 +304,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect((await getSource(deps, caller, source.id)).active).toBe(true);
   });
 
-  it("hands a connected account's key as $auth to a registry-shaped source's hook and runs, and to a workflow step", async () => {
+  it("hands a connected account's key as $auth to a registry-shaped source's hook, runs and options, and to a workflow step", async () => {
     const api = await startStandInApi();
     const KEY = "tk_live_9d8c7b6a5f4e3d2c1b0a";
     api.tenant("acct").apiKey = KEY;
@@ -368,6 +370,24 @@ describe("registry-style components through the use cases and the sandbox", () =
       expect(
         await deps.appAccounts.update({ ...rotated, sealedCredentials: account.sealedCredentials, version: 3 }, 2),
       ).toBe(true);
+
+      // The action's propDefinition options list the account's tasks through the app's methods.
+      const action = await createComponent(deps, caller, {
+        component_files: files,
+        component_entry: "actions/create-task/create-task.mjs",
+      });
+      const options = await configureComponentProp(deps, caller, {
+        id: action.id,
+        prop_name: "after",
+        configured_props: { keyedTasks: { authProvisionId: account.id } },
+      });
+      expect(options).toMatchObject({
+        errors: [],
+        options: [
+          { label: "Written after deploy", value: 2 },
+          { label: "Existing", value: 1 },
+        ],
+      });
 
       // A workflow step: the registry-shaped action creates a task with the same account.
       const workflow = await createWorkflow(deps, caller, {

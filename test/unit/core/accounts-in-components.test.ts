@@ -311,6 +311,29 @@ describe("credentials never leak", () => {
     expect(logLines.some((line) => line.includes("source run failed") && line.includes(MASK))).toBe(true);
   });
 
+  it("masks them in the observations and errors of the dynamic props endpoints", async () => {
+    const probeLeak: Run = (invocation) => {
+      const key = (authOf(invocation) as { api_key: string }).api_key;
+      return {
+        logs: [{ ts: 1, level: "log", message: `listing with ${key}` }],
+        error: { name: "Error", message: `refused ${key}`, ts: 2 },
+      };
+    };
+    const { deps, caller, alice } = await setUp({ props: [GITHUB] }, probeLeak);
+    const account = await connect(deps, alice.workspace.id);
+    const { id } = await createComponent(deps, caller, { component_code: "export default {}" });
+    const answer = await configureComponentProp(deps, caller, {
+      id,
+      prop_name: "repo",
+      configured_props: { github: { authProvisionId: account.id } },
+    });
+    expect(answer.observations).toEqual([
+      { k: "console.log", msg: `listing with ${MASK}`, ts: 1 },
+      { k: "error", err: { name: "Error", message: `refused ${MASK}` }, ts: 2 },
+    ]);
+    expect(JSON.stringify(answer)).not.toContain(API_KEY);
+  });
+
   it("masks them in a workflow run's $errors, run record and logs, and the view shows the account id only", async () => {
     const stepRun: StepRun = (invocation) => {
       const step = invocation.steps[0];
