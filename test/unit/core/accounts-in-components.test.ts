@@ -311,6 +311,23 @@ describe("credentials never leak", () => {
     expect(logLines.some((line) => line.includes("source run failed") && line.includes(MASK))).toBe(true);
   });
 
+  it("masks them in the 400 of a deploy whose hook threw them", async () => {
+    const hookLeak: Run = (invocation) =>
+      invocation.kind === "activate"
+        ? { error: { name: "Error", message: `bad key ${(authOf(invocation) as { api_key: string }).api_key}`, ts: 1 } }
+        : {};
+    const { deps, caller, alice, logLines } = await setUp({ props: [GITHUB], hooks: ["activate"] }, hookLeak);
+    const account = await connect(deps, alice.workspace.id);
+    const refused = await rejection(
+      deploySource(deps, caller, {
+        component_code: "x",
+        configured_props: { github: { authProvisionId: account.id } },
+      }),
+    );
+    expect(refused.message).toBe(`the activate hook failed: bad key ${MASK}`);
+    expect(JSON.stringify(logLines)).not.toContain(API_KEY);
+  });
+
   it("masks them in the observations and errors of the dynamic props endpoints", async () => {
     const probeLeak: Run = (invocation) => {
       const key = (authOf(invocation) as { api_key: string }).api_key;
