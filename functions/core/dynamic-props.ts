@@ -12,6 +12,7 @@ import type { Deps } from "#core/ports/deps";
 import type { InvocationResult } from "#runtime/protocol";
 import { requireProject } from "./access.ts";
 import { chosenWorkspace, type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
+import { requireAccounts } from "./app-accounts.ts";
 import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./component-model.ts";
 import { findComponent } from "./components.ts";
 import { invalid } from "./errors.ts";
@@ -155,7 +156,8 @@ function dynamicPropsOf(component: ComponentRecord, defs: PropDescription[]) {
  * 404) and the probe to ask it on: a source record that is never stored, with the configured
  * props checked leniently. Every prop counts as optional (the caller is still configuring), a
  * name the static props do not declare is taken as an `any` prop (it may be a dynamic one), and
- * a value of a declared prop must still be of its type (400 naming it).
+ * a value of a declared prop must still be of its type (400 naming it), an app prop's account one of
+ * the workspace's for its app.
  */
 async function probeFor(
   deps: Deps,
@@ -174,6 +176,8 @@ async function probeFor(
       .map((name): PropDescription => ({ name, type: "any", optional: true })),
   ];
   const validated = validateConfiguredProps(defs, given);
+  // A named account must be the workspace's, as at deploy, before the code sees its credentials.
+  await requireAccounts(deps, workspace.id, defs, validated.values, "configured_props", true);
   const now = deps.clock.nowMs();
   const probe: SourceRecord = {
     id: probeId(workspace.id, component.id),

@@ -162,7 +162,8 @@ const connectedAccount: Check = (_def, value) => {
   if (!isObject(value) || typeof value.authProvisionId !== "string" || !value.authProvisionId.startsWith("apn_")) {
     throw new PropValueError('must be {"authProvisionId": "apn_..."}, a connected account');
   }
-  return value;
+  // Only the id is kept: `$auth` comes from the account at each use, never from the request.
+  return { authProvisionId: value.authProvisionId };
 };
 
 const isFieldList = (value: Json): boolean =>
@@ -324,7 +325,8 @@ export const PROP_TYPES = {
   "boolean[]": userValue({ check: arrayOf(boolean) }),
   object: userValue({ check: object }),
   any: userValue({ check: anyJson, nullIsValue: true }),
-  // Connected accounts come later: until then a value is only checked for its shape.
+  // Checked for its shape here; that it names an account of the workspace for the app, by the
+  // use cases (`app-accounts.ts`), which can read the store.
   app: userValue({ check: connectedAccount, neverRequired: true }),
   // Bound to a store of the workspace at run time (`data-stores.ts`); none given: a store of its own.
   data_store: userValue({ check: dataStoreRef, neverRequired: true }),

@@ -17,6 +17,7 @@ import type {
   InvocationResult,
   LogRecord,
 } from "#runtime/protocol";
+import { bindAccounts, maskCredentials, maskedError } from "./app-accounts.ts";
 import { channelName } from "./channels.ts";
 import { clipText } from "./clip-text.ts";
 import {
@@ -66,6 +67,7 @@ export type RunDeps = Pick<
   | "runLock"
   | "dataStores"
   | "delayedEmits"
+  | "appAccounts"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */
@@ -158,8 +160,30 @@ export async function probeSource(
   stores: "none" | "configured" = "none",
 ): Promise<InvocationResult> {
   const built = await buildInvocation(deps, source, component, kind, event, stores === "none" ? false : "configured");
+  if (built.accountError) return failedBeforeRun(built.invocation, built.accountError);
   const handlers = withDataStores(deps, built.invocation, built.stores, undefined);
-  return deps.host.invoke(sourceCode(source, component), built.invocation, handlers);
+  const result = await deps.host.invoke(sourceCode(source, component), built.invocation, handlers);
+  return maskResult(result, built.credentials);
+}
+
+/** The result of an invocation that did not run: `error` says why. */
+function failedBeforeRun(invocation: Invocation, error: ErrorRecord): InvocationResult {
+  return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 0, error };
+}
+
+/**
+ * A run's result with the credentials of its accounts masked in its logs and error: they are
+ * stored, logged and echoed to clients (docs/components.md "Accounts in components"). Emits and a
+ * custom response are the component's own output and stay as they are.
+ */
+function maskResult(result: InvocationResult, credentials: readonly string[]): InvocationResult {
+  if (credentials.length === 0) return result;
+  const masked: InvocationResult = {
+    ...result,
+    logs: result.logs.map((log) => ({ ...log, message: maskCredentials(log.message, credentials) })),
+  };
+  if (result.error) masked.error = maskedError(result.error, credentials);
+  return masked;
 }
 
 /**
@@ -239,13 +263,21 @@ async function runAndApply(
   hold?: { lease: SourceRunLease; waitUntilMs: number | undefined },
   waitUntilMs = hold?.waitUntilMs,
 ): Promise<AppliedRun> {
-  const { invocation, state, stores } = await buildInvocation(deps, source, component, kind, event);
+  const { invocation, state, stores, credentials, accountError } = await buildInvocation(
+    deps,
+    source,
+    component,
+    kind,
+    event,
+  );
   handlers = withDataStores(deps, invocation, stores, handlers);
   if (waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, waitUntilMs - deps.clock.nowMs()));
   }
   const startedMs = deps.clock.nowMs();
-  let result = await deps.host.invoke(sourceCode(source, component), invocation, handlers);
+  let result = accountError
+    ? failedBeforeRun(invocation, accountError)
+    : maskResult(await deps.host.invoke(sourceCode(source, component), invocation, handlers), credentials);
   const elapsedMs = deps.clock.nowMs() - startedMs;
   if (hold && !hold.lease.held() && Object.keys(result.dbWrites).length > 0) {
     const message = "this run outlived its hold on the source, so its $.service.db writes were dropped";
@@ -288,18 +320,29 @@ async function buildInvocation(
   event: Json | undefined,
   /** `"configured"`: only props configured with a store (see {@link probeSource}). */
   bindStores: boolean | "configured" = true,
-): Promise<{ invocation: Invocation; state: SourceState; stores: Set<string> }> {
+): Promise<{
+  invocation: Invocation;
+  state: SourceState;
+  stores: Set<string>;
+  /** The credentials of its accounts, to mask in what the run stores. */
+  credentials: string[];
+  /** Why it cannot run: an account is gone ({@link bindAccounts}). */
+  accountError?: ErrorRecord;
+}> {
   const [values, state] = await Promise.all([
     openSecretValues(deps.secrets, source.configuredProps),
     deps.sources.getSourceState(source.id),
   ]);
-  const runtime = runtimeProps(propsOf(source, component), values, interfaceContext(deps, source));
+  const defs = propsOf(source, component);
+  const runtime = runtimeProps(defs, values, interfaceContext(deps, source));
   const { propTypes } = runtime;
   const stores = new Set<string>();
   const ownName = bindStores === "configured" ? undefined : source.id;
+  // Read per invocation, so an account updated or deleted since deploy counts from the next one.
+  const accounts = await bindAccounts(deps, source.workspaceId, defs, runtime.props, deps.runtime.invocationTimeoutMs);
   const props = bindStores
-    ? await bindDataStoreProps(deps, source.workspaceId, ownName, runtime.props, propTypes, stores)
-    : runtime.props;
+    ? await bindDataStoreProps(deps, source.workspaceId, ownName, accounts.props, propTypes, stores)
+    : accounts.props;
   const invocation: Invocation = {
     invocationId: deps.ids.newSecret(12),
     kind,
@@ -312,7 +355,8 @@ async function buildInvocation(
   };
   if (deps.runtime.allowPrivateAddresses === true) invocation.allowPrivateAddresses = true;
   if (event !== undefined) invocation.event = event;
-  return { invocation, state, stores };
+  const built = { invocation, state, stores, credentials: accounts.credentials };
+  return accounts.error ? { ...built, accountError: accounts.error } : built;
 }
 
 /**

@@ -8,7 +8,7 @@
 import type { Deps } from "#core/ports/deps";
 import { requireSource, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
-import { requireAccounts } from "./app-accounts.ts";
+import { ACCOUNT_ERROR, requireAccounts } from "./app-accounts.ts";
 import {
   type ComponentRecord,
   type Json,
@@ -120,19 +120,21 @@ async function resolveProps(
   const staticDefs = component.metadata.props;
   if (!component.metadata.hasAdditionalProps) {
     const validated = validateConfiguredProps(staticDefs, kept.over(staticDefs, input));
-    requireAccounts(staticDefs, validated.values);
+    await requireAccounts(deps, draft.workspaceId, staticDefs, validated.values);
     return { validated };
   }
   const staticNames = new Set(staticDefs.map((prop) => prop.name));
   const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
   const first = validateConfiguredProps(staticDefs, kept.over(staticDefs, staticInput));
+  // Before additionalProps runs with them: a foreign account must never reach the code.
+  await requireAccounts(deps, draft.workspaceId, staticDefs, first.values);
   const probe = await withProps(deps, draft, first, kept);
   // The runtime hands the previous prop definitions to additionalProps(previousPropDefs).
   const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
   if (result.error) throw invalid("configured_props", `additionalProps failed: ${redactPaths(result.error.message)}`);
   const definitions = mergeDynamicProps(staticDefs, result.additionalProps ?? []);
   const validated = validateConfiguredProps(definitions, kept.over(definitions, input));
-  requireAccounts(definitions, validated.values);
+  await requireAccounts(deps, draft.workspaceId, definitions, validated.values);
   return { validated, definitions };
 }
 
@@ -223,7 +225,11 @@ async function withProps(
   return next;
 }
 
-/** Runs a lifecycle hook; a hook that throws fails the operation with its message. */
+/**
+ * Runs a lifecycle hook; a hook that throws fails the operation with its message. A `deactivate`
+ * that cannot run because an account of the source is gone is skipped: it could not reach the
+ * app anyway, and the source must stay removable (its `$errors` says what happened).
+ */
 async function runHook(
   deps: SourceDeps,
   source: SourceRecord,
@@ -232,6 +238,7 @@ async function runHook(
 ) {
   if (!component.metadata.hooks.includes(hook)) return;
   const { result } = await invokeSource(deps, source, component, hook);
+  if (hook === "deactivate" && result.error?.name === ACCOUNT_ERROR) return;
   if (result.error) {
     const message = `the ${hook} hook failed: ${redactPaths(result.error.message)}`;
     throw new DomainError("validation", message, [{ field: "component_code", message }]);

@@ -23,6 +23,7 @@ import type {
   WorkflowStepInvocation,
 } from "#runtime/protocol";
 import { requireWorkflow } from "./access.ts";
+import { bindAccounts, maskCredentials, maskedError } from "./app-accounts.ts";
 import { clipText } from "./clip-text.ts";
 import { type ComponentRecord, ERRORS_CHANNEL, type Json, type NewEvent } from "./component-model.ts";
 import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
@@ -298,13 +299,22 @@ async function beginAndRun(
   const enabled = loaded.filter(({ step }) => !step.disabled);
   const states = hold ? await deps.workflows.getStepStates(workflow.id) : {};
   const stores = new Set<string>();
-  const invocation = await buildInvocation(deps, workflow, enabled, job, run, respondable, states, stores);
+  const { invocation, credentials, accountError } = await buildInvocation(
+    deps,
+    workflow,
+    enabled,
+    job,
+    run,
+    respondable,
+    states,
+    stores,
+  );
   if (waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, waitUntilMs - deps.clock.nowMs()));
   }
-  if (hold && hold.lease === undefined) {
-    // The lock was not had in time: the run fails as out of time, without running.
-    const error: ErrorRecord = {
+  if ((hold && hold.lease === undefined) || accountError) {
+    // The lock was not had in time (the run fails as out of time), or an account is gone: no step runs.
+    const error: ErrorRecord = accountError ?? {
       name: "TimeoutError",
       message: `the run waited for the workflow's earlier runs past its time limit of ${limitMs / 1000}s and did not start (a workflow with $.service.db runs one run at a time)`,
       ts: deps.clock.nowMs(),
@@ -334,7 +344,7 @@ async function beginAndRun(
     // A later run may have read and written the steps' states meanwhile.
     result = dropDbWrites(raw, deps.clock.nowMs());
   }
-  return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, elapsedMs);
+  return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, elapsedMs, credentials);
 }
 
 /**
@@ -404,24 +414,37 @@ async function buildInvocation(
   respondable: boolean,
   states: Record<string, StepState>,
   stores: Set<string>,
-): Promise<WorkflowInvocation> {
+): Promise<{ invocation: WorkflowInvocation; credentials: string[]; accountError?: ErrorRecord }> {
   const stepProps = await stepPropsOf(deps, workflow, enabled);
+  const credentials: string[] = [];
+  const accountErrors: ErrorRecord[] = [];
   const steps = await Promise.all(
     enabled.map(async ({ step, component }, index): Promise<WorkflowStepInvocation> => {
       const { props, propTypes } = stepProps[index] as StepProps;
+      // Bound per run, after the cache: an account may be updated or deleted, a store created or
+      // deleted, between runs.
+      const accounts = await bindAccounts(
+        deps,
+        workflow.workspaceId,
+        component.metadata.props,
+        props,
+        deps.runtime.invocationTimeoutMs,
+        (prop) => `the step "${step.namespace}"'s prop "${prop}"`,
+      );
+      credentials.push(...accounts.credentials);
+      if (accounts.error) accountErrors.push(accounts.error);
       return {
         id: step.id,
         namespace: step.namespace,
         module: component.codeHash,
-        // Bound per run, after the cache: a store may be created or deleted between runs.
-        props: await bindDataStoreProps(deps, workflow.workspaceId, step.id, props, propTypes, stores),
+        props: await bindDataStoreProps(deps, workflow.workspaceId, step.id, accounts.props, propTypes, stores),
         propTypes,
         db: states[step.id]?.db ?? {},
       };
     }),
   );
   const context = workflowContext(workflow, run);
-  return {
+  const invocation: WorkflowInvocation = {
     invocationId: deps.ids.newSecret(12),
     kind: "workflow",
     workflowId: workflow.id,
@@ -433,6 +456,10 @@ async function buildInvocation(
     limits: { ...deps.runtime.emitLimits, ...deps.runtime.workflowLimits },
     ...(deps.runtime.allowPrivateAddresses === true ? { allowPrivateAddresses: true } : {}),
   };
+  const [first, ...others] = accountErrors;
+  if (!first) return { invocation, credentials };
+  const message = [first, ...others].map((error) => error.message).join("; ");
+  return { invocation, credentials, accountError: { ...first, message } };
 }
 
 /**
@@ -450,12 +477,13 @@ export async function applyWorkflowResult(
   raw: WorkflowResult,
   statesBefore: Record<string, StepState>,
   elapsedMs: number,
+  credentials: readonly string[] = [],
 ): Promise<WorkflowRunOutcome> {
   const now = deps.clock.nowMs();
   const emitter = emitterOf(workflow);
   const checked = checkWorkflowResult(raw, invocation, now);
   const result: WorkflowResult = checked.ok
-    ? checked.result
+    ? maskWorkflowResult(checked.result, credentials)
     : { invocationId: invocation.invocationId, steps: [], sends: [], logs: [], error: checked.error, durationMs: 0 };
   const limited: LimitedWorkflowResult = checked.ok
     ? limitWorkflowResult(result, invocation.limits, now)
@@ -546,6 +574,29 @@ export async function applyWorkflowResult(
   if (limited.response) outcome.response = limited.response;
   if (failed) outcome.error = failed.error;
   return outcome;
+}
+
+/**
+ * A checked result with the credentials of the run's accounts masked where it is stored or
+ * logged: its logs, errors, summaries and exit reason (docs/components.md "Accounts in
+ * components"). Sends and emits are the steps' own output and stay as they are.
+ */
+function maskWorkflowResult(result: WorkflowResult, credentials: readonly string[]): WorkflowResult {
+  if (credentials.length === 0) return result;
+  const mask = (text: string) => maskCredentials(text, credentials);
+  const masked: WorkflowResult = {
+    ...result,
+    logs: result.logs.map((log) => ({ ...log, message: mask(log.message) })),
+    steps: result.steps.map((step) => {
+      const out = { ...step };
+      if (step.error) out.error = maskedError(step.error, credentials);
+      if (step.summary !== undefined) out.summary = mask(step.summary);
+      if (step.exitReason !== undefined) out.exitReason = mask(step.exitReason);
+      return out;
+    }),
+  };
+  if (result.error) masked.error = maskedError(result.error, credentials);
+  return masked;
 }
 
 /** Why the run failed and the step it belongs to, or undefined when it did not. */

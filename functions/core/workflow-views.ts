@@ -6,6 +6,7 @@
  */
 
 import type { Deps } from "#core/ports/deps";
+import { accountIdOf } from "./app-accounts.ts";
 import { entryCode, storedComponentFiles } from "./component-files.ts";
 import type { ComponentRecord, SourceRecord } from "./component-model.ts";
 import { REGISTRY_OWNER } from "./components.ts";
@@ -30,6 +31,12 @@ function stepView(step: StepRecord, component: ComponentRecord | undefined) {
   const files = component && storedComponentFiles(component.code);
   // Steps take no interface props (validation refuses them), so the view needs no endpoint or timer.
   const configured = configuredPropsView(component?.metadata.props ?? [], step.configuredProps, {});
+  // The spec's account fields: each app prop's `apn_` id, by prop name.
+  const authProvisionIdMap: Record<string, string> = {};
+  for (const def of component?.metadata.props ?? []) {
+    const id = def.type === "app" ? accountIdOf(step.configuredProps[def.name]) : undefined;
+    if (id !== undefined) authProvisionIdMap[def.name] = id;
+  }
   return {
     id: step.id,
     type: step.origin === "code" ? "CodeCell" : "ActionCell",
@@ -60,8 +67,8 @@ function stepView(step: StepRecord, component: ComponentRecord | undefined) {
     component_key: component?.key ?? null,
     component_owner_id: component === undefined || component.ownerId === REGISTRY_OWNER ? null : component.ownerId,
     configured_props_json: JSON.stringify(configured),
-    authProvisionIdMap: {},
-    authProvisionIds: [],
+    authProvisionIdMap,
+    authProvisionIds: [...new Set(Object.values(authProvisionIdMap))],
   };
 }
 

@@ -122,7 +122,10 @@ async function projectOf(deps: Pick<Deps, "identity">, workspaceId: string, proj
   return projectId;
 }
 
-type StepDeps = Pick<Deps, "components" | "host" | "fetcher" | "registry" | "clock" | "ids" | "secrets">;
+type StepDeps = Pick<
+  Deps,
+  "components" | "host" | "fetcher" | "registry" | "clock" | "ids" | "secrets" | "appAccounts"
+>;
 
 /** The component a step names, saved as `POST /sources` saves one. */
 async function stepComponent(deps: StepDeps, caller: Caller, input: StepInput, field: string) {
@@ -187,6 +190,7 @@ function requireStepComponent(component: ComponentRecord, field: string, choice:
 async function stepRecords(
   deps: StepDeps,
   caller: Caller,
+  workspaceId: string,
   inputs: StepInput[],
   components: Map<string, ComponentRecord>,
 ) {
@@ -208,7 +212,7 @@ async function stepRecords(
     const choice = origin === "code" ? code : origin === "saved" ? "component_id" : "key";
     requireStepComponent(component, field, choice);
     const validated = validateConfiguredProps(component.metadata.props, input.props, `${field}.props`);
-    requireAccounts(component.metadata.props, validated.values, `${field}.props`);
+    await requireAccounts(deps, workspaceId, component.metadata.props, validated.values, `${field}.props`);
     components.set(component.id, component);
     steps.push({
       id: deps.ids.newId("step"),
@@ -374,7 +378,7 @@ export async function createWorkflow(deps: Deps, caller: Caller, given: CreateWo
   const checked = await triggerRecords(deps, caller, input.triggers ?? []);
   requireDistinctSources(checked);
   const components = new Map<string, ComponentRecord>();
-  const steps = await stepRecords(deps, caller, input.steps ?? [], components);
+  const steps = await stepRecords(deps, caller, workspace.id, input.steps ?? [], components);
   const now = deps.clock.nowMs();
   const draft: WorkflowRecord = {
     id: deps.ids.newId("workflow"),
@@ -449,7 +453,7 @@ export async function updateWorkflow(deps: Deps, caller: Caller, id: string, inp
   const steps =
     input.steps === undefined
       ? current.steps
-      : keepStepIds(current.steps, await stepRecords(deps, caller, input.steps, components));
+      : keepStepIds(current.steps, await stepRecords(deps, caller, current.workspaceId, input.steps, components));
   const active = input.active ?? current.active;
   let triggers = current.triggers;
   if (checked !== undefined && input.triggers !== undefined) {

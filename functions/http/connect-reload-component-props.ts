@@ -10,7 +10,8 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/connect/{project_id}/components/props",
   summary: "As POST /v1/components/props, at the Connect API's path: runs in the project's workspace",
-  access: { resources: "write", compute: "probe" },
+  // Opens the credentials of the accounts the configured app props name (`$auth`).
+  access: { resources: "write", compute: "probe", secrets: "open" },
   params: connectProjectParams,
   guard: async (deps, { caller, params }) => void (await requireProject(deps, caller, params.project_id)),
   body: reloadPropsBody,
@@ -21,5 +22,6 @@ export const route = defineRoute({
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
   host: () => import("#adapters/aws/parts/host"),
+  secrets: () => import("#adapters/aws/parts/secrets"),
   tables: () => import("#adapters/aws/parts/tables"),
 });

@@ -8,7 +8,8 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/components/props",
   summary: "The prop set additionalProps() makes on the configured props, merged with the static props",
-  access: { resources: "write", compute: "probe" },
+  // Opens the credentials of the accounts the configured app props name (`$auth`).
+  access: { resources: "write", compute: "probe", secrets: "open" },
   body: reloadPropsBody,
   response: reloadPropsResponse,
   run: (deps, { caller, body }) => reloadComponentProps(deps, caller, body),
@@ -16,5 +17,6 @@ export const route = defineRoute({
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
   host: () => import("#adapters/aws/parts/host"),
+  secrets: () => import("#adapters/aws/parts/secrets"),
   tables: () => import("#adapters/aws/parts/tables"),
 });

@@ -1,14 +1,20 @@
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
+import { sealCredentials } from "#core/account-credentials";
+import { MASK } from "#core/app-accounts";
 import type { TimerSpec } from "#core/component-model";
+import { createComponent } from "#core/components";
+import { configureComponentProp } from "#core/dynamic-props";
 import type { IncomingHttpRequest } from "#core/http-run-event";
-import type { SourceRunJob } from "#core/ports/run-queue";
+import type { RunJob, SourceRunJob } from "#core/ports/run-queue";
 import { timerTargetId } from "#core/ports/timers";
+import { runQueuedJob } from "#core/run-jobs";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { listSourceEvents } from "#core/source-events";
 import { fireTimer, runSource } from "#core/source-runs";
@@ -20,9 +26,12 @@ import {
   listWorkspaceSources,
   updateSource,
 } from "#core/sources";
+import { createWorkflow } from "#core/workflows";
 import { eventually } from "../support/eventually.ts";
 import { accountIn, memoryDeps } from "../support/memory-deps.ts";
+import { folderFiles } from "../support/registry-tree.ts";
 import { rejection } from "../support/rejection.ts";
+import { startStandInApi } from "../support/stand-in-api.ts";
 
 /**
  * Components written the way the public registry writes them (test/fixtures/components/), run
@@ -51,22 +60,24 @@ describe("registry-style components through the use cases and the sandbox", () =
     esbuildPlugins: [npmPackagesPlugin({ cacheDir: join(workDir, "packages") })],
   });
   const scheduled = new Map<string, TimerSpec>();
-  const jobs: SourceRunJob[] = [];
+  const jobs: RunJob[] = [];
   const deps = memoryDeps(Date.now(), {
     host,
     timers: {
       schedule: async (target, spec) => void scheduled.set(timerTargetId(target), spec),
       cancel: async (target) => void scheduled.delete(timerTargetId(target)),
     },
-    runs: { enqueue: async (job) => void jobs.push(job as SourceRunJob) },
+    runs: { enqueue: async (job) => void jobs.push(job) },
     registry: registryFiles(DEFAULT_REGISTRY_DIR),
     fetcher: { fetchCode: async () => "" },
   });
   let caller: { userId: string };
+  let workspaceId: string;
 
   beforeAll(async () => {
     const account = await accountIn(deps, "compat");
     caller = { userId: account.user.id };
+    workspaceId = account.workspace.id;
   });
   afterAll(async () => {
     await host.close();
@@ -215,7 +226,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(emitted.event).toMatchObject({ method: "POST", body: { kind: "order" } });
   });
 
-  it("refuses at deploy a source whose app needs a connected account, and any authProvisionId", async () => {
+  it("refuses at deploy a source whose app needs a connected account, and an authProvisionId of no account", async () => {
     const needs = await rejection(
       deploySource(deps, caller, {
         component_code: fixture("github-app-polling.mjs"),
@@ -224,7 +235,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     );
     expect(needs).toMatchObject({ code: "validation", issues: [{ field: "configured_props.github" }] });
     expect(needs.message).toBe(
-      'configured_props.github: needs a connected account of the "github" app (its code reads $auth.login, $auth.oauth_access_token); Sluice has no connected accounts yet, so the component cannot run here',
+      'configured_props.github: needs a connected account of the "github" app (its code reads $auth.login, $auth.oauth_access_token): connect one with POST /v1/accounts and configure the prop as {"authProvisionId": "apn_..."}',
     );
     const named = await rejection(
       deploySource(deps, caller, {
@@ -235,7 +246,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(named.issues).toEqual([
       {
         field: "configured_props.rss",
-        message: expect.stringMatching(/^names the connected account apn_abc, which does not exist/),
+        message: "names apn_abc, which is no connected account of this workspace",
       },
     ]);
   });
@@ -291,5 +302,119 @@ describe("registry-style components through the use cases and the sandbox", () =
     });
     expect((await listUserSources(deps, stranger, { limit: 10 })).data).toEqual([]);
     expect((await getSource(deps, caller, source.id)).active).toBe(true);
+  });
+
+  it("hands a connected account's key as $auth to a registry-shaped source's hook, runs and options, and to a workflow step", async () => {
+    const api = await startStandInApi();
+    const KEY = "tk_live_9d8c7b6a5f4e3d2c1b0a";
+    api.tenant("acct").apiKey = KEY;
+    api.addTasks("acct", "Existing");
+    const runtime = deps.runtime;
+    // The stand-in listens on 127.0.0.1, which a run may reach only when told.
+    deps.runtime = { ...runtime, allowPrivateAddresses: true };
+    try {
+      const now = deps.clock.nowMs();
+      const account = {
+        id: "apn_01jd000000000000000000keys",
+        workspaceId,
+        ownerId: caller.userId,
+        app: "keyed_tasks",
+        name: "tasks key",
+        sealedCredentials: await sealCredentials(deps, { api_url: api.baseUrl("acct"), api_key: KEY }),
+        healthy: true,
+        createdAt: now,
+        updatedAt: now,
+        version: 1,
+      };
+      await deps.appAccounts.create(account);
+      const files = folderFiles(
+        fileURLToPath(new URL("../fixtures/components/accounts/keyed_tasks/", import.meta.url)),
+      );
+      const source = await deploySource(deps, caller, {
+        component_files: files,
+        component_entry: "sources/new-task/new-task.mjs",
+        configured_props: { keyedTasks: { authProvisionId: account.id } },
+      });
+      expect(source.configured_props.keyedTasks).toEqual({ authProvisionId: account.id });
+      // The deploy hook listed the existing task with the key; a run then finds the new one.
+      api.addTasks("acct", "Written after deploy");
+      await fireTimer(deps, source.id, Date.now());
+      expect((await events(source.id)).map((event) => event.metadata.summary)).toEqual([
+        "New task: Written after deploy",
+      ]);
+      expect(api.requests.filter((line) => line.startsWith("GET /t/acct/tasks"))).toHaveLength(2);
+
+      // The key is revoked at the app and a wrong one stored: the run fails with a 401.
+      const wrong = "tk_live_wrong_0000000000000";
+      const rotated = {
+        ...account,
+        sealedCredentials: await sealCredentials(deps, { api_url: api.baseUrl("acct"), api_key: wrong }),
+        version: 2,
+      };
+      expect(await deps.appAccounts.update(rotated, 1)).toBe(true);
+      await fireTimer(deps, source.id, Date.now());
+      const [failure] = await events(source.id, "$errors");
+      expect(JSON.stringify(failure)).toContain("401");
+      const logs = await events(source.id, "$logs");
+      expect(logs.map((log) => (log.event as { message: string }).message)).toContain(
+        `polling with {"Authorization":"Bearer ${MASK}","Accept":"application/json"}`,
+      );
+      const seen = JSON.stringify([
+        await events(source.id),
+        logs,
+        await events(source.id, "$errors"),
+        await getSource(deps, caller, source.id),
+      ]);
+      expect(seen).not.toContain(KEY);
+      expect(seen).not.toContain(wrong);
+      expect(
+        await deps.appAccounts.update({ ...rotated, sealedCredentials: account.sealedCredentials, version: 3 }, 2),
+      ).toBe(true);
+
+      // The action's propDefinition options list the account's tasks through the app's methods.
+      const action = await createComponent(deps, caller, {
+        component_files: files,
+        component_entry: "actions/create-task/create-task.mjs",
+      });
+      const options = await configureComponentProp(deps, caller, {
+        id: action.id,
+        prop_name: "after",
+        configured_props: { keyedTasks: { authProvisionId: account.id } },
+      });
+      expect(options).toMatchObject({
+        errors: [],
+        options: [
+          { label: "Written after deploy", value: 2 },
+          { label: "Existing", value: 1 },
+        ],
+      });
+
+      // A workflow step: the registry-shaped action creates a task with the same account.
+      const workflow = await createWorkflow(deps, caller, {
+        steps: [
+          {
+            namespace: "create",
+            component_files: files,
+            component_entry: "actions/create-task/create-task.mjs",
+            props: { keyedTasks: { authProvisionId: account.id }, title: "From a step" },
+          },
+        ],
+        triggers: [{ type: "http" }],
+        settings: { auto_deploy: true },
+      });
+      const key = (workflow.triggers[0] as { endpoint_url: string }).endpoint_url.split("/").at(-1) as string;
+      await receiveHttpRequest(deps, key, request({}));
+      await runQueuedJob(deps, jobs.at(-1) as RunJob);
+      const [run] = (await deps.workflowRuns.listRuns(workflow.id, { limit: 1 })).items;
+      expect(run).toMatchObject({ status: "success", steps: [{ summary: "Created task 3" }] });
+      expect(api.tenant("acct").tasks.map((task) => task.title)).toEqual([
+        "Existing",
+        "Written after deploy",
+        "From a step",
+      ]);
+    } finally {
+      deps.runtime = runtime;
+      await api.close();
+    }
   });
 });

@@ -86,13 +86,14 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   ...["create-component", "get-component", "get-registry-component"].map((name) =>
     writes(name, ["lambda:InvokeFunction"]),
   ),
-  // "probe": a probe source's function, created and invoked.
+  // "probe": a probe source's function, created and invoked; the credentials of the accounts its
+  // app props name opened (`$auth`), nothing sealed.
   ...[
     "configure-component-prop",
     "reload-component-props",
     "connect-configure-component-prop",
     "connect-reload-component-props",
-  ].map((name) => writes(name, RUNS, CREATES)),
+  ].map((name) => writes(name, RUNS, CREATES, ["kms:Decrypt"])),
   // "deploy": sources', workflows' functions and timers; hooks that seal, open and store events
   // (their delayed emits scheduled: CreateSchedule and PassRole, which the timers need too).
   ...["create-source", "update-source", "create-workflow", "update-workflow"].map((name) =>

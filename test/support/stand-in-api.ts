@@ -29,6 +29,8 @@ export interface Tenant {
   tasks: StandInTask[];
   feeds: Record<string, StandInItem[]>;
   stories: StandInStory[];
+  /** When set, every request must carry `Authorization: Bearer <apiKey>`, else 401 (a connected account's key). */
+  apiKey?: string;
 }
 
 /**
@@ -40,8 +42,9 @@ export interface Tenant {
  * - `GET /feeds/<name>.json` `{items}`;
  * - `GET /search?query=word` `{hits}` (stories whose title contains the word).
  *
- * Requests carry nothing secret; every one is recorded (`requests`), so a test can tell a source
- * polled. Anything else answers 404 with a JSON error, as an API does.
+ * Requests carry nothing secret unless a tenant has an `apiKey`; every one is recorded
+ * (`requests`), so a test can tell a source polled. Anything else answers 404 with a JSON error,
+ * as an API does.
  */
 export interface StandInApi {
   /** `http://127.0.0.1:<port>` */
@@ -96,6 +99,9 @@ export async function startStandInApi(): Promise<StandInApi> {
     const match = /^\/t\/([\w-]+)(\/.*)$/.exec(url.pathname);
     if (!match) return answer(404, { error: "not found" });
     const data = tenant(match[1] as string);
+    if (data.apiKey !== undefined && request.headers.authorization !== `Bearer ${data.apiKey}`) {
+      return answer(401, { error: "invalid API key" });
+    }
     const path = match[2] as string;
     const taskId = /^\/tasks\/(\d+)$/.exec(path);
     const task = taskId ? data.tasks.find((t) => t.id === Number(taskId[1])) : undefined;

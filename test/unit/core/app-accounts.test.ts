@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { APPS_WITHOUT_ACCOUNTS, accountProblem, requireAccounts } from "#core/app-accounts";
+import { APPS_WITHOUT_ACCOUNTS, accountProblem, MASK, maskCredentials } from "#core/app-accounts";
+import type { AppAccountRecord } from "#core/ports/app-account-store";
 import type { PropDescription } from "#runtime/protocol";
 
 const app = (slug: string, authFields?: string[]): PropDescription => ({
@@ -9,42 +10,61 @@ const app = (slug: string, authFields?: string[]): PropDescription => ({
   ...(authFields ? { authFields } : {}),
 });
 
-describe("which app props need a connected account", () => {
+const account = (workspaceId: string, slug: string): AppAccountRecord => ({
+  id: "apn_1",
+  workspaceId,
+  ownerId: "u_1",
+  app: slug,
+  name: "mine",
+  sealedCredentials: "sealed",
+  healthy: true,
+  createdAt: 0,
+  updatedAt: 0,
+  version: 1,
+});
+
+describe("which app props can be deployed", () => {
   it("lets an app of the no-account list run unset, whatever its code reads of $auth", () => {
     for (const slug of ["http", "schedule", "rss", "helper_functions", "data_stores", "formatting"]) {
       expect(APPS_WITHOUT_ACCOUNTS.has(slug)).toBe(true);
-      expect(accountProblem(app(slug, ["token"]), undefined)).toBeUndefined();
+      expect(accountProblem(app(slug, ["token"]), undefined, undefined, "ws_1")).toBeUndefined();
     }
   });
 
   it("lets an app whose code reads no $auth field run with the empty $auth", () => {
-    expect(accountProblem(app("text_tools"), undefined)).toBeUndefined();
-    expect(accountProblem(app("text_tools", []), {})).toBeUndefined();
+    expect(accountProblem(app("text_tools"), undefined, undefined, "ws_1")).toBeUndefined();
+    expect(accountProblem(app("text_tools", []), {}, undefined, "ws_1")).toBeUndefined();
   });
 
-  it("refuses an app whose code reads $auth fields, naming three of them", () => {
-    expect(accountProblem(app("github", ["a", "b", "c", "d"]), undefined)).toBe(
-      'needs a connected account of the "github" app (its code reads $auth.a, $auth.b, $auth.c, ...); Sluice has no connected accounts yet, so the component cannot run here',
+  it("refuses an unset app whose code reads $auth fields, naming three, except while configuring", () => {
+    expect(accountProblem(app("github", ["a", "b", "c", "d"]), undefined, undefined, "ws_1")).toBe(
+      'needs a connected account of the "github" app (its code reads $auth.a, $auth.b, $auth.c, ...): connect one with POST /v1/accounts and configure the prop as {"authProvisionId": "apn_..."}',
     );
+    expect(accountProblem(app("github", ["a"]), undefined, undefined, "ws_1", true)).toBeUndefined();
   });
 
-  it("refuses any authProvisionId, also of an app that needs no account, since no account exists", () => {
-    expect(accountProblem(app("http"), { authProvisionId: "apn_1" })).toMatch(
-      /^names the connected account apn_1, which does not exist: Sluice has no connected accounts yet/,
+  it("accepts the workspace's account of the prop's app, also for an app that needs none", () => {
+    expect(accountProblem(app("github"), { authProvisionId: "apn_1" }, account("ws_1", "github"), "ws_1")).toBe(
+      undefined,
     );
+    expect(accountProblem(app("http"), { authProvisionId: "apn_1" }, account("ws_1", "http"), "ws_1")).toBe(undefined);
   });
 
-  it("names every refused prop under the field prefix, and ignores props that are not apps", () => {
-    const defs = [app("github", ["token"]), app("http"), { name: "note", type: "string" }, app("slack", ["bot"])];
-    expect(() => requireAccounts(defs, { note: "x" }, "steps[2].props")).toThrow(
-      expect.objectContaining({
-        code: "validation",
-        issues: [
-          { field: "steps[2].props.github", message: expect.any(String) },
-          { field: "steps[2].props.slack", message: expect.any(String) },
-        ],
-      }),
+  it("says the same of an account of another workspace as of none, and names another app's", () => {
+    const none = accountProblem(app("github"), { authProvisionId: "apn_1" }, undefined, "ws_1");
+    expect(none).toBe("names apn_1, which is no connected account of this workspace");
+    expect(accountProblem(app("github"), { authProvisionId: "apn_1" }, account("ws_2", "github"), "ws_1")).toBe(none);
+    expect(accountProblem(app("github"), { authProvisionId: "apn_1" }, account("ws_1", "slack"), "ws_1")).toBe(
+      'names the connected account apn_1 of the "slack" app; this prop needs an account of the "github" app',
     );
-    expect(() => requireAccounts([app("http")], {})).not.toThrow();
+  });
+});
+
+describe("masking credentials", () => {
+  it("replaces each value in clear and JSON-escaped", () => {
+    const secret = 'pa"ss\\word-123';
+    const text = `a ${secret} b ${JSON.stringify({ p: secret })}`;
+    const masked = maskCredentials(text, [secret]);
+    expect(masked).toBe(`a ${MASK} b {"p":"${MASK}"}`);
   });
 });
