@@ -1,0 +1,27 @@
+import { listWorkspaceAccounts } from "#core/connected-account-api";
+import { decodeCursor, PAGE_LIMIT_DEFAULT } from "#core/pagination";
+import { accountItemSchema, accountListQuery } from "./account-schemas.ts";
+import { lambdaHandler } from "./lambda.ts";
+import { defineRoute } from "./route.ts";
+import { paginated, workspaceIdParams } from "./schemas.ts";
+
+export const route = defineRoute({
+  name: "list-workspace-accounts",
+  method: "GET",
+  path: "/v1/workspaces/{workspace_id}/accounts",
+  summary: "The connected accounts of a workspace the caller belongs to, oldest first, as {id, name}",
+  access: { resources: "read" },
+  params: workspaceIdParams,
+  query: accountListQuery,
+  response: paginated(accountItemSchema),
+  run: async (deps, { caller, params, query }) =>
+    listWorkspaceAccounts(deps, caller, params.workspace_id, {
+      limit: query.limit ?? PAGE_LIMIT_DEFAULT,
+      after: query.after === undefined ? undefined : decodeCursor(query.after, "after"),
+      app: query.query,
+    }),
+});
+
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  tables: () => import("#adapters/aws/parts/tables"),
+});
