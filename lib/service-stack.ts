@@ -18,6 +18,7 @@ import { ENV } from "#config/env";
 import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
 import { routes as manifest } from "#http/routes";
 import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
+import { stageAppsAsset } from "./constructs/apps-asset.ts";
 import { EventFanout } from "./constructs/event-fanout.ts";
 import { EventStreaming, SSE_ROUTE_PATH, WORKFLOW_SSE_ROUTE_PATH } from "./constructs/event-streaming.ts";
 import { SluiceFunction } from "./constructs/sluice-function.ts";
@@ -53,6 +54,12 @@ export interface ServiceStackProps extends StackProps {
    * deploying routes and served by key before the shipped registry. @default - the shipped registry only
    */
   readonly registryDir?: string;
+  /**
+   * The operator's apps file (`-c appsFile=<path>`, docs/accounts.md "Apps"), checked at synth and
+   * bundled with the shipped apps into the API route functions that read the table.
+   * @default - the shipped apps only
+   */
+  readonly appsFile?: string;
   /** Buckets `$.send.s3` may write to (`-c s3Buckets=a,b`; EventFanout). @default none */
   readonly s3Buckets?: readonly string[];
 }
@@ -117,6 +124,7 @@ export class ServiceStack extends Stack {
       maxDeliveryConcurrency: props.maxDeliveryConcurrency,
     });
 
+    const apps = stageAppsAsset(props.appsFile);
     const routeFunctions = new Map<string, ApiRouteFunction>();
     for (const route of routes) {
       routeFunctions.set(
@@ -129,6 +137,7 @@ export class ServiceStack extends Stack {
           sources: this.sources,
           eventStreaming: this.eventStreaming,
           eventFanout: this.eventFanout,
+          apps,
         }),
       );
     }
