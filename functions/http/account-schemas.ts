@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { ID_PREFIXES } from "#core/ids";
-import { pageParamsSchema } from "#core/pagination";
+import { decodeCursor, PAGE_LIMIT_DEFAULT, pageParamsSchema } from "#core/pagination";
 import { idParam } from "./schemas.ts";
 
 /** Schemas of the app catalog and connected accounts routes (docs/accounts.md "Routes"). */
@@ -57,3 +57,10 @@ export const forwardPageParams = pageParamsSchema.pick({ limit: true, after: tru
 export const accountListQuery = forwardPageParams
   .extend({ query: appRef.optional().meta({ description: "Only the accounts of this app (app_ id or name_slug)" }) })
   .strict();
+
+/** The store page of a validated {@link accountListQuery}. */
+export const accountPageOf = (query: z.infer<typeof accountListQuery>) => ({
+  limit: query.limit ?? PAGE_LIMIT_DEFAULT,
+  after: query.after === undefined ? undefined : decodeCursor(query.after, "after"),
+  app: query.query,
+});

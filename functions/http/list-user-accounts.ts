@@ -1,6 +1,5 @@
 import { listUserAccounts } from "#core/connected-account-api";
-import { decodeCursor, PAGE_LIMIT_DEFAULT } from "#core/pagination";
-import { accountListQuery, accountSchema } from "./account-schemas.ts";
+import { accountListQuery, accountPageOf, accountSchema } from "./account-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
 import { paginated } from "./schemas.ts";
@@ -13,12 +12,7 @@ export const route = defineRoute({
   access: { resources: "read" },
   query: accountListQuery,
   response: paginated(accountSchema),
-  run: async (deps, { caller, query }) =>
-    listUserAccounts(deps, caller, {
-      limit: query.limit ?? PAGE_LIMIT_DEFAULT,
-      after: query.after === undefined ? undefined : decodeCursor(query.after, "after"),
-      app: query.query,
-    }),
+  run: async (deps, { caller, query }) => listUserAccounts(deps, caller, accountPageOf(query)),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {

@@ -1,6 +1,5 @@
 import { listWorkspaceAccounts } from "#core/connected-account-api";
-import { decodeCursor, PAGE_LIMIT_DEFAULT } from "#core/pagination";
-import { accountItemSchema, accountListQuery } from "./account-schemas.ts";
+import { accountItemSchema, accountListQuery, accountPageOf } from "./account-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
 import { paginated, workspaceIdParams } from "./schemas.ts";
@@ -15,11 +14,7 @@ export const route = defineRoute({
   query: accountListQuery,
   response: paginated(accountItemSchema),
   run: async (deps, { caller, params, query }) =>
-    listWorkspaceAccounts(deps, caller, params.workspace_id, {
-      limit: query.limit ?? PAGE_LIMIT_DEFAULT,
-      after: query.after === undefined ? undefined : decodeCursor(query.after, "after"),
-      app: query.query,
-    }),
+    listWorkspaceAccounts(deps, caller, params.workspace_id, accountPageOf(query)),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {
