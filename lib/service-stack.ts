@@ -97,6 +97,8 @@ export class ServiceStack extends Stack {
       description: "Sluice REST API",
     });
 
+    // Before the functions that carry it: a bad `-c appsFile` fails the synth first.
+    const apps = stageAppsAsset(props.appsFile);
     this.sources = new SourceCompute(this, "Sources", {
       httpApi: this.httpApi,
       resourcesTable: props.resourcesTable,
@@ -106,6 +108,7 @@ export class ServiceStack extends Stack {
       logRetention,
       npmRegistry: props.npmRegistry,
       registryDir: props.registryDir,
+      apps,
     });
 
     this.eventStreaming = new EventStreaming(this, "EventStreaming", {
@@ -124,7 +127,6 @@ export class ServiceStack extends Stack {
       maxDeliveryConcurrency: props.maxDeliveryConcurrency,
     });
 
-    const apps = stageAppsAsset(props.appsFile);
     const routeFunctions = new Map<string, ApiRouteFunction>();
     for (const route of routes) {
       routeFunctions.set(

@@ -4,8 +4,8 @@
  * `operator-apps.json`, which the AWS composition reads after it (`loadAppCatalog`). The
  * operator's file is parsed at synth, so a bad one fails `cdk synth` naming the file and field
  * instead of every function at its first request. It may hold OAuth client secrets: it goes only
- * into the functions of trusted code (API routes with table access), never into the describer or
- * a source's function.
+ * into the functions of trusted code (API routes with table access, the functions that run
+ * sources and workflows), never into the describer or a source's function.
  */
 import { copyFileSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";

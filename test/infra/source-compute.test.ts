@@ -556,6 +556,10 @@ describe("ServiceStack with an apps file (-c appsFile)", () => {
     expect(readFileSync(join(apps?.from ?? "", OPERATOR_APPS_FILE), "utf8")).toContain('"acme"');
     expect(readFileSync(join(apps?.from ?? "", APPS_FILE_NAME), "utf8")).toContain('"postgresql"');
     expect(service.routeFunctions.get("get-openapi")?.function.bundledTrees).toEqual([]);
+    // Where runs read an account's credentials; not the describer (untrusted code), nor others.
+    const { httpInterface, sourceRunner, timerInvoker, deploySweeper } = service.sources;
+    for (const fn of [httpInterface, sourceRunner, timerInvoker]) expect(fn.bundledTrees).toEqual([apps]);
+    expect(deploySweeper.bundledTrees).toEqual([]);
   });
 
   it("fails the synth naming the file and the field of a bad apps file, or one that cannot be read", () => {
