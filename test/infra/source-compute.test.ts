@@ -538,18 +538,25 @@ describe("SluiceFunction with packages copied into its bundle", () => {
   });
 });
 
+/** A copy of the fixture tree with what a registry checkout holds beside the code. */
+const checkout = mkdtempSync(join(tmpdir(), "sluice-registry-checkout-"));
+const appsDir = mkdtempSync(join(tmpdir(), "sluice-apps-file-"));
+const goodApps = join(appsDir, "apps.json");
+writeFileSync(
+  goodApps,
+  JSON.stringify({ apps: [{ name_slug: "acme", name: "Acme", auth_type: "keys", fields: ["k"] }] }),
+);
+let withOperatorFiles: ReturnType<typeof synthService> | undefined;
+/** One synth (seconds of CPU) for both: `-c registryDir` and `-c appsFile`. */
+const synthWithOperatorFiles = () =>
+  (withOperatorFiles ??= synthService({ registryDir: checkout, appsFile: goodApps }));
+
 describe("ServiceStack with an apps file (-c appsFile)", () => {
-  const dir = mkdtempSync(join(tmpdir(), "sluice-apps-file-"));
-  const good = join(dir, "apps.json");
-  writeFileSync(
-    good,
-    JSON.stringify({ apps: [{ name_slug: "acme", name: "Acme", auth_type: "keys", fields: ["k"] }] }),
-  );
-  const bad = join(dir, "bad.json");
+  const bad = join(appsDir, "bad.json");
   writeFileSync(bad, JSON.stringify({ apps: [{ name_slug: "Acme Corp", name: "Acme", auth_type: "keys" }] }));
 
   it("bundles the shipped apps and the operator's file into the routes that read the table, and no other function", () => {
-    const { service } = synthService({ appsFile: good });
+    const { service } = synthWithOperatorFiles();
     const accounts = service.routeFunctions.get("create-account")?.function.bundledTrees ?? [];
     const apps = accounts.find((tree) => tree.to === APPS_ASSET);
     expect(readdirSync(apps?.from ?? "").sort()).toEqual([APPS_FILE_NAME, OPERATOR_APPS_FILE]);
@@ -566,15 +573,13 @@ describe("ServiceStack with an apps file (-c appsFile)", () => {
     expect(() => synthService({ appsFile: bad })).toThrow(
       /appsFile ".*bad\.json": apps\[0\]\.name_slug: must be lower-case/,
     );
-    expect(() => synthService({ appsFile: join(dir, "missing.json") })).toThrow(
+    expect(() => synthService({ appsFile: join(appsDir, "missing.json") })).toThrow(
       /appsFile ".*missing\.json" cannot be read: ENOENT/,
     );
   });
 });
 
 describe("ServiceStack with a registry directory (-c registryDir)", () => {
-  /** A copy of the fixture tree with what a registry checkout holds beside the code. */
-  const checkout = mkdtempSync(join(tmpdir(), "sluice-registry-checkout-"));
   cpSync(REGISTRY_TREE, checkout, { recursive: true });
   const app = join(checkout, "components", "webhooks");
   writeFileSync(join(app, "package-lock.json"), "{}");
@@ -586,7 +591,7 @@ describe("ServiceStack with a registry directory (-c registryDir)", () => {
   symlinkSync("/etc/hostname", join(app, "outside.mjs"));
 
   it("gives the routes that deploy, and no other function, a filtered copy of the tree as registry-dir/", () => {
-    const { service } = synthService({ registryDir: checkout });
+    const { service } = synthWithOperatorFiles();
     const tree = service.sources.bundledRegistryDir;
     expect(tree?.to).toBe(REGISTRY_DIR_ASSET);
     const deploying = new Set(routes.filter((route) => route.access.compute).map((route) => route.name));
