@@ -35,6 +35,12 @@ const registryDir: unknown = app.node.tryGetContext("registryDir");
 if (registryDir !== undefined && typeof registryDir !== "string") {
   throw new Error(`Invalid registryDir ${JSON.stringify(registryDir)}: use the path of a folder.`);
 }
+// `-c appsFile=./apps.json`: apps added to or replacing the shipped ones (docs/accounts.md "Apps"),
+// checked at synth.
+const appsFile: unknown = app.node.tryGetContext("appsFile");
+if (appsFile !== undefined && typeof appsFile !== "string") {
+  throw new Error(`Invalid appsFile ${JSON.stringify(appsFile)}: use the path of a JSON file.`);
+}
 // `-c logRetentionDays=90`, `-c maxStreams=100` (or `unreserved`), `-c maxDeliveryConcurrency=20`:
 // defaults and rules in lib/stack-settings.ts.
 const logRetention = logRetentionOf(app.node.tryGetContext("logRetentionDays"));
@@ -62,6 +68,7 @@ new ServiceStack(app, `${prefix}SluiceService`, {
   logLevel: (logLevel || undefined) as LogLevel | undefined,
   s3Buckets: bucketList(s3Buckets),
   registryDir: registryDir || undefined,
+  appsFile: appsFile || undefined,
   logRetention,
   maxStreams,
   maxDeliveryConcurrency,

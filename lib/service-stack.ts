@@ -18,6 +18,7 @@ import { ENV } from "#config/env";
 import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
 import { routes as manifest } from "#http/routes";
 import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
+import { stageAppsAsset } from "./constructs/apps-asset.ts";
 import { EventFanout } from "./constructs/event-fanout.ts";
 import { EventStreaming, SSE_ROUTE_PATH, WORKFLOW_SSE_ROUTE_PATH } from "./constructs/event-streaming.ts";
 import { SluiceFunction } from "./constructs/sluice-function.ts";
@@ -53,6 +54,12 @@ export interface ServiceStackProps extends StackProps {
    * deploying routes and served by key before the shipped registry. @default - the shipped registry only
    */
   readonly registryDir?: string;
+  /**
+   * The operator's apps file (`-c appsFile=<path>`, docs/accounts.md "Apps"), checked at synth and
+   * bundled with the shipped apps into the API route functions that read the table.
+   * @default - the shipped apps only
+   */
+  readonly appsFile?: string;
   /** Buckets `$.send.s3` may write to (`-c s3Buckets=a,b`; EventFanout). @default none */
   readonly s3Buckets?: readonly string[];
 }
@@ -90,6 +97,8 @@ export class ServiceStack extends Stack {
       description: "Sluice REST API",
     });
 
+    // Before the functions that carry it: a bad `-c appsFile` fails the synth first.
+    const apps = stageAppsAsset(props.appsFile);
     this.sources = new SourceCompute(this, "Sources", {
       httpApi: this.httpApi,
       resourcesTable: props.resourcesTable,
@@ -99,6 +108,7 @@ export class ServiceStack extends Stack {
       logRetention,
       npmRegistry: props.npmRegistry,
       registryDir: props.registryDir,
+      apps,
     });
 
     this.eventStreaming = new EventStreaming(this, "EventStreaming", {
@@ -129,6 +139,7 @@ export class ServiceStack extends Stack {
           sources: this.sources,
           eventStreaming: this.eventStreaming,
           eventFanout: this.eventFanout,
+          apps,
         }),
       );
     }

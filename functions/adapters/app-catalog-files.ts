@@ -4,13 +4,13 @@
  * shipped ones by `name_slug`. Read once, at start: a bad file stops the start with an error
  * naming the file and the field.
  */
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { APPS_ASSET, APPS_FILE_NAME, OPERATOR_APPS_FILE } from "#config/shared-names";
 import { parseAppsFile } from "#core/app-catalog-file";
 import { type AppCatalog, staticAppCatalog } from "#core/ports/app-catalog";
 
-/** The shipped catalog's name inside a registry directory. */
-export const APPS_FILE_NAME = "apps.json";
+export { APPS_FILE_NAME };
 
 function readApps(file: string, what: string) {
   let text: string;
@@ -29,4 +29,25 @@ export function loadAppCatalog(registryDir: string, appsFile?: string): AppCatal
   const shipped = readApps(join(registryDir, APPS_FILE_NAME), "shipped apps file");
   const extra = appsFile === undefined ? [] : readApps(appsFile, "apps file");
   return staticAppCatalog([...shipped, ...extra]);
+}
+
+/**
+ * The catalog a function's bundle carries (`<taskRoot>/apps/`, lib/constructs/apps-asset.ts): the
+ * shipped apps and, when the stack was given `-c appsFile`, the operator's. Read on first use, so
+ * a function without the folder (one that never reads apps) starts as before; used there, it fails
+ * saying what is missing.
+ */
+export function bundledAppCatalog(taskRoot: string): AppCatalog {
+  let catalog: AppCatalog | undefined;
+  const load = () => {
+    if (catalog) return catalog;
+    const dir = join(taskRoot, APPS_ASSET);
+    if (!existsSync(join(dir, APPS_FILE_NAME))) {
+      throw new Error(`the app catalog is not in this function's bundle (${dir}): give it the apps asset`);
+    }
+    const operator = join(dir, OPERATOR_APPS_FILE);
+    catalog = loadAppCatalog(dir, existsSync(operator) ? operator : undefined);
+    return catalog;
+  };
+  return { list: () => load().list(), find: (idOrSlug) => load().find(idOrSlug) };
 }

@@ -68,3 +68,14 @@ export const SHIPPED_NPM_PACKAGES: readonly string[] = [
  * next to the shipped `registry/`: `<task root>/registry-dir/`, served by key before it.
  */
 export const REGISTRY_DIR_ASSET = "registry-dir";
+
+/**
+ * Where a function's bundle carries the app catalog: `<task root>/apps/apps.json` (a copy of the
+ * shipped `registry/apps.json`) and, with `-c appsFile`, the operator's file as
+ * `<task root>/apps/operator-apps.json` (lib/constructs/apps-asset.ts).
+ */
+export const APPS_ASSET = "apps";
+/** The shipped catalog's name inside a registry directory (`registry/apps.json`) and in {@link APPS_ASSET}. */
+export const APPS_FILE_NAME = "apps.json";
+/** The operator's apps file (`-c appsFile`) inside {@link APPS_ASSET}. */
+export const OPERATOR_APPS_FILE = "operator-apps.json";

@@ -58,6 +58,18 @@ export async function requireDataStore(deps: Pick<Deps, "dataStores" | "identity
 }
 
 /**
+ * A connected account of a workspace the caller belongs to; anything else, another tenant's
+ * included, is "not found".
+ */
+export async function requireAppAccount(deps: Pick<Deps, "appAccounts" | "identity">, caller: Caller, id: string) {
+  const account = await deps.appAccounts.get(id);
+  if (!account) throw notFound("account");
+  const membership = await deps.identity.getMembership(account.workspaceId, caller.userId);
+  if (!membership) throw notFound("account");
+  return account;
+}
+
+/**
  * A project of a workspace the caller belongs to, with that workspace; anything else is "not
  * found". Projects are kept under their workspace, so the caller's workspaces are searched (a user
  * belongs to a few).

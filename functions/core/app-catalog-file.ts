@@ -23,6 +23,7 @@ const appSchema = z
       .array(z.string().regex(/^[A-Za-z0-9_]{1,64}$/, "must be letters, digits and _"))
       .max(50)
       .default([]),
+    optional_fields: z.array(z.string()).max(50).optional(),
     oauth: z
       .object({
         authorize_url: httpUrl,
@@ -46,6 +47,10 @@ const appSchema = z
   .refine((app) => (app.auth_type === "oauth") === (app.oauth !== undefined), {
     message: 'an "oauth" app needs "oauth" settings, and only an "oauth" app may have them',
     path: ["oauth"],
+  })
+  .refine((app) => (app.optional_fields ?? []).every((field) => app.fields.includes(field)), {
+    message: 'must name only fields of "fields"',
+    path: ["optional_fields"],
   });
 
 const fileSchema = z.object({ apps: z.array(appSchema).max(10_000) }).strict();
@@ -78,6 +83,7 @@ export function parseAppsFile(text: string, origin: string): AppDefinition[] {
       authType: app.auth_type,
       fields: app.fields,
     };
+    if (app.optional_fields?.length) definition.optionalFields = app.optional_fields;
     if (app.oauth) {
       definition.oauth = {
         authorizeUrl: app.oauth.authorize_url,

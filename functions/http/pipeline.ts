@@ -71,7 +71,11 @@ export function readJsonBody(event: HttpEvent): unknown {
   try {
     body = JSON.parse(text);
   } catch (error) {
-    throw new DomainError("validation", `request body is not valid JSON: ${(error as Error).message}`, [
+    // V8 quotes the text around the error (`Unexpected token 's', ..."api_key":sk-1"...`): the body
+    // may be credentials, so a message that quotes is not repeated.
+    const message = (error as Error).message;
+    const detail = message.includes('"') ? "" : `: ${message}`;
+    throw new DomainError("validation", `request body is not valid JSON${detail}`, [
       { field: "body", message: "is not valid JSON" },
     ]);
   }

@@ -9,7 +9,7 @@ import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#config/shared-names";
 import type { AnyRoute } from "#http/route";
 import type { EventFanout } from "./event-fanout.ts";
 import type { EventStreaming } from "./event-streaming.ts";
-import { SluiceFunction, withDependencies } from "./sluice-function.ts";
+import { type BundledTree, SluiceFunction, withDependencies } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 import { grantTableAccess } from "./table-access.ts";
 
@@ -34,6 +34,11 @@ export interface ApiRouteFunctionProps {
    * that run sources' hooks (`access.compute` with `access.secrets`), which store what they emit.
    */
   readonly eventFanout?: EventFanout;
+  /**
+   * The app catalog's folder (`stageAppsAsset`), carried by routes with table access (those that
+   * may read accounts and apps). @default - none: such a route fails when it reads an app
+   */
+  readonly apps?: BundledTree;
 }
 
 /**
@@ -124,10 +129,13 @@ export class ApiRouteFunction extends Construct {
             // (the Lambda runtime has none).
             runtimeNodeModules: withDependencies([...SHIPPED_NPM_PACKAGES, NPM_CLI_PACKAGE]),
             copyFolders: ["registry"],
-            // With `-c registryDir`, the operator's registry directory beside it.
-            copyTrees: props.sources?.bundledRegistryDir ? [props.sources.bundledRegistryDir] : [],
           }
         : {}),
+      copyTrees: [
+        // With `-c registryDir`, the operator's registry directory beside `registry/`.
+        ...(compute && props.sources?.bundledRegistryDir ? [props.sources.bundledRegistryDir] : []),
+        ...(access && props.apps ? [props.apps] : []),
+      ],
     });
     const fn = this.function.lambdaFunction;
     if (compute) props.sources!.attachCompute(fn, compute);

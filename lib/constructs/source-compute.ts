@@ -60,6 +60,12 @@ export interface SourceComputeProps {
    * ({@link stageRegistryDir}). @default - the shipped registry only
    */
   readonly registryDir?: string;
+  /**
+   * The app catalog's folder (`stageAppsAsset`), carried by the functions that run sources and
+   * workflows (the endpoint function, the source runner, the timer invoker), where an account's
+   * credentials are read for a run. @default - none
+   */
+  readonly apps?: BundledTree;
 }
 
 /**
@@ -199,6 +205,7 @@ export class SourceCompute extends Construct {
     this.httpInterface = new SluiceFunction(this, "HttpInterface", {
       entry: "functions/internal/endpoint-function.ts",
       description: "ANY /http/{key}: requests to sources' HTTP endpoints (functions/internal/endpoint-function.ts)",
+      copyTrees: props.apps ? [props.apps] : [],
       // The HTTP API gives up after 30 s whatever the function does.
       timeout: Duration.seconds(30),
       logRetention: props.logRetention,
@@ -206,6 +213,7 @@ export class SourceCompute extends Construct {
     this.sourceRunner = new SluiceFunction(this, "SourceRunner", {
       entry: "functions/internal/source-runner.ts",
       description: "Runs queued source runs (functions/internal/source-runner.ts)",
+      copyTrees: props.apps ? [props.apps] : [],
       timeout: this.#invocationTimeout.plus(Duration.seconds(30)),
       logRetention: props.logRetention,
     });
@@ -226,6 +234,7 @@ export class SourceCompute extends Construct {
     this.timerInvoker = new SluiceFunction(this, "TimerInvoker", {
       entry: "functions/internal/timer-invoker.ts",
       description: "Runs sources' timers for EventBridge Scheduler (functions/internal/timer-invoker.ts)",
+      copyTrees: props.apps ? [props.apps] : [],
       // Sub-minute timers run for up to a minute, and the last run then needs its own time.
       timeout: this.#invocationTimeout.plus(Duration.seconds(90)),
       logRetention: props.logRetention,

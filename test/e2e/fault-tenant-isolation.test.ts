@@ -53,6 +53,15 @@ const WORKFLOW_BODY = {
   triggers: [{ type: "http" }, { type: "timer", props: { intervalSeconds: 3600 } }],
 };
 
+/** An account of the shipped key app `openai`; its key must never reach user 2. */
+const ACCOUNT_BODY = { app: "openai", name: "probe key", credentials: { api_key: `sk-${MARKER}` } };
+
+/**
+ * Routes whose path names something every caller shares (the app catalog), not a tenant's
+ * resource: the same answer for everyone, so not probed for a 404.
+ */
+const SHARED_ROUTES = new Set(["get-app"]);
+
 /** A well-formed id (or key, or event id) of the same kind that nothing has. */
 function missingTwin(value: string): string {
   const id = /^([a-z]+_)[0-9a-z]{22}$/.exec(value);
@@ -89,6 +98,8 @@ interface Tenant {
   /** What `GET /users/me/subscriptions` listed after setup. */
   subscriptionIds: string[];
   autoSubscriptionId: string;
+  /** A connected account of a key app (the shipped `openai`). */
+  accountId: string;
 }
 
 /** A request of user 2 that names user 1's ids in its query or body (path ids are user 2's own). */
@@ -229,6 +240,11 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { body: { steps: [{ namespace: "theirs", component_id: one.componentId }] }, status: 400 },
   ],
   "get-workflow": ({ one }): CrossRequest[] => [{ query: { org_id: one.workspaceId } }],
+  "create-account": ({ one }): CrossRequest[] => [
+    { body: { ...ACCOUNT_BODY, workspace_id: one.workspaceId } },
+    { body: { ...ACCOUNT_BODY, org_id: one.workspaceId } },
+    { query: { org_id: one.workspaceId }, body: ACCOUNT_BODY },
+  ],
   "update-workflow": ({ one }): CrossRequest[] => [
     { body: { triggers: [{ type: "source", props: { source_id: one.sourceId } }] }, status: 400 },
     { body: { steps: [{ namespace: "theirs", component_id: one.componentId }] }, status: 400 },
@@ -364,6 +380,7 @@ describe("fault: tenant isolation", () => {
       call(key, "POST", "/v1/subscriptions", { query: { emitter_id: source.id, listener_id: webhook.id } }),
     );
     const workflow = await ok(call(key, "POST", "/v1/workflows", { body: WORKFLOW_BODY }));
+    const account = await ok(call(key, "POST", "/v1/accounts", { body: ACCOUNT_BODY }));
     const endpointUrl: string = source.configured_props.http.endpoint_url;
     const posted = await fetch(endpointUrl, {
       method: "POST",
@@ -395,6 +412,7 @@ describe("fault: tenant isolation", () => {
         dataStoreId: dataStore.id as string,
         subscriptionIds: listed.map((s: { id: string }) => s.id),
         autoSubscriptionId: auto.id as string,
+        accountId: account.id as string,
       } satisfies Tenant,
       sourceName: source.name_slug as string,
     };
@@ -465,6 +483,9 @@ describe("fault: tenant isolation", () => {
       data_stores: [t.dataStoreId],
       // `/connect/{project_id}/components/...`
       connect: [t.projectId],
+      accounts: [t.accountId],
+      // The catalog is shared: one app for both (SHARED_ROUTES are not probed for a 404).
+      apps: ["postgresql"],
     });
     oneSamples = samplesOf(fixture.one, [COMPONENT_KEY], COMPONENT_KEY);
     twoSamples = samplesOf(fixture.two, [], "http-new-requests");
@@ -496,7 +517,7 @@ describe("fault: tenant isolation", () => {
     let probed = 0;
     for (const route of routes) {
       const holes = placeholders(route.path);
-      if (holes.length === 0) continue;
+      if (holes.length === 0 || SHARED_ROUTES.has(route.name)) continue;
       for (const hole of holes) if (!oneSamples[hole.owner]?.length) uncovered.push(`${route.name} {${hole.name}}`);
       if (holes.some((hole) => !oneSamples[hole.owner]?.length)) continue;
       // Each placeholder takes each of user 1's samples in turn; the others are user 1's first
@@ -639,6 +660,8 @@ describe("fault: tenant isolation", () => {
     expect(ids("list-workspace-workflows")).toEqual([two.workflowId]);
     expect(ids("list-workflow-events")).toEqual([]);
     expect(ids("list-workflow-errors")).toEqual([]);
+    expect(ids("list-user-accounts")).toEqual([two.accountId]);
+    expect(ids("list-workspace-accounts")).toEqual([two.accountId]);
     expect(ids("list-user-subscriptions").sort()).toEqual([...two.subscriptionIds].sort());
     // Its own subscription and the two its auto subscription made: of its source and of its workflow.
     expect(two.subscriptionIds.length).toBe(3);

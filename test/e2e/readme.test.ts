@@ -282,6 +282,30 @@ describe("README.md, every shell block in order, as written", () => {
       ])
         expect(existsSync(join(cwd, file))).toBe(false);
     },
+    "Connect an account #1": async (run) => {
+      const [app, created, full, updated, listed] = run.lines.map(json);
+      expect(app.data).toMatchObject({ name_slug: "postgresql", auth_type: "keys" });
+      expect(created).toEqual(readJson(cwd, "account.json"));
+      expect(created.data).toMatchObject({ id: expect.stringMatching(/^apn_/), name: "Local Postgres", healthy: true });
+      expect(created.data).not.toHaveProperty("credentials");
+      expect(full.data.credentials).toEqual({
+        host: "127.0.0.1",
+        port: 5432,
+        user: "postgres",
+        password: "change-me",
+        database: "postgres",
+      });
+      expect(updated.data.id).toBe(created.data.id);
+      const read = await api("GET", `/accounts/${created.data.id}?include_credentials=1`);
+      expect(read.json.data.credentials.password).toBe("changed");
+      expect(listed.data).toEqual([{ id: created.data.id, name: "Local Postgres" }]);
+    },
+    "Connect an account #2": async (run) => {
+      const deleted = json(run.lines[0]);
+      expect(deleted.data).toEqual({ id: expect.stringMatching(/^apn_/), deleted: true });
+      expect((await api("GET", `/accounts/${deleted.data.id}`)).status).toBe(404);
+      expect(existsSync(join(cwd, "account.json"))).toBe(false);
+    },
     "The sluice command line #2": async (run) => {
       const profile = join(run.env.XDG_CONFIG_HOME ?? "", "sluice", "config.json");
       expect(run.lines[0]).toBe(
@@ -340,6 +364,7 @@ describe("README.md, every shell block in order, as written", () => {
         "Events: history, deletion, live stream",
         "Subscriptions and webhooks",
         "Cleaning up",
+        "Connect an account",
         "The sluice command line",
       ]),
     );

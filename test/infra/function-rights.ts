@@ -80,6 +80,10 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
     "list-workflow-runs",
     "list-workspace-data-stores",
     "list-data-store-records",
+    "list-apps",
+    "get-app",
+    "list-workspace-accounts",
+    "list-user-accounts",
   ].map(reads),
   { name: "get-openapi", actions: [] },
   // access.compute "describe": the describer only (a registry component is saved on first read).
@@ -111,6 +115,9 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   // Invokes the event purger; cancels the delayed emits of the `$in` events it deletes.
   writes("delete-source-events", ["lambda:InvokeFunction", "scheduler:DeleteSchedule"]),
   ...["create-webhook", "rotate-webhook-secret"].map((name) => writes(name, SEALS)),
+  // Accounts' credentials are sealed; a read with include_credentials=1 opens them and may store
+  // refreshed OAuth tokens, sealed again.
+  ...["create-account", "get-account", "update-account"].map((name) => writes(name, SEALS)),
   // Public (the grant is the key): opens grants, seals nothing.
   writes("serve-data-store-call", ["kms:Decrypt"]),
   ...[
@@ -120,6 +127,7 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
     "create-auto-subscription",
     "clear-data-store",
     "delete-data-store",
+    "delete-account",
   ].map((name) => writes(name)),
   // The delivery queue.
   ...["replay-dead-letter", "replay-dead-letters"].map((name) => writes(name, ["sqs:SendMessage"])),

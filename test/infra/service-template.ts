@@ -31,6 +31,7 @@ export function synthService(
     logLevel?: LogLevel;
     s3Buckets?: readonly string[];
     registryDir?: string;
+    appsFile?: string;
     logRetention?: RetentionDays;
     maxStreams?: number | "unreserved";
     maxDeliveryConcurrency?: number;
@@ -47,6 +48,7 @@ export function synthService(
     logLevel: options.logLevel,
     s3Buckets: options.s3Buckets,
     registryDir: options.registryDir,
+    appsFile: options.appsFile,
     logRetention: options.logRetention,
     maxStreams: options.maxStreams,
     maxDeliveryConcurrency: options.maxDeliveryConcurrency,

@@ -1,4 +1,13 @@
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join, sep } from "node:path";
 import { App, Stack } from "aws-cdk-lib";
@@ -8,7 +17,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
 import { AWS_COMPUTE_ENV, loadAwsComputeConfig, SCHEDULES_ENV, SOURCE_FUNCTIONS_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
-import { REGISTRY_DIR_ASSET } from "#config/shared-names";
+import { APPS_ASSET, APPS_FILE_NAME, OPERATOR_APPS_FILE, REGISTRY_DIR_ASSET } from "#config/shared-names";
 import { unpackComponentFiles } from "#core/component-files";
 import type { LogLevel } from "#core/ports/logger";
 import type { ComputeAccess } from "#http/route";
@@ -529,9 +538,48 @@ describe("SluiceFunction with packages copied into its bundle", () => {
   });
 });
 
+/** A copy of the fixture tree with what a registry checkout holds beside the code. */
+const checkout = mkdtempSync(join(tmpdir(), "sluice-registry-checkout-"));
+const appsDir = mkdtempSync(join(tmpdir(), "sluice-apps-file-"));
+const goodApps = join(appsDir, "apps.json");
+writeFileSync(
+  goodApps,
+  JSON.stringify({ apps: [{ name_slug: "acme", name: "Acme", auth_type: "keys", fields: ["k"] }] }),
+);
+let withOperatorFiles: ReturnType<typeof synthService> | undefined;
+/** One synth (seconds of CPU) for both: `-c registryDir` and `-c appsFile`. */
+const synthWithOperatorFiles = () =>
+  (withOperatorFiles ??= synthService({ registryDir: checkout, appsFile: goodApps }));
+
+describe("ServiceStack with an apps file (-c appsFile)", () => {
+  const bad = join(appsDir, "bad.json");
+  writeFileSync(bad, JSON.stringify({ apps: [{ name_slug: "Acme Corp", name: "Acme", auth_type: "keys" }] }));
+
+  it("bundles the shipped apps and the operator's file into the routes that read the table, and no other function", () => {
+    const { service } = synthWithOperatorFiles();
+    const accounts = service.routeFunctions.get("create-account")?.function.bundledTrees ?? [];
+    const apps = accounts.find((tree) => tree.to === APPS_ASSET);
+    expect(readdirSync(apps?.from ?? "").sort()).toEqual([APPS_FILE_NAME, OPERATOR_APPS_FILE]);
+    expect(readFileSync(join(apps?.from ?? "", OPERATOR_APPS_FILE), "utf8")).toContain('"acme"');
+    expect(readFileSync(join(apps?.from ?? "", APPS_FILE_NAME), "utf8")).toContain('"postgresql"');
+    expect(service.routeFunctions.get("get-openapi")?.function.bundledTrees).toEqual([]);
+    // Where runs read an account's credentials; not the describer (untrusted code), nor others.
+    const { httpInterface, sourceRunner, timerInvoker, deploySweeper } = service.sources;
+    for (const fn of [httpInterface, sourceRunner, timerInvoker]) expect(fn.bundledTrees).toEqual([apps]);
+    expect(deploySweeper.bundledTrees).toEqual([]);
+  });
+
+  it("fails the synth naming the file and the field of a bad apps file, or one that cannot be read", () => {
+    expect(() => synthService({ appsFile: bad })).toThrow(
+      /appsFile ".*bad\.json": apps\[0\]\.name_slug: must be lower-case/,
+    );
+    expect(() => synthService({ appsFile: join(appsDir, "missing.json") })).toThrow(
+      /appsFile ".*missing\.json" cannot be read: ENOENT/,
+    );
+  });
+});
+
 describe("ServiceStack with a registry directory (-c registryDir)", () => {
-  /** A copy of the fixture tree with what a registry checkout holds beside the code. */
-  const checkout = mkdtempSync(join(tmpdir(), "sluice-registry-checkout-"));
   cpSync(REGISTRY_TREE, checkout, { recursive: true });
   const app = join(checkout, "components", "webhooks");
   writeFileSync(join(app, "package-lock.json"), "{}");
@@ -543,14 +591,18 @@ describe("ServiceStack with a registry directory (-c registryDir)", () => {
   symlinkSync("/etc/hostname", join(app, "outside.mjs"));
 
   it("gives the routes that deploy, and no other function, a filtered copy of the tree as registry-dir/", () => {
-    const { service } = synthService({ registryDir: checkout });
+    const { service } = synthWithOperatorFiles();
     const tree = service.sources.bundledRegistryDir;
     expect(tree?.to).toBe(REGISTRY_DIR_ASSET);
     const deploying = new Set(routes.filter((route) => route.access.compute).map((route) => route.name));
     expect(deploying.size).toBeGreaterThan(0);
+    const readsTable = new Set(routes.filter((route) => route.access.resources).map((route) => route.name));
     for (const [name, route] of service.routeFunctions) {
       const carried = route.function.bundledTrees.map((bundled) => bundled.to);
-      expect(carried, name).toEqual(deploying.has(name) ? ["registry", REGISTRY_DIR_ASSET] : []);
+      expect(carried, name).toEqual([
+        ...(deploying.has(name) ? ["registry", REGISTRY_DIR_ASSET] : []),
+        ...(readsTable.has(name) ? [APPS_ASSET] : []),
+      ]);
     }
     const copied = readdirSync(tree!.from, { recursive: true, encoding: "utf8" });
     expect(copied).toContain(join("components", "webhooks", "sources", "new-request", "new-request.mjs"));

@@ -7,13 +7,13 @@
  * SDK client.
  */
 import { join } from "node:path";
+import { bundledAppCatalog } from "#adapters/app-catalog-files";
 import { streamLogger } from "#adapters/log-output";
 import { registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { type AwsComputeConfig, loadAwsComputeConfig } from "#config/aws-compute-env";
 import { type AwsConfig, loadAwsConfig } from "#config/env";
 import { REGISTRY_DIR_ASSET } from "#config/shared-names";
-import { staticAppCatalog } from "#core/ports/app-catalog";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
@@ -197,7 +197,8 @@ export function buildAwsDeps(parts: readonly AwsPart[], env: Record<string, stri
     ...Object.assign({}, ...parts.map((part) => part.build(context))),
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
-    apps: staticAppCatalog([]),
+    // The bundle's copy of the shipped apps and the operator's apps file (`-c appsFile`).
+    apps: bundledAppCatalog(taskRoot),
     // The operator's registry directory (`-c registryDir`) comes first; a bundle without one
     // has no such folder, which serves nothing.
     registry: registryFiles(join(taskRoot, "registry"), join(taskRoot, REGISTRY_DIR_ASSET)),

@@ -77,6 +77,16 @@ export const resourceKeys = {
   dataStoreEntries: (storeId: string) => `DSREC#${storeId}`,
   dataStoreEntry: (storeId: string, key: string) => ({ pk: `DSREC#${storeId}`, sk: `K#${key}` }),
 
+  /** A connected account (`AppAccountRecord`; its token expiry is `tokenExpiresAtMs`, not the TTL attribute). */
+  appAccount: (accountId: string) => ({ pk: `ACCT#${accountId}`, sk: "ACCT" }),
+  /** Copy of an account under its workspace, so a workspace's accounts are one Query, by id. */
+  appAccountOfWorkspace: (workspaceId: string, accountId: string) => ({
+    pk: `WS#${workspaceId}`,
+    sk: `ACCT#${accountId}`,
+  }),
+  /** An OAuth authorization in progress, by its `state`; removed by the table's TTL once expired. */
+  pendingConnect: (state: string) => ({ pk: `OAUTHSTATE#${state}`, sk: "STATE" }),
+
   /**
    * A delayed emit waiting for its time: a small index item per emit (`IN#<event sort key of its
    * $in id>`, its due time), so counting and cancelling a range read little, and its body (`BODY#`:
@@ -118,6 +128,7 @@ export const SORT_KEY_PREFIX = {
   dataStoreName: "DSNAME#",
   dataStoreEntry: "K#",
   delayedEmit: "IN#",
+  appAccount: "ACCT#",
 } as const;
 
 /**

@@ -94,6 +94,10 @@ export class SqliteAppAccountStore implements AppAccountStore {
       pageOfApp: db.prepare<{ workspace: string; app: string; after: string; limit: number }, AccountRow>(
         "SELECT * FROM app_accounts WHERE workspace_id = @workspace AND app = @app AND id > @after ORDER BY id LIMIT @limit",
       ),
+      count: db.prepare<[string], { n: number }>("SELECT COUNT(*) AS n FROM app_accounts WHERE workspace_id = ?"),
+      countOfApp: db.prepare<[string, string], { n: number }>(
+        "SELECT COUNT(*) AS n FROM app_accounts WHERE workspace_id = ? AND app = ?",
+      ),
       update: db.prepare(
         `UPDATE app_accounts SET name = @name, sealed_credentials = @sealedCredentials, expires_at = @expiresAt,
            healthy = @healthy, last_error = @lastError, updated_at = @updatedAt, version = @version
@@ -136,6 +140,12 @@ export class SqliteAppAccountStore implements AppAccountStore {
     const accounts = rows.slice(0, page.limit).map(toRecord);
     const last = accounts.at(-1);
     return rows.length > page.limit && last ? { accounts, nextAfter: last.id } : { accounts };
+  }
+
+  async count(workspaceId: string, app?: string): Promise<number> {
+    const row =
+      app === undefined ? this.statements.count.get(workspaceId) : this.statements.countOfApp.get(workspaceId, app);
+    return row?.n ?? 0;
   }
 
   async update(record: AppAccountRecord, expectedVersion: number): Promise<boolean> {

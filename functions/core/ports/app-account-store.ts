@@ -67,6 +67,8 @@ export interface AppAccountStore {
   get(id: string): Promise<AppAccountRecord | undefined>;
   /** The workspace's accounts with ids after `after`, by id, at most `limit`, of `app` only when given. */
   list(workspaceId: string, page: { app?: string; after?: string; limit: number }): Promise<AppAccountPage>;
+  /** How many accounts the workspace has (of `app` only, when given): a list's `total_count`. */
+  count(workspaceId: string, app?: string): Promise<number>;
   /**
    * Replaces the account with `record` (whose `version` must be `expectedVersion + 1`) when the
    * stored one has `expectedVersion`; false (nothing written) when it has another or is gone.

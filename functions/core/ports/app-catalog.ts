@@ -12,6 +12,11 @@ export interface AppDefinition {
   authType: "oauth" | "keys" | "none";
   /** The fields of `$auth` an account of this app carries (`api_key`; for OAuth the provider's extra fields). */
   fields: string[];
+  /**
+   * Those of `fields` an account may leave out (PostgreSQL's TLS settings); the others are
+   * required when an account is created with `POST /v1/accounts`. Absent: none.
+   */
+  optionalFields?: string[];
   /** OAuth apps only. The client secret comes from configuration, never from component code. */
   oauth?: {
     authorizeUrl: string;

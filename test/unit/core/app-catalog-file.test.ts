@@ -66,8 +66,35 @@ describe("the apps file", () => {
       JSON.stringify({ apps: [{ ...oauthApp, oauth: { ...oauthApp.oauth, token_url: "file:///etc/passwd" } }] }),
       /apps\[0\]\.oauth\.token_url: must be an http\(s\) URL/,
     ],
+    [
+      "an optional field that is not a field",
+      JSON.stringify({ apps: [{ ...oauthApp, optional_fields: ["zone"] }] }),
+      /apps\[0\]\.optional_fields: must name only fields of "fields"/,
+    ],
   ])("refuses %s, naming the file and the field", (_what, text, message) => {
     expect(() => parseAppsFile(text, "the file f")).toThrow(message);
+  });
+});
+
+describe("optional fields", () => {
+  it("reads optional_fields, and an app without them has none (files written before them still load)", () => {
+    const [keys, plain] = parseAppsFile(
+      JSON.stringify({
+        apps: [
+          { name_slug: "db", name: "DB", auth_type: "keys", fields: ["host", "ca"], optional_fields: ["ca"] },
+          { name_slug: "plain", name: "Plain", auth_type: "keys", fields: ["api_key"] },
+        ],
+      }),
+      "test",
+    );
+    expect(keys?.optionalFields).toEqual(["ca"]);
+    expect(plain).not.toHaveProperty("optionalFields");
+    expect(loadAppCatalog(DEFAULT_REGISTRY_DIR).find("postgresql")?.optionalFields).toEqual([
+      "ca",
+      "key",
+      "cert",
+      "ssl_verification_mode",
+    ]);
   });
 });
 

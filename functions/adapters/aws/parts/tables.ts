@@ -1,5 +1,6 @@
 import { systemClock } from "#core/ports/clock";
 import { type AwsPart, lazy, once } from "../composition.ts";
+import { DynamoDbAppAccountStore } from "../dynamodb-app-account-store.ts";
 import { documentClient } from "../dynamodb-client.ts";
 import { DynamoDbComponentStore } from "../dynamodb-component-store.ts";
 import { DynamoDbDataStoreStore } from "../dynamodb-data-store-store.ts";
@@ -37,9 +38,7 @@ export const part: AwsPart = {
       subscriptions: lazy("the subscription store", () => new DynamoDbSubscriptionStore(documents(), table())),
       deadLetters: lazy("the dead letter store", () => new DynamoDbDeadLetterStore(documents(), table())),
       dataStores: lazy("the data store store", () => new DynamoDbDataStoreStore(documents(), table())),
-      appAccounts: lazy("the app account store", () => {
-        throw new Error("connected accounts are not stored on DynamoDB yet (issue 17)");
-      }),
+      appAccounts: lazy("the app account store", () => new DynamoDbAppAccountStore(documents(), table())),
       runLock: lazy(
         "the source run lock",
         () => new DynamoDbSourceRunLock(documents(), table(), { clock: systemClock }),
