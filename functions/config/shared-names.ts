@@ -68,3 +68,12 @@ export const SHIPPED_NPM_PACKAGES: readonly string[] = [
  * next to the shipped `registry/`: `<task root>/registry-dir/`, served by key before it.
  */
 export const REGISTRY_DIR_ASSET = "registry-dir";
+
+/**
+ * esbuild's package of its native binary for a platform and architecture (`@esbuild/linux-arm64`):
+ * the stack ships Lambda's in the functions that bundle components, which look for it there
+ * (functions/adapters/aws/native-esbuild.ts).
+ */
+export function esbuildBinaryPackage(target: { readonly platform: string; readonly arch: string }): string {
+  return `@esbuild/${target.platform}-${target.arch}`;
+}

@@ -182,6 +182,11 @@ export const MIGRATIONS: readonly string[] = [
   );
   CREATE INDEX deploy_claims_by_source ON deploy_claims (source_id);
   `,
+  // A deploy's step left to the background, and why one failed there (sqlite-source-store.ts).
+  `
+  ALTER TABLE sources ADD COLUMN deploy_step TEXT;
+  ALTER TABLE sources ADD COLUMN deploy_error TEXT;
+  `,
 ];
 
 /**
