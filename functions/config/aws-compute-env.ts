@@ -42,6 +42,11 @@ export const AWS_COMPUTE_ENV = {
    * that apply runs (they schedule delayed emits), with the schedule group and the scheduler role.
    */
   delayedEmitDelivererArn: "SLUICE_DELAYED_EMIT_DELIVERER_ARN",
+  /**
+   * Function that finishes deploys a request could not fit in its time (`LambdaDeployFinisher`);
+   * set on the routes that deploy sources.
+   */
+  deployFinisherFunction: "SLUICE_DEPLOY_FINISHER_FUNCTION",
   /** Function that physically removes deleted events (`LambdaEventPurger`). */
   eventPurgerFunction: "SLUICE_EVENT_PURGER_FUNCTION",
   /** Base URL of the stream function (its function URL, no trailing slash): where `GET /sources/{id}/sse` redirects. */
@@ -132,6 +137,8 @@ export interface AwsComputeConfig {
   delayedEmits: DelayedEmitSchedules | undefined;
   /** Set on functions that start purges of deleted events (`access.eventPurges` routes). */
   eventPurgerFunction: string | undefined;
+  /** Set on functions that hand deploys over to the deploy finisher (`access.compute: "deploy"` routes). */
+  deployFinisherFunction: string | undefined;
   /**
    * `SLUICE_NPM_REGISTRY`: where deploying functions install components' npm packages (npm's default
    * when unset). The stack sets it from `-c npmRegistry=<url>`.
@@ -205,6 +212,7 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
     schedules,
     delayedEmits,
     eventPurgerFunction: env[AWS_COMPUTE_ENV.eventPurgerFunction] || undefined,
+    deployFinisherFunction: env[AWS_COMPUTE_ENV.deployFinisherFunction] || undefined,
     npmRegistry: settings[ENV.npmRegistry],
     stream: {
       url: streaming[AWS_COMPUTE_ENV.streamUrl]?.replace(/\/+$/, ""),

@@ -79,3 +79,12 @@ export const APPS_ASSET = "apps";
 export const APPS_FILE_NAME = "apps.json";
 /** The operator's apps file (`-c appsFile`) inside {@link APPS_ASSET}. */
 export const OPERATOR_APPS_FILE = "operator-apps.json";
+
+/**
+ * esbuild's package of its native binary for a platform and architecture (`@esbuild/linux-arm64`):
+ * the stack ships Lambda's in the functions that bundle components, which look for it there
+ * (functions/adapters/aws/native-esbuild.ts).
+ */
+export function esbuildBinaryPackage(target: { readonly platform: string; readonly arch: string }): string {
+  return `@esbuild/${target.platform}-${target.arch}`;
+}

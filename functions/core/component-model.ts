@@ -73,9 +73,25 @@ export interface SourceRecord {
    * removed by the recovery sweep (docs/components.md "Deploys in progress").
    */
   deployingSince?: number;
+  /**
+   * The step a deploy left to the background (the request's time could not hold it), from which
+   * the deploy finisher goes on: reads show it as `deploy_step` (docs/components.md "Deploys in
+   * progress"). Absent while the request itself deploys, and once the deploy is done.
+   */
+  deployStep?: DeployStep;
+  /**
+   * Why a deploy finished in the background failed: the source stays marked (`deployingSince`),
+   * reads show `deploy_state: "failed"` and this as `deploy_error`, until it is deleted or swept.
+   */
+  deployError?: string;
   createdAt: number;
   updatedAt: number;
 }
+
+/** The steps of a deploy after the source is saved, in order: its function, then its hooks. */
+export const DEPLOY_STEPS = ["prepare", "deploy", "activate"] as const;
+export type DeployStep = (typeof DEPLOY_STEPS)[number];
+export const isDeployStep = (value: string): value is DeployStep => (DEPLOY_STEPS as readonly string[]).includes(value);
 
 /** Dedupe memory of a source (component-model.md "Events"). */
 export interface DedupeState {

@@ -5,12 +5,15 @@
  * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
  */
 
+import type { DeployFinisher } from "#core/ports/deploy-finisher";
 import type { Deps } from "#core/ports/deps";
 import { requireSource, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { ACCOUNT_ERROR, requireAccounts } from "./app-accounts.ts";
 import {
   type ComponentRecord,
+  DEPLOY_STEPS,
+  type DeployStep,
   type Json,
   type PropDescription,
   SEALED_SECRET,
@@ -258,13 +261,15 @@ export const DEPLOY_ABANDONED_AFTER_MS = 15 * 60 * 1000;
  * killed) leaves it marked, and {@link recoverInterruptedDeploys} removes it. `workflowId` names
  * the workflow deploying it as its trigger (never a field of the request body). With
  * `idempotencyKey` (the `Idempotency-Key` header), a create the user already made with that key
- * answers its source again (#core/idempotency-keys).
+ * answers its source again (#core/idempotency-keys). With `answerByMs` (epoch ms by which the
+ * caller must answer: an AWS route), the steps after the save that do not fit in the time left go
+ * to the deploy finisher ({@link runDeploySteps}), and the source is answered still deploying.
  */
 export async function deploySource(
   deps: SourceDeps,
   caller: Caller,
   input: CreateSourceInput,
-  options: { workflowId?: string; idempotencyKey?: string } = {},
+  options: { workflowId?: string; idempotencyKey?: string; answerByMs?: number } = {},
 ) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const key = options.idempotencyKey === undefined ? undefined : requireIdempotencyKey(options.idempotencyKey);
@@ -320,24 +325,148 @@ export async function deploySource(
     throw error;
   }
   try {
-    await deps.host.prepare(sourceCode(source, component));
     // A defaulted name follows the slug the store made unique (`new-requests-1`).
     if (input.name === undefined && source.name !== source.nameSlug) {
       source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
     }
-    // Before the hooks, so what deploy() logs or throws already reaches auto-subscribed listeners.
-    await applyAutoSubscriptions(deps, source);
-    await runHook(deps, source, component, "deploy");
-    await runHook(deps, source, component, "activate");
-    if (source.timer) await deps.timers.schedule({ sourceId: source.id }, source.timer);
-    const { deployingSince: _done, ...deployed } = source;
-    source = await deps.sources.updateSource(deployed);
+    source = await runDeploySteps(deps, source, component, "prepare", options.answerByMs);
   } catch (error) {
     await removeSource(deps, source);
     throw error;
   }
-  deps.log.info("source deployed", sourceLogFields(source));
   return sourceView(deps, source, component);
+}
+
+/**
+ * What creating or updating a source's function takes at most before the host reports it
+ * `pending` (on AWS: `CreateFunction` or `UpdateFunctionCode`, then waiting for the function): the
+ * step starts in a request only with this much time left, and waits for the function no longer
+ * than the request has (docs/aws.md "Deploy time budget").
+ */
+export const PREPARE_BUDGET_MS = 5_000;
+
+/**
+ * The steps of a deploy after its source is saved, from step `from` on (#core/component-model
+ * `DEPLOY_STEPS`): `prepare` (the source's function, then the owner's auto subscriptions, so that
+ * what `deploy()` logs or throws reaches them), the `deploy()` and `activate()` hooks, and last
+ * the timer and the write that clears the mark. Returns the source as saved.
+ *
+ * With `answerByMs` and a deploy finisher, a step starts only if it fits in the time left:
+ * `prepare` with {@link PREPARE_BUDGET_MS} left (and no wait for its function past `answerByMs`),
+ * a hook with its whole time limit left. A hook is not started with less and cut short: it talks
+ * to third parties and may not be safe to run twice, so it runs whole, here or in the finisher.
+ * The first step that does not fit is written on the record (`deployStep`) and handed to the
+ * finisher, which goes on from it ({@link finishDeploy}); the source stays marked meanwhile.
+ */
+async function runDeploySteps(
+  deps: SourceDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  from: DeployStep,
+  answerByMs?: number,
+  track = false,
+): Promise<SourceRecord> {
+  const finisher = answerByMs === undefined ? undefined : deps.deployFinisher;
+  const fits = (ms: number) => finisher === undefined || deps.clock.nowMs() + ms <= (answerByMs as number);
+  let current = source;
+  for (const step of DEPLOY_STEPS.slice(DEPLOY_STEPS.indexOf(from))) {
+    const hook = step === "prepare" ? undefined : component.metadata.hooks.includes(step) ? step : undefined;
+    if (step !== "prepare" && hook === undefined) continue;
+    const needs = step === "prepare" ? PREPARE_BUDGET_MS : deps.runtime.invocationTimeoutMs;
+    if (finisher && !fits(needs)) return deferDeploy(deps, finisher, current, step);
+    // The finisher shows where it is; a request does not spend a write on it.
+    if (track && current.deployStep !== step)
+      current = await deps.sources.updateSource({ ...current, deployStep: step });
+    if (step === "prepare") {
+      const readyBy = finisher ? { readyByMs: answerByMs as number } : undefined;
+      const outcome = await deps.host.prepare(sourceCode(current, component), readyBy);
+      // Made, not ready yet: the finisher's prepare waits for it.
+      if (finisher && outcome === "pending") return deferDeploy(deps, finisher, current, "prepare");
+      await applyAutoSubscriptions(deps, current);
+    } else if (hook) {
+      await runHook(deps, current, component, hook);
+    }
+  }
+  if (current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
+  const { deployingSince: _done, deployStep: _step, ...deployed } = current;
+  current = await deps.sources.updateSource(deployed);
+  deps.log.info("source deployed", sourceLogFields(current));
+  return current;
+}
+
+async function deferDeploy(
+  deps: SourceDeps,
+  finisher: DeployFinisher,
+  source: SourceRecord,
+  step: DeployStep,
+): Promise<SourceRecord> {
+  const marked = await deps.sources.updateSource({ ...source, deployStep: step });
+  await finisher.finishLater(source.id);
+  deps.log.info("source deploy goes on in the background", { ...sourceLogFields(source), deploy_step: step });
+  return marked;
+}
+
+/** What {@link finishDeploy} did. */
+export type FinishOutcome = "deployed" | "failed" | "skipped";
+
+/**
+ * The deploy finisher's use case (AWS: `functions/internal/deploy-finisher.ts`, invoked
+ * asynchronously by a deploying route): goes on with a deploy from the step its request left
+ * (`deployStep`), every step with its whole time, and clears the mark. `mustEndByMs` is when the
+ * finisher itself is ended (its function's timeout).
+ *
+ * - Nothing to do ("skipped") when the source is gone, deployed, failed, or not handed over; when
+ *   another finisher holds it (Lambda may deliver an asynchronous event twice: a lease under the
+ *   run lock, `deploy:<source id>`, keeps the second out); or when the finisher could still be
+ *   running once the recovery sweep takes the source for abandoned ({@link DEPLOY_ABANDONED_AFTER_MS}
+ *   after its deploy began): then the sweep removes it, as any interrupted deploy.
+ * - A step that fails ("failed") removes what the deploy made (function, timer, subscriptions) and
+ *   keeps the record, still marked, with the reason (`deployError`): reads show
+ *   `deploy_state: "failed"` and `deploy_error` until the source is deleted or swept. A hook's
+ *   failure is its message; a failure of Sluice itself is logged and shown as such, without detail.
+ */
+export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndByMs: number): Promise<FinishOutcome> {
+  const waiting = (source: SourceRecord | undefined): source is SourceRecord & { deployingSince: number } =>
+    source?.deployingSince !== undefined && source.deployStep !== undefined && source.deployError === undefined;
+  const first = await deps.sources.getSource(sourceId);
+  if (!waiting(first)) return "skipped";
+  if (mustEndByMs > first.deployingSince + DEPLOY_ABANDONED_AFTER_MS) {
+    deps.log.warn("background deploy left to the sweep: it started too late to end before it", sourceLogFields(first));
+    return "skipped";
+  }
+  const now = deps.clock.nowMs();
+  const lease = await deps.runLock.acquire(`deploy:${sourceId}`, { leaseMs: mustEndByMs - now, waitUntilMs: now });
+  if (!lease) return "skipped";
+  try {
+    // Read again under the lease: a finisher that held it before may have finished the deploy.
+    const source = await deps.sources.getSource(sourceId);
+    if (!waiting(source)) return "skipped";
+    try {
+      const component = await loadComponent(deps, source.componentId);
+      if (!component) throw notFound("component");
+      await runDeploySteps(deps, source, component, source.deployStep as DeployStep, undefined, true);
+      return "deployed";
+    } catch (error) {
+      await failDeploy(deps, source, error);
+      return "failed";
+    }
+  } finally {
+    await lease.release().catch(() => {});
+  }
+}
+
+/** A background deploy's failure: what it made is removed, the record kept with the reason. */
+async function failDeploy(deps: SourceDeps, source: SourceRecord, error: unknown): Promise<void> {
+  const reason = isDomainError(error)
+    ? error.message
+    : "the deploy could not be finished because of an internal error (the deploy finisher's logs have it)";
+  deps.log.error("background deploy failed", { ...sourceLogFields(source), error: String(error) });
+  await removeSourceParts(deps, source);
+  // Deleted meanwhile (a `DELETE` is allowed while it deploys): nothing is left to mark.
+  const current = await deps.sources.getSource(source.id);
+  if (!current) return;
+  const { deployStep: _step, ...failed } = current;
+  await deps.sources.updateSource({ ...failed, deployingSince: source.deployingSince, deployError: reason });
 }
 
 /**
@@ -353,8 +482,11 @@ async function repeatedCreate(deps: SourceDeps, caller: Caller, key: string, has
   // Through the access check: a key never reaches a source its user can no longer manage.
   const source = await requireSource(deps, caller, claim.sourceId);
   if (source.deployingSince !== undefined) {
-    if (source.deployingSince >= deps.clock.nowMs() - DEPLOY_ABANDONED_AFTER_MS) throw keyStillInFlight(source.id);
-    // Abandoned and not swept yet: what the sweep would do, then this create runs afresh.
+    const failed = source.deployError !== undefined;
+    if (!failed && source.deployingSince >= deps.clock.nowMs() - DEPLOY_ABANDONED_AFTER_MS) {
+      throw keyStillInFlight(source.id);
+    }
+    // Abandoned or failed, and not swept yet: what the sweep would do, then this create runs afresh.
     await removeSource(deps, source);
     return undefined;
   }
@@ -400,8 +532,13 @@ function sourceLogFields(source: SourceRecord) {
 export async function updateSource(deps: SourceDeps, caller: Caller, id: string, input: UpdateSourceInput) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const current = await requireSource(deps, caller, id);
-  if (current.deployingSince !== undefined)
-    throw conflict(`source ${id} is still being deployed; update it when its deploy has answered`);
+  if (current.deployingSince !== undefined) {
+    throw conflict(
+      current.deployError === undefined
+        ? `source ${id} is still being deployed; update it when its deploy_state is gone`
+        : `source ${id} failed to deploy (its deploy_error says why); delete it and deploy again`,
+    );
+  }
   const currentComponent = await loadComponent(deps, current.componentId);
   if (!currentComponent) throw notFound("component");
   const component = hasChoice(input) ? await chooseComponent(deps, caller, input) : currentComponent;
@@ -452,6 +589,13 @@ export async function deleteSource(deps: SourceDeps, caller: Caller, id: string)
 }
 
 async function removeSource(deps: SourceDeps, source: SourceRecord) {
+  await removeSourceParts(deps, source);
+  await deps.sources.deleteSource(source.id);
+  await deps.events.deleteAllEvents(source.id);
+}
+
+/** What a source has besides its record and events: timer, subscriptions, code, delayed emits. */
+async function removeSourceParts(deps: SourceDeps, source: SourceRecord) {
   await deps.timers.cancel({ sourceId: source.id });
   // Subscriptions (as emitter or listener) go before the source, so a failure half way leaves the
   // source in place and repeating the deletion finishes the job.
@@ -460,8 +604,6 @@ async function removeSource(deps: SourceDeps, source: SourceRecord) {
   // Its code (a Lambda function on AWS) too, while the record still names it for a repeat.
   await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
   await deps.delayedEmits?.removeRange(source.id);
-  await deps.sources.deleteSource(source.id);
-  await deps.events.deleteAllEvents(source.id);
 }
 
 /** `GET /sources/{id}`. */
@@ -512,7 +654,17 @@ export function sourceView(deps: Pick<Deps, "runtime">, source: SourceRecord, co
     updated_at: epochSeconds(source.updatedAt),
     name: source.name,
     name_slug: source.nameSlug,
-    // Only while a deploy is in progress; a deployed source has the spec's shape exactly.
-    ...(source.deployingSince === undefined ? {} : { deploy_state: "deploying" as const }),
+    // Only while a deploy is in progress or failed; a deployed source has the spec's shape exactly.
+    ...deployView(source),
+  };
+}
+
+/** `deploy_state` and its companions (docs/components.md "Deploys in progress"). */
+function deployView(source: SourceRecord) {
+  if (source.deployingSince === undefined) return {};
+  if (source.deployError !== undefined) return { deploy_state: "failed" as const, deploy_error: source.deployError };
+  return {
+    deploy_state: "deploying" as const,
+    ...(source.deployStep === undefined ? {} : { deploy_step: source.deployStep }),
   };
 }

@@ -26,9 +26,12 @@ export const route = defineRoute({
     ...workspaceChoiceFields,
   }),
   response: single(sourceSchema),
-  run: async (deps, { caller, query, body, idempotencyKey }) => {
+  run: async (deps, { caller, query, body, idempotencyKey, answerByMs }) => {
     const workspace = queryOrBody(query, { org_id: body.org_id, workspace_id: body.workspace_id });
-    const options = idempotencyKey === undefined ? {} : { idempotencyKey };
+    const options = {
+      ...(idempotencyKey === undefined ? {} : { idempotencyKey }),
+      ...(answerByMs === undefined ? {} : { answerByMs }),
+    };
     return { data: await deploySource(deps, caller, { ...body, ...workspace }, options) };
   },
 });

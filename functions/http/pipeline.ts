@@ -7,6 +7,7 @@ import type { Caller } from "#core/identity";
 import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
 import type { Deps } from "#core/ports/deps";
 import type { Logger } from "#core/ports/logger";
+import { answerDeadline } from "./answer-deadline.ts";
 import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
 import { MAX_JSON_BODY_BYTES } from "./limits.ts";
 import { logRequest } from "./request-log.ts";
@@ -175,13 +176,18 @@ export interface HttpHandlerOptions {
 export function createHttpHandler(route: AnyRoute, provide: DepsProvider, options: HttpHandlerOptions = {}) {
   const run = async (event: HttpEvent, context: HttpContext): Promise<HttpResult> => {
     const state = context.sluice;
-    const body = await route.run(state.deps as Deps, {
+    const deps = state.deps as Deps;
+    const remainingMs =
+      typeof context.getRemainingTimeInMillis === "function" ? context.getRemainingTimeInMillis() : undefined;
+    const answerByMs = answerDeadline(deps.clock.nowMs(), remainingMs, event.requestContext?.timeEpoch);
+    const body = await route.run(deps, {
       caller: state.caller as Caller,
       params: state.input?.params,
       query: state.input?.query,
       body: state.input?.body,
       requestId: state.requestId,
       idempotencyKey: header(event, "idempotency-key"),
+      answerByMs,
     });
     return jsonResult(route.successStatus ?? 200, applyFieldFilter(body, state.filter));
   };

@@ -18,6 +18,11 @@ export interface RouteInput<P, Q, B> {
   requestId: string;
   /** The `Idempotency-Key` header, when sent (only `create-source` reads it). */
   idempotencyKey: string | undefined;
+  /**
+   * Epoch ms by which the function must answer (AWS: Lambda's and API Gateway's limits, less a
+   * margin; `answer-deadline.ts`); undefined locally. Only `create-source` spends it by phase.
+   */
+  answerByMs: number | undefined;
 }
 
 /**

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { DEPLOY_STEPS } from "#core/component-model";
 import { ID_BODY_MAX_LENGTH, ID_PREFIXES, idPattern } from "#core/ids";
 
 /** Response and parameter schemas shared by routes; the OpenAPI document is generated from them. */
@@ -113,8 +114,15 @@ export const sourceSchema = z.object({
   updated_at: z.number().int(),
   name: z.string(),
   name_slug: z.string(),
-  /** Only while its deploy is in progress (docs/components.md "Deploys in progress"). */
-  deploy_state: z.literal("deploying").optional(),
+  /**
+   * Only while its deploy is in progress, or after it failed in the background
+   * (docs/components.md "Deploys in progress").
+   */
+  deploy_state: z.enum(["deploying", "failed"]).optional(),
+  /** While deploying in the background: the step it is at (`prepare`, `deploy`, `activate`). */
+  deploy_step: z.enum(DEPLOY_STEPS).optional(),
+  /** With `deploy_state: "failed"`: why. */
+  deploy_error: z.string().optional(),
 });
 
 export const eventSummarySchema = z.object({

@@ -9,9 +9,32 @@ import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#config/shared-names";
 import type { AnyRoute } from "#http/route";
 import type { EventFanout } from "./event-fanout.ts";
 import type { EventStreaming } from "./event-streaming.ts";
-import { type BundledTree, SluiceFunction, withDependencies } from "./sluice-function.ts";
+import { lambdaEsbuildTree } from "./lambda-esbuild.ts";
+import { type BundledTree, SluiceFunction, type SluiceFunctionProps, withDependencies } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 import { grantTableAccess } from "./table-access.ts";
+
+/**
+ * What a function that bundles components carries (the deploying routes, the deploy finisher):
+ * esbuild with its native binary for Lambda's architecture (lambda-esbuild.ts), esbuild-wasm for
+ * when that is missing, the npm packages served without an install and the npm CLI that installs
+ * the others (the Lambda runtime has none), the shipped registry and, with `-c registryDir`, the
+ * operator's. 1024 MB: bundling is CPU-bound, and Lambda's CPU follows memory.
+ */
+export function componentBundlingProps(
+  scope: Construct,
+  registryDir: BundledTree | undefined,
+  lambdaPackagesDir?: string,
+): Pick<SluiceFunctionProps, "memorySize" | "copyNodeModules" | "runtimeNodeModules" | "copyFolders" | "copyTrees"> {
+  const esbuildBinary = lambdaEsbuildTree(scope, lambdaPackagesDir);
+  return {
+    memorySize: 1024,
+    copyNodeModules: ["esbuild", "esbuild-wasm"],
+    runtimeNodeModules: withDependencies([...SHIPPED_NPM_PACKAGES, NPM_CLI_PACKAGE]),
+    copyFolders: ["registry"],
+    copyTrees: [...(registryDir ? [registryDir] : []), ...(esbuildBinary ? [esbuildBinary] : [])],
+  };
+}
 
 /** What the stack needs to know of a manifest route. */
 export type RouteSpec = Pick<AnyRoute, "name" | "method" | "path" | "access">;
@@ -39,6 +62,10 @@ export interface ApiRouteFunctionProps {
    * may read accounts and apps). @default - none: such a route fails when it reads an app
    */
   readonly apps?: BundledTree;
+   * Where esbuild's native binary for Lambda was fetched (`scripts/fetch-lambda-esbuild.mjs`), for
+   * routes with `access.compute`. @default LAMBDA_PACKAGES_DIR (`.lambda-packages/`)
+   */
+  readonly lambdaPackagesDir?: string;
 }
 
 /**
@@ -109,6 +136,11 @@ export class ApiRouteFunction extends Construct {
       throw new Error(`Route "${route.name}" queues webhook deliveries, which needs access.resources "write"`);
     }
 
+    // Deploying bundles components: esbuild (native and wasm), the shipped packages, `registry/`
+    // and, with `-c registryDir`, the operator's registry directory beside it.
+    const bundling = compute
+      ? componentBundlingProps(this, props.sources?.bundledRegistryDir, props.lambdaPackagesDir)
+      : undefined;
     this.function = new SluiceFunction(this, "Handler", {
       entry: `functions/http/${route.name}.ts`,
       description: `${route.method} ${route.path} (functions/http/${route.name}.ts)`,
@@ -118,24 +150,10 @@ export class ApiRouteFunction extends Construct {
         ? { [ENV.resourcesTable]: resourcesTable.tableName, [ENV.publicUrl]: props.httpApi.apiEndpoint }
         : {},
       logRetention: props.logRetention,
-      // Deploying bundles the component (esbuild-wasm: Lambda runs arm64, whatever the deployer's
-      // machine), creates its function and may run its hooks: more memory, and the HTTP API's 30 s.
-      ...(compute
-        ? {
-            memorySize: 1024,
-            timeout: Duration.seconds(30),
-            copyNodeModules: ["esbuild-wasm"],
-            // The npm packages served without an install, and the npm CLI that installs the others
-            // (the Lambda runtime has none).
-            runtimeNodeModules: withDependencies([...SHIPPED_NPM_PACKAGES, NPM_CLI_PACKAGE]),
-            copyFolders: ["registry"],
-          }
-        : {}),
-      copyTrees: [
-        // With `-c registryDir`, the operator's registry directory beside `registry/`.
-        ...(compute && props.sources?.bundledRegistryDir ? [props.sources.bundledRegistryDir] : []),
-        ...(access && props.apps ? [props.apps] : []),
-      ],
+      // Deploying bundles the component, creates its function and may run its hooks: more memory,
+      // and the HTTP API's 30 s.
+      ...(bundling ? { ...bundling, timeout: Duration.seconds(30) } : {}),
+      copyTrees: [...(bundling?.copyTrees ?? []), ...(access && props.apps ? [props.apps] : [])],
     });
     const fn = this.function.lambdaFunction;
     if (compute) props.sources!.attachCompute(fn, compute);

@@ -222,6 +222,8 @@ export class EventFanout extends Construct {
     }
     // The delayed emit deliverer stores and publishes the emits that come due; it runs nothing.
     this.attachPublisher(sources.delayedEmitDeliverer.lambdaFunction);
+    // The deploy finisher runs hooks, which emit.
+    this.attachPublisher(sources.deployFinisher.lambdaFunction);
 
     // `$.send.s3`: the functions that apply runs check the bucket against the list (queueWorkflowSends),
     // and the deliverer writes, to these buckets' objects only. No bucket, no grant.

@@ -45,6 +45,9 @@ export const SLUICE_ESBUILD_OPTIONS = {
   },
 } as const;
 
+/** The architecture of every Sluice function (and of the source functions the API creates). */
+export const SLUICE_ARCHITECTURE = Architecture.ARM_64;
+
 export interface SluiceFunctionProps {
   /**
    * Entry module, relative to the repository root (e.g. `functions/http/get-me.ts`). Its `handler`
@@ -152,7 +155,7 @@ export class SluiceFunction extends Construct {
       description: props.description ?? props.entry,
       // Node 22 on Lambda, Node 20 locally: the code is written to run on both (DESIGN.md, 9).
       runtime: Runtime.NODEJS_22_X,
-      architecture: Architecture.ARM_64,
+      architecture: SLUICE_ARCHITECTURE,
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
       logGroup: this.logGroup,

@@ -16,6 +16,7 @@ import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { REGISTRY_DIR_ASSET, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import type { ComputeAccess } from "#http/route";
+import { componentBundlingProps } from "./api-route-function.ts";
 import { esbuildCode } from "./esbuild-code.ts";
 import { stageRegistryDir } from "./registry-dir.ts";
 import { type BundledTree, SluiceFunction } from "./sluice-function.ts";
@@ -32,6 +33,14 @@ export const DESCRIBER_FILES = {
 
 /** How often the deploy sweeper runs; a deploy is taken for interrupted 15 minutes after it began. */
 export const DEPLOY_SWEEP_INTERVAL = Duration.minutes(5);
+
+/**
+ * How long a deploy finisher's job may wait in Lambda's queue: it must start early enough to end
+ * (its timeout, 2 minutes by default) before the sweep may take its source, 15 minutes after the
+ * deploy began (#core/sources `DEPLOY_ABANDONED_AFTER_MS`); a job that waited longer is dropped,
+ * and the sweep removes the source.
+ */
+export const DEPLOY_FINISHER_MAX_EVENT_AGE = Duration.minutes(10);
 
 /** The queue of queued runs that failed every try: named after the stage, so operators find it. */
 export const failedRunsQueueNameFor = (stage: string): string => `sluice-${stage}-failed-runs`;
@@ -98,6 +107,11 @@ export class SourceCompute extends Construct {
    */
   readonly deploySweeper: SluiceFunction;
   readonly deploySweepRule: Rule;
+  /**
+   * Finishes the deploys `POST /v1/sources` hands over when their steps cannot fit in the request's
+   * time (functions/internal/deploy-finisher.ts), invoked asynchronously by the deploying routes.
+   */
+  readonly deployFinisher: SluiceFunction;
   /**
    * Emits a delayed emit when its one-time schedule fires (functions/internal/delayed-emit-deliverer.ts).
    * It runs no component: it reads the row, stores and publishes the event (EventFanout gives it the bus).
@@ -290,6 +304,33 @@ export class SourceCompute extends Construct {
       targets: [new LambdaTarget(this.deploySweeper.lambdaFunction, { retryAttempts: 0 })],
     });
     this.delayedEmitDeliverer.lambdaFunction.grantInvoke(this.schedulerRole);
+
+    this.deployFinisher = new SluiceFunction(this, "DeployFinisher", {
+      entry: "functions/internal/deploy-finisher.ts",
+      description: "Finishes deploys that did not fit in their request (functions/internal/deploy-finisher.ts)",
+      // Its function (created, then waited for up to 20 s) and two hooks with their whole limits.
+      timeout: Duration.seconds(this.#invocationTimeout.toSeconds() * 2 + 60),
+      logRetention: props.logRetention,
+      ...componentBundlingProps(this, this.bundledRegistryDir),
+    });
+    {
+      const fn = this.deployFinisher.lambdaFunction;
+      grantTableAccess(props.resourcesTable, fn, "write");
+      fn.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
+      fn.addEnvironment(ENV.publicUrl, props.httpApi.apiEndpoint);
+      // What a deploying route does after its source is saved, without reading metadata (no describer).
+      const functions = [this.sourceFunctionsArn];
+      this.#attachInvoker(fn, functions);
+      this.#attachFunctionCreator(fn, functions);
+      // A failed deploy removes the function it made.
+      fn.addToRolePolicy(new PolicyStatement({ actions: ["lambda:DeleteFunction"], resources: functions }));
+      this.#attachSchedules(fn, "manage");
+      this.#nameDelayedEmitDeliverer(fn);
+      if (props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, props.npmRegistry);
+      this.attachSecrets(fn, { seal: true });
+      // A retry could run a hook twice; a job not started within the sweep's bound is left to the sweep.
+      fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: DEPLOY_FINISHER_MAX_EVENT_AGE });
+    }
   }
 
   /**
@@ -376,7 +417,12 @@ export class SourceCompute extends Construct {
     }
     // Deploying runs hooks, whose delayed emits are scheduled: the schedules' rights above cover
     // them (removing a source cancels its own with the delete right), the deliverer is named here.
-    if (level === "deploy") this.#nameDelayedEmitDeliverer(fn);
+    if (level === "deploy") {
+      this.#nameDelayedEmitDeliverer(fn);
+      // What does not fit in the request goes to the finisher.
+      this.deployFinisher.lambdaFunction.grantInvoke(fn);
+      fn.addEnvironment(AWS_COMPUTE_ENV.deployFinisherFunction, this.deployFinisher.lambdaFunction.functionName);
+    }
   }
 
   /**

@@ -361,6 +361,19 @@ export function sourceStoreContract(makeStore: () => Promise<SourceStore>) {
       expect(await store.getSource(done.id)).toStrictEqual(done);
     });
 
+    it("keeps a background deploy's step and a failure's reason on every copy, and lists them while marked", async () => {
+      const store = await makeStore();
+      const handed = await store.createSource(source({ deployingSince: 1_000, deployStep: "activate" }));
+      expect(await store.getSource(handed.id)).toStrictEqual(handed);
+      expect(await store.findSourceByEndpointKey(handed.endpointKey!)).toStrictEqual(handed);
+      const { deployStep: _step, ...rest } = handed;
+      const failed = { ...rest, deployError: "the activate hook failed: no" };
+      expect(await store.updateSource(failed)).toStrictEqual(failed);
+      expect(await store.getSource(handed.id)).toStrictEqual(failed);
+      expect(await store.listDeployingSources(2_000)).toStrictEqual([failed]);
+      expect((await store.listSourcesOfUser("u_ada", { limit: 10 })).items).toContainEqual(failed);
+    });
+
     it("saves a deploy claim with its source, refuses a live one, and forgets it on expiry or deletion", async () => {
       const store = await makeStore();
       const first = source();

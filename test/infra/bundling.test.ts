@@ -1,5 +1,15 @@
 import { execFileSync } from "node:child_process";
-import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  cpSync,
+  existsSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { builtinModules } from "node:module";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -9,12 +19,14 @@ import { Template } from "aws-cdk-lib/assertions";
 import { type CfnFunction, Function as LambdaFunction, LayerVersion, Runtime } from "aws-cdk-lib/aws-lambda";
 import type { IConstruct } from "constructs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { chooseEsbuild, esbuildBinaryPath } from "#adapters/aws/native-esbuild";
 import { bundleComponent, loadEsbuild, RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { bundledNpmCli } from "#adapters/npm/npm-cli";
 import { awsPartsFor } from "#http/lambda";
 import { routes } from "#http/routes";
 import { esbuildCode } from "../../lib/constructs/esbuild-code.ts";
+import { LAMBDA_ESBUILD_PACKAGE, LAMBDA_ESBUILD_TARGET } from "../../lib/constructs/lambda-esbuild.ts";
 import { ESM_REQUIRE_BANNER, PROJECT_ROOT, SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import { DESCRIBER_FILES, RUNTIME_LAYER_ENTRY, RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
@@ -97,6 +109,8 @@ const INTERNAL_PARTS: Record<string, readonly string[]> = {
     "delays",
   ],
   "functions/internal/deploy-sweeper.ts": ["tables", "host", "timers", "delays"],
+  // What POST /v1/sources deploys with.
+  "functions/internal/deploy-finisher.ts": ["tables", "host", "timers", "secrets", "bus", "delays"],
   "functions/internal/delayed-emit-deliverer.ts": ["tables", "bus", "delays"],
   "functions/internal/event-dispatcher.ts": ["tables", "runs", "deliveries"],
   "functions/internal/event-purger.ts": ["tables"],
@@ -298,9 +312,55 @@ describe("ServiceStack bundling", () => {
     expect(readFileSync(join(dir, "index.mjs"), "utf8")).toContain("sandbox-entry.mjs");
   });
 
-  it("gives deploying routes esbuild-wasm, the registry and the shipped npm packages, enough to bundle @pipedream/platform", async () => {
+  it("gives deploying routes esbuild with the native binary of the declared architecture, and esbuild-wasm", async () => {
+    const fn = service.routeFunctions.get("create-source")!.function;
+    const { dir } = bundleOf(fn);
+    const own = fn.lambdaFunction.node.defaultChild as CfnFunction;
+    const declared =
+      template.findResources("AWS::Lambda::Function")[Stack.of(own).getLogicalId(own)]?.Properties.Architectures;
+    expect(declared).toEqual([LAMBDA_ESBUILD_TARGET.arch]);
+    const modules = join(dir, "node_modules");
+    const esbuildVersion = JSON.parse(readFileSync(join(modules, "esbuild", "package.json"), "utf8")).version;
+    expect(existsSync(join(modules, "esbuild", "lib", "main.js"))).toBe(true);
+    expect(existsSync(join(modules, "esbuild-wasm", "package.json"))).toBe(true);
+    // The binary: an executable ELF for AArch64 (e_machine 0xB7) at the version of the esbuild beside it.
+    const binary = esbuildBinaryPath(modules, LAMBDA_ESBUILD_TARGET);
+    const header = readFileSync(binary).subarray(0, 20);
+    expect(header.subarray(0, 4).toString("latin1")).toBe("\x7fELF");
+    expect(header.readUInt16LE(18)).toBe({ arm64: 0xb7, x64: 0x3e }[LAMBDA_ESBUILD_TARGET.arch]);
+    expect(statSync(binary).mode & 0o111).not.toBe(0);
+    expect(JSON.parse(readFileSync(join(modules, LAMBDA_ESBUILD_PACKAGE, "package.json"), "utf8")).version).toBe(
+      esbuildVersion,
+    );
+    // The function's entry chooses esbuild through that selection (native-esbuild.test.ts runs it).
+    expect(readFileSync(join(dir, "index.mjs"), "utf8")).toContain("bundling components with native esbuild");
+    // The selection, run on this asset's node_modules here: Lambda's binary does not run on this
+    // machine unless it is arm64 Linux, and then it is chosen; this machine's own binary, put
+    // beside it, is chosen by the same code (Lambda's case, on another architecture).
+    const here = { platform: process.platform, arch: process.arch };
+    const lambdaChoice = await chooseEsbuild(modules, LAMBDA_ESBUILD_TARGET);
+    if (here.platform === "linux" && here.arch === LAMBDA_ESBUILD_TARGET.arch) {
+      expect(lambdaChoice).toMatchObject({ flavour: "native" });
+    } else {
+      expect(lambdaChoice).toMatchObject({ flavour: "wasm", reason: expect.stringContaining("does not run here") });
+      const task = mkdtempSync(join(tmpdir(), "sluice-task-"));
+      try {
+        cpSync(join(modules, "esbuild"), join(task, "node_modules", "esbuild"), { recursive: true });
+        const ownBinary = esbuildBinaryPath(join(task, "node_modules"), here);
+        mkdirSync(join(ownBinary, ".."), { recursive: true });
+        cpSync(esbuildBinaryPath(join(PROJECT_ROOT, "node_modules"), here), ownBinary);
+        expect(await chooseEsbuild(join(task, "node_modules"), here)).toMatchObject({
+          flavour: "native",
+          binary: ownBinary,
+        });
+      } finally {
+        rmSync(task, { recursive: true, force: true });
+      }
+    }
+  });
+
+  it("gives deploying routes the registry and the shipped npm packages, enough to bundle @pipedream/platform", async () => {
     const { dir } = bundleOf(service.routeFunctions.get("create-source")!.function);
-    expect(existsSync(join(dir, "node_modules", "esbuild-wasm", "package.json"))).toBe(true);
     expect(existsSync(join(dir, "registry", "components", "http", "sources", "new-requests", "new-requests.mjs"))).toBe(
       true,
     );

@@ -278,6 +278,8 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       idOf(service.sources.timerInvoker.lambdaFunction),
       // It stores and publishes delayed emits when they come due.
       idOf(service.sources.delayedEmitDeliverer.lambdaFunction),
+      // It runs the hooks of the deploys handed to it, which emit.
+      idOf(service.sources.deployFinisher.lambdaFunction),
     ].sort();
     const functionIds = Object.keys(functionsOf(template));
     const publishers = functionIds.filter((id) => on(statementsOf(template, id), "events:PutEvents").length > 0);

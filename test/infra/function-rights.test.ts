@@ -67,6 +67,7 @@ describe("ServiceStack: the rights of each function", () => {
     deliverer: service.eventFanout.deliverer.lambdaFunction,
     "deploy-sweeper": service.sources.deploySweeper.lambdaFunction,
     "delayed-emit-deliverer": service.sources.delayedEmitDeliverer.lambdaFunction,
+    "deploy-finisher": service.sources.deployFinisher.lambdaFunction,
   });
   const idOfRow = (row: FunctionRights) => {
     const route = service.routeFunctions.get(row.name);

@@ -159,6 +159,14 @@ export const INTERNAL_RIGHTS: readonly FunctionRights[] = [
   writes("deploy-sweeper", ["lambda:DeleteFunction", "scheduler:DeleteSchedule"]),
   // Emits a delayed emit when its schedule fires: stores and publishes it.
   writes("delayed-emit-deliverer", APPENDS),
+  // Finishes what a deploy's request could not fit: the function, the hooks, the timer; on a
+  // failure, removes what it made. No describer: the component was read in the request.
+  writes("deploy-finisher", RUNS, CREATES, SEALS, APPENDS, [
+    "lambda:DeleteFunction",
+    "scheduler:CreateSchedule",
+    "scheduler:DeleteSchedule",
+    "scheduler:UpdateSchedule",
+  ]),
 ];
 
 /** Every action a row grants, sorted. */

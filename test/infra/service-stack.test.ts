@@ -31,12 +31,12 @@ describe("ServiceStack", () => {
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const notFoundId = () => idOf(service.notFoundFunction.lambdaFunction);
 
-  it("has one function per manifest route, one for $default, six of sources, three of events and two of fan-out", () => {
+  it("has one function per manifest route, one for $default, seven of sources, three of events and two of fan-out", () => {
     expect(routes.length).toBeGreaterThan(0);
     // Sources: the describer, the HTTP interface, the source runner, the timer invoker, the
-    // deploy sweeper and the delayed emit deliverer. Events: the stream, its redirect and the
-    // purger. Fan-out: the dispatcher and the webhook deliverer.
-    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 6 + 3 + 2);
+    // deploy sweeper, the deploy finisher and the delayed emit deliverer. Events: the stream, its
+    // redirect and the purger. Fan-out: the dispatcher and the webhook deliverer.
+    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 7 + 3 + 2);
     expect([...service.routeFunctions.keys()].sort()).toEqual(routes.map((route) => route.name).sort());
   });
 
@@ -184,7 +184,7 @@ describe("ServiceStack", () => {
   });
 
   it("logs every function to its own log group kept for 30 days, and deployed sources to one more", () => {
-    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1 + 6 + 3 + 2 + 1);
+    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1 + 7 + 3 + 2 + 1);
     const groups = template.findResources("AWS::Logs::LogGroup", { Properties: { RetentionInDays: 30 } });
     const functions = Object.values(functionsOf(template));
     const used = functions.map((fn) => fn.Properties.LoggingConfig.LogGroup.Ref as string);

@@ -22,6 +22,7 @@ import { unpackComponentFiles } from "#core/component-files";
 import type { LogLevel } from "#core/ports/logger";
 import type { ComputeAccess } from "#http/route";
 import { routes } from "#http/routes";
+import { LAMBDA_ESBUILD_PACKAGE, LAMBDA_PACKAGES_DIR, lambdaEsbuildTree } from "../../lib/constructs/lambda-esbuild.ts";
 import { stageRegistryDir } from "../../lib/constructs/registry-dir.ts";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
 import { failedRunsQueueNameFor } from "../../lib/constructs/source-compute.ts";
@@ -102,9 +103,12 @@ describe("ServiceStack: what sources run on", () => {
     for (const [id, fn] of Object.entries(functions())) expect(fn.Properties.Layers, id).toBeUndefined();
   });
 
-  it("tells every route that creates source functions the layer's version ARN, and no other function", () => {
+  it("tells every route that creates source functions, and the deploy finisher, the layer's version ARN, and no other function", () => {
     expect(routesAt("probe", "deploy").length).toBeGreaterThan(0);
-    const computeIds = routesAt("probe", "deploy").map((route) => routeFunctionId(route.name));
+    const computeIds = [
+      ...routesAt("probe", "deploy").map((route) => routeFunctionId(route.name)),
+      idOf(service.sources.deployFinisher.lambdaFunction),
+    ];
     for (const [id] of Object.entries(functions())) {
       const layer = environmentOf(template, id)[AWS_COMPUTE_ENV.runtimeLayerArn];
       if (computeIds.includes(id)) expect(layer, id).toEqual({ Ref: layerId() });
@@ -124,6 +128,40 @@ describe("ServiceStack: what sources run on", () => {
       expect(actionsOf(template, id), id).toEqual(expect.arrayContaining(["dynamodb:PutItem", "dynamodb:DeleteItem"]));
       expect(environmentOf(template, id)[ENV.resourcesTable], id).toBeDefined();
     }
+  });
+
+  it("has the deploy finisher invoked once per job, early enough to end before the sweep's bound, and told to deploying routes only", () => {
+    const finisher = idOf(service.sources.deployFinisher.lambdaFunction);
+    // No retry (a hook could run twice); a job older than 10 minutes is dropped, and its source swept.
+    template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
+      FunctionName: { Ref: finisher },
+      MaximumRetryAttempts: 0,
+      MaximumEventAgeInSeconds: 600,
+    });
+    const timeout = functions()[finisher]!.Properties.Timeout as number;
+    // Its function and two hooks of 30 s; 10 minutes in the queue and this end before 15 minutes.
+    expect(timeout).toBe(120);
+    expect(600 + timeout).toBeLessThan(15 * 60);
+    const told = Object.keys(functions()).filter(
+      (id) => environmentOf(template, id)[AWS_COMPUTE_ENV.deployFinisherFunction] !== undefined,
+    );
+    expect(told.sort()).toEqual(
+      routesAt("deploy")
+        .map((route) => routeFunctionId(route.name))
+        .sort(),
+    );
+    // It reads no component's metadata: no describer.
+    expect(environmentOf(template, finisher)[AWS_COMPUTE_ENV.describerFunction]).toBeUndefined();
+  });
+
+  it("warns at synth, and ships no binary, when esbuild's binary for Lambda was not fetched", () => {
+    const stack = new Stack(new App(), "NoBinary");
+    const empty = mkdtempSync(join(tmpdir(), "sluice-lambda-packages-"));
+    expect(lambdaEsbuildTree(stack, empty)).toBeUndefined();
+    Annotations.fromStack(stack).hasWarning(
+      "/NoBinary",
+      Match.stringLikeRegexp(`${LAMBDA_ESBUILD_PACKAGE}.*missing.*esbuild-wasm.*npm run fetch:lambda-esbuild`),
+    );
   });
 
   it("runs the deploy sweeper every 5 minutes, with the rights DELETE /v1/sources/{id} has to remove a source", () => {
@@ -183,6 +221,7 @@ describe("ServiceStack: what sources run on", () => {
       Condition: { StringEquals: { "iam:PassedToService": "scheduler.amazonaws.com" } },
     };
     const describer = JSON.stringify(idOf(service.sources.describer));
+    const finisher = JSON.stringify(idOf(service.sources.deployFinisher.lambdaFunction));
     // What each level may do, on which resources (the exact actions: function-rights.test.ts).
     const expected: Record<ComputeAccess, { functions: unknown[]; creates: boolean; schedules: unknown[] }> = {
       describe: { functions: [], creates: false, schedules: [] },
@@ -210,14 +249,19 @@ describe("ServiceStack: what sources run on", () => {
       for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule"]) {
         expect(on(action), `${what} ${action}`).toEqual(level === "deploy" ? schedules : []);
       }
-      // Invoke: the describer (all but remove) and the functions above; never the source runner.
+      // Invoke: the describer (all but remove), the deploy finisher (deploy) and the functions
+      // above; never the source runner.
       const invokable = on("lambda:InvokeFunction").map((resource) => JSON.stringify(resource));
       expect(
         invokable.filter((resource) => resource.includes(describer)),
         what,
       ).toHaveLength(level === "remove" ? 0 : 1);
       expect(
-        invokable.filter((resource) => !resource.includes(describer)),
+        invokable.filter((resource) => resource.includes(finisher)),
+        what,
+      ).toHaveLength(level === "deploy" ? 1 : 0);
+      expect(
+        invokable.filter((resource) => !resource.includes(describer) && !resource.includes(finisher)),
         what,
       ).toEqual(functions.map((resource) => JSON.stringify(resource)));
     }
@@ -486,12 +530,13 @@ describe("ServiceStack: what sources run on", () => {
 });
 
 describe("ServiceStack with an npm registry (-c npmRegistry)", () => {
-  it("tells the routes that bundle components, and no other function, where to install npm packages", () => {
+  it("tells the routes that bundle components and the deploy finisher, and no other function, where to install npm packages", () => {
     const registry = "https://npm.example.com/mirror/";
     const { service, template } = synthService({ npmRegistry: registry });
     const deploying = routes
       .filter((route) => route.access.compute && route.access.compute !== "remove")
       .map((route) => idOf(service.routeFunctions.get(route.name)!.function.lambdaFunction));
+    deploying.push(idOf(service.sources.deployFinisher.lambdaFunction));
     expect(deploying.length).toBeGreaterThan(0);
     const told = Object.keys(functionsOf(template)).filter((id) => environmentOf(template, id)[ENV.npmRegistry]);
     expect(told.sort()).toEqual(deploying.sort());
@@ -596,14 +641,23 @@ describe("ServiceStack with a registry directory (-c registryDir)", () => {
     expect(tree?.to).toBe(REGISTRY_DIR_ASSET);
     const deploying = new Set(routes.filter((route) => route.access.compute).map((route) => route.name));
     expect(deploying.size).toBeGreaterThan(0);
+    // With esbuild's binary for Lambda when it was fetched (lambda-esbuild.ts).
+    const esbuild = existsSync(join(LAMBDA_PACKAGES_DIR, LAMBDA_ESBUILD_PACKAGE))
+      ? [join("node_modules", LAMBDA_ESBUILD_PACKAGE)]
+      : [];
     const readsTable = new Set(routes.filter((route) => route.access.resources).map((route) => route.name));
     for (const [name, route] of service.routeFunctions) {
       const carried = route.function.bundledTrees.map((bundled) => bundled.to);
       expect(carried, name).toEqual([
-        ...(deploying.has(name) ? ["registry", REGISTRY_DIR_ASSET] : []),
+        ...(deploying.has(name) ? ["registry", REGISTRY_DIR_ASSET, ...esbuild] : []),
         ...(readsTable.has(name) ? [APPS_ASSET] : []),
       ]);
     }
+    expect(service.sources.deployFinisher.bundledTrees.map((bundled) => bundled.to)).toEqual([
+      "registry",
+      REGISTRY_DIR_ASSET,
+      ...esbuild,
+    ]);
     const copied = readdirSync(tree!.from, { recursive: true, encoding: "utf8" });
     expect(copied).toContain(join("components", "webhooks", "sources", "new-request", "new-request.mjs"));
     expect(copied).toContain(join("components", "webhooks", "webhooks.app.mjs"));

@@ -6,9 +6,11 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import type { Plugin } from "esbuild";
+import { zipSync } from "fflate";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { bundleComponent } from "#adapters/local/sandbox-bundle";
 import { type NpmPackagesOptions, npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
+import type { InstalledTreeStore } from "#adapters/npm/installed-trees";
 import { bundledNpmCli } from "#adapters/npm/npm-cli";
 import { npmCacheFolder } from "#adapters/npm/package-cache";
 import { isDomainError } from "#core/errors";
@@ -314,6 +316,53 @@ describe("npmPackagesPlugin installing from a registry with the npm CLI Sluice d
         expect(
           JSON.parse(readFileSync(join(installed, "@sluice-fixture", "util", "package.json"), "utf8")),
         ).toMatchObject({ version: "1.1.0" });
+      }),
+    INSTALL_TEST_TIMEOUT_MS,
+  );
+
+  it(
+    "shares an installed tree by its resolved set: another environment fetches it instead of installing",
+    () =>
+      withRegistry(async (registry) => {
+        // The shared store (S3 on AWS), in memory.
+        const stored = new Map<string, Uint8Array>();
+        const installedTrees: InstalledTreeStore = {
+          get: async (key) => stored.get(key),
+          put: async (key, zip) => void stored.set(key, zip),
+        };
+        const environment = () =>
+          pluginWith({ registry: registry.url, installTimeoutMs: INSTALL_TIMEOUT_MS, installedTrees });
+        const code = `const app = require("sluice-fixture-app@^2");
+           module.exports = { text: app.welcome("ada"), util: app.utilVersion };`;
+        expect(JSON.parse(await runInNode(await bundle(code, environment()), "m.default"))).toEqual({
+          text: "WELCOME ADA!",
+          util: "1.1.0",
+        });
+        expect(registry.tarballRequests()).toBe(2);
+        expect([...stored.keys()]).toHaveLength(1);
+
+        // A fresh environment (empty /tmp, its own npm cache): the set resolves to the same key,
+        // and the tree comes from the store; no tarball is downloaded.
+        expect(JSON.parse(await runInNode(await bundle(code, environment()), "m.default"))).toEqual({
+          text: "WELCOME ADA!",
+          util: "1.1.0",
+        });
+        expect(registry.tarballRequests()).toBe(2);
+        // Another range that resolves to the same set shares the tree.
+        await bundle(`module.exports = require("sluice-fixture-app@2.1.0").utilVersion;`, environment());
+        expect(registry.tarballRequests()).toBe(2);
+        expect([...stored.keys()]).toHaveLength(1);
+
+        // A stored tree that names a file outside node_modules is not written; the install goes on.
+        const [key] = [...stored.keys()];
+        stored.set(key!, zipSync({ "node_modules/../../escaped.js": new TextEncoder().encode("x") }));
+        const cacheDir = freshCache();
+        await bundle(
+          code,
+          pluginWith({ cacheDir, registry: registry.url, installTimeoutMs: INSTALL_TIMEOUT_MS, installedTrees }),
+        );
+        expect(registry.tarballRequests()).toBe(4);
+        expect(existsSync(join(cacheDir, "..", "escaped.js"))).toBe(false);
       }),
     INSTALL_TEST_TIMEOUT_MS,
   );

@@ -24,6 +24,7 @@ describe("loadAwsComputeConfig", () => {
       schedules: undefined,
       delayedEmits: undefined,
       eventPurgerFunction: undefined,
+      deployFinisherFunction: undefined,
       npmRegistry: undefined,
       stream: { url: undefined, pollIntervalMs: 500, endMarginMs: 5_000 },
       eventBusName: undefined,
@@ -38,14 +39,16 @@ describe("loadAwsComputeConfig", () => {
     });
   });
 
-  it("reads the event purger's name and the stream settings, the stream URL without its trailing slash", () => {
+  it("reads the event purger's and the deploy finisher's names and the stream settings, the stream URL without its trailing slash", () => {
     const config = loadAwsComputeConfig({
       [AWS_COMPUTE_ENV.eventPurgerFunction]: "SluiceService-EventPurger",
+      [AWS_COMPUTE_ENV.deployFinisherFunction]: "SluiceService-DeployFinisher",
       [AWS_COMPUTE_ENV.streamUrl]: "https://abc.lambda-url.eu-west-1.on.aws/",
       [AWS_COMPUTE_ENV.streamPollMs]: "250",
       [AWS_COMPUTE_ENV.streamEndMarginMs]: "8000",
     });
     expect(config.eventPurgerFunction).toBe("SluiceService-EventPurger");
+    expect(config.deployFinisherFunction).toBe("SluiceService-DeployFinisher");
     expect(config.stream).toEqual({
       url: "https://abc.lambda-url.eu-west-1.on.aws",
       pollIntervalMs: 250,

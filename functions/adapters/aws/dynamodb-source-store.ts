@@ -1,6 +1,6 @@
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { RESOURCES_TABLE } from "#config/shared-names";
-import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
+import { isDeployStep, type SourceRecord, type SourceState, type TimerSpec } from "#core/component-model";
 import { conflict, DomainError, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeployClaim, SourceStore } from "#core/ports/source-store";
@@ -42,6 +42,8 @@ function recordAttributes(source: SourceRecord): Item {
   if (source.propDefinitions !== undefined) attributes.propDefinitions = JSON.stringify(source.propDefinitions);
   if (source.workflowId !== undefined) attributes.workflowId = source.workflowId;
   if (source.deployingSince !== undefined) attributes.deployingSince = source.deployingSince;
+  if (source.deployStep !== undefined) attributes.deployStep = source.deployStep;
+  if (source.deployError !== undefined) attributes.deployError = source.deployError;
   if (source.timer !== undefined) {
     attributes.timer = Object.fromEntries(Object.entries(source.timer).filter(([, value]) => value !== undefined));
   }
@@ -66,6 +68,8 @@ function fromItem(item: Item): SourceRecord {
   if (typeof item.propDefinitions === "string") source.propDefinitions = JSON.parse(item.propDefinitions);
   if (typeof item.workflowId === "string") source.workflowId = item.workflowId;
   if (typeof item.deployingSince === "number") source.deployingSince = item.deployingSince;
+  if (typeof item.deployStep === "string" && isDeployStep(item.deployStep)) source.deployStep = item.deployStep;
+  if (typeof item.deployError === "string") source.deployError = item.deployError;
   return source;
 }
 

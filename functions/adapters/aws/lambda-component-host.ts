@@ -30,7 +30,13 @@ import {
 import { invalidCode } from "#adapters/component-compile-error";
 import type { ComponentDescription } from "#core/component-model";
 import { type Clock, systemClock } from "#core/ports/clock";
-import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
+import type {
+  ComponentHost,
+  InvokeHandlers,
+  PrepareOptions,
+  SourceCode,
+  WorkflowCode,
+} from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
 import type { ErrorRecord, Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import {
@@ -205,15 +211,22 @@ export class LambdaComponentHost implements ComponentHost {
     throw invalidCode(withPosition(reply.value.error));
   }
 
-  async prepare(source: SourceCode): Promise<void> {
+  async prepare(source: SourceCode, options: PrepareOptions = {}): Promise<"pending" | undefined> {
     const deploy = this.#functionSettings();
     const zip = sourceZip(await deploy.bundle(source.code));
     const FunctionName = this.functionName(source.sourceId);
-    const outcome = await this.#deployFunction(FunctionName, zip, deploy, {
-      Description: `Sluice source ${source.sourceId}`,
-      Tags: { "sluice:source": source.sourceId, "sluice:stage": this.#options.stage },
-    });
+    const outcome = await this.#deployFunction(
+      FunctionName,
+      zip,
+      deploy,
+      {
+        Description: `Sluice source ${source.sourceId}`,
+        Tags: { "sluice:source": source.sourceId, "sluice:stage": this.#options.stage },
+      },
+      options.readyByMs,
+    );
     this.#log.info(`source function ${outcome}`, { source_id: source.sourceId, function: FunctionName });
+    return outcome === "pending" ? "pending" : undefined;
   }
 
   /**
@@ -225,7 +238,8 @@ export class LambdaComponentHost implements ComponentHost {
     { zip, sha256 }: SourceZip,
     deploy: { functions: SourceFunctionsSettings },
     created: { Description: string; Tags: Record<string, string> },
-  ): Promise<"created" | "updated"> {
+    readyByMs?: number,
+  ): Promise<"created" | "updated" | "pending"> {
     const settings = this.#settings(deploy.functions);
     let current = await this.#getFunction(FunctionName);
     if (!current) {
@@ -240,8 +254,7 @@ export class LambdaComponentHost implements ComponentHost {
             ...created,
           }),
         );
-        await this.#waitActive(FunctionName);
-        return "created";
+        return (await this.#waitActive(FunctionName, readyByMs)) ? "created" : "pending";
       } catch (error) {
         // Another deploy of the same source or workflow created it first: update that one instead.
         if (!hasErrorName(error, "ResourceConflictException")) throw error;
@@ -250,8 +263,10 @@ export class LambdaComponentHost implements ComponentHost {
       }
     }
     // A function still being created or updated refuses further updates until it is done.
-    if (current.State === "Pending") await this.#waitActive(FunctionName);
-    if (current.LastUpdateStatus === "InProgress") await this.#waitUpdated(FunctionName);
+    if (current.State === "Pending" && !(await this.#waitActive(FunctionName, readyByMs))) return "pending";
+    if (current.LastUpdateStatus === "InProgress" && !(await this.#waitUpdated(FunctionName, readyByMs))) {
+      return "pending";
+    }
     if (current.CodeSha256 !== Buffer.from(sha256, "hex").toString("base64")) {
       await this.#options.lambda.send(
         new UpdateFunctionCodeCommand({ FunctionName, ZipFile: zip, Architectures: ["arm64"] }),
@@ -435,16 +450,35 @@ export class LambdaComponentHost implements ComponentHost {
     }
   }
 
-  #waiter() {
-    return { client: this.#options.lambda, maxWaitTime: this.#options.waitSeconds ?? 20, minDelay: 1, maxDelay: 5 };
+  /**
+   * The waiters' settings: at most `waitSeconds`, and no later than `readyByMs` when given (a
+   * request that must answer by then; at least 2 s, as a waiter's longest wait must exceed its
+   * 1 s delay).
+   */
+  #waiter(readyByMs?: number) {
+    const most = this.#options.waitSeconds ?? 20;
+    const left = readyByMs === undefined ? most : Math.floor((readyByMs - this.#clock.nowMs()) / 1000);
+    return { client: this.#options.lambda, maxWaitTime: Math.max(2, Math.min(most, left)), minDelay: 1, maxDelay: 5 };
   }
 
-  async #waitActive(FunctionName: string): Promise<void> {
-    await waitUntilFunctionActiveV2(this.#waiter(), { FunctionName });
+  /** Waits until the function is active: true; false when `readyByMs` came first. */
+  async #waitActive(FunctionName: string, readyByMs?: number): Promise<boolean> {
+    return this.#waitFor(() => waitUntilFunctionActiveV2(this.#waiter(readyByMs), { FunctionName }), readyByMs);
   }
 
-  async #waitUpdated(FunctionName: string): Promise<void> {
-    await waitUntilFunctionUpdatedV2(this.#waiter(), { FunctionName });
+  async #waitUpdated(FunctionName: string, readyByMs?: number): Promise<boolean> {
+    return this.#waitFor(() => waitUntilFunctionUpdatedV2(this.#waiter(readyByMs), { FunctionName }), readyByMs);
+  }
+
+  async #waitFor(wait: () => Promise<unknown>, readyByMs: number | undefined): Promise<boolean> {
+    try {
+      await wait();
+      return true;
+    } catch (error) {
+      // Out of the caller's time, not the waiter's own: the function is made, a later prepare waits.
+      if (readyByMs !== undefined && hasErrorName(error, "TimeoutError")) return false;
+      throw error;
+    }
   }
 }
 

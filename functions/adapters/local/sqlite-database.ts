@@ -185,6 +185,11 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // Connected accounts and OAuth authorizations in progress (sqlite-app-account-schema.ts).
   ...APP_ACCOUNT_MIGRATIONS,
+  // A deploy's step left to the background, and why one failed there (sqlite-source-store.ts).
+  `
+  ALTER TABLE sources ADD COLUMN deploy_step TEXT;
+  ALTER TABLE sources ADD COLUMN deploy_error TEXT;
+  `,
 ];
 
 /**

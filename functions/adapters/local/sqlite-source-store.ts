@@ -1,4 +1,4 @@
-import type { SourceRecord, SourceState, TimerSpec } from "#core/component-model";
+import { isDeployStep, type SourceRecord, type SourceState, type TimerSpec } from "#core/component-model";
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeployClaim, SourceStore } from "#core/ports/source-store";
@@ -21,6 +21,8 @@ interface SourceRow {
   prop_definitions: string | null;
   workflow_id: string | null;
   deploying_since: number | null;
+  deploy_step: string | null;
+  deploy_error: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -58,6 +60,8 @@ function toSource(row: SourceRow): SourceRecord {
   if (row.prop_definitions !== null) source.propDefinitions = JSON.parse(row.prop_definitions);
   if (row.workflow_id !== null) source.workflowId = row.workflow_id;
   if (row.deploying_since !== null) source.deployingSince = row.deploying_since;
+  if (row.deploy_step !== null && isDeployStep(row.deploy_step)) source.deployStep = row.deploy_step;
+  if (row.deploy_error !== null) source.deployError = row.deploy_error;
   return source;
 }
 
@@ -75,6 +79,8 @@ const toRow = (source: SourceRecord) => ({
   propDefinitions: source.propDefinitions === undefined ? null : JSON.stringify(source.propDefinitions),
   workflowId: source.workflowId ?? null,
   deployingSince: source.deployingSince ?? null,
+  deployStep: source.deployStep ?? null,
+  deployError: source.deployError ?? null,
   createdAt: source.createdAt,
   updatedAt: source.updatedAt,
 });
@@ -118,13 +124,13 @@ export class SqliteSourceStore implements SourceStore {
     this.stateById = this.cache.map<SourceState>();
     this.statements = {
       insert: db.prepare(
-        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, workflow_id, deploying_since, created_at, updated_at)
-         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @workflowId, @deployingSince, @createdAt, @updatedAt)`,
+        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, workflow_id, deploying_since, deploy_step, deploy_error, created_at, updated_at)
+         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @workflowId, @deployingSince, @deployStep, @deployError, @createdAt, @updatedAt)`,
       ),
       update: db.prepare(
         `UPDATE sources SET user_id = @userId, workspace_id = @workspaceId, component_id = @componentId, name = @name,
            name_slug = @nameSlug, configured_props = @configuredProps, active = @active, endpoint_key = @endpointKey,
-           timer = @timer, prop_definitions = @propDefinitions, workflow_id = @workflowId, deploying_since = @deployingSince,
+           timer = @timer, prop_definitions = @propDefinitions, workflow_id = @workflowId, deploying_since = @deployingSince, deploy_step = @deployStep, deploy_error = @deployError,
            created_at = @createdAt, updated_at = @updatedAt
          WHERE id = @id`,
       ),

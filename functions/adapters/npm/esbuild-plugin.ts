@@ -23,6 +23,7 @@ import { isAbsolute, relative, resolve } from "node:path";
 import type { OnResolveArgs, OnResolveResult, Plugin, PluginBuild } from "esbuild";
 import { redactPaths } from "#core/redact-paths";
 import { type NpmSpecifier, npmInstallSpec, parseNpmSpecifier } from "./import-specifier.ts";
+import type { InstalledTreeStore } from "./installed-trees.ts";
 import { bundledNpmCli, type NpmRun } from "./npm-cli.ts";
 import { CACHE_ENTRY_PATH, cachedOrInstalled } from "./package-cache.ts";
 import { CHECKOUT_NODE_MODULES, shippedFolder } from "./shipped-packages.ts";
@@ -61,6 +62,12 @@ export interface NpmPackagesOptions {
    * @default unset: the user's home, npm cache and `~/.npmrc`, as the user's own npm uses them
    */
   readonly npmHome?: string;
+  /**
+   * A store of installed trees shared between processes (AWS: `S3InstalledTrees`): an install is
+   * fetched from it when the same resolved dependency set was installed before, and stored in it
+   * otherwise (`installed-trees.ts`). @default none: every process installs for itself
+   */
+  readonly installedTrees?: InstalledTreeStore;
 }
 
 const DEFAULT_INSTALL_TIMEOUT_MS = 120_000;
@@ -95,7 +102,7 @@ export function npmPackagesPlugin(options: NpmPackagesOptions): Plugin {
         let folder = shippedFolder(shippedDir, spec);
         if (folder === undefined) {
           try {
-            folder = await cachedOrInstalled(options.cacheDir, spec, npm);
+            folder = await cachedOrInstalled(options.cacheDir, spec, npm, options.installedTrees);
           } catch (error) {
             // npm names its cache and home folders in its errors: none of the client's business.
             const reason = redactPaths(error instanceof Error ? error.message : String(error), [

@@ -9,7 +9,7 @@
  */
 import { execFile } from "node:child_process";
 import { existsSync } from "node:fs";
-import { mkdir } from "node:fs/promises";
+import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { NPM_CLI_PACKAGE } from "#config/shared-names";
 import { CHECKOUT_NODE_MODULES } from "./shipped-packages.ts";
@@ -49,6 +49,32 @@ export async function runNpmInstall(prefix: string, installSpec: string, npm: Np
 }
 
 /**
+ * Resolves `installSpec` into `<prefix>/package.json` and `<prefix>/package-lock.json` from the
+ * registry's metadata, downloading no package (`--package-lock-only`); resolves with the lockfile.
+ */
+export async function runNpmLock(prefix: string, installSpec: string, npm: NpmRun): Promise<string> {
+  await runNpm(
+    "install",
+    ["--prefix", prefix, "--package-lock-only", "--no-audit", "--no-fund", "--ignore-scripts", "--omit=dev"],
+    installSpec,
+    prefix,
+    npm,
+  );
+  return readFile(join(prefix, "package-lock.json"), "utf8");
+}
+
+/** Installs exactly `<prefix>/package-lock.json` (`npm ci`), without scripts or dev dependencies. */
+export async function runNpmCi(prefix: string, npm: NpmRun): Promise<void> {
+  await runNpm(
+    "ci",
+    ["--prefix", prefix, "--no-audit", "--no-fund", "--ignore-scripts", "--omit=dev"],
+    undefined,
+    prefix,
+    npm,
+  );
+}
+
+/**
  * Downloads the tarball of `packageSpec` (`name` or `name@version`) into `destination`, without
  * installing it or running anything (`npm pack`); resolves with the tarball's path.
  */
@@ -67,11 +93,11 @@ export async function runNpmPack(packageSpec: string, destination: string, npm: 
   return join(destination, packed);
 }
 
-/** Runs `npm <command> ...options <spec>` in `cwd`; resolves with its stdout, rejects with npm's reason. */
+/** Runs `npm <command> ...options [spec]` in `cwd`; resolves with its stdout, rejects with npm's reason. */
 async function runNpm(
   command: string,
   options: readonly string[],
-  spec: string,
+  spec: string | undefined,
   cwd: string,
   npm: NpmRun,
 ): Promise<string> {
@@ -84,7 +110,7 @@ async function runNpm(
     ...options,
     "--no-update-notifier",
     ...(registry ? ["--registry", registry] : []),
-    spec,
+    ...(spec === undefined ? [] : [spec]),
   ];
   return new Promise<string>((resolve, reject) => {
     execFile(

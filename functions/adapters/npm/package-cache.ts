@@ -20,7 +20,8 @@ import { mkdir, rename, rm } from "node:fs/promises";
 import { join, sep } from "node:path";
 import { sha256Hex } from "#core/sha256";
 import { type NpmSpecifier, npmInstallSpec } from "./import-specifier.ts";
-import { type NpmRun, runNpmInstall } from "./npm-cli.ts";
+import { type InstalledTreeStore, packTree, resolvedTreeKey, THIS_PLATFORM, unpackTree } from "./installed-trees.ts";
+import { type NpmRun, runNpmCi, runNpmInstall, runNpmLock } from "./npm-cli.ts";
 
 /** The name of npm's own home inside a cache folder, when it is put there (dot-prefixed, as `.install-*`). */
 export const NPM_HOME_FOLDER = ".npm-home";
@@ -36,13 +37,22 @@ export function npmCacheFolder(cacheDir: string, name: string, range: string | u
 /** Installs in progress in this process, by cache folder: one `npm install` per spec at a time. */
 const installs = new Map<string, Promise<string>>();
 
-/** The cache folder holding `spec`, installed first when it is not there yet. */
-export async function cachedOrInstalled(cacheDir: string, spec: NpmSpecifier, npm: NpmRun): Promise<string> {
+/**
+ * The cache folder holding `spec`, installed first when it is not there yet. With `trees` (AWS),
+ * an install is fetched from that shared store when another environment installed the same
+ * resolved set (`installed-trees.ts`), and stored there once installed.
+ */
+export async function cachedOrInstalled(
+  cacheDir: string,
+  spec: NpmSpecifier,
+  npm: NpmRun,
+  trees?: InstalledTreeStore,
+): Promise<string> {
   const folder = npmCacheFolder(cacheDir, spec.name, spec.range);
   if (isInstalled(folder, spec.name)) return folder;
   let install = installs.get(folder);
   if (!install) {
-    install = installInto(cacheDir, folder, spec, npm).finally(() => installs.delete(folder));
+    install = installInto(cacheDir, folder, spec, npm, trees).finally(() => installs.delete(folder));
     installs.set(folder, install);
   }
   return install;
@@ -50,12 +60,19 @@ export async function cachedOrInstalled(cacheDir: string, spec: NpmSpecifier, np
 
 const isInstalled = (folder: string, name: string) => existsSync(join(folder, "node_modules", name, "package.json"));
 
-async function installInto(cacheDir: string, folder: string, spec: NpmSpecifier, npm: NpmRun): Promise<string> {
+async function installInto(
+  cacheDir: string,
+  folder: string,
+  spec: NpmSpecifier,
+  npm: NpmRun,
+  trees?: InstalledTreeStore,
+): Promise<string> {
   const hash = folder.slice(folder.lastIndexOf(sep) + 1);
   const temporary = join(cacheDir, `.install-${hash}-${process.pid}-${randomBytes(4).toString("hex")}`);
   await mkdir(temporary, { recursive: true });
   try {
-    await runNpmInstall(temporary, npmInstallSpec(spec.name, spec.range), npm);
+    if (trees) await fetchedOrInstalled(temporary, spec, npm, trees);
+    else await runNpmInstall(temporary, npmInstallSpec(spec.name, spec.range), npm);
     if (!isInstalled(temporary, spec.name)) throw new Error(`npm finished without installing ${spec.name}`);
     try {
       await rename(temporary, folder);
@@ -67,4 +84,33 @@ async function installInto(cacheDir: string, folder: string, spec: NpmSpecifier,
   } finally {
     await rm(temporary, { recursive: true, force: true });
   }
+}
+
+/**
+ * Fills `temporary` with the tree of `spec` through the shared store: resolved to a lockfile
+ * first, then fetched by its key, or installed from that lockfile and stored. The store is an
+ * optimisation: when it fails (unreachable, a tree it refuses) the install goes on without it.
+ */
+async function fetchedOrInstalled(
+  temporary: string,
+  spec: NpmSpecifier,
+  npm: NpmRun,
+  trees: InstalledTreeStore,
+): Promise<void> {
+  const key = resolvedTreeKey(await runNpmLock(temporary, npmInstallSpec(spec.name, spec.range), npm), THIS_PLATFORM);
+  const stored = await trees.get(key).catch(() => undefined);
+  if (stored) {
+    try {
+      await unpackTree(stored, temporary);
+      if (isInstalled(temporary, spec.name)) return;
+    } catch {
+      // A tree that cannot be unpacked is installed anew (and not stored over the one there).
+    }
+    await rm(join(temporary, "node_modules"), { recursive: true, force: true });
+    await runNpmCi(temporary, npm);
+    return;
+  }
+  await runNpmCi(temporary, npm);
+  if (!isInstalled(temporary, spec.name)) return;
+  await trees.put(key, await packTree(temporary)).catch(() => {});
 }

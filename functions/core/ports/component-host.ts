@@ -53,6 +53,12 @@ export interface InvokeHandlers {
  * (sandboxed child processes, local mode) and `LambdaComponentHost` (one Lambda function per
  * source on AWS).
  */
+/** Options of {@link ComponentHost.prepare}. */
+export interface PrepareOptions {
+  /** Epoch ms after which `prepare` stops waiting for its code to become ready. */
+  readonly readyByMs?: number;
+}
+
 export interface ComponentHost {
   /**
    * Evaluates a module in the sandbox and returns its metadata.
@@ -61,10 +67,13 @@ export interface ComponentHost {
   describe(code: string): Promise<ComponentDescription>;
   /**
    * Builds what `invoke` runs for a source (bundle with its npm packages; on AWS, creates or updates
-   * its function). Idempotent.
+   * its function). Idempotent. With `readyByMs`, a host whose code becomes ready some time after it
+   * was made (a Lambda function's `Pending` state) stops waiting then and resolves `"pending"`: it
+   * is made, and a later `prepare` waits for it.
    * @throws DomainError `validation` naming a package that cannot be installed.
    */
-  prepare(source: SourceCode): Promise<void>;
+  // biome-ignore lint/suspicious/noConfusingVoidType: a host whose code is ready at once resolves nothing.
+  prepare(source: SourceCode, options?: PrepareOptions): Promise<void | "pending">;
   /**
    * Runs one invocation. Never throws for what the component did (errors, timeouts, crashes are in
    * `result.error`); throws only when the host itself fails.

@@ -10,6 +10,7 @@ import type { DataStoreStore } from "./data-store-store.ts";
 import type { DeadLetterStore } from "./dead-letter-store.ts";
 import type { DelayedEmitStore } from "./delayed-emits.ts";
 import type { DeliveryQueue } from "./delivery-queue.ts";
+import type { DeployFinisher } from "./deploy-finisher.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { EventPurger } from "./event-purger.ts";
 import type { EventStore } from "./event-store.ts";
@@ -82,6 +83,8 @@ export interface Deps {
   bus: EventBus;
   /** Reclaims the space of deleted events in the background. */
   purger: EventPurger;
+  /** Finishes deploys a request could not fit in its time (AWS); absent: every deploy finishes in its request. */
+  deployFinisher?: DeployFinisher;
   /** Delayed emits waiting for their `delivery_ts`; absent (AWS): they are emitted at once. */
   delayedEmits?: DelayedEmitStore;
   /** Webhooks, subscriptions and auto subscriptions. */

@@ -191,6 +191,25 @@ describe("LambdaComponentHost.prepare", () => {
     expect(order.slice(0, 3)).toEqual(["GetFunctionCommand", "GetFunctionCommand", "UpdateFunctionCodeCommand"]);
   });
 
+  it("stops waiting for a new function at the caller's deadline and says it is pending", async () => {
+    lambdaMock
+      .on(GetFunctionCommand)
+      .rejectsOnce(notFound())
+      .resolves({ Configuration: { ...settled, State: "Pending", FunctionName: NAME } });
+    lambdaMock.on(CreateFunctionCommand).resolves({});
+    // A deadline already passed: the waiters' least, two seconds.
+    expect(await host().prepare(SOURCE, { readyByMs: 0 })).toBe("pending");
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(1);
+    // Later (the deploy finisher, no deadline), the same prepare finds it, waits, and is done.
+    lambdaMock.reset();
+    lambdaMock
+      .on(GetFunctionCommand)
+      .resolvesOnce({ Configuration: { ...settled, State: "Pending", CodeSha256: ZIP_SHA_BASE64 } })
+      .resolves({ Configuration: { ...settled, CodeSha256: ZIP_SHA_BASE64 } });
+    expect(await host().prepare(SOURCE)).toBeUndefined();
+    expect(lambdaMock.commandCalls(CreateFunctionCommand)).toHaveLength(0);
+  });
+
   it("does nothing for an up-to-date function", async () => {
     lambdaMock.on(GetFunctionCommand).resolves({ Configuration: { ...settled, CodeSha256: ZIP_SHA_BASE64 } });
     await host().prepare(SOURCE);

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger, type Logger } from "#core/ports/logger";
+import { ANSWER_MARGIN_MS, API_GATEWAY_LIMIT_MS } from "#http/answer-deadline";
 import { route as connectConfigure } from "#http/connect-configure-component-prop";
 import { route as createComponent } from "#http/create-component";
 import { route as createSource } from "#http/create-source";
@@ -329,5 +330,35 @@ describe("the request line of a route's Lambda (logRequests)", () => {
     const deps = memoryDeps();
     const { requests } = await logged(deps, eventFor({ authorization: "Bearer wrong-key-0123456789" }), false);
     expect(requests).toEqual([]);
+  });
+});
+
+describe("the deadline a route must answer by", () => {
+  /** A public route that answers the deadline it was given. */
+  const deadline = defineRoute({
+    name: "deadline",
+    method: "GET",
+    path: "/v1/deadline",
+    summary: "test",
+    auth: false,
+    access: {},
+    response: z.unknown(),
+    run: async (_deps, { answerByMs }) => ({ data: { answerByMs: answerByMs ?? null } }),
+  });
+
+  it("is the sooner of the function's end and API Gateway's, from Lambda's context and the event", async () => {
+    const deps = memoryDeps();
+    const now = deps.clock.nowMs();
+    const handler = createHttpHandler(deadline, async () => deps);
+    // API Gateway received the request 10 s ago (a cold start): its 29 s end first.
+    // The recorded event's query filters fields: none here.
+    const event = eventFor({ queryStringParameters: {}, rawQueryString: "" });
+    event.requestContext = { ...event.requestContext, timeEpoch: now - 10_000 };
+    const context = { awsRequestId: "ctx-id", getRemainingTimeInMillis: () => 29_000 };
+    const result = await handler(event, context as never);
+    expect(json(result).data).toEqual({ answerByMs: now - 10_000 + API_GATEWAY_LIMIT_MS - ANSWER_MARGIN_MS });
+    // Without Lambda's context (local mode), none.
+    const local = eventFor({ queryStringParameters: {}, rawQueryString: "" });
+    expect(json(await invoke(deadline, deps, local)).data).toEqual({ answerByMs: null });
   });
 });

@@ -6,7 +6,9 @@ import { bundledNpmCli } from "#adapters/npm/npm-cli";
 import { NPM_HOME_FOLDER } from "#adapters/npm/package-cache";
 import { type AwsPart, lazy } from "../composition.ts";
 import { LambdaComponentHost } from "../lambda-component-host.ts";
-import { componentBundler, loadEsbuild } from "../source-bundle.ts";
+import { LambdaDeployFinisher } from "../lambda-deploy-finisher.ts";
+import { loadLambdaEsbuild } from "../native-esbuild.ts";
+import { componentBundler } from "../source-bundle.ts";
 
 /**
  * The component host (Lambda): functions that run sources, and, deployed with the settings to
@@ -16,7 +18,21 @@ export const part: AwsPart = {
   name: "host",
   build({ compute, log, taskRoot, client }) {
     const npmCache = join(tmpdir(), "sluice-npm");
+    const finisher = compute.deployFinisherFunction;
     return {
+      // Deploying routes hand what their time cannot hold to the deploy finisher.
+      ...(finisher
+        ? {
+            deployFinisher: lazy(
+              "the deploy finisher",
+              () =>
+                new LambdaDeployFinisher({
+                  lambda: client("lambda", () => new LambdaClient({})),
+                  functionName: finisher,
+                }),
+            ),
+          }
+        : {}),
       host: lazy(
         "the component host",
         () =>
@@ -39,7 +55,11 @@ export const part: AwsPart = {
                         }
                       : {}),
                     bundle: componentBundler({
-                      esbuild: () => loadEsbuild("wasm"),
+                      // The native binary shipped for the function's architecture, else esbuild-wasm.
+                      esbuild: () =>
+                        loadLambdaEsbuild(join(taskRoot, "node_modules"), log, {
+                          scratchDir: join(tmpdir(), "sluice-esbuild"),
+                        }),
                       plugins: [
                         npmPackagesPlugin({
                           shippedPackagesDir: join(taskRoot, "node_modules"),
