@@ -62,6 +62,7 @@ export interface ApiRouteFunctionProps {
    * may read accounts and apps). @default - none: such a route fails when it reads an app
    */
   readonly apps?: BundledTree;
+  /**
    * Where esbuild's native binary for Lambda was fetched (`scripts/fetch-lambda-esbuild.mjs`), for
    * routes with `access.compute`. @default LAMBDA_PACKAGES_DIR (`.lambda-packages/`)
    */
