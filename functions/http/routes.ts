@@ -1,5 +1,6 @@
 import { route as clearDataStore } from "./clear-data-store.ts";
 import { route as configureComponentProp } from "./configure-component-prop.ts";
+import { route as connectAccount } from "./connect-account.ts";
 import { route as connectConfigureComponentProp } from "./connect-configure-component-prop.ts";
 import { route as connectReloadComponentProps } from "./connect-reload-component-props.ts";
 import { route as createAutoSubscription } from "./create-auto-subscription.ts";
@@ -14,6 +15,7 @@ import { route as deleteSourceEvents } from "./delete-source-events.ts";
 import { route as deleteSubscription } from "./delete-subscription.ts";
 import { route as deleteWebhook } from "./delete-webhook.ts";
 import { route as deleteWorkflow } from "./delete-workflow.ts";
+import { route as finishAccountConnect } from "./finish-account-connect.ts";
 import { route as getComponent } from "./get-component.ts";
 import { route as getMe } from "./get-me.ts";
 import { route as getOpenApi } from "./get-openapi.ts";
@@ -43,6 +45,7 @@ import { route as replayDeadLetters } from "./replay-dead-letters.ts";
 import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 import type { AnyRoute } from "./route.ts";
 import { route as serveDataStoreCall } from "./serve-data-store-call.ts";
+import { route as testAccount } from "./test-account.ts";
 import { route as updateSource } from "./update-source.ts";
 import { route as updateWorkflow } from "./update-workflow.ts";
 
@@ -97,4 +100,7 @@ export const routes: readonly AnyRoute[] = [
   clearDataStore,
   deleteDataStore,
   serveDataStoreCall,
+  connectAccount,
+  finishAccountConnect,
+  testAccount,
 ];

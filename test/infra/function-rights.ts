@@ -110,6 +110,9 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   // Invokes the event purger; cancels the delayed emits of the `$in` events it deletes.
   writes("delete-source-events", ["lambda:InvokeFunction", "scheduler:DeleteSchedule"]),
   ...["create-webhook", "rotate-webhook-secret"].map((name) => writes(name, SEALS)),
+  // Connected accounts: seal PKCE verifiers and credentials, open them to refresh and test. The
+  // callback and the test also call the provider over the internet (no AWS right needed).
+  ...["connect-account", "finish-account-connect", "test-account"].map((name) => writes(name, SEALS)),
   // Public (the grant is the key): opens grants, seals nothing.
   writes("serve-data-store-call", ["kms:Decrypt"]),
   ...[

@@ -8,6 +8,7 @@
  */
 import { join } from "node:path";
 import { streamLogger } from "#adapters/log-output";
+import { NodeHttpProviderClient } from "#adapters/node-http-provider-client";
 import { registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { type AwsComputeConfig, loadAwsComputeConfig } from "#config/aws-compute-env";
@@ -198,6 +199,8 @@ export function buildAwsDeps(parts: readonly AwsPart[], env: Record<string, stri
     // Deployed, Sluice never fetches from private, loopback or metadata addresses for a user.
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
     apps: staticAppCatalog([]),
+    // Token endpoints and test requests: no private address either, and no SDK client to bundle.
+    providers: new NodeHttpProviderClient({ allowPrivateAddresses: false }),
     // The operator's registry directory (`-c registryDir`) comes first; a bundle without one
     // has no such folder, which serves nothing.
     registry: registryFiles(join(taskRoot, "registry"), join(taskRoot, REGISTRY_DIR_ASSET)),
