@@ -85,14 +85,24 @@ async function refresh(deps: CredentialDeps, id: string, freshForMs: number): Pr
   }
   const outcome = await requestTokens(deps, app.oauth, { grant_type: "refresh_token", refresh_token: refreshToken });
   if ("granted" in outcome) return store(deps, account, app, credentials, outcome.granted);
-  if (outcome.refused) return refused(deps, account, `the provider refused to refresh its token: ${outcome.reason}`);
+  if (outcome.refused) {
+    return refused(deps, account, `the provider refused to refresh its token: ${outcome.reason}`);
+  }
   deps.log.warn("an account's token could not be refreshed", { account_id: id, reason: outcome.reason });
   // A provider down for a moment: the token in hand serves while it has not expired.
   if ((account.expiresAt ?? 0) > deps.clock.nowMs()) return account;
   throw new DomainError("unavailable", `account ${id}: its access token expired and ${outcome.reason}`);
 }
 
-/** Writes the refreshed tokens (and the test request's verdict); the loser of a race uses the winner's. */
+/** How many times refreshed tokens are written again over a record another writer changed meanwhile. */
+const WRITE_ATTEMPTS = 3;
+
+/**
+ * Writes the refreshed tokens (and the test request's verdict). When another writer changed the
+ * account meanwhile: its record is used when it holds a fresh token (another refresh won);
+ * otherwise (a rename, or a racing process whose refresh the provider refused and which marked it
+ * unhealthy) these tokens, the newest the provider gave, are written over it.
+ */
 async function store(
   deps: CredentialDeps,
   account: AppAccountRecord,
@@ -104,26 +114,54 @@ async function store(
   const renewed: AccountCredentials = { ...credentials, oauth_access_token: tokens.accessToken };
   // A provider that rotates refresh tokens sends a new one; one that does not keeps the old valid.
   if (tokens.refreshToken !== undefined) renewed.oauth_refresh_token = tokens.refreshToken;
+  const sealed = await sealCredentials(deps, renewed);
   const health = await runTestRequest(deps, app, renewed);
-  const { expiresAt: _expired, lastError: _error, ...rest } = account;
-  const next: AppAccountRecord = {
-    ...rest,
-    sealedCredentials: await sealCredentials(deps, renewed),
-    healthy: health.healthy,
-    updatedAt: now,
-    version: account.version + 1,
-  };
-  if (tokens.expiresIn !== undefined) next.expiresAt = now + tokens.expiresIn * 1000;
-  if (health.lastError !== undefined) next.lastError = health.lastError;
-  if (await deps.appAccounts.update(next, account.version)) return next;
-  // Another process refreshed (or changed) it first: its record is the one to use.
-  const winner = await deps.appAccounts.get(account.id);
-  if (winner === undefined) throw notFound("account");
-  return winner;
+  let base = account;
+  for (let attempt = 1; ; attempt++) {
+    const { expiresAt: _expired, lastError: _error, ...rest } = base;
+    const next: AppAccountRecord = {
+      ...rest,
+      sealedCredentials: sealed,
+      healthy: health.healthy,
+      updatedAt: now,
+      version: base.version + 1,
+    };
+    if (tokens.expiresIn !== undefined) next.expiresAt = now + tokens.expiresIn * 1000;
+    if (health.lastError !== undefined) next.lastError = health.lastError;
+    if (await deps.appAccounts.update(next, base.version)) return next;
+    const latest = await deps.appAccounts.get(account.id);
+    if (latest === undefined) throw notFound("account");
+    if (renewedSince(account, latest) || attempt >= WRITE_ATTEMPTS) return latest;
+    base = latest;
+  }
 }
 
-/** Marks the account unhealthy with `reason` and fails the use with it. */
-async function refused(deps: CredentialDeps, account: AppAccountRecord, reason: string): Promise<never> {
+/**
+ * Whether `latest` holds credentials renewed since `account` was read. A rename, or a refusal
+ * marked by a racing process, leaves them as they were (the same sealed text).
+ */
+function renewedSince(account: AppAccountRecord, latest: AppAccountRecord): boolean {
+  return latest.version > account.version && latest.sealedCredentials !== account.sealedCredentials;
+}
+
+/** The account as stored now when another process refreshed it since `account` was read. */
+async function refreshedMeanwhile(
+  deps: CredentialDeps,
+  account: AppAccountRecord,
+): Promise<AppAccountRecord | undefined> {
+  const latest = await deps.appAccounts.get(account.id);
+  return latest !== undefined && renewedSince(account, latest) ? latest : undefined;
+}
+
+/**
+ * Marks the account unhealthy with `reason` and fails the use with it, unless another process
+ * refreshed it meanwhile (then its record is the answer). Should this mark land before the
+ * winner's tokens do, the winner writes them over it ({@link store}).
+ */
+async function refused(deps: CredentialDeps, account: AppAccountRecord, reason: string): Promise<AppAccountRecord> {
+  // A provider that rotates refresh tokens refuses the one a racing process just used.
+  const meanwhile = await refreshedMeanwhile(deps, account);
+  if (meanwhile !== undefined) return meanwhile;
   const next: AppAccountRecord = {
     ...account,
     healthy: false,
@@ -131,8 +169,10 @@ async function refused(deps: CredentialDeps, account: AppAccountRecord, reason: 
     updatedAt: deps.clock.nowMs(),
     version: account.version + 1,
   };
-  // Lost to another writer: its record stands (it may hold a good token); this use fails all the same.
-  await deps.appAccounts.update(next, account.version);
+  if (!(await deps.appAccounts.update(next, account.version))) {
+    const latest = await refreshedMeanwhile(deps, account);
+    if (latest !== undefined) return latest;
+  }
   deps.log.warn("an account's token refresh was refused", { account_id: account.id, reason });
   throw new DomainError(
     "unprocessable",

@@ -10,7 +10,8 @@ import type { AddressInfo } from "node:net";
  *   with `denyNext()` it redirects with `error=access_denied` instead.
  * - `POST /token` (form-encoded, client id and secret in the form): `authorization_code` (the code
  *   once only, the same redirect URI, and the verifier whose S256 is the challenge) and
- *   `refresh_token` (refused with 400 `invalid_grant` while `refuseRefreshes` is set). Access
+ *   `refresh_token` (refused with 400 `invalid_grant` while `refuseRefreshes` is set, or for a
+ *   token already used while `singleUseRefreshTokens` is). Access
  *   tokens live `tokenLifetimeSeconds`; each grant answers a new refresh token too.
  * - `GET /userinfo` with `Authorization: Bearer <access token>`: `{id, login}` for a token it
  *   issued and did not revoke, 401 otherwise (the apps' health check).
@@ -30,6 +31,8 @@ export interface StandInOAuthProvider {
   refuseRefreshes: boolean;
   /** Answer token requests after this many milliseconds (to let concurrent callers overlap). */
   tokenDelayMs: number;
+  /** A refresh token is good for one refresh (rotation with reuse detection, as many providers do). */
+  singleUseRefreshTokens: boolean;
   /** The next authorize redirects with `error=access_denied`. */
   denyNext(): void;
   /** The access tokens issued so far, oldest first. */
@@ -116,10 +119,12 @@ export async function startStandInOAuthProvider(): Promise<StandInOAuthProvider>
       return;
     }
     if (grantType === "refresh_token") {
-      if (provider.refuseRefreshes || !refreshTokens.has(form.get("refresh_token") ?? "")) {
+      const used = form.get("refresh_token") ?? "";
+      if (provider.refuseRefreshes || !refreshTokens.has(used)) {
         answerJson(response, 400, { error: "invalid_grant", error_description: "the grant was revoked" });
         return;
       }
+      if (provider.singleUseRefreshTokens) refreshTokens.delete(used);
       issue(response);
       return;
     }
@@ -173,6 +178,7 @@ export async function startStandInOAuthProvider(): Promise<StandInOAuthProvider>
     tokenLifetimeSeconds: 3600,
     refuseRefreshes: false,
     tokenDelayMs: 0,
+    singleUseRefreshTokens: false,
     accessTokens,
     denyNext: () => {
       deny = true;

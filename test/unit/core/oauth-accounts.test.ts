@@ -56,6 +56,7 @@ describe("connecting an OAuth app", () => {
     provider.refuseRefreshes = false;
     provider.tokenLifetimeSeconds = 3600;
     provider.tokenDelayMs = 0;
+    provider.singleUseRefreshTokens = false;
     setup = depsWithApps();
     const account = await accountIn(setup.deps, "ada");
     caller = { userId: account.user.id };
@@ -191,6 +192,32 @@ describe("connecting an OAuth app", () => {
       expect((await openCredentials(setup.deps, stored.sealedCredentials)).oauth_access_token).toBe(
         mine.oauth_access_token,
       );
+    });
+
+    it("lets the loser use the winner's token when the provider refuses it the refresh token the winner used", async () => {
+      provider.tokenLifetimeSeconds = 30;
+      provider.tokenDelayMs = 50;
+      provider.singleUseRefreshTokens = true;
+      const { page } = await connect();
+      const other = { ...setup.deps, appAccounts: new SqliteAppAccountStore(setup.deps.sqlite) };
+      const account = (await setup.deps.appAccounts.get(page.accountId ?? "")) as AppAccountRecord;
+      const issued = provider.accessTokens.length;
+      const uses = await Promise.allSettled([
+        currentCredentials(setup.deps, account, 60_000),
+        currentCredentials(other, account, 60_000),
+      ]);
+      // The provider granted one of the two refreshes: its token is stored, and the account healthy.
+      expect(provider.accessTokens).toHaveLength(issued + 1);
+      const granted = provider.accessTokens.at(-1);
+      const stored = (await setup.deps.appAccounts.get(account.id)) as AppAccountRecord;
+      expect(stored.healthy).toBe(true);
+      expect((await openCredentials(setup.deps, stored.sealedCredentials)).oauth_access_token).toBe(granted);
+      // The winner's use has it; the loser's has it too unless its refusal came before the winner's write.
+      const got = uses.flatMap((use) => (use.status === "fulfilled" ? [use.value.oauth_access_token] : []));
+      expect(got.length).toBeGreaterThan(0);
+      expect(new Set(got)).toEqual(new Set([granted]));
+      for (const use of uses)
+        if (use.status === "rejected") expect(use.reason).toMatchObject({ code: "unprocessable" });
     });
 
     it("marks the account unhealthy and fails the use clearly when the provider refuses, never naming a token", async () => {
