@@ -3,10 +3,9 @@ import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { PassThrough } from "node:stream";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { Io } from "../../../bin/cli/command.ts";
 import { accounts } from "../../../bin/cli/commands/accounts.ts";
+import { recordingIo } from "../../support/cli-io.ts";
 
 /*
  * `sluice accounts connect` against a stand-in Sluice API: it asks for the authorization URL,
@@ -16,26 +15,6 @@ import { accounts } from "../../../bin/cli/commands/accounts.ts";
  */
 
 const KEY = "sluice_cli-accounts-key-0123456789";
-
-function recordedIo(env: Record<string, string>): { io: Io; written: { out: string; err: string } } {
-  const written = { out: "", err: "" };
-  const recorder = (key: "out" | "err") => {
-    const stream = new PassThrough();
-    stream.on("data", (chunk: Buffer) => {
-      written[key] += chunk.toString();
-    });
-    return stream;
-  };
-  const io: Io = {
-    out: recorder("out"),
-    err: recorder("err"),
-    stdin: new PassThrough(),
-    env,
-    home: mkdtempSync(join(tmpdir(), "sluice-accounts-home-")),
-    signal: new AbortController().signal,
-  };
-  return { io, written };
-}
 
 describe("sluice accounts connect", () => {
   let server: Server;
@@ -92,7 +71,7 @@ describe("sluice accounts connect", () => {
   afterAll(() => new Promise((resolve) => server.close(resolve)));
 
   it("prints the URL, opens it with $BROWSER and prints the account the visit made", async () => {
-    const { io, written } = recordedIo({ SLUICE_URL: url, SLUICE_API_KEY: KEY, BROWSER: browser });
+    const { io, written } = recordingIo({ SLUICE_URL: url, SLUICE_API_KEY: KEY, BROWSER: browser });
     await accounts.run({ name: "Mine" }, ["connect", "standin"], io);
     expect(connects).toEqual([{ app: "standin", name: "Mine" }]);
     expect(written.out).toBe(
@@ -101,7 +80,7 @@ describe("sluice accounts connect", () => {
   });
 
   it("never fails for want of a browser, and gives up after --wait with a clear message", async () => {
-    const { io, written } = recordedIo({ SLUICE_URL: url, SLUICE_API_KEY: KEY, BROWSER: "/nonexistent/browser" });
+    const { io, written } = recordingIo({ SLUICE_URL: url, SLUICE_API_KEY: KEY, BROWSER: "/nonexistent/browser" });
     await expect(accounts.run({ wait: "1" }, ["connect", "standin"], io)).rejects.toThrow(
       /no account of standin appeared within 1 s: the authorization was not completed/,
     );
@@ -109,7 +88,7 @@ describe("sluice accounts connect", () => {
   });
 
   it("refuses an unknown action and a bad --wait", async () => {
-    const { io } = recordedIo({ SLUICE_URL: url, SLUICE_API_KEY: KEY });
+    const { io } = recordingIo({ SLUICE_URL: url, SLUICE_API_KEY: KEY });
     await expect(accounts.run({}, ["list", "standin"], io)).rejects.toThrow(/unknown action "list"/);
     await expect(accounts.run({ wait: "soon" }, ["connect", "standin"], io)).rejects.toThrow(/--wait/);
   });
