@@ -83,9 +83,14 @@ function parseAnswer(body: string): Record<string, Json> | undefined {
   }
 }
 
+/** Longest `expires_in` taken as given: past it, a token is as good as one that never expires. */
+const MAX_EXPIRES_IN_SECONDS = 10 * 365 * 86_400;
+
+/** Whole seconds, at most ten years: a hostile answer's `1e300` or `0.5` stays a sane epoch. */
 function expiresInOf(value: Json | undefined): number | undefined {
   const seconds = typeof value === "string" ? Number(value) : value;
-  return typeof seconds === "number" && Number.isFinite(seconds) && seconds > 0 ? seconds : undefined;
+  if (typeof seconds !== "number" || !Number.isFinite(seconds) || seconds < 1) return undefined;
+  return Math.min(Math.floor(seconds), MAX_EXPIRES_IN_SECONDS);
 }
 
 /**

@@ -109,6 +109,19 @@ describe("connecting an OAuth app", () => {
     });
   });
 
+  it("keeps a hostile expires_in to a whole number of seconds of at most ten years", async () => {
+    provider.tokenLifetimeSeconds = 1e300;
+    const huge = await connect();
+    expect((await setup.deps.appAccounts.get(huge.page.accountId ?? ""))?.expiresAt).toBe(
+      setup.clock.nowMs() + 10 * 365 * 86_400_000,
+    );
+    provider.tokenLifetimeSeconds = 90.7;
+    const fractional = await connect();
+    expect((await setup.deps.appAccounts.get(fractional.page.accountId ?? ""))?.expiresAt).toBe(
+      setup.clock.nowMs() + 90_000,
+    );
+  });
+
   it("answers a 4xx page and creates nothing for a reused, unknown or expired state, or a refusal", async () => {
     const started = await startConnect(setup.deps, caller, { app: "standin" });
     const redirect = await approve(started.authorize_url);
