@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { parseCommandArgs } from "./args.ts";
 import type { Command, Io } from "./command.ts";
+import { accounts } from "./commands/accounts.ts";
 import { remove } from "./commands/delete.ts";
 import { deploy, update } from "./commands/deploy.ts";
 import { dev } from "./commands/dev.ts";
@@ -21,6 +22,7 @@ export const COMMANDS: readonly Command[] = [
   dev,
   list,
   records,
+  accounts,
   events,
   logs,
   remove,

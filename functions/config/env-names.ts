@@ -106,4 +106,6 @@ export const ENV = {
   cliUrl: "SLUICE_URL",
   /** The `sluice` CLI: its profile file is `<this>/sluice/config.json` (default `~/.config`, the XDG rule). */
   xdgConfigHome: "XDG_CONFIG_HOME",
+  /** The `sluice` CLI: the command `sluice accounts connect` opens the provider's URL with (default: the platform's opener). */
+  browser: "BROWSER",
 } as const;

@@ -16,7 +16,7 @@
 import type { AppAccountRecord } from "#core/ports/app-account-store";
 import type { Deps } from "#core/ports/deps";
 import type { ErrorRecord, Json, PropDescription } from "#runtime/protocol";
-import { currentCredentials } from "./account-credentials.ts";
+import { type CredentialDeps, currentCredentials } from "./account-credentials.ts";
 import { clipText } from "./clip-text.ts";
 import { DomainError, type FieldIssue } from "./errors.ts";
 import { redactPaths } from "./redact-paths.ts";
@@ -152,7 +152,7 @@ export interface BoundAccounts {
  * @param where how the error names the prop's owner: `the prop "github"` or `the step "b"'s prop "github"`.
  */
 export async function bindAccounts(
-  deps: Pick<Deps, "appAccounts" | "secrets" | "clock">,
+  deps: CredentialDeps,
   workspaceId: string,
   defs: readonly PropDescription[],
   props: Record<string, Json>,

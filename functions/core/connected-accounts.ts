@@ -17,9 +17,11 @@ export interface NewConnectedAccount {
   credentials: AccountCredentials;
   /** OAuth: epoch ms when the access token expires. */
   expiresAt?: number | undefined;
+  /** What a test request run before creating found (the OAuth callback runs one). @default healthy */
+  health?: { healthy: boolean; lastError?: string | undefined } | undefined;
 }
 
-/** Seals the credentials and stores a new, healthy account (version 1). */
+/** Seals the credentials and stores a new account (version 1), healthy unless `health` says otherwise. */
 export async function createConnectedAccount(
   deps: Pick<Deps, "appAccounts" | "secrets" | "clock" | "ids">,
   input: NewConnectedAccount,
@@ -32,12 +34,14 @@ export async function createConnectedAccount(
     app: input.app.nameSlug,
     name: input.name ?? input.app.name,
     sealedCredentials: await sealCredentials(deps, input.credentials),
-    healthy: true,
+    healthy: input.health?.healthy ?? true,
     createdAt: now,
     updatedAt: now,
     version: 1,
   };
   if (input.expiresAt !== undefined) record.expiresAt = input.expiresAt;
+  if (input.health?.healthy === false && input.health.lastError !== undefined)
+    record.lastError = input.health.lastError;
   await deps.appAccounts.create(record);
   return record;
 }

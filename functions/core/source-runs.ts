@@ -68,6 +68,8 @@ export type RunDeps = Pick<
   | "dataStores"
   | "delayedEmits"
   | "appAccounts"
+  | "apps"
+  | "providers"
 >;
 
 /** Console lines kept per run on `$logs`; more are summarised in one last line. */

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { ID_PREFIXES } from "#core/ids";
 import { decodeCursor, PAGE_LIMIT_DEFAULT, pageParamsSchema } from "#core/pagination";
 import { idParam } from "./schemas.ts";

@@ -169,7 +169,10 @@ export function buildOpenApiDocument(serverUrl = "/") {
         body: route.body ? { content: json(route.body) } : undefined,
       },
       responses: {
-        [route.successStatus ?? 200]: { description: "Success", content: json(route.response) },
+        [route.successStatus ?? 200]: {
+          description: "Success",
+          content: route.answers === "html" ? { "text/html": { schema: route.response } } : json(route.response),
+        },
         ...errorResponses(route),
       },
     });

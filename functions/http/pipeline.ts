@@ -11,8 +11,8 @@ import { answerDeadline } from "./answer-deadline.ts";
 import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
 import { MAX_JSON_BODY_BYTES } from "./limits.ts";
 import { logRequest } from "./request-log.ts";
-import { errorResult, type HttpResult, jsonResult } from "./responses.ts";
-import type { AnyRoute } from "./route.ts";
+import { errorResult, type HttpResult, htmlResult, jsonResult } from "./responses.ts";
+import type { AnyRoute, HtmlPage } from "./route.ts";
 
 export type HttpEvent = APIGatewayProxyEventV2;
 
@@ -189,6 +189,10 @@ export function createHttpHandler(route: AnyRoute, provide: DepsProvider, option
       idempotencyKey: header(event, "idempotency-key"),
       answerByMs,
     });
+    if (route.answers === "html") {
+      const page = body as HtmlPage;
+      return htmlResult(page.status, page.title, page.message);
+    }
     return jsonResult(route.successStatus ?? 200, applyFieldFilter(body, state.filter));
   };
   return middy<HttpEvent, HttpResult, Error, HttpContext>()

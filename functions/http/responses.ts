@@ -22,6 +22,35 @@ export function jsonResult(statusCode: number, body: unknown, headers: Record<st
   return { statusCode, headers: { ...JSON_HEADERS, ...headers }, body: JSON.stringify(body) };
 }
 
+const HTML_ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
+
+/** `text` safe in HTML text and attribute values. */
+export const escapeHtml = (text: string) => text.replace(/[&<>"']/g, (character) => HTML_ESCAPES[character] ?? "");
+
+/**
+ * A small HTML page of a title and a message (plain text, escaped), for a browser: no script,
+ * nothing loaded from elsewhere (CSP), no referrer (the page's URL may carry a one-time code),
+ * never cached.
+ */
+export function htmlResult(statusCode: number, title: string, message: string): HttpResult {
+  const body = `<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>${escapeHtml(title)} - Sluice</title>
+<style>body{font:16px/1.5 system-ui,sans-serif;max-width:40em;margin:4em auto;padding:0 1em}</style></head>
+<body><h1>${escapeHtml(title)}</h1><p>${escapeHtml(message)}</p></body></html>
+`;
+  return {
+    statusCode,
+    headers: {
+      "content-type": "text/html; charset=utf-8",
+      "content-security-policy": "default-src 'none'; style-src 'unsafe-inline'",
+      "x-content-type-options": "nosniff",
+      "referrer-policy": "no-referrer",
+      "cache-control": "no-store",
+    },
+    body,
+  };
+}
+
 /**
  * Longest message of an error answer. Messages can quote the input (a component's code that
  * does not build names the offending identifier, which may be a megabyte long); past this they

@@ -77,6 +77,12 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
   response: z.ZodType;
   /** @default 200 */
   successStatus?: number;
+  /**
+   * `html`: the route answers a browser, not a client: `run` returns an {@link HtmlPage} whose
+   * status and text are answered as an escaped HTML page (the OAuth callback). Errors the
+   * pipeline itself raises stay JSON. @default "json"
+   */
+  answers?: "json" | "html";
   run(deps: Deps, input: RouteInput<P, Q, B>): Promise<unknown>;
 }
 
@@ -86,3 +92,10 @@ export function defineRoute<P = undefined, Q = undefined, B = undefined>(route: 
 }
 
 export type AnyRoute = RouteDefinition<any, any, any>;
+
+/** What an `answers: "html"` route's `run` returns: plain text, escaped when rendered. */
+export interface HtmlPage {
+  status: number;
+  title: string;
+  message: string;
+}

@@ -1,5 +1,6 @@
 import { route as clearDataStore } from "./clear-data-store.ts";
 import { route as configureComponentProp } from "./configure-component-prop.ts";
+import { route as connectAccount } from "./connect-account.ts";
 import { route as connectConfigureComponentProp } from "./connect-configure-component-prop.ts";
 import { route as connectReloadComponentProps } from "./connect-reload-component-props.ts";
 import { route as createAccount } from "./create-account.ts";
@@ -16,6 +17,7 @@ import { route as deleteSourceEvents } from "./delete-source-events.ts";
 import { route as deleteSubscription } from "./delete-subscription.ts";
 import { route as deleteWebhook } from "./delete-webhook.ts";
 import { route as deleteWorkflow } from "./delete-workflow.ts";
+import { route as finishAccountConnect } from "./finish-account-connect.ts";
 import { route as getAccount } from "./get-account.ts";
 import { route as getApp } from "./get-app.ts";
 import { route as getComponent } from "./get-component.ts";
@@ -50,6 +52,7 @@ import { route as replayDeadLetters } from "./replay-dead-letters.ts";
 import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 import type { AnyRoute } from "./route.ts";
 import { route as serveDataStoreCall } from "./serve-data-store-call.ts";
+import { route as testAccount } from "./test-account.ts";
 import { route as updateAccount } from "./update-account.ts";
 import { route as updateSource } from "./update-source.ts";
 import { route as updateWorkflow } from "./update-workflow.ts";
@@ -113,4 +116,7 @@ export const routes: readonly AnyRoute[] = [
   deleteAccount,
   listWorkspaceAccounts,
   listUserAccounts,
+  connectAccount,
+  finishAccountConnect,
+  testAccount,
 ];

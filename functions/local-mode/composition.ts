@@ -25,6 +25,7 @@ import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-stor
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import { storageErrorTranslator, translatingErrors } from "#adapters/local/storage-errors";
 import { ThreadedWebhookSender } from "#adapters/local/threaded-webhook-sender";
+import { NodeHttpProviderClient } from "#adapters/node-http-provider-client";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
@@ -125,6 +126,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     dataStores: guarded(new SqliteDataStoreStore(db), "dataStores"),
     appAccounts: guarded(new SqliteAppAccountStore(db), "appAccounts"),
     apps: loadAppCatalog(DEFAULT_REGISTRY_DIR, config.runtime.appsFile),
+    // Token endpoints and test requests follow the rule of the server's other outbound requests.
+    providers: new NodeHttpProviderClient({ allowPrivateAddresses: config.webhooks.allowPrivateAddresses }),
     deliveries: guarded(deliveries, "deliveries"),
     delayedEmits,
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),

@@ -1,4 +1,6 @@
 import { randomBytes } from "node:crypto";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -6,6 +8,7 @@ import type { AnyRoute } from "#http/route";
 import { routes } from "#http/routes";
 import { eventually } from "../support/eventually.ts";
 import { runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { type StandInOAuthProvider, startStandInOAuthProvider } from "../support/oauth-provider.ts";
 import { WebhookReceiver } from "../support/webhook-receiver.ts";
 
 /**
@@ -100,6 +103,8 @@ interface Tenant {
   autoSubscriptionId: string;
   /** A connected account of a key app (the shipped `openai`). */
   accountId: string;
+  /** A connected account (`apn_`) of the stand-in OAuth app. */
+  oauthAccountId: string;
 }
 
 /** A request of user 2 that names user 1's ids in its query or body (path ids are user 2's own). */
@@ -137,6 +142,12 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { body: { component_code: probeCode("tenant-two-probe"), workspace_id: one.workspaceId } },
   ],
   "update-source": ({ one }): CrossRequest[] => [{ body: { component_id: one.componentId }, status: 400 }],
+  // Nothing is kept (no authorization starts) for another account's workspace.
+  "connect-account": ({ one }): CrossRequest[] => [
+    { body: { app: "standin", workspace_id: one.workspaceId } },
+    { body: { app: "standin", org_id: one.workspaceId } },
+    { query: { org_id: one.workspaceId }, body: { app: "standin" } },
+  ],
   // Dynamic props: user 1's component is 404 like a missing one; a workspace named must be the
   // caller's; `dynamic_props_id` and `external_user_id` are accepted and unused (the answer of the
   // configure call carries timestamps, so it is not compared with the missing-id one).
@@ -251,6 +262,12 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
   ],
 };
 
+/**
+ * The GET routes that answer a client: not the OAuth callback, which answers a browser's redirect
+ * with an HTML page and takes no key (its one-time state is checked in test/unit/http/oauth-callback.test.ts).
+ */
+const apiGets = routes.filter((route) => route.method === "GET" && route.answers !== "html");
+
 /** The placeholders of a route's path, each with the segment before it. */
 function placeholders(path: string) {
   const segments = path.split("/");
@@ -321,6 +338,8 @@ describe("fault: tenant isolation", () => {
   let sluice: SluiceProcess;
   /** Answers 500 to everything: each delivery ends as a dead letter. */
   let receiver: WebhookReceiver;
+  /** The OAuth provider of the app `standin` each user connects an account of. */
+  let provider: StandInOAuthProvider;
   let root: string;
   let fixture: Fixture;
   let oneSamples: Samples;
@@ -394,6 +413,12 @@ describe("fault: tenant isolation", () => {
     }, "the delivery to the failing receiver to become a dead letter");
     const [dataStore] = await ok(call(key, "GET", `/v1/workspaces/${workspaceId}/data_stores`));
     const listed = await ok(call(key, "GET", "/v1/users/me/subscriptions", { query: { limit: "100" } }));
+    // A connected account: the OAuth flow against the stand-in provider, the test playing the browser.
+    const connect = await ok(call(key, "POST", "/v1/accounts/connect", { body: { app: "standin" } }));
+    const approved = await fetch(connect.authorize_url, { redirect: "manual" });
+    const page = await fetch(approved.headers.get("location") ?? "", { redirect: "manual" });
+    const oauthAccountId = /apn_[A-Za-z0-9_-]+/.exec(await page.text())?.[0];
+    expect(page.status).toBe(200);
     expect(listed.map((s: { id: string }) => s.id)).toEqual(expect.arrayContaining([subscription.id]));
     return {
       tenant: {
@@ -410,6 +435,7 @@ describe("fault: tenant isolation", () => {
         deadLetterId: deadLetter.id as string,
         eventId: deadLetter.event_id as string,
         dataStoreId: dataStore.id as string,
+        oauthAccountId: oauthAccountId as string,
         subscriptionIds: listed.map((s: { id: string }) => s.id),
         autoSubscriptionId: auto.id as string,
         accountId: account.id as string,
@@ -421,7 +447,7 @@ describe("fault: tenant isolation", () => {
   /** Every GET route answered for `key`, its placeholders filled with the first of `samples`. */
   async function everyGet(key: string, samples: Samples) {
     const answers: Record<string, Answer> = {};
-    for (const route of routes.filter((r) => r.method === "GET")) {
+    for (const route of apiGets) {
       const values = placeholders(route.path).map((hole) => samples[hole.owner]?.[0]);
       if (values.some((value) => value === undefined))
         throw new Error(`no own sample for a placeholder of ${route.path}`);
@@ -435,8 +461,12 @@ describe("fault: tenant isolation", () => {
   beforeAll(async () => {
     receiver = await WebhookReceiver.start();
     receiver.status = 500;
+    provider = await startStandInOAuthProvider();
+    const appsFile = join(mkdtempSync(join(tmpdir(), "sluice-tenant-apps-")), "apps.json");
+    writeFileSync(appsFile, JSON.stringify({ apps: [provider.appEntry("standin")] }));
     sluice = await startSluice({
       env: {
+        SLUICE_APPS_FILE: appsFile,
         SLUICE_USERNAME: ROOT_USER.username,
         SLUICE_EMAIL: ROOT_USER.email,
         SLUICE_WEBHOOK_MAX_ATTEMPTS: "1",
@@ -483,7 +513,7 @@ describe("fault: tenant isolation", () => {
       data_stores: [t.dataStoreId],
       // `/connect/{project_id}/components/...`
       connect: [t.projectId],
-      accounts: [t.accountId],
+      accounts: [t.accountId, t.oauthAccountId],
       // The catalog is shared: one app for both (SHARED_ROUTES are not probed for a 404).
       apps: ["postgresql"],
     });
@@ -510,6 +540,7 @@ describe("fault: tenant isolation", () => {
   afterAll(async () => {
     await sluice?.stop();
     await receiver?.stop();
+    await provider?.close();
   });
 
   it("404s every route that takes a path id, given user 1's, exactly like a missing id", async () => {
@@ -639,7 +670,7 @@ describe("fault: tenant isolation", () => {
   });
 
   it("shows user 2 only their own resources in every list (every GET route with their own ids)", () => {
-    expect(Object.keys(twoLists).length).toBe(routes.filter((route) => route.method === "GET").length);
+    expect(Object.keys(twoLists).length).toBe(apiGets.length);
     for (const [request, answer] of Object.entries(twoLists)) {
       expect(answer.status, `${request}: ${answer.text}`).toBe(200);
       const leaked = oneStrings.filter((value) => answer.text.includes(value));
@@ -660,8 +691,8 @@ describe("fault: tenant isolation", () => {
     expect(ids("list-workspace-workflows")).toEqual([two.workflowId]);
     expect(ids("list-workflow-events")).toEqual([]);
     expect(ids("list-workflow-errors")).toEqual([]);
-    expect(ids("list-user-accounts")).toEqual([two.accountId]);
-    expect(ids("list-workspace-accounts")).toEqual([two.accountId]);
+    expect(ids("list-user-accounts")).toEqual([two.accountId, two.oauthAccountId].sort());
+    expect(ids("list-workspace-accounts")).toEqual([two.accountId, two.oauthAccountId].sort());
     expect(ids("list-user-subscriptions").sort()).toEqual([...two.subscriptionIds].sort());
     // Its own subscription and the two its auto subscription made: of its source and of its workflow.
     expect(two.subscriptionIds.length).toBe(3);

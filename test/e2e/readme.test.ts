@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, statSync, symlinkSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { promisify } from "node:util";
@@ -7,6 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
 import { REPO_ROOT, runSluice, SLUICE_BIN, type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { type NpmRegistryFixture, startNpmRegistry } from "../support/npm-registry-fixture.ts";
+import { type StandInOAuthProvider, startStandInOAuthProvider } from "../support/oauth-provider.ts";
 import { folderFiles } from "../support/registry-tree.ts";
 
 /*
@@ -147,9 +148,15 @@ describe("README.md, every shell block in order, as written", () => {
   /** npm's registry, as far as `sluice registry add @pipedream/helper_functions` needs it: no network. */
   let npm: NpmRegistryFixture;
 
+  /** The OAuth provider of the app `acme` that "Connect an OAuth app" connects, in the apps file Sluice starts with. */
+  let provider: StandInOAuthProvider;
+
   beforeAll(async () => {
     cwd = mkdtempSync(join(tmpdir(), "sluice-readme-"));
-    sluice = await startSluice({ dataDir: join(cwd, ".sluice") });
+    provider = await startStandInOAuthProvider();
+    const appsFile = join(mkdtempSync(join(tmpdir(), "sluice-readme-apps-")), "apps.json");
+    writeFileSync(appsFile, JSON.stringify({ apps: [provider.appEntry("acme")] }));
+    sluice = await startSluice({ dataDir: join(cwd, ".sluice"), env: { SLUICE_APPS_FILE: appsFile } });
     // The installed dev dependency, served by name as npm's registry serves it.
     const helpers = join(REPO_ROOT, "node_modules", "@pipedream", "helper_functions");
     npm = await startNpmRegistry([
@@ -165,6 +172,7 @@ describe("README.md, every shell block in order, as written", () => {
   afterAll(async () => {
     await sluice?.stop();
     await npm?.close();
+    await provider?.close();
   });
 
   /** The source the CLI walk-through deploys. */
@@ -306,6 +314,15 @@ describe("README.md, every shell block in order, as written", () => {
       expect((await api("GET", `/accounts/${deleted.data.id}`)).status).toBe(404);
       expect(existsSync(join(cwd, "account.json"))).toBe(false);
     },
+    "Connect an OAuth app #1": async (run) => {
+      const [started, tested] = run.lines.map(json);
+      expect(started.data.authorize_url.startsWith(`${provider.origin}/authorize?`)).toBe(true);
+      expect(started.data.redirect_uri).toBe(`${sluice.baseUrl}/accounts/oauth/callback`);
+      expect(provider.tokenRequests).toEqual(["authorization_code"]);
+      expect(tested.data).toMatchObject({ id: expect.stringMatching(/^apn_/), name: "My Acme", healthy: true });
+      expect(tested.data.app.name).toBe("Stand-in");
+      for (const file of ["connect.json", "connected.html"]) expect(existsSync(join(cwd, file))).toBe(false);
+    },
     "The sluice command line #2": async (run) => {
       const profile = join(run.env.XDG_CONFIG_HOME ?? "", "sluice", "config.json");
       expect(run.lines[0]).toBe(
@@ -365,6 +382,7 @@ describe("README.md, every shell block in order, as written", () => {
         "Subscriptions and webhooks",
         "Cleaning up",
         "Connect an account",
+        "Connect an OAuth app",
         "The sluice command line",
       ]),
     );

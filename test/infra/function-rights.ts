@@ -118,6 +118,9 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   // Accounts' credentials are sealed; a read with include_credentials=1 opens them and may store
   // refreshed OAuth tokens, sealed again.
   ...["create-account", "get-account", "update-account"].map((name) => writes(name, SEALS)),
+  // Connected accounts: seal PKCE verifiers and credentials, open them to refresh and test. The
+  // callback and the test also call the provider over the internet (no AWS right needed).
+  ...["connect-account", "finish-account-connect", "test-account"].map((name) => writes(name, SEALS)),
   // Public (the grant is the key): opens grants, seals nothing.
   writes("serve-data-store-call", ["kms:Decrypt"]),
   ...[

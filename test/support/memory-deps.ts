@@ -14,6 +14,7 @@ import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-sto
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
 import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
+import { NodeHttpProviderClient } from "#adapters/node-http-provider-client";
 import { createAccount } from "#core/accounts";
 import type { ComponentDescription } from "#core/component-model";
 import { staticAppCatalog } from "#core/ports/app-catalog";
@@ -48,6 +49,7 @@ type Overrides = Partial<
     | "runLock"
     | "objects"
     | "apps"
+    | "providers"
   >
 >;
 
@@ -78,6 +80,8 @@ export function memoryDeps(
     dataStores: new SqliteDataStoreStore(db),
     appAccounts: new SqliteAppAccountStore(db),
     apps: overrides.apps ?? staticAppCatalog([]),
+    // Real HTTP: tests point apps at stand-in providers on 127.0.0.1.
+    providers: overrides.providers ?? new NodeHttpProviderClient({ allowPrivateAddresses: true }),
     deliveries: overrides.deliveries ?? missing("deliveries"),
     objects: overrides.objects ?? missing("objects"),
     secrets: new LocalSecrets(randomBytes(32)),

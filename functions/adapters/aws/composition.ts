@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import { bundledAppCatalog } from "#adapters/app-catalog-files";
 import { streamLogger } from "#adapters/log-output";
+import { NodeHttpProviderClient } from "#adapters/node-http-provider-client";
 import { registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { type AwsComputeConfig, loadAwsComputeConfig } from "#config/aws-compute-env";
@@ -199,6 +200,8 @@ export function buildAwsDeps(parts: readonly AwsPart[], env: Record<string, stri
     fetcher: new UrlCodeFetcher({ allowPrivateAddresses: false }),
     // The bundle's copy of the shipped apps and the operator's apps file (`-c appsFile`).
     apps: bundledAppCatalog(taskRoot),
+    // Token endpoints and test requests: no private address either, and no SDK client to bundle.
+    providers: new NodeHttpProviderClient({ allowPrivateAddresses: false }),
     // The operator's registry directory (`-c registryDir`) comes first; a bundle without one
     // has no such folder, which serves nothing.
     registry: registryFiles(join(taskRoot, "registry"), join(taskRoot, REGISTRY_DIR_ASSET)),

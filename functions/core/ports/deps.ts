@@ -18,6 +18,7 @@ import type { IdGenerator } from "./id-generator.ts";
 import type { IdentityStore } from "./identity-store.ts";
 import type { Logger } from "./logger.ts";
 import type { ObjectSink } from "./object-sink.ts";
+import type { ProviderHttp } from "./provider-http.ts";
 import type { RunQueue } from "./run-queue.ts";
 import type { Secrets } from "./secrets.ts";
 import type { SourceRunLock } from "./source-run-lock.ts";
@@ -99,6 +100,8 @@ export interface Deps {
   appAccounts: AppAccountStore;
   /** The apps accounts can be connected to (`GET /v1/apps`). */
   apps: AppCatalog;
+  /** Requests to apps' providers: OAuth token endpoints and test requests. */
+  providers: ProviderHttp;
   /** Where `$.send.s3` writes, and which buckets it may. */
   objects: ObjectSink;
   secrets: Secrets;

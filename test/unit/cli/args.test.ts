@@ -3,6 +3,7 @@ import { coerceProps, parseCommandArgs, propAssignments } from "../../../bin/cli
 import type { Command } from "../../../bin/cli/command.ts";
 import type { UsageError } from "../../../bin/cli/errors.ts";
 import { COMMANDS, main } from "../../../bin/cli/main.ts";
+import { recordingIo } from "../../support/cli-io.ts";
 
 const command: Command = {
   name: "deploy",
@@ -14,27 +15,6 @@ const command: Command = {
     throw new Error("a parse never runs the command");
   },
 };
-
-/** An Io that records what a command writes; `run` of a command under test is never reached. */
-function recordingIo() {
-  const written = { out: "", err: "" };
-  const stream = (key: "out" | "err") =>
-    ({
-      write: (text: string) => {
-        written[key] += text;
-        return true;
-      },
-    }) as unknown as NodeJS.WritableStream;
-  const io = {
-    out: stream("out"),
-    err: stream("err"),
-    stdin: process.stdin,
-    env: {},
-    home: "/nonexistent-home",
-    signal: new AbortController().signal,
-  };
-  return { io, written };
-}
 
 describe("parsing a command line", () => {
   it("asks for help on --help or -h anywhere before --, whatever else is there", () => {
