@@ -4,6 +4,7 @@ import {
   CrossStackReferences,
   type Duration,
   ReferenceStrength,
+  RemovalPolicy,
   Stack,
   type StackProps,
 } from "aws-cdk-lib";
@@ -12,7 +13,7 @@ import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import type { IKey } from "aws-cdk-lib/aws-kms";
 import { Function as LambdaFunction } from "aws-cdk-lib/aws-lambda";
-import type { RetentionDays } from "aws-cdk-lib/aws-logs";
+import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { Construct, IConstruct } from "constructs";
 import { ENV } from "#config/env";
 import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
@@ -72,6 +73,12 @@ export class ServiceStack extends Stack {
   readonly httpApi: HttpApi;
   /** The function of each route, by route name. */
   readonly routeFunctions: ReadonlyMap<string, ApiRouteFunction>;
+  /**
+   * The one log group of every API route function (and the `$default` one): a group per route
+   * would take the stack past CloudFormation's 500 resources (decision 423). Each function's
+   * streams carry its name.
+   */
+  readonly routeLogGroup: LogGroup;
   /** The function behind `$default`, which answers unrouted requests in Sluice's error shape. */
   readonly notFoundFunction: SluiceFunction;
   /** Sources: runtime layer, roles, describer, internal functions, `/http/{key}` routes, schedules. */
@@ -127,6 +134,10 @@ export class ServiceStack extends Stack {
       maxDeliveryConcurrency: props.maxDeliveryConcurrency,
     });
 
+    this.routeLogGroup = new LogGroup(this, "RouteLogs", {
+      retention: logRetention,
+      removalPolicy: RemovalPolicy.DESTROY,
+    });
     const routeFunctions = new Map<string, ApiRouteFunction>();
     for (const route of routes) {
       routeFunctions.set(
@@ -136,6 +147,7 @@ export class ServiceStack extends Stack {
           route,
           resourcesTable: props.resourcesTable,
           logRetention,
+          logGroup: this.routeLogGroup,
           sources: this.sources,
           eventStreaming: this.eventStreaming,
           eventFanout: this.eventFanout,
@@ -152,6 +164,7 @@ export class ServiceStack extends Stack {
       entry: "functions/http/route-not-found.ts",
       description: "$default: 404/405 for unrouted requests (functions/http/route-not-found.ts)",
       logRetention,
+      logGroup: this.routeLogGroup,
     });
     new HttpRoute(this, "DefaultRoute", {
       httpApi: this.httpApi,

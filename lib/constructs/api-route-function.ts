@@ -2,7 +2,7 @@ import { Duration } from "aws-cdk-lib";
 import { type HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
-import type { RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ENV } from "#config/env";
 import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#config/shared-names";
@@ -48,6 +48,8 @@ export interface ApiRouteFunctionProps {
   readonly resourcesTable: ITableV2;
   /** @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
+  /** The log group the API's route functions share (see `SluiceFunctionProps.logGroup`). @default - its own */
+  readonly logGroup?: LogGroup;
   /** What sources run on: needed by routes with `access.compute` or `access.secrets`. */
   readonly sources?: SourceCompute;
   /** The event purger: needed by routes with `access.eventPurges`. */
@@ -151,6 +153,7 @@ export class ApiRouteFunction extends Construct {
         ? { [ENV.resourcesTable]: resourcesTable.tableName, [ENV.publicUrl]: props.httpApi.apiEndpoint }
         : {},
       logRetention: props.logRetention,
+      logGroup: props.logGroup,
       // Deploying bundles the component, creates its function and may run its hooks: more memory,
       // and the HTTP API's 30 s.
       ...(bundling ? { ...bundling, timeout: Duration.seconds(30) } : {}),

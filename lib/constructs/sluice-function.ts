@@ -65,6 +65,12 @@ export interface SluiceFunctionProps {
   /** How long the function's log group keeps events. @default RetentionDays.ONE_MONTH */
   readonly logRetention?: RetentionDays;
   /**
+   * A log group shared with other functions (the API routes'), instead of one of its own; its
+   * streams are named after each function (`YYYY/MM/DD/<function name>[<version>]<instance>`).
+   * `logRetention` is then the shared group's. @default - a log group of its own
+   */
+  readonly logGroup?: LogGroup;
+  /**
    * Packages left out of the bundle and copied, as installed in `node_modules`, into the function's
    * `node_modules` instead: for packages that cannot be bundled (`esbuild-wasm` loads its `.wasm`
    * file from its own folder). They must be platform independent. @default - none
@@ -101,6 +107,7 @@ export interface BundledTree {
  */
 export class SluiceFunction extends Construct {
   readonly lambdaFunction: NodejsFunction;
+  /** Its log group: its own, or the one it shares ({@link SluiceFunctionProps.logGroup}). */
   readonly logGroup: LogGroup;
   /** Its execution role: writes to {@link logGroup}, and holds what its users grant it, nothing else. */
   readonly role: Role;
@@ -135,10 +142,12 @@ export class SluiceFunction extends Construct {
 
     // An explicit log group instead of the deprecated `logRetention`, which adds a custom-resource
     // Lambda to the stack. Logs are not data worth a retained orphan: they leave with the stack.
-    this.logGroup = new LogGroup(this, "Logs", {
-      retention: props.logRetention ?? RetentionDays.ONE_MONTH,
-      removalPolicy: RemovalPolicy.DESTROY,
-    });
+    this.logGroup =
+      props.logGroup ??
+      new LogGroup(this, "Logs", {
+        retention: props.logRetention ?? RetentionDays.ONE_MONTH,
+        removalPolicy: RemovalPolicy.DESTROY,
+      });
 
     // Its own role rather than the one NodejsFunction makes, which carries the managed policy
     // AWSLambdaBasicExecutionRole: log groups created and written anywhere (`logs:*` on `*`).

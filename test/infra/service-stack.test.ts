@@ -183,13 +183,21 @@ describe("ServiceStack", () => {
     }
   });
 
-  it("logs every function to its own log group kept for 30 days, and deployed sources to one more", () => {
-    template.resourceCountIs("AWS::Logs::LogGroup", routes.length + 1 + 7 + 3 + 2 + 1);
+  it("logs the API's route functions to one group, every other function to its own, all kept 30 days, and deployed sources to one more", () => {
+    template.resourceCountIs("AWS::Logs::LogGroup", 1 + 7 + 3 + 2 + 1);
+    const routeLogs = idOf(service.routeLogGroup);
+    for (const route of service.routeFunctions.values()) expect(idOf(route.function.logGroup)).toBe(routeLogs);
+    expect(idOf(service.notFoundFunction.logGroup)).toBe(routeLogs);
     const groups = template.findResources("AWS::Logs::LogGroup", { Properties: { RetentionInDays: 30 } });
     const functions = Object.values(functionsOf(template));
     const used = functions.map((fn) => fn.Properties.LoggingConfig.LogGroup.Ref as string);
     const sourceLogs = idOf(service.sources.sourceLogGroup);
-    expect([...used, sourceLogs].sort()).toEqual(Object.keys(groups).sort());
+    expect([...new Set([...used, sourceLogs])].sort()).toEqual(Object.keys(groups).sort());
+  });
+
+  it("stays well below CloudFormation's 500 resources per stack (decision 423)", () => {
+    const count = Object.keys(template.toJSON().Resources).length;
+    expect(count, "time to split the route functions into nested stacks (decision 423)").toBeLessThanOrEqual(470);
   });
 
   it("outputs the API URL with the /v1 prefix", () => {
