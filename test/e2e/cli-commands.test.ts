@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
@@ -16,6 +16,7 @@ import {
   startSluice,
 } from "../support/local-process.ts";
 import { startNpmRegistry } from "../support/npm-registry-fixture.ts";
+import { type StandInOAuthProvider, startStandInOAuthProvider } from "../support/oauth-provider.ts";
 import { REGISTRY_TREE } from "../support/registry-tree.ts";
 
 /*
@@ -84,8 +85,15 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
   const sourceIdIn = (text: string) => /\b(dc_[A-Za-z0-9_-]+)/.exec(text)?.[1] ?? "";
   const endpointIn = (text: string) => /endpoint: (\S+)/.exec(text)?.[1] ?? "";
 
+  /** The OAuth provider of the app `acme` that `sluice accounts connect` connects. */
+  let provider: StandInOAuthProvider;
+
   beforeAll(async () => {
-    sluice = await startSluice();
+    provider = await startStandInOAuthProvider();
+    const appsFile = join(mkdtempSync(join(tmpdir(), "sluice-cli-apps-")), "apps.json");
+    writeFileSync(appsFile, JSON.stringify({ apps: [provider.appEntry("acme")] }));
+    // The provider is on 127.0.0.1: token requests and test requests may reach it.
+    sluice = await startSluice({ env: { SLUICE_APPS_FILE: appsFile, SLUICE_WEBHOOK_ALLOW_PRIVATE: "true" } });
     key = sluice.apiKeyFromFile();
     api = apiClient(sluice.baseUrl, key);
     root = sluice.baseUrl.replace(/\/v1$/, "");
@@ -93,6 +101,7 @@ describe("the sluice command line against local mode", { timeout: 60_000 }, () =
   });
   afterAll(async () => {
     await sluice?.stop();
+    await provider?.close();
   });
 
   it("says it is not logged in, and refuses a bad key at login without saving anything", async () => {
@@ -361,6 +370,35 @@ export default {
     expect(again.stderr).toMatch(/^sluice: .*not found.* \(404\)\n$/);
     expect((await cli("delete", "sc_0123")).code).toBe(2);
     expect((await cli("delete", "sc_0123")).stderr).toContain("is not an id that can be deleted");
+  });
+
+  it("accounts connect: opens the consent page with $BROWSER, waits for the callback's account and prints it", async () => {
+    // The "browser" follows the provider's redirect back to Sluice's callback, as a person approving would.
+    const browser = write("browser.sh", '#!/bin/sh\nexec curl -sS -L -o "$(dirname "$0")/callback.html" "$1"\n');
+    chmodSync(join(work, browser), 0o755);
+    const connected = await runSluiceBin(
+      ["accounts", "connect", "acme", "--name", "Work Acme", "--wait", "20", "--json"],
+      {
+        env: { ...env, BROWSER: join(work, browser) },
+        cwd: work,
+      },
+    );
+    expect(connected.code, connected.stderr).toBe(0);
+    expect(connected.stderr).toContain(`${provider.origin}/authorize?`);
+    const account = JSON.parse(connected.stdout);
+    expect(account).toEqual({ id: expect.stringMatching(/^apn_/), name: "Work Acme" });
+    expect(readFileSync(join(work, "callback.html"), "utf8")).toContain(account.id);
+    const read = await api("GET", `/accounts/${account.id}?include_credentials=1`);
+    expect(read.json.data).toMatchObject({ healthy: true, app: { name: "Stand-in" } });
+    expect(read.json.data.credentials.oauth_access_token).toEqual(expect.any(String));
+    // Without a way to open a browser it still prints the URL, and waits (here: not long) for nothing.
+    const alone = await runSluiceBin(["accounts", "connect", "acme", "--wait", "1"], {
+      env: { ...env, BROWSER: join(work, "no-such-browser") },
+      cwd: work,
+    });
+    expect(alone.code).toBe(1);
+    expect(alone.stdout).toContain(`${provider.origin}/authorize?`);
+    expect(alone.stderr).toContain("no account of acme appeared within 1 s");
   });
 
   it("says a key is refused instead of listing nothing, and prints an API error without a stack", async () => {
