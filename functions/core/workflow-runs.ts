@@ -327,7 +327,7 @@ async function beginAndRun(
           dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, invocation.timeoutMs),
         }
       : undefined;
-  const raw = await deps.host.invokeWorkflow(workflowCode(workflow, loaded), invocation, handlers);
+  const raw = await deps.host.invokeWorkflow(deploymentCode(deps, workflow, loaded), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
   let result = raw;
   if (hold?.lease && !hold.lease.held()) {
@@ -352,6 +352,35 @@ export function workflowCode(workflow: WorkflowRecord, loaded: { component: Comp
     steps: [...modules].map(([codeHash, code]) => ({ codeHash, code })),
   };
 }
+
+/** The code of recent deployments, by `workflowId:deploymentId`, per host. */
+const deploymentCodeCache = new WeakMap<object, Map<string, WorkflowCode>>();
+const DEPLOYMENT_CODE_CACHE_SIZE = 500;
+
+/**
+ * {@link workflowCode}, the same object for every run of a deployment while its components are
+ * the same (their code hashes are compared on every run): the host keeps what it derives from the
+ * object (local mode: the step set's hash and its bundles) and skips doing it again per run.
+ */
+function deploymentCode(deps: Deps, workflow: WorkflowRecord, loaded: { component: ComponentRecord }[]): WorkflowCode {
+  const key = `${workflow.id}:${workflow.deploymentId}`;
+  let cache = deploymentCodeCache.get(deps.host);
+  const cached = cache?.get(key);
+  const fresh = workflowCode(workflow, loaded);
+  if (cached && sameSteps(cached, fresh)) return cached;
+  if (!cache) {
+    cache = new Map();
+    deploymentCodeCache.set(deps.host, cache);
+  }
+  if (cache.size >= DEPLOYMENT_CODE_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+  cache.set(key, fresh);
+  return fresh;
+}
+
+const sameSteps = (a: WorkflowCode, b: WorkflowCode) =>
+  a.ownerId === b.ownerId &&
+  a.steps.length === b.steps.length &&
+  a.steps.every((step, index) => step.codeHash === b.steps[index]?.codeHash);
 
 function dropDbWrites(raw: WorkflowResult, now: number): WorkflowResult {
   if (!Array.isArray(raw?.steps) || !raw.steps.some((step) => Object.keys(step?.dbWrites ?? {}).length > 0)) return raw;
