@@ -364,17 +364,22 @@ const DEPLOYMENT_CODE_CACHE_SIZE = 500;
  */
 function deploymentCode(deps: Deps, workflow: WorkflowRecord, loaded: { component: ComponentRecord }[]): WorkflowCode {
   const key = `${workflow.id}:${workflow.deploymentId}`;
-  let cache = deploymentCodeCache.get(deps.host);
-  const cached = cache?.get(key);
+  const cached = deploymentCodeCache.get(deps.host)?.get(key);
   const fresh = workflowCode(workflow, loaded);
   if (cached && sameSteps(cached, fresh)) return cached;
+  return remember(deploymentCodeCache, deps.host, key, fresh, DEPLOYMENT_CODE_CACHE_SIZE);
+}
+
+/** Keeps `value` under `key` in `owner`'s map of `caches`, dropping the oldest entry past `max`. */
+function remember<T>(caches: WeakMap<object, Map<string, T>>, owner: object, key: string, value: T, max: number): T {
+  let cache = caches.get(owner);
   if (!cache) {
     cache = new Map();
-    deploymentCodeCache.set(deps.host, cache);
+    caches.set(owner, cache);
   }
-  if (cache.size >= DEPLOYMENT_CODE_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-  cache.set(key, fresh);
-  return fresh;
+  if (cache.size >= max) cache.delete(cache.keys().next().value as string);
+  cache.set(key, value);
+  return value;
 }
 
 const sameSteps = (a: WorkflowCode, b: WorkflowCode) =>
@@ -406,8 +411,7 @@ type StepProps = Pick<WorkflowStepInvocation, "props" | "propTypes">;
  */
 async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: LoadedStep[]): Promise<StepProps[]> {
   const key = `${workflow.id}:${workflow.deploymentId}`;
-  let cache = stepPropsCache.get(deps.workflows);
-  const cached = cache?.get(key);
+  const cached = stepPropsCache.get(deps.workflows)?.get(key);
   if (cached && cached.length === enabled.length) return cached;
   const built = await Promise.all(
     enabled.map(async ({ step, component }) =>
@@ -415,13 +419,7 @@ async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: Loaded
     ),
   );
   if (enabled.some(({ step }) => Object.values(step.configuredProps).some(isSealed))) return built;
-  if (!cache) {
-    cache = new Map();
-    stepPropsCache.set(deps.workflows, cache);
-  }
-  if (cache.size >= STEP_PROPS_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-  cache.set(key, built);
-  return built;
+  return remember(stepPropsCache, deps.workflows, key, built, STEP_PROPS_CACHE_SIZE);
 }
 
 async function buildInvocation(
