@@ -28,18 +28,20 @@ export async function referenceLoad(context: ScenarioContext, options: Omit<Load
 /**
  * {@link runLoad} with {@link numberedBody} bodies that notes when each request `n` was sent
  * (`monoMs()`, to subtract from when its event arrived somewhere) and which were accepted (2xx).
+ * Requests are numbered from `firstN` (default 0), so two loads on one receiver can be told apart.
  */
-export async function trackedLoad(options: Omit<LoadOptions, "body" | "onAnswer">) {
+export async function trackedLoad(options: Omit<LoadOptions, "body" | "onAnswer"> & { firstN?: number }) {
+  const { firstN = 0, ...loadOptions } = options;
   const sentAt = new Map<number, number>();
   const accepted: number[] = [];
   const load = await runLoad({
-    ...options,
+    ...loadOptions,
     body: (index) => {
-      sentAt.set(index, monoMs());
-      return numberedBody(index);
+      sentAt.set(firstN + index, monoMs());
+      return numberedBody(firstN + index);
     },
     onAnswer: (index, status) => {
-      if (status >= 200 && status < 300) accepted.push(index);
+      if (status >= 200 && status < 300) accepted.push(firstN + index);
     },
   });
   return { load, sentAt, accepted };

@@ -337,7 +337,7 @@ async function beginAndRun(
           dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, invocation.timeoutMs),
         }
       : undefined;
-  const raw = await deps.host.invokeWorkflow(workflowCode(workflow, loaded), invocation, handlers);
+  const raw = await deps.host.invokeWorkflow(deploymentCode(deps, workflow, loaded), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
   let result = raw;
   if (hold?.lease && !hold.lease.held()) {
@@ -363,6 +363,40 @@ export function workflowCode(workflow: WorkflowRecord, loaded: { component: Comp
   };
 }
 
+/** The code of recent deployments, by `workflowId:deploymentId`, per host. */
+const deploymentCodeCache = new WeakMap<object, Map<string, WorkflowCode>>();
+const DEPLOYMENT_CODE_CACHE_SIZE = 500;
+
+/**
+ * {@link workflowCode}, the same object for every run of a deployment while its components are
+ * the same (their code hashes are compared on every run): the host keeps what it derives from the
+ * object (local mode: the step set's hash and its bundles) and skips doing it again per run.
+ */
+function deploymentCode(deps: Deps, workflow: WorkflowRecord, loaded: { component: ComponentRecord }[]): WorkflowCode {
+  const key = `${workflow.id}:${workflow.deploymentId}`;
+  const cached = deploymentCodeCache.get(deps.host)?.get(key);
+  const fresh = workflowCode(workflow, loaded);
+  if (cached && sameSteps(cached, fresh)) return cached;
+  return remember(deploymentCodeCache, deps.host, key, fresh, DEPLOYMENT_CODE_CACHE_SIZE);
+}
+
+/** Keeps `value` under `key` in `owner`'s map of `caches`, dropping the oldest entry past `max`. */
+function remember<T>(caches: WeakMap<object, Map<string, T>>, owner: object, key: string, value: T, max: number): T {
+  let cache = caches.get(owner);
+  if (!cache) {
+    cache = new Map();
+    caches.set(owner, cache);
+  }
+  if (cache.size >= max) cache.delete(cache.keys().next().value as string);
+  cache.set(key, value);
+  return value;
+}
+
+const sameSteps = (a: WorkflowCode, b: WorkflowCode) =>
+  a.ownerId === b.ownerId &&
+  a.steps.length === b.steps.length &&
+  a.steps.every((step, index) => step.codeHash === b.steps[index]?.codeHash);
+
 function dropDbWrites(raw: WorkflowResult, now: number): WorkflowResult {
   if (!Array.isArray(raw?.steps) || !raw.steps.some((step) => Object.keys(step?.dbWrites ?? {}).length > 0)) return raw;
   const message = "this run outlived its hold on the workflow, so its $.service.db writes were dropped";
@@ -387,8 +421,7 @@ type StepProps = Pick<WorkflowStepInvocation, "props" | "propTypes">;
  */
 async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: LoadedStep[]): Promise<StepProps[]> {
   const key = `${workflow.id}:${workflow.deploymentId}`;
-  let cache = stepPropsCache.get(deps.workflows);
-  const cached = cache?.get(key);
+  const cached = stepPropsCache.get(deps.workflows)?.get(key);
   if (cached && cached.length === enabled.length) return cached;
   const built = await Promise.all(
     enabled.map(async ({ step, component }) =>
@@ -396,13 +429,7 @@ async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: Loaded
     ),
   );
   if (enabled.some(({ step }) => Object.values(step.configuredProps).some(isSealed))) return built;
-  if (!cache) {
-    cache = new Map();
-    stepPropsCache.set(deps.workflows, cache);
-  }
-  if (cache.size >= STEP_PROPS_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
-  cache.set(key, built);
-  return built;
+  return remember(stepPropsCache, deps.workflows, key, built, STEP_PROPS_CACHE_SIZE);
 }
 
 async function buildInvocation(

@@ -19,7 +19,7 @@ import { createAccount } from "#core/accounts";
 import type { ComponentDescription } from "#core/component-model";
 import { staticAppCatalog } from "#core/ports/app-catalog";
 import type { Clock } from "#core/ports/clock";
-import type { ComponentHost, InvokeHandlers } from "#core/ports/component-host";
+import type { ComponentHost, InvokeHandlers, WorkflowCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import { silentLogger } from "#core/ports/logger";
@@ -142,6 +142,8 @@ export function scriptedHost(
 ) {
   const calls: Invocation[] = [];
   const workflowCalls: WorkflowInvocation[] = [];
+  /** The code each workflow invocation was given, in order. */
+  const workflowCodes: WorkflowCode[] = [];
   const host: ComponentHost = {
     describe: async () => ({
       type: "source",
@@ -158,9 +160,10 @@ export function scriptedHost(
     remove: async () => {},
     prepareWorkflow: async () => {},
     removeWorkflow: async () => {},
-    invokeWorkflow: async (_workflow, invocation) => {
+    invokeWorkflow: async (workflow, invocation) => {
       if (!workflowScript) throw new Error("scriptedHost runs no workflow");
       workflowCalls.push(invocation);
+      workflowCodes.push(workflow);
       const partial = await workflowScript(invocation);
       const steps = invocation.steps.map((step) => ({
         id: step.id,
@@ -177,5 +180,5 @@ export function scriptedHost(
       return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1, ...partial };
     },
   };
-  return { host, calls, workflowCalls };
+  return { host, calls, workflowCalls, workflowCodes };
 }

@@ -93,7 +93,8 @@ type SubscriptionKey = Pick<SubscriptionRecord, "emitterKey" | "listenerId" | "e
  * also serves the emit path, `emitter_key IN (...) AND event_name = ?`.
  *
  * The emit path's results (`findSubscriptions`, mostly empty ones) are cached in process, by
- * emitter keys and event name, at most `cacheSize` of them (see `SqliteReadCache`): every write
+ * emitter keys and event name, and so are the webhooks every delivery attempt reads (`getWebhook`),
+ * at most `cacheSize` of each (see `SqliteReadCache`): every write
  * of this store empties the cache first, and a commit by another connection to the file is seen
  * from the next turn of the event loop. The subscription tables are written by this store only.
  */
@@ -102,6 +103,8 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   private readonly cache;
   /** `findSubscriptions` results, frozen, by `JSON.stringify([eventName, ...emitterKeys])`. */
   private readonly found;
+  /** `getWebhook` results, frozen, by id: read by every delivery attempt (null: no such webhook). */
+  private readonly webhooks;
 
   constructor(
     private readonly db: SqliteDatabase,
@@ -109,6 +112,7 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   ) {
     this.cache = new SqliteReadCache(db, options.cacheSize);
     this.found = this.cache.map<readonly SubscriptionRecord[]>();
+    this.webhooks = this.cache.map<WebhookRecord | null>();
     this.statements = {
       insertWebhook: db.prepare(
         `INSERT INTO webhooks (id, user_id, workspace_id, url, name, description, sealed_signing_secret, created_at, updated_at)
@@ -172,8 +176,13 @@ export class SqliteSubscriptionStore implements SubscriptionStore {
   }
 
   async getWebhook(id: string): Promise<WebhookRecord | undefined> {
-    const row = this.statements.webhookById.get(id);
-    return row && toWebhook(row);
+    let found = this.cache.get(this.webhooks, id);
+    if (found === undefined) {
+      const row = this.statements.webhookById.get(id);
+      found = this.cache.set(this.webhooks, id, row ? toWebhook(row) : null);
+    }
+    // A flat record: a shallow copy cannot reach the frozen cached one.
+    return found === null ? undefined : { ...found };
   }
 
   async updateWebhook(webhook: WebhookRecord): Promise<void> {

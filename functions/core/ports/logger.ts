@@ -4,6 +4,7 @@
  * person at a terminal). Lines below the logger's level cost one no-op call.
  */
 import { clipText } from "#core/clip-text";
+import { isoTime } from "#core/time";
 
 export interface Logger {
   debug(message: string, fields?: Record<string, unknown>): void;
@@ -68,21 +69,6 @@ function safeJson(value: unknown): string {
       return JSON.stringify(String(value));
     }
   }
-}
-
-let cachedSecond = Number.NaN;
-let cachedPrefix = "";
-
-/** `new Date(ms).toISOString()`, with the date and time up to the second made once per second (it is most of a line's cost). */
-export function isoTime(timeMs: number): string {
-  const ms = Math.floor(timeMs);
-  const second = Math.floor(ms / 1000);
-  if (second !== cachedSecond) {
-    cachedPrefix = new Date(second * 1000).toISOString().slice(0, 19);
-    cachedSecond = second;
-  }
-  const milli = ms - second * 1000;
-  return `${cachedPrefix}.${milli < 10 ? "00" : milli < 100 ? "0" : ""}${milli}Z`;
 }
 
 const NO_FIELDS: Record<string, unknown> = {};

@@ -127,3 +127,44 @@ describe("SqliteSubscriptionStore's cache of findSubscriptions", () => {
     expect(ids(await store.findSubscriptions(["dc_a"], ""))).toEqual(["sub_1"]);
   });
 });
+
+describe("SqliteSubscriptionStore's cache of getWebhook (read by every delivery attempt)", () => {
+  it("answers from memory within a turn, and sees another connection's write from the next turn", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-webhook-cache-"));
+    dirs.push(dir);
+    const mine = new SqliteSubscriptionStore(openSqlite(join(dir, "sluice.db")));
+    const other = new SqliteSubscriptionStore(openSqlite(join(dir, "sluice.db")));
+    await other.createWebhook(webhook);
+    await nextTurn();
+    expect((await mine.getWebhook("wh_a"))?.url).toBe(webhook.url);
+
+    // Within the turn the row is not read again: the cache answers (what the delivery worker relies on).
+    await other.updateWebhook({ ...webhook, url: "https://example.com/moved" });
+    expect((await mine.getWebhook("wh_a"))?.url).toBe(webhook.url);
+    await nextTurn();
+    expect((await mine.getWebhook("wh_a"))?.url).toBe("https://example.com/moved");
+
+    await other.deleteWebhook("wh_a");
+    await nextTurn();
+    expect(await mine.getWebhook("wh_a")).toBeUndefined();
+  });
+
+  it("never answers from the cache what this store changed: create, rotate, delete", async () => {
+    const store = new SqliteSubscriptionStore(openSqlite(":memory:"));
+    expect(await store.getWebhook("wh_a")).toBeUndefined();
+    await store.createWebhook(webhook);
+    expect(await store.getWebhook("wh_a")).toEqual(webhook);
+    await store.updateWebhook({ ...webhook, sealedSigningSecret: "rotated" });
+    expect((await store.getWebhook("wh_a"))?.sealedSigningSecret).toBe("rotated");
+    await store.deleteWebhook("wh_a");
+    expect(await store.getWebhook("wh_a")).toBeUndefined();
+  });
+
+  it("hands out copies: changing a returned webhook does not change the next one", async () => {
+    const store = new SqliteSubscriptionStore(openSqlite(":memory:"));
+    await store.createWebhook(webhook);
+    const first = (await store.getWebhook("wh_a")) as WebhookRecord;
+    first.url = "https://attacker.example/";
+    expect(await store.getWebhook("wh_a")).toEqual(webhook);
+  });
+});

@@ -1,6 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { trackedLoad } from "../../../bench/lib/common.ts";
 import { runLoad } from "../../../bench/lib/load.ts";
 
 describe("runLoad against a local server", () => {
@@ -105,5 +106,21 @@ describe("runLoad against a local server", () => {
       expect(result.elapsedMs).toBeLessThan(10_000);
       if (ratePerSec !== undefined) expect(result.sent).toBeLessThan(2_000);
     }
+  });
+
+  it("trackedLoad numbers its requests from firstN, so two loads on one receiver do not share numbers", async () => {
+    bodies.length = 0;
+    const options = { url, concurrency: 2, ratePerSec: 200, durationMs: 30 };
+    const first = await trackedLoad(options);
+    const second = await trackedLoad({ ...options, firstN: -1_000 });
+    const sorted = (values: Iterable<number>) => [...values].sort((a, b) => a - b);
+    const from = (start: number, count: number) => Array.from({ length: count }, (_, index) => start + index);
+    expect(first.accepted.length).toBeGreaterThan(0);
+    expect(second.accepted.length).toBeGreaterThan(0);
+    expect(sorted(first.accepted)).toEqual(from(0, first.accepted.length));
+    expect(sorted(second.accepted)).toEqual(from(-1_000, second.accepted.length));
+    expect(sorted(second.sentAt.keys())).toEqual(sorted(second.accepted));
+    const sent = sorted(bodies.map((body) => Number(JSON.parse(body).n)));
+    expect(sent).toEqual(sorted([...first.accepted, ...second.accepted]));
   });
 });

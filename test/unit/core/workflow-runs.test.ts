@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { ComponentRecord, PropDescription, StoredEvent } from "#core/component-model";
 import { HOPS_HEADER, hopsOf } from "#core/hops";
 import type { IncomingHttpRequest } from "#core/http-run-event";
+import type { WorkflowCode } from "#core/ports/component-host";
 import type { DeliveryQueue } from "#core/ports/delivery-queue";
 import { RunBusyError, type RunJob, type WorkflowRunJob } from "#core/ports/run-queue";
 import { sealSecretValues } from "#core/props";
@@ -40,7 +41,7 @@ interface SetUpOptions {
 
 /** A workflow of three steps with an HTTP trigger, put in the store directly, run by a scripted host. */
 async function setUp(options: SetUpOptions = {}) {
-  const { host, workflowCalls } = scriptedHost({}, undefined, options.script ?? (async () => ({})));
+  const { host, workflowCalls, workflowCodes } = scriptedHost({}, undefined, options.script ?? (async () => ({})));
   const jobs: RunJob[] = [];
   /** What reached the delivery queue, and the order of the apply's writes (design 3.5). */
   const delivered: DeliveryRecord[] = [];
@@ -124,7 +125,22 @@ async function setUp(options: SetUpOptions = {}) {
     expect(answer.status).toBe(200);
     await runQueuedJob(deps, jobs.at(-1) as RunJob);
   };
-  return { deps, account, workflow, steps, key, jobs, workflowCalls, events, runs, runOnce, delivered, order };
+  return {
+    deps,
+    account,
+    workflow,
+    component,
+    steps,
+    key,
+    jobs,
+    workflowCalls,
+    workflowCodes,
+    events,
+    runs,
+    runOnce,
+    delivered,
+    order,
+  };
 }
 
 const ok = (id: string, extra: Partial<StepOutcome> = {}): StepOutcome => ({
@@ -226,6 +242,28 @@ describe("a workflow's HTTP trigger without custom response", () => {
     const [one, two] = secret.workflowCalls as [WorkflowInvocation, WorkflowInvocation];
     expect(two.steps[0]?.props).toEqual({ token: "s3cret" });
     expect(two.steps[0]?.props).not.toBe(one.steps[0]?.props);
+  });
+
+  it("hands the host one code object per deployment (what it derives from it is kept), a new one when a step's code changed", async () => {
+    const { deps, component, workflow, runOnce, workflowCodes } = await setUp();
+    await runOnce();
+    await runOnce();
+    const [first, second] = workflowCodes as [WorkflowCode, WorkflowCode];
+    expect(second).toBe(first);
+    expect(first.steps.map((step) => step.codeHash)).toEqual([component.codeHash]);
+
+    // Components never change (a changed step is a new component and a new deployment); should a
+    // step's component change under the same deployment id, the run still gets the new code.
+    const code = `${component.code}\n// changed`;
+    const changed = { ...component, id: deps.ids.newId("component"), code, codeHash: sha256Hex(code) };
+    await deps.components.putComponent(changed);
+    const stored = (await deps.workflows.getWorkflow(workflow.id)) as WorkflowRecord;
+    const steps = stored.steps.map((step) => ({ ...step, componentId: changed.id }));
+    await deps.workflows.updateWorkflow({ ...stored, steps });
+    await runOnce();
+    const third = workflowCodes[2] as WorkflowCode;
+    expect(third).not.toBe(first);
+    expect(third.steps).toEqual([{ codeHash: sha256Hex(code), code }]);
   });
 
   it("runs a repeated job once: beginRun finds it done", async () => {

@@ -5,12 +5,12 @@ import {
   createLogger,
   formatJsonLine,
   formatTextLine,
-  isoTime,
   LOG_LEVELS,
   type LogFormat,
   type LogLevel,
   MAX_LOG_VALUE_CHARS,
 } from "#core/ports/logger";
+import { isoTime } from "#core/time";
 
 const T = Date.UTC(2026, 10, 26, 5, 30, 1, 234);
 
@@ -146,6 +146,14 @@ describe("time stamps", () => {
     for (const ms of [T, T + 1, T + 766, T + 1000, T - 1, 0, 1_700_000_000_999, T]) {
       expect(isoTime(ms)).toBe(new Date(ms).toISOString());
     }
+  });
+
+  it("are toISOString's for any time: before 1970, past year 9999, a fraction of a ms, an invalid one", () => {
+    const far = Date.UTC(12_345, 0, 1, 2, 3, 4, 5);
+    for (const ms of [-1, -1_500, -62_198_755_200_001, far, far + 1, T + 0.5, -0.5, T, 8.64e15]) {
+      expect(isoTime(ms)).toBe(new Date(ms).toISOString());
+    }
+    expect(() => isoTime(Number.NaN)).toThrow(RangeError);
   });
 });
 
