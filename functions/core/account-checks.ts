@@ -12,7 +12,6 @@ import { DomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import type { AppAccountRecord } from "./ports/app-account-store.ts";
 import type { Deps } from "./ports/deps.ts";
-import { isoTime } from "./time.ts";
 
 /** How many times a verdict is written again after another writer changed the account meanwhile. */
 const WRITE_ATTEMPTS = 3;

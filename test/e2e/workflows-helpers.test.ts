@@ -158,7 +158,8 @@ describe("workflow step helpers over real HTTP against local mode", () => {
     const folder = join(sluice.dataDir, "s3", BUCKET, "orders");
     const file = await eventually(() => {
       try {
-        return readdirSync(folder).find((name) => name.startsWith(run.id));
+        // Written beside as `<name>.<random>.partial`, then renamed: only the renamed object counts.
+        return readdirSync(folder).find((name) => name.startsWith(run.id) && !name.endsWith(".partial"));
       } catch {
         return undefined;
       }

@@ -88,6 +88,8 @@ export interface ApiOperation {
   body?: JsonSchema;
   /** Largest accepted body, read from the 413 answer's description ("Body over 1 MiB"). */
   bodyLimitBytes: number;
+  /** It answers an HTML page (a browser lands on it): its refusals are pages too. */
+  page: boolean;
 }
 
 const DEFAULT_BODY_LIMIT = 1024 * 1024;
@@ -124,6 +126,13 @@ function bodyLimitOf(operation: OperationObject): number {
 const streams = (operation: OperationObject) =>
   Object.values(operation.responses ?? {}).some((response) => response.content?.["text/event-stream"] !== undefined);
 
+/**
+ * Whether an operation answers an HTML page (the OAuth callback, which a browser lands on): its
+ * refusals are pages too, not the JSON error shape.
+ */
+const answersPage = (operation: OperationObject) =>
+  Object.values(operation.responses ?? {}).some((response) => response.content?.["text/html"] !== undefined);
+
 /** Every JSON operation of an OpenAPI 3.1 document (not the live stream's: an answer that never ends). */
 export function apiOperations(document: OpenApiDocument): ApiOperation[] {
   const operations: ApiOperation[] = [];
@@ -147,6 +156,7 @@ export function apiOperations(document: OpenApiDocument): ApiOperation[] {
         queryParams: parameters.filter((p) => p.in === "query"),
         body: bodySchema ? resolve(document, bodySchema) : undefined,
         bodyLimitBytes: bodyLimitOf(operation),
+        page: answersPage(operation),
       });
     }
   }
@@ -193,10 +203,11 @@ export interface FuzzRequest {
   chunked?: boolean;
   /**
    * What the answer must look like: `api` (REST routes and unknown paths: the error shape and an
+   * `x-request-id`), `page` (a route a browser lands on: a refusal is an HTML page, with an
    * `x-request-id`), `stream` (the live stream: the same, or a 200 event stream), `endpoint` (a
    * source's HTTP interface: no 5xx, and its fixed refusals are JSON `{error}`).
    */
-  expect: "api" | "stream" | "endpoint";
+  expect: "api" | "page" | "stream" | "endpoint";
   /** A path parameter holds another account's id: the answer must not be a success. */
   foreign?: boolean;
 }
@@ -875,7 +886,7 @@ function operationRequest(operation: ApiOperation, targets: FuzzTargets): fc.Arb
         headers: withHeaders(auth, body),
         body: body.body,
         chunked: body.chunked,
-        expect: "api" as const,
+        expect: operation.page ? ("page" as const) : ("api" as const),
         foreign: params.some(([, s]) => s.note === FOREIGN),
       };
     });
@@ -942,6 +953,7 @@ function endpointRequest(targets: FuzzTargets): fc.Arbitrary<FuzzRequest> {
     pathParams: [],
     queryParams: [],
     bodyLimitBytes: MAX_HTTP_INTERFACE_BODY_BYTES,
+    page: false,
   };
   const subPath = fc.oneof(
     fc.constant(""),
@@ -1157,7 +1169,11 @@ export function judgeAnswer(request: FuzzRequest, answer: FuzzAnswer): Verdict |
   // HEAD answers carry no body to judge.
   const type = String(answer.headers["content-type"] ?? "");
   const problems: string[] = [];
-  if (request.method !== "HEAD") {
+  // A page route's own refusals are pages; what the pipeline refuses before it (a body too large,
+  // headers too large) keeps the error shape.
+  if (request.method !== "HEAD" && request.expect === "page" && /^text\/html\b/.test(type)) {
+    if (!/<h1>[^<]+<\/h1>/.test(answer.body)) problems.push("no page that says what went wrong");
+  } else if (request.method !== "HEAD") {
     if (!/^application\/json\b/.test(type)) problems.push(`content-type ${JSON.stringify(type)}`);
     const shape = errorShapeProblem(answer.body);
     if (shape) problems.push(shape);

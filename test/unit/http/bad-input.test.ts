@@ -153,6 +153,18 @@ describe("the judge of test/e2e/fault-bad-input.test.ts", () => {
     expect(kindOf(request(), answer(200, "{}"))).toBeUndefined();
   });
 
+  it("takes an HTML page as the refusal of a route a browser lands on, besides the error shape", () => {
+    const page = request({ expect: "page", target: "/v1/accounts/oauth/callback" });
+    const html = { "content-type": "text/html; charset=utf-8" };
+    expect(kindOf(page, answer(400, "<!doctype html><h1>Missing state</h1>", html))).toBeUndefined();
+    // What the pipeline refuses before the route keeps the error shape.
+    expect(kindOf(page, answer(413, '{"error":"body too large"}'))).toBeUndefined();
+    expect(kindOf(page, answer(400, "not json"))).toBe("bad-shape");
+    expect(kindOf(page, answer(400, "<p>no heading</p>", html))).toBe("bad-shape");
+    expect(kindOf(page, answer(500, "<h1>Oops</h1>", html))).toBe("server-error");
+    expect(kindOf(request(), answer(400, "<h1>Missing state</h1>", html))).toBe("bad-shape");
+  });
+
   it("flags 5xx, no answer, another account's success and refusals out of shape", () => {
     expect(kindOf(request(), answer(500, '{"error":"internal server error"}'))).toBe("server-error");
     expect(kindOf(request(), { status: undefined, error: "socket hang up" })).toBe("no-answer");
