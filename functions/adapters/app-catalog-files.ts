@@ -7,7 +7,7 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { APPS_ASSET, APPS_FILE_NAME, OPERATOR_APPS_FILE } from "#config/shared-names";
-import { parseAppsFile } from "#core/app-catalog-file";
+import { mergeApps, parseAppsFile } from "#core/app-catalog-file";
 import { type AppCatalog, staticAppCatalog } from "#core/ports/app-catalog";
 
 export { APPS_FILE_NAME };
@@ -27,8 +27,8 @@ function readApps(file: string, what: string) {
 /** The catalog of `registryDir`'s `apps.json` and, after it, the operator's `appsFile`. */
 export function loadAppCatalog(registryDir: string, appsFile?: string): AppCatalog {
   const shipped = readApps(join(registryDir, APPS_FILE_NAME), "shipped apps file");
-  const extra = appsFile === undefined ? [] : readApps(appsFile, "apps file");
-  return staticAppCatalog([...shipped, ...extra]);
+  if (appsFile === undefined) return staticAppCatalog(shipped);
+  return staticAppCatalog(mergeApps(shipped, readApps(appsFile, "apps file"), `the apps file ${appsFile}`));
 }
 
 /**
