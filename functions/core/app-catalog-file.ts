@@ -45,7 +45,15 @@ const appSchema = z
     test_request: z
       .object({
         method: z.enum(["GET", "POST", "HEAD"]).default("GET"),
-        url: z.string().min(1).max(2000),
+        // Its scheme and host are the operator's: a placeholder may fill a path or a query, and in
+        // the host (`https://{{$auth.subdomain}}.example.com`) only after a fixed scheme.
+        url: z
+          .string()
+          .min(1)
+          .max(2000)
+          .refine((url) => httpUrl.safeParse(url.replace(/\{\{[^}]*\}\}/g, "x")).success && /^https?:\/\//.test(url), {
+            error: "must be an http(s) URL (placeholders may fill its parts, not its scheme)",
+          }),
         headers: z.record(z.string(), z.string().max(2000)).default({}),
       })
       .strict()

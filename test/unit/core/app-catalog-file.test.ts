@@ -22,6 +22,17 @@ const oauthApp = {
 };
 
 describe("the apps file", () => {
+  it("takes test request URLs whose placeholders fill a host, a path or a query", () => {
+    for (const url of [
+      "https://{{$auth.subdomain}}.example.com/api/me",
+      "https://api.example.com/users/{{$auth.user_id}}?key={{ $auth.api_key }}",
+    ]) {
+      expect(
+        parseAppsFile(JSON.stringify({ apps: [{ ...oauthApp, test_request: { url } }] }), "f")[0]?.testRequest?.url,
+      ).toBe(url);
+    }
+  });
+
   it("reads an OAuth app into the catalog's shape, with a stable id and defaults", () => {
     const [app] = parseAppsFile(JSON.stringify({ apps: [oauthApp] }), "test");
     expect(app).toEqual({
@@ -70,6 +81,16 @@ describe("the apps file", () => {
       "an optional field that is not a field",
       JSON.stringify({ apps: [{ ...oauthApp, optional_fields: ["zone"] }] }),
       /apps\[0\]\.optional_fields: must name only fields of "fields"/,
+    ],
+    [
+      "a test request to a file",
+      JSON.stringify({ apps: [{ ...oauthApp, test_request: { url: "file:///etc/passwd" } }] }),
+      /apps\[0\]\.test_request\.url: must be an http\(s\) URL/,
+    ],
+    [
+      "a test request whose scheme is a placeholder",
+      JSON.stringify({ apps: [{ ...oauthApp, test_request: { url: "{{$auth.url}}" } }] }),
+      /apps\[0\]\.test_request\.url: must be an http\(s\) URL/,
     ],
     [
       "two apps of one slug",
