@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadAppCatalog } from "#adapters/app-catalog-files";
+import { APPS_FILE_MAX_BYTES, loadAppCatalog } from "#adapters/app-catalog-files";
 import { DEFAULT_REGISTRY_DIR } from "#adapters/registry-files";
 import { appIdOf, parseAppsFile } from "#core/app-catalog-file";
 
@@ -180,6 +180,15 @@ describe("loadAppCatalog", () => {
       writeFileSync(file, JSON.stringify({ apps: [evil] }));
       expect(() => loadAppCatalog(DEFAULT_REGISTRY_DIR, file)).toThrow(/apps\[0\]\.(id|name_slug): .*github/);
     }
+  });
+
+  it("stops before reading a file past its size limit, saying so", () => {
+    const dir = mkdtempSync(join(tmpdir(), "apps-"));
+    const file = join(dir, "apps.json");
+    writeFileSync(file, `{"apps": []}${" ".repeat(APPS_FILE_MAX_BYTES)}`);
+    expect(() => loadAppCatalog(DEFAULT_REGISTRY_DIR, file)).toThrow(
+      `the apps file ${file} is ${APPS_FILE_MAX_BYTES + 12} bytes, more than ${APPS_FILE_MAX_BYTES}`,
+    );
   });
 
   it("stops with an error naming a file that cannot be read", () => {
