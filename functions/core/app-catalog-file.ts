@@ -74,28 +74,21 @@ const fileSchema = z
   .object({ apps: z.array(appSchema).max(10_000) })
   .strict()
   .superRefine((file, ctx) => {
-    const slugs = new Map<string, number>();
-    const ids = new Map<string, number>();
-    for (const [i, app] of file.apps.entries()) {
-      const slugAt = slugs.get(app.name_slug);
-      if (slugAt !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["apps", i, "name_slug"],
-          message: `${JSON.stringify(app.name_slug)} is already the slug of apps[${slugAt}]`,
-        });
+    for (const [key, what] of [
+      ["name_slug", "slug"],
+      ["id", "id"],
+    ] as const) {
+      const seen = new Map<string, number>();
+      for (const [i, app] of file.apps.entries()) {
+        const value = app[key];
+        if (value === undefined) continue;
+        const at = seen.get(value);
+        if (at !== undefined) {
+          const message = `${JSON.stringify(value)} is already the ${what} of apps[${at}]`;
+          ctx.addIssue({ code: "custom", path: ["apps", i, key], message });
+        }
+        seen.set(value, i);
       }
-      slugs.set(app.name_slug, i);
-      if (app.id === undefined) continue;
-      const idAt = ids.get(app.id);
-      if (idAt !== undefined) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["apps", i, "id"],
-          message: `${JSON.stringify(app.id)} is already the id of apps[${idAt}]`,
-        });
-      }
-      ids.set(app.id, i);
     }
   });
 

@@ -291,12 +291,11 @@ describe("credentials never leak", () => {
     };
   };
 
-  it("masks them in a run's $logs and $errors, the server's log, and the source's view", async () => {
-    const { deps, caller, alice, jobs, logLines } = await setUp({ props: [GITHUB, HTTP] }, leaky);
-    const account = await connect(deps, alice.workspace.id);
+  /** Deploys a source whose github prop names `accountId`, runs it once, and reads its $logs and $errors. */
+  async function runWith(deps: Deps, caller: { userId: string }, jobs: RunJob[], accountId: string) {
     const source = await deploySource(deps, caller, {
       component_code: "x",
-      configured_props: { github: { authProvisionId: account.id } },
+      configured_props: { github: { authProvisionId: accountId } },
     });
     await receiveHttpRequest(deps, keyOf(source), POST);
     await runSource(deps, jobs.at(-1) as SourceRunJob);
@@ -304,6 +303,13 @@ describe("credentials never leak", () => {
       ...(await deps.events.listEvents(source.id, { channel: "$logs", limit: 100 })).items,
       ...(await deps.events.listEvents(source.id, { channel: "$errors", limit: 100 })).items,
     ];
+    return { source, stored };
+  }
+
+  it("masks them in a run's $logs and $errors, the server's log, and the source's view", async () => {
+    const { deps, caller, alice, jobs, logLines } = await setUp({ props: [GITHUB, HTTP] }, leaky);
+    const account = await connect(deps, alice.workspace.id);
+    const { source, stored } = await runWith(deps, caller, jobs, account.id);
     expect(stored.map((event) => event.channel)).toEqual(["$logs", "$logs", "$errors"]);
     const everything = JSON.stringify([stored, logLines, await getSource(deps, caller, source.id)]);
     expect(everything).not.toContain(API_KEY);
@@ -327,16 +333,7 @@ describe("credentials never leak", () => {
       secret: LONG,
       account_number: NUMBER,
     });
-    const source = await deploySource(deps, caller, {
-      component_code: "x",
-      configured_props: { github: { authProvisionId: account.id } },
-    });
-    await receiveHttpRequest(deps, keyOf(source), POST);
-    await runSource(deps, jobs.at(-1) as SourceRunJob);
-    const stored = [
-      ...(await deps.events.listEvents(source.id, { channel: "$logs", limit: 100 })).items,
-      ...(await deps.events.listEvents(source.id, { channel: "$errors", limit: 100 })).items,
-    ];
+    const { stored } = await runWith(deps, caller, jobs, account.id);
     const everything = JSON.stringify([stored, logLines]);
     expect(everything).toContain(`long ${MASK} number ${MASK}`);
     for (const leaked of [SHORT, "tail-that-is-secret", String(NUMBER)]) expect(everything).not.toContain(leaked);
