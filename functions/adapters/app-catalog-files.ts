@@ -4,22 +4,31 @@
  * shipped ones by `name_slug`. Read once, at start: a bad file stops the start with an error
  * naming the file and the field.
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { APPS_ASSET, APPS_FILE_NAME, OPERATOR_APPS_FILE } from "#config/shared-names";
-import { parseAppsFile } from "#core/app-catalog-file";
+import { mergeApps, parseAppsFile } from "#core/app-catalog-file";
 import { type AppCatalog, staticAppCatalog } from "#core/ports/app-catalog";
 
 export { APPS_FILE_NAME };
 
+/** Bytes of an apps file: 10,000 apps of a few hundred bytes fit; a wrong file (a dump, a log) does not. */
+export const APPS_FILE_MAX_BYTES = 8 * 1024 * 1024;
+
 function readApps(file: string, what: string) {
   let text: string;
+  let size: number;
   try {
-    text = readFileSync(file, "utf8");
+    size = statSync(file).size;
+    // Checked before reading: a wrong path to a huge file stops the start with a reason, not out of memory.
+    text = size > APPS_FILE_MAX_BYTES ? "" : readFileSync(file, "utf8");
   } catch (error) {
     throw new Error(
       `cannot read the ${what} ${file}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`,
     );
+  }
+  if (size > APPS_FILE_MAX_BYTES) {
+    throw new Error(`the ${what} ${file} is ${size} bytes, more than ${APPS_FILE_MAX_BYTES}: is it the right file?`);
   }
   return parseAppsFile(text, `the ${what} ${file}`);
 }
@@ -27,8 +36,8 @@ function readApps(file: string, what: string) {
 /** The catalog of `registryDir`'s `apps.json` and, after it, the operator's `appsFile`. */
 export function loadAppCatalog(registryDir: string, appsFile?: string): AppCatalog {
   const shipped = readApps(join(registryDir, APPS_FILE_NAME), "shipped apps file");
-  const extra = appsFile === undefined ? [] : readApps(appsFile, "apps file");
-  return staticAppCatalog([...shipped, ...extra]);
+  if (appsFile === undefined) return staticAppCatalog(shipped);
+  return staticAppCatalog(mergeApps(shipped, readApps(appsFile, "apps file"), `the apps file ${appsFile}`));
 }
 
 /**

@@ -195,8 +195,10 @@ export async function bindAccounts(
 }
 
 function collectStrings(value: unknown, into: string[]): void {
-  if (typeof value === "string") {
-    if (value.length >= MIN_MASKED_CHARS && !into.includes(value)) into.push(value);
+  // A number is masked as it prints (an account number given as one is as secret as its text).
+  const text = typeof value === "number" && Number.isFinite(value) ? String(value) : value;
+  if (typeof text === "string") {
+    if (text.length >= MIN_MASKED_CHARS && !into.includes(text)) into.push(text);
   } else if (Array.isArray(value)) {
     for (const item of value) collectStrings(item, into);
   } else if (isObject(value)) {
@@ -209,11 +211,12 @@ export const MASK = "[credential]";
 
 /**
  * `text` with every credential value replaced by {@link MASK}, in clear and as JSON escapes it (a
- * logged object quotes its strings).
+ * logged object quotes its strings). Longest first: a key that is part of another (a prefix, a
+ * token inside a URL-like credential), masked first, would leave the rest of the longer in clear.
  */
 export function maskCredentials(text: string, credentials: readonly string[]): string {
   let out = text;
-  for (const credential of credentials) {
+  for (const credential of [...credentials].sort((a, b) => b.length - a.length)) {
     out = out.split(credential).join(MASK);
     const escaped = JSON.stringify(credential).slice(1, -1);
     if (escaped !== credential) out = out.split(escaped).join(MASK);
@@ -221,10 +224,14 @@ export function maskCredentials(text: string, credentials: readonly string[]): s
   return out;
 }
 
-/** An error record with its credential values masked. */
+/** An error record with its credential values masked (its name too: the component sets it). */
 export function maskedError<T extends ErrorRecord>(error: T, credentials: readonly string[]): T {
   if (credentials.length === 0) return error;
-  const out = { ...error, message: maskCredentials(error.message, credentials) };
+  const out = {
+    ...error,
+    name: maskCredentials(error.name, credentials),
+    message: maskCredentials(error.message, credentials),
+  };
   if (error.stack !== undefined) out.stack = maskCredentials(error.stack, credentials);
   return out;
 }

@@ -20,7 +20,15 @@ const appSchema = z
     name: z.string().min(1).max(200),
     auth_type: z.enum(["keys", "oauth", "none"]),
     fields: z
-      .array(z.string().regex(/^[A-Za-z0-9_]{1,64}$/, "must be letters, digits and _"))
+      .array(
+        z
+          .string()
+          .regex(/^[A-Za-z0-9_]{1,64}$/, "must be letters, digits and _")
+          // `credentials.constructor` is never undefined: such a field would pass as given when missing.
+          .refine((field) => !(field in Object.prototype), {
+            error: (issue) => `must not be ${JSON.stringify(issue.input)}: every object has it`,
+          }),
+      )
       .max(50)
       .default([]),
     optional_fields: z.array(z.string()).max(50).optional(),
@@ -37,7 +45,15 @@ const appSchema = z
     test_request: z
       .object({
         method: z.enum(["GET", "POST", "HEAD"]).default("GET"),
-        url: z.string().min(1).max(2000),
+        // Its scheme and host are the operator's: a placeholder may fill a path or a query, and in
+        // the host (`https://{{$auth.subdomain}}.example.com`) only after a fixed scheme.
+        url: z
+          .string()
+          .min(1)
+          .max(2000)
+          .refine((url) => httpUrl.safeParse(url.replace(/\{\{[^}]*\}\}/g, "x")).success && /^https?:\/\//.test(url), {
+            error: "must be an http(s) URL (placeholders may fill its parts, not its scheme)",
+          }),
         headers: z.record(z.string(), z.string().max(2000)).default({}),
       })
       .strict()
@@ -53,7 +69,28 @@ const appSchema = z
     path: ["optional_fields"],
   });
 
-const fileSchema = z.object({ apps: z.array(appSchema).max(10_000) }).strict();
+/** Two apps of one slug (or one id) in a file: one would silently hide the other. */
+const fileSchema = z
+  .object({ apps: z.array(appSchema).max(10_000) })
+  .strict()
+  .superRefine((file, ctx) => {
+    for (const [key, what] of [
+      ["name_slug", "slug"],
+      ["id", "id"],
+    ] as const) {
+      const seen = new Map<string, number>();
+      for (const [i, app] of file.apps.entries()) {
+        const value = app[key];
+        if (value === undefined) continue;
+        const at = seen.get(value);
+        if (at !== undefined) {
+          const message = `${JSON.stringify(value)} is already the ${what} of apps[${at}]`;
+          ctx.addIssue({ code: "custom", path: ["apps", i, key], message });
+        }
+        seen.set(value, i);
+      }
+    }
+  });
 
 /** The stable `app_` id of a slug, for apps whose entry gives none. */
 export const appIdOf = (nameSlug: string) => `app_${sha256Hex(`app:${nameSlug}`).slice(0, 12)}`;
@@ -96,4 +133,30 @@ export function parseAppsFile(text: string, origin: string): AppDefinition[] {
     if (app.test_request) definition.testRequest = app.test_request;
     return definition;
   });
+}
+
+/**
+ * The catalog's apps: `shipped`, each replaced by the app of `extra` (the operator's file, read
+ * from `origin`) of its slug, then the others of `extra`. An app of `extra` whose id is another
+ * app's, or whose slug is another app's id, is refused: the catalog finds by either, so it would
+ * answer for that app (`GET /v1/apps/{id}`, a create's `app`).
+ * @throws Error naming `origin` and the app (`apps[2].id: ...`).
+ */
+export function mergeApps(
+  shipped: readonly AppDefinition[],
+  extra: readonly AppDefinition[],
+  origin: string,
+): AppDefinition[] {
+  const replaced = new Set(extra.map((app) => app.nameSlug));
+  const kept = shipped.filter((app) => !replaced.has(app.nameSlug));
+  for (const [i, app] of extra.entries()) {
+    const others = [...kept, ...extra.filter((other) => other !== app)];
+    const sameId = others.find((other) => other.id === app.id);
+    if (sameId) throw new Error(`${origin}: apps[${i}].id: ${app.id} is already the id of the ${sameId.nameSlug} app`);
+    const slugIsId = others.find((other) => other.id === app.nameSlug);
+    if (slugIsId) {
+      throw new Error(`${origin}: apps[${i}].name_slug: ${app.nameSlug} is the id of the ${slugIsId.nameSlug} app`);
+    }
+  }
+  return [...kept, ...extra];
 }

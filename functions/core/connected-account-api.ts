@@ -36,6 +36,9 @@ const UPDATE_ATTEMPTS = 3;
 
 type CredentialValue = string | number | boolean;
 
+/** How an app's field is named (the apps file's rule): a key of another shape is never echoed. */
+const FIELD_NAME = /^[A-Za-z0-9_]{1,64}$/;
+
 const OAUTH_CONNECT_HINT = "connect it with POST /v1/accounts/connect (sluice accounts connect <app>)";
 
 /** The metadata of an account (rest-api.md "Account"), without its credentials. */
@@ -74,7 +77,10 @@ export function checkKeyCredentials(
   const fields = new Set(app.fields);
   for (const [key, value] of Object.entries(credentials)) {
     if (!fields.has(key)) {
-      throw invalid(`credentials.${key}`, `is not a field of ${app.name} (its fields: ${app.fields.join(", ")})`);
+      const its = `${app.name} (its fields: ${app.fields.join(", ")})`;
+      // A key of another shape may be a value pasted in the wrong place: it is not repeated.
+      if (!FIELD_NAME.test(key)) throw invalid("credentials", `has a key that is not a field of ${its}`);
+      throw invalid(`credentials.${key}`, `is not a field of ${its}`);
     }
     if (typeof value === "string" && value.length > CREDENTIAL_VALUE_MAX_CHARS) {
       throw invalid(`credentials.${key}`, `must be at most ${CREDENTIAL_VALUE_MAX_CHARS} characters`);
@@ -85,7 +91,8 @@ export function checkKeyCredentials(
   }
   const optional = new Set(app.optionalFields ?? []);
   for (const field of app.fields) {
-    if (!optional.has(field) && credentials[field] === undefined) {
+    // Own keys only: `credentials.constructor` is Object's when the body gave none.
+    if (!optional.has(field) && (!Object.hasOwn(credentials, field) || credentials[field] === undefined)) {
       throw invalid(`credentials.${field}`, `is required by ${app.name}`);
     }
   }

@@ -44,8 +44,20 @@ const credentialValue = z.union([z.string(), z.number(), z.boolean()], {
   error: "must be a string, a number or a boolean",
 });
 
+/**
+ * `z.record` copies by assignment, which drops a `__proto__` key silently (decision 112): it is
+ * refused first, as any other key that is no field of the app.
+ */
 export const credentialsField = z
-  .record(z.string().max(64), credentialValue)
+  .preprocess(
+    (value, ctx) => {
+      if (typeof value === "object" && value !== null && Object.hasOwn(value, "__proto__")) {
+        ctx.addIssue({ code: "custom", path: ["__proto__"], message: "is not a field of any app", input: value });
+      }
+      return value;
+    },
+    z.record(z.string().max(64), credentialValue),
+  )
   .meta({ description: "The app's fields (GET /v1/apps/{id} lists them): field -> value" });
 
 export const accountNameField = z.string().max(200).meta({ description: "Default: the app's name" });

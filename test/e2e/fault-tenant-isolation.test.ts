@@ -56,6 +56,18 @@ const WORKFLOW_BODY = {
   triggers: [{ type: "http" }, { type: "timer", props: { intervalSeconds: 3600 } }],
 };
 
+/** An action and a source that read an `openai` account's `$auth`: user 2 configures them with user 1's accounts. */
+const APP_ACTION = `export default {
+  key: "tenant-two-app", name: "App probe", version: "0.1.0", type: "action",
+  props: { openai: { type: "app", app: "openai" } },
+  async run() { return this.openai.$auth.api_key },
+};`;
+const APP_SOURCE = `export default {
+  key: "tenant-two-app-source", name: "App source probe", version: "0.1.0",
+  props: { openai: { type: "app", app: "openai" }, http: { type: "$.interface.http" } },
+  async run() { this.$emit({ key: this.openai.$auth.api_key }) },
+};`;
+
 /** An account of the shipped key app `openai`; its key must never reach user 2. */
 const ACCOUNT_BODY = { app: "openai", name: "probe key", credentials: { api_key: `sk-${MARKER}` } };
 
@@ -340,6 +352,8 @@ describe("fault: tenant isolation", () => {
   let receiver: WebhookReceiver;
   /** The OAuth provider of the app `standin` each user connects an account of. */
   let provider: StandInOAuthProvider;
+  /** User 2's components of APP_ACTION and APP_SOURCE. */
+  const appComponents = { action: "", source: "" };
   let root: string;
   let fixture: Fixture;
   let oneSamples: Samples;
@@ -376,13 +390,15 @@ describe("fault: tenant isolation", () => {
     return { status: response.status, json, text };
   };
 
+  /** The data of a setup request's answer; a failed one fails the setup. */
+  const ok = async (answer: Promise<Answer>) => {
+    const { status, json, text } = await answer;
+    if (status >= 300) throw new Error(`setup request failed: ${status} ${text}`);
+    return json.data;
+  };
+
   /** Makes a source with an HTTP interface, a webhook subscribed to it, and one event that dead-letters. */
   async function populate(key: string, componentKey: string, payload: unknown) {
-    const ok = async (answer: Promise<Answer>) => {
-      const { status, json, text } = await answer;
-      if (status >= 300) throw new Error(`setup request failed: ${status} ${text}`);
-      return json.data;
-    };
     const me = await ok(call(key, "GET", "/v1/users/me"));
     const workspaceId: string = me.orgs[0].id;
     const [project] = await ok(call(key, "GET", `/v1/workspaces/${workspaceId}/projects`));
@@ -533,6 +549,15 @@ describe("fault: tenant isolation", () => {
     // User 2's lists are read first: reading a registry component saves it once, and that write
     // must happen before the snapshot of the file.
     twoLists = await everyGet(fixture.two.key, twoSamples);
+    // Made before the snapshot of the data file: the probes after it must write nothing.
+    for (const [kind, code] of [
+      ["action", APP_ACTION],
+      ["source", APP_SOURCE],
+    ] as const) {
+      appComponents[kind] = (
+        await ok(call(fixture.two.key, "POST", "/v1/components", { body: { component_code: code } }))
+      ).id as string;
+    }
     oneApiBefore = await everyGet(fixture.one.key, oneSamples);
     oneDbBefore = databaseSnapshot(sluice.dataDir);
   });
@@ -696,6 +721,42 @@ describe("fault: tenant isolation", () => {
     expect(ids("list-user-subscriptions").sort()).toEqual([...two.subscriptionIds].sort());
     // Its own subscription and the two its auto subscription made: of its source and of its workflow.
     expect(two.subscriptionIds.length).toBe(3);
+  });
+
+  it("refuses user 1's accounts in every prop that takes one, as it refuses a missing id", async () => {
+    // Components whose code reads $auth, configured with user 1's key and OAuth accounts through
+    // each way a prop is configured: a source, its update, a workflow step, the dynamic props routes.
+    const { action, source } = appComponents;
+    const requests = (id: string): Array<[string, string, Record<string, unknown>]> => {
+      const props = { openai: { authProvisionId: id } };
+      return [
+        ["POST", "/v1/sources", { component_id: source, configured_props: props }],
+        ["PUT", `/v1/sources/${fixture.two.sourceId}`, { component_id: source, configured_props: props }],
+        ["POST", "/v1/workflows", { ...WORKFLOW_BODY, steps: [{ namespace: "s", component_id: action, props }] }],
+        [
+          "PUT",
+          `/v1/workflows/${fixture.two.workflowId}`,
+          { steps: [{ namespace: "s", component_id: action, props }] },
+        ],
+        ["POST", "/v1/components/configure", { id: source, prop_name: "openai", configured_props: props }],
+        ["POST", "/v1/components/props", { id: source, configured_props: props }],
+      ];
+    };
+    for (const theirs of [fixture.one.accountId, fixture.one.oauthAccountId]) {
+      const missing = missingTwin(theirs);
+      const mine = requests(theirs);
+      const twins = requests(missing);
+      for (const [i, [method, path, body]] of mine.entries()) {
+        const answer = await call(fixture.two.key, method, path, { body });
+        const what = `${method} ${path} with user 1's account ${theirs}`;
+        expect(answer.status, `${what}: ${answer.text}`).toBe(400);
+        expect(answer.text, what).toContain("no connected account of this workspace");
+        expect(answer.text, what).not.toContain(MARKER);
+        const [, , twinBody] = twins[i] as [string, string, Record<string, unknown>];
+        const twin = await call(fixture.two.key, method, path, { body: twinBody });
+        expect(answer.text.split(theirs).join(missing), what).toBe(twin.text);
+      }
+    }
   });
 
   // Runs last (vitest runs a file's tests in order): after every probe above.

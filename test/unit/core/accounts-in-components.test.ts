@@ -75,7 +75,7 @@ async function connect(
   deps: Deps,
   workspaceId: string,
   app = "github",
-  credentials: Record<string, string> = { api_key: API_KEY },
+  credentials: Record<string, string | number> = { api_key: API_KEY },
 ): Promise<AppAccountRecord> {
   const now = deps.clock.nowMs();
   seq += 1;
@@ -291,12 +291,11 @@ describe("credentials never leak", () => {
     };
   };
 
-  it("masks them in a run's $logs and $errors, the server's log, and the source's view", async () => {
-    const { deps, caller, alice, jobs, logLines } = await setUp({ props: [GITHUB, HTTP] }, leaky);
-    const account = await connect(deps, alice.workspace.id);
+  /** Deploys a source whose github prop names `accountId`, runs it once, and reads its $logs and $errors. */
+  async function runWith(deps: Deps, caller: { userId: string }, jobs: RunJob[], accountId: string) {
     const source = await deploySource(deps, caller, {
       component_code: "x",
-      configured_props: { github: { authProvisionId: account.id } },
+      configured_props: { github: { authProvisionId: accountId } },
     });
     await receiveHttpRequest(deps, keyOf(source), POST);
     await runSource(deps, jobs.at(-1) as SourceRunJob);
@@ -304,11 +303,40 @@ describe("credentials never leak", () => {
       ...(await deps.events.listEvents(source.id, { channel: "$logs", limit: 100 })).items,
       ...(await deps.events.listEvents(source.id, { channel: "$errors", limit: 100 })).items,
     ];
+    return { source, stored };
+  }
+
+  it("masks them in a run's $logs and $errors, the server's log, and the source's view", async () => {
+    const { deps, caller, alice, jobs, logLines } = await setUp({ props: [GITHUB, HTTP] }, leaky);
+    const account = await connect(deps, alice.workspace.id);
+    const { source, stored } = await runWith(deps, caller, jobs, account.id);
     expect(stored.map((event) => event.channel)).toEqual(["$logs", "$logs", "$errors"]);
     const everything = JSON.stringify([stored, logLines, await getSource(deps, caller, source.id)]);
     expect(everything).not.toContain(API_KEY);
     expect(JSON.stringify(stored)).toContain(`401 for key ${MASK}`);
     expect(logLines.some((line) => line.includes("source run failed") && line.includes(MASK))).toBe(true);
+  });
+
+  it("masks a key inside a longer one, a key in an error's name, and a long numeric credential", async () => {
+    // Hostile shapes: the short key is a prefix of the long one (masked first, it would leave the
+    // long one's tail in clear), an error whose name is the key, an account number given as a number.
+    const SHORT = "sk_live_0123456789";
+    const LONG = `${SHORT}-tail-that-is-secret-too`;
+    const NUMBER = 98_765_432_101;
+    const leak: Run = () => ({
+      logs: [{ level: "info", message: `long ${LONG} number ${NUMBER}`, ts: 1 }],
+      error: { name: `E${SHORT}`, message: "refused", ts: 2 },
+    });
+    const { deps, caller, alice, jobs, logLines } = await setUp({ props: [GITHUB, HTTP] }, leak);
+    const account = await connect(deps, alice.workspace.id, "github", {
+      api_key: SHORT,
+      secret: LONG,
+      account_number: NUMBER,
+    });
+    const { stored } = await runWith(deps, caller, jobs, account.id);
+    const everything = JSON.stringify([stored, logLines]);
+    expect(everything).toContain(`long ${MASK} number ${MASK}`);
+    for (const leaked of [SHORT, "tail-that-is-secret", String(NUMBER)]) expect(everything).not.toContain(leaked);
   });
 
   it("masks them in the 400 of a deploy whose hook threw them", async () => {

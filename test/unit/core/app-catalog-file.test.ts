@@ -2,7 +2,7 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { loadAppCatalog } from "#adapters/app-catalog-files";
+import { APPS_FILE_MAX_BYTES, loadAppCatalog } from "#adapters/app-catalog-files";
 import { DEFAULT_REGISTRY_DIR } from "#adapters/registry-files";
 import { appIdOf, parseAppsFile } from "#core/app-catalog-file";
 
@@ -22,6 +22,17 @@ const oauthApp = {
 };
 
 describe("the apps file", () => {
+  it("takes test request URLs whose placeholders fill a host, a path or a query", () => {
+    for (const url of [
+      "https://{{$auth.subdomain}}.example.com/api/me",
+      "https://api.example.com/users/{{$auth.user_id}}?key={{ $auth.api_key }}",
+    ]) {
+      expect(
+        parseAppsFile(JSON.stringify({ apps: [{ ...oauthApp, test_request: { url } }] }), "f")[0]?.testRequest?.url,
+      ).toBe(url);
+    }
+  });
+
   it("reads an OAuth app into the catalog's shape, with a stable id and defaults", () => {
     const [app] = parseAppsFile(JSON.stringify({ apps: [oauthApp] }), "test");
     expect(app).toEqual({
@@ -70,6 +81,41 @@ describe("the apps file", () => {
       "an optional field that is not a field",
       JSON.stringify({ apps: [{ ...oauthApp, optional_fields: ["zone"] }] }),
       /apps\[0\]\.optional_fields: must name only fields of "fields"/,
+    ],
+    [
+      "a test request to a file",
+      JSON.stringify({ apps: [{ ...oauthApp, test_request: { url: "file:///etc/passwd" } }] }),
+      /apps\[0\]\.test_request\.url: must be an http\(s\) URL/,
+    ],
+    [
+      "a test request whose scheme is a placeholder",
+      JSON.stringify({ apps: [{ ...oauthApp, test_request: { url: "{{$auth.url}}" } }] }),
+      /apps\[0\]\.test_request\.url: must be an http\(s\) URL/,
+    ],
+    [
+      "two apps of one slug",
+      JSON.stringify({ apps: [oauthApp, { ...oauthApp, name: "Acme again" }] }),
+      /apps\[1\]\.name_slug: "acme" is already the slug of apps\[0\]/,
+    ],
+    [
+      "two apps of one id",
+      JSON.stringify({
+        apps: [
+          { ...oauthApp, id: "app_x" },
+          { ...oauthApp, name_slug: "other", id: "app_x" },
+        ],
+      }),
+      /apps\[1\]\.id: "app_x" is already the id of apps\[0\]/,
+    ],
+    [
+      "a field named like a property every object has",
+      JSON.stringify({ apps: [{ ...oauthApp, fields: ["region", "constructor"] }] }),
+      /apps\[0\]\.fields\[1\]: must not be "constructor"/,
+    ],
+    [
+      "a __proto__ field",
+      JSON.stringify({ apps: [{ ...oauthApp, fields: ["__proto__"] }] }),
+      /apps\[0\]\.fields\[0\]: must not be "__proto__"/,
     ],
   ])("refuses %s, naming the file and the field", (_what, text, message) => {
     expect(() => parseAppsFile(text, "the file f")).toThrow(message);
@@ -120,6 +166,29 @@ describe("loadAppCatalog", () => {
     expect(catalog.find("acme")?.oauth?.clientSecret).toBe("secret");
     expect(catalog.find("github")).toMatchObject({ name: "GitHub Enterprise", authType: "keys", fields: ["token"] });
     expect(catalog.list().filter((app) => app.nameSlug === "github")).toHaveLength(1);
+  });
+
+  it("refuses an operator's app whose id is another app's, or whose slug is another app's id", () => {
+    const dir = mkdtempSync(join(tmpdir(), "apps-"));
+    const file = join(dir, "apps.json");
+    const github = loadAppCatalog(DEFAULT_REGISTRY_DIR).find("github");
+    // Served by that id, it would answer GET /v1/apps/<github's id> and take github's accounts' creates.
+    for (const evil of [
+      { name_slug: "evil", name: "Evil", auth_type: "keys", fields: ["token"], id: github?.id },
+      { name_slug: github?.id, name: "Evil", auth_type: "keys", fields: ["token"] },
+    ]) {
+      writeFileSync(file, JSON.stringify({ apps: [evil] }));
+      expect(() => loadAppCatalog(DEFAULT_REGISTRY_DIR, file)).toThrow(/apps\[0\]\.(id|name_slug): .*github/);
+    }
+  });
+
+  it("stops before reading a file past its size limit, saying so", () => {
+    const dir = mkdtempSync(join(tmpdir(), "apps-"));
+    const file = join(dir, "apps.json");
+    writeFileSync(file, `{"apps": []}${" ".repeat(APPS_FILE_MAX_BYTES)}`);
+    expect(() => loadAppCatalog(DEFAULT_REGISTRY_DIR, file)).toThrow(
+      `the apps file ${file} is ${APPS_FILE_MAX_BYTES + 12} bytes, more than ${APPS_FILE_MAX_BYTES}`,
+    );
   });
 
   it("stops with an error naming a file that cannot be read", () => {

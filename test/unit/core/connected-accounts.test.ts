@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { currentCredentials } from "#core/account-credentials";
 import { appIdOf } from "#core/app-catalog-file";
+import { checkKeyCredentials } from "#core/connected-account-api";
 import { createConnectedAccount } from "#core/connected-accounts";
+import type { AppDefinition } from "#core/ports/app-catalog";
 import { memoryDeps } from "../../support/memory-deps.ts";
 
 describe("createConnectedAccount", () => {
@@ -20,5 +22,14 @@ describe("createConnectedAccount", () => {
     expect(stored?.sealedCredentials).not.toContain("k-123-secret");
     expect(stored?.expiresAt).toBeUndefined();
     expect(await currentCredentials(deps, stored ?? record, 1_000)).toEqual({ api_key: "k-123-secret" });
+  });
+});
+
+describe("checkKeyCredentials", () => {
+  it("requires a field named like an Object property when the body gives none (own keys only)", () => {
+    // The apps file refuses such names; a catalog built otherwise must still not pass `{}`.
+    const app: AppDefinition = { id: "app_x", nameSlug: "x", name: "X", authType: "keys", fields: ["constructor"] };
+    expect(() => checkKeyCredentials(app, {})).toThrow(/credentials\.constructor: is required/);
+    expect(checkKeyCredentials(app, { constructor: "k" })).toEqual({ constructor: "k" });
   });
 });

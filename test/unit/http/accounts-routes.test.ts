@@ -205,6 +205,39 @@ describe("connected accounts of key apps", () => {
     }
   });
 
+  it("refuses hostile credentials and apps with a 400 that names no value and stores nothing", async () => {
+    const raw = (credentials: string, app = '"openai"') =>
+      env.call(key, "create-account", { rawBody: `{"app": ${app}, "credentials": ${credentials}}` });
+    const hostile: Array<[Promise<Answer>, RegExp]> = [
+      // A prototype key: never a field, never the object's prototype, never echoed with its value.
+      [raw(`{"api_key": "k", "__proto__": {"api_key": "${PASSWORD}"}}`), /^credentials\.__proto__/],
+      [raw(`{"__proto__": "${PASSWORD}"}`), /^credentials\.__proto__/],
+      [raw(`{"api_key": "k", "constructor": "${PASSWORD}"}`), /^credentials\.constructor: is not a field/],
+      [raw(`{"api_key": "k", "toString": "${PASSWORD}"}`), /^credentials\.toString: is not a field/],
+      [raw(`{"api_key": "k"}`, '"__proto__"'), /^app: is not an app/],
+      [raw(`{"api_key": "k"}`, '"constructor"'), /^app: is not an app/],
+      [raw(`{"api_key": ["${PASSWORD}"]}`), /^credentials\.api_key: must be a string/],
+      [raw(`{"api_key": 1e400}`), /^credentials\.api_key/],
+      [
+        raw(JSON.stringify(Object.fromEntries(Array.from({ length: 1000 }, (_, i) => [`f${i}`, PASSWORD])))),
+        /^credentials\.f0/,
+      ],
+      [raw(`{"api_key": "k", "\\u0000${PASSWORD}": "v"}`), /^credentials: has a key that is not a field/],
+    ];
+    for (const [pending, message] of hostile) {
+      const answer = await pending;
+      expect(answer.status, answer.text).toBe(400);
+      expect(answer.json.error).toMatch(message);
+      expect(answer.text).not.toContain(PASSWORD);
+    }
+    const named = await env.call(key, "create-account", {
+      body: { app: "openai", name: "evil\u001b[31mname\u202e", credentials: { api_key: "k" } },
+    });
+    expect(named.status, named.text).toBe(400);
+    expect((await env.call(key, "list-user-accounts")).json.data).toEqual([]);
+    expect(env.lines.join("\n")).not.toContain(PASSWORD);
+  });
+
   it("sends OAuth apps to the connect route, and refuses apps that need no account", async () => {
     const oauth = await env.call(key, "create-account", { body: { app: "acme", credentials: {} } });
     expect(oauth.status).toBe(400);

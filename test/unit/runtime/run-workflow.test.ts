@@ -810,3 +810,43 @@ describe("runWorkflowSteps: hostile steps", () => {
     expect(result.steps[0]?.exportBytes).toBe(Buffer.byteLength(JSON.stringify(forged)));
   });
 });
+
+describe("runWorkflowSteps: a step's connected account", () => {
+  it("is its own: a later step sees another's $auth only where that step exported it", async () => {
+    const SECRET = "ghp_step_a_secret_0123456789";
+    const app = { type: "app", app: "github" };
+    const reader = {
+      key: "fixture-reader",
+      type: "action",
+      props: { github: app },
+      run() {
+        return "ran";
+      },
+    };
+    // A hostile later step: everything it can reach of the run, as JSON.
+    const nosy = {
+      key: "fixture-nosy",
+      type: "action",
+      props: { github: app },
+      run(this: Record<string, unknown>, { steps, $ }: { steps: unknown; $: Dollar }) {
+        $.send.emit({ raw_event: JSON.stringify({ steps, context: $.context, self: this, auth: this.github }) });
+      },
+    };
+    const exporter = {
+      ...reader,
+      run(this: { github: { $auth: unknown } }, { $ }: { $: Dollar }) {
+        $.export("auth", this.github.$auth);
+      },
+    };
+    const bound = {
+      props: { github: { authProvisionId: "apn_1", $auth: { api_key: SECRET } } },
+      propTypes: { github: "app" },
+    };
+    const quiet = await run({ a: reader, b: nosy }, {}, { a: bound, b: { propTypes: { github: "app" } } });
+    expect(quiet.steps.map((step) => step.status)).toEqual(["success", "success"]);
+    expect(emitted(quiet)).toHaveLength(1);
+    expect(JSON.stringify(quiet)).not.toContain(SECRET);
+    const shared = await run({ a: exporter, b: nosy }, {}, { a: bound, b: { propTypes: { github: "app" } } });
+    expect(emitted(shared)[0]).toContain(SECRET);
+  });
+});
