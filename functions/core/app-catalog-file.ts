@@ -3,7 +3,7 @@
  * operator's `SLUICE_APPS_FILE` (`-c appsFile` on AWS), which adds apps or replaces shipped ones
  * by `name_slug`. Pure: the caller reads the files.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { AppDefinition } from "./ports/app-catalog.ts";
 import { sha256Hex } from "./sha256.ts";
 

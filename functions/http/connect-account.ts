@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { startConnect } from "#core/oauth-connect";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { createKeyAccount } from "#core/connected-account-api";
 import { accountNameField, accountSchema, appRef, credentialsField } from "./account-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";

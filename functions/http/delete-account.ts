@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { requireAppAccount } from "#core/access";
 import { deleteConnectedAccount } from "#core/connected-account-api";
 import { accountIdParams } from "./account-schemas.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { finishConnect, OAUTH_CALLBACK_PATH } from "#core/oauth-connect";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute, type HtmlPage } from "./route.ts";

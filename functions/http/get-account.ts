@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { requireAppAccount } from "#core/access";
 import { getConnectedAccount } from "#core/connected-account-api";
 import { accountIdParams, accountSchema } from "./account-schemas.ts";

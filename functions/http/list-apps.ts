@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { listApps } from "#core/apps";
 import { decodeCursor, PAGE_LIMIT_DEFAULT } from "#core/pagination";
 import { appSchema, forwardPageParams } from "./account-schemas.ts";

@@ -1,4 +1,4 @@
-import { z } from "zod";
+import * as z from "zod";
 import { requireAppAccount } from "#core/access";
 import { updateConnectedAccount } from "#core/connected-account-api";
 import { accountIdParams, accountNameField, accountSchema, credentialsField } from "./account-schemas.ts";

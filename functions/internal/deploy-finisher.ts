@@ -6,7 +6,7 @@
  * the source (`deploy_state: "failed"`). No retries (the stack sets none): a retried job could run
  * a hook twice, and a job that never ran leaves a marked source, which the recovery sweep removes.
  */
-import { z } from "zod";
+import * as z from "zod";
 import type { Deps } from "#core/ports/deps";
 import { finishDeploy } from "#core/sources";
 import { awsDepsLoader } from "./internal-handler.ts";

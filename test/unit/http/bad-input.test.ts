@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import type { IncomingMessage } from "node:http";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { invalid } from "#core/errors";
 import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
 import { createHttpHandler, type HttpEvent } from "#http/pipeline";

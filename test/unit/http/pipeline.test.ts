@@ -1,6 +1,6 @@
 import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger, type Logger } from "#core/ports/logger";
 import { ANSWER_MARGIN_MS, API_GATEWAY_LIMIT_MS } from "#http/answer-deadline";

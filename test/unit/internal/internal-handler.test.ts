@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { z } from "zod";
+import * as z from "zod";
 import { jsonLogger } from "#core/ports/logger";
 import type { RunJob, WorkflowRunJob } from "#core/ports/run-queue";
 import { internalHandler } from "#internal/internal-handler";
