@@ -1,6 +1,5 @@
-import { S3Client } from "@aws-sdk/client-s3";
-import { type AwsPart, lazy } from "../composition.ts";
-import { S3InstalledTrees } from "../s3-installed-trees.ts";
+import type { InstalledTreeStore } from "#adapters/npm/installed-trees";
+import { type AwsPart, once } from "../composition.ts";
 
 /**
  * The store of installed npm trees (S3, `npm-trees/` of the stack's bucket), given to the "host"
@@ -8,6 +7,10 @@ import { S3InstalledTrees } from "../s3-installed-trees.ts";
  * `access.compute: "deploy"` routes and the deploy finisher), and only they are deployed with
  * the bucket's name and rights; without the name, packages are installed as before, each
  * execution environment for itself.
+ *
+ * The S3 client and the store load at the first install that asks the store, not at the cold
+ * start: most deploys install nothing (shipped packages, or the environment's own `/tmp` cache),
+ * and the client's module is costly to load (docs/aws.md "Cold starts").
  */
 export const part: AwsPart = {
   name: "trees",
@@ -15,13 +18,22 @@ export const part: AwsPart = {
   share({ config, client }) {
     const bucket = config.npmTreesBucket;
     if (bucket === undefined) return {};
-    return {
-      installedTrees: new S3InstalledTrees({
-        // Made on the first install, not at the cold start.
-        s3: lazy("the S3 client", () => client("s3", () => new S3Client({}))),
+    const store = once(async (): Promise<InstalledTreeStore> => {
+      const [{ S3Client }, { S3InstalledTrees }] = await Promise.all([
+        import("@aws-sdk/client-s3"),
+        import("../s3-installed-trees.ts"),
+      ]);
+      return new S3InstalledTrees({
+        s3: client("s3", () => new S3Client({})),
         bucket,
         ...(config.s3ExpectedOwner ? { expectedOwner: config.s3ExpectedOwner } : {}),
-      }),
+      });
+    });
+    return {
+      installedTrees: {
+        get: async (key) => (await store()).get(key),
+        put: async (key, zip) => (await store()).put(key, zip),
+      },
     };
   },
 };
