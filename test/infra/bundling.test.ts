@@ -181,11 +181,12 @@ describe("ServiceStack bundling", () => {
       service.routeFunctions.get("create-source")!.function,
       service.notFoundFunction,
     ];
-    // Without their environment, which names the service stack's resources (and is not bundled).
+    // Without their environment and shared log group, which name the service stack's resources
+    // (another app's) and are not bundled.
     samples = new Map(
       sampled.map((fn, index) => [
         fn.entry,
-        new SluiceFunction(stack, `Sample${index}`, { ...fn.props, environment: {} }),
+        new SluiceFunction(stack, `Sample${index}`, { ...fn.props, environment: {}, logGroup: undefined }),
       ]),
     );
     // What SourceCompute makes of the same files.
