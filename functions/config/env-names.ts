@@ -97,11 +97,18 @@ export const ENV = {
    */
   s3Buckets: "SLUICE_S3_BUCKETS",
   /**
-   * AWS only, set by the stack: the account that must own a `$.send.s3` bucket (S3's
-   * `ExpectedBucketOwner`), so a listed bucket deleted and re-created by another account is never
-   * written to.
+   * AWS only, set by the stack: the account that must own a `$.send.s3` bucket and the npm trees'
+   * bucket (S3's `ExpectedBucketOwner`), so a bucket deleted and re-created by another account is
+   * never written to or read from.
    */
   s3ExpectedOwner: "SLUICE_S3_EXPECTED_OWNER",
+  /**
+   * AWS only, set by the service stack on the functions that install components' npm packages (the
+   * deploying routes and the deploy finisher): the bucket whose `npm-trees/` keeps installed trees
+   * by resolved dependency set (functions/adapters/npm/installed-trees.ts); unset: each execution
+   * environment installs for itself.
+   */
+  npmTreesBucket: "SLUICE_NPM_TREES_BUCKET",
   /** The `sluice` CLI: base URL of the Sluice it talks to, over the saved profile's (the key: `SLUICE_API_KEY`). */
   cliUrl: "SLUICE_URL",
   /** The `sluice` CLI: its profile file is `<this>/sluice/config.json` (default `~/.config`, the XDG rule). */

@@ -270,6 +270,8 @@ export interface AwsConfig {
   s3Buckets: string[];
   /** The account id that must own those buckets (the stack's own); undefined: not checked. */
   s3ExpectedOwner: string | undefined;
+  /** The bucket of installed npm trees (set on the functions that install packages); undefined: none. */
+  npmTreesBucket: string | undefined;
 }
 
 export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
@@ -284,6 +286,10 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
         .string()
         .regex(/^\d{12}$/, "must be a 12-digit AWS account id")
         .optional(),
+      [ENV.npmTreesBucket]: z
+        .string()
+        .refine(isBucketName, { error: "must be a bucket name (3 to 63 of a-z, 0-9, . and -)" })
+        .optional(),
       ...quotaShape,
     },
     env,
@@ -296,5 +302,6 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     logLevel: parsed[ENV.logLevel] as LogLevel,
     s3Buckets: parsed[ENV.s3Buckets] as string[],
     s3ExpectedOwner: parsed[ENV.s3ExpectedOwner] as string | undefined,
+    npmTreesBucket: parsed[ENV.npmTreesBucket] as string | undefined,
   };
 }

@@ -88,3 +88,6 @@ export const OPERATOR_APPS_FILE = "operator-apps.json";
 export function esbuildBinaryPackage(target: { readonly platform: string; readonly arch: string }): string {
   return `@esbuild/${target.platform}-${target.arch}`;
 }
+
+/** The prefix of installed npm trees in the service stack's bucket (`npm-trees/<key>.zip`); the grant names it too. */
+export const NPM_TREES_PREFIX = "npm-trees/";

@@ -28,4 +28,5 @@ export const handler = /* @__PURE__ */ lambdaHandler(route, {
   secrets: () => import("#adapters/aws/parts/secrets"),
   tables: () => import("#adapters/aws/parts/tables"),
   timers: () => import("#adapters/aws/parts/timers"),
+  trees: () => import("#adapters/aws/parts/trees"),
 });

@@ -29,6 +29,7 @@ export const createDeployFinisherHandler =
       secrets: () => import("#adapters/aws/parts/secrets"),
       tables: () => import("#adapters/aws/parts/tables"),
       timers: () => import("#adapters/aws/parts/timers"),
+      trees: () => import("#adapters/aws/parts/trees"),
     }),
   ) =>
   async (event: unknown, context?: FinisherContext): Promise<void> => {

@@ -9,12 +9,13 @@ import type { IKey } from "aws-cdk-lib/aws-kms";
 import { Architecture, Function as LambdaFunction, LayerVersion, Runtime } from "aws-cdk-lib/aws-lambda";
 import { SqsDestination } from "aws-cdk-lib/aws-lambda-destinations";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
+import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from "aws-cdk-lib/aws-s3";
 import { CfnScheduleGroup } from "aws-cdk-lib/aws-scheduler";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
-import { REGISTRY_DIR_ASSET, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
+import { NPM_TREES_PREFIX, REGISTRY_DIR_ASSET, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import type { ComputeAccess } from "#http/route";
 import { componentBundlingProps } from "./api-route-function.ts";
 import { esbuildCode } from "./esbuild-code.ts";
@@ -41,6 +42,12 @@ export const DEPLOY_SWEEP_INTERVAL = Duration.minutes(5);
  * and the sweep removes the source.
  */
 export const DEPLOY_FINISHER_MAX_EVENT_AGE = Duration.minutes(10);
+
+/**
+ * A tree is deleted this long after it was stored, used or not (S3 lifecycle rules count from an
+ * object's creation, not its last read); the next deploy of its set installs and stores it again.
+ */
+export const NPM_TREES_EXPIRY = Duration.days(30);
 
 /** The queue of queued runs that failed every try: named after the stage, so operators find it. */
 export const failedRunsQueueNameFor = (stage: string): string => `sluice-${stage}-failed-runs`;
@@ -117,6 +124,13 @@ export class SourceCompute extends Construct {
    * It runs no component: it reads the row, stores and publishes the event (EventFanout gives it the bus).
    */
   readonly delayedEmitDeliverer: SluiceFunction;
+  /**
+   * Installed npm trees by resolved dependency set (`npm-trees/<sha256>.zip`): read and written by
+   * the functions that install components' packages (the deploying routes, the deploy finisher),
+   * so an install happens once per set rather than once per execution environment. A cache: it
+   * leaves with the stack (once emptied, docs/aws.md) and its objects expire.
+   */
+  readonly npmTrees: Bucket;
   readonly scheduleGroup: CfnScheduleGroup;
   /** Assumed by EventBridge Scheduler; may invoke the timer invoker and the delayed emit deliverer only. */
   readonly schedulerRole: Role;
@@ -305,6 +319,24 @@ export class SourceCompute extends Construct {
     });
     this.delayedEmitDeliverer.lambdaFunction.grantInvoke(this.schedulerRole);
 
+    this.npmTrees = new Bucket(this, "NpmTrees", {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      enforceSSL: true,
+      // No autoDeleteObjects: it adds a custom resource whose Lambda function may delete every
+      // object; a bucket left with trees in it fails the stack's deletion until emptied (docs/aws.md).
+      removalPolicy: RemovalPolicy.DESTROY,
+      lifecycleRules: [
+        {
+          id: "ExpireNpmTrees",
+          prefix: NPM_TREES_PREFIX,
+          expiration: NPM_TREES_EXPIRY,
+          abortIncompleteMultipartUploadAfter: Duration.days(1),
+        },
+      ],
+    });
+
     this.deployFinisher = new SluiceFunction(this, "DeployFinisher", {
       entry: "functions/internal/deploy-finisher.ts",
       description: "Finishes deploys that did not fit in their request (functions/internal/deploy-finisher.ts)",
@@ -327,6 +359,7 @@ export class SourceCompute extends Construct {
       this.#attachSchedules(fn, "manage");
       this.#nameDelayedEmitDeliverer(fn);
       if (props.npmRegistry !== undefined) fn.addEnvironment(ENV.npmRegistry, props.npmRegistry);
+      this.#attachNpmTrees(fn);
       this.attachSecrets(fn, { seal: true });
       // A retry could run a hook twice; a job not started within the sweep's bound is left to the sweep.
       fn.configureAsyncInvoke({ retryAttempts: 0, maxEventAge: DEPLOY_FINISHER_MAX_EVENT_AGE });
@@ -422,7 +455,27 @@ export class SourceCompute extends Construct {
       // What does not fit in the request goes to the finisher.
       this.deployFinisher.lambdaFunction.grantInvoke(fn);
       fn.addEnvironment(AWS_COMPUTE_ENV.deployFinisherFunction, this.deployFinisher.lambdaFunction.functionName);
+      this.#attachNpmTrees(fn);
     }
+  }
+
+  /**
+   * A function that installs components' packages for deploys: read and store installed trees,
+   * `npm-trees/*` of {@link npmTrees} only, and nothing else of it (no list, no delete: a tree
+   * never changes, and the lifecycle rule removes it). Without `s3:ListBucket`, S3 answers a tree
+   * not there with 403 rather than 404; the store treats any failed read as a miss.
+   */
+  #attachNpmTrees(fn: LambdaFunction): void {
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["s3:GetObject", "s3:PutObject"],
+        resources: [this.npmTrees.arnForObjects(`${NPM_TREES_PREFIX}*`)],
+      }),
+    );
+    fn.addEnvironment(ENV.npmTreesBucket, this.npmTrees.bucketName);
+    // The stack's own account must own it (ExpectedBucketOwner): a bucket of that name re-created
+    // elsewhere is never read from.
+    fn.addEnvironment(ENV.s3ExpectedOwner, Stack.of(this).account);
   }
 
   /**

@@ -69,7 +69,11 @@ export interface OfflineEndpoints {
   account: string;
 }
 
-/** Resource types moto 5's CloudFormation cannot create; {@link offlineTemplate} removes them. */
+/**
+ * Resource types moto 5's CloudFormation cannot create, or (`AWS::S3::BucketPolicy`, the npm trees
+ * bucket's SSL-only policy) creates but lists with an empty logical id; {@link offlineTemplate}
+ * removes them. moto enforces no bucket policy either.
+ */
 export const NOT_IN_MOTO = [
   "AWS::ApiGatewayV2::Api",
   "AWS::ApiGatewayV2::Stage",
@@ -78,6 +82,7 @@ export const NOT_IN_MOTO = [
   "AWS::Lambda::Url",
   "AWS::Lambda::EventInvokeConfig",
   "AWS::SQS::QueuePolicy",
+  "AWS::S3::BucketPolicy",
   "AWS::Scheduler::ScheduleGroup",
 ] as const;
 
@@ -102,8 +107,8 @@ export const NOT_IN_MOTO = [
  *   one is replaced by what it would resolve to: the API's id and endpoint (the harness's gateway,
  *   which routes by the original template's routes and integrations), the function URL, the
  *   schedule group's name and ARN (the harness creates the group through moto's Scheduler API).
- *   Queue policies and async-invoke settings have no stand-in: moto enforces no policy and the
- *   harness's invoker makes no retries.
+ *   Queue and bucket policies and async-invoke settings have no stand-in: moto enforces no policy
+ *   and the harness's invoker makes no retries.
  *
  * Everything else (roles, policies, queues, bus, rule, functions, layer, mappings, permissions,
  * log groups, key) is deployed as synthesized.

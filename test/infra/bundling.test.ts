@@ -81,6 +81,7 @@ const PART_CLIENTS: Record<string, readonly string[]> = {
   bus: ["@aws-sdk/client-eventbridge", "@aws-sdk/client-sqs"],
   deliveries: ["@aws-sdk/client-sqs"],
   objects: ["@aws-sdk/client-s3"],
+  trees: ["@aws-sdk/client-s3"],
   delays: ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"],
 };
 
@@ -110,7 +111,7 @@ const INTERNAL_PARTS: Record<string, readonly string[]> = {
   ],
   "functions/internal/deploy-sweeper.ts": ["tables", "host", "timers", "delays"],
   // What POST /v1/sources deploys with.
-  "functions/internal/deploy-finisher.ts": ["tables", "host", "timers", "secrets", "bus", "delays"],
+  "functions/internal/deploy-finisher.ts": ["tables", "host", "timers", "secrets", "bus", "delays", "trees"],
   "functions/internal/delayed-emit-deliverer.ts": ["tables", "bus", "delays"],
   "functions/internal/event-dispatcher.ts": ["tables", "runs", "deliveries"],
   "functions/internal/event-purger.ts": ["tables"],

@@ -32,6 +32,8 @@ const SEALS = ["kms:Decrypt", "kms:GenerateDataKey"];
 /** Store events and publish them (the bus, and the queue of what EventBridge refused). */
 const APPENDS = ["events:PutEvents", "sqs:GetQueueUrl", "sqs:SendMessage"];
 const RUNS = ["lambda:GetFunction", "lambda:InvokeFunction"];
+/** Installs components' packages: read and store installed trees (`npm-trees/*` of the stack's bucket). */
+const NPM_TREES = ["s3:GetObject", "s3:PutObject"];
 const CREATES = [
   "iam:PassRole",
   "lambda:CreateFunction",
@@ -100,8 +102,9 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   ].map((name) => writes(name, RUNS, CREATES, ["kms:Decrypt"])),
   // "deploy": sources', workflows' functions and timers; hooks that seal, open and store events
   // (their delayed emits scheduled: CreateSchedule and PassRole, which the timers need too).
+  // Their packages' installed trees are read and stored.
   ...["create-source", "update-source", "create-workflow", "update-workflow"].map((name) =>
-    writes(name, RUNS, CREATES, SEALS, APPENDS, [
+    writes(name, RUNS, CREATES, SEALS, APPENDS, NPM_TREES, [
       "lambda:DeleteFunction",
       "scheduler:CreateSchedule",
       "scheduler:DeleteSchedule",
@@ -164,7 +167,7 @@ export const INTERNAL_RIGHTS: readonly FunctionRights[] = [
   writes("delayed-emit-deliverer", APPENDS),
   // Finishes what a deploy's request could not fit: the function, the hooks, the timer; on a
   // failure, removes what it made. No describer: the component was read in the request.
-  writes("deploy-finisher", RUNS, CREATES, SEALS, APPENDS, [
+  writes("deploy-finisher", RUNS, CREATES, SEALS, APPENDS, NPM_TREES, [
     "lambda:DeleteFunction",
     "scheduler:CreateSchedule",
     "scheduler:DeleteSchedule",

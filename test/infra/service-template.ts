@@ -1,9 +1,11 @@
 /** The service stack synthesised without bundling, and readers of its template, for the infra tests. */
+
 import { App, type CfnElement, Stack } from "aws-cdk-lib";
 import { Match, Template } from "aws-cdk-lib/assertions";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import type { IConstruct } from "constructs";
 import { expect } from "vitest";
+import { ENV } from "#config/env";
 import type { LogLevel } from "#core/ports/logger";
 import type { RouteSpec } from "../../lib/constructs/api-route-function.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
@@ -105,6 +107,12 @@ export const deployedEnvironmentOf = (template: Template, functionId: string): R
   Object.fromEntries(
     Object.entries(environmentOf(template, functionId)).map(([name, value]) => [
       name,
-      typeof value === "string" ? value : "https://resolved-at-deploy.example",
+      typeof value === "string" ? value : (RESOLVED_AT_DEPLOY[name] ?? "https://resolved-at-deploy.example"),
     ]),
   );
+
+/** Placeholders of the values that are neither a URL, an ARN nor a function's name. */
+const RESOLVED_AT_DEPLOY: Record<string, string> = {
+  [ENV.npmTreesBucket]: "sluice-npm-trees-resolved-at-deploy",
+  [ENV.s3ExpectedOwner]: "123456789012",
+};

@@ -16,8 +16,14 @@ import type { CfnFunction } from "aws-cdk-lib/aws-lambda";
 import { beforeAll, describe, expect, it } from "vitest";
 import { buildAwsDeps } from "#adapters/aws/composition";
 import { AWS_COMPUTE_ENV, loadAwsComputeConfig, SCHEDULES_ENV, SOURCE_FUNCTIONS_ENV } from "#config/aws-compute-env";
-import { ENV } from "#config/env";
-import { APPS_ASSET, APPS_FILE_NAME, OPERATOR_APPS_FILE, REGISTRY_DIR_ASSET } from "#config/shared-names";
+import { ENV, loadAwsConfig } from "#config/env";
+import {
+  APPS_ASSET,
+  APPS_FILE_NAME,
+  NPM_TREES_PREFIX,
+  OPERATOR_APPS_FILE,
+  REGISTRY_DIR_ASSET,
+} from "#config/shared-names";
 import { unpackComponentFiles } from "#core/component-files";
 import type { LogLevel } from "#core/ports/logger";
 import type { ComputeAccess } from "#http/route";
@@ -25,7 +31,7 @@ import { routes } from "#http/routes";
 import { LAMBDA_ESBUILD_PACKAGE, LAMBDA_PACKAGES_DIR, lambdaEsbuildTree } from "../../lib/constructs/lambda-esbuild.ts";
 import { stageRegistryDir } from "../../lib/constructs/registry-dir.ts";
 import { SluiceFunction } from "../../lib/constructs/sluice-function.ts";
-import { failedRunsQueueNameFor } from "../../lib/constructs/source-compute.ts";
+import { failedRunsQueueNameFor, NPM_TREES_EXPIRY } from "../../lib/constructs/source-compute.ts";
 import type { ServiceStack } from "../../lib/service-stack.ts";
 import { REGISTRY_TREE } from "../support/registry-tree.ts";
 import {
@@ -525,6 +531,78 @@ describe("ServiceStack: what sources run on", () => {
       expect(config.sourceRunnerFunction, what).toBeUndefined();
       expect(config.stage, what).toBe(level === "describe" ? "default" : "dev");
       expect(config.npmRegistry).toBeUndefined();
+    }
+  });
+
+  it("keeps installed npm trees in a private, encrypted, SSL-only bucket whose trees expire, and leaves with the stack", () => {
+    const bucketId = idOf(service.sources.npmTrees);
+    const bucket = template.toJSON().Resources[bucketId];
+    expect(bucket.Type).toBe("AWS::S3::Bucket");
+    expect(bucket.DeletionPolicy).toBe("Delete");
+    expect(bucket.Properties).toEqual({
+      BucketEncryption: {
+        ServerSideEncryptionConfiguration: [{ ServerSideEncryptionByDefault: { SSEAlgorithm: "AES256" } }],
+      },
+      PublicAccessBlockConfiguration: {
+        BlockPublicAcls: true,
+        BlockPublicPolicy: true,
+        IgnorePublicAcls: true,
+        RestrictPublicBuckets: true,
+      },
+      OwnershipControls: { Rules: [{ ObjectOwnership: "BucketOwnerEnforced" }] },
+      LifecycleConfiguration: {
+        Rules: [
+          {
+            Id: "ExpireNpmTrees",
+            Prefix: NPM_TREES_PREFIX,
+            ExpirationInDays: NPM_TREES_EXPIRY.toDays(),
+            AbortIncompleteMultipartUpload: { DaysAfterInitiation: 1 },
+            Status: "Enabled",
+          },
+        ],
+      },
+    });
+    // enforceSSL: every request over plain HTTP is denied.
+    const policies = Object.values(
+      template.findResources("AWS::S3::BucketPolicy", { Properties: { Bucket: { Ref: bucketId } } }),
+    ) as Resource[];
+    expect(policies).toHaveLength(1);
+    expect(policies[0]!.Properties.PolicyDocument.Statement).toEqual([
+      expect.objectContaining({
+        Effect: "Deny",
+        Action: "s3:*",
+        Principal: { AWS: "*" },
+        Condition: { Bool: { "aws:SecureTransport": "false" } },
+      }),
+    ]);
+    // No custom resource (autoDeleteObjects would add one, with a function that may delete every object).
+    expect(Object.keys(template.findResources("Custom::S3AutoDeleteObjects"))).toEqual([]);
+  });
+
+  it("lets only the functions that install packages read and store trees, on npm-trees/* of that bucket, and names it to them", () => {
+    const treesArn = {
+      "Fn::Join": ["", [{ "Fn::GetAtt": [idOf(service.sources.npmTrees), "Arn"] }, `/${NPM_TREES_PREFIX}*`]],
+    };
+    const installing = [
+      ...routesAt("deploy").map((route) => routeFunctionId(route.name)),
+      idOf(service.sources.deployFinisher.lambdaFunction),
+    ];
+    expect(installing).toHaveLength(5);
+    for (const id of Object.keys(functions())) {
+      const s3 = statementsOf(template, id).filter((statement) => JSON.stringify(statement.Action).includes("s3:"));
+      const config = loadAwsConfig(deployedEnvironmentOf(template, id), { resources: false });
+      if (installing.includes(id)) {
+        expect(
+          s3.map(({ Effect, Action, Resource }) => ({ Effect, Action, Resource })),
+          id,
+        ).toEqual([{ Effect: "Allow", Action: ["s3:GetObject", "s3:PutObject"], Resource: treesArn }]);
+        expect(environmentOf(template, id)[ENV.npmTreesBucket], id).toEqual({ Ref: idOf(service.sources.npmTrees) });
+        expect(environmentOf(template, id)[ENV.s3ExpectedOwner], id).toEqual({ Ref: "AWS::AccountId" });
+        expect(config.npmTreesBucket, id).toBeDefined();
+      } else {
+        expect(JSON.stringify(statementsOf(template, id)), id).not.toContain(idOf(service.sources.npmTrees));
+        expect(config.npmTreesBucket, id).toBeUndefined();
+      }
     }
   });
 });

@@ -10,6 +10,7 @@ import { join } from "node:path";
 import { bundledAppCatalog } from "#adapters/app-catalog-files";
 import { streamLogger } from "#adapters/log-output";
 import { NodeHttpProviderClient } from "#adapters/node-http-provider-client";
+import type { InstalledTreeStore } from "#adapters/npm/installed-trees";
 import { registryFiles } from "#adapters/registry-files";
 import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { type AwsComputeConfig, loadAwsComputeConfig } from "#config/aws-compute-env";
@@ -32,6 +33,7 @@ export const AWS_PART_NAMES = [
   "deliveries",
   "objects",
   "delays",
+  "trees",
 ] as const;
 export type AwsPartName = (typeof AWS_PART_NAMES)[number];
 
@@ -46,12 +48,25 @@ export interface AwsPartContext {
   table(): string;
   /** The SDK client of `kind`, made once per composition and shared by the parts that use it. */
   client<T>(kind: string, make: () => T): T;
+  /** What the function's parts give other parts (see {@link AwsPart.share}); filled before any part builds. */
+  readonly shared: Partial<AwsShared>;
+}
+
+/**
+ * Adapters one part makes for another, which are not ports of core: the "trees" part's store of
+ * installed npm trees, which the "host" part's bundler uses. A part of its own, so that only the
+ * functions that install packages load the S3 client (decision 359).
+ */
+export interface AwsShared {
+  readonly installedTrees: InstalledTreeStore;
 }
 
 /** One part: the ports it builds. Ports are built lazily (see {@link lazy}). */
 export interface AwsPart {
   readonly name: AwsPartName;
   build(context: AwsPartContext): Partial<Deps>;
+  /** What it gives the other parts of the function, before they build. */
+  share?(context: AwsPartContext): Partial<AwsShared>;
 }
 
 /** A function's parts, each loaded by a dynamic import (so that the bundle has it and no other). */
@@ -174,17 +189,20 @@ export function buildAwsDeps(parts: readonly AwsPart[], env: Record<string, stri
   // The compute routes' bundles carry `registry/` and the shipped npm packages' `node_modules/`
   // next to their entry (lib/constructs/api-route-function.ts).
   const taskRoot = env.LAMBDA_TASK_ROOT ?? process.cwd();
+  const shared: Partial<AwsShared> = {};
   const context: AwsPartContext = {
     config,
     compute,
     log,
     taskRoot,
+    shared,
     table: () => required(config.resourcesTable, "the resources table", "table access"),
     client<T>(kind: string, make: () => T): T {
       if (!clients.has(kind)) clients.set(kind, make());
       return clients.get(kind) as T;
     },
   };
+  for (const part of parts) Object.assign(shared, part.share?.(context));
   const missing = Object.fromEntries(
     Object.entries(PART_PORTS)
       .filter(([, part]) => !names.has(part))

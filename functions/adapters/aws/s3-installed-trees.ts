@@ -8,10 +8,8 @@
 import { GetObjectCommand, PutObjectCommand, type S3Client } from "@aws-sdk/client-s3";
 import type { InstalledTreeStore } from "#adapters/npm/installed-trees";
 import { MAX_TREE_BYTES } from "#adapters/npm/installed-trees";
+import { NPM_TREES_PREFIX } from "#config/shared-names";
 import { hasErrorName } from "./sdk-errors.ts";
-
-/** The prefix of the trees' objects in the bucket. */
-export const INSTALLED_TREES_PREFIX = "npm-trees/";
 
 export interface S3InstalledTreesOptions {
   readonly s3: S3Client;
@@ -55,7 +53,7 @@ export class S3InstalledTrees implements InstalledTreeStore {
     if (!/^[0-9a-f]{64}$/.test(key)) throw new Error("an installed tree's key is a sha256 in hex");
     return {
       Bucket: this.#options.bucket,
-      Key: `${INSTALLED_TREES_PREFIX}${key}.zip`,
+      Key: `${NPM_TREES_PREFIX}${key}.zip`,
       ...(this.#options.expectedOwner ? { ExpectedBucketOwner: this.#options.expectedOwner } : {}),
     };
   }

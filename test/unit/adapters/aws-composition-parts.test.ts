@@ -1,7 +1,10 @@
+import { GetObjectCommand, PutObjectCommand, S3Client } from "@aws-sdk/client-s3";
+import { mockClient } from "aws-sdk-client-mock";
 import { describe, expect, it } from "vitest";
-import { AWS_PART_NAMES, type AwsPart, buildAwsDeps, loadParts } from "#adapters/aws/composition";
+import { AWS_PART_NAMES, type AwsPart, type AwsPartContext, buildAwsDeps, loadParts } from "#adapters/aws/composition";
 import { part as secrets } from "#adapters/aws/parts/secrets";
 import { part as tables } from "#adapters/aws/parts/tables";
+import { part as trees } from "#adapters/aws/parts/trees";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { route as getMe } from "#http/get-me";
@@ -29,6 +32,8 @@ describe("the AWS composition's parts", () => {
     ["bus", ["@aws-sdk/client-eventbridge", "@aws-sdk/client-sqs"]],
     ["deliveries", ["@aws-sdk/client-sqs"]],
     ["objects", ["@aws-sdk/client-s3"]],
+    // Its S3 client loads at the first install that asks the store (a dynamic import), not with the part.
+    ["trees", []],
     ["delays", ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"]],
   ])("loads for the %s part only %j", async (name, packages) => {
     expect(sdkLoadedBy(`functions/adapters/aws/parts/${name}.ts`)).toEqual(packages);
@@ -37,7 +42,7 @@ describe("the AWS composition's parts", () => {
   });
 
   it("has a module for every part name, and refuses a part loaded under another's name", async () => {
-    expect(AWS_PART_NAMES).toHaveLength(10);
+    expect(AWS_PART_NAMES).toHaveLength(11);
     await expect(loadParts({ secrets: async () => ({ part: tables }) })).rejects.toThrow(
       'the part loaded as "secrets" is the "tables" part',
     );
@@ -65,6 +70,53 @@ describe("the AWS composition's parts", () => {
   });
 });
 
+describe("the trees part", () => {
+  /** A stand-in for the host part: what the parts shared with it when it built. */
+  const sharedWithHost = (env: Record<string, string>) => {
+    let shared: AwsPartContext["shared"] | undefined;
+    const host: AwsPart = {
+      name: "host",
+      build: (context) => {
+        shared = context.shared;
+        return {};
+      },
+    };
+    // The host listed first: what is shared is there before any part builds.
+    buildAwsDeps([host, trees], env);
+    return shared;
+  };
+  const KEY = "b".repeat(64);
+
+  it("gives the host's bundler the S3 store of npm-trees/ in the bucket the stack named, owned by its account", async () => {
+    const s3 = mockClient(S3Client);
+    try {
+      s3.on(GetObjectCommand).rejects(Object.assign(new Error("NoSuchKey"), { name: "NoSuchKey" }));
+      s3.on(PutObjectCommand).resolves({});
+      const store = sharedWithHost({
+        [ENV.npmTreesBucket]: "sluice-dev-npm-trees",
+        [ENV.s3ExpectedOwner]: "123456789012",
+      })?.installedTrees;
+      expect(store).toBeDefined();
+      expect(await store!.get(KEY)).toBeUndefined();
+      await store!.put(KEY, new Uint8Array([1, 2]));
+      const where = {
+        Bucket: "sluice-dev-npm-trees",
+        Key: `npm-trees/${KEY}.zip`,
+        ExpectedBucketOwner: "123456789012",
+      };
+      expect(s3.commandCalls(GetObjectCommand)[0]!.args[0].input).toEqual(where);
+      expect(s3.commandCalls(PutObjectCommand)[0]!.args[0].input).toMatchObject({ ...where, IfNoneMatch: "*" });
+    } finally {
+      s3.restore();
+    }
+  });
+
+  it("gives nothing without the bucket's name (packages are installed as before), and refuses a name S3 would", () => {
+    expect(sharedWithHost({})).toEqual({});
+    expect(() => sharedWithHost({ [ENV.npmTreesBucket]: "Not_A_Bucket" })).toThrow(ENV.npmTreesBucket);
+  });
+});
+
 describe("a route's Lambda entry", () => {
   it("names the parts its access needs", () => {
     expect(awsPartsFor({ resources: "read" })).toEqual(["tables"]);
@@ -76,6 +128,7 @@ describe("a route's Lambda entry", () => {
       "secrets",
       "tables",
       "timers",
+      "trees",
     ]);
     expect(awsPartsFor({ resources: "write", compute: "describe" })).toEqual(["host", "tables"]);
     expect(awsPartsFor({ resources: "write", compute: "probe" })).toEqual(["host", "tables"]);

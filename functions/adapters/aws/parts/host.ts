@@ -16,7 +16,7 @@ import { componentBundler } from "../source-bundle.ts";
  */
 export const part: AwsPart = {
   name: "host",
-  build({ compute, log, taskRoot, client }) {
+  build({ compute, log, taskRoot, client, shared }) {
     const npmCache = join(tmpdir(), "sluice-npm");
     const finisher = compute.deployFinisherFunction;
     return {
@@ -69,6 +69,8 @@ export const part: AwsPart = {
                           npmHome: join(npmCache, NPM_HOME_FOLDER),
                           // A failure names the package before the API's 30 s limit.
                           installTimeoutMs: 20_000,
+                          // The deploying functions' "trees" part: an install happens once per resolved set.
+                          ...(shared.installedTrees ? { installedTrees: shared.installedTrees } : {}),
                           ...(compute.npmRegistry ? { registry: compute.npmRegistry } : {}),
                         }),
                       ],
