@@ -1,7 +1,7 @@
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { RESOURCES_TABLE } from "#config/shared-names";
 import type { AppAccountPage, AppAccountRecord, AppAccountStore, PendingConnect } from "#core/ports/app-account-store";
-import { failedConditionIndexes } from "./dynamodb-errors.ts";
+import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, countAll, type Item, putAllNew, queryUpTo } from "./dynamodb-paging.ts";
 import { transactDelete, transactPut, transactWrite } from "./dynamodb-transactions.ts";
 import { resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
@@ -182,13 +182,22 @@ export class DynamoDbAppAccountStore implements AppAccountStore {
   }
 
   async takePendingConnect(state: string, nowMs: number): Promise<PendingConnect | undefined> {
-    const { Attributes } = await this.client.send(
-      new DeleteCommand({
-        TableName: this.tableName,
-        Key: resourceKeys.pendingConnect(state),
-        ReturnValues: "ALL_OLD",
-      }),
-    );
+    // Conditional on the item being there, so that of two takes at once exactly one deletes it and
+    // gets it (an unconditional delete returned the old item to both on DynamoDB Local).
+    const deleted = await this.client
+      .send(
+        new DeleteCommand({
+          TableName: this.tableName,
+          Key: resourceKeys.pendingConnect(state),
+          ConditionExpression: "attribute_exists(pk)",
+          ReturnValues: "ALL_OLD",
+        }),
+      )
+      .catch((error: unknown) => {
+        if (isConditionalCheckFailed(error)) return { Attributes: undefined };
+        throw error;
+      });
+    const { Attributes } = deleted;
     if (!Attributes) return undefined;
     const pending = toPending(Attributes);
     return pending.expiresAt > nowMs ? pending : undefined;

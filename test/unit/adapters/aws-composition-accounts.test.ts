@@ -176,7 +176,11 @@ describe("DynamoDbAppAccountStore requests", () => {
     expect(ddb.commandCalls(DeleteCommand)[0]?.args[0].input).toEqual({
       TableName: TABLE,
       Key: { pk: "OAUTHSTATE#st", sk: "STATE" },
+      ConditionExpression: "attribute_exists(pk)",
       ReturnValues: "ALL_OLD",
     });
+    // A state another take got first: the condition fails, and this take gets nothing.
+    ddb.on(DeleteCommand).rejects(Object.assign(new Error("gone"), { name: "ConditionalCheckFailedException" }));
+    await expect(deps.appAccounts.takePendingConnect("st", 0)).resolves.toBeUndefined();
   });
 });
