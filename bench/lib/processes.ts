@@ -97,6 +97,14 @@ export async function startReference(): Promise<BenchChild & { url: string }> {
   return { ...started, url: `http://127.0.0.1:${started.match[1]}/` };
 }
 
+/**
+ * A process that keeps one core busy (cpu-hog.ts) until stopped: "the other core busy", as a
+ * scenario's target may require. It is not below the server, so its CPU is not counted as Sluice's.
+ */
+export function startCpuHog(): Promise<BenchChild> {
+  return spawnBenchChild("bench/lib/cpu-hog.ts", [], /spinning/);
+}
+
 export interface BenchServer {
   sluice: SluiceProcess;
   baseUrl: string;
