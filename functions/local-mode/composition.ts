@@ -36,6 +36,7 @@ import type { EventPurger } from "#core/ports/event-purger";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
 import { recoverInterruptedDeploys } from "#core/sources";
+import { startAccountRefreshDriver } from "./drivers/account-refresh-driver.ts";
 import { startDelayedEmitDriver } from "./drivers/delayed-emit-driver.ts";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
@@ -183,6 +184,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   runs.start();
   // Delayed emits: what is due (also what a stopped process left) is emitted within a second.
   const delayedEmitDriver = startDelayedEmitDriver(deps, delayedEmits);
+  // OAuth tokens expiring within ten minutes are renewed in the background (docs/accounts.md "Refresh").
+  const accountRefreshDriver = startAccountRefreshDriver(deps);
   // Then, every minute, what a failed dispatch left (docs/durability.md).
   sweeps.push(
     setInterval(() => {
@@ -224,6 +227,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     async close(graceMs = 5_000) {
       for (const sweep of sweeps) clearInterval(sweep);
       await delayedEmitDriver.stop();
+      await accountRefreshDriver.stop();
       await timers.stop();
       await runs.drain(graceMs);
       unhookDispatcher();

@@ -40,6 +40,34 @@ export function appAccountStoreContract(make: () => Promise<AppAccountStore>) {
       expect(await store.get("apn_1")).toEqual(full);
     });
 
+    it("lists the healthy accounts of every workspace whose token expires before a time, soonest first", async () => {
+      const store = await make();
+      await store.create(account("apn_1", { expiresAt: 300 }));
+      await store.create(account("apn_2", { expiresAt: 100, workspaceId: "o_2" }));
+      await store.create(account("apn_3"));
+      await store.create(account("apn_4", { expiresAt: 200, healthy: false, lastError: "refused" }));
+      await store.create(account("apn_5", { expiresAt: 250 }));
+      expect((await store.listExpiring(301, 10)).map((a) => a.id)).toEqual(["apn_2", "apn_5", "apn_1"]);
+      expect(await store.listExpiring(251, 1)).toEqual([account("apn_2", { expiresAt: 100, workspaceId: "o_2" })]);
+      expect(await store.listExpiring(100, 10)).toEqual([]);
+      // A refresh moves the expiry; a deletion takes the account out.
+      const moved = account("apn_2", { expiresAt: 1_000, workspaceId: "o_2", version: 2 });
+      expect(await store.update(moved, 1)).toBe(true);
+      expect(await store.delete("apn_1")).toBe(true);
+      expect((await store.listExpiring(950, 10)).map((a) => a.id)).toEqual(["apn_5"]);
+      expect((await store.listExpiring(2_000, 10)).map((a) => a.id)).toEqual(["apn_5", "apn_2"]);
+      // Marked unhealthy it leaves the list, healthy again it is back; an expiry removed (a token
+      // that no longer expires) takes it out too.
+      const refused = account("apn_5", { expiresAt: 250, healthy: false, lastError: "refused", version: 2 });
+      expect(await store.update(refused, 1)).toBe(true);
+      expect((await store.listExpiring(2_000, 10)).map((a) => a.id)).toEqual(["apn_2"]);
+      expect(await store.update(account("apn_4", { expiresAt: 200, version: 2 }), 1)).toBe(true);
+      expect((await store.listExpiring(2_000, 10)).map((a) => a.id)).toEqual(["apn_4", "apn_2"]);
+      const { expiresAt: _gone, ...forever } = account("apn_2", { workspaceId: "o_2", version: 3 });
+      expect(await store.update(forever, 2)).toBe(true);
+      expect((await store.listExpiring(2_000, 10)).map((a) => a.id)).toEqual(["apn_4"]);
+    });
+
     it("pages a workspace's accounts by id, of one app when asked, and counts them", async () => {
       const store = await make();
       await store.create(account("apn_3"));

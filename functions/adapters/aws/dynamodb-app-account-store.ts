@@ -1,9 +1,15 @@
-import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
+import {
+  DeleteCommand,
+  type DynamoDBDocumentClient,
+  GetCommand,
+  PutCommand,
+  QueryCommand,
+} from "@aws-sdk/lib-dynamodb";
 import { RESOURCES_TABLE } from "#config/shared-names";
 import type { AppAccountPage, AppAccountRecord, AppAccountStore, PendingConnect } from "#core/ports/app-account-store";
 import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, countAll, type Item, putAllNew, queryUpTo } from "./dynamodb-paging.ts";
-import { transactDelete, transactPut, transactWrite } from "./dynamodb-transactions.ts";
+import { type TransactItem, transactDelete, transactPut, transactWrite } from "./dynamodb-transactions.ts";
 import { resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
 const ACCOUNT_PREFIX = SORT_KEY_PREFIX.appAccount;
@@ -49,6 +55,14 @@ function toAccount(item: Item): AppAccountRecord {
   return record;
 }
 
+/** The expiry index's item of `record`: a healthy account whose token expires. */
+function expiryItem(
+  record: Pick<AppAccountRecord, "id" | "expiresAt" | "healthy">,
+): { pk: string; sk: string; type: string; id: string } | undefined {
+  if (record.expiresAt === undefined || !record.healthy) return undefined;
+  return { ...resourceKeys.appAccountExpiry(record.expiresAt, record.id), type: "appAccountExpiry", id: record.id };
+}
+
 function toPending(item: Item): PendingConnect {
   const pending: PendingConnect = {
     state: String(item.state),
@@ -79,9 +93,11 @@ export class DynamoDbAppAccountStore implements AppAccountStore {
 
   async create(record: AppAccountRecord): Promise<void> {
     const attributes = accountAttributes(record);
+    const expiry = expiryItem(record);
     await putAllNew(this.client, this.tableName, [
       { ...resourceKeys.appAccount(record.id), ...attributes },
       { ...resourceKeys.appAccountOfWorkspace(record.workspaceId, record.id), ...attributes },
+      ...(expiry ? [expiry] : []),
     ]);
   }
 
@@ -126,6 +142,15 @@ export class DynamoDbAppAccountStore implements AppAccountStore {
 
   async update(record: AppAccountRecord, expectedVersion: number): Promise<boolean> {
     const attributes = accountAttributes(record);
+    // The stored expiry says which index item to move; the version condition below makes sure it
+    // is still the one replaced.
+    const current = await this.get(record.id);
+    if (current?.version !== expectedVersion) return false;
+    const before = expiryItem(current);
+    const after = expiryItem(record);
+    const moves: TransactItem[] = [];
+    if (before && before.sk !== after?.sk) moves.push(transactDelete(this.tableName, { pk: before.pk, sk: before.sk }));
+    if (after && after.sk !== before?.sk) moves.push(transactPut(this.tableName, after));
     try {
       await transactWrite(this.client, [
         transactPut(this.tableName, { ...resourceKeys.appAccount(record.id), ...attributes }, "version = :expected", {
@@ -135,6 +160,7 @@ export class DynamoDbAppAccountStore implements AppAccountStore {
           ...resourceKeys.appAccountOfWorkspace(record.workspaceId, record.id),
           ...attributes,
         }),
+        ...moves,
       ]);
       return true;
     } catch (error) {
@@ -148,9 +174,11 @@ export class DynamoDbAppAccountStore implements AppAccountStore {
     const account = await this.get(id);
     if (!account) return false;
     try {
+      const expiry = expiryItem(account);
       await transactWrite(this.client, [
         transactDelete(this.tableName, resourceKeys.appAccount(id), "attribute_exists(pk)"),
         transactDelete(this.tableName, resourceKeys.appAccountOfWorkspace(account.workspaceId, id)),
+        ...(expiry ? [transactDelete(this.tableName, { pk: expiry.pk, sk: expiry.sk })] : []),
       ]);
       return true;
     } catch (error) {
@@ -158,6 +186,29 @@ export class DynamoDbAppAccountStore implements AppAccountStore {
       if (failedConditionIndexes(error).includes(0)) return false;
       throw error;
     }
+  }
+
+  async listExpiring(beforeMs: number, limit: number): Promise<AppAccountRecord[]> {
+    const { Items = [] } = await this.client.send(
+      new QueryCommand({
+        TableName: this.tableName,
+        KeyConditionExpression: "pk = :pk AND sk < :before",
+        ExpressionAttributeValues: {
+          ":pk": resourceKeys.appAccountExpiries,
+          // Every key of an expiry before `beforeMs` sorts below its padded digits alone.
+          ":before": resourceKeys.appAccountExpiry(beforeMs, "").sk.slice(0, -1),
+        },
+        ConsistentRead: true,
+        Limit: limit,
+      }),
+    );
+    const accounts = await Promise.all(Items.map((item) => this.get(String(item.id))));
+    // Written with the account in one transaction, the index cannot disagree with it; an account
+    // changed since this Query read the index is left to the next call.
+    return accounts.filter(
+      (account): account is AppAccountRecord =>
+        account?.healthy === true && account.expiresAt !== undefined && account.expiresAt < beforeMs,
+    );
   }
 
   async savePendingConnect(pending: PendingConnect, _nowMs: number): Promise<void> {

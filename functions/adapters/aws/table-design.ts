@@ -84,6 +84,16 @@ export const resourceKeys = {
     pk: `WS#${workspaceId}`,
     sk: `ACCT#${accountId}`,
   }),
+  /**
+   * The index of accounts by token expiry, across workspaces (the background refresh): one item
+   * per healthy account with a `tokenExpiresAtMs`, in one partition, `sk` the expiry zero-padded to 15
+   * digits and the id, written in the transactions that write the account.
+   */
+  appAccountExpiries: "ACCTEXPIRY",
+  appAccountExpiry: (expiresAtMs: number, accountId: string) => ({
+    pk: "ACCTEXPIRY",
+    sk: `${String(expiresAtMs).padStart(15, "0")}#${accountId}`,
+  }),
   /** An OAuth authorization in progress, by its `state`; removed by the table's TTL once expired. */
   pendingConnect: (state: string) => ({ pk: `OAUTHSTATE#${state}`, sk: "STATE" }),
 

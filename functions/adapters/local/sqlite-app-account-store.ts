@@ -104,6 +104,10 @@ export class SqliteAppAccountStore implements AppAccountStore {
          WHERE id = @id AND version = @expected`,
       ),
       delete: db.prepare<[string]>("DELETE FROM app_accounts WHERE id = ?"),
+      expiring: db.prepare<[number, number], AccountRow>(
+        `SELECT * FROM app_accounts WHERE expires_at IS NOT NULL AND healthy = 1 AND expires_at < ?
+         ORDER BY expires_at, id LIMIT ?`,
+      ),
       insertPending: db.prepare(
         `INSERT INTO pending_connects (state, workspace_id, owner_id, app, name, sealed_verifier, redirect_uri, expires_at)
          VALUES (@state, @workspaceId, @ownerId, @app, @name, @sealedVerifier, @redirectUri, @expiresAt)`,
@@ -154,6 +158,10 @@ export class SqliteAppAccountStore implements AppAccountStore {
 
   async delete(id: string): Promise<boolean> {
     return this.statements.delete.run(id).changes === 1;
+  }
+
+  async listExpiring(beforeMs: number, limit: number): Promise<AppAccountRecord[]> {
+    return this.statements.expiring.all(beforeMs, limit).map(toRecord);
   }
 
   async savePendingConnect(pending: PendingConnect, nowMs: number): Promise<void> {

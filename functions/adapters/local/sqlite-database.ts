@@ -190,6 +190,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sources ADD COLUMN deploy_step TEXT;
   ALTER TABLE sources ADD COLUMN deploy_error TEXT;
   `,
+  // The background refresh lists healthy OAuth accounts by token expiry, across workspaces.
+  `CREATE INDEX app_accounts_by_expiry ON app_accounts (expires_at) WHERE expires_at IS NOT NULL AND healthy = 1;`,
 ];
 
 /**

@@ -76,6 +76,12 @@ export interface AppAccountStore {
   update(record: AppAccountRecord, expectedVersion: number): Promise<boolean>;
   /** Removes the account; false when there was none. */
   delete(id: string): Promise<boolean>;
+  /**
+   * Healthy accounts of every workspace whose access token expires before `beforeMs` (those with
+   * an `expiresAt`), soonest first, at most `limit`: the background refresh's work
+   * (docs/accounts.md "Refresh"). An unhealthy account waits for a use or a new connection.
+   */
+  listExpiring(beforeMs: number, limit: number): Promise<AppAccountRecord[]>;
   /** Stores an authorization in progress (and may drop those expired at `nowMs`). */
   savePendingConnect(pending: PendingConnect, nowMs: number): Promise<void>;
   /** Returns and removes the authorization of `state`: once only; undefined when absent or expired at `nowMs`. */

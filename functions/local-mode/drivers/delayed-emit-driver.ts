@@ -8,6 +8,7 @@
 import { deliverDueEmits } from "#core/delayed-emit-delivery";
 import type { PolledDelayedEmitStore } from "#core/ports/delayed-emits";
 import type { Deps } from "#core/ports/deps";
+import { type PeriodicPass, startPeriodicPass } from "./periodic-pass.ts";
 
 /** How often due delayed emits are looked for: the precision of `delivery_ts` in local mode. */
 export const DELAYED_EMIT_POLL_MS = 1000;
@@ -18,27 +19,17 @@ export function startDelayedEmitDriver(
   deps: DriverDeps,
   store: PolledDelayedEmitStore,
   pollMs = DELAYED_EMIT_POLL_MS,
-): { stop(): Promise<void> } {
-  let pass: Promise<void> | undefined;
+): PeriodicPass {
   let stopped = false;
   const deliver = async () => {
     // A full batch means more may be due: go on at once rather than a second later.
     while (!stopped && (await deliverDueEmits(deps, store, deps.clock.nowMs())) >= 100) {}
   };
-  const timer = setInterval(() => {
-    if (pass) return;
-    pass = deliver()
-      .catch((error: unknown) => deps.log.error("delayed emits not delivered", { error: String(error) }))
-      .finally(() => {
-        pass = undefined;
-      });
-  }, pollMs);
-  timer.unref();
+  const pass = startPeriodicPass(pollMs, deliver, deps.log, "delayed emits not delivered");
   return {
     async stop() {
       stopped = true;
-      clearInterval(timer);
-      await pass;
+      await pass.stop();
     },
   };
 }

@@ -2,12 +2,15 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { SqliteAppAccountStore } from "#adapters/local/sqlite-app-account-store";
 import { testAccount } from "#core/account-checks";
 import { currentCredentials, openCredentials } from "#core/account-credentials";
+import { REFRESH_AHEAD_MS, refreshExpiringAccounts } from "#core/account-refresh-sweep";
+import { startAccountRefreshDriver } from "#local-mode/drivers/account-refresh-driver";
 import { parseAppsFile } from "#core/app-catalog-file";
 import type { Caller } from "#core/identity";
 import { finishConnect, OAUTH_CALLBACK_PATH, startConnect } from "#core/oauth-connect";
 import type { AppAccountRecord } from "#core/ports/app-account-store";
 import { staticAppCatalog } from "#core/ports/app-catalog";
 import { jsonLogger } from "#core/ports/logger";
+import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { STAND_IN_USER, type StandInOAuthProvider, startStandInOAuthProvider } from "../../support/oauth-provider.ts";
 
@@ -250,6 +253,70 @@ describe("connecting an OAuth app", () => {
       for (const secret of [credentials.oauth_access_token, credentials.oauth_refresh_token, provider.clientSecret]) {
         expect(written).not.toContain(secret);
       }
+    });
+  });
+
+  describe("the background refresh", () => {
+    it("renews the tokens expiring within its window, once each, and leaves the others alone", async () => {
+      provider.tokenLifetimeSeconds = 5 * 60;
+      const soon = (await connect("soon")).page.accountId as string;
+      provider.tokenLifetimeSeconds = 3600;
+      const later = (await connect("later")).page.accountId as string;
+      const before = provider.tokenRequests.length;
+      // A 5-minute token is renewed after half its life, not at every sweep of the 10-minute window.
+      expect(await refreshExpiringAccounts(setup.deps)).toEqual({ due: 0, renewed: 0, failed: 0 });
+      setup.clock.set(setup.clock.nowMs() + 151_000);
+      const outcome = await refreshExpiringAccounts(setup.deps);
+      expect(outcome).toEqual({ due: 1, renewed: 1, failed: 0 });
+      expect(provider.tokenRequests.slice(before)).toEqual(["refresh_token"]);
+      const renewed = (await setup.deps.appAccounts.get(soon)) as AppAccountRecord;
+      expect(renewed).toMatchObject({ healthy: true, version: 2, expiresAt: setup.clock.nowMs() + 3_600_000 });
+      expect((await openCredentials(setup.deps, renewed.sealedCredentials)).oauth_access_token).toBe(
+        provider.accessTokens.at(-1),
+      );
+      expect((await setup.deps.appAccounts.get(later))?.version).toBe(1);
+      // Nothing expires within the window any more: the next sweep asks the provider nothing.
+      expect(await refreshExpiringAccounts(setup.deps)).toEqual({ due: 0, renewed: 0, failed: 0 });
+      expect(provider.tokenRequests.length).toBe(before + 1);
+      // Within ten minutes of its hour, the other one is due (the renewed one has 2.5 min more).
+      setup.clock.set(setup.clock.nowMs() + 3_600_000 - 151_000 - REFRESH_AHEAD_MS + 1_000);
+      expect(await refreshExpiringAccounts(setup.deps)).toEqual({ due: 1, renewed: 1, failed: 0 });
+      expect((await setup.deps.appAccounts.get(later))?.version).toBe(2);
+    });
+
+    it("runs in local mode on a timer until stopped", async () => {
+      provider.tokenLifetimeSeconds = 60;
+      const id = (await connect()).page.accountId as string;
+      setup.clock.set(setup.clock.nowMs() + 31_000);
+      provider.tokenLifetimeSeconds = 3600;
+      provider.tokenDelayMs = 30;
+      const before = provider.tokenRequests.length;
+      const driver = startAccountRefreshDriver(setup.deps, 5);
+      try {
+        await eventually(async () => when((await setup.deps.appAccounts.get(id))?.version === 2), "the renewal");
+      } finally {
+        await driver.stop();
+      }
+      expect(provider.tokenRequests.slice(before)).toEqual(["refresh_token"]);
+      setup.clock.set(setup.clock.nowMs() + 3_600_000);
+      await new Promise((resolve) => setTimeout(resolve, 30));
+      expect(provider.tokenRequests.length).toBe(before + 1);
+    });
+
+    it("marks an account whose refresh is refused unhealthy, and later sweeps leave it to a new connection", async () => {
+      provider.tokenLifetimeSeconds = 60;
+      const { page } = await connect();
+      setup.clock.set(setup.clock.nowMs() + 31_000);
+      provider.refuseRefreshes = true;
+      const before = provider.tokenRequests.length;
+      expect(await refreshExpiringAccounts(setup.deps)).toEqual({ due: 1, renewed: 0, failed: 1 });
+      expect(await setup.deps.appAccounts.get(page.accountId as string)).toMatchObject({
+        healthy: false,
+        lastError: expect.stringContaining("refused"),
+      });
+      expect(await refreshExpiringAccounts(setup.deps)).toEqual({ due: 0, renewed: 0, failed: 0 });
+      expect(provider.tokenRequests.length).toBe(before + 1);
+      expect(setup.lines.join("\n")).not.toContain(provider.accessTokens.at(-1) as string);
     });
   });
 
