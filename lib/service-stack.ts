@@ -18,6 +18,7 @@ import type { Construct, IConstruct } from "constructs";
 import { ENV } from "#config/env";
 import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
 import { routes as manifest } from "#http/routes";
+import { AccountRefresher } from "./constructs/account-refresher.ts";
 import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
 import { stageAppsAsset } from "./constructs/apps-asset.ts";
 import { EventFanout } from "./constructs/event-fanout.ts";
@@ -83,6 +84,8 @@ export class ServiceStack extends Stack {
   readonly notFoundFunction: SluiceFunction;
   /** Sources: runtime layer, roles, describer, internal functions, `/http/{key}` routes, schedules. */
   readonly sources: SourceCompute;
+  /** Renews OAuth tokens before they expire, every 5 minutes (docs/accounts.md "Refresh"). */
+  readonly accountRefresher: AccountRefresher;
   /** The live stream (function URL with response streaming), its `/sources/{id}/sse` redirect, the event purger. */
   readonly eventStreaming: EventStreaming;
   /** Subscriptions and webhook delivery: the bus, its rule, the dispatcher, the delivery queues and the deliverer. */
@@ -116,6 +119,13 @@ export class ServiceStack extends Stack {
       npmRegistry: props.npmRegistry,
       registryDir: props.registryDir,
       apps,
+    });
+
+    this.accountRefresher = new AccountRefresher(this, "Accounts", {
+      resourcesTable: props.resourcesTable,
+      sources: this.sources,
+      apps,
+      logRetention,
     });
 
     this.eventStreaming = new EventStreaming(this, "EventStreaming", {

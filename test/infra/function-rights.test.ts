@@ -68,6 +68,7 @@ describe("ServiceStack: the rights of each function", () => {
     "deploy-sweeper": service.sources.deploySweeper.lambdaFunction,
     "delayed-emit-deliverer": service.sources.delayedEmitDeliverer.lambdaFunction,
     "deploy-finisher": service.sources.deployFinisher.lambdaFunction,
+    "account-refresher": service.accountRefresher.refresher.lambdaFunction,
   });
   const idOfRow = (row: FunctionRights) => {
     const route = service.routeFunctions.get(row.name);

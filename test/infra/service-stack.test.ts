@@ -31,12 +31,12 @@ describe("ServiceStack", () => {
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const notFoundId = () => idOf(service.notFoundFunction.lambdaFunction);
 
-  it("has one function per manifest route, one for $default, seven of sources, three of events and two of fan-out", () => {
+  it("has one function per manifest route, one for $default, seven of sources, three of events, two of fan-out and the account refresher", () => {
     expect(routes.length).toBeGreaterThan(0);
     // Sources: the describer, the HTTP interface, the source runner, the timer invoker, the
     // deploy sweeper, the deploy finisher and the delayed emit deliverer. Events: the stream, its
     // redirect and the purger. Fan-out: the dispatcher and the webhook deliverer.
-    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 7 + 3 + 2);
+    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 7 + 3 + 2 + 1);
     expect([...service.routeFunctions.keys()].sort()).toEqual(routes.map((route) => route.name).sort());
   });
 
@@ -184,7 +184,7 @@ describe("ServiceStack", () => {
   });
 
   it("logs the API's route functions to one group, every other function to its own, all kept 30 days, and deployed sources to one more", () => {
-    template.resourceCountIs("AWS::Logs::LogGroup", 1 + 7 + 3 + 2 + 1);
+    template.resourceCountIs("AWS::Logs::LogGroup", 1 + 7 + 3 + 2 + 1 + 1);
     const routeLogs = idOf(service.routeLogGroup);
     for (const route of service.routeFunctions.values()) expect(idOf(route.function.logGroup)).toBe(routeLogs);
     expect(idOf(service.notFoundFunction.logGroup)).toBe(routeLogs);
@@ -193,6 +193,29 @@ describe("ServiceStack", () => {
     const used = functions.map((fn) => fn.Properties.LoggingConfig.LogGroup.Ref as string);
     const sourceLogs = idOf(service.sources.sourceLogGroup);
     expect([...new Set([...used, sourceLogs])].sort()).toEqual(Object.keys(groups).sort());
+  });
+
+  it("runs the account refresher every 5 minutes, with the app catalog and the table's name, no retries", () => {
+    const refresher = service.accountRefresher.refresher;
+    const fn = idOf(refresher.lambdaFunction);
+    const rule = template.toJSON().Resources[idOf(service.accountRefresher.rule)];
+    expect(rule.Properties).toMatchObject({ ScheduleExpression: "rate(5 minutes)", State: "ENABLED" });
+    expect(rule.Properties.Targets).toEqual([
+      expect.objectContaining({ Arn: { "Fn::GetAtt": [fn, "Arn"] }, RetryPolicy: { MaximumRetryAttempts: 0 } }),
+    ]);
+    template.hasResourceProperties("AWS::Lambda::Permission", {
+      Action: "lambda:InvokeFunction",
+      FunctionName: { "Fn::GetAtt": [fn, "Arn"] },
+      Principal: "events.amazonaws.com",
+      SourceArn: { "Fn::GetAtt": [idOf(service.accountRefresher.rule), "Arn"] },
+    });
+    expect(functionsOf(template)[fn]!.Properties).toMatchObject({
+      Handler: "index.handler",
+      Timeout: 300,
+      Environment: { Variables: expect.objectContaining({ [ENV.resourcesTable]: expect.anything() }) },
+    });
+    expect(refresher.entry).toBe("functions/internal/account-refresher.ts");
+    expect(refresher.bundledTrees.map((tree) => tree.to)).toEqual(["apps"]);
   });
 
   it("stays well below CloudFormation's 500 resources per stack (decision 423)", () => {

@@ -172,16 +172,18 @@ describe("ServiceStack: what sources run on", () => {
 
   it("runs the deploy sweeper every 5 minutes, with the rights DELETE /v1/sources/{id} has to remove a source", () => {
     const sweeper = idOf(service.sources.deploySweeper.lambdaFunction);
-    const rules = template.findResources("AWS::Events::Rule", {
+    const rule = idOf(service.sources.deploySweepRule);
+    template.hasResource("AWS::Events::Rule", {
       Properties: { ScheduleExpression: "rate(5 minutes)", State: "ENABLED" },
-    }) as Record<string, Resource>;
-    const targets = Object.values(rules).flatMap((rule) => rule.Properties.Targets);
-    expect(targets).toEqual([expect.objectContaining({ Arn: { "Fn::GetAtt": [sweeper, "Arn"] } })]);
+    });
+    const { Properties } = template.toJSON().Resources[rule] as Resource;
+    expect(Properties).toMatchObject({ ScheduleExpression: "rate(5 minutes)", State: "ENABLED" });
+    expect(Properties.Targets).toEqual([expect.objectContaining({ Arn: { "Fn::GetAtt": [sweeper, "Arn"] } })]);
     template.hasResourceProperties("AWS::Lambda::Permission", {
       Action: "lambda:InvokeFunction",
       FunctionName: { "Fn::GetAtt": [sweeper, "Arn"] },
       Principal: "events.amazonaws.com",
-      SourceArn: { "Fn::GetAtt": [Object.keys(rules)[0], "Arn"] },
+      SourceArn: { "Fn::GetAtt": [rule, "Arn"] },
     });
     const deleteRoute = routeFunctionId("delete-source");
     const removing = ["lambda:DeleteFunction", "scheduler:DeleteSchedule", "dynamodb:Query", "dynamodb:DeleteItem"];

@@ -3,13 +3,14 @@ import { SqliteAppAccountStore } from "#adapters/local/sqlite-app-account-store"
 import { testAccount } from "#core/account-checks";
 import { currentCredentials, openCredentials } from "#core/account-credentials";
 import { REFRESH_AHEAD_MS, refreshExpiringAccounts } from "#core/account-refresh-sweep";
-import { startAccountRefreshDriver } from "#local-mode/drivers/account-refresh-driver";
 import { parseAppsFile } from "#core/app-catalog-file";
 import type { Caller } from "#core/identity";
 import { finishConnect, OAUTH_CALLBACK_PATH, startConnect } from "#core/oauth-connect";
 import type { AppAccountRecord } from "#core/ports/app-account-store";
 import { staticAppCatalog } from "#core/ports/app-catalog";
 import { jsonLogger } from "#core/ports/logger";
+import { createAccountRefresherHandler } from "#internal/account-refresher";
+import { startAccountRefreshDriver } from "#local-mode/drivers/account-refresh-driver";
 import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { STAND_IN_USER, type StandInOAuthProvider, startStandInOAuthProvider } from "../../support/oauth-provider.ts";
@@ -301,6 +302,14 @@ describe("connecting an OAuth app", () => {
       setup.clock.set(setup.clock.nowMs() + 3_600_000);
       await new Promise((resolve) => setTimeout(resolve, 30));
       expect(provider.tokenRequests.length).toBe(before + 1);
+    });
+
+    it("runs on AWS as the scheduled account refresher, with the deps its composition gives", async () => {
+      provider.tokenLifetimeSeconds = 60;
+      const id = (await connect()).page.accountId as string;
+      setup.clock.set(setup.clock.nowMs() + 31_000);
+      await createAccountRefresherHandler(async () => setup.deps)();
+      expect((await setup.deps.appAccounts.get(id))?.version).toBe(2);
     });
 
     it("marks an account whose refresh is refused unhealthy, and later sweeps leave it to a new connection", async () => {
