@@ -121,13 +121,6 @@ export class ServiceStack extends Stack {
       apps,
     });
 
-    this.accountRefresher = new AccountRefresher(this, "Accounts", {
-      resourcesTable: props.resourcesTable,
-      sources: this.sources,
-      apps,
-      logRetention,
-    });
-
     this.eventStreaming = new EventStreaming(this, "EventStreaming", {
       httpApi: this.httpApi,
       resourcesTable: props.resourcesTable,
@@ -142,6 +135,14 @@ export class ServiceStack extends Stack {
       logRetention,
       s3Buckets: props.s3Buckets,
       maxDeliveryConcurrency: props.maxDeliveryConcurrency,
+    });
+
+    this.accountRefresher = new AccountRefresher(this, "Accounts", {
+      resourcesTable: props.resourcesTable,
+      sources: this.sources,
+      eventFanout: this.eventFanout,
+      apps,
+      logRetention,
     });
 
     this.routeLogGroup = new LogGroup(this, "RouteLogs", {

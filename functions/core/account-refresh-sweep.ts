@@ -2,13 +2,16 @@
  * The background refresh of OAuth accounts (docs/accounts.md "Refresh"): every few minutes, the
  * healthy accounts whose access token expires within {@link REFRESH_AHEAD_MS} are renewed, so a
  * token is fresh before any use asks, and a grant revoked while the account sat idle shows as
- * `healthy: false` before the next run fails on it. The renewal is the one a use makes
+ * `healthy: false`, and on the `$errors` of the sources using it, before the next run fails on
+ * it. The renewal is the one a use makes
  * (`currentCredentials`): the same single flight per account, the same version-conditional write,
  * the same marking of a refusal. Local mode runs it on a timer; AWS as a scheduled function.
  *
  * Pure: the store, the key, the clock and the provider's HTTP come through `deps`.
  */
 import { type CredentialDeps, currentCredentials } from "./account-credentials.ts";
+import { type NoticeDeps, noteRefusedAccount } from "./account-refusal-notice.ts";
+import { isDomainError } from "./errors.ts";
 import type { AppAccountRecord } from "./ports/app-account-store.ts";
 
 /**
@@ -35,7 +38,7 @@ export interface RefreshSweepOutcome {
  * (a sweep is background work: it never competes with itself for a provider).
  */
 export async function refreshExpiringAccounts(
-  deps: CredentialDeps,
+  deps: CredentialDeps & NoticeDeps,
   { aheadMs = REFRESH_AHEAD_MS, limit = REFRESH_SWEEP_LIMIT } = {},
 ): Promise<RefreshSweepOutcome> {
   const now = deps.clock.nowMs();
@@ -50,9 +53,18 @@ export async function refreshExpiringAccounts(
     try {
       // Fresh for the window: a token expiring within it is renewed now.
       await currentCredentials(deps, account, windowOf(account));
-    } catch {
-      // Already logged (without secrets) and, for a refusal, marked on the account.
+    } catch (error) {
+      // Already logged (without secrets). A refusal (`unprocessable`) is marked on the account
+      // and noted on its sources' `$errors`; a provider out of reach is tried at the next sweep.
       outcome.failed++;
+      if (isDomainError(error) && error.code === "unprocessable") {
+        await noteRefusedAccount(deps, account, error.message).catch((failure: unknown) =>
+          deps.log.error("a refused account could not be noted on its sources", {
+            account_id: account.id,
+            error: String(failure),
+          }),
+        );
+      }
       continue;
     }
     const stored = await deps.appAccounts.get(account.id);

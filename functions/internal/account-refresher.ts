@@ -12,7 +12,9 @@ import { awsDepsLoader } from "./internal-handler.ts";
 export const createAccountRefresherHandler =
   (
     loadDeps: () => Promise<Deps> = awsDepsLoader({
-      // The accounts, and the key their credentials are sealed with (opened, sealed again).
+      // The accounts, the key their credentials are sealed with (opened, sealed again), and the
+      // bus a refusal's notice on the sources' `$errors` is published on.
+      bus: () => import("#adapters/aws/parts/bus"),
       secrets: () => import("#adapters/aws/parts/secrets"),
       tables: () => import("#adapters/aws/parts/tables"),
     }),

@@ -5,6 +5,7 @@ import { LambdaFunction as LambdaTarget } from "aws-cdk-lib/aws-events-targets";
 import type { RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ENV } from "#config/env";
+import type { EventFanout } from "./event-fanout.ts";
 import { type BundledTree, SluiceFunction } from "./sluice-function.ts";
 import type { SourceCompute } from "./source-compute.ts";
 import { grantTableAccess } from "./table-access.ts";
@@ -16,6 +17,8 @@ export interface AccountRefresherProps {
   readonly resourcesTable: ITableV2;
   /** Its `attachSecrets`: the key the accounts' credentials are sealed with. */
   readonly sources: SourceCompute;
+  /** Its `attachPublisher`: a refusal's notice on the sources' `$errors` is published. */
+  readonly eventFanout: EventFanout;
   /** The app catalog (token URLs, client ids and secrets), as the account routes carry it. */
   readonly apps: BundledTree;
   readonly logRetention?: RetentionDays;
@@ -25,7 +28,8 @@ export interface AccountRefresherProps {
  * The background refresh of OAuth accounts on AWS (docs/accounts.md "Refresh"): a function
  * (functions/internal/account-refresher.ts) run by an EventBridge schedule every
  * {@link ACCOUNT_REFRESH_INTERVAL}. It reads and writes the accounts, opens and seals their
- * credentials with the stack's key, and calls the apps' token and test endpoints; nothing else.
+ * credentials with the stack's key, calls the apps' token and test endpoints, and stores and
+ * publishes a refusal's notice on the `$errors` of the sources using the account; nothing else.
  */
 export class AccountRefresher extends Construct {
   readonly refresher: SluiceFunction;
@@ -46,6 +50,7 @@ export class AccountRefresher extends Construct {
     const fn = this.refresher.lambdaFunction;
     grantTableAccess(props.resourcesTable, fn, "write");
     props.sources.attachSecrets(fn, { seal: true });
+    props.eventFanout.attachPublisher(fn);
     // A missed run changes nothing the next one does not do.
     fn.configureAsyncInvoke({ retryAttempts: 0 });
     this.rule = new Rule(this, "Schedule", {

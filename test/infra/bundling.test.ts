@@ -110,7 +110,7 @@ const INTERNAL_PARTS: Record<string, readonly string[]> = {
     "delays",
   ],
   "functions/internal/deploy-sweeper.ts": ["tables", "host", "timers", "delays"],
-  "functions/internal/account-refresher.ts": ["tables", "secrets"],
+  "functions/internal/account-refresher.ts": ["tables", "secrets", "bus"],
   // What POST /v1/sources deploys with.
   "functions/internal/deploy-finisher.ts": ["tables", "host", "timers", "secrets", "bus", "delays", "trees"],
   "functions/internal/delayed-emit-deliverer.ts": ["tables", "bus", "delays"],

@@ -283,6 +283,8 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       idOf(service.sources.delayedEmitDeliverer.lambdaFunction),
       // It runs the hooks of the deploys handed to it, which emit.
       idOf(service.sources.deployFinisher.lambdaFunction),
+      // It notes a refused account on the $errors of the sources that use it.
+      idOf(service.accountRefresher.refresher.lambdaFunction),
     ].sort();
     const functionIds = Object.keys(functionsOf(template));
     const publishers = functionIds.filter((id) => on(statementsOf(template, id), "events:PutEvents").length > 0);

@@ -167,8 +167,9 @@ export const INTERNAL_RIGHTS: readonly FunctionRights[] = [
   writes("delayed-emit-deliverer", APPENDS),
   // Finishes what a deploy's request could not fit: the function, the hooks, the timer; on a
   // failure, removes what it made. No describer: the component was read in the request.
-  // Renews OAuth tokens before they expire: reads and writes the accounts, opens and seals them.
-  writes("account-refresher", SEALS),
+  // Renews OAuth tokens before they expire: reads and writes the accounts, opens and seals them,
+  // and stores and publishes a refusal's notice on the sources' $errors.
+  writes("account-refresher", SEALS, APPENDS),
   writes("deploy-finisher", RUNS, CREATES, SEALS, APPENDS, NPM_TREES, [
     "lambda:DeleteFunction",
     "scheduler:CreateSchedule",

@@ -13,6 +13,7 @@ import { createAccountRefresherHandler } from "#internal/account-refresher";
 import { startAccountRefreshDriver } from "#local-mode/drivers/account-refresh-driver";
 import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { sourceRecord } from "../../support/source-record.ts";
 import { STAND_IN_USER, type StandInOAuthProvider, startStandInOAuthProvider } from "../../support/oauth-provider.ts";
 
 /*
@@ -56,14 +57,15 @@ async function approve(authorizeUrl: string): Promise<Record<string, string>> {
 describe("connecting an OAuth app", () => {
   let setup: ReturnType<typeof depsWithApps>;
   let caller: Caller;
+  let ada: Awaited<ReturnType<typeof accountIn>>;
   beforeEach(async () => {
     provider.refuseRefreshes = false;
     provider.tokenLifetimeSeconds = 3600;
     provider.tokenDelayMs = 0;
     provider.singleUseRefreshTokens = false;
     setup = depsWithApps();
-    const account = await accountIn(setup.deps, "ada");
-    caller = { userId: account.user.id };
+    ada = await accountIn(setup.deps, "ada");
+    caller = { userId: ada.user.id };
   });
 
   const connect = async (name?: string) => {
@@ -312,19 +314,39 @@ describe("connecting an OAuth app", () => {
       expect((await setup.deps.appAccounts.get(id))?.version).toBe(2);
     });
 
-    it("marks an account whose refresh is refused unhealthy, and later sweeps leave it to a new connection", async () => {
+    it("marks an account whose refresh is refused unhealthy, notes it on its sources' $errors, and leaves it to a new connection", async () => {
       provider.tokenLifetimeSeconds = 60;
       const { page } = await connect();
+      const id = page.accountId as string;
+      const using = "dc_01kab0000000000000using";
+      const other = "dc_01kab0000000000000other";
+      await setup.deps.sources.createSource({
+        ...sourceRecord(ada, using),
+        configuredProps: { standin: { authProvisionId: id } },
+      });
+      await setup.deps.sources.createSource({ ...sourceRecord(ada, other), nameSlug: "other", configuredProps: {} });
       setup.clock.set(setup.clock.nowMs() + 31_000);
       provider.refuseRefreshes = true;
       const before = provider.tokenRequests.length;
       expect(await refreshExpiringAccounts(setup.deps)).toEqual({ due: 1, renewed: 0, failed: 1 });
-      expect(await setup.deps.appAccounts.get(page.accountId as string)).toMatchObject({
+      expect(await setup.deps.appAccounts.get(id)).toMatchObject({
         healthy: false,
         lastError: expect.stringContaining("refused"),
       });
+      const errors = async (sourceId: string) =>
+        (await setup.deps.events.listEvents(sourceId, { channel: "$errors", limit: 10, count: false })).items;
+      const [noted] = await errors(using);
+      expect(noted?.event).toMatchObject({
+        error: {
+          code: "AccountError",
+          message: `account ${id} (standin) needs to be connected again: the provider refused to refresh its token: the token endpoint answered 400 (invalid_grant)`,
+        },
+        original_context: { deployment_id: using },
+      });
+      expect(await errors(other)).toEqual([]);
       expect(await refreshExpiringAccounts(setup.deps)).toEqual({ due: 0, renewed: 0, failed: 0 });
       expect(provider.tokenRequests.length).toBe(before + 1);
+      expect(await errors(using)).toHaveLength(1);
       expect(setup.lines.join("\n")).not.toContain(provider.accessTokens.at(-1) as string);
     });
   });
