@@ -124,17 +124,68 @@ describe("DynamoDbAppAccountStore requests", () => {
     version: 3,
   };
 
+  const expiryKey = (ms: number) => ({ pk: "ACCTEXPIRY", sk: `${String(ms).padStart(15, "0")}#apn_1` });
+  const storedItem = {
+    ...record,
+    pk: "ACCT#apn_1",
+    sk: "ACCT",
+    type: "appAccount",
+    tokenExpiresAtMs: record.expiresAt,
+  };
+
   it("keeps a token's expiry out of the table's TTL attribute, so DynamoDB never deletes an account when its token expires", async () => {
     ddb.on(TransactWriteCommand).resolves({});
     await deps.appAccounts.create(record);
-    for (const entry of ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems ?? []) {
-      expect(entry.Put?.Item).toMatchObject({ tokenExpiresAtMs: record.expiresAt });
+    const items = ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems ?? [];
+    expect(items).toHaveLength(3);
+    for (const entry of items) {
       expect(entry.Put?.Item).not.toHaveProperty("expiresAt");
       expect(entry.Put?.ConditionExpression).toBe("attribute_not_exists(pk)");
     }
+    for (const entry of items.slice(0, 2))
+      expect(entry.Put?.Item).toMatchObject({ tokenExpiresAtMs: record.expiresAt });
+    // The background refresh's index item, in the same transaction.
+    expect(items[2]?.Put?.Item).toEqual({
+      ...expiryKey(record.expiresAt as number),
+      type: "appAccountExpiry",
+      id: "apn_1",
+    });
+  });
+
+  it("moves the expiry index item in the update's transaction when the expiry changes, and reads the index to list", async () => {
+    ddb.on(GetCommand).resolves({ Item: storedItem });
+    ddb.on(TransactWriteCommand).resolves({});
+    const renewed = { ...record, expiresAt: 1_790_000_360_000, version: 4 };
+    await expect(deps.appAccounts.update(renewed, 3)).resolves.toBe(true);
+    expect(ddb.commandCalls(GetCommand)[0]?.args[0].input).toMatchObject({
+      Key: { pk: "ACCT#apn_1", sk: "ACCT" },
+      ConsistentRead: true,
+    });
+    const [, , removed, added] = ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems ?? [];
+    expect(removed?.Delete).toEqual({ TableName: TABLE, Key: expiryKey(record.expiresAt as number) });
+    expect(added?.Put).toEqual({
+      TableName: TABLE,
+      Item: { ...expiryKey(renewed.expiresAt), type: "appAccountExpiry", id: "apn_1" },
+    });
+    // Another version stored: a lost race found by the read, nothing written.
+    ddb.on(GetCommand).resolves({ Item: { ...storedItem, version: 5 } });
+    await expect(deps.appAccounts.update(renewed, 3)).resolves.toBe(false);
+    expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(1);
+
+    ddb.on(QueryCommand).resolves({ Items: [{ ...expiryKey(record.expiresAt as number), id: "apn_1" }] });
+    ddb.on(GetCommand).resolves({ Item: storedItem });
+    await expect(deps.appAccounts.listExpiring(1_790_000_000_001, 25)).resolves.toEqual([record]);
+    expect(ddb.commandCalls(QueryCommand)[0]?.args[0].input).toEqual({
+      TableName: TABLE,
+      KeyConditionExpression: "pk = :pk AND sk < :before",
+      ExpressionAttributeValues: { ":pk": "ACCTEXPIRY", ":before": "001790000000001" },
+      ConsistentRead: true,
+      Limit: 25,
+    });
   });
 
   it("updates on the expected version of the account's item, and a failed condition is a lost race (false)", async () => {
+    ddb.on(GetCommand).resolves({ Item: storedItem });
     ddb.on(TransactWriteCommand).rejects(
       new TransactionCanceledException({
         message: "cancelled",
