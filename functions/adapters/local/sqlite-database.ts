@@ -190,6 +190,8 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE sources ADD COLUMN deploy_step TEXT;
   ALTER TABLE sources ADD COLUMN deploy_error TEXT;
   `,
+  // The settings an update in progress replaces (sqlite-source-store.ts, SourceRecord.updateFrom).
+  `ALTER TABLE sources ADD COLUMN update_from TEXT;`,
 ];
 
 /**
