@@ -109,8 +109,10 @@ export const DEPLOY_STEPS = ["prepare", "deploy", "activate"] as const;
  */
 export const UPDATE_STEPS = ["deactivate", "prepare", "activate"] as const;
 export type DeployStep = (typeof DEPLOY_STEPS)[number] | (typeof UPDATE_STEPS)[number];
+/** Every step a create or an update may be at (a read's `deploy_step`). */
+export const ANY_DEPLOY_STEP = ["prepare", "deploy", "activate", "deactivate"] as const satisfies readonly DeployStep[];
 export const isDeployStep = (value: string): value is DeployStep =>
-  (DEPLOY_STEPS as readonly string[]).includes(value) || (UPDATE_STEPS as readonly string[]).includes(value);
+  (ANY_DEPLOY_STEP as readonly string[]).includes(value);
 
 /** Dedupe memory of a source (component-model.md "Events"). */
 export interface DedupeState {

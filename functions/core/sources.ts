@@ -703,7 +703,10 @@ async function markUpdate(deps: SourceDeps, current: SourceRecord, draft: Source
     const latest = await deps.sources.getSource(current.id);
     if (!latest) throw notFound("source");
     refuseWhileDeploying(latest);
-    if (latest.updatedAt !== current.updatedAt) {
+    if (
+      latest.updatedAt !== current.updatedAt ||
+      JSON.stringify(settingsOf(latest)) !== JSON.stringify(settingsOf(current))
+    ) {
       throw conflict(`source ${current.id} was changed by another request meanwhile; try again`);
     }
     return await deps.sources.updateSource({ ...draft, deployingSince: now, updateFrom: settingsOf(current) });

@@ -12,6 +12,7 @@ import {
   recoverInterruptedDeploys,
   updateSource,
 } from "#core/sources";
+import { route as updateRoute } from "#http/update-source";
 import { createDeployFinisherHandler } from "#internal/deploy-finisher";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 
@@ -277,6 +278,8 @@ describe("an update within its request's time (AWS)", () => {
     const answered = await updateSource(deps, caller, made.id, NEW_CODE, { answerByMs });
     expect(deps.clock.nowMs()).toBeLessThanOrEqual(answerByMs);
     expect(answered).toMatchObject({ deploy_state: "deploying", deploy_step: "deactivate" });
+    // The route's documented answer has room for the update's step.
+    expect(updateRoute.response.safeParse({ data: answered }).success).toBe(true);
     expect(handedOver).toEqual([made.id]);
     expect(ops).toEqual([]);
     // The previous timer stops in the request: it must not fire on settings half swapped.
