@@ -743,7 +743,8 @@ async function runUpdate(
   from: DeployStep,
   budget: StepBudget | undefined,
 ): Promise<UpdateOutcome> {
-  const track = budget === undefined && marked.deployStep !== undefined;
+  // The finisher (no budget, a step on the record) writes each step it starts, and a failure's reason.
+  const inFinisher = budget === undefined && marked.deployStep !== undefined;
   let current = marked;
   let step: DeployStep = from;
   try {
@@ -757,7 +758,7 @@ async function runUpdate(
       if (stepTiming(deps, budget, step, stepNeedsMs(deps, step)) === "later") {
         return { source: await deferDeploy(deps, current, step), failed: false };
       }
-      if (track && current.deployStep !== step) {
+      if (inFinisher && current.deployStep !== step) {
         current = await deps.sources.updateSource({ ...current, deployStep: step });
       }
       if (step === "prepare") {
@@ -773,8 +774,7 @@ async function runUpdate(
     deps.log.info("source updated", sourceLogFields(current));
     return { source: current, failed: false };
   } catch (error) {
-    const inBackground = budget === undefined && marked.deployStep !== undefined;
-    const reason = inBackground ? failureReason(deps, current, error) : undefined;
+    const reason = inFinisher ? failureReason(deps, current, error) : undefined;
     const left = await failUpdate(deps, current, step, reason, error);
     return { source: left ?? current, failed: true, error };
   }
