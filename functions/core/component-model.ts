@@ -84,14 +84,35 @@ export interface SourceRecord {
    * reads show `deploy_state: "failed"` and this as `deploy_error`, until it is deleted or swept.
    */
   deployError?: string;
+  /**
+   * Set while an update (`PUT`) is in progress, beside `deployingSince`: the settings it replaces,
+   * which its `deactivate()` runs with and which a `deactivate()` that fails puts back. Its
+   * presence tells an update from a create to the finisher and the recovery sweep
+   * (docs/components.md "Deploys in progress").
+   */
+  updateFrom?: SourceSettings;
   createdAt: number;
   updatedAt: number;
 }
 
+/** What an update of a source may change: the record but for its identity and deploy marks. */
+export type SourceSettings = Pick<
+  SourceRecord,
+  "componentId" | "name" | "nameSlug" | "configuredProps" | "propDefinitions" | "active" | "endpointKey" | "timer"
+>;
+
 /** The steps of a deploy after the source is saved, in order: its function, then its hooks. */
 export const DEPLOY_STEPS = ["prepare", "deploy", "activate"] as const;
-export type DeployStep = (typeof DEPLOY_STEPS)[number];
-export const isDeployStep = (value: string): value is DeployStep => (DEPLOY_STEPS as readonly string[]).includes(value);
+/**
+ * The steps of an update after its source is marked: the previous settings' `deactivate()` (and
+ * their timer stopped), the new code's function, then the new settings' `activate()`.
+ */
+export const UPDATE_STEPS = ["deactivate", "prepare", "activate"] as const;
+export type DeployStep = (typeof DEPLOY_STEPS)[number] | (typeof UPDATE_STEPS)[number];
+/** Every step a create or an update may be at (a read's `deploy_step`). */
+export const ANY_DEPLOY_STEP = ["prepare", "deploy", "activate", "deactivate"] as const satisfies readonly DeployStep[];
+export const isDeployStep = (value: string): value is DeployStep =>
+  (ANY_DEPLOY_STEP as readonly string[]).includes(value);
 
 /** Dedupe memory of a source (component-model.md "Events"). */
 export interface DedupeState {

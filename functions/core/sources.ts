@@ -5,7 +5,6 @@
  * `deactivate()` on the way in, has no timer, and its endpoint answers as documented.
  */
 
-import type { DeployFinisher } from "#core/ports/deploy-finisher";
 import type { Deps } from "#core/ports/deps";
 import { requireSource, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
@@ -18,7 +17,9 @@ import {
   type PropDescription,
   SEALED_SECRET,
   type SourceRecord,
+  type SourceSettings,
   type StoredPropValue,
+  UPDATE_STEPS,
 } from "./component-model.ts";
 import {
   type ComponentSourceInput,
@@ -269,7 +270,7 @@ export async function deploySource(
   deps: SourceDeps,
   caller: Caller,
   input: CreateSourceInput,
-  options: { workflowId?: string; idempotencyKey?: string; answerByMs?: number } = {},
+  options: { workflowId?: string; idempotencyKey?: string; answerByMs?: number; handOver?: false } = {},
 ) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const key = options.idempotencyKey === undefined ? undefined : requireIdempotencyKey(options.idempotencyKey);
@@ -329,7 +330,7 @@ export async function deploySource(
     if (input.name === undefined && source.name !== source.nameSlug) {
       source = await deps.sources.updateSource({ ...source, name: source.nameSlug });
     }
-    source = await runDeploySteps(deps, source, component, "prepare", options.answerByMs);
+    source = await runDeploySteps(deps, source, component, "prepare", budgetOf(options));
   } catch (error) {
     await removeSource(deps, source);
     throw error;
@@ -346,12 +347,68 @@ export async function deploySource(
 export const PREPARE_BUDGET_MS = 5_000;
 
 /**
+ * The time a request has for the steps of a deploy or an update (AWS: `answerByMs`), and what
+ * becomes of a step that does not fit: handed to the deploy finisher, or (`handOver: false`, a
+ * workflow's trigger source, which its workflow must have deployed when it answers) refused.
+ */
+interface StepBudget {
+  answerByMs: number;
+  handOver: boolean;
+}
+
+function budgetOf(options: { answerByMs?: number; handOver?: false }): StepBudget | undefined {
+  return options.answerByMs === undefined
+    ? undefined
+    : { answerByMs: options.answerByMs, handOver: options.handOver !== false };
+}
+
+/**
+ * Whether a step that needs `needsMs` runs now: yes without a budget or without a finisher (local
+ * mode, or a deployment without one), or when it fits in the time left. A step that does not fit
+ * is "later" (the finisher's), or refused when the budget may not hand over.
+ */
+function stepTiming(deps: SourceDeps, budget: StepBudget | undefined, step: DeployStep, needsMs: number) {
+  if (budget === undefined || deps.deployFinisher === undefined) return "now" as const;
+  if (deps.clock.nowMs() + needsMs <= budget.answerByMs) return "now" as const;
+  if (budget.handOver) return "later" as const;
+  const what = step === "prepare" ? "its function could not be made" : `its ${step} hook could not run`;
+  const message = `${what} within the API's time limit on this deployment; deploy it with POST /v1/sources and give its source_id instead`;
+  throw new DomainError("validation", message, [{ field: "component_code", message }]);
+}
+
+/** What a step needs of the request's time: {@link PREPARE_BUDGET_MS} for the function, a hook's whole limit. */
+const stepNeedsMs = (deps: SourceDeps, step: DeployStep) =>
+  step === "prepare" ? PREPARE_BUDGET_MS : deps.runtime.invocationTimeoutMs;
+
+/**
+ * `prepare` within a budget: the function is made (and waited for no later than the request's
+ * deadline). False when it was made but is not ready yet: the finisher's `prepare` waits for it.
+ */
+async function prepareWithin(
+  deps: SourceDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  budget: StepBudget | undefined,
+): Promise<boolean> {
+  const readyBy = budget && deps.deployFinisher ? { readyByMs: budget.answerByMs } : undefined;
+  const outcome = await deps.host.prepare(sourceCode(source, component), readyBy);
+  if (outcome !== "pending" || readyBy === undefined) return true;
+  if (budget?.handOver === false) {
+    const message = "its function was not ready within the API's time limit; try again in a moment";
+    throw new DomainError("validation", message, [{ field: "component_code", message }]);
+  }
+  return false;
+}
+
+type CreateStep = (typeof DEPLOY_STEPS)[number];
+
+/**
  * The steps of a deploy after its source is saved, from step `from` on (#core/component-model
  * `DEPLOY_STEPS`): `prepare` (the source's function, then the owner's auto subscriptions, so that
  * what `deploy()` logs or throws reaches them), the `deploy()` and `activate()` hooks, and last
  * the timer and the write that clears the mark. Returns the source as saved.
  *
- * With `answerByMs` and a deploy finisher, a step starts only if it fits in the time left:
+ * With a budget and a deploy finisher, a step starts only if it fits in the time left:
  * `prepare` with {@link PREPARE_BUDGET_MS} left (and no wait for its function past `answerByMs`),
  * a hook with its whole time limit left. A hook is not started with less and cut short: it talks
  * to third parties and may not be safe to run twice, so it runs whole, here or in the finisher.
@@ -362,29 +419,27 @@ async function runDeploySteps(
   deps: SourceDeps,
   source: SourceRecord,
   component: ComponentRecord,
-  from: DeployStep,
-  answerByMs?: number,
+  from: CreateStep,
+  budget?: StepBudget,
   track = false,
 ): Promise<SourceRecord> {
-  const finisher = answerByMs === undefined ? undefined : deps.deployFinisher;
-  const fits = (ms: number) => finisher === undefined || deps.clock.nowMs() + ms <= (answerByMs as number);
+  // A workflow's trigger source (never handed over): its `deactivate()` runs in the requests that
+  // deactivate or delete its workflow, so one that would not fit in a request's time is refused now.
+  if (from === "prepare" && budget?.handOver === false && component.metadata.hooks.includes("deactivate")) {
+    stepTiming(deps, budget, "deactivate", stepNeedsMs(deps, "deactivate"));
+  }
   let current = source;
   for (const step of DEPLOY_STEPS.slice(DEPLOY_STEPS.indexOf(from))) {
-    const hook = step === "prepare" ? undefined : component.metadata.hooks.includes(step) ? step : undefined;
-    if (step !== "prepare" && hook === undefined) continue;
-    const needs = step === "prepare" ? PREPARE_BUDGET_MS : deps.runtime.invocationTimeoutMs;
-    if (finisher && !fits(needs)) return deferDeploy(deps, finisher, current, step);
+    if (step !== "prepare" && !component.metadata.hooks.includes(step)) continue;
+    if (stepTiming(deps, budget, step, stepNeedsMs(deps, step)) === "later") return deferDeploy(deps, current, step);
     // The finisher shows where it is; a request does not spend a write on it.
     if (track && current.deployStep !== step)
       current = await deps.sources.updateSource({ ...current, deployStep: step });
     if (step === "prepare") {
-      const readyBy = finisher ? { readyByMs: answerByMs as number } : undefined;
-      const outcome = await deps.host.prepare(sourceCode(current, component), readyBy);
-      // Made, not ready yet: the finisher's prepare waits for it.
-      if (finisher && outcome === "pending") return deferDeploy(deps, finisher, current, "prepare");
+      if (!(await prepareWithin(deps, current, component, budget))) return deferDeploy(deps, current, "prepare");
       await applyAutoSubscriptions(deps, current);
-    } else if (hook) {
-      await runHook(deps, current, component, hook);
+    } else {
+      await runHook(deps, current, component, step);
     }
   }
   if (current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
@@ -394,15 +449,11 @@ async function runDeploySteps(
   return current;
 }
 
-async function deferDeploy(
-  deps: SourceDeps,
-  finisher: DeployFinisher,
-  source: SourceRecord,
-  step: DeployStep,
-): Promise<SourceRecord> {
+async function deferDeploy(deps: SourceDeps, source: SourceRecord, step: DeployStep): Promise<SourceRecord> {
   const marked = await deps.sources.updateSource({ ...source, deployStep: step });
-  await finisher.finishLater(source.id);
-  deps.log.info("source deploy goes on in the background", { ...sourceLogFields(source), deploy_step: step });
+  await deps.deployFinisher?.finishLater(source.id);
+  const fields = { ...sourceLogFields(source), deploy_step: step };
+  deps.log.info(`source ${source.updateFrom ? "update" : "deploy"} goes on in the background`, fields);
   return marked;
 }
 
@@ -411,19 +462,20 @@ export type FinishOutcome = "deployed" | "failed" | "skipped";
 
 /**
  * The deploy finisher's use case (AWS: `functions/internal/deploy-finisher.ts`, invoked
- * asynchronously by a deploying route): goes on with a deploy from the step its request left
- * (`deployStep`), every step with its whole time, and clears the mark. `mustEndByMs` is when the
- * finisher itself is ended (its function's timeout).
+ * asynchronously by a deploying route): goes on with a deploy or an update (`updateFrom`) from the
+ * step its request left (`deployStep`), every step with its whole time, and clears the mark.
+ * `mustEndByMs` is when the finisher itself is ended (its function's timeout).
  *
  * - Nothing to do ("skipped") when the source is gone, deployed, failed, or not handed over; when
  *   another finisher holds it (Lambda may deliver an asynchronous event twice: a lease under the
  *   run lock, `deploy:<source id>`, keeps the second out); or when the finisher could still be
  *   running once the recovery sweep takes the source for abandoned ({@link DEPLOY_ABANDONED_AFTER_MS}
- *   after its deploy began): then the sweep removes it, as any interrupted deploy.
- * - A step that fails ("failed") removes what the deploy made (function, timer, subscriptions) and
- *   keeps the record, still marked, with the reason (`deployError`): reads show
+ *   after its deploy began): then the sweep recovers it, as any interrupted deploy or update.
+ * - A create's step that fails ("failed") removes what the deploy made (function, timer,
+ *   subscriptions) and keeps the record, still marked, with the reason (`deployError`): reads show
  *   `deploy_state: "failed"` and `deploy_error` until the source is deleted or swept. A hook's
  *   failure is its message; a failure of Sluice itself is logged and shown as such, without detail.
+ *   An update's failure is told the same way, and leaves what {@link updateSource} says.
  */
 export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndByMs: number): Promise<FinishOutcome> {
   const waiting = (source: SourceRecord | undefined): source is SourceRecord & { deployingSince: number } =>
@@ -441,10 +493,14 @@ export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndBy
     // Read again under the lease: a finisher that held it before may have finished the deploy.
     const source = await deps.sources.getSource(sourceId);
     if (!waiting(source)) return "skipped";
+    const step = source.deployStep as DeployStep;
+    if (source.updateFrom !== undefined) {
+      return (await runUpdate(deps, source, step, undefined)).failed ? "failed" : "deployed";
+    }
     try {
       const component = await loadComponent(deps, source.componentId);
       if (!component) throw notFound("component");
-      await runDeploySteps(deps, source, component, source.deployStep as DeployStep, undefined, true);
+      await runDeploySteps(deps, source, component, step as CreateStep, undefined, true);
       return "deployed";
     } catch (error) {
       await failDeploy(deps, source, error);
@@ -455,12 +511,20 @@ export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndBy
   }
 }
 
-/** A background deploy's failure: what it made is removed, the record kept with the reason. */
-async function failDeploy(deps: SourceDeps, source: SourceRecord, error: unknown): Promise<void> {
-  const reason = isDomainError(error)
+/** The reason a background step's failure is shown with: a domain error's message, else none. */
+function failureReason(deps: SourceDeps, source: SourceRecord, error: unknown): string {
+  deps.log.error(`background ${source.updateFrom ? "update" : "deploy"} failed`, {
+    ...sourceLogFields(source),
+    error: String(error),
+  });
+  return isDomainError(error)
     ? error.message
     : "the deploy could not be finished because of an internal error (the deploy finisher's logs have it)";
-  deps.log.error("background deploy failed", { ...sourceLogFields(source), error: String(error) });
+}
+
+/** A background deploy's failure: what it made is removed, the record kept with the reason. */
+async function failDeploy(deps: SourceDeps, source: SourceRecord, error: unknown): Promise<void> {
+  const reason = failureReason(deps, source, error);
   await removeSourceParts(deps, source);
   // Deleted meanwhile (a `DELETE` is allowed while it deploys): nothing is left to mark.
   const current = await deps.sources.getSource(source.id);
@@ -481,7 +545,8 @@ async function repeatedCreate(deps: SourceDeps, caller: Caller, key: string, has
   if (claim.requestHash !== hash) throw keyReusedWithOtherRequest();
   // Through the access check: a key never reaches a source its user can no longer manage.
   const source = await requireSource(deps, caller, claim.sourceId);
-  if (source.deployingSince !== undefined) {
+  // A source being updated was deployed: its create is done, whatever the update does.
+  if (source.deployingSince !== undefined && source.updateFrom === undefined) {
     const failed = source.deployError !== undefined;
     if (!failed && source.deployingSince >= deps.clock.nowMs() - DEPLOY_ABANDONED_AFTER_MS) {
       throw keyStillInFlight(source.id);
@@ -494,28 +559,31 @@ async function repeatedCreate(deps: SourceDeps, caller: Caller, key: string, has
 }
 
 /**
- * Removes the sources whose deploy began before `startedBefore` and never finished: their
- * process or function was killed mid-deploy (local mode at start, with its start time; on AWS
- * the deploy sweeper, every few minutes, with {@link DEPLOY_ABANDONED_AFTER_MS}). No hook runs,
- * as when a deploy fails; one that cannot be removed is logged and left to the next sweep.
- * Returns how many it removed.
+ * Recovers the sources whose deploy or update began before `startedBefore` and never finished:
+ * their process or function was killed mid-way (local mode at start, with its start time; on AWS
+ * the deploy sweeper, every few minutes, with {@link DEPLOY_ABANDONED_AFTER_MS}). An unfinished
+ * create is removed; an unfinished update is stopped where it is ({@link stopInterruptedUpdate}).
+ * No hook runs, as when a deploy fails; one that cannot be recovered is logged and left to the
+ * next sweep. Returns how many it recovered.
  */
 export async function recoverInterruptedDeploys(deps: SourceDeps, startedBefore: number): Promise<number> {
   const abandoned = await deps.sources.listDeployingSources(startedBefore);
-  let removed = 0;
+  let recovered = 0;
   for (const source of abandoned) {
     const fields = { ...sourceLogFields(source), deploying_since: source.deployingSince };
-    // One that cannot be removed now (its function, a store) must not keep the others, or a
+    const what = source.updateFrom ? "interrupted update stopped" : "interrupted deploy removed";
+    // One that cannot be recovered now (its function, a store) must not keep the others, or a
     // local server's start, from going on: the next sweep tries it again.
     try {
-      await removeSource(deps, source);
-      removed += 1;
-      deps.log.warn("interrupted deploy removed", fields);
+      if (source.updateFrom) await stopInterruptedUpdate(deps, source);
+      else await removeSource(deps, source);
+      recovered += 1;
+      deps.log.warn(what, fields);
     } catch (error) {
-      deps.log.error("interrupted deploy not removed", { ...fields, error: String(error) });
+      deps.log.error(what.replace(/ (stopped|removed)$/, " not $1"), { ...fields, error: String(error) });
     }
   }
-  return removed;
+  return recovered;
 }
 
 /** The fields of a source's lifecycle lines: ids only, never its props (they can hold secrets). */
@@ -528,17 +596,60 @@ function sourceLogFields(source: SourceRecord) {
   };
 }
 
-/** `PUT /sources/{id}`: `deactivate()`, swap code, props, name and `active`, then `activate()` if active. */
-export async function updateSource(deps: SourceDeps, caller: Caller, id: string, input: UpdateSourceInput) {
+/** The record's settings, as an update keeps them to put them back ({@link SourceRecord.updateFrom}). */
+function settingsOf(source: SourceRecord): SourceSettings {
+  const settings: SourceSettings = {
+    componentId: source.componentId,
+    name: source.name,
+    nameSlug: source.nameSlug,
+    configuredProps: source.configuredProps,
+    active: source.active,
+  };
+  if (source.propDefinitions !== undefined) settings.propDefinitions = source.propDefinitions;
+  if (source.endpointKey !== undefined) settings.endpointKey = source.endpointKey;
+  if (source.timer !== undefined) settings.timer = source.timer;
+  return settings;
+}
+
+/** `source` with `settings` instead of its own (the optional ones absent where `settings` has none). */
+function withSettings(source: SourceRecord, settings: SourceSettings): SourceRecord {
+  const next: SourceRecord = { ...source, ...settings };
+  for (const key of ["propDefinitions", "endpointKey", "timer"] as const) {
+    if (settings[key] === undefined) delete next[key];
+  }
+  return next;
+}
+
+/** The record with no deploy mark, step, error nor update in progress. */
+function unmarked(source: SourceRecord): SourceRecord {
+  const { deployingSince: _since, deployStep: _step, deployError: _error, updateFrom: _from, ...rest } = source;
+  return rest;
+}
+
+/**
+ * `PUT /sources/{id}`: `deactivate()`, swap code, props, name and `active`, then `activate()` if
+ * active (docs/components.md "Updating a source"). Nothing changes until the request is checked
+ * (the component read, the props validated); then the new settings are saved at once, marked as
+ * an update in progress (`deployingSince`, and `updateFrom`: the settings they replace), and the
+ * steps run ({@link runUpdate}): the previous settings' timer stops and their `deactivate()` runs,
+ * the new code's function is made, the new settings' `activate()` runs, their timer starts, and a
+ * last write clears the mark.
+ *
+ * With `answerByMs` (AWS), the steps take the time left as a create's do: the first that does not
+ * fit goes to the deploy finisher, and the source reads `deploy_state: "deploying"` until it is
+ * done. A `PUT` while another update or the create runs is 409. What a failure or an interruption
+ * leaves is in {@link runUpdate} and {@link stopInterruptedUpdate}.
+ */
+export async function updateSource(
+  deps: SourceDeps,
+  caller: Caller,
+  id: string,
+  input: UpdateSourceInput,
+  options: { answerByMs?: number; handOver?: false } = {},
+) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const current = await requireSource(deps, caller, id);
-  if (current.deployingSince !== undefined) {
-    throw conflict(
-      current.deployError === undefined
-        ? `source ${id} is still being deployed; update it when its deploy_state is gone`
-        : `source ${id} failed to deploy (its deploy_error says why); delete it and deploy again`,
-    );
-  }
+  refuseWhileDeploying(current);
   const currentComponent = await loadComponent(deps, current.componentId);
   if (!currentComponent) throw notFound("component");
   const component = hasChoice(input) ? await chooseComponent(deps, caller, input) : currentComponent;
@@ -546,7 +657,7 @@ export async function updateSource(deps: SourceDeps, caller: Caller, id: string,
   const name = input.name ?? current.name;
 
   let draft: SourceRecord = {
-    ...current,
+    ...unmarked(current),
     componentId: component.id,
     name,
     nameSlug: input.name === undefined ? current.nameSlug : slugify(input.name),
@@ -560,19 +671,180 @@ export async function updateSource(deps: SourceDeps, caller: Caller, id: string,
     if (definitions) draft.propDefinitions = definitions;
     else delete draft.propDefinitions;
   }
-  await deps.host.prepare(sourceCode(draft, component));
+  const marked = await markUpdate(deps, current, draft);
+  const { source, failed, error } = await runUpdate(deps, marked, "deactivate", budgetOf(options));
+  if (failed) throw error;
+  return sourceView(deps, source, component);
+}
 
-  if (current.active) {
-    await deps.timers.cancel({ sourceId: current.id });
-    await runHook(deps, current, currentComponent, "deactivate");
+function refuseWhileDeploying(source: SourceRecord) {
+  if (source.deployingSince === undefined) return;
+  const doing = source.updateFrom ? "updated" : "deployed";
+  throw conflict(
+    source.deployError === undefined
+      ? `source ${source.id} is still being ${doing}; update it when its deploy_state is gone`
+      : `source ${source.id} failed to deploy (its deploy_error says why); delete it and deploy again`,
+  );
+}
+
+/** How long {@link markUpdate} holds a source's update lease: a read and a write. */
+const MARK_LEASE_MS = 10_000;
+
+/**
+ * Saves `draft` marked as an update of `current`. Under a lease (`update:<source id>` under the run
+ * lock) the record is read again and must be the one the request checked, not marked: of two
+ * `PUT`s at once, one saves and the other gets 409 (the store's write is not conditional).
+ */
+async function markUpdate(deps: SourceDeps, current: SourceRecord, draft: SourceRecord): Promise<SourceRecord> {
+  const now = deps.clock.nowMs();
+  const lease = await deps.runLock.acquire(`update:${current.id}`, { leaseMs: MARK_LEASE_MS, waitUntilMs: now });
+  if (!lease) throw conflict(`source ${current.id} is being updated by another request; try again`);
+  try {
+    const latest = await deps.sources.getSource(current.id);
+    if (!latest) throw notFound("source");
+    refuseWhileDeploying(latest);
+    if (
+      latest.updatedAt !== current.updatedAt ||
+      JSON.stringify(settingsOf(latest)) !== JSON.stringify(settingsOf(current))
+    ) {
+      throw conflict(`source ${current.id} was changed by another request meanwhile; try again`);
+    }
+    return await deps.sources.updateSource({ ...draft, deployingSince: now, updateFrom: settingsOf(current) });
+  } finally {
+    await lease.release().catch(() => {});
   }
-  const saved = await deps.sources.updateSource(draft);
-  if (saved.active) {
-    await runHook(deps, saved, component, "activate");
-    if (saved.timer) await deps.timers.schedule({ sourceId: saved.id }, saved.timer);
+}
+
+/** What {@link runUpdate} ended with: the record as saved, and the failure when one stopped it. */
+interface UpdateOutcome {
+  source: SourceRecord;
+  failed: boolean;
+  error?: unknown;
+}
+
+/**
+ * The steps of an update (#core/component-model `UPDATE_STEPS`) from `from` on, on a record
+ * marked by {@link markUpdate}; the finisher goes on with them without a budget (`budget`
+ * undefined, and it writes each step it starts). A failure is never half done:
+ *
+ * - `deactivate()` failing: the previous settings stay in force. They are put back, with their
+ *   timer; nothing else of the source had changed yet (its function is made after this step).
+ * - a later step failing (the function, `activate()`): the previous settings' `deactivate()`
+ *   already ran, so they cannot come back without running hooks again. The new settings stay,
+ *   inactive and without their timer, with `deploy_error` saying why: an `activate()` that failed
+ *   half way has nothing running against it, and `PUT` with `active: true` tries it again.
+ *
+ * A failure in a request is also thrown to its client (`failed`, `error`); one in the finisher is
+ * only shown on the source (`deploy_state: "failed"`, which a successful `PUT` clears).
+ */
+async function runUpdate(
+  deps: SourceDeps,
+  marked: SourceRecord,
+  from: DeployStep,
+  budget: StepBudget | undefined,
+): Promise<UpdateOutcome> {
+  // The finisher (no budget, a step on the record) writes each step it starts, and a failure's reason.
+  const inFinisher = budget === undefined && marked.deployStep !== undefined;
+  let current = marked;
+  let step: DeployStep = from;
+  try {
+    const component = await loadComponent(deps, current.componentId);
+    if (!component) throw notFound("component");
+    for (step of UPDATE_STEPS.slice(UPDATE_STEPS.indexOf(from as (typeof UPDATE_STEPS)[number]))) {
+      // The previous settings' timer stops first, whether their `deactivate()` runs here or later.
+      if (step === "deactivate" && current.updateFrom?.active) await deps.timers.cancel({ sourceId: current.id });
+      const hooked = step === "prepare" ? undefined : await updateStepHook(deps, current, component, step);
+      if (step !== "prepare" && hooked === undefined) continue;
+      if (stepTiming(deps, budget, step, stepNeedsMs(deps, step)) === "later") {
+        return { source: await deferDeploy(deps, current, step), failed: false };
+      }
+      if (inFinisher && current.deployStep !== step) {
+        current = await deps.sources.updateSource({ ...current, deployStep: step });
+      }
+      if (step === "prepare") {
+        if (!(await prepareWithin(deps, current, component, budget))) {
+          return { source: await deferDeploy(deps, current, "prepare"), failed: false };
+        }
+      } else if (hooked) {
+        await runHook(deps, hooked.source, hooked.component, step);
+      }
+    }
+    if (current.active && current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
+    current = await deps.sources.updateSource(unmarked(current));
+    deps.log.info("source updated", sourceLogFields(current));
+    return { source: current, failed: false };
+  } catch (error) {
+    const reason = inFinisher ? failureReason(deps, current, error) : undefined;
+    const left = await failUpdate(deps, current, step, reason, error);
+    return { source: left ?? current, failed: true, error };
   }
-  deps.log.info("source updated", sourceLogFields(saved));
-  return sourceView(deps, saved, component);
+}
+
+/**
+ * The hook an update step runs, with the record and component it runs on (`deactivate`: the
+ * previous settings, when they were active; `activate`: the new ones, when active), if the
+ * component has it.
+ */
+async function updateStepHook(
+  deps: SourceDeps,
+  source: SourceRecord,
+  component: ComponentRecord,
+  step: DeployStep,
+): Promise<{ source: SourceRecord; component: ComponentRecord } | undefined> {
+  if (step === "activate")
+    return source.active && component.metadata.hooks.includes("activate") ? { source, component } : undefined;
+  if (step !== "deactivate" || !source.updateFrom?.active) return undefined;
+  const previous = withSettings(source, source.updateFrom);
+  const previousComponent =
+    previous.componentId === component.id ? component : await loadComponent(deps, previous.componentId);
+  if (!previousComponent?.metadata.hooks.includes("deactivate")) return undefined;
+  return { source: previous, component: previousComponent };
+}
+
+/**
+ * Leaves a failed update in one of the two states {@link runUpdate} names; `reason` (a failure in
+ * the background) is shown as `deploy_error`. Returns the record as saved (none: it was deleted
+ * meanwhile, a `DELETE` being allowed during an update).
+ */
+async function failUpdate(
+  deps: SourceDeps,
+  source: SourceRecord,
+  step: DeployStep,
+  reason: string | undefined,
+  error: unknown,
+): Promise<SourceRecord | undefined> {
+  const previous = source.updateFrom;
+  const current = await deps.sources.getSource(source.id);
+  if (!current || previous === undefined) return undefined;
+  if (step === "deactivate") {
+    const restored = withSettings(unmarked(current), previous);
+    if (reason !== undefined) restored.deployError = `the update failed, the previous settings stay: ${reason}`;
+    const saved = await deps.sources.updateSource(restored);
+    if (saved.active && saved.timer) await deps.timers.schedule({ sourceId: saved.id }, saved.timer);
+    return saved;
+  }
+  await deps.timers.cancel({ sourceId: source.id });
+  const message = isDomainError(error) ? error.message : "an internal error";
+  const stopped = { ...unmarked(current), active: false };
+  stopped.deployError = `the update failed at ${step} (${reason ?? message}); the source is inactive with its new settings: update it with active: true to try again`;
+  return deps.sources.updateSource(stopped);
+}
+
+/**
+ * An update the sweep found unfinished past its bound: which hooks ran is unknown (the request
+ * does not write its steps), and the sweep runs none (decision 334), so the new settings stay,
+ * inactive and without a timer, with `deploy_error` saying so, as a failure after `deactivate()`
+ * leaves them ({@link runUpdate}). Its function may still hold the previous code: an inactive
+ * source runs nothing, and the next `PUT` makes it again (the sweeper may not build code).
+ */
+async function stopInterruptedUpdate(deps: SourceDeps, source: SourceRecord): Promise<void> {
+  await deps.timers.cancel({ sourceId: source.id });
+  const where = source.deployStep === undefined ? "in its request" : `at ${source.deployStep}`;
+  await deps.sources.updateSource({
+    ...unmarked(source),
+    active: false,
+    deployError: `the update was interrupted ${where}; the source is inactive with its new settings: update it with active: true to activate it`,
+  });
 }
 
 /**
@@ -661,8 +933,9 @@ export function sourceView(deps: Pick<Deps, "runtime">, source: SourceRecord, co
 
 /** `deploy_state` and its companions (docs/components.md "Deploys in progress"). */
 function deployView(source: SourceRecord) {
-  if (source.deployingSince === undefined) return {};
+  // A failed create keeps its mark (the sweep removes it); a failed update does not (it stays).
   if (source.deployError !== undefined) return { deploy_state: "failed" as const, deploy_error: source.deployError };
+  if (source.deployingSince === undefined) return {};
   return {
     deploy_state: "deploying" as const,
     ...(source.deployStep === undefined ? {} : { deploy_step: source.deployStep }),

@@ -177,17 +177,29 @@ export function underField(error: unknown, prefix: string): unknown {
   return new DomainError("validation", issues.map((issue) => `${issue.field}: ${issue.message}`).join("; "), issues);
 }
 
+/** The time a workflow route has (AWS: `answerByMs`), which the sources its triggers deploy spend. */
+export interface TriggerDeployOptions {
+  answerByMs?: number;
+}
+
 /**
  * Deploys the sources of the checked triggers that ask for one, in the workflow's workspace, as
  * `POST /sources` does (its errors told under `triggers[i].props`); an inactive workflow's are
  * deactivated at once. On a failure, the sources deployed so far are deleted again.
+ *
+ * With `answerByMs` (AWS), each source's steps take the time left, but none is handed to the deploy
+ * finisher: the workflow is answered with its triggers deployed, so a step that does not fit (a
+ * hook's whole limit, the function) fails the request with 400 on the trigger and nothing of it is
+ * left (docs/aws.md "Deploy time budget").
  */
 export async function deployTriggerSources(
   deps: Deps,
   caller: Caller,
   workflow: Pick<WorkflowRecord, "id" | "workspaceId" | "active">,
   checked: CheckedTrigger[],
+  options: TriggerDeployOptions = {},
 ): Promise<TriggerRecord[]> {
+  const budget = options.answerByMs === undefined ? {} : { answerByMs: options.answerByMs, handOver: false as const };
   const records: TriggerRecord[] = [];
   try {
     for (const trigger of checked) {
@@ -200,7 +212,7 @@ export async function deployTriggerSources(
         deps,
         caller,
         { ...props, org_id: workflow.workspaceId },
-        { workflowId: workflow.id },
+        { workflowId: workflow.id, ...budget },
       ).catch((error: unknown) => {
         throw underField(error, `${trigger.field}.props`);
       });
@@ -210,7 +222,11 @@ export async function deployTriggerSources(
         subscriptionId: deps.ids.newId("subscription"),
         deployedByWorkflow: true,
       });
-      if (!workflow.active) await updateSource(deps, caller, source.id, { active: false });
+      if (!workflow.active) {
+        await updateSource(deps, caller, source.id, { active: false }, budget).catch((error: unknown) => {
+          throw underField(error, `${trigger.field}.props`);
+        });
+      }
     }
   } catch (error) {
     await deleteDeployedSources(deps, caller, records);

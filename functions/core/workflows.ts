@@ -32,6 +32,7 @@ import {
   deployTriggerSources,
   removeTriggers,
   subscribeSourceTriggers,
+  type TriggerDeployOptions,
   type TriggerInput,
   triggerRecords,
   underField,
@@ -365,7 +366,12 @@ function logFields(workflow: WorkflowRecord) {
  * one a 409 (design 1.4). Two such creates at once make one workflow: the store's guard refuses
  * the second, which then answers as a repeat.
  */
-export async function createWorkflow(deps: Deps, caller: Caller, given: CreateWorkflowInput) {
+export async function createWorkflow(
+  deps: Deps,
+  caller: Caller,
+  given: CreateWorkflowInput,
+  options: TriggerDeployOptions = {},
+) {
   const external = externalIdOf(given);
   const input = await withTemplate<StepInput, TriggerInput, CreateWorkflowInput>(deps, given);
   const name = workflowName(input.settings?.name);
@@ -395,7 +401,10 @@ export async function createWorkflow(deps: Deps, caller: Caller, given: CreateWo
     updatedAt: now,
   };
   checkSize({ ...draft, triggers: checked.filter((t) => t.type !== "deploy") });
-  const workflow: WorkflowRecord = { ...draft, triggers: await deployTriggerSources(deps, caller, draft, checked) };
+  const workflow: WorkflowRecord = {
+    ...draft,
+    triggers: await deployTriggerSources(deps, caller, draft, checked, options),
+  };
   let prepared = false;
   try {
     checkSize(workflow);
@@ -432,7 +441,13 @@ export async function createWorkflow(deps: Deps, caller: Caller, given: CreateWo
  * the previous list deleted. With the `external_id` and the body that last wrote the workflow, it
  * changes nothing and answers the stored workflow (design 1.4).
  */
-export async function updateWorkflow(deps: Deps, caller: Caller, id: string, input: UpdateWorkflowInput) {
+export async function updateWorkflow(
+  deps: Deps,
+  caller: Caller,
+  id: string,
+  input: UpdateWorkflowInput,
+  options: TriggerDeployOptions = {},
+) {
   const external = externalIdOf(input);
   const name = input.settings?.name === undefined ? undefined : workflowName(input.settings.name);
   // Before any step is saved: nothing is made for a request about another account's workflow.
@@ -457,7 +472,7 @@ export async function updateWorkflow(deps: Deps, caller: Caller, id: string, inp
   const active = input.active ?? current.active;
   let triggers = current.triggers;
   if (checked !== undefined && input.triggers !== undefined) {
-    const deployed = await deployTriggerSources(deps, caller, { ...current, active }, checked);
+    const deployed = await deployTriggerSources(deps, caller, { ...current, active }, checked, options);
     triggers = keepTriggerIds(
       current.triggers,
       deployed,

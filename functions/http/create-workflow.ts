@@ -15,9 +15,10 @@ export const route = defineRoute({
   query: workspaceChoiceQuery,
   body: createWorkflowBody,
   response: single(workflowSchema),
-  run: async (deps, { caller, query, body }) => {
+  run: async (deps, { caller, query, body, answerByMs }) => {
     const workspace = queryOrBody(query, { org_id: body.org_id, workspace_id: body.workspace_id });
-    return { data: await createWorkflow(deps, caller, { ...body, ...workspace }) };
+    const options = answerByMs === undefined ? {} : { answerByMs };
+    return { data: await createWorkflow(deps, caller, { ...body, ...workspace }, options) };
   },
 });
 

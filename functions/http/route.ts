@@ -20,7 +20,7 @@ export interface RouteInput<P, Q, B> {
   idempotencyKey: string | undefined;
   /**
    * Epoch ms by which the function must answer (AWS: Lambda's and API Gateway's limits, less a
-   * margin; `answer-deadline.ts`); undefined locally. Only `create-source` spends it by phase.
+   * margin; `answer-deadline.ts`); undefined locally. `create-source`, `update-source` and the workflow routes spend it by phase.
    */
   answerByMs: number | undefined;
 }

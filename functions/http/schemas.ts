@@ -1,5 +1,5 @@
 import * as z from "zod";
-import { DEPLOY_STEPS } from "#core/component-model";
+import { ANY_DEPLOY_STEP } from "#core/component-model";
 import { ID_BODY_MAX_LENGTH, ID_PREFIXES, idPattern } from "#core/ids";
 
 /** Response and parameter schemas shared by routes; the OpenAPI document is generated from them. */
@@ -119,8 +119,11 @@ export const sourceSchema = z.object({
    * (docs/components.md "Deploys in progress").
    */
   deploy_state: z.enum(["deploying", "failed"]).optional(),
-  /** While deploying in the background: the step it is at (`prepare`, `deploy`, `activate`). */
-  deploy_step: z.enum(DEPLOY_STEPS).optional(),
+  /**
+   * While deploying or updating in the background: the step it is at (`prepare`, `deploy`,
+   * `activate`; an update's `deactivate`).
+   */
+  deploy_step: z.enum(ANY_DEPLOY_STEP).optional(),
   /** With `deploy_state: "failed"`: why. */
   deploy_error: z.string().optional(),
 });

@@ -8,7 +8,8 @@ export const route = defineRoute({
   name: "update-source",
   method: "PUT",
   path: "/v1/sources/{id}",
-  summary: "Update a source: deactivate() runs, code, props, name and active are swapped, activate() runs",
+  summary:
+    "Update a source: deactivate() runs, code, props, name and active are swapped, activate() runs (on AWS, what does not fit in the request finishes in the background)",
   access: { resources: "write", compute: "deploy", secrets: "seal" },
   params: sourceIdParams,
   body: z.object({
@@ -18,7 +19,9 @@ export const route = defineRoute({
     active: z.boolean().optional(),
   }),
   response: single(sourceSchema),
-  run: async (deps, { caller, params, body }) => ({ data: await updateSource(deps, caller, params.id, body) }),
+  run: async (deps, { caller, params, body, answerByMs }) => ({
+    data: await updateSource(deps, caller, params.id, body, answerByMs === undefined ? {} : { answerByMs }),
+  }),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, {

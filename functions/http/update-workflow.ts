@@ -13,8 +13,8 @@ export const route = defineRoute({
   params: workflowIdParams,
   body: updateWorkflowBody,
   response: single(workflowSchema),
-  run: async (deps, { caller, params, body }) => ({
-    data: await updateWorkflow(deps, caller, params.workflow_id, body),
+  run: async (deps, { caller, params, body, answerByMs }) => ({
+    data: await updateWorkflow(deps, caller, params.workflow_id, body, answerByMs === undefined ? {} : { answerByMs }),
   }),
 });
 

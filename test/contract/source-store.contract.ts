@@ -374,6 +374,35 @@ export function sourceStoreContract(makeStore: () => Promise<SourceStore>) {
       expect((await store.listSourcesOfUser("u_ada", { limit: 10 })).items).toContainEqual(failed);
     });
 
+    it("keeps an update's previous settings on every copy while marked, and drops them with the mark", async () => {
+      const store = await makeStore();
+      const made = await store.createSource(source({ timer: { intervalSeconds: 60 } }));
+      const { timer: _timer, ...previous } = made;
+      const updating = {
+        ...made,
+        configuredProps: { label: "new" },
+        deployingSince: 2_000,
+        deployStep: "deactivate" as const,
+        updateFrom: {
+          componentId: previous.componentId,
+          name: previous.name,
+          nameSlug: previous.nameSlug,
+          configuredProps: { label: "old", nested: { secret: { __sluice_sealed: "x" } } },
+          propDefinitions: [{ name: "label", type: "string" }],
+          active: true,
+          timer: { cron: "0 * * * *", timezone: "Europe/Paris" },
+        },
+      };
+      expect(await store.updateSource(updating)).toStrictEqual(updating);
+      expect(await store.getSource(made.id)).toStrictEqual(updating);
+      expect(await store.findSourceByEndpointKey(made.endpointKey!)).toStrictEqual(updating);
+      expect(await store.listDeployingSources(3_000)).toStrictEqual([updating]);
+      const { deployingSince: _since, deployStep: _step, updateFrom: _from, ...done } = updating;
+      expect(await store.updateSource(done)).toStrictEqual(done);
+      expect(await store.getSource(made.id)).toStrictEqual(done);
+      expect(await store.listDeployingSources(3_000)).toEqual([]);
+    });
+
     it("saves a deploy claim with its source, refuses a live one, and forgets it on expiry or deletion", async () => {
       const store = await makeStore();
       const first = source();

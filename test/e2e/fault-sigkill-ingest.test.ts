@@ -20,6 +20,19 @@ const SLOW_DEPLOY = `export default {
   async run() {},
 };`;
 
+/** A source whose `activate()` waits until the time its `until` prop says. */
+const SLOW_ACTIVATE = `export default {
+  name: "Slow activate",
+  version: "0.0.1",
+  props: { until: { type: "string" } },
+  hooks: {
+    async activate() {
+      while (Date.now() < Number(this.until)) await new Promise((resolve) => setTimeout(resolve, 100));
+    },
+  },
+  async run() {},
+};`;
+
 const ENV = {
   SLUICE_WEBHOOK_BASE_DELAY_MS: "50",
   SLUICE_WEBHOOK_MAX_DELAY_MS: "200",
@@ -196,5 +209,35 @@ describe("SIGKILL while ingesting (issue 6)", () => {
     expect(again.json.data.id).toBe(retried.json.data.id);
     expect((await named()).map((source: { id: string }) => source.id)).toEqual([retried.json.data.id]);
     expect((await api("DELETE", `/sources/${retried.json.data.id}`)).status).toBe(200);
+  });
+
+  it("leaves a source whole when killed mid-update: inactive with its new settings after the restart, and a PUT activates it", async () => {
+    const made = await api("POST", "/sources", { component_code: SLOW_ACTIVATE, configured_props: { until: "0" } });
+    expect(made.status, JSON.stringify(made.json)).toBe(200);
+    const id = made.json.data.id as string;
+    const until = String(Date.now() + 120_000);
+    const first = api("PUT", `/sources/${id}`, { configured_props: { until } }).catch((error: unknown) => error);
+    await eventually(
+      async () => when((await api("GET", `/sources/${id}`)).json.data.deploy_state === "deploying"),
+      "the update running activate()",
+    );
+    const during = await api("PUT", `/sources/${id}`, { active: false });
+    expect(during.status, JSON.stringify(during.json)).toBe(409);
+
+    await killAndRestart();
+    await first;
+    const stopped = await api("GET", `/sources/${id}`);
+    expect(stopped.status).toBe(200);
+    expect(stopped.json.data).toMatchObject({
+      active: false,
+      configured_props: { until },
+      deploy_state: "failed",
+      deploy_error: expect.stringContaining("interrupted"),
+    });
+    const back = await api("PUT", `/sources/${id}`, { active: true, configured_props: { until: "0" } });
+    expect(back.status, JSON.stringify(back.json)).toBe(200);
+    expect(back.json.data).toMatchObject({ active: true, configured_props: { until: "0" } });
+    expect(back.json.data).not.toHaveProperty("deploy_state");
+    expect((await api("DELETE", `/sources/${id}`)).status).toBe(200);
   });
 });

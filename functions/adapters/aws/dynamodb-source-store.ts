@@ -1,6 +1,12 @@
 import { DeleteCommand, type DynamoDBDocumentClient, GetCommand, PutCommand } from "@aws-sdk/lib-dynamodb";
 import { RESOURCES_TABLE } from "#config/shared-names";
-import { isDeployStep, type SourceRecord, type SourceState, type TimerSpec } from "#core/component-model";
+import {
+  isDeployStep,
+  type SourceRecord,
+  type SourceSettings,
+  type SourceState,
+  type TimerSpec,
+} from "#core/component-model";
 import { conflict, DomainError, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeployClaim, SourceStore } from "#core/ports/source-store";
@@ -44,6 +50,7 @@ function recordAttributes(source: SourceRecord): Item {
   if (source.deployingSince !== undefined) attributes.deployingSince = source.deployingSince;
   if (source.deployStep !== undefined) attributes.deployStep = source.deployStep;
   if (source.deployError !== undefined) attributes.deployError = source.deployError;
+  if (source.updateFrom !== undefined) attributes.updateFrom = JSON.stringify(source.updateFrom);
   if (source.timer !== undefined) {
     attributes.timer = Object.fromEntries(Object.entries(source.timer).filter(([, value]) => value !== undefined));
   }
@@ -70,6 +77,7 @@ function fromItem(item: Item): SourceRecord {
   if (typeof item.deployingSince === "number") source.deployingSince = item.deployingSince;
   if (typeof item.deployStep === "string" && isDeployStep(item.deployStep)) source.deployStep = item.deployStep;
   if (typeof item.deployError === "string") source.deployError = item.deployError;
+  if (typeof item.updateFrom === "string") source.updateFrom = JSON.parse(item.updateFrom) as SourceSettings;
   return source;
 }
 

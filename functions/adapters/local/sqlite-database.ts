@@ -192,6 +192,8 @@ export const MIGRATIONS: readonly string[] = [
   `,
   // The background refresh lists healthy OAuth accounts by token expiry, across workspaces.
   `CREATE INDEX app_accounts_by_expiry ON app_accounts (expires_at) WHERE expires_at IS NOT NULL AND healthy = 1;`,
+  // The settings an update in progress replaces (sqlite-source-store.ts, SourceRecord.updateFrom).
+  `ALTER TABLE sources ADD COLUMN update_from TEXT;`,
 ];
 
 /**

@@ -1,4 +1,10 @@
-import { isDeployStep, type SourceRecord, type SourceState, type TimerSpec } from "#core/component-model";
+import {
+  isDeployStep,
+  type SourceRecord,
+  type SourceSettings,
+  type SourceState,
+  type TimerSpec,
+} from "#core/component-model";
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type { DeployClaim, SourceStore } from "#core/ports/source-store";
@@ -23,6 +29,7 @@ interface SourceRow {
   deploying_since: number | null;
   deploy_step: string | null;
   deploy_error: string | null;
+  update_from: string | null;
   created_at: number;
   updated_at: number;
 }
@@ -62,6 +69,7 @@ function toSource(row: SourceRow): SourceRecord {
   if (row.deploying_since !== null) source.deployingSince = row.deploying_since;
   if (row.deploy_step !== null && isDeployStep(row.deploy_step)) source.deployStep = row.deploy_step;
   if (row.deploy_error !== null) source.deployError = row.deploy_error;
+  if (row.update_from !== null) source.updateFrom = JSON.parse(row.update_from) as SourceSettings;
   return source;
 }
 
@@ -81,6 +89,7 @@ const toRow = (source: SourceRecord) => ({
   deployingSince: source.deployingSince ?? null,
   deployStep: source.deployStep ?? null,
   deployError: source.deployError ?? null,
+  updateFrom: source.updateFrom === undefined ? null : JSON.stringify(source.updateFrom),
   createdAt: source.createdAt,
   updatedAt: source.updatedAt,
 });
@@ -124,13 +133,13 @@ export class SqliteSourceStore implements SourceStore {
     this.stateById = this.cache.map<SourceState>();
     this.statements = {
       insert: db.prepare(
-        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, workflow_id, deploying_since, deploy_step, deploy_error, created_at, updated_at)
-         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @workflowId, @deployingSince, @deployStep, @deployError, @createdAt, @updatedAt)`,
+        `INSERT INTO sources (id, user_id, workspace_id, component_id, name, name_slug, configured_props, active, endpoint_key, timer, prop_definitions, workflow_id, deploying_since, deploy_step, deploy_error, update_from, created_at, updated_at)
+         VALUES (@id, @userId, @workspaceId, @componentId, @name, @nameSlug, @configuredProps, @active, @endpointKey, @timer, @propDefinitions, @workflowId, @deployingSince, @deployStep, @deployError, @updateFrom, @createdAt, @updatedAt)`,
       ),
       update: db.prepare(
         `UPDATE sources SET user_id = @userId, workspace_id = @workspaceId, component_id = @componentId, name = @name,
            name_slug = @nameSlug, configured_props = @configuredProps, active = @active, endpoint_key = @endpointKey,
-           timer = @timer, prop_definitions = @propDefinitions, workflow_id = @workflowId, deploying_since = @deployingSince, deploy_step = @deployStep, deploy_error = @deployError,
+           timer = @timer, prop_definitions = @propDefinitions, workflow_id = @workflowId, deploying_since = @deployingSince, deploy_step = @deployStep, deploy_error = @deployError, update_from = @updateFrom,
            created_at = @createdAt, updated_at = @updatedAt
          WHERE id = @id`,
       ),

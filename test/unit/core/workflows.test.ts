@@ -49,6 +49,7 @@ const DESCRIPTIONS: Record<string, Partial<ComponentDescription>> = {
     ],
   },
   hooks: { hooks: ["deploy", "activate"] },
+  deactivating: { hooks: ["deactivate"] },
   dedupe: { dedupe: "unique" },
   timer: { props: [{ name: "timer", type: "$.interface.timer" }] },
   http: { props: [{ name: "http", type: "$.interface.http" }] },
@@ -507,6 +508,39 @@ describe("sources deployed by a source trigger (W17)", () => {
     expect(before).toHaveLength(1);
     await updateWorkflow(deps, owner, created.id, { triggers: [{ type: "http" }] });
     expect((await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items).toEqual([]);
+  });
+});
+
+describe("trigger sources within the request's time (AWS, issue 16)", () => {
+  it("refuses a trigger source whose hooks cannot run in the request, leaving nothing; deploys one without hooks", async () => {
+    const { deps, owner } = await setUp();
+    deps.runtime = { ...deps.runtime, invocationTimeoutMs: 30_000 };
+    const handedOver: string[] = [];
+    deps.deployFinisher = { finishLater: async (id) => void handedOver.push(id) };
+    // Room for the function's step (5 s), not for a hook's whole limit.
+    const timed = () => ({ answerByMs: deps.clock.nowMs() + 29_999 });
+    const sourcesLeft = async () => (await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items;
+    for (const code of ["hooks", "deactivating"]) {
+      const body = { steps: [codeStep()], triggers: [{ type: "source", props: { component_code: code } }] };
+      const refused = await rejection(createWorkflow(deps, owner, body, timed()));
+      expect(refused).toMatchObject({ code: "validation" });
+      expect(refused.issues?.[0]?.field).toBe("triggers[0].props.component_code");
+      expect(refused.message).toContain("deploy it with POST /v1/sources and give its source_id");
+      expect(await sourcesLeft()).toEqual([]);
+    }
+    expect((await listUserWorkflows(deps, owner, toPageQuery({}))).data).toEqual([]);
+
+    const plain = { type: "source", props: { component_code: "source" } };
+    const created = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [plain] }, timed());
+    const [deployed] = await sourcesLeft();
+    expect(deployed).toMatchObject({ workflowId: created.id, active: false });
+    expect(deployed).not.toHaveProperty("deployingSince");
+    // A PUT that would deploy a hooked trigger is refused the same way; the workflow keeps its trigger.
+    const hooked = { type: "source", props: { component_code: "hooks" } };
+    const refusedUpdate = await rejection(updateWorkflow(deps, owner, created.id, { triggers: [hooked] }, timed()));
+    expect(refusedUpdate.issues?.[0]?.field).toBe("triggers[0].props.component_code");
+    expect((await sourcesLeft()).map((source) => source.id)).toEqual([deployed?.id]);
+    expect(handedOver).toEqual([]);
   });
 });
 

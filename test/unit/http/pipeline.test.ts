@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import * as z from "zod";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger, type Logger } from "#core/ports/logger";
+import { deploySource } from "#core/sources";
 import { ANSWER_MARGIN_MS, API_GATEWAY_LIMIT_MS } from "#http/answer-deadline";
 import { route as connectConfigure } from "#http/connect-configure-component-prop";
 import { route as createComponent } from "#http/create-component";
@@ -15,6 +16,7 @@ import { createHttpHandler, type HttpEvent } from "#http/pipeline";
 import type { HttpResult } from "#http/responses";
 import { defineRoute } from "#http/route";
 import { routes } from "#http/routes";
+import { route as updateSource } from "#http/update-source";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 
 const recorded: HttpEvent = JSON.parse(
@@ -363,5 +365,40 @@ describe("the deadline a route must answer by", () => {
     // Without Lambda's context (local mode), none.
     const local = eventFor({ queryStringParameters: {}, rawQueryString: "" });
     expect(json(await invoke(deadline, deps, local)).data).toEqual({ answerByMs: null });
+  });
+
+  it("is what PUT /v1/sources/{id} spends: a hook that does not fit goes to the deploy finisher", async () => {
+    const { host, calls } = scriptedHost({ hooks: ["activate", "deactivate"] });
+    const deps = memoryDeps(Date.UTC(2026, 10, 27), {
+      host,
+      timers: { schedule: async () => {}, cancel: async () => {} },
+    });
+    const handedOver: string[] = [];
+    deps.deployFinisher = { finishLater: async (id) => void handedOver.push(id) };
+    // The default limit: no hook fits in API Gateway's 30 s.
+    deps.runtime = { ...deps.runtime, invocationTimeoutMs: 30_000 };
+    const { apiKey, user } = await accountIn(deps, "ada");
+    const made = await deploySource(deps, { userId: user.id }, { component_code: "code" });
+    calls.length = 0;
+    const event = eventFor({
+      routeKey: "PUT /v1/sources/{id}",
+      rawPath: `/v1/sources/${made.id}`,
+      rawQueryString: "",
+      queryStringParameters: {},
+      pathParameters: { id: made.id },
+      requestContext: {
+        ...recorded.requestContext,
+        http: { ...recorded.requestContext.http, method: "PUT", path: `/v1/sources/${made.id}` },
+        timeEpoch: deps.clock.nowMs(),
+      },
+      headers: { ...recorded.headers, authorization: `Bearer ${apiKey}`, "content-type": "application/json" },
+      body: JSON.stringify({ name: "renamed" }),
+    });
+    const handler = createHttpHandler(updateSource, async () => deps);
+    const result = await handler(event, { awsRequestId: "ctx-id", getRemainingTimeInMillis: () => 29_000 } as never);
+    expect(result.statusCode, result.body).toBe(200);
+    expect(json(result).data).toMatchObject({ name: "renamed", deploy_state: "deploying", deploy_step: "deactivate" });
+    expect(calls).toEqual([]);
+    expect(handedOver).toEqual([made.id]);
   });
 });
