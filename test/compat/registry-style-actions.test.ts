@@ -212,7 +212,8 @@ describe("registry-style actions as workflow steps, against local mode", () => {
     const folder = join(sluice.dataDir, "s3", BUCKET);
     const file = await eventually(() => {
       try {
-        return readdirSync(folder).find((name) => name.startsWith(run.id));
+        // Not the sink's temporary file (`<key>.<random>.partial`), which it renames onto the key.
+        return readdirSync(folder).find((name) => name.startsWith(run.id) && !name.endsWith(".partial"));
       } catch {
         return undefined;
       }
