@@ -20,6 +20,18 @@ export const ESM_REQUIRE_BANNER =
   "import { createRequire as __sluiceCreateRequire } from 'module'; const require = __sluiceCreateRequire(import.meta.url);";
 
 /**
+ * The conditions the bundle of a route's function resolves imports with, when its access needs
+ * AWS parts ({@link SluiceFunctionProps.awsParts}): `sluice-lambda` makes the route file's
+ * `#aws-parts/<name>` imports the real parts rather than the stand-in everything else gets
+ * (package.json "imports", functions/http/aws-part-stand-in.ts). `module` is esbuild's
+ * default, which naming any condition drops: it takes the SDK's ES modules over its CommonJS.
+ */
+export const AWS_PARTS_CONDITIONS = ["sluice-lambda", "module"] as const;
+
+/** What esbuild resolves imports with for a bundle with or without the real AWS parts. */
+export const esbuildConditions = (awsParts: boolean): string[] => (awsParts ? [...AWS_PARTS_CONDITIONS] : ["module"]);
+
+/**
  * What every Sluice function's bundle is built with, in esbuild's own terms: the construct hands
  * these to `NodejsFunction` (which runs esbuild), and the bench and the bundling test build with
  * them directly. The AWS SDK is bundled, at the versions of package-lock.json, not taken from the
@@ -58,6 +70,13 @@ export interface SluiceFunctionProps {
   readonly description?: string;
   /** Extra environment variables; `NODE_OPTIONS` is always set. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * Bundle the real AWS parts that a route file imports from `#aws-parts/<name>` (esbuild condition
+   * `sluice-lambda`, {@link AWS_PARTS_CONDITIONS}): for the function of a route whose access needs
+   * parts. Without it those imports are stand-ins that load no SDK client, as the OpenAPI and
+   * `$default` functions need: they import every route file for its definition. @default false
+   */
+  readonly awsParts?: boolean;
   /** @default 512 */
   readonly memorySize?: number;
   /** @default Duration.seconds(10) */
@@ -119,6 +138,8 @@ export class SluiceFunction extends Construct {
   readonly props: SluiceFunctionProps;
   /** Imports left out of the bundle (`copyNodeModules`); everything else, the AWS SDK included, is bundled. */
   readonly external: readonly string[];
+  /** Whether its bundle has the real AWS parts of its route file ({@link SluiceFunctionProps.awsParts}). */
+  readonly awsParts: boolean;
 
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
     super(scope, id);
@@ -129,6 +150,7 @@ export class SluiceFunction extends Construct {
     ];
     this.props = props;
     this.external = [...(props.copyNodeModules ?? [])];
+    this.awsParts = props.awsParts ?? false;
     const copied = [...(props.copyNodeModules ?? []), ...(props.runtimeNodeModules ?? [])];
     for (const name of copied) {
       // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
@@ -185,6 +207,7 @@ export class SluiceFunction extends Construct {
         // `--alias:<package>=<path>` for each alias (NodejsFunction has no alias option).
         esbuildArgs: {
           "--alias": Object.entries(SLUICE_ESBUILD_OPTIONS.alias).map(([from, to]) => `${from}=${to}`),
+          "--conditions": esbuildConditions(this.awsParts).join(","),
         },
         // Given, so CDK's default (`@aws-sdk/*`, left to the runtime) does not apply: the SDK is bundled.
         externalModules: [...this.external],

@@ -6,13 +6,15 @@
  */
 import { join } from "node:path";
 import { build, type Metafile } from "esbuild";
-import { PROJECT_ROOT, SLUICE_ESBUILD_OPTIONS } from "../../lib/constructs/sluice-function.ts";
+import { esbuildConditions, PROJECT_ROOT, SLUICE_ESBUILD_OPTIONS } from "../../lib/constructs/sluice-function.ts";
 
 export interface FunctionToBundle {
   /** Entry module, relative to the repository root. */
   readonly entry: string;
   /** Imports left out of the bundle. */
   readonly external: readonly string[];
+  /** Whether `#aws-parts/*` are the real parts (`SluiceFunctionProps.awsParts`). @default false */
+  readonly awsParts?: boolean;
 }
 
 export interface BuiltBundle {
@@ -32,24 +34,25 @@ const SDK_PACKAGE = /(?:^|\/)node_modules\/(@aws-sdk\/[^/]+)\//;
 const folderOf = (entry: string) => entry.replace(/\.[cm]?[jt]s$/, "");
 
 /**
- * One bundle per distinct entry and external list, in one esbuild run per external list, under
+ * One bundle per distinct entry, in one esbuild run per external list and `awsParts`, under
  * `outdir`. Keyed by entry.
  */
 export async function bundleFunctions(
   functions: readonly FunctionToBundle[],
   outdir: string,
 ): Promise<Map<string, BuiltBundle>> {
-  const byExternal = new Map<string, Set<string>>();
+  const byOptions = new Map<string, Set<string>>();
   for (const fn of functions) {
-    const key = JSON.stringify([...fn.external].sort());
-    byExternal.set(key, (byExternal.get(key) ?? new Set()).add(fn.entry));
+    const key = JSON.stringify([[...fn.external].sort(), fn.awsParts ?? false]);
+    byOptions.set(key, (byOptions.get(key) ?? new Set()).add(fn.entry));
   }
   const bundles = new Map<string, BuiltBundle>();
-  for (const [key, entries] of byExternal) {
-    const external = JSON.parse(key) as string[];
+  for (const [key, entries] of byOptions) {
+    const [external, awsParts] = JSON.parse(key) as [string[], boolean];
     const result = await build({
       ...SLUICE_ESBUILD_OPTIONS,
       mainFields: [...SLUICE_ESBUILD_OPTIONS.mainFields],
+      conditions: esbuildConditions(awsParts),
       entryPoints: Object.fromEntries(
         [...entries].map((entry) => [`${folderOf(entry)}/index`, join(PROJECT_ROOT, entry)]),
       ),
