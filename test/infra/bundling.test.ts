@@ -296,6 +296,18 @@ describe("ServiceStack bundling", () => {
     ).toEqual([]);
   });
 
+  it("takes Node's http module without importing it as an ES module, which on Node 22 loads undici", () => {
+    // Its ESM facade reads every export, and Node 22's WebSocket getters on it load undici: about
+    // 30 ms of a plain route's cold start there (functions/adapters/node-http.ts). The SDK's own
+    // `import("node:http")` runs only for an http:// endpoint.
+    for (const fn of functions) {
+      expect(
+        bundles.get(fn.entry)!.staticExternalImports.filter((name) => /^(node:)?http$/.test(name)),
+        fn.entry,
+      ).toEqual([]);
+    }
+  });
+
   it("leaves zod's locales out of every bundle but English, its default", () => {
     // `import { z } from "zod"` keeps the whole namespace, every locale (a quarter of a plain
     // route's bundle) with it; `import * as z` lets esbuild keep what is used (docs/aws.md "Cold starts").

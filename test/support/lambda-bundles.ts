@@ -24,6 +24,8 @@ export interface BuiltBundle {
   readonly sdkPackages: readonly string[];
   /** Imports the bundle leaves to the runtime. */
   readonly externalImports: readonly string[];
+  /** Those of them made by an `import` statement (loaded with the bundle, as ES modules). */
+  readonly staticExternalImports: readonly string[];
   /** Every module whose code is in the bundle, as esbuild names it (relative to the repository root). */
   readonly inputs: readonly string[];
 }
@@ -73,6 +75,9 @@ export async function bundleFunctions(
           ...new Set(Object.keys(output.inputs).flatMap((input) => SDK_PACKAGE.exec(input)?.[1] ?? [])),
         ].sort(),
         externalImports: [...new Set(output.imports.filter((i) => i.external).map((i) => i.path))].sort(),
+        staticExternalImports: [
+          ...new Set(output.imports.filter((i) => i.external && i.kind === "import-statement").map((i) => i.path)),
+        ].sort(),
         inputs: Object.keys(output.inputs).sort(),
       });
     }
