@@ -147,7 +147,7 @@ export class ApiRouteFunction extends Construct {
       : undefined;
     this.function = new SluiceFunction(this, "Handler", {
       entry: `functions/http/${route.name}.ts`,
-      awsParts: awsPartsFor(route.access).length > 0,
+      awsImports: awsPartsFor(route.access).length > 0 ? "parts" : "composition",
       description: `${route.method} ${route.path} (functions/http/${route.name}.ts)`,
       // Only functions that may touch the table learn its name; those may show a source, whose
       // HTTP endpoint is `<public URL>/http/<key>`.

@@ -20,16 +20,26 @@ export const ESM_REQUIRE_BANNER =
   "import { createRequire as __sluiceCreateRequire } from 'module'; const require = __sluiceCreateRequire(import.meta.url);";
 
 /**
- * The conditions the bundle of a route's function resolves imports with, when its access needs
- * AWS parts ({@link SluiceFunctionProps.awsParts}): `sluice-lambda` makes the route file's
- * `#aws-parts/<name>` imports the real parts rather than the stand-in everything else gets
- * (package.json "imports", functions/http/aws-part-stand-in.ts). `module` is esbuild's
- * default, which naming any condition drops: it takes the SDK's ES modules over its CommonJS.
+ * What a route file's `#aws-composition` and `#aws-parts/<name>` imports are in a function's bundle
+ * (package.json "imports"): `"parts"`, the AWS composition root and the real parts, for the
+ * function of a route whose access needs parts; `"composition"`, the composition root and the
+ * parts' stand-ins, for the function of a route without (the OpenAPI route, which imports every
+ * route file for its definition); `"none"`, stand-ins for both (functions that serve no route, such
+ * as `$default`). Stand-ins load no SDK client and fail if used (functions/http/aws-stand-ins.ts).
  */
-export const AWS_PARTS_CONDITIONS = ["sluice-lambda", "module"] as const;
+export type AwsImports = "none" | "composition" | "parts";
 
-/** What esbuild resolves imports with for a bundle with or without the real AWS parts. */
-export const esbuildConditions = (awsParts: boolean): string[] => (awsParts ? [...AWS_PARTS_CONDITIONS] : ["module"]);
+/**
+ * The conditions of esbuild that make {@link AwsImports}: `sluice-lambda` resolves
+ * `#aws-composition` to the composition root, `sluice-aws-parts` `#aws-parts/<name>` to the real
+ * part. `module` is esbuild's default, which naming any condition drops: it takes the SDK's ES
+ * modules over its CommonJS.
+ */
+export const esbuildConditions = (aws: AwsImports): string[] => [
+  ...(aws === "none" ? [] : ["sluice-lambda"]),
+  ...(aws === "parts" ? ["sluice-aws-parts"] : []),
+  "module",
+];
 
 /**
  * What every Sluice function's bundle is built with, in esbuild's own terms: the construct hands
@@ -71,12 +81,10 @@ export interface SluiceFunctionProps {
   /** Extra environment variables; `NODE_OPTIONS` is always set. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
   /**
-   * Bundle the real AWS parts that a route file imports from `#aws-parts/<name>` (esbuild condition
-   * `sluice-lambda`, {@link AWS_PARTS_CONDITIONS}): for the function of a route whose access needs
-   * parts. Without it those imports are stand-ins that load no SDK client, as the OpenAPI and
-   * `$default` functions need: they import every route file for its definition. @default false
+   * What the route file's `#aws-composition` and `#aws-parts/<name>` imports are in the bundle: the
+   * real ones or stand-ins ({@link AwsImports}). @default "none"
    */
-  readonly awsParts?: boolean;
+  readonly awsImports?: AwsImports;
   /** @default 512 */
   readonly memorySize?: number;
   /** @default Duration.seconds(10) */
@@ -138,8 +146,8 @@ export class SluiceFunction extends Construct {
   readonly props: SluiceFunctionProps;
   /** Imports left out of the bundle (`copyNodeModules`); everything else, the AWS SDK included, is bundled. */
   readonly external: readonly string[];
-  /** Whether its bundle has the real AWS parts of its route file ({@link SluiceFunctionProps.awsParts}). */
-  readonly awsParts: boolean;
+  /** What its route file's AWS imports are in its bundle ({@link SluiceFunctionProps.awsImports}). */
+  readonly awsImports: AwsImports;
 
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
     super(scope, id);
@@ -150,7 +158,7 @@ export class SluiceFunction extends Construct {
     ];
     this.props = props;
     this.external = [...(props.copyNodeModules ?? [])];
-    this.awsParts = props.awsParts ?? false;
+    this.awsImports = props.awsImports ?? "none";
     const copied = [...(props.copyNodeModules ?? []), ...(props.runtimeNodeModules ?? [])];
     for (const name of copied) {
       // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
@@ -207,7 +215,7 @@ export class SluiceFunction extends Construct {
         // `--alias:<package>=<path>` for each alias (NodejsFunction has no alias option).
         esbuildArgs: {
           "--alias": Object.entries(SLUICE_ESBUILD_OPTIONS.alias).map(([from, to]) => `${from}=${to}`),
-          "--conditions": esbuildConditions(this.awsParts).join(","),
+          "--conditions": esbuildConditions(this.awsImports).join(","),
         },
         // Given, so CDK's default (`@aws-sdk/*`, left to the runtime) does not apply: the SDK is bundled.
         externalModules: [...this.external],

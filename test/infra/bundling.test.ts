@@ -278,11 +278,14 @@ describe("ServiceStack bundling", () => {
     for (const route of routes) {
       const fn = service.routeFunctions.get(route.name)!.function;
       expect(partsIn(fn.entry), fn.entry).toEqual(awsPartsFor(route.access));
-      expect(fn.awsParts, fn.entry).toBe(awsPartsFor(route.access).length > 0);
+      expect(fn.awsImports, fn.entry).toBe(awsPartsFor(route.access).length > 0 ? "parts" : "composition");
     }
-    // They import every route file for its definition.
+    // They import every route file for its definition; `$default` answers without a composition.
     expect(partsIn("functions/http/get-openapi.ts")).toEqual([]);
     expect(partsIn(service.notFoundFunction.entry)).toEqual([]);
+    const composition = "functions/adapters/aws/composition.ts";
+    expect(bundles.get("functions/http/get-openapi.ts")!.inputs).toContain(composition);
+    expect(bundles.get(service.notFoundFunction.entry)!.inputs).not.toContain(composition);
     // What `import()` reaches esbuild wraps in lazy initializers and keeps whole behind each
     // `export *`: the DynamoDB client's aggregated class, its 50-odd commands, waiters and
     // paginators, which a plain route never uses (about 28 ms of CPU at its cold start).

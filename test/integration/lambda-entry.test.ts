@@ -24,7 +24,7 @@ const context = { awsRequestId: "lambda-request", getRemainingTimeInMillis: () =
 async function bundle(entry: string): Promise<LambdaHandler> {
   // Inside node_modules, whose cache folder git and the linters ignore.
   const outdir = join(REPO_ROOT, "node_modules", ".cache", "sluice-test-bundles", String(process.pid));
-  bundleLambdaFiles({ [`${entry}.mjs`]: `functions/http/${entry}.ts` }, outdir, { awsParts: true });
+  bundleLambdaFiles({ [`${entry}.mjs`]: `functions/http/${entry}.ts` }, outdir, { awsImports: "parts" });
   return (await import(pathToFileURL(join(outdir, `${entry}.mjs`)).href)).handler;
 }
 

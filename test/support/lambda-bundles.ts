@@ -6,15 +6,20 @@
  */
 import { join } from "node:path";
 import { build, type Metafile } from "esbuild";
-import { esbuildConditions, PROJECT_ROOT, SLUICE_ESBUILD_OPTIONS } from "../../lib/constructs/sluice-function.ts";
+import {
+  type AwsImports,
+  esbuildConditions,
+  PROJECT_ROOT,
+  SLUICE_ESBUILD_OPTIONS,
+} from "../../lib/constructs/sluice-function.ts";
 
 export interface FunctionToBundle {
   /** Entry module, relative to the repository root. */
   readonly entry: string;
   /** Imports left out of the bundle. */
   readonly external: readonly string[];
-  /** Whether `#aws-parts/*` are the real parts (`SluiceFunctionProps.awsParts`). @default false */
-  readonly awsParts?: boolean;
+  /** What a route file's AWS imports are (`SluiceFunctionProps.awsImports`). @default "none" */
+  readonly awsImports?: AwsImports;
 }
 
 export interface BuiltBundle {
@@ -36,7 +41,7 @@ const SDK_PACKAGE = /(?:^|\/)node_modules\/(@aws-sdk\/[^/]+)\//;
 const folderOf = (entry: string) => entry.replace(/\.[cm]?[jt]s$/, "");
 
 /**
- * One bundle per distinct entry, in one esbuild run per external list and `awsParts`, under
+ * One bundle per distinct entry, in one esbuild run per external list and `awsImports`, under
  * `outdir`. Keyed by entry.
  */
 export async function bundleFunctions(
@@ -45,16 +50,16 @@ export async function bundleFunctions(
 ): Promise<Map<string, BuiltBundle>> {
   const byOptions = new Map<string, Set<string>>();
   for (const fn of functions) {
-    const key = JSON.stringify([[...fn.external].sort(), fn.awsParts ?? false]);
+    const key = JSON.stringify([[...fn.external].sort(), fn.awsImports ?? "none"]);
     byOptions.set(key, (byOptions.get(key) ?? new Set()).add(fn.entry));
   }
   const bundles = new Map<string, BuiltBundle>();
   for (const [key, entries] of byOptions) {
-    const [external, awsParts] = JSON.parse(key) as [string[], boolean];
+    const [external, awsImports] = JSON.parse(key) as [string[], AwsImports];
     const result = await build({
       ...SLUICE_ESBUILD_OPTIONS,
       mainFields: [...SLUICE_ESBUILD_OPTIONS.mainFields],
-      conditions: esbuildConditions(awsParts),
+      conditions: esbuildConditions(awsImports),
       entryPoints: Object.fromEntries(
         [...entries].map((entry) => [`${folderOf(entry)}/index`, join(PROJECT_ROOT, entry)]),
       ),

@@ -9,7 +9,7 @@ import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { route as getMe } from "#http/get-me";
 import { awsPartsFor, lambdaHandler } from "#http/lambda";
-import { AWS_PART_STAND_IN, loadedBy, sourcesUnder } from "../../support/import-boundaries.ts";
+import { AWS_STAND_INS, loadedBy, sourcesUnder } from "../../support/import-boundaries.ts";
 import { REPO_ROOT } from "../../support/local-process.ts";
 
 const tree = sourcesUnder(REPO_ROOT, ["functions"]);
@@ -146,9 +146,11 @@ describe("a route's Lambda entry", () => {
 
   it("imports stand-ins for its parts outside a Lambda bundle, which load no SDK client and fail if built", async () => {
     const { part: standIn } = await import("#aws-parts/tables");
-    expect(() => standIn.name).toThrow(/bundled into Lambda functions only \(esbuild condition "sluice-lambda"\)/);
-    expect(() => standIn.build({} as AwsPartContext)).toThrow(/sluice-lambda/);
-    expect(sdkLoadedBy(AWS_PART_STAND_IN)).toEqual([]);
+    expect(() => standIn.name).toThrow(/bundled into Lambda functions only \(esbuild conditions "sluice-lambda"/);
+    expect(() => standIn.build({} as AwsPartContext)).toThrow(/sluice-aws-parts/);
+    const { loadAwsDeps } = await import("#aws-composition");
+    await expect(loadAwsDeps({})).rejects.toThrow(/sluice-lambda/);
+    expect(sdkLoadedBy(AWS_STAND_INS)).toEqual([]);
     expect(sdkLoadedBy("functions/http/get-me.ts")).toEqual([]);
   });
 });
