@@ -9,9 +9,9 @@ import { summarize } from "../lib/stats.ts";
 
 /** Bundles measured, with what their first answer is: a plain route, a deploying route, internal functions. */
 const BUNDLES = [
-  { entry: "functions/http/get-me.ts", label: "plain route (get-me)", plain: true },
-  { entry: "functions/http/create-source.ts", label: "deploying route (create-source)" },
-  { entry: "functions/http/get-openapi.ts", label: "OpenAPI route (builds the document)" },
+  { entry: "functions/http/get-me.ts", label: "plain route (get-me)", plain: true, aws: "parts" },
+  { entry: "functions/http/create-source.ts", label: "deploying route (create-source)", aws: "parts" },
+  { entry: "functions/http/get-openapi.ts", label: "OpenAPI route (builds the document)", aws: "composition" },
   // A malformed event: logged and dropped once the composition is built.
   { entry: "functions/internal/source-runner.ts", label: "source runner", event: {} },
   { entry: "functions/internal/event-dispatcher.ts", label: "event dispatcher", event: {} },
@@ -50,7 +50,12 @@ export const coldStart: Scenario = {
     const outdir = mkdtempSync(join(PROJECT_ROOT, "cdk.out", "bench-cold-start-"));
     context.defer(() => rmSync(outdir, { recursive: true, force: true }));
     const built = await bundleFunctions(
-      BUNDLES.map((bundle) => ({ entry: bundle.entry, external: [] })),
+      // As the stack builds them (`SluiceFunctionProps.awsImports`).
+      BUNDLES.map((bundle) => ({
+        entry: bundle.entry,
+        external: [],
+        awsImports: "aws" in bundle ? bundle.aws : "none",
+      })),
       outdir,
     );
     const bareRuns: number[] = [];

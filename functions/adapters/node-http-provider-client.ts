@@ -7,11 +7,14 @@
  * webhooks and the component-URL fetcher), so DNS rebinding cannot slip a private address in.
  * Errors name the failure, never the URL or a header: test requests carry tokens in both.
  */
-import { request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import type { IncomingMessage, RequestOptions } from "node:http";
 import { request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import type { ProviderHttp, ProviderRequest, ProviderResponse } from "#core/ports/provider-http";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
+import { nodeHttp } from "./node-http.ts";
+
+const { request: httpRequest } = nodeHttp;
 
 export interface NodeHttpProviderClientOptions {
   /** Local mode may allow loopback and private addresses (a provider on the same machine). */

@@ -9,11 +9,14 @@
  * (`address-guard.ts`, shared with the component-URL fetcher). The connection goes to the very address that was
  * checked, so DNS rebinding cannot slip a private address in between the check and the connect.
  */
-import { Agent as HttpAgent, request as httpRequest, type IncomingMessage, type RequestOptions } from "node:http";
+import type { IncomingMessage, RequestOptions } from "node:http";
 import { Agent as HttpsAgent, request as httpsRequest } from "node:https";
 import { isIP } from "node:net";
 import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
+import { nodeHttp } from "./node-http.ts";
+
+const { Agent: HttpAgent, request: httpRequest } = nodeHttp;
 
 export interface NodeHttpWebhookSenderOptions {
   /** Local mode allows loopback and private addresses (a receiver on the same machine). */

@@ -9,7 +9,7 @@
  * guard, and the component is kept as packed files (`#core/component-files`). A GitHub `blob/`
  * page URL is read as its raw file.
  */
-import { get as httpGet, type IncomingMessage, type RequestOptions } from "node:http";
+import type { IncomingMessage, RequestOptions } from "node:http";
 import { get as httpsGet } from "node:https";
 import { isIP } from "node:net";
 import { fetchedComponentCode, MAX_COMPONENT_FILES, MAX_COMPONENT_FILES_BYTES } from "#core/component-files";
@@ -18,7 +18,10 @@ import { importSpecifiers } from "#core/import-specifiers";
 import type { CodeFetcher } from "#core/ports/code-fetcher";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
 import { isRelativeImport, type TreeBounds } from "./component-tree.ts";
+import { nodeHttp } from "./node-http.ts";
 import { componentUrlError, fetchComponentTree, rawFileUrl } from "./url-component-tree.ts";
+
+const { get: httpGet } = nodeHttp;
 
 export interface UrlCodeFetcherOptions {
   /** Local mode allows loopback and private addresses (a component served from the same machine). */

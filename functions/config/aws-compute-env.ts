@@ -5,7 +5,7 @@ import {
   emitLimitsFrom,
   emitLimitsShape,
   invocationTimeoutRule,
-  issuesOf,
+  parseVariables,
   workflowLimitsFrom,
   workflowLimitsShape,
 } from "./env.ts";
@@ -193,16 +193,13 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   const problems: string[] = [];
   const stage = env[AWS_COMPUTE_ENV.stage] ?? "default";
   if (!STAGE_PATTERN.test(stage)) problems.push(`${AWS_COMPUTE_ENV.stage}: must be ${STAGE_RULE}`);
-  const runtime = z.object(runtimeShape).safeParse(env);
-  if (!runtime.success) problems.push(...issuesOf(runtime.error));
-  const stream = z.object(streamShape).safeParse(env);
-  if (!stream.success) problems.push(...issuesOf(stream.error));
+  const { data: settings, problems: runtimeProblems } = parseVariables(runtimeShape, env);
+  const { data: streaming, problems: streamProblems } = parseVariables(streamShape, env);
+  problems.push(...runtimeProblems, ...streamProblems);
   const functions = group(env, SOURCE_FUNCTIONS_KEYS, problems);
   const schedules = group(env, SCHEDULES_KEYS, problems, SHARED_SCHEDULE_KEYS);
   const delayedEmits = delayedEmitSchedulesFrom(env, problems);
   if (problems.length > 0) throw new Error(`AWS compute configuration is invalid:\n  ${problems.join("\n  ")}`);
-  const settings = runtime.data as NonNullable<typeof runtime.data>;
-  const streaming = stream.data as NonNullable<typeof stream.data>;
   return {
     stage,
     sourceRunnerFunction: env[AWS_COMPUTE_ENV.sourceRunnerFunction] || undefined,
@@ -261,9 +258,9 @@ function group<K extends keyof typeof AWS_COMPUTE_ENV>(
   const names = keys.map((key) => AWS_COMPUTE_ENV[key]);
   const own = keys.filter((key) => !shared.includes(key)).map((key) => AWS_COMPUTE_ENV[key]);
   if (!own.some((variable) => env[variable] !== undefined)) return undefined;
-  const parsed = z.object(Object.fromEntries(names.map((variable) => [variable, name]))).safeParse(env);
-  if (!parsed.success) {
-    problems.push(...issuesOf(parsed.error));
+  const parsed = parseVariables(Object.fromEntries(names.map((variable) => [variable, name])), env);
+  if (parsed.problems.length > 0) {
+    problems.push(...parsed.problems);
     return undefined;
   }
   const values = parsed.data as Record<string, string>;

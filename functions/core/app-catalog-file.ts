@@ -7,90 +7,102 @@ import * as z from "zod";
 import type { AppDefinition } from "./ports/app-catalog.ts";
 import { sha256Hex } from "./sha256.ts";
 
-const slug = z.string().regex(/^[a-z0-9][a-z0-9_]{0,63}$/, "must be lower-case letters, digits and _ (at most 64)");
-const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
+/**
+ * The file's schema, built on its first use rather than when the module loads: every Lambda function
+ * with table access loads this module, and few ever read an apps file; its 80-odd zod schemas were
+ * about 6 ms of their cold start (docs/aws.md "Cold starts").
+ */
+function buildFileSchema() {
+  const slug = z.string().regex(/^[a-z0-9][a-z0-9_]{0,63}$/, "must be lower-case letters, digits and _ (at most 64)");
+  const httpUrl = z.url({ protocol: /^https?$/, error: "must be an http(s) URL" });
 
-const appSchema = z
-  .object({
-    id: z
-      .string()
-      .regex(/^app_[A-Za-z0-9_-]{1,64}$/, 'must be "app_" and 1-64 letters, digits, _ or -')
-      .optional(),
-    name_slug: slug,
-    name: z.string().min(1).max(200),
-    auth_type: z.enum(["keys", "oauth", "none"]),
-    fields: z
-      .array(
-        z
-          .string()
-          .regex(/^[A-Za-z0-9_]{1,64}$/, "must be letters, digits and _")
-          // `credentials.constructor` is never undefined: such a field would pass as given when missing.
-          .refine((field) => !(field in Object.prototype), {
-            error: (issue) => `must not be ${JSON.stringify(issue.input)}: every object has it`,
-          }),
-      )
-      .max(50)
-      .default([]),
-    optional_fields: z.array(z.string()).max(50).optional(),
-    oauth: z
-      .object({
-        authorize_url: httpUrl,
-        token_url: httpUrl,
-        scopes: z.array(z.string().min(1).max(200)).max(100).default([]),
-        client_id: z.string().max(500).default(""),
-        client_secret: z.string().max(2000).default(""),
-      })
-      .strict()
-      .optional(),
-    test_request: z
-      .object({
-        method: z.enum(["GET", "POST", "HEAD"]).default("GET"),
-        // Its scheme and host are the operator's: a placeholder may fill a path or a query, and in
-        // the host (`https://{{$auth.subdomain}}.example.com`) only after a fixed scheme.
-        url: z
-          .string()
-          .min(1)
-          .max(2000)
-          .refine((url) => httpUrl.safeParse(url.replace(/\{\{[^}]*\}\}/g, "x")).success && /^https?:\/\//.test(url), {
-            error: "must be an http(s) URL (placeholders may fill its parts, not its scheme)",
-          }),
-        headers: z.record(z.string(), z.string().max(2000)).default({}),
-      })
-      .strict()
-      .optional(),
-  })
-  .strict()
-  .refine((app) => (app.auth_type === "oauth") === (app.oauth !== undefined), {
-    message: 'an "oauth" app needs "oauth" settings, and only an "oauth" app may have them',
-    path: ["oauth"],
-  })
-  .refine((app) => (app.optional_fields ?? []).every((field) => app.fields.includes(field)), {
-    message: 'must name only fields of "fields"',
-    path: ["optional_fields"],
-  });
+  const appSchema = z
+    .object({
+      id: z
+        .string()
+        .regex(/^app_[A-Za-z0-9_-]{1,64}$/, 'must be "app_" and 1-64 letters, digits, _ or -')
+        .optional(),
+      name_slug: slug,
+      name: z.string().min(1).max(200),
+      auth_type: z.enum(["keys", "oauth", "none"]),
+      fields: z
+        .array(
+          z
+            .string()
+            .regex(/^[A-Za-z0-9_]{1,64}$/, "must be letters, digits and _")
+            // `credentials.constructor` is never undefined: such a field would pass as given when missing.
+            .refine((field) => !(field in Object.prototype), {
+              error: (issue) => `must not be ${JSON.stringify(issue.input)}: every object has it`,
+            }),
+        )
+        .max(50)
+        .default([]),
+      optional_fields: z.array(z.string()).max(50).optional(),
+      oauth: z
+        .object({
+          authorize_url: httpUrl,
+          token_url: httpUrl,
+          scopes: z.array(z.string().min(1).max(200)).max(100).default([]),
+          client_id: z.string().max(500).default(""),
+          client_secret: z.string().max(2000).default(""),
+        })
+        .strict()
+        .optional(),
+      test_request: z
+        .object({
+          method: z.enum(["GET", "POST", "HEAD"]).default("GET"),
+          // Its scheme and host are the operator's: a placeholder may fill a path or a query, and in
+          // the host (`https://{{$auth.subdomain}}.example.com`) only after a fixed scheme.
+          url: z
+            .string()
+            .min(1)
+            .max(2000)
+            .refine(
+              (url) => httpUrl.safeParse(url.replace(/\{\{[^}]*\}\}/g, "x")).success && /^https?:\/\//.test(url),
+              {
+                error: "must be an http(s) URL (placeholders may fill its parts, not its scheme)",
+              },
+            ),
+          headers: z.record(z.string(), z.string().max(2000)).default({}),
+        })
+        .strict()
+        .optional(),
+    })
+    .strict()
+    .refine((app) => (app.auth_type === "oauth") === (app.oauth !== undefined), {
+      message: 'an "oauth" app needs "oauth" settings, and only an "oauth" app may have them',
+      path: ["oauth"],
+    })
+    .refine((app) => (app.optional_fields ?? []).every((field) => app.fields.includes(field)), {
+      message: 'must name only fields of "fields"',
+      path: ["optional_fields"],
+    });
 
-/** Two apps of one slug (or one id) in a file: one would silently hide the other. */
-const fileSchema = z
-  .object({ apps: z.array(appSchema).max(10_000) })
-  .strict()
-  .superRefine((file, ctx) => {
-    for (const [key, what] of [
-      ["name_slug", "slug"],
-      ["id", "id"],
-    ] as const) {
-      const seen = new Map<string, number>();
-      for (const [i, app] of file.apps.entries()) {
-        const value = app[key];
-        if (value === undefined) continue;
-        const at = seen.get(value);
-        if (at !== undefined) {
-          const message = `${JSON.stringify(value)} is already the ${what} of apps[${at}]`;
-          ctx.addIssue({ code: "custom", path: ["apps", i, key], message });
+  // Two apps of one slug (or one id) in a file: one would silently hide the other.
+  return z
+    .object({ apps: z.array(appSchema).max(10_000) })
+    .strict()
+    .superRefine((file, ctx) => {
+      for (const [key, what] of [
+        ["name_slug", "slug"],
+        ["id", "id"],
+      ] as const) {
+        const seen = new Map<string, number>();
+        for (const [i, app] of file.apps.entries()) {
+          const value = app[key];
+          if (value === undefined) continue;
+          const at = seen.get(value);
+          if (at !== undefined) {
+            const message = `${JSON.stringify(value)} is already the ${what} of apps[${at}]`;
+            ctx.addIssue({ code: "custom", path: ["apps", i, key], message });
+          }
+          seen.set(value, i);
         }
-        seen.set(value, i);
       }
-    }
-  });
+    });
+}
+
+let fileSchema: ReturnType<typeof buildFileSchema> | undefined;
 
 /** The stable `app_` id of a slug, for apps whose entry gives none. */
 export const appIdOf = (nameSlug: string) => `app_${sha256Hex(`app:${nameSlug}`).slice(0, 12)}`;
@@ -106,6 +118,7 @@ export function parseAppsFile(text: string, origin: string): AppDefinition[] {
   } catch (error) {
     throw new Error(`${origin} is not JSON: ${(error as Error).message}`);
   }
+  fileSchema ??= buildFileSchema();
   const parsed = fileSchema.safeParse(json);
   if (!parsed.success) {
     const issue = parsed.error.issues[0];

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { clearDataStore } from "#core/data-stores";
 import { dataStoreIdParams } from "./data-store-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -16,6 +17,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await clearDataStore(deps, caller, params.id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

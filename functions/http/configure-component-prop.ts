@@ -1,3 +1,6 @@
+import { part as host } from "#aws-parts/host";
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { configureComponentProp } from "#core/dynamic-props";
 import { configurePropBody, configurePropResponse } from "./dynamic-props-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -15,8 +18,4 @@ export const route = defineRoute({
   run: (deps, { caller, body }) => configureComponentProp(deps, caller, body),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  host: () => import("#adapters/aws/parts/host"),
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { host, secrets, tables });

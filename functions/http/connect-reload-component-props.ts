@@ -1,3 +1,6 @@
+import { part as host } from "#aws-parts/host";
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { requireProject } from "#core/access";
 import { inConnectProject, reloadComponentProps } from "#core/dynamic-props";
 import { connectProjectParams, reloadPropsBody, reloadPropsResponse } from "./dynamic-props-schemas.ts";
@@ -20,8 +23,4 @@ export const route = defineRoute({
     reloadComponentProps(deps, caller, await inConnectProject(deps, caller, params.project_id, body)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  host: () => import("#adapters/aws/parts/host"),
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { host, secrets, tables });

@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { createAutoSubscription } from "#core/subscriptions";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -19,6 +20,4 @@ export const route = defineRoute({
   }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

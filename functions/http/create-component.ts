@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { part as host } from "#aws-parts/host";
+import { part as tables } from "#aws-parts/tables";
 import { componentView, createComponent } from "#core/components";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -31,7 +33,4 @@ export const route = defineRoute({
   },
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  host: () => import("#adapters/aws/parts/host"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { host, tables });

@@ -1,4 +1,11 @@
 import * as z from "zod";
+import { part as bus } from "#aws-parts/bus";
+import { part as delays } from "#aws-parts/delays";
+import { part as host } from "#aws-parts/host";
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
+import { part as timers } from "#aws-parts/timers";
+import { part as trees } from "#aws-parts/trees";
 import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_MAX_LENGTH } from "#core/idempotency-keys";
 import { deploySource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
@@ -36,12 +43,4 @@ export const route = defineRoute({
   },
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  bus: () => import("#adapters/aws/parts/bus"),
-  delays: () => import("#adapters/aws/parts/delays"),
-  host: () => import("#adapters/aws/parts/host"),
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-  timers: () => import("#adapters/aws/parts/timers"),
-  trees: () => import("#adapters/aws/parts/trees"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { bus, delays, host, secrets, tables, timers, trees });

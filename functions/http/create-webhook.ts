@@ -1,3 +1,5 @@
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { createWebhook } from "#core/webhooks";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -17,7 +19,4 @@ export const route = defineRoute({
   run: async (deps, { caller, query, body }) => ({ data: await createWebhook(deps, caller, queryOrBody(query, body)) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { secrets, tables });

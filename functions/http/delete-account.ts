@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { requireAppAccount } from "#core/access";
 import { deleteConnectedAccount } from "#core/connected-account-api";
 import { accountIdParams } from "./account-schemas.ts";
@@ -28,6 +29,4 @@ export const route = defineRoute({
   }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { deleteDataStore } from "#core/data-stores";
 import { dataStoreIdParams } from "./data-store-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -15,6 +16,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await deleteDataStore(deps, caller, params.id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,4 +1,7 @@
 import * as z from "zod";
+import { part as delays } from "#aws-parts/delays";
+import { part as purger } from "#aws-parts/purger";
+import { part as tables } from "#aws-parts/tables";
 import { deleteSourceEvents } from "#core/source-events";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -29,8 +32,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => ({ data: await deleteSourceEvents(deps, caller, params.id, query) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  delays: () => import("#adapters/aws/parts/delays"),
-  purger: () => import("#adapters/aws/parts/purger"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { delays, purger, tables });

@@ -1,3 +1,9 @@
+import { part as bus } from "#aws-parts/bus";
+import { part as delays } from "#aws-parts/delays";
+import { part as host } from "#aws-parts/host";
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
+import { part as timers } from "#aws-parts/timers";
 import { deleteSource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -14,11 +20,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await deleteSource(deps, caller, params.id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  bus: () => import("#adapters/aws/parts/bus"),
-  delays: () => import("#adapters/aws/parts/delays"),
-  host: () => import("#adapters/aws/parts/host"),
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-  timers: () => import("#adapters/aws/parts/timers"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { bus, delays, host, secrets, tables, timers });

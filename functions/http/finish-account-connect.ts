@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { finishConnect, OAUTH_CALLBACK_PATH } from "#core/oauth-connect";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute, type HtmlPage } from "./route.ts";
@@ -20,7 +22,4 @@ export const route = defineRoute({
   run: async (deps, { query }): Promise<HtmlPage> => finishConnect(deps, query),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { secrets, tables });

@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { requireAppAccount } from "#core/access";
 import { getConnectedAccount } from "#core/connected-account-api";
 import { accountIdParams, accountSchema } from "./account-schemas.ts";
@@ -29,7 +31,4 @@ export const route = defineRoute({
   }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { secrets, tables });

@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { getApp } from "#core/apps";
 import { appIdParams, appSchema } from "./account-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -15,6 +16,4 @@ export const route = defineRoute({
   run: async (deps, { params }) => ({ data: getApp(deps, params.id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { getMe } from "#core/workspaces";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -13,6 +14,4 @@ export const route = defineRoute({
   run: async (deps, { caller }) => ({ data: await getMe(deps, caller) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

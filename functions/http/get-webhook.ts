@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { getWebhook } from "#core/webhooks";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -15,6 +16,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await getWebhook(deps, caller, params.id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { getWorkflow } from "#core/workflows";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -21,6 +22,4 @@ export const route = defineRoute({
   }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,5 +1,6 @@
 import type { Context } from "aws-lambda";
-import type { AwsPartLoaders, AwsPartName } from "#adapters/aws/composition";
+import type { AwsPart, AwsPartName } from "#adapters/aws/composition";
+import { loadAwsDeps } from "#aws-composition";
 import { createHttpHandler, type HttpEvent } from "./pipeline.ts";
 import type { AnyRoute, RouteDefinition } from "./route.ts";
 
@@ -27,27 +28,31 @@ export function awsPartsFor(access: RouteDefinition["access"]): AwsPartName[] {
   return parts.sort();
 }
 
+/** The parts of the AWS composition a route's function is bundled with, by name. */
+export type AwsParts = Readonly<Partial<Record<AwsPartName, AwsPart>>>;
+
 /**
- * The Lambda entry of a route: the shared middy stack with the AWS adapters. `aws` names the
- * parts of the AWS composition the route uses, each as a dynamic import written in the route's
- * file: esbuild then bundles those parts' SDK clients and no others, local mode (which imports the
- * same route files) never loads the AWS SDK, and the parts load on the first invocation, once per
- * container. They must be the parts the route's access needs ({@link awsPartsFor}); a route whose
- * list differs fails when its module is loaded, in every test that imports it.
+ * The Lambda entry of a route: the shared middy stack with the AWS adapters. `aws` holds the
+ * parts of the AWS composition the route uses, each imported statically in the route's file from
+ * `#aws-parts/<name>`, as the composition root is here from `#aws-composition`: in a Lambda bundle
+ * they are the real ones (esbuild's conditions, `./aws-stand-ins.ts`), so esbuild bundles those
+ * parts' SDK clients and no others; everywhere else (local mode, the tests) they are stand-ins
+ * that load no SDK. The parts are built on the first invocation, once per container. They must be
+ * the parts the route's access needs ({@link awsPartsFor}); a route whose list differs fails when
+ * its module is loaded, in every test that imports it.
  *
  * Route files call it as `/* @__PURE__ *\/ lambdaHandler(...)`: a bundle that imports route modules
  * for their definitions only (the OpenAPI document, the not-found router) then drops their Lambda
  * entries, and with them the parts and SDK clients those name. (esbuild's `pure` option would not
  * do: it does not apply to imported functions.)
  */
-export function lambdaHandler(route: AnyRoute, aws: AwsPartLoaders = {}) {
+export function lambdaHandler(route: AnyRoute, aws: AwsParts = {}) {
   const needed = awsPartsFor(route.access).join(", ");
   const given = Object.keys(aws).sort().join(", ");
   if (given !== needed) {
     throw new Error(`Route "${route.name}" names the AWS parts [${given}], but its access needs [${needed}]`);
   }
-  const handler = createHttpHandler(route, async () => (await import("#adapters/aws/composition")).loadAwsDeps(aws), {
-    logRequests: true,
-  });
+  const loaders = Object.fromEntries(Object.entries(aws).map(([name, part]) => [name, async () => ({ part })]));
+  const handler = createHttpHandler(route, () => loadAwsDeps(loaders), { logRequests: true });
   return (event: HttpEvent, context: Context) => handler(event, context as never);
 }

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { listApps } from "#core/apps";
 import { decodeCursor, PAGE_LIMIT_DEFAULT } from "#core/pagination";
 import { appSchema, forwardPageParams } from "./account-schemas.ts";
@@ -24,6 +25,4 @@ export const route = defineRoute({
     }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

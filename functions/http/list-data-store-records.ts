@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { listDataStoreRecords } from "#core/data-stores";
 import { decodeCursor, PAGE_LIMIT_DEFAULT, pageParamsSchema } from "#core/pagination";
 import { dataStoreIdParams, dataStoreRecordSchema } from "./data-store-schemas.ts";
@@ -24,6 +25,4 @@ export const route = defineRoute({
     }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

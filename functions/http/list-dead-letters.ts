@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { ID_PREFIXES } from "#core/ids";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listDeadLetters } from "#core/webhook-delivery";
@@ -32,6 +33,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listDeadLetters(deps, caller, params.id, toPageQuery(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { CHANNEL_NAME_MAX_LENGTH } from "#core/channels";
 import { pageParamsSchema } from "#core/pagination";
 import { listSourceEvents } from "#core/source-events";
@@ -21,6 +22,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listSourceEvents(deps, caller, params.id, query),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { listUserAccounts } from "#core/connected-account-api";
 import { accountListQuery, accountPageOf, accountSchema } from "./account-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -15,6 +16,4 @@ export const route = defineRoute({
   run: async (deps, { caller, query }) => listUserAccounts(deps, caller, accountPageOf(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listUserSources } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
@@ -15,6 +16,4 @@ export const route = defineRoute({
   run: async (deps, { caller, query }) => listUserSources(deps, caller, toPageQuery(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

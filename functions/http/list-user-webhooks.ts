@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listWebhooks } from "#core/webhooks";
 import { lambdaHandler } from "./lambda.ts";
@@ -16,6 +17,4 @@ export const route = defineRoute({
   run: async (deps, { caller, query }) => listWebhooks(deps, caller, toPageQuery(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

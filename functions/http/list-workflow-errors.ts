@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { listWorkflowEvents } from "#core/workflow-events";
 import { lambdaHandler } from "./lambda.ts";
 import { workflowEventsQuery } from "./list-workflow-events.ts";
@@ -17,6 +18,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listWorkflowEvents(deps, caller, params.workflow_id, query, "errors"),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

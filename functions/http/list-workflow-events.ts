@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { pageParamsSchema } from "#core/pagination";
 import { listWorkflowEvents } from "#core/workflow-events";
 import { lambdaHandler } from "./lambda.ts";
@@ -21,6 +22,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) => listWorkflowEvents(deps, caller, params.workflow_id, query, "emits"),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

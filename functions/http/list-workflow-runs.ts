@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as tables } from "#aws-parts/tables";
 import { ID_PREFIXES } from "#core/ids";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listWorkflowRuns } from "#core/workflow-runs";
@@ -50,6 +51,4 @@ export const route = defineRoute({
     listWorkflowRuns(deps, caller, params.workflow_id, toPageQuery(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

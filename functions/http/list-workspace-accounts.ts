@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { listWorkspaceAccounts } from "#core/connected-account-api";
 import { accountItemSchema, accountListQuery, accountPageOf } from "./account-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -17,6 +18,4 @@ export const route = defineRoute({
     listWorkspaceAccounts(deps, caller, params.workspace_id, accountPageOf(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

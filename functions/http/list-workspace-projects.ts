@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { listProjects } from "#core/workspaces";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -14,6 +15,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await listProjects(deps, caller, params.workspace_id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

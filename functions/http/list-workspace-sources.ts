@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listWorkspaceSources } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
@@ -17,6 +18,4 @@ export const route = defineRoute({
     listWorkspaceSources(deps, caller, params.workspace_id, toPageQuery(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { asksForPage, pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listWorkspaceSubscriptions } from "#core/subscriptions";
 import { lambdaHandler } from "./lambda.ts";
@@ -19,6 +20,4 @@ export const route = defineRoute({
     listWorkspaceSubscriptions(deps, caller, params.workspace_id, asksForPage(query) ? toPageQuery(query) : undefined),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

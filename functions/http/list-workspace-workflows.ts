@@ -1,3 +1,4 @@
+import { part as tables } from "#aws-parts/tables";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
 import { listWorkspaceWorkflows } from "#core/workflows";
 import { lambdaHandler } from "./lambda.ts";
@@ -18,6 +19,4 @@ export const route = defineRoute({
     listWorkspaceWorkflows(deps, caller, params.workspace_id, toPageQuery(query)),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { tables });

@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { part as deliveries } from "#aws-parts/deliveries";
+import { part as tables } from "#aws-parts/tables";
 import { ID_PREFIXES } from "#core/ids";
 import { REPLAY_BATCH_MAX, replayAllDeadLetters } from "#core/webhook-delivery";
 import { lambdaHandler } from "./lambda.ts";
@@ -26,7 +28,4 @@ export const route = defineRoute({
   }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  deliveries: () => import("#adapters/aws/parts/deliveries"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { deliveries, tables });

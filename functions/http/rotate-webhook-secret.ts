@@ -1,3 +1,5 @@
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { rotateWebhookSecret } from "#core/webhooks";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -16,7 +18,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await rotateWebhookSecret(deps, caller, params.id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { secrets, tables });

@@ -1,4 +1,6 @@
 import * as z from "zod";
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { DATA_STORE_CALLS_PATH, serveGrantedCall } from "#core/data-stores";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
@@ -23,7 +25,4 @@ export const route = defineRoute({
   run: async (deps, { body }) => serveGrantedCall(deps, body.grant, body.call),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { secrets, tables });

@@ -1,3 +1,5 @@
+import { part as secrets } from "#aws-parts/secrets";
+import { part as tables } from "#aws-parts/tables";
 import { testAccount } from "#core/account-checks";
 import { accountIdParams, accountSchema } from "./account-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -16,7 +18,4 @@ export const route = defineRoute({
   run: async (deps, { caller, params }) => ({ data: await testAccount(deps, caller, params.id) }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, {
-  secrets: () => import("#adapters/aws/parts/secrets"),
-  tables: () => import("#adapters/aws/parts/tables"),
-});
+export const handler = /* @__PURE__ */ lambdaHandler(route, { secrets, tables });

@@ -6,6 +6,7 @@ import type { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ENV } from "#config/env";
 import { NPM_CLI_PACKAGE, SHIPPED_NPM_PACKAGES } from "#config/shared-names";
+import { awsPartsFor } from "#http/lambda";
 import type { AnyRoute } from "#http/route";
 import type { EventFanout } from "./event-fanout.ts";
 import type { EventStreaming } from "./event-streaming.ts";
@@ -146,6 +147,7 @@ export class ApiRouteFunction extends Construct {
       : undefined;
     this.function = new SluiceFunction(this, "Handler", {
       entry: `functions/http/${route.name}.ts`,
+      awsImports: awsPartsFor(route.access).length > 0 ? "parts" : "composition",
       description: `${route.method} ${route.path} (functions/http/${route.name}.ts)`,
       // Only functions that may touch the table learn its name; those may show a source, whose
       // HTTP endpoint is `<public URL>/http/<key>`.

@@ -2,7 +2,7 @@ import { join } from "node:path";
 import { AssetHashType, type BundlingOptions, DockerImage, type ILocalBundling } from "aws-cdk-lib";
 import { type AssetCode, Code } from "aws-cdk-lib/aws-lambda";
 import { buildSync } from "esbuild";
-import { ESM_REQUIRE_BANNER, PROJECT_ROOT } from "./sluice-function.ts";
+import { type AwsImports, ESM_REQUIRE_BANNER, esbuildConditions, PROJECT_ROOT } from "./sluice-function.ts";
 
 /** Output file (relative to the asset's root) → entry module (relative to the repository root). */
 export type EsbuildFiles = Readonly<Record<string, string>>;
@@ -10,6 +10,8 @@ export type EsbuildFiles = Readonly<Record<string, string>>;
 export interface EsbuildCodeOptions {
   /** Imports left to the Lambda runtime. @default - none (everything is bundled) */
   readonly external?: readonly string[];
+  /** What a route file's AWS imports are in the bundle (`SluiceFunctionProps.awsImports`). @default "none" */
+  readonly awsImports?: AwsImports;
 }
 
 /**
@@ -28,6 +30,7 @@ export function bundleLambdaFiles(files: EsbuildFiles, outputDir: string, option
       format: "esm",
       target: "node22",
       mainFields: ["module", "main"],
+      conditions: esbuildConditions(options.awsImports ?? "none"),
       banner: { js: ESM_REQUIRE_BANNER },
       external: [...(options.external ?? [])],
       // Readable stack traces of Sluice's own code without shipping source maps.

@@ -20,6 +20,28 @@ export const ESM_REQUIRE_BANNER =
   "import { createRequire as __sluiceCreateRequire } from 'module'; const require = __sluiceCreateRequire(import.meta.url);";
 
 /**
+ * What a route file's `#aws-composition` and `#aws-parts/<name>` imports are in a function's bundle
+ * (package.json "imports"): `"parts"`, the AWS composition root and the real parts, for the
+ * function of a route whose access needs parts; `"composition"`, the composition root and the
+ * parts' stand-ins, for the function of a route without (the OpenAPI route, which imports every
+ * route file for its definition); `"none"`, stand-ins for both (functions that serve no route, such
+ * as `$default`). Stand-ins load no SDK client and fail if used (functions/http/aws-stand-ins.ts).
+ */
+export type AwsImports = "none" | "composition" | "parts";
+
+/**
+ * The conditions of esbuild that make {@link AwsImports}: `sluice-lambda` resolves
+ * `#aws-composition` to the composition root, `sluice-aws-parts` `#aws-parts/<name>` to the real
+ * part. `module` is esbuild's default, which naming any condition drops: it takes the SDK's ES
+ * modules over its CommonJS.
+ */
+export const esbuildConditions = (aws: AwsImports): string[] => [
+  ...(aws === "none" ? [] : ["sluice-lambda"]),
+  ...(aws === "parts" ? ["sluice-aws-parts"] : []),
+  "module",
+];
+
+/**
  * What every Sluice function's bundle is built with, in esbuild's own terms: the construct hands
  * these to `NodejsFunction` (which runs esbuild), and the bench and the bundling test build with
  * them directly. The AWS SDK is bundled, at the versions of package-lock.json, not taken from the
@@ -58,6 +80,11 @@ export interface SluiceFunctionProps {
   readonly description?: string;
   /** Extra environment variables; `NODE_OPTIONS` is always set. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
+  /**
+   * What the route file's `#aws-composition` and `#aws-parts/<name>` imports are in the bundle: the
+   * real ones or stand-ins ({@link AwsImports}). @default "none"
+   */
+  readonly awsImports?: AwsImports;
   /** @default 512 */
   readonly memorySize?: number;
   /** @default Duration.seconds(10) */
@@ -119,6 +146,8 @@ export class SluiceFunction extends Construct {
   readonly props: SluiceFunctionProps;
   /** Imports left out of the bundle (`copyNodeModules`); everything else, the AWS SDK included, is bundled. */
   readonly external: readonly string[];
+  /** What its route file's AWS imports are in its bundle ({@link SluiceFunctionProps.awsImports}). */
+  readonly awsImports: AwsImports;
 
   constructor(scope: Construct, id: string, props: SluiceFunctionProps) {
     super(scope, id);
@@ -129,6 +158,7 @@ export class SluiceFunction extends Construct {
     ];
     this.props = props;
     this.external = [...(props.copyNodeModules ?? [])];
+    this.awsImports = props.awsImports ?? "none";
     const copied = [...(props.copyNodeModules ?? []), ...(props.runtimeNodeModules ?? [])];
     for (const name of copied) {
       // An error annotation fails `cdk synth` and `cdk deploy` with this message, before anything
@@ -185,6 +215,7 @@ export class SluiceFunction extends Construct {
         // `--alias:<package>=<path>` for each alias (NodejsFunction has no alias option).
         esbuildArgs: {
           "--alias": Object.entries(SLUICE_ESBUILD_OPTIONS.alias).map(([from, to]) => `${from}=${to}`),
+          "--conditions": esbuildConditions(this.awsImports).join(","),
         },
         // Given, so CDK's default (`@aws-sdk/*`, left to the runtime) does not apply: the SDK is bundled.
         externalModules: [...this.external],

@@ -268,6 +268,50 @@ describe("ServiceStack bundling", () => {
     }
   });
 
+  it("bundles a route's parts as static imports in its own function only, stand-ins in the others", () => {
+    // The parts a bundle holds, as modules of their own (a part reached through `import()` would be
+    // here too: the check below tells the two apart).
+    const partsIn = (entry: string) =>
+      bundles
+        .get(entry)!
+        .inputs.flatMap((input) => /^functions\/adapters\/aws\/parts\/(\w+)\.ts$/.exec(input)?.[1] ?? [])
+        .sort();
+    for (const route of routes) {
+      const fn = service.routeFunctions.get(route.name)!.function;
+      expect(partsIn(fn.entry), fn.entry).toEqual(awsPartsFor(route.access));
+      expect(fn.awsImports, fn.entry).toBe(awsPartsFor(route.access).length > 0 ? "parts" : "composition");
+    }
+    // They import every route file for its definition; `$default` answers without a composition.
+    expect(partsIn("functions/http/get-openapi.ts")).toEqual([]);
+    expect(partsIn(service.notFoundFunction.entry)).toEqual([]);
+    const composition = "functions/adapters/aws/composition.ts";
+    expect(bundles.get("functions/http/get-openapi.ts")!.inputs).toContain(composition);
+    expect(bundles.get(service.notFoundFunction.entry)!.inputs).not.toContain(composition);
+    // What `import()` reaches esbuild wraps in lazy initializers and keeps whole behind each
+    // `export *`: the DynamoDB client's aggregated class, its 50-odd commands, waiters and
+    // paginators, which a plain route never uses (about 28 ms of CPU at its cold start).
+    const dynamodb = bundles
+      .get("functions/http/get-me.ts")!
+      .inputs.filter((input) => input.includes("/@aws-sdk/client-dynamodb/dist-es/"));
+    // The client's own module is there (if the SDK's layout changes, this fails first).
+    expect(dynamodb).toContainEqual(expect.stringMatching(/\/dist-es\/DynamoDBClient\.js$/));
+    expect(
+      dynamodb.filter((input) => /\/dist-es\/(waiters|pagination)\/|\/dist-es\/DynamoDB\.js$/.test(input)),
+    ).toEqual([]);
+  });
+
+  it("takes Node's http module without importing it as an ES module, which on Node 22 loads undici", () => {
+    // Its ESM facade reads every export, and Node 22's WebSocket getters on it load undici: about
+    // 30 ms of a plain route's cold start there (functions/adapters/node-http.ts). The SDK's own
+    // `import("node:http")` runs only for an http:// endpoint.
+    for (const fn of functions) {
+      expect(
+        bundles.get(fn.entry)!.staticExternalImports.filter((name) => /^(node:)?http$/.test(name)),
+        fn.entry,
+      ).toEqual([]);
+    }
+  });
+
   it("leaves zod's locales out of every bundle but English, its default", () => {
     // `import { z } from "zod"` keeps the whole namespace, every locale (a quarter of a plain
     // route's bundle) with it; `import * as z` lets esbuild keep what is used (docs/aws.md "Cold starts").

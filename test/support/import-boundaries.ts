@@ -18,6 +18,9 @@ const ALIASES: ReadonlyArray<readonly [string, string]> = [
   ["#internal/", "functions/internal/"],
 ];
 
+/** What `#aws-composition` and `#aws-parts/<name>` are outside a Lambda bundle (package.json "imports"). */
+export const AWS_STAND_INS = "functions/http/aws-stand-ins.ts";
+
 /** Runtime modules that define what passes between the server and component code: pure, no I/O. */
 export const RUNTIME_PROTOCOL_MODULES = [
   "runtime-layer/protocol.ts",
@@ -84,6 +87,8 @@ const DEPS_MODULE = "functions/core/ports/deps.ts";
 
 /** The repository path (or package name) an import specifier in `file` names. */
 export function resolveImport(file: string, specifier: string): string {
+  // As Node resolves them: only a Lambda bundle (esbuild's conditions) gets the real ones.
+  if (specifier.startsWith("#aws-parts/") || specifier === "#aws-composition") return AWS_STAND_INS;
   for (const [alias, folder] of ALIASES) {
     if (specifier.startsWith(alias)) {
       const rest = specifier.slice(alias.length);

@@ -6,13 +6,20 @@
  */
 import { join } from "node:path";
 import { build, type Metafile } from "esbuild";
-import { PROJECT_ROOT, SLUICE_ESBUILD_OPTIONS } from "../../lib/constructs/sluice-function.ts";
+import {
+  type AwsImports,
+  esbuildConditions,
+  PROJECT_ROOT,
+  SLUICE_ESBUILD_OPTIONS,
+} from "../../lib/constructs/sluice-function.ts";
 
 export interface FunctionToBundle {
   /** Entry module, relative to the repository root. */
   readonly entry: string;
   /** Imports left out of the bundle. */
   readonly external: readonly string[];
+  /** What a route file's AWS imports are (`SluiceFunctionProps.awsImports`). @default "none" */
+  readonly awsImports?: AwsImports;
 }
 
 export interface BuiltBundle {
@@ -22,6 +29,8 @@ export interface BuiltBundle {
   readonly sdkPackages: readonly string[];
   /** Imports the bundle leaves to the runtime. */
   readonly externalImports: readonly string[];
+  /** Those of them made by an `import` statement (loaded with the bundle, as ES modules). */
+  readonly staticExternalImports: readonly string[];
   /** Every module whose code is in the bundle, as esbuild names it (relative to the repository root). */
   readonly inputs: readonly string[];
 }
@@ -32,24 +41,25 @@ const SDK_PACKAGE = /(?:^|\/)node_modules\/(@aws-sdk\/[^/]+)\//;
 const folderOf = (entry: string) => entry.replace(/\.[cm]?[jt]s$/, "");
 
 /**
- * One bundle per distinct entry and external list, in one esbuild run per external list, under
+ * One bundle per distinct entry, in one esbuild run per external list and `awsImports`, under
  * `outdir`. Keyed by entry.
  */
 export async function bundleFunctions(
   functions: readonly FunctionToBundle[],
   outdir: string,
 ): Promise<Map<string, BuiltBundle>> {
-  const byExternal = new Map<string, Set<string>>();
+  const byOptions = new Map<string, Set<string>>();
   for (const fn of functions) {
-    const key = JSON.stringify([...fn.external].sort());
-    byExternal.set(key, (byExternal.get(key) ?? new Set()).add(fn.entry));
+    const key = JSON.stringify([[...fn.external].sort(), fn.awsImports ?? "none"]);
+    byOptions.set(key, (byOptions.get(key) ?? new Set()).add(fn.entry));
   }
   const bundles = new Map<string, BuiltBundle>();
-  for (const [key, entries] of byExternal) {
-    const external = JSON.parse(key) as string[];
+  for (const [key, entries] of byOptions) {
+    const [external, awsImports] = JSON.parse(key) as [string[], AwsImports];
     const result = await build({
       ...SLUICE_ESBUILD_OPTIONS,
       mainFields: [...SLUICE_ESBUILD_OPTIONS.mainFields],
+      conditions: esbuildConditions(awsImports),
       entryPoints: Object.fromEntries(
         [...entries].map((entry) => [`${folderOf(entry)}/index`, join(PROJECT_ROOT, entry)]),
       ),
@@ -70,6 +80,9 @@ export async function bundleFunctions(
           ...new Set(Object.keys(output.inputs).flatMap((input) => SDK_PACKAGE.exec(input)?.[1] ?? [])),
         ].sort(),
         externalImports: [...new Set(output.imports.filter((i) => i.external).map((i) => i.path))].sort(),
+        staticExternalImports: [
+          ...new Set(output.imports.filter((i) => i.external && i.kind === "import-statement").map((i) => i.path)),
+        ].sort(),
         inputs: Object.keys(output.inputs).sort(),
       });
     }

@@ -20,6 +20,7 @@ import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import type { Logger } from "#core/ports/logger";
+import { lazy, required } from "./lazy-ports.ts";
 
 /** The parts, named by what the function may do on AWS; the stack grants the same (lib/). */
 export const AWS_PART_NAMES = [
@@ -61,7 +62,7 @@ export interface AwsShared {
   readonly installedTrees: InstalledTreeStore;
 }
 
-/** One part: the ports it builds. Ports are built lazily (see {@link lazy}). */
+/** One part: the ports it builds. Ports are built lazily (`lazy` in lazy-ports.ts). */
 export interface AwsPart {
   readonly name: AwsPartName;
   build(context: AwsPartContext): Partial<Deps>;
@@ -71,46 +72,6 @@ export interface AwsPart {
 
 /** A function's parts, each loaded by a dynamic import (so that the bundle has it and no other). */
 export type AwsPartLoaders = Readonly<Partial<Record<AwsPartName, () => Promise<{ readonly part: AwsPart }>>>>;
-
-/** `build()`, called once, on first use. */
-export function once<T>(build: () => T): () => T {
-  let built: { value: T } | undefined;
-  return () => {
-    built ??= { value: build() };
-    return built.value;
-  };
-}
-
-/**
- * A port built on first use. A function is deployed with the settings and grants of the ports its
- * route uses only; building a port it was not deployed for fails at that use, naming the port and
- * the reason, instead of at the cold start of every function.
- *
- * A proxy rather than a getter on `Deps`, so that passing the port around, spreading or
- * destructuring `Deps`, or keying a WeakMap by the port (`loadComponent`) builds nothing. Methods
- * are bound to the built port, whose private fields a call through the proxy would not reach.
- */
-export function lazy<T extends object>(port: string, build: () => T): T {
-  const instance = once(() => {
-    try {
-      return build();
-    } catch (error) {
-      throw new Error(`${port} could not be built: ${(error as Error).message}`, { cause: error });
-    }
-  });
-  return new Proxy({} as T, {
-    get(_target, member) {
-      const target = instance() as Record<PropertyKey, unknown>;
-      const value = target[member];
-      return typeof value === "function" ? value.bind(target) : value;
-    },
-  });
-}
-
-export function required<T>(value: T | undefined, port: string, why: string): T {
-  if (value === undefined) throw new Error(`${port} is not available: this function was deployed without ${why}`);
-  return value;
-}
 
 /** The ports some part provides, and the name each is reported by when no part of the function does. */
 const PART_PORTS = {

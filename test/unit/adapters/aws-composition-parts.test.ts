@@ -9,7 +9,7 @@ import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
 import { route as getMe } from "#http/get-me";
 import { awsPartsFor, lambdaHandler } from "#http/lambda";
-import { loadedBy, sourcesUnder } from "../../support/import-boundaries.ts";
+import { AWS_STAND_INS, loadedBy, sourcesUnder } from "../../support/import-boundaries.ts";
 import { REPO_ROOT } from "../../support/local-process.ts";
 
 const tree = sourcesUnder(REPO_ROOT, ["functions"]);
@@ -137,11 +137,20 @@ describe("a route's Lambda entry", () => {
   });
 
   it("refuses parts other than its access needs, when its module is loaded", () => {
-    const part = async () => ({ part: tables as AwsPart });
     expect(() => lambdaHandler(getMe, {})).toThrow(
       'Route "get-me" names the AWS parts [], but its access needs [tables]',
     );
-    expect(() => lambdaHandler(getMe, { tables: part, secrets: part })).toThrow(/\[secrets, tables\]/);
-    expect(typeof lambdaHandler(getMe, { tables: part })).toBe("function");
+    expect(() => lambdaHandler(getMe, { tables, secrets })).toThrow(/\[secrets, tables\]/);
+    expect(typeof lambdaHandler(getMe, { tables })).toBe("function");
+  });
+
+  it("imports stand-ins for its parts outside a Lambda bundle, which load no SDK client and fail if built", async () => {
+    const { part: standIn } = await import("#aws-parts/tables");
+    expect(() => standIn.name).toThrow(/bundled into Lambda functions only \(esbuild conditions "sluice-lambda"/);
+    expect(() => standIn.build({} as AwsPartContext)).toThrow(/sluice-aws-parts/);
+    const { loadAwsDeps } = await import("#aws-composition");
+    await expect(loadAwsDeps({})).rejects.toThrow(/sluice-lambda/);
+    expect(sdkLoadedBy(AWS_STAND_INS)).toEqual([]);
+    expect(sdkLoadedBy("functions/http/get-me.ts")).toEqual([]);
   });
 });

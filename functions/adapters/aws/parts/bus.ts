@@ -1,8 +1,9 @@
 import { EventBridgeClient } from "@aws-sdk/client-eventbridge";
 import { SQSClient } from "@aws-sdk/client-sqs";
 import { fallbackQueueNameFor } from "#config/shared-names";
-import { type AwsPart, lazy, required } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
 import { EventBridgeEventBus } from "../eventbridge-event-bus.ts";
+import { lazy, required } from "../lazy-ports.ts";
 
 /**
  * Publishing stored events on EventBridge (docs/aws.md), with the queue named after the bus for

@@ -1,8 +1,9 @@
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
 import { systemClock } from "#core/ports/clock";
-import { type AwsPart, lazy } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
 import { documentClient } from "../dynamodb-client.ts";
 import { DynamoDbDelayedEmits } from "../dynamodb-delayed-emits.ts";
+import { lazy } from "../lazy-ports.ts";
 import { SchedulerDelayedEmits } from "../scheduler-delayed-emits.ts";
 
 /**

@@ -1,5 +1,6 @@
 import { SQSClient } from "@aws-sdk/client-sqs";
-import { type AwsPart, lazy, required } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
+import { lazy, required } from "../lazy-ports.ts";
 import { SqsDeliveryQueue } from "../sqs-delivery-queue.ts";
 
 /** Queueing webhook deliveries (the SQS FIFO delivery queue): functions that queue deliveries. */

@@ -4,9 +4,10 @@ import { LambdaClient } from "@aws-sdk/client-lambda";
 import { npmPackagesPlugin } from "#adapters/npm/esbuild-plugin";
 import { bundledNpmCli } from "#adapters/npm/npm-cli";
 import { NPM_HOME_FOLDER } from "#adapters/npm/package-cache";
-import { type AwsPart, lazy } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
 import { LambdaComponentHost } from "../lambda-component-host.ts";
 import { LambdaDeployFinisher } from "../lambda-deploy-finisher.ts";
+import { lazy } from "../lazy-ports.ts";
 import { loadLambdaEsbuild } from "../native-esbuild.ts";
 import { componentBundler } from "../source-bundle.ts";
 

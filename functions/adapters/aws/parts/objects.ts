@@ -1,5 +1,6 @@
 import { S3Client } from "@aws-sdk/client-s3";
-import { type AwsPart, lazy } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
+import { lazy } from "../lazy-ports.ts";
 import { S3ObjectSink } from "../s3-object-sink.ts";
 
 /**

@@ -1,6 +1,7 @@
 import { LambdaClient } from "@aws-sdk/client-lambda";
-import { type AwsPart, lazy, required } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
 import { LambdaEventPurger } from "../lambda-event-purger.ts";
+import { lazy, required } from "../lazy-ports.ts";
 
 /** The start of a background purge (an asynchronous invoke of the event purger): `access.eventPurges`. */
 export const part: AwsPart = {

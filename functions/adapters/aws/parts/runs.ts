@@ -1,6 +1,7 @@
 import { LambdaClient } from "@aws-sdk/client-lambda";
-import { type AwsPart, lazy, required } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
 import { LambdaRunQueue } from "../lambda-run-queue.ts";
+import { lazy, required } from "../lazy-ports.ts";
 
 /** The run queue (an asynchronous invoke of the source runner): functions that queue runs. */
 export const part: AwsPart = {

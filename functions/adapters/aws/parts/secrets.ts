@@ -1,6 +1,7 @@
 import { KMSClient } from "@aws-sdk/client-kms";
-import { type AwsPart, lazy, required } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
 import { KmsSecrets } from "../kms-secrets.ts";
+import { lazy, required } from "../lazy-ports.ts";
 
 /** Sealing and opening secret props (KMS): functions with the secrets key. */
 export const part: AwsPart = {

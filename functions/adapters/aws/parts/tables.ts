@@ -1,5 +1,5 @@
 import { systemClock } from "#core/ports/clock";
-import { type AwsPart, lazy, once } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
 import { DynamoDbAppAccountStore } from "../dynamodb-app-account-store.ts";
 import { documentClient } from "../dynamodb-client.ts";
 import { DynamoDbComponentStore } from "../dynamodb-component-store.ts";
@@ -13,6 +13,7 @@ import { DynamoDbSubscriptionStore } from "../dynamodb-subscription-store.ts";
 import { DynamoDbUsageStore } from "../dynamodb-usage-store.ts";
 import { DynamoDbWorkflowRunStore } from "../dynamodb-workflow-run-store.ts";
 import { DynamoDbWorkflowStore } from "../dynamodb-workflow-store.ts";
+import { lazy, once } from "../lazy-ports.ts";
 
 /** The stores on the resources table (DynamoDB): functions whose access names the table. */
 export const part: AwsPart = {

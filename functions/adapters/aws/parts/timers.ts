@@ -1,5 +1,6 @@
 import { SchedulerClient } from "@aws-sdk/client-scheduler";
-import { type AwsPart, lazy, required } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
+import { lazy, required } from "../lazy-ports.ts";
 import { SchedulerTimers } from "../scheduler-timers.ts";
 
 /** Sources' timers (EventBridge Scheduler): functions that deploy sources. */

@@ -1,5 +1,6 @@
 import type { InstalledTreeStore } from "#adapters/npm/installed-trees";
-import { type AwsPart, once } from "../composition.ts";
+import type { AwsPart } from "../composition.ts";
+import { once } from "../lazy-ports.ts";
 
 /**
  * The store of installed npm trees (S3, `npm-trees/` of the stack's bucket), given to the "host"
