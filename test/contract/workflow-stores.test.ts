@@ -7,10 +7,17 @@ import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database
 import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import type { SourceRecord } from "#core/component-model";
-import type { WorkflowRecord } from "#core/workflow-model";
+import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { workflowRunStoreContract } from "./workflow-run-store.contract.ts";
 import { workflowStoreContract } from "./workflow-store.contract.ts";
+
+/** Every begin as a queued job's (`rerunnable`), as the run queue's runs are begun. */
+class QueuedRunStore extends SqliteWorkflowRunStore {
+  override beginRun(run: WorkflowRun, nowMs: number) {
+    return super.beginRun(run, nowMs, { rerunnable: true });
+  }
+}
 
 describe("SQLite adapters", () => {
   workflowStoreContract(async () => new SqliteWorkflowStore(openSqlite(":memory:")));
@@ -23,6 +30,16 @@ describe("SQLite adapters", () => {
       }),
     { sweep: (store, nowMs) => (store as SqliteWorkflowRunStore).trimExpired(nowMs) },
   );
+  describe("runs begun as queued jobs (their record waits in memory for their finish)", () => {
+    workflowRunStoreContract(
+      async (retention) =>
+        new QueuedRunStore(openSqlite(":memory:"), {
+          retention: { maxAgeMs: retention?.maxAgeMs ?? 0, keepPerChannel: 0 },
+          chunkRows: 3,
+        }),
+      { sweep: (store, nowMs) => (store as SqliteWorkflowRunStore).trimExpired(nowMs) },
+    );
+  });
 
   it("finds workflows, timers and runs on indexes, never by scanning a table", () => {
     const db = openSqlite(":memory:");
