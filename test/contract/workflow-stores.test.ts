@@ -21,24 +21,19 @@ class QueuedRunStore extends SqliteWorkflowRunStore {
 
 describe("SQLite adapters", () => {
   workflowStoreContract(async () => new SqliteWorkflowStore(openSqlite(":memory:")));
-  workflowRunStoreContract(
-    async (retention) =>
-      new SqliteWorkflowRunStore(openSqlite(":memory:"), {
-        retention: { maxAgeMs: retention?.maxAgeMs ?? 0, keepPerChannel: 0 },
-        // Small chunks, so deletions and the sweep cross chunk boundaries in these tests.
-        chunkRows: 3,
-      }),
-    { sweep: (store, nowMs) => (store as SqliteWorkflowRunStore).trimExpired(nowMs) },
-  );
-  describe("runs begun as queued jobs (their record waits in memory for their finish)", () => {
+  /** The run store contract on `Store`, with small chunks so that deletions and the sweep cross chunk boundaries. */
+  const runStoreContract = (Store: typeof SqliteWorkflowRunStore) =>
     workflowRunStoreContract(
       async (retention) =>
-        new QueuedRunStore(openSqlite(":memory:"), {
+        new Store(openSqlite(":memory:"), {
           retention: { maxAgeMs: retention?.maxAgeMs ?? 0, keepPerChannel: 0 },
           chunkRows: 3,
         }),
       { sweep: (store, nowMs) => (store as SqliteWorkflowRunStore).trimExpired(nowMs) },
     );
+  runStoreContract(SqliteWorkflowRunStore);
+  describe("runs begun as queued jobs (their record waits in memory for their finish)", () => {
+    runStoreContract(QueuedRunStore);
   });
 
   it("finds workflows, timers and runs on indexes, never by scanning a table", () => {
