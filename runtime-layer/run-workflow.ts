@@ -253,8 +253,14 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     private readonly step: WorkflowStepInvocation,
     deadline: number,
   ) {
-    const context = run.invocation.context;
-    this.context = { ...(isBag(context) ? structuredClone(context) : {}), deadline };
+    // A copy per step, so that no step's code changes what a later one reads. The context came as
+    // JSON (a line from the host, a Lambda event), which toJson copies exactly; structuredClone
+    // and a spread cost ten times as much, a third of a three-step run's CPU here.
+    const context: { [key: string]: Json } = isBag(run.invocation.context)
+      ? (toJson(run.invocation.context) as { [key: string]: Json })
+      : {};
+    context.deadline = deadline;
+    this.context = context;
   }
 
   get invocationId(): string {

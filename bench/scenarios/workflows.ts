@@ -1,4 +1,6 @@
 import {
+  cpuPerEvent,
+  describeCpu,
   loadDetails,
   ms,
   numberedBody,
@@ -91,9 +93,13 @@ export const workflows: Scenario = {
       durationMs: context.pick(10_000, 1_500),
     });
     const share = (100 * result.rate) / reference.okPerSec;
-    context.log(`${perSec(result.rate)} runs ended (${share.toFixed(0)}% of bare ${perSec(reference.okPerSec)})`);
+    // CPU per run moves far less with the machine's load than the rate does: the figure to compare.
+    const perRun = describeCpu(cpuPerEvent(context.cpuMs(), {}, result.stored));
+    context.log(
+      `${perSec(result.rate)} runs ended (${share.toFixed(0)}% of bare ${perSec(reference.okPerSec)}); CPU per run: ${perRun}`,
+    );
     context.note(
-      `Runs/s is runs ended ÷ time from the first request until the last accepted one's run was recorded; HTTP accept rate ${perSec(result.load.okPerSec)}, latency p99 ${ms(result.load.latency.p99)}.`,
+      `Runs/s is runs ended ÷ time from the first request until the last accepted one's run was recorded; HTTP accept rate ${perSec(result.load.okPerSec)}, latency p99 ${ms(result.load.latency.p99)}. CPU per run at c=50: ${perRun}.`,
     );
 
     const responder = await api.createWorkflow(workflowBody(WORKFLOW_RESPOND_STEPS, true));

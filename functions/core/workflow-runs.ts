@@ -287,6 +287,8 @@ async function beginAndRun(
       logs: [],
     },
     now,
+    // A queued run's job runs again after a crash; a custom-response run is never queued.
+    { rerunnable: !respondable },
   );
   if (begun.outcome === "done") return { outcome: "done" };
   if (begun.outcome === "busy") {

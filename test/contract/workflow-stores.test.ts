@@ -7,22 +7,34 @@ import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database
 import { SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import type { SourceRecord } from "#core/component-model";
-import type { WorkflowRecord } from "#core/workflow-model";
+import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { workflowRunStoreContract } from "./workflow-run-store.contract.ts";
 import { workflowStoreContract } from "./workflow-store.contract.ts";
 
+/** Every begin as a queued job's (`rerunnable`), as the run queue's runs are begun. */
+class QueuedRunStore extends SqliteWorkflowRunStore {
+  override beginRun(run: WorkflowRun, nowMs: number) {
+    return super.beginRun(run, nowMs, { rerunnable: true });
+  }
+}
+
 describe("SQLite adapters", () => {
   workflowStoreContract(async () => new SqliteWorkflowStore(openSqlite(":memory:")));
-  workflowRunStoreContract(
-    async (retention) =>
-      new SqliteWorkflowRunStore(openSqlite(":memory:"), {
-        retention: { maxAgeMs: retention?.maxAgeMs ?? 0, keepPerChannel: 0 },
-        // Small chunks, so deletions and the sweep cross chunk boundaries in these tests.
-        chunkRows: 3,
-      }),
-    { sweep: (store, nowMs) => (store as SqliteWorkflowRunStore).trimExpired(nowMs) },
-  );
+  /** The run store contract on `Store`, with small chunks so that deletions and the sweep cross chunk boundaries. */
+  const runStoreContract = (Store: typeof SqliteWorkflowRunStore) =>
+    workflowRunStoreContract(
+      async (retention) =>
+        new Store(openSqlite(":memory:"), {
+          retention: { maxAgeMs: retention?.maxAgeMs ?? 0, keepPerChannel: 0 },
+          chunkRows: 3,
+        }),
+      { sweep: (store, nowMs) => (store as SqliteWorkflowRunStore).trimExpired(nowMs) },
+    );
+  runStoreContract(SqliteWorkflowRunStore);
+  describe("runs begun as queued jobs (their record waits in memory for their finish)", () => {
+    runStoreContract(QueuedRunStore);
+  });
 
   it("finds workflows, timers and runs on indexes, never by scanning a table", () => {
     const db = openSqlite(":memory:");

@@ -10,6 +10,19 @@ export type BeginRunResult =
   /** Another runner holds it until `leaseUntilMs`; try again after it. */
   | { outcome: "busy"; leaseUntilMs: number };
 
+/** How a run is begun. */
+export interface BeginRunOptions {
+  /**
+   * The run's job is queued durably and runs again if this process dies before the run is recorded
+   * (not a custom-response run, which answers its caller and is never queued). A store may then keep
+   * the `running` record in memory until the run's finish writes it once, ended, as long as every
+   * read answers as if it had been written at once: only a crash can tell, and the job run again
+   * then begins the run as a first attempt (decision 462). The SQLite adapter does; DynamoDB,
+   * where another runner may claim the run, writes at once.
+   */
+  rerunnable?: boolean;
+}
+
 /**
  * Runs of workflows: the once-only gate of a run (design 3.7) and its record. Adapters:
  * `SqliteWorkflowRunStore` (and, from step 2 of the design, a DynamoDB one); they pass
@@ -23,7 +36,7 @@ export interface WorkflowRunStore {
    * (its runner died), replaces it by `run` with the stored `attempts + 1`: `started`. When a
    * `running` one still holds its lease: `busy`. When an ended one is stored: `done`, nothing written.
    */
-  beginRun(run: WorkflowRun, nowMs: number): Promise<BeginRunResult>;
+  beginRun(run: WorkflowRun, nowMs: number, options?: BeginRunOptions): Promise<BeginRunResult>;
   /**
    * Records how a run ended (`run.status` is no longer `running`). Written only over the same
    * attempt still running: a run deleted meanwhile (with its workflow), ended, or taken over by

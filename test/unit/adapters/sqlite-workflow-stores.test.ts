@@ -7,6 +7,7 @@ import { openSqlite } from "#adapters/local/sqlite-database";
 import { SERVER_STOPPED_ERROR, SqliteWorkflowRunStore } from "#adapters/local/sqlite-workflow-run-store";
 import { SqliteWorkflowStore } from "#adapters/local/sqlite-workflow-store";
 import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
+import { eventually, when } from "../../support/eventually.ts";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -86,6 +87,91 @@ describe("SqliteWorkflowRunStore grouped writes", () => {
     mine.close();
     expect(await begun).toMatchObject({ outcome: "started" });
     expect(await new SqliteWorkflowRunStore(other).getRun("p_a", "run_1")).toMatchObject({ attempts: 1 });
+  });
+});
+
+describe("SqliteWorkflowRunStore runs begun rerunnable (a queued job's)", () => {
+  const rerunnable = { rerunnable: true };
+  /** What the file holds, read by another connection: status and attempts by run id. */
+  const onFile = (other: ReturnType<typeof sharedFile>["other"]) =>
+    Object.fromEntries(
+      other
+        .prepare<[], { id: string; status: string; attempts: number }>(
+          "SELECT id, status, attempts FROM workflow_runs ORDER BY id",
+        )
+        .all()
+        .map((row) => [row.id, `${row.status}/${row.attempts}`]),
+    );
+
+  it("writes a run that ends before its write-behind once, ended, and a waiting one when it is read", async () => {
+    const { mine, other } = sharedFile();
+    const store = new SqliteWorkflowRunStore(mine);
+    expect(await store.beginRun(run("run_1"), 1_000, rerunnable)).toMatchObject({ outcome: "started" });
+    expect(await store.beginRun(run("run_2"), 1_000, rerunnable)).toMatchObject({ outcome: "started" });
+    expect(onFile(other)).toEqual({});
+    await store.finishRun({ ...run("run_1"), attempts: 1, status: "success", endedAt: 1_005 });
+    expect(onFile(other)).toEqual({ run_1: "success/1" });
+    // A read answers as if every begin had been written at once: it writes the waiting ones first.
+    expect(await store.getRun("p_a", "run_2")).toMatchObject({ status: "running", attempts: 1 });
+    expect(onFile(other)).toEqual({ run_1: "success/1", run_2: "running/1" });
+    await store.finishRun({ ...run("run_2"), attempts: 1, status: "error", endedAt: 1_009 });
+    expect(onFile(other)).toEqual({ run_1: "success/1", run_2: "error/1" });
+  });
+
+  it("writes a begun run that has not ended as running within twice the write-behind delay", async () => {
+    const { mine, other } = sharedFile();
+    const store = new SqliteWorkflowRunStore(mine, { beginWriteDelayMs: 10 });
+    await store.beginRun(run("run_1"), 1_000, rerunnable);
+    await eventually(() => when(onFile(other).run_1 === "running/1"), "the begin written", { timeoutMs: 2_000 });
+  });
+
+  it("answers claims from a waiting begin: busy while its lease holds, then a take-over whose finish alone counts", async () => {
+    const { mine, other } = sharedFile();
+    const store = new SqliteWorkflowRunStore(mine);
+    await store.beginRun(run("run_1", { leaseUntilMs: 2_000 }), 1_000, rerunnable);
+    expect(await store.beginRun(run("run_1"), 1_500, rerunnable)).toEqual({ outcome: "busy", leaseUntilMs: 2_000 });
+    expect(await store.beginRun(run("run_1", { leaseUntilMs: 9_000 }), 2_001, rerunnable)).toMatchObject({
+      outcome: "started",
+      run: { attempts: 2 },
+    });
+    // The first attempt's runner was taken over: its finish is left out.
+    await store.finishRun({ ...run("run_1"), attempts: 1, status: "success" });
+    expect(onFile(other)).toEqual({});
+    await store.finishRun({ ...run("run_1"), attempts: 2, status: "exited" });
+    expect(onFile(other)).toEqual({ run_1: "exited/2" });
+    expect(await store.beginRun(run("run_1"), 3_000, rerunnable)).toEqual({ outcome: "done" });
+  });
+
+  it("forgets a waiting begin when its workflow's runs are deleted, so its finish brings nothing back", async () => {
+    const { mine, other } = sharedFile();
+    const store = new SqliteWorkflowRunStore(mine);
+    await store.beginRun(run("run_1"), 1_000, rerunnable);
+    await store.deleteRuns("p_a");
+    await store.finishRun({ ...run("run_1"), attempts: 1, status: "success" });
+    expect(onFile(other)).toEqual({});
+    expect(await store.listRuns("p_a", { limit: 10 })).toEqual({ items: [], totalCount: 0 });
+  });
+
+  it("takes back a waiting begin of a group that failed, so its write alone starts the run", async () => {
+    const store = new SqliteWorkflowRunStore(openSqlite(":memory:"));
+    const results = await Promise.allSettled([
+      store.beginRun(run("run_ok"), 1_000, rerunnable),
+      store.beginRun(run("run_bad", { eventPreview: { n: 1n } as never }), 1_000),
+    ]);
+    expect(results.map((r) => (r.status === "fulfilled" ? r.value.outcome : "rejected"))).toEqual([
+      "started",
+      "rejected",
+    ]);
+    expect((await store.listRuns("p_a", { limit: 10 })).items.map((r) => [r.id, r.attempts])).toEqual([["run_ok", 1]]);
+  });
+
+  it("writes waiting begins on flush, before the file is closed", async () => {
+    const { mine, other } = sharedFile();
+    const store = new SqliteWorkflowRunStore(mine);
+    await store.beginRun(run("run_1"), 1_000, rerunnable);
+    store.flush();
+    mine.close();
+    expect(onFile(other)).toEqual({ run_1: "running/1" });
   });
 });
 

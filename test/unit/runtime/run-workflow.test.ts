@@ -702,6 +702,28 @@ describe("runWorkflowSteps: $.context", () => {
     expect(seen.context.deadline).toBeLessThanOrEqual(Date.now() + 60_000);
     expect(seen.trigger).toEqual({ source_type: "HTTP" });
   });
+
+  it("is each step's own copy: what a step changes in it, nested or not, no later step sees", async () => {
+    const { load, invocation } = workflow({
+      first: {
+        async run({ $ }: { $: Dollar }) {
+          ($.context.run as { runs: number }).runs = 99;
+          $.context.id = "changed";
+          $.context.added = true;
+        },
+      },
+      second: probe((_steps, $) => $.context),
+    });
+    const result = await runWorkflowSteps(load, invocation);
+    const [seen] = emitted(result) as [Record<string, unknown>];
+    expect(seen).toEqual({
+      id: "run_1",
+      workflow_id: "p_test",
+      run: { runs: 1, retry_count: 0 },
+      deadline: expect.any(Number),
+    });
+    expect(invocation.context).toEqual({ id: "run_1", workflow_id: "p_test", run: { runs: 1, retry_count: 0 } });
+  });
 });
 
 describe("createWorkflowHandler: real step modules, as the Lambda entry loads them", () => {
