@@ -1,10 +1,21 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it } from "vitest";
 import { APPS_FILE_MAX_BYTES, loadAppCatalog } from "#adapters/app-catalog-files";
 import { DEFAULT_REGISTRY_DIR } from "#adapters/registry-files";
 import { appIdOf, parseAppsFile } from "#core/app-catalog-file";
+
+/** A temporary folder for an apps file, removed after the test (one holds an 8 MiB file). */
+const made: string[] = [];
+const tempDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "apps-"));
+  made.push(dir);
+  return dir;
+};
+afterEach(() => {
+  for (const dir of made.splice(0)) rmSync(dir, { recursive: true, force: true });
+});
 
 const oauthApp = {
   name_slug: "acme",
@@ -154,7 +165,7 @@ describe("loadAppCatalog", () => {
   });
 
   it("lets the operator's file add apps and replace shipped ones by slug", () => {
-    const dir = mkdtempSync(join(tmpdir(), "apps-"));
+    const dir = tempDir();
     const file = join(dir, "apps.json");
     writeFileSync(
       file,
@@ -169,7 +180,7 @@ describe("loadAppCatalog", () => {
   });
 
   it("refuses an operator's app whose id is another app's, or whose slug is another app's id", () => {
-    const dir = mkdtempSync(join(tmpdir(), "apps-"));
+    const dir = tempDir();
     const file = join(dir, "apps.json");
     const github = loadAppCatalog(DEFAULT_REGISTRY_DIR).find("github");
     // Served by that id, it would answer GET /v1/apps/<github's id> and take github's accounts' creates.
@@ -183,7 +194,7 @@ describe("loadAppCatalog", () => {
   });
 
   it("stops before reading a file past its size limit, saying so", () => {
-    const dir = mkdtempSync(join(tmpdir(), "apps-"));
+    const dir = tempDir();
     const file = join(dir, "apps.json");
     writeFileSync(file, `{"apps": []}${" ".repeat(APPS_FILE_MAX_BYTES)}`);
     expect(() => loadAppCatalog(DEFAULT_REGISTRY_DIR, file)).toThrow(
