@@ -13,8 +13,8 @@ import { createAccountRefresherHandler } from "#internal/account-refresher";
 import { startAccountRefreshDriver } from "#local-mode/drivers/account-refresh-driver";
 import { eventually, when } from "../../support/eventually.ts";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
-import { sourceRecord } from "../../support/source-record.ts";
 import { STAND_IN_USER, type StandInOAuthProvider, startStandInOAuthProvider } from "../../support/oauth-provider.ts";
+import { sourceRecord } from "../../support/source-record.ts";
 
 /*
  * The OAuth side of connected accounts against a stand-in provider on 127.0.0.1, through the real
