@@ -39,6 +39,7 @@ export default defineConfig({
           // than the cores): most of these files wait on child processes, servers and timers, and
           // one at a time the project took over 13 minutes (decision 331).
           maxWorkers: 2,
+          globalSetup: ["test/support/temp-root.ts"],
           include: ["test/**/*.test.ts"],
           exclude: ["test/unit/**", "test/aws-offline/**", "test/aws-live/**", ...NEEDS_DYNAMODB],
         },
@@ -48,7 +49,7 @@ export default defineConfig({
           ...shared,
           name: "dynamodb",
           include: NEEDS_DYNAMODB,
-          globalSetup: ["test/support/global-setup.ts"],
+          globalSetup: ["test/support/global-setup.ts", "test/support/temp-root.ts"],
           // As the integration project: vitest runs the two in one group, which needs one setting.
           maxWorkers: 2,
         },
