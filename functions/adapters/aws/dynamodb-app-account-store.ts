@@ -10,7 +10,7 @@ import type { AppAccountPage, AppAccountRecord, AppAccountStore, PendingConnect 
 import { failedConditionIndexes, isConditionalCheckFailed } from "./dynamodb-errors.ts";
 import { collectionQuery, countAll, type Item, putAllNew, queryUpTo } from "./dynamodb-paging.ts";
 import { type TransactItem, transactDelete, transactPut, transactWrite } from "./dynamodb-transactions.ts";
-import { resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
+import { appAccountExpirySortPrefix, resourceKeys, SORT_KEY_PREFIX } from "./table-design.ts";
 
 const ACCOUNT_PREFIX = SORT_KEY_PREFIX.appAccount;
 
@@ -195,8 +195,7 @@ export class DynamoDbAppAccountStore implements AppAccountStore {
         KeyConditionExpression: "pk = :pk AND sk < :before",
         ExpressionAttributeValues: {
           ":pk": resourceKeys.appAccountExpiries,
-          // Every key of an expiry before `beforeMs` sorts below its padded digits alone.
-          ":before": resourceKeys.appAccountExpiry(beforeMs, "").sk.slice(0, -1),
+          ":before": appAccountExpirySortPrefix(beforeMs),
         },
         ConsistentRead: true,
         Limit: limit,

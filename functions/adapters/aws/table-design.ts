@@ -92,7 +92,7 @@ export const resourceKeys = {
   appAccountExpiries: "ACCTEXPIRY",
   appAccountExpiry: (expiresAtMs: number, accountId: string) => ({
     pk: "ACCTEXPIRY",
-    sk: `${String(expiresAtMs).padStart(15, "0")}#${accountId}`,
+    sk: `${appAccountExpirySortPrefix(expiresAtMs)}#${accountId}`,
   }),
   /** An OAuth authorization in progress, by its `state`; removed by the table's TTL once expired. */
   pendingConnect: (state: string) => ({ pk: `OAUTHSTATE#${state}`, sk: "STATE" }),
@@ -140,6 +140,14 @@ export const SORT_KEY_PREFIX = {
   delayedEmit: "IN#",
   appAccount: "ACCT#",
 } as const;
+
+/**
+ * The start of an expiry index item's sort key: the epoch ms zero-padded to 15 digits, so string
+ * order is time order, and every key of an earlier expiry sorts below this one alone.
+ */
+export function appAccountExpirySortPrefix(expiresAtMs: number): string {
+  return String(expiresAtMs).padStart(15, "0");
+}
 
 /**
  * The part of an event's sort key after `EVT#`: `ms` zero-padded to 15 digits, `-`, `n` padded to
