@@ -125,7 +125,7 @@ export class SqliteRunQueue implements RunQueue {
   /** Jobs running per source. */
   private readonly runningBySource = new Map<string, number>();
   /** Jobs taken from the line while their source had no room, per source, in order. */
-  private readonly deferred = new Map<string, Held[]>();
+  private readonly deferred = new Map<string, HeldQueue>();
   private deferredCount = 0;
   /** Deferred jobs whose source has room again: they start before the line. */
   private freed: Held[] = [];
@@ -348,9 +348,12 @@ export class SqliteRunQueue implements RunQueue {
       if (!held) return this.takeDeferred();
       const sourceId = jobTarget(held.job);
       if ((this.runningBySource.get(sourceId) ?? 0) < this.perSourceConcurrency) return held;
-      const line = this.deferred.get(sourceId);
-      if (line) line.push(held);
-      else this.deferred.set(sourceId, [held]);
+      let line = this.deferred.get(sourceId);
+      if (!line) {
+        line = new HeldQueue();
+        this.deferred.set(sourceId, line);
+      }
+      line.push(held);
       this.deferredCount++;
     }
   }
