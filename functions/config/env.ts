@@ -216,7 +216,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.webhookMaxDelayMs]: z.coerce.number().int().min(1).default(1_800_000),
       [ENV.webhookTimeoutMs]: z.coerce.number().int().min(100).max(60_000).default(10_000),
       [ENV.webhookConcurrency]: z.coerce.number().int().min(1).max(256).default(8),
-      [ENV.webhookInFlight]: z.coerce.number().int().min(1).max(32).default(4),
+      [ENV.webhookInFlight]: z.coerce.number().int().min(1).max(32).default(16),
       [ENV.webhookAllowPrivate]: trueOrFalse,
       [ENV.componentUrlAllowPrivate]: trueOrFalse,
       [ENV.registryDir]: z.string().min(1).optional(),

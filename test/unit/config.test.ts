@@ -42,7 +42,7 @@ describe("configuration", () => {
         maxDelayMs: 1_800_000,
         timeoutMs: 10_000,
         concurrency: 8,
-        inFlightPerWebhook: 4,
+        inFlightPerWebhook: 16,
         allowPrivateAddresses: true,
       },
       s3Buckets: [],

@@ -28,7 +28,7 @@ export interface LocalDeliveryWorkerOptions {
   inFlightPerWebhook?: number;
   /**
    * Due deliveries of one webhook claimed together and then sent in order on its kept-alive
-   * connections: one claim per batch instead of per delivery. @default 32
+   * connections: one claim per batch instead of per delivery. @default 128
    */
   batchSize?: number;
   /** When Sluice itself failed an attempt (a store, a secret), the delivery is tried again this much later. @default 5000 */
@@ -95,7 +95,7 @@ export class LocalDeliveryWorker {
     this.settings = deliverySettings(options.settings);
     this.concurrency = Math.max(1, options.concurrency ?? 8);
     this.inFlightPerWebhook = Math.max(1, Math.floor(options.inFlightPerWebhook ?? 1));
-    this.batchSize = Math.max(1, Math.floor(options.batchSize ?? 32));
+    this.batchSize = Math.max(1, Math.floor(options.batchSize ?? 128));
     this.internalRetryMs = options.internalRetryMs ?? 5_000;
     this.deps = withSecretsOpenedOnce(options.deps);
   }
