@@ -194,6 +194,12 @@ export const MIGRATIONS: readonly string[] = [
   `CREATE INDEX app_accounts_by_expiry ON app_accounts (expires_at) WHERE expires_at IS NOT NULL AND healthy = 1;`,
   // The settings an update in progress replaces (sqlite-source-store.ts, SourceRecord.updateFrom).
   `ALTER TABLE sources ADD COLUMN update_from TEXT;`,
+  // A source's queued runs past its limit in memory are kept only in the file, marked with its id
+  // (sqlite-run-queue.ts, `maxHeldPerSource`), and read back in order; other rows leave it NULL.
+  `
+  ALTER TABLE run_jobs ADD COLUMN target TEXT;
+  CREATE INDEX run_jobs_spilled ON run_jobs (target, seq) WHERE target IS NOT NULL;
+  `,
 ];
 
 /**

@@ -22,10 +22,18 @@ export interface SqliteRunQueueOptions {
   perSourceConcurrency?: number;
   /**
    * Jobs left by a previous process read back at a time, as slots free up (so a long backlog is
-   * never all in memory).
+   * never all in memory); also the page in which a source's spilled jobs are read back.
    * @default 256
    */
   recoveryPageSize?: number;
+  /**
+   * Jobs of one source (or workflow) held in memory while they wait, at most. Past it, the
+   * source's new jobs are kept only in the file (*spilled*: their row carries the source's id) and
+   * read back a page at a time, in order, once its jobs in memory fall to half of it. Bounds the
+   * memory of a backlog that grows for as long as a source gets events faster than it runs them.
+   * @default 10000
+   */
+  maxHeldPerSource?: number;
   /**
    * How long the rows of finished jobs may wait to be deleted with the next write (an enqueue's,
    * usually). A crash in between only runs those jobs again.
@@ -46,11 +54,15 @@ export interface SqliteRunQueueOptions {
 interface Held {
   seq: number;
   job: RunJob;
+  /** Counted in its source's jobs held in memory (`heldBySource`) until it starts. */
+  counted?: boolean;
 }
 
 interface PendingInsert {
   job: RunJob;
   json: string;
+  /** The job's source when it is spilled (kept only in the file), else null; set by the grouped write. */
+  spillTo?: string | null;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -82,7 +94,10 @@ class HeldQueue {
 
 function prepare(db: SqliteDatabase) {
   return {
-    insert: db.prepare<[string]>("INSERT INTO run_jobs (job) VALUES (?)"),
+    insert: db.prepare<[string, string | null]>("INSERT INTO run_jobs (job, target) VALUES (?, ?)"),
+    spilledPage: db.prepare<[string, number, number], { seq: number; job: string }>(
+      "SELECT seq, job FROM run_jobs WHERE target = ? AND seq > ? ORDER BY seq LIMIT ?",
+    ),
     remove: db.prepare<[number]>("DELETE FROM run_jobs WHERE seq = ?"),
     lastSeq: db.prepare<[], { seq: number | null }>("SELECT max(seq) AS seq FROM run_jobs"),
     leftPage: db.prepare<[number, number, number], { seq: number; job: string }>(
@@ -103,7 +118,9 @@ function prepare(db: SqliteDatabase) {
  *   per job instead of two commits.
  * - A job is held in memory from its enqueue to its end: its row is never read back while this
  *   process lives. When the run has been applied, its row is deleted with the next grouped write
- *   (within `deleteDelayMs`).
+ *   (within `deleteDelayMs`). Past `maxHeldPerSource` waiting jobs of one source, its new jobs are
+ *   *spilled*: kept only in their rows (marked with its id) and read back in order, a page at a
+ *   time, as its jobs in memory run; so a backlog that keeps growing costs disk, not memory.
  * - {@link start} re-runs, before any new job, every job a previous process left (it died, or
  *   stopped before they ran), reading them back a page at a time. A job whose run had been applied
  *   but whose row was not yet deleted runs a second time: runs are at least once.
@@ -154,6 +171,12 @@ export class SqliteRunQueue implements RunQueue {
   private recoveredTo = 0;
   private recovering: Held[] = [];
   private leftToRead: boolean;
+  private readonly maxHeldPerSource: number;
+  /** Jobs waiting in memory per source (in the line or deferred), not counting those of a previous process. */
+  private readonly heldBySource = new Map<string, number>();
+  /** Sources with spilled jobs: the seq after which their next spilled row is. */
+  private readonly spills = new Map<string, { readAfter: number }>();
+  private spilledCount = 0;
   private started = false;
   private stopped = false;
 
@@ -165,11 +188,12 @@ export class SqliteRunQueue implements RunQueue {
     const s = this.statements;
     this.write = db.transaction((deletes: number[], inserts: PendingInsert[]) => {
       for (const seq of deletes) s.remove.run(seq);
-      return inserts.map((insert) => Number(s.insert.run(insert.json).lastInsertRowid));
+      return inserts.map((insert) => Number(s.insert.run(insert.json, insert.spillTo ?? null).lastInsertRowid));
     });
     this.concurrency = Math.max(1, options.concurrency ?? 64);
     this.perSourceConcurrency = Math.max(1, options.perSourceConcurrency ?? Math.floor(this.concurrency / 4));
     this.recoveryPageSize = Math.max(1, options.recoveryPageSize ?? 256);
+    this.maxHeldPerSource = Math.max(2, options.maxHeldPerSource ?? 10_000);
     this.deleteDelayMs = Math.max(0, options.deleteDelayMs ?? 10);
     this.retryDelayMs = Math.max(1, options.retryDelayMs ?? 500);
     this.maxRetryDelayMs = Math.max(this.retryDelayMs, options.maxRetryDelayMs ?? 5_000);
@@ -183,7 +207,7 @@ export class SqliteRunQueue implements RunQueue {
     if (this.stopped) {
       // Closing: written at once (the file closes next), run at the next start.
       try {
-        this.statements.insert.run(json);
+        this.statements.insert.run(json, null);
         return Promise.resolve();
       } catch (error) {
         return Promise.reject(error);
@@ -228,7 +252,8 @@ export class SqliteRunQueue implements RunQueue {
       this.deferredCount +
       this.freed.length +
       this.held.size +
-      this.running
+      this.running +
+      this.spilledCount
     );
   }
 
@@ -278,6 +303,7 @@ export class SqliteRunQueue implements RunQueue {
     if (inserts.length === 0 && deletes.length === 0) return;
     this.pendingInserts = [];
     this.pendingDeletes = [];
+    this.decideSpills(inserts);
     let seqs: number[];
     try {
       seqs = this.write(deletes, inserts);
@@ -287,10 +313,87 @@ export class SqliteRunQueue implements RunQueue {
       return;
     }
     inserts.forEach((insert, index) => {
-      this.waiting.push({ seq: seqs[index] as number, job: insert.job });
+      const seq = seqs[index] as number;
+      if (insert.spillTo) this.spilled(insert.spillTo, seq);
+      else this.hold({ seq, job: insert.job });
       insert.resolve();
     });
     if (inserts.length > 0) this.pump();
+  }
+
+  /**
+   * Marks the inserts of a source that is spilling, or that would pass `maxHeldPerSource` with
+   * them, to be kept only in the file: once a source spills, all its new jobs do until its spilled
+   * rows are read back, so its jobs keep their order.
+   */
+  private decideSpills(inserts: PendingInsert[]): void {
+    let adding: Map<string, number> | undefined;
+    for (const insert of inserts) {
+      const target = jobTarget(insert.job);
+      const held = (this.heldBySource.get(target) ?? 0) + (adding?.get(target) ?? 0);
+      if (this.spills.has(target) || held >= this.maxHeldPerSource) {
+        insert.spillTo = target;
+        continue;
+      }
+      insert.spillTo = null;
+      adding ??= new Map();
+      adding.set(target, (adding.get(target) ?? 0) + 1);
+    }
+  }
+
+  private spilled(target: string, seq: number): void {
+    if (!this.spills.has(target)) {
+      // Every earlier spilled row of this source was read back already (their seqs are lower).
+      this.spills.set(target, { readAfter: seq - 1 });
+      this.options.log.warn("a source's queued runs are kept in the data file only until it catches up", {
+        target_id: target,
+        held_in_memory: this.heldBySource.get(target) ?? 0,
+      });
+    }
+    this.spilledCount++;
+  }
+
+  /** A job waits in memory, in the line. */
+  private hold(held: Held): void {
+    const target = jobTarget(held.job);
+    this.heldBySource.set(target, (this.heldBySource.get(target) ?? 0) + 1);
+    held.counted = true;
+    this.waiting.push(held);
+  }
+
+  /**
+   * A job of `target` left memory to run: once the source's jobs in memory are down to half the
+   * limit, its next spilled page is read back to the end of the line (after every job of it there).
+   */
+  private released(target: string): void {
+    const left = (this.heldBySource.get(target) ?? 1) - 1;
+    if (left > 0) this.heldBySource.set(target, left);
+    else this.heldBySource.delete(target);
+    const spill = this.spills.get(target);
+    if (!spill || left > this.maxHeldPerSource / 2) return;
+    const pageSize = Math.min(this.recoveryPageSize, Math.ceil(this.maxHeldPerSource / 2));
+    let rows: { seq: number; job: string }[];
+    try {
+      rows = this.statements.spilledPage.all(target, spill.readAfter, pageSize);
+    } catch (error) {
+      // Tried again when its next job starts; at worst they run at the next start.
+      this.options.log.error("queued source runs kept in the data file could not be read back", {
+        target_id: target,
+        error: String(error),
+      });
+      return;
+    }
+    if (rows.length < pageSize) this.spills.delete(target);
+    for (const row of rows) {
+      spill.readAfter = row.seq;
+      this.spilledCount--;
+      try {
+        this.hold({ seq: row.seq, job: JSON.parse(row.job) as RunJob });
+      } catch {
+        this.options.log.error("a malformed queued source run was dropped", { seq: row.seq });
+        this.finished(row.seq);
+      }
+    }
   }
 
   /** Deletes finished jobs' rows when the grouped write failed for an insert. */
@@ -319,6 +422,10 @@ export class SqliteRunQueue implements RunQueue {
       this.running++;
       const sourceId = jobTarget(next.job);
       this.runningBySource.set(sourceId, (this.runningBySource.get(sourceId) ?? 0) + 1);
+      if (next.counted) {
+        next.counted = false;
+        this.released(sourceId);
+      }
       this.options
         .run(next.job)
         .then(

@@ -228,6 +228,79 @@ describe("SqliteRunQueue", () => {
     expect(queue.pending).toBe(0);
   });
 
+  it("keeps a source's jobs past `maxHeldPerSource` only in the file and reads them back in order, without holding other sources back", async () => {
+    const db = openSqlite(":memory:");
+    const started: string[] = [];
+    const ends = new Map<string, () => void>();
+    const run = (queued: SourceRunJob) =>
+      new Promise<void>((resolve) => {
+        const name = `${queued.sourceId}:${(queued.event as { n: number }).n}`;
+        started.push(name);
+        ends.set(name, resolve);
+      });
+    const warnings: string[] = [];
+    const log = { ...recordingLogger(), warn: (message: string) => void warnings.push(message) };
+    const queue = new SqliteRunQueue(db, { run, log, concurrency: 1, maxHeldPerSource: 4, recoveryPageSize: 2 });
+    const numbered = (sourceId: string, n: number): SourceRunJob => ({ sourceId, trigger: "http", event: { n } });
+    const spilledRows = () =>
+      db.prepare<[], { target: string; n: number }>("SELECT target, count(*) AS n FROM run_jobs WHERE target IS NOT NULL GROUP BY target").all();
+    // Ten jobs in one turn (one grouped write), then one more of another source.
+    await Promise.all(Array.from({ length: 10 }, (_, index) => queue.enqueue(numbered("dc_hot", index + 1))));
+    await queue.enqueue(numbered("dc_other", 1));
+    expect(spilledRows()).toEqual([{ target: "dc_hot", n: 6 }]);
+    expect(queue.pending).toBe(11);
+    expect(warnings).toEqual(["a source's queued runs are kept in the data file only until it catches up"]);
+    queue.start();
+    const finish = async (name: string, next: string) => {
+      ends.get(name)?.();
+      await expect.poll(() => started.at(-1)).toBe(next);
+    };
+    expect(started).toEqual(["dc_hot:1"]);
+    // dc_other:1 came after six spilled jobs of dc_hot, but was held in memory: it runs in its turn.
+    await finish("dc_hot:1", "dc_hot:2");
+    await finish("dc_hot:2", "dc_hot:3");
+    await finish("dc_hot:3", "dc_hot:4");
+    await finish("dc_hot:4", "dc_other:1");
+    // While dc_hot spills, its new jobs spill too (behind the others), so its order holds.
+    await queue.enqueue(numbered("dc_hot", 11));
+    for (let n = 5; n <= 11; n++) await finish(n === 5 ? "dc_other:1" : `dc_hot:${n - 1}`, `dc_hot:${n}`);
+    ends.get("dc_hot:11")?.();
+    await queue.drain(10_000);
+    expect(started).toEqual([
+      ...[1, 2, 3, 4].map((n) => `dc_hot:${n}`),
+      "dc_other:1",
+      ...[5, 6, 7, 8, 9, 10, 11].map((n) => `dc_hot:${n}`),
+    ]);
+    expect(queue.pending).toBe(0);
+    await expect.poll(() => queue.size()).toBe(0);
+    // Spilling ended with the backlog: the next job is held in memory again.
+    await queue.enqueue(numbered("dc_hot", 12));
+    expect(spilledRows()).toEqual([]);
+    queue.stop();
+  });
+
+  it("runs spilled jobs a stopped process left at the next start, in order", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "sluice-run-queue-"));
+    folders.push(folder);
+    const file = join(folder, "q.db");
+    const numbered = (n: number): SourceRunJob => ({ sourceId: "dc_hot", trigger: "http", event: { n } });
+    const first = openSqlite(file);
+    const stopped = new SqliteRunQueue(first, { run: instantRuns().run, log: recordingLogger(), maxHeldPerSource: 3 });
+    await Promise.all(Array.from({ length: 8 }, (_, index) => stopped.enqueue(numbered(index + 1))));
+    expect(first.prepare("SELECT count(*) AS n FROM run_jobs WHERE target IS NOT NULL").get()).toEqual({ n: 5 });
+    stopped.stop();
+    first.close();
+    const second = openSqlite(file);
+    const runs = instantRuns();
+    const queue = new SqliteRunQueue(second, { run: runs.run, log: recordingLogger(), maxHeldPerSource: 3 });
+    queue.start();
+    await queue.drain(10_000);
+    expect(runs.ran.map((ran) => (ran.event as { n: number }).n)).toEqual([1, 2, 3, 4, 5, 6, 7, 8]);
+    await expect.poll(() => queue.size()).toBe(0);
+    queue.stop();
+    second.close();
+  });
+
   it("holds a job whose run another runner holds (RunBusyError) until the lease ends, keeping its row, then runs it", async () => {
     const db = openSqlite(":memory:");
     const tries: number[] = [];
