@@ -216,7 +216,8 @@ export async function deployTriggerSources(
   checked: CheckedTrigger[],
   options: TriggerDeployOptions = {},
 ): Promise<DeployedTriggers> {
-  const budget = options.answerByMs === undefined ? {} : { answerByMs: options.answerByMs, deferHandOver: true as const };
+  const budget =
+    options.answerByMs === undefined ? {} : { answerByMs: options.answerByMs, deferHandOver: true as const };
   const records: TriggerRecord[] = [];
   const handOver: string[] = [];
   try {

@@ -125,7 +125,8 @@ async function setUp(options: Options = {}) {
     /** Runs the finisher's jobs handed over so far, as Lambda would. */
     finish: async () => {
       const handler = createDeployFinisherHandler(async () => deps);
-      for (const id of handedOver.splice(0)) await handler({ sourceId: id }, { getRemainingTimeInMillis: () => 120_000 });
+      for (const id of handedOver.splice(0))
+        await handler({ sourceId: id }, { getRemainingTimeInMillis: () => 120_000 });
     },
     sourcesLeft: async () => (await deps.sources.listSourcesOfUser(caller.userId, { limit: 20 })).items,
     subscribers: async (sourceId: string) =>
@@ -164,7 +165,10 @@ describe("a workflow's trigger source on AWS (a deadline and a deploy finisher)"
     expect(await t.subscribers(sourceId)).toEqual([]);
     // The workflow's and the source's reads show the progress.
     expect((await getWorkflow(t.deps, t.caller, created.id)).triggers[0]).toMatchObject({ deploy_state: "deploying" });
-    expect(await getSource(t.deps, t.caller, sourceId)).toMatchObject({ deploy_state: "deploying", deploy_step: "deploy" });
+    expect(await getSource(t.deps, t.caller, sourceId)).toMatchObject({
+      deploy_state: "deploying",
+      deploy_step: "deploy",
+    });
 
     await t.finish();
     expect(t.ops).toEqual(["prepare hooked", "deploy hooked", "activate hooked"]);
@@ -204,7 +208,11 @@ describe("a workflow's trigger source on AWS (a deadline and a deploy finisher)"
 
     t.ops.length = 0;
     const deactivated = await updateWorkflow(t.deps, t.caller, created.id, { active: false }, t.timed());
-    expect(deactivated.triggers[0]).toMatchObject({ active: false, deploy_state: "deploying", deploy_step: "deactivate" });
+    expect(deactivated.triggers[0]).toMatchObject({
+      active: false,
+      deploy_state: "deploying",
+      deploy_step: "deactivate",
+    });
     expect(t.ops).toEqual([]);
     await t.finish();
     expect(t.ops).toEqual(["deactivate hooked", "prepare hooked"]);
