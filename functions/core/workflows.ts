@@ -522,7 +522,8 @@ export async function updateWorkflow(
     await deactivateTriggers(deps, caller, current, next, options);
   await deps.workflows.updateWorkflow(next);
   await resubscribe(deps, caller, current, next, handOver);
-  if (next.active && (!current.active || input.triggers !== undefined))
+  // `active: true` again also activates a source left inactive by an activation that failed.
+  if (next.active && (!current.active || input.triggers !== undefined || input.active === true))
     await activateTriggers(deps, caller, next, current, options);
   await handOverTriggerSources(deps, handOver);
   deps.log.info("workflow updated", logFields(next));

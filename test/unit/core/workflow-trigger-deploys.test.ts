@@ -452,6 +452,49 @@ describe("a workflow's trigger source that fails or is interrupted", () => {
   });
 });
 
+describe("a workflow's trigger sources in races and retries (AWS)", () => {
+  it("makes one workflow of two creates with one external_id at once; the other's source is removed, never handed over", async () => {
+    const t = await setUp();
+    t.withFinisher();
+    const body = { external_id: "wf-race", steps: STEPS, triggers: [hookedTrigger()] };
+    const [first, second] = await Promise.all([
+      createWorkflow(t.deps, t.caller, body, t.timed()),
+      createWorkflow(t.deps, t.caller, body, t.timed()),
+    ]);
+    expect(second.id).toBe(first.id);
+    const left = await t.sourcesLeft();
+    expect(left.map((source) => source.id)).toEqual([firstTriggerId(first)]);
+    expect(t.handedOver).toEqual([firstTriggerId(first)]);
+    // The loser's source ran no hook: it never got past its function.
+    expect(t.ops.filter((op) => !op.startsWith("prepare"))).toEqual([]);
+  });
+
+  it("activates again, on PUT active: true, a trigger source whose activation failed in the background", async () => {
+    const failing = new Set(["activate hooked"]);
+    const t = await setUp({ failing });
+    const created = await createWorkflow(t.deps, t.caller, { steps: STEPS, triggers: [hookedTrigger()] });
+    const sourceId = firstTriggerId(created);
+    t.withFinisher();
+    await updateWorkflow(t.deps, t.caller, created.id, { active: true }, t.timed());
+    await t.finish();
+    const failed = await getWorkflow(t.deps, t.caller, created.id);
+    expect(failed).toMatchObject({ active: true });
+    expect(failed.triggers[0]).toMatchObject({
+      active: false,
+      deploy_state: "failed",
+      deploy_error: expect.stringContaining("the activate hook failed"),
+    });
+    failing.clear();
+    const again = await updateWorkflow(t.deps, t.caller, created.id, { active: true }, t.timed());
+    expect(again.triggers[0]).toMatchObject({ deploy_state: "deploying", deploy_step: "activate" });
+    await t.finish();
+    const healed = (await getWorkflow(t.deps, t.caller, created.id)).triggers[0];
+    expect(healed).toMatchObject({ id: sourceId, active: true });
+    expect(healed).not.toHaveProperty("deploy_state");
+    expect(t.timers.at(-1)).toBe(`schedule ${sourceId}`);
+  });
+});
+
 describe("a workflow's trigger source in local mode (no deadline, no finisher)", () => {
   it("is deployed whole in the request and subscribed before the workflow is answered; an inactive one runs no activate()", async () => {
     const t = await setUp();
