@@ -5,6 +5,8 @@ import type { Deps } from "#core/ports/deps";
 import { timerTargetId } from "#core/ports/timers";
 import { DEPLOY_ABANDONED_AFTER_MS, finishDeploy, getSource, recoverInterruptedDeploys } from "#core/sources";
 import { createWorkflow, deleteWorkflow, getWorkflow, updateWorkflow } from "#core/workflows";
+import { route as createRoute } from "#http/create-workflow";
+import { route as updateRoute } from "#http/update-workflow";
 import { createDeployFinisherHandler } from "#internal/deploy-finisher";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
@@ -159,6 +161,8 @@ describe("a workflow's trigger source on AWS (a deadline and a deploy finisher)"
       deploy_state: "deploying",
       deploy_step: "deploy",
     });
+    // The route's documented answer has room for the trigger's deploy fields.
+    expect(createRoute.response.safeParse({ data: created }).success).toBe(true);
     expect(t.ops).toEqual(["prepare hooked"]);
     expect(t.handedOver).toEqual([sourceId]);
     // Not yet subscribed: the workflow gets what the source emits once it is deployed.
@@ -306,6 +310,7 @@ describe("a workflow's trigger source that fails or is interrupted", () => {
     await t.finish();
     const shown = await getWorkflow(t.deps, t.caller, created.id);
     expect(shown).toMatchObject({ active: true });
+    expect(updateRoute.response.safeParse({ data: shown }).success).toBe(true);
     expect(shown.triggers[0]).toMatchObject({
       id: failedId,
       deploy_state: "failed",
