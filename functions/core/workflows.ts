@@ -522,10 +522,11 @@ export async function updateWorkflow(
     await deactivateTriggers(deps, caller, current, next, options);
   await deps.workflows.updateWorkflow(next);
   await resubscribe(deps, caller, current, next, handOver);
+  // The new sources' jobs, before the other sources' activation: whatever that does, these finish.
+  await handOverTriggerSources(deps, handOver);
   // `active: true` again also activates a source left inactive by an activation that failed.
   if (next.active && (!current.active || input.triggers !== undefined || input.active === true))
     await activateTriggers(deps, caller, next, current, options);
-  await handOverTriggerSources(deps, handOver);
   deps.log.info("workflow updated", logFields(next));
   return present(deps, next, components);
 }
