@@ -50,7 +50,7 @@ import {
 } from "./props.ts";
 import { redactPaths } from "./redact-paths.ts";
 import { interfaceContext, invokeSource, loadComponent, probeSource, propsOf, sourceCode } from "./source-runs.ts";
-import { applyAutoSubscriptions } from "./subscriptions.ts";
+import { applyAutoSubscriptions, subscribeWorkflow } from "./subscriptions.ts";
 import { epochSeconds } from "./time.ts";
 import { requestHash } from "./workflow-external-ids.ts";
 
@@ -265,12 +265,24 @@ export const DEPLOY_ABANDONED_AFTER_MS = 15 * 60 * 1000;
  * answers its source again (#core/idempotency-keys). With `answerByMs` (epoch ms by which the
  * caller must answer: an AWS route), the steps after the save that do not fit in the time left go
  * to the deploy finisher ({@link runDeploySteps}), and the source is answered still deploying.
+ *
+ * A workflow's trigger source (`workflowId`) is deployed with its workflow's `active`: an inactive
+ * one runs `deploy()` but not `activate()`, and gets no timer. With `deferHandOver`, a step that
+ * does not fit is written on the record but the finisher is not invoked: the workflow hands it
+ * over ({@link handOverDeploy}) once it is stored, so that the finisher never runs for a workflow
+ * that its request then fails to make.
  */
 export async function deploySource(
   deps: SourceDeps,
   caller: Caller,
   input: CreateSourceInput,
-  options: { workflowId?: string; idempotencyKey?: string; answerByMs?: number; handOver?: false } = {},
+  options: {
+    workflowId?: string;
+    idempotencyKey?: string;
+    answerByMs?: number;
+    active?: boolean;
+    deferHandOver?: true;
+  } = {},
 ) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const key = options.idempotencyKey === undefined ? undefined : requireIdempotencyKey(options.idempotencyKey);
@@ -292,7 +304,7 @@ export async function deploySource(
     name,
     nameSlug: slugify(name),
     configuredProps: {},
-    active: true,
+    active: options.active ?? true,
     createdAt: now,
     updatedAt: now,
   };
@@ -347,33 +359,29 @@ export async function deploySource(
 export const PREPARE_BUDGET_MS = 5_000;
 
 /**
- * The time a request has for the steps of a deploy or an update (AWS: `answerByMs`), and what
- * becomes of a step that does not fit: handed to the deploy finisher, or (`handOver: false`, a
- * workflow's trigger source, which its workflow must have deployed when it answers) refused.
+ * The time a request has for the steps of a deploy or an update (AWS: `answerByMs`); a step that
+ * does not fit is handed to the deploy finisher, at once or (`deferHandOver`, a workflow's trigger
+ * source) by the caller once it has stored what the source belongs to ({@link handOverDeploy}).
  */
 interface StepBudget {
   answerByMs: number;
-  handOver: boolean;
+  deferHandOver: boolean;
 }
 
-function budgetOf(options: { answerByMs?: number; handOver?: false }): StepBudget | undefined {
+function budgetOf(options: { answerByMs?: number; deferHandOver?: true }): StepBudget | undefined {
   return options.answerByMs === undefined
     ? undefined
-    : { answerByMs: options.answerByMs, handOver: options.handOver !== false };
+    : { answerByMs: options.answerByMs, deferHandOver: options.deferHandOver === true };
 }
 
 /**
  * Whether a step that needs `needsMs` runs now: yes without a budget or without a finisher (local
- * mode, or a deployment without one), or when it fits in the time left. A step that does not fit
- * is "later" (the finisher's), or refused when the budget may not hand over.
+ * mode, or a deployment without one), or when it fits in the time left; else "later" (the finisher's).
  */
-function stepTiming(deps: SourceDeps, budget: StepBudget | undefined, step: DeployStep, needsMs: number) {
+function stepTiming(deps: SourceDeps, budget: StepBudget | undefined, needsMs: number) {
   if (budget === undefined || deps.deployFinisher === undefined) return "now" as const;
   if (deps.clock.nowMs() + needsMs <= budget.answerByMs) return "now" as const;
-  if (budget.handOver) return "later" as const;
-  const what = step === "prepare" ? "its function could not be made" : `its ${step} hook could not run`;
-  const message = `${what} within the API's time limit on this deployment; deploy it with POST /v1/sources and give its source_id instead`;
-  throw new DomainError("validation", message, [{ field: "component_code", message }]);
+  return "later" as const;
 }
 
 /** What a step needs of the request's time: {@link PREPARE_BUDGET_MS} for the function, a hook's whole limit. */
@@ -392,12 +400,7 @@ async function prepareWithin(
 ): Promise<boolean> {
   const readyBy = budget && deps.deployFinisher ? { readyByMs: budget.answerByMs } : undefined;
   const outcome = await deps.host.prepare(sourceCode(source, component), readyBy);
-  if (outcome !== "pending" || readyBy === undefined) return true;
-  if (budget?.handOver === false) {
-    const message = "its function was not ready within the API's time limit; try again in a moment";
-    throw new DomainError("validation", message, [{ field: "component_code", message }]);
-  }
-  return false;
+  return outcome !== "pending" || readyBy === undefined;
 }
 
 type CreateStep = (typeof DEPLOY_STEPS)[number];
@@ -405,8 +408,11 @@ type CreateStep = (typeof DEPLOY_STEPS)[number];
 /**
  * The steps of a deploy after its source is saved, from step `from` on (#core/component-model
  * `DEPLOY_STEPS`): `prepare` (the source's function, then the owner's auto subscriptions, so that
- * what `deploy()` logs or throws reaches them), the `deploy()` and `activate()` hooks, and last
- * the timer and the write that clears the mark. Returns the source as saved.
+ * what `deploy()` logs or throws reaches them), the `deploy()` and `activate()` hooks (an inactive
+ * source, a trigger of an inactive workflow, skips `activate()`), and last the timer (when active)
+ * and the write that clears the mark. Returns the source as saved. In the finisher (`track`), a
+ * workflow's trigger source is subscribed to by its workflow before that write
+ * ({@link subscribeTriggerWorkflow}), as its workflow's request does for one deployed in it.
  *
  * With a budget and a deploy finisher, a step starts only if it fits in the time left:
  * `prepare` with {@link PREPARE_BUDGET_MS} left (and no wait for its function past `answerByMs`),
@@ -423,38 +429,103 @@ async function runDeploySteps(
   budget?: StepBudget,
   track = false,
 ): Promise<SourceRecord> {
-  // A workflow's trigger source (never handed over): its `deactivate()` runs in the requests that
-  // deactivate or delete its workflow, so one that would not fit in a request's time is refused now.
-  if (from === "prepare" && budget?.handOver === false && component.metadata.hooks.includes("deactivate")) {
-    stepTiming(deps, budget, "deactivate", stepNeedsMs(deps, "deactivate"));
-  }
   let current = source;
   for (const step of DEPLOY_STEPS.slice(DEPLOY_STEPS.indexOf(from))) {
     if (step !== "prepare" && !component.metadata.hooks.includes(step)) continue;
-    if (stepTiming(deps, budget, step, stepNeedsMs(deps, step)) === "later") return deferDeploy(deps, current, step);
+    if (step === "activate" && !current.active) continue;
+    if (stepTiming(deps, budget, stepNeedsMs(deps, step)) === "later") {
+      return deferDeploy(deps, current, step, budget?.deferHandOver === true);
+    }
     // The finisher shows where it is; a request does not spend a write on it.
     if (track && current.deployStep !== step)
       current = await deps.sources.updateSource({ ...current, deployStep: step });
     if (step === "prepare") {
-      if (!(await prepareWithin(deps, current, component, budget))) return deferDeploy(deps, current, "prepare");
+      if (!(await prepareWithin(deps, current, component, budget))) {
+        return deferDeploy(deps, current, "prepare", budget?.deferHandOver === true);
+      }
       await applyAutoSubscriptions(deps, current);
     } else {
       await runHook(deps, current, component, step);
     }
   }
-  if (current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
+  if (track && current.workflowId !== undefined) await subscribeTriggerWorkflow(deps, current, current.workflowId);
+  if (current.active && current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
   const { deployingSince: _done, deployStep: _step, ...deployed } = current;
   current = await deps.sources.updateSource(deployed);
   deps.log.info("source deployed", sourceLogFields(current));
   return current;
 }
 
-async function deferDeploy(deps: SourceDeps, source: SourceRecord, step: DeployStep): Promise<SourceRecord> {
+async function deferDeploy(
+  deps: SourceDeps,
+  source: SourceRecord,
+  step: DeployStep,
+  deferHandOver = false,
+): Promise<SourceRecord> {
   const marked = await deps.sources.updateSource({ ...source, deployStep: step });
-  await deps.deployFinisher?.finishLater(source.id);
+  if (!deferHandOver) await deps.deployFinisher?.finishLater(source.id);
   const fields = { ...sourceLogFields(source), deploy_step: step };
   deps.log.info(`source ${source.updateFrom ? "update" : "deploy"} goes on in the background`, fields);
   return marked;
+}
+
+/**
+ * Hands a create deployed with `deferHandOver` to the deploy finisher (a workflow's trigger
+ * source, once its workflow is stored and subscribed). A hand-over that fails does not fail the
+ * caller, whose workflow is stored already: the deploy fails in place, as one failing in the
+ * finisher (`deploy_state: "failed"`, what it made removed, the record left to the sweep). False then.
+ */
+export async function handOverDeploy(deps: SourceDeps, sourceId: string): Promise<boolean> {
+  try {
+    await deps.deployFinisher?.finishLater(sourceId);
+    return true;
+  } catch (error) {
+    const source = await deps.sources.getSource(sourceId);
+    if (source) await failDeploy(deps, source, error);
+    return false;
+  }
+}
+
+/**
+ * The finisher's subscription of a workflow to its trigger source, once the source's hooks ran:
+ * the subscription named by the workflow's trigger. A workflow that no longer has this source as
+ * a trigger fails the deploy (it cannot be deleted nor its triggers replaced while the source
+ * deploys, so this is a source nothing would ever remove but the sweep).
+ */
+async function subscribeTriggerWorkflow(deps: SourceDeps, source: SourceRecord, workflowId: string) {
+  const workflow = await deps.workflows.getWorkflow(workflowId);
+  const trigger = workflow?.triggers.find((item) => item.type === "source" && item.sourceId === source.id);
+  if (!workflow || trigger?.type !== "source") {
+    throw new DomainError("validation", `its workflow ${workflowId} no longer has it as a trigger`);
+  }
+  await subscribeWorkflow(deps, workflow, source.id, trigger.subscriptionId);
+}
+
+/**
+ * Where a source is in its deploy, as a workflow deleting, activating or deactivating the
+ * sources it deployed needs to know (#core/workflow-triggers):
+ * - `deployed`: not marked (a failed update's source included: it stays, inactive or as before);
+ * - `failed`: a create that failed in the background, or that began more than
+ *   {@link DEPLOY_ABANDONED_AFTER_MS} ago (abandoned): nothing of it runs, the sweep removes it;
+ * - `deploying`: a create or an update still in progress, in a request or in the finisher.
+ */
+export function deployProgress(deps: Pick<Deps, "clock">, source: SourceRecord): "deployed" | "failed" | "deploying" {
+  if (source.deployingSince === undefined) return "deployed";
+  if (source.updateFrom !== undefined) return "deploying";
+  const abandoned = source.deployingSince < deps.clock.nowMs() - DEPLOY_ABANDONED_AFTER_MS;
+  return source.deployError !== undefined || abandoned ? "failed" : "deploying";
+}
+
+/**
+ * Removes a create that is not finished, without running hooks, as a failed deploy is undone and
+ * as the sweep would: a failed or abandoned one ({@link deployProgress}), or one its caller deployed
+ * with `deferHandOver` and never handed over. A source that is not such a create is left alone.
+ */
+export async function discardUnfinishedDeploy(deps: SourceDeps, sourceId: string): Promise<void> {
+  const source = await deps.sources.getSource(sourceId);
+  if (!source || source.deployingSince === undefined || source.updateFrom !== undefined) return;
+  await removeSource(deps, source);
+  deps.log.info("unfinished deploy removed", sourceLogFields(source));
 }
 
 /** What {@link finishDeploy} did. */
@@ -645,7 +716,7 @@ export async function updateSource(
   caller: Caller,
   id: string,
   input: UpdateSourceInput,
-  options: { answerByMs?: number; handOver?: false } = {},
+  options: { answerByMs?: number } = {},
 ) {
   if (input.name !== undefined) requireDisplayableName("name", input.name);
   const current = await requireSource(deps, caller, id);
@@ -755,7 +826,7 @@ async function runUpdate(
       if (step === "deactivate" && current.updateFrom?.active) await deps.timers.cancel({ sourceId: current.id });
       const hooked = step === "prepare" ? undefined : await updateStepHook(deps, current, component, step);
       if (step !== "prepare" && hooked === undefined) continue;
-      if (stepTiming(deps, budget, step, stepNeedsMs(deps, step)) === "later") {
+      if (stepTiming(deps, budget, stepNeedsMs(deps, step)) === "later") {
         return { source: await deferDeploy(deps, current, step), failed: false };
       }
       if (inFinisher && current.deployStep !== step) {

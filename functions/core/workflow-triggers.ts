@@ -8,9 +8,17 @@
 
 import type { Deps } from "#core/ports/deps";
 import { requireSource } from "./access.ts";
-import { DomainError, invalid, isDomainError } from "./errors.ts";
+import type { SourceRecord } from "./component-model.ts";
+import { conflict, DomainError, invalid, isDomainError } from "./errors.ts";
 import type { Caller } from "./identity.ts";
-import { deleteSource, deploySource, updateSource } from "./sources.ts";
+import {
+  deleteSource,
+  deployProgress,
+  deploySource,
+  discardUnfinishedDeploy,
+  handOverDeploy,
+  updateSource,
+} from "./sources.ts";
 import { subscribeWorkflow, type WorkflowSubscriptionDeps } from "./subscriptions.ts";
 import { validateTimerSpec } from "./timer-schedule.ts";
 import type { HttpTriggerRecord, TimerTriggerRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
@@ -182,15 +190,24 @@ export interface TriggerDeployOptions {
   answerByMs?: number;
 }
 
+/** The sources of a body's triggers, deployed: the trigger records, and the sources still to hand over. */
+export interface DeployedTriggers {
+  records: TriggerRecord[];
+  /** Sources whose deploy goes on in the background, to {@link handOverTriggerSources} once the workflow is stored. */
+  handOver: string[];
+}
+
 /**
  * Deploys the sources of the checked triggers that ask for one, in the workflow's workspace, as
- * `POST /sources` does (its errors told under `triggers[i].props`); an inactive workflow's are
- * deactivated at once. On a failure, the sources deployed so far are deleted again.
+ * `POST /sources` does (its errors told under `triggers[i].props`), with the workflow's `active`:
+ * an inactive workflow's source runs `deploy()` but not `activate()`. On a failure, the sources
+ * deployed so far are removed again ({@link discardDeployedSources}).
  *
- * With `answerByMs` (AWS), each source's steps take the time left, but none is handed to the deploy
- * finisher: the workflow is answered with its triggers deployed, so a step that does not fit (a
- * hook's whole limit, the function) fails the request with 400 on the trigger and nothing of it is
- * left (docs/aws.md "Deploy time budget").
+ * With `answerByMs` (AWS), each source's steps take the time left, and the first that does not fit
+ * is written on the source for the deploy finisher, which is not invoked yet: the source is in
+ * `handOver`, and its workflow hands it over once it is stored and subscribed to its other
+ * sources; the finisher then subscribes the workflow to it when its hooks ran (docs/aws.md
+ * "Deploy time budget").
  */
 export async function deployTriggerSources(
   deps: Deps,
@@ -198,9 +215,11 @@ export async function deployTriggerSources(
   workflow: Pick<WorkflowRecord, "id" | "workspaceId" | "active">,
   checked: CheckedTrigger[],
   options: TriggerDeployOptions = {},
-): Promise<TriggerRecord[]> {
-  const budget = options.answerByMs === undefined ? {} : { answerByMs: options.answerByMs, handOver: false as const };
+): Promise<DeployedTriggers> {
+  const budget =
+    options.answerByMs === undefined ? {} : { answerByMs: options.answerByMs, deferHandOver: true as const };
   const records: TriggerRecord[] = [];
+  const handOver: string[] = [];
   try {
     for (const trigger of checked) {
       if (trigger.type !== "deploy") {
@@ -212,7 +231,7 @@ export async function deployTriggerSources(
         deps,
         caller,
         { ...props, org_id: workflow.workspaceId },
-        { workflowId: workflow.id, ...budget },
+        { workflowId: workflow.id, active: workflow.active, ...budget },
       ).catch((error: unknown) => {
         throw underField(error, `${trigger.field}.props`);
       });
@@ -222,51 +241,128 @@ export async function deployTriggerSources(
         subscriptionId: deps.ids.newId("subscription"),
         deployedByWorkflow: true,
       });
-      if (!workflow.active) {
-        await updateSource(deps, caller, source.id, { active: false }, budget).catch((error: unknown) => {
-          throw underField(error, `${trigger.field}.props`);
-        });
-      }
+      if (source.deploy_state === "deploying") handOver.push(source.id);
     }
   } catch (error) {
-    await deleteDeployedSources(deps, caller, records);
+    await discardDeployedSources(deps, caller, records);
     throw error;
   }
-  return records;
+  return { records, handOver };
 }
 
-/** Deletes the sources these triggers deployed (W17); one already gone is skipped. */
-export async function deleteDeployedSources(deps: Deps, caller: Caller, triggers: TriggerRecord[]) {
-  for (const trigger of triggers) {
+/**
+ * Hands the sources {@link deployTriggerSources} left to the deploy finisher, once their workflow is
+ * stored and subscribed. One whose hand-over fails is shown failed on the source (the workflow
+ * stays; a PUT of its triggers deploys it again).
+ */
+export async function handOverTriggerSources(deps: Deps, sourceIds: readonly string[]) {
+  for (const sourceId of sourceIds) await handOverDeploy(deps, sourceId);
+}
+
+/** The sources a workflow's triggers deployed, with each one's position in `triggers` and record (none: gone). */
+async function deployedSources(deps: Deps, triggers: readonly TriggerRecord[]) {
+  const found: { index: number; sourceId: string; source: SourceRecord | undefined }[] = [];
+  for (const [index, trigger] of triggers.entries()) {
     if (trigger.type !== "source" || !trigger.deployedByWorkflow) continue;
-    await deleteSource(deps, caller, trigger.sourceId).catch((error: unknown) => {
-      if (!isDomainError(error) || error.code !== "not_found") throw error;
-    });
+    found.push({ index, sourceId: trigger.sourceId, source: await deps.sources.getSource(trigger.sourceId) });
+  }
+  return found;
+}
+
+/**
+ * Refuses (409) a change of the workflow's sources while one of them is still deploying (a create
+ * or an update, in a request or in the deploy finisher): its hooks may be running, and another
+ * hook run now (its `deactivate()`), or its removal, would leave at a third party what they made.
+ * `doing` says what the request would have done. Failed and abandoned creates are not in the way:
+ * a deletion removes them, an activation passes them by.
+ */
+export async function requireSettledTriggerSources(deps: Deps, workflow: WorkflowRecord, doing: string) {
+  for (const { index, sourceId, source } of await deployedSources(deps, workflow.triggers)) {
+    if (source && deployProgress(deps, source) === "deploying") {
+      throw conflict(
+        `triggers[${index}]: its source ${sourceId} is still deploying; ${doing} once its deploy_state is gone`,
+      );
+    }
   }
 }
 
 /**
- * Sets `active` on the sources a workflow deployed (W17). One already so is left alone (no hooks
- * run twice), one deleted meanwhile is skipped.
+ * Removes the sources a request of the workflow deployed and must undo (its workflow was not made,
+ * or its new triggers not stored): a source still marked (handed over to no finisher yet) is
+ * removed without hooks, as a failed deploy; one deployed in the request is deleted as `DELETE
+ * /sources/{id}` does (its `deactivate()` when active).
  */
-async function setDeployedSourcesActive(deps: Deps, caller: Caller, workflow: WorkflowRecord, active: boolean) {
-  for (const trigger of workflow.triggers) {
-    if (trigger.type !== "source" || !trigger.deployedByWorkflow) continue;
-    if ((await deps.sources.getSource(trigger.sourceId))?.active !== !active) continue;
-    await updateSource(deps, caller, trigger.sourceId, { active }).catch((error: unknown) => {
-      if (!isDomainError(error) || error.code !== "not_found") throw error;
-    });
+export async function discardDeployedSources(deps: Deps, caller: Caller, triggers: TriggerRecord[]) {
+  for (const { sourceId, source } of await deployedSources(deps, triggers)) {
+    if (!source) continue;
+    if (source.deployingSince !== undefined && source.updateFrom === undefined) {
+      await discardUnfinishedDeploy(deps, sourceId);
+    } else {
+      await deleteSource(deps, caller, sourceId).catch(notFoundIsGone);
+    }
+  }
+}
+
+const notFoundIsGone = (error: unknown) => {
+  if (!isDomainError(error) || error.code !== "not_found") throw error;
+};
+
+/**
+ * Deletes the sources these triggers deployed (W17), as `DELETE /sources/{id}` does, in the
+ * request: `deactivate()` runs when the source is active, with its whole time limit (on AWS too,
+ * as that route). One already gone is skipped; a failed or abandoned create is removed without
+ * hooks, as the sweep would; one still deploying is 409 ({@link requireSettledTriggerSources},
+ * which the routes check before they change anything).
+ */
+export async function deleteDeployedSources(deps: Deps, caller: Caller, triggers: TriggerRecord[]) {
+  for (const { index, sourceId, source } of await deployedSources(deps, triggers)) {
+    if (!source) continue;
+    const progress = deployProgress(deps, source);
+    if (progress === "deploying") {
+      throw conflict(`triggers[${index}]: its source ${sourceId} is still deploying; try again once it is deployed`);
+    }
+    if (progress === "failed") await discardUnfinishedDeploy(deps, sourceId);
+    else await deleteSource(deps, caller, sourceId).catch(notFoundIsGone);
+  }
+}
+
+/**
+ * Sets `active` on the sources a workflow deployed (W17), as `PUT /sources/{id}` does, with the
+ * request's time (AWS: a hook that does not fit goes to the deploy finisher, and the source reads
+ * `deploying` meanwhile). One already so is left alone (no hooks run twice); one deleted, failed or
+ * abandoned is passed by (it runs nothing; a PUT of the workflow's triggers deploys it anew);
+ * `only`, when given, limits it to those source ids.
+ */
+async function setDeployedSourcesActive(
+  deps: Deps,
+  caller: Caller,
+  workflow: WorkflowRecord,
+  active: boolean,
+  options: TriggerDeployOptions,
+  only?: ReadonlySet<string>,
+) {
+  for (const { sourceId, source } of await deployedSources(deps, workflow.triggers)) {
+    if (!source || source.active === active || (only && !only.has(sourceId))) continue;
+    if (deployProgress(deps, source) === "failed") continue;
+    await updateSource(deps, caller, sourceId, { active }, options).catch(notFoundIsGone);
   }
 }
 
 /**
  * Subscribes a new workflow to the default channel of each source trigger's source, under the
  * workflow's workspace, with the subscription id its record holds. Called once the workflow is
- * stored (the subscription names it as listener).
+ * stored (the subscription names it as listener). The sources in `handedOver` are left to the
+ * deploy finisher, which subscribes the workflow to each once its hooks ran, so that the workflow
+ * gets what a source emits once it is deployed, as when it is deployed in the request.
  */
-export async function subscribeSourceTriggers(deps: WorkflowSubscriptionDeps, workflow: WorkflowRecord) {
+export async function subscribeSourceTriggers(
+  deps: WorkflowSubscriptionDeps,
+  workflow: WorkflowRecord,
+  handedOver: readonly string[] = [],
+) {
   for (const trigger of workflow.triggers) {
-    if (trigger.type !== "source") continue;
+    // A source still to be handed over is subscribed to by the finisher, once its hooks ran.
+    if (trigger.type !== "source" || handedOver.includes(trigger.sourceId)) continue;
     const stored = await subscribeWorkflow(deps, workflow, trigger.sourceId, trigger.subscriptionId);
     if (stored.id !== trigger.subscriptionId) {
       // Only one subscription per (emitter, listener, channel): a repeated source shares it.
@@ -285,33 +381,46 @@ export async function activateTriggers(
   caller: Caller,
   workflow: WorkflowRecord,
   previous?: WorkflowRecord,
+  options: TriggerDeployOptions = {},
 ): Promise<void> {
-  await setDeployedSourcesActive(deps, caller, workflow, true);
+  await setDeployedSourcesActive(deps, caller, workflow, true, options);
   await scheduleTimers(deps, workflow, previous);
 }
 
 /**
  * What a workflow's triggers do when it stops being active, or before its triggers are replaced
- * (`next`, the record the PUT stores): the sources it deployed are deactivated and its timers
- * cancelled, but for those `next` keeps active.
+ * (`next`, the record the PUT stores): its timers are cancelled, but for those `next` keeps
+ * active, and the sources it deployed that `next` keeps are deactivated when `next` is inactive
+ * (those it drops are deleted, their `deactivate()` with them: {@link deleteDeployedSources}).
  */
 export async function deactivateTriggers(
   deps: Deps,
   caller: Caller,
   workflow: WorkflowRecord,
-  next?: WorkflowRecord,
+  next: WorkflowRecord | undefined,
+  options: TriggerDeployOptions = {},
 ): Promise<void> {
-  await setDeployedSourcesActive(deps, caller, workflow, false);
+  if (!next?.active) {
+    const kept = next && new Set(next.triggers.flatMap((t) => (t.type === "source" ? [t.sourceId] : [])));
+    await setDeployedSourcesActive(deps, caller, workflow, false, options, kept);
+  }
   await cancelTimers(deps, workflow, next);
 }
 
 /**
- * What a workflow's triggers leave behind when it is deleted (or its creation fails): its timers
- * are cancelled, active or not, and the sources it deployed are deleted (their `deactivate()` runs).
+ * What a workflow's triggers leave behind when it is deleted (or, `discard`, its creation fails):
+ * its timers are cancelled, active or not, and the sources it deployed are deleted (their
+ * `deactivate()` runs), or discarded ({@link discardDeployedSources}).
  */
-export async function removeTriggers(deps: Deps, caller: Caller, workflow: WorkflowRecord): Promise<void> {
+export async function removeTriggers(
+  deps: Deps,
+  caller: Caller,
+  workflow: WorkflowRecord,
+  discard = false,
+): Promise<void> {
   await cancelTimers(deps, workflow, undefined);
-  await deleteDeployedSources(deps, caller, workflow.triggers);
+  if (discard) await discardDeployedSources(deps, caller, workflow.triggers);
+  else await deleteDeployedSources(deps, caller, workflow.triggers);
 }
 
 /** Whether a timer of the previous record keeps running as `timer`: same id, same spec. */

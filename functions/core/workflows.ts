@@ -30,7 +30,10 @@ import {
   deactivateTriggers,
   deleteDeployedSources,
   deployTriggerSources,
+  discardDeployedSources,
+  handOverTriggerSources,
   removeTriggers,
+  requireSettledTriggerSources,
   subscribeSourceTriggers,
   type TriggerDeployOptions,
   type TriggerInput,
@@ -401,10 +404,8 @@ export async function createWorkflow(
     updatedAt: now,
   };
   checkSize({ ...draft, triggers: checked.filter((t) => t.type !== "deploy") });
-  const workflow: WorkflowRecord = {
-    ...draft,
-    triggers: await deployTriggerSources(deps, caller, draft, checked, options),
-  };
+  const deployed = await deployTriggerSources(deps, caller, draft, checked, options);
+  const workflow: WorkflowRecord = { ...draft, triggers: deployed.records };
   let prepared = false;
   try {
     checkSize(workflow);
@@ -412,7 +413,7 @@ export async function createWorkflow(
     prepared = true;
     await deps.workflows.createWorkflow(workflow);
   } catch (error) {
-    await deleteDeployedSources(deps, caller, workflow.triggers);
+    await discardDeployedSources(deps, caller, workflow.triggers);
     if (prepared) await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
     // Another create with this external id was stored meanwhile: answer as its repeat.
     const winner =
@@ -424,12 +425,15 @@ export async function createWorkflow(
   }
   try {
     await applyAutoSubscriptions(deps, workflow);
-    await subscribeSourceTriggers(deps, workflow);
-    if (workflow.active) await activateTriggers(deps, caller, workflow);
+    await subscribeSourceTriggers(deps, workflow, deployed.handOver);
+    // Its sources were deployed active already: this schedules its timers.
+    if (workflow.active) await activateTriggers(deps, caller, workflow, undefined, options);
   } catch (error) {
-    await removeWorkflow(deps, caller, workflow);
+    await removeWorkflow(deps, caller, workflow, true);
     throw error;
   }
+  // Last: from here on the finisher may run the sources' hooks; the workflow is there for them.
+  await handOverTriggerSources(deps, deployed.handOver);
   deps.log.info("workflow created", logFields(workflow));
   return present(deps, workflow, components);
 }
@@ -462,6 +466,15 @@ export async function updateWorkflow(
       throw conflict(`external_id: already names workflow ${holder.id} of this workspace`);
     }
   }
+  const active = input.active ?? current.active;
+  // Before anything changes: the sources it deployed are not touched while one is deploying.
+  if (input.triggers !== undefined || active !== current.active) {
+    await requireSettledTriggerSources(
+      deps,
+      current,
+      input.triggers === undefined ? "activate or deactivate the workflow" : "replace its triggers",
+    );
+  }
   const checked = input.triggers === undefined ? undefined : await triggerRecords(deps, caller, input.triggers);
   if (checked) requireDistinctSources(checked);
   const components = new Map<string, ComponentRecord>();
@@ -469,13 +482,14 @@ export async function updateWorkflow(
     input.steps === undefined
       ? current.steps
       : keepStepIds(current.steps, await stepRecords(deps, caller, current.workspaceId, input.steps, components));
-  const active = input.active ?? current.active;
   let triggers = current.triggers;
+  let handOver: string[] = [];
   if (checked !== undefined && input.triggers !== undefined) {
     const deployed = await deployTriggerSources(deps, caller, { ...current, active }, checked, options);
+    handOver = deployed.handOver;
     triggers = keepTriggerIds(
       current.triggers,
-      deployed,
+      deployed.records,
       input.triggers.map((item) => item.id),
     );
   }
@@ -501,15 +515,18 @@ export async function updateWorkflow(
       await deps.host.prepareWorkflow(deploymentCode(next, known.components));
     }
   } catch (error) {
-    await deleteDeployedSources(deps, caller, fresh);
+    await discardDeployedSources(deps, caller, fresh);
     throw error;
   }
   if (current.active && (!next.active || input.triggers !== undefined))
-    await deactivateTriggers(deps, caller, current, next);
+    await deactivateTriggers(deps, caller, current, next, options);
   await deps.workflows.updateWorkflow(next);
-  await resubscribe(deps, caller, current, next);
-  if (next.active && (!current.active || input.triggers !== undefined))
-    await activateTriggers(deps, caller, next, current);
+  await resubscribe(deps, caller, current, next, handOver);
+  // The new sources' jobs, before the other sources' activation: whatever that does, these finish.
+  await handOverTriggerSources(deps, handOver);
+  // `active: true` again also activates a source left inactive by an activation that failed.
+  if (next.active && (!current.active || input.triggers !== undefined || input.active === true))
+    await activateTriggers(deps, caller, next, current, options);
   deps.log.info("workflow updated", logFields(next));
   return present(deps, next, components);
 }
@@ -518,7 +535,13 @@ export async function updateWorkflow(
  * Moves source-trigger subscriptions from the old list of triggers to the new one, and deletes
  * the sources the old list deployed that the new one does not keep.
  */
-async function resubscribe(deps: Deps, caller: Caller, previous: WorkflowRecord, next: WorkflowRecord) {
+async function resubscribe(
+  deps: Deps,
+  caller: Caller,
+  previous: WorkflowRecord,
+  next: WorkflowRecord,
+  handedOver: readonly string[],
+) {
   const kept = new Set(next.triggers.flatMap((t) => (t.type === "source" ? [t.sourceId] : [])));
   const dropped = previous.triggers.filter((t) => t.type === "source" && !kept.has(t.sourceId));
   for (const trigger of dropped) {
@@ -530,7 +553,7 @@ async function resubscribe(deps: Deps, caller: Caller, previous: WorkflowRecord,
     });
   }
   await deleteDeployedSources(deps, caller, dropped);
-  await subscribeSourceTriggers(deps, next);
+  await subscribeSourceTriggers(deps, next, handedOver);
 }
 
 /**
@@ -539,8 +562,8 @@ async function resubscribe(deps: Deps, caller: Caller, previous: WorkflowRecord,
  * subscriptions naming it (as emitter or listener) and its auto subscriptions, its events and
  * runs, its deployment.
  */
-async function removeWorkflow(deps: Deps, caller: Caller, workflow: WorkflowRecord) {
-  await removeTriggers(deps, caller, workflow);
+async function removeWorkflow(deps: Deps, caller: Caller, workflow: WorkflowRecord, discard = false) {
+  await removeTriggers(deps, caller, workflow, discard);
   await deps.subscriptions.deleteSubscriptionsOf(workflow.id);
   await deps.subscriptions.deleteAutoSubscriptionsOf(workflow.id);
   await deps.events.deleteAllEvents(workflow.id);
@@ -552,6 +575,7 @@ async function removeWorkflow(deps: Deps, caller: Caller, workflow: WorkflowReco
 /** `DELETE /workflows/{id}`. */
 export async function deleteWorkflow(deps: Deps, caller: Caller, id: string) {
   const workflow = await requireWorkflow(deps, caller, id);
+  await requireSettledTriggerSources(deps, workflow, "delete the workflow");
   await removeWorkflow(deps, caller, workflow);
   deps.log.info("workflow deleted", logFields(workflow));
   return { id: workflow.id, deleted: true as const };

@@ -1,8 +1,10 @@
 /**
  * The deploy finisher (docs/aws.md "Deploy time budget"): invoked asynchronously by
- * `POST /v1/sources` and `PUT /v1/sources/{id}` with `{"sourceId": ...}` when the steps left of a
+ * `POST /v1/sources`, `PUT /v1/sources/{id}` and the workflow routes (for the sources their
+ * triggers deploy, activate or deactivate) with `{"sourceId": ...}` when the steps left of a
  * deploy or an update (the source's function, its `deploy` and `activate` hooks, an update's
- * previous `deactivate`) cannot fit in the request's time. It goes on from the step the record
+ * previous `deactivate`) cannot fit in the request's time. A workflow's trigger source is
+ * subscribed to by its workflow here, once its hooks ran. It goes on from the step the record
  * names, every step with its whole time, and clears the mark; a failure is kept on the source
  * (`deploy_state: "failed"`). No retries (the stack sets none): a retried job could run
  * a hook twice, and a job that never ran leaves a marked source, which the recovery sweep removes.
@@ -23,7 +25,7 @@ interface FinisherContext {
 export const createDeployFinisherHandler =
   (
     loadDeps: () => Promise<Deps> = awsDepsLoader({
-      // What POST /v1/sources and PUT /v1/sources/{id} deploy with (functions/http/create-source.ts).
+      // What the deploying routes deploy with (functions/http/create-source.ts); the tables hold workflows too.
       bus: () => import("#adapters/aws/parts/bus"),
       delays: () => import("#adapters/aws/parts/delays"),
       host: () => import("#adapters/aws/parts/host"),

@@ -1,6 +1,6 @@
 /**
  * Finishing deploys in the background: the steps of `POST /v1/sources` and `PUT /v1/sources/{id}`
- * that the request could not fit in the time it had left before it must answer (the source's
+ * (and of the sources workflows' triggers deploy, activate or deactivate) that the request could not fit in the time it had left before it must answer (the source's
  * function, its `deploy` and `activate` hooks, an update's previous `deactivate`; docs/aws.md
  * "Deploy time budget"). The source is saved and marked
  * (`deployingSince`, `deployStep`) before the hand-over, and the finisher goes on from that step
