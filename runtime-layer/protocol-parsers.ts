@@ -351,9 +351,7 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
     const invocationId = nonEmpty(value.invocationId, "invocationId");
     if (value.kind !== "workflow") fail("kind", "workflow");
     const trigger = object(value.trigger, "trigger");
-    for (const key of ["event", "context"] as const) {
-      if (!(key in trigger)) fail(at("trigger", key), "present (null for none)");
-    }
+    if (!("event" in trigger)) fail(at("trigger", "event"), "present (null for none)");
     const timeoutMs = finite(value.timeoutMs, "timeoutMs");
     if (!(timeoutMs > 0)) fail("timeoutMs", "a positive number");
     const from = object(value.limits, "limits");
@@ -380,7 +378,10 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
       invocationId,
       kind: "workflow",
       workflowId: nonEmpty(value.workflowId, "workflowId"),
-      trigger: { event: json(trigger.event, "trigger.event"), context: json(trigger.context, "trigger.context") },
+      trigger:
+        "context" in trigger
+          ? { event: json(trigger.event, "trigger.event"), context: json(trigger.context, "trigger.context") }
+          : { event: json(trigger.event, "trigger.event") },
       context: json(value.context, "context"),
       steps,
       respondable: boolean(value.respondable, "respondable"),

@@ -181,8 +181,12 @@ export interface WorkflowInvocation {
   kind: "workflow";
   /** The workflow (`p_`), visible to step code as `process.env.PD_COMPONENT`. */
   workflowId: string;
-  /** `steps.trigger`: the event that started the run and its context. */
-  trigger: { event: Json; context: Json };
+  /**
+   * `steps.trigger`: the event that started the run and its context. Trusted code leaves `context`
+   * out when it is the run's `context` (always, today: it is sent once); the runtime then gives
+   * `steps.trigger.context` a copy of that.
+   */
+  trigger: { event: Json; context?: Json };
   /** `$.context` without `deadline`, which the runtime adds from `timeoutMs`. */
   context: Json;
   steps: WorkflowStepInvocation[];

@@ -78,7 +78,10 @@ export async function runWorkflowSteps(
     timer = setTimeout(() => resolve({ status: "error", error: timeoutError(timeoutMs) }), timeoutMs);
   });
   const steps: Bag = {};
-  steps.trigger = { event: invocation.trigger.event, context: invocation.trigger.context };
+  // Without its own, the trigger's context is the run's, copied so that a step changing one never
+  // changes the other (each step's `$.context` is a copy of the run's too).
+  const triggerContext = "context" in invocation.trigger ? invocation.trigger.context : toJson(invocation.context);
+  steps.trigger = { event: invocation.trigger.event, context: triggerContext ?? null };
   const outcomes: StepOutcome[] = [];
   try {
     for (const step of invocation.steps) {

@@ -39,8 +39,10 @@ export interface SourceInvokeRequest {
 
 /**
  * Asks the child to run one run of a workflow (`invocation.kind` is `"workflow"`). `stepBundles`
- * gives the bundle path of each step module by code hash (the steps' `module`); the child loads
- * each module once, when a run first reaches a step that uses it.
+ * gives the bundle path of step modules by code hash (the steps' `module`); the child loads each
+ * module once, when a run first reaches a step that uses it. The host sends a child each hash's
+ * path once (`stepBundles` holds only those it has not sent that child before, often none): the
+ * child keeps every path it was given for the rest of its life.
  */
 export interface WorkflowInvokeRequest {
   type: "invoke";

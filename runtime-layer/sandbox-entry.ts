@@ -302,6 +302,9 @@ async function answer(request: SourceInvokeRequest): Promise<void> {
   send({ type: "result", result: redacted(result) });
 }
 
+/** Each step module's bundle path, by code hash, as the host gave them (once each: sandbox-channel.ts). */
+const knownStepBundles = new Map<string, string>();
+
 /**
  * Runs one run of a workflow. Its step modules load through a loader keyed by code hash, once per
  * process (the bundle paths of one hash in two deployments' folders hold the same code), when a
@@ -311,13 +314,14 @@ async function answer(request: SourceInvokeRequest): Promise<void> {
 async function runWorkflow(request: WorkflowInvokeRequest): Promise<void> {
   const { invocation, stepBundles } = request;
   const { invocationId } = invocation;
+  for (const [module, path] of Object.entries(stepBundles)) knownStepBundles.set(module, path);
   // Nothing loads before the run starts (steps load as it reaches them), so unlike a source's
   // invocation it cannot have stalled here; a cancel read with it still counts.
   if (cancelled.delete(invocationId)) return;
   sendNow({ type: "started", invocationId });
   const result = await runWorkflowSteps(
     (module) => {
-      const bundlePath = Object.hasOwn(stepBundles, module) ? stepBundles[module] : undefined;
+      const bundlePath = knownStepBundles.get(module);
       if (bundlePath === undefined) return Promise.reject(new Error(`no step module ${module} in this workflow`));
       return loadComponent(bundlePath, invocationId, `step:${module}`);
     },

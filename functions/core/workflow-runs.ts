@@ -477,7 +477,8 @@ async function buildInvocation(
     invocationId: deps.ids.newSecret(12),
     kind: "workflow",
     workflowId: workflow.id,
-    trigger: { event: job.event, context },
+    // `steps.trigger.context` is the run's context: sent once, the runtime copies it.
+    trigger: { event: job.event },
     context,
     steps,
     respondable,

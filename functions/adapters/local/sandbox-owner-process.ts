@@ -139,6 +139,8 @@ export class SandboxOwnerProcess implements BudgetMember {
   private exiting: string | undefined;
   /** Invocations to send at the end of this tick, as one message. */
   private outbox: Pending[] = [];
+  /** Step bundle paths this child was given, by code hash (see `withUnsentStepBundles`). */
+  private readonly stepBundlesSent = new Map<string, string>();
 
   constructor(private readonly options: SandboxOwnerProcessOptions) {
     this.sandbox = forkSandbox(options.entryPath, options.sourceDir, options.heapMb, {
@@ -256,7 +258,7 @@ export class SandboxOwnerProcess implements BudgetMember {
       // Settled or moved meanwhile (the process stopped or blocked): not sent.
       if (this.pending.get(entry.task.invocationId) !== entry) continue;
       entry.sent = true;
-      requests.push(entry.task.request);
+      requests.push(withUnsentStepBundles(entry.task.request, this.stepBundlesSent));
     }
     this.outbox = [];
     // A write error means the child is gone or going: its `close` settles what is in flight.
@@ -513,4 +515,21 @@ export class SandboxOwnerProcess implements BudgetMember {
       else handle.unref?.();
     }
   }
+}
+
+/**
+ * The request as a child is sent it: a workflow run's step bundle paths only where the child was
+ * not given that path for that hash before (`sent`, updated here; the child keeps every path it was
+ * given: sandbox-channel.ts), so a run's line does not carry the same paths every time.
+ */
+export function withUnsentStepBundles(request: InvokeRequest, sent: Map<string, string>): InvokeRequest {
+  if (!("stepBundles" in request)) return request;
+  let fresh: Record<string, string> | undefined;
+  for (const [module, path] of Object.entries(request.stepBundles)) {
+    if (sent.get(module) === path) continue;
+    sent.set(module, path);
+    fresh ??= {};
+    fresh[module] = path;
+  }
+  return { ...request, stepBundles: fresh ?? {} };
 }

@@ -218,6 +218,11 @@ describe("parseWorkflowInvocation: a workflow run as the entries take it", () =>
     });
   });
 
+  it("takes a trigger without its own context (trusted code sends the run's context once)", () => {
+    const once = { ...structuredClone(workflowInvocation), trigger: { event: { body: { a: 1 } } } };
+    expect(parseWorkflowInvocation(structuredClone(once))).toEqual({ ok: true, value: once });
+  });
+
   it.each([
     ["a source's invocation", invocation, "kind must be workflow"],
     ["another kind", withField(workflowInvocation, "kind", "run"), "kind must be workflow"],

@@ -102,6 +102,22 @@ const emitted = (result: WorkflowResult) =>
   result.sends.filter((send) => send.type === "emit").map((send) => (send as { raw_event: unknown }).raw_event);
 
 describe("runWorkflowSteps: steps and their results", () => {
+  it("gives steps.trigger.context a copy of the run's context when the trigger has none of its own", async () => {
+    const result = await run(
+      {
+        change: probe((steps) => {
+          const trigger = steps.trigger as { context: { id: string; run: { runs: number } } };
+          const seen = structuredClone(trigger.context);
+          trigger.context.run.runs = 99;
+          return seen;
+        }),
+        after: probe((_steps, $) => ($ as unknown as { context: { run: { runs: number } } }).context.run.runs),
+      },
+      { trigger: { event: { n: 1 } } },
+    );
+    expect(emitted(result)).toEqual([{ id: "run_1", workflow_id: "p_test", run: { runs: 1, retry_count: 0 } }, 1]);
+  });
+
   it("runs the steps in order; each sees the trigger and the earlier steps' return values and exports", async () => {
     const order: string[] = [];
     const result = await run({
