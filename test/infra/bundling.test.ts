@@ -217,7 +217,7 @@ describe("ServiceStack bundling", () => {
     const own = fn.lambdaFunction.node.defaultChild as CfnFunction;
     const environment =
       template.findResources("AWS::Lambda::Function")[Stack.of(own).getLogicalId(own)]?.Properties.Environment
-        .Variables;
+        ?.Variables ?? {};
     return { dir: join(cdkApp.outdir, `asset.${props.Code.S3Key.replace(/\.zip$/, "")}`), environment };
   }
 
@@ -300,13 +300,39 @@ describe("ServiceStack bundling", () => {
     ).toEqual([]);
   });
 
-  it("takes Node's http module without importing it as an ES module, which on Node 22 loads undici", () => {
-    // Its ESM facade reads every export, and Node 22's WebSocket getters on it load undici: about
-    // 30 ms of a plain route's cold start there (functions/adapters/node-http.ts). The SDK's own
-    // `import("node:http")` runs only for an http:// endpoint.
+  it("takes Node's http and module modules without importing them as ES modules", () => {
+    // An ESM facade reads every export: Node 22's WebSocket getters on `http` load undici, about
+    // 30 ms of a plain route's cold start there (functions/adapters/node-http.ts); `module`'s load
+    // Node's source map support. The SDK's own `import("node:http")` runs only for an http:// endpoint.
     for (const fn of functions) {
       expect(
-        bundles.get(fn.entry)!.staticExternalImports.filter((name) => /^(node:)?http$/.test(name)),
+        bundles.get(fn.entry)!.staticExternalImports.filter((name) => /^(node:)?(http|module)$/.test(name)),
+        fn.entry,
+      ).toEqual([]);
+    }
+  });
+
+  it("maps stack traces in every bundle itself, and runs no function with --enable-source-maps", () => {
+    // Node's option parsed the bundle's whole map at every cold start; the bundles map a stack
+    // when it is formatted (functions/adapters/aws/lambda-stack-traces.ts, lambda-stack-traces.test.ts).
+    for (const fn of functions) {
+      expect(bundles.get(fn.entry)!.inputs, fn.entry).toEqual(
+        expect.arrayContaining(["functions/adapters/aws/lambda-stack-traces.ts", "runtime-layer/lazy-source-maps.ts"]),
+      );
+      const cfn = fn.lambdaFunction.node.defaultChild as CfnFunction;
+      const props = template.findResources("AWS::Lambda::Function")[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
+      expect(props?.Environment?.Variables?.NODE_OPTIONS, fn.entry).toBeUndefined();
+    }
+  });
+
+  it("carries none of the SDK's event stream support, which only import() reached", () => {
+    // The stand-in refuses it (functions/adapters/aws/no-event-streams.ts); with the real module, 150-odd
+    // of @smithy/core's modules were wrapped in lazy initializers in a plain route's bundle.
+    for (const fn of functions) {
+      expect(
+        bundles
+          .get(fn.entry)!
+          .inputs.filter((input) => input.includes("/@smithy/core/dist-es/submodules/event-streams/")),
         fn.entry,
       ).toEqual([]);
     }
