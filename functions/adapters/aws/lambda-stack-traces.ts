@@ -4,7 +4,7 @@
  * the bundle's `index.mjs.map` only when a stack is formatted (an error logged, or reported by
  * Lambda's runtime), with the sandbox's `runtime-layer/lazy-source-maps.ts`. The functions no
  * longer run with `--enable-source-maps`, which parsed the whole map at every cold start, error or
- * not: 8-27 ms of a plain route's start (docs/aws.md "Cold starts").
+ * not: 11-14 ms of a plain route's here (docs/aws.md "Cold starts", decision W-B1).
  */
 import { installLazySourceMaps } from "#runtime/lazy-source-maps";
 
