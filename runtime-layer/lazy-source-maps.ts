@@ -12,10 +12,14 @@
  * A frame is formatted as V8 formats it, its `<file>:<line>:<column>` swapped for the original
  * place (`file:///.../component.ts:3:7`; relative sources are resolved against the map's URL, as
  * Node does), so the host's path redaction and the load-failure position (`toLoadFailure`) read
- * it as they read Node's own.
+ * it as they read Node's own; a minified function's name becomes its original one, as Node's
+ * mapping does.
+ *
+ * Sluice's own Lambda functions use it too, in place of `--enable-source-maps`, which parsed their
+ * bundle's map at every cold start (functions/adapters/aws/lambda-stack-traces.ts).
  */
 import { readFileSync } from "node:fs";
-import { SourceMap } from "node:module";
+import type { SourceMap } from "node:module";
 import { fileURLToPath } from "node:url";
 
 /** Maps kept at once: a source's process loads one bundle, a workflow's one per step module. */
@@ -37,7 +41,9 @@ function mapOf(url: string): SourceMap | null {
   if (url.startsWith("file:")) {
     try {
       const payload = readMap(fileURLToPath(url));
-      if (payload !== undefined) map = new SourceMap(JSON.parse(payload));
+      // `node:module` is taken when a map is first read: importing it builds its ES module facade,
+      // which reads every export and loads Node's source map support, at every Lambda cold start.
+      if (payload !== undefined) map = new (process.getBuiltinModule("node:module").SourceMap)(JSON.parse(payload));
     } catch {
       // Not one this process may read (the permission model), or malformed: the frame stays as it is.
     }
@@ -67,11 +73,20 @@ function readMap(path: string): string | undefined {
   return Buffer.from(code.slice(at + INLINE_MAP.length).trim(), "base64").toString("utf8");
 }
 
+/** The entry of a map at (1-based) `line`:`column` of its module, with the original place's parts. */
+interface MapEntry {
+  originalSource?: string;
+  originalLine?: number;
+  originalColumn?: number;
+  name?: string;
+}
+
+const entryAt = (map: SourceMap, line: number | null, column: number | null): MapEntry | undefined =>
+  line === null || column === null ? undefined : (map.findEntry(line - 1, column - 1) as MapEntry);
+
 /** The original place of a frame at (1-based) `line`:`column` of the module at `url`, if mapped. */
-function originalPlace(url: string, line: number, column: number): string | undefined {
-  const entry = mapOf(url)?.findEntry(line - 1, column - 1) as
-    | { originalSource?: string; originalLine?: number; originalColumn?: number }
-    | undefined;
+function originalPlace(map: SourceMap, url: string, line: number, column: number): string | undefined {
+  const entry = entryAt(map, line, column);
   if (entry?.originalSource === undefined || entry.originalLine === undefined || entry.originalColumn === undefined) {
     return undefined;
   }
@@ -84,8 +99,24 @@ function originalPlace(url: string, line: number, column: number): string | unde
   return `${source}:${entry.originalLine + 1}:${entry.originalColumn + 1}`;
 }
 
-/** One frame, as V8 prints it, at its original place when its module has a map. */
-export function formatFrame(site: NodeJS.CallSite): string {
+/**
+ * The original name of a frame's function, as Node's `--enable-source-maps` finds it: the name
+ * the map gives the start of the enclosing function, or else the name at the calling frame's place
+ * when that is in the same module. A minified bundle's frames then read `runRequest`, not `z0`.
+ */
+function originalName(map: SourceMap, site: NodeJS.CallSite, caller: NodeJS.CallSite | undefined): string | undefined {
+  const enclosing = entryAt(map, site.getEnclosingLineNumber?.() ?? null, site.getEnclosingColumnNumber?.() ?? null);
+  if (enclosing?.name) return enclosing.name;
+  if (caller === undefined || caller.getFileName() !== site.getFileName()) return undefined;
+  return entryAt(map, caller.getLineNumber(), caller.getColumnNumber())?.name || undefined;
+}
+
+/**
+ * One frame, as V8 prints it, at its original place when its module has a map, and under its
+ * function's original name when the map has one (`caller`: the frame that called it, the next in
+ * the trace, which Node's own mapping reads the name from when the function's start has none).
+ */
+export function formatFrame(site: NodeJS.CallSite, caller?: NodeJS.CallSite): string {
   const text = String(site);
   const url = site.getFileName();
   const line = site.getLineNumber();
@@ -94,8 +125,17 @@ export function formatFrame(site: NodeJS.CallSite): string {
   const place = `${url}:${line}:${column}`;
   if (!text.includes(place)) return text;
   try {
-    const original = originalPlace(url, line, column);
-    return original === undefined ? text : text.replace(place, original);
+    const map = mapOf(url);
+    const original = map === null ? undefined : originalPlace(map, url, line, column);
+    if (map === null || original === undefined) return text;
+    const mapped = text.replace(place, original);
+    const name = originalName(map, site, caller);
+    if (name === undefined) return mapped;
+    // `name (place)`, `async name (place)`, `new Name (place)`, or a bare place (an anonymous function).
+    const suffix = ` (${original})`;
+    if (mapped === original) return `${name}${suffix}`;
+    if (!mapped.endsWith(suffix)) return mapped;
+    return `${/^(?:async |new )/.exec(mapped)?.[0] ?? ""}${name}${suffix}`;
   } catch {
     return text;
   }
@@ -117,7 +157,7 @@ function header(error: unknown): string {
 export function installLazySourceMaps(): void {
   Error.prepareStackTrace = (error, trace) => {
     let stack = header(error);
-    for (const site of trace) stack += `\n    at ${formatFrame(site)}`;
+    for (let i = 0; i < trace.length; i++) stack += `\n    at ${formatFrame(trace[i]!, trace[i + 1])}`;
     return stack;
   };
 }

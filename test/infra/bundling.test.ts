@@ -217,7 +217,7 @@ describe("ServiceStack bundling", () => {
     const own = fn.lambdaFunction.node.defaultChild as CfnFunction;
     const environment =
       template.findResources("AWS::Lambda::Function")[Stack.of(own).getLogicalId(own)]?.Properties.Environment
-        .Variables;
+        ?.Variables ?? {};
     return { dir: join(cdkApp.outdir, `asset.${props.Code.S3Key.replace(/\.zip$/, "")}`), environment };
   }
 
@@ -307,6 +307,37 @@ describe("ServiceStack bundling", () => {
     for (const fn of functions) {
       expect(
         bundles.get(fn.entry)!.staticExternalImports.filter((name) => /^(node:)?http$/.test(name)),
+        fn.entry,
+      ).toEqual([]);
+    }
+    // Nor `module` in a plain route, whose facade loads Node's source map support: the `require`
+    // banner and the stack traces' mapping take it with `process.getBuiltinModule`.
+    expect(
+      bundles.get("functions/http/get-me.ts")!.staticExternalImports.filter((name) => /^(node:)?module$/.test(name)),
+    ).toEqual([]);
+  });
+
+  it("maps stack traces in every bundle itself, and runs no function with --enable-source-maps", () => {
+    // Node's option parsed the bundle's whole map at every cold start; the bundles map a stack
+    // when it is formatted (functions/adapters/aws/lambda-stack-traces.ts, lambda-stack-traces.test.ts).
+    for (const fn of functions) {
+      expect(bundles.get(fn.entry)!.inputs, fn.entry).toEqual(
+        expect.arrayContaining(["functions/adapters/aws/lambda-stack-traces.ts", "runtime-layer/lazy-source-maps.ts"]),
+      );
+      const cfn = fn.lambdaFunction.node.defaultChild as CfnFunction;
+      const props = template.findResources("AWS::Lambda::Function")[Stack.of(cfn).getLogicalId(cfn)]?.Properties;
+      expect(props?.Environment?.Variables?.NODE_OPTIONS, fn.entry).toBeUndefined();
+    }
+  });
+
+  it("carries none of the SDK's event stream support, which only import() reached", () => {
+    // The stand-in refuses it (functions/adapters/aws/no-event-streams.ts); with the real module, 150-odd
+    // of @smithy/core's modules were wrapped in lazy initializers in a plain route's bundle.
+    for (const fn of functions) {
+      expect(
+        bundles
+          .get(fn.entry)!
+          .inputs.filter((input) => input.includes("/@smithy/core/dist-es/submodules/event-streams/")),
         fn.entry,
       ).toEqual([]);
     }

@@ -104,7 +104,6 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       [ENV.resourcesTable]: expect.objectContaining({ "Fn::ImportValue": expect.any(String) }),
       [AWS_COMPUTE_ENV.sourceRunnerFunction]: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },
       [AWS_COMPUTE_ENV.deliveryQueueUrl]: { Ref: idOf(fanout().deliveryQueue) },
-      NODE_OPTIONS: "--enable-source-maps",
     });
     const actions = actionsOf(template, dispatcherId());
     expect(actions).toEqual(expect.arrayContaining(["dynamodb:GetItem", "dynamodb:Query"]));
@@ -234,7 +233,6 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
       [ENV.resourcesTable]: expect.objectContaining({ "Fn::ImportValue": expect.any(String) }),
       [AWS_COMPUTE_ENV.deliveryRetryQueueUrl]: { Ref: idOf(fanout().retryQueue) },
       [AWS_COMPUTE_ENV.secretsKeyArn]: expect.objectContaining({ "Fn::ImportValue": expect.any(String) }),
-      NODE_OPTIONS: "--enable-source-maps",
     });
     const statements = statementsOf(template, delivererId());
     const actions = statements.flatMap((statement) => [statement.Action].flat());

@@ -81,7 +81,6 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
       [ENV.resourcesTable]: tableName(),
       [AWS_COMPUTE_ENV.streamPollMs]: "500",
       [AWS_COMPUTE_ENV.streamEndMarginMs]: "5000",
-      NODE_OPTIONS: "--enable-source-maps",
     });
   });
 
@@ -122,7 +121,6 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
     expect(sourceArns.some((arn) => arn.includes("/workflows/{workflow_id}/sse"))).toBe(true);
     expect(environmentOf(template, redirectId())).toEqual({
       [AWS_COMPUTE_ENV.streamUrl]: streamBaseUrl(),
-      NODE_OPTIONS: "--enable-source-maps",
     });
     expect(actionsOf(template, redirectId())).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
   });
@@ -133,7 +131,6 @@ describe("ServiceStack: event history, deletion and the live stream", () => {
     expect(fn.Properties).toMatchObject({ Handler: "index.handler", Runtime: "nodejs22.x", Timeout: 900 });
     expect(environmentOf(template, purgerId())).toEqual({
       [ENV.resourcesTable]: tableName(),
-      NODE_OPTIONS: "--enable-source-maps",
     });
     const actions = actionsOf(template, purgerId());
     expect(actions).toEqual(

@@ -142,7 +142,7 @@ describe("ServiceStack", () => {
         id,
       ).toEqual([]);
       const fn = functionsOf(template)[id]!;
-      expect(fn.Properties.Environment.Variables, id).toEqual({ NODE_OPTIONS: "--enable-source-maps" });
+      expect(fn.Properties.Environment?.Variables ?? {}, id).toEqual({});
     }
   });
 
@@ -163,14 +163,13 @@ describe("ServiceStack", () => {
         expect(variables, route.name).toEqual({
           [ENV.resourcesTable]: tableName,
           [ENV.publicUrl]: apiUrl,
-          NODE_OPTIONS: "--enable-source-maps",
         });
       }
     }
   });
 
   it("sets on every function only variables Sluice reads, each function's settings complete and valid", () => {
-    const read = new Set<string>([...Object.values(ENV), ...Object.values(AWS_COMPUTE_ENV), "NODE_OPTIONS"]);
+    const read = new Set<string>([...Object.values(ENV), ...Object.values(AWS_COMPUTE_ENV)]);
     for (const id of Object.keys(functionsOf(template))) {
       expect(
         Object.keys(environmentOf(template, id)).filter((name) => !read.has(name)),

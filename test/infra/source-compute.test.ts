@@ -358,9 +358,7 @@ describe("ServiceStack: what sources run on", () => {
   it("runs the delayed emit deliverer with the table and the bus, and no component, schedule or key", () => {
     const id = idOf(service.sources.delayedEmitDeliverer.lambdaFunction);
     const environment = environmentOf(template, id);
-    expect(Object.keys(environment).sort()).toEqual(
-      [ENV.resourcesTable, AWS_COMPUTE_ENV.eventBusName, "NODE_OPTIONS"].sort(),
-    );
+    expect(Object.keys(environment).sort()).toEqual([ENV.resourcesTable, AWS_COMPUTE_ENV.eventBusName].sort());
     const actions = actionsOf(template, id);
     expect(actions).toEqual(
       expect.arrayContaining(["dynamodb:GetItem", "dynamodb:BatchWriteItem", "events:PutEvents"]),
@@ -411,7 +409,6 @@ describe("ServiceStack: what sources run on", () => {
       [AWS_COMPUTE_ENV.eventBusName]: { Ref: idOf(service.eventFanout.bus) },
       // They queue the deliveries of workflow runs' sends (event-fanout.test.ts).
       [AWS_COMPUTE_ENV.deliveryQueueUrl]: { Ref: idOf(service.eventFanout.deliveryQueue) },
-      NODE_OPTIONS: "--enable-source-maps",
     };
     const runner = {
       [AWS_COMPUTE_ENV.sourceRunnerFunction]: { Ref: idOf(service.sources.sourceRunner.lambdaFunction) },

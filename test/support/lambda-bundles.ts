@@ -59,6 +59,7 @@ export async function bundleFunctions(
     const result = await build({
       ...SLUICE_ESBUILD_OPTIONS,
       mainFields: [...SLUICE_ESBUILD_OPTIONS.mainFields],
+      inject: [...SLUICE_ESBUILD_OPTIONS.inject],
       conditions: esbuildConditions(awsImports),
       entryPoints: Object.fromEntries(
         [...entries].map((entry) => [`${folderOf(entry)}/index`, join(PROJECT_ROOT, entry)]),
