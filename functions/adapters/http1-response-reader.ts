@@ -42,6 +42,7 @@ const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [^\x00-\x08\x0a-\x1f\x7f]*)
 const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$/;
 const CHUNK_SIZE_LINE = /^([0-9A-Fa-f]{1,12})(?:;[^\x00-\x08\x0a-\x1f\x7f]*)?$/;
 const CRLF_CRLF = Buffer.from("\r\n\r\n", "latin1");
+const LF_LF = Buffer.from("\n\n", "latin1");
 
 export class ResponseReader {
   state = HEAD;
@@ -114,6 +115,11 @@ export class ResponseReader {
     const bytes = this.pending ? Buffer.concat([this.pending, chunk.subarray(offset)]) : chunk.subarray(offset);
     const end = bytes.indexOf(CRLF_CRLF, Math.max(0, before - 3));
     if (end === -1 || end + 4 > MAX_HEAD_BYTES) {
+      // A head ended by bare line feeds would otherwise wait for a CRLF CRLF that never comes.
+      if (end === -1 && bytes.includes(LF_LF, Math.max(0, before - 1))) {
+        this.fail("bare line feed in the head");
+        return chunk.length;
+      }
       if (bytes.length > MAX_HEAD_BYTES || end !== -1) {
         this.fail(`response head over ${MAX_HEAD_BYTES} bytes`);
         return chunk.length;
