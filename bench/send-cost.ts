@@ -149,10 +149,13 @@ for (const spec of concurrencies) {
   // Paced rounds are shorter: 3 s each at most.
   const count = rate === undefined ? total : Math.min(total, rate * 3);
   const samples: Record<string, number[]> = {};
-  for (const client of Object.values(clients)) await run(client.post, target.url, Math.min(2_000, count), concurrency, rate);
+  for (const client of Object.values(clients))
+    await run(client.post, target.url, Math.min(2_000, count), concurrency, rate);
   for (let round = 0; round < ROUNDS; round++) {
     for (const [name, client] of Object.entries(clients)) {
-      (samples[name] ??= []).push(await run(client.post, target.url, count, concurrency, rate));
+      const values = samples[name] ?? [];
+      values.push(await run(client.post, target.url, count, concurrency, rate));
+      samples[name] = values;
     }
   }
   const line = Object.entries(samples).map(([name, values]) => {

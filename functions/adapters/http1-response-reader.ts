@@ -38,9 +38,9 @@ export interface ResponseHead {
   keepAliveMs: number | undefined;
 }
 
-const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [^\x00-\x08\x0a-\x1f\x7f]*)?$/;
-const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([^\x00-\x08\x0a-\x1f\x7f]*?)[ \t]*$/;
-const CHUNK_SIZE_LINE = /^([0-9A-Fa-f]{1,12})(?:;[^\x00-\x08\x0a-\x1f\x7f]*)?$/;
+const STATUS_LINE = /^HTTP\/1\.([01]) ([1-9]\d\d)(?: [\t\x20-\x7e\x80-\xff]*)?$/;
+const HEADER_LINE = /^([!#$%&'*+\-.^_`|~0-9A-Za-z]+):[ \t]*([\t\x20-\x7e\x80-\xff]*?)[ \t]*$/;
+const CHUNK_SIZE_LINE = /^([0-9A-Fa-f]{1,12})(?:;[\t\x20-\x7e\x80-\xff]*)?$/;
 const CRLF_CRLF = Buffer.from("\r\n\r\n", "latin1");
 const LF_LF = Buffer.from("\n\n", "latin1");
 
@@ -135,7 +135,10 @@ export class ResponseReader {
   private parseHead(text: string): void {
     const lines = text.split("\r\n");
     const statusLine = STATUS_LINE.exec(lines[0] ?? "");
-    if (!statusLine) return this.fail("malformed status line");
+    if (!statusLine) {
+      this.fail("malformed status line");
+      return;
+    }
     const minor = statusLine[1];
     const status = Number(statusLine[2]);
     let length: string | undefined;
@@ -144,14 +147,23 @@ export class ResponseReader {
     let keepAliveMs: number | undefined;
     for (let i = 1; i < lines.length; i++) {
       const header = HEADER_LINE.exec(lines[i] as string);
-      if (!header) return this.fail("malformed header line");
+      if (!header) {
+        this.fail("malformed header line");
+        return;
+      }
       const name = (header[1] as string).toLowerCase();
       const value = header[2] as string;
       if (name === "content-length") {
         for (const part of value.split(",")) {
           const trimmed = part.trim();
-          if (!/^\d{1,15}$/.test(trimmed)) return this.fail("malformed Content-Length");
-          if (length !== undefined && length !== trimmed) return this.fail("two different Content-Length values");
+          if (!/^\d{1,15}$/.test(trimmed)) {
+            this.fail("malformed Content-Length");
+            return;
+          }
+          if (length !== undefined && length !== trimmed) {
+            this.fail("two different Content-Length values");
+            return;
+          }
           length = trimmed;
         }
       } else if (name === "transfer-encoding") {
@@ -166,11 +178,15 @@ export class ResponseReader {
     }
     if (status < 200 && status !== 101) {
       // An interim answer: the final one follows on the same connection.
-      if (++this.interim > MAX_INTERIM_RESPONSES) return this.fail("too many interim responses");
+      if (++this.interim > MAX_INTERIM_RESPONSES) {
+        this.fail("too many interim responses");
+        return;
+      }
       return;
     }
     if (chunked !== undefined && length !== undefined) {
-      return this.fail("both Transfer-Encoding and Content-Length");
+      this.fail("both Transfer-Encoding and Content-Length");
+      return;
     }
     let reusable = !close;
     if (this.headRequest || status === 204 || status === 304 || status === 101) {

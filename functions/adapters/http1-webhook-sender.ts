@@ -18,7 +18,7 @@
  * that is not an HTTP token, or a value with a character HTTP cannot carry, fails the request
  * before anything is sent.
  */
-import { type LookupFunction, connect as netConnect, isIP, type Socket } from "node:net";
+import { isIP, type LookupFunction, connect as netConnect, type Socket } from "node:net";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
 import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
@@ -69,7 +69,8 @@ type ExchangeResult = WebhookSendResult | StaleResult;
 function describeError(error: NodeJS.ErrnoException, host: string, hostname: string): string {
   if (error.code === FORBIDDEN_ADDRESS) return `refused: ${error.message}`;
   if (error.code === "ECONNREFUSED") return `ECONNREFUSED: ${host} refused the connection`;
-  if (error.code === "ENOTFOUND" || error.code === "EAI_AGAIN") return `${error.code}: ${hostname} could not be resolved`;
+  if (error.code === "ENOTFOUND" || error.code === "EAI_AGAIN")
+    return `${error.code}: ${hostname} could not be resolved`;
   return error.code ? `${error.code}: ${error.message}` : error.message;
 }
 
@@ -126,7 +127,10 @@ class Connection {
   private onData(chunk: Buffer): void {
     const exchange = this.exchange;
     // Bytes nobody asked for (an idle connection): the connection cannot be trusted with another request.
-    if (!exchange) return this.destroy();
+    if (!exchange) {
+      this.destroy();
+      return;
+    }
     exchange.received = true;
     const reader = exchange.reader;
     reader.feed(chunk);
@@ -151,17 +155,23 @@ class Connection {
     clearTimeout(exchange.timer);
     this.exchange = undefined;
     exchange.connection = undefined;
-    if (!reusable || this.pool.sender.closed) return this.destroy();
+    if (!reusable || this.pool.sender.closed) {
+      this.destroy();
+      return;
+    }
     this.reused = true;
     const hint = exchange.reader.head?.keepAliveMs;
     this.idleLimitMs = hint === undefined ? IDLE_MS : Math.min(IDLE_MS, hint - 1_000);
-    if (this.idleLimitMs <= 0) return this.destroy();
+    if (this.idleLimitMs <= 0) {
+      this.destroy();
+      return;
+    }
     this.pool.release(this);
   }
 
   private onEnd(): void {
     const exchange = this.exchange;
-    if (exchange && exchange.reader.end()) {
+    if (exchange?.reader.end()) {
       this.finish(exchange, false);
       return;
     }
@@ -222,10 +232,16 @@ class OriginPool {
   acquire(exchange: Exchange): void {
     const now = Date.now();
     for (let idle = this.idle.pop(); idle; idle = this.idle.pop()) {
-      if (now - idle.idleSince < idle.idleLimitMs && !idle.socket.destroyed) return idle.start(exchange);
+      if (now - idle.idleSince < idle.idleLimitMs && !idle.socket.destroyed) {
+        idle.start(exchange);
+        return;
+      }
       idle.destroy();
     }
-    if (this.connections.size < this.sender.maxConnectionsPerOrigin) return this.open().start(exchange);
+    if (this.connections.size < this.sender.maxConnectionsPerOrigin) {
+      this.open().start(exchange);
+      return;
+    }
     this.waiting.push(exchange);
   }
 
@@ -237,7 +253,10 @@ class OriginPool {
 
   release(connection: Connection): void {
     const next = this.waiting.shift();
-    if (next) return connection.start(next);
+    if (next) {
+      connection.start(next);
+      return;
+    }
     connection.idleSince = Date.now();
     this.idle.push(connection);
     this.sender.sweepLater();
