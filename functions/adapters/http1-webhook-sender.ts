@@ -112,6 +112,8 @@ class Connection {
     readonly socket: Socket | TLSSocket,
   ) {
     socket.setNoDelay(true);
+    // As node:http's keep-alive agent: a peer gone without a word is noticed on an idle connection.
+    socket.setKeepAlive(true, 1_000);
     socket.on("data", (chunk: Buffer) => this.onData(chunk));
     socket.on("end", () => this.onEnd());
     socket.on("error", (error: NodeJS.ErrnoException) => this.onError(error));
@@ -155,7 +157,8 @@ class Connection {
     clearTimeout(exchange.timer);
     this.exchange = undefined;
     exchange.connection = undefined;
-    if (!reusable || this.pool.sender.closed) {
+    // An answer that came before the whole request was written: the rest would precede the next one.
+    if (!reusable || this.pool.sender.closed || this.socket.writableLength > 0) {
       this.destroy();
       return;
     }
