@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { ThreadedWebhookSender } from "#adapters/local/threaded-webhook-sender";
 import { silentLogger } from "#core/ports/logger";
+import type { WebhookSendResult } from "#core/ports/webhook-sender";
 
 const [label = "?", rounds = "3"] = process.argv.slice(2);
 const BODY = JSON.stringify({ id: "evt_01jd0000000000000000000000", e: { n: 1, text: "hello" }, ts: 1 });
@@ -35,7 +36,7 @@ const sender = new ThreadedWebhookSender({
   workDir: mkdtempSync(join(tmpdir(), "tcost-")),
   log: silentLogger,
 });
-const check = (r: { status?: number }) => {
+const check = (r: WebhookSendResult) => {
   if (!("status" in r) || r.status !== 200) throw new Error(JSON.stringify(r));
 };
 async function paced(rate: number, count: number) {

@@ -407,6 +407,8 @@ export class Http1WebhookSender implements WebhookSender {
   }
 
   private exchange(pool: OriginPool, bytes: Buffer, headRequest: boolean, timeoutMs: number): Promise<ExchangeResult> {
+    // Closed meanwhile (a retry after `close`): no new connection.
+    if (this.closed) return Promise.resolve({ error: "the webhook sender is closed" });
     return new Promise((resolve) => {
       const exchange = new Exchange(pool, bytes, headRequest, this.maxResponseBytes, resolve);
       exchange.timer = setTimeout(() => {

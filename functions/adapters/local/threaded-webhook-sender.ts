@@ -1,8 +1,8 @@
 /**
  * Local mode's `WebhookSender`: the requests themselves (connections, writes, response parsing:
- * about two thirds of a delivery's CPU) are made by a worker thread running `Http1WebhookSender`
- * (`webhook-send-thread.ts`), so they use another core than the one serving the API and running the
- * queue (decision 270). The thread is started on the first request from a bundle of its program
+ * about two thirds of a delivery's CPU through node:http, less since decision W-C1) are made by a
+ * worker thread running `Http1WebhookSender` (`webhook-send-thread.ts`), so they use another core
+ * than the one serving the API and running the queue (decision 270). The thread is started on the first request from a bundle of its program
  * (tsx is not needed in it) and again after it stopped.
  *
  * A request the thread did not answer because it stopped rejects: the delivery worker then treats
