@@ -1,3 +1,4 @@
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { DONE, FAILED, HEAD, MAX_HEAD_BYTES, ResponseReader } from "#adapters/http1-response-reader";
 
@@ -97,5 +98,40 @@ describe("ResponseReader", () => {
     expect(read(`HTTP/1.1 200 OK\r\nX-A: ${"a".repeat(100)}`).state).toBe(HEAD);
     const line = `HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n1;${"e".repeat(5_000)}`;
     expect(read(line)).toMatchObject({ state: FAILED, error: "chunked framing line too long" });
+  });
+
+  it("never throws on hostile bytes, and keeps no more than its bounds whatever the pieces", () => {
+    const pieces = fc.array(
+      fc.oneof(
+        fc.uint8Array({ maxLength: 64 }).map((bytes) => Buffer.from(bytes)),
+        fc
+          .constantFrom(
+            "HTTP/1.1 200 OK\r\n",
+            "Transfer-Encoding: chunked\r\n",
+            "Content-Length: 3\r\n",
+            "\r\n",
+            "5\r\n",
+            "0\r\n",
+            "\n",
+          )
+          .map((text) => Buffer.from(text, "latin1")),
+      ),
+      { maxLength: 40 },
+    );
+    fc.assert(
+      fc.property(pieces, (chunks) => {
+        const reader = new ResponseReader(256, false);
+        let total = 0;
+        for (const chunk of chunks) {
+          reader.feed(chunk);
+          total += chunk.length;
+        }
+        const pending = (reader as unknown as { pending?: Buffer }).pending;
+        expect(pending?.length ?? 0).toBeLessThanOrEqual(Math.min(total, MAX_HEAD_BYTES));
+        if (reader.state === FAILED) expect(reader.error).toEqual(expect.any(String));
+        if (reader.head) expect(reader.head.status).toBeGreaterThanOrEqual(101);
+      }),
+      { numRuns: 500 },
+    );
   });
 });
