@@ -101,6 +101,9 @@ afterEach(async () => {
   for (const server of servers.splice(0)) await server.stop();
 });
 
+/** Polls long enough for a machine under load (vitest's default gives up after 1 s). */
+const POLL = { timeout: 5_000 };
+
 const settle = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /** Kept-alive connections waiting for a request, over every origin. */
@@ -211,7 +214,7 @@ describe("Http1WebhookSender: kept-alive connections", () => {
     const send = sender();
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 201 });
     // The status is answered at the head; the connection is free once the last chunk came.
-    await expect.poll(() => idleConnections(send)).toBe(1);
+    await expect.poll(() => idleConnections(send), POLL).toBe(1);
     expect(await send.post(raw.url(), {}, "", 2_000, "HEAD")).toEqual({ status: 200 });
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
     expect(raw.requests.map((request) => request.connection)).toEqual([0, 0, 0]);
@@ -273,9 +276,9 @@ describe("Http1WebhookSender: kept-alive connections", () => {
     const send = sender();
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
     // The server's side closes once the sender closed its own.
-    await expect.poll(() => raw.closedAt[0]).toBeDefined();
+    await expect.poll(() => raw.closedAt[0], POLL).toBeDefined();
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
-    await expect.poll(() => raw.closedAt[1]).toBeDefined();
+    await expect.poll(() => raw.closedAt[1], POLL).toBeDefined();
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
     expect(raw.requests.map((request) => request.connection)).toEqual([0, 1, 2]);
   });
@@ -286,8 +289,8 @@ describe("Http1WebhookSender: hostile receivers", () => {
     const raw = await RawServer.start(() => {});
     const started = Date.now();
     expect(await sender().post(raw.url(), {}, "{}", 200)).toEqual({ error: "timeout after 200 ms" });
-    expect(Date.now() - started).toBeLessThan(1_000);
-    await expect.poll(() => raw.open).toBe(0);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await expect.poll(() => raw.open, POLL).toBe(0);
   });
 
   it("times out the whole exchange, not each byte: a head dripped slowly still fails at the limit", async () => {
@@ -297,8 +300,8 @@ describe("Http1WebhookSender: hostile receivers", () => {
     });
     const started = Date.now();
     expect(await sender().post(raw.url(), {}, "{}", 300)).toEqual({ error: "timeout after 300 ms" });
-    expect(Date.now() - started).toBeLessThan(1_000);
-    await expect.poll(() => raw.open).toBe(0);
+    expect(Date.now() - started).toBeLessThan(3_000);
+    await expect.poll(() => raw.open, POLL).toBe(0);
   });
 
   it("counts the wait for a connection in the time limit", async () => {
@@ -307,7 +310,7 @@ describe("Http1WebhookSender: hostile receivers", () => {
     const first = send.post(raw.url(), {}, "{}", 300);
     const started = Date.now();
     expect(await send.post(raw.url(), {}, "{}", 200)).toEqual({ error: "timeout after 200 ms" });
-    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(Date.now() - started).toBeLessThan(3_000);
     expect(await first).toEqual({ error: "timeout after 300 ms" });
     // The request that gave up is not sent later on a connection that came free.
     await settle(100);
@@ -329,7 +332,7 @@ describe("Http1WebhookSender: hostile receivers", () => {
     expect(await send.post(raw.url(), {}, "{}", 10_000)).toEqual({ status: 200 });
     expect(await send.post(raw.url(), {}, "{}", 10_000)).toEqual({ status: 202 });
     // Both connections are cut long before the 10 s limit: the bound, not the time, ended them.
-    await expect.poll(() => raw.open, { timeout: 2_000 }).toBe(0);
+    await expect.poll(() => raw.open, POLL).toBe(0);
     expect(raw.sockets).toHaveLength(2);
   });
 
@@ -340,10 +343,10 @@ describe("Http1WebhookSender: hostile receivers", () => {
     });
     const started = Date.now();
     expect(await sender().post(raw.url(), {}, "{}", 300)).toEqual({ status: 200 });
-    await expect.poll(() => raw.open, { timeout: 2_000 }).toBe(0);
+    await expect.poll(() => raw.open, POLL).toBe(0);
     // The head came at once, the body got another 300 ms.
     expect((raw.closedAt[0] ?? 0) - started).toBeGreaterThanOrEqual(280);
-    expect((raw.closedAt[0] ?? 0) - started).toBeLessThan(1_200);
+    expect((raw.closedAt[0] ?? 0) - started).toBeLessThan(5_000);
   });
 
   it("reports a reset or a receiver that closes without answering as an error", async () => {
@@ -387,7 +390,7 @@ describe("Http1WebhookSender: hostile receivers", () => {
   ])("refuses a malformed answer: %s", async (_, answer, reason) => {
     const raw = await RawServer.start((request) => request.socket.write(answer));
     expect(await sender().post(raw.url(), {}, "{}", 2_000)).toEqual({ error: `malformed response: ${reason}` });
-    await expect.poll(() => raw.open).toBe(0);
+    await expect.poll(() => raw.open, POLL).toBe(0);
   });
 
   it("keeps the status of an answer whose body framing is broken, and does not reuse its connection", async () => {
@@ -411,12 +414,12 @@ describe("Http1WebhookSender: hostile receivers", () => {
     const send = sender();
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
     const inFlight = send.post(raw.url(), {}, "{}", 30_000);
-    await expect.poll(() => raw.requests.length).toBe(2);
+    await expect.poll(() => raw.requests.length, POLL).toBe(2);
     send.close();
     // Cut by the close, it is not retried as a stale connection would be.
     expect(await inFlight).toEqual({ error: "the webhook sender is closed" });
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ error: "the webhook sender is closed" });
-    await expect.poll(() => raw.open).toBe(0);
+    await expect.poll(() => raw.open, POLL).toBe(0);
     await settle(50);
     expect(raw.sockets).toHaveLength(1);
   });
