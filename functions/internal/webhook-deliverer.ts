@@ -1,7 +1,7 @@
 /**
  * The webhook deliverer on AWS: consumes the FIFO delivery queue and the retry queue
  * (`#adapters/aws/sqs-delivery-queue`) and makes one attempt per delivery with `attemptDelivery`,
- * the same as local mode's worker, through `NodeHttpWebhookSender` with private, loopback and
+ * the same as local mode's worker, through `Http1WebhookSender` with private, loopback and
  * link-local addresses refused.
  *
  * - From the FIFO queue, a batch's messages of one group (one webhook) are attempted one after
@@ -19,7 +19,7 @@
  */
 import type { SQSBatchResponse } from "aws-lambda";
 import * as z from "zod";
-import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import { Http1WebhookSender } from "#adapters/http1-webhook-sender";
 import { ENV } from "#config/env";
 import { jsonValueSchema } from "#core/json-value";
 import type { Deps } from "#core/ports/deps";
@@ -107,7 +107,7 @@ const fromFifo = (record: SqsRecord) => record.eventSourceARN.endsWith(".fifo");
 export interface WebhookDelivererOptions {
   /** @default the AWS composition root */
   readonly loadDeps?: () => Promise<Deps>;
-  /** @default NodeHttpWebhookSender with private addresses refused */
+  /** @default Http1WebhookSender with private addresses refused */
   readonly sender?: WebhookSender;
   /** @default SqsDeliveryRetryQueue on `SLUICE_DELIVERY_RETRY_QUEUE_URL` */
   readonly retryQueue?: () => Promise<RetryScheduler>;
@@ -153,7 +153,7 @@ export function createWebhookDelivererHandler(options: WebhookDelivererOptions =
   // does, to deliver to its receiver on 127.0.0.1.
   const sender =
     options.sender ??
-    new NodeHttpWebhookSender({ allowPrivateAddresses: process.env[ENV.webhookAllowPrivate] === "true" });
+    new Http1WebhookSender({ allowPrivateAddresses: process.env[ENV.webhookAllowPrivate] === "true" });
   const retryQueue = once(options.retryQueue ?? awsRetryQueue);
   const settings = deliverySettings(options.settings);
 

@@ -10,13 +10,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Http1WebhookSender } from "#adapters/http1-webhook-sender";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
-import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import type { SourceRecord, StoredEvent } from "#core/component-model";
 import { dispatchEvents } from "#core/dispatcher";
 import { sseEnvelope } from "#core/event-views";
@@ -58,7 +58,7 @@ interface World {
   deps: Deps;
   queue: SqliteDeliveryQueue;
   worker: LocalDeliveryWorker;
-  sender: NodeHttpWebhookSender;
+  sender: Http1WebhookSender;
   secrets: Map<string, string>;
 }
 
@@ -192,7 +192,7 @@ beforeEach(async () => {
     deps,
     queue,
     secrets: new Map(),
-    sender: new NodeHttpWebhookSender({ allowPrivateAddresses: true }),
+    sender: new Http1WebhookSender({ allowPrivateAddresses: true }),
     worker: undefined as unknown as LocalDeliveryWorker,
   };
   startWorker();
@@ -331,10 +331,10 @@ function hasFailedAttempts(count: number): boolean {
   return rows.length === count && rows.every((row) => row.attempts > 0);
 }
 
-describe("NodeHttpWebhookSender", () => {
+describe("Http1WebhookSender", () => {
   it("refuses loopback, private and mapped addresses when private addresses are not allowed", async () => {
     const r = await receiver();
-    const guarded = new NodeHttpWebhookSender({ allowPrivateAddresses: false });
+    const guarded = new Http1WebhookSender({ allowPrivateAddresses: false });
     try {
       for (const url of [
         r.url(),

@@ -8,9 +8,9 @@ import { mkdtemp, readFile, rm, stat } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { Http1WebhookSender } from "#adapters/http1-webhook-sender";
 import { LocalObjectSink } from "#adapters/local/local-object-sink";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
-import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
 import { formatId } from "#core/ids";
 import { systemClock } from "#core/ports/clock";
 import type { Deps } from "#core/ports/deps";
@@ -47,7 +47,7 @@ function workflowRecord(id: string): WorkflowRecord {
 let deps: Deps;
 let queue: SqliteDeliveryQueue;
 let worker: LocalDeliveryWorker;
-let sender: NodeHttpWebhookSender;
+let sender: Http1WebhookSender;
 let receiver: WebhookReceiver;
 let dataDir: string;
 const FLOW = { id: "p_sender", userId: "u_ada", workspaceId: "o_ada" };
@@ -59,7 +59,7 @@ beforeEach(async () => {
   queue = new SqliteDeliveryQueue(memory.sqlite, { leaseMs: 5_000 });
   deps = { ...memory, clock: systemClock, deliveries: queue, objects: new LocalObjectSink(dataDir, ["orders"]) };
   await deps.workflows.createWorkflow(workflowRecord(FLOW.id));
-  sender = new NodeHttpWebhookSender({ allowPrivateAddresses: true });
+  sender = new Http1WebhookSender({ allowPrivateAddresses: true });
   receiver = await WebhookReceiver.start();
   worker = new LocalDeliveryWorker({ queue, deps, sender, settings: FAST, concurrency: 4 });
   worker.start();
@@ -142,7 +142,7 @@ describe("a workflow's sends, delivered", () => {
   });
 });
 
-describe("NodeHttpWebhookSender with a method", () => {
+describe("Http1WebhookSender with a method", () => {
   it("sends a GET without a body or a Content-Length, and a DELETE with its body", async () => {
     expect(await sender.post(receiver.url("/g"), { accept: "text/csv" }, "", 2_000, "GET")).toEqual({ status: 200 });
     expect(await sender.post(receiver.url("/d"), {}, "{}", 2_000, "DELETE")).toEqual({ status: 200 });

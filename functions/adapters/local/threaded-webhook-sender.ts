@@ -1,8 +1,8 @@
 /**
  * Local mode's `WebhookSender`: the requests themselves (connections, writes, response parsing:
- * about two thirds of a delivery's CPU) are made by a worker thread running `NodeHttpWebhookSender`
- * (`webhook-send-thread.ts`), so they use another core than the one serving the API and running the
- * queue (decision 270). The thread is started on the first request from a bundle of its program
+ * about two thirds of a delivery's CPU through node:http, less since decision 478) are made by a
+ * worker thread running `Http1WebhookSender` (`webhook-send-thread.ts`), so they use another core
+ * than the one serving the API and running the queue (decision 270). The thread is started on the first request from a bundle of its program
  * (tsx is not needed in it) and again after it stopped.
  *
  * A request the thread did not answer because it stopped rejects: the delivery worker then treats
@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { Worker } from "node:worker_threads";
 import type { Logger } from "#core/ports/logger";
 import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
-import type { NodeHttpWebhookSenderOptions } from "../node-http-webhook-sender.ts";
+import type { Http1WebhookSenderOptions } from "../http1-webhook-sender.ts";
 import { programBundle } from "./sandbox-bundle.ts";
 
 /** One request for the thread. */
@@ -31,7 +31,10 @@ export interface SentMessage {
   result: WebhookSendResult;
 }
 
-export interface ThreadedWebhookSenderOptions extends NodeHttpWebhookSenderOptions {
+/** What the thread's sender is made with (plain data: it is the thread's `workerData`). */
+type ThreadSenderOptions = Pick<Http1WebhookSenderOptions, "allowPrivateAddresses" | "maxResponseBytes">;
+
+export interface ThreadedWebhookSenderOptions extends ThreadSenderOptions {
   /** Where the thread's program is bundled (`<workDir>/runtime/`). */
   workDir: string;
   log: Logger;
@@ -109,7 +112,7 @@ export class ThreadedWebhookSender implements WebhookSender {
       this.thread = undefined;
       throw error;
     }
-    const senderOptions: NodeHttpWebhookSenderOptions = { allowPrivateAddresses, maxResponseBytes };
+    const senderOptions: ThreadSenderOptions = { allowPrivateAddresses, maxResponseBytes };
     const worker = new Worker(program, { workerData: senderOptions, execArgv: [] });
     // The delivery worker, not this thread, decides when the process may end.
     worker.unref();

@@ -1,16 +1,16 @@
 /**
  * The program of local mode's webhook sending thread (`ThreadedWebhookSender`): it makes the HTTP
- * requests of webhook deliveries and `$.send.http` with `NodeHttpWebhookSender`, on the second core,
+ * requests of webhook deliveries and `$.send.http` with `Http1WebhookSender`, on the second core,
  * and answers each with its result. It holds no secret and reads no store: what it sends (headers
  * already signed, the body) comes from the main thread, which keeps the queue and the retry policy.
  */
 import { parentPort, workerData } from "node:worker_threads";
-import { NodeHttpWebhookSender, type NodeHttpWebhookSenderOptions } from "../node-http-webhook-sender.ts";
+import { Http1WebhookSender, type Http1WebhookSenderOptions } from "../http1-webhook-sender.ts";
 import type { SendMessage, SentMessage } from "./threaded-webhook-sender.ts";
 
 if (!parentPort) throw new Error("webhook-send-thread runs as a worker thread");
 const port = parentPort;
-const sender = new NodeHttpWebhookSender(workerData as NodeHttpWebhookSenderOptions);
+const sender = new Http1WebhookSender(workerData as Http1WebhookSenderOptions);
 
 /** Answers ready in this microtask checkpoint, posted back as one message. */
 let answers: SentMessage[] = [];

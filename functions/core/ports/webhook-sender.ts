@@ -4,8 +4,8 @@ export type WebhookSendResult = { status: number } | { error: string };
 /**
  * Sends one webhook delivery (POST) or one `$.send.http` (its own method). Never rejects for a network failure: a refused connection, a
  * timeout, an unresolvable or refused address all come back as `{ error }`. Redirects are not
- * followed (a 3xx is a status like any other). Adapter: `NodeHttpWebhookSender`
- * (`functions/adapters/node-http-webhook-sender.ts`), on both platforms.
+ * followed (a 3xx is a status like any other). Adapter: `Http1WebhookSender`
+ * (`functions/adapters/http1-webhook-sender.ts`), on both platforms.
  */
 export interface WebhookSender {
   post(

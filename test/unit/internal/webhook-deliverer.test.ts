@@ -5,7 +5,7 @@ import { mockClient } from "aws-sdk-client-mock";
 import { Webhook } from "standardwebhooks";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { SqsDeliveryRetryQueue } from "#adapters/aws/sqs-delivery-queue";
-import { NodeHttpWebhookSender } from "#adapters/node-http-webhook-sender";
+import { Http1WebhookSender } from "#adapters/http1-webhook-sender";
 import type { Deps } from "#core/ports/deps";
 import { jsonLogger } from "#core/ports/logger";
 import { type DeliveryRecord, destinationOf } from "#core/subscription-model";
@@ -71,7 +71,7 @@ async function setup(
   const handler = createWebhookDelivererHandler({
     loadDeps: async () => deps,
     // Loopback is refused on AWS; this receiver lives on it (the default is tested below).
-    sender: new NodeHttpWebhookSender({ allowPrivateAddresses: true }),
+    sender: new Http1WebhookSender({ allowPrivateAddresses: true }),
     retryQueue: async () => retryQueue,
     settings: { random: () => 0.5, timeoutMs: 3_000 },
     ...options,
