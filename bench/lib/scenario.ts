@@ -49,6 +49,11 @@ export interface Scenario {
   /** Hard limits of the whole scenario, setup and stop included. */
   deadlineMs: number;
   quickDeadlineMs: number;
+  /**
+   * Set when the scenario needs more than the machine `npm run bench` assumes (moto, Python): it
+   * runs only when named by `--only`, and this says what it needs.
+   */
+  optIn?: string;
   run(context: ScenarioContext): Promise<ScenarioOutcome>;
   /** Rows with no measurement, for a scenario that failed. */
   emptyRows(): Row[];
@@ -59,6 +64,16 @@ export interface RunScenarioOptions {
   profile: boolean;
   resultsDir: string;
   log(message: string): void;
+}
+
+/** The scenarios a run takes: those `only` names, or without `only` every one but the opt-in ones. */
+export function selectScenarios<T extends Pick<Scenario, "name" | "optIn">>(
+  scenarios: readonly T[],
+  only: readonly string[],
+): T[] {
+  return scenarios.filter((scenario) =>
+    only.length === 0 ? scenario.optIn === undefined : only.includes(scenario.name),
+  );
 }
 
 /** Runs one scenario under its deadline, always stopping what it started. */

@@ -78,11 +78,22 @@ export interface OfflineStack {
   close(): Promise<void>;
 }
 
-export async function startOfflineStack(): Promise<OfflineStack> {
+export interface OfflineStackOptions {
+  /** Routes bundled besides {@link BUNDLED_ROUTES}, by name. */
+  moreRoutes?: readonly string[];
+  /** Functions keep their processes between invocations, as Lambda's warm environments (`LocalLambdaOptions.warm`). */
+  warm?: boolean;
+  /** Deployed with `-c npmRegistry=<url>`: where the deploying functions install packages from. */
+  npmRegistry?: string;
+}
+
+export async function startOfflineStack(options: OfflineStackOptions = {}): Promise<OfflineStack> {
   const node = node22();
   const work = mkdtempSync(join(tmpdir(), "sluice-aws-offline-"));
+  const npmRegistry = options.npmRegistry ? { npmRegistry: options.npmRegistry } : {};
+  const bundledRoutes = [...BUNDLED_ROUTES, ...(options.moreRoutes ?? [])];
   // The templates deployed: every route, no bundling (the assets' hashes are all that differs).
-  const app = synthSluice({ outdir: join(work, "cdk.out"), bundle: false });
+  const app = synthSluice({ outdir: join(work, "cdk.out"), bundle: false, ...npmRegistry });
   const synthesized = { stateful: templateOf(app.stateful), service: templateOf(app.service) };
   // The bundles run: inside the project (cdk.out is ignored by git), so that their external
   // imports resolve from node_modules as they would from the runtime.
@@ -91,7 +102,8 @@ export async function startOfflineStack(): Promise<OfflineStack> {
   const bundled = synthSluice({
     outdir: bundleOut,
     bundle: true,
-    routes: manifest.filter((route) => BUNDLED_ROUTES.includes(route.name)),
+    routes: manifest.filter((route) => bundledRoutes.includes(route.name)),
+    ...npmRegistry,
   });
   const bundledTemplate = templateOf(bundled.service);
 
@@ -166,6 +178,7 @@ export async function startOfflineStack(): Promise<OfflineStack> {
       // The webhook receiver listens on 127.0.0.1, which the deliverer refuses unless told: the
       // one setting the harness adds to what the stack deploys (never set by the stack).
       env: { [ENV.webhookAllowPrivate]: "true" },
+      ...(options.warm ? { warm: true } : {}),
     });
     started.push(() => lambda?.close());
 
