@@ -190,6 +190,8 @@ export const awsDeploy: Scenario = {
       moreRoutes: ["update-source", "create-component"],
       warm: true,
       npmRegistry: registry.url,
+      hostEsbuild: true,
+      bundlesOutsideProject: true,
     });
     context.defer(() => offline.close());
     const setUpMs = performance.now() - setUpStarted;

@@ -4,7 +4,7 @@
  * bundles run on Node 22 by the local Lambda, the HTTP API played from the template's routes.
  */
 
-import { existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateScheduleGroupCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
@@ -85,6 +85,19 @@ export interface OfflineStackOptions {
   warm?: boolean;
   /** Deployed with `-c npmRegistry=<url>`: where the deploying functions install packages from. */
   npmRegistry?: string;
+  /**
+   * The bundles of the functions that bundle components also get this machine's native esbuild
+   * binary (`@esbuild/<platform>-<arch>` of node_modules) beside the shipped `linux-arm64` one, so
+   * that they bundle natively here, as they do on Lambda, rather than with esbuild-wasm.
+   */
+  hostEsbuild?: boolean;
+  /**
+   * The bundles run from a folder outside the project, as on Lambda where no `node_modules` lies
+   * above `/var/task`: a package's optional `require` of a package that is not in the bundle
+   * (`debug`'s `supports-color`) then finds nothing, instead of the project's copy, which the
+   * component bundler refuses to read. @default false: inside the project's `cdk.out`
+   */
+  bundlesOutsideProject?: boolean;
 }
 
 export async function startOfflineStack(options: OfflineStackOptions = {}): Promise<OfflineStack> {
@@ -98,7 +111,9 @@ export async function startOfflineStack(options: OfflineStackOptions = {}): Prom
   // The bundles run: inside the project (cdk.out is ignored by git), so that their external
   // imports resolve from node_modules as they would from the runtime.
   mkdirSync(join(PROJECT_ROOT, "cdk.out"), { recursive: true });
-  const bundleOut = mkdtempSync(join(PROJECT_ROOT, "cdk.out", "aws-offline-"));
+  const bundleOut = options.bundlesOutsideProject
+    ? join(work, "bundles")
+    : mkdtempSync(join(PROJECT_ROOT, "cdk.out", "aws-offline-"));
   const bundled = synthSluice({
     outdir: bundleOut,
     bundle: true,
@@ -106,6 +121,7 @@ export async function startOfflineStack(options: OfflineStackOptions = {}): Prom
     ...npmRegistry,
   });
   const bundledTemplate = templateOf(bundled.service);
+  if (options.hostEsbuild) addHostEsbuild(bundleOut);
 
   const logs: string[] = [];
   let lambda: LocalLambda | undefined;
@@ -222,5 +238,17 @@ export async function startOfflineStack(options: OfflineStackOptions = {}): Prom
         await stopStarted();
       },
     };
+  }
+}
+
+/** Copies this machine's esbuild binary package next to each asset's shipped `@esbuild/linux-arm64`. */
+function addHostEsbuild(bundleOut: string): void {
+  const hostPackage = `${process.platform}-${process.arch}`;
+  const from = join(PROJECT_ROOT, "node_modules", "@esbuild", hostPackage);
+  if (!existsSync(from)) throw new Error(`no @esbuild/${hostPackage} in node_modules`);
+  for (const asset of readdirSync(bundleOut)) {
+    const esbuilds = join(bundleOut, asset, "node_modules", "@esbuild");
+    if (existsSync(join(esbuilds, "linux-arm64")) && !existsSync(join(esbuilds, hostPackage)))
+      cpSync(from, join(esbuilds, hostPackage), { recursive: true });
   }
 }
