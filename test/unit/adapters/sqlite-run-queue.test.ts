@@ -243,7 +243,11 @@ describe("SqliteRunQueue", () => {
     const queue = new SqliteRunQueue(db, { run, log, concurrency: 1, maxHeldPerSource: 4, recoveryPageSize: 2 });
     const numbered = (sourceId: string, n: number): SourceRunJob => ({ sourceId, trigger: "http", event: { n } });
     const spilledRows = () =>
-      db.prepare<[], { target: string; n: number }>("SELECT target, count(*) AS n FROM run_jobs WHERE target IS NOT NULL GROUP BY target").all();
+      db
+        .prepare<[], { target: string; n: number }>(
+          "SELECT target, count(*) AS n FROM run_jobs WHERE target IS NOT NULL GROUP BY target",
+        )
+        .all();
     // Ten jobs in one turn (one grouped write), then one more of another source.
     await Promise.all(Array.from({ length: 10 }, (_, index) => queue.enqueue(numbered("dc_hot", index + 1))));
     await queue.enqueue(numbered("dc_other", 1));
