@@ -18,6 +18,8 @@ export interface ScenarioContext {
   readonly name: string;
   readonly quick: boolean;
   readonly profile: boolean;
+  /** Where this scenario's profiles go with `--profile` (`<results>/profiles/<scenario>`). */
+  readonly profileDir: string;
   log(message: string): void;
   /** `fullMs`, or `quickMs` with `--quick`. */
   pick<T>(full: T, quick: T): T;
@@ -90,6 +92,7 @@ export async function runScenario(scenario: Scenario, options: RunScenarioOption
     name: scenario.name,
     quick: options.quick,
     profile: options.profile,
+    profileDir,
     log,
     pick: (full, quick) => (options.quick ? quick : full),
     async startServer(serverOptions = {}) {

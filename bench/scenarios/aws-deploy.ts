@@ -8,21 +8,20 @@
  * within 10 s at p99 for a component with npm dependencies on a warm function.
  */
 import { execFile } from "node:child_process";
+import { mkdirSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { readdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { promisify } from "node:util";
-import { ListObjectsV2Command, S3Client } from "@aws-sdk/client-s3";
 import type { IConstruct } from "constructs";
-import { PROJECT_ROOT } from "../../lib/constructs/sluice-function.ts";
-import { MOTO_CREDENTIALS, MOTO_REGION } from "../../test/aws-offline/moto.ts";
-import { type OfflineStack, startOfflineStack } from "../../test/aws-offline/offline-stack.ts";
-import { STATEFUL_STACK } from "../../test/aws-offline/templates.ts";
+import type { OfflineStack } from "../../test/aws-offline/offline-stack.ts";
 import { type ApiAnswer, apiClient } from "../../test/support/api-client.ts";
-import { createUserInTable } from "../../test/support/aws-flow.ts";
-import { installedPackages, startNpmRegistry } from "../../test/support/npm-registry-fixture.ts";
+import { REPO_ROOT } from "../../test/support/local-process.ts";
+import { remapBundleProfile } from "../lib/bundle-profile.ts";
+import { monoMs } from "../lib/clock.ts";
 import { ms } from "../lib/common.ts";
+import { type CpuProfile, selfTime } from "../lib/cpu-profile.ts";
 import { descendantsOf, parseStat } from "../lib/proc.ts";
-import type { Row } from "../lib/report.ts";
+import { type Row, renderProfile } from "../lib/report.ts";
 import type { Scenario } from "../lib/scenario.ts";
 import { roundAll, summarize } from "../lib/stats.ts";
 
@@ -95,8 +94,9 @@ export default {
 `;
 
 /** The stand-in registry's packages: `form-data` and what it depends on, from Sluice's own node_modules. */
-function registryPackages() {
-  const nodeModules = join(PROJECT_ROOT, "node_modules");
+async function registryPackages() {
+  const { installedPackages } = await import("../../test/support/npm-registry-fixture.ts");
+  const nodeModules = join(REPO_ROOT, "node_modules");
   return [
     ...installedPackages(nodeModules, ["form-data"]),
     // form-data wants mime-types 2, which npm put under form-data's own node_modules.
@@ -107,6 +107,8 @@ function registryPackages() {
 /** One measured request. */
 interface Sample {
   ms: number;
+  /** The request's window on the monotonic clock, in µs (a profile's clock). */
+  window: [number, number];
   /** CPU of the route's environment (its process and children, reaped ones included). */
   cpuMs: number;
   /** Wall time in the describer's invocations. */
@@ -141,6 +143,33 @@ async function treeCpuMs(root: number): Promise<number> {
     for (const field of [14, 15, 16, 17]) ticks += Number(fields[field - 3] ?? 0);
   }
   return ticks * 10;
+}
+
+/**
+ * With `--profile`: each route function's environment is ended (so that Node writes its profile),
+ * and its profile, mapped back to the sources through the bundle's source map, is ranked over the
+ * warm requests (the first request of each route and the warm-ups left out).
+ */
+async function routeProfiles(
+  offline: OfflineStack,
+  functionOf: (route: RouteName) => string,
+  samples: Record<RouteName, Sample[]>,
+  profileDir: string,
+): Promise<Partial<Record<RouteName, ReturnType<typeof selfTime>>>> {
+  const pids = new Map(ROUTES.map((route) => [route, offline.lambda.environmentPids(functionOf(route))[0]]));
+  await offline.lambda.endEnvironments();
+  const files = readdirSync(profileDir);
+  const ranked: Partial<Record<RouteName, ReturnType<typeof selfTime>>> = {};
+  for (const route of ROUTES) {
+    const file = files.find((name) => name.endsWith(".cpuprofile") && name.includes(`.${pids.get(route)}.`));
+    if (!file) continue;
+    const profile = remapBundleProfile(JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile);
+    ranked[route] = selfTime(profile, {
+      windows: samples[route].slice(1).map((sample) => sample.window),
+      repoRoot: "/",
+    });
+  }
+  return ranked;
 }
 
 const rows = (figures: Partial<Record<string, number>> = {}): Row[] =>
@@ -182,11 +211,28 @@ export const awsDeploy: Scenario = {
     } catch {
       throw new Error(`moto is not installed: ${awsDeploy.optIn}`);
     }
-    const registry = await startNpmRegistry(registryPackages());
+    // The harness (the CDK app, the SDK, moto's modules) loads only when this scenario runs.
+    const [{ startOfflineStack }, { MOTO_CREDENTIALS, MOTO_REGION }, { STATEFUL_STACK }, { createUserInTable }] =
+      await Promise.all([
+        import("../../test/aws-offline/offline-stack.ts"),
+        import("../../test/aws-offline/moto.ts"),
+        import("../../test/aws-offline/templates.ts"),
+        import("../../test/support/aws-flow.ts"),
+      ]);
+    const { startNpmRegistry } = await import("../../test/support/npm-registry-fixture.ts");
+    const { ListObjectsV2Command, S3Client } = await import("@aws-sdk/client-s3");
+    const packages = await registryPackages();
+    const registry = await startNpmRegistry(packages);
     context.defer(() => registry.close());
     context.log("synthesizing, bundling and deploying both stacks into moto");
     const setUpStarted = performance.now();
+    if (context.profile) {
+      rmSync(context.profileDir, { recursive: true, force: true });
+      mkdirSync(context.profileDir, { recursive: true });
+    }
     const offline: OfflineStack = await startOfflineStack({
+      // --profile: every environment is profiled; the route functions' profiles are ranked below.
+      ...(context.profile ? { warmNodeArgs: ["--cpu-prof", `--cpu-prof-dir=${context.profileDir}`] } : {}),
       moreRoutes: ["update-source", "create-component"],
       warm: true,
       npmRegistry: registry.url,
@@ -231,7 +277,9 @@ export const awsDeploy: Scenario = {
       const requestsBefore = registry.requests.length;
       const tarballsBefore = registry.tarballRequests();
       const started = performance.now();
+      const from = monoMs();
       const answer = await request();
+      const window: [number, number] = [from * 1000, monoMs() * 1000];
       const elapsed = performance.now() - started;
       const pidsAfter = offline.lambda.environmentPids(functionName);
       const cpuAfter =
@@ -241,6 +289,7 @@ export const awsDeploy: Scenario = {
       return [
         {
           ms: elapsed,
+          window,
           cpuMs: cpuAfter - cpuBefore,
           describerMs: spent(
             offline.lambda.invocations.slice(invocationsBefore).filter((record) => record.functionName === describer),
@@ -305,6 +354,11 @@ export const awsDeploy: Scenario = {
     const trees = (await s3.send(new ListObjectsV2Command({ Bucket: bucket, Prefix: "npm-trees/" }))).Contents ?? [];
     s3.destroy();
 
+    const profiles = context.profile ? await routeProfiles(offline, functionOf, samples, context.profileDir) : {};
+    for (const [route, profile] of Object.entries(profiles)) {
+      context.log(`${LABELS[route as RouteName]}, warm requests, route function's profile:\n${renderProfile(profile)}`);
+    }
+
     const figures: Record<string, number> = {};
     const details: Record<string, unknown> = {
       count,
@@ -312,7 +366,7 @@ export const awsDeploy: Scenario = {
       warmUpMs: warmUps,
       treesInS3: trees.map((tree) => ({ key: tree.Key, bytes: tree.Size })),
       environmentStarts: Object.fromEntries(offline.lambda.environmentStarts),
-      registryPackages: registryPackages().length,
+      registryPackages: packages.length,
     };
     for (const route of ROUTES) {
       const [first, ...warm] = samples[route];
@@ -332,13 +386,14 @@ export const awsDeploy: Scenario = {
         first: Object.fromEntries(Object.entries(first).map(([key, value]) => [key, Math.round(value)])),
         warm: { ms: roundAll(latency), ...phases(warm) },
         samplesMs: samples[route].map((sample) => Math.round(sample.ms)),
+        ...(profiles[route] ? { profile: profiles[route] } : {}),
       };
       context.log(
         `${LABELS[route]}: first ${ms(first.ms)} (CPU ${ms(first.cpuMs)}, ${first.tarballs} tarballs), then p50 ${ms(latency.p50)}, p99 ${ms(latency.p99)}, max ${ms(latency.max)}`,
       );
     }
     context.note(
-      `Both stacks deployed into moto as by the offline deployment test (set-up ${(setUpMs / 1000).toFixed(0)} s), the route functions' bundles run on Node 22, each in one process kept between requests (warm). Each route's environment was started by two requests without npm packages first. Then ${count + 1} requests per route, one at a time, each with new code importing @pipedream/platform (shipped) and form-data (installed from a registry on 127.0.0.1, ${registryPackages().length} package versions served); the first of each route is reported apart. Trees in S3 at the end: ${trees.length}.`,
+      `Both stacks deployed into moto as by the offline deployment test (set-up ${(setUpMs / 1000).toFixed(0)} s), the route functions' bundles run on Node 22, each in one process kept between requests (warm). Each route's environment was started by two requests without npm packages first. Then ${count + 1} requests per route, one at a time, each with new code importing @pipedream/platform (shipped) and form-data (installed from a registry on 127.0.0.1, ${packages.length} package versions served); the first of each route is reported apart. Trees in S3 at the end: ${trees.length}.`,
     );
     context.note(
       "Not covered: arm64 (this machine is x64), Lambda's real CreateFunction and wait until active (moto creates at once), network latency to S3, the registry and Lambda (all on 127.0.0.1), and deploy or activate hooks (handed to the deploy finisher by design).",

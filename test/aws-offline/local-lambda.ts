@@ -50,6 +50,8 @@ export interface LocalLambdaOptions {
    * (`test/support/lambda-warm.ts`), instead of a fresh process per call. @default false
    */
   warm?: boolean;
+  /** With `warm`: Node options of every environment (`--cpu-prof`, say). */
+  warmNodeArgs?: readonly string[];
 }
 
 export interface InvocationRecord {
@@ -81,6 +83,8 @@ export interface LocalLambda {
   readonly environmentStarts: ReadonlyMap<string, number>;
   /** With `warm`: the process ids of a function's live environments. */
   environmentPids(functionName: string): number[];
+  /** With `warm`: ends the idle environments, letting each exit on its own (a profile is written). */
+  endEnvironments(): Promise<void>;
   /** Invokes a function as `Invoke` with `RequestResponse` does. */
   invoke(functionName: string, payload: unknown): Promise<{ result: unknown; functionError: boolean }>;
   /** Invokes a function as `Invoke` with `Event` does: runs it later, once, and answers nothing. */
@@ -156,6 +160,7 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
             ...settings,
             functionName: name,
             handlerFile,
+            ...(options.warmNodeArgs ? { nodeArgs: options.warmNodeArgs } : {}),
             // New code or settings: Lambda starts new environments.
             version: `${configuration.CodeSha256}/${configuration.LastModified}`,
           },
@@ -248,6 +253,7 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
     forwarded,
     environmentStarts: warm?.starts ?? new Map(),
     environmentPids: (functionName) => warm?.pids(functionName) ?? [],
+    endEnvironments: async () => warm?.endIdle(),
     async invoke(functionName, payload) {
       const { kind, answer } = await track(run(functionName, Buffer.from(JSON.stringify(payload)), "RequestResponse"));
       return { result: JSON.parse(answer), functionError: kind !== "result" };

@@ -83,6 +83,8 @@ export interface OfflineStackOptions {
   moreRoutes?: readonly string[];
   /** Functions keep their processes between invocations, as Lambda's warm environments (`LocalLambdaOptions.warm`). */
   warm?: boolean;
+  /** With `warm`: Node options of every function's environments (`--cpu-prof`, say). */
+  warmNodeArgs?: readonly string[];
   /** Deployed with `-c npmRegistry=<url>`: where the deploying functions install packages from. */
   npmRegistry?: string;
   /**
@@ -195,6 +197,7 @@ export async function startOfflineStack(options: OfflineStackOptions = {}): Prom
       // one setting the harness adds to what the stack deploys (never set by the stack).
       env: { [ENV.webhookAllowPrivate]: "true" },
       ...(options.warm ? { warm: true } : {}),
+      ...(options.warmNodeArgs ? { warmNodeArgs: options.warmNodeArgs } : {}),
     });
     started.push(() => lambda?.close());
 

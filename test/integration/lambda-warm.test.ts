@@ -2,7 +2,7 @@
  * The warm Lambda environments of the offline harness (test/support/lambda-warm.ts): a function's
  * process imports its handler once and answers invocations in turn, as Lambda keeps a container.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
@@ -128,5 +128,16 @@ describe("warm Lambda environments", () => {
     expect(updated).toMatchObject({ invocations: 1, setting: "changed" });
     expect(updated.pid).not.toBe(first.pid);
     expect(warm.pids("fn")).toEqual([updated.pid]);
+  });
+
+  it("ends idle environments by closing their input, so that each exits on its own (a profile is written)", async () => {
+    start();
+    const profiles = mkdtempSync(join(work, "profiles-"));
+    const { pid } = (await call({}, { nodeArgs: ["--cpu-prof", `--cpu-prof-dir=${profiles}`] })).body as Answer;
+    await warm.endIdle();
+    expect(warm.pids("fn")).toEqual([]);
+    expect(
+      readdirSync(profiles).filter((name) => name.includes(`.${pid}.`) && name.endsWith(".cpuprofile")),
+    ).toHaveLength(1);
   });
 });

@@ -48,7 +48,9 @@ for await (const line of createInterface({ input: process.stdin, crlfDelay: Infi
     answer = "error\\n" + stringify({ errorType: error?.name ?? "Error", errorMessage: String(error?.message ?? error) });
   }
   answers.write(stringify({ id: request.id, answer }) + "\\n");
-}`;
+}
+// Input closed: the harness ends the environment (a --cpu-prof profile is written at exit).
+answers.end(() => process.exit(0));`;
 
 export interface WarmFunctionSpec {
   /** The function's name (`AWS_LAMBDA_FUNCTION_NAME`). */
@@ -62,6 +64,8 @@ export interface WarmFunctionSpec {
   version: string;
   /** The Node binary. */
   node: string;
+  /** Options for it before the runtime loop (`--cpu-prof`, say). @default none */
+  nodeArgs?: readonly string[];
   /** The environment beside `PATH`, `AWS_LAMBDA_FUNCTION_NAME` and `TMPDIR`. */
   env: Record<string, string>;
   cwd: string;
@@ -77,6 +81,8 @@ export interface WarmFunctions {
   readonly starts: ReadonlyMap<string, number>;
   /** The process ids of the function's live environments. */
   pids(functionName: string): number[];
+  /** Ends every idle environment as Lambda's runtime would see its input close, waiting up to 10 s for each to exit. */
+  endIdle(): Promise<void>;
   /** Ends every environment. */
   close(): void;
 }
@@ -113,7 +119,8 @@ export function warmFunctions(workDir: string): WarmFunctions {
     starts.set(spec.functionName, count);
     mkdirSync(join(workDir, "tmp"), { recursive: true });
     const tmp = mkdtempSync(join(workDir, "tmp", `${spec.functionName.slice(0, 60)}-${count}-`));
-    const child = spawn(spec.node, ["--input-type=module", "-e", runtimeLoop(pathToFileURL(spec.handlerFile).href)], {
+    const loop = runtimeLoop(pathToFileURL(spec.handlerFile).href);
+    const child = spawn(spec.node, [...(spec.nodeArgs ?? []), "--input-type=module", "-e", loop], {
       env: {
         PATH: process.env.PATH ?? "",
         AWS_LAMBDA_FUNCTION_NAME: spec.functionName,
@@ -184,6 +191,31 @@ export function warmFunctions(workDir: string): WarmFunctions {
         const event = JSON.parse(Buffer.from(payload).toString("utf8") || "null") as unknown;
         chosen.child.stdin?.write(`${JSON.stringify({ id, deadline: Date.now() + spec.timeoutMs, event })}\n`);
       });
+    },
+    async endIdle() {
+      const exits: Promise<unknown>[] = [];
+      for (const list of environments.values()) {
+        for (const environment of list) {
+          if (environment.ended || environment.busy) continue;
+          const { child } = environment;
+          environment.ended = true;
+          if (child.exitCode !== null || child.signalCode !== null) continue;
+          exits.push(
+            new Promise<void>((resolve) => {
+              const timer = setTimeout(() => {
+                child.kill("SIGKILL");
+                resolve();
+              }, 10_000);
+              child.once("close", () => {
+                clearTimeout(timer);
+                resolve();
+              });
+              child.stdin?.end();
+            }),
+          );
+        }
+      }
+      await Promise.all(exits);
     },
     close() {
       const closed = `error\n${JSON.stringify({ errorType: "Runtime.ExitError", errorMessage: "the harness ended the environment" })}`;
