@@ -6,13 +6,14 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { SourceMap } from "node:module";
+import { dirname, resolve } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
 import type { CpuProfile } from "./cpu-profile.ts";
 
 /**
  * `profile` with the frames of every bundle file that has a `.map` beside it mapped to their
- * original source (as `file://<repo-relative path>`, or the `node_modules/...` path for a
- * package); other frames unchanged.
+ * original file and line (a relative source resolved against the map's folder); other frames
+ * unchanged.
  */
 export function remapBundleProfile(profile: CpuProfile): CpuProfile {
   const maps = new Map<string, SourceMap | undefined>();
@@ -34,13 +35,14 @@ export function remapBundleProfile(profile: CpuProfile): CpuProfile {
       if (!frame.url.startsWith("file:")) return node;
       const entry = mapOf(frame.url)?.findEntry(frame.lineNumber, frame.columnNumber ?? 0);
       if (!entry || !("originalSource" in entry) || !entry.originalSource) return node;
-      // Sources are relative to the bundle's folder (`../../functions/...`, `../../node_modules/...`).
-      const source = entry.originalSource.replace(/^(?:file:\/\/)?(?:\.\.\/)+/, "");
+      const source = entry.originalSource.startsWith("file:")
+        ? fileURLToPath(entry.originalSource)
+        : resolve(dirname(fileURLToPath(frame.url)), entry.originalSource);
       return {
         ...node,
         callFrame: {
           ...frame,
-          url: pathToFileURL(`/${source}`).href,
+          url: pathToFileURL(source).href,
           lineNumber: entry.originalLine,
           columnNumber: entry.originalColumn,
           functionName: (entry as { name?: string }).name ?? frame.functionName,

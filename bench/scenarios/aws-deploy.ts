@@ -166,7 +166,7 @@ async function routeProfiles(
     const profile = remapBundleProfile(JSON.parse(readFileSync(join(profileDir, file), "utf8")) as CpuProfile);
     ranked[route] = selfTime(profile, {
       windows: samples[route].slice(1).map((sample) => sample.window),
-      repoRoot: "/",
+      repoRoot: REPO_ROOT,
     });
   }
   return ranked;
