@@ -19,7 +19,7 @@ import {
   renderProfile,
   renderReport,
 } from "./lib/report.ts";
-import { runScenario } from "./lib/scenario.ts";
+import { runScenario, selectScenarios } from "./lib/scenario.ts";
 import { SCENARIOS } from "./scenarios/index.ts";
 
 const names = SCENARIOS.map((scenario) => scenario.name);
@@ -31,7 +31,10 @@ try {
   process.exit(2);
 }
 if (args.help) {
-  process.stdout.write(`${USAGE}\nScenarios: ${names.join(", ")}\n`);
+  const optIn = SCENARIOS.filter((scenario) => scenario.optIn !== undefined);
+  process.stdout.write(
+    `${USAGE}\nScenarios: ${names.join(", ")}\n${optIn.map((scenario) => `Only with --only: ${scenario.name} (${scenario.optIn})\n`).join("")}`,
+  );
   process.exit(0);
 }
 
@@ -44,7 +47,7 @@ for (const signal of ["SIGINT", "SIGTERM"] as const) {
 }
 
 const resultsDir = args.out ?? join(REPO_ROOT, "bench", "results");
-const selected = SCENARIOS.filter((scenario) => args.only.length === 0 || args.only.includes(scenario.name));
+const selected = selectScenarios(SCENARIOS, args.only);
 const log = (line: string) => process.stderr.write(`${line}\n`);
 const startedAt = new Date();
 const started = monoMs();

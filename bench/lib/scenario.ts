@@ -18,6 +18,8 @@ export interface ScenarioContext {
   readonly name: string;
   readonly quick: boolean;
   readonly profile: boolean;
+  /** Where this scenario's profiles go with `--profile` (`<results>/profiles/<scenario>`). */
+  readonly profileDir: string;
   log(message: string): void;
   /** `fullMs`, or `quickMs` with `--quick`. */
   pick<T>(full: T, quick: T): T;
@@ -49,6 +51,11 @@ export interface Scenario {
   /** Hard limits of the whole scenario, setup and stop included. */
   deadlineMs: number;
   quickDeadlineMs: number;
+  /**
+   * Set when the scenario needs more than the machine `npm run bench` assumes (moto, Python): it
+   * runs only when named by `--only`, and this says what it needs.
+   */
+  optIn?: string;
   run(context: ScenarioContext): Promise<ScenarioOutcome>;
   /** Rows with no measurement, for a scenario that failed. */
   emptyRows(): Row[];
@@ -59,6 +66,16 @@ export interface RunScenarioOptions {
   profile: boolean;
   resultsDir: string;
   log(message: string): void;
+}
+
+/** The scenarios a run takes: those `only` names, or without `only` every one but the opt-in ones. */
+export function selectScenarios<T extends Pick<Scenario, "name" | "optIn">>(
+  scenarios: readonly T[],
+  only: readonly string[],
+): T[] {
+  return scenarios.filter((scenario) =>
+    only.length === 0 ? scenario.optIn === undefined : only.includes(scenario.name),
+  );
 }
 
 /** Runs one scenario under its deadline, always stopping what it started. */
@@ -75,6 +92,7 @@ export async function runScenario(scenario: Scenario, options: RunScenarioOption
     name: scenario.name,
     quick: options.quick,
     profile: options.profile,
+    profileDir,
     log,
     pick: (full, quick) => (options.quick ? quick : full),
     async startServer(serverOptions = {}) {

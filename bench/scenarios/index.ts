@@ -1,4 +1,5 @@
 import type { Scenario } from "../lib/scenario.ts";
+import { awsDeploy } from "./aws-deploy.ts";
 import { badInput } from "./bad-input.ts";
 import { coldStart } from "./cold-start.ts";
 import { deploy } from "./deploy.ts";
@@ -12,7 +13,7 @@ import { stream } from "./stream.ts";
 import { fanout, webhook } from "./webhook.ts";
 import { workflowChain, workflows } from "./workflows.ts";
 
-/** Every scenario, in the order of issue 6's table. */
+/** Every scenario, in the order of issue 6's table; the opt-in ones (`optIn`) last. */
 export const SCENARIOS: readonly Scenario[] = [
   ingest,
   respond,
@@ -28,4 +29,5 @@ export const SCENARIOS: readonly Scenario[] = [
   workflowChain,
   footprint,
   coldStart,
+  awsDeploy,
 ];

@@ -5,7 +5,8 @@
  * The functions get this server as their Lambda endpoint (`AWS_ENDPOINT_URL_LAMBDA`):
  *
  * - `Invoke` (`POST /2015-03-31/functions/{name}/invocations`) runs the function here, each call
- *   in a fresh process of the Node binary given (Node 22, the stacks' runtime), with the
+ *   in a fresh process of the Node binary given (Node 22, the stacks' runtime), or with `warm` in
+ *   a process kept between calls as Lambda keeps an environment (`../support/lambda-warm.ts`), with the
  *   environment moto holds for the function and what Lambda adds (region, function name, the
  *   endpoints of moto and of this server as `AWS_ENDPOINT_URL*`). `Event` invocations answer 202
  *   and run afterwards, once, without Lambda's retries.
@@ -26,6 +27,7 @@ import { RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
 import { RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
 import { unpackFunction } from "../support/lambda-process.ts";
 import { invoke } from "../support/lambda-stand-in.ts";
+import { warmFunctions } from "../support/lambda-warm.ts";
 import { MOTO_CREDENTIALS, MOTO_REGION } from "./moto.ts";
 
 export interface LocalLambdaOptions {
@@ -43,14 +45,31 @@ export interface LocalLambdaOptions {
   log?: (line: string) => void;
   /** Variables every function also gets, over the stack's (settings the harness needs). */
   env?: Record<string, string>;
+  /**
+   * Keep each function's process between invocations, as Lambda keeps an execution environment
+   * (`test/support/lambda-warm.ts`), instead of a fresh process per call. @default false
+   */
+  warm?: boolean;
+  /** With `warm`: Node options of every environment (`--cpu-prof`, say). */
+  warmNodeArgs?: readonly string[];
 }
 
 export interface InvocationRecord {
   functionName: string;
+  /** When it started and ended (`performance.now()`), for timing what a request spent in it. */
+  startedMs: number;
+  endedMs?: number;
   type: "RequestResponse" | "Event";
   /** The handler's result as JSON, or its error's. */
   answer?: string;
   error?: boolean;
+}
+
+export interface ForwardedCall {
+  method: string;
+  path: string;
+  startedMs: number;
+  endedMs?: number;
 }
 
 export interface LocalLambda {
@@ -58,6 +77,14 @@ export interface LocalLambda {
   readonly endpoint: string;
   /** Every invocation so far, in the order they started. */
   readonly invocations: readonly InvocationRecord[];
+  /** Every call forwarded to moto (create, update, read functions...), with when it started and ended (`performance.now()`). */
+  readonly forwarded: readonly ForwardedCall[];
+  /** With `warm`: execution environments started so far, by function name. */
+  readonly environmentStarts: ReadonlyMap<string, number>;
+  /** With `warm`: the process ids of a function's live environments. */
+  environmentPids(functionName: string): number[];
+  /** With `warm`: ends the idle environments, letting each exit on its own (a profile is written). */
+  endEnvironments(): Promise<void>;
   /** Invokes a function as `Invoke` with `RequestResponse` does. */
   invoke(functionName: string, payload: unknown): Promise<{ result: unknown; functionError: boolean }>;
   /** Invokes a function as `Invoke` with `Event` does: runs it later, once, and answers nothing. */
@@ -76,7 +103,9 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
   /** Handler files of the functions whose zips went through here, by name. */
   const deployed = new Map<string, string>();
   const invocations: InvocationRecord[] = [];
+  const forwarded: ForwardedCall[] = [];
   const running = new Set<Promise<unknown>>();
+  const warm = options.warm ? warmFunctions(options.workDir) : undefined;
   let endpoint = "";
 
   const keepZip = (name: string, zipBase64: string | undefined) => {
@@ -89,7 +118,7 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
   };
 
   const run = async (nameOrArn: string, payload: Uint8Array, type: InvocationRecord["type"]) => {
-    const record: InvocationRecord = { functionName: nameOrArn, type };
+    const record: InvocationRecord = { functionName: nameOrArn, type, startedMs: performance.now() };
     invocations.push(record);
     const configuration = await lambda.send(new GetFunctionConfigurationCommand({ FunctionName: nameOrArn }));
     const name = configuration.FunctionName ?? nameOrArn;
@@ -103,7 +132,7 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
       record.answer = JSON.stringify({ errorType: "OfflineHarness", errorMessage: `no code to run for ${name}` });
       return { kind: "error", answer: record.answer };
     }
-    const output = await invoke(options.workDir, handlerFile, payload, name, {
+    const settings = {
       node: options.node,
       cwd: bundle ?? join(handlerFile, ".."),
       timeoutMs: (configuration.Timeout ?? 3) * 1000,
@@ -121,10 +150,24 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
         LAMBDA_TASK_ROOT: join(handlerFile, ".."),
         ...options.env,
       },
-      onOutput: (text) => {
+      onOutput: (text: string) => {
         for (const line of text.split("\n")) if (line.trim()) options.log?.(`${name}: ${line}`);
       },
-    });
+    };
+    const output = warm
+      ? await warm.invoke(
+          {
+            ...settings,
+            functionName: name,
+            handlerFile,
+            ...(options.warmNodeArgs ? { nodeArgs: options.warmNodeArgs } : {}),
+            // New code or settings: Lambda starts new environments.
+            version: `${configuration.CodeSha256}/${configuration.LastModified}`,
+          },
+          payload,
+        )
+      : await invoke(options.workDir, handlerFile, payload, name, settings);
+    record.endedMs = performance.now();
     const newline = output.indexOf("\n");
     record.answer = output.slice(newline + 1);
     record.error = output.slice(0, newline) !== "result";
@@ -139,6 +182,8 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
   };
 
   const forward = async (request: IncomingMessage, body: Buffer, response: ServerResponse) => {
+    const call: ForwardedCall = { method: request.method ?? "", path: request.url ?? "", startedMs: performance.now() };
+    forwarded.push(call);
     const headers = Object.fromEntries(
       Object.entries(request.headers).filter(([name]) => !["host", "content-length", "connection"].includes(name)),
     ) as Record<string, string>;
@@ -152,8 +197,10 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
       if (!["content-length", "transfer-encoding", "connection", "content-encoding"].includes(name))
         answerHeaders[name] = value;
     });
+    const answerBody = Buffer.from(await answer.arrayBuffer());
+    call.endedMs = performance.now();
     response.writeHead(answer.status, answerHeaders);
-    response.end(Buffer.from(await answer.arrayBuffer()));
+    response.end(answerBody);
   };
 
   const handle = async (request: IncomingMessage, response: ServerResponse) => {
@@ -203,6 +250,10 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
   return {
     endpoint,
     invocations,
+    forwarded,
+    environmentStarts: warm?.starts ?? new Map(),
+    environmentPids: (functionName) => warm?.pids(functionName) ?? [],
+    endEnvironments: async () => warm?.endIdle(),
     async invoke(functionName, payload) {
       const { kind, answer } = await track(run(functionName, Buffer.from(JSON.stringify(payload)), "RequestResponse"));
       return { result: JSON.parse(answer), functionError: kind !== "result" };
@@ -214,6 +265,7 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
       while (running.size > 0) await Promise.allSettled([...running]);
     },
     async close() {
+      warm?.close();
       await new Promise((resolve) => server.close(resolve));
       lambda.destroy();
     },

@@ -4,7 +4,7 @@
  * bundles run on Node 22 by the local Lambda, the HTTP API played from the template's routes.
  */
 
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { cpSync, existsSync, mkdirSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CreateScheduleGroupCommand, SchedulerClient } from "@aws-sdk/client-scheduler";
@@ -71,22 +71,52 @@ export interface OfflineStack {
   close(): Promise<void>;
 }
 
-export async function startOfflineStack(): Promise<OfflineStack> {
+export interface OfflineStackOptions {
+  /** Routes bundled besides {@link BUNDLED_ROUTES}, by name. */
+  moreRoutes?: readonly string[];
+  /** Functions keep their processes between invocations, as Lambda's warm environments (`LocalLambdaOptions.warm`). */
+  warm?: boolean;
+  /** With `warm`: Node options of every function's environments (`--cpu-prof`, say). */
+  warmNodeArgs?: readonly string[];
+  /** Deployed with `-c npmRegistry=<url>`: where the deploying functions install packages from. */
+  npmRegistry?: string;
+  /**
+   * The bundles of the functions that bundle components also get this machine's native esbuild
+   * binary (`@esbuild/<platform>-<arch>` of node_modules) beside the shipped `linux-arm64` one, so
+   * that they bundle natively here, as they do on Lambda, rather than with esbuild-wasm.
+   */
+  hostEsbuild?: boolean;
+  /**
+   * The bundles run from a folder outside the project, as on Lambda where no `node_modules` lies
+   * above `/var/task`: a package's optional `require` of a package that is not in the bundle
+   * (`debug`'s `supports-color`) then finds nothing, instead of the project's copy, which the
+   * component bundler refuses to read. @default false: inside the project's `cdk.out`
+   */
+  bundlesOutsideProject?: boolean;
+}
+
+export async function startOfflineStack(options: OfflineStackOptions = {}): Promise<OfflineStack> {
   const node = node22();
   const work = mkdtempSync(join(tmpdir(), "sluice-aws-offline-"));
+  const npmRegistry = options.npmRegistry ? { npmRegistry: options.npmRegistry } : {};
+  const bundledRoutes = [...BUNDLED_ROUTES, ...(options.moreRoutes ?? [])];
   // The templates deployed: every route, no bundling (the assets' hashes are all that differs).
-  const app = synthSluice({ outdir: join(work, "cdk.out"), bundle: false });
+  const app = synthSluice({ outdir: join(work, "cdk.out"), bundle: false, ...npmRegistry });
   const synthesized = { stateful: templateOf(app.stateful), service: templateOf(app.service) };
   // The bundles run: inside the project (cdk.out is ignored by git), so that their external
   // imports resolve from node_modules as they would from the runtime.
   mkdirSync(join(PROJECT_ROOT, "cdk.out"), { recursive: true });
-  const bundleOut = mkdtempSync(join(PROJECT_ROOT, "cdk.out", "aws-offline-"));
+  const bundleOut = options.bundlesOutsideProject
+    ? join(work, "bundles")
+    : mkdtempSync(join(PROJECT_ROOT, "cdk.out", "aws-offline-"));
   const bundled = synthSluice({
     outdir: bundleOut,
     bundle: true,
-    routes: manifest.filter((route) => BUNDLED_ROUTES.includes(route.name)),
+    routes: manifest.filter((route) => bundledRoutes.includes(route.name)),
+    ...npmRegistry,
   });
   const bundledTemplate = templateOf(bundled.service);
+  if (options.hostEsbuild) addHostEsbuild(bundleOut);
 
   const logs: string[] = [];
   let lambda: LocalLambda | undefined;
@@ -159,6 +189,8 @@ export async function startOfflineStack(): Promise<OfflineStack> {
       // The webhook receiver listens on 127.0.0.1, which the deliverer refuses unless told: the
       // one setting the harness adds to what the stack deploys (never set by the stack).
       env: { [ENV.webhookAllowPrivate]: "true" },
+      ...(options.warm ? { warm: true } : {}),
+      ...(options.warmNodeArgs ? { warmNodeArgs: options.warmNodeArgs } : {}),
     });
     started.push(() => lambda?.close());
 
@@ -202,5 +234,17 @@ export async function startOfflineStack(): Promise<OfflineStack> {
         await stopStarted();
       },
     };
+  }
+}
+
+/** Copies this machine's esbuild binary package next to each asset's shipped `@esbuild/linux-arm64`. */
+function addHostEsbuild(bundleOut: string): void {
+  const hostPackage = `${process.platform}-${process.arch}`;
+  const from = join(PROJECT_ROOT, "node_modules", "@esbuild", hostPackage);
+  if (!existsSync(from)) throw new Error(`no @esbuild/${hostPackage} in node_modules`);
+  for (const asset of readdirSync(bundleOut)) {
+    const esbuilds = join(bundleOut, asset, "node_modules", "@esbuild");
+    if (existsSync(join(esbuilds, "linux-arm64")) && !existsSync(join(esbuilds, hostPackage)))
+      cpSync(from, join(esbuilds, hostPackage), { recursive: true });
   }
 }

@@ -34,9 +34,16 @@ export interface SluiceApp {
 /**
  * Both stacks as `bin/app.ts` makes them (default stage and context). `bundle: false` skips the
  * functions' bundling (as `cdk synth --exclusively` of another stack does), which leaves the
- * template as it is but for the assets' hashes; `routes` narrows the REST routes.
+ * template as it is but for the assets' hashes; `routes` narrows the REST routes; `npmRegistry` is
+ * `bin/app.ts`'s `-c npmRegistry`.
  */
-export function synthSluice(options: { outdir?: string; bundle: boolean; routes?: readonly RouteSpec[] }): SluiceApp {
+export function synthSluice(options: {
+  outdir?: string;
+  bundle: boolean;
+  routes?: readonly RouteSpec[];
+  /** `-c npmRegistry=<url>`. */
+  npmRegistry?: string;
+}): SluiceApp {
   // The CloudFormation validation plugin is cfn-lint's job elsewhere.
   process.env.CDK_VALIDATION = "false";
   const app = new App({
@@ -48,6 +55,7 @@ export function synthSluice(options: { outdir?: string; bundle: boolean; routes?
     resourcesTable: stateful.resourcesTable,
     secretsKey: stateful.secretsKey,
     ...(options.routes ? { routes: options.routes } : {}),
+    ...(options.npmRegistry ? { npmRegistry: options.npmRegistry } : {}),
   });
   return { app, stateful, service };
 }

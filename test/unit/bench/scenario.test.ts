@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { Row } from "../../../bench/lib/report.ts";
-import { runScenario, type Scenario } from "../../../bench/lib/scenario.ts";
+import { runScenario, type Scenario, selectScenarios } from "../../../bench/lib/scenario.ts";
 
 const emptyRow: Row = { scenario: "t", figure: "f", measured: undefined, unit: "ms" };
 const options = { quick: true, profile: false, resultsDir: "/nonexistent", log: () => {} };
@@ -55,5 +55,17 @@ describe("runScenario", () => {
       options,
     );
     expect(report).toMatchObject({ status: "failed", message: "no server", rows: [emptyRow] });
+  });
+});
+
+describe("selectScenarios", () => {
+  const all = [{ name: "a" }, { name: "moto", optIn: "needs moto" }, { name: "b" }];
+
+  it("runs every scenario but the opt-in ones when none is named", () => {
+    expect(selectScenarios(all, []).map((scenario) => scenario.name)).toEqual(["a", "b"]);
+  });
+
+  it("runs the named ones, an opt-in one included", () => {
+    expect(selectScenarios(all, ["moto", "b"]).map((scenario) => scenario.name)).toEqual(["moto", "b"]);
   });
 });
