@@ -137,7 +137,7 @@ export interface AwsComputeConfig {
   delayedEmits: DelayedEmitSchedules | undefined;
   /** Set on functions that start purges of deleted events (`access.eventPurges` routes). */
   eventPurgerFunction: string | undefined;
-  /** Set on functions that hand deploys over to the deploy finisher (`access.compute: "deploy"` routes). */
+  /** Set on functions that hand deploys and deletions over to the deploy finisher (`access.compute: "deploy"` and `"remove"` routes). */
   deployFinisherFunction: string | undefined;
   /**
    * `SLUICE_NPM_REGISTRY`: where deploying functions install components' npm packages (npm's default

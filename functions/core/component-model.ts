@@ -108,11 +108,16 @@ export const DEPLOY_STEPS = ["prepare", "deploy", "activate"] as const;
  * their timer stopped), the new code's function, then the new settings' `activate()`.
  */
 export const UPDATE_STEPS = ["deactivate", "prepare", "activate"] as const;
-export type DeployStep = (typeof DEPLOY_STEPS)[number] | (typeof UPDATE_STEPS)[number];
+/**
+ * A deploy's or an update's step, or `delete`: a deletion whose `deactivate()` the deploy finisher
+ * runs before it removes the source (reads show `deploy_state: "deleting"`, no `deploy_step`).
+ */
+export type DeployStep = (typeof DEPLOY_STEPS)[number] | (typeof UPDATE_STEPS)[number] | "delete";
 /** Every step a create or an update may be at (a read's `deploy_step`). */
 export const ANY_DEPLOY_STEP = ["prepare", "deploy", "activate", "deactivate"] as const satisfies readonly DeployStep[];
-export const isDeployStep = (value: string): value is DeployStep =>
-  (ANY_DEPLOY_STEP as readonly string[]).includes(value);
+/** What a record's `deployStep` may hold. */
+const STORED_DEPLOY_STEPS: readonly string[] = [...ANY_DEPLOY_STEP, "delete"] satisfies readonly DeployStep[];
+export const isDeployStep = (value: string): value is DeployStep => STORED_DEPLOY_STEPS.includes(value);
 
 /** Dedupe memory of a source (component-model.md "Events"). */
 export interface DedupeState {

@@ -507,10 +507,16 @@ async function subscribeTriggerWorkflow(deps: SourceDeps, source: SourceRecord, 
  * - `deployed`: not marked (a failed update's source included: it stays, inactive or as before);
  * - `failed`: a create that failed in the background, or that began more than
  *   {@link DEPLOY_ABANDONED_AFTER_MS} ago (abandoned): nothing of it runs, the sweep removes it;
- * - `deploying`: a create or an update still in progress, in a request or in the finisher.
+ * - `deploying`: a create or an update still in progress, in a request or in the finisher;
+ * - `deleting`: a deletion whose `deactivate()` was handed to the finisher (it is stopped, and
+ *   goes, or fails and waits for a `DELETE` or the sweep): nothing of the workflow's to do.
  */
-export function deployProgress(deps: Pick<Deps, "clock">, source: SourceRecord): "deployed" | "failed" | "deploying" {
+export function deployProgress(
+  deps: Pick<Deps, "clock">,
+  source: SourceRecord,
+): "deployed" | "failed" | "deploying" | "deleting" {
   if (source.deployingSince === undefined) return "deployed";
+  if (source.deployStep === "delete") return "deleting";
   if (source.updateFrom !== undefined) return "deploying";
   const abandoned = source.deployingSince < deps.clock.nowMs() - DEPLOY_ABANDONED_AFTER_MS;
   return source.deployError !== undefined || abandoned ? "failed" : "deploying";
@@ -529,7 +535,7 @@ export async function discardUnfinishedDeploy(deps: SourceDeps, sourceId: string
 }
 
 /** What {@link finishDeploy} did. */
-export type FinishOutcome = "deployed" | "failed" | "skipped";
+export type FinishOutcome = "deployed" | "deleted" | "failed" | "skipped";
 
 /**
  * The deploy finisher's use case (AWS: `functions/internal/deploy-finisher.ts`, invoked
@@ -565,6 +571,7 @@ export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndBy
     const source = await deps.sources.getSource(sourceId);
     if (!waiting(source)) return "skipped";
     const step = source.deployStep as DeployStep;
+    if (step === "delete") return await finishDeletion(deps, source);
     if (source.updateFrom !== undefined) {
       return (await runUpdate(deps, source, step, undefined)).failed ? "failed" : "deployed";
     }
@@ -584,7 +591,8 @@ export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndBy
 
 /** The reason a background step's failure is shown with: a domain error's message, else none. */
 function failureReason(deps: SourceDeps, source: SourceRecord, error: unknown): string {
-  deps.log.error(`background ${source.updateFrom ? "update" : "deploy"} failed`, {
+  const what = source.deployStep === "delete" ? "deletion" : source.updateFrom ? "update" : "deploy";
+  deps.log.error(`background ${what} failed`, {
     ...sourceLogFields(source),
     error: String(error),
   });
@@ -642,7 +650,11 @@ export async function recoverInterruptedDeploys(deps: SourceDeps, startedBefore:
   let recovered = 0;
   for (const source of abandoned) {
     const fields = { ...sourceLogFields(source), deploying_since: source.deployingSince };
-    const what = source.updateFrom ? "interrupted update stopped" : "interrupted deploy removed";
+    const what = source.updateFrom
+      ? "interrupted update stopped"
+      : source.deployStep === "delete"
+        ? "interrupted deletion removed"
+        : "interrupted deploy removed";
     // One that cannot be recovered now (its function, a store) must not keep the others, or a
     // local server's start, from going on: the next sweep tries it again.
     try {
@@ -750,6 +762,7 @@ export async function updateSource(
 
 function refuseWhileDeploying(source: SourceRecord) {
   if (source.deployingSince === undefined) return;
+  if (source.deployStep === "delete") throw conflict(`source ${source.id} is being deleted`);
   const doing = source.updateFrom ? "updated" : "deployed";
   throw conflict(
     source.deployError === undefined
@@ -921,14 +934,87 @@ async function stopInterruptedUpdate(deps: SourceDeps, source: SourceRecord): Pr
 /**
  * `DELETE /sources/{id}`: `deactivate()` (when active), then the source, its timer, its
  * subscriptions (as emitter and as listener), its auto subscriptions, code and events go.
+ *
+ * With `answerByMs` (AWS) and a deploy finisher, a `deactivate()` that cannot start with its whole
+ * time limit left goes to the finisher ({@link deferDeletion}): the source is marked
+ * (`deployStep: "delete"`, reads `deploy_state: "deleting"`) and stopped at once, and the request
+ * answers as a finished deletion does. A `DELETE` of a source being deleted so answers the same
+ * and does nothing; of one whose background `deactivate()` failed, removes it without the hook.
  */
-export async function deleteSource(deps: SourceDeps, caller: Caller, id: string) {
+export async function deleteSource(deps: SourceDeps, caller: Caller, id: string, options: { answerByMs?: number } = {}) {
   const source = await requireSource(deps, caller, id);
+  if (source.deployStep === "delete") {
+    if (source.deployError !== undefined) {
+      await removeSource(deps, source);
+      deps.log.info("source deleted without its deactivate hook", sourceLogFields(source));
+    }
+    return { id: source.id, deleted: true };
+  }
   const component = await loadComponent(deps, source.componentId);
+  const hooked = source.active && component?.metadata.hooks.includes("deactivate") === true;
+  if (hooked && stepTiming(deps, budgetOf(options), stepNeedsMs(deps, "deactivate")) === "later") {
+    await deferDeletion(deps, source);
+    return { id: source.id, deleted: true };
+  }
   if (source.active && component) await runHook(deps, source, component, "deactivate");
   await removeSource(deps, source);
   deps.log.info("source deleted", sourceLogFields(source));
   return { id: source.id, deleted: true };
+}
+
+/**
+ * A deletion whose `deactivate()` the request has no time for: the source is saved marked
+ * (`deployingSince`, `deployStep: "delete"`) and inactive, so that from this write on nothing runs
+ * it (its endpoint answers as an inactive source's, deliveries to it are dropped), then its timer
+ * stops and the finisher is invoked ({@link finishDeletion}). An interruption leaves the mark, and
+ * the recovery sweep removes the source without the hook, as an interrupted deploy. A hand-over
+ * that fails removes it here, without the hook, as the sweep would.
+ */
+async function deferDeletion(deps: SourceDeps, source: SourceRecord): Promise<void> {
+  const marked = await deps.sources.updateSource({
+    ...unmarked(source),
+    active: false,
+    deployingSince: deps.clock.nowMs(),
+    deployStep: "delete",
+  });
+  await deps.timers.cancel({ sourceId: source.id });
+  try {
+    await deps.deployFinisher?.finishLater(source.id);
+  } catch (error) {
+    deps.log.error("source deletion not handed over: removed without its deactivate hook", {
+      ...sourceLogFields(source),
+      error: String(error),
+    });
+    await removeSource(deps, marked);
+    return;
+  }
+  deps.log.info("source deletion goes on in the background", sourceLogFields(source));
+}
+
+/**
+ * The finisher's part of a deletion ({@link deferDeletion}): `deactivate()` with its whole time,
+ * then everything of the source goes, as {@link deleteSource}. A `deactivate()` that fails keeps
+ * the record, still marked and inactive, with the reason (`deploy_state: "failed"`): a `DELETE`
+ * then removes it without the hook, and the sweep does so past its bound.
+ */
+async function finishDeletion(deps: SourceDeps, source: SourceRecord): Promise<FinishOutcome> {
+  try {
+    const component = await loadComponent(deps, source.componentId);
+    if (component) await runHook(deps, source, component, "deactivate");
+  } catch (error) {
+    const reason = failureReason(deps, source, error);
+    const current = await deps.sources.getSource(source.id);
+    if (current) {
+      await deps.sources.updateSource({
+        ...current,
+        deployError: `the deletion stopped: ${reason}; delete the source again to remove it without its deactivate hook`,
+      });
+    }
+    return "failed";
+  }
+  await removeSource(deps, source);
+  deps.log.info("source deleted", sourceLogFields(source));
+  return "deleted";
 }
 
 async function removeSource(deps: SourceDeps, source: SourceRecord) {
@@ -1007,6 +1093,7 @@ function deployView(source: SourceRecord) {
   // A failed create keeps its mark (the sweep removes it); a failed update does not (it stays).
   if (source.deployError !== undefined) return { deploy_state: "failed" as const, deploy_error: source.deployError };
   if (source.deployingSince === undefined) return {};
+  if (source.deployStep === "delete") return { deploy_state: "deleting" as const };
   return {
     deploy_state: "deploying" as const,
     ...(source.deployStep === undefined ? {} : { deploy_step: source.deployStep }),

@@ -308,21 +308,28 @@ const notFoundIsGone = (error: unknown) => {
 };
 
 /**
- * Deletes the sources these triggers deployed (W17), as `DELETE /sources/{id}` does, in the
- * request: `deactivate()` runs when the source is active, with its whole time limit (on AWS too,
- * as that route). One already gone is skipped; a failed or abandoned create is removed without
- * hooks, as the sweep would; one still deploying is 409 ({@link requireSettledTriggerSources},
- * which the routes check before they change anything).
+ * Deletes the sources these triggers deployed (W17), as `DELETE /sources/{id}` does: `deactivate()`
+ * runs when the source is active, with its whole time limit, in the request or (AWS,
+ * `answerByMs`: one that does not fit) in the deploy finisher, the source marked `deleting`
+ * meanwhile. One already gone or being deleted so is skipped; a failed or abandoned create is
+ * removed without hooks, as the sweep would; one still deploying is 409
+ * ({@link requireSettledTriggerSources}, which the routes check before they change anything).
  */
-export async function deleteDeployedSources(deps: Deps, caller: Caller, triggers: TriggerRecord[]) {
+export async function deleteDeployedSources(
+  deps: Deps,
+  caller: Caller,
+  triggers: TriggerRecord[],
+  options: TriggerDeployOptions = {},
+) {
   for (const { index, sourceId, source } of await deployedSources(deps, triggers)) {
     if (!source) continue;
     const progress = deployProgress(deps, source);
     if (progress === "deploying") {
       throw conflict(`triggers[${index}]: its source ${sourceId} is still deploying; try again once it is deployed`);
     }
+    if (progress === "deleting") continue;
     if (progress === "failed") await discardUnfinishedDeploy(deps, sourceId);
-    else await deleteSource(deps, caller, sourceId).catch(notFoundIsGone);
+    else await deleteSource(deps, caller, sourceId, options).catch(notFoundIsGone);
   }
 }
 
@@ -343,7 +350,8 @@ async function setDeployedSourcesActive(
 ) {
   for (const { sourceId, source } of await deployedSources(deps, workflow.triggers)) {
     if (!source || source.active === active || (only && !only.has(sourceId))) continue;
-    if (deployProgress(deps, source) === "failed") continue;
+    const progress = deployProgress(deps, source);
+    if (progress === "failed" || progress === "deleting") continue;
     await updateSource(deps, caller, sourceId, { active }, options).catch(notFoundIsGone);
   }
 }
@@ -410,17 +418,19 @@ export async function deactivateTriggers(
 /**
  * What a workflow's triggers leave behind when it is deleted (or, `discard`, its creation fails):
  * its timers are cancelled, active or not, and the sources it deployed are deleted (their
- * `deactivate()` runs), or discarded ({@link discardDeployedSources}).
+ * `deactivate()` runs, on AWS maybe in the deploy finisher: {@link deleteDeployedSources}), or
+ * discarded ({@link discardDeployedSources}).
  */
 export async function removeTriggers(
   deps: Deps,
   caller: Caller,
   workflow: WorkflowRecord,
   discard = false,
+  options: TriggerDeployOptions = {},
 ): Promise<void> {
   await cancelTimers(deps, workflow, undefined);
   if (discard) await discardDeployedSources(deps, caller, workflow.triggers);
-  else await deleteDeployedSources(deps, caller, workflow.triggers);
+  else await deleteDeployedSources(deps, caller, workflow.triggers, options);
 }
 
 /** Whether a timer of the previous record keeps running as `timer`: same id, same spec. */

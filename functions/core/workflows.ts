@@ -521,7 +521,7 @@ export async function updateWorkflow(
   if (current.active && (!next.active || input.triggers !== undefined))
     await deactivateTriggers(deps, caller, current, next, options);
   await deps.workflows.updateWorkflow(next);
-  await resubscribe(deps, caller, current, next, handOver);
+  await resubscribe(deps, caller, current, next, handOver, options);
   // The new sources' jobs, before the other sources' activation: whatever that does, these finish.
   await handOverTriggerSources(deps, handOver);
   // `active: true` again also activates a source left inactive by an activation that failed.
@@ -541,6 +541,7 @@ async function resubscribe(
   previous: WorkflowRecord,
   next: WorkflowRecord,
   handedOver: readonly string[],
+  options: TriggerDeployOptions,
 ) {
   const kept = new Set(next.triggers.flatMap((t) => (t.type === "source" ? [t.sourceId] : [])));
   const dropped = previous.triggers.filter((t) => t.type === "source" && !kept.has(t.sourceId));
@@ -552,7 +553,7 @@ async function resubscribe(
       eventName: "",
     });
   }
-  await deleteDeployedSources(deps, caller, dropped);
+  await deleteDeployedSources(deps, caller, dropped, options);
   await subscribeSourceTriggers(deps, next, handedOver);
 }
 
@@ -562,8 +563,14 @@ async function resubscribe(
  * subscriptions naming it (as emitter or listener) and its auto subscriptions, its events and
  * runs, its deployment.
  */
-async function removeWorkflow(deps: Deps, caller: Caller, workflow: WorkflowRecord, discard = false) {
-  await removeTriggers(deps, caller, workflow, discard);
+async function removeWorkflow(
+  deps: Deps,
+  caller: Caller,
+  workflow: WorkflowRecord,
+  discard = false,
+  options: TriggerDeployOptions = {},
+) {
+  await removeTriggers(deps, caller, workflow, discard, options);
   await deps.subscriptions.deleteSubscriptionsOf(workflow.id);
   await deps.subscriptions.deleteAutoSubscriptionsOf(workflow.id);
   await deps.events.deleteAllEvents(workflow.id);
@@ -572,11 +579,14 @@ async function removeWorkflow(deps: Deps, caller: Caller, workflow: WorkflowReco
   await deps.workflows.deleteWorkflow(workflow.id);
 }
 
-/** `DELETE /workflows/{id}`. */
-export async function deleteWorkflow(deps: Deps, caller: Caller, id: string) {
+/**
+ * `DELETE /workflows/{id}`. With `answerByMs` (AWS), the `deactivate()` of a source it deployed
+ * that does not fit goes to the deploy finisher ({@link deleteDeployedSources}).
+ */
+export async function deleteWorkflow(deps: Deps, caller: Caller, id: string, options: TriggerDeployOptions = {}) {
   const workflow = await requireWorkflow(deps, caller, id);
   await requireSettledTriggerSources(deps, workflow, "delete the workflow");
-  await removeWorkflow(deps, caller, workflow);
+  await removeWorkflow(deps, caller, workflow, false, options);
   deps.log.info("workflow deleted", logFields(workflow));
   return { id: workflow.id, deleted: true as const };
 }

@@ -115,10 +115,10 @@ export const sourceSchema = z.object({
   name: z.string(),
   name_slug: z.string(),
   /**
-   * Only while its deploy is in progress, or after it failed in the background
-   * (docs/components.md "Deploys in progress").
+   * Only while its deploy is in progress, after it failed in the background, or (AWS) while its
+   * deletion's `deactivate()` runs in the background (docs/components.md "Deploys in progress").
    */
-  deploy_state: z.enum(["deploying", "failed"]).optional(),
+  deploy_state: z.enum(["deploying", "failed", "deleting"]).optional(),
   /**
    * While deploying or updating in the background: the step it is at (`prepare`, `deploy`,
    * `activate`; an update's `deactivate`).

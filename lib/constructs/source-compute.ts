@@ -430,8 +430,8 @@ export class SourceCompute extends Construct {
    * - `describe`: invoke the describer (after bundling, with the npm registry to install from);
    * - `probe`: also create and update source functions (`dc_` only: a probe is a source), with the
    *   runtime layer and the source role, and invoke them;
-   * - `remove`: invoke source and workflow functions (their `deactivate` hooks), delete them and
-   *   their timers' schedules;
+   * - `remove`: invoke source and workflow functions (their `deactivate` hooks) and the deploy
+   *   finisher (a `deactivate` the request has no time for), delete them and their timers' schedules;
    * - `deploy`: all of the above on source and workflow functions, and create and update schedules
    *   with the scheduler role.
    *
@@ -450,11 +450,13 @@ export class SourceCompute extends Construct {
     }
     // Deploying runs hooks, whose delayed emits are scheduled: the schedules' rights above cover
     // them (removing a source cancels its own with the delete right), the deliverer is named here.
-    if (level === "deploy") {
-      this.#nameDelayedEmitDeliverer(fn);
-      // What does not fit in the request goes to the finisher.
+    // What does not fit in the request goes to the finisher: a deploy's steps, a deletion's deactivate().
+    if (level === "remove" || level === "deploy") {
       this.deployFinisher.lambdaFunction.grantInvoke(fn);
       fn.addEnvironment(AWS_COMPUTE_ENV.deployFinisherFunction, this.deployFinisher.lambdaFunction.functionName);
+    }
+    if (level === "deploy") {
+      this.#nameDelayedEmitDeliverer(fn);
       this.#attachNpmTrees(fn);
     }
   }

@@ -111,7 +111,8 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
       "scheduler:UpdateSchedule",
     ]),
   ),
-  // "remove": deactivate hooks, then the functions and schedules go; nothing is created.
+  // "remove": deactivate hooks (or the deploy finisher invoked, for one the request has no time
+  // for), then the functions and schedules go; nothing is created.
   ...["delete-source", "delete-workflow"].map((name) =>
     writes(name, RUNS, SEALS, APPENDS, ["lambda:DeleteFunction", "scheduler:DeleteSchedule"]),
   ),

@@ -136,7 +136,7 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
-  it("has the deploy finisher invoked once per job, early enough to end before the sweep's bound, and told to deploying routes only", () => {
+  it("has the deploy finisher invoked once per job, early enough to end before the sweep's bound, and told to deploying and removing routes only", () => {
     const finisher = idOf(service.sources.deployFinisher.lambdaFunction);
     // No retry (a hook could run twice); a job older than 10 minutes is dropped, and its source swept.
     template.hasResourceProperties("AWS::Lambda::EventInvokeConfig", {
@@ -152,7 +152,7 @@ describe("ServiceStack: what sources run on", () => {
       (id) => environmentOf(template, id)[AWS_COMPUTE_ENV.deployFinisherFunction] !== undefined,
     );
     expect(told.sort()).toEqual(
-      routesAt("deploy")
+      routesAt("deploy", "remove")
         .map((route) => routeFunctionId(route.name))
         .sort(),
     );
@@ -257,7 +257,7 @@ describe("ServiceStack: what sources run on", () => {
       for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule"]) {
         expect(on(action), `${what} ${action}`).toEqual(level === "deploy" ? schedules : []);
       }
-      // Invoke: the describer (all but remove), the deploy finisher (deploy) and the functions
+      // Invoke: the describer (all but remove), the deploy finisher (deploy, remove) and the functions
       // above; never the source runner.
       const invokable = on("lambda:InvokeFunction").map((resource) => JSON.stringify(resource));
       expect(
@@ -267,7 +267,7 @@ describe("ServiceStack: what sources run on", () => {
       expect(
         invokable.filter((resource) => resource.includes(finisher)),
         what,
-      ).toHaveLength(level === "deploy" ? 1 : 0);
+      ).toHaveLength(level === "deploy" || level === "remove" ? 1 : 0);
       expect(
         invokable.filter((resource) => !resource.includes(describer) && !resource.includes(finisher)),
         what,

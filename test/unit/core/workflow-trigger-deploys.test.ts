@@ -518,3 +518,53 @@ describe("a workflow's trigger source in local mode (no deadline, no finisher)",
     expect(await t.subscribers(firstTriggerId(inactive))).toEqual([inactive.id]);
   });
 });
+
+describe("a workflow's trigger sources deleted on AWS (DELETE, or a PUT of triggers that drops them)", () => {
+  it("hands each source's deactivate() to the finisher on DELETE: the workflow is gone at once, the sources once it ran", async () => {
+    const t = await setUp();
+    const created = await createWorkflow(t.deps, t.caller, {
+      settings: { auto_deploy: true },
+      steps: STEPS,
+      triggers: [hookedTrigger("a"), hookedTrigger("b")],
+    });
+    const ids = created.triggers.map((trigger) => (trigger as { id: string }).id);
+    t.withFinisher();
+    t.ops.length = 0;
+    t.timers.length = 0;
+    const deadline = t.timed();
+    expect(await deleteWorkflow(t.deps, t.caller, created.id, deadline)).toEqual({ id: created.id, deleted: true });
+    expect(t.deps.clock.nowMs()).toBeLessThanOrEqual(deadline.answerByMs);
+    expect(t.ops).toEqual([]);
+    expect(t.handedOver).toEqual(ids);
+    expect(await t.deps.workflows.getWorkflow(created.id)).toBeUndefined();
+    for (const id of ids) {
+      expect(await getSource(t.deps, t.caller, id)).toMatchObject({ active: false, deploy_state: "deleting" });
+      expect(t.timers).toContain(`cancel ${id}`);
+    }
+    await t.finish();
+    expect(t.ops).toEqual(["deactivate hooked", "deactivate hooked"]);
+    expect(await t.sourcesLeft()).toEqual([]);
+  });
+
+  it("hands the deactivate() of a source a PUT of triggers drops to the finisher, and deploys the new one", async () => {
+    const t = await setUp();
+    const created = await createWorkflow(t.deps, t.caller, {
+      settings: { auto_deploy: true },
+      steps: STEPS,
+      triggers: [hookedTrigger("a")],
+    });
+    const dropped = firstTriggerId(created);
+    t.withFinisher();
+    t.ops.length = 0;
+    const put = await updateWorkflow(t.deps, t.caller, created.id, { triggers: [{ type: "http" }] }, t.timed());
+    expect(put.triggers).toHaveLength(1);
+    expect(t.ops).toEqual([]);
+    expect(t.handedOver).toEqual([dropped]);
+    expect(await getSource(t.deps, t.caller, dropped)).toMatchObject({ deploy_state: "deleting" });
+    // The workflow is settled: its other changes go through while the source is deleted.
+    await updateWorkflow(t.deps, t.caller, created.id, { active: false }, t.timed());
+    await t.finish();
+    expect(t.ops).toEqual(["deactivate hooked"]);
+    expect(await t.sourcesLeft()).toEqual([]);
+  });
+});
