@@ -43,8 +43,8 @@ export const AWS_COMPUTE_ENV = {
    */
   delayedEmitDelivererArn: "SLUICE_DELAYED_EMIT_DELIVERER_ARN",
   /**
-   * Function that finishes deploys a request could not fit in its time (`LambdaDeployFinisher`);
-   * set on the routes that deploy sources.
+   * Function that finishes deploys and deletions a request could not fit in its time
+   * (`LambdaDeployFinisher`); set on the routes that deploy and remove sources.
    */
   deployFinisherFunction: "SLUICE_DEPLOY_FINISHER_FUNCTION",
   /** Function that physically removes deleted events (`LambdaEventPurger`). */

@@ -548,6 +548,8 @@ export type FinishOutcome = "deployed" | "deleted" | "failed" | "skipped";
  *   run lock, `deploy:<source id>`, keeps the second out); or when the finisher could still be
  *   running once the recovery sweep takes the source for abandoned ({@link DEPLOY_ABANDONED_AFTER_MS}
  *   after its deploy began): then the sweep recovers it, as any interrupted deploy or update.
+ * - A deletion (`deployStep: "delete"`) runs `deactivate()` and removes the source ("deleted"), or
+ *   keeps it failed ({@link finishDeletion}).
  * - A create's step that fails ("failed") removes what the deploy made (function, timer,
  *   subscriptions) and keeps the record, still marked, with the reason (`deployError`): reads show
  *   `deploy_state: "failed"` and `deploy_error` until the source is deleted or swept. A hook's
@@ -941,7 +943,12 @@ async function stopInterruptedUpdate(deps: SourceDeps, source: SourceRecord): Pr
  * answers as a finished deletion does. A `DELETE` of a source being deleted so answers the same
  * and does nothing; of one whose background `deactivate()` failed, removes it without the hook.
  */
-export async function deleteSource(deps: SourceDeps, caller: Caller, id: string, options: { answerByMs?: number } = {}) {
+export async function deleteSource(
+  deps: SourceDeps,
+  caller: Caller,
+  id: string,
+  options: { answerByMs?: number } = {},
+) {
   const source = await requireSource(deps, caller, id);
   if (source.deployStep === "delete") {
     if (source.deployError !== undefined) {

@@ -17,7 +17,9 @@ export const route = defineRoute({
   access: { resources: "write", compute: "remove", secrets: "seal" },
   params: sourceIdParams,
   response: single(deletedSchema),
-  run: async (deps, { caller, params, answerByMs }) => ({ data: await deleteSource(deps, caller, params.id, answerByMs === undefined ? {} : { answerByMs }) }),
+  run: async (deps, { caller, params, answerByMs }) => ({
+    data: await deleteSource(deps, caller, params.id, answerByMs === undefined ? {} : { answerByMs }),
+  }),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, { bus, delays, host, secrets, tables, timers });

@@ -19,7 +19,9 @@ export const route = defineRoute({
   access: { resources: "write", compute: "remove", secrets: "seal" },
   params: workflowIdParams,
   response: single(deletedSchema),
-  run: async (deps, { caller, params, answerByMs }) => ({ data: await deleteWorkflow(deps, caller, params.workflow_id, answerByMs === undefined ? {} : { answerByMs }) }),
+  run: async (deps, { caller, params, answerByMs }) => ({
+    data: await deleteWorkflow(deps, caller, params.workflow_id, answerByMs === undefined ? {} : { answerByMs }),
+  }),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, { bus, delays, host, secrets, tables, timers });

@@ -3,7 +3,8 @@
  * `POST /v1/sources`, `PUT /v1/sources/{id}` and the workflow routes (for the sources their
  * triggers deploy, activate or deactivate) with `{"sourceId": ...}` when the steps left of a
  * deploy or an update (the source's function, its `deploy` and `activate` hooks, an update's
- * previous `deactivate`) cannot fit in the request's time. A workflow's trigger source is
+ * previous `deactivate`) cannot fit in the request's time, and by the removing routes when a
+ * deletion's `deactivate` cannot (then it runs the hook and removes the source). A workflow's trigger source is
  * subscribed to by its workflow here, once its hooks ran. It goes on from the step the record
  * names, every step with its whole time, and clears the mark; a failure is kept on the source
  * (`deploy_state: "failed"`). No retries (the stack sets none): a retried job could run

@@ -374,6 +374,16 @@ export function sourceStoreContract(makeStore: () => Promise<SourceStore>) {
       expect((await store.listSourcesOfUser("u_ada", { limit: 10 })).items).toContainEqual(failed);
     });
 
+    it("keeps a deletion's mark (step delete) on every copy, and lists it while marked", async () => {
+      const store = await makeStore();
+      const made = await store.createSource(source({}));
+      const deleting = { ...made, active: false, deployingSince: 3_000, deployStep: "delete" as const };
+      expect(await store.updateSource(deleting)).toStrictEqual(deleting);
+      expect(await store.getSource(made.id)).toStrictEqual(deleting);
+      expect(await store.findSourceByEndpointKey(made.endpointKey!)).toStrictEqual(deleting);
+      expect(await store.listDeployingSources(4_000)).toStrictEqual([deleting]);
+    });
+
     it("keeps an update's previous settings on every copy while marked, and drops them with the mark", async () => {
       const store = await makeStore();
       const made = await store.createSource(source({ timer: { intervalSeconds: 60 } }));
