@@ -13,7 +13,7 @@ import {
   updateSource,
 } from "#core/sources";
 import { route as getRoute } from "#http/get-source";
-import { createDeployFinisherHandler } from "#internal/deploy-finisher";
+import { failedHook, killPoint, never, runHandedOver } from "../../support/deploy-kill-points.ts";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 
 /**
@@ -34,8 +34,6 @@ const HOOK_LIMIT_MS = 30_000;
 
 type HangPoint = "hand-over" | "deactivate" | "remove";
 
-const never = () => new Promise<never>(() => {});
-
 interface Options {
   failing?: Set<string>;
   /** Where the process is killed (hangs) the first time it gets there, once armed. */
@@ -48,15 +46,7 @@ async function setUp(options: Options = {}) {
   const ops: string[] = [];
   const timers: string[] = [];
   const handedOver: string[] = [];
-  let armed = false;
-  let reach: () => void = () => {};
-  const reached = new Promise<void>((resolve) => (reach = resolve));
-  const hangs = (point: HangPoint) => {
-    if (!armed || options.hangAt !== point) return false;
-    armed = false;
-    reach();
-    return true;
-  };
+  const { hangs, reached, arm } = killPoint<HangPoint>(options.hangAt, true);
   const { host } = scriptedHost(DESCRIPTION);
   let deps: Deps & { clock: { nowMs(): number; set(ms: number): void } };
   deps = memoryDeps(Date.UTC(2026, 10, 27, 0), {
@@ -67,14 +57,7 @@ async function setUp(options: Options = {}) {
         ops.push(invocation.kind);
         deps.clock.set(deps.clock.nowMs() + HOOK_MS);
         if (failing.has(invocation.kind)) {
-          return {
-            invocationId: invocation.invocationId,
-            emits: [],
-            dbWrites: {},
-            logs: [],
-            durationMs: 1,
-            error: { name: "Error", message: "the third party said no", ts: deps.clock.nowMs() },
-          };
+          return failedHook(invocation.invocationId, deps.clock.nowMs());
         }
         return host.invoke(code, invocation, handlers);
       },
@@ -103,9 +86,7 @@ async function setUp(options: Options = {}) {
     timers,
     handedOver,
     reached,
-    arm: () => {
-      armed = true;
-    },
+    arm,
     withFinisher: () => {
       deps.deployFinisher = {
         finishLater: async (id) => {
@@ -117,11 +98,7 @@ async function setUp(options: Options = {}) {
     },
     /** The deadline of an AWS route: never room for a hook's whole limit. */
     timed: () => ({ answerByMs: deps.clock.nowMs() + 29_000 }),
-    finish: async () => {
-      const handler = createDeployFinisherHandler(async () => deps);
-      for (const id of handedOver.splice(0))
-        await handler({ sourceId: id }, { getRemainingTimeInMillis: () => 120_000 });
-    },
+    finish: () => runHandedOver(deps, handedOver),
   };
 }
 

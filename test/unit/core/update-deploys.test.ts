@@ -13,7 +13,7 @@ import {
   updateSource,
 } from "#core/sources";
 import { route as updateRoute } from "#http/update-source";
-import { createDeployFinisherHandler } from "#internal/deploy-finisher";
+import { failedHook, killPoint, never, runHandedOver } from "../../support/deploy-kill-points.ts";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 
 /**
@@ -38,8 +38,6 @@ const HOOK_MS = 1_000;
 
 type Step = "deactivate" | "prepare" | "activate" | "timer" | "final write";
 
-const never = () => new Promise<never>(() => {});
-
 interface Options {
   /** A hook that fails: `<kind> <code>`, as long as it is in the set. */
   failing?: Set<string>;
@@ -53,15 +51,7 @@ async function setUp(options: Options = {}) {
   const ops: string[] = [];
   const timers: string[] = [];
   const handedOver: string[] = [];
-  let armed = false;
-  let reach: () => void = () => {};
-  const reached = new Promise<void>((resolve) => (reach = resolve));
-  const hangs = (step: Step) => {
-    if (!armed || options.hangAt !== step) return false;
-    armed = false;
-    reach();
-    return true;
-  };
+  const { hangs, reached, arm } = killPoint<Step>(options.hangAt, true);
   let deps: Deps & { clock: { nowMs(): number; set(ms: number): void } };
   const { host } = scriptedHost(DESCRIPTION);
   deps = memoryDeps(Date.UTC(2026, 10, 27, 0), {
@@ -79,14 +69,7 @@ async function setUp(options: Options = {}) {
         ops.push(op);
         deps.clock.set(deps.clock.nowMs() + HOOK_MS);
         if (failing.has(`${invocation.kind} ${code.code}`)) {
-          return {
-            invocationId: invocation.invocationId,
-            emits: [],
-            dbWrites: {},
-            logs: [],
-            durationMs: 1,
-            error: { name: "Error", message: "the third party said no", ts: deps.clock.nowMs() },
-          };
+          return failedHook(invocation.invocationId, deps.clock.nowMs());
         }
         return host.invoke(code, invocation, handlers);
       },
@@ -114,9 +97,7 @@ async function setUp(options: Options = {}) {
     handedOver,
     reached,
     /** From now on the update hangs at `hangAt`. */
-    arm: () => {
-      armed = true;
-    },
+    arm,
     /** Gives the deps a deploy finisher that records its jobs (AWS). */
     withFinisher: () => {
       deps.deployFinisher = { finishLater: async (id) => void handedOver.push(id) };
@@ -286,8 +267,7 @@ describe("an update within its request's time (AWS)", () => {
     expect(timers).toEqual([`cancel ${made.id}`]);
     await expect(updateSource(deps, caller, made.id, { active: false })).rejects.toMatchObject({ code: "conflict" });
 
-    const handler = createDeployFinisherHandler(async () => deps);
-    await handler({ sourceId: made.id }, { getRemainingTimeInMillis: () => 120_000 });
+    await runHandedOver(deps, [made.id]);
     expect(ops).toEqual(["deactivate v1 old", "prepare v2", "activate v2 new"]);
     expect(timers.at(-1)).toBe(`schedule ${made.id}`);
     const done = await getSource(deps, caller, made.id);

@@ -7,7 +7,7 @@ import { DEPLOY_ABANDONED_AFTER_MS, finishDeploy, getSource, recoverInterruptedD
 import { createWorkflow, deleteWorkflow, getWorkflow, updateWorkflow } from "#core/workflows";
 import { route as createRoute } from "#http/create-workflow";
 import { route as updateRoute } from "#http/update-workflow";
-import { createDeployFinisherHandler } from "#internal/deploy-finisher";
+import { failedHook, killPoint, never, runHandedOver } from "../../support/deploy-kill-points.ts";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
 
@@ -36,8 +36,6 @@ const HOOK_LIMIT_MS = 30_000;
 
 type HangPoint = "store" | "hand-over" | "activate";
 
-const never = () => new Promise<never>(() => {});
-
 interface Options {
   /** Hooks that fail: `<kind> <code>`, while in the set. */
   failing?: Set<string>;
@@ -54,15 +52,7 @@ async function setUp(options: Options = {}) {
   const timers: string[] = [];
   /** The jobs given to the finisher, each with whether its workflow and a subscription to it existed then. */
   const handedOver: string[] = [];
-  let hang = options.hangAt;
-  let reach: () => void = () => {};
-  const reached = new Promise<void>((resolve) => (reach = resolve));
-  const hangs = (point: HangPoint) => {
-    if (hang !== point) return false;
-    hang = undefined;
-    reach();
-    return true;
-  };
+  const { hangs, reached } = killPoint<HangPoint>(options.hangAt);
   const { host } = scriptedHost();
   let deps: Deps & { clock: { nowMs(): number; set(ms: number): void } };
   deps = memoryDeps(Date.UTC(2026, 10, 27, 0), {
@@ -82,14 +72,7 @@ async function setUp(options: Options = {}) {
         ops.push(`${invocation.kind} ${code.code}`);
         deps.clock.set(deps.clock.nowMs() + HOOK_MS);
         if (failing.has(`${invocation.kind} ${code.code}`)) {
-          return {
-            invocationId: invocation.invocationId,
-            emits: [],
-            dbWrites: {},
-            logs: [],
-            durationMs: 1,
-            error: { name: "Error", message: "the third party said no", ts: deps.clock.nowMs() },
-          };
+          return failedHook(invocation.invocationId, deps.clock.nowMs());
         }
         return host.invoke(code, invocation, handlers);
       },
@@ -125,11 +108,7 @@ async function setUp(options: Options = {}) {
     /** The deadline of an AWS route: room for the function (5 s), never for a hook's whole limit. */
     timed: () => ({ answerByMs: deps.clock.nowMs() + 29_000 }),
     /** Runs the finisher's jobs handed over so far, as Lambda would. */
-    finish: async () => {
-      const handler = createDeployFinisherHandler(async () => deps);
-      for (const id of handedOver.splice(0))
-        await handler({ sourceId: id }, { getRemainingTimeInMillis: () => 120_000 });
-    },
+    finish: () => runHandedOver(deps, handedOver),
     sourcesLeft: async () => (await deps.sources.listSourcesOfUser(caller.userId, { limit: 20 })).items,
     subscribers: async (sourceId: string) =>
       (await deps.subscriptions.findSubscriptions([sourceId], "")).map((subscription) => subscription.listenerId),
