@@ -37,6 +37,21 @@ function controlledRuns() {
   };
 }
 
+/** Runs of jobs made by `numbered`, named `<source>:<n>` as they start, each ended by hand with `ends.get(name)()`. */
+function namedRuns() {
+  const started: string[] = [];
+  const ends = new Map<string, () => void>();
+  const run = (queued: SourceRunJob) =>
+    new Promise<void>((resolve) => {
+      const name = `${queued.sourceId}:${(queued.event as { n: number }).n}`;
+      started.push(name);
+      ends.set(name, resolve);
+    });
+  return { started, ends, run };
+}
+
+const numbered = (sourceId: string, n: number): SourceRunJob => ({ sourceId, trigger: "http", event: { n } });
+
 /** Runs that end at once, recording their jobs. */
 function instantRuns() {
   const ran: SourceRunJob[] = [];
@@ -199,16 +214,8 @@ describe("SqliteRunQueue", () => {
 
   it("lets other sources' jobs ahead of a source that has its share of slots running, which gets the slots nothing else wants", async () => {
     const db = openSqlite(":memory:");
-    const started: string[] = [];
-    const ends = new Map<string, () => void>();
-    const run = (queued: SourceRunJob) =>
-      new Promise<void>((resolve) => {
-        const name = `${queued.sourceId}:${(queued.event as { n: number }).n}`;
-        started.push(name);
-        ends.set(name, resolve);
-      });
+    const { started, ends, run } = namedRuns();
     const queue = new SqliteRunQueue(db, { run, log: recordingLogger(), concurrency: 3, perSourceConcurrency: 1 });
-    const numbered = (sourceId: string, n: number): SourceRunJob => ({ sourceId, trigger: "http", event: { n } });
     for (const n of [1, 2, 3, 4]) await queue.enqueue(numbered("dc_hot", n));
     await queue.enqueue(numbered("dc_other", 1));
     queue.start();
@@ -230,18 +237,10 @@ describe("SqliteRunQueue", () => {
 
   it("keeps a source's jobs past `maxHeldPerSource` only in the file and reads them back in order, without holding other sources back", async () => {
     const db = openSqlite(":memory:");
-    const started: string[] = [];
-    const ends = new Map<string, () => void>();
-    const run = (queued: SourceRunJob) =>
-      new Promise<void>((resolve) => {
-        const name = `${queued.sourceId}:${(queued.event as { n: number }).n}`;
-        started.push(name);
-        ends.set(name, resolve);
-      });
+    const { started, ends, run } = namedRuns();
     const warnings: string[] = [];
     const log = { ...recordingLogger(), warn: (message: string) => void warnings.push(message) };
     const queue = new SqliteRunQueue(db, { run, log, concurrency: 1, maxHeldPerSource: 4, recoveryPageSize: 2 });
-    const numbered = (sourceId: string, n: number): SourceRunJob => ({ sourceId, trigger: "http", event: { n } });
     const spilledRows = () =>
       db
         .prepare<[], { target: string; n: number }>(
@@ -287,10 +286,9 @@ describe("SqliteRunQueue", () => {
     const folder = mkdtempSync(join(tmpdir(), "sluice-run-queue-"));
     folders.push(folder);
     const file = join(folder, "q.db");
-    const numbered = (n: number): SourceRunJob => ({ sourceId: "dc_hot", trigger: "http", event: { n } });
     const first = openSqlite(file);
     const stopped = new SqliteRunQueue(first, { run: instantRuns().run, log: recordingLogger(), maxHeldPerSource: 3 });
-    await Promise.all(Array.from({ length: 8 }, (_, index) => stopped.enqueue(numbered(index + 1))));
+    await Promise.all(Array.from({ length: 8 }, (_, index) => stopped.enqueue(numbered("dc_hot", index + 1))));
     expect(first.prepare("SELECT count(*) AS n FROM run_jobs WHERE target IS NOT NULL").get()).toEqual({ n: 5 });
     stopped.stop();
     first.close();
