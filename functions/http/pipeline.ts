@@ -6,7 +6,7 @@ import { DomainError, type FieldIssue } from "#core/errors";
 import type { Caller } from "#core/identity";
 import { MAX_JSON_DEPTH, nestsTooDeep } from "#core/json-depth";
 import type { Deps } from "#core/ports/deps";
-import type { Logger } from "#core/ports/logger";
+import { createLogger, type Logger } from "#core/ports/logger";
 import { answerDeadline } from "./answer-deadline.ts";
 import { applyFieldFilter, readFieldFilter } from "./field-filter.ts";
 import { MAX_JSON_BODY_BYTES } from "./limits.ts";
@@ -116,10 +116,25 @@ function requestContext(logRequests: boolean): MiddlewareObj<HttpEvent, HttpResu
     },
     onError: (request) => {
       const state = request.context.sluice ?? { requestId: "unknown", startedMs: performance.now() };
-      request.response = errorResult(request.error, state.requestId, state.log);
+      // Before the dependencies (and their logger) are there, their failure still reaches the log.
+      const log = state.log ?? withoutDepsLog().child({ request_id: state.requestId });
+      request.response = errorResult(request.error, state.requestId, log);
       if (logRequests) logAnswered(request, state);
     },
   };
+}
+
+/**
+ * The log of a request whose dependencies could not be made (invalid settings, a part that failed
+ * to load): errors only, as JSON lines on stderr, where a function's own logger writes too.
+ */
+function withoutDepsLog(): Logger {
+  return createLogger({
+    level: "error",
+    format: "json",
+    write: (line) => process.stderr.write(`${line}\n`),
+    now: Date.now,
+  });
 }
 
 function dependencies(provide: DepsProvider): MiddlewareObj<HttpEvent, HttpResult, Error, HttpContext> {

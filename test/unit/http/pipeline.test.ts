@@ -167,6 +167,30 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     ]);
   });
 
+  it("logs why a request failed when its dependencies could not be made (no logger of theirs yet), on stderr", async () => {
+    const handler = createHttpHandler(getMe, async () => {
+      throw new Error("SLUICE_TABLE_NAME: required");
+    });
+    const lines: string[] = [];
+    const write = process.stderr.write;
+    process.stderr.write = ((chunk: string) => lines.push(String(chunk)) > 0) as typeof process.stderr.write;
+    let result: HttpResult;
+    try {
+      result = await handler(eventFor({}), { awsRequestId: "ctx-id" } as never);
+    } finally {
+      process.stderr.write = write;
+    }
+    expect(result.statusCode).toBe(500);
+    expect(lines.map((line) => JSON.parse(line))).toEqual([
+      expect.objectContaining({
+        level: "error",
+        message: "unhandled error",
+        request_id: recorded.requestContext.requestId,
+        error: "SLUICE_TABLE_NAME: required",
+      }),
+    ]);
+  });
+
   describe("request bodies", () => {
     async function post(body: string | undefined, contentType?: string) {
       const deps = memoryDeps();
