@@ -30,6 +30,7 @@ import {
 } from "./components.ts";
 import { conflict, DomainError, invalid, isDomainError, notFound } from "./errors.ts";
 import {
+  IDEMPOTENCY_HEADER,
   IDEMPOTENCY_KEY_TTL_MS,
   keyReusedWithOtherRequest,
   keyStillInFlight,
@@ -626,6 +627,10 @@ async function repeatedCreate(deps: SourceDeps, caller: Caller, key: string, has
   if (claim.requestHash !== hash) throw keyReusedWithOtherRequest();
   // Through the access check: a key never reaches a source its user can no longer manage.
   const source = await requireSource(deps, caller, claim.sourceId);
+  // Its key ends with it (#core/idempotency-keys): the deletion is to end first.
+  if (source.deployStep === "delete" && source.deployError === undefined) {
+    throw conflict(`source ${source.id}, created with this ${IDEMPOTENCY_HEADER}, is being deleted; retry when it is gone`);
+  }
   // A source being updated was deployed: its create is done, whatever the update does.
   if (source.deployingSince !== undefined && source.updateFrom === undefined) {
     const failed = source.deployError !== undefined;

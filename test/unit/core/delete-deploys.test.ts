@@ -153,6 +153,21 @@ describe("a DELETE within its request's time (AWS)", () => {
     expect(t.ops).toEqual(["deactivate", "remove"]);
   });
 
+  it("answers a create retried with the key of a source being deleted 409, and makes a new source once it is gone", async () => {
+    const t = await setUp();
+    const request = { component_code: "hooked" };
+    const keyed = await deploySource(t.deps, t.caller, request, { idempotencyKey: "create-1" });
+    t.withFinisher();
+    await deleteSource(t.deps, t.caller, keyed.id, t.timed());
+    await expect(deploySource(t.deps, t.caller, request, { idempotencyKey: "create-1" })).rejects.toMatchObject({
+      code: "conflict",
+      message: expect.stringContaining(`source ${keyed.id}, created with this Idempotency-Key, is being deleted`),
+    });
+    await t.finish();
+    const again = await deploySource(t.deps, t.caller, request, { idempotencyKey: "create-1" });
+    expect(again.id).not.toBe(keyed.id);
+  });
+
   it("removes an inactive source in the request, its deactivate() not due", async () => {
     const t = await setUp();
     t.withFinisher();
