@@ -629,7 +629,9 @@ async function repeatedCreate(deps: SourceDeps, caller: Caller, key: string, has
   const source = await requireSource(deps, caller, claim.sourceId);
   // Its key ends with it (#core/idempotency-keys): the deletion is to end first.
   if (source.deployStep === "delete" && source.deployError === undefined) {
-    throw conflict(`source ${source.id}, created with this ${IDEMPOTENCY_HEADER}, is being deleted; retry when it is gone`);
+    throw conflict(
+      `source ${source.id}, created with this ${IDEMPOTENCY_HEADER}, is being deleted; retry when it is gone`,
+    );
   }
   // A source being updated was deployed: its create is done, whatever the update does.
   if (source.deployingSince !== undefined && source.updateFrom === undefined) {
