@@ -345,6 +345,8 @@ export async function deploySource(
     }
     source = await runDeploySteps(deps, source, component, "prepare", budgetOf(options));
   } catch (error) {
+    // Deleted meanwhile (AWS): the deletion's job finishes it; the answer says so.
+    if (error instanceof DeletionRequested) return sourceView(deps, error.source, component);
     await removeSource(deps, source);
     throw error;
   }
@@ -406,6 +408,25 @@ async function prepareWithin(
 
 type CreateStep = (typeof DEPLOY_STEPS)[number];
 
+/** A `DELETE` marked the source while its deploy or update was at work: that work stops. */
+class DeletionRequested extends Error {
+  constructor(readonly source: SourceRecord) {
+    super(`source ${source.id} is being deleted`);
+  }
+}
+
+/**
+ * Called before each write of a deploy or an update after its first: on AWS a `DELETE` may have
+ * marked the source meanwhile (`deployStep: "delete"`, {@link deferDeletion}), and writing over
+ * that mark would bring a deleted source back (one removed meanwhile fails the work, not found). The deletion goes on instead: in the finisher, by
+ * the finisher that holds the source ({@link finishDeploy}); in a request, by the deletion's own job.
+ */
+async function stopIfDeleting(deps: SourceDeps, source: SourceRecord): Promise<void> {
+  const latest = await deps.sources.getSource(source.id);
+  if (!latest) throw notFound(`source ${source.id}`);
+  if (latest.deployStep === "delete") throw new DeletionRequested(latest);
+}
+
 /**
  * The steps of a deploy after its source is saved, from step `from` on (#core/component-model
  * `DEPLOY_STEPS`): `prepare` (the source's function, then the owner's auto subscriptions, so that
@@ -438,8 +459,10 @@ async function runDeploySteps(
       return deferDeploy(deps, current, step, budget?.deferHandOver === true);
     }
     // The finisher shows where it is; a request does not spend a write on it.
-    if (track && current.deployStep !== step)
+    if (track && current.deployStep !== step) {
+      await stopIfDeleting(deps, current);
       current = await deps.sources.updateSource({ ...current, deployStep: step });
+    }
     if (step === "prepare") {
       if (!(await prepareWithin(deps, current, component, budget))) {
         return deferDeploy(deps, current, "prepare", budget?.deferHandOver === true);
@@ -449,6 +472,7 @@ async function runDeploySteps(
       await runHook(deps, current, component, step);
     }
   }
+  await stopIfDeleting(deps, current);
   if (track && current.workflowId !== undefined) await subscribeTriggerWorkflow(deps, current, current.workflowId);
   if (current.active && current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
   const { deployingSince: _done, deployStep: _step, ...deployed } = current;
@@ -575,17 +599,25 @@ export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndBy
     if (!waiting(source)) return "skipped";
     const step = source.deployStep as DeployStep;
     if (step === "delete") return await finishDeletion(deps, source);
-    if (source.updateFrom !== undefined) {
-      return (await runUpdate(deps, source, step, undefined)).failed ? "failed" : "deployed";
-    }
     try {
-      const component = await loadComponent(deps, source.componentId);
-      if (!component) throw notFound("component");
-      await runDeploySteps(deps, source, component, step as CreateStep, undefined, true);
-      return "deployed";
+      if (source.updateFrom !== undefined) {
+        return (await runUpdate(deps, source, step, undefined)).failed ? "failed" : "deployed";
+      }
+      try {
+        const component = await loadComponent(deps, source.componentId);
+        if (!component) throw notFound("component");
+        await runDeploySteps(deps, source, component, step as CreateStep, undefined, true);
+        return "deployed";
+      } catch (error) {
+        if (error instanceof DeletionRequested) throw error;
+        await failDeploy(deps, source, error);
+        return "failed";
+      }
     } catch (error) {
-      await failDeploy(deps, source, error);
-      return "failed";
+      // A DELETE came meanwhile; its own job finds this lease and is skipped, so the deletion is ours.
+      if (!(error instanceof DeletionRequested)) throw error;
+      deps.log.info("background deploy stopped: the source is being deleted", sourceLogFields(source));
+      return await finishDeletion(deps, error.source);
     }
   } finally {
     await lease.release().catch(() => {});
@@ -764,7 +796,15 @@ export async function updateSource(
     else delete draft.propDefinitions;
   }
   const marked = await markUpdate(deps, current, draft);
-  const { source, failed, error } = await runUpdate(deps, marked, "deactivate", budgetOf(options));
+  let outcome: UpdateOutcome;
+  try {
+    outcome = await runUpdate(deps, marked, "deactivate", budgetOf(options));
+  } catch (error) {
+    // Deleted meanwhile (AWS): the deletion's job finishes it; the answer says so.
+    if (error instanceof DeletionRequested) return sourceView(deps, error.source, component);
+    throw error;
+  }
+  const { source, failed, error } = outcome;
   if (failed) throw error;
   return sourceView(deps, source, component);
 }
@@ -852,6 +892,7 @@ async function runUpdate(
         return { source: await deferDeploy(deps, current, step), failed: false };
       }
       if (inFinisher && current.deployStep !== step) {
+        await stopIfDeleting(deps, current);
         current = await deps.sources.updateSource({ ...current, deployStep: step });
       }
       if (step === "prepare") {
@@ -862,11 +903,13 @@ async function runUpdate(
         await runHook(deps, hooked.source, hooked.component, step);
       }
     }
+    await stopIfDeleting(deps, current);
     if (current.active && current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
     current = await deps.sources.updateSource(unmarked(current));
     deps.log.info("source updated", sourceLogFields(current));
     return { source: current, failed: false };
   } catch (error) {
+    if (error instanceof DeletionRequested) throw error;
     const reason = inFinisher ? failureReason(deps, current, error) : undefined;
     const left = await failUpdate(deps, current, step, reason, error);
     return { source: left ?? current, failed: true, error };

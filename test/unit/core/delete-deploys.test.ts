@@ -47,6 +47,8 @@ async function setUp(options: Options = {}) {
   const timers: string[] = [];
   const handedOver: string[] = [];
   const { hangs, reached, arm } = killPoint<HangPoint>(options.hangAt, true);
+  /** Called as a hook starts (a request that comes meanwhile). */
+  const during: { hook?: (kind: string) => Promise<void> } = {};
   const { host } = scriptedHost(DESCRIPTION);
   let deps: Deps & { clock: { nowMs(): number; set(ms: number): void } };
   deps = memoryDeps(Date.UTC(2026, 10, 27, 0), {
@@ -54,6 +56,7 @@ async function setUp(options: Options = {}) {
       ...host,
       invoke: async (code, invocation, handlers) => {
         if (invocation.kind === "deactivate" && hangs("deactivate")) return never();
+        await during.hook?.(invocation.kind);
         ops.push(invocation.kind);
         deps.clock.set(deps.clock.nowMs() + HOOK_MS);
         if (failing.has(invocation.kind)) {
@@ -87,6 +90,7 @@ async function setUp(options: Options = {}) {
     handedOver,
     reached,
     arm,
+    during,
     withFinisher: () => {
       deps.deployFinisher = {
         finishLater: async (id) => {
@@ -166,6 +170,48 @@ describe("a DELETE within its request's time (AWS)", () => {
     await t.finish();
     const again = await deploySource(t.deps, t.caller, request, { idempotencyKey: "create-1" });
     expect(again.id).not.toBe(keyed.id);
+  });
+
+  it("stops a background deploy that a DELETE marked meanwhile, and deletes the source in its place", async () => {
+    const t = await setUp();
+    t.withFinisher();
+    const created = await deploySource(t.deps, t.caller, { component_code: "hooked" }, t.timed());
+    expect(created).toMatchObject({ deploy_state: "deploying" });
+    expect(t.handedOver).toEqual([created.id]);
+    // While the finisher runs deploy(), a DELETE comes: no time for deactivate(), so it marks the source.
+    t.during.hook = async (kind) => {
+      if (kind !== "deploy") return;
+      t.during.hook = undefined;
+      expect(await deleteSource(t.deps, t.caller, created.id, t.timed())).toEqual({ id: created.id, deleted: true });
+    };
+    const [job] = t.handedOver.splice(0);
+    expect(await finishDeploy(t.deps, job as string, t.deps.clock.nowMs() + 120_000)).toBe("deleted");
+    // activate() never ran, no timer was scheduled, and the source is gone, not brought back.
+    expect(t.ops).toEqual(["deploy", "deactivate", "remove"]);
+    expect(t.timers.filter((line) => line.startsWith("schedule"))).toEqual([]);
+    expect(await t.deps.sources.getSource(created.id)).toBeUndefined();
+    // The deletion's own job finds nothing left to do.
+    expect(t.handedOver).toEqual([created.id]);
+    await t.finish();
+    expect(t.ops).toEqual(["deploy", "deactivate", "remove"]);
+  });
+
+  it("stops a background update that a DELETE marked meanwhile, and deletes the source in its place", async () => {
+    const t = await setUp();
+    t.withFinisher();
+    const updating = await updateSource(t.deps, t.caller, t.made.id, { component_code: "hooked v2" }, t.timed());
+    expect(updating).toMatchObject({ deploy_state: "deploying" });
+    t.during.hook = async (kind) => {
+      if (kind !== "deactivate") return;
+      t.during.hook = undefined;
+      await deleteSource(t.deps, t.caller, t.made.id, t.timed());
+    };
+    const [job] = t.handedOver.splice(0);
+    expect(await finishDeploy(t.deps, job as string, t.deps.clock.nowMs() + 120_000)).toBe("deleted");
+    // The update stopped after the previous settings' deactivate(): no activate(), no timer.
+    expect(t.ops).toEqual(["deactivate", "deactivate", "remove"]);
+    expect(t.timers.filter((line) => line.startsWith("schedule"))).toEqual([]);
+    expect(await t.deps.sources.getSource(t.made.id)).toBeUndefined();
   });
 
   it("removes an inactive source in the request, its deactivate() not due", async () => {
