@@ -345,8 +345,6 @@ export async function deploySource(
     }
     source = await runDeploySteps(deps, source, component, "prepare", budgetOf(options));
   } catch (error) {
-    // Deleted meanwhile (AWS): the deletion's job finishes it; the answer says so.
-    if (error instanceof DeletionRequested) return sourceView(deps, error.source, component);
     await removeSource(deps, source);
     throw error;
   }
@@ -408,23 +406,18 @@ async function prepareWithin(
 
 type CreateStep = (typeof DEPLOY_STEPS)[number];
 
-/** A `DELETE` marked the source while its deploy or update was at work: that work stops. */
-class DeletionRequested extends Error {
-  constructor(readonly source: SourceRecord) {
-    super(`source ${source.id} is being deleted`);
-  }
-}
-
 /**
- * Called before each write of a deploy or an update after its first: on AWS a `DELETE` may have
+ * Read before each write of a deploy or an update after its first: on AWS a `DELETE` may have
  * marked the source meanwhile (`deployStep: "delete"`, {@link deferDeletion}), and writing over
- * that mark would bring a deleted source back (one removed meanwhile fails the work, not found). The deletion goes on instead: in the finisher, by
- * the finisher that holds the source ({@link finishDeploy}); in a request, by the deletion's own job.
+ * that mark would bring a deleted source back. The source as it now reads when so marked (the work
+ * stops and answers it: in the finisher, the finisher that holds the source goes on with the
+ * deletion, {@link finishDeploy}; in a request, the deletion's own job does), else undefined. One
+ * removed meanwhile fails the work, not found.
  */
-async function stopIfDeleting(deps: SourceDeps, source: SourceRecord): Promise<void> {
+async function markedForDeletion(deps: SourceDeps, source: SourceRecord): Promise<SourceRecord | undefined> {
   const latest = await deps.sources.getSource(source.id);
   if (!latest) throw notFound(`source ${source.id}`);
-  if (latest.deployStep === "delete") throw new DeletionRequested(latest);
+  return latest.deployStep === "delete" ? latest : undefined;
 }
 
 /**
@@ -432,7 +425,8 @@ async function stopIfDeleting(deps: SourceDeps, source: SourceRecord): Promise<v
  * `DEPLOY_STEPS`): `prepare` (the source's function, then the owner's auto subscriptions, so that
  * what `deploy()` logs or throws reaches them), the `deploy()` and `activate()` hooks (an inactive
  * source, a trigger of an inactive workflow, skips `activate()`), and last the timer (when active)
- * and the write that clears the mark. Returns the source as saved. In the finisher (`track`), a
+ * and the write that clears the mark. Returns the source as saved, or as a `DELETE` marked it
+ * meanwhile ({@link markedForDeletion}: the steps stop there). In the finisher (`track`), a
  * workflow's trigger source is subscribed to by its workflow before that write
  * ({@link subscribeTriggerWorkflow}), as its workflow's request does for one deployed in it.
  *
@@ -460,7 +454,8 @@ async function runDeploySteps(
     }
     // The finisher shows where it is; a request does not spend a write on it.
     if (track && current.deployStep !== step) {
-      await stopIfDeleting(deps, current);
+      const deleting = await markedForDeletion(deps, current);
+      if (deleting) return deleting;
       current = await deps.sources.updateSource({ ...current, deployStep: step });
     }
     if (step === "prepare") {
@@ -472,7 +467,8 @@ async function runDeploySteps(
       await runHook(deps, current, component, step);
     }
   }
-  await stopIfDeleting(deps, current);
+  const deleting = await markedForDeletion(deps, current);
+  if (deleting) return deleting;
   if (track && current.workflowId !== undefined) await subscribeTriggerWorkflow(deps, current, current.workflowId);
   if (current.active && current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
   const { deployingSince: _done, deployStep: _step, ...deployed } = current;
@@ -599,26 +595,25 @@ export async function finishDeploy(deps: SourceDeps, sourceId: string, mustEndBy
     if (!waiting(source)) return "skipped";
     const step = source.deployStep as DeployStep;
     if (step === "delete") return await finishDeletion(deps, source);
-    try {
-      if (source.updateFrom !== undefined) {
-        return (await runUpdate(deps, source, step, undefined)).failed ? "failed" : "deployed";
-      }
+    let left: SourceRecord;
+    if (source.updateFrom !== undefined) {
+      const outcome = await runUpdate(deps, source, step, undefined);
+      if (outcome.failed) return "failed";
+      left = outcome.source;
+    } else {
       try {
         const component = await loadComponent(deps, source.componentId);
         if (!component) throw notFound("component");
-        await runDeploySteps(deps, source, component, step as CreateStep, undefined, true);
-        return "deployed";
+        left = await runDeploySteps(deps, source, component, step as CreateStep, undefined, true);
       } catch (error) {
-        if (error instanceof DeletionRequested) throw error;
         await failDeploy(deps, source, error);
         return "failed";
       }
-    } catch (error) {
-      // A DELETE came meanwhile; its own job finds this lease and is skipped, so the deletion is ours.
-      if (!(error instanceof DeletionRequested)) throw error;
-      deps.log.info("background deploy stopped: the source is being deleted", sourceLogFields(source));
-      return await finishDeletion(deps, error.source);
     }
+    if (left.deployStep !== "delete") return "deployed";
+    // A DELETE came meanwhile; its own job finds this lease and is skipped, so the deletion is ours.
+    deps.log.info("background deploy stopped: the source is being deleted", sourceLogFields(source));
+    return await finishDeletion(deps, left);
   } finally {
     await lease.release().catch(() => {});
   }
@@ -796,15 +791,7 @@ export async function updateSource(
     else delete draft.propDefinitions;
   }
   const marked = await markUpdate(deps, current, draft);
-  let outcome: UpdateOutcome;
-  try {
-    outcome = await runUpdate(deps, marked, "deactivate", budgetOf(options));
-  } catch (error) {
-    // Deleted meanwhile (AWS): the deletion's job finishes it; the answer says so.
-    if (error instanceof DeletionRequested) return sourceView(deps, error.source, component);
-    throw error;
-  }
-  const { source, failed, error } = outcome;
+  const { source, failed, error } = await runUpdate(deps, marked, "deactivate", budgetOf(options));
   if (failed) throw error;
   return sourceView(deps, source, component);
 }
@@ -892,7 +879,8 @@ async function runUpdate(
         return { source: await deferDeploy(deps, current, step), failed: false };
       }
       if (inFinisher && current.deployStep !== step) {
-        await stopIfDeleting(deps, current);
+        const deleting = await markedForDeletion(deps, current);
+        if (deleting) return { source: deleting, failed: false };
         current = await deps.sources.updateSource({ ...current, deployStep: step });
       }
       if (step === "prepare") {
@@ -903,13 +891,13 @@ async function runUpdate(
         await runHook(deps, hooked.source, hooked.component, step);
       }
     }
-    await stopIfDeleting(deps, current);
+    const deleting = await markedForDeletion(deps, current);
+    if (deleting) return { source: deleting, failed: false };
     if (current.active && current.timer) await deps.timers.schedule({ sourceId: current.id }, current.timer);
     current = await deps.sources.updateSource(unmarked(current));
     deps.log.info("source updated", sourceLogFields(current));
     return { source: current, failed: false };
   } catch (error) {
-    if (error instanceof DeletionRequested) throw error;
     const reason = inFinisher ? failureReason(deps, current, error) : undefined;
     const left = await failUpdate(deps, current, step, reason, error);
     return { source: left ?? current, failed: true, error };
