@@ -61,8 +61,8 @@ interface Held {
 interface PendingInsert {
   job: RunJob;
   json: string;
-  /** The job's source when it is spilled (kept only in the file), else null; set by the grouped write. */
-  spillTo?: string | null;
+  /** The job's source when it is spilled (kept only in the file); set by the grouped write. */
+  spillTo?: string;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
@@ -335,7 +335,6 @@ export class SqliteRunQueue implements RunQueue {
         insert.spillTo = target;
         continue;
       }
-      insert.spillTo = null;
       adding ??= new Map();
       adding.set(target, (adding.get(target) ?? 0) + 1);
     }
@@ -387,12 +386,8 @@ export class SqliteRunQueue implements RunQueue {
     for (const row of rows) {
       spill.readAfter = row.seq;
       this.spilledCount--;
-      try {
-        this.hold({ seq: row.seq, job: JSON.parse(row.job) as RunJob });
-      } catch {
-        this.options.log.error("a malformed queued source run was dropped", { seq: row.seq });
-        this.finished(row.seq);
-      }
+      const held = this.heldOf(row);
+      if (held) this.hold(held);
     }
   }
 
@@ -562,12 +557,19 @@ export class SqliteRunQueue implements RunQueue {
     if (rows.length < this.recoveryPageSize) this.leftToRead = false;
     for (const row of rows) {
       this.recoveredTo = row.seq;
-      try {
-        this.recovering.push({ seq: row.seq, job: JSON.parse(row.job) as RunJob });
-      } catch {
-        this.options.log.error("a malformed queued source run was dropped", { seq: row.seq });
-        this.finished(row.seq);
-      }
+      const held = this.heldOf(row);
+      if (held) this.recovering.push(held);
+    }
+  }
+
+  /** A row read back as a held job; a malformed one is dropped (logged, its row deleted). */
+  private heldOf(row: { seq: number; job: string }): Held | undefined {
+    try {
+      return { seq: row.seq, job: JSON.parse(row.job) as RunJob };
+    } catch {
+      this.options.log.error("a malformed queued source run was dropped", { seq: row.seq });
+      this.finished(row.seq);
+      return undefined;
     }
   }
 
