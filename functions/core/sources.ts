@@ -548,9 +548,8 @@ export function deployProgress(
  * as the sweep would: a failed or abandoned one ({@link deployProgress}), or one its caller deployed
  * with `deferHandOver` and never handed over. A source that is not such a create is left alone.
  */
-export async function discardUnfinishedDeploy(deps: SourceDeps, sourceId: string): Promise<void> {
-  const source = await deps.sources.getSource(sourceId);
-  if (!source || source.deployingSince === undefined || source.updateFrom !== undefined) return;
+export async function discardUnfinishedDeploy(deps: SourceDeps, source: SourceRecord): Promise<void> {
+  if (source.deployingSince === undefined || source.updateFrom !== undefined) return;
   await removeSource(deps, source);
   deps.log.info("unfinished deploy removed", sourceLogFields(source));
 }

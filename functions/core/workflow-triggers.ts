@@ -278,13 +278,13 @@ async function deployedSources(deps: Deps, triggers: readonly TriggerRecord[]) {
  */
 export async function requireSettledTriggerSources(deps: Deps, workflow: WorkflowRecord, doing: string) {
   for (const { index, sourceId, source } of await deployedSources(deps, workflow.triggers)) {
-    if (source && deployProgress(deps, source) === "deploying") {
-      throw conflict(
-        `triggers[${index}]: its source ${sourceId} is still deploying; ${doing} once its deploy_state is gone`,
-      );
-    }
+    if (source && deployProgress(deps, source) === "deploying") throw stillDeploying(index, sourceId, doing);
   }
 }
+
+/** The 409 of a change that would touch the trigger source at `index` while it still deploys. */
+const stillDeploying = (index: number, sourceId: string, doing: string) =>
+  conflict(`triggers[${index}]: its source ${sourceId} is still deploying; ${doing} once its deploy_state is gone`);
 
 /**
  * Removes the sources a request of the workflow deployed and must undo (its workflow was not made,
@@ -296,7 +296,7 @@ export async function discardDeployedSources(deps: Deps, caller: Caller, trigger
   for (const { sourceId, source } of await deployedSources(deps, triggers)) {
     if (!source) continue;
     if (source.deployingSince !== undefined && source.updateFrom === undefined) {
-      await discardUnfinishedDeploy(deps, sourceId);
+      await discardUnfinishedDeploy(deps, source);
     } else {
       await deleteSource(deps, caller, sourceId).catch(notFoundIsGone);
     }
@@ -324,11 +324,9 @@ export async function deleteDeployedSources(
   for (const { index, sourceId, source } of await deployedSources(deps, triggers)) {
     if (!source) continue;
     const progress = deployProgress(deps, source);
-    if (progress === "deploying") {
-      throw conflict(`triggers[${index}]: its source ${sourceId} is still deploying; try again once it is deployed`);
-    }
+    if (progress === "deploying") throw stillDeploying(index, sourceId, "try again");
     if (progress === "deleting") continue;
-    if (progress === "failed") await discardUnfinishedDeploy(deps, sourceId);
+    if (progress === "failed") await discardUnfinishedDeploy(deps, source);
     else await deleteSource(deps, caller, sourceId, options).catch(notFoundIsGone);
   }
 }
