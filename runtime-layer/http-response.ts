@@ -30,9 +30,9 @@ const FRAMING_HEADERS = new Set([
   "http2-settings",
 ]);
 /** RFC 9110 `token`. */
-const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+export const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
 /** What Node writes without refusing: no CR, LF, NUL or other controls but tab, nothing past U+00FF. */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
+export const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 
 type Bag = Record<string, unknown>;
 

@@ -22,6 +22,7 @@
 import { isIP, type LookupFunction, connect as netConnect, type Socket } from "node:net";
 import { type TLSSocket, connect as tlsConnect } from "node:tls";
 import type { WebhookSender, WebhookSendResult } from "#core/ports/webhook-sender";
+import { HEADER_NAME, HEADER_VALUE } from "#runtime/http-response";
 import { FORBIDDEN_ADDRESS, guardedLookup, isForbiddenAddress } from "./address-guard.ts";
 import { DONE, FAILED, ResponseReader } from "./http1-response-reader.ts";
 
@@ -58,9 +59,6 @@ const SENDER_OWN = new Set([
   "proxy-connection",
   "http2-settings",
 ]);
-const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** What an HTTP/1.1 header value can carry as latin1 bytes: no CR, LF, NUL or other controls but tab. */
-const HEADER_VALUE = /^[\t\x20-\x7e\x80-\xff]*$/;
 /** A request target as the URL parser leaves it: no space, control or non-ASCII character. */
 const BAD_PATH = /[^\x21-\x7e]/;
 
@@ -384,7 +382,7 @@ export class Http1WebhookSender implements WebhookSender {
     let authorization = false;
     for (const name in headers) {
       const value = headers[name] as string;
-      if (!TOKEN.test(name)) return "invalid header name";
+      if (!HEADER_NAME.test(name)) return "invalid header name";
       if (typeof value !== "string" || !HEADER_VALUE.test(value)) return `invalid value for header ${name}`;
       const lower = name.toLowerCase();
       if (SENDER_OWN.has(lower) || lower.startsWith("proxy-")) continue;
