@@ -1,4 +1,4 @@
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import * as z from "zod";
 import type { Quotas, WorkflowRunLimits } from "#core/ports/deps";
 import type { EventRetention } from "#core/ports/event-store";
@@ -237,7 +237,9 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
     log: { level: parsed[ENV.logLevel] as LogLevel, format: parsed[ENV.logFormat] as LogFormat | undefined },
     databaseMaxMb: parsed[ENV.databaseMaxMb] as number,
     host: parsed[ENV.host] as string,
-    dataDir: parsed[ENV.dataDir] as string,
+    // Absolute from here on: esbuild resolves a relative output path against its own working dir
+    // (the component's folder), and sandbox children run elsewhere than the server.
+    dataDir: resolve(parsed[ENV.dataDir] as string),
     runtime: {
       publicUrl: (parsed[ENV.publicUrl] as string | undefined)?.replace(/\/+$/, ""),
       secretKey: parsed[ENV.secretKey] as string | undefined,
@@ -248,7 +250,8 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
-      registryDir: (parsed[ENV.registryDir] as string | undefined) ?? join(parsed[ENV.dataDir] as string, "registry"),
+      registryDir:
+        (parsed[ENV.registryDir] as string | undefined) ?? join(resolve(parsed[ENV.dataDir] as string), "registry"),
       appsFile: parsed[ENV.appsFile] as string | undefined,
       emitLimits: emitLimitsFrom(parsed),
       workflowLimits: workflowLimitsFrom(parsed),

@@ -60,8 +60,7 @@ async function serve(
   // With PORT=0 the port is known only now; endpoints are derived from it when not configured.
   if (config.runtime.publicUrl === undefined) deps.runtime.publicUrl = `http://${config.host}:${port}`;
   await local.startTimers();
-  const near = relative(process.cwd(), outcome.keyFile);
-  const keyFile = near.startsWith("..") || isAbsolute(near) ? outcome.keyFile : near;
+  const keyFile = nearPath(outcome.keyFile);
 
   if (outcome.kind === "created") {
     print(`Created your API key (shown once, also saved to ${keyFile}):\n\n  ${outcome.apiKey}\n`);
@@ -69,7 +68,7 @@ async function serve(
     print(`The API key file ${keyFile} is gone; make a new key with: npm run sluice -- create-key`);
   }
   const keySource = outcome.kind === "from-env" ? "from SLUICE_API_KEY" : `in ${keyFile}`;
-  print(`Sluice is ready at ${baseUrl} (API key ${keySource}; data in ${config.dataDir})`);
+  print(`Sluice is ready at ${baseUrl} (API key ${keySource}; data in ${nearPath(config.dataDir, "./")})`);
 
   return {
     baseUrl,
@@ -85,4 +84,10 @@ async function serve(
       lock.release();
     },
   };
+}
+
+/** `path` relative to the working dir (after `prefix`) when it lies within it, else as it is. */
+function nearPath(path: string, prefix = ""): string {
+  const near = relative(process.cwd(), path);
+  return near === "" || near.startsWith("..") || isAbsolute(near) ? path : `${prefix}${near}`;
 }

@@ -1,11 +1,26 @@
 import { chmodSync, mkdirSync, readdirSync, statSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { join, relative, resolve } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { DATABASE_FILE } from "#local-mode/composition";
-import { apiClient } from "../support/api-client.ts";
+import { apiClient, createHttpWorkflow, deployHttpSource } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
-import { newDataDir, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { newDataDir, REPO_ROOT, runSluice, type SluiceProcess, startSluice } from "../support/local-process.ts";
 import { UID_EMITTER, WebhookReceiver } from "../support/webhook-receiver.ts";
+
+const STEP = `export default defineComponent({
+  async run({ steps, $ }) {
+    await $.respond({ status: 200, body: { doubled: steps.trigger.event.body.n * 2 } });
+  },
+});
+`;
+
+const SOURCE = `export default {
+  props: { http: "$.interface.http" },
+  async run(event) {
+    this.$emit(event.body);
+  },
+};
+`;
 
 const modeOf = (path: string) => statSync(path).mode & 0o777;
 
@@ -48,6 +63,30 @@ describe("the data dir", () => {
     }
     running.push(await startSluice({ dataDir }));
     for (const name of [DATABASE_FILE, "api-key", "secret-key"]) expect(modeOf(join(dataDir, name))).toBe(0o600);
+  });
+});
+
+describe("a relative data dir (`npm start`'s default is ./.sluice)", () => {
+  let sluice: SluiceProcess | undefined;
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  it("bundles sources and workflow steps from code, and the ready line names the dir", async () => {
+    const dataDir = join(newDataDir(), "data");
+    sluice = await startSluice({ dataDir: relative(REPO_ROOT, dataDir) });
+    const api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    // esbuild wrote a relative output path under the component's folder: both answered 500.
+    const source = await deployHttpSource(api, SOURCE);
+    expect(source.id).toMatch(/^dc_/);
+    const workflow = await createHttpWorkflow(api, "relative", [{ namespace: "one", code: STEP }], true);
+    const answer = await fetch(workflow.url, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ n: 20 }),
+    });
+    expect([answer.status, await answer.json()]).toEqual([200, { doubled: 40 }]);
+    expect(sluice.output()).toContain(`data in ${dataDir})`);
   });
 });
 

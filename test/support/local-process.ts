@@ -1,7 +1,7 @@
 import { type ChildProcess, execFile, spawn } from "node:child_process";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 
@@ -79,12 +79,15 @@ export const newDataDir = () => mkdtempSync(join(tmpdir(), "sluice-e2e-"));
  * it logs warnings and errors only (`SLUICE_LOG_LEVEL=warn`) unless `env` says otherwise.
  * With `openFile`, the process starts holding that file open on that descriptor without
  * close-on-exec, as after a shell's `exec 40<file` (a descriptor passed in `stdio` gets
- * close-on-exec from Node, so it takes a shell).
+ * close-on-exec from Node, so it takes a shell). A relative `dataDir` is given to the server as it
+ * is (relative to the repo root); the returned `dataDir` is absolute.
  */
 export async function startSluice(
   options: { dataDir?: string; env?: Record<string, string>; openFile?: { fd: number; path: string } } = {},
 ): Promise<SluiceProcess> {
-  const dataDir = options.dataDir ?? newDataDir();
+  // A relative data dir is the server's to resolve, against the repo root where `npm start` runs.
+  const given = options.dataDir ?? newDataDir();
+  const dataDir = resolve(REPO_ROOT, given);
   const [command, args] = options.openFile
     ? [
         "bash",
@@ -101,7 +104,7 @@ export async function startSluice(
     : [process.execPath, [...SLUICE_ARGS, "start"]];
   const child = spawn(command, args, {
     cwd: REPO_ROOT,
-    env: sluiceEnv({ PORT: "0", SLUICE_DATA_DIR: dataDir, SLUICE_LOG_LEVEL: "warn", ...options.env }),
+    env: sluiceEnv({ PORT: "0", SLUICE_DATA_DIR: given, SLUICE_LOG_LEVEL: "warn", ...options.env }),
     stdio: ["ignore", "pipe", "pipe"],
   });
   const collected = outputCollector();

@@ -1,3 +1,4 @@
+import { resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadAwsComputeConfig } from "#config/aws-compute-env";
 import { loadAwsConfig, loadLocalConfig } from "#config/env";
@@ -9,7 +10,8 @@ describe("configuration", () => {
       log: { level: "info", format: undefined },
       databaseMaxMb: 0,
       host: "127.0.0.1",
-      dataDir: "./.sluice",
+      // Absolute: esbuild and the sandbox children must not resolve it against their own dirs.
+      dataDir: resolve(".sluice"),
       apiKey: undefined,
       username: "sluice",
       email: "sluice@localhost",
@@ -23,7 +25,7 @@ describe("configuration", () => {
       },
       runtime: {
         publicUrl: undefined,
-        registryDir: ".sluice/registry",
+        registryDir: resolve(".sluice/registry"),
         secretKey: undefined,
         invocationTimeoutMs: 30_000,
         sandboxHeapMb: 128,

@@ -6,7 +6,7 @@
 import { randomBytes } from "node:crypto";
 import { existsSync } from "node:fs";
 import { mkdir, rename, rm, writeFile } from "node:fs/promises";
-import { dirname, join } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 import * as esbuild from "esbuild";
 import { buildComponent, withLiveService } from "#adapters/component-build";
@@ -48,6 +48,8 @@ export async function bundleComponent(
   plugins: readonly esbuild.Plugin[] = [],
 ): Promise<string> {
   if (isBundled(outfile)) return outfile;
+  // esbuild writes a relative `outfile` under its working dir (the component's folder), not ours.
+  if (!isAbsolute(outfile)) return bundleComponent(code, resolve(outfile), plugins);
   const resolveDir = dirname(outfile);
   const temporary = temporaryName(outfile);
   await mkdir(resolveDir, { recursive: true });
