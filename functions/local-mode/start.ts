@@ -1,7 +1,7 @@
 import type { AddressInfo } from "node:net";
-import { isAbsolute, relative } from "node:path";
 import { type DataDirLock, lockDataDir, prepareDataDir } from "#adapters/local/data-dir";
 import type { LocalConfig } from "#config/env";
+import { nearPath } from "#config/near-path";
 import type { Logger } from "#core/ports/logger";
 import { routes } from "#http/routes";
 import { localDeps } from "#local-mode/composition";
@@ -84,10 +84,4 @@ async function serve(
       lock.release();
     },
   };
-}
-
-/** `path` relative to the working dir (after `prefix`) when it lies within it, else as it is. */
-function nearPath(path: string, prefix = ""): string {
-  const near = relative(process.cwd(), path);
-  return near === "" || near.startsWith("..") || isAbsolute(near) ? path : `${prefix}${near}`;
 }

@@ -1,7 +1,7 @@
 import { execFile } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join } from "node:path";
+import { dirname, join, relative } from "node:path";
 import { promisify } from "node:util";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
@@ -156,7 +156,11 @@ describe("README.md, every shell block in order, as written", () => {
     provider = await startStandInOAuthProvider();
     const appsFile = join(mkdtempSync(join(tmpdir(), "sluice-readme-apps-")), "apps.json");
     writeFileSync(appsFile, JSON.stringify({ apps: [provider.appEntry("acme")] }));
-    sluice = await startSluice({ dataDir: join(cwd, ".sluice"), env: { SLUICE_APPS_FILE: appsFile } });
+    // Relative, as `npm start`'s default `./.sluice` is.
+    sluice = await startSluice({
+      dataDir: relative(REPO_ROOT, join(cwd, ".sluice")),
+      env: { SLUICE_APPS_FILE: appsFile },
+    });
     // The installed dev dependency, served by name as npm's registry serves it.
     const helpers = join(REPO_ROOT, "node_modules", "@pipedream", "helper_functions");
     npm = await startNpmRegistry([

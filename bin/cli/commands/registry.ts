@@ -28,10 +28,11 @@ export const registry: Command = {
     if (action !== "add") throw new UsageError(`registry: unknown action ${JSON.stringify(action)}\n\n${USAGE}`);
     if (values.dir === "") throw new UsageError(`registry add: --dir needs a folder\n\n${USAGE}`);
     const { loadLocalConfig } = await import("#config/env");
+    const { nearPath } = await import("#config/near-path");
     const { addRegistryPackage, checkPackageSpec } = await import("../registry-install.ts");
     checkPackageSpec(spec);
     const config = loadLocalConfig(io.env);
-    const dir = (values.dir as string | undefined) ?? config.runtime.registryDir;
+    const dir = (values.dir as string | undefined) ?? nearPath(config.runtime.registryDir);
     const added = await withProgress(
       io,
       `adding ${spec}`,
