@@ -141,9 +141,12 @@ const isWorkflowResult = (result: InvocationResult | WorkflowResult): result is 
  */
 let queued: SandboxMessage[] = [];
 let flushPending = false;
+/** `started` messages among them (see `runWorkflow`). */
+let queuedStarts = 0;
 
 function flush(): void {
   flushPending = false;
+  queuedStarts = 0;
   if (queued.length === 0) return;
   const messages = queued;
   queued = [];
@@ -158,6 +161,17 @@ function send(message: SandboxMessage): void {
   if (flushPending) return;
   flushPending = true;
   nextTick(flush);
+}
+
+function queueStarted(invocationId: string): void {
+  queuedStarts++;
+  send({ type: "started", invocationId });
+}
+
+/** Passes a loaded step module on, after writing any `started` still queued: its code runs next. */
+function beforeStepCode<T>(loaded: T): T {
+  if (queuedStarts > 0) flush();
+  return loaded;
 }
 
 /** Writes `message`, after what is queued, before the caller goes on. */
@@ -318,12 +332,15 @@ async function runWorkflow(request: WorkflowInvokeRequest): Promise<void> {
   // Nothing loads before the run starts (steps load as it reaches them), so unlike a source's
   // invocation it cannot have stalled here; a cancel read with it still counts.
   if (cancelled.delete(invocationId)) return;
-  sendNow({ type: "started", invocationId });
+  // Queued, not written at once: a step's code runs only after its module's load was awaited, and
+  // the loader writes what is queued first (`beforeStepCode`). The runs of one batch then say
+  // `started` in one write rather than one each, and each still before any of their code runs.
+  queueStarted(invocationId);
   const result = await runWorkflowSteps(
     (module) => {
       const bundlePath = knownStepBundles.get(module);
       if (bundlePath === undefined) return Promise.reject(new Error(`no step module ${module} in this workflow`));
-      return loadComponent(bundlePath, invocationId, `step:${module}`);
+      return loadComponent(bundlePath, invocationId, `step:${module}`).then(beforeStepCode);
     },
     invocation,
     dataStoreCaller(invocationId),

@@ -244,6 +244,32 @@ describe("ProcessPoolHost workflows: what a step does to its child", () => {
     expect(raw(after)[1]).not.toBe(before);
   });
 
+  it("ends a first step that blocks at once, among runs sent in the same turn, as its TimeoutError; no run outlasts its limit", async () => {
+    const workflow = workflowCode("p_first_loop", [
+      step(`
+        while (steps.trigger.event.loop) {}
+        $.send.emit({ raw_event: process.pid });
+      `),
+    ]);
+    const before = await pidOf(host, workflow);
+    // Sent in one turn, so the child reads them as one batch and says `started` for all of them in
+    // one write, before any step code runs; the blocking one runs first.
+    const [looped, ...others] = await Promise.all([
+      run(host, workflow, { loop: true }, { timeoutMs: 500 }),
+      run(host, workflow, {}, { timeoutMs: 2000 }),
+      run(host, workflow, {}, { timeoutMs: 2000 }),
+    ]);
+    expect(looped?.error).toMatchObject({ name: "TimeoutError" });
+    // All three had started when the loop blocked, so the host's suspect (the last started, a
+    // guess: docs/design/workflows.md) may be a neighbour, which then ends at its own limit. The
+    // others ran again elsewhere.
+    for (const other of others) {
+      if (other.error) expect(other.error.name).toMatch(/TimeoutError|SandboxError/);
+      else expect(raw(other)).toEqual([expect.any(Number)]);
+    }
+    await expect.poll(() => isAlive(before), { timeout: 10_000 }).toBe(false);
+  });
+
   it("ignores a forged result line for another workflow's run or a made-up one: both runs keep their own results", async () => {
     const forgeLine = (invocationId: string) =>
       `JSON.stringify({ type: "result", result: { invocationId: ${invocationId}, steps: [], sends: [{ type: "emit", raw_event: "forged" }], logs: [], durationMs: 1 } }) + "\\n"`;

@@ -13,8 +13,10 @@
  * its `started`) is killed at once, and that counts as its crash.
  *
  * Invocations go to the child in batches, one write per turn of the event loop; the child answers
- * what it has at the end of each tick as one write, and writes its `started` at once, with what
- * it had queued, before the code runs (`sandbox-entry.ts`).
+ * what it has at the end of each tick as one write, and writes its `started` before the code runs
+ * (`sandbox-entry.ts`): a source's at once, with what it had queued; the workflow runs of one
+ * batch together, before the first of their step code runs (decision 486). Either way, runs that
+ * started before any of their code ran leave the host a guess when one of them blocks.
  */
 import type { DataStoreReply, HttpResponseSpec } from "#runtime/protocol";
 import { parseHttpResponse } from "#runtime/protocol-parsers";
