@@ -740,6 +740,29 @@ describe("runWorkflowSteps: $.context", () => {
     });
     expect(invocation.context).toEqual({ id: "run_1", workflow_id: "p_test", run: { runs: 1, retry_count: 0 } });
   });
+
+  it("is a property like any other (copied when first read): listed, spread, assigned over", async () => {
+    const { load, invocation } = workflow({
+      first: {
+        async run({ steps, $ }: { steps: Record<string, { context: unknown }>; $: Dollar }) {
+          const listed = Object.keys($).includes("context");
+          const spread = ({ ...$ }.context as { id: string }).id;
+          ($ as { context: unknown }).context = "replaced";
+          (steps.trigger as { context: unknown }).context = "replaced too";
+          $.send.emit({
+            raw_event: [listed, spread, $.context, steps.trigger?.context, Object.keys(steps.trigger ?? {})],
+          } as never);
+        },
+      },
+      second: probe((steps, $) => [$.context.id, (steps.trigger as { context: unknown }).context]),
+    });
+    const result = await runWorkflowSteps(load, invocation);
+    expect(emitted(result)).toEqual([
+      [true, "run_1", "replaced", "replaced too", ["event", "context"]],
+      // A later step's `$.context` is its own; `steps.trigger` is one object the steps share, as the event is.
+      ["run_1", "replaced too"],
+    ]);
+  });
 });
 
 describe("createWorkflowHandler: real step modules, as the Lambda entry loads them", () => {
