@@ -156,13 +156,16 @@ export function workflowErrorEvent(
 
 /** The `$errors` event of a notice about a job that did not start (a quota): the context a run would have had. */
 function noticeEventOf(deps: Pick<Deps, "ids">, workflow: WorkflowRecord, job: WorkflowRunJob, now: number) {
-  const context = workflowContext(workflow, {
-    id: job.runId,
-    attempts: 1,
-    startedAt: now,
-    trigger: { type: job.trigger, id: job.triggerId },
-  });
-  return (error: ErrorRecord) => workflowErrorEvent(deps, job.event, context, error, "");
+  // Built only for a refusal: every run is admitted through here.
+  return (error: ErrorRecord) => {
+    const context = workflowContext(workflow, {
+      id: job.runId,
+      attempts: 1,
+      startedAt: now,
+      trigger: { type: job.trigger, id: job.triggerId },
+    });
+    return workflowErrorEvent(deps, job.event, context, error, "");
+  };
 }
 
 /**
