@@ -414,6 +414,11 @@ const UV_EPERM = -1;
  * out of reach. `process.kill` sends through `process._kill`, which answers an errno; EPERM makes it
  * throw `kill EPERM`. `process.binding('os')`, the other way to the priority calls, is closed by
  * the permission model.
+ *
+ * `process._debugProcess(pid)` sends SIGUSR1 to any process of the same user, and a Node process
+ * not under the permission model (Sluice itself) opens its inspector on 127.0.0.1:9229 for it:
+ * code that then connects runs in that process with all of Sluice's rights. It is refused here
+ * (the server also ignores SIGUSR1: `bin/cli/commands/local.ts`).
  */
 function guardProcess(): void {
   const reportExit = () => {
@@ -436,6 +441,16 @@ function guardProcess(): void {
     if (signal !== 0) reportExit();
     return kill(pid, signal);
   };
+  Object.defineProperty(process, "_debugProcess", {
+    value: (pid: unknown) => {
+      throw Object.assign(new Error(`kill EPERM: a sandbox process may not start a debugger (pid ${String(pid)})`), {
+        code: "EPERM",
+        syscall: "kill",
+      });
+    },
+    writable: false,
+    configurable: false,
+  });
   guardPriority();
 }
 

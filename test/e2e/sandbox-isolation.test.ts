@@ -97,6 +97,18 @@ export default {
 };
 `;
 
+/** Asks the server (its parent) to open its inspector, as SIGUSR1 does to a Node process. */
+const DEBUGGER = `
+export default {
+  name: "Debugger opener",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run() {
+    try { process._debugProcess(process.ppid); this.$emit("sent"); } catch (error) { this.$emit(error.code); }
+  },
+};
+`;
+
 /** Reads whatever descriptors above the child's own it can, and emits what it found. */
 const FD_READER = `
 import { readSync } from "node:fs";
@@ -191,6 +203,20 @@ describe("sandbox isolation between sources, and from the server", () => {
     expect((await post(renicer.endpoint, {})).status).toBe(200);
     expect(await eventsOf(renicer.id, 1)).toEqual(["EPERM"]);
     expect(getPriority(sluice.child.pid)).toBe(before);
+  }, 30_000);
+
+  it("does not let a component open the server's inspector, and the server ignores SIGUSR1 itself", async () => {
+    const opener = await deploy(DEBUGGER);
+    expect((await post(opener.endpoint, {})).status).toBe(200);
+    expect(await eventsOf(opener.id, 1)).toEqual(["EPERM"]);
+    // Sent by anything else of this user: logged and ignored, the server still serves.
+    sluice.child.kill("SIGUSR1");
+    await eventually(
+      async () => (sluice.output().includes("SIGUSR1 ignored") ? true : undefined),
+      "the SIGUSR1 warning",
+    );
+    expect((await api("GET", "/users/me")).status).toBe(200);
+    expect(sluice.output()).not.toContain("Debugger listening");
   }, 30_000);
 
   it("does not pass the server's inherited descriptors on to component code", async () => {

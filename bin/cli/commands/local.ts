@@ -46,6 +46,9 @@ Ctrl-C or SIGTERM stops it.`,
         },
       );
     };
+    // Node opens its inspector (127.0.0.1:9229, running any code sent to it) on SIGUSR1, which any
+    // process of this user can send; with a listener it does not. Debug with `node --inspect`.
+    process.on("SIGUSR1", () => log.warn("SIGUSR1 ignored: Sluice does not open its inspector on a signal"));
     process.once("SIGINT", () => shutdown("SIGINT"));
     process.once("SIGTERM", () => shutdown("SIGTERM"));
     // Local mode runs until a signal stops it.
