@@ -16,7 +16,7 @@
  */
 import { closeSync, writeSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
-import { Socket } from "node:net";
+import { Server, Socket } from "node:net";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
 import type { DataStoreCaller } from "./data-store-client.ts";
@@ -452,6 +452,53 @@ function guardProcess(): void {
     configurable: false,
   });
   guardPriority();
+  guardUnixSockets();
+}
+
+/**
+ * No Unix socket: Node 20's permission model leaves them open (like the network), but a socket
+ * file reaches what a TCP port does not, as the user Sluice runs as: a database's peer
+ * authentication, Docker's API, a desktop's session bus. A connect or listen on a path fails as
+ * `EACCES`, the way a refused one does; TCP is untouched. Node's own connects (`http`, `tls`,
+ * `net.createConnection`) all go through `Socket.prototype.connect`; its bindings are closed by
+ * the permission model.
+ */
+function guardUnixSockets(): void {
+  /** The socket path of `connect`'s or `listen`'s arguments, as Node reads them (an IPC path wins over a port). */
+  const pathOf = (args: unknown[]): string | undefined => {
+    const first = Array.isArray(args[0]) ? args[0][0] : args[0];
+    if (typeof first === "string") return Number(first) >= 0 ? undefined : first;
+    const path = typeof first === "object" && first !== null ? (first as { path?: unknown }).path : undefined;
+    return path ? String(path) : undefined;
+  };
+  const refusal = (call: string, path: string) =>
+    Object.assign(new Error(`${call} EACCES ${path}: a sandbox process may not use a Unix socket`), {
+      code: "EACCES",
+      syscall: call,
+      address: path,
+    });
+  const { connect } = Socket.prototype;
+  Object.defineProperty(Socket.prototype, "connect", {
+    value: function (this: Socket, ...args: unknown[]) {
+      const path = pathOf(args);
+      if (path === undefined) return Reflect.apply(connect, this, args);
+      nextTick(() => this.destroy(refusal("connect", path)));
+      return this;
+    },
+    writable: false,
+    configurable: false,
+  });
+  const { listen } = Server.prototype;
+  Object.defineProperty(Server.prototype, "listen", {
+    value: function (this: Server, ...args: unknown[]) {
+      const path = pathOf(args);
+      if (path === undefined) return Reflect.apply(listen, this, args);
+      nextTick(() => this.emit("error", refusal("listen", path)));
+      return this;
+    },
+    writable: false,
+    configurable: false,
+  });
 }
 
 /** `os.setPriority` and `os.getPriority` of this process only (pid omitted, 0 or its own). */

@@ -1,5 +1,6 @@
 import { randomBytes } from "node:crypto";
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { createServer as createNetServer } from "node:net";
 import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -105,6 +106,36 @@ export default {
   props: { http: "$.interface.http" },
   async run() {
     try { process._debugProcess(process.ppid); this.$emit("sent"); } catch (error) { this.$emit(error.code); }
+  },
+};
+`;
+
+/** Tries a Unix socket three ways (its path in the event), and to listen on one; emits each outcome. */
+const UNIX_SOCKETS = `
+import net from "node:net";
+import http from "node:http";
+const outcome = (start) => new Promise((resolve) => {
+  try {
+    const emitter = start();
+    emitter.on("error", (error) => resolve(error.code));
+    emitter.on("connect", () => resolve("connected"));
+    emitter.on("response", () => resolve("answered"));
+    emitter.on("listening", () => resolve("listening"));
+  } catch (error) { resolve("threw " + error.code); }
+});
+export default {
+  name: "Unix socket user",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run(event) {
+    const path = event.body.path;
+    this.$emit([
+      await outcome(() => net.connect({ path })),
+      await outcome(() => net.createConnection(path)),
+      await outcome(() => http.get({ socketPath: path, path: "/" })),
+      await outcome(() => net.createServer().listen(path + ".mine")),
+      await outcome(() => net.connect({ port: 1, host: "127.0.0.1" })),
+    ]);
   },
 };
 `;
@@ -217,6 +248,27 @@ describe("sandbox isolation between sources, and from the server", () => {
     );
     expect((await api("GET", "/users/me")).status).toBe(200);
     expect(sluice.output()).not.toContain("Debugger listening");
+  }, 30_000);
+
+  it("does not let a component use a Unix socket (TCP is untouched)", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "sluice-uds-"));
+    const path = join(folder, "service.sock");
+    let connections = 0;
+    const service = createNetServer((socket) => {
+      connections++;
+      socket.end("HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n");
+    });
+    await new Promise<void>((resolve) => service.listen(path, resolve));
+    try {
+      const user = await deploy(UNIX_SOCKETS);
+      expect((await post(user.endpoint, { path })).status).toBe(200);
+      expect(await eventsOf(user.id, 1)).toEqual([["EACCES", "EACCES", "EACCES", "EACCES", "ECONNREFUSED"]]);
+      expect(connections).toBe(0);
+      expect(existsSync(`${path}.mine`)).toBe(false);
+    } finally {
+      service.close();
+      rmSync(folder, { recursive: true, force: true });
+    }
   }, 30_000);
 
   it("does not pass the server's inherited descriptors on to component code", async () => {
