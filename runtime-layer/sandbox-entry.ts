@@ -19,6 +19,7 @@ import { syncBuiltinESMExports } from "node:module";
 import { Server, Socket } from "node:net";
 import os from "node:os";
 import { pathToFileURL } from "node:url";
+import v8 from "node:v8";
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { describeComponent } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
@@ -453,6 +454,16 @@ function guardProcess(): void {
   });
   guardPriority();
   guardUnixSockets();
+  // V8's flags at run time reach what the permission model does not: `--allow-natives-syntax`
+  // opens V8's internal functions to code compiled afterwards, some of which can crash or corrupt
+  // the process (and memory corruption is native code, outside every Node permission).
+  v8.setFlagsFromString = () => {
+    throw Object.assign(new Error("v8.setFlagsFromString EPERM: a sandbox process may not change V8's flags"), {
+      code: "EPERM",
+    });
+  };
+  // `import { setPriority } from "node:os"` and the like read the ES modules' own copies.
+  syncBuiltinESMExports();
 }
 
 /**
@@ -518,8 +529,6 @@ function guardPriority(): void {
     if (!isOwn(pid)) throw refuse("getPriority", pid);
     return getPriority(0);
   }) as typeof os.getPriority;
-  // `import { setPriority } from "node:os"` reads the ES module's own copies of the exports.
-  syncBuiltinESMExports();
 }
 
 function onStrayError(thrown: unknown): void {

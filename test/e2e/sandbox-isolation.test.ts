@@ -140,6 +140,23 @@ export default {
 };
 `;
 
+/** Tries to turn on V8's internal functions, through the default and the named export. */
+const V8_FLAGS = `
+import v8, { setFlagsFromString } from "node:v8";
+const attempt = (set) => { try { set("--allow-natives-syntax"); return "set"; } catch (error) { return error.code; } };
+export default {
+  name: "Flag setter",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run() {
+    const attempts = [attempt(v8.setFlagsFromString), attempt(setFlagsFromString)];
+    let natives;
+    try { natives = typeof new Function("return %GetOptimizationStatus(function () {})")(); } catch { natives = "unreachable"; }
+    this.$emit([...attempts, natives]);
+  },
+};
+`;
+
 /** Reads whatever descriptors above the child's own it can, and emits what it found. */
 const FD_READER = `
 import { readSync } from "node:fs";
@@ -248,6 +265,12 @@ describe("sandbox isolation between sources, and from the server", () => {
     );
     expect((await api("GET", "/users/me")).status).toBe(200);
     expect(sluice.output()).not.toContain("Debugger listening");
+  }, 30_000);
+
+  it("does not let a component change V8's flags (its internal functions stay out of reach)", async () => {
+    const setter = await deploy(V8_FLAGS);
+    expect((await post(setter.endpoint, {})).status).toBe(200);
+    expect(await eventsOf(setter.id, 1)).toEqual([["EPERM", "EPERM", "unreachable"]]);
   }, 30_000);
 
   it("does not let a component use a Unix socket (TCP is untouched)", async () => {
