@@ -65,6 +65,9 @@ for (const fd of config.close) {
     // Already closed.
   }
 }
+// The host starts this process with an empty environment, through a shell (for its memory cap,
+// `sandbox-process.ts`) that may add its own variables (`PWD`): none of them is the component's.
+for (const name of Object.keys(process.env)) delete process.env[name];
 const redact = pathRedactor(config.redact);
 // Before any module is evaluated: a code step's `export default defineComponent({...})` describes
 // and runs without an import, as in the original.

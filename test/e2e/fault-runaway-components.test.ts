@@ -43,6 +43,13 @@ const RUNAWAYS = [
     code: "OutOfMemoryError",
     message: /out of memory/,
   },
+  {
+    // Buffers live outside the heap cap: 1.5 GiB of them, past the process's memory cap (64 + 384 MiB).
+    name: "Buffer hoarder",
+    body: "const hoard = []; for (let i = 0; i < 24; i++) hoard.push(Buffer.alloc(64 * 1024 * 1024, 1));",
+    code: "RangeError",
+    message: /Array buffer allocation failed/,
+  },
   { name: "Exiter", body: "process.exit(1);", code: "SandboxCrashError", message: /exited with code 1/ },
   { name: "Aborter", body: "process.abort();", code: "SandboxCrashError", message: /killed by SIGABRT/ },
   {

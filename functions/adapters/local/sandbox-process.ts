@@ -2,7 +2,8 @@
  * Starting a sandbox child and talking to it, and asking a fresh one to describe a bundle
  * (`describeInSandbox`). A child runs under Node's permission model (DESIGN.md decision 3) with
  * read access to the runtime entry's folder and one bundle folder only (no writes, no child
- * processes, no workers, no addons), an empty environment and a heap cap.
+ * processes, no workers, no addons), an empty environment, a heap cap, and on Linux a cap on all
+ * its memory ({@link memoryCapMb}).
  *
  * Everything a child sends is untrusted: component code runs there and can write anything to any
  * of its descriptors. Messages come as lines of JSON on a pipe of our own (`sandbox-channel.ts`),
@@ -11,7 +12,7 @@
  * owner of the process, which kills it.
  *
  * Not covered: Node 20's permission model has no network restriction, so component code can open
- * sockets.
+ * TCP sockets (Unix sockets are refused by the runtime, decision 488).
  *
  * Also bundled into the describer Lambda (`functions/internal/describer.ts`): import nothing here
  * that only local mode has.
@@ -66,6 +67,25 @@ export interface SandboxProcess {
   readonly handles: readonly Refable[];
 }
 
+/** What a sandbox process may use beyond its heap cap: Node itself, its threads' stacks, buffers. */
+export const MEMORY_BEYOND_HEAP_MB = 384;
+
+/**
+ * The cap on a sandbox process's memory: its heap cap and {@link MEMORY_BEYOND_HEAP_MB}. The heap
+ * cap (`--max-old-space-size`) leaves out buffers and array buffers, which code can allocate by
+ * the gigabyte; the cap is the process's RLIMIT_DATA (its private writable memory, which Linux
+ * counts since 4.7), set by the shell it starts through. An allocation past it fails as
+ * `RangeError: Array buffer allocation failed`, or ends the process as out of memory.
+ */
+export const memoryCapMb = (heapMb: number) => heapMb + MEMORY_BEYOND_HEAP_MB;
+
+/** The command that runs `node` with `args` under {@link memoryCapMb} (not on Windows, which has no `ulimit`). */
+function cappedCommand(args: string[], heapMb: number): [string, string[]] {
+  if (process.platform === "win32") return [process.execPath, args];
+  const kib = memoryCapMb(heapMb) * 1024;
+  return ["/bin/sh", ["-c", `ulimit -d ${kib} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...args]];
+}
+
 /**
  * Starts `entryPath` with read access to its folder and to `readDir` (a folder; a trailing `/` is
  * fine), nothing else. Output is drained so a chatty component never blocks on a full pipe.
@@ -78,8 +98,7 @@ export function forkSandbox(
 ): SandboxProcess {
   const entryDir = dirname(entryPath);
   const config: SandboxChildConfig = { close: leakedDescriptors(), redact: [entryDir, readDir] };
-  const child = spawn(
-    process.execPath,
+  const [command, args] = cappedCommand(
     [
       PERMISSION_FLAG,
       `--allow-fs-read=${entryDir}`,
@@ -89,9 +108,11 @@ export function forkSandbox(
       entryPath,
       JSON.stringify(config),
     ],
-    // fd 3: requests to the child; fd 4: the child's messages. Nothing else is passed on.
-    { env: {}, stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"] },
+    heapMb,
   );
+  // fd 3: requests to the child; fd 4: the child's messages. Nothing else is passed on (the shell
+  // execs node in its place: the same process).
+  const child = spawn(command, args, { env: {}, stdio: ["ignore", "pipe", "pipe", "pipe", "pipe"] });
   const redact = pathRedactor(config.redact);
   const requests = child.stdio[REQUEST_FD] as Writable & Readable;
   const messages = child.stdio[MESSAGE_FD] as Readable;
