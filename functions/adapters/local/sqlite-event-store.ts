@@ -323,7 +323,7 @@ export class SqliteEventStore implements EventStore {
         n,
         event.channel,
         nowMs,
-        JSON.stringify(event.event),
+        event.eventJson ?? JSON.stringify(event.event),
         event.emitId,
         JSON.stringify(event.meta),
       );
