@@ -213,7 +213,9 @@ function fanout(options: { listeners?: SubscriptionRecord[]; pageSize?: number }
     emit,
     subscription,
     failNextDispatch: () => void failNext++,
-    failNext: (count: number) => void (failNext += count),
+    failNext: (count: number) => {
+      failNext += count;
+    },
   };
 }
 
