@@ -73,8 +73,8 @@ interface LiveRow {
 }
 
 /**
- * Live rows kept at most: past it (appends whose publish never reached the relay), they are
- * forgotten, and their rows stay in the table for the minute's sweep.
+ * Live rows kept at most, by default: past it (appends whose publish never reached the relay),
+ * they are forgotten, and their rows stay in the table for the minute's sweep.
  */
 const MAX_LIVE_ROWS = 100_000;
 
@@ -96,7 +96,7 @@ export class SqliteOutbox {
 
   constructor(
     private readonly db: SqliteDatabase,
-    private readonly options: { removeDelayMs?: number } = {},
+    private readonly options: { removeDelayMs?: number; maxLiveRows?: number } = {},
   ) {
     this.statements = prepare(db);
     this.removeAll = db.transaction((removals: [string, number, number][]) => {
@@ -117,7 +117,7 @@ export class SqliteOutbox {
    * relay will route and tell {@link appendRouted}: the row goes once all of them were routed.
    */
   recorded(sourceId: string, ms: number, firstN: number, lastN: number, appends: number): void {
-    if (this.liveRows >= MAX_LIVE_ROWS) {
+    if (this.liveRows >= (this.options.maxLiveRows ?? MAX_LIVE_ROWS)) {
       this.live.clear();
       this.liveRows = 0;
     }
@@ -137,15 +137,12 @@ export class SqliteOutbox {
   /**
    * The append that starts at `<ms>-<firstN>` was routed (`dispatched`) or failed to. Its row is
    * removed (grouped, as by {@link remove}) once every append it covers was routed; when one of
-   * them failed, the row stays, and the relay's sweep routes it whole. An append of no live row
-   * (its row was read back) is its row: removed when routed.
+   * them failed, the row stays, and the relay's sweep routes it whole. An append whose row is not
+   * live (forgotten past {@link MAX_LIVE_ROWS}) leaves it too: it may hold other appends.
    */
   appendRouted(sourceId: string, ms: number, firstN: number, dispatched: boolean): void {
     const row = this.liveRowOf(sourceId, ms, firstN);
-    if (!row) {
-      if (dispatched) this.remove(sourceId, ms, firstN);
-      return;
-    }
+    if (!row) return;
     if (!dispatched) row.failed = true;
     if (--row.unrouted > 0) return;
     this.forget(row);

@@ -106,6 +106,23 @@ describe("SqliteEventStore with an outbox", () => {
     expect(outbox.rowOf(SOURCE, NOW, 4)).toBeUndefined();
   });
 
+  it("leaves a row it stopped counting (past maxLiveRows) for the sweep, though its appends were routed", async () => {
+    const db = openSqlite(":memory:");
+    const outbox = new SqliteOutbox(db, { maxLiveRows: 1 });
+    outbox.record(SOURCE, NOW, 0, 1, NOW);
+    outbox.recorded(SOURCE, NOW, 0, 1, 2);
+    // The second live row forgets the first.
+    outbox.record(SOURCE, NOW, 2, 2, NOW);
+    outbox.recorded(SOURCE, NOW, 2, 2, 1);
+    outbox.appendRouted(SOURCE, NOW, 0, true);
+    outbox.appendRouted(SOURCE, NOW, 2, true);
+    outbox.flush();
+    // The first row's second append may still be on its way: only a sweep removes that row.
+    expect(outbox.list(Number.POSITIVE_INFINITY, 10)).toEqual([
+      { sourceId: SOURCE, ms: NOW, firstN: 0, lastN: 1, createdAt: NOW },
+    ]);
+  });
+
   it("removes rows in one grouped write a little later, or at once on flush", async () => {
     const db = openSqlite(":memory:");
     const outbox = new SqliteOutbox(db, { removeDelayMs: 5 });
