@@ -291,25 +291,28 @@ export class SqliteEventStore implements EventStore {
     const batch = this.pendingAppends;
     if (batch.length === 0) return;
     this.pendingAppends = [];
-    let stored: StoredEvent[][];
+    let written: ReturnType<typeof this.appendTransaction.immediate>;
     try {
-      const written = this.appendTransaction.immediate(batch);
-      this.recorded(written.outboxRuns);
-      stored = written.stored;
+      written = this.appendTransaction.immediate(batch);
     } catch {
       // One failed append must not fail the others: each is tried again in its own transaction.
       for (const append of batch) {
+        let alone: typeof written;
         try {
-          const written = this.appendTransaction.immediate([append]);
-          this.recorded(written.outboxRuns);
-          append.resolve(written.stored[0] as StoredEvent[]);
-          this.countAppended(append.sourceId, append.events.length);
+          alone = this.appendTransaction.immediate([append]);
         } catch (error) {
           append.reject(error);
+          continue;
         }
+        this.recorded(alone.outboxRuns);
+        append.resolve(alone.stored[0] as StoredEvent[]);
+        this.countAppended(append.sourceId, append.events.length);
       }
       return;
     }
+    // Committed: nothing below may send the appends to the retries above.
+    this.recorded(written.outboxRuns);
+    const stored = written.stored;
     batch.forEach((append, index) => {
       append.resolve(stored[index] as StoredEvent[]);
       this.countAppended(append.sourceId, append.events.length);
