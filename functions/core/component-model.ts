@@ -158,6 +158,11 @@ export interface NewEvent {
   /** Unique id of this emit (`emit_id`), made by trusted code. */
   emitId: string;
   meta: EventMeta;
+  /**
+   * `JSON.stringify(event)`, when the caller made it already (a run's emits are measured against
+   * the limits that way): a store writes it instead of serialising the event again.
+   */
+  eventJson?: string;
 }
 
 /** A stored event. `id` is `<epoch_ms>-<n>`, strictly increasing per source in (ms, n) order. */

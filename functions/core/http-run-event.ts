@@ -207,6 +207,8 @@ function setOwn<T>(target: Record<string, T>, key: string, value: T): void {
 /** Query strings and urlencoded forms: repeated keys become arrays. */
 function parseFields(text: string): Record<string, string | string[]> {
   const out: Record<string, string | string[]> = {};
+  // Most endpoint requests have no query string: no `URLSearchParams` for them.
+  if (text === "") return out;
   for (const [key, value] of new URLSearchParams(text)) addField(out, key, value);
   return out;
 }

@@ -44,6 +44,8 @@ export interface LimitedResult {
   emits: EmitRecord[];
   /** UTF-8 bytes of each kept emit's event and meta JSON, as stored: what the stored totals count. */
   storedBytes: Map<EmitRecord, number>;
+  /** Each kept emit's event as JSON text, made once to measure it: what the store writes (`NewEvent.eventJson`). */
+  eventJson: Map<EmitRecord, string>;
   logs: LogRecord[];
   /** The run's own error, its texts cut to {@link MAX_ERROR_TEXT}. */
   error?: ErrorRecord;
@@ -57,9 +59,11 @@ export interface LimitedResult {
 export function limitResult(result: InvocationResult, limits: EmitLimits, now: number): LimitedResult {
   const problems: ErrorRecord[] = [];
   const storedBytes = new Map<EmitRecord, number>();
+  const eventJson = new Map<EmitRecord, string>();
   const limited: LimitedResult = {
-    emits: limitEmits(result.emits, limits, now, storedBytes, (problem) => problems.push(problem)),
+    emits: limitEmits(result.emits, limits, now, { storedBytes, eventJson }, (problem) => problems.push(problem)),
     storedBytes,
+    eventJson,
     logs: limitLogs(result.logs, now),
     problems,
   };
@@ -102,7 +106,7 @@ function limitEmits(
   emits: EmitRecord[],
   limits: EmitLimits,
   now: number,
-  storedBytes: Map<EmitRecord, number>,
+  measured: Pick<LimitedResult, "storedBytes" | "eventJson">,
   report: (problem: ErrorRecord) => void,
 ): EmitRecord[] {
   const kept: EmitRecord[] = [];
@@ -110,7 +114,8 @@ function limitEmits(
   let bytes = 0;
   let overRun: string | undefined;
   for (const emit of emits) {
-    const size = jsonBytes(emit.event ?? null);
+    const text = JSON.stringify(emit.event ?? null) ?? "null";
+    const size = Buffer.byteLength(text);
     const metaSize = jsonBytes(emit.meta as Json);
     const invalid =
       size > MAX_EMIT_BYTES ? `an event of ${size} bytes (at most ${MAX_EMIT_BYTES})` : invalidMeta(emit, metaSize);
@@ -122,7 +127,8 @@ function limitEmits(
     if (overRun !== undefined) break;
     bytes += size;
     kept.push(emit);
-    storedBytes.set(emit, size + metaSize);
+    measured.storedBytes.set(emit, size + metaSize);
+    measured.eventJson.set(emit, text);
   }
   const messages: string[] = [];
   if (overRun) messages.push(`${overRun}: the first ${kept.length} were stored, the rest were not`);

@@ -417,12 +417,18 @@ async function applyResult(
     now,
   );
 
-  const events: NewEvent[] = accepted.map((emit) => ({
-    channel: channelName(emit.meta.name),
-    event: emit.event ?? null,
-    emitId: deps.ids.newSecret(12),
-    meta: emit.meta,
-  }));
+  const events: NewEvent[] = accepted.map((emit) => {
+    const event: NewEvent = {
+      channel: channelName(emit.meta.name),
+      event: emit.event ?? null,
+      emitId: deps.ids.newSecret(12),
+      meta: emit.meta,
+    };
+    // Serialised once, by the limits check, for the store too.
+    const json = limited.eventJson.get(emit);
+    if (json !== undefined) event.eventJson = json;
+    return event;
+  });
   // The emits' sizes were measured by the limits check; the rest (logs, errors) is measured here.
   let emitBytes = 0;
   for (const emit of accepted) emitBytes += limited.storedBytes.get(emit) ?? 0;

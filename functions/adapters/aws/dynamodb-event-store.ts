@@ -136,7 +136,7 @@ interface EncodedEvent {
 }
 
 function encode(source: NewEvent): EncodedEvent {
-  const event = JSON.stringify(source.event);
+  const event = source.eventJson ?? JSON.stringify(source.event);
   const meta = JSON.stringify(source.meta);
   const eventBytes = Buffer.byteLength(event, "utf8");
   const metaBytes = Buffer.byteLength(meta, "utf8");

@@ -79,6 +79,10 @@ export function translatingErrors<T extends object>(
   for (const member of methodNames(port)) {
     const method = (port as Record<string, unknown>)[member] as (...args: unknown[]) => unknown;
     const operation = `${name}.${member}`;
+    // One per method, not a closure per call: every store call of every event goes through here.
+    const rejected = (error: unknown) => {
+      throw translate(error, operation);
+    };
     wrapped[member] = (...args: unknown[]) => {
       let result: unknown;
       try {
@@ -86,12 +90,7 @@ export function translatingErrors<T extends object>(
       } catch (error) {
         throw translate(error, operation);
       }
-      if (result instanceof Promise) {
-        return result.catch((error: unknown) => {
-          throw translate(error, operation);
-        });
-      }
-      return result;
+      return result instanceof Promise ? result.then(undefined, rejected) : result;
     };
   }
   return wrapped as T;

@@ -225,6 +225,14 @@ describe("DynamoDbEventStore.appendEvents", () => {
     expect(ddb.commandCalls(TransactWriteCommand)).toHaveLength(0);
   });
 
+  it("writes an event's JSON text as the caller made it (eventJson), measured as written", async () => {
+    const given = { ...event("", 1), eventJson: '{ "n": 1 }' };
+    await store.appendEvents("dc_1", [given], 1);
+    const put = ddb.commandCalls(TransactWriteCommand)[0]?.args[0].input.TransactItems?.[1]?.Put;
+    expect(put?.Item).toMatchObject({ event: '{ "n": 1 }' });
+    expect(put?.Item).not.toHaveProperty("eventJson");
+  });
+
   it("sends nothing for an empty batch", async () => {
     await expect(store.appendEvents("dc_1", [], 1)).resolves.toEqual([]);
     expect(ddb.calls()).toHaveLength(0);

@@ -127,6 +127,21 @@ describe("SqliteEventStore grouped appends", () => {
     expect((await store.listEvents("dc_bad", { limit: 10 })).items).toEqual([]);
     expect((await store.listEvents("dc_a", { limit: 10 })).totalCount).toBe(2);
   });
+
+  it("writes an event's JSON text as the caller made it (eventJson) instead of serialising it again", async () => {
+    const db = openSqlite(":memory:");
+    const store = new SqliteEventStore(db);
+    // A text JSON.stringify would not make (spaces), so the row shows which one was written.
+    await store.appendEvents(
+      "dc_a",
+      [{ channel: "", event: { a: 1 }, eventJson: '{ "a": 1 }', emitId: "e1", meta: {} }],
+      10,
+    );
+    await store.appendEvents("dc_a", valued(2), 10);
+    const rows = db.prepare("SELECT event FROM events WHERE source_id = 'dc_a' ORDER BY n").pluck().all();
+    expect(rows).toEqual(['{ "a": 1 }', "2"]);
+    expect((await store.listEvents("dc_a", { limit: 10 })).items.map((e) => e.event)).toEqual([2, { a: 1 }]);
+  });
 });
 
 /**

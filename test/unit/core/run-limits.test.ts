@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import type { NewEvent } from "#core/component-model";
 import { MAX_EMIT_BYTES, MAX_EMIT_ID_LENGTH, MAX_ERROR_TEXT } from "#core/run-limits";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { MAX_LOG_LINES_PER_RUN, runSource } from "#core/source-runs";
@@ -64,6 +65,26 @@ describe("the trusted side checks what a run returns", () => {
     expect(errors[0]?.event).toMatchObject({
       error: { code: "EmitLimitError", message: expect.stringMatching(/more than 10 events.*first 10 were stored/) },
     });
+  });
+
+  it("hands the store each kept emit's JSON as the check measured it, so it is serialised once", async () => {
+    const kept = [
+      { event: { n: 1, text: "é" }, meta: {} },
+      { event: null, meta: { name: "other" } },
+    ];
+    const { deps, source, channel } = await scriptedSource(async () => ({ emits: kept }));
+    const appended: NewEvent[][] = [];
+    const append = deps.events.appendEvents.bind(deps.events);
+    deps.events.appendEvents = (sourceId, events, nowMs) => {
+      appended.push(events);
+      return append(sourceId, events, nowMs);
+    };
+    await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    expect(appended.flat().map((event) => [event.channel, event.eventJson])).toEqual([
+      ["", '{"n":1,"text":"é"}'],
+      ["other", "null"],
+    ]);
+    expect((await channel("")).map((event) => event.event)).toEqual([{ n: 1, text: "é" }]);
   });
 
   it("stops at the emit that passes the run's bytes", async () => {
