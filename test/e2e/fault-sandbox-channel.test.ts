@@ -44,6 +44,12 @@ const BAD_WRITES = [
   { name: "Huge", write: 'writeSync(4, "x".repeat(17 * 1024 * 1024))', message: /longer than/ },
   { name: "Malformed", write: 'writeSync(4, \'{"type":"result","result":5}\\n\')', message: /malformed result/ },
   { name: "Unknown", write: 'writeSync(4, \'{"type":"shutdown"}\\n\')', message: /no known type/ },
+  // Well-formed lines about nothing, as fast as it can: the server would parse them for ever.
+  {
+    name: "Chatter",
+    write: 'const beats = \'{"type":"beat"}\\n\'.repeat(2000); for (let i = 0; i < 100; i++) writeSync(4, beats)',
+    message: /over 1000 messages in a second that concern no run/,
+  },
   // A line never finished: the loop keeps the runtime from writing anything after it.
   { name: "Unfinished", write: 'writeSync(4, \'{"type":"be\'); while (true) {}', message: /left a message unfinished/ },
 ] as const;

@@ -52,6 +52,15 @@ const IDLE_SILENT_CHECKS = 50;
  */
 const UNFINISHED_AFTER_CHECKS = 30;
 
+/**
+ * Messages in one second that concern no invocation in flight here (beats, and a result,
+ * `started`, `exiting`, response or data store call naming none) beyond which a child is killed.
+ * The runtime beats at most every `SANDBOX_HEARTBEAT_MS / 2` and answers at most the runs it was
+ * given, some late (moved away meanwhile); code writing such lines in a loop would otherwise keep
+ * the server's one thread parsing them (a core's worth, measured) for as long as the child lives.
+ */
+export const MAX_IDLE_MESSAGES_PER_SECOND = 1000;
+
 /** Why an invocation gets no result from this process. */
 export interface StopReason {
   readonly name: string;
@@ -139,6 +148,9 @@ export class SandboxOwnerProcess implements BudgetMember {
   private starts = 0;
   /** The invocation whose code said it ends the process. */
   private exiting: string | undefined;
+  /** Messages concerning no invocation here in the current second (see {@link noteIdleMessage}). */
+  private idleMessages = 0;
+  private idleWindowStart = 0;
   /** Invocations to send at the end of this tick, as one message. */
   private outbox: Pending[] = [];
   /** Step bundle paths this child was given, by code hash (see `withUnsentStepBundles`). */
@@ -275,7 +287,10 @@ export class SandboxOwnerProcess implements BudgetMember {
     switch (message.type) {
       case "result": {
         const entry = this.entryOf(message.result.invocationId);
-        if (!entry) break;
+        if (!entry) {
+          this.noteIdleMessage();
+          break;
+        }
         // The runtime says `started` before every result; a result without it is forged, and
         // would end a run whose code did not run.
         if (entry.startOrder === 0) this.onViolation("it sent a result for an invocation it had not started");
@@ -293,10 +308,15 @@ export class SandboxOwnerProcess implements BudgetMember {
       case "started": {
         const entry = this.entryOf(message.invocationId);
         if (entry) entry.startOrder = ++this.starts;
+        else this.noteIdleMessage();
         break;
       }
       case "exiting":
         if (this.entryOf(message.invocationId)) this.exiting = message.invocationId;
+        else this.noteIdleMessage();
+        break;
+      case "beat":
+        this.noteIdleMessage();
         break;
       case "ready":
         this.isReady = true;
@@ -313,6 +333,23 @@ export class SandboxOwnerProcess implements BudgetMember {
       this.silentChecks = 0;
       this.options.onChange(this);
     }
+  }
+
+  /**
+   * Counts a message that concerns no invocation in flight here; past
+   * {@link MAX_IDLE_MESSAGES_PER_SECOND} in a second it is a violation. False once it is.
+   */
+  private noteIdleMessage(): boolean {
+    const now = performance.now();
+    if (now - this.idleWindowStart >= 1000) {
+      this.idleWindowStart = now;
+      this.idleMessages = 0;
+    }
+    if (++this.idleMessages <= MAX_IDLE_MESSAGES_PER_SECOND) return true;
+    this.onViolation(
+      `it sent over ${MAX_IDLE_MESSAGES_PER_SECOND} messages in a second that concern no run of its own`,
+    );
+    return false;
   }
 
   /** The in-flight invocation `invocationId` names, if it was sent here (code cannot know others). */
@@ -334,7 +371,10 @@ export class SandboxOwnerProcess implements BudgetMember {
 
   private forwardRespond(invocationId: unknown, response: unknown): void {
     const entry = this.entryOf(invocationId);
-    if (!entry || entry.response) return;
+    if (!entry || entry.response) {
+      this.noteIdleMessage();
+      return;
+    }
     if (entry.startOrder === 0) {
       this.onViolation("it sent a response for an invocation it had not started");
       return;
@@ -359,6 +399,7 @@ export class SandboxOwnerProcess implements BudgetMember {
       this.onViolation("it sent a data store call for an invocation it had not started");
       return;
     }
+    if (!entry && !this.noteIdleMessage()) return;
     const reply: Promise<DataStoreReply> = entry
       ? entry.task.dataStore(call)
       : Promise.resolve({
