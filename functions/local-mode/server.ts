@@ -148,15 +148,36 @@ function send(response: ServerResponse, result: HttpResult): void {
  * server sets the framing itself: a `Content-Length`, or for 204 and 304 no body at all.
  */
 function sendSpec(response: ServerResponse, spec: HttpResponseSpec): void {
-  const headers = responseHeaders(spec.headers);
-  if (spec.status === 204 || spec.status === 304) {
-    response.writeHead(spec.status, headers);
-    response.end();
-    return;
-  }
-  const body = Buffer.from(spec.body, spec.bodyEncoding === "base64" ? "base64" : "utf8");
-  response.writeHead(spec.status, { ...headers, "content-length": String(body.length) });
+  const { status, headers, body } = preparedAnswer(spec);
+  response.writeHead(status, headers);
   response.end(body);
+}
+
+/** An answer as `sendSpec` writes it: filtered headers with the framing, the body's bytes (none for 204 and 304). */
+interface PreparedAnswer {
+  status: number;
+  headers: Record<string, string>;
+  body: Buffer | undefined;
+}
+
+/** The fixed answers (frozen specs: `{"success":true}` and the like), prepared once each. */
+const preparedFixedAnswers = new WeakMap<HttpResponseSpec, PreparedAnswer>();
+
+function preparedAnswer(spec: HttpResponseSpec): PreparedAnswer {
+  const known = preparedFixedAnswers.get(spec);
+  if (known) return known;
+  const headers = responseHeaders(spec.headers);
+  let prepared: PreparedAnswer;
+  if (spec.status === 204 || spec.status === 304) prepared = { status: spec.status, headers, body: undefined };
+  else {
+    const body = Buffer.from(spec.body, spec.bodyEncoding === "base64" ? "base64" : "utf8");
+    prepared = { status: spec.status, headers: { ...headers, "content-length": String(body.length) }, body };
+  }
+  // Only a spec that cannot change (and whose headers cannot) may be answered from memory.
+  if (Object.isFrozen(spec) && (spec.headers === undefined || Object.isFrozen(spec.headers))) {
+    preparedFixedAnswers.set(spec, prepared);
+  }
+  return prepared;
 }
 
 /** `/http/<key>` and `/http/<key>/<path>`: a source's HTTP interface endpoint. */
