@@ -499,8 +499,10 @@ function guardUnixSockets(): void {
       nextTick(() => this.destroy(refusal("connect", path)));
       return this;
     },
-    writable: false,
-    configurable: false,
+    // Left replaceable: a library that wraps `connect` wraps this one, and Node's own is
+    // reachable through it only.
+    writable: true,
+    configurable: true,
   });
   const { listen } = Server.prototype;
   Object.defineProperty(Server.prototype, "listen", {
@@ -510,8 +512,8 @@ function guardUnixSockets(): void {
       nextTick(() => this.emit("error", refusal("listen", path)));
       return this;
     },
-    writable: false,
-    configurable: false,
+    writable: true,
+    configurable: true,
   });
 }
 

@@ -129,6 +129,9 @@ export default {
   props: { http: "$.interface.http" },
   async run(event) {
     const path = event.body.path;
+    // As an instrumentation library would: the wrapped connect is the guarded one.
+    const connect = net.Socket.prototype.connect;
+    net.Socket.prototype.connect = function (...args) { return connect.apply(this, args); };
     this.$emit([
       await outcome(() => net.connect({ path })),
       await outcome(() => net.createConnection(path)),
