@@ -391,7 +391,12 @@ export class Http1WebhookSender implements WebhookSender {
     }
     // Credentials in the URL become Basic authorization, as node:http makes them.
     if (!authorization && (target.username !== "" || target.password !== "")) {
-      const credentials = `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`;
+      let credentials: string;
+      try {
+        credentials = `${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`;
+      } catch {
+        return "invalid URL: its credentials are not percent-encoded correctly";
+      }
       head += `Authorization: Basic ${Buffer.from(credentials, "utf8").toString("base64")}\r\n`;
     }
     const bodyLength = Buffer.byteLength(body, "utf8");

@@ -151,6 +151,11 @@ describe("Http1WebhookSender: the request", () => {
       `Authorization: Basic ${Buffer.from("ada:p@ss").toString("base64")}`,
       "Connection: keep-alive",
     ]);
+    // Credentials that are not valid percent-encoding: a clear error, not a URIError thrown.
+    expect(await sender().post(`http://%zz:x@127.0.0.1:${raw.port}/`, {}, "", 2_000, "GET")).toEqual({
+      error: "invalid URL: its credentials are not percent-encoded correctly",
+    });
+    expect(raw.requests).toHaveLength(1);
   });
 
   it("refuses a header that could split the request, an invalid method or URL, before sending anything", async () => {
