@@ -491,30 +491,25 @@ function guardUnixSockets(): void {
       syscall: call,
       address: path,
     });
-  const { connect } = Socket.prototype;
-  Object.defineProperty(Socket.prototype, "connect", {
-    value: function (this: Socket, ...args: unknown[]) {
-      const path = pathOf(args);
-      if (path === undefined) return Reflect.apply(connect, this, args);
-      nextTick(() => this.destroy(refusal("connect", path)));
-      return this;
-    },
-    // Left replaceable: a library that wraps `connect` wraps this one, and Node's own is
-    // reachable through it only.
-    writable: true,
-    configurable: true,
-  });
-  const { listen } = Server.prototype;
-  Object.defineProperty(Server.prototype, "listen", {
-    value: function (this: Server, ...args: unknown[]) {
-      const path = pathOf(args);
-      if (path === undefined) return Reflect.apply(listen, this, args);
-      nextTick(() => this.emit("error", refusal("listen", path)));
-      return this;
-    },
-    writable: true,
-    configurable: true,
-  });
+  /** Replaces `proto[name]` by one that refuses a socket path (`fail` reports it) and passes anything else on. */
+  const guard = <T extends object>(proto: T, name: "connect" | "listen", fail: (self: T, error: Error) => void) => {
+    type Method = (...args: unknown[]) => unknown;
+    const original = (proto as Record<string, Method>)[name] as Method;
+    Object.defineProperty(proto, name, {
+      value: function (this: T, ...args: unknown[]) {
+        const path = pathOf(args);
+        if (path === undefined) return Reflect.apply(original, this, args);
+        nextTick(() => fail(this, refusal(name, path)));
+        return this;
+      },
+      // Left replaceable: a library that wraps it wraps this one, and Node's own is reachable
+      // through it only.
+      writable: true,
+      configurable: true,
+    });
+  };
+  guard(Socket.prototype, "connect", (socket, error) => socket.destroy(error));
+  guard(Server.prototype, "listen", (server, error) => server.emit("error", error));
 }
 
 /** `os.setPriority` and `os.getPriority` of this process only (pid omitted, 0 or its own). */
