@@ -457,6 +457,21 @@ function guardProcess(): void {
   });
   guardPriority();
   guardUnixSockets();
+  // Identity: a Sluice run as root (documented as unwise) would let code take any user's identity,
+  // and with it that user's processes and files where the permission model does not reach.
+  for (const name of ["setuid", "setgid", "seteuid", "setegid", "setgroups", "initgroups"] as const) {
+    if (typeof (process as unknown as Record<string, unknown>)[name] !== "function") continue;
+    Object.defineProperty(process, name, {
+      value: () => {
+        throw Object.assign(new Error(`${name} EPERM: a sandbox process may not change its user or groups`), {
+          code: "EPERM",
+          syscall: name,
+        });
+      },
+      writable: false,
+      configurable: false,
+    });
+  }
   // V8's flags at run time reach what the permission model does not: `--allow-natives-syntax`
   // opens V8's internal functions to code compiled afterwards, some of which can crash or corrupt
   // the process (and memory corruption is native code, outside every Node permission).

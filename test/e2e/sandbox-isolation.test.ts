@@ -143,6 +143,19 @@ export default {
 };
 `;
 
+/** Tries to take another user's identity (which works when Sluice runs as root). */
+const IDENTITY = `
+export default {
+  name: "Identity changer",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run() {
+    const attempt = (change) => { try { change(); return "changed"; } catch (error) { return error.code; } };
+    this.$emit([attempt(() => process.setuid(65534)), attempt(() => process.setgid(65534)), attempt(() => process.setgroups([65534]))]);
+  },
+};
+`;
+
 /** Tries to turn on V8's internal functions, through the default and the named export. */
 const V8_FLAGS = `
 import v8, { setFlagsFromString } from "node:v8";
@@ -268,6 +281,12 @@ describe("sandbox isolation between sources, and from the server", () => {
     );
     expect((await api("GET", "/users/me")).status).toBe(200);
     expect(sluice.output()).not.toContain("Debugger listening");
+  }, 30_000);
+
+  it("does not let a component change its user or groups (which root would allow)", async () => {
+    const changer = await deploy(IDENTITY);
+    expect((await post(changer.endpoint, {})).status).toBe(200);
+    expect(await eventsOf(changer.id, 1)).toEqual([["EPERM", "EPERM", "EPERM"]]);
   }, 30_000);
 
   it("does not let a component change V8's flags (its internal functions stay out of reach)", async () => {
