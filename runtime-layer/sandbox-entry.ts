@@ -18,6 +18,7 @@ import { closeSync, writeSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import { Server, Socket } from "node:net";
 import os from "node:os";
+import traceEvents from "node:trace_events";
 import { pathToFileURL } from "node:url";
 import v8 from "node:v8";
 import type { DataStoreCaller } from "./data-store-client.ts";
@@ -477,6 +478,13 @@ function guardProcess(): void {
   // the process (and memory corruption is native code, outside every Node permission).
   v8.setFlagsFromString = () => {
     throw Object.assign(new Error("v8.setFlagsFromString EPERM: a sandbox process may not change V8's flags"), {
+      code: "EPERM",
+    });
+  };
+  // Tracing writes `node_trace.<n>.log` files into the working dir (Sluice's), for as long as it is
+  // on: a file-system write the permission model does not see.
+  traceEvents.createTracing = () => {
+    throw Object.assign(new Error("trace_events.createTracing EPERM: a sandbox process may not trace to files"), {
       code: "EPERM",
     });
   };

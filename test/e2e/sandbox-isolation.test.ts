@@ -1,12 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer as createNetServer } from "node:net";
 import { getPriority, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient } from "../support/api-client.ts";
 import { eventually } from "../support/eventually.ts";
-import { type SluiceProcess, startSluice } from "../support/local-process.ts";
+import { REPO_ROOT, type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
  * Issue 12, against `npm start`: what one source's code can reach of another source and of the
@@ -156,6 +156,20 @@ export default {
 };
 `;
 
+/** Tries to trace to files (Node writes them into the working dir), through both exports. */
+const TRACER = `
+import traceEvents, { createTracing } from "node:trace_events";
+const attempt = (create) => { try { create({ categories: ["node"] }).enable(); return "tracing"; } catch (error) { return error.code; } };
+export default {
+  name: "Tracer",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run() {
+    this.$emit([attempt(traceEvents.createTracing), attempt(createTracing)]);
+  },
+};
+`;
+
 /** Tries to turn on V8's internal functions, through the default and the named export. */
 const V8_FLAGS = `
 import v8, { setFlagsFromString } from "node:v8";
@@ -281,6 +295,14 @@ describe("sandbox isolation between sources, and from the server", () => {
     );
     expect((await api("GET", "/users/me")).status).toBe(200);
     expect(sluice.output()).not.toContain("Debugger listening");
+  }, 30_000);
+
+  it("does not let a component write trace files into the server's working dir", async () => {
+    const before = readdirSync(REPO_ROOT).filter((name) => name.startsWith("node_trace"));
+    const tracer = await deploy(TRACER);
+    expect((await post(tracer.endpoint, {})).status).toBe(200);
+    expect(await eventsOf(tracer.id, 1)).toEqual([["EPERM", "EPERM"]]);
+    expect(readdirSync(REPO_ROOT).filter((name) => name.startsWith("node_trace"))).toEqual(before);
   }, 30_000);
 
   it("does not let a component change its user or groups (which root would allow)", async () => {
