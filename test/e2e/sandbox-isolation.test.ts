@@ -156,6 +156,18 @@ export default {
 };
 `;
 
+/** Emits its process's id. */
+const PID = `
+export default {
+  name: "Pid",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run() {
+    this.$emit(process.pid);
+  },
+};
+`;
+
 /** Tries to trace to files (Node writes them into the working dir), through both exports. */
 const TRACER = `
 import traceEvents, { createTracing } from "node:trace_events";
@@ -221,7 +233,12 @@ describe("sandbox isolation between sources, and from the server", () => {
     const file = join(fileDir, "secret.txt");
     writeFileSync(file, FILE_SECRET);
     // Each source has its own process now; one per workspace made the old code share one too.
-    sluice = await startSluice({ openFile: { fd: INHERITED_FD, path: file }, env: { SLUICE_SANDBOX_PROCESSES: "1" } });
+    sluice = await startSluice({
+      openFile: { fd: INHERITED_FD, path: file },
+      // As on a machine that keeps core dumps: the children must still leave none.
+      coreDumps: true,
+      env: { SLUICE_SANDBOX_PROCESSES: "1" },
+    });
     // The premise: the server holds it without close-on-exec (O_CLOEXEC is 02000000 in fdinfo's octal flags).
     const flags = /^flags:\s+([0-7]+)/m.exec(readFileSync(`/proc/${sluice.child.pid}/fdinfo/${INHERITED_FD}`, "utf8"));
     expect(Number.parseInt(flags?.[1] ?? "2000000", 8) & 0o2000000).toBe(0);
@@ -295,6 +312,16 @@ describe("sandbox isolation between sources, and from the server", () => {
     );
     expect((await api("GET", "/users/me")).status).toBe(200);
     expect(sluice.output()).not.toContain("Debugger listening");
+  }, 30_000);
+
+  it("runs a component's process with its memory capped as a whole and no core dumps", async () => {
+    const pid = await deploy(PID);
+    expect((await post(pid.endpoint, {})).status).toBe(200);
+    const [childPid] = (await eventsOf(pid.id, 1)) as number[];
+    const limits = readFileSync(`/proc/${childPid}/limits`, "utf8");
+    // The heap cap (128 MiB by default) + 384 MiB, in bytes; soft and hard.
+    expect(limits).toMatch(/^Max data size\s+536870912\s+536870912\s+bytes\s*$/m);
+    expect(limits).toMatch(/^Max core file size\s+0\s+\S+\s+bytes\s*$/m);
   }, 30_000);
 
   it("does not let a component write trace files into the server's working dir", async () => {

@@ -83,25 +83,36 @@ export const newDataDir = () => mkdtempSync(join(tmpdir(), "sluice-e2e-"));
  * is (relative to the repo root); the returned `dataDir` is absolute.
  */
 export async function startSluice(
-  options: { dataDir?: string; env?: Record<string, string>; openFile?: { fd: number; path: string } } = {},
+  options: {
+    dataDir?: string;
+    env?: Record<string, string>;
+    openFile?: { fd: number; path: string };
+    /** Starts the server allowed core dumps of any size (its soft limit raised to the hard one), as some machines do. */
+    coreDumps?: boolean;
+  } = {},
 ): Promise<SluiceProcess> {
   // A relative data dir is the server's to resolve, against the repo root where `npm start` runs.
   const given = options.dataDir ?? newDataDir();
   const dataDir = resolve(REPO_ROOT, given);
-  const [command, args] = options.openFile
-    ? [
-        "bash",
-        [
-          "-c",
-          `exec ${Math.trunc(options.openFile.fd)}<"$1"; shift; exec "$@"`,
+  const shellSteps = [
+    ...(options.coreDumps ? ["ulimit -c hard 2>/dev/null || ulimit -c unlimited"] : []),
+    ...(options.openFile ? [`exec ${Math.trunc(options.openFile.fd)}<"$1"`] : []),
+  ];
+  const [command, args] =
+    shellSteps.length > 0
+      ? [
           "bash",
-          options.openFile.path,
-          process.execPath,
-          ...SLUICE_ARGS,
-          "start",
-        ],
-      ]
-    : [process.execPath, [...SLUICE_ARGS, "start"]];
+          [
+            "-c",
+            `${shellSteps.join("; ")}; shift; exec "$@"`,
+            "bash",
+            options.openFile?.path ?? "",
+            process.execPath,
+            ...SLUICE_ARGS,
+            "start",
+          ],
+        ]
+      : [process.execPath, [...SLUICE_ARGS, "start"]];
   const child = spawn(command, args, {
     cwd: REPO_ROOT,
     env: sluiceEnv({ PORT: "0", SLUICE_DATA_DIR: given, SLUICE_LOG_LEVEL: "warn", ...options.env }),

@@ -79,11 +79,16 @@ export const MEMORY_BEYOND_HEAP_MB = 384;
  */
 export const memoryCapMb = (heapMb: number) => heapMb + MEMORY_BEYOND_HEAP_MB;
 
-/** The command that runs `node` with `args` under {@link memoryCapMb} (not on Windows, which has no `ulimit`). */
+/** The command that runs `node` with `args` under {@link memoryCapMb}, without core dumps (not on Windows, which has no `ulimit`). */
 function cappedCommand(args: string[], heapMb: number): [string, string[]] {
   if (process.platform === "win32") return [process.execPath, args];
   const kib = memoryCapMb(heapMb) * 1024;
-  return ["/bin/sh", ["-c", `ulimit -d ${kib} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...args]];
+  // No core dumps either: code that aborts its process again and again would write them into
+  // Sluice's working dir wherever the operator's limit allows them.
+  return [
+    "/bin/sh",
+    ["-c", `ulimit -c 0 2>/dev/null; ulimit -d ${kib} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...args],
+  ];
 }
 
 /**
