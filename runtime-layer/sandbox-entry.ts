@@ -458,38 +458,46 @@ function guardProcess(): void {
   });
   guardPriority();
   guardUnixSockets();
-  // Identity: a Sluice run as root (documented as unwise) would let code take any user's identity,
-  // and with it that user's processes and files where the permission model does not reach.
+  guardIdentity();
+  guardDiagnostics();
+  // `import { setPriority } from "node:os"` and the like read the ES modules' own copies.
+  syncBuiltinESMExports();
+}
+
+/** An `EPERM` error of `call`, saying what a sandbox process may not do. */
+const sandboxRefusal = (call: string, what: string) =>
+  Object.assign(new Error(`${call} EPERM: a sandbox process may not ${what}`), { code: "EPERM", syscall: call });
+
+/**
+ * A Sluice run as root (documented as unwise) would let code take any user's identity, and with it
+ * that user's processes and files where the permission model does not reach (decision 495).
+ */
+function guardIdentity(): void {
   for (const name of ["setuid", "setgid", "seteuid", "setegid", "setgroups", "initgroups"] as const) {
     if (typeof (process as unknown as Record<string, unknown>)[name] !== "function") continue;
     Object.defineProperty(process, name, {
       value: () => {
-        throw Object.assign(new Error(`${name} EPERM: a sandbox process may not change its user or groups`), {
-          code: "EPERM",
-          syscall: name,
-        });
+        throw sandboxRefusal(name, "change its user or groups");
       },
       writable: false,
       configurable: false,
     });
   }
-  // V8's flags at run time reach what the permission model does not: `--allow-natives-syntax`
-  // opens V8's internal functions to code compiled afterwards, some of which can crash or corrupt
-  // the process (and memory corruption is native code, outside every Node permission).
+}
+
+/**
+ * V8's flags at run time reach what the permission model does not: `--allow-natives-syntax` opens
+ * V8's internal functions to code compiled afterwards, some of which can crash or corrupt the
+ * process (decision 489). Tracing writes `node_trace.<n>.log` files into the working dir (Sluice's)
+ * for as long as it is on, a write the permission model does not see (decision 496).
+ */
+function guardDiagnostics(): void {
   v8.setFlagsFromString = () => {
-    throw Object.assign(new Error("v8.setFlagsFromString EPERM: a sandbox process may not change V8's flags"), {
-      code: "EPERM",
-    });
+    throw sandboxRefusal("v8.setFlagsFromString", "change V8's flags");
   };
-  // Tracing writes `node_trace.<n>.log` files into the working dir (Sluice's), for as long as it is
-  // on: a file-system write the permission model does not see.
   traceEvents.createTracing = () => {
-    throw Object.assign(new Error("trace_events.createTracing EPERM: a sandbox process may not trace to files"), {
-      code: "EPERM",
-    });
+    throw sandboxRefusal("trace_events.createTracing", "trace to files");
   };
-  // `import { setPriority } from "node:os"` and the like read the ES modules' own copies.
-  syncBuiltinESMExports();
 }
 
 /**
