@@ -30,7 +30,16 @@ export default defineConfig({
     projects: [
       // Unit files share their worker's modules (no isolation): they start no server and keep no
       // global state between files, and the run takes a third of the time.
-      { test: { ...shared, name: "unit", include: ["test/unit/**/*.test.ts"], isolate: false } },
+      // Their temporary folders (CLI homes, lock files, registry trees) go under one removed at the end.
+      {
+        test: {
+          ...shared,
+          name: "unit",
+          include: ["test/unit/**/*.test.ts"],
+          isolate: false,
+          globalSetup: ["test/support/temp-root.ts"],
+        },
+      },
       {
         test: {
           ...shared,

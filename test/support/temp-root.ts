@@ -3,7 +3,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 
 /**
- * Global setup of the projects that start servers and CLIs: every temporary file of the run (the
+ * Global setup of every test project: every temporary file of the run (the
  * tests' data dirs, CLI homes, registry checkouts, and whatever the servers they start make) goes
  * under one folder, `TMPDIR` for the test workers and every process they start, which is removed
  * at the end. Tests that restart a server on its data dir cannot remove it at the stop, and a
