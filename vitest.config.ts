@@ -65,7 +65,12 @@ export default defineConfig({
       },
       {
         // `npm run test:aws`: the stacks deployed into moto and driven offline (docs/aws.md).
-        test: { ...shared, name: "aws-offline", include: ["test/aws-offline/**/*.test.ts"] },
+        test: {
+          ...shared,
+          name: "aws-offline",
+          include: ["test/aws-offline/**/*.test.ts"],
+          globalSetup: ["test/support/temp-root.ts"],
+        },
       },
       {
         // `npm run test:aws-live` (test/aws-live/run.ts): the same flow against a real account.

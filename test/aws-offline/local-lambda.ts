@@ -148,6 +148,8 @@ export async function startLocalLambda(options: LocalLambdaOptions): Promise<Loc
         AWS_LAMBDA_FUNCTION_VERSION: "$LATEST",
         AWS_EXECUTION_ENV: "AWS_Lambda_nodejs22.x",
         LAMBDA_TASK_ROOT: join(handlerFile, ".."),
+        // Lambda's /tmp is the environment's own: here, the test run's temporary root, removed at its end.
+        ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
         ...options.env,
       },
       onOutput: (text: string) => {
