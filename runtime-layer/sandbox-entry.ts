@@ -457,7 +457,7 @@ function guardProcess(): void {
     configurable: false,
   });
   guardPriority();
-  guardUnixSockets();
+  guardSockets();
   guardIdentity();
   guardDiagnostics();
   // `import { setPriority } from "node:os"` and the like read the ES modules' own copies.
@@ -501,14 +501,17 @@ function guardDiagnostics(): void {
 }
 
 /**
- * No Unix socket: Node 20's permission model leaves them open (like the network), but a socket
- * file reaches what a TCP port does not, as the user Sluice runs as: a database's peer
- * authentication, Docker's API, a desktop's session bus. A connect or listen on a path fails as
- * `EACCES`, the way a refused one does; TCP is untouched. Node's own connects (`http`, `tls`,
- * `net.createConnection`) all go through `Socket.prototype.connect`; its bindings are closed by
- * the permission model.
+ * No Unix socket, and no listening at all: Node 20's permission model leaves both open (like the
+ * network). A socket file reaches what a TCP port does not, as the user Sluice runs as: a
+ * database's peer authentication, Docker's API, a desktop's session bus (decision 488). A listening
+ * socket would let code accept connections on the machine's interfaces, Sluice's host turned into
+ * a server of the component's (decision 497); components receive events through Sluice. A connect
+ * to a path, or any listen, fails as `EACCES` on the socket's `error` event, the way a refused one
+ * does; outgoing TCP is untouched. Node's own connects and listens (`http`, `tls`, `http2`,
+ * `net.createConnection`) all go through these two methods; its bindings are closed by the
+ * permission model.
  */
-function guardUnixSockets(): void {
+function guardSockets(): void {
   /** The socket path of `connect`'s or `listen`'s arguments, as Node reads them (an IPC path wins over a port). */
   const pathOf = (args: unknown[]): string | undefined => {
     const first = Array.isArray(args[0]) ? args[0][0] : args[0];
@@ -516,21 +519,27 @@ function guardUnixSockets(): void {
     const path = typeof first === "object" && first !== null ? (first as { path?: unknown }).path : undefined;
     return path ? String(path) : undefined;
   };
-  const refusal = (call: string, path: string) =>
-    Object.assign(new Error(`${call} EACCES ${path}: a sandbox process may not use a Unix socket`), {
-      code: "EACCES",
-      syscall: call,
-      address: path,
-    });
-  /** Replaces `proto[name]` by one that refuses a socket path (`fail` reports it) and passes anything else on. */
-  const guard = <T extends object>(proto: T, name: "connect" | "listen", fail: (self: T, error: Error) => void) => {
+  /**
+   * Replaces `proto[name]` by one that refuses the calls `refused` names a reason for (`fail`
+   * reports the error) and passes anything else on.
+   */
+  const guard = <T extends object>(
+    proto: T,
+    name: "connect" | "listen",
+    refused: (args: unknown[]) => string | undefined,
+    fail: (self: T, error: Error) => void,
+  ) => {
     type Method = (...args: unknown[]) => unknown;
     const original = (proto as Record<string, Method>)[name] as Method;
     Object.defineProperty(proto, name, {
       value: function (this: T, ...args: unknown[]) {
-        const path = pathOf(args);
-        if (path === undefined) return Reflect.apply(original, this, args);
-        nextTick(() => fail(this, refusal(name, path)));
+        const why = refused(args);
+        if (why === undefined) return Reflect.apply(original, this, args);
+        const error = Object.assign(new Error(`${name} EACCES: a sandbox process may not ${why}`), {
+          code: "EACCES",
+          syscall: name,
+        });
+        nextTick(() => fail(this, error));
         return this;
       },
       // Left replaceable: a library that wraps it wraps this one, and Node's own is reachable
@@ -539,8 +548,24 @@ function guardUnixSockets(): void {
       configurable: true,
     });
   };
-  guard(Socket.prototype, "connect", (socket, error) => socket.destroy(error));
-  guard(Server.prototype, "listen", (server, error) => server.emit("error", error));
+  guard(
+    Socket.prototype,
+    "connect",
+    (args) => {
+      const path = pathOf(args);
+      return path === undefined ? undefined : `use a Unix socket (${path})`;
+    },
+    (socket, error) => socket.destroy(error),
+  );
+  guard(
+    Server.prototype,
+    "listen",
+    (args) => {
+      const path = pathOf(args);
+      return path === undefined ? "accept connections" : `use a Unix socket (${path})`;
+    },
+    (server, error) => server.emit("error", error),
+  );
 }
 
 /** `os.setPriority` and `os.getPriority` of this process only (pid omitted, 0 or its own). */

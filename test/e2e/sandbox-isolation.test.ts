@@ -110,7 +110,7 @@ export default {
 };
 `;
 
-/** Tries a Unix socket three ways (its path in the event), and to listen on one; emits each outcome. */
+/** Tries a Unix socket three ways (its path in the event), to listen on one and on TCP ports; emits each outcome. */
 const UNIX_SOCKETS = `
 import net from "node:net";
 import http from "node:http";
@@ -137,6 +137,8 @@ export default {
       await outcome(() => net.createConnection(path)),
       await outcome(() => http.get({ socketPath: path, path: "/" })),
       await outcome(() => net.createServer().listen(path + ".mine")),
+      await outcome(() => net.createServer().listen(0, "127.0.0.1")),
+      await outcome(() => http.createServer().listen({ port: 0 })),
       await outcome(() => net.connect({ port: 1, host: "127.0.0.1" })),
     ]);
   },
@@ -344,7 +346,7 @@ describe("sandbox isolation between sources, and from the server", () => {
     expect(await eventsOf(setter.id, 1)).toEqual([["EPERM", "EPERM", "unreachable"]]);
   }, 30_000);
 
-  it("does not let a component use a Unix socket (TCP is untouched)", async () => {
+  it("does not let a component use a Unix socket or listen on any port (outgoing TCP is untouched)", async () => {
     const folder = mkdtempSync(join(tmpdir(), "sluice-uds-"));
     const path = join(folder, "service.sock");
     let connections = 0;
@@ -356,7 +358,9 @@ describe("sandbox isolation between sources, and from the server", () => {
     try {
       const user = await deploy(UNIX_SOCKETS);
       expect((await post(user.endpoint, { path })).status).toBe(200);
-      expect(await eventsOf(user.id, 1)).toEqual([["EACCES", "EACCES", "EACCES", "EACCES", "ECONNREFUSED"]]);
+      expect(await eventsOf(user.id, 1)).toEqual([
+        ["EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "ECONNREFUSED"],
+      ]);
       expect(connections).toBe(0);
       expect(existsSync(`${path}.mine`)).toBe(false);
     } finally {
