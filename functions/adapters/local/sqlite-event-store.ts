@@ -23,11 +23,9 @@ export interface SqliteEventStoreOptions {
   trimEveryAppends?: number;
   /**
    * Local mode's outbox: each append also writes, in its own transaction, a row saying its events
-   * are not routed yet (sqlite-outbox.ts), one row for a grouped write's consecutive appends of a
-   * source that share their ms; `recorded` hears of each row once it committed. None by default
-   * (the store on its own, in tests).
+   * are not routed yet (sqlite-outbox.ts). None by default (the store on its own, in tests).
    */
-  outbox?: Pick<SqliteOutbox, "record"> & Partial<Pick<SqliteOutbox, "recorded">>;
+  outbox?: Pick<SqliteOutbox, "record">;
   /**
    * Events removed per transaction by deletions and retention, one such chunk per turn of the
    * event loop: about 3-4 ms of work on a 2-core machine, which is what anyone else may wait
@@ -65,16 +63,6 @@ interface Added {
 
 /** Whether lists without `event_name` show a channel: all but the reserved `$logs`, `$errors`, ... */
 const isListed = (channel: string) => !channel.startsWith("$");
-
-/** One outbox row of a grouped write: consecutive appends of a source with the same ms. */
-interface OutboxRun {
-  sourceId: string;
-  ms: number;
-  firstN: number;
-  lastN: number;
-  createdAt: number;
-  appends: number;
-}
 
 /** An append waiting for the grouped write of this turn. */
 interface PendingAppend {
@@ -169,7 +157,7 @@ export class SqliteEventStore implements EventStore {
   /** Events appended per source since its channels were last trimmed to `keepPerChannel`. */
   private readonly appendedSinceTrim = new Map<string, number>();
   private readonly trimming = new Set<string>();
-  private readonly outbox: SqliteEventStoreOptions["outbox"];
+  private readonly outbox: Pick<SqliteOutbox, "record"> | undefined;
   private pendingAppends: PendingAppend[] = [];
   private readonly appendTransaction;
   private readonly removeChunk;
@@ -234,21 +222,16 @@ export class SqliteEventStore implements EventStore {
     this.deletes = chunkDeletes(db, this.chunkRows);
     this.appendTransaction = db.transaction((batch: PendingAppend[]) => {
       // Each source's sequence row is read once and written once per transaction, however many
-      // of its appends the batch holds; its counts likewise, and its outbox rows (one per run of
-      // appends that share their ms).
+      // of its appends the batch holds; its counts likewise.
       const lastIds = new Map<string, LastId>();
       const added = new Map<string, Added>();
-      const outboxRuns = new Map<string, OutboxRun[]>();
-      const stored = batch.map((append) => this.insertAppend(append, lastIds, added, outboxRuns));
+      const stored = batch.map((append) => this.insertAppend(append, lastIds, added));
       for (const [sourceId, { ms, n }] of lastIds) {
         const counts = added.get(sourceId) as Added;
         this.statements.advance.run(sourceId, ms, n, counts.listed);
         for (const [channel, count] of counts.perChannel) this.statements.addCount.run(sourceId, channel, count);
       }
-      for (const runs of outboxRuns.values()) {
-        for (const run of runs) this.outbox?.record(run.sourceId, run.ms, run.firstN, run.lastN, run.createdAt);
-      }
-      return { stored, outboxRuns };
+      return stored;
     });
     this.removeChunk = db.transaction(
       (sourceId: string, statement: ChunkDelete, params: Record<string, unknown>): number => {
@@ -291,54 +274,35 @@ export class SqliteEventStore implements EventStore {
     const batch = this.pendingAppends;
     if (batch.length === 0) return;
     this.pendingAppends = [];
-    let written: ReturnType<typeof this.appendTransaction.immediate>;
+    let stored: StoredEvent[][];
     try {
-      written = this.appendTransaction.immediate(batch);
+      stored = this.appendTransaction.immediate(batch);
     } catch {
       // One failed append must not fail the others: each is tried again in its own transaction.
       for (const append of batch) {
-        let alone: typeof written;
         try {
-          alone = this.appendTransaction.immediate([append]);
+          append.resolve(this.appendTransaction.immediate([append])[0] as StoredEvent[]);
+          this.countAppended(append.sourceId, append.events.length);
         } catch (error) {
           append.reject(error);
-          continue;
         }
-        this.recorded(alone.outboxRuns);
-        append.resolve(alone.stored[0] as StoredEvent[]);
-        this.countAppended(append.sourceId, append.events.length);
       }
       return;
     }
-    // Committed: nothing below may send the appends to the retries above.
-    this.recorded(written.outboxRuns);
-    const stored = written.stored;
     batch.forEach((append, index) => {
       append.resolve(stored[index] as StoredEvent[]);
       this.countAppended(append.sourceId, append.events.length);
     });
   };
 
-  /** Tells the outbox of the rows a committed grouped write holds, before its appends resolve. */
-  private recorded(outboxRuns: Map<string, OutboxRun[]>): void {
-    const outbox = this.outbox;
-    if (!outbox?.recorded) return;
-    for (const runs of outboxRuns.values()) {
-      for (const run of runs) outbox.recorded(run.sourceId, run.ms, run.firstN, run.lastN, run.appends);
-    }
-  }
-
   /**
-   * Inserts one append's events, notes its last id in `lastIds`, its counts in `added` and its
-   * outbox row in `outboxRuns` (the transaction's view of the sequences, counts and outbox rows,
-   * written at its end): an append that follows the source's previous one in the same ms joins
-   * its row.
+   * Inserts one append's events, notes the append in the outbox, its last id in `lastIds` and its
+   * counts in `added` (the transaction's view of the sequences and counts, written at its end).
    */
   private insertAppend(
     { sourceId, events, nowMs }: PendingAppend,
     lastIds: Map<string, LastId>,
     added: Map<string, Added>,
-    outboxRuns: Map<string, OutboxRun[]>,
   ): StoredEvent[] {
     const s = this.statements;
     const last = lastIds.get(sourceId) ?? s.sequence.get(sourceId);
@@ -375,20 +339,8 @@ export class SqliteEventStore implements EventStore {
         meta: event.meta,
       });
     }
-    const lastN = firstN + events.length - 1;
-    lastIds.set(sourceId, { ms, n: lastN });
-    if (this.outbox) {
-      const runs = outboxRuns.get(sourceId);
-      const run = runs?.[runs.length - 1];
-      if (run && run.ms === ms && run.lastN + 1 === firstN) {
-        run.lastN = lastN;
-        run.appends++;
-      } else {
-        const next = { sourceId, ms, firstN, lastN, createdAt: nowMs, appends: 1 };
-        if (runs) runs.push(next);
-        else outboxRuns.set(sourceId, [next]);
-      }
-    }
+    lastIds.set(sourceId, { ms, n: firstN + events.length - 1 });
+    this.outbox?.record(sourceId, ms, firstN, firstN + events.length - 1, nowMs);
     return stored;
   }
 

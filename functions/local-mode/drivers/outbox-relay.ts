@@ -45,8 +45,8 @@ const keyText = (key: RowKey) => `${key.sourceId} ${key.ms} ${key.firstN}`;
  */
 export class OutboxRelay {
   private readonly dispatcher: SerialDispatcher;
-  /** Rows being dispatched by this process, which a sweep leaves alone: how many of their publishes. */
-  private readonly inFlight = new Map<string, number>();
+  /** Rows being dispatched by this process, which a sweep leaves alone. */
+  private readonly inFlight = new Set<string>();
   private readonly pageSize: number;
 
   constructor(private readonly options: OutboxRelayOptions) {
@@ -59,12 +59,7 @@ export class OutboxRelay {
     const first = events[0];
     if (!first) return;
     const [ms, firstN] = parseEventId(first.id) ?? [0, 0];
-    const append = { sourceId: first.sourceId, ms, firstN };
-    // The row may hold the appends that came before this one in its grouped write.
-    const rowFirstN = this.options.outbox.rowOf(append.sourceId, ms, firstN) ?? firstN;
-    this.dispatch(events, owner, { ...append, firstN: rowFirstN }, (dispatched) =>
-      this.options.outbox.appendRouted(append.sourceId, ms, firstN, dispatched),
-    );
+    this.dispatch(events, owner, { sourceId: first.sourceId, ms, firstN });
   };
 
   /**
@@ -90,10 +85,8 @@ export class OutboxRelay {
           continue;
         }
         // No owner: the dispatch reads the source. The row is the entry's: a row read back may have
-        // lost its first events since. Routed, it is removed whole.
-        this.dispatch(stored, undefined, entry, (dispatched) => {
-          if (dispatched) outbox.remove(entry.sourceId, entry.ms, entry.firstN);
-        });
+        // lost its first events since.
+        this.dispatch(stored, undefined, entry);
         started++;
       }
       if (page.length > 0) await this.dispatcher.drain();
@@ -111,24 +104,14 @@ export class OutboxRelay {
     return this.dispatcher.drain();
   }
 
-  /**
-   * Dispatches `events`, of outbox row `row`, then calls `settled` (which removes the row, or
-   * tells the outbox, once they are routed). A failed dispatch keeps its row: the next sweep
-   * dispatches it again.
-   */
-  private dispatch(
-    events: readonly StoredEvent[],
-    owner: EmitterOwner | undefined,
-    row: RowKey,
-    settled: (dispatched: boolean) => void,
-  ): void {
+  /** Dispatches the events of outbox row `row`, and removes the row once they are routed. */
+  private dispatch(events: readonly StoredEvent[], owner: EmitterOwner | undefined, row: RowKey): void {
     const key = keyText(row);
-    this.inFlight.set(key, (this.inFlight.get(key) ?? 0) + 1);
+    this.inFlight.add(key);
     this.dispatcher.listener(events, owner, (dispatched) => {
-      const left = (this.inFlight.get(key) ?? 1) - 1;
-      if (left > 0) this.inFlight.set(key, left);
-      else this.inFlight.delete(key);
-      settled(dispatched);
+      this.inFlight.delete(key);
+      // A failed dispatch keeps its row: the next sweep dispatches it again.
+      if (dispatched) this.options.outbox.remove(row.sourceId, row.ms, row.firstN);
     });
   }
 }

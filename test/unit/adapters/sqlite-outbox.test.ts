@@ -59,70 +59,6 @@ describe("SqliteEventStore with an outbox", () => {
     expect(store.eventsOfAppend("dc_two", NOW, 0, 0)).toEqual([]);
   });
 
-  it("writes one row for a grouped write's consecutive appends of a source in one ms", async () => {
-    const db = openSqlite(":memory:");
-    const store = new SqliteEventStore(db, { outbox: new SqliteOutbox(db) });
-    // One turn: three appends of SOURCE in NOW, one of another source between them, then one of
-    // SOURCE in a later ms (a new row: a row's events share their ms).
-    await Promise.all([
-      store.appendEvents(SOURCE, [newEvent(1), newEvent(2)], NOW),
-      store.appendEvents("dc_two", [newEvent(3)], NOW),
-      store.appendEvents(SOURCE, [newEvent(4)], NOW),
-      store.appendEvents(SOURCE, [newEvent("log", "$logs")], NOW),
-      store.appendEvents(SOURCE, [newEvent(5)], NOW + 1),
-    ]);
-    expect(outboxRows(db)).toEqual([
-      { source_id: SOURCE, ms: NOW, first_n: 0, last_n: 3, created_at: NOW },
-      { source_id: SOURCE, ms: NOW + 1, first_n: 0, last_n: 0, created_at: NOW + 1 },
-      { source_id: "dc_two", ms: NOW, first_n: 0, last_n: 0, created_at: NOW },
-    ]);
-  });
-
-  it("removes a shared row once every append it holds was routed, and keeps it when one failed", async () => {
-    const db = openSqlite(":memory:");
-    const outbox = new SqliteOutbox(db);
-    outbox.record(SOURCE, NOW, 0, 3, NOW);
-    outbox.recorded(SOURCE, NOW, 0, 3, 3);
-    expect([0, 1, 3].map((n) => outbox.rowOf(SOURCE, NOW, n))).toEqual([0, 0, 0]);
-    expect(outbox.rowOf(SOURCE, NOW, 4)).toBeUndefined();
-    outbox.appendRouted(SOURCE, NOW, 0, true);
-    outbox.appendRouted(SOURCE, NOW, 3, true);
-    outbox.flush();
-    expect(outbox.size()).toBe(1);
-    outbox.appendRouted(SOURCE, NOW, 1, true);
-    outbox.flush();
-    expect(outbox.size()).toBe(0);
-    expect(outbox.rowOf(SOURCE, NOW, 0)).toBeUndefined();
-
-    outbox.record(SOURCE, NOW, 4, 5, NOW);
-    outbox.recorded(SOURCE, NOW, 4, 5, 2);
-    outbox.appendRouted(SOURCE, NOW, 4, false);
-    outbox.appendRouted(SOURCE, NOW, 5, true);
-    outbox.flush();
-    // Kept for the sweep, and no longer live: the sweep may take it.
-    expect(outbox.list(Number.POSITIVE_INFINITY, 10)).toEqual([
-      { sourceId: SOURCE, ms: NOW, firstN: 4, lastN: 5, createdAt: NOW },
-    ]);
-    expect(outbox.rowOf(SOURCE, NOW, 4)).toBeUndefined();
-  });
-
-  it("leaves a row it stopped counting (past maxLiveRows) for the sweep, though its appends were routed", async () => {
-    const db = openSqlite(":memory:");
-    const outbox = new SqliteOutbox(db, { maxLiveRows: 1 });
-    outbox.record(SOURCE, NOW, 0, 1, NOW);
-    outbox.recorded(SOURCE, NOW, 0, 1, 2);
-    // The second live row forgets the first.
-    outbox.record(SOURCE, NOW, 2, 2, NOW);
-    outbox.recorded(SOURCE, NOW, 2, 2, 1);
-    outbox.appendRouted(SOURCE, NOW, 0, true);
-    outbox.appendRouted(SOURCE, NOW, 2, true);
-    outbox.flush();
-    // The first row's second append may still be on its way: only a sweep removes that row.
-    expect(outbox.list(Number.POSITIVE_INFINITY, 10)).toEqual([
-      { sourceId: SOURCE, ms: NOW, firstN: 0, lastN: 1, createdAt: NOW },
-    ]);
-  });
-
   it("removes rows in one grouped write a little later, or at once on flush", async () => {
     const db = openSqlite(":memory:");
     const outbox = new SqliteOutbox(db, { removeDelayMs: 5 });
@@ -230,9 +166,6 @@ function fanout(options: { listeners?: SubscriptionRecord[]; pageSize?: number }
     emit,
     subscription,
     failNextDispatch: () => void failNext++,
-    failNext: (count: number) => {
-      failNext += count;
-    },
   };
 }
 
@@ -271,26 +204,6 @@ describe("OutboxRelay", () => {
     // Without the publisher's owner, the dispatch read the source.
     expect(sourceReads).toEqual([SOURCE]);
     expect(outbox.size()).toBe(0);
-  });
-
-  it("keeps the shared row of a turn's appends when one of them failed to route; a sweep routes it whole", async () => {
-    const { relay, emit, outbox, enqueued, failNext } = fanout();
-    // The group's dispatch fails, then the first publish alone; the second alone is routed.
-    failNext(2);
-    const [first, second] = await Promise.all([emit({ n: 1 }), emit({ n: 2 })]);
-    await relay.drain();
-    outbox.flush();
-    expect(enqueued.flat().map((delivery) => delivery.eventId)).toEqual([second![0]!.id]);
-    expect(outbox.size()).toBe(1);
-    await expect(relay.redispatch(NOW + 1)).resolves.toBe(1);
-    outbox.flush();
-    expect(outbox.size()).toBe(0);
-    expect(
-      enqueued
-        .slice(1)
-        .flat()
-        .map((delivery) => delivery.eventId),
-    ).toEqual([first![0]!.id, second![0]!.id]);
   });
 
   it("leaves alone the rows this process is dispatching", async () => {
