@@ -83,29 +83,18 @@ export async function bundleComponent(
   return outfile;
 }
 
-/** The program bundles of each work dir (`<workDir>/runtime/<name>.mjs`), built on first use in this process. */
+/** The program bundles of each work dir (`<workDir>/runtime/<name>.mjs`) by work dir and name, built on first use in this process. */
 const programBundles = new Map<string, Promise<string>>();
 
-/** The sandbox entry of each work dir, by the work dir as given: every invoke asks for it. */
-const sandboxEntries = new Map<string, Promise<string>>();
+const SANDBOX_ENTRY_SOURCE = join(RUNTIME_LAYER, "sandbox-entry.ts");
 
 /**
  * Bundles `runtime-layer/sandbox-entry.ts` into `<workDir>/runtime/sandbox-entry.mjs` once per
  * process (always afresh, so a new Sluice version never runs an old entry). Every invoke calls it:
- * a lookup by `workDir` (joining the two paths of {@link programBundle} each time was about 1 µs
- * per run); a failed build is tried again on the next call, as there.
+ * a map lookup once built.
  */
 export function sandboxEntry(workDir: string): Promise<string> {
-  let entry = sandboxEntries.get(workDir);
-  if (!entry) {
-    const built = programBundle(workDir, join(RUNTIME_LAYER, "sandbox-entry.ts"), "sandbox-entry");
-    sandboxEntries.set(workDir, built);
-    built.catch(() => {
-      if (sandboxEntries.get(workDir) === built) sandboxEntries.delete(workDir);
-    });
-    entry = built;
-  }
-  return entry;
+  return programBundle(workDir, SANDBOX_ENTRY_SOURCE, "sandbox-entry");
 }
 
 /**
@@ -114,12 +103,13 @@ export function sandboxEntry(workDir: string): Promise<string> {
  * without tsx. A failed build is tried again on the next call.
  */
 export function programBundle(workDir: string, entryPoint: string, name: string): Promise<string> {
-  const outfile = join(workDir, "runtime", `${name}.mjs`);
-  let bundle = programBundles.get(outfile);
+  // Keyed without joining paths: the sandbox entry is asked for on every invoke.
+  const key = `${workDir}\n${name}`;
+  let bundle = programBundles.get(key);
   if (!bundle) {
-    bundle = buildProgram(entryPoint, outfile);
-    programBundles.set(outfile, bundle);
-    bundle.catch(() => programBundles.delete(outfile));
+    bundle = buildProgram(entryPoint, join(workDir, "runtime", `${name}.mjs`));
+    programBundles.set(key, bundle);
+    bundle.catch(() => programBundles.delete(key));
   }
   return bundle;
 }
