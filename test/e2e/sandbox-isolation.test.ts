@@ -98,21 +98,43 @@ export default {
 };
 `;
 
-/** Asks the server (its parent) to open its inspector, as SIGUSR1 does to a Node process. */
-const DEBUGGER = `
+/**
+ * An HTTP source that emits what `body` returns (its run's `event` in scope), after `head`
+ * (imports); `attempt(call)` gives `"done"`, or the code of the error `call` threw.
+ */
+const probe = (name: string, body: string, head = "") => `
+${head}
+const attempt = (call) => { try { call(); return "done"; } catch (error) { return error.code; } };
 export default {
-  name: "Debugger opener",
+  name: "${name}",
   version: "1.0.0",
   props: { http: "$.interface.http" },
-  async run() {
-    try { process._debugProcess(process.ppid); this.$emit("sent"); } catch (error) { this.$emit(error.code); }
+  async run(event) {
+    this.$emit(await (async () => { ${body} })());
   },
 };
 `;
 
+/** Asks the server (its parent) to open its inspector, as SIGUSR1 does to a Node process. */
+const DEBUGGER = probe("Debugger opener", "return attempt(() => process._debugProcess(process.ppid));");
+
 /** Tries a Unix socket three ways (its path in the event), to listen on one and on TCP ports; emits each outcome. */
-const UNIX_SOCKETS = `
-import net from "node:net";
+const UNIX_SOCKETS = probe(
+  "Unix socket user",
+  `const path = event.body.path;
+    // As an instrumentation library would: the wrapped connect is the guarded one.
+    const connect = net.Socket.prototype.connect;
+    net.Socket.prototype.connect = function (...args) { return connect.apply(this, args); };
+    return [
+      await outcome(() => net.connect({ path })),
+      await outcome(() => net.createConnection(path)),
+      await outcome(() => http.get({ socketPath: path, path: "/" })),
+      await outcome(() => net.createServer().listen(path + ".mine")),
+      await outcome(() => net.createServer().listen(0, "127.0.0.1")),
+      await outcome(() => http.createServer().listen({ port: 0 })),
+      await outcome(() => net.connect({ port: 1, host: "127.0.0.1" })),
+    ];`,
+  `import net from "node:net";
 import http from "node:http";
 const outcome = (start) => new Promise((resolve) => {
   try {
@@ -122,84 +144,37 @@ const outcome = (start) => new Promise((resolve) => {
     emitter.on("response", () => resolve("answered"));
     emitter.on("listening", () => resolve("listening"));
   } catch (error) { resolve("threw " + error.code); }
-});
-export default {
-  name: "Unix socket user",
-  version: "1.0.0",
-  props: { http: "$.interface.http" },
-  async run(event) {
-    const path = event.body.path;
-    // As an instrumentation library would: the wrapped connect is the guarded one.
-    const connect = net.Socket.prototype.connect;
-    net.Socket.prototype.connect = function (...args) { return connect.apply(this, args); };
-    this.$emit([
-      await outcome(() => net.connect({ path })),
-      await outcome(() => net.createConnection(path)),
-      await outcome(() => http.get({ socketPath: path, path: "/" })),
-      await outcome(() => net.createServer().listen(path + ".mine")),
-      await outcome(() => net.createServer().listen(0, "127.0.0.1")),
-      await outcome(() => http.createServer().listen({ port: 0 })),
-      await outcome(() => net.connect({ port: 1, host: "127.0.0.1" })),
-    ]);
-  },
-};
-`;
+});`,
+);
 
 /** Tries to take another user's identity (which works when Sluice runs as root). */
-const IDENTITY = `
-export default {
-  name: "Identity changer",
-  version: "1.0.0",
-  props: { http: "$.interface.http" },
-  async run() {
-    const attempt = (change) => { try { change(); return "changed"; } catch (error) { return error.code; } };
-    this.$emit([attempt(() => process.setuid(65534)), attempt(() => process.setgid(65534)), attempt(() => process.setgroups([65534]))]);
-  },
-};
-`;
+const IDENTITY = probe(
+  "Identity changer",
+  "return [attempt(() => process.setuid(65534)), attempt(() => process.setgid(65534)), attempt(() => process.setgroups([65534]))];",
+);
 
 /** Emits its process's id. */
-const PID = `
-export default {
-  name: "Pid",
-  version: "1.0.0",
-  props: { http: "$.interface.http" },
-  async run() {
-    this.$emit(process.pid);
-  },
-};
-`;
+const PID = probe("Pid", "return process.pid;");
 
 /** Tries to trace to files (Node writes them into the working dir), through both exports. */
-const TRACER = `
-import traceEvents, { createTracing } from "node:trace_events";
-const attempt = (create) => { try { create({ categories: ["node"] }).enable(); return "tracing"; } catch (error) { return error.code; } };
-export default {
-  name: "Tracer",
-  version: "1.0.0",
-  props: { http: "$.interface.http" },
-  async run() {
-    this.$emit([attempt(traceEvents.createTracing), attempt(createTracing)]);
-  },
-};
-`;
+const TRACER = probe(
+  "Tracer",
+  `return [
+      attempt(() => traceEvents.createTracing({ categories: ["node"] }).enable()),
+      attempt(() => createTracing({ categories: ["node"] }).enable()),
+    ];`,
+  'import traceEvents, { createTracing } from "node:trace_events";',
+);
 
 /** Tries to turn on V8's internal functions, through the default and the named export. */
-const V8_FLAGS = `
-import v8, { setFlagsFromString } from "node:v8";
-const attempt = (set) => { try { set("--allow-natives-syntax"); return "set"; } catch (error) { return error.code; } };
-export default {
-  name: "Flag setter",
-  version: "1.0.0",
-  props: { http: "$.interface.http" },
-  async run() {
-    const attempts = [attempt(v8.setFlagsFromString), attempt(setFlagsFromString)];
+const V8_FLAGS = probe(
+  "Flag setter",
+  `const attempts = [attempt(() => v8.setFlagsFromString("--allow-natives-syntax")), attempt(() => setFlagsFromString("--allow-natives-syntax"))];
     let natives;
     try { natives = typeof new Function("return %GetOptimizationStatus(function () {})")(); } catch { natives = "unreachable"; }
-    this.$emit([...attempts, natives]);
-  },
-};
-`;
+    return [...attempts, natives];`,
+  'import v8, { setFlagsFromString } from "node:v8";',
+);
 
 /** Reads whatever descriptors above the child's own it can, and emits what it found. */
 const FD_READER = `
