@@ -232,14 +232,15 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
     env,
     "Local mode",
   );
+  // Absolute from here on: esbuild resolves a relative output path against its own working dir
+  // (the component's folder), and sandbox children run elsewhere than the server.
+  const dataDir = resolve(parsed[ENV.dataDir] as string);
   return {
     port: parsed[ENV.port] as number,
     log: { level: parsed[ENV.logLevel] as LogLevel, format: parsed[ENV.logFormat] as LogFormat | undefined },
     databaseMaxMb: parsed[ENV.databaseMaxMb] as number,
     host: parsed[ENV.host] as string,
-    // Absolute from here on: esbuild resolves a relative output path against its own working dir
-    // (the component's folder), and sandbox children run elsewhere than the server.
-    dataDir: resolve(parsed[ENV.dataDir] as string),
+    dataDir,
     runtime: {
       publicUrl: (parsed[ENV.publicUrl] as string | undefined)?.replace(/\/+$/, ""),
       secretKey: parsed[ENV.secretKey] as string | undefined,
@@ -250,8 +251,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,
       npmRegistry: parsed[ENV.npmRegistry] as string | undefined,
       componentUrlAllowPrivate: parsed[ENV.componentUrlAllowPrivate] === "true",
-      registryDir:
-        (parsed[ENV.registryDir] as string | undefined) ?? join(resolve(parsed[ENV.dataDir] as string), "registry"),
+      registryDir: (parsed[ENV.registryDir] as string | undefined) ?? join(dataDir, "registry"),
       appsFile: parsed[ENV.appsFile] as string | undefined,
       emitLimits: emitLimitsFrom(parsed),
       workflowLimits: workflowLimitsFrom(parsed),
