@@ -1,6 +1,6 @@
 import { monoMs, sleep } from "./clock.ts";
 import { type LoadOptions, type LoadResult, runLoad } from "./load.ts";
-import { formatValue } from "./report.ts";
+import { formatValue, type Row } from "./report.ts";
 import type { ScenarioContext } from "./scenario.ts";
 import { round, roundAll } from "./stats.ts";
 
@@ -99,6 +99,34 @@ export function loadDetails(result: LoadResult) {
 
 /** A rate or a latency for notes and reference cells, written as the table writes them. */
 export const perSec = (value: number) => formatValue(value, "/s");
+
+/**
+ * The server's CPU per event (its process: main thread and its own threads) as a row without a
+ * target, beside what a share target of the bare server's rate would leave it: at `sharePct`% of
+ * `bareRate`, one core gives each event 1,000,000 ÷ (rate × share) µs. The server's work runs
+ * mostly on one thread, so this is the budget the share targets set; CPU per event also moves far
+ * less with the machine's load than a rate does.
+ */
+export function serverCpuRow(
+  scenario: string,
+  figure: string,
+  serverMicros: number | undefined,
+  sharePct: number,
+  bareRate: number | undefined,
+): Row {
+  const atShare = bareRate === undefined ? undefined : (bareRate * sharePct) / 100;
+  return {
+    scenario,
+    figure,
+    measured: serverMicros,
+    unit: "µs",
+    ...(atShare
+      ? {
+          reference: `${sharePct}% of bare is ${perSec(atShare)}: ${formatValue(1e6 / atShare, "µs")} of one core each`,
+        }
+      : {}),
+  };
+}
 export const ms = (value: number) => formatValue(value, "ms");
 
 /** CPU µs per stored event by process role, over what `cpuMs` added since `before`. */

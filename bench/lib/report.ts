@@ -18,7 +18,7 @@ export interface Row {
   reference?: string;
 }
 
-export type Unit = "/s" | "ms" | "%" | "MiB" | "count";
+export type Unit = "/s" | "ms" | "µs" | "%" | "MiB" | "count";
 
 export interface ScenarioReport {
   name: string;
@@ -57,7 +57,7 @@ export function isMet(row: Pick<Row, "measured" | "target">): boolean | undefine
 const grouped = (value: number, digits = 0) =>
   value.toLocaleString("en-US", { minimumFractionDigits: digits, maximumFractionDigits: digits });
 
-/** A measured value with its unit: `5,123/s`, `3.42 ms`, `41%`, `812 MiB`, `0`. */
+/** A measured value with its unit: `5,123/s`, `3.42 ms`, `78 µs`, `41%`, `812 MiB`, `0`. */
 export function formatValue(value: number | undefined, unit: Unit): string {
   if (value === undefined || Number.isNaN(value)) return "n/a";
   switch (unit) {
@@ -65,6 +65,8 @@ export function formatValue(value: number | undefined, unit: Unit): string {
       return `${grouped(value)}/s`;
     case "ms":
       return `${grouped(value, value < 10 ? 2 : value < 100 ? 1 : 0)} ms`;
+    case "µs":
+      return `${grouped(value, value < 10 ? 1 : 0)} µs`;
     case "%":
       return `${grouped(value, value < 10 ? 1 : 0)}%`;
     case "MiB":

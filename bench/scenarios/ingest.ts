@@ -5,6 +5,7 @@ import {
   numberedBody,
   perSec,
   referenceLoad,
+  serverCpuRow,
   WARMUP_REQUESTS,
   waitForCount,
   warmUp,
@@ -24,6 +25,7 @@ const rows = (
   lost?: number,
   reference?: string,
   db?: { rate: number; lost: number },
+  cpu?: { serverMicros: number | undefined; bareRate: number },
 ): Row[] => [
   {
     scenario: "ingest",
@@ -41,6 +43,7 @@ const rows = (
     target: { kind: "atLeast", value: 35 },
     ...(reference ? { reference } : {}),
   },
+  serverCpuRow("ingest", "server CPU per stored event (c=50)", cpu?.serverMicros, 35, cpu?.bareRate),
   {
     scenario: "ingest",
     figure: "accepted events not stored",
@@ -127,7 +130,10 @@ export const ingest: Scenario = {
       `A $.service.db source (reads and writes a counter every run), same load: its runs go one at a time. HTTP accept rate ${perSec(db.load.okPerSec)}; CPU per stored event: ${describeCpu(dbPerEvent)}.`,
     );
     return {
-      rows: rows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`, db),
+      rows: rows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`, db, {
+        serverMicros: perEvent.server,
+        bareRate: reference.okPerSec,
+      }),
       details: {
         durationMs,
         load: loadDetails(load),

@@ -9,6 +9,7 @@ import {
   numberedBody,
   perSec,
   referenceLoad,
+  serverCpuRow,
   trackedLoad,
   WARMUP_REQUESTS,
   waitForCount,
@@ -78,6 +79,7 @@ const fanoutRows = (
   lost?: number,
   reference?: string,
   accepted?: { rate: number; share: number },
+  cpu?: { serverMicros: number | undefined; bareRate: number },
 ): Row[] => [
   {
     scenario: "fanout",
@@ -101,6 +103,7 @@ const fanoutRows = (
     unit: "%",
     ...(accepted ? { reference: `accepted ${perSec(accepted.rate)}` } : {}),
   },
+  serverCpuRow("fanout", "server CPU per delivered event (c=50)", cpu?.serverMicros, 35, cpu?.bareRate),
   {
     scenario: "fanout",
     figure: "accepted events not delivered",
@@ -292,10 +295,14 @@ export const fanout: Scenario = {
       `After a 2 s warm-up at the same concurrency (not counted). Events/s is events the receiver has ÷ time from the first request until the last accepted event arrived there. HTTP accept rate alone: ${perSec(load.okPerSec)}. CPU per delivered event: ${describeCpu(perEvent)}. Receiver: ${JSON.stringify(receiver.stats())}.`,
     );
     return {
-      rows: fanoutRows(rate, (rate / reference.okPerSec) * 100, lost, `bare ${perSec(reference.okPerSec)}`, {
-        rate: load.okPerSec,
-        share: (load.okPerSec / reference.okPerSec) * 100,
-      }),
+      rows: fanoutRows(
+        rate,
+        (rate / reference.okPerSec) * 100,
+        lost,
+        `bare ${perSec(reference.okPerSec)}`,
+        { rate: load.okPerSec, share: (load.okPerSec / reference.okPerSec) * 100 },
+        { serverMicros: perEvent.server, bareRate: reference.okPerSec },
+      ),
       details: {
         durationMs,
         load: loadDetails(load),

@@ -6,6 +6,7 @@ import {
   numberedBody,
   perSec,
   referenceLoad,
+  serverCpuRow,
   trackedLoad,
   WARMUP_REQUESTS,
   waitForCount,
@@ -27,6 +28,8 @@ interface Figures {
   lost?: number;
   reference?: string;
   respond?: { p50: number; p99: number };
+  serverMicros?: number;
+  bareRate?: number;
 }
 
 const rows = (figures: Figures = {}): Row[] => [
@@ -46,6 +49,7 @@ const rows = (figures: Figures = {}): Row[] => [
     target: { kind: "atLeast", value: 20 },
     ...(figures.reference ? { reference: figures.reference } : {}),
   },
+  serverCpuRow("workflow", "server CPU per run (c=50)", figures.serverMicros, 20, figures.bareRate),
   {
     scenario: "workflow",
     figure: "accepted triggers without an ended run",
@@ -94,7 +98,8 @@ export const workflows: Scenario = {
     });
     const share = (100 * result.rate) / reference.okPerSec;
     // CPU per run moves far less with the machine's load than the rate does: the figure to compare.
-    const perRun = describeCpu(cpuPerEvent(context.cpuMs(), {}, result.stored));
+    const perRunCpu = cpuPerEvent(context.cpuMs(), {}, result.stored);
+    const perRun = describeCpu(perRunCpu);
     context.log(
       `${perSec(result.rate)} runs ended (${share.toFixed(0)}% of bare ${perSec(reference.okPerSec)}); CPU per run: ${perRun}`,
     );
@@ -117,6 +122,8 @@ export const workflows: Scenario = {
         lost: result.lost,
         reference: `bare ${perSec(reference.okPerSec)}`,
         respond: load.latency,
+        serverMicros: perRunCpu.server,
+        bareRate: reference.okPerSec,
       }),
       details: { ingest: loadDetails(result.load), respond: loadDetails(load), reference: loadDetails(reference) },
     };

@@ -48,6 +48,8 @@ describe("formatting", () => {
     expect(formatValue(3.456, "ms")).toBe("3.46 ms");
     expect(formatValue(34.56, "ms")).toBe("34.6 ms");
     expect(formatValue(1234.5, "ms")).toBe("1,235 ms");
+    expect(formatValue(78.4, "µs")).toBe("78 µs");
+    expect(formatValue(3.04, "µs")).toBe("3.0 µs");
     expect(formatValue(35.4, "%")).toBe("35%");
     expect(formatValue(812.2, "MiB")).toBe("812 MiB");
     expect(formatValue(0, "count")).toBe("0");
