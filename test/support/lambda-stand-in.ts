@@ -161,7 +161,13 @@ export function invoke(
       options.node ?? process.execPath,
       ["--input-type=module", "-e", invoker(pathToFileURL(handlerFile).href, answerFile)],
       {
-        env: { PATH: process.env.PATH ?? "", AWS_LAMBDA_FUNCTION_NAME: functionName, ...options.env },
+        env: {
+          PATH: process.env.PATH ?? "",
+          AWS_LAMBDA_FUNCTION_NAME: functionName,
+          // Lambda's /tmp: the test run's temporary root (test/support/temp-root.ts), removed at its end.
+          ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
+          ...options.env,
+        },
         stdio: ["pipe", options.onOutput ? "pipe" : "ignore", "pipe"],
         timeout: options.timeoutMs ?? 30_000,
         ...(options.cwd ? { cwd: options.cwd } : {}),
