@@ -31,6 +31,18 @@ export function unpackFunction(zip: Uint8Array, task: string): string {
 }
 
 /**
+ * What Lambda puts in a function's environment, as the test stand-ins give it: `PATH`, the
+ * function's name, `env`, and as its `/tmp` the test run's temporary root (`TMPDIR`, from
+ * test/support/temp-root.ts), so what the function writes there goes with the run.
+ */
+export const lambdaEnvironment = (functionName: string, env: Record<string, string> = {}) => ({
+  PATH: process.env.PATH ?? "",
+  AWS_LAMBDA_FUNCTION_NAME: functionName,
+  ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
+  ...env,
+});
+
+/**
  * Imports the handler in a fresh Node process, with only what Lambda puts in a function's
  * environment (its name, and `env`), calls it with each event in turn and answers the results. A
  * rejected call gives `{ thrown: message }`, as Lambda's runtime client catches it and answers a
@@ -54,7 +66,7 @@ export async function invokeInProcess(
     process.stdout.write("\\n" + JSON.stringify(results));
     process.exit(0);`;
   const { stdout } = await run(process.execPath, ["--input-type=module", "-e", script], {
-    env: { PATH: process.env.PATH ?? "", AWS_LAMBDA_FUNCTION_NAME: options.functionName, ...options.env },
+    env: lambdaEnvironment(options.functionName, options.env),
     timeout: 20_000,
     maxBuffer: 16 * 1024 * 1024,
   });

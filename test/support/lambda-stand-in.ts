@@ -31,6 +31,7 @@ import { unzipSync } from "fflate";
 import { RUNTIME_LAYER_MODULE } from "#adapters/aws/source-bundle";
 import { bundleLambdaFiles } from "../../lib/constructs/esbuild-code.ts";
 import { DESCRIBER_FILES, RUNTIME_LAYER_ENTRY, RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
+import { lambdaEnvironment } from "./lambda-process.ts";
 
 export const DESCRIBER_FUNCTION = "sluice-standin-describer";
 
@@ -161,13 +162,7 @@ export function invoke(
       options.node ?? process.execPath,
       ["--input-type=module", "-e", invoker(pathToFileURL(handlerFile).href, answerFile)],
       {
-        env: {
-          PATH: process.env.PATH ?? "",
-          AWS_LAMBDA_FUNCTION_NAME: functionName,
-          // Lambda's /tmp: the test run's temporary root (test/support/temp-root.ts), removed at its end.
-          ...(process.env.TMPDIR ? { TMPDIR: process.env.TMPDIR } : {}),
-          ...options.env,
-        },
+        env: lambdaEnvironment(functionName, options.env),
         stdio: ["pipe", options.onOutput ? "pipe" : "ignore", "pipe"],
         timeout: options.timeoutMs ?? 30_000,
         ...(options.cwd ? { cwd: options.cwd } : {}),
