@@ -446,16 +446,7 @@ function guardProcess(): void {
     if (signal !== 0) reportExit();
     return kill(pid, signal);
   };
-  Object.defineProperty(process, "_debugProcess", {
-    value: (pid: unknown) => {
-      throw Object.assign(new Error(`kill EPERM: a sandbox process may not start a debugger (pid ${String(pid)})`), {
-        code: "EPERM",
-        syscall: "kill",
-      });
-    },
-    writable: false,
-    configurable: false,
-  });
+  refuseProcessCall("_debugProcess", (pid) => sandboxRefusal("kill", `start a debugger (pid ${String(pid)})`));
   guardPriority();
   guardSockets();
   guardIdentity();
@@ -468,20 +459,26 @@ function guardProcess(): void {
 const sandboxRefusal = (call: string, what: string) =>
   Object.assign(new Error(`${call} EPERM: a sandbox process may not ${what}`), { code: "EPERM", syscall: call });
 
+/** Replaces `process[name]`, for good, by a function that throws `refusal(firstArgument)`. */
+function refuseProcessCall(name: string, refusal: (first: unknown) => Error): void {
+  Object.defineProperty(process, name, {
+    value: (first: unknown) => {
+      throw refusal(first);
+    },
+    writable: false,
+    configurable: false,
+  });
+}
+
 /**
  * A Sluice run as root (documented as unwise) would let code take any user's identity, and with it
  * that user's processes and files where the permission model does not reach (decision 495).
  */
 function guardIdentity(): void {
   for (const name of ["setuid", "setgid", "seteuid", "setegid", "setgroups", "initgroups"] as const) {
-    if (typeof (process as unknown as Record<string, unknown>)[name] !== "function") continue;
-    Object.defineProperty(process, name, {
-      value: () => {
-        throw sandboxRefusal(name, "change its user or groups");
-      },
-      writable: false,
-      configurable: false,
-    });
+    if (typeof (process as unknown as Record<string, unknown>)[name] === "function") {
+      refuseProcessCall(name, () => sandboxRefusal(name, "change its user or groups"));
+    }
   }
 }
 
@@ -508,8 +505,8 @@ function guardDiagnostics(): void {
  * a server of the component's (decision 497); components receive events through Sluice. A connect
  * to a path, or any listen, fails as `EACCES` on the socket's `error` event, the way a refused one
  * does; outgoing TCP is untouched. Node's own connects and listens (`http`, `tls`, `http2`,
- * `net.createConnection`) all go through these two methods; its bindings are closed by the
- * permission model.
+ * `net.createConnection`) all go through these two methods, and `listen` through `_listen2`, which
+ * is guarded too (it is public); Node's bindings are closed by the permission model.
  */
 function guardSockets(): void {
   /** The socket path of `connect`'s or `listen`'s arguments, as Node reads them (an IPC path wins over a port). */
@@ -525,7 +522,7 @@ function guardSockets(): void {
    */
   const guard = <T extends object>(
     proto: T,
-    name: "connect" | "listen",
+    name: "connect" | "listen" | "_listen2",
     refused: (args: unknown[]) => string | undefined,
     fail: (self: T, error: Error) => void,
   ) => {
@@ -566,15 +563,21 @@ function guardSockets(): void {
     },
     (server, error) => server.emit("error", error),
   );
+  // `listen`'s last step, still exported under its legacy name: called directly, it listened on any
+  // port or socket path past the guard above.
+  guard(
+    Server.prototype,
+    "_listen2",
+    () => "accept connections",
+    (server, error) => server.emit("error", error),
+  );
 }
 
 /** `os.setPriority` and `os.getPriority` of this process only (pid omitted, 0 or its own). */
 function guardPriority(): void {
   const { setPriority, getPriority } = os;
-  const refuse = (call: string, pid: unknown) => {
-    const error = new Error(`${call} EPERM: a sandbox process may only use its own priority (pid ${String(pid)})`);
-    return Object.assign(error, { code: "EPERM", syscall: call });
-  };
+  const refuse = (call: string, pid: unknown) =>
+    sandboxRefusal(call, `use another process's priority (pid ${String(pid)})`);
   const isOwn = (pid: unknown) => pid === undefined || pid === 0 || pid === process.pid;
   os.setPriority = ((pid: unknown, priority?: unknown) => {
     if (priority === undefined) return setPriority(pid as number);

@@ -118,7 +118,7 @@ export default {
 /** Asks the server (its parent) to open its inspector, as SIGUSR1 does to a Node process. */
 const DEBUGGER = probe("Debugger opener", "return attempt(() => process._debugProcess(process.ppid));");
 
-/** Tries a Unix socket three ways (its path in the event), to listen on one and on TCP ports; emits each outcome. */
+/** Tries a Unix socket three ways (its path in the event), to listen on one and on TCP ports (also through `_listen2`); emits each outcome. */
 const UNIX_SOCKETS = probe(
   "Unix socket user",
   `const path = event.body.path;
@@ -132,6 +132,9 @@ const UNIX_SOCKETS = probe(
       await outcome(() => net.createServer().listen(path + ".mine")),
       await outcome(() => net.createServer().listen(0, "127.0.0.1")),
       await outcome(() => http.createServer().listen({ port: 0 })),
+      // listen's last step, public under its legacy name: past a guard on listen alone.
+      await outcome(() => { const server = net.createServer(); server._listen2("127.0.0.1", 0, 4, 511); return server; }),
+      await outcome(() => { const server = net.createServer(); server._listen2(path + ".other", -1, -1, 511); return server; }),
       await outcome(() => net.connect({ port: 1, host: "127.0.0.1" })),
     ];`,
   `import net from "node:net";
@@ -334,10 +337,11 @@ describe("sandbox isolation between sources, and from the server", () => {
       const user = await deploy(UNIX_SOCKETS);
       expect((await post(user.endpoint, { path })).status).toBe(200);
       expect(await eventsOf(user.id, 1)).toEqual([
-        ["EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "ECONNREFUSED"],
+        ["EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "ECONNREFUSED"],
       ]);
       expect(connections).toBe(0);
       expect(existsSync(`${path}.mine`)).toBe(false);
+      expect(existsSync(`${path}.other`)).toBe(false);
     } finally {
       service.close();
       rmSync(folder, { recursive: true, force: true });
