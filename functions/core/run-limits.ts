@@ -39,13 +39,19 @@ export const SERVICE_DB_LIMIT_ERROR = "ServiceDbLimitError";
 export const RESPONSE_ERROR = "ResponseError";
 
 /** A result cut to the limits, and what was cut. */
+/** A kept emit as the limits check measured it. */
+export interface MeasuredEmit {
+  /** Its event as JSON text, made once to measure it: what the store writes (`NewEvent.eventJson`). */
+  eventJson: string;
+  /** UTF-8 bytes of its event and meta JSON, as stored: what the stored totals count. */
+  storedBytes: number;
+}
+
 export interface LimitedResult {
   /** The emits kept, in call order. */
   emits: EmitRecord[];
-  /** UTF-8 bytes of each kept emit's event and meta JSON, as stored: what the stored totals count. */
-  storedBytes: Map<EmitRecord, number>;
-  /** Each kept emit's event as JSON text, made once to measure it: what the store writes (`NewEvent.eventJson`). */
-  eventJson: Map<EmitRecord, string>;
+  /** How each kept emit was measured, as it is stored. */
+  measured: Map<EmitRecord, MeasuredEmit>;
   logs: LogRecord[];
   /** The run's own error, its texts cut to {@link MAX_ERROR_TEXT}. */
   error?: ErrorRecord;
@@ -58,12 +64,10 @@ export interface LimitedResult {
 /** Checks a result against the limits; `now` stamps the records of what was cut. */
 export function limitResult(result: InvocationResult, limits: EmitLimits, now: number): LimitedResult {
   const problems: ErrorRecord[] = [];
-  const storedBytes = new Map<EmitRecord, number>();
-  const eventJson = new Map<EmitRecord, string>();
+  const measured = new Map<EmitRecord, MeasuredEmit>();
   const limited: LimitedResult = {
-    emits: limitEmits(result.emits, limits, now, { storedBytes, eventJson }, (problem) => problems.push(problem)),
-    storedBytes,
-    eventJson,
+    emits: limitEmits(result.emits, limits, now, measured, (problem) => problems.push(problem)),
+    measured,
     logs: limitLogs(result.logs, now),
     problems,
   };
@@ -106,7 +110,7 @@ function limitEmits(
   emits: EmitRecord[],
   limits: EmitLimits,
   now: number,
-  measured: Pick<LimitedResult, "storedBytes" | "eventJson">,
+  measured: Map<EmitRecord, MeasuredEmit>,
   report: (problem: ErrorRecord) => void,
 ): EmitRecord[] {
   const kept: EmitRecord[] = [];
@@ -127,8 +131,7 @@ function limitEmits(
     if (overRun !== undefined) break;
     bytes += size;
     kept.push(emit);
-    measured.storedBytes.set(emit, size + metaSize);
-    measured.eventJson.set(emit, text);
+    measured.set(emit, { eventJson: text, storedBytes: size + metaSize });
   }
   const messages: string[] = [];
   if (overRun) messages.push(`${overRun}: the first ${kept.length} were stored, the rest were not`);

@@ -417,21 +417,21 @@ async function applyResult(
     now,
   );
 
+  // Serialised and measured once, by the limits check, for the store and the stored totals too.
+  let emitBytes = 0;
   const events: NewEvent[] = accepted.map((emit) => {
+    const measured = limited.measured.get(emit);
+    emitBytes += measured?.storedBytes ?? 0;
     const event: NewEvent = {
       channel: channelName(emit.meta.name),
       event: emit.event ?? null,
       emitId: deps.ids.newSecret(12),
       meta: emit.meta,
     };
-    // Serialised once, by the limits check, for the store too.
-    const json = limited.eventJson.get(emit);
-    if (json !== undefined) event.eventJson = json;
+    if (measured) event.eventJson = measured.eventJson;
     return event;
   });
-  // The emits' sizes were measured by the limits check; the rest (logs, errors) is measured here.
-  let emitBytes = 0;
-  for (const emit of accepted) emitBytes += limited.storedBytes.get(emit) ?? 0;
+  // The rest (logs, errors) is measured here.
   if (planned) {
     events.push(...planned.inEvents);
     emitBytes += storedSize(planned.inEvents).bytes;
