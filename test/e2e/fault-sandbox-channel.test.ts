@@ -34,6 +34,31 @@ export default {
 };
 `;
 
+/** A custom-response source that learns its run's invocation id, then says `started` for it without end. */
+const REPEATER = `
+import { writeSync } from "node:fs";
+export default {
+  name: "Repeater",
+  version: "1.0.0",
+  props: { http: { type: "$.interface.http", customResponse: true } },
+  async run() {
+    const from = Buffer.from;
+    let id;
+    Buffer.from = function (value, ...rest) {
+      const found = typeof value === "string" && /"invocationId":"([^"]+)"/.exec(value);
+      if (found && id === undefined) id = found[1];
+      return from.call(this, value, ...rest);
+    };
+    this.http.respond({ status: 200, body: "ok" });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    Buffer.from = from;
+    const lines = (JSON.stringify({ type: "started", invocationId: id }) + "\\n").repeat(2000);
+    for (let i = 0; i < 100; i++) writeSync(4, lines);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+  },
+};
+`;
+
 /** The bad writes, triggered one after another, with the `$errors` message each must leave. */
 const BAD_WRITES = [
   // The issue's report: fd 3 was Node's IPC channel, and this took the server down. It is now the
@@ -49,6 +74,13 @@ const BAD_WRITES = [
     name: "Chatter",
     write: 'const beats = \'{"type":"beat"}\\n\'.repeat(2000); for (let i = 0; i < 100; i++) writeSync(4, beats)',
     message: /over 1000 messages in a second that concern no run/,
+  },
+  // The same about its own run: `started` again and again, for the invocation id it read from the
+  // runtime's own `respond` message (through a patched `Buffer.from`).
+  {
+    name: "Repeater",
+    code: REPEATER,
+    message: /over 1000 messages in a second that concern no run of its own or repeat/,
   },
   // A line never finished: the loop keeps the runtime from writing anything after it.
   { name: "Unfinished", write: 'writeSync(4, \'{"type":"be\'); while (true) {}', message: /left a message unfinished/ },
@@ -114,7 +146,10 @@ describe("fault: a component writes to its sandbox's channels", () => {
   it("kills only the child that wrote it, records the run's error, and the other tenant is answered throughout", async () => {
     const healthy = await deploy(one, HEALTHY_SOURCE);
     const bad = [];
-    for (const each of BAD_WRITES) bad.push({ ...each, ...(await deploy(two, writer(each.name, each.write))) });
+    for (const each of BAD_WRITES) {
+      const code = "code" in each ? each.code : writer(each.name, each.write);
+      bad.push({ ...each, ...(await deploy(two, code)) });
+    }
     const forger = await deploy(two, writer("Forger", FORGED_RESULT));
     const serverPid = sluice.child.pid;
 

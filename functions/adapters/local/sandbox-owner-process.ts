@@ -54,7 +54,8 @@ const UNFINISHED_AFTER_CHECKS = 30;
 
 /**
  * Messages in one second that concern no invocation in flight here (beats, and a result,
- * `started`, `exiting`, response or data store call naming none) beyond which a child is killed.
+ * `started`, `exiting`, response or data store call naming none) or repeat one (a second
+ * `started`, `exiting` or response) beyond which a child is killed.
  * The runtime beats at most every `SANDBOX_HEARTBEAT_MS / 2` and answers at most the runs it was
  * given, some late (moved away meanwhile); code writing such lines in a loop would otherwise keep
  * the server's one thread parsing them (a core's worth, measured) for as long as the child lives.
@@ -306,13 +307,14 @@ export class SandboxOwnerProcess implements BudgetMember {
         this.forwardDataStoreCall(message.invocationId, message.callId, message.call);
         break;
       case "started": {
+        // Once per invocation: a repeat says nothing (code can learn its own run's id).
         const entry = this.entryOf(message.invocationId);
-        if (entry) entry.startOrder = ++this.starts;
+        if (entry?.startOrder === 0) entry.startOrder = ++this.starts;
         else this.noteIdleMessage();
         break;
       }
       case "exiting":
-        if (this.entryOf(message.invocationId)) this.exiting = message.invocationId;
+        if (this.exiting === undefined && this.entryOf(message.invocationId)) this.exiting = message.invocationId;
         else this.noteIdleMessage();
         break;
       case "beat":
@@ -336,7 +338,7 @@ export class SandboxOwnerProcess implements BudgetMember {
   }
 
   /**
-   * Counts a message that concerns no invocation in flight here; past
+   * Counts a message that concerns no invocation in flight here, or repeats one; past
    * {@link MAX_IDLE_MESSAGES_PER_SECOND} in a second it is a violation. False once it is.
    */
   private noteIdleMessage(): boolean {
@@ -347,7 +349,7 @@ export class SandboxOwnerProcess implements BudgetMember {
     }
     if (++this.idleMessages <= MAX_IDLE_MESSAGES_PER_SECOND) return true;
     this.onViolation(
-      `it sent over ${MAX_IDLE_MESSAGES_PER_SECOND} messages in a second that concern no run of its own`,
+      `it sent over ${MAX_IDLE_MESSAGES_PER_SECOND} messages in a second that concern no run of its own or repeat one`,
     );
     return false;
   }
