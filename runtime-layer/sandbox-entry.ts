@@ -16,7 +16,7 @@
  */
 import { closeSync, writeSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
-import { Server, Socket } from "node:net";
+import net, { Server, Socket } from "node:net";
 import os from "node:os";
 import traceEvents from "node:trace_events";
 import { pathToFileURL } from "node:url";
@@ -505,8 +505,9 @@ function guardDiagnostics(): void {
  * a server of the component's (decision 497); components receive events through Sluice. A connect
  * to a path, or any listen, fails as `EACCES` on the socket's `error` event, the way a refused one
  * does; outgoing TCP is untouched. Node's own connects and listens (`http`, `tls`, `http2`,
- * `net.createConnection`) all go through these two methods, and `listen` through `_listen2`, which
- * is guarded too (it is public); Node's bindings are closed by the permission model.
+ * `net.createConnection`) all go through these two methods, and `listen` through `_listen2` and
+ * the handle maker `net._createServerHandle`, both public and both guarded too (decision 501);
+ * Node's bindings are closed by the permission model.
  */
 function guardSockets(): void {
   /** The socket path of `connect`'s or `listen`'s arguments, as Node reads them (an IPC path wins over a port). */
@@ -571,6 +572,14 @@ function guardSockets(): void {
     () => "accept connections",
     (server, error) => server.emit("error", error),
   );
+  // And the handle maker under both, exported for the cluster module: it bound and listened on a
+  // port or a socket path (writing the socket file) with no `Server` at all. Refused as Node's
+  // own refusals read: an errno.
+  Object.defineProperty(net, "_createServerHandle", {
+    value: () => -os.constants.errno.EACCES,
+    writable: false,
+    configurable: false,
+  });
 }
 
 /** `os.setPriority` and `os.getPriority` of this process only (pid omitted, 0 or its own). */

@@ -136,9 +136,16 @@ const UNIX_SOCKETS = probe(
       await outcome(() => { const server = net.createServer(); server._listen2("127.0.0.1", 0, 4, 511); return server; }),
       await outcome(() => { const server = net.createServer(); server._listen2(path + ".other", -1, -1, 511); return server; }),
       await outcome(() => net.connect({ port: 1, host: "127.0.0.1" })),
+      // The handle maker under both, exported: a handle bound and listening with no Server at all.
+      handle("127.0.0.1", 0, 4),
+      handle(path + ".handle", -1, -1),
     ];`,
   `import net from "node:net";
 import http from "node:http";
+const handle = (address, port, type) => {
+  const made = net._createServerHandle(address, port, type);
+  return typeof made === "number" ? made : "listen " + made.listen(511);
+};
 const outcome = (start) => new Promise((resolve) => {
   try {
     const emitter = start();
@@ -337,11 +344,12 @@ describe("sandbox isolation between sources, and from the server", () => {
       const user = await deploy(UNIX_SOCKETS);
       expect((await post(user.endpoint, { path })).status).toBe(200);
       expect(await eventsOf(user.id, 1)).toEqual([
-        ["EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "ECONNREFUSED"],
+        ["EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "EACCES", "ECONNREFUSED", -13, -13],
       ]);
       expect(connections).toBe(0);
       expect(existsSync(`${path}.mine`)).toBe(false);
       expect(existsSync(`${path}.other`)).toBe(false);
+      expect(existsSync(`${path}.handle`)).toBe(false);
     } finally {
       service.close();
       rmSync(folder, { recursive: true, force: true });
