@@ -55,7 +55,8 @@ const UNFINISHED_AFTER_CHECKS = 30;
 /**
  * Messages in one second that concern no invocation in flight here (beats, and a result,
  * `started`, `exiting`, response or data store call naming none) or repeat one (a second
- * `started`, `exiting` or response) beyond which a child is killed.
+ * `started`, which the runtime sends only around a module's first load, `exiting` or response)
+ * beyond which a child is killed.
  * The runtime beats at most every `SANDBOX_HEARTBEAT_MS / 2` and answers at most the runs it was
  * given, some late (moved away meanwhile); code writing such lines in a loop would otherwise keep
  * the server's one thread parsing them (a core's worth, measured) for as long as the child lives.
@@ -307,16 +308,21 @@ export class SandboxOwnerProcess implements BudgetMember {
         this.forwardDataStoreCall(message.invocationId, message.callId, message.call);
         break;
       case "started": {
-        // Once per invocation: a repeat says nothing (code can learn its own run's id).
         const entry = this.entryOf(message.invocationId);
-        if (entry?.startOrder === 0) entry.startOrder = ++this.starts;
-        else this.noteIdleMessage();
+        // The runtime says it again as a first load or the code begins (the last to say it is the
+        // suspect of a block), rarely: a repeat also counts as chatter, since code can learn its
+        // own run's id and repeat it without end.
+        if (!entry || entry.startOrder > 0) this.noteIdleMessage();
+        if (entry) entry.startOrder = ++this.starts;
         break;
       }
-      case "exiting":
-        if (this.exiting === undefined && this.entryOf(message.invocationId)) this.exiting = message.invocationId;
-        else this.noteIdleMessage();
+      case "exiting": {
+        // The latest says whose exit it is (a signal the code handled leaves the process up).
+        const entry = this.entryOf(message.invocationId);
+        if (!entry || this.exiting === message.invocationId) this.noteIdleMessage();
+        if (entry) this.exiting = message.invocationId;
         break;
+      }
       case "beat":
         this.noteIdleMessage();
         break;
