@@ -55,9 +55,10 @@ export function normalizeResponse(spec: unknown): HttpResponseSpec {
   if (typeof status !== "number" || !Number.isInteger(status) || status < 200 || status > 599) {
     throw new Error(STATUS_MESSAGE);
   }
-  const headers = responseHeaders(spec.headers);
-  checkHeaderLimits(headers);
+  const { headers, cookies } = answerHeaders(spec.headers, spec.cookies);
+  checkHeaderLimits(headers, cookies);
   const response = withBody(status, headers, spec);
+  if (cookies.length > 0) response.cookies = cookies;
   const bytes =
     response.bodyEncoding === "base64"
       ? Buffer.byteLength(response.body, "base64")
@@ -93,7 +94,8 @@ function withBody(status: number, headers: Record<string, string>, spec: Bag): H
 }
 
 /**
- * The headers a component may set, as strings (arrays joined with `, `): framing and hop-by-hop
+ * The headers a component may set, as strings (arrays joined with `, `; a response's `Set-Cookie`
+ * values are kept apart by {@link answerHeaders}): framing and hop-by-hop
  * headers ({@link FRAMING_HEADERS}, `proxy-*`), names that are not HTTP tokens and values with
  * characters HTTP cannot carry are dropped, and of two names that differ only in case the first
  * stays. The servers run it again right before writing (local server, API Gateway result), whatever
@@ -117,14 +119,55 @@ export function responseHeaders(headers: unknown): Record<string, string> {
   return out;
 }
 
-function checkHeaderLimits(headers: Record<string, string>): void {
+const SET_COOKIE = "set-cookie";
+
+/**
+ * The `Set-Cookie` values of a response, each a header of its own: every value of an array (or
+ * the one value) under any spelling of the name in `headers`, then those of `cookies` (the form
+ * {@link normalizeResponse} gives, read again by trusted code). Values HTTP cannot carry are
+ * dropped, as `responseHeaders` drops them. Unlike other headers they are never joined with `, `:
+ * a client reads joined cookies as one, whose attributes swallow the next (an `Expires` date has
+ * a comma of its own).
+ */
+export function responseCookies(headers: unknown, cookies?: unknown): string[] {
+  const out: string[] = [];
+  const add = (value: unknown) => {
+    if (value === undefined || value === null) return;
+    const text = String(value);
+    if (HEADER_VALUE.test(text)) out.push(text);
+  };
+  if (isBag(headers)) {
+    for (const [name, value] of Object.entries(headers)) {
+      if (name.toLowerCase() === SET_COOKIE) (Array.isArray(value) ? value : [value]).forEach(add);
+    }
+  }
+  if (Array.isArray(cookies)) cookies.forEach(add);
+  return out;
+}
+
+/**
+ * What a server writes of a response's headers: the other headers as `responseHeaders` filters
+ * them, and the cookies apart ({@link responseCookies}), one `Set-Cookie` header each.
+ */
+export function answerHeaders(
+  headers: unknown,
+  cookies?: unknown,
+): { headers: Record<string, string>; cookies: string[] } {
+  const others = responseHeaders(headers);
+  for (const name of Object.keys(others)) if (name.toLowerCase() === SET_COOKIE) delete others[name];
+  return { headers: others, cookies: responseCookies(headers, cookies) };
+}
+
+function checkHeaderLimits(headers: Record<string, string>, cookies: readonly string[]): void {
   const names = Object.keys(headers);
-  if (names.length > RESPONSE_MAX_HEADERS) {
-    throw new RangeError(`respond: ${names.length} headers, over the limit of ${RESPONSE_MAX_HEADERS}`);
+  const count = names.length + cookies.length;
+  if (count > RESPONSE_MAX_HEADERS) {
+    throw new RangeError(`respond: ${count} headers, over the limit of ${RESPONSE_MAX_HEADERS}`);
   }
   let bytes = 0;
   // Values hold no character past U+00FF (responseHeaders), which go out as one byte each.
   for (const name of names) bytes += name.length + 2 + (headers[name] as string).length;
+  for (const cookie of cookies) bytes += SET_COOKIE.length + 2 + cookie.length;
   if (bytes > RESPONSE_MAX_HEADER_BYTES) {
     throw new RangeError(`respond: the headers are ${bytes} bytes, over the limit of ${RESPONSE_MAX_HEADER_BYTES}`);
   }

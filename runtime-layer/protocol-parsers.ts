@@ -240,7 +240,7 @@ function errorRecord(raw: unknown, path: string): ErrorRecord {
 
 /**
  * A response in the normal form the runtime sends (`normalizeResponse`): an integer status from 200
- * to 599, headers as strings, a string body. Header names and values, and the sizes, are checked
+ * to 599, headers as strings, cookies (if any) as strings, a string body. Header names and values, and the sizes, are checked
  * again by trusted code before the response is written (`checkResponse`).
  */
 export function parseHttpResponse(raw: unknown): Parsed<HttpResponseSpec> {
@@ -263,6 +263,10 @@ function response(raw: unknown, path: string): HttpResponseSpec {
   };
   if (value.bodyEncoding !== undefined)
     spec.bodyEncoding = oneOf(value.bodyEncoding, BODY_ENCODINGS, at(path, "bodyEncoding"));
+  if (value.cookies !== undefined) {
+    const cookiesPath = at(path, "cookies");
+    spec.cookies = array(value.cookies, cookiesPath).map((cookie, i) => string(cookie, at(cookiesPath, String(i))));
+  }
   return spec;
 }
 

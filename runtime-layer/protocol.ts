@@ -113,6 +113,8 @@ export interface ErrorRecord {
 export interface HttpResponseSpec {
   status: number;
   headers: Record<string, string>;
+  /** The `Set-Cookie` values, each written as a header of its own (never in `headers`). */
+  cookies?: string[];
   body: string;
   /** `base64` when `body` carries bytes (a Buffer body). */
   bodyEncoding?: "utf8" | "base64";

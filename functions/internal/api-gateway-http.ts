@@ -7,7 +7,7 @@
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
 import * as z from "zod";
 import type { IncomingHttpRequest } from "#core/http-run-event";
-import { responseHeaders } from "#runtime/http-response";
+import { answerHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 
 /** The parts of the API Gateway v2 event the interface reads. */
@@ -60,17 +60,12 @@ export function toIncomingHttpRequest(event: HttpInterfaceEvent): {
 
 /**
  * The Lambda proxy result of a source's answer. Bytes travel base64-encoded with
- * `isBase64Encoded`; a `set-cookie` header goes to `cookies`, where payload format 2.0 wants it.
- * Headers are filtered again here (`responseHeaders`: no framing or hop-by-hop header), since the
+ * `isBase64Encoded`; each `Set-Cookie` value goes to `cookies`, where payload format 2.0 wants it.
+ * Headers are filtered again here (`answerHeaders`: no framing or hop-by-hop header), since the
  * spec came from a function that ran untrusted code; API Gateway frames the answer itself.
  */
 export function toApiGatewayResult(response: HttpResponseSpec): APIGatewayProxyStructuredResultV2 {
-  const headers: Record<string, string> = {};
-  const cookies: string[] = [];
-  for (const [name, value] of Object.entries(responseHeaders(response.headers))) {
-    if (name.toLowerCase() === "set-cookie") cookies.push(value);
-    else headers[name] = value;
-  }
+  const { headers, cookies } = answerHeaders(response.headers, response.cookies);
   const bodyless = response.status === 204 || response.status === 304;
   const result: APIGatewayProxyStructuredResultV2 = {
     statusCode: response.status,

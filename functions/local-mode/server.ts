@@ -14,7 +14,7 @@ import { errorResult, type HttpResult, jsonResult } from "#http/responses";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
 import { createRouter } from "#http/routing";
-import { responseHeaders } from "#runtime/http-response";
+import { answerHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
 import {
@@ -143,8 +143,9 @@ function send(response: ServerResponse, result: HttpResult): void {
 }
 
 /**
- * Writes a source's answer. Its headers are filtered again right here (`responseHeaders`: no
- * framing or hop-by-hop header, nothing Node would refuse), whatever produced the spec, and the
+ * Writes a source's answer. Its headers are filtered again right here (`answerHeaders`: no
+ * framing or hop-by-hop header, nothing Node would refuse; each cookie a `Set-Cookie` header of its
+ * own), whatever produced the spec, and the
  * server sets the framing itself: a `Content-Length`, or for 204 and 304 no body at all.
  */
 function sendSpec(response: ServerResponse, spec: HttpResponseSpec): void {
@@ -156,7 +157,7 @@ function sendSpec(response: ServerResponse, spec: HttpResponseSpec): void {
 /** An answer as `sendSpec` writes it: filtered headers with the framing, the body's bytes (none for 204 and 304). */
 interface PreparedAnswer {
   status: number;
-  headers: Record<string, string>;
+  headers: Record<string, string | string[]>;
   body: Buffer | undefined;
 }
 
@@ -166,7 +167,9 @@ const preparedFixedAnswers = new WeakMap<HttpResponseSpec, PreparedAnswer>();
 function preparedAnswer(spec: HttpResponseSpec): PreparedAnswer {
   const known = preparedFixedAnswers.get(spec);
   if (known) return known;
-  const headers = responseHeaders(spec.headers);
+  const filtered = answerHeaders(spec.headers, spec.cookies);
+  const headers: PreparedAnswer["headers"] = filtered.headers;
+  if (filtered.cookies.length > 0) headers["set-cookie"] = filtered.cookies;
   let prepared: PreparedAnswer;
   if (spec.status === 204 || spec.status === 304) prepared = { status: spec.status, headers, body: undefined };
   else {

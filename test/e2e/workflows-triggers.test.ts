@@ -184,4 +184,27 @@ describe("workflow HTTP triggers over real HTTP against local mode", () => {
       expect(fromWorkflow["access-control-allow-origin"]).toBe(cors ? "https://app.example" : undefined);
     }
   });
+
+  it("sends each cookie of a respond as a Set-Cookie header of its own, from a source and from a workflow", async () => {
+    const session = "session=s1; Expires=Wed, 21 Oct 2026 07:28:00 GMT; HttpOnly";
+    const respond = (call: string) =>
+      `${call}({ status: 200, headers: { "Set-Cookie": [${JSON.stringify(session)}, "theme=dark"], "x-list": ["a", "b"] }, body: "ok" })`;
+    const source = await api("POST", "/sources", {
+      component_code: `export default {
+        name: "Cookies", version: "0.1.0",
+        props: { http: { type: "$.interface.http", customResponse: true } },
+        async run() { ${respond("this.http.respond")}; },
+      };`,
+    });
+    expect(source.status, JSON.stringify(source.json)).toBe(200);
+    const flow = await workflowOf([step(`await ${respond("$.respond")};`)], true);
+    for (const url of [source.json.data.configured_props.http.endpoint_url, flow.url]) {
+      const answer = await fetch(url, { method: "POST", body: "{}" });
+      expect(answer.status).toBe(200);
+      expect(await answer.text()).toBe("ok");
+      // Joined with ", " they would read as one cookie whose Expires swallowed the second.
+      expect(answer.headers.getSetCookie()).toEqual([session, "theme=dark"]);
+      expect(answer.headers.get("x-list")).toBe("a, b");
+    }
+  });
 });

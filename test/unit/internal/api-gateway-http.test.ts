@@ -82,6 +82,23 @@ describe("toApiGatewayResult", () => {
     });
   });
 
+  it("gives each cookie of a response its own entry in cookies, and drops one a function forged with a line break", () => {
+    expect(
+      toApiGatewayResult({
+        status: 200,
+        headers: { "content-type": "text/plain" },
+        cookies: ["a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "b=2", "c=3\r\nx-injected: 1"],
+        body: "ok",
+      }),
+    ).toEqual({
+      statusCode: 200,
+      headers: { "content-type": "text/plain" },
+      cookies: ["a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT", "b=2"],
+      body: "ok",
+      isBase64Encoded: false,
+    });
+  });
+
   it("drops framing and hop-by-hop headers a source function sent, and a 204's body: API Gateway frames the answer", () => {
     const forged = {
       status: 204,

@@ -133,6 +133,18 @@ describe("parseHttpResponse: a respond message's response", () => {
     });
     expect(parseHttpResponse({ status: 600, headers: {}, body: "" })).toMatchObject({ ok: false });
   });
+
+  it("keeps the cookies, each a string", () => {
+    expect(parseHttpResponse({ status: 200, headers: {}, cookies: ["a=1", "b=2"], body: "" })).toEqual({
+      ok: true,
+      value: { status: 200, headers: {}, cookies: ["a=1", "b=2"], body: "" },
+    });
+    expect(parseHttpResponse({ status: 200, headers: {}, cookies: "a=1", body: "" })).toMatchObject({ ok: false });
+    expect(parseHttpResponse({ status: 200, headers: {}, cookies: ["a=1", 2], body: "" })).toEqual({
+      ok: false,
+      problem: "response.cookies.1 must be a string",
+    });
+  });
 });
 
 describe("parseInvocation: what both entries take from the host", () => {

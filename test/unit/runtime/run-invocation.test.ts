@@ -451,6 +451,33 @@ describe("normalizeResponse", () => {
     expect(() => normalizeResponse("200")).toThrow(TypeError);
   });
 
+  it("keeps each Set-Cookie value apart, under any spelling, and drops those HTTP cannot carry", () => {
+    const expires = "a=1; Expires=Wed, 21 Oct 2026 07:28:00 GMT; Path=/";
+    const response = normalizeResponse({
+      status: 200,
+      headers: { "Set-Cookie": [expires, "b=2", "c=3\r\nx-injected: 1"], "set-cookie": "d=4", "x-other": ["p", "q"] },
+      body: "ok",
+    });
+    expect(response.headers).toEqual({ "x-other": "p, q" });
+    expect(response.cookies).toEqual([expires, "b=2", "d=4"]);
+    // Read again by trusted code, the cookies stay as they are: none joined, none lost.
+    expect(normalizeResponse(response)).toEqual(response);
+    expect(normalizeResponse({ status: 200, headers: { "x-a": "1" } })).not.toHaveProperty("cookies");
+  });
+
+  it("counts each cookie as a header against the limits", () => {
+    const cookies = Array.from({ length: RESPONSE_MAX_HEADERS }, (_, n) => `c${n}=1`);
+    expect(normalizeResponse({ status: 200, headers: { "set-cookie": cookies } }).cookies).toHaveLength(
+      RESPONSE_MAX_HEADERS,
+    );
+    expect(() => normalizeResponse({ status: 200, headers: { "set-cookie": cookies, "x-one": "more" } })).toThrow(
+      /65 headers, over the limit/,
+    );
+    expect(() => normalizeResponse({ status: 200, headers: { "set-cookie": ["a=" + "v".repeat(16 * 1024)] } })).toThrow(
+      /bytes, over the limit/,
+    );
+  });
+
   it("drops framing, hop-by-hop and proxy headers, invalid names and values, and later case duplicates", () => {
     const response = normalizeResponse({
       status: 200,
