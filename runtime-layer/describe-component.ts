@@ -84,29 +84,37 @@ function isBag(value: unknown): value is Bag {
 }
 
 /**
- * Copies `value` keeping only what JSON can carry: functions and symbols are dropped (in arrays
- * they become `null`, as `JSON.stringify` does), cycles are cut, non-finite numbers become null.
- * A `__proto__` key stays an own key of the copy. Returns `undefined` when nothing of the value
- * survives.
+ * Copies `value` as `JSON.stringify` would carry it: a `toJSON` method gives the value (a `URL`
+ * its text, a `Buffer` `{type, data}`, a `Date` its ISO text, a library's date or decimal what it
+ * chose), boxed primitives are unwrapped, functions and symbols are dropped (in arrays they become
+ * `null`), non-finite numbers become null. Where `JSON.stringify` would throw it does not: a
+ * cycle is cut and a bigint is dropped. A `__proto__` key stays an own key of the copy. Returns
+ * `undefined` when nothing of the value survives.
  */
-export function toJson(value: unknown, seen: Set<object> = new Set()): Json | undefined {
+export function toJson(value: unknown, seen: Set<object> = new Set(), key = ""): Json | undefined {
+  if ((typeof value === "object" && value !== null) || typeof value === "bigint") {
+    const toJSON = (value as { toJSON?: unknown }).toJSON;
+    if (typeof toJSON === "function") value = toJSON.call(value, key);
+  }
   if (value === null || typeof value === "string" || typeof value === "boolean") return value;
   if (typeof value === "number") return Number.isFinite(value) ? value : null;
   if (typeof value !== "object") return undefined; // functions, symbols, bigint, undefined
+  if (value instanceof Number || value instanceof String || value instanceof Boolean) {
+    return toJson(value.valueOf(), seen);
+  }
   if (seen.has(value)) return undefined;
-  if (value instanceof Date) return Number.isNaN(value.getTime()) ? null : value.toISOString();
   seen.add(value);
   try {
-    if (Array.isArray(value)) return value.map((item) => toJson(item, seen) ?? null);
+    if (Array.isArray(value)) return value.map((item, index) => toJson(item, seen, String(index)) ?? null);
     const out: { [key: string]: Json } = {};
-    for (const [key, item] of Object.entries(value)) {
-      const json = toJson(item, seen);
+    for (const [name, item] of Object.entries(value)) {
+      const json = toJson(item, seen, name);
       if (json === undefined) continue;
       // `__proto__` is data here (JSON.parse makes it an own key); assigned, it would become the
       // copy's prototype and vanish from the event.
-      if (key === "__proto__")
-        Object.defineProperty(out, key, { value: json, enumerable: true, writable: true, configurable: true });
-      else out[key] = json;
+      if (name === "__proto__")
+        Object.defineProperty(out, name, { value: json, enumerable: true, writable: true, configurable: true });
+      else out[name] = json;
     }
     return out;
   } finally {

@@ -29,6 +29,64 @@ describe("JSON checked without a copy", () => {
   });
 });
 
+describe("toJson: what a component's value becomes (emits, exports, return values, sends)", () => {
+  it("carries what JSON.stringify carries, for any value it accepts", () => {
+    const value = fc.anything({
+      key: fc.string().filter((key) => key !== "__proto__"),
+      withBoxedValues: true,
+      withDate: true,
+      withMap: true,
+      withSet: true,
+      withTypedArray: true,
+      withSparseArray: true,
+      withNullPrototype: true,
+    });
+    fc.assert(
+      fc.property(value, (input) => {
+        expect(JSON.stringify(toJson(input))).toBe(JSON.stringify(input));
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it("uses toJSON as JSON does: a URL as its text, a Buffer as {type, data}, a class's own form, with its key", () => {
+    class Money {
+      constructor(readonly cents: number) {}
+      toJSON(key: string) {
+        return `${key}: $${this.cents / 100}`;
+      }
+    }
+    const value = {
+      url: new URL("https://a.example/x?y=1"),
+      buffer: Buffer.from("hi"),
+      price: new Money(150),
+      list: [new Money(5)],
+      when: new Date(0),
+      never: new Date(Number.NaN),
+    };
+    expect(toJson(value)).toEqual({
+      url: "https://a.example/x?y=1",
+      buffer: { type: "Buffer", data: [104, 105] },
+      price: "price: $1.5",
+      list: ["0: $0.05"],
+      when: "1970-01-01T00:00:00.000Z",
+      never: null,
+    });
+    expect(toJson(value)).toEqual(JSON.parse(JSON.stringify(value)));
+  });
+
+  it("cuts a cycle and drops a bigint where JSON.stringify would throw, also when toJSON answers them", () => {
+    const cycle: Record<string, unknown> = { a: 1 };
+    cycle.self = cycle;
+    const loops = { toJSON: () => cycle };
+    expect(toJson({ cycle, loops, big: 10n, boxed: Object(5) })).toEqual({
+      cycle: { a: 1 },
+      loops: { a: 1 },
+      boxed: 5,
+    });
+  });
+});
+
 describe("jsonBytesWithin", () => {
   const textBytes = (value: Json) => Buffer.byteLength(JSON.stringify(value));
 

@@ -171,6 +171,27 @@ describe("runWorkflowSteps: steps and their results", () => {
     expect(result.steps[0]?.exportBytes).toBe(Buffer.byteLength(JSON.stringify({ count: 1, nested: { ok: true } })));
   });
 
+  it("copies values as JSON.stringify would: a URL as its text, a class by its toJSON", async () => {
+    class Money {
+      constructor(readonly cents: number) {}
+      toJSON() {
+        return { amount: this.cents / 100, currency: "EUR" };
+      }
+    }
+    const result = await run({
+      first: {
+        run({ $ }: { $: { export(n: string, v: unknown): void } }) {
+          $.export("link", new URL("https://shop.example/o/7"));
+          return { total: new Money(1250) };
+        },
+      },
+      second: probe((steps) => steps.first),
+    });
+    expect(emitted(result)).toEqual([
+      { link: "https://shop.example/o/7", $return_value: { total: { amount: 12.5, currency: "EUR" } } },
+    ]);
+  });
+
   it("keeps a namespace or an export named __proto__ as data", async () => {
     const result = await run({
       ["__proto__"]: {
