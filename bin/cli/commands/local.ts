@@ -31,6 +31,8 @@ Ctrl-C or SIGTERM stops it.`,
       level: config.log.level,
       format,
       base: format === "json" ? { service: "sluice" } : {},
+      // A line per request: written together per event-loop turn, one write call for a turn's.
+      perTurn: true,
     });
     const running = await startLocalMode(config, log);
     let stopping = false;

@@ -176,7 +176,7 @@ describe("the output stream", () => {
         held.push(done);
       },
     });
-    const write = boundedLineWriter(stream, (count) => `dropped ${count}`, 100);
+    const write = boundedLineWriter(stream, (count) => `dropped ${count}`, { maxUnwrittenBytes: 100 });
     for (let i = 0; i < 50; i++) write(`line ${i} ${"z".repeat(20)}`);
     // What fit under the bound waits in the stream; the rest was counted, not buffered.
     expect(stream.writableLength).toBeLessThan(200);
@@ -193,6 +193,64 @@ describe("the output stream", () => {
     write("after");
     await drain();
     expect(written.slice(kept)).toEqual([`dropped ${50 - kept}\n`, "after\n"]);
+  });
+
+  it("per turn: writes one turn's lines in one call, in order, before the next turn", async () => {
+    const chunks: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        chunks.push(String(chunk));
+        done();
+      },
+    });
+    const write = boundedLineWriter(stream, (count) => `dropped ${count}`, { perTurn: true });
+    write("a");
+    write("b");
+    expect(chunks).toEqual([]);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(chunks).toEqual(["a\nb\n"]);
+    write("c");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(chunks).toEqual(["a\nb\n", "c\n"]);
+  });
+
+  it("per turn: bounds one turn's lines, then says how many were dropped", async () => {
+    const chunks: string[] = [];
+    const stream = new Writable({
+      write(chunk, _encoding, done) {
+        chunks.push(String(chunk));
+        done();
+      },
+    });
+    const write = boundedLineWriter(stream, (count) => `dropped ${count}`, { perTurn: true, maxUnwrittenBytes: 100 });
+    for (let i = 0; i < 50; i++) write(`line ${i} ${"z".repeat(20)}`);
+    await new Promise((resolve) => setImmediate(resolve));
+    const kept = chunks.join("").split("\n").filter(Boolean);
+    expect(kept.length).toBeGreaterThan(0);
+    expect(kept.length).toBeLessThan(10);
+    write("after");
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(chunks.at(-2)).toBe(`dropped ${50 - kept.length}\n`);
+    expect(chunks.at(-1)).toBe("after\n");
+  });
+
+  it("per turn: a process that exits within the turn still writes the turn's lines", async () => {
+    const { spawnSync } = await import("node:child_process");
+    const script = [
+      `const { streamLogger } = await import(${JSON.stringify(new URL("../../../functions/adapters/log-output.ts", import.meta.url).href)});`,
+      `const log = streamLogger({ level: "info", format: "json", perTurn: true });`,
+      `log.info("first"); log.error("last words"); process.exit(3);`,
+    ].join("\n");
+    const child = spawnSync(process.execPath, ["--import", "tsx", "--input-type=module", "-e", script], {
+      encoding: "utf8",
+      timeout: 20_000,
+    });
+    expect(child.status).toBe(3);
+    const messages = child.stderr
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line).message);
+    expect(messages).toEqual(["first", "last words"]);
   });
 
   it("survives a stream that fails (its reader went away)", () => {
