@@ -43,7 +43,7 @@ const isBag = (value: unknown): value is Bag => typeof value === "object" && val
  * as registry components pass it); headers go through {@link responseHeaders}; a string body stays
  * as is, bytes (Buffer, Uint8Array, ArrayBuffer) become base64 with `bodyEncoding: "base64"`,
  * anything else becomes JSON with `content-type: application/json` unless the code set a content
- * type.
+ * type. A stream body is refused here: the caller reads it first ({@link withStreamBodyRead}).
  *
  * @throws Error {@link STATUS_MESSAGE} for a missing or out-of-range status (a 1xx is an interim
  * answer, never a final one); TypeError when the argument is not an object or the body cannot be
@@ -80,6 +80,7 @@ function withBody(status: number, headers: Record<string, string>, spec: Bag): H
   }
   const bytes = asBytes(body);
   if (bytes) return { status, headers, body: bytes.toString("base64"), bodyEncoding: "base64" };
+  if (isStreamBody(body)) throw new TypeError("respond: a stream body must be read first (await the respond)");
   let json: string | undefined;
   try {
     json = JSON.stringify(body);
@@ -171,6 +172,48 @@ function checkHeaderLimits(headers: Record<string, string>, cookies: readonly st
   if (bytes > RESPONSE_MAX_HEADER_BYTES) {
     throw new RangeError(`respond: the headers are ${bytes} bytes, over the limit of ${RESPONSE_MAX_HEADER_BYTES}`);
   }
+}
+
+/**
+ * Whether a respond's body is a stream to read first: a Node `Readable` (what the original's
+ * `$.respond` takes, awaited) or a web `ReadableStream`.
+ */
+export function isStreamBody(body: unknown): body is AsyncIterable<unknown> {
+  if (typeof body !== "object" || body === null) return false;
+  const stream = body as { pipe?: unknown; getReader?: unknown; [Symbol.asyncIterator]?: unknown };
+  return (
+    typeof stream[Symbol.asyncIterator] === "function" &&
+    (typeof stream.pipe === "function" || typeof stream.getReader === "function")
+  );
+}
+
+/**
+ * `spec` with its stream body ({@link isStreamBody}) read into one Buffer, so that
+ * {@link normalizeResponse} takes it as bytes. Chunks must be bytes or text; reading stops (and
+ * the stream is destroyed) past {@link RESPONSE_MAX_BODY_BYTES}.
+ *
+ * @throws TypeError for a chunk that is neither bytes nor text; RangeError past the limit; what
+ * the stream fails with.
+ */
+export async function withStreamBodyRead(spec: Bag & { body: AsyncIterable<unknown> }): Promise<Bag> {
+  const chunks: Buffer[] = [];
+  let bytes = 0;
+  const stream = spec.body as AsyncIterable<unknown> & { destroy?: unknown };
+  try {
+    for await (const chunk of stream) {
+      const piece = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : asBytes(chunk);
+      if (!piece) throw new TypeError("respond: a stream body must give bytes or text");
+      bytes += piece.length;
+      if (bytes > RESPONSE_MAX_BODY_BYTES) {
+        throw new RangeError(`respond: the stream body is over the limit of ${RESPONSE_MAX_BODY_BYTES} bytes`);
+      }
+      chunks.push(piece);
+    }
+  } catch (error) {
+    if (typeof stream.destroy === "function") stream.destroy();
+    throw error;
+  }
+  return { ...spec, body: Buffer.concat(chunks) };
 }
 
 function asBytes(body: unknown): Buffer | undefined {

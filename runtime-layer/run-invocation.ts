@@ -9,7 +9,7 @@ import { inspect } from "node:util";
 import { createDataStoreClient, type DataStoreCaller } from "./data-store-client.ts";
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
 import { httpRequestValue } from "./http-request-prop.ts";
-import { normalizeResponse } from "./http-response.ts";
+import { isStreamBody, normalizeResponse, withStreamBodyRead } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { runPropOptions } from "./prop-options.ts";
 import type {
@@ -224,6 +224,8 @@ class InvocationState implements InvocationScope, ThisBindings {
   readonly dbWrites: Record<string, Json> = {};
   readonly logs: LogRecord[] = [];
   response: HttpResponseSpec | undefined;
+  /** A `respond` whose stream body is being read: the first call, so later ones are ignored. */
+  private responding = false;
   closed = false;
   private logBytes = 0;
   private emitBytes = 0;
@@ -309,11 +311,29 @@ class InvocationState implements InvocationScope, ThisBindings {
     return Promise.resolve();
   }
 
-  respond(spec: unknown): void {
+  respond(spec: unknown): Promise<void> | undefined {
     if (this.invocation.kind !== "run") throw new Error("respond can only be called from run");
     // The first call wins (legacy components call it twice); a finished run has answered already.
-    if (this.response || this.closed) return;
-    const response = normalizeResponse(spec);
+    if (this.response || this.responding || this.closed) return;
+    if (!(isBag(spec) && isStreamBody(spec.body))) {
+      this.answer(normalizeResponse(spec));
+      return;
+    }
+    // A stream body is read first; the promise tells the code when the answer is given.
+    this.responding = true;
+    return withStreamBodyRead(spec as Bag & { body: AsyncIterable<unknown> }).then(
+      (read) => {
+        this.responding = false;
+        if (!this.response && !this.closed) this.answer(normalizeResponse(read));
+      },
+      (error) => {
+        this.responding = false;
+        throw error;
+      },
+    );
+  }
+
+  private answer(response: HttpResponseSpec): void {
     this.response = response;
     this.io.onRespond(response);
   }

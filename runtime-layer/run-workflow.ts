@@ -13,7 +13,7 @@
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { toJson } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
-import { normalizeResponse } from "./http-response.ts";
+import { isStreamBody, normalizeResponse, withStreamBodyRead } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { jsonBytesWithin } from "./json-value.ts";
 import type {
@@ -190,6 +190,8 @@ class RunState {
   readonly sends: SendRecord[] = [];
   readonly logs: StepLogRecord[] = [];
   response: (HttpResponseSpec & { immediate?: boolean }) | undefined;
+  /** A `$.respond` whose stream body is being read: it is the first call, and later ones are ignored. */
+  responding = false;
   closed = false;
   exportBytes = 0;
   private logBytes = 0;
@@ -355,11 +357,30 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
       return Promise.resolve();
     }
     // The first call wins, as a source's respond; a bad one throws to the code and a later call may still answer.
-    if (this.run.response) return Promise.resolve();
-    const response: HttpResponseSpec & { immediate?: boolean } = normalizeResponse(spec);
-    if (isBag(spec) && spec.immediate === true) response.immediate = true;
+    if (this.run.response || this.run.responding) return Promise.resolve();
+    const immediate = isBag(spec) && spec.immediate === true;
+    if (!(isBag(spec) && isStreamBody(spec.body))) {
+      this.answer(normalizeResponse(spec), immediate);
+      return Promise.resolve();
+    }
+    // A stream body (the original's Readable) is read first, so the respond must be awaited.
+    if (immediate) throw new TypeError("$.respond: a stream body cannot be combined with immediate: true");
+    this.run.responding = true;
+    return withStreamBodyRead(spec as Bag & { body: AsyncIterable<unknown> }).then(
+      (read) => {
+        this.run.responding = false;
+        if (!this.over && !this.run.response) this.answer(normalizeResponse(read), false);
+      },
+      (error) => {
+        this.run.responding = false;
+        throw error;
+      },
+    );
+  }
+
+  private answer(response: HttpResponseSpec & { immediate?: boolean }, immediate: boolean): void {
+    if (immediate) response.immediate = true;
     this.run.response = response;
-    return Promise.resolve();
   }
 
   exit(reason: unknown): never {

@@ -207,4 +207,39 @@ describe("workflow HTTP triggers over real HTTP against local mode", () => {
       expect(answer.headers.get("x-list")).toBe("a, b");
     }
   });
+
+  it("answers a respond whose body is a Readable, read in the sandbox, from a source and from a workflow", async () => {
+    const respond = (call: string) =>
+      `await ${call}({ status: 200, headers: { "content-type": "text/csv" }, body: Readable.from(["id,total\\n", Buffer.from("7,12.5\\n")]) })`;
+    const source = await api("POST", "/sources", {
+      component_code: `import { Readable } from "node:stream";
+      export default {
+        name: "Streams", version: "0.1.0",
+        props: { http: { type: "$.interface.http", customResponse: true } },
+        async run() { ${respond("this.http.respond")}; },
+      };`,
+    });
+    expect(source.status, JSON.stringify(source.json)).toBe(200);
+    const created = await api("POST", "/workflows", {
+      settings: { name: "streams", auto_deploy: true },
+      steps: [
+        {
+          namespace: "csv",
+          component_code: `import { Readable } from "node:stream";
+          export default defineComponent({ async run({ $ }) { ${respond("$.respond")}; } });`,
+        },
+      ],
+      triggers: [{ type: "http", props: { custom_response: true } }],
+    });
+    expect(created.status, JSON.stringify(created.json)).toBe(200);
+    for (const url of [
+      source.json.data.configured_props.http.endpoint_url,
+      created.json.data.triggers[0].endpoint_url,
+    ]) {
+      const answer = await fetch(url, { method: "POST", body: "{}" });
+      expect(answer.status).toBe(200);
+      expect(answer.headers.get("content-type")).toBe("text/csv");
+      expect(await answer.text()).toBe("id,total\n7,12.5\n");
+    }
+  });
 });

@@ -1,3 +1,4 @@
+import { Readable } from "node:stream";
 import { describe, expect, it } from "vitest";
 import { RESPONSE_MAX_BODY_BYTES, RESPONSE_MAX_HEADERS } from "#runtime/http-response";
 import type { HttpResponseSpec, Invocation } from "#runtime/protocol";
@@ -416,6 +417,29 @@ describe("runInvocation: respond", () => {
       noIo,
     );
     expect(result.response).toEqual({ status: 200, headers: {}, body: "AAH+/w==", bodyEncoding: "base64" });
+  });
+
+  it("reads a stream body, then answers; a call while it is read is ignored", async () => {
+    const responses: HttpResponseSpec[] = [];
+    const result = await runInvocation(
+      {
+        async run(this: any) {
+          const streamed = this.http.respond({ status: 200, body: Readable.from(["chunk 1, ", "chunk 2"]) });
+          this.http.respond({ status: 500, body: "second" });
+          await streamed;
+        },
+      },
+      invocation(http),
+      { onRespond: (response) => responses.push(response) },
+    );
+    const expected = {
+      status: 200,
+      headers: {},
+      body: Buffer.from("chunk 1, chunk 2").toString("base64"),
+      bodyEncoding: "base64",
+    };
+    expect(responses).toEqual([expected]);
+    expect(result.response).toEqual(expected);
   });
 
   it("is not callable from a hook", async () => {

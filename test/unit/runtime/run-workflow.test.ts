@@ -1,6 +1,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { Readable } from "node:stream";
 import { pathToFileURL } from "node:url";
 import { afterAll, describe, expect, it } from "vitest";
 import { createWorkflowHandler } from "#runtime/lambda-entry";
@@ -501,6 +502,79 @@ describe("runWorkflowSteps: $.respond", () => {
     );
     expect(bad.response).toBeUndefined();
     expect(bad.steps[0]?.status).toBe("error");
+  });
+
+  it("reads a stream body first (the original's awaited Readable), and the first call still wins", async () => {
+    type Respond = { respond(spec: unknown): Promise<void> };
+    const result = await run(
+      {
+        reply: {
+          async run({ $ }: { $: Respond }) {
+            const streamed = $.respond({
+              status: 200,
+              headers: { "content-type": "text/csv" },
+              body: Readable.from(["a,b\n", Buffer.from("1,2\n")]),
+            });
+            // Called while the first is being read: ignored, as any later call.
+            await $.respond({ status: 500, body: "second" });
+            await streamed;
+          },
+        },
+        after: { run: () => "ran" },
+      },
+      { respondable: true },
+    );
+    expect(result.response).toEqual({
+      status: 200,
+      headers: { "content-type": "text/csv" },
+      body: Buffer.from("a,b\n1,2\n").toString("base64"),
+      bodyEncoding: "base64",
+    });
+    expect(result.steps.map((step) => step.status)).toEqual(["success", "success"]);
+    // A web ReadableStream is read the same way.
+    const web = await run(
+      {
+        reply: {
+          async run({ $ }: { $: Respond }) {
+            await $.respond({ status: 201, body: new Blob(["from a web stream"]).stream() });
+          },
+        },
+      },
+      { respondable: true },
+    );
+    expect(Buffer.from(web.response?.body ?? "", "base64").toString()).toBe("from a web stream");
+  });
+
+  it("refuses a stream body with immediate, one of objects, and one over the limit, to the step", async () => {
+    const refused = async (body: () => unknown, immediate = false) => {
+      const result = await run(
+        {
+          reply: {
+            async run({ $ }: { $: { respond(spec: unknown): Promise<void> } }) {
+              await $.respond({ status: 200, body: body(), immediate });
+            },
+          },
+        },
+        { respondable: true },
+      );
+      expect(result.response).toBeUndefined();
+      return result.steps[0]?.error?.message;
+    };
+    expect(await refused(() => Readable.from(["x"]), true)).toMatch(/cannot be combined with immediate/);
+    expect(await refused(() => Readable.from([{ not: "bytes" }]))).toMatch(/must give bytes or text/);
+    let destroyed = false;
+    const endless = () =>
+      new Readable({
+        read() {
+          this.push(Buffer.alloc(1024 * 1024));
+        },
+        destroy(error, done) {
+          destroyed = true;
+          done(error);
+        },
+      });
+    expect(await refused(endless)).toMatch(/over the limit of 4194304 bytes/);
+    expect(destroyed).toBe(true);
   });
 
   it("is ignored with a warning naming the step when the trigger does not return a custom response", async () => {
