@@ -59,6 +59,13 @@ export function createStepHelpers(effects: StepEffects): Bag {
       delay: notImplemented("$.flow.delay"),
       rerun: notImplemented("$.flow.rerun"),
       suspend: notImplemented("$.flow.suspend"),
+      refreshTimeout: notImplemented("$.flow.refreshTimeout"),
+    },
+    // The original's file store (`$.files.open(path)` and the rest) is not there: say so at the call.
+    files: {
+      open: notImplemented("$.files.open"),
+      openDescriptor: notImplemented("$.files.openDescriptor"),
+      dir: notImplemented("$.files.dir"),
     },
     send: {
       http: (config: unknown) => effects.send(httpSend(config)),

@@ -26,7 +26,9 @@ interface Dollar {
     delay(ms?: unknown): unknown;
     rerun(ms?: unknown): unknown;
     suspend(): unknown;
+    refreshTimeout(): unknown;
   };
+  files: Record<"open" | "openDescriptor" | "dir", (arg?: unknown) => unknown>;
   send: Send;
 }
 type Send = Record<"http" | "emit" | "sse" | "s3" | "email", (config?: unknown) => void>;
@@ -651,15 +653,22 @@ describe("runWorkflowSteps: $.send", () => {
     expect(result.sends).toEqual([]);
   });
 
-  it("answers NotImplementedError for $.send.email and the $.flow helpers Sluice lacks", async () => {
-    for (const call of [
-      ($: Dollar) => $.send.email({ subject: "s" }),
-      ($: Dollar) => $.flow.delay(1000),
-      ($: Dollar) => $.flow.rerun(1000),
-      ($: Dollar) => $.flow.suspend(),
-    ]) {
+  it("answers NotImplementedError for $.send.email, $.files and the $.flow helpers Sluice lacks", async () => {
+    for (const [helper, call] of [
+      ["$.send.email", ($: Dollar) => $.send.email({ subject: "s" })],
+      ["$.flow.delay", ($: Dollar) => $.flow.delay(1000)],
+      ["$.flow.rerun", ($: Dollar) => $.flow.rerun(1000)],
+      ["$.flow.suspend", ($: Dollar) => $.flow.suspend()],
+      ["$.flow.refreshTimeout", ($: Dollar) => $.flow.refreshTimeout()],
+      ["$.files.open", ($: Dollar) => $.files.open("/tmp/report.csv")],
+      ["$.files.openDescriptor", ($: Dollar) => $.files.openDescriptor({})],
+      ["$.files.dir", ($: Dollar) => $.files.dir()],
+    ] as const) {
       const result = await run({ step: { run: ({ $ }: { $: Dollar }) => call($) } });
-      expect(result.steps[0]?.error?.name).toBe("NotImplementedError");
+      expect(result.steps[0]?.error).toMatchObject({
+        name: "NotImplementedError",
+        message: `${helper} is not available in Sluice yet`,
+      });
     }
   });
 
