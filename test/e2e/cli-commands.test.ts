@@ -557,6 +557,59 @@ export default {
     expect(once.stderr()).toContain(`Deleted source ${otherId}`);
     expect((await api("GET", `/sources/${otherId}`)).status).toBe(404);
   });
+
+  it("dev on an action: runs it at once and after every save with the event and its props, prints each run, and deletes the session's workflow on Ctrl-C", async () => {
+    const GREET = `export default {
+  key: "cli-dev-greet",
+  name: "Greet",
+  version: "0.0.1",
+  type: "action",
+  props: { greeting: { type: "string", default: "Hello" } },
+  async run({ steps, $ }) {
+    const name = steps.trigger.event.body?.name;
+    if (name === "nobody") throw new TypeError("no one to greet");
+    console.log("greeting", name);
+    $.export("$summary", "Greeted " + name);
+    $.export("letters", name.length);
+    return this.greeting + ", " + name;
+  },
+};
+`;
+    const file = write("dev/greet.mjs", GREET);
+    const dev = spawnSluiceBin(["dev", file, "--prop", "greeting=Hey", "--event", '{"name":"Ada"}'], {
+      env,
+      cwd: work,
+      timeoutMs: 90_000,
+    });
+    await eventually(() => when(dev.stdout().includes('return  "Hey, Ada"')), "the first run", { timeoutMs: 30_000 });
+    const workflowId = /\b(p_[A-Za-z0-9_-]+)/.exec(dev.stderr())?.[1] ?? "";
+    expect(dev.stderr()).toContain(`it runs as step "action" of workflow ${workflowId}, once now and after every save`);
+    expect(dev.stdout()).toMatch(
+      /run run_\S+ success in \d+ ms\n {2}return {2}"Hey, Ada"\n {2}export {2}letters = 3\n {2}summary Greeted Ada\n {2}log {5}log greeting Ada\n/,
+    );
+
+    write(file, GREET.replace('", " + name', '", dear " + name'));
+    await eventually(() => when(dev.stdout().includes('return  "Hey, dear Ada"')), "the run after the save", {
+      timeoutMs: 30_000,
+    });
+    expect(dev.stderr()).toContain(`Redeployed greet.mjs to ${workflowId}`);
+    // A run that throws prints its error.
+    write(file, GREET.replace("body?.name;", 'body?.name && "nobody";'));
+    await eventually(() => when(dev.stdout().includes("error   TypeError: no one to greet")), "the failed run", {
+      timeoutMs: 30_000,
+    });
+    // A save that does not load: the error, and the step keeps its last code.
+    write(file, "export default { props: { ,");
+    await eventually(() => when(dev.stderr().includes("the action keeps its last code")), "the refused save", {
+      timeoutMs: 30_000,
+    });
+
+    expect(await stopWithCtrlC(dev)).toEqual({ code: 0, signal: null });
+    expect(dev.stderr()).toContain(`Deleted the session's workflow ${workflowId}; the action stays saved as sc_`);
+    expect((await api("GET", `/workflows/${workflowId}`)).status).toBe(404);
+    const bad = await runSluiceBin(["dev", file, "--event", "{not json"], { env, cwd: work });
+    expect(bad).toMatchObject({ code: 2, stderr: expect.stringContaining("dev: --event must be JSON") });
+  });
 });
 
 describe("sluice deploy of a multi-file component, against a recording stand-in for the API", () => {

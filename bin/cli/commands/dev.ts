@@ -1,5 +1,6 @@
 import { type FSWatcher, watch } from "node:fs";
 import { basename, dirname } from "node:path";
+import { ACTION_STEP, type ActionDev, startActionDev } from "../action-dev.ts";
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_HELP, propAssignments } from "../args.ts";
 import type { ApiClient, EventSummary } from "../client.ts";
 import type { Command, Io } from "../command.ts";
@@ -48,6 +49,16 @@ function watchFiles(files: () => ReadonlySet<string>, changed: () => void): { cl
   };
 }
 
+/** The trigger event of an action's runs: `--event` as JSON, `{}` without it. */
+function eventOption(text: string | undefined): unknown {
+  if (text === undefined) return {};
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new UsageError(`dev: --event must be JSON (such as '{"name":"Ada"}'), got ${text}`);
+  }
+}
+
 /** Streams the source's events, logs and errors as they come, until `signal` aborts. */
 function streamAll(api: ApiClient, io: Io, id: string, json: boolean, signal: AbortSignal): Promise<unknown> {
   const print = (event: EventSummary) => {
@@ -67,8 +78,9 @@ function streamAll(api: ApiClient, io: Io, id: string, json: boolean, signal: Ab
 
 export const dev: Command = {
   name: "dev",
-  summary: "deploy a file, redeploy it on every save (same source id and props), stream its logs and events",
-  usage: `Usage: sluice dev <file> [--prop <name>=<value> ...] [--name <name>] [--delete-on-exit]
+  summary:
+    "deploy a file, redeploy it on every save (same source id and props), stream its logs and events; an action runs on every save",
+  usage: `Usage: sluice dev <file> [--prop <name>=<value> ...] [--name <name>] [--delete-on-exit] [--event <json>]
 
 Deploys <file> as a source (as \`sluice deploy\` does), then watches it and every file it imports:
 on each save it puts the new code on the same source (\`sluice update\`), which keeps its id, its
@@ -78,28 +90,48 @@ they come. A save whose code does not load prints the error and keeps the source
 Ctrl-C stops it. The source is left deployed (its endpoint keeps answering, its timer keeps
 ticking), and the last line says how to delete it; with --delete-on-exit it is deleted instead.
 
+An action (\`type: "action"\`) is saved, then run as the step of a workflow made for the session:
+once at the start and after every save, with the --event JSON as the trigger's event
+(\`steps.trigger.event.body\`; default {}). Each run prints its status, the return value, the
+exports, the $summary, the logs and the error. Ctrl-C deletes that workflow; the action stays saved.
+
   --prop <name>=<value>  a configured prop, as for \`sluice deploy\` (kept across redeploys)
-  --name <name>          the source's name
+  --name <name>          the source's (or the session workflow's) name
   --root <dir>           the folder tree the component's files are read from (see \`sluice deploy --help\`)
   --delete-on-exit       delete the source on Ctrl-C
-${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print each event, log and error as one line of JSON")}`,
+  --event <json>         an action's trigger event body (default {})
+${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print each event, log, error or run as one line of JSON")}`,
   options: {
     ...CLIENT_OPTIONS,
     prop: { type: "string", multiple: true },
     name: { type: "string" },
     root: { type: "string" },
     "delete-on-exit": { type: "boolean" },
+    event: { type: "string" },
   },
   positionals: { min: 1, max: 1 },
   async run(values, [file = ""], io) {
     const props = propAssignments((values.prop as string[] | undefined) ?? []);
     const root = values.root as string | undefined;
+    const event = eventOption(values.event as string | undefined);
     const api = await connect(values, io);
     const deployed = await deployFile(api, io, file, { props, name: values.name as string | undefined, root });
-    if (deployed.kind === "action")
-      throw new UsageError(`dev: ${file} is an action, saved as ${deployed.component.id}; dev runs sources`);
-    const id = deployed.source.id;
-    io.err.write(deployedLines(deployed));
+    const json = values.json === true;
+    let action: ActionDev | undefined;
+    if (deployed.kind === "action") {
+      action = await startActionDev(api, io, file, deployed.component, {
+        props,
+        event,
+        json,
+        name: values.name as string | undefined,
+      });
+      io.err.write(
+        `Saved action "${deployed.component.name}" as ${deployed.component.id}; it runs as step "${ACTION_STEP}" of workflow ${action.workflow.id}, once now and after every save\n`,
+      );
+      await action.run();
+    } else io.err.write(deployedLines(deployed));
+    const id = deployed.kind === "source" ? deployed.source.id : (action?.workflow.id ?? "");
+    const what = action ? "the action" : "the source";
 
     let read = await readComponent(file, { root });
     const watched = () => new Set(read.read);
@@ -109,13 +141,15 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
       try {
         const next = await readComponent(file, { root });
         if (JSON.stringify(next.body) === JSON.stringify(read.body)) return;
-        await updateFile(api, io, id, file, { props: {}, read: next });
+        if (action) await action.update(next);
+        else await updateFile(api, io, id, file, { props: {}, read: next });
         read = next;
         stop.refresh();
         io.err.write(`Redeployed ${basename(file)} to ${id}\n`);
+        await action?.run();
       } catch (error) {
         if (!(error instanceof CliError)) throw error;
-        io.err.write(`sluice: ${error.message}\n(the source keeps its last code; fix the file and save again)\n`);
+        io.err.write(`sluice: ${error.message}\n(${what} keeps its last code; fix the file and save again)\n`);
       }
     };
     const changed = () => {
@@ -134,7 +168,7 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
     const stop = watchFiles(watched, changed);
     io.err.write(`Watching ${read.read.length} file(s) for changes; Ctrl-C to stop\n`);
 
-    const streams = streamAll(api, io, id, values.json === true, io.signal);
+    const streams = action ? Promise.resolve() : streamAll(api, io, id, json, io.signal);
     await new Promise<void>((resolve) => {
       if (io.signal.aborted) resolve();
       io.signal.addEventListener("abort", () => resolve(), { once: true });
@@ -142,7 +176,10 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
     stop.close();
     await running;
     await streams;
-    if (values["delete-on-exit"]) {
+    if (action) {
+      await action.close();
+      io.err.write(`Deleted the session's workflow ${id}; the action stays saved as ${deployed.component.id}\n`);
+    } else if (values["delete-on-exit"]) {
       await api.call("DELETE", `/sources/${id}`);
       io.err.write(`Deleted source ${id}\n`);
     } else io.err.write(`Left source ${id} deployed; delete it with: sluice delete ${id}\n`);
