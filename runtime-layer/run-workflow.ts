@@ -369,6 +369,7 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     return withStreamBodyRead(spec as Bag & { body: AsyncIterable<unknown> }).then(
       (read) => {
         this.run.responding = false;
+        // A step that ended meanwhile (its code did not await the call) has no answer left to give.
         if (!this.over && !this.run.response) this.answer(normalizeResponse(read), false);
       },
       (error) => {

@@ -3,6 +3,7 @@ import { coerceProps } from "./args.ts";
 import type { ApiClient, Component, Page, Workflow, WorkflowRun } from "./client.ts";
 import type { Io } from "./command.ts";
 import type { ComponentBody } from "./component-files.ts";
+import { CliError } from "./errors.ts";
 import { isoTime, printJson, printText } from "./output.ts";
 
 /*
@@ -70,20 +71,26 @@ export async function startActionDev(
     workflow,
     async update(read) {
       const saved = (await api.call<{ data: Component }>("POST", "/components", { body: read.body })).data;
-      if (saved.type !== "action") throw new Error(`${basename(file)} is no longer an action`);
+      if (saved.type !== "action") throw new CliError(`${basename(file)} is no longer an action`);
       await api.call("PUT", `/workflows/${workflow.id}`, { body: { steps: stepsFor(saved, options.props) } });
     },
     async run() {
-      const answer = await fetch(endpoint, {
-        method: "POST",
-        headers: { "content-type": "application/json" },
-        body: JSON.stringify(options.event),
-      });
-      const text = await answer.text();
+      let answer: Response;
+      let text: string;
+      try {
+        answer = await fetch(endpoint, {
+          method: "POST",
+          headers: { "content-type": "application/json" },
+          body: JSON.stringify(options.event),
+        });
+        text = await answer.text();
+      } catch (error) {
+        const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
+        throw new CliError(`cannot reach the workflow's endpoint ${endpoint}: ${cause}`);
+      }
       const run = (await api.call<Page<WorkflowRun>>("GET", `/workflows/${workflow.id}/runs`, { query: { limit: 1 } }))
         .data[0];
-      const outputs =
-        answer.headers.get(OUTPUTS_HEADER) === "1" ? (JSON.parse(text) as Record<string, unknown>) : undefined;
+      const outputs = answer.headers.get(OUTPUTS_HEADER) === "1" ? outputsOf(text) : undefined;
       const own = outputs ? undefined : { status: answer.status, body: text };
       if (options.json) printJson(io, { run, outputs, answer: own });
       else printText(io, runLines(run, outputs, own));
@@ -92,6 +99,16 @@ export async function startActionDev(
       await api.call("DELETE", `/workflows/${workflow.id}`);
     },
   };
+}
+
+/** The answering step's body: the action's return value and exports, as JSON. */
+function outputsOf(text: string): Record<string, unknown> | undefined {
+  try {
+    const parsed: unknown = JSON.parse(text);
+    return typeof parsed === "object" && parsed !== null ? (parsed as Record<string, unknown>) : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 /** A run as text: its status, then the action's return value and exports, its logs and its error. */
