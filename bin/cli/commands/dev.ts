@@ -128,7 +128,12 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
       io.err.write(
         `Saved action "${deployed.component.name}" as ${deployed.component.id}; it runs as step "${ACTION_STEP}" of workflow ${action.workflow.id}, once now and after every save\n`,
       );
-      await action.run();
+      // A first run that cannot happen is said, as after a save: the session goes on (and Ctrl-C
+      // still deletes its workflow).
+      await action.run().catch((error: unknown) => {
+        if (!(error instanceof CliError)) throw error;
+        io.err.write(`sluice: ${error.message}\n`);
+      });
     } else io.err.write(deployedLines(deployed));
     const id = deployed.kind === "source" ? deployed.source.id : (action?.workflow.id ?? "");
     const what = action ? "the action" : "the source";
