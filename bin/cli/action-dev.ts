@@ -2,9 +2,10 @@ import { basename } from "node:path";
 import { coerceProps } from "./args.ts";
 import type { ApiClient, Component, Page, Workflow, WorkflowRun } from "./client.ts";
 import type { Io } from "./command.ts";
+import { runLines } from "./commands/events.ts";
 import type { ComponentBody } from "./component-files.ts";
 import { CliError } from "./errors.ts";
-import { isoTime, printJson, printText } from "./output.ts";
+import { printJson, printText } from "./output.ts";
 
 /*
  * `sluice dev` on an action (the original's `pd dev` runs sources only, a long-standing ask): the
@@ -93,7 +94,7 @@ export async function startActionDev(
       const outputs = answer.headers.get(OUTPUTS_HEADER) === "1" ? outputsOf(text) : undefined;
       const own = outputs ? undefined : { status: answer.status, body: text };
       if (options.json) printJson(io, { run, outputs, answer: own });
-      else printText(io, runLines(run, outputs, own));
+      else printText(io, actionRunLines(run, outputs, own));
     },
     async close() {
       await api.call("DELETE", `/workflows/${workflow.id}`);
@@ -111,24 +112,26 @@ function outputsOf(text: string): Record<string, unknown> | undefined {
   }
 }
 
-/** A run as text: its status, then the action's return value and exports, its logs and its error. */
-export function runLines(
+/**
+ * A run of the action as text: the run as `sluice logs` shows it (its line, its log lines, its
+ * error), then what the action gave: its return value, its exports but `$summary`, its summary,
+ * an exit's reason, or the answer it gave itself.
+ */
+export function actionRunLines(
   run: WorkflowRun | undefined,
   outputs: Record<string, unknown> | undefined,
   answer: { status: number; body: string } | undefined,
 ): string {
   if (!run) return `no run was recorded${answer ? ` (the endpoint answered ${answer.status} ${answer.body})` : ""}\n`;
-  const action = run.steps[0];
-  let text = `${isoTime(run.started_at_ms)}  run ${run.id} ${run.status}${run.duration_ms === null ? "" : ` in ${run.duration_ms} ms`}\n`;
+  let text = `${runLines(run)}\n`;
   if (outputs) {
     const { $return_value: returned, ...exports } = outputs;
     if ("$return_value" in outputs) text += `  return  ${JSON.stringify(returned)}\n`;
     for (const [name, value] of Object.entries(exports))
       if (name !== "$summary") text += `  export  ${name} = ${JSON.stringify(value)}\n`;
   } else if (answer && run.status === "success") text += `  answer  ${answer.status} ${answer.body}\n`;
-  if (action?.summary) text += `  summary ${action.summary}\n`;
-  for (const log of run.logs) text += `  log     ${log.level} ${log.message}\n`;
+  const summary = run.steps[0]?.summary;
+  if (summary) text += `  summary ${summary}\n`;
   if (run.exit_reason !== null) text += `  exit    ${run.exit_reason}\n`;
-  if (run.error) text += `  error   ${run.error.code}: ${run.error.message}\n`;
   return text;
 }

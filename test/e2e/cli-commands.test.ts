@@ -585,7 +585,7 @@ export default {
     const workflowId = /\b(p_[A-Za-z0-9_-]+)/.exec(dev.stderr())?.[1] ?? "";
     expect(dev.stderr()).toContain(`it runs as step "action" of workflow ${workflowId}, once now and after every save`);
     expect(dev.stdout()).toMatch(
-      /run run_\S+ success in \d+ ms\n {2}return {2}"Hey, Ada"\n {2}export {2}letters = 3\n {2}summary Greeted Ada\n {2}log {5}log greeting Ada\n/,
+      /run run_\S+ {2}success in \d+ ms\n\S+ {2}log {4}\[action\] greeting Ada\n {2}return {2}"Hey, Ada"\n {2}export {2}letters = 3\n {2}summary Greeted Ada\n/,
     );
 
     write(file, GREET.replace('", " + name', '", dear " + name'));
@@ -595,9 +595,13 @@ export default {
     expect(dev.stderr()).toContain(`Redeployed greet.mjs to ${workflowId}`);
     // A run that throws prints its error.
     write(file, GREET.replace("body?.name;", 'body?.name && "nobody";'));
-    await eventually(() => when(dev.stdout().includes("error   TypeError: no one to greet")), "the failed run", {
-      timeoutMs: 30_000,
-    });
+    await eventually(
+      () => when(dev.stdout().includes("ERROR  TypeError: no one to greet (in action)")),
+      "the failed run",
+      {
+        timeoutMs: 30_000,
+      },
+    );
     // A save that does not load: the error, and the step keeps its last code.
     write(file, "export default { props: { ,");
     await eventually(() => when(dev.stderr().includes("the action keeps its last code")), "the refused save", {

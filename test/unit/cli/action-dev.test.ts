@@ -1,7 +1,7 @@
 import { createServer, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runLines, startActionDev } from "../../../bin/cli/action-dev.ts";
+import { actionRunLines, startActionDev } from "../../../bin/cli/action-dev.ts";
 import { apiClient, type Component, type WorkflowRun } from "../../../bin/cli/client.ts";
 import { CliError } from "../../../bin/cli/errors.ts";
 import { recordingIo } from "../../support/cli-io.ts";
@@ -29,21 +29,21 @@ const run = (fields: Partial<WorkflowRun>): WorkflowRun =>
     ...fields,
   }) as WorkflowRun;
 
-describe("runLines: a run of the action as dev prints it", () => {
+describe("actionRunLines: a run of the action as dev prints it", () => {
   it("gives the return value, the exports but $summary, the summary and the logs", () => {
     const success = run({
       steps: [
         { id: "c_1", namespace: "action", status: "success", summary: "Greeted Ada", duration_ms: 3, export_bytes: 9 },
       ],
-      logs: [{ ts: 1, level: "log", message: "greeting Ada", step: "c_1" }],
+      logs: [{ ts: Date.UTC(2026, 10, 27, 12, 0, 1), level: "log", message: "greeting Ada", step: "c_1" }],
     });
-    expect(runLines(success, { $return_value: "Hey, Ada", letters: 3, $summary: "Greeted Ada" }, undefined)).toBe(
+    expect(actionRunLines(success, { $return_value: "Hey, Ada", letters: 3, $summary: "Greeted Ada" }, undefined)).toBe(
       [
-        "2026-11-27T12:00:01Z  run run_1 success in 4 ms",
+        "2026-11-27T12:00:01Z  run run_1  success in 4 ms",
+        "2026-11-27T12:00:01Z  log    [action] greeting Ada",
         '  return  "Hey, Ada"',
         "  export  letters = 3",
         "  summary Greeted Ada",
-        "  log     log greeting Ada",
         "",
       ].join("\n"),
     );
@@ -51,12 +51,14 @@ describe("runLines: a run of the action as dev prints it", () => {
 
   it("gives an exit's reason, an error, the action's own answer, and says when no run was recorded", () => {
     expect(
-      runLines(run({ status: "exited", exit_reason: "nothing to do" }), undefined, { status: 400, body: "x" }),
-    ).toBe("2026-11-27T12:00:01Z  run run_1 exited in 4 ms\n  exit    nothing to do\n");
+      actionRunLines(run({ status: "exited", exit_reason: "nothing to do" }), undefined, { status: 400, body: "x" }),
+    ).toBe("2026-11-27T12:00:01Z  run run_1  exited in 4 ms\n  exit    nothing to do\n");
     const failed = run({ status: "error", error: { code: "TypeError", cell_id: "c_1", message: "no one" } });
-    expect(runLines(failed, undefined, { status: 400, body: "{}" })).toContain("  error   TypeError: no one\n");
-    expect(runLines(run({}), undefined, { status: 201, body: "made" })).toContain("  answer  201 made\n");
-    expect(runLines(undefined, undefined, { status: 404, body: "gone" })).toBe(
+    expect(actionRunLines(failed, undefined, { status: 400, body: "{}" })).toContain(
+      "ERROR  TypeError: no one (in action)\n",
+    );
+    expect(actionRunLines(run({}), undefined, { status: 201, body: "made" })).toContain("  answer  201 made\n");
+    expect(actionRunLines(undefined, undefined, { status: 404, body: "gone" })).toBe(
       "no run was recorded (the endpoint answered 404 gone)\n",
     );
   });
