@@ -195,7 +195,8 @@ describe("the output stream", () => {
     expect(written.slice(kept)).toEqual([`dropped ${50 - kept}\n`, "after\n"]);
   });
 
-  it("per turn: writes one turn's lines in one call, in order, before the next turn", async () => {
+  /** A stream that takes every write at once, keeping each call's chunk. */
+  const chunkStream = () => {
     const chunks: string[] = [];
     const stream = new Writable({
       write(chunk, _encoding, done) {
@@ -203,33 +204,33 @@ describe("the output stream", () => {
         done();
       },
     });
+    return { chunks, stream };
+  };
+  const nextTurn = () => new Promise((resolve) => setImmediate(resolve));
+
+  it("per turn: writes one turn's lines in one call, in order, before the next turn", async () => {
+    const { chunks, stream } = chunkStream();
     const write = boundedLineWriter(stream, (count) => `dropped ${count}`, { perTurn: true });
     write("a");
     write("b");
     expect(chunks).toEqual([]);
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     expect(chunks).toEqual(["a\nb\n"]);
     write("c");
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     expect(chunks).toEqual(["a\nb\n", "c\n"]);
   });
 
   it("per turn: bounds one turn's lines, then says how many were dropped", async () => {
-    const chunks: string[] = [];
-    const stream = new Writable({
-      write(chunk, _encoding, done) {
-        chunks.push(String(chunk));
-        done();
-      },
-    });
+    const { chunks, stream } = chunkStream();
     const write = boundedLineWriter(stream, (count) => `dropped ${count}`, { perTurn: true, maxUnwrittenBytes: 100 });
     for (let i = 0; i < 50; i++) write(`line ${i} ${"z".repeat(20)}`);
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     const kept = chunks.join("").split("\n").filter(Boolean);
     expect(kept.length).toBeGreaterThan(0);
     expect(kept.length).toBeLessThan(10);
     write("after");
-    await new Promise((resolve) => setImmediate(resolve));
+    await nextTurn();
     expect(chunks.at(-2)).toBe(`dropped ${50 - kept.length}\n`);
     expect(chunks.at(-1)).toBe("after\n");
   });
