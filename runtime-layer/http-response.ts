@@ -43,7 +43,7 @@ const isBag = (value: unknown): value is Bag => typeof value === "object" && val
  * as registry components pass it); headers go through {@link responseHeaders}; a string body stays
  * as is, bytes (Buffer, Uint8Array, ArrayBuffer) become base64 with `bodyEncoding: "base64"`,
  * anything else becomes JSON with `content-type: application/json` unless the code set a content
- * type. A stream body is refused here: the caller reads it first ({@link withStreamBodyRead}).
+ * type. A stream body is refused here: the caller reads it first ({@link readStreamBody}).
  *
  * @throws Error {@link STATUS_MESSAGE} for a missing or out-of-range status (a 1xx is an interim
  * answer, never a final one); TypeError when the argument is not an object or the body cannot be
@@ -94,69 +94,67 @@ function withBody(status: number, headers: Record<string, string>, spec: Bag): H
   return { status, headers, body: json };
 }
 
+const SET_COOKIE = "set-cookie";
+
+/** A header value as text, if HTTP can carry it (no CR, LF or other control but tab). */
+function headerText(value: unknown): string | undefined {
+  const text = String(value);
+  return HEADER_VALUE.test(text) ? text : undefined;
+}
+
 /**
- * The headers a component may set, as strings (arrays joined with `, `; a response's `Set-Cookie`
- * values are kept apart by {@link answerHeaders}): framing and hop-by-hop
+ * The headers a component may set, as strings (arrays joined with `, `): framing and hop-by-hop
  * headers ({@link FRAMING_HEADERS}, `proxy-*`), names that are not HTTP tokens and values with
  * characters HTTP cannot carry are dropped, and of two names that differ only in case the first
  * stays. The servers run it again right before writing (local server, API Gateway result), whatever
- * the response went through before.
+ * the response went through before. Given `cookies`, every `Set-Cookie` value (under any spelling,
+ * each value of an array) goes there instead, one each ({@link answerHeaders}).
  */
-export function responseHeaders(headers: unknown): Record<string, string> {
+export function responseHeaders(headers: unknown, cookies?: string[]): Record<string, string> {
   const out: Record<string, string> = {};
   if (!isBag(headers)) return out;
   const seen = new Set<string>();
   for (const [name, value] of Object.entries(headers)) {
     if (value === undefined || value === null) continue;
     const lower = name.toLowerCase();
+    if (cookies && lower === SET_COOKIE) {
+      for (const each of Array.isArray(value) ? value : [value]) {
+        const text = each === undefined || each === null ? undefined : headerText(each);
+        if (text !== undefined) cookies.push(text);
+      }
+      continue;
+    }
     if (seen.has(lower) || FRAMING_HEADERS.has(lower) || lower.startsWith("proxy-") || !HEADER_NAME.test(name)) {
       continue;
     }
-    const text = Array.isArray(value) ? value.map(String).join(", ") : String(value);
-    if (!HEADER_VALUE.test(text)) continue;
+    const text = headerText(Array.isArray(value) ? value.map(String).join(", ") : value);
+    if (text === undefined) continue;
     seen.add(lower);
     out[name] = text;
   }
   return out;
 }
 
-const SET_COOKIE = "set-cookie";
-
 /**
- * The `Set-Cookie` values of a response, each a header of its own: every value of an array (or
- * the one value) under any spelling of the name in `headers`, then those of `cookies` (the form
- * {@link normalizeResponse} gives, read again by trusted code). Values HTTP cannot carry are
- * dropped, as `responseHeaders` drops them. Unlike other headers they are never joined with `, `:
- * a client reads joined cookies as one, whose attributes swallow the next (an `Expires` date has
- * a comma of its own).
- */
-export function responseCookies(headers: unknown, cookies?: unknown): string[] {
-  const out: string[] = [];
-  const add = (value: unknown) => {
-    if (value === undefined || value === null) return;
-    const text = String(value);
-    if (HEADER_VALUE.test(text)) out.push(text);
-  };
-  if (isBag(headers)) {
-    for (const [name, value] of Object.entries(headers)) {
-      if (name.toLowerCase() === SET_COOKIE) (Array.isArray(value) ? value : [value]).forEach(add);
-    }
-  }
-  if (Array.isArray(cookies)) cookies.forEach(add);
-  return out;
-}
-
-/**
- * What a server writes of a response's headers: the other headers as `responseHeaders` filters
- * them, and the cookies apart ({@link responseCookies}), one `Set-Cookie` header each.
+ * What a server writes of a response's headers: the headers as {@link responseHeaders} filters
+ * them, and the `Set-Cookie` values apart, one header each: those among `headers`, then `cookies`
+ * (the form {@link normalizeResponse} gives, read again by trusted code). Unlike other headers
+ * cookies are never joined with `, `: a client reads joined cookies as one, whose attributes
+ * swallow the next (an `Expires` date has a comma of its own).
  */
 export function answerHeaders(
   headers: unknown,
   cookies?: unknown,
 ): { headers: Record<string, string>; cookies: string[] } {
-  const others = responseHeaders(headers);
-  for (const name of Object.keys(others)) if (name.toLowerCase() === SET_COOKIE) delete others[name];
-  return { headers: others, cookies: responseCookies(headers, cookies) };
+  const kept: string[] = [];
+  const others = responseHeaders(headers, kept);
+  if (Array.isArray(cookies)) {
+    for (const each of cookies) {
+      const text = typeof each === "string" ? headerText(each) : undefined;
+      if (text !== undefined) kept.push(text);
+    }
+  }
+  return { headers: others, cookies: kept };
 }
 
 function checkHeaderLimits(headers: Record<string, string>, cookies: readonly string[]): void {
@@ -188,18 +186,20 @@ export function isStreamBody(body: unknown): body is AsyncIterable<unknown> {
 }
 
 /**
- * `spec` with its stream body ({@link isStreamBody}) read into one Buffer, so that
- * {@link normalizeResponse} takes it as bytes. Chunks must be bytes or text; reading stops (and
- * the stream is destroyed) past {@link RESPONSE_MAX_BODY_BYTES}.
+ * For a respond whose body is a stream ({@link isStreamBody}): the spec with the body read into
+ * one Buffer, which {@link normalizeResponse} takes as bytes; undefined for any other respond.
+ * Chunks must be bytes or text; reading stops past {@link RESPONSE_MAX_BODY_BYTES}, and leaving the
+ * loop early ends the stream (a `Readable`'s iterator destroys it, a web stream's cancels it).
  *
- * @throws TypeError for a chunk that is neither bytes nor text; RangeError past the limit; what
- * the stream fails with.
+ * @throws (the promise) TypeError for a chunk that is neither bytes nor text; RangeError past the
+ * limit; what the stream fails with.
  */
-export async function withStreamBodyRead(spec: Bag & { body: AsyncIterable<unknown> }): Promise<Bag> {
-  const chunks: Buffer[] = [];
-  let bytes = 0;
-  const stream = spec.body as AsyncIterable<unknown> & { destroy?: unknown };
-  try {
+export function readStreamBody(spec: unknown): Promise<Bag> | undefined {
+  if (!isBag(spec) || !isStreamBody(spec.body)) return undefined;
+  const stream = spec.body;
+  return (async () => {
+    const chunks: Buffer[] = [];
+    let bytes = 0;
     for await (const chunk of stream) {
       const piece = typeof chunk === "string" ? Buffer.from(chunk, "utf8") : asBytes(chunk);
       if (!piece) throw new TypeError("respond: a stream body must give bytes or text");
@@ -209,11 +209,8 @@ export async function withStreamBodyRead(spec: Bag & { body: AsyncIterable<unkno
       }
       chunks.push(piece);
     }
-  } catch (error) {
-    if (typeof stream.destroy === "function") stream.destroy();
-    throw error;
-  }
-  return { ...spec, body: Buffer.concat(chunks) };
+    return { ...spec, body: Buffer.concat(chunks) };
+  })();
 }
 
 function asBytes(body: unknown): Buffer | undefined {

@@ -9,7 +9,7 @@ import { inspect } from "node:util";
 import { createDataStoreClient, type DataStoreCaller } from "./data-store-client.ts";
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
 import { httpRequestValue } from "./http-request-prop.ts";
-import { isStreamBody, normalizeResponse, withStreamBodyRead } from "./http-response.ts";
+import { normalizeResponse, readStreamBody } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { runPropOptions } from "./prop-options.ts";
 import type {
@@ -315,22 +315,20 @@ class InvocationState implements InvocationScope, ThisBindings {
     if (this.invocation.kind !== "run") throw new Error("respond can only be called from run");
     // The first call wins (legacy components call it twice); a finished run has answered already.
     if (this.response || this.responding || this.closed) return;
-    if (!(isBag(spec) && isStreamBody(spec.body))) {
+    const streamed = readStreamBody(spec);
+    if (!streamed) {
       this.answer(normalizeResponse(spec));
       return;
     }
     // A stream body is read first; the promise tells the code when the answer is given.
     this.responding = true;
-    return withStreamBodyRead(spec as Bag & { body: AsyncIterable<unknown> }).then(
-      (read) => {
+    return streamed
+      .finally(() => {
         this.responding = false;
+      })
+      .then((read) => {
         if (!this.response && !this.closed) this.answer(normalizeResponse(read));
-      },
-      (error) => {
-        this.responding = false;
-        throw error;
-      },
-    );
+      });
   }
 
   private answer(response: HttpResponseSpec): void {

@@ -13,7 +13,7 @@
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { toJson } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
-import { isStreamBody, normalizeResponse, withStreamBodyRead } from "./http-response.ts";
+import { isStreamBody, normalizeResponse, readStreamBody } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { jsonBytesWithin } from "./json-value.ts";
 import type {
@@ -359,24 +359,24 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     // The first call wins, as a source's respond; a bad one throws to the code and a later call may still answer.
     if (this.run.response || this.run.responding) return Promise.resolve();
     const immediate = isBag(spec) && spec.immediate === true;
-    if (!(isBag(spec) && isStreamBody(spec.body))) {
+    // A stream body (the original's Readable) is read first, so the respond must be awaited.
+    if (immediate && isStreamBody(spec.body)) {
+      throw new TypeError("$.respond: a stream body cannot be combined with immediate: true");
+    }
+    const streamed = readStreamBody(spec);
+    if (!streamed) {
       this.answer(normalizeResponse(spec), immediate);
       return Promise.resolve();
     }
-    // A stream body (the original's Readable) is read first, so the respond must be awaited.
-    if (immediate) throw new TypeError("$.respond: a stream body cannot be combined with immediate: true");
     this.run.responding = true;
-    return withStreamBodyRead(spec as Bag & { body: AsyncIterable<unknown> }).then(
-      (read) => {
+    return streamed
+      .finally(() => {
         this.run.responding = false;
+      })
+      .then((read) => {
         // A step that ended meanwhile (its code did not await the call) has no answer left to give.
         if (!this.over && !this.run.response) this.answer(normalizeResponse(read), false);
-      },
-      (error) => {
-        this.run.responding = false;
-        throw error;
-      },
-    );
+      });
   }
 
   private answer(response: HttpResponseSpec & { immediate?: boolean }, immediate: boolean): void {
