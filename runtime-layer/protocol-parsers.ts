@@ -240,8 +240,9 @@ function errorRecord(raw: unknown, path: string): ErrorRecord {
 
 /**
  * A response in the normal form the runtime sends (`normalizeResponse`): an integer status from 200
- * to 599, headers as strings, cookies (if any) as strings, a string body. Header names and values, and the sizes, are checked
- * again by trusted code before the response is written (`checkResponse`).
+ * to 599, headers as strings, cookies (if any) as strings, a string body. Header names and values,
+ * the cookies and the sizes are checked again by trusted code before the response is written
+ * (`checkResponse`).
  */
 export function parseHttpResponse(raw: unknown): Parsed<HttpResponseSpec> {
   return parsing(() => response(raw, "response"));

@@ -100,6 +100,8 @@ export function loadDetails(result: LoadResult) {
 /** A rate or a latency for notes and reference cells, written as the table writes them. */
 export const perSec = (value: number) => formatValue(value, "/s");
 
+export const ms = (value: number) => formatValue(value, "ms");
+
 /**
  * The server's CPU per event (its process: main thread and its own threads) as a row without a
  * target, beside what a share target of the bare server's rate would leave it: at `sharePct`% of
@@ -127,7 +129,6 @@ export function serverCpuRow(
       : {}),
   };
 }
-export const ms = (value: number) => formatValue(value, "ms");
 
 /** CPU µs per stored event by process role, over what `cpuMs` added since `before`. */
 export function cpuPerEvent(after: Record<string, number>, before: Record<string, number>, stored: number) {

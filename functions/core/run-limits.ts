@@ -38,7 +38,6 @@ export const MAX_ERROR_TEXT = 16 * 1024;
 export const SERVICE_DB_LIMIT_ERROR = "ServiceDbLimitError";
 export const RESPONSE_ERROR = "ResponseError";
 
-/** A result cut to the limits, and what was cut. */
 /** A kept emit as the limits check measured it. */
 export interface MeasuredEmit {
   /** Its event as JSON text, made once to measure it: what the store writes (`NewEvent.eventJson`). */
@@ -47,6 +46,7 @@ export interface MeasuredEmit {
   storedBytes: number;
 }
 
+/** A result cut to the limits, and what was cut. */
 export interface LimitedResult {
   /** The emits kept, in call order. */
   emits: EmitRecord[];

@@ -144,9 +144,9 @@ function send(response: ServerResponse, result: HttpResult): void {
 
 /**
  * Writes a source's answer. Its headers are filtered again right here (`answerHeaders`: no
- * framing or hop-by-hop header, nothing Node would refuse; each cookie a `Set-Cookie` header of its
- * own), whatever produced the spec, and the
- * server sets the framing itself: a `Content-Length`, or for 204 and 304 no body at all.
+ * framing or hop-by-hop header, nothing Node would refuse; each cookie a `Set-Cookie` header of
+ * its own), whatever produced the spec, and the server sets the framing itself: a
+ * `Content-Length`, or for 204 and 304 no body at all.
  */
 function sendSpec(response: ServerResponse, spec: HttpResponseSpec): void {
   const { status, headers, body } = preparedAnswer(spec);
