@@ -69,6 +69,7 @@ describe("startActionDev against a stand-in API", () => {
   let url: string;
   let closedPort: number;
   const requests: { method: string; path: string; body: unknown }[] = [];
+  let sessions = 0;
 
   beforeAll(async () => {
     // A port nothing listens on: the session workflow's endpoint that cannot be reached.
@@ -86,8 +87,17 @@ describe("startActionDev against a stand-in API", () => {
         requests.push({ method: request.method ?? "", path: request.url ?? "", body });
         const answer = (data: unknown) =>
           response.writeHead(200, { "content-type": "application/json" }).end(JSON.stringify({ data }));
-        if (request.url === "/v1/workflows")
-          return answer({ id: "p_dev", triggers: [{ endpoint_url: `http://127.0.0.1:${closedPort}/http/k` }] });
+        // The second session gets an endpoint that answers as the session's answering step does.
+        if (request.url === "/v1/workflows") {
+          const endpoint = sessions++ === 0 ? `http://127.0.0.1:${closedPort}/http/k` : `${url}/http/k`;
+          return answer({ id: `p_dev${sessions}`, triggers: [{ endpoint_url: endpoint }] });
+        }
+        if (request.url === "/http/k") {
+          return response
+            .writeHead(200, { "content-type": "application/json", "x-sluice-dev-outputs": "1" })
+            .end(JSON.stringify({ $return_value: "Hey, Ada", letters: 3 }));
+        }
+        if (request.url?.startsWith("/v1/workflows/p_dev2/runs")) return answer([run({ id: "run_2" })]);
         if (request.url === "/v1/components") return answer({ id: "sc_2", type: "source", configurable_props: [] });
         answer({});
       });
@@ -132,5 +142,26 @@ describe("startActionDev against a stand-in API", () => {
     expect((noLongerAction as Error).message).toBe("greet.mjs is no longer an action");
     // Nothing was put on the workflow for the refused save.
     expect(requests.some((request) => request.method === "PUT")).toBe(false);
+  });
+
+  it("prints a run with --json as one line: the run record, and the outputs the answering step gave", async () => {
+    const api = apiClient({ url, streamUrl: url, apiKey: "k".repeat(20), keyFrom: "SLUICE_API_KEY" });
+    const { io, written } = recordingIo();
+    const component = { id: "sc_1", type: "action", configurable_props: [] } as unknown as Component;
+    const dev = await startActionDev(api, io, "greet.mjs", component, {
+      props: {},
+      event: { name: "Ada" },
+      json: true,
+    });
+    await dev.run();
+    const line = JSON.parse(written.out);
+    expect(line).toMatchObject({
+      run: { id: "run_2", status: "success" },
+      outputs: { $return_value: "Hey, Ada", letters: 3 },
+    });
+    expect(line).not.toHaveProperty("answer");
+    // The event went to the endpoint as the trigger's body.
+    expect(requests.find((request) => request.path === "/http/k")?.body).toEqual({ name: "Ada" });
+    expect(requests.at(-1)).toMatchObject({ method: "GET", path: "/v1/workflows/p_dev2/runs?limit=1" });
   });
 });
