@@ -1,6 +1,6 @@
 import { basename } from "node:path";
 import { coerceProps } from "./args.ts";
-import type { ApiClient, Component, Page, Workflow, WorkflowRun } from "./client.ts";
+import { type ApiClient, type Component, type Page, unreachable, type Workflow, type WorkflowRun } from "./client.ts";
 import type { Io } from "./command.ts";
 import { runLines } from "./commands/events.ts";
 import type { ComponentBody } from "./component-files.ts";
@@ -86,8 +86,7 @@ export async function startActionDev(
         });
         text = await answer.text();
       } catch (error) {
-        const cause = (error as { cause?: { code?: string } }).cause?.code ?? (error as Error).message;
-        throw new CliError(`cannot reach the workflow's endpoint ${endpoint}: ${cause}`);
+        throw unreachable(`the workflow's endpoint ${endpoint}`, error);
       }
       const run = (await api.call<Page<WorkflowRun>>("GET", `/workflows/${workflow.id}/runs`, { query: { limit: 1 } }))
         .data[0];

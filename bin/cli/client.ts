@@ -33,6 +33,12 @@ export class ApiError extends CliError {
 
 type Query = Record<string, string | number | undefined>;
 
+/** Why `fetch` could not reach `what`, as a CliError: the network's code (`ECONNREFUSED`) when it gives one. */
+export function unreachable(what: string, error: unknown): CliError {
+  const cause = (error as { cause?: { code?: string; message?: string } }).cause;
+  return new CliError(`cannot reach ${what}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+}
+
 /** How long an idle live stream waits before reconnecting after the server closed it. */
 const RECONNECT_DELAY_MS = 1_000;
 
@@ -53,8 +59,7 @@ export function apiClient(target: Target, fetchImpl: typeof fetch = fetch) {
       });
     } catch (error) {
       if ((error as Error).name === "AbortError") throw error;
-      const cause = (error as { cause?: { code?: string; message?: string } }).cause;
-      throw new CliError(`cannot reach ${url.origin}: ${cause?.code ?? cause?.message ?? (error as Error).message}`);
+      throw unreachable(url.origin, error);
     }
   }
 
