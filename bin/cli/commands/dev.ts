@@ -117,7 +117,14 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
     const api = await connect(values, io);
     const deployed = await deployFile(api, io, file, { props, name: values.name as string | undefined, root });
     const json = values.json === true;
+    /** A run that cannot happen (its endpoint unreachable) is said; the session goes on. */
+    const runAction = (session: ActionDev) =>
+      session.run().catch((error: unknown) => {
+        if (!(error instanceof CliError)) throw error;
+        io.err.write(`sluice: ${error.message}\n`);
+      });
     let action: ActionDev | undefined;
+    let id: string;
     if (deployed.kind === "action") {
       action = await startActionDev(api, io, file, deployed.component, {
         props,
@@ -125,17 +132,15 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
         json,
         name: values.name as string | undefined,
       });
+      id = action.workflow.id;
       io.err.write(
-        `Saved action "${deployed.component.name}" as ${deployed.component.id}; it runs as step "${ACTION_STEP}" of workflow ${action.workflow.id}, once now and after every save\n`,
+        `Saved action "${deployed.component.name}" as ${deployed.component.id}; it runs as step "${ACTION_STEP}" of workflow ${id}, once now and after every save\n`,
       );
-      // A first run that cannot happen is said, as after a save: the session goes on (and Ctrl-C
-      // still deletes its workflow).
-      await action.run().catch((error: unknown) => {
-        if (!(error instanceof CliError)) throw error;
-        io.err.write(`sluice: ${error.message}\n`);
-      });
-    } else io.err.write(deployedLines(deployed));
-    const id = deployed.kind === "source" ? deployed.source.id : (action?.workflow.id ?? "");
+      await runAction(action);
+    } else {
+      id = deployed.source.id;
+      io.err.write(deployedLines(deployed));
+    }
     const what = action ? "the action" : "the source";
 
     let read = await readComponent(file, { root });
@@ -151,11 +156,13 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
         read = next;
         stop.refresh();
         io.err.write(`Redeployed ${basename(file)} to ${id}\n`);
-        await action?.run();
       } catch (error) {
         if (!(error instanceof CliError)) throw error;
         io.err.write(`sluice: ${error.message}\n(${what} keeps its last code; fix the file and save again)\n`);
+        return;
       }
+      // After the new code is on the step: a run that fails says so, not that the code was kept.
+      if (action) await runAction(action);
     };
     const changed = () => {
       if (running) {
