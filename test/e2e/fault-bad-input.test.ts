@@ -17,11 +17,21 @@ import {
  * "Errors", another account's ids never succeed, and the server is still up afterwards.
  *
  * Two runs: a fixed seed (the same requests every time) and a random one, printed on failure.
- * Replay a failure with FUZZ_SEED=<seed>; FUZZ_COUNT sets the requests per run.
+ * Replay a failure with FUZZ_SEED=<seeds>, the runs' seeds in order, comma-separated (a run starts
+ * from what the earlier ones left); FUZZ_COUNT sets the requests per run. A failure's report ends
+ * with the server's error lines, which say what failed inside.
  */
 const FIXED_SEED = 20_261_121;
 const COUNT = Number(process.env.FUZZ_COUNT ?? 600);
 const CONCURRENCY = 16;
+
+/** The server's log lines at level error (a 5xx's cause among them), the newest 20. */
+const errorLines = (output: string) =>
+  output
+    .split("\n")
+    .filter((line) => line.includes('"level":"error"'))
+    .slice(-20)
+    .join("\n");
 
 describe("bad input at volume", () => {
   let sluice: SluiceProcess;
@@ -62,7 +72,7 @@ describe("bad input at volume", () => {
 
   it("answers generated bad requests without a 5xx, in the error shape, and stays up", async () => {
     const replay = process.env.FUZZ_SEED;
-    const seeds = replay ? [Number(replay)] : [FIXED_SEED, randomInt(2 ** 31)];
+    const seeds = replay ? replay.split(",").map(Number) : [FIXED_SEED, randomInt(2 ** 31)];
     const origin = sluice.baseUrl.replace(/\/v1$/, "");
     const runs: { seed: number; summary: FuzzSummary }[] = [];
     for (const seed of seeds) {
@@ -75,11 +85,13 @@ describe("bad input at volume", () => {
     );
     const report = failed.map(({ seed, summary: s }) =>
       [
-        `seed ${seed} (replay with FUZZ_SEED=${seed}): ${s.serverErrors} 5xx, ${s.badShape} bad shape, ` +
+        `seed ${seed} (replay with FUZZ_SEED=${seeds.slice(0, seeds.indexOf(seed) + 1).join(",")}): ` +
+          `${s.serverErrors} 5xx, ${s.badShape} bad shape, ` +
           `${s.noAnswer} unanswered, ${s.foreignSuccess} foreign successes of ${s.requests}`,
         ...s.examples,
       ].join("\n"),
     );
+    if (report.length > 0) report.push(`the server's error lines:\n${errorLines(sluice.output())}`);
     expect(report, report.join("\n\n")).toEqual([]);
 
     // The requests reached every operation of the document and every kind of refusal.

@@ -1038,6 +1038,25 @@ describe("ProcessPoolHost: lifecycle", () => {
     }
   });
 
+  it("removes a source while its bundle is being built: no write into the folder, its runs fail, a deploy after is refused", async () => {
+    // New code each time, so that the first run builds its bundle while the removals go on.
+    const code = source("dc_removed", `export default { run() { this.$emit(${Date.now()}); } };`);
+    const folder = join(workDir, "sources", "dc_removed");
+    const building = host.invoke(code, invocation(code.sourceId));
+    // Two DELETEs at once, as a client that retries does: both finish, neither throws.
+    await Promise.all([host.remove(code), host.remove(code)]);
+    const [built, later] = [await building, await host.invoke(code, invocation(code.sourceId))];
+    for (const result of [built, later]) {
+      expect(result.error).toMatchObject({ name: "SandboxError", message: "the source was removed" });
+      expect(result.emits).toEqual([]);
+    }
+    expect(existsSync(folder)).toBe(false);
+    await expect(host.prepare(code)).rejects.toMatchObject({ code: "conflict", message: "the source was removed" });
+    expect(existsSync(folder)).toBe(false);
+    // Another source is not concerned.
+    expect(events(await run(source("dc_kept", "export default { run() { this.$emit(1); } };")))).toEqual([1]);
+  });
+
   it("reaps an idle child, starts a new one when needed, and kills all on close", async () => {
     const reapingDir = mkdtempSync(join(tmpdir(), "sluice-reap-"));
     const reaping = new ProcessPoolHost({ workDir: reapingDir, idleMs: 200 });

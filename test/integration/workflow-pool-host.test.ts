@@ -174,10 +174,12 @@ describe("ProcessPoolHost workflows: bundles", () => {
       await restarted.removeWorkflow(workflow);
       expect(existsSync(join(workDir, "workflows", "p_layout"))).toBe(false);
       await expect.poll(() => isAlive(pid), { timeout: 10_000 }).toBe(false);
-      // The same workflow run again after its removal is built afresh, not run from the removed folder.
+      // A run of the removed workflow fails, as a deleted Lambda function's would, and writes nothing.
       const again = await run(restarted, workflow);
-      expect(again.steps.map((outcome) => outcome.status)).toEqual(["success", "success", "success"]);
-      expect(existsSync(folder)).toBe(true);
+      expect(again.error).toMatchObject({ name: "SandboxError", message: "the workflow was removed" });
+      expect(again.steps).toEqual([]);
+      expect(existsSync(join(workDir, "workflows", "p_layout"))).toBe(false);
+      await expect(restarted.prepareWorkflow(workflow)).rejects.toMatchObject({ code: "conflict" });
     } finally {
       await restarted.close();
     }

@@ -24,7 +24,7 @@ import { totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import type { Plugin } from "esbuild";
 import type { ComponentDescription } from "#core/component-model";
-import { isDomainError } from "#core/errors";
+import { conflict, isDomainError } from "#core/errors";
 import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
 import { sha256Hex } from "#core/sha256";
@@ -102,6 +102,9 @@ const sourceFolder = (sourceId: string) =>
 const codeFolder = (source: { codeHash: string; code: string }) =>
   /^[0-9a-f]{64}$/.test(source.codeHash) ? source.codeHash : sha256Hex(source.code);
 
+/** Removed owners remembered ({@link ProcessPoolHost}): a run racing a deletion comes within seconds. */
+const REMOVED_KEPT = 10_000;
+
 const MIB = 1024 * 1024;
 /**
  * Live children when not configured: one per 64 MiB of the machine's memory (an idle child takes
@@ -135,6 +138,14 @@ export class ProcessPoolHost implements ComponentHost {
     WorkflowCode,
     { key: string; bundles: Promise<Record<string, string>> }
   >();
+  /**
+   * Why each removed owner (`<dir>/<folder>`) went, newest {@link REMOVED_KEPT}: its runs fail and
+   * nothing is built for it again, as a deleted Lambda function no longer runs. A run racing its
+   * owner's deletion so never writes a bundle into the folder being removed, nor leaves one behind.
+   */
+  private readonly removed = new Map<string, string>();
+  /** Removals in progress by `<dir>/<folder>`: a second `DELETE` waits for the first. */
+  private readonly removing = new Map<string, Promise<void>>();
   private readonly swept: Promise<void>;
   private closed = false;
 
@@ -169,12 +180,15 @@ export class ProcessPoolHost implements ComponentHost {
   }
 
   async prepare(source: SourceCode): Promise<void> {
+    this.refuseRemoved(SOURCES_DIR, source.sourceId);
     await this.bundleFor(source);
   }
 
   async invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
     if (this.closed) throw new Error("the component host is closed");
     const startedAt = performance.now();
+    const removed = this.removedWhy(SOURCES_DIR, source.sourceId);
+    if (removed !== undefined) return failedResult(invocation.invocationId, sandboxError(removed), 0);
     // Built alongside the component on the first invoke (sandboxEntry caches it and handles its failure).
     const entry = sandboxEntry(this.workDir);
     let bundlePath: string;
@@ -186,7 +200,13 @@ export class ProcessPoolHost implements ComponentHost {
       const compileError = { name: "CompileError", message: error.message, ts: Date.now() };
       return failedResult(invocation.invocationId, compileError, performance.now() - startedAt);
     }
-    return this.poolFor(this.pools, SOURCES_DIR, source.sourceId, await entry).invoke(bundlePath, invocation, handlers);
+    const entryPath = await entry;
+    // Removed while its bundle was built: no new pool for it.
+    const removedMeanwhile = this.removedWhy(SOURCES_DIR, source.sourceId);
+    if (removedMeanwhile !== undefined) {
+      return failedResult(invocation.invocationId, sandboxError(removedMeanwhile), performance.now() - startedAt);
+    }
+    return this.poolFor(this.pools, SOURCES_DIR, source.sourceId, entryPath).invoke(bundlePath, invocation, handlers);
   }
 
   /** Stops the source's children (runs in flight end with an error) and removes its bundles. */
@@ -195,6 +215,7 @@ export class ProcessPoolHost implements ComponentHost {
   }
 
   async prepareWorkflow(workflow: WorkflowCode): Promise<void> {
+    this.refuseRemoved(WORKFLOWS_DIR, workflow.workflowId);
     await this.stepBundlesFor(workflow);
   }
 
@@ -210,6 +231,8 @@ export class ProcessPoolHost implements ComponentHost {
   ): Promise<WorkflowResult> {
     if (this.closed) throw new Error("the component host is closed");
     const startedAt = performance.now();
+    const removed = this.removedWhy(WORKFLOWS_DIR, workflow.workflowId);
+    if (removed !== undefined) return failedWorkflowResult(invocation.invocationId, sandboxError(removed), 0);
     const entry = sandboxEntry(this.workDir);
     let stepBundles: Record<string, string>;
     try {
@@ -219,7 +242,16 @@ export class ProcessPoolHost implements ComponentHost {
       const compileError: ErrorRecord = { name: "CompileError", message: error.message, ts: Date.now() };
       return failedWorkflowResult(invocation.invocationId, compileError, performance.now() - startedAt);
     }
-    const pool = this.poolFor(this.workflowPools, WORKFLOWS_DIR, workflow.workflowId, await entry);
+    const entryPath = await entry;
+    const removedMeanwhile = this.removedWhy(WORKFLOWS_DIR, workflow.workflowId);
+    if (removedMeanwhile !== undefined) {
+      return failedWorkflowResult(
+        invocation.invocationId,
+        sandboxError(removedMeanwhile),
+        performance.now() - startedAt,
+      );
+    }
+    const pool = this.poolFor(this.workflowPools, WORKFLOWS_DIR, workflow.workflowId, entryPath);
     return pool.invokeWorkflow(stepBundles, invocation, handlers);
   }
 
@@ -229,20 +261,50 @@ export class ProcessPoolHost implements ComponentHost {
     await this.removeOwner(this.workflowPools, this.stepBundles, WORKFLOWS_DIR, workflow.workflowId, why);
   }
 
-  /** Stops the pool of `id` in `pools`, forgets its bundles in `built` and deletes its folder. */
-  private async removeOwner(
+  /**
+   * Stops the pool of `id` in `pools`, forgets its bundles in `built` and deletes its folder. From
+   * the first call on, the owner's runs fail with `why` and nothing is built for it; builds already
+   * under way finish before the folder goes, so that none writes into it while it is removed.
+   */
+  private removeOwner(
     pools: Map<string, SandboxOwnerPool>,
-    built: Map<string, unknown>,
+    built: Map<string, Promise<unknown>>,
     dir: OwnersDir,
     id: string,
     why: string,
   ): Promise<void> {
     const folder = sourceFolder(id);
+    const owner = `${dir}/${folder}`;
+    const under = this.removing.get(owner);
+    if (under) return under;
+    this.removed.delete(owner);
+    this.removed.set(owner, why);
+    if (this.removed.size > REMOVED_KEPT) this.removed.delete(this.removed.keys().next().value as string);
     const pool = pools.get(folder);
     pools.delete(folder);
-    for (const key of built.keys()) if (key.startsWith(`${folder}/`)) built.delete(key);
-    await pool?.close(why);
-    await rm(join(this.workDir, dir, folder), { recursive: true, force: true });
+    const building: Promise<unknown>[] = [];
+    for (const [key, bundle] of built) {
+      if (!key.startsWith(`${folder}/`)) continue;
+      building.push(bundle);
+      built.delete(key);
+    }
+    const removal = (async () => {
+      await Promise.allSettled(building);
+      await pool?.close(why);
+      await rm(join(this.workDir, dir, folder), { recursive: true, force: true });
+    })().finally(() => this.removing.delete(owner));
+    this.removing.set(owner, removal);
+    return removal;
+  }
+
+  private removedWhy(dir: OwnersDir, id: string): string | undefined {
+    return this.removed.get(`${dir}/${sourceFolder(id)}`);
+  }
+
+  /** A deploy of an owner removed meanwhile (a `PUT` racing its `DELETE`): 409. */
+  private refuseRemoved(dir: OwnersDir, id: string): void {
+    const why = this.removedWhy(dir, id);
+    if (why !== undefined) throw conflict(why);
   }
 
   /** The pid of the source's oldest sandbox child, when one runs. */
@@ -378,6 +440,8 @@ export class ProcessPoolHost implements ComponentHost {
     await linkOrCopy(built, outfile);
   }
 }
+
+const sandboxError = (message: string): ErrorRecord => ({ name: "SandboxError", message, ts: Date.now() });
 
 /** Marks a bundle folder as used now: the sweep at start keeps it for the retention time. */
 async function touch(folder: string): Promise<void> {
