@@ -244,6 +244,8 @@ async function runHook(
   if (!component.metadata.hooks.includes(hook)) return;
   const { result } = await invokeSource(deps, source, component, hook);
   if (hook === "deactivate" && result.error?.name === ACCOUNT_ERROR) return;
+  // Another request deleted the source meanwhile (its code went first): answered as after it.
+  if (result.error && deps.host.wasRemoved?.(source.id)) throw notFound("source");
   if (result.error) {
     const message = `the ${hook} hook failed: ${redactPaths(result.error.message)}`;
     throw new DomainError("validation", message, [{ field: "component_code", message }]);

@@ -560,8 +560,8 @@ async function resubscribe(
 /**
  * Everything of a workflow, the record last so that a failure half way leaves it in place and
  * repeating the deletion finishes the job: its triggers' effects (the sources it deployed), the
- * subscriptions naming it (as emitter or listener) and its auto subscriptions, its events and
- * runs, its deployment.
+ * subscriptions naming it (as emitter or listener) and its auto subscriptions, its deployment, its
+ * events and runs.
  */
 async function removeWorkflow(
   deps: Deps,
@@ -573,9 +573,11 @@ async function removeWorkflow(
   await removeTriggers(deps, caller, workflow, discard, options);
   await deps.subscriptions.deleteSubscriptionsOf(workflow.id);
   await deps.subscriptions.deleteAutoSubscriptionsOf(workflow.id);
+  // Its deployment before its events and runs, as a source's code goes before its events: runs in
+  // flight end then (locally), so what they store is deleted with the rest, not left behind.
+  await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
   await deps.events.deleteAllEvents(workflow.id);
   await deps.workflowRuns.deleteRuns(workflow.id);
-  await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
   await deps.workflows.deleteWorkflow(workflow.id);
 }
 

@@ -1,3 +1,5 @@
+import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { route as createWorkflowRoute } from "#http/create-workflow";
 import { route as listUserWorkflowsRoute } from "#http/list-user-workflows";
@@ -265,6 +267,44 @@ describe("workflows API over real HTTP against local mode", () => {
     expect((await api("DELETE", `/workflows/${created.id}`)).status).toBe(404);
     const listed = await api("GET", "/users/me/workflows?limit=100");
     expect(listed.json.data.map((w: { id: string }) => w.id)).not.toContain(created.id);
+  });
+
+  it("deletes a workflow while runs of it are under way: none of its events or runs is left in the data file", async () => {
+    const slow = `export default defineComponent({
+      async run({ steps, $ }) {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        $.send.emit({ raw_event: steps.trigger.event.body });
+      },
+    });`;
+    const created = await create({
+      settings: { name: "Slow", auto_deploy: true },
+      steps: [{ namespace: "slow", component_code: slow }],
+      triggers: [{ type: "http", props: {} }],
+    });
+    const url = created.triggers[0].endpoint_url;
+    const accepted = await Promise.all(
+      [1, 2, 3, 4].map((n) => fetch(url, { method: "POST", body: JSON.stringify({ n }) }).then((r) => r.status)),
+    );
+    expect(accepted).toEqual([200, 200, 200, 200]);
+    await eventually(
+      async () => {
+        const runs = await api("GET", `/workflows/${created.id}/runs`);
+        return runs.json.data.some((run: { status: string }) => run.status === "running") || undefined;
+      },
+      "a run under way",
+      { timeoutMs: 10_000, intervalMs: 20 },
+    );
+    expect((await api("DELETE", `/workflows/${created.id}`)).status).toBe(200);
+    // The runs that were under way ended with the deletion; let any write of theirs land.
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const db = new Database(join(sluice.dataDir, "sluice.db"), { readonly: true, fileMustExist: true });
+    try {
+      const left = (sql: string) => (db.prepare(sql).get(created.id) as { n: number }).n;
+      expect(left("SELECT count(*) AS n FROM events WHERE source_id = ?")).toBe(0);
+      expect(left("SELECT count(*) AS n FROM workflow_runs WHERE workflow_id = ?")).toBe(0);
+    } finally {
+      db.close();
+    }
   });
 
   it("a CI job's create and PUT with an external_id, sent again, change nothing; another account's is its own", async () => {

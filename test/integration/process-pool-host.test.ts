@@ -1038,7 +1038,7 @@ describe("ProcessPoolHost: lifecycle", () => {
     }
   });
 
-  it("removes a source while its bundle is being built: no write into the folder, its runs fail, a deploy after is refused", async () => {
+  it("removes a source while its bundle is being built: no write into the folder, its runs fail, a deploy after answers 404", async () => {
     // New code each time, so that the first run builds its bundle while the removals go on.
     const code = source("dc_removed", `export default { run() { this.$emit(${Date.now()}); } };`);
     const folder = join(workDir, "sources", "dc_removed");
@@ -1051,7 +1051,8 @@ describe("ProcessPoolHost: lifecycle", () => {
       expect(result.emits).toEqual([]);
     }
     expect(existsSync(folder)).toBe(false);
-    await expect(host.prepare(code)).rejects.toMatchObject({ code: "conflict", message: "the source was removed" });
+    await expect(host.prepare(code)).rejects.toMatchObject({ code: "not_found", message: "source not found" });
+    expect(host.wasRemoved("dc_removed")).toBe(true);
     expect(existsSync(folder)).toBe(false);
     // Another source is not concerned.
     expect(events(await run(source("dc_kept", "export default { run() { this.$emit(1); } };")))).toEqual([1]);

@@ -179,7 +179,7 @@ describe("ProcessPoolHost workflows: bundles", () => {
       expect(again.error).toMatchObject({ name: "SandboxError", message: "the workflow was removed" });
       expect(again.steps).toEqual([]);
       expect(existsSync(join(workDir, "workflows", "p_layout"))).toBe(false);
-      await expect(restarted.prepareWorkflow(workflow)).rejects.toMatchObject({ code: "conflict" });
+      await expect(restarted.prepareWorkflow(workflow)).rejects.toMatchObject({ code: "not_found" });
     } finally {
       await restarted.close();
     }

@@ -24,7 +24,7 @@ import { totalmem } from "node:os";
 import { dirname, join } from "node:path";
 import type { Plugin } from "esbuild";
 import type { ComponentDescription } from "#core/component-model";
-import { conflict, isDomainError } from "#core/errors";
+import { isDomainError, notFound } from "#core/errors";
 import type { ComponentHost, InvokeHandlers, SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { type Logger, silentLogger } from "#core/ports/logger";
 import { sha256Hex } from "#core/sha256";
@@ -301,10 +301,13 @@ export class ProcessPoolHost implements ComponentHost {
     return this.removed.get(`${dir}/${sourceFolder(id)}`);
   }
 
-  /** A deploy of an owner removed meanwhile (a `PUT` racing its `DELETE`): 409. */
+  wasRemoved(sourceId: string): boolean {
+    return this.removedWhy(SOURCES_DIR, sourceId) !== undefined;
+  }
+
+  /** A deploy of an owner removed meanwhile (a `PUT` racing its `DELETE`): 404, as after it. */
   private refuseRemoved(dir: OwnersDir, id: string): void {
-    const why = this.removedWhy(dir, id);
-    if (why !== undefined) throw conflict(why);
+    if (this.removedWhy(dir, id) !== undefined) throw notFound(dir === SOURCES_DIR ? "source" : "workflow");
   }
 
   /** The pid of the source's oldest sandbox child, when one runs. */

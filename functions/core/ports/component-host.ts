@@ -82,6 +82,11 @@ export interface ComponentHost {
   /** Releases what `prepare` made for the source (its function on AWS). Idempotent. */
   remove(source: Pick<SourceCode, "sourceId" | "ownerId">): Promise<void>;
   /**
+   * Whether `remove` was called for the source in this host (local mode's, which then fails its
+   * runs and refuses its `prepare`): a hook that failed so lost a race with the source's deletion.
+   */
+  wasRemoved?(sourceId: string): boolean;
+  /**
    * Builds what `invokeWorkflow` runs for a workflow's deployment (every step's bundle; on AWS,
    * creates or updates its function). Idempotent.
    * @throws DomainError `validation` naming a package that cannot be installed.

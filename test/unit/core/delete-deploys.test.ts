@@ -113,6 +113,20 @@ describe("a DELETE in local mode (no deadline, no finisher)", () => {
     expect(t.ops).toEqual(["deactivate", "remove"]);
     expect(await t.deps.sources.getSource(t.made.id)).toBeUndefined();
   });
+
+  it("answers 404 when its deactivate() failed because another DELETE removed the source's code meanwhile", async () => {
+    const t = await setUp({ failing: new Set(["deactivate"]) });
+    const removed = new Set<string>();
+    t.deps.host = { ...t.deps.host, wasRemoved: (id) => removed.has(id) };
+    // Not removed: the hook's own failure refuses the deletion, as before.
+    await expect(deleteSource(t.deps, t.caller, t.made.id)).rejects.toMatchObject({ code: "validation" });
+    removed.add(t.made.id);
+    await expect(deleteSource(t.deps, t.caller, t.made.id)).rejects.toMatchObject({
+      code: "not_found",
+      message: "source not found",
+    });
+    expect(t.ops).toEqual(["deactivate", "deactivate"]);
+  });
 });
 
 describe("a DELETE within its request's time (AWS)", () => {
