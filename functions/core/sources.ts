@@ -51,7 +51,7 @@ import {
 } from "./props.ts";
 import { redactPaths } from "./redact-paths.ts";
 import { interfaceContext, invokeSource, loadComponent, probeSource, propsOf, sourceCode } from "./source-runs.ts";
-import { applyAutoSubscriptions, subscribeWorkflow } from "./subscriptions.ts";
+import { applyAutoSubscriptions, forgetSubscriptionsOf, subscribeWorkflow } from "./subscriptions.ts";
 import { epochSeconds } from "./time.ts";
 import { requestHash } from "./workflow-external-ids.ts";
 
@@ -1067,6 +1067,7 @@ async function removeSource(deps: SourceDeps, source: SourceRecord) {
   await removeSourceParts(deps, source);
   await deps.sources.deleteSource(source.id);
   await deps.events.deleteAllEvents(source.id);
+  await forgetSubscriptionsOf(deps, source.id);
 }
 
 /** What a source has besides its record and events: timer, subscriptions, code, delayed emits. */
@@ -1074,8 +1075,7 @@ async function removeSourceParts(deps: SourceDeps, source: SourceRecord) {
   await deps.timers.cancel({ sourceId: source.id });
   // Subscriptions (as emitter or listener) go before the source, so a failure half way leaves the
   // source in place and repeating the deletion finishes the job.
-  await deps.subscriptions.deleteSubscriptionsOf(source.id);
-  await deps.subscriptions.deleteAutoSubscriptionsOf(source.id);
+  await forgetSubscriptionsOf(deps, source.id);
   // Its code (a Lambda function on AWS) too, while the record still names it for a repeat.
   await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
   await deps.delayedEmits?.removeRange(source.id);

@@ -169,7 +169,33 @@ export async function createSubscription(deps: SubscriptionDeps, caller: Caller,
   // was checked above and globs are keyed by user, so this finds only a subscription made by a
   // member of the listener's workspace; it is answered only to those who may manage it.
   if (!(await mayManage(deps, caller, stored))) throw notFound("subscription");
+  // An end deleted since it was checked, whose deletion's last sweep ({@link forgetSubscriptionsOf})
+  // may have run before this write: the subscription is undone, as that sweep would have.
+  const gone = (await missing(deps, emitter)) ?? (await missing(deps, listener));
+  if (gone) {
+    await deps.subscriptions.deleteSubscription(stored);
+    throw notFound(gone);
+  }
   return subscriptionView(stored);
+}
+
+/** What kind of thing `end` is when it no longer exists (a source, workflow or webhook). */
+async function missing(deps: SubscriptionDeps, end: Emitter | Listener): Promise<string | undefined> {
+  if (end.kind === "source") return (await deps.sources.getSource(end.id)) ? undefined : "source";
+  if (end.kind === "workflow") return (await deps.workflows.getWorkflow(end.id)) ? undefined : "workflow";
+  if (end.kind === "webhook") return (await deps.subscriptions.getWebhook(end.id)) ? undefined : "webhook";
+  return undefined;
+}
+
+/**
+ * Removes the subscriptions naming `id` (as emitter or listener) and its auto subscriptions. A
+ * deletion calls it before removing the record, so that a failure half way leaves the resource
+ * and a repeat finishes, and again after: a subscription made meanwhile (its request found the
+ * resource still there) goes too.
+ */
+export async function forgetSubscriptionsOf(deps: Pick<Deps, "subscriptions">, id: string): Promise<void> {
+  await deps.subscriptions.deleteSubscriptionsOf(id);
+  await deps.subscriptions.deleteAutoSubscriptionsOf(id);
 }
 
 /**
@@ -248,6 +274,11 @@ export async function createAutoSubscription(deps: SubscriptionDeps, caller: Cal
     listenerKind: listener.kind,
     createdAt: deps.clock.nowMs(),
   });
+  const gone = await missing(deps, listener);
+  if (gone) {
+    await deps.subscriptions.deleteAutoSubscriptionsOf(listener.id);
+    throw notFound(gone);
+  }
   return autoSubscriptionView(stored);
 }
 

@@ -13,6 +13,7 @@ import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import type { WebhookRecord } from "./subscription-model.ts";
+import { forgetSubscriptionsOf } from "./subscriptions.ts";
 import { epochSeconds } from "./time.ts";
 
 type WebhookDeps = Pick<Deps, "subscriptions" | "identity" | "secrets" | "clock" | "ids" | "runtime">;
@@ -153,14 +154,15 @@ export async function rotateWebhookSecret(deps: WebhookDeps, caller: Caller, id:
 
 /**
  * `DELETE /webhooks/{id}`: its subscriptions, auto subscriptions and dead letters go first, the
- * webhook last, so a failure half way leaves it in place and repeating the call finishes the job.
+ * webhook last, so a failure half way leaves it in place and repeating the call finishes the job;
+ * then its subscriptions again, for one made meanwhile ({@link forgetSubscriptionsOf}).
  */
 export async function deleteWebhook(deps: Pick<Deps, "subscriptions" | "deadLetters">, caller: Caller, id: string) {
   const webhook = await requireWebhook(deps, caller, id);
-  await deps.subscriptions.deleteSubscriptionsOf(webhook.id);
-  await deps.subscriptions.deleteAutoSubscriptionsOf(webhook.id);
+  await forgetSubscriptionsOf(deps, webhook.id);
   await deps.deadLetters.deleteDeadLettersOf(webhook.id);
   await deps.subscriptions.deleteWebhook(webhook.id);
+  await forgetSubscriptionsOf(deps, webhook.id);
   return { id: webhook.id, deleted: true as const };
 }
 

@@ -20,7 +20,7 @@ import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope } from "./pagination.ts";
 import { sealSecretValues, validateConfiguredProps } from "./props.ts";
-import { applyAutoSubscriptions } from "./subscriptions.ts";
+import { applyAutoSubscriptions, forgetSubscriptionsOf } from "./subscriptions.ts";
 import { requestHash, requireExternalId } from "./workflow-external-ids.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
 import { workflowCode } from "./workflow-runs.ts";
@@ -571,14 +571,14 @@ async function removeWorkflow(
   options: TriggerDeployOptions = {},
 ) {
   await removeTriggers(deps, caller, workflow, discard, options);
-  await deps.subscriptions.deleteSubscriptionsOf(workflow.id);
-  await deps.subscriptions.deleteAutoSubscriptionsOf(workflow.id);
+  await forgetSubscriptionsOf(deps, workflow.id);
   // Its deployment before its events and runs, as a source's code goes before its events: runs in
   // flight end then (locally), so what they store is deleted with the rest, not left behind.
   await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
   await deps.events.deleteAllEvents(workflow.id);
   await deps.workflowRuns.deleteRuns(workflow.id);
   await deps.workflows.deleteWorkflow(workflow.id);
+  await forgetSubscriptionsOf(deps, workflow.id);
 }
 
 /**

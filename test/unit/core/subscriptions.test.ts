@@ -600,3 +600,62 @@ describe("deleting a source", () => {
     ]);
   });
 });
+
+describe("subscriptions made while an end is deleted", () => {
+  it("removes a subscription made while its source's deletion runs, once the source is gone", async () => {
+    const { deps, owner, source, webhook } = await setUp();
+    const made: string[] = [];
+    const remove = deps.host.remove.bind(deps.host);
+    // Between the deletion's first sweep of subscriptions and the removal of the record: the
+    // source is still there, so the subscription is made.
+    deps.host = {
+      ...deps.host,
+      remove: async (target) => {
+        made.push((await createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id })).id);
+        return remove(target);
+      },
+    };
+    await deleteSource(deps, owner, source.id);
+    expect(made).toHaveLength(1);
+    expect(await storedSubscriptions(deps, owner)).toEqual([]);
+  });
+
+  it("undoes a subscription, and answers 404, when an end was deleted after it was checked", async () => {
+    const { deps, owner, source, webhook } = await setUp();
+    const put = deps.subscriptions.putSubscription.bind(deps.subscriptions);
+    let deleteFirst: (() => Promise<void>) | undefined;
+    deps.subscriptions.putSubscription = async (subscription) => {
+      await deleteFirst?.();
+      return put(subscription);
+    };
+    deleteFirst = () => deps.subscriptions.deleteWebhook(webhook.id);
+    expect(
+      await rejection(createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id })),
+    ).toMatchObject({
+      code: "not_found",
+      message: "webhook not found",
+    });
+    const other = await createWebhook(deps, owner, { url: "http://127.0.0.1:9002/in" });
+    deleteFirst = () => deps.sources.deleteSource(source.id);
+    expect(
+      await rejection(createSubscription(deps, owner, { emitter_id: source.id, listener_id: other.id })),
+    ).toMatchObject({
+      code: "not_found",
+      message: "source not found",
+    });
+    expect(await storedSubscriptions(deps, owner)).toEqual([]);
+  });
+
+  it("undoes an auto subscription whose listener was deleted after it was checked", async () => {
+    const { deps, owner, webhook } = await setUp();
+    const put = deps.subscriptions.putAutoSubscription.bind(deps.subscriptions);
+    deps.subscriptions.putAutoSubscription = async (auto) => {
+      await deps.subscriptions.deleteWebhook(webhook.id);
+      return put(auto);
+    };
+    expect(
+      await rejection(createAutoSubscription(deps, owner, { event_name: "$errors", listener_id: webhook.id })),
+    ).toMatchObject({ code: "not_found", message: "webhook not found" });
+    expect(await deps.subscriptions.listAutoSubscriptionsOfUser(owner.userId)).toEqual([]);
+  });
+});
