@@ -155,12 +155,7 @@ export async function attemptDelivery(
   settings: DeliverySettings = DEFAULT_DELIVERY_SETTINGS,
 ): Promise<DeliveryOutcome> {
   const sent = await send(deps, sender, delivery, now, settings);
-  if (!sent) {
-    return {
-      kind: "dropped",
-      reason: delivery.target.kind === "webhook" ? "the webhook was deleted" : "the workflow was deleted",
-    };
-  }
+  if (!sent) return dropped(delivery);
   const { result } = sent;
   const attempts = delivery.attempts + 1;
   if ("status" in result && result.status >= 200 && result.status < 300) {
@@ -183,7 +178,26 @@ export async function attemptDelivery(
     failedAt: finishedAt,
   };
   await deps.deadLetters.putDeadLetter(deadLetter);
+  // Its webhook or workflow deleted while this attempt ran: the deletion sweeps dead letters before
+  // and after removing its record, so this one goes unless written after the second sweep, which
+  // this look catches.
+  if (!(await destinationExists(deps, delivery))) {
+    await deps.deadLetters.deleteDeadLetter(destinationOf(deadLetter), deadLetter.id);
+    return dropped(delivery);
+  }
   return { kind: "dead", attempts, error };
+}
+
+function dropped(delivery: DeliveryRecord): DeliveryOutcome {
+  return {
+    kind: "dropped",
+    reason: delivery.target.kind === "webhook" ? "the webhook was deleted" : "the workflow was deleted",
+  };
+}
+
+async function destinationExists(deps: DeliveryDeps, { target }: DeliveryRecord): Promise<boolean> {
+  if (target.kind === "webhook") return (await deps.subscriptions.getWebhook(target.webhookId)) !== undefined;
+  return (await deps.workflows.getWorkflow(target.workflowId)) !== undefined;
 }
 
 /** The attempt itself, by target. */

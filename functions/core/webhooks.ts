@@ -155,7 +155,8 @@ export async function rotateWebhookSecret(deps: WebhookDeps, caller: Caller, id:
 /**
  * `DELETE /webhooks/{id}`: its subscriptions, auto subscriptions and dead letters go first, the
  * webhook last, so a failure half way leaves it in place and repeating the call finishes the job;
- * then its subscriptions again, for one made meanwhile ({@link forgetSubscriptionsOf}).
+ * then its subscriptions and dead letters again, for one made meanwhile ({@link forgetSubscriptionsOf},
+ * `attemptDelivery`).
  */
 export async function deleteWebhook(deps: Pick<Deps, "subscriptions" | "deadLetters">, caller: Caller, id: string) {
   const webhook = await requireWebhook(deps, caller, id);
@@ -163,6 +164,7 @@ export async function deleteWebhook(deps: Pick<Deps, "subscriptions" | "deadLett
   await deps.deadLetters.deleteDeadLettersOf(webhook.id);
   await deps.subscriptions.deleteWebhook(webhook.id);
   await forgetSubscriptionsOf(deps, webhook.id);
+  await deps.deadLetters.deleteDeadLettersOf(webhook.id);
   return { id: webhook.id, deleted: true as const };
 }
 

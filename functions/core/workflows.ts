@@ -561,7 +561,8 @@ async function resubscribe(
  * Everything of a workflow, the record last so that a failure half way leaves it in place and
  * repeating the deletion finishes the job: its triggers' effects (the sources it deployed), the
  * subscriptions naming it (as emitter or listener) and its auto subscriptions, its deployment, its
- * events and runs.
+ * events, runs and the dead letters of its sends; then its subscriptions and dead letters again,
+ * for one made meanwhile.
  */
 async function removeWorkflow(
   deps: Deps,
@@ -577,8 +578,11 @@ async function removeWorkflow(
   await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
   await deps.events.deleteAllEvents(workflow.id);
   await deps.workflowRuns.deleteRuns(workflow.id);
+  // The dead letters of its sends hold their whole requests, credentials included.
+  await deps.deadLetters.deleteDeadLettersOf(workflow.id);
   await deps.workflows.deleteWorkflow(workflow.id);
   await forgetSubscriptionsOf(deps, workflow.id);
+  await deps.deadLetters.deleteDeadLettersOf(workflow.id);
 }
 
 /**

@@ -292,6 +292,27 @@ describe("attemptDelivery", () => {
     expect(await deadLetters.of()).toEqual([]);
   });
 
+  it("keeps no dead letter when the webhook was deleted while its last attempt was sent", async () => {
+    const list: WebhookRecord[] = [];
+    const { deps, deadLetters } = await deliveryDeps(async (secrets) => {
+      list.push(await webhook(secrets));
+      return list;
+    });
+    // The receiver answers 500 once the webhook's DELETE has removed it (and its dead letters).
+    const sender: WebhookSender = {
+      async post() {
+        list.length = 0;
+        return { status: 500 };
+      },
+    };
+    const settings = deliverySettings({ maxAttempts: 3 });
+    expect(await attemptDelivery(deps, sender, delivery({ attempts: 2 }), NOW, settings)).toEqual({
+      kind: "dropped",
+      reason: "the webhook was deleted",
+    });
+    expect(await deadLetters.of()).toEqual([]);
+  });
+
   it("rejects, without counting an attempt, when the signing secret cannot be opened", async () => {
     const { deps } = await deliveryDeps(async (secrets) => [
       { ...(await webhook(secrets)), sealedSigningSecret: "tampered" },

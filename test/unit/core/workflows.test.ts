@@ -696,7 +696,7 @@ describe("updateWorkflow", () => {
 });
 
 describe("deleteWorkflow", () => {
-  it("removes the workflow, the subscriptions naming it, its events, runs and deployment; a given source stays", async () => {
+  it("removes the workflow, the subscriptions naming it, its events, runs, sends' dead letters and deployment; a given source stays", async () => {
     const { deps, owner, removed } = await setUp();
     const source = await deploySource(deps, owner, { component_code: "source" });
     const webhook = await createWebhook(deps, owner, { url: "http://127.0.0.1:9/in" });
@@ -725,6 +725,26 @@ describe("deleteWorkflow", () => {
       }),
       now,
     );
+    // A $.send.http that failed every attempt: its dead letter holds the request, credentials included.
+    await deps.deadLetters.putDeadLetter({
+      id: "dlv_01jd0000000000000000ab",
+      target: {
+        kind: "http",
+        workflowId: created.id,
+        request: { method: "POST", url: "https://example.com/x", headers: {}, auth: { username: "u", password: "p" } },
+      },
+      subscriptionIds: [],
+      emitterId: created.id,
+      eventId: "run_01jd0000000000000000ab",
+      channel: "",
+      payload: null,
+      attempts: 8,
+      nextAttemptAt: now,
+      createdAt: now,
+      userId: owner.userId,
+      failedAt: now,
+      lastError: "HTTP 500",
+    });
 
     expect(await deleteWorkflow(deps, owner, created.id)).toEqual({ id: created.id, deleted: true });
     expect(await deps.workflows.getWorkflow(created.id)).toBeUndefined();
@@ -733,6 +753,7 @@ describe("deleteWorkflow", () => {
     expect(await deps.subscriptions.findSubscriptions([created.id], "$errors")).toEqual([]);
     expect((await deps.events.listEvents(created.id, { limit: 10 })).items).toEqual([]);
     expect((await deps.workflowRuns.listRuns(created.id, { limit: 10 })).items).toEqual([]);
+    expect((await deps.deadLetters.listDeadLetters(created.id, { limit: 10 })).items).toEqual([]);
     expect(removed).toEqual([created.id]);
     expect(await deps.sources.getSource(source.id)).toBeDefined();
     expect((await rejection(deleteWorkflow(deps, owner, created.id))).code).toBe("not_found");
