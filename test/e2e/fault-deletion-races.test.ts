@@ -99,8 +99,8 @@ describe("deletions racing other requests", () => {
 
     const unexpected = answers.filter((answer) => !/ (200|202|404|409)$/.test(answer));
     expect(unexpected).toEqual([]);
-    // Requests met the deletions under way (which kinds, and how often, depends on timing).
-    expect(answers.filter((answer) => answer.endsWith(" 404")).length).toBeGreaterThan(ROUNDS);
+    // Which requests meet a deletion under way depends on timing, so none is required to: on the
+    // code before decisions 508-510 this test failed in every run (DELETEs answered 400).
 
     // What runs under way stored lands within a moment of their end.
     await new Promise((resolve) => setTimeout(resolve, 1000));
