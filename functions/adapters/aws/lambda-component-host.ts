@@ -29,6 +29,7 @@ import {
 } from "@aws-sdk/client-lambda";
 import { invalidCode } from "#adapters/component-compile-error";
 import type { ComponentDescription } from "#core/component-model";
+import { notFound } from "#core/errors";
 import { type Clock, systemClock } from "#core/ports/clock";
 import type {
   ComponentHost,
@@ -282,9 +283,20 @@ export class LambdaComponentHost implements ComponentHost {
     return "updated";
   }
 
+  /**
+   * Runs a source's invocation in its function. A function that does not exist was deleted with
+   * its source (by a `DELETE` racing the request that runs this, a hook of a second `DELETE`):
+   * "source not found", as the request would answer after the deletion.
+   */
   async invoke(source: SourceCode, invocation: Invocation, handlers?: InvokeHandlers): Promise<InvocationResult> {
     const sent = await withDataStoreGrant(invocation, handlers);
-    const result = await this.#run(SOURCE_RUNS, source.sourceId, this.functionName(source.sourceId), sent);
+    let result: InvocationResult;
+    try {
+      result = await this.#run(SOURCE_RUNS, source.sourceId, this.functionName(source.sourceId), sent);
+    } catch (error) {
+      if (hasErrorName(error, "ResourceNotFoundException")) throw notFound("source");
+      throw error;
+    }
     if (result.response) handlers?.onRespond?.(result.response);
     return result;
   }

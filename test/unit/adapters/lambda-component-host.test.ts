@@ -7,6 +7,7 @@ import {
   LambdaClient,
   ResourceConflictException,
   ResourceNotFoundException,
+  TooManyRequestsException,
   UpdateFunctionCodeCommand,
   UpdateFunctionConfigurationCommand,
 } from "@aws-sdk/client-lambda";
@@ -361,8 +362,17 @@ describe("LambdaComponentHost.invoke", () => {
   });
 
   it("throws when Lambda itself fails (the host's failure, not the component's)", async () => {
+    lambdaMock.on(InvokeCommand).rejects(new TooManyRequestsException({ message: "Rate exceeded", $metadata: {} }));
+    await expect(host().invoke(SOURCE, invocation)).rejects.toThrow("Rate exceeded");
+  });
+
+  it("answers 'source not found' when the source's function is gone (deleted by a DELETE meanwhile)", async () => {
     lambdaMock.on(InvokeCommand).rejects(notFound());
-    await expect(host().invoke(SOURCE, invocation)).rejects.toThrow("Function not found");
+    await expect(host().invoke(SOURCE, invocation)).rejects.toMatchObject({
+      name: "DomainError",
+      code: "not_found",
+      message: "source not found",
+    });
   });
 });
 
