@@ -24,6 +24,7 @@ import type { StoredEvent } from "./component-model.ts";
 import { requireEventId } from "./event-ids.ts";
 import { sseEnvelope } from "./event-views.ts";
 import type { Caller } from "./identity.ts";
+import { isId } from "./ids.ts";
 
 /** A comment line sent when nothing else was sent for this long, so proxies keep the connection. */
 export const SSE_KEEPALIVE_MS = 15_000;
@@ -91,6 +92,19 @@ export async function openSourceStream(
     channel,
     resumeAfter: lastEventId,
   };
+}
+
+/**
+ * Whether what a stream follows still exists. Both platforms look now and then (local mode at each
+ * keepalive tick, the AWS function once per keepalive interval) and end the streams of a source or
+ * workflow deleted meanwhile: its client reconnects and gets 404, instead of keepalives forever.
+ */
+export async function streamTargetExists(
+  deps: Pick<Deps, "sources" | "workflows">,
+  stream: Pick<SourceStream, "sourceId">,
+): Promise<boolean> {
+  if (isId("workflow", stream.sourceId)) return (await deps.workflows.getWorkflow(stream.sourceId)) !== undefined;
+  return (await deps.sources.getSource(stream.sourceId)) !== undefined;
 }
 
 /** True when the stream carries this event. */

@@ -40,6 +40,7 @@ import {
   SSE_OPENING_FRAME,
   type StreamTarget,
   sseFrame,
+  streamTargetExists,
 } from "#core/source-stream";
 import { openWorkflowStream } from "#core/workflow-stream";
 import { logRequest, type RequestLine } from "#http/request-log";
@@ -288,6 +289,8 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
 
     let sent = 0;
     let failed = false;
+    // When the stream last looked whether its source or workflow still exists.
+    let lookedAt = Date.now();
     try {
       await writer.write(SSE_OPENING_FRAME);
       while (!stopping()) {
@@ -300,6 +303,13 @@ export function createSourceStreamHandler(options: SourceStreamHandlerOptions) {
           if (writer.bytes >= maxBytes) stop.abort("size");
         }
         if (stopping()) break;
+        if (Date.now() - lookedAt >= keepaliveMs) {
+          lookedAt = Date.now();
+          if (!(await streamTargetExists(deps, stream))) {
+            stop.abort("deleted");
+            break;
+          }
+        }
         if (Date.now() - writer.lastWriteAt >= keepaliveMs) await writer.write(SSE_KEEPALIVE_FRAME);
         const untilKeepalive = Math.max(1, keepaliveMs - (Date.now() - writer.lastWriteAt));
         await sleep(Math.min(settings.pollIntervalMs, untilKeepalive), undefined, { signal: stop.signal }).catch(

@@ -21,6 +21,7 @@ import {
   type StreamTarget,
   sseFrame,
   streamCarries,
+  streamTargetExists,
 } from "#core/source-stream";
 import { openWorkflowStream } from "#core/workflow-stream";
 import { type HttpResult, jsonResult } from "#http/responses";
@@ -116,6 +117,8 @@ export class SourceStreamServer {
   private clientTotal = 0;
   private ticker: NodeJS.Timeout | undefined;
   private closing = false;
+  /** A look for deleted sources and workflows is under way ({@link endDeleted}). */
+  private looking = false;
 
   constructor(options: SourceStreamServerOptions) {
     this.deps = options.deps;
@@ -190,12 +193,36 @@ export class SourceStreamServer {
   close(): void {
     this.closing = true;
     for (const hub of [...this.hubs.values()]) {
-      for (const client of [...hub.clients]) {
-        this.detach(client);
-        // The connection is closed once the end is flushed, so the server's close does not wait for it.
-        const { socket } = client.response;
-        client.response.end(() => socket?.destroy());
+      for (const client of [...hub.clients]) this.end(client);
+    }
+  }
+
+  /** Ends one client's stream: it may reconnect (with `Last-Event-ID`). */
+  private end(client: StreamClient): void {
+    this.detach(client);
+    // The connection is closed once the end is flushed, so the server's close does not wait for it.
+    const { socket } = client.response;
+    client.response.end(() => socket?.destroy());
+  }
+
+  /**
+   * Ends the streams of the sources and workflows deleted since they were opened
+   * ({@link streamTargetExists}): one look per followed source or workflow, at each keepalive tick.
+   */
+  private async endDeleted(): Promise<void> {
+    if (this.looking || this.hubs.size === 0) return;
+    this.looking = true;
+    try {
+      for (const hub of [...this.hubs.values()]) {
+        const first = hub.clients.values().next().value;
+        if (!first || (await streamTargetExists(this.deps, first.stream))) continue;
+        for (const client of [...hub.clients]) this.end(client);
       }
+    } catch (error) {
+      // The store failed: the next tick looks again.
+      this.deps.log.warn("live streams: could not look for deleted sources", { error: String(error) });
+    } finally {
+      this.looking = false;
     }
   }
 
@@ -338,6 +365,7 @@ export class SourceStreamServer {
   }
 
   private keepalive(): void {
+    void this.endDeleted();
     const now = performance.now();
     for (const hub of this.hubs.values()) {
       for (const client of hub.clients) {

@@ -229,6 +229,20 @@ describe("the stream function while streaming", () => {
     expect(comments).toContain("keepalive");
   });
 
+  it("ends the response within a keepalive interval once its source is deleted, long before its window ends", async () => {
+    const { deps, alice } = await setup();
+    const { handler } = handlerFor(deps, { keepaliveMs: 50 });
+    const { out, text } = recordedResponse();
+    const context = lambdaContext(60_000);
+    const done = handler(functionUrlRequest(`/sources/${SOURCE}/sse`, bearer(alice.apiKey)), out, context);
+    await eventually(() => when(text().startsWith(SSE_OPENING_FRAME)), "the stream to open");
+    await deps.sources.deleteSource(SOURCE);
+    await done;
+    expect(out.writableFinished).toBe(true);
+    // Ended by the deletion, not by the function's time.
+    expect(context.getRemainingTimeInMillis()).toBeGreaterThan(55_000);
+  });
+
   it("ends the response after the byte cap, and a reconnection with the last id gets the rest exactly once", async () => {
     const { deps, alice, emit } = await setup();
     const stored = await emit("", ...Array.from({ length: 30 }, (_, n) => n));
@@ -386,6 +400,19 @@ describe("a workflow's stream on AWS (/workflows/{id}/sse)", () => {
     expect(messages.at(0)?.event).toBe("old");
     expect(messages.at(-1)?.event).toBe("orders");
     expect(dataOf(messages).at(-1)).toMatchObject({ e: { n: 500 }, metadata: { emitter_id: WORKFLOW } });
+  });
+
+  it("ends the response once its workflow is deleted", async () => {
+    const { deps, alice } = await workflowSetup();
+    const { handler } = handlerFor(deps, { keepaliveMs: 50 });
+    const { out, text } = recordedResponse();
+    const context = lambdaContext(60_000);
+    const done = handler(functionUrlRequest(`/workflows/${WORKFLOW}/sse`, bearer(alice.apiKey)), out, context);
+    await eventually(() => when(text().startsWith(SSE_OPENING_FRAME)), "the stream to open");
+    await deps.workflows.deleteWorkflow(WORKFLOW);
+    await done;
+    expect(out.writableFinished).toBe(true);
+    expect(context.getRemainingTimeInMillis()).toBeGreaterThan(55_000);
   });
 
   it("resumes after Last-Event-ID instead of replaying", async () => {

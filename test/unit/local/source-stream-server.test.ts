@@ -429,6 +429,23 @@ describe("GET /sources/{id}/sse in local mode", () => {
     release();
   });
 
+  it("ends the streams of a source deleted while they are open; a reconnection gets 404", async () => {
+    const sourceId = await newSource();
+    const kept = await newSource();
+    const clients = await Promise.all([
+      open(`/sources/${sourceId}/sse`),
+      open(`/sources/${sourceId}/sse?event_name=$logs`),
+    ]);
+    const other = await open(`/sources/${kept}/sse`);
+    await deps.sources.deleteSource(sourceId);
+    await eventually(() => when(clients.every((client) => client.ended())), "the deleted source's streams to end");
+    expect(streams.clientCount(sourceId)).toBe(0);
+    expect(other.ended()).toBe(false);
+    expect(streams.clientCount(kept)).toBe(1);
+    const again = await fetch(`${root}/sources/${sourceId}/sse`, { headers: { authorization: `Bearer ${key}` } });
+    expect(again.status).toBe(404);
+  });
+
   it("ends every open stream when the server stops them", async () => {
     const sourceId = await newSource();
     const clients = await Promise.all([
