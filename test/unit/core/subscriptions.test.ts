@@ -628,21 +628,16 @@ describe("subscriptions made while an end is deleted", () => {
       await deleteFirst?.();
       return put(subscription);
     };
-    deleteFirst = () => deps.subscriptions.deleteWebhook(webhook.id);
-    expect(
-      await rejection(createSubscription(deps, owner, { emitter_id: source.id, listener_id: webhook.id })),
-    ).toMatchObject({
-      code: "not_found",
-      message: "webhook not found",
-    });
     const other = await createWebhook(deps, owner, { url: "http://127.0.0.1:9002/in" });
-    deleteFirst = () => deps.sources.deleteSource(source.id);
-    expect(
-      await rejection(createSubscription(deps, owner, { emitter_id: source.id, listener_id: other.id })),
-    ).toMatchObject({
-      code: "not_found",
-      message: "source not found",
-    });
+    const cases: [() => Promise<void>, string, string][] = [
+      [() => deps.subscriptions.deleteWebhook(webhook.id), webhook.id, "webhook not found"],
+      [() => deps.sources.deleteSource(source.id), other.id, "source not found"],
+    ];
+    for (const [remove, listener, message] of cases) {
+      deleteFirst = remove;
+      const made = createSubscription(deps, owner, { emitter_id: source.id, listener_id: listener });
+      expect(await rejection(made)).toMatchObject({ code: "not_found", message });
+    }
     expect(await storedSubscriptions(deps, owner)).toEqual([]);
   });
 

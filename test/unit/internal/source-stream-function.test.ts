@@ -59,6 +59,19 @@ function handlerFor(deps: Deps, options: { keepaliveMs?: number; maxResponseByte
 
 const bearer = (key: string) => ({ authorization: `Bearer ${key}` });
 
+/** Opens the stream of `path`, runs `remove` once it is open, and expects the deletion, not the window, to end it. */
+async function expectEndedByDeletion(deps: Deps, path: string, apiKey: string, remove: () => Promise<unknown>) {
+  const { handler } = handlerFor(deps, { keepaliveMs: 50 });
+  const { out, text } = recordedResponse();
+  const context = lambdaContext(60_000);
+  const done = handler(functionUrlRequest(path, bearer(apiKey)), out, context);
+  await eventually(() => when(text().startsWith(SSE_OPENING_FRAME)), "the stream to open");
+  await remove();
+  await done;
+  expect(out.writableFinished).toBe(true);
+  expect(context.getRemainingTimeInMillis()).toBeGreaterThan(55_000);
+}
+
 describe("the Lambda entry", () => {
   let runtime: ReturnType<typeof fakeLambdaRuntime> | undefined;
   afterEach(() => {
@@ -231,16 +244,7 @@ describe("the stream function while streaming", () => {
 
   it("ends the response within a keepalive interval once its source is deleted, long before its window ends", async () => {
     const { deps, alice } = await setup();
-    const { handler } = handlerFor(deps, { keepaliveMs: 50 });
-    const { out, text } = recordedResponse();
-    const context = lambdaContext(60_000);
-    const done = handler(functionUrlRequest(`/sources/${SOURCE}/sse`, bearer(alice.apiKey)), out, context);
-    await eventually(() => when(text().startsWith(SSE_OPENING_FRAME)), "the stream to open");
-    await deps.sources.deleteSource(SOURCE);
-    await done;
-    expect(out.writableFinished).toBe(true);
-    // Ended by the deletion, not by the function's time.
-    expect(context.getRemainingTimeInMillis()).toBeGreaterThan(55_000);
+    await expectEndedByDeletion(deps, `/sources/${SOURCE}/sse`, alice.apiKey, () => deps.sources.deleteSource(SOURCE));
   });
 
   it("ends the response after the byte cap, and a reconnection with the last id gets the rest exactly once", async () => {
@@ -404,15 +408,8 @@ describe("a workflow's stream on AWS (/workflows/{id}/sse)", () => {
 
   it("ends the response once its workflow is deleted", async () => {
     const { deps, alice } = await workflowSetup();
-    const { handler } = handlerFor(deps, { keepaliveMs: 50 });
-    const { out, text } = recordedResponse();
-    const context = lambdaContext(60_000);
-    const done = handler(functionUrlRequest(`/workflows/${WORKFLOW}/sse`, bearer(alice.apiKey)), out, context);
-    await eventually(() => when(text().startsWith(SSE_OPENING_FRAME)), "the stream to open");
-    await deps.workflows.deleteWorkflow(WORKFLOW);
-    await done;
-    expect(out.writableFinished).toBe(true);
-    expect(context.getRemainingTimeInMillis()).toBeGreaterThan(55_000);
+    const remove = () => deps.workflows.deleteWorkflow(WORKFLOW);
+    await expectEndedByDeletion(deps, `/workflows/${WORKFLOW}/sse`, alice.apiKey, remove);
   });
 
   it("resumes after Last-Event-ID instead of replaying", async () => {
