@@ -508,19 +508,22 @@ export async function updateWorkflow(
     updatedAt: deps.clock.nowMs(),
   };
   const fresh = triggers.filter((t) => !current.triggers.includes(t));
+  // Until the record names them, the sources this request deployed are its own to discard: a
+  // failure, or a DELETE that removed the workflow meanwhile (its write then finds none), leaves
+  // no source of a workflow that does not exist.
   try {
     checkSize(next);
     if (input.steps !== undefined) {
       const known = await viewParts(deps, [next], components);
       await deps.host.prepareWorkflow(deploymentCode(next, known.components));
     }
+    if (current.active && (!next.active || input.triggers !== undefined))
+      await deactivateTriggers(deps, caller, current, next, options);
+    await deps.workflows.updateWorkflow(next);
   } catch (error) {
     await discardDeployedSources(deps, caller, fresh);
     throw error;
   }
-  if (current.active && (!next.active || input.triggers !== undefined))
-    await deactivateTriggers(deps, caller, current, next, options);
-  await deps.workflows.updateWorkflow(next);
   await resubscribe(deps, caller, current, next, handOver, options);
   // The new sources' jobs, before the other sources' activation: whatever that does, these finish.
   await handOverTriggerSources(deps, handOver);
@@ -580,10 +583,18 @@ async function removeWorkflow(
   await deps.workflowRuns.deleteRuns(workflow.id);
   // The dead letters of its sends hold their whole requests, credentials included.
   await deps.deadLetters.deleteDeadLettersOf(workflow.id);
+  // A PUT that replaced the triggers meanwhile stored sources this deletion had not read.
+  const latest = await deps.workflows.getWorkflow(workflow.id);
+  const added = latest?.triggers.filter((trigger) => !workflow.triggers.some((t) => sameTrigger(t, trigger))) ?? [];
+  if (latest && added.length > 0) await removeTriggers(deps, caller, { ...latest, triggers: added }, discard, options);
   await deps.workflows.deleteWorkflow(workflow.id);
   await forgetSubscriptionsOf(deps, workflow.id);
   await deps.deadLetters.deleteDeadLettersOf(workflow.id);
 }
+
+/** Whether two records of a workflow's triggers name the same trigger (a source trigger has no id of its own). */
+const sameTrigger = (a: TriggerRecord, b: TriggerRecord) =>
+  a.type === "source" ? b.type === "source" && a.sourceId === b.sourceId : b.type !== "source" && a.id === b.id;
 
 /**
  * `DELETE /workflows/{id}`. With `answerByMs` (AWS), the `deactivate()` of a source it deployed

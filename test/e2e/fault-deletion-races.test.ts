@@ -6,12 +6,13 @@ import { apiClient } from "../support/api-client.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
 
 /**
- * Deletions racing the requests a busy client sends at the same time (decisions 508 to 510): on
+ * Deletions racing the requests a busy client sends at the same time (decisions 508 to 512): on
  * one source (with a `deactivate` hook) and one workflow, at once, DELETEs twice, PUTs of props,
- * code and `active`, events to their endpoints, and subscriptions naming them. No answer is a 5xx
- * or a 400 (each request is well formed: losing the race is 404, or 409 while an update runs),
- * the server logs no error, and nothing of the deleted resources is left: no event, run,
- * subscription or dead letter in the data file, no folder of their code.
+ * code, `active`, steps and triggers, events to their endpoints, and subscriptions naming them.
+ * No answer is a 5xx or a 400 (each request is well formed: losing the race is 404, or 409 while
+ * an update runs), the server logs no error, and nothing of the deleted resources is left: no
+ * event, run, subscription or dead letter in the data file, no folder of their code, no source
+ * deployed for a deleted workflow.
  */
 const ROUNDS = 8;
 
@@ -79,6 +80,13 @@ describe("deletions racing other requests", () => {
             }),
         ],
         ["PUT workflow active", () => api("PUT", `/workflows/${workflow.id}`, { active: true })],
+        [
+          "PUT workflow triggers",
+          () =>
+            api("PUT", `/workflows/${workflow.id}`, {
+              triggers: [{ type: "source", props: { component_code: SOURCE_CODE(round + 200) } }],
+            }),
+        ],
       ];
       for (let i = 0; i < 6; i++) {
         requests.push(["source event", () => fetch(sourceUrl, { method: "POST", body: `{"i":${i}}` })]);
@@ -114,6 +122,8 @@ describe("deletions racing other requests", () => {
       expect((await api("GET", `/${id.startsWith("p_") ? "workflows" : "sources"}/${id}`)).status).toBe(404);
     const subscriptions = (await api("GET", "/users/me/subscriptions?limit=100")).json.data;
     expect(subscriptions).toEqual([]);
+    // Nor a source a PUT of triggers deployed for a workflow deleted meanwhile.
+    expect((await api("GET", "/users/me/sources?limit=100")).json.data).toEqual([]);
     const db = new Database(join(sluice.dataDir, "sluice.db"), { readonly: true, fileMustExist: true });
     try {
       const count = (sql: string) =>

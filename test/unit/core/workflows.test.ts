@@ -488,6 +488,36 @@ describe("sources deployed by a source trigger (W17)", () => {
     expect(await deps.sources.getSource(sourceId)).toBeUndefined();
   });
 
+  it("leaves no source when a DELETE races a PUT that replaces the triggers, whichever writes first", async () => {
+    const { deps, owner } = await setUp();
+    const sourceTrigger = { triggers: [{ type: "source", props: { component_code: "source" } }] };
+    const sourcesLeft = async () => (await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items;
+    const workflows = deps.workflows;
+
+    // The DELETE ends while the PUT deploys: the PUT's write finds no workflow, 404, and its source goes.
+    const first = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http" }] });
+    deps.workflows = Object.assign(Object.create(workflows), {
+      updateWorkflow: async (record: Parameters<typeof workflows.updateWorkflow>[0]) => {
+        await deleteWorkflow({ ...deps, workflows }, owner, first.id);
+        return workflows.updateWorkflow(record);
+      },
+    });
+    expect((await rejection(updateWorkflow(deps, owner, first.id, sourceTrigger))).code).toBe("not_found");
+    deps.workflows = workflows;
+    expect(await sourcesLeft()).toEqual([]);
+
+    // The PUT writes while the DELETE runs, after the DELETE read the workflow: its source goes too.
+    const second = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http" }] });
+    const deleteRuns = deps.workflowRuns.deleteRuns.bind(deps.workflowRuns);
+    deps.workflowRuns.deleteRuns = async (id) => {
+      await updateWorkflow(deps, owner, second.id, sourceTrigger);
+      return deleteRuns(id);
+    };
+    await deleteWorkflow(deps, owner, second.id);
+    expect(await sourcesLeft()).toEqual([]);
+    expect(await deps.workflows.getWorkflow(second.id)).toBeUndefined();
+  });
+
   it("deploys nothing when another part of the body is refused, and deletes a replaced trigger's source", async () => {
     const { deps, owner } = await setUp();
     const refused = await rejection(
