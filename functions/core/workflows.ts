@@ -10,6 +10,7 @@
 
 import type { WorkflowCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
+import { changedMeanwhile, isVersion } from "#core/ports/workflow-store";
 import { requireWorkflow, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { requireAccounts } from "./app-accounts.ts";
@@ -509,19 +510,30 @@ export async function updateWorkflow(
   };
   const fresh = triggers.filter((t) => !current.triggers.includes(t));
   // Until the record names them, the sources this request deployed are its own to discard: a
-  // failure, or a DELETE that removed the workflow meanwhile (its write then finds none), leaves
-  // no source of a workflow that does not exist.
+  // failure, a DELETE that removed the workflow meanwhile (its write then finds none) or another
+  // PUT that wrote first leaves no source the workflow does not name.
   try {
     checkSize(next);
     if (input.steps !== undefined) {
       const known = await viewParts(deps, [next], components);
       await deps.host.prepareWorkflow(deploymentCode(next, known.components));
     }
-    if (current.active && (!next.active || input.triggers !== undefined))
+    if (current.active && (!next.active || input.triggers !== undefined)) {
+      // Not for a record another request has changed since: the write below would refuse it anyway.
+      await requireUnchanged(deps, current);
       await deactivateTriggers(deps, caller, current, next, options);
-    await deps.workflows.updateWorkflow(next);
+    }
+    // Only over the record this request read: another PUT that wrote meanwhile makes this one 409,
+    // rather than both answering 200 and the sources the first deployed staying behind unnamed.
+    await deps.workflows.updateWorkflow(next, current);
   } catch (error) {
     await discardDeployedSources(deps, caller, fresh);
+    // The same PUT with an `external_id`, sent twice at once: the one that lost answers the winner's.
+    const latest =
+      external && isDomainError(error) && error.code === "conflict" && (await deps.workflows.getWorkflow(id));
+    if (latest && latest.externalId === external.externalId && latest.requestHash === external.requestHash) {
+      return present(deps, latest);
+    }
     throw error;
   }
   await resubscribe(deps, caller, current, next, handOver, options);
@@ -590,6 +602,13 @@ async function removeWorkflow(
   await deps.workflows.deleteWorkflow(workflow.id);
   await forgetSubscriptionsOf(deps, workflow.id);
   await deps.deadLetters.deleteDeadLettersOf(workflow.id);
+}
+
+/** 409 when the stored workflow is no longer the version `read` (another request wrote it since). */
+async function requireUnchanged(deps: Deps, read: WorkflowRecord): Promise<void> {
+  const stored = await deps.workflows.getWorkflow(read.id);
+  if (!stored) throw notFound(`workflow ${read.id}`);
+  if (!isVersion(stored, read)) throw changedMeanwhile(read.id);
 }
 
 /** Whether two records of a workflow's triggers name the same trigger (a source trigger has no id of its own). */

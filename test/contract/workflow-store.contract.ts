@@ -268,6 +268,29 @@ export function workflowStoreContract(makeStore: () => Promise<WorkflowStore>) {
       expect(await store.findWorkflowByHttpKey(httpKeys(a)[0]!)).toBeUndefined();
     });
 
+    it("writes over the version the caller read only: of concurrent updates from one read, one wins, the others are conflicts", async () => {
+      const store = await makeStore();
+      const a = workflow();
+      await store.createWorkflow(a);
+      const versions = ["one", "two", "three"].map(
+        (name, i): WorkflowRecord => ({ ...a, name, deploymentId: `d_${name}`, updatedAt: a.updatedAt + i + 1 }),
+      );
+      const outcomes = await Promise.allSettled(versions.map((version) => store.updateWorkflow(version, a)));
+      expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(1);
+      for (const outcome of outcomes) {
+        if (outcome.status === "rejected") {
+          expect(outcome.reason).toMatchObject({ code: "conflict", message: expect.stringContaining("meanwhile") });
+        }
+      }
+      const stored = (await store.getWorkflow(a.id))!;
+      const winner = versions[outcomes.findIndex((outcome) => outcome.status === "fulfilled")]!;
+      expect(stored).toStrictEqual(winner);
+      // Over the stored version it writes; over a missing workflow it is not found.
+      await store.updateWorkflow({ ...stored, name: "four", updatedAt: stored.updatedAt + 10 }, stored);
+      expect((await store.getWorkflow(a.id))?.name).toBe("four");
+      await expect(store.updateWorkflow(workflow(), a)).rejects.toMatchObject({ code: "not_found" });
+    });
+
     it("lists the timers of active workflows only, by timer id, and follows activation", async () => {
       const store = await makeStore();
       const a = workflow();

@@ -1,7 +1,15 @@
 import { type DynamoDBDocumentClient, GetCommand } from "@aws-sdk/lib-dynamodb";
 import { conflict, DomainError, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
-import type { ActiveTimerTrigger, StepState, StepStateWrite, WorkflowStore } from "#core/ports/workflow-store";
+import {
+  type ActiveTimerTrigger,
+  changedMeanwhile,
+  isVersion,
+  type StepState,
+  type StepStateWrite,
+  type WorkflowStore,
+  type WorkflowVersion,
+} from "#core/ports/workflow-store";
 import type { WorkflowRecord } from "#core/workflow-model";
 import { failedConditionIndexes, isTransactionConflict } from "./dynamodb-errors.ts";
 import { collectionQuery, deleteAllMatching, type Item, newestFirstPage, queryAll } from "./dynamodb-paging.ts";
@@ -158,7 +166,7 @@ export class DynamoDbWorkflowStore implements WorkflowStore {
     }
   }
 
-  async updateWorkflow(workflow: WorkflowRecord): Promise<void> {
+  async updateWorkflow(workflow: WorkflowRecord, expected?: WorkflowVersion): Promise<void> {
     const attributes = recordAttributes(workflow);
     const derived = this.derived(workflow, attributes);
     const record = { ...workflowKeys.workflow(workflow.id), type: "workflow", ...attributes };
@@ -166,6 +174,9 @@ export class DynamoDbWorkflowStore implements WorkflowStore {
     for (let attempt = 1; ; attempt++) {
       const stored = await this.getRecordItem(workflow.id);
       if (!stored) throw notFound(`workflow ${workflow.id}`);
+      // Checked on each read: the write is conditioned on this read's `rev`, so one that came
+      // between the caller's read and this write is seen here, on this or the retry's read.
+      if (expected && !isVersion(fromItem(stored), expected)) throw changedMeanwhile(workflow.id);
       const writes: TransactItem[] = [
         this.put({ ...record, rev: Number(stored.rev) + 1 }, "rev = :rev", { ":rev": stored.rev }),
       ];

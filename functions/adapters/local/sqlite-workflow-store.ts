@@ -1,6 +1,14 @@
 import { conflict, notFound } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
-import type { ActiveTimerTrigger, StepState, StepStateWrite, WorkflowStore } from "#core/ports/workflow-store";
+import {
+  type ActiveTimerTrigger,
+  changedMeanwhile,
+  isVersion,
+  type StepState,
+  type StepStateWrite,
+  type WorkflowStore,
+  type WorkflowVersion,
+} from "#core/ports/workflow-store";
 import type { WorkflowRecord } from "#core/workflow-model";
 import { type SqliteDatabase, violatedConstraint } from "./sqlite-database.ts";
 import { pageStatements, readPage } from "./sqlite-paging.ts";
@@ -99,13 +107,19 @@ export class SqliteWorkflowStore implements WorkflowStore {
     };
     const s = this.statements;
     /** The record and its derived rows, the old ones of an update removed first. */
-    this.write = db.transaction((workflow: WorkflowRecord, create: boolean) => {
+    this.write = db.transaction((workflow: WorkflowRecord, create: boolean, expected?: WorkflowVersion) => {
       const externalId = workflow.externalId ?? null;
       const record = JSON.stringify(workflow);
       if (create) {
         s.insert.run(workflow.id, workflow.userId, workflow.workspaceId, externalId, record);
-      } else {
-        if (!s.exists.get(workflow.id)) throw notFound(`workflow ${workflow.id}`);
+      } else if (expected) {
+        const stored = s.byId.get(workflow.id);
+        if (!stored) throw notFound(`workflow ${workflow.id}`);
+        if (!isVersion(toWorkflow(stored), expected)) throw changedMeanwhile(workflow.id);
+      } else if (!s.exists.get(workflow.id)) {
+        throw notFound(`workflow ${workflow.id}`);
+      }
+      if (!create) {
         s.deleteEndpoints.run(workflow.id);
         s.deleteTimers.run(workflow.id);
         s.update.run(workflow.userId, workflow.workspaceId, externalId, record, workflow.id);
@@ -134,8 +148,8 @@ export class SqliteWorkflowStore implements WorkflowStore {
     this.save(workflow, true);
   }
 
-  async updateWorkflow(workflow: WorkflowRecord): Promise<void> {
-    this.save(workflow, false);
+  async updateWorkflow(workflow: WorkflowRecord, expected?: WorkflowVersion): Promise<void> {
+    this.save(workflow, false, expected);
   }
 
   async deleteWorkflow(id: string): Promise<void> {
@@ -206,10 +220,10 @@ export class SqliteWorkflowStore implements WorkflowStore {
     this.putStates.immediate(workflowId, writes);
   }
 
-  private save(workflow: WorkflowRecord, create: boolean): void {
+  private save(workflow: WorkflowRecord, create: boolean, expected?: WorkflowVersion): void {
     this.cache.clear();
     try {
-      this.write.immediate(workflow, create);
+      this.write.immediate(workflow, create, expected);
     } catch (error) {
       throw asConflict(error, workflow);
     }

@@ -1,4 +1,5 @@
 import type { Json, TimerSpec } from "#core/component-model";
+import { conflict } from "#core/errors";
 import type { Page, PageQuery } from "#core/pagination";
 import type { WorkflowRecord } from "#core/workflow-model";
 
@@ -35,6 +36,20 @@ export interface StepStateWrite {
  * and changes nothing. The timers of an active workflow are listed by {@link listActiveTimerTriggers}:
  * every write moves keys, external id and timers with the record, so none is ever seen apart.
  */
+/**
+ * What tells one stored version of a workflow from the next: every write sets `updatedAt`, and
+ * every write of its steps or triggers a new `deploymentId`.
+ */
+export type WorkflowVersion = Pick<WorkflowRecord, "updatedAt" | "deploymentId">;
+
+/** Whether `stored` is still the version `expected` names. */
+export const isVersion = (stored: WorkflowVersion, expected: WorkflowVersion) =>
+  stored.updatedAt === expected.updatedAt && stored.deploymentId === expected.deploymentId;
+
+/** The `conflict` of an update whose `expected` version was overwritten meanwhile. */
+export const changedMeanwhile = (id: string) =>
+  conflict(`workflow ${id} was changed by another request meanwhile; send this one again`);
+
 export interface WorkflowStore {
   /** Saves a new workflow. Throws `conflict` when its id, an HTTP trigger's key or its external id is taken. */
   createWorkflow(workflow: WorkflowRecord): Promise<void>;
@@ -42,9 +57,10 @@ export interface WorkflowStore {
    * Replaces a workflow; keys, external id and active timers follow the new record (those it no
    * longer has are freed). Concurrent updates are applied one after the other (the last one wins
    * whole). Throws `not_found` when it does not exist, `conflict` when a key or the external id
-   * belongs to another workflow.
+   * belongs to another workflow. With `expected` (the record the caller read), also `conflict`
+   * when the stored record is no longer that one: another write came between the read and this.
    */
-  updateWorkflow(workflow: WorkflowRecord): Promise<void>;
+  updateWorkflow(workflow: WorkflowRecord, expected?: WorkflowVersion): Promise<void>;
   /** Removes a workflow with its keys, external id, timers and step states. Removing a missing one succeeds. */
   deleteWorkflow(id: string): Promise<void>;
   getWorkflow(id: string): Promise<WorkflowRecord | undefined>;

@@ -518,6 +518,35 @@ describe("sources deployed by a source trigger (W17)", () => {
     expect(await deps.workflows.getWorkflow(second.id)).toBeUndefined();
   });
 
+  it("answers 409 to all but one of concurrent PUTs of triggers, keeping only the winner's source", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http" }] });
+    const puts = ["a", "b", "c"].map((name) =>
+      updateWorkflow(deps, owner, created.id, {
+        triggers: [{ type: "source", props: { component_code: "source", name } }],
+      }),
+    );
+    const outcomes = await Promise.allSettled(puts);
+    expect(outcomes.filter((outcome) => outcome.status === "fulfilled")).toHaveLength(1);
+    for (const outcome of outcomes) {
+      if (outcome.status === "rejected") expect(outcome.reason).toMatchObject({ code: "conflict" });
+    }
+    const stored = await deps.workflows.getWorkflow(created.id);
+    const named = stored?.triggers.flatMap((trigger) => (trigger.type === "source" ? [trigger.sourceId] : [])) ?? [];
+    const sources = (await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items.map(
+      (source) => source.id,
+    );
+    expect(named).toHaveLength(1);
+    expect(sources).toEqual(named);
+
+    // The same PUT with an external_id sent twice at once: both answer the workflow it wrote.
+    const again = { external_id: "ci", triggers: [{ type: "source", props: { component_code: "source", name: "d" } }] };
+    const [first, second] = await Promise.all([0, 1].map(() => updateWorkflow(deps, owner, created.id, again)));
+    expect(second).toEqual(first);
+    const left = (await deps.sources.listSourcesOfUser(owner.userId, { limit: 10 })).items;
+    expect(left.map((source) => source.id)).toEqual([first?.triggers[0]?.id]);
+  });
+
   it("deploys nothing when another part of the body is refused, and deletes a replaced trigger's source", async () => {
     const { deps, owner } = await setUp();
     const refused = await rejection(
