@@ -298,7 +298,8 @@ export class ProcessPoolHost implements ComponentHost {
   }
 
   private removedWhy(dir: OwnersDir, id: string): string | undefined {
-    return this.removed.get(`${dir}/${sourceFolder(id)}`);
+    // On every run: nothing to build or look up while nothing was removed.
+    return this.removed.size === 0 ? undefined : this.removed.get(`${dir}/${sourceFolder(id)}`);
   }
 
   wasRemoved(sourceId: string): boolean {
