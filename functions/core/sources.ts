@@ -940,6 +940,9 @@ async function failUpdate(
 ): Promise<SourceRecord | undefined> {
   const previous = source.updateFrom;
   const current = await deps.sources.getSource(source.id);
+  // Deleted meanwhile: its deletion removed its code, which this update's `prepare` may have made
+  // again (a Lambda function on AWS; locally the host refuses a removed source's). It goes too.
+  if (!current) await deps.host.remove({ sourceId: source.id, ownerId: source.workspaceId });
   if (!current || previous === undefined) return undefined;
   if (step === "deactivate") {
     const restored = withSettings(unmarked(current), previous);

@@ -528,6 +528,10 @@ export async function updateWorkflow(
     await deps.workflows.updateWorkflow(next, current);
   } catch (error) {
     await discardDeployedSources(deps, caller, fresh);
+    // Deleted meanwhile: what `prepareWorkflow` made again for it (its function, on AWS) goes too.
+    if (isDomainError(error) && error.code === "not_found" && !(await deps.workflows.getWorkflow(id))) {
+      await deps.host.removeWorkflow({ workflowId: id, ownerId: current.workspaceId });
+    }
     // The same PUT with an `external_id`, sent twice at once: the one that lost answers the winner's.
     const latest =
       external && isDomainError(error) && error.code === "conflict" && (await deps.workflows.getWorkflow(id));

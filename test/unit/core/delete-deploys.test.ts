@@ -114,6 +114,26 @@ describe("a DELETE in local mode (no deadline, no finisher)", () => {
     expect(await t.deps.sources.getSource(t.made.id)).toBeUndefined();
   });
 
+  it("removes the code an update built again for a source a DELETE removed meanwhile", async () => {
+    const t = await setUp();
+    const prepare = t.deps.host.prepare.bind(t.deps.host);
+    t.deps.host = {
+      ...t.deps.host,
+      prepare: async (code, options) => {
+        await deleteSource(t.deps, t.caller, t.made.id);
+        return prepare(code, options);
+      },
+    };
+    await expect(
+      updateSource(t.deps, t.caller, t.made.id, { component_code: "hooked", name: "again" }),
+    ).rejects.toMatchObject({
+      code: "not_found",
+    });
+    // The DELETE's removal, then the failed update's, after its prepare.
+    expect(t.ops.filter((op) => op === "remove")).toHaveLength(2);
+    expect(await t.deps.sources.getSource(t.made.id)).toBeUndefined();
+  });
+
   it("answers 404 when its deactivate() failed because another DELETE removed the source's code meanwhile", async () => {
     const t = await setUp({ failing: new Set(["deactivate"]) });
     const removed = new Set<string>();

@@ -518,6 +518,23 @@ describe("sources deployed by a source trigger (W17)", () => {
     expect(await deps.workflows.getWorkflow(second.id)).toBeUndefined();
   });
 
+  it("removes the deployment a PUT of steps made again for a workflow a DELETE removed meanwhile", async () => {
+    const { deps, owner, removed } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http" }] });
+    const prepare = deps.host.prepareWorkflow.bind(deps.host);
+    deps.host = {
+      ...deps.host,
+      prepareWorkflow: async (code) => {
+        await deleteWorkflow(deps, owner, created.id);
+        return prepare(code);
+      },
+    };
+    const put = updateWorkflow(deps, owner, created.id, { steps: [codeStep("b")] });
+    expect((await rejection(put)).code).toBe("not_found");
+    // Once by the DELETE, once more for what the PUT built after it.
+    expect(removed).toEqual([created.id, created.id]);
+  });
+
   it("answers 409 to all but one of concurrent PUTs of triggers, keeping only the winner's source", async () => {
     const { deps, owner } = await setUp();
     const created = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http" }] });
