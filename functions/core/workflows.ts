@@ -509,6 +509,7 @@ export async function updateWorkflow(
     updatedAt: deps.clock.nowMs(),
   };
   const fresh = triggers.filter((t) => !current.triggers.includes(t));
+  let deactivated = false;
   // Until the record names them, the sources this request deployed are its own to discard: a
   // failure, a DELETE that removed the workflow meanwhile (its write then finds none) or another
   // PUT that wrote first leaves no source the workflow does not name.
@@ -521,6 +522,7 @@ export async function updateWorkflow(
     if (current.active && (!next.active || input.triggers !== undefined)) {
       // Not for a record another request has changed since: the write below would refuse it anyway.
       await requireUnchanged(deps, current);
+      deactivated = true;
       await deactivateTriggers(deps, caller, current, next, options);
     }
     // Only over the record this request read: another PUT that wrote meanwhile makes this one 409,
@@ -528,6 +530,12 @@ export async function updateWorkflow(
     await deps.workflows.updateWorkflow(next, current);
   } catch (error) {
     await discardDeployedSources(deps, caller, fresh);
+    // Another request wrote the workflow after this one stopped its triggers: they are the
+    // winner's again if it is active (the triggers it kept, its timers).
+    if (deactivated && isDomainError(error) && error.code === "conflict") {
+      const winner = await deps.workflows.getWorkflow(id);
+      if (winner?.active) await activateTriggers(deps, caller, winner, undefined, options);
+    }
     // Deleted meanwhile: what `prepareWorkflow` made again for it (its function, on AWS) goes too.
     if (isDomainError(error) && error.code === "not_found" && !(await deps.workflows.getWorkflow(id))) {
       await deps.host.removeWorkflow({ workflowId: id, ownerId: current.workspaceId });

@@ -535,6 +535,39 @@ describe("sources deployed by a source trigger (W17)", () => {
     expect(removed).toEqual([created.id, created.id]);
   });
 
+  it("gives the winner back the triggers a losing PUT stopped before its write was refused", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      settings: { auto_deploy: true },
+      steps: [codeStep()],
+      triggers: [{ type: "source", props: { component_code: "source" } }],
+    });
+    const sourceId = (await deps.workflows.getWorkflow(created.id))?.triggers.flatMap((t) =>
+      t.type === "source" ? [t.sourceId] : [],
+    )[0] as string;
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: true });
+    // Once the losing PUT (active: false) has stopped the source, another PUT renames the workflow first.
+    const store = deps.sources;
+    let winner: Promise<unknown> | undefined;
+    deps.sources = Object.assign(Object.create(store), {
+      updateSource: async (record: Parameters<typeof store.updateSource>[0]) => {
+        const saved = await store.updateSource(record);
+        if (!winner && !record.active && record.deployingSince === undefined) {
+          deps.sources = store;
+          // A later millisecond: a write of the same millisecond and deployment is not told apart.
+          deps.clock.set(deps.clock.nowMs() + 1);
+          winner = updateWorkflow(deps, owner, created.id, { settings: { name: "winner" } });
+          await winner;
+        }
+        return saved;
+      },
+    });
+    const loser = await rejection(updateWorkflow(deps, owner, created.id, { active: false }));
+    expect(loser.code).toBe("conflict");
+    expect(await deps.workflows.getWorkflow(created.id)).toMatchObject({ name: "winner", active: true });
+    expect(await deps.sources.getSource(sourceId)).toMatchObject({ active: true });
+  });
+
   it("answers 409 to all but one of concurrent PUTs of triggers, keeping only the winner's source", async () => {
     const { deps, owner } = await setUp();
     const created = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http" }] });
