@@ -530,22 +530,16 @@ export async function updateWorkflow(
     await deps.workflows.updateWorkflow(next, current);
   } catch (error) {
     await discardDeployedSources(deps, caller, fresh);
-    // Another request wrote the workflow after this one stopped its triggers: they are the
-    // winner's again if it is active (the triggers it kept, its timers).
-    if (deactivated && isDomainError(error) && error.code === "conflict") {
-      const winner = await deps.workflows.getWorkflow(id);
-      if (winner?.active) await activateTriggers(deps, caller, winner, undefined, options);
-    }
+    const latest = await deps.workflows.getWorkflow(id);
     // Deleted meanwhile: what `prepareWorkflow` made again for it (its function, on AWS) goes too.
-    if (isDomainError(error) && error.code === "not_found" && !(await deps.workflows.getWorkflow(id))) {
-      await deps.host.removeWorkflow({ workflowId: id, ownerId: current.workspaceId });
-    }
+    if (!latest) await deps.host.removeWorkflow({ workflowId: id, ownerId: current.workspaceId });
+    // Stopped by this request, which then failed (another PUT wrote first, a key in use): the
+    // stored workflow's triggers run again if it is active (the triggers it kept, its timers).
+    else if (deactivated && latest.active) await activateTriggers(deps, caller, latest, undefined, options);
     // The same PUT with an `external_id`, sent twice at once: the one that lost answers the winner's.
-    const latest =
-      external && isDomainError(error) && error.code === "conflict" && (await deps.workflows.getWorkflow(id));
-    if (latest && latest.externalId === external.externalId && latest.requestHash === external.requestHash) {
-      return present(deps, latest);
-    }
+    const repeat =
+      external && latest?.externalId === external.externalId && latest.requestHash === external.requestHash;
+    if (repeat && isDomainError(error) && error.code === "conflict") return present(deps, latest);
     throw error;
   }
   await resubscribe(deps, caller, current, next, handOver, options);

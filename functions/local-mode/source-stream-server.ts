@@ -213,9 +213,8 @@ export class SourceStreamServer {
     if (this.looking || this.hubs.size === 0) return;
     this.looking = true;
     try {
-      for (const hub of [...this.hubs.values()]) {
-        const first = hub.clients.values().next().value;
-        if (!first || (await streamTargetExists(this.deps, first.stream))) continue;
+      for (const [sourceId, hub] of [...this.hubs]) {
+        if (await streamTargetExists(this.deps, { sourceId })) continue;
         for (const client of [...hub.clients]) this.end(client);
       }
     } catch (error) {

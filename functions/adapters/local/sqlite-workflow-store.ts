@@ -82,7 +82,6 @@ export class SqliteWorkflowStore implements WorkflowStore {
       ),
       deleteTimers: db.prepare<[string]>("DELETE FROM workflow_timers WHERE workflow_id = ?"),
       deleteStates: db.prepare<[string]>("DELETE FROM step_states WHERE workflow_id = ?"),
-      exists: db.prepare<[string], { id: string }>("SELECT id FROM workflows WHERE id = ?"),
       byId: db.prepare<[string], WorkflowRow>("SELECT record FROM workflows WHERE id = ?"),
       byHttpKey: db.prepare<[string], WorkflowRow>(
         "SELECT w.record FROM workflow_endpoints e JOIN workflows w ON w.id = e.workflow_id WHERE e.key = ?",
@@ -112,14 +111,10 @@ export class SqliteWorkflowStore implements WorkflowStore {
       const record = JSON.stringify(workflow);
       if (create) {
         s.insert.run(workflow.id, workflow.userId, workflow.workspaceId, externalId, record);
-      } else if (expected) {
+      } else {
         const stored = s.byId.get(workflow.id);
         if (!stored) throw notFound(`workflow ${workflow.id}`);
-        if (!isVersion(toWorkflow(stored), expected)) throw changedMeanwhile(workflow.id);
-      } else if (!s.exists.get(workflow.id)) {
-        throw notFound(`workflow ${workflow.id}`);
-      }
-      if (!create) {
+        if (expected && !isVersion(toWorkflow(stored), expected)) throw changedMeanwhile(workflow.id);
         s.deleteEndpoints.run(workflow.id);
         s.deleteTimers.run(workflow.id);
         s.update.run(workflow.userId, workflow.workspaceId, externalId, record, workflow.id);

@@ -27,16 +27,6 @@ export interface StepStateWrite {
 }
 
 /**
- * Workflows (`p_`), the lookups their triggers need, and their steps' states. Adapters:
- * `SqliteWorkflowStore` (and, from step 2 of the design, a DynamoDB one); they pass
- * `test/contract/workflow-store.contract.ts`.
- *
- * Guards: an HTTP trigger's `key` names one workflow among all, and an `externalId` one workflow
- * of its workspace. A write that would give either to a second workflow is refused as a conflict
- * and changes nothing. The timers of an active workflow are listed by {@link listActiveTimerTriggers}:
- * every write moves keys, external id and timers with the record, so none is ever seen apart.
- */
-/**
  * What tells one stored version of a workflow from the next: every write sets `updatedAt`, and
  * every write of its steps or triggers a new `deploymentId`.
  */
@@ -50,6 +40,16 @@ export const isVersion = (stored: WorkflowVersion, expected: WorkflowVersion) =>
 export const changedMeanwhile = (id: string) =>
   conflict(`workflow ${id} was changed by another request meanwhile; send this one again`);
 
+/**
+ * Workflows (`p_`), the lookups their triggers need, and their steps' states. Adapters:
+ * `SqliteWorkflowStore` (and, from step 2 of the design, a DynamoDB one); they pass
+ * `test/contract/workflow-store.contract.ts`.
+ *
+ * Guards: an HTTP trigger's `key` names one workflow among all, and an `externalId` one workflow
+ * of its workspace. A write that would give either to a second workflow is refused as a conflict
+ * and changes nothing. The timers of an active workflow are listed by {@link listActiveTimerTriggers}:
+ * every write moves keys, external id and timers with the record, so none is ever seen apart.
+ */
 export interface WorkflowStore {
   /** Saves a new workflow. Throws `conflict` when its id, an HTTP trigger's key or its external id is taken. */
   createWorkflow(workflow: WorkflowRecord): Promise<void>;
