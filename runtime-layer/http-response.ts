@@ -213,6 +213,35 @@ export function readStreamBody(spec: unknown): Promise<Bag> | undefined {
   })();
 }
 
+/**
+ * Gives a respond's answer: at once for a body in hand, or once a stream body is read
+ * ({@link readStreamBody}), if `open()` still allows it then. `state.responding` is set while the
+ * stream is read, so that callers can ignore later calls (the first call wins). Answers the
+ * promise the code awaits for a stream body, undefined otherwise.
+ *
+ * @throws what {@link normalizeResponse} throws for a body in hand (the promise: for a stream's).
+ */
+export function answerRespond(
+  spec: unknown,
+  state: { responding: boolean },
+  open: () => boolean,
+  answer: (response: HttpResponseSpec) => void,
+): Promise<void> | undefined {
+  const streamed = readStreamBody(spec);
+  if (!streamed) {
+    answer(normalizeResponse(spec));
+    return undefined;
+  }
+  state.responding = true;
+  return streamed
+    .finally(() => {
+      state.responding = false;
+    })
+    .then((read) => {
+      if (open()) answer(normalizeResponse(read));
+    });
+}
+
 function asBytes(body: unknown): Buffer | undefined {
   if (Buffer.isBuffer(body)) return body;
   if (body instanceof Uint8Array) return Buffer.from(body.buffer, body.byteOffset, body.byteLength);

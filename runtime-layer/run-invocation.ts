@@ -9,7 +9,7 @@ import { inspect } from "node:util";
 import { createDataStoreClient, type DataStoreCaller } from "./data-store-client.ts";
 import { describeProps, type PropDescription, toJson } from "./describe-component.ts";
 import { httpRequestValue } from "./http-request-prop.ts";
-import { normalizeResponse, readStreamBody } from "./http-response.ts";
+import { answerRespond } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { runPropOptions } from "./prop-options.ts";
 import type {
@@ -225,7 +225,7 @@ class InvocationState implements InvocationScope, ThisBindings {
   readonly logs: LogRecord[] = [];
   response: HttpResponseSpec | undefined;
   /** A `respond` whose stream body is being read: the first call, so later ones are ignored. */
-  private responding = false;
+  responding = false;
   closed = false;
   private logBytes = 0;
   private emitBytes = 0;
@@ -315,20 +315,13 @@ class InvocationState implements InvocationScope, ThisBindings {
     if (this.invocation.kind !== "run") throw new Error("respond can only be called from run");
     // The first call wins (legacy components call it twice); a finished run has answered already.
     if (this.response || this.responding || this.closed) return;
-    const streamed = readStreamBody(spec);
-    if (!streamed) {
-      this.answer(normalizeResponse(spec));
-      return;
-    }
     // A stream body is read first; the promise tells the code when the answer is given.
-    this.responding = true;
-    return streamed
-      .finally(() => {
-        this.responding = false;
-      })
-      .then((read) => {
-        if (!this.response && !this.closed) this.answer(normalizeResponse(read));
-      });
+    return answerRespond(
+      spec,
+      this,
+      () => !this.response && !this.closed,
+      (response) => this.answer(response),
+    );
   }
 
   private answer(response: HttpResponseSpec): void {

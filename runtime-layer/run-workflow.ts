@@ -13,7 +13,7 @@
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { toJson } from "./describe-component.ts";
 import { installComponentGlobals } from "./globals.ts";
-import { isStreamBody, normalizeResponse, readStreamBody } from "./http-response.ts";
+import { answerRespond, isStreamBody } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { jsonBytesWithin } from "./json-value.ts";
 import type {
@@ -363,20 +363,14 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     if (immediate && isStreamBody(spec.body)) {
       throw new TypeError("$.respond: a stream body cannot be combined with immediate: true");
     }
-    const streamed = readStreamBody(spec);
-    if (!streamed) {
-      this.answer(normalizeResponse(spec), immediate);
-      return Promise.resolve();
-    }
-    this.run.responding = true;
-    return streamed
-      .finally(() => {
-        this.run.responding = false;
-      })
-      .then((read) => {
-        // A step that ended meanwhile (its code did not await the call) has no answer left to give.
-        if (!this.over && !this.run.response) this.answer(normalizeResponse(read), false);
-      });
+    // A step that ended while its stream body was read (its code did not await the call) has no answer left to give.
+    const read = answerRespond(
+      spec,
+      this.run,
+      () => !this.over && !this.run.response,
+      (response) => this.answer(response, immediate),
+    );
+    return read ?? Promise.resolve();
   }
 
   private answer(response: HttpResponseSpec & { immediate?: boolean }, immediate: boolean): void {
