@@ -1,6 +1,6 @@
 /**
- * Delivery of events to webhooks (docs/webhooks.md): the retry policy, one attempt, and the dead
- * letters a user lists and replays. Platform-free: the local worker
+ * Delivery of events to webhooks (docs/webhooks.md): the retry policy and one attempt (the dead
+ * letters a user lists and replays are in `dead-letters.ts`). Platform-free: the local worker
  * (`functions/local-mode/drivers/delivery-worker.ts`) and the AWS deliverer
  * (`functions/internal/webhook-deliverer.ts`) both call `attemptDelivery`, apply its outcome to
  * their own queue and log it with `logDeliveryOutcome`.
@@ -16,11 +16,7 @@ import type { Deps } from "#core/ports/deps";
 import type { Logger } from "#core/ports/logger";
 import type { WebhookSender } from "#core/ports/webhook-sender";
 import { responseHeaders } from "#runtime/http-response";
-import { requireWebhook } from "./access.ts";
-import { notFound } from "./errors.ts";
 import { HOPS_HEADER } from "./hops.ts";
-import type { Caller } from "./identity.ts";
-import { type PageQuery, pageEnvelope } from "./pagination.ts";
 import {
   type DeadLetterRecord,
   type DeliveryRecord,
@@ -327,83 +323,4 @@ export function logDeliveryOutcome(log: Logger, delivery: DeliveryRecord, outcom
       log.info("webhook delivery dropped", { ...fields, reason: outcome.reason });
       return;
   }
-}
-
-/** A dead letter as the API shows it (times in epoch seconds, like webhooks). */
-function deadLetterView(deadLetter: DeadLetterRecord) {
-  return {
-    id: deadLetter.id,
-    webhook_id: destinationOf(deadLetter),
-    subscription_ids: deadLetter.subscriptionIds,
-    emitter_id: deadLetter.emitterId,
-    event_id: deadLetter.eventId,
-    event_name: deadLetter.channel,
-    attempts: deadLetter.attempts,
-    last_error: deadLetter.lastError ?? null,
-    created_at: epochSeconds(deadLetter.createdAt),
-    failed_at: epochSeconds(deadLetter.failedAt),
-    payload: deadLetter.payload,
-  };
-}
-
-/** `GET /webhooks/{id}/dead_letters`: newest first, paginated by delivery id. */
-export async function listDeadLetters(
-  deps: Pick<Deps, "subscriptions" | "deadLetters">,
-  caller: Caller,
-  webhookId: string,
-  page: PageQuery,
-) {
-  const webhook = await requireWebhook(deps, caller, webhookId);
-  const found = await deps.deadLetters.listDeadLetters(webhook.id, page);
-  return pageEnvelope(found, (deadLetter) => deadLetter.id, deadLetterView);
-}
-
-/** The delivery a dead letter came from, ready to be attempted again from the start. */
-function revived(deadLetter: DeadLetterRecord, now: number): DeliveryRecord {
-  const { userId: _userId, failedAt: _failedAt, lastError: _lastError, ...delivery } = deadLetter;
-  return { ...delivery, attempts: 0, nextAttemptAt: now };
-}
-
-export type ReplayDeps = Pick<Deps, "subscriptions" | "deadLetters" | "deliveries" | "clock">;
-
-/**
- * `POST /webhooks/{id}/dead_letters/{delivery_id}/replay`: queues the delivery again with the same
- * id and a fresh set of attempts, then forgets the dead letter. Queued first and deleted second, so
- * a failure in between can at worst deliver twice under one delivery id, never lose it.
- */
-export async function replayDeadLetter(deps: ReplayDeps, caller: Caller, webhookId: string, deliveryId: string) {
-  const webhook = await requireWebhook(deps, caller, webhookId);
-  const deadLetter = await deps.deadLetters.getDeadLetter(webhook.id, deliveryId);
-  if (!deadLetter) throw notFound("dead letter");
-  await deps.deliveries.enqueue([revived(deadLetter, deps.clock.nowMs())]);
-  await deps.deadLetters.deleteDeadLetter(webhook.id, deadLetter.id);
-  return { id: deadLetter.id, webhook_id: webhook.id, replayed: true as const };
-}
-
-/** Dead letters replayed by one `replay` call at most. */
-export const REPLAY_BATCH_MAX = 100;
-
-/**
- * `POST /webhooks/{id}/dead_letters/replay`: replays the oldest `limit` dead letters (in the order
- * they were made) in one enqueue. `remaining` says how many are left for another call.
- */
-export async function replayAllDeadLetters(
-  deps: ReplayDeps,
-  caller: Caller,
-  webhookId: string,
-  limit = REPLAY_BATCH_MAX,
-) {
-  const webhook = await requireWebhook(deps, caller, webhookId);
-  const batch = Math.min(Math.max(1, Math.floor(limit)), REPLAY_BATCH_MAX);
-  // `before` a key below every delivery id gives the oldest page (pagination.ts: the nearest newer items).
-  const page = await deps.deadLetters.listDeadLetters(webhook.id, { limit: batch, before: "dlv_" });
-  const oldestFirst = [...page.items].sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-  const now = deps.clock.nowMs();
-  if (oldestFirst.length > 0) await deps.deliveries.enqueue(oldestFirst.map((deadLetter) => revived(deadLetter, now)));
-  for (const deadLetter of oldestFirst) await deps.deadLetters.deleteDeadLetter(webhook.id, deadLetter.id);
-  return {
-    webhook_id: webhook.id,
-    replayed: oldestFirst.length,
-    remaining: Math.max(0, page.totalCount - oldestFirst.length),
-  };
 }

@@ -1,8 +1,8 @@
 import * as z from "zod";
 import { part as tables } from "#aws-parts/tables";
+import { listDeadLetters } from "#core/dead-letters";
 import { ID_PREFIXES } from "#core/ids";
 import { pageParamsSchema, toPageQuery } from "#core/pagination";
-import { listDeadLetters } from "#core/webhook-delivery";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
 import { idParam, paginated } from "./schemas.ts";

@@ -1,8 +1,8 @@
 import * as z from "zod";
 import { part as deliveries } from "#aws-parts/deliveries";
 import { part as tables } from "#aws-parts/tables";
+import { replayDeadLetter } from "#core/dead-letters";
 import { ID_PREFIXES } from "#core/ids";
-import { replayDeadLetter } from "#core/webhook-delivery";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
 import { idParam, single } from "./schemas.ts";

@@ -37,6 +37,7 @@ import { route as listUserSources } from "./list-user-sources.ts";
 import { route as listUserSubscriptions } from "./list-user-subscriptions.ts";
 import { route as listUserWebhooks } from "./list-user-webhooks.ts";
 import { route as listUserWorkflows } from "./list-user-workflows.ts";
+import { route as listWorkflowDeadLetters } from "./list-workflow-dead-letters.ts";
 import { route as listWorkflowErrors } from "./list-workflow-errors.ts";
 import { route as listWorkflowEvents } from "./list-workflow-events.ts";
 import { route as listWorkflowRuns } from "./list-workflow-runs.ts";
@@ -49,6 +50,8 @@ import { route as listWorkspaceWorkflows } from "./list-workspace-workflows.ts";
 import { route as reloadComponentProps } from "./reload-component-props.ts";
 import { route as replayDeadLetter } from "./replay-dead-letter.ts";
 import { route as replayDeadLetters } from "./replay-dead-letters.ts";
+import { route as replayWorkflowDeadLetter } from "./replay-workflow-dead-letter.ts";
+import { route as replayWorkflowDeadLetters } from "./replay-workflow-dead-letters.ts";
 import { route as rotateWebhookSecret } from "./rotate-webhook-secret.ts";
 import type { AnyRoute } from "./route.ts";
 import { route as serveDataStoreCall } from "./serve-data-store-call.ts";
@@ -103,6 +106,9 @@ export const routes: readonly AnyRoute[] = [
   replayDeadLetters,
   getOpenApi,
   listWorkflowRuns,
+  listWorkflowDeadLetters,
+  replayWorkflowDeadLetter,
+  replayWorkflowDeadLetters,
   listWorkspaceDataStores,
   listDataStoreRecords,
   clearDataStore,

@@ -9,7 +9,8 @@ import { type ReceivedRequest, WebhookReceiver } from "../support/webhook-receiv
 /**
  * Issue 5's "Done when", as a user would try it against `npm start`: two webhooks on a receiver
  * at 127.0.0.1, one subscribed to a source and one to `dc_*`; the receiver goes down and comes
- * back; a webhook that never recovers ends in the dead letters and a replay delivers it.
+ * back; a webhook that never recovers ends in the dead letters and a replay delivers it, as does a
+ * workflow's `$.send.http`.
  */
 const EMITTER = `
 export default {
@@ -204,6 +205,86 @@ export default {
       expect(JSON.parse(replayed.body).event).toEqual({ n: 42 });
       expect((await api("GET", `/webhooks/${hook.id}/dead_letters`)).json.data).toEqual([]);
       expect((await api("POST", `/webhooks/${hook.id}/dead_letters/${dead.id}/replay`)).status).toBe(404);
+    } finally {
+      await box.stop();
+    }
+  });
+
+  it("keeps a workflow's $.send.http that never succeeds as a dead letter, listed without its credentials; a replay sends it whole", async () => {
+    const box = await WebhookReceiver.start();
+    box.status = 500;
+    try {
+      const url = box.url("/sends?api_key=k-123&page=2");
+      const send = `$.send.http({ method: "post", url: ${JSON.stringify(url)},
+        headers: { "x-api-token": "tok-9", "x-kind": "order" }, params: { token: "p-7", q: "a" },
+        auth: { username: "ann", password: "s3cret" }, data: { id: steps.trigger.event.body.id } });`;
+      const created = await api("POST", "/workflows", {
+        settings: { name: "failing send", auto_deploy: true },
+        steps: [{ namespace: "send", component_code: `export default { async run({ steps, $ }) { ${send} } }` }],
+        triggers: [{ type: "http" }],
+      });
+      expect(created.status, JSON.stringify(created.json)).toBe(200);
+      const flow = { id: created.json.data.id as string, url: created.json.data.triggers[0].endpoint_url as string };
+      const posted = await fetch(flow.url, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify({ id: "D1" }),
+      });
+      expect(posted.status).toBe(200);
+      await posted.arrayBuffer();
+      const dead = await eventually(
+        async () => {
+          const page = await api("GET", `/workflows/${flow.id}/dead_letters`);
+          expect(page.status, JSON.stringify(page.json)).toBe(200);
+          return page.json.data[0];
+        },
+        "the send's dead letter",
+        { timeoutMs: 20_000 },
+      );
+      expect(box.requests).toHaveLength(4);
+      expect(dead).toEqual({
+        id: expect.stringMatching(/^dlv_/),
+        workflow_id: flow.id,
+        run_id: expect.stringMatching(/^run_/),
+        type: "http",
+        request: {
+          method: "POST",
+          url: box.url("/sends?api_key=%5Bredacted%5D&page=2"),
+          headers: { "x-api-token": "[redacted]", "x-kind": "order" },
+          params: { token: "[redacted]", q: "a" },
+          auth: { username: "ann", password: "[redacted]" },
+          data: { id: "D1" },
+        },
+        s3: null,
+        attempts: 4,
+        last_error: "HTTP 500",
+        created_at: expect.any(Number),
+        failed_at: expect.any(Number),
+      });
+      const runs = await api("GET", `/workflows/${flow.id}/runs`);
+      expect(runs.json.data.map((run: { id: string }) => run.id)).toEqual([dead.run_id]);
+
+      // Fixed: the replay sends the request as the run made it, credentials included.
+      box.status = 204;
+      const replay = await api("POST", `/workflows/${flow.id}/dead_letters/${dead.id}/replay`);
+      expect(replay.status, JSON.stringify(replay.json)).toBe(200);
+      expect(replay.json.data).toEqual({ id: dead.id, workflow_id: flow.id, replayed: true });
+      await eventually(async () => when(box.requests.length >= 5), "the replayed send");
+      const sent = box.requests[4]!;
+      const query = new URL(sent.path, "http://x").searchParams;
+      expect([query.get("api_key"), query.get("page"), query.get("token"), query.get("q")]).toEqual([
+        "k-123",
+        "2",
+        "p-7",
+        "a",
+      ]);
+      expect(sent.headers["x-api-token"]).toBe("tok-9");
+      expect(sent.headers.authorization).toBe(`Basic ${Buffer.from("ann:s3cret").toString("base64")}`);
+      expect(JSON.parse(sent.body)).toEqual({ id: "D1" });
+      expect((await api("GET", `/workflows/${flow.id}/dead_letters`)).json.data).toEqual([]);
+      expect((await api("POST", `/workflows/${flow.id}/dead_letters/${dead.id}/replay`)).status).toBe(404);
+      const all = await api("POST", `/workflows/${flow.id}/dead_letters/replay`);
+      expect(all.json.data).toEqual({ workflow_id: flow.id, replayed: 0, remaining: 0 });
     } finally {
       await box.stop();
     }

@@ -316,7 +316,12 @@ describe("ServiceStack: subscriptions and webhook delivery", () => {
 
   it("lets the replay routes (access.deliveries), the dispatcher and the functions that apply runs send to the delivery queue, and no other function", () => {
     const replays = routes.filter((route) => route.access.deliveries).map((route) => route.name);
-    expect(replays.sort()).toEqual(["replay-dead-letter", "replay-dead-letters"]);
+    expect(replays.sort()).toEqual([
+      "replay-dead-letter",
+      "replay-dead-letters",
+      "replay-workflow-dead-letter",
+      "replay-workflow-dead-letters",
+    ]);
     const deliveryArn = JSON.stringify(queueArn(fanout().deliveryQueue));
     const functionIds = Object.keys(functionsOf(template));
     const senders = functionIds.filter((id) =>

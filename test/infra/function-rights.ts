@@ -80,6 +80,7 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
     "list-workflow-errors",
     "list-dead-letters",
     "list-workflow-runs",
+    "list-workflow-dead-letters",
     "list-workspace-data-stores",
     "list-data-store-records",
     "list-apps",
@@ -137,7 +138,9 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
     "delete-account",
   ].map((name) => writes(name)),
   // The delivery queue.
-  ...["replay-dead-letter", "replay-dead-letters"].map((name) => writes(name, ["sqs:SendMessage"])),
+  ...["replay-dead-letter", "replay-dead-letters", "replay-workflow-dead-letter", "replay-workflow-dead-letters"].map(
+    (name) => writes(name, ["sqs:SendMessage"]),
+  ),
 ];
 
 /** The other functions of the stack, by the names the test gives their constructs. */

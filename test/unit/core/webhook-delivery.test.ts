@@ -6,6 +6,13 @@ import { LocalSecrets } from "#adapters/local/local-secrets";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
+import {
+  listDeadLetters,
+  REPLAY_BATCH_MAX,
+  type ReplayDeps,
+  replayAllDeadLetters,
+  replayDeadLetter,
+} from "#core/dead-letters";
 import type { Deps } from "#core/ports/deps";
 import { randomIdGenerator } from "#core/ports/id-generator";
 import { silentLogger } from "#core/ports/logger";
@@ -17,11 +24,6 @@ import {
   DEFAULT_DELIVERY_SETTINGS,
   type DeliveryDeps,
   deliverySettings,
-  listDeadLetters,
-  REPLAY_BATCH_MAX,
-  type ReplayDeps,
-  replayAllDeadLetters,
-  replayDeadLetter,
   retryDelayBoundMs,
   retryDelayMs,
   retryWindowMs,

@@ -1,9 +1,11 @@
 import { describe, expect, it } from "vitest";
 import type { ComponentDescription } from "#core/component-model";
+import { listWorkflowDeadLetters, replayAllWorkflowDeadLetters, replayWorkflowDeadLetter } from "#core/dead-letters";
 import { invalid } from "#core/errors";
 import { toPageQuery } from "#core/pagination";
 import type { ComponentHost, WorkflowCode } from "#core/ports/component-host";
 import { deploySource, getSource } from "#core/sources";
+import type { DeadLetterRecord, DeliveryRecord, DeliveryTarget } from "#core/subscription-model";
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
 import { listWorkflowEvents } from "#core/workflow-events";
@@ -1030,5 +1032,134 @@ describe("the configuration's size (design 2.4)", () => {
     expect(put.issues?.[0]?.field).toBe("steps");
     expect((await deps.workflows.getWorkflow(created.id))?.steps).toHaveLength(1);
     expect(prepared).toHaveLength(1);
+  });
+});
+
+describe("a workflow's dead letters (its sends that failed every attempt)", () => {
+  async function withDeadLetters() {
+    const set = await setUp();
+    const queued: DeliveryRecord[] = [];
+    set.deps.deliveries = {
+      enqueue: async (batch) => {
+        queued.push(...structuredClone([...batch]));
+      },
+    };
+    const created = await createWorkflow(set.deps, set.owner, {
+      settings: { auto_deploy: true },
+      steps: [codeStep()],
+      triggers: [{ type: "http" }],
+    });
+    const now = set.deps.clock.nowMs();
+    const dead = (id: string, target: DeliveryTarget): DeadLetterRecord => ({
+      id,
+      target,
+      subscriptionIds: [],
+      emitterId: created.id,
+      eventId: "run_01jd0000000000000000ab",
+      channel: "",
+      payload: null,
+      attempts: 8,
+      nextAttemptAt: now,
+      createdAt: now,
+      userId: set.owner.userId,
+      failedAt: now + 1_000,
+      lastError: "HTTP 500",
+    });
+    const http = (url: string): DeliveryTarget => ({
+      kind: "http",
+      workflowId: created.id,
+      request: {
+        method: "POST",
+        url,
+        headers: { Authorization: "Bearer t-1", "X-Kind": "order" },
+        params: { client_secret: "c-2", q: "z" },
+        auth: { username: "u", password: "p-3" },
+        data: { a: 1 },
+      },
+    });
+    return { ...set, queued, created, dead, http, now };
+  }
+
+  it("lists them newest first with their credentials redacted, to the workflow's members only", async () => {
+    const { deps, owner, stranger, created, dead, http } = await withDeadLetters();
+    await deps.deadLetters.putDeadLetter(dead("dlv_01", http("https://ann:pw-4@example.com/x?api_key=k-5&page=2")));
+    await deps.deadLetters.putDeadLetter(
+      dead("dlv_02", { kind: "s3", workflowId: created.id, bucket: "b", key: "in/run-0.json", body: { x: 1 } }),
+    );
+    const page = await listWorkflowDeadLetters(deps, owner, created.id, toPageQuery({ limit: 10 }));
+    expect(page.page_info).toMatchObject({ total_count: 2, count: 2 });
+    expect(page.data).toEqual([
+      expect.objectContaining({
+        id: "dlv_02",
+        type: "s3",
+        request: null,
+        s3: { bucket: "b", key: "in/run-0.json", payload: { x: 1 } },
+      }),
+      {
+        id: "dlv_01",
+        workflow_id: created.id,
+        run_id: "run_01jd0000000000000000ab",
+        type: "http",
+        request: {
+          method: "POST",
+          url: "https://ann:%5Bredacted%5D@example.com/x?api_key=%5Bredacted%5D&page=2",
+          headers: { Authorization: "[redacted]", "X-Kind": "order" },
+          params: { client_secret: "[redacted]", q: "z" },
+          auth: { username: "u", password: "[redacted]" },
+          data: { a: 1 },
+        },
+        s3: null,
+        attempts: 8,
+        last_error: "HTTP 500",
+        created_at: expect.any(Number),
+        failed_at: expect.any(Number),
+      },
+    ]);
+    const text = JSON.stringify(page);
+    for (const secret of ["t-1", "c-2", "p-3", "pw-4", "k-5"]) expect(text).not.toContain(secret);
+    // A URL without credentials is shown as it was written.
+    await deps.deadLetters.putDeadLetter(dead("dlv_03", http("http://example.com/a b?page=1")));
+    const [plain] = (await listWorkflowDeadLetters(deps, owner, created.id, toPageQuery({ limit: 1 }))).data;
+    expect(plain?.request?.url).toBe("http://example.com/a b?page=1");
+    expect((await rejection(listWorkflowDeadLetters(deps, stranger, created.id, toPageQuery({})))).code).toBe(
+      "not_found",
+    );
+    expect((await rejection(listWorkflowDeadLetters(deps, owner, "p_missing", toPageQuery({})))).code).toBe(
+      "not_found",
+    );
+  });
+
+  it("replays one whole under its id, then the oldest ones in order; a stranger queues nothing", async () => {
+    const { deps, owner, stranger, created, dead, http, queued, now } = await withDeadLetters();
+    for (const id of ["dlv_01", "dlv_02", "dlv_03", "dlv_04"]) {
+      await deps.deadLetters.putDeadLetter(dead(id, http(`https://example.com/${id}`)));
+    }
+    expect((await rejection(replayWorkflowDeadLetter(deps, stranger, created.id, "dlv_01"))).code).toBe("not_found");
+    expect((await rejection(replayAllWorkflowDeadLetters(deps, stranger, created.id))).code).toBe("not_found");
+    expect(queued).toEqual([]);
+
+    expect(await replayWorkflowDeadLetter(deps, owner, created.id, "dlv_03")).toEqual({
+      id: "dlv_03",
+      workflow_id: created.id,
+      replayed: true,
+    });
+    const {
+      userId: _userId,
+      failedAt: _failedAt,
+      lastError: _lastError,
+      ...delivery
+    } = dead("dlv_03", http("https://example.com/dlv_03"));
+    expect(queued).toEqual([{ ...delivery, attempts: 0, nextAttemptAt: now }]);
+    expect((await rejection(replayWorkflowDeadLetter(deps, owner, created.id, "dlv_03"))).code).toBe("not_found");
+
+    expect(await replayAllWorkflowDeadLetters(deps, owner, created.id, 2)).toEqual({
+      workflow_id: created.id,
+      replayed: 2,
+      remaining: 1,
+    });
+    expect(queued.map((d) => d.id)).toEqual(["dlv_03", "dlv_01", "dlv_02"]);
+    expect((await deps.deadLetters.listDeadLetters(created.id, { limit: 10 })).items.map((d) => d.id)).toEqual([
+      "dlv_04",
+    ]);
   });
 });
