@@ -22,6 +22,7 @@ import type {
   WorkflowResult,
 } from "#runtime/protocol";
 import { clipText } from "./clip-text.ts";
+import { forbiddenCharacterIn } from "./names.ts";
 import { redactPaths } from "./redact-paths.ts";
 import { checkResponse, emitOverRun, MAX_EMIT_BYTES, MAX_ERROR_TEXT, RESPONSE_ERROR } from "./run-limits.ts";
 import type { DeliveredSend } from "./workflow-sends.ts";
@@ -127,7 +128,7 @@ export function limitWorkflowResult(
     emits: [],
     sse: [],
     delivered: [],
-    logs: capRunLogs(result.logs, now),
+    logs: capRunLogs(result.logs, now, new Set(result.steps.map((step) => step.id))),
     responseRefused: false,
     problems: [],
   };
@@ -143,7 +144,9 @@ export function limitWorkflowResult(
       continue;
     }
     if (send.type === "sse" && !displayableName(send.channel)) {
-      refused.push(`an sse channel must be 1 to ${SSE_CHANNEL_MAX_LENGTH} characters without control characters`);
+      refused.push(
+        `an sse channel must be 1 to ${SSE_CHANNEL_MAX_LENGTH} characters without control or bidirectional control characters`,
+      );
       continue;
     }
     const size = jsonBytes(send as unknown as Json);
@@ -201,19 +204,23 @@ export function trustedError(error: ErrorRecord): ErrorRecord {
  * {@link MAX_RUN_LOG_BYTES} bytes, each line cut, the server's paths removed; then one line saying
  * how many were dropped.
  */
-export function capRunLogs(logs: StepLogRecord[], now: number): StepLogRecord[] {
+export function capRunLogs(logs: StepLogRecord[], now: number, ranSteps: ReadonlySet<string>): StepLogRecord[] {
   const kept: StepLogRecord[] = [];
   let bytes = 0;
+  // A line names a step that ran, or none: the child's word on it is not taken for any other id.
+  const stepOf = (log: StepLogRecord) => (ranSteps.has(log.step) ? log.step : "");
   for (const log of logs) {
     const message = redactPaths(clipText(log.message, RUN_LOG_LINE_MAX_CHARS));
-    const size = Buffer.byteLength(message) + log.step.length;
+    const step = stepOf(log);
+    const size = Buffer.byteLength(message) + step.length;
     if (kept.length >= MAX_RUN_LOG_LINES - 1 || bytes + size > MAX_RUN_LOG_BYTES) break;
     bytes += size;
-    kept.push({ ts: log.ts, level: log.level, message, step: log.step });
+    kept.push({ ts: log.ts, level: log.level, message, step });
   }
   const dropped = logs.length - kept.length;
   if (dropped > 0) {
-    const step = logs[logs.length - 1]?.step ?? "";
+    const last = logs[logs.length - 1];
+    const step = last ? stepOf(last) : "";
     kept.push({ ts: now, level: "warn", message: `${dropped} more log lines of this run were dropped`, step });
   }
   return kept;
@@ -231,6 +238,9 @@ function payloadOf(send: SendRecord): Json {
 }
 
 const displayableName = (name: string) =>
-  name.length > 0 && name.length <= SSE_CHANNEL_MAX_LENGTH && !/\p{Cc}/u.test(name);
+  name.length > 0 &&
+  name.length <= SSE_CHANNEL_MAX_LENGTH &&
+  !/\p{Cc}/u.test(name) &&
+  forbiddenCharacterIn(name) === undefined;
 
 const jsonBytes = (value: Json) => Buffer.byteLength(JSON.stringify(value) ?? "null");

@@ -10,7 +10,14 @@ import { IDEMPOTENCY_HEADER, IDEMPOTENCY_KEY_MAX_LENGTH } from "#core/idempotenc
 import { deploySource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { componentChoiceFields, single, sourceSchema, workspaceChoiceFields, workspaceChoiceQuery } from "./schemas.ts";
+import {
+  componentChoiceFields,
+  single,
+  sourceNameField,
+  sourceSchema,
+  workspaceChoiceFields,
+  workspaceChoiceQuery,
+} from "./schemas.ts";
 import { queryOrBody } from "./subscription-schemas.ts";
 
 export const route = defineRoute({
@@ -28,7 +35,7 @@ export const route = defineRoute({
   }),
   body: z.object({
     ...componentChoiceFields,
-    name: z.string().min(1).max(200).optional(),
+    name: sourceNameField,
     configured_props: z.record(z.string(), z.unknown()).optional(),
     ...workspaceChoiceFields,
   }),

@@ -151,6 +151,9 @@ export const componentFilesFields = {
     .meta({ description: "The entry file of component_files (optional when it holds one file)" }),
 };
 
+/** A source's name, as a create or update body gives it. */
+export const sourceNameField = z.string().min(1).max(200).optional();
+
 /** Body fields that choose a component, shared by create and update (spec precedence applies). */
 export const componentChoiceFields = {
   component_id: z.string().max(128).optional(),

@@ -9,7 +9,7 @@ import { part as trees } from "#aws-parts/trees";
 import { updateSource } from "#core/sources";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
-import { componentChoiceFields, single, sourceIdParams, sourceSchema } from "./schemas.ts";
+import { componentChoiceFields, single, sourceIdParams, sourceNameField, sourceSchema } from "./schemas.ts";
 
 export const route = defineRoute({
   name: "update-source",
@@ -21,7 +21,7 @@ export const route = defineRoute({
   params: sourceIdParams,
   body: z.object({
     ...componentChoiceFields,
-    name: z.string().min(1).max(200).optional(),
+    name: sourceNameField,
     configured_props: z.record(z.string(), z.unknown()).optional(),
     active: z.boolean().optional(),
   }),

@@ -1,6 +1,13 @@
 import * as z from "zod";
 import { ID_PREFIXES } from "#core/ids";
-import { componentFilesFields, idParam, sourceSchema, workspaceChoiceFields } from "./schemas.ts";
+import {
+  componentChoiceFields,
+  componentFilesFields,
+  idParam,
+  sourceNameField,
+  sourceSchema,
+  workspaceChoiceFields,
+} from "./schemas.ts";
 
 /**
  * Schemas of the workflow routes (docs/design/workflows.md 1.1-1.3). The bodies type each field
@@ -26,15 +33,31 @@ export const stepInputSchema = z
   })
   .meta({ description: "A step: exactly one of component_code, component_files, component_id and key" });
 
+/**
+ * A trigger's props. Those of a "source" trigger that deploys its own source are typed as
+ * `POST /v1/sources` types them, so that a bad one is a 400 naming `triggers[i].props.<field>`;
+ * which props each type takes is core's check.
+ */
+const triggerPropsSchema = z.looseObject({
+  custom_response: z.boolean().optional().meta({ description: '"http": answer with $.respond (default false)' }),
+  intervalSeconds: z.unknown().optional().meta({ description: '"timer": seconds between runs (or cron)' }),
+  cron: z.unknown().optional().meta({ description: '"timer": a cron expression (or intervalSeconds)' }),
+  timezone: z.unknown().optional().meta({ description: '"timer": the cron\'s IANA time zone (default UTC)' }),
+  source_id: z.string().max(128).optional().meta({ description: '"source": an existing source of yours (dc_)' }),
+  ...componentChoiceFields,
+  name: sourceNameField,
+  configured_props: z.record(z.string(), z.unknown()).optional(),
+});
+
 export const triggerInputSchema = z
   .object({
     id: z.string().max(128).optional().meta({ description: "On PUT: the trigger this item keeps (hi_ or ti_)" }),
     type: z.string().max(32),
-    props: z.record(z.string(), z.unknown()).optional(),
+    props: triggerPropsSchema.optional(),
   })
   .meta({
     description:
-      'A trigger: "http" {custom_response}, "timer" {intervalSeconds | cron, timezone} or "source" {source_id}',
+      'A trigger: "http" {custom_response}, "timer" {intervalSeconds | cron, timezone}, or "source" with either source_id or a source to deploy (component_code, component_files, component_id, component_url or key, with name and configured_props, as POST /v1/sources)',
   });
 
 const externalIdField = z.string().max(1000).optional().meta({

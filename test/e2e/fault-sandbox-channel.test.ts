@@ -59,6 +59,22 @@ export default {
 };
 `;
 
+/** A source whose run makes data store calls far past the 20,000 one run may make, without awaiting them. */
+const DATA_STORE_FLOODER = `
+export default {
+  name: "Data store flooder",
+  version: "1.0.0",
+  props: { http: "$.interface.http", dataStore: { type: "data_store" } },
+  async run() {
+    for (let round = 0; round < 40; round++) {
+      for (let i = 0; i < 1000; i++) this.dataStore.get("k").catch(() => {});
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    await new Promise((resolve) => setTimeout(resolve, 3000));
+  },
+};
+`;
+
 /** The bad writes, triggered one after another, with the `$errors` message each must leave. */
 const BAD_WRITES = [
   // The issue's report: fd 3 was Node's IPC channel, and this took the server down. It is now the
@@ -82,6 +98,17 @@ const BAD_WRITES = [
     code: REPEATER,
     message: /over 1000 messages in a second that concern no run of its own or repeat/,
   },
+  // `ready` is said once, at start: a repeat had every run in flight sent and run again, and
+  // enough of them in one write took the server down (building one string of the repeats).
+  { name: "Ready again", write: 'writeSync(4, \'{"type":"ready"}\\n\'.repeat(800))', message: /ready twice/ },
+  // Only a describing process answers with a description.
+  {
+    name: "Described",
+    write: 'writeSync(4, JSON.stringify({ type: "described", requestId: "x", ok: true }) + "\\n")',
+    message: /description/,
+  },
+  // Data store calls past the 20,000 one run may make are refused at once: made without end, they are chatter.
+  { name: "Data store flooder", code: DATA_STORE_FLOODER, message: /over 1000 messages in a second/ },
   // A line never finished: the loop keeps the runtime from writing anything after it.
   { name: "Unfinished", write: 'writeSync(4, \'{"type":"be\'); while (true) {}', message: /left a message unfinished/ },
 ] as const;

@@ -154,6 +154,20 @@ describe("workflows API over real HTTP against local mode", () => {
       await api("POST", "/workflows", { steps: [{ namespace: "a", component_code: CODE_STEP, disabled: "no" }] }),
       "steps.0.disabled",
     );
+    // A source trigger's source is typed as POST /v1/sources types it (these were 500s, or a nameless source).
+    const source = (props: Record<string, unknown>) => body({ triggers: [{ type: "source", props }] });
+    for (const [props, field] of [
+      [{ component_code: 5 }, "triggers.0.props.component_code"],
+      [{ component_id: 5 }, "triggers.0.props.component_id"],
+      [{ key: ["x"] }, "triggers.0.props.key"],
+      [{ component_code: CODE_STEP, name: 5 }, "triggers.0.props.name"],
+      [{ component_code: CODE_STEP, name: "" }, "triggers.0.props.name"],
+      [{ component_code: CODE_STEP, name: "x".repeat(201) }, "triggers.0.props.name"],
+      [{ component_code: CODE_STEP, configured_props: [] }, "triggers.0.props.configured_props"],
+      [{ custom_response: null }, "triggers.0.props.custom_response"],
+    ] as const) {
+      expect400(await api("POST", "/workflows", source(props)), field);
+    }
     const listed = await api("GET", "/users/me/workflows?limit=100");
     expect(listed.json.data.every((w: { name: string }) => w.name === "Orders")).toBe(true);
   });

@@ -18,6 +18,7 @@
  * batch together, before the first of their step code runs (decision 486). Either way, runs that
  * started before any of their code ran leave the host a guess when one of them blocks.
  */
+import { DATA_STORE_CALLS_PER_RUN } from "#core/data-stores";
 import type { DataStoreReply, HttpResponseSpec } from "#runtime/protocol";
 import { parseHttpResponse } from "#runtime/protocol-parsers";
 import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-channel";
@@ -129,6 +130,8 @@ interface Pending {
   startOrder: number;
   /** Written to the child (not only queued for the end of the tick). */
   sent: boolean;
+  /** Data store calls the child made for it. */
+  dataStoreCalls: number;
 }
 
 export class SandboxOwnerProcess implements BudgetMember {
@@ -238,7 +241,7 @@ export class SandboxOwnerProcess implements BudgetMember {
       this.setRef(true);
       this.options.budget.setIdle(this, false);
     }
-    const entry: Pending = { task, sentAt: performance.now(), startOrder: 0, sent: false };
+    const entry: Pending = { task, sentAt: performance.now(), startOrder: 0, sent: false, dataStoreCalls: 0 };
     this.pending.set(invocationId, entry);
     entry.timer = setTimeout(() => this.timeOut(invocationId), task.timeoutMs + KILL_GRACE_MS);
     if (this.isReady) this.send(entry);
@@ -327,9 +330,19 @@ export class SandboxOwnerProcess implements BudgetMember {
         this.noteIdleMessage();
         break;
       case "ready":
+        // The runtime says it once, when it starts; a repeat is forged, and would have every run
+        // in flight sent (and run) again.
+        if (this.isReady) {
+          this.onViolation("it said it was ready twice");
+          break;
+        }
         this.isReady = true;
-        for (const entry of this.pending.values()) this.send(entry);
+        for (const entry of this.pending.values()) if (!entry.sent) this.send(entry);
         this.options.onChange(this);
+        break;
+      case "described":
+        // Only a process that describes code answers with a description (sandbox-process.ts).
+        this.onViolation("it sent a description, which it was never asked for");
         break;
       default:
         break;
@@ -407,7 +420,10 @@ export class SandboxOwnerProcess implements BudgetMember {
       this.onViolation("it sent a data store call for an invocation it had not started");
       return;
     }
-    if (!entry && !this.noteIdleMessage()) return;
+    // Past the calls one run may make, each is refused at once: code that keeps making them is
+    // chatter (the reply costs the server as much as the call), and the process is killed for it.
+    const refusedAnyway = !entry || ++entry.dataStoreCalls > DATA_STORE_CALLS_PER_RUN;
+    if (refusedAnyway && !this.noteIdleMessage()) return;
     const reply: Promise<DataStoreReply> = entry
       ? entry.task.dataStore(call)
       : Promise.resolve({

@@ -67,6 +67,15 @@ export interface SandboxProcess {
   readonly handles: readonly Refable[];
 }
 
+/**
+ * Bytes of requests a child may leave unread before it is killed: far above what the runs in flight
+ * to one child carry (each event is at most 512 KiB), far below what would strain the server.
+ */
+export const MAX_UNREAD_REQUEST_BYTES = 256 * 1024 * 1024;
+
+/** A batch of requests is written in pieces of about this many characters (one string per piece). */
+const WRITE_CHUNK_CHARS = 1024 * 1024;
+
 /** What a sandbox process may use beyond its heap cap: Node itself, its threads' stacks, buffers. */
 export const MEMORY_BEYOND_HEAP_MB = 384;
 
@@ -167,10 +176,20 @@ export function forkSandbox(
     child,
     stderrTail: () => redact(stderr),
     send(batch) {
-      if (batch.length === 0 || !requests.writable) return;
+      if (batch.length === 0 || !requests.writable || violated) return;
       let text = "";
-      for (const request of batch) text += `${JSON.stringify(request)}\n`;
-      requests.write(text);
+      for (const request of batch) {
+        text += `${JSON.stringify(request)}\n`;
+        if (text.length < WRITE_CHUNK_CHARS) continue;
+        requests.write(text);
+        text = "";
+      }
+      if (text.length > 0) requests.write(text);
+      // What the child leaves unread is held here: a child that asks for replies (data store
+      // calls) without reading them would have the server's memory grow without bound.
+      if (requests.writableLength > MAX_UNREAD_REQUEST_BYTES) {
+        violate(`it left over ${MAX_UNREAD_REQUEST_BYTES / 1024 / 1024} MiB sent to it unread`);
+      }
     },
     unfinishedChars: () => decoder.pendingChars,
     redact,
@@ -315,6 +334,7 @@ export function describeInSandbox(
 
   return new Promise<DescribeReply>((resolve, reject) => {
     let settled = false;
+    let asked = false;
     const finish = (outcome: () => void) => {
       if (settled) return;
       settled = true;
@@ -326,7 +346,12 @@ export function describeInSandbox(
     const sandbox = forkSandbox(entryPath, `${dirname(bundlePath)}/`, limits.heapMb, {
       onMessage(message) {
         if (message.type === "ready") {
-          // Sent only once the child listens.
+          // Sent only once the child listens; a repeat is the code's own (it runs while loading) and is refused.
+          if (asked)
+            finish(() =>
+              resolve(failed("the component could not be loaded: its sandbox process said it was ready twice")),
+            );
+          asked = true;
           sandbox.send([request]);
         } else if (message.type === "described") {
           // The envelope is checked (`parseMessage`); the reply itself is parsed as on every platform.

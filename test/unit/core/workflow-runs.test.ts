@@ -531,6 +531,41 @@ describe("limits of a workflow run", () => {
     });
   });
 
+  it("refuses an sse channel with a bidirectional control character", async () => {
+    const t = await setUp({
+      script: async () => ({
+        sends: [
+          { type: "sse", channel: "a\u202Eb", payload: 1 },
+          { type: "sse", channel: "plain", payload: 2 },
+        ],
+      }),
+    });
+    await t.runOnce();
+    expect((await t.events("$sse")).map((event) => event.event)).toEqual([2]);
+    const [cut] = await t.events("$errors");
+    expect(cut?.event).toMatchObject({
+      error: { code: "WorkflowLimitError", message: expect.stringMatching(/bidirectional control/) },
+    });
+  });
+
+  it("keeps a log line's step only when that step ran: the child's word names no other", async () => {
+    const t = await setUp({
+      script: async (invocation) => ({
+        steps: invocation.steps.map((step) => ok(step.id)),
+        logs: [
+          { ts: 1, level: "log", message: "mine", step: invocation.steps[0]?.id ?? "" },
+          { ts: 2, level: "log", message: "forged", step: `c_SOMEONE_ELSE_${"x".repeat(200)}` },
+        ],
+      }),
+    });
+    await t.runOnce();
+    const [run] = await t.runs();
+    expect(run?.logs.map((log) => [log.message, log.step])).toEqual([
+      ["mine", t.steps[0]?.id],
+      ["forged", ""],
+    ]);
+  });
+
   it("refuses a step's db writes over 256 KiB, naming that step", async () => {
     const t = await setUp({
       props: [DB],
