@@ -301,4 +301,7 @@ export function dataStoreTtlProblem(ttl: unknown): string | undefined {
 }
 
 /** The answer to a {@link DataStoreCall}: its value (`list`: `{entries: [key, value][], next?}`), or why it failed. */
+/** Data store calls one run may make, all its stores together (trusted code refuses the rest). */
+export const DATA_STORE_CALLS_PER_RUN = 20_000;
+
 export type DataStoreReply = { ok: true; value?: Json } | { ok: false; error: { name: string; message: string } };

@@ -12,6 +12,7 @@ import type { DataStoreEntry, DataStoreRecord, EntryExpiry } from "#core/ports/d
 import type { Deps } from "#core/ports/deps";
 import { jsonBytesWithin } from "#runtime/json-value";
 import {
+  DATA_STORE_CALLS_PER_RUN,
   DATA_STORE_KEY_MAX_BYTES,
   DATA_STORE_TTL_MAX_SECONDS,
   DATA_STORE_VALUE_MAX_BYTES,
@@ -28,14 +29,18 @@ import { encodeCursor, type PageInfo } from "./pagination.ts";
 import { DATA_STORE_NAME_MAX_CHARS } from "./prop-types.ts";
 import { isoTime } from "./time.ts";
 
-export { DATA_STORE_KEY_MAX_BYTES, DATA_STORE_NAME_MAX_CHARS, DATA_STORE_TTL_MAX_SECONDS, DATA_STORE_VALUE_MAX_BYTES };
+export {
+  DATA_STORE_CALLS_PER_RUN,
+  DATA_STORE_KEY_MAX_BYTES,
+  DATA_STORE_NAME_MAX_CHARS,
+  DATA_STORE_TTL_MAX_SECONDS,
+  DATA_STORE_VALUE_MAX_BYTES,
+};
 
 /** Stores one workspace may have. */
 export const DATA_STORES_PER_WORKSPACE = 100;
 /** Live records one store may hold. */
 export const DATA_STORE_RECORDS_MAX = 10_000;
-/** Data store calls one run may make, all its stores together. */
-export const DATA_STORE_CALLS_PER_RUN = 20_000;
 /** Calls of one run waiting for an answer at once; past it a call is refused at once. */
 export const DATA_STORE_CALLS_WAITING = 1_000;
 /** Calls of one run served at the same time (a run's `Promise.all` of 1000 `get`s waits its turn). */

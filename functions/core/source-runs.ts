@@ -379,6 +379,9 @@ async function applyResult(
   elapsedMs: number,
   hops: number,
 ): Promise<StoredEvent[]> {
+  // Deleted meanwhile: locally its runs in flight end then, as errors. Stored, the error would be
+  // routed (to the workspace's `$errors` listeners) before the deletion removed it.
+  if (result.error && deps.host.wasRemoved?.(source.id)) return [];
   const now = deps.clock.nowMs();
   const warnings: LogRecord[] = [];
   const limited = limitResult(result, deps.runtime.emitLimits, now);

@@ -195,13 +195,27 @@ function nearest(candidates: number[], value: number): number {
   return best;
 }
 
-/** Valid IANA zone name in its canonical spelling, or undefined. */
+/** The zones ICU lists, by their lower-case spelling (made on first use). */
+let listedZones: Map<string, string> | undefined;
+
+/**
+ * A zone name Intl accepts, as the caller wrote it but for its letters' case where ICU lists it
+ * ("europe/paris" is "Europe/Paris"); undefined for one Intl refuses. Not Intl's resolved name:
+ * ICU resolves to its own legacy ids ("Asia/Kolkata" to "Asia/Calcutta", "Europe/Kyiv" to
+ * "Europe/Kiev"), and a caller gets back the zone it sent.
+ */
 function canonicalTimezone(name: string): string | undefined {
+  const trimmed = name.trim();
+  let resolved: string;
   try {
-    return new Intl.DateTimeFormat("en-US", { timeZone: name.trim() }).resolvedOptions().timeZone;
+    resolved = new Intl.DateTimeFormat("en-US", { timeZone: trimmed }).resolvedOptions().timeZone;
   } catch {
     return undefined;
   }
+  const lower = trimmed.toLowerCase();
+  if (resolved.toLowerCase() === lower) return resolved;
+  listedZones ??= new Map(Intl.supportedValuesOf("timeZone").map((zone) => [zone.toLowerCase(), zone]));
+  return listedZones.get(lower) ?? trimmed;
 }
 
 /**

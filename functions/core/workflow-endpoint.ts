@@ -101,6 +101,8 @@ export async function receiveWorkflowRequest(
 export function answerOf(outcome: WorkflowRunOutcome): HttpResponseSpec {
   // A fresh random run id cannot have ended already; were it so, nothing responded in this request.
   if (outcome.outcome === "done") return NO_RESPOND_RESPONSE;
+  // The workflow was deleted while its run went: answered as its endpoint now is.
+  if (outcome.outcome === "removed") return UNKNOWN_ENDPOINT_RESPONSE;
   if (outcome.response) return outcome.response;
   if (outcome.responseRefused) return WORKFLOW_REFUSED_RESPONSE_RESPONSE;
   if (outcome.error?.name === "TimeoutError") return WORKFLOW_RESPOND_TIMEOUT_RESPONSE;

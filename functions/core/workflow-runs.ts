@@ -71,6 +71,8 @@ const SOURCE_TYPES = { http: "HTTP", timer: "TIMER", event: "EVENT" } as const;
 export type WorkflowRunOutcome =
   /** The run had ended already (a repeated job): nothing was done. */
   | { outcome: "done" }
+  /** The workflow was deleted while the run went: nothing of the run was stored, sent or routed. */
+  | { outcome: "removed" }
   | {
       outcome: "ran";
       run: WorkflowRun;
@@ -512,6 +514,9 @@ export async function applyWorkflowResult(
   elapsedMs: number,
   credentials: readonly string[] = [],
 ): Promise<WorkflowRunOutcome> {
+  // Deleted meanwhile: locally its runs in flight end then, as errors. Stored, the error would be
+  // routed (to the workspace's `$errors` listeners) before the deletion removed it.
+  if (raw.error && deps.host.wasRemoved?.(workflow.id)) return { outcome: "removed" };
   const now = deps.clock.nowMs();
   const emitter = emitterOf(workflow);
   const checked = checkWorkflowResult(raw, invocation, now);

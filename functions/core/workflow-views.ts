@@ -13,6 +13,7 @@ import { REGISTRY_OWNER } from "./components.ts";
 import { configurablePropsView, configuredPropsView } from "./props.ts";
 import { sourceView } from "./sources.ts";
 import { epochSeconds } from "./time.ts";
+import { DEFAULT_TIMER_TIMEZONE } from "./timer-schedule.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
 
 /** What a view needs besides the record: the components of its steps and the sources of its triggers, by id. */
@@ -88,7 +89,8 @@ function triggerView(deps: Pick<Deps, "runtime">, trigger: TriggerRecord, parts:
         id: trigger.id,
         interval_seconds: trigger.spec.intervalSeconds ?? 0,
         cron: trigger.spec.cron ?? null,
-        timezone: trigger.spec.timezone ?? null,
+        // The spec's `timezone` is a string: the zone the cron reads, UTC when none was given.
+        timezone: trigger.spec.timezone ?? DEFAULT_TIMER_TIMEZONE,
         schedule_changed_at: epochSeconds(trigger.scheduleChangedAt),
         created_at: epochSeconds(trigger.createdAt),
         updated_at: epochSeconds(trigger.updatedAt),

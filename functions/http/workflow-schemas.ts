@@ -128,7 +128,7 @@ const timerTriggerSchema = z.object({
   id: z.string(),
   interval_seconds: z.number().int(),
   cron: z.string().nullable(),
-  timezone: z.string().nullable(),
+  timezone: z.string().meta({ description: "The zone the cron is read in; UTC when none was given" }),
   schedule_changed_at: z.number().int(),
   created_at: z.number().int(),
   updated_at: z.number().int(),

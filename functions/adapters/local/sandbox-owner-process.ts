@@ -18,8 +18,7 @@
  * batch together, before the first of their step code runs (decision 486). Either way, runs that
  * started before any of their code ran leave the host a guess when one of them blocks.
  */
-import { DATA_STORE_CALLS_PER_RUN } from "#core/data-stores";
-import type { DataStoreReply, HttpResponseSpec } from "#runtime/protocol";
+import { DATA_STORE_CALLS_PER_RUN, type DataStoreReply, type HttpResponseSpec } from "#runtime/protocol";
 import { parseHttpResponse } from "#runtime/protocol-parsers";
 import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-channel";
 import type { BudgetMember, SandboxBudget } from "./sandbox-budget.ts";

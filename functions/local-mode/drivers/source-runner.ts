@@ -9,23 +9,25 @@ import type { Logger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
 import type { TimerTarget } from "#core/ports/timers";
 import { runQueuedJob } from "#core/run-jobs";
-import { fireTimerTarget } from "#core/workflow-timers";
+import { fireTimerTarget, timerRunId } from "#core/workflow-timers";
 
 /**
- * The run queue's driver and the timers' firing, which share one count: the ticks of each
- * workflow timer queued or running in this process. A workflow's tick only queues its run, so
+ * The run queue's driver and the timers' firing, which share what each workflow timer has queued
+ * or running in this process: the run ids of its ticks. A workflow's tick only queues its run, so
  * `LocalTimers`' own rule (a slot whose previous run is still going is skipped, decision 28) would
- * hold for the enqueue alone; with the count, a tick whose timer still has one queued or running
+ * hold for the enqueue alone; with the ids, a tick whose timer still has one queued or running
  * is skipped the same way, with the same warning, and a workflow slower than its interval never
- * piles up queued ticks. Jobs a previous process left are not counted (at worst one more tick is
- * queued), and a job run again after a failure is counted down once more (the count stops at 0).
+ * piles up queued ticks. A job a previous process left is not among them: when it ends it frees
+ * nothing of this process's (a count here was taken down by it, and the timer then ran two ticks
+ * at a time for the life of the process); at worst one tick runs beside it. A job run again after
+ * a failure frees its tick's id once.
  */
 export function localDrivers(depsOf: () => Deps, log: Logger) {
-  const pending = new Map<string, number>();
-  const countDown = (timerId: string) => {
-    const left = (pending.get(timerId) ?? 0) - 1;
-    if (left > 0) pending.set(timerId, left);
-    else pending.delete(timerId);
+  const pending = new Map<string, Set<string>>();
+  const release = (timerId: string, runId: string) => {
+    const ids = pending.get(timerId);
+    if (!ids?.delete(runId) || ids.size > 0) return;
+    pending.delete(timerId);
   };
   return {
     /** Runs one queued job (a source's or a workflow's) with the deps `depsOf` answers once they exist. */
@@ -33,7 +35,7 @@ export function localDrivers(depsOf: () => Deps, log: Logger) {
       try {
         return await runQueuedJob(depsOf(), job);
       } finally {
-        if (job.kind === "workflow" && job.trigger === "timer") countDown(job.triggerId);
+        if (job.kind === "workflow" && job.trigger === "timer") release(job.triggerId, job.runId);
       }
     },
     /** Fires a timer (a source's, or a workflow's timer trigger) for the slot at `scheduledAtMs`. */
@@ -49,13 +51,14 @@ export function localDrivers(depsOf: () => Deps, log: Logger) {
         });
         return;
       }
-      // Counted before the enqueue: the queue may run the job before the enqueue's promise settles.
-      pending.set(target.timerId, 1);
+      // Noted before the enqueue: the queue may run the job before the enqueue's promise settles.
+      const runId = timerRunId(target.timerId, scheduledAtMs);
+      pending.set(target.timerId, new Set([runId]));
       const job = await fireTimerTarget(depsOf(), target, scheduledAtMs).catch((error: unknown) => {
-        countDown(target.timerId);
+        release(target.timerId, runId);
         throw error;
       });
-      if (job === undefined) countDown(target.timerId);
+      if (job === undefined) release(target.timerId, runId);
     },
   };
 }

@@ -55,6 +55,17 @@ describe("the trusted side checks what a run returns", () => {
     expect((await channel("")).map((event) => event.event)).toEqual([{ n: 0 }]);
   });
 
+  it("stores nothing of a run that failed because its source was deleted meanwhile", async () => {
+    const { deps, source, channel } = await scriptedSource(async () => ({
+      emits: emits(1),
+      error: { name: "SandboxError", message: "the source was removed", ts: 1 },
+    }));
+    deps.host = { ...deps.host, wasRemoved: (id) => id === source.id };
+    await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    expect(await channel("")).toEqual([]);
+    expect(await channel("$errors")).toEqual([]);
+  });
+
   it("stores the first emits a run may make and refuses the rest with one $errors event", async () => {
     const { deps, source, channel } = await scriptedSource(async () => ({ emits: emits(5_000) }));
     deps.runtime.emitLimits = { maxEmits: 10, maxEmitBytes: 8 * 1024 * 1024 };

@@ -92,6 +92,13 @@ describe("validateTimerSpec", () => {
       cron: "0 9 * * *",
       timezone: "Europe/Berlin",
     });
+    expect(validateTimerSpec({ cron: "0 9 * * *", timezone: " utc " }, "t")).toMatchObject({ timezone: "UTC" });
+  });
+
+  it("keeps the zone it was given rather than ICU's legacy name for it", () => {
+    for (const zone of ["Asia/Kolkata", "Europe/Kyiv", "Asia/Ho_Chi_Minh", "America/Argentina/Buenos_Aires"]) {
+      expect(validateTimerSpec({ cron: "0 9 * * *", timezone: zone }, "t")).toMatchObject({ timezone: zone });
+    }
   });
 });
 

@@ -420,6 +420,31 @@ describe("applying a workflow run's result", () => {
     expect((await t.runs())[0]).toMatchObject({ status: "error", error: { cellId: "" } });
   });
 
+  it("stores, sends and routes nothing of a run that failed because its workflow was deleted meanwhile", async () => {
+    const removed = new Set<string>();
+    const t = await setUp({
+      script: async () => ({
+        steps: [],
+        sends: [{ type: "emit", raw_event: "before the removal" }],
+        error: thrown("SandboxError", "the workflow was removed"),
+      }),
+    });
+    t.deps.host = { ...t.deps.host, wasRemoved: (id) => removed.has(id) };
+    removed.add(t.workflow.id);
+    await t.runOnce();
+    expect(await t.events("")).toEqual([]);
+    expect(await t.events("$errors")).toEqual([]);
+    expect(t.delivered).toEqual([]);
+    // A caller waiting on a custom response is answered as the endpoint now is.
+    const waiting = await setUp({
+      customResponse: true,
+      script: async () => ({ error: thrown("SandboxError", "gone") }),
+    });
+    waiting.deps.host = { ...waiting.deps.host, wasRemoved: (id) => id === waiting.workflow.id };
+    expect((await receiveHttpRequest(waiting.deps, waiting.key, POST())).status).toBe(404);
+    expect(await waiting.events("$errors")).toEqual([]);
+  });
+
   it("records a $.flow.exit as an exited run with its reason and no $errors", async () => {
     const t = await setUp({
       script: async (invocation) => ({

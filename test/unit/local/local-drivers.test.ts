@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { jsonLogger } from "#core/ports/logger";
 import type { RunJob } from "#core/ports/run-queue";
+import { timerRunId } from "#core/workflow-timers";
 import { createWorkflow, updateWorkflow } from "#core/workflows";
 import { localDrivers } from "#local-mode/drivers/source-runner";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
@@ -62,10 +63,13 @@ async function setUp() {
   const until = async (condition: () => boolean) => {
     for (let i = 0; i < 200 && !condition(); i++) await new Promise((resolve) => setTimeout(resolve, 5));
   };
+  /** Lets the earliest run still going end. */
+  const finishFirst = () => releases.shift()?.();
   return {
     deps,
     caller,
     drivers,
+    finishFirst,
     lines,
     queued,
     first,
@@ -117,6 +121,35 @@ describe("localDrivers: workflow timer ticks", () => {
     await drivers.fire(first, T0 + 3000);
     expect(queued).toHaveLength(1);
     await until(() => started() === 1);
+    await finishRuns();
+  });
+
+  it("keeps holding a tick back while its run goes, when a job a previous process left ends meanwhile", async () => {
+    const { drivers, queued, lines, first, finishFirst, finishRuns, started, until } = await setUp();
+    // The job the killed process had queued, run again at start: this process never queued it.
+    const left: RunJob = {
+      kind: "workflow",
+      workflowId: first.workflowId,
+      runId: timerRunId(first.timerId, T0),
+      trigger: "timer",
+      triggerId: first.timerId,
+      event: {},
+    };
+    const leftover = drivers.run(left);
+    await until(() => started() === 1);
+    await drivers.fire(first, T0 + 1000);
+    await until(() => started() === 2);
+    // The leftover ends while this process's tick still runs: the next tick is held back all the same.
+    finishFirst();
+    await leftover;
+    await drivers.fire(first, T0 + 2000);
+    expect(queued.map((job) => job.kind === "workflow" && job.runId)).toEqual([timerRunId(first.timerId, T0 + 1000)]);
+    expect(lines.filter((line) => /skipped/.test(String(line.message)))).toHaveLength(1);
+    await finishRuns();
+    await drivers.fire(first, T0 + 3000);
+    await until(() => started() === 3);
+    await drivers.fire(first, T0 + 4000);
+    expect(queued).toHaveLength(2);
     await finishRuns();
   });
 
