@@ -169,7 +169,8 @@ function input(route: AnyRoute): MiddlewareObj<HttpEvent, HttpResult, Error, Htt
       state.input = {
         params,
         query: validate(route.query, query, "query"),
-        body: validate(route.body, body ?? {}, "body"),
+        // No body is an empty one; a JSON `null` is a body, checked as any other (an object is expected).
+        body: validate(route.body, body === undefined ? {} : body, "body"),
       };
     },
   };

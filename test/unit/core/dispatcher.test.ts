@@ -162,6 +162,9 @@ describe("eventRunId", () => {
     ];
     expect(new Set([id, ...others]).size).toBe(4);
     expect(eventRunId("p_flow", SOURCE, `${NOW + 1}-0`) > id).toBe(true);
+    // Within one millisecond, in the events' order.
+    const sameMs = [0, 1, 2, 9, 31, 32, 33, 1000, 1024, 5000].map((n) => eventRunId("p_flow", SOURCE, `${NOW}-${n}`));
+    expect([...sameMs].sort()).toEqual(sameMs);
   });
 });
 

@@ -273,7 +273,7 @@ describe("the workspace of a create, from the query string or the body", () => {
     const deps = memoryDeps(Date.now(), { host: scriptedHost().host });
     const { apiKey, workspace } = await accountIn(deps, "ada");
     const other = await accountIn(deps, "bob");
-    const post = (route: Parameters<typeof createHttpHandler>[0], query: Record<string, string>, body: object) =>
+    const post = (route: Parameters<typeof createHttpHandler>[0], query: Record<string, string>, body: object | null) =>
       invoke(
         route,
         deps,
@@ -310,6 +310,14 @@ describe("the workspace of a create, from the query string or the body", () => {
     const disagreeing = await post(createSource, { org_id: own }, { component_code: "code", org_id: foreign });
     expect(disagreeing.statusCode).toBe(400);
     expect(json(disagreeing).details[0].field).toBe("org_id");
+  });
+
+  it("checks a JSON null body as a body, not as none: 400, nothing made", async () => {
+    const { post } = await setUp();
+    for (const route of [createSource, createWebhook]) {
+      const result = await post(route, {}, null);
+      expect([route.name, result.statusCode, json(result).details?.[0]?.field]).toEqual([route.name, 400, "body"]);
+    }
   });
 });
 
