@@ -12,6 +12,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/accounts",
   summary: "Connect an account of a key app (an OAuth app connects with POST /v1/accounts/connect)",
+  conflict: "The workspace has as many accounts as it may have; delete one first",
   access: { resources: "write", secrets: "seal" },
   query: workspaceChoiceQuery,
   body: z.object({

@@ -25,6 +25,7 @@ export const route = defineRoute({
   method: "POST",
   path: "/v1/sources",
   summary: "Deploy a component as an event source: deploy() and activate() run, its timer starts",
+  conflict: "A source created with this Idempotency-Key is being deleted; retry when it is gone",
   access: { resources: "write", compute: "deploy", secrets: "seal" },
   query: workspaceChoiceQuery,
   headers: z.object({

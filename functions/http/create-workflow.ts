@@ -18,6 +18,8 @@ export const route = defineRoute({
   path: "/v1/workflows",
   summary:
     "Create a workflow: its steps' code is saved and built, its triggers stored (inactive unless settings.auto_deploy)",
+  conflict:
+    "external_id already names another workflow of the workspace, or the same external_id with another definition",
   access: { resources: "write", compute: "deploy", secrets: "seal" },
   query: workspaceChoiceQuery,
   body: createWorkflowBody,

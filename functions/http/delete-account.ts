@@ -12,6 +12,8 @@ export const route = defineRoute({
   method: "DELETE",
   path: "/v1/accounts/{id}",
   summary: "Delete a connected account; 409 listing the sources and workflows using it, unless force=true",
+  conflict:
+    "Sources or workflows use the account (they are named); configure them without it, or delete with force=true",
   access: { resources: "write" },
   params: accountIdParams,
   guard: async (deps, { caller, params }) => void (await requireAppAccount(deps, caller, params.id)),

@@ -16,6 +16,7 @@ export const route = defineRoute({
   path: "/v1/workflows/{workflow_id}",
   summary: "Delete a workflow with the sources it deployed, its subscriptions, events, runs and deployment",
   // Deleting a source the workflow deployed runs its deactivate() with its (opened) props.
+  conflict: "A trigger's source is still deploying (on AWS); delete once its deploy_state is gone",
   access: { resources: "write", compute: "remove", secrets: "seal" },
   params: workflowIdParams,
   response: single(deletedSchema),

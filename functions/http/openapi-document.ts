@@ -12,6 +12,13 @@ import { workflowIdParams } from "./workflow-schemas.ts";
 
 const json = (schema: z.ZodType) => ({ "application/json": { schema } });
 
+/** Whether a route without path parameters takes a workspace by `org_id` (query or body), answering 404 for another's. */
+function namesWorkspace(route: AnyRoute): boolean {
+  const hasOrgId = (schema: unknown) =>
+    schema instanceof z.ZodObject && Object.hasOwn((schema as z.ZodObject).shape, "org_id");
+  return hasOrgId(route.query) || hasOrgId(route.body);
+}
+
 function errorResponses(route: AnyRoute) {
   const errors: Record<number, { description: string; content: ReturnType<typeof json> }> = {
     [STATUS_OF.validation]: {
@@ -32,6 +39,13 @@ function errorResponses(route: AnyRoute) {
   }
   if (route.params)
     errors[STATUS_OF.not_found] = { description: "Not found, or not the caller's", content: json(errorSchema) };
+  else if (namesWorkspace(route)) {
+    errors[STATUS_OF.not_found] = {
+      description: "The workspace (org_id or workspace_id) does not exist or is not the caller's",
+      content: json(errorSchema),
+    };
+  }
+  if (route.conflict) errors[STATUS_OF.conflict] = { description: route.conflict, content: json(errorSchema) };
   if (route.method === "POST" || route.method === "PUT") {
     errors[STATUS_OF.payload_too_large] = {
       description: `Body over ${MAX_JSON_BODY_BYTES / (1024 * 1024)} MiB`,
@@ -43,8 +57,9 @@ function errorResponses(route: AnyRoute) {
     };
   }
   if (route.headers?.shape[IDEMPOTENCY_HEADER]) {
+    const inProgress = `the first request with this ${IDEMPOTENCY_HEADER} is still in progress`;
     errors[STATUS_OF.conflict] = {
-      description: `The first request with this ${IDEMPOTENCY_HEADER} is still in progress`,
+      description: route.conflict ? `${route.conflict}; or ${inProgress}` : `T${inProgress.slice(1)}`,
       content: json(errorSchema),
     };
     errors[STATUS_OF.unprocessable] = {
@@ -147,6 +162,23 @@ function registerLiveStreams(registry: OpenAPIRegistry) {
   });
 }
 
+/** The common `include` and `exclude` parameters (`field-filter.ts`): in the query of any JSON route (in a POST's or PUT's body too). */
+const fieldFilterQuery = {
+  include: z
+    .string()
+    .optional()
+    .describe("Comma-separated field names: each object under `data` keeps only these (wins over exclude)"),
+  exclude: z.string().optional().describe("Comma-separated field names: each object under `data` leaves these out"),
+};
+
+/** A route's query schema with the field filter's parameters (a JSON route's), as the document lists it. */
+function withFieldFilter(route: AnyRoute): z.ZodObject | undefined {
+  const query = route.query as z.ZodObject | undefined;
+  if (route.answers === "html") return query;
+  if (query === undefined) return z.object(fieldFilterQuery);
+  return query instanceof z.ZodObject ? query.extend(fieldFilterQuery) : query;
+}
+
 /** The OpenAPI 3.1 document of every route in the manifest, generated from the routes' zod schemas. */
 export function buildOpenApiDocument(serverUrl = "/") {
   const registry = new OpenAPIRegistry();
@@ -164,7 +196,7 @@ export function buildOpenApiDocument(serverUrl = "/") {
       security: route.auth === false ? [] : [{ bearerAuth: [] }],
       request: {
         params: route.params as z.ZodObject | undefined,
-        query: route.query as z.ZodObject | undefined,
+        query: withFieldFilter(route),
         headers: route.headers,
         body: route.body ? { content: json(route.body) } : undefined,
       },

@@ -77,6 +77,8 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
   response: z.ZodType;
   /** @default 200 */
   successStatus?: number;
+  /** When the route answers 409 Conflict (besides an `Idempotency-Key` in progress), for the OpenAPI document. */
+  conflict?: string;
   /**
    * `html`: the route answers a browser, not a client: `run` returns an {@link HtmlPage} whose
    * status and text are answered as an escaped HTML page (the OAuth callback). Errors the

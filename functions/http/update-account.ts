@@ -14,6 +14,7 @@ export const route = defineRoute({
   path: "/v1/accounts/{id}",
   summary:
     "Rename an account and/or replace a key app's credentials (all of them); sources use them from their next run",
+  conflict: "Another request changed the account meanwhile; try again",
   access: { resources: "write", secrets: "seal" },
   params: accountIdParams,
   guard: async (deps, { caller, params }) => void (await requireAppAccount(deps, caller, params.id)),

@@ -17,6 +17,8 @@ export const route = defineRoute({
   path: "/v1/sources/{id}",
   summary:
     "Update a source: deactivate() runs, code, props, name and active are swapped, activate() runs (on AWS, what does not fit in the request finishes in the background)",
+  conflict:
+    "The source is still being deployed, updated or deleted, or another request changed it meanwhile; try again",
   access: { resources: "write", compute: "deploy", secrets: "seal" },
   params: sourceIdParams,
   body: z.object({

@@ -16,6 +16,8 @@ export const route = defineRoute({
   method: "PUT",
   path: "/v1/workflows/{workflow_id}",
   summary: "Activate or deactivate a workflow (active), rename it, or replace its steps or triggers",
+  conflict:
+    "Another request changed the workflow meanwhile (send this one again), its external_id is taken, or a trigger's source is still deploying",
   access: { resources: "write", compute: "deploy", secrets: "seal" },
   params: workflowIdParams,
   body: updateWorkflowBody,

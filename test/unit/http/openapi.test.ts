@@ -38,9 +38,24 @@ describe("OpenAPI document", () => {
     const operation = document.paths?.["/v1/workspaces/{workspace_id}"]?.get;
     expect(operation?.parameters).toEqual([
       expect.objectContaining({ name: "workspace_id", in: "path", required: true }),
+      expect.objectContaining({ name: "include", in: "query", required: false }),
+      expect.objectContaining({ name: "exclude", in: "query", required: false }),
     ]);
     expect(operation?.responses?.["404"]).toBeDefined();
     expect(JSON.stringify(operation?.responses?.["400"])).toContain('"error"');
+  });
+
+  it("documents the 409s a route answers, and the 404 of a create's workspace", () => {
+    const conflicts = (path: string, method: "post" | "put" | "delete") =>
+      (document.paths?.[path]?.[method]?.responses?.["409"] as { description?: string } | undefined)?.description;
+    expect(conflicts("/v1/workflows", "post")).toMatch(/external_id/);
+    expect(conflicts("/v1/workflows/{workflow_id}", "put")).toMatch(/changed the workflow meanwhile/);
+    expect(conflicts("/v1/workflows/{workflow_id}", "delete")).toMatch(/still deploying/);
+    expect(conflicts("/v1/sources", "post")).toMatch(/Idempotency-Key is still in progress/);
+    expect(conflicts("/v1/accounts/{id}", "delete")).toMatch(/force=true/);
+    expect(conflicts("/v1/subscriptions", "post")).toBeUndefined();
+    expect(document.paths?.["/v1/workflows"]?.post?.responses?.["404"]).toBeDefined();
+    expect(document.paths?.["/v1/users/me/sources"]?.get?.responses?.["404"]).toBeUndefined();
   });
 
   it("states the prefix and alphabet of every id parameter, so clients and fuzzers can tell ids apart", () => {
