@@ -204,6 +204,9 @@ export interface WorkflowInvocation {
 }
 
 /** What one `$.send.*` call asked for, in the payload shapes of real-behaviour.md §1.9. */
+/** The methods `$.send.http` takes (the runtime refuses others; trusted code checks them again). */
+export const SEND_HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"] as const;
+
 export type SendRecord =
   | {
       type: "http";

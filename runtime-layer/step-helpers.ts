@@ -8,7 +8,7 @@
  * step that made it, with a message naming the field, instead of a delivery later.
  */
 import { toJson } from "./describe-component.ts";
-import type { Json, SendRecord } from "./protocol.ts";
+import { type Json, SEND_HTTP_METHODS, type SendRecord } from "./protocol.ts";
 
 type Bag = Record<string, unknown>;
 
@@ -32,7 +32,7 @@ export const FLOW_EXIT = Symbol.for("sluice.flowExit");
 /** The name of the error of a helper Sluice does not provide yet (docs/design/workflows.md §6). */
 export const NOT_IMPLEMENTED_ERROR = "NotImplementedError";
 
-const HTTP_METHODS = ["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD", "OPTIONS"];
+const HTTP_METHODS: readonly string[] = SEND_HTTP_METHODS;
 
 const isBag = (value: unknown): value is Bag => typeof value === "object" && value !== null && !Array.isArray(value);
 

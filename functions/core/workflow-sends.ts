@@ -6,7 +6,7 @@
  */
 
 import { createHash } from "node:crypto";
-import type { SendRecord } from "#runtime/protocol";
+import { SEND_HTTP_METHODS, type SendRecord } from "#runtime/protocol";
 import { formatId, idEpochMs } from "./ids.ts";
 import type { Deps } from "./ports/deps.ts";
 import type { DeliveryRecord, DeliveryTarget } from "./subscription-model.ts";
@@ -31,8 +31,8 @@ export interface SendRefusal {
 
 /** Longest `prefix` of a `$.send.s3`. */
 export const S3_PREFIX_MAX_CHARS = 512;
-/** An HTTP method: an upper-case token (the runtime upper-cases and lists them; the sandbox is not trusted). */
-const METHOD = /^[A-Z]{1,16}$/;
+/** The methods a send may use: the runtime's list (the sandbox is not trusted to have checked). */
+const METHODS: ReadonlySet<string> = new Set(SEND_HTTP_METHODS);
 
 /**
  * The id of the delivery of send `index` of run `runId` of `workflowId`: the same whenever the run
@@ -58,7 +58,7 @@ function targetOf(
   index: number,
 ): DeliveryTarget | { reason: string } {
   if (send.type === "http") {
-    if (!METHOD.test(send.method)) return { reason: "$.send.http: the method is not an HTTP method" };
+    if (!METHODS.has(send.method)) return { reason: "$.send.http: the method is not one a send may use" };
     let url: URL;
     try {
       url = new URL(send.url);
@@ -81,13 +81,11 @@ function targetOf(
     return { reason: `$.send.s3: the prefix is over ${S3_PREFIX_MAX_CHARS} characters` };
   }
   if (send.prefix.split("/").includes("..")) return { reason: "$.send.s3: the prefix has a .. segment" };
-  return {
-    kind: "s3",
-    workflowId,
-    bucket: send.bucket,
-    key: sendObjectKey(send.prefix, runId, index),
-    body: send.payload,
-  };
+  const key = sendObjectKey(send.prefix, runId, index);
+  // A key the store can never take is refused now, rather than tried eight times over hours.
+  const problem = deps.objects.keyProblem(key);
+  if (problem !== undefined) return { reason: `$.send.s3: ${problem}` };
+  return { kind: "s3", workflowId, bucket: send.bucket, key, body: send.payload };
 }
 
 /**

@@ -41,11 +41,17 @@ export class S3ObjectSink implements ObjectSink {
     return this.#buckets.has(bucket);
   }
 
+  keyProblem(key: string): string | undefined {
+    if (key === "") return "the key is empty";
+    if (Buffer.byteLength(key, "utf8") > KEY_MAX_BYTES) return `the key is over ${KEY_MAX_BYTES} bytes`;
+    return undefined;
+  }
+
   async putObject(bucket: string, key: string, body: string, contentType: string): Promise<ObjectPutResult> {
     // Checked again here: a delivery queued before the list changed must not write elsewhere.
     if (!this.allowsBucket(bucket)) return { error: "the bucket is not allowed on this server" };
-    if (key === "") return { error: "the key is empty" };
-    if (Buffer.byteLength(key, "utf8") > KEY_MAX_BYTES) return { error: `the key is over ${KEY_MAX_BYTES} bytes` };
+    const problem = this.keyProblem(key);
+    if (problem !== undefined) return { error: problem };
     try {
       await this.#s3.send(
         new PutObjectCommand({

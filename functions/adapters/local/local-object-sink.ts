@@ -18,6 +18,8 @@ export const OBJECTS_FOLDER = "s3";
 
 /** S3's longest key, in UTF-8 bytes. */
 const KEY_MAX_BYTES = 1024;
+/** The longest file or folder name of the file systems Sluice runs on, in bytes. */
+const SEGMENT_MAX_BYTES = 255;
 
 /** Why `key` cannot be a file below a folder, or undefined when it can. */
 function keyProblem(key: string): string | undefined {
@@ -25,8 +27,12 @@ function keyProblem(key: string): string | undefined {
   if (Buffer.byteLength(key, "utf8") > KEY_MAX_BYTES) return `the key is over ${KEY_MAX_BYTES} bytes`;
   if (key.includes("\0")) return "the key holds a NUL character";
   if (key.startsWith("/") || isAbsolute(key)) return "the key is absolute";
-  if (key.split("/").some((segment) => segment === "" || segment === "." || segment === "..")) {
+  const segments = key.split("/");
+  if (segments.some((segment) => segment === "" || segment === "." || segment === "..")) {
     return "the key has an empty, . or .. segment";
+  }
+  if (segments.some((segment) => Buffer.byteLength(segment, "utf8") > SEGMENT_MAX_BYTES)) {
+    return `a segment of the key is over ${SEGMENT_MAX_BYTES} bytes (a file name locally)`;
   }
   return undefined;
 }
@@ -43,6 +49,10 @@ export class LocalObjectSink implements ObjectSink {
 
   allowsBucket(bucket: string): boolean {
     return this.buckets.has(bucket);
+  }
+
+  keyProblem(key: string): string | undefined {
+    return keyProblem(key);
   }
 
   /** Where `key` of `bucket` is stored, or undefined when it would not be inside the bucket's folder. */

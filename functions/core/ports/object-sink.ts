@@ -10,6 +10,11 @@ export interface ObjectSink {
   /** Whether `bucket` is one this server allows a workflow to write to. */
   allowsBucket(bucket: string): boolean;
   /**
+   * Why `key` can never be stored here (too long; locally a key that is no file path below a
+   * folder), or undefined: a send with such a key is refused when its run ends, not retried.
+   */
+  keyProblem(key: string): string | undefined;
+  /**
    * Stores `body` as the object `key` of `bucket`, replacing one already there (an attempt made
    * again writes the same object). Never rejects for what the bucket or the key is: a bucket not
    * allowed, a key that cannot be stored, a refusal of the store all come back as `{ error }`.

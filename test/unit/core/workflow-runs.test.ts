@@ -56,7 +56,11 @@ async function setUp(options: SetUpOptions = {}) {
       },
     } as DeliveryQueue,
     // Bucket "b" is allowed; nothing is written (s3 sends are only queued here).
-    objects: { allowsBucket: (bucket) => bucket === "b", putObject: async () => ({ error: "not in this test" }) },
+    objects: {
+      allowsBucket: (bucket) => bucket === "b",
+      keyProblem: () => undefined,
+      putObject: async () => ({ error: "not in this test" }),
+    },
   });
   const account = await accountIn(deps, "alice");
   const now = deps.clock.nowMs();

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { LocalObjectSink } from "#adapters/local/local-object-sink";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
@@ -17,8 +18,11 @@ const FLOW = { id: "p_flow", userId: "u_ada", workspaceId: "o_ada" };
 /** An object sink that allows `buckets` and records what it is asked to store. */
 function recordingSink(buckets: string[], answer: ObjectPutResult = { stored: true }) {
   const puts: { bucket: string; key: string; body: string; contentType: string }[] = [];
+  // The local sink's rule for keys, as local mode checks them when a run ends.
+  const local = new LocalObjectSink("/nowhere", buckets);
   const sink: ObjectSink = {
     allowsBucket: (bucket) => buckets.includes(bucket),
+    keyProblem: (key) => local.keyProblem(key),
     async putObject(bucket, key, body, contentType) {
       puts.push({ bucket, key, body, contentType });
       return answer;
@@ -104,6 +108,12 @@ describe("queueWorkflowSends", () => {
     ["a prefix with a .. segment", s3("orders", "a/../../etc/"), /\.\. segment/],
     ["a prefix that is only ..", s3("orders", ".."), /\.\. segment/],
     ["a prefix over the limit", s3("orders", "p".repeat(S3_PREFIX_MAX_CHARS + 1)), /over 512/],
+    // Keys the store can never take: refused now rather than retried for hours (locally: no file path).
+    ["a prefix with an empty segment", s3("orders", "a//b/"), /empty, \. or \.\. segment/],
+    ["an absolute prefix", s3("orders", "/abs/"), /absolute/],
+    ["a prefix with a NUL", s3("orders", "a\0b/"), /NUL/],
+    ["a prefix segment over a file name's length", s3("orders", `${"n".repeat(300)}/`), /over 255 bytes/],
+    ["a method the runtime does not send", http({ method: "TRACE" }), /method/],
   ])("refuses %s, queues the others, and says why without quoting secrets", async (_what, refused, reason) => {
     const deps = queueDeps();
     const secrets = { headers: { authorization: "Bearer hunter2" }, auth: { username: "ada", password: "hunter2" } };
