@@ -19,7 +19,13 @@ import { ENV } from "#config/env";
 import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
 import { routes as manifest } from "#http/routes";
 import { AccountRefresher } from "./constructs/account-refresher.ts";
-import { ApiRouteFunction, pascalCase, type RouteSpec, routeKeyOf } from "./constructs/api-route-function.ts";
+import {
+  ApiRouteFunction,
+  pascalCase,
+  RouteRoles,
+  type RouteSpec,
+  routeKeyOf,
+} from "./constructs/api-route-function.ts";
 import { stageAppsAsset } from "./constructs/apps-asset.ts";
 import { EventFanout } from "./constructs/event-fanout.ts";
 import { EventStreaming, SSE_ROUTE_PATH, WORKFLOW_SSE_ROUTE_PATH } from "./constructs/event-streaming.ts";
@@ -150,12 +156,14 @@ export class ServiceStack extends Stack {
       removalPolicy: RemovalPolicy.DESTROY,
     });
     const routeFunctions = new Map<string, ApiRouteFunction>();
+    const roles = new RouteRoles(this, "RouteRoles");
     for (const route of routes) {
       routeFunctions.set(
         route.name,
         new ApiRouteFunction(this, pascalCase(route.name), {
           httpApi: this.httpApi,
           route,
+          role: roles.of(route),
           resourcesTable: props.resourcesTable,
           logRetention,
           logGroup: this.routeLogGroup,

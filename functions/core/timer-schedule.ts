@@ -36,6 +36,13 @@ export function validateTimerSpec(input: unknown, field: string): TimerSpec {
   const value = input as Record<string, unknown>;
   const present = (item: unknown) =>
     item !== undefined && item !== null && !(typeof item === "string" && item.trim() === "");
+  if (
+    present(value.intervalSeconds) &&
+    present(value.interval_seconds) &&
+    value.intervalSeconds !== value.interval_seconds
+  ) {
+    throw invalid(field, "give intervalSeconds or interval_seconds, not both");
+  }
   const interval = present(value.intervalSeconds) ? value.intervalSeconds : value.interval_seconds;
   const hasInterval = present(interval);
   const hasCron = present(value.cron);

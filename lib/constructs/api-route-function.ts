@@ -2,6 +2,7 @@ import { Duration } from "aws-cdk-lib";
 import { type HttpApi, HttpMethod, HttpRoute, HttpRouteKey } from "aws-cdk-lib/aws-apigatewayv2";
 import { HttpLambdaIntegration } from "aws-cdk-lib/aws-apigatewayv2-integrations";
 import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
+import { Role, ServicePrincipal } from "aws-cdk-lib/aws-iam";
 import type { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
 import { Construct } from "constructs";
 import { ENV } from "#config/env";
@@ -65,6 +66,8 @@ export interface ApiRouteFunctionProps {
    * may read accounts and apps). @default - none: such a route fails when it reads an app
    */
   readonly apps?: BundledTree;
+  /** The execution role of the routes of this route's access (decision 523). @default - its own */
+  readonly role?: Role;
   /**
    * Where esbuild's native binary for Lambda was fetched (`scripts/fetch-lambda-esbuild.mjs`), for
    * routes with `access.compute`. @default LAMBDA_PACKAGES_DIR (`.lambda-packages/`)
@@ -156,6 +159,7 @@ export class ApiRouteFunction extends Construct {
         : {},
       logRetention: props.logRetention,
       logGroup: props.logGroup,
+      role: props.role,
       // Deploying bundles the component, creates its function and may run its hooks: more memory,
       // and the HTTP API's 30 s.
       ...(bundling ? { ...bundling, timeout: Duration.seconds(30) } : {}),
@@ -180,4 +184,36 @@ export class ApiRouteFunction extends Construct {
       integration: new HttpLambdaIntegration("Integration", fn),
     });
   }
+}
+
+/**
+ * The execution roles of the API's routes: one per distinct `access`, shared by the routes granted
+ * exactly the same (decision 523). Each route's function is granted what its access says, on its
+ * role; routes of one access would each get the same statements, so one role and one policy serve
+ * them all, and no function holds a right another of its access lacks. The stack then holds a role
+ * and a policy per kind of route rather than per route (CloudFormation allows 500 resources).
+ */
+export class RouteRoles extends Construct {
+  private readonly roles = new Map<string, Role>();
+
+  /** The role of the routes of `route`'s access, made on first use. */
+  of(route: Pick<RouteSpec, "access">): Role {
+    const name = accessName(route.access);
+    let role = this.roles.get(name);
+    if (!role) {
+      role = new Role(this, name, {
+        assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+        description: `Sluice API routes of access ${name}: the routes' log group, and what their access grants`,
+      });
+      this.roles.set(name, role);
+    }
+    return role;
+  }
+}
+
+/** A route's access as a construct id: `Read`, `WriteDeploySeal`, `WriteDeliveries`, `None`... */
+function accessName(access: RouteSpec["access"]): string {
+  const { resources, compute, secrets, eventPurges, deliveries } = access;
+  const parts = [resources, compute, secrets, eventPurges && "purges", deliveries && "deliveries"];
+  return pascalCase(parts.filter((part): part is string => typeof part === "string").join("-")) || "None";
 }

@@ -94,6 +94,11 @@ export interface SluiceFunctionProps {
    * export is the Lambda handler.
    */
   readonly entry: string;
+  /**
+   * The execution role, shared with functions granted exactly the same (the API's routes of one
+   * access, decision 523); it must write to {@link logGroup}. @default - its own
+   */
+  readonly role?: Role;
   /** @default - the entry path */
   readonly description?: string;
   /** Extra environment variables; `NODE_OPTIONS` is set when {@link SLUICE_NODE_OPTIONS} has any. @default - none */
@@ -199,10 +204,12 @@ export class SluiceFunction extends Construct {
 
     // Its own role rather than the one NodejsFunction makes, which carries the managed policy
     // AWSLambdaBasicExecutionRole: log groups created and written anywhere (`logs:*` on `*`).
-    this.role = new Role(this, "Role", {
-      assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
-      description: `Sluice ${props.entry}: its log group, and what the stack grants it`,
-    });
+    this.role =
+      props.role ??
+      new Role(this, "Role", {
+        assumedBy: new ServicePrincipal("lambda.amazonaws.com"),
+        description: `Sluice ${props.entry}: its log group, and what the stack grants it`,
+      });
     this.logGroup.grantWrite(this.role);
 
     this.lambdaFunction = new NodejsFunction(this, "Function", {

@@ -182,12 +182,17 @@ describe("ServiceStack bundling", () => {
       service.routeFunctions.get("create-source")!.function,
       service.notFoundFunction,
     ];
-    // Without their environment and the route functions' shared log group, which name the service
+    // Without their environment, the route functions' shared log group and role, which name the service
     // stack's resources (and are not bundled).
     samples = new Map(
       sampled.map((fn, index) => [
         fn.entry,
-        new SluiceFunction(stack, `Sample${index}`, { ...fn.props, environment: {}, logGroup: undefined }),
+        new SluiceFunction(stack, `Sample${index}`, {
+          ...fn.props,
+          environment: {},
+          logGroup: undefined,
+          role: undefined,
+        }),
       ]),
     );
     // What SourceCompute makes of the same files.

@@ -95,6 +95,12 @@ describe("validateTimerSpec", () => {
     expect(validateTimerSpec({ cron: "0 9 * * *", timezone: " utc " }, "t")).toMatchObject({ timezone: "UTC" });
   });
 
+  it("refuses both spellings of the interval when they differ, and takes either alone", () => {
+    expect(() => validateTimerSpec({ intervalSeconds: 60, interval_seconds: 120 }, "t")).toThrow(/not both/);
+    expect(validateTimerSpec({ intervalSeconds: 60, interval_seconds: 60 }, "t")).toEqual({ intervalSeconds: 60 });
+    expect(validateTimerSpec({ interval_seconds: 120 }, "t")).toEqual({ intervalSeconds: 120 });
+  });
+
   it("keeps the zone it was given rather than ICU's legacy name for it", () => {
     for (const zone of ["Asia/Kolkata", "Europe/Kyiv", "Asia/Ho_Chi_Minh", "America/Argentina/Buenos_Aires"]) {
       expect(validateTimerSpec({ cron: "0 9 * * *", timezone: zone }, "t")).toMatchObject({ timezone: zone });
