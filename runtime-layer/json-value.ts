@@ -13,21 +13,41 @@ export function isPlainObject(value: unknown): value is Record<string, unknown> 
 }
 
 /**
- * True when `value` is JSON data: null, a boolean, a finite number, a string, or arrays and plain
- * objects of those. Walked with a stack of its own and without spreading arrays into calls, so no
- * nesting depth and no array length overflows it (a 16 MiB result may hold millions of items).
+ * Deepest nesting of arrays and objects in JSON data from another process. Trusted code stores and
+ * sends it on with `JSON.stringify`, which recurses: 200 KB of brackets nest 100,000 deep and
+ * overflow the server's stack. The runtime's own serialiser cannot make data much deeper than a
+ * few thousand levels; 1,000 is far beyond any real value.
  */
-export function isJsonValue(value: unknown): value is Json {
+export const MAX_JSON_VALUE_DEPTH = 1000;
+
+/**
+ * True when `value` is JSON data: null, a boolean, a finite number, a string, or arrays and plain
+ * objects of those, nested at most `maxDepth` deep. Walked with a stack of its own and without
+ * spreading arrays into calls, so no array length overflows it (a 16 MiB result may hold millions
+ * of items).
+ */
+export function isJsonValue(value: unknown, maxDepth = MAX_JSON_VALUE_DEPTH): value is Json {
+  // Items and their depth, side by side (a pair per item would be an allocation each).
   const pending: unknown[] = [value];
+  const depths: number[] = [0];
   while (pending.length > 0) {
     const item = pending.pop();
+    const depth = depths.pop() as number;
     if (item === null || typeof item === "string" || typeof item === "boolean") continue;
     if (typeof item === "number") {
       if (!Number.isFinite(item)) return false;
     } else if (Array.isArray(item)) {
-      for (const element of item) pending.push(element);
+      if (depth >= maxDepth) return false;
+      for (const element of item) {
+        pending.push(element);
+        depths.push(depth + 1);
+      }
     } else if (isPlainObject(item)) {
-      for (const key of Object.keys(item)) pending.push(item[key]);
+      if (depth >= maxDepth) return false;
+      for (const key of Object.keys(item)) {
+        pending.push(item[key]);
+        depths.push(depth + 1);
+      }
     } else {
       return false;
     }

@@ -83,12 +83,16 @@ export async function runInvocation(
     clearTimeout(timer);
     state.closed = true;
   }
+  // A failure that ends the run (an emit past the limits) wins even when the code caught it and
+  // its `run` then returned in the same turn; what it did after the failure is not kept.
+  const ended = state.ended;
+  if (ended && !outcome.error) outcome = { error: ended.error };
   // Copies: code still running after a timeout must not change a result already handed out.
   const result: InvocationResult = {
     invocationId: invocation.invocationId,
-    emits: [...state.emits],
-    dbWrites: { ...state.dbWrites },
-    logs: [...state.logs],
+    emits: state.emits.slice(0, ended?.emits ?? state.emits.length),
+    dbWrites: { ...(ended?.dbWrites ?? state.dbWrites) },
+    logs: state.logs.slice(0, ended?.logs ?? state.logs.length),
     durationMs: performance.now() - started,
   };
   if (outcome.error) result.error = outcome.error;
@@ -227,6 +231,8 @@ class InvocationState implements InvocationScope, ThisBindings {
   /** A `respond` whose stream body is being read: the first call, so later ones are ignored. */
   responding = false;
   closed = false;
+  /** How the run was ended by {@link fail}, and how far it had got then. */
+  ended: { error: ErrorRecord; emits: number; logs: number; dbWrites: Record<string, Json> } | undefined;
   private logBytes = 0;
   private emitBytes = 0;
   private settleFailure!: (error: ErrorRecord) => void;
@@ -280,8 +286,17 @@ class InvocationState implements InvocationScope, ThisBindings {
     this.logs.push({ ts: Date.now(), level, message });
   }
 
+  /**
+   * Ends the run with `thrown`, at once: from here on it emits, logs and answers nothing, and
+   * what it had made is what its result keeps (its db writes as they were), whatever the code
+   * does after catching the error in the same turn. The first failure wins.
+   */
   fail(thrown: unknown): void {
-    this.settleFailure(toErrorRecord(thrown));
+    if (this.ended) return;
+    const error = toErrorRecord(thrown);
+    this.ended = { error, emits: this.emits.length, logs: this.logs.length, dbWrites: { ...this.dbWrites } };
+    this.closed = true;
+    this.settleFailure(error);
   }
 
   emit(event: unknown, meta: unknown): Promise<void> {

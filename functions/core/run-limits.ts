@@ -22,6 +22,7 @@ import type {
 } from "#runtime/protocol";
 import { DB_MAX_BYTES, EMIT_LIMIT_ERROR, LOG_MAX_BYTES, LOG_RECORD_OVERHEAD } from "#runtime/result-limits";
 import { CHANNEL_NAME_MAX_LENGTH } from "./channels.ts";
+import { forbiddenCharacterIn } from "./names.ts";
 
 /** JSON size of one emitted event; larger emits are not stored. */
 export const MAX_EMIT_BYTES = 256 * 1024;
@@ -146,9 +147,15 @@ function limitEmits(
 /** Why an emit's options are refused, or undefined when they are fine. */
 function invalidMeta({ meta }: EmitRecord, size: number): string | undefined {
   const name = meta.name;
-  if (name !== undefined && (name.length > CHANNEL_NAME_MAX_LENGTH || /\p{Cc}/u.test(name))) {
-    return `a channel name must be at most ${CHANNEL_NAME_MAX_LENGTH} characters without control characters`;
+  if (
+    name !== undefined &&
+    (name.length > CHANNEL_NAME_MAX_LENGTH || /\p{Cc}/u.test(name) || forbiddenCharacterIn(name) !== undefined)
+  ) {
+    return `a channel name must be at most ${CHANNEL_NAME_MAX_LENGTH} characters without control or bidirectional control characters`;
   }
+  // `$errors`, `$logs`, `$in`, `$sse`: Sluice's own channels, which code must not write into.
+  if (name?.startsWith("$"))
+    return `the channel ${JSON.stringify(name.slice(0, 40))} (names starting with $ are Sluice's)`;
   if (meta.id !== undefined && String(meta.id).length > MAX_EMIT_ID_LENGTH) {
     return `an id of ${String(meta.id).length} characters (at most ${MAX_EMIT_ID_LENGTH})`;
   }

@@ -448,8 +448,14 @@ async function applyResult(
   const otherSize = storedSize(others);
   events.push(...others);
   stampHops(events, hops);
-  for (const refusedWarning of warnings) {
-    deps.log.warn("source emit refused", { source_id: source.id, reason: refusedWarning.message });
+  // One line per run, however many emits it had refused (a run may make 1,000).
+  const [firstRefusal] = warnings;
+  if (firstRefusal) {
+    deps.log.warn("source emit refused", {
+      source_id: source.id,
+      refused: warnings.length,
+      reason: firstRefusal.message,
+    });
   }
   for (const problem of problems) {
     deps.log.warn("source result over a limit", { source_id: source.id, error: problem.name, reason: problem.message });

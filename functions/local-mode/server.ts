@@ -17,6 +17,7 @@ import { createRouter } from "#http/routing";
 import { answerHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
+import { serverMaxConnections } from "./connection-cap.ts";
 import {
   SourceStreamServer,
   type SourceStreamServerOptions,
@@ -349,5 +350,8 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
     });
   });
   server.on("clientError", answerClientError);
+  // Component code can open connections to this server from its sandbox: never so many that the
+  // server has no descriptor left for its own files and children (connection-cap.ts).
+  server.maxConnections = serverMaxConnections();
   return { server, streams };
 }

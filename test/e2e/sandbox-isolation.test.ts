@@ -301,7 +301,7 @@ describe("sandbox isolation between sources, and from the server", () => {
     expect(sluice.output()).not.toContain("Debugger listening");
   }, 30_000);
 
-  it("runs a component's process with its memory capped as a whole and no core dumps", async () => {
+  it("runs a component's process with its memory and open files capped, and no core dumps", async () => {
     const pid = await deploy(PID);
     expect((await post(pid.endpoint, {})).status).toBe(200);
     const [childPid] = (await eventsOf(pid.id, 1)) as number[];
@@ -309,6 +309,8 @@ describe("sandbox isolation between sources, and from the server", () => {
     // The heap cap (128 MiB by default) + 384 MiB, in bytes; soft and hard.
     expect(limits).toMatch(/^Max data size\s+536870912\s+536870912\s+bytes\s*$/m);
     expect(limits).toMatch(/^Max core file size\s+0\s+\S+\s+bytes\s*$/m);
+    // Its sockets too: connections to the server must not take the server's own descriptors.
+    expect(limits).toMatch(/^Max open files\s+1024\s+1024\s+files\s*$/m);
   }, 30_000);
 
   it("does not let a component write trace files into the server's working dir", async () => {

@@ -88,6 +88,13 @@ export const MEMORY_BEYOND_HEAP_MB = 384;
  */
 export const memoryCapMb = (heapMb: number) => heapMb + MEMORY_BEYOND_HEAP_MB;
 
+/**
+ * Open files (sockets included) of one sandbox process: far more than a component's requests need,
+ * and few enough that its code cannot take the server's descriptors by connecting to it (the server
+ * caps its connections too: `functions/local-mode/connection-cap.ts`).
+ */
+export const SANDBOX_OPEN_FILES = 1024;
+
 /** The command that runs `node` with `args` under {@link memoryCapMb}, without core dumps (not on Windows, which has no `ulimit`). */
 function cappedCommand(args: string[], heapMb: number): [string, string[]] {
   if (process.platform === "win32") return [process.execPath, args];
@@ -96,7 +103,12 @@ function cappedCommand(args: string[], heapMb: number): [string, string[]] {
   // Sluice's working dir wherever the operator's limit allows them.
   return [
     "/bin/sh",
-    ["-c", `ulimit -c 0 2>/dev/null; ulimit -d ${kib} 2>/dev/null; exec "$0" "$@"`, process.execPath, ...args],
+    [
+      "-c",
+      `ulimit -c 0 2>/dev/null; ulimit -d ${kib} 2>/dev/null; ulimit -n ${SANDBOX_OPEN_FILES} 2>/dev/null; exec "$0" "$@"`,
+      process.execPath,
+      ...args,
+    ],
   ];
 }
 

@@ -2,16 +2,22 @@ import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import { isJsonValue, jsonObjectSchema, jsonValueSchema } from "#core/json-value";
 import { toJson } from "#runtime/describe-component";
-import { jsonBytesWithin } from "#runtime/json-value";
+import { jsonBytesWithin, MAX_JSON_VALUE_DEPTH } from "#runtime/json-value";
 import type { Json } from "#runtime/protocol";
 
 describe("JSON checked without a copy", () => {
-  it("accepts JSON data at any depth and refuses what JSON cannot carry", () => {
-    let deep: unknown = 1;
-    for (let i = 0; i < 100_000; i++) deep = [deep];
-    for (const value of [null, true, 0, -1.5, "", "x", [], {}, { a: [1, { b: null }] }, deep]) {
+  it("accepts JSON data up to 1,000 levels deep and refuses what JSON cannot carry, or what trusted code cannot serialise", () => {
+    const nested = (levels: number) => {
+      let deep: unknown = 1;
+      for (let i = 0; i < levels; i++) deep = [deep];
+      return deep;
+    };
+    for (const value of [null, true, 0, -1.5, "", "x", [], {}, { a: [1, { b: null }] }, nested(MAX_JSON_VALUE_DEPTH)]) {
       expect(isJsonValue(value)).toBe(true);
     }
+    // Walked without recursion, then refused: `JSON.stringify` of it would overflow the stack.
+    expect(isJsonValue(nested(100_000))).toBe(false);
+    expect(isJsonValue(nested(MAX_JSON_VALUE_DEPTH + 1))).toBe(false);
     for (const value of [undefined, Number.NaN, Number.POSITIVE_INFINITY, () => 1, Symbol("s"), 1n, new Date(0)]) {
       expect(isJsonValue(value)).toBe(false);
       expect(isJsonValue({ nested: [value] })).toBe(false);

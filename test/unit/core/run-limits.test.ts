@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import type { NewEvent } from "#core/component-model";
+import { jsonLogger } from "#core/ports/logger";
 import { MAX_EMIT_BYTES, MAX_EMIT_ID_LENGTH, MAX_ERROR_TEXT } from "#core/run-limits";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { MAX_LOG_LINES_PER_RUN, runSource } from "#core/source-runs";
@@ -119,13 +120,33 @@ describe("the trusted side checks what a run returns", () => {
         { event: { ok: 3 }, meta: { name: "line\nbreak" } },
         { event: { ok: 4 }, meta: { summary: "s".repeat(64 * 1024) } },
         { event: { ok: 5 }, meta: { name: "custom" } },
+        // Sluice's own channels, and a name with a bidirectional control character.
+        { event: { fake: "error" }, meta: { name: "$errors" } },
+        { event: { fake: "log" }, meta: { name: "$logs" } },
+        { event: { fake: "pending" }, meta: { name: "$in" } },
+        { event: { ok: 6 }, meta: { name: "a\u202Eb" } },
       ],
     });
     expect((await channel("")).map((event) => event.event)).toEqual([{ ok: 1 }]);
     expect((await channel("custom")).map((event) => event.event)).toEqual([{ ok: 5 }]);
+    expect(await channel("$logs")).toEqual([]);
+    expect(await channel("$in")).toEqual([]);
     expect(errors).toEqual([
-      expect.objectContaining({ code: "EmitLimitError", message: expect.stringContaining("4 events were not stored") }),
+      expect.objectContaining({ code: "EmitLimitError", message: expect.stringContaining("8 events were not stored") }),
     ]);
+  });
+
+  it("writes one line to the server's log for a run's refused emits, however many", async () => {
+    const { deps, source, channel } = await scriptedSource(async () => ({ emits: emits(500) }), {
+      description: { dedupe: "unique" },
+    });
+    const lines: Record<string, unknown>[] = [];
+    deps.log = jsonLogger({}, (line) => lines.push(JSON.parse(line)));
+    await runSource(deps, { sourceId: source.id, trigger: "http", event: {} });
+    // Without ids, a "unique" source's emits are refused: each is told on $logs, once in the server's log.
+    expect((await channel("$logs")).length).toBeGreaterThan(50);
+    const refused = lines.filter((line) => line.message === "source emit refused");
+    expect(refused).toEqual([expect.objectContaining({ source_id: source.id, refused: 500 })]);
   });
 
   it("cuts forged logs to the bytes and lines a run may log", async () => {

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { silentLogger } from "#core/ports/logger";
 import { routes } from "#http/routes";
+import { serverMaxConnections } from "#local-mode/connection-cap";
 import { createLocalServer, malformedRequestResult, refusedRequestIsHead, requestUrl } from "#local-mode/server";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 
@@ -26,6 +27,10 @@ beforeAll(async () => {
 afterAll(async () => {
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
+});
+
+it("caps its open connections below its open-files limit (connection-cap.ts)", () => {
+  expect(server.maxConnections).toBe(serverMaxConnections());
 });
 
 interface RawAnswer {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { MAX_JSON_VALUE_DEPTH } from "#runtime/json-value";
 import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import {
   MALFORMED_RESULT_ERROR,
@@ -118,6 +119,26 @@ describe("parseInvocationResult: the result a runtime sends", () => {
     const many = Array.from({ length: 1_000_000 }, () => 0);
     const parsed = parseInvocationResult({ ...result, dbWrites: { many } }, "inv-1");
     expect(parsed.ok).toBe(true);
+  });
+
+  it("refuses JSON nested deeper than trusted code can serialise: an emit or a db value 100,000 deep", () => {
+    // 200 KB of brackets, under every size limit: `JSON.stringify` of it overflowed the server's stack.
+    const deep = JSON.parse(`${"[".repeat(100_000)}${"]".repeat(100_000)}`);
+    for (const forged of [
+      { ...result, emits: [{ event: deep, meta: {} }] },
+      { ...result, dbWrites: { deep } },
+    ]) {
+      const parsed = parseInvocationResult(forged, "inv-1");
+      expect(parsed.ok).toBe(false);
+      expect(parsed.ok ? "" : parsed.problem).toMatch(/must be JSON/);
+    }
+    const nested = (depth: number) => JSON.parse(`${"[".repeat(depth)}${"]".repeat(depth)}`);
+    expect(parseInvocationResult({ ...result, dbWrites: { ok: nested(MAX_JSON_VALUE_DEPTH - 1) } }, "inv-1").ok).toBe(
+      true,
+    );
+    expect(parseInvocationResult({ ...result, dbWrites: { no: nested(MAX_JSON_VALUE_DEPTH + 1) } }, "inv-1").ok).toBe(
+      false,
+    );
   });
 });
 

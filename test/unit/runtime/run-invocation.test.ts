@@ -581,6 +581,31 @@ describe("runInvocation: emit limits", () => {
     expect(after).toBe(false);
   });
 
+  it("ends the run at the emit past the count when the code catches it and returns in the same turn", async () => {
+    const result = await runInvocation(
+      {
+        props: { db: "$.service.db" },
+        run(this: any) {
+          this.db.set("before", 1);
+          try {
+            for (let n = 0; n < 5; n++) this.$emit({ n });
+          } catch {
+            // Caught, then on without an await: nothing of this may count.
+          }
+          this.db.set("after", 2);
+          console.log("written after the limit");
+          this.$emit({ n: "late" });
+        },
+      },
+      { ...limited(2), propTypes: { db: "$.service.db" } },
+      noIo,
+    );
+    expect(result.error).toMatchObject({ name: "EmitLimitError" });
+    expect(result.emits.map((emit) => emit.event)).toEqual([{ n: 0 }, { n: 1 }]);
+    expect(result.dbWrites).toEqual({ before: 1 });
+    expect(result.logs.map((log) => log.message)).not.toContain("written after the limit");
+  });
+
   it("ends the run at the emit that passes the run's bytes", async () => {
     const result = await runInvocation(
       {
