@@ -5,7 +5,14 @@
  * anything is bundled. It may miss an import written in an odd way (the bundler then says that
  * file is missing, naming it) and may find one more than the code makes (a file fetched for
  * nothing); it never reads anything itself.
+ *
+ * The code is a user's: the scan is linear in its length but for template literals nested in
+ * each other's `${...}`, whose inner text is scanned once per level, up to
+ * {@link MAX_TEMPLATE_NESTING} levels (deeper parts are not scanned: an import there is missed).
  */
+
+/** Template literals nested in `${...}` that are scanned for imports (real code nests two or three). */
+export const MAX_TEMPLATE_NESTING = 8;
 
 const IDENTIFIER = /[A-Za-z0-9_$]/;
 /** After these tokens a `/` starts a regular expression, not a division. */
@@ -48,7 +55,13 @@ const BEFORE_REGEX = new Set([
 
 /** Every specifier `code` imports or requires with a literal string, in order, once each. */
 export function importSpecifiers(code: string): string[] {
-  const found: string[] = [];
+  const found = new Set<string>();
+  scan(code, 0, found);
+  return [...found];
+}
+
+/** Adds what `code` imports to `found`; `nesting` is how many template substitutions it is inside. */
+function scan(code: string, nesting: number, found: Set<string>): void {
   // The last two significant tokens: what a string literal follows decides whether it is a specifier.
   let previous = "";
   let beforePrevious = "";
@@ -75,15 +88,13 @@ export function importSpecifiers(code: string): string[] {
         previous === "from" ||
         previous === "import" ||
         (previous === "(" && (beforePrevious === "require" || beforePrevious === "import"));
-      if (isSpecifier && !value.includes("\\") && !found.includes(value)) found.push(value);
+      if (isSpecifier && !value.includes("\\")) found.add(value);
       push("string");
       i = end;
     } else if (char === "`") {
       const template = templateEnd(code, i);
       // `${...}` parts are code: a require() in one counts.
-      for (const part of template.substitutions) {
-        for (const specifier of importSpecifiers(part)) if (!found.includes(specifier)) found.push(specifier);
-      }
+      if (nesting < MAX_TEMPLATE_NESTING) for (const part of template.substitutions) scan(part, nesting + 1, found);
       i = template.end;
       push("template");
     } else if (char === "/" && BEFORE_REGEX.has(previous)) {
@@ -100,7 +111,6 @@ export function importSpecifiers(code: string): string[] {
       i++;
     }
   }
-  return found;
 }
 
 /** The index after the string literal that starts at `start`. */

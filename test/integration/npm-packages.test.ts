@@ -381,6 +381,94 @@ describe("npmPackagesPlugin installing from a registry with the npm CLI Sluice d
     INSTALL_TEST_TIMEOUT_MS,
   );
 
+  it(
+    "installs no dependency from outside the registry: a folder, another server, a git repository of the server",
+    async () => {
+      // What a package anyone can publish may depend on, all on this machine.
+      const folder = mkdtempSync(join(workDir, "local-dep-"));
+      writeFileSync(join(folder, "package.json"), JSON.stringify({ name: "leak", version: "1.0.0" }));
+      writeFileSync(join(folder, "index.js"), 'module.exports = "LOCAL-SECRET";');
+      const repo = mkdtempSync(join(workDir, "repo-"));
+      cpSync(folder, repo, { recursive: true });
+      const git = (...args: string[]) =>
+        new Promise<void>((resolve, reject) =>
+          execFile("git", ["-C", repo, "-c", "user.email=a@b.c", "-c", "user.name=a", ...args], (error) =>
+            error ? reject(error) : resolve(),
+          ),
+        );
+      await git("init", "-q");
+      await git("add", ".");
+      await git("commit", "-qm", "leak");
+      // Another server: the registry's own tarball, relayed from elsewhere.
+      const base = await startNpmRegistry(REGISTRY_PACKAGES);
+      const relay = createServer(async (request, response) => {
+        const answer = await fetch(new URL(request.url ?? "/", base.url));
+        response.writeHead(answer.status, { "content-type": "application/octet-stream" });
+        response.end(Buffer.from(await answer.arrayBuffer()));
+      });
+      const relayUrl = `http://127.0.0.1:${await listen(relay)}/sluice-fixture-pkg/-/sluice-fixture-pkg-1.4.2.tgz`;
+      const evil = (name: string, dependency: string): FixturePackage => ({
+        name,
+        version: "1.0.0",
+        dependencies: { leak: dependency },
+        files: { "index.js": 'module.exports = require("leak");' },
+      });
+      const registry = await startNpmRegistry([
+        ...REGISTRY_PACKAGES,
+        evil("sluice-evil-folder", `file:${folder}`),
+        evil("sluice-evil-relay", relayUrl),
+        evil("sluice-evil-git", `git+file://${repo}`),
+      ]);
+      try {
+        for (const [name, reason] of [
+          ["sluice-evil-folder", /is a folder on disk, not a package of the registry/],
+          ["sluice-evil-relay", /leak does not come from the registry/],
+          ["sluice-evil-git", /cannot install/],
+        ] as const) {
+          const cacheDir = freshCache();
+          const plugin = pluginWith({ cacheDir, registry: registry.url, installTimeoutMs: INSTALL_TIMEOUT_MS });
+          const text = await bundleError(`import x from "${name}@1.0.0"; export default x;`, plugin);
+          expect(text, name).toMatch(new RegExp(`^cannot install npm package "${name}@1\\.0\\.0"`));
+          expect(text, name).toMatch(reason);
+          expect(text, name).not.toContain("LOCAL-SECRET");
+          expect(text, name).not.toContain(workDir.split("/").pop());
+          // Nothing was installed into the cache.
+          expect(
+            readdirSync(cacheDir).filter((entry) => !entry.startsWith(".")),
+            name,
+          ).toEqual([]);
+        }
+      } finally {
+        await Promise.all([registry.close(), base.close(), new Promise((resolve) => relay.close(resolve))]);
+      }
+    },
+    INSTALL_TEST_TIMEOUT_MS,
+  );
+
+  it("runs npm for at most 50 packages of one bundle, and refuses the others naming them", async () => {
+    // An npm that fails at once, and counts its runs.
+    const cliDir = mkdtempSync(join(workDir, "counting-npm-"));
+    const npmCli = join(cliDir, "npm-cli.cjs");
+    writeFileSync(
+      npmCli,
+      `require("node:fs").appendFileSync(require("node:path").join(__dirname, "runs.txt"), process.argv.at(-1) + "\\n");
+       process.stderr.write("npm error code E404\\nnpm error not found\\n");
+       process.exit(1);`,
+    );
+    const plugin = pluginWith({ npmCli, registry: closedRegistry, installTimeoutMs: 10_000 });
+    const names = Array.from({ length: 60 }, (_, n) => `sluice-many-${n}`);
+    const code = `${names.map((name, n) => `import p${n} from "${name}";`).join("\n")}
+export default [${names.map((_, n) => `p${n}`)}];`;
+    const error = await bundle(code, plugin).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    // The bundle fails naming the first package that failed (the ones past 50 fail with the cap's words).
+    expect(isDomainError(error) ? error.issues?.[0]?.message : String(error)).toMatch(/^cannot install npm package/);
+    const runs = readFileSync(join(cliDir, "runs.txt"), "utf8").trim().split("\n");
+    expect(runs.length).toBeLessThanOrEqual(50);
+  });
+
   it("runs the given npm CLI with node, npm's home and settings, and without Sluice's secrets", async () => {
     const cliDir = mkdtempSync(join(workDir, "fake-npm-"));
     const npmCli = join(cliDir, "npm-cli.cjs");
@@ -416,15 +504,17 @@ describe("npmPackagesPlugin installing from a registry with the npm CLI Sluice d
       argv: string[];
       env: Record<string, string>;
     };
+    // The lockfile first: what it names is checked before anything is installed.
     expect(seen.argv[0]).toBe("install");
     expect(seen.argv).toEqual(
       expect.arrayContaining([
+        "--package-lock-only",
         "--ignore-scripts",
         "--omit=dev",
-        "--no-save",
         "--no-audit",
         "--no-fund",
         "--no-update-notifier",
+        "--git=false",
         closedRegistry,
       ]),
     );

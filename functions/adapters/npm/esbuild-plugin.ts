@@ -25,7 +25,7 @@ import { redactPaths } from "#core/redact-paths";
 import { type NpmSpecifier, npmInstallSpec, parseNpmSpecifier } from "./import-specifier.ts";
 import type { InstalledTreeStore } from "./installed-trees.ts";
 import { bundledNpmCli, type NpmRun } from "./npm-cli.ts";
-import { CACHE_ENTRY_PATH, cachedOrInstalled } from "./package-cache.ts";
+import { CACHE_ENTRY_PATH, cachedOrInstalled, isCached } from "./package-cache.ts";
 import { CHECKOUT_NODE_MODULES, shippedFolder } from "./shipped-packages.ts";
 
 /** Options of {@link npmPackagesPlugin}. */
@@ -71,6 +71,11 @@ export interface NpmPackagesOptions {
 }
 
 const DEFAULT_INSTALL_TIMEOUT_MS = 120_000;
+/**
+ * npm packages one bundle may install (packages shipped or installed before are not counted):
+ * each is an npm run of seconds, and code of 1 MiB can name 70,000 (a probe's started hundreds).
+ */
+export const MAX_INSTALLS_PER_BUNDLE = 50;
 /** Set on our own `build.resolve` calls so the plugin does not resolve its own lookups again. */
 const OWN_LOOKUP = "sluice-npm-packages";
 /** `node:`, `data:`, `https:`... (a `:` after an `@` is a range, and `parseNpmSpecifier` refuses it). */
@@ -91,6 +96,8 @@ export function npmPackagesPlugin(options: NpmPackagesOptions): Plugin {
   return {
     name: "sluice-npm-packages",
     setup(build) {
+      // The specs this build has installed or is installing (each counted once).
+      const installing = new Set<string>();
       build.onResolve({ filter: /^[^./]/ }, async (args): Promise<OnResolveResult | undefined> => {
         if ((args.pluginData as Record<string, unknown> | undefined)?.[OWN_LOOKUP]) return undefined;
         if (!isComponentImport(args)) return undefined;
@@ -100,6 +107,18 @@ export function npmPackagesPlugin(options: NpmPackagesOptions): Plugin {
         if (spec.range === undefined && isBuiltin(spec.name)) return { path: args.path, external: true };
 
         let folder = shippedFolder(shippedDir, spec);
+        if (folder === undefined && !isCached(options.cacheDir, spec)) {
+          installing.add(npmInstallSpec(spec.name, spec.range));
+          if (installing.size > MAX_INSTALLS_PER_BUNDLE) {
+            return {
+              errors: [
+                {
+                  text: `cannot install npm package "${npmInstallSpec(spec.name, spec.range)}": a component may install at most ${MAX_INSTALLS_PER_BUNDLE} npm packages not installed before`,
+                },
+              ],
+            };
+          }
+        }
         if (folder === undefined) {
           try {
             folder = await cachedOrInstalled(options.cacheDir, spec, npm, options.installedTrees);

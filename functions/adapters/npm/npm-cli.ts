@@ -37,15 +37,27 @@ export interface NpmRun {
   readonly timeoutMs: number;
 }
 
-/** Installs `installSpec` (`name@range`) under `prefix`, without scripts or dev dependencies. */
-export async function runNpmInstall(prefix: string, installSpec: string, npm: NpmRun): Promise<void> {
-  await runNpm(
-    "install",
-    ["--prefix", prefix, "--no-audit", "--no-fund", "--ignore-scripts", "--no-save", "--omit=dev"],
-    installSpec,
-    prefix,
-    npm,
-  );
+/** npm's own registry, where no other is configured. */
+export const DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org/";
+
+/** The registry npm installs from, by CLI and home (an `.npmrc` may name another): asked once. */
+const registries = new Map<string, Promise<string>>();
+
+/** The registry `npm` uses: its `registry` option, or what its configuration says (`npm config get registry`). */
+export function effectiveRegistry(npm: NpmRun): Promise<string> {
+  if (npm.registry) return Promise.resolve(npm.registry);
+  const key = `${npm.cli}\n${npm.home ?? ""}`;
+  let registry = registries.get(key);
+  if (!registry) {
+    registry = runNpm("config", ["get", "registry"], undefined, npm.home ?? process.cwd(), npm)
+      .then((stdout) => {
+        const named = stdout.trim();
+        return /^https?:\/\//.test(named) ? named : DEFAULT_NPM_REGISTRY;
+      })
+      .catch(() => DEFAULT_NPM_REGISTRY);
+    registries.set(key, registry);
+  }
+  return registry;
 }
 
 /**
@@ -109,6 +121,9 @@ async function runNpm(
     command,
     ...options,
     "--no-update-notifier",
+    // No git dependency is ever fetched: npm's git is `false`, which fails (a package anyone can
+    // publish may depend on `git+file:` repositories of the server, or `git+ssh:` with its keys).
+    "--git=false",
     ...(registry ? ["--registry", registry] : []),
     ...(spec === undefined ? [] : [spec]),
   ];

@@ -21,7 +21,7 @@ import { join, sep } from "node:path";
 import { sha256Hex } from "#core/sha256";
 import { type NpmSpecifier, npmInstallSpec } from "./import-specifier.ts";
 import { type InstalledTreeStore, packTree, resolvedTreeKey, THIS_PLATFORM, unpackTree } from "./installed-trees.ts";
-import { type NpmRun, runNpmCi, runNpmInstall, runNpmLock } from "./npm-cli.ts";
+import { effectiveRegistry, type NpmRun, runNpmCi, runNpmLock } from "./npm-cli.ts";
 
 /** The name of npm's own home inside a cache folder, when it is put there (dot-prefixed, as `.install-*`). */
 export const NPM_HOME_FOLDER = ".npm-home";
@@ -60,6 +60,10 @@ export async function cachedOrInstalled(
 
 const isInstalled = (folder: string, name: string) => existsSync(join(folder, "node_modules", name, "package.json"));
 
+/** Whether `spec` is in the cache already (no install needed). */
+export const isCached = (cacheDir: string, spec: NpmSpecifier) =>
+  isInstalled(npmCacheFolder(cacheDir, spec.name, spec.range), spec.name);
+
 async function installInto(
   cacheDir: string,
   folder: string,
@@ -72,7 +76,7 @@ async function installInto(
   await mkdir(temporary, { recursive: true });
   try {
     if (trees) await fetchedOrInstalled(temporary, spec, npm, trees);
-    else await runNpmInstall(temporary, npmInstallSpec(spec.name, spec.range), npm);
+    else await lockedInstall(temporary, spec, npm);
     if (!isInstalled(temporary, spec.name)) throw new Error(`npm finished without installing ${spec.name}`);
     try {
       await rename(temporary, folder);
@@ -87,6 +91,54 @@ async function installInto(
 }
 
 /**
+ * Installs `spec` into `temporary` from the registry only: resolved to a lockfile first, which must
+ * name registry tarballs only ({@link nonRegistryPackage}), then installed from it (`npm ci`).
+ */
+async function lockedInstall(temporary: string, spec: NpmSpecifier, npm: NpmRun): Promise<void> {
+  await checkedLock(temporary, spec, npm);
+  await runNpmCi(temporary, npm);
+}
+
+/** The lockfile of `spec`, resolved in `temporary`; rejects when it names anything but registry tarballs. */
+async function checkedLock(temporary: string, spec: NpmSpecifier, npm: NpmRun): Promise<string> {
+  const lock = await runNpmLock(temporary, npmInstallSpec(spec.name, spec.range), npm);
+  const refused = nonRegistryPackage(lock, await effectiveRegistry(npm));
+  if (refused) throw new Error(refused);
+  return lock;
+}
+
+/**
+ * Why a lockfile cannot be installed, or undefined: every package must be a tarball of
+ * `registry` (or bundled inside one). A package anyone can publish may depend on
+ * `git+file:///srv/repo`, `file:/etc/..tgz`, a folder (a link) or `http://127.0.0.1/...tgz`,
+ * which npm would copy from the server's disk or network into the bundle.
+ */
+export function nonRegistryPackage(lockText: string, registry: string): string | undefined {
+  let lock: { packages?: Record<string, { resolved?: unknown; link?: unknown; inBundle?: unknown }> };
+  try {
+    lock = JSON.parse(lockText);
+  } catch {
+    return "npm wrote a lockfile that is not JSON";
+  }
+  const origin = new URL(registry).origin;
+  for (const [path, entry] of Object.entries(lock.packages ?? {})) {
+    if (path === "" || entry.inBundle === true) continue;
+    // A link's target is an entry by its path on disk (outside node_modules): not named here.
+    if (!path.includes("node_modules/")) return "a dependency is a folder on disk, not a package of the registry";
+    const name = path.replace(/^.*node_modules\//, "");
+    if (entry.link === true) return `${name} is a folder on disk, not a package of the registry`;
+    let url: URL | undefined;
+    try {
+      url = typeof entry.resolved === "string" ? new URL(entry.resolved) : undefined;
+    } catch {}
+    if (!url || (url.protocol !== "https:" && url.protocol !== "http:") || url.origin !== origin) {
+      return `${name} does not come from the registry (${origin}): only its packages are installed`;
+    }
+  }
+  return undefined;
+}
+
+/**
  * Fills `temporary` with the tree of `spec` through the shared store: resolved to a lockfile
  * first, then fetched by its key, or installed from that lockfile and stored. The store is an
  * optimisation: when it fails (unreachable, a tree it refuses) the install goes on without it.
@@ -97,7 +149,7 @@ async function fetchedOrInstalled(
   npm: NpmRun,
   trees: InstalledTreeStore,
 ): Promise<void> {
-  const key = resolvedTreeKey(await runNpmLock(temporary, npmInstallSpec(spec.name, spec.range), npm), THIS_PLATFORM);
+  const key = resolvedTreeKey(await checkedLock(temporary, spec, npm), THIS_PLATFORM);
   const stored = await trees.get(key).catch(() => undefined);
   if (stored) {
     try {

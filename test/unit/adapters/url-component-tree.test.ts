@@ -3,7 +3,7 @@ import { UrlCodeFetcher } from "#adapters/url-code-fetcher";
 import { rawFileUrl, treeRoot } from "#adapters/url-component-tree";
 import { unpackComponentFiles } from "#core/component-files";
 import { DomainError } from "#core/errors";
-import { importSpecifiers } from "#core/import-specifiers";
+import { importSpecifiers, MAX_TEMPLATE_NESTING } from "#core/import-specifiers";
 import { appFiles, startTreeServer, type TreeServer } from "../../support/registry-tree.ts";
 
 describe("importSpecifiers", () => {
@@ -45,6 +45,17 @@ describe("importSpecifiers", () => {
       'obj.from "./not-a-keyword.mjs";',
     ].join("\n");
     expect(importSpecifiers(code)).toEqual(["./in-substitution.mjs", "./real.mjs"]);
+  });
+
+  it("scans a user's hostile file: many imports, and templates nested to a bounded depth", () => {
+    // 60,000 distinct imports: the found list was searched for each (quadratic, 15 s).
+    const many = Array.from({ length: 60_000 }, (_, n) => `import "./${n}";`).join("");
+    expect(importSpecifiers(many)).toHaveLength(60_000);
+    // 6,000 templates nested in each other's substitutions overflowed the stack (a 500).
+    const deep = `${"`${".repeat(6_000)}require("./deep.mjs")${"}`".repeat(6_000)}`;
+    expect(importSpecifiers(deep)).toEqual([]);
+    const shallow = `${"`${".repeat(MAX_TEMPLATE_NESTING)}require("./found.mjs")${"}`".repeat(MAX_TEMPLATE_NESTING)}`;
+    expect(importSpecifiers(shallow)).toEqual(["./found.mjs"]);
   });
 });
 
