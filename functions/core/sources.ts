@@ -1005,10 +1005,40 @@ export async function deleteSource(
     await deferDeletion(deps, source);
     return { id: source.id, deleted: true };
   }
-  if (source.active && component) await runHook(deps, source, component, "deactivate");
+  if (source.active && component) {
+    try {
+      await runHook(deps, source, component, "deactivate");
+    } catch (error) {
+      if (isDomainError(error) && error.code === "validation") await keepFailedDeletion(deps, source, error.message);
+      throw error;
+    }
+  }
   await removeSource(deps, source);
   deps.log.info("source deleted", sourceLogFields(source));
   return { id: source.id, deleted: true };
+}
+
+/**
+ * A deletion whose `deactivate()` failed in the request: the source is kept, stopped and marked as
+ * a background deletion that failed is ({@link finishDeletion}), and the caller told that a `DELETE`
+ * again removes it without the hook. Else a hook that always fails (or hangs) would keep it for
+ * ever: no deletion, no update (an update runs the old settings' `deactivate()` first).
+ */
+async function keepFailedDeletion(deps: SourceDeps, source: SourceRecord, reason: string): Promise<never> {
+  const again = "DELETE the source again to remove it without its deactivate hook";
+  const current = await deps.sources.getSource(source.id);
+  if (current) {
+    await deps.sources.updateSource({
+      ...unmarked(current),
+      active: false,
+      deployingSince: deps.clock.nowMs(),
+      deployStep: "delete",
+      deployError: `the deletion stopped: ${reason}; ${again.replace("DELETE", "delete")}`,
+    });
+    await deps.timers.cancel({ sourceId: source.id });
+  }
+  deps.log.warn("source deletion stopped: its deactivate hook failed", { ...sourceLogFields(source), reason });
+  throw new DomainError("validation", `${reason}; ${again}`, [{ field: "component_code", message: `${reason}; ${again}` }]);
 }
 
 /**

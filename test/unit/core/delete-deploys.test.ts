@@ -15,6 +15,7 @@ import {
 import { route as getRoute } from "#http/get-source";
 import { failedHook, killPoint, never, runHandedOver } from "../../support/deploy-kill-points.ts";
 import { accountIn, memoryDeps, scriptedHost } from "../../support/memory-deps.ts";
+import { rejection } from "../../support/rejection.ts";
 
 /**
  * `DELETE /v1/sources/{id}` within its request's time (issue 16, docs/aws.md "Deploy time
@@ -136,16 +137,31 @@ describe("a DELETE in local mode (no deadline, no finisher)", () => {
 
   it("answers 404 when its deactivate() failed because another DELETE removed the source's code meanwhile", async () => {
     const t = await setUp({ failing: new Set(["deactivate"]) });
-    const removed = new Set<string>();
-    t.deps.host = { ...t.deps.host, wasRemoved: (id) => removed.has(id) };
-    // Not removed: the hook's own failure refuses the deletion, as before.
-    await expect(deleteSource(t.deps, t.caller, t.made.id)).rejects.toMatchObject({ code: "validation" });
-    removed.add(t.made.id);
+    t.deps.host = { ...t.deps.host, wasRemoved: (id) => id === t.made.id };
     await expect(deleteSource(t.deps, t.caller, t.made.id)).rejects.toMatchObject({
       code: "not_found",
       message: "source not found",
     });
-    expect(t.ops).toEqual(["deactivate", "deactivate"]);
+    expect(t.ops).toEqual(["deactivate"]);
+    // Not marked: the other DELETE removes it.
+    expect(await t.deps.sources.getSource(t.made.id)).not.toHaveProperty("deployStep");
+  });
+
+  it("keeps a source whose deactivate() failed stopped and failed; a DELETE again removes it without the hook", async () => {
+    const t = await setUp({ failing: new Set(["deactivate"]) });
+    const failed = await rejection(deleteSource(t.deps, t.caller, t.made.id));
+    expect(failed).toMatchObject({ code: "validation" });
+    expect(failed.message).toMatch(
+      /the deactivate hook failed.*; DELETE the source again to remove it without its deactivate hook/,
+    );
+    const kept = await getSource(t.deps, t.caller, t.made.id);
+    expect(kept).toMatchObject({ active: false, deploy_state: "failed" });
+    expect(kept.deploy_error).toMatch(/delete the source again/);
+    expect(t.timers).toContain(`cancel ${t.made.id}`);
+    expect(await fireTimer(t.deps, t.made.id, t.deps.clock.nowMs())).toBeUndefined();
+    expect(await deleteSource(t.deps, t.caller, t.made.id)).toEqual({ id: t.made.id, deleted: true });
+    expect(await t.deps.sources.getSource(t.made.id)).toBeUndefined();
+    expect(t.ops.filter((op) => op === "deactivate")).toHaveLength(1);
   });
 });
 
