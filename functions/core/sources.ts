@@ -1038,7 +1038,9 @@ async function keepFailedDeletion(deps: SourceDeps, source: SourceRecord, reason
     await deps.timers.cancel({ sourceId: source.id });
   }
   deps.log.warn("source deletion stopped: its deactivate hook failed", { ...sourceLogFields(source), reason });
-  throw new DomainError("validation", `${reason}; ${again}`, [{ field: "component_code", message: `${reason}; ${again}` }]);
+  throw new DomainError("validation", `${reason}; ${again}`, [
+    { field: "component_code", message: `${reason}; ${again}` },
+  ]);
 }
 
 /**
