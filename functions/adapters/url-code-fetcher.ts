@@ -63,12 +63,12 @@ export class UrlCodeFetcher implements CodeFetcher {
 
   /** The code at `url`: its text, or packed files when it imports siblings by relative path. */
   async fetchCode(url: string): Promise<string> {
-    const entry = rawFileUrl(parseUrl(url));
-    const text = await this.fetchFile(entry, this.maxBytes);
-    if (text === undefined || !importSpecifiers(text).some(isRelativeImport)) {
-      if (text === undefined) throw failed("the server answered 404");
-      return text;
-    }
+    const fetched = await this.fetchFinal(rawFileUrl(parseUrl(url)), this.maxBytes);
+    if (fetched === undefined) throw failed("the server answered 404");
+    const { text } = fetched;
+    if (!importSpecifiers(text).some(isRelativeImport)) return text;
+    // Imports resolve against where the entry was found, redirects followed, as a browser's do.
+    const entry = fetched.url;
     const component = await fetchComponentTree(entry, text, this.tree, (file, maxBytes) =>
       // An import may not be sent elsewhere: same origin, through every redirect.
       this.fetchFile(file, maxBytes, file.origin),
@@ -81,10 +81,25 @@ export class UrlCodeFetcher implements CodeFetcher {
    * or 410, so a caller trying where an import may be can try the next place.
    */
   private async fetchFile(url: URL, maxBytes: number, origin?: string): Promise<string | undefined> {
+    return (await this.fetchFinal(url, maxBytes, origin))?.text;
+  }
+
+  /**
+   * {@link fetchFile}, with the URL the text was found at. Its time limit is the file's, every
+   * redirect included (each hop with a limit of its own made one file take 4 times as long).
+   */
+  private async fetchFinal(
+    url: URL,
+    maxBytes: number,
+    origin?: string,
+  ): Promise<{ text: string; url: URL } | undefined> {
+    const until = Date.now() + this.timeoutMs;
     let current = url;
     for (let redirects = 0; ; redirects++) {
-      const outcome = await this.fetchOnce(current, maxBytes);
-      if (outcome.kind === "body") return outcome.text;
+      const left = until - Date.now();
+      if (left <= 0) throw failed(`no answer within ${this.timeoutMs / 1000}s`);
+      const outcome = await this.fetchOnce(current, maxBytes, left);
+      if (outcome.kind === "body") return { text: outcome.text, url: current };
       if (outcome.kind === "missing") return undefined;
       if (redirects >= this.maxRedirects) throw failed(`more than ${this.maxRedirects} redirects`);
       current = parseUrl(new URL(outcome.location, current).href);
@@ -97,13 +112,14 @@ export class UrlCodeFetcher implements CodeFetcher {
   private fetchOnce(
     url: URL,
     maxBytes: number,
+    timeoutMs: number,
   ): Promise<{ kind: "body"; text: string } | { kind: "redirect"; location: string } | { kind: "missing" }> {
     const host = url.hostname.replace(/^\[|\]$/g, "");
     if (!this.options.allowPrivateAddresses && isIP(host) && isForbiddenAddress(host)) {
       return Promise.reject(failed(`${url.hostname} is a private address`));
     }
     const requestOptions: RequestOptions = {
-      timeout: this.timeoutMs,
+      timeout: timeoutMs,
       headers: { accept: "text/plain, application/javascript, */*", "user-agent": "sluice" },
     };
     if (!this.options.allowPrivateAddresses) requestOptions.lookup = guardedLookup as RequestOptions["lookup"];
@@ -111,7 +127,7 @@ export class UrlCodeFetcher implements CodeFetcher {
     return new Promise((resolve, reject) => {
       const deadline = setTimeout(() => {
         request.destroy(failed(`no answer within ${this.timeoutMs / 1000}s`));
-      }, this.timeoutMs);
+      }, timeoutMs);
       const finish = (action: () => void) => {
         clearTimeout(deadline);
         action();

@@ -20,6 +20,26 @@ describe("UrlCodeFetcher", () => {
         return response.end();
       }
       if (request.url === "/big") return response.end("x".repeat(5000));
+      // Each hop answers within the limit; the file, its 3 redirects together, does not.
+      const hop = /^\/slow-hop\/(\d)$/.exec(request.url ?? "");
+      if (hop) {
+        const next = Number(hop[1]) + 1;
+        const timer = setTimeout(() => {
+          response.writeHead(302, { location: next > 3 ? "/component.mjs" : `/slow-hop/${next}` });
+          response.end();
+        }, 200);
+        response.on("close", () => clearTimeout(timer));
+        return;
+      }
+      // An entry that moved, importing a sibling of where it moved to.
+      if (request.url === "/moved/entry.mjs") {
+        response.writeHead(302, { location: "/elsewhere/dir/entry.mjs" });
+        return response.end();
+      }
+      if (request.url === "/elsewhere/dir/entry.mjs") {
+        return response.end('import { name } from "./sibling.mjs"; export default { name, version: "1" };');
+      }
+      if (request.url === "/elsewhere/dir/sibling.mjs") return response.end('export const name = "found";');
       if (request.url === "/slow") {
         slowResponses.push(() => response.end("late"));
         return;
@@ -42,6 +62,19 @@ describe("UrlCodeFetcher", () => {
   it("fetches code and follows redirects", async () => {
     expect(await local.fetchCode(`${base}/component.mjs`)).toContain("export default");
     expect(await local.fetchCode(`${base}/redirect`)).toContain("export default");
+  });
+
+  it("gives one file its time limit, redirects included", async () => {
+    const error = await local.fetchCode(`${base}/slow-hop/1`).catch((e: unknown) => e);
+    expect(error).toMatchObject({ code: "validation", issues: [{ field: "component_url" }] });
+    expect((error as Error).message).toMatch(/no answer within 0.5s/);
+  });
+
+  it("resolves a moved entry's imports against where it was found", async () => {
+    const code = await local.fetchCode(`${base}/moved/entry.mjs`);
+    // Packed as component files (JSON): the sibling's text is among them.
+    expect(code).toContain("./sibling.mjs");
+    expect(code).toContain(JSON.stringify('export const name = "found";').slice(1, -1));
   });
 
   it.each([
