@@ -509,6 +509,7 @@ export default [${names.map((_, n) => `p${n}`)}];`;
     expect(seen.argv).toEqual(
       expect.arrayContaining([
         "--package-lock-only",
+        "--omit-lockfile-registry-resolved=false",
         "--ignore-scripts",
         "--omit=dev",
         "--no-audit",

@@ -67,7 +67,18 @@ export function effectiveRegistry(npm: NpmRun): Promise<string> {
 export async function runNpmLock(prefix: string, installSpec: string, npm: NpmRun): Promise<string> {
   await runNpm(
     "install",
-    ["--prefix", prefix, "--package-lock-only", "--no-audit", "--no-fund", "--ignore-scripts", "--omit=dev"],
+    [
+      "--prefix",
+      prefix,
+      "--package-lock-only",
+      // Every package's tarball URL in the lockfile (an `.npmrc` may leave the registry's out):
+      // what it names is checked before anything is installed (package-cache.ts).
+      "--omit-lockfile-registry-resolved=false",
+      "--no-audit",
+      "--no-fund",
+      "--ignore-scripts",
+      "--omit=dev",
+    ],
     installSpec,
     prefix,
     npm,
