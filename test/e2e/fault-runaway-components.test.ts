@@ -1,3 +1,4 @@
+import { existsSync } from "node:fs";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { apiClient, createHttpWorkflow, deployHttpSource } from "../support/api-client.ts";
 import { askDoubler, HEALTHY_SOURCE, keepRequesting } from "../support/doubler-traffic.ts";
@@ -155,6 +156,37 @@ describe("fault: runaway components", () => {
     }
     expect(await askDoubler(healthy.endpoint, 21)).toEqual({ n: 21, doubled: 42 });
   }, 60_000);
+
+  it("kills a process whose code keeps using the CPU after its run ended, and lets an idle one be", async () => {
+    const pidSource = (name: string, leftBehind: string) => `
+export default {
+  name: "${name}",
+  version: "1.0.0",
+  props: { http: "$.interface.http" },
+  async run() {
+    ${leftBehind}
+    this.$emit({ pid: process.pid });
+  },
+};`;
+    // Busy 150 ms of every 200 after the run: it yields, so its process is never silent.
+    const spinner = await deploy(
+      pidSource("Spinner", "setInterval(() => { const end = Date.now() + 150; while (Date.now() < end) {} }, 200);"),
+    );
+    const quiet = await deploy(pidSource("Quiet", "setInterval(() => {}, 200);"));
+    const pidOf = async (source: { id: string; endpoint: string }) => {
+      expect((await fetch(source.endpoint, { method: "POST", body: "{}" })).status).toBe(200);
+      return eventually(async () => {
+        const page = await api("GET", `/sources/${source.id}/event_summaries?expand=event`);
+        return page.json.data[0]?.event.pid as number | undefined;
+      }, `the pid of ${source.id}`);
+    };
+    const [spinning, idle] = [await pidOf(spinner), await pidOf(quiet)];
+    await eventually(() => when(!existsSync(`/proc/${spinning}`)), "the spinner's process killed", {
+      timeoutMs: 20_000,
+      intervalMs: 200,
+    });
+    expect(existsSync(`/proc/${idle}`)).toBe(true);
+  }, 40_000);
 
   it("ends another tenant's runaway workflow steps with a clear error while the healthy source answers, and their next runs work", async () => {
     const { stdout } = await runSluice(["create-user", "--username", "runaway-two", "--email", "two@runaway.example"], {

@@ -18,6 +18,7 @@
  * batch together, before the first of their step code runs (decision 486). Either way, runs that
  * started before any of their code ran leave the host a guess when one of them blocks.
  */
+import { readFileSync } from "node:fs";
 import { DATA_STORE_CALLS_PER_RUN, type DataStoreReply, type HttpResponseSpec } from "#runtime/protocol";
 import { parseHttpResponse } from "#runtime/protocol-parsers";
 import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-channel";
@@ -46,6 +47,14 @@ const STRAY_AFTER_CHECKS = 30;
  * so new work still goes to it (and moves if it does not start).
  */
 const IDLE_SILENT_CHECKS = 50;
+/**
+ * CPU an idle child may use (no run in flight) before it is killed: code a finished run left
+ * behind that loops while yielding is never silent, so the silence rule misses it. The runtime
+ * and a library's timers use milliseconds.
+ */
+export const IDLE_CPU_MAX_MS = 2_000;
+/** How often (in checks) an idle child's CPU is read: every 2 s. */
+const IDLE_CPU_EVERY_CHECKS = 20;
 /**
  * A message left unfinished for this many checks with nothing else heard is a violation. The
  * runtime writes each message whole and at once; the host reads between any two checks.
@@ -145,6 +154,9 @@ export class SandboxOwnerProcess implements BudgetMember {
   private idleTimer: NodeJS.Timeout | undefined;
   private heard = false;
   private silentChecks = 0;
+  /** The child's CPU time (ms) when it last became idle; undefined while busy, or where unknown. */
+  private idleCpuFromMs: number | undefined;
+  private idleCpuChecks = 0;
   private unfinishedChecks = 0;
   /** Why the child was killed for breaking the protocol. */
   private violation: string | undefined;
@@ -237,6 +249,7 @@ export class SandboxOwnerProcess implements BudgetMember {
       // beats often again from now on: its silence is counted afresh.
       if (!this.isBlocked) this.silentChecks = 0;
       clearTimeout(this.idleTimer);
+      this.idleCpuFromMs = undefined;
       this.setRef(true);
       this.options.budget.setIdle(this, false);
     }
@@ -446,6 +459,13 @@ export class SandboxOwnerProcess implements BudgetMember {
   /** Runs every CHECK_MS: a busy child silent for `blockedAfterMs` (in whole checks) is blocked. */
   private check(): void {
     if (this.retired) return;
+    if (this.idleCpuFromMs !== undefined && ++this.idleCpuChecks % IDLE_CPU_EVERY_CHECKS === 0) {
+      const used = (processCpuMs(this.sandbox.child.pid) ?? this.idleCpuFromMs) - this.idleCpuFromMs;
+      if (used > IDLE_CPU_MAX_MS) {
+        void this.kill(`its code used ${Math.round(used)} ms of CPU after its runs had ended`);
+        return;
+      }
+    }
     if (this.heard || this.sandbox.unfinishedChars() === 0) this.unfinishedChecks = 0;
     else if (++this.unfinishedChecks >= UNFINISHED_AFTER_CHECKS) {
       this.onViolation("it left a message unfinished");
@@ -559,6 +579,8 @@ export class SandboxOwnerProcess implements BudgetMember {
       }
       this.idleTimer = setTimeout(() => void this.kill("the sandbox process was idle"), this.options.idleMs);
       this.idleTimer.unref();
+      this.idleCpuFromMs = processCpuMs(this.sandbox.child.pid);
+      this.idleCpuChecks = 0;
       this.setRef(false);
       this.options.budget.setIdle(this, true);
     }
@@ -598,4 +620,22 @@ export function withUnsentStepBundles(request: InvokeRequest, sent: Map<string, 
     fresh[module] = path;
   }
   return { ...request, stepBundles: fresh ?? {} };
+}
+
+/** Clock ticks per second of `/proc/<pid>/stat`'s times (USER_HZ: 100 on Linux). */
+const CLOCK_TICKS_PER_SECOND = 100;
+
+/** The CPU time (user and system, ms) process `pid` has used, from `/proc`; undefined where unknown. */
+export function processCpuMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  let stat: string;
+  try {
+    stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+  } catch {
+    return undefined;
+  }
+  // The command name (field 2) is in parentheses and may hold spaces: fields count from after it.
+  const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return Number.isFinite(ticks) ? (ticks * 1000) / CLOCK_TICKS_PER_SECOND : undefined;
 }
