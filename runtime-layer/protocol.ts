@@ -293,6 +293,8 @@ export function dataStoreKeyProblem(key: unknown, what = "a data store key"): st
   if (typeof key !== "string") return `${what} must be a string, not ${key === null ? "null" : typeof key}`;
   if (Buffer.byteLength(key) > DATA_STORE_KEY_MAX_BYTES)
     return `${what} may be at most ${DATA_STORE_KEY_MAX_BYTES} bytes`;
+  // A lone surrogate has no UTF-8: stored as U+FFFD, two keys would become one, and pages skip.
+  if (/\p{Cs}/u.test(key)) return `${what} must be well-formed text (it holds a lone surrogate)`;
   return undefined;
 }
 

@@ -12,7 +12,10 @@ import { type AccountCredentials, currentCredentials, sealCredentials } from "./
 import { accountUsers } from "./account-users.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { appRefOf } from "./apps.ts";
-import { createConnectedAccount } from "./connected-accounts.ts";
+import { accountName, createConnectedAccount } from "./connected-accounts.ts";
+
+export { ACCOUNT_NAME_MAX_CHARS, ACCOUNTS_PER_WORKSPACE } from "./connected-accounts.ts";
+
 import { conflict, invalid } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
@@ -26,9 +29,6 @@ import { isoTime } from "./time.ts";
 export const CREDENTIAL_VALUE_MAX_CHARS = 16 * 1024;
 /** UTF-8 bytes of an account's credentials as JSON. */
 export const CREDENTIALS_MAX_BYTES = 64 * 1024;
-export const ACCOUNT_NAME_MAX_CHARS = 200;
-/** Accounts one workspace may have. */
-export const ACCOUNTS_PER_WORKSPACE = 1000;
 /** How long the access token a read answers stays valid, at least (OAuth refreshes it sooner). */
 export const READ_FRESH_FOR_MS = 60_000;
 /** Tries of a conditional update that lost a race with another writer, before a 409. */
@@ -102,14 +102,6 @@ export function checkKeyCredentials(
   return { ...credentials };
 }
 
-function accountName(name: string | undefined): string | undefined {
-  if (name === undefined) return undefined;
-  if (name.trim() === "") throw invalid("name", "must not be empty");
-  if (name.length > ACCOUNT_NAME_MAX_CHARS)
-    throw invalid("name", `must be at most ${ACCOUNT_NAME_MAX_CHARS} characters`);
-  return requireDisplayableName("name", name);
-}
-
 export interface CreateKeyAccountInput extends WorkspaceChoice {
   app: string;
   name?: string | undefined;
@@ -126,10 +118,6 @@ export async function createKeyAccount(
   const app = keyApp(deps, input.app);
   const name = accountName(input.name);
   const credentials = checkKeyCredentials(app, input.credentials);
-  const count = await deps.appAccounts.count(workspace.id);
-  if (count >= ACCOUNTS_PER_WORKSPACE) {
-    throw conflict(`the workspace has ${count} accounts, its limit: delete one before connecting another`);
-  }
   const record = await createConnectedAccount(deps, {
     workspaceId: workspace.id,
     ownerId: caller.userId,

@@ -4,6 +4,8 @@
  * and ids come through `deps`.
  */
 import { type AccountCredentials, sealCredentials } from "./account-credentials.ts";
+import { conflict, invalid } from "./errors.ts";
+import { requireDisplayableName } from "./names.ts";
 import type { AppAccountRecord } from "./ports/app-account-store.ts";
 import type { AppDefinition } from "./ports/app-catalog.ts";
 import type { Deps } from "./ports/deps.ts";
@@ -26,6 +28,7 @@ export async function createConnectedAccount(
   deps: Pick<Deps, "appAccounts" | "secrets" | "clock" | "ids">,
   input: NewConnectedAccount,
 ): Promise<AppAccountRecord> {
+  await requireRoomForAccount(deps, input.workspaceId);
   const now = deps.clock.nowMs();
   const record: AppAccountRecord = {
     id: deps.ids.newId("account"),
@@ -44,4 +47,27 @@ export async function createConnectedAccount(
     record.lastError = input.health.lastError;
   await deps.appAccounts.create(record);
   return record;
+}
+
+/** Characters of an account's name. */
+export const ACCOUNT_NAME_MAX_CHARS = 200;
+
+/** Accounts one workspace may have, however they are made (a key, or an OAuth connection). */
+export const ACCOUNTS_PER_WORKSPACE = 1000;
+
+/** 409 when workspace `workspaceId` has {@link ACCOUNTS_PER_WORKSPACE} accounts already. */
+export async function requireRoomForAccount(deps: Pick<Deps, "appAccounts">, workspaceId: string): Promise<void> {
+  const count = await deps.appAccounts.count(workspaceId);
+  if (count >= ACCOUNTS_PER_WORKSPACE) {
+    throw conflict(`the workspace has ${count} accounts, its limit: delete one before connecting another`);
+  }
+}
+
+/** An account's name as given: not blank, at most {@link ACCOUNT_NAME_MAX_CHARS} characters, displayable. */
+export function accountName(name: string | undefined): string | undefined {
+  if (name === undefined) return undefined;
+  if (name.trim() === "") throw invalid("name", "must not be empty");
+  if (name.length > ACCOUNT_NAME_MAX_CHARS)
+    throw invalid("name", `must be at most ${ACCOUNT_NAME_MAX_CHARS} characters`);
+  return requireDisplayableName("name", name);
 }

@@ -12,8 +12,8 @@ import type { AccountCredentials } from "./account-credentials.ts";
 import { runTestRequest } from "./account-health.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { clipText } from "./clip-text.ts";
-import { createConnectedAccount } from "./connected-accounts.ts";
-import { invalid } from "./errors.ts";
+import { accountName, createConnectedAccount, requireRoomForAccount } from "./connected-accounts.ts";
+import { invalid, isDomainError } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { authorizeUrl, requestTokens, uidOf } from "./oauth-tokens.ts";
@@ -71,8 +71,10 @@ export async function startConnect(
   input: StartConnectInput,
 ): Promise<ConnectStarted> {
   const app = connectableApp(deps, input.app);
-  if (input.name !== undefined) requireDisplayableName("name", input.name);
+  accountName(input.name);
   const workspace = await workspaceOrDefault(deps, caller, input);
+  // Refused before the provider is asked; the callback checks again (accounts made meanwhile).
+  await requireRoomForAccount(deps, workspace.id);
   const now = deps.clock.nowMs();
   const state = deps.ids.newSecret(32);
   // 64 characters of base64url: within RFC 7636's 43 to 128 unreserved characters.
@@ -158,6 +160,11 @@ export async function finishConnect(
   if (app?.oauth === undefined) {
     return failure(400, "Unknown app", `The app ${pending.app} is no longer an OAuth app of this Sluice.`);
   }
+  const full = await requireRoomForAccount(deps, pending.workspaceId).then(
+    () => undefined,
+    (error: unknown) => (isDomainError(error) && error.code === "conflict" ? error.message : Promise.reject(error)),
+  );
+  if (full !== undefined) return failure(409, "Too many accounts", `Not connected: ${full}.`);
   const outcome = await requestTokens(deps, app.oauth, {
     grant_type: "authorization_code",
     code: query.code,

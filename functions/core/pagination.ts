@@ -39,12 +39,24 @@ export function encodeCursor(sortKey: string): string {
   return Buffer.from(`${CURSOR_VERSION}:${sortKey}`, "utf8").toString("base64url");
 }
 
-/** Decodes a cursor or throws a validation error naming the parameter. */
-export function decodeCursor(cursor: string, field: string): string {
-  if (!/^[A-Za-z0-9_-]{1,512}$/.test(cursor)) throw invalid(field, "is not a valid cursor");
+/**
+ * Decodes a cursor or throws a validation error naming the parameter. `maxKeyBytes`: the longest
+ * sort key the list's cursors carry (ids by default); `allowEmpty`: whether `""` is a key of the
+ * list (a data store's records: `''` is a key).
+ */
+export function decodeCursor(
+  cursor: string,
+  field: string,
+  options: { maxKeyBytes?: number; allowEmpty?: boolean } = {},
+): string {
+  const maxChars = Math.ceil(((options.maxKeyBytes ?? 382) + CURSOR_VERSION.length + 1) / 3) * 4;
+  if (cursor.length === 0 || cursor.length > maxChars || !/^[A-Za-z0-9_-]+$/.test(cursor)) {
+    throw invalid(field, "is not a valid cursor");
+  }
   const text = Buffer.from(cursor, "base64url").toString("utf8");
   const separator = text.indexOf(":");
-  if (separator < 0 || text.slice(0, separator) !== CURSOR_VERSION || separator === text.length - 1) {
+  const empty = separator === text.length - 1;
+  if (separator < 0 || text.slice(0, separator) !== CURSOR_VERSION || (empty && !options.allowEmpty)) {
     throw invalid(field, "is not a valid cursor");
   }
   return text.slice(separator + 1);

@@ -9,6 +9,7 @@
 import type { Json, PropDescription } from "#runtime/protocol";
 import { SEALED_SECRET, type StoredPropValue, type TimerSpec } from "./component-model.ts";
 import { ID_PREFIXES, idPattern } from "./ids.ts";
+import { forbiddenCharacterIn } from "./names.ts";
 import { validateTimerSpec } from "./timer-schedule.ts";
 
 export const HTTP_INTERFACE = "$.interface.http";
@@ -151,6 +152,11 @@ const dataStoreRef: Check = (_def, value) => {
   if (isObject(value) && Object.keys(value).length === 0) return value;
   if (isObject(value) && Object.keys(value).length === 1 && typeof value.name === "string") {
     const name = value.name.trim();
+    const hidden = forbiddenCharacterIn(name);
+    if (hidden)
+      throw new PropValueError(
+        `a data store name must not contain NUL or bidirectional control characters (found ${hidden})`,
+      );
     if (name !== "" && name.length <= DATA_STORE_NAME_MAX_CHARS) return { name };
   }
   throw new PropValueError(

@@ -1,5 +1,5 @@
 import { part as tables } from "#aws-parts/tables";
-import { listDataStoreRecords } from "#core/data-stores";
+import { DATA_STORE_KEY_MAX_BYTES, listDataStoreRecords } from "#core/data-stores";
 import { decodeCursor, PAGE_LIMIT_DEFAULT, pageParamsSchema } from "#core/pagination";
 import { dataStoreIdParams, dataStoreRecordSchema } from "./data-store-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
@@ -21,7 +21,9 @@ export const route = defineRoute({
   run: async (deps, { caller, params, query }) =>
     listDataStoreRecords(deps, caller, params.id, {
       limit: query.limit ?? PAGE_LIMIT_DEFAULT,
-      ...(query.after === undefined ? {} : { after: decodeCursor(query.after, "after") }),
+      ...(query.after === undefined
+        ? {}
+        : { after: decodeCursor(query.after, "after", { maxKeyBytes: DATA_STORE_KEY_MAX_BYTES, allowEmpty: true }) }),
     }),
 });
 

@@ -115,6 +115,24 @@ describe("connecting an OAuth app", () => {
     });
   });
 
+  it("holds OAuth connections to the workspace's 1,000 accounts, and refuses a blank name, as key accounts", async () => {
+    const store = setup.deps.appAccounts;
+    const started = await startConnect(setup.deps, caller, { app: "standin" });
+    // Filled meanwhile: the callback connects nothing.
+    const count = store.count.bind(store);
+    store.count = async () => 1000;
+    const page = await finishConnect(setup.deps, await approve(started.authorize_url));
+    expect(page).toMatchObject({ status: 409, title: "Too many accounts" });
+    expect(page.accountId).toBeUndefined();
+    await expect(startConnect(setup.deps, caller, { app: "standin" })).rejects.toMatchObject({ code: "conflict" });
+    store.count = count;
+    expect(await store.count(ada.workspace.id)).toBe(0);
+    await expect(startConnect(setup.deps, caller, { app: "standin", name: "   " })).rejects.toMatchObject({
+      code: "validation",
+      message: "name: must not be empty",
+    });
+  });
+
   it("keeps a hostile expires_in to a whole number of seconds of at most ten years", async () => {
     provider.tokenLifetimeSeconds = 1e300;
     const huge = await connect();

@@ -35,6 +35,16 @@ describe("pagination", () => {
     );
   });
 
+  it("takes the cursors of a list of longer keys, and of an empty key, where the list says so", () => {
+    // A data store's record keys: up to 512 bytes, and "" is one.
+    const long = "k".repeat(512);
+    expect(() => decodeCursor(encodeCursor(long), "after")).toThrow(/not a valid cursor/);
+    expect(decodeCursor(encodeCursor(long), "after", { maxKeyBytes: 512 })).toBe(long);
+    expect(() => decodeCursor("k".repeat(1000), "after", { maxKeyBytes: 512 })).toThrow(/not a valid cursor/);
+    expect(() => decodeCursor(encodeCursor(""), "after")).toThrow(/not a valid cursor/);
+    expect(decodeCursor(encodeCursor(""), "after", { allowEmpty: true })).toBe("");
+  });
+
   it("defaults the limit to 10 and accepts 1 to 100", () => {
     expect(toPageQuery(pageParamsSchema.parse({}))).toEqual({ limit: 10 });
     expect(pageParamsSchema.parse({ limit: "1" }).limit).toBe(1);

@@ -78,6 +78,16 @@ describe("prop types: behaviour the table keeps", () => {
     expect(validateConfiguredProps(defs, { o: {}, x: "q" }).secretNames).toEqual(["s"]);
   });
 
+  it("refuses a data store name with NUL or a bidirectional control character, naming the prop", () => {
+    const defs: PropDescription[] = [{ name: "ds", type: "data_store" }];
+    for (const name of ["inv\u202egpj.exe", "a\u0000b"]) {
+      expect(issuesOf(() => validateConfiguredProps(defs, { ds: { name } }))).toEqual([
+        { field: "configured_props.ds", message: expect.stringMatching(/NUL or bidirectional control characters/) },
+      ]);
+    }
+    expect(values(defs, { ds: { name: " orders " } })).toEqual({ ds: { name: "orders" } });
+  });
+
   it("reads back values of every prop but secret strings, alerts and sealed values", () => {
     const defs: PropDescription[] = [
       { name: "list", type: "string[]", secret: true },

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { MAX_JSON_VALUE_DEPTH } from "#runtime/json-value";
 import type { Invocation, InvocationResult, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
+import { dataStoreKeyProblem } from "#runtime/protocol";
 import {
   MALFORMED_RESULT_ERROR,
   malformedError,
@@ -409,5 +410,13 @@ describe("parseWorkflowResult: the result of a workflow run", () => {
     if (!parsed.ok) throw new Error(parsed.problem);
     const send = parsed.value.sends[3] as { payload: object };
     expect(Object.getOwnPropertyDescriptor(send.payload, "__proto__")?.value).toEqual({ x: 1 });
+  });
+});
+
+describe("dataStoreKeyProblem", () => {
+  it("refuses a key with a lone surrogate, which has no UTF-8, and takes a pair", () => {
+    for (const key of ["\ud800", "a\udbffb", "\udc00"]) expect(dataStoreKeyProblem(key)).toMatch(/well-formed/);
+    expect(dataStoreKeyProblem("😀 ok")).toBeUndefined();
+    expect(dataStoreKeyProblem("")).toBeUndefined();
   });
 });
