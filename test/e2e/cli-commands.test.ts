@@ -353,6 +353,16 @@ export default {
 
   it("deletes by the id's prefix: a source, a webhook, a subscription; refuses what it cannot delete", async () => {
     const source = JSON.parse((await cli("deploy", write("gone.mjs", HELLO), "--json")).stdout);
+    // An "id" that walks the path to another route is no id: refused before any request.
+    for (const [command, id] of [
+      ["delete", `wh_x/../../sources/${source.id}`],
+      ["delete", `dc_zz/../../sources/${source.id}/events`],
+      ["events", `dc_x/../${source.id}`],
+      ["records", "ds_x/../../data_stores/ds_y"],
+    ] as const) {
+      expect((await cli(command, id)).code, `${command} ${id}`).toBe(2);
+    }
+    expect((await api("GET", `/sources/${source.id}`)).status).toBe(200);
     const webhook = (await api("POST", "/webhooks?url=http://127.0.0.1:9/hook")).json.data;
     const sub = (await api("POST", `/subscriptions?emitter_id=${source.id}&listener_id=${webhook.id}`)).json.data;
     expect(await cli("delete", sub.id)).toMatchObject({ code: 0, stdout: `Deleted subscription ${sub.id}\n` });

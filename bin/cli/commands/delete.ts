@@ -3,13 +3,14 @@ import type { ApiClient, Subscription } from "../client.ts";
 import { ApiError } from "../client.ts";
 import type { Command } from "../command.ts";
 import { UsageError } from "../errors.ts";
+import { isIdOf } from "../ids.ts";
 import { printJson, printText } from "../output.ts";
 import { connect } from "../session.ts";
 
 /** The API deletes a subscription by what created it, not by its id: find it, then delete by those. */
 async function deleteSubscription(api: ApiClient, id: string): Promise<unknown> {
-  const { data } = await api.call<{ data: Subscription[] }>("GET", "/users/me/subscriptions");
-  const found = data.find((sub) => sub.id === id);
+  // Paged: without paging parameters the API answers at most 1,000 subscriptions at once.
+  const found = (await api.all<Subscription>("/users/me/subscriptions")).find((sub) => sub.id === id);
   if (found === undefined) throw new ApiError(404, `subscription ${id} not found (404)`);
   const { emitter_id, listener_id, event_name } = found;
   await api.call("DELETE", "/subscriptions", { query: { emitter_id, listener_id, event_name } });
@@ -54,7 +55,7 @@ ${CLIENT_OPTIONS_HELP}`,
   options: { ...CLIENT_OPTIONS },
   positionals: { min: 1, max: 1 },
   async run(values, [id = ""], io) {
-    const prefix = Object.keys(DELETERS).find((known) => id.startsWith(known));
+    const prefix = Object.keys(DELETERS).find((known) => isIdOf(id, known));
     if (prefix === undefined)
       throw new UsageError(
         `delete: ${JSON.stringify(id)} is not an id that can be deleted (${Object.keys(DELETERS).join(", ")}...)`,

@@ -2,6 +2,7 @@ import { CLIENT_OPTIONS, CLIENT_OPTIONS_HELP, propAssignments } from "../args.ts
 import type { Command } from "../command.ts";
 import { deployedLines, deployFile, endpointOf, updateFile } from "../deploying.ts";
 import { UsageError } from "../errors.ts";
+import { isIdOf } from "../ids.ts";
 import { printJson, printText } from "../output.ts";
 import { connect } from "../session.ts";
 
@@ -66,7 +67,7 @@ ${CLIENT_OPTIONS_HELP}`,
   options: { ...CLIENT_OPTIONS, prop: { type: "string", multiple: true }, root: { type: "string" } },
   positionals: { min: 2, max: 2 },
   async run(values, [id = "", file = ""], io) {
-    if (!id.startsWith("dc_")) throw new UsageError(`update: ${JSON.stringify(id)} is not a source id (dc_...)`);
+    if (!isIdOf(id, "dc_")) throw new UsageError(`update: ${JSON.stringify(id)} is not a source id (dc_...)`);
     const props = propAssignments((values.prop as string[] | undefined) ?? []);
     const api = await connect(values, io);
     const source = await updateFile(api, io, id, file, { props, root: values.root as string | undefined });

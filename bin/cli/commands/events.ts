@@ -2,6 +2,7 @@ import { CLIENT_OPTIONS, CLIENT_OPTIONS_HELP } from "../args.ts";
 import type { ApiClient, EventSummary, Page, WorkflowRun } from "../client.ts";
 import type { Command, Io, Values } from "../command.ts";
 import { UsageError } from "../errors.ts";
+import { isIdOf } from "../ids.ts";
 import { isoTime, printJson, printText } from "../output.ts";
 import { connect } from "../session.ts";
 
@@ -88,8 +89,8 @@ ${CLIENT_OPTIONS_HELP.split("\n")[1]}`,
   async run(values, [id = ""], io) {
     const count = countOf(values);
     const channel = values.channel as string | undefined;
-    const isWorkflow = id.startsWith("p_");
-    if (!id.startsWith("dc_") && !isWorkflow)
+    const isWorkflow = isIdOf(id, "p_");
+    if (!isIdOf(id, "dc_") && !isWorkflow)
       throw new UsageError(`events: ${JSON.stringify(id)} is not a source (dc_) or workflow (p_) id`);
     if (isWorkflow && (values.follow || channel !== undefined))
       throw new UsageError("events: -f and --channel take a source (dc_); a workflow's events are listed only");
@@ -168,8 +169,8 @@ ${CLIENT_OPTIONS_HELP.split("\n")[1]}`,
   positionals: { min: 1, max: 1 },
   async run(values, [id = ""], io) {
     const count = countOf(values);
-    if (id.startsWith("p_")) return workflowLogs(values, id, count, io);
-    if (!id.startsWith("dc_"))
+    if (isIdOf(id, "p_")) return workflowLogs(values, id, count, io);
+    if (!isIdOf(id, "dc_"))
       throw new UsageError(`logs: ${JSON.stringify(id)} is not a source (dc_) or workflow (p_) id`);
     const api = await connect(values, io);
     const print = (event: EventSummary) => (values.json ? printJson(io, event) : printText(io, `${logLine(event)}\n`));

@@ -69,8 +69,8 @@ const LISTINGS: Record<string, Listing> = {
     row: (webhook: Webhook) => [webhook.id, webhook.url, webhook.name ?? "", isoTime(webhook.created_at)],
   },
   subscriptions: {
-    // Without paging parameters the API answers every subscription at once ({data}).
-    fetch: async (api) => (await api.call<{ data: Subscription[] }>("GET", "/users/me/subscriptions")).data,
+    // Paged: without paging parameters the API answers at most 1,000 at once (a 400 past them).
+    fetch: (api) => api.all<Subscription>("/users/me/subscriptions"),
     headers: ["ID", "EMITTER", "CHANNEL", "LISTENER", "CREATED"],
     row: (sub: Subscription) => [
       sub.id,

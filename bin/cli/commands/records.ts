@@ -1,6 +1,7 @@
 import { CLIENT_OPTIONS, CLIENT_OPTIONS_HELP } from "../args.ts";
 import type { Command } from "../command.ts";
 import { UsageError } from "../errors.ts";
+import { isIdOf } from "../ids.ts";
 import { printJson, printTable, printText } from "../output.ts";
 import { connect } from "../session.ts";
 
@@ -25,7 +26,7 @@ ${CLIENT_OPTIONS_HELP}`,
   options: { ...CLIENT_OPTIONS, clear: { type: "boolean" } },
   positionals: { min: 1, max: 1 },
   async run(values, [id = ""], io) {
-    if (!id.startsWith("ds_")) throw new UsageError(`records: ${JSON.stringify(id)} is not a data store id (ds_...)`);
+    if (!isIdOf(id, "ds_")) throw new UsageError(`records: ${JSON.stringify(id)} is not a data store id (ds_...)`);
     const api = await connect(values, io);
     if (values.clear) {
       const cleared = (await api.call<{ data: unknown }>("DELETE", `/data_stores/${id}/records`)).data;
