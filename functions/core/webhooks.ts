@@ -38,13 +38,16 @@ const FORBIDDEN_IN_URL = /[\s\p{Cc}]/u;
 /**
  * The spec's rule: `http` or `https`, a hostname, optionally a port and a path. Also refused:
  * credentials (`user:pass@`, they would sit in clear in every listing), a fragment (never sent to
- * the server), port 0, whitespace and control characters. A query string is allowed: receivers
+ * the server), port 0, whitespace, control characters and backslashes. A query string is allowed: receivers
  * often authenticate with a token in it. The URL is stored as given.
  */
 function validateWebhookUrl(url: string | undefined, publicUrl: string): string {
   if (url === undefined || url === "") throw invalid("url", "is required");
   if (url.length > WEBHOOK_URL_MAX_LENGTH) throw invalid("url", `must be at most ${WEBHOOK_URL_MAX_LENGTH} characters`);
   if (FORBIDDEN_IN_URL.test(url)) throw invalid("url", "must not contain spaces or control characters");
+  // Read as `/` by WHATWG parsers (Sluice's) but not by every tool that reads the stored URL:
+  // `http://127.0.0.1\@evil/` is 127.0.0.1 here and `evil` elsewhere.
+  if (url.includes("\\")) throw invalid("url", "must not contain a backslash (write / in a path, %5C in a query)");
   // WHATWG parsing forgives `http:host` and `http:///host`; the spec wants the protocol written out.
   if (!/^https?:\/\/[^/?#]/i.test(url)) {
     throw invalid("url", "must start with http:// or https:// followed by a hostname");

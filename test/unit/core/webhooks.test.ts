@@ -98,6 +98,9 @@ describe("createWebhook", () => {
     ["http://example.com:0/", "must not use port 0"],
     ["http://example.com:99999/", "is not a valid URL"],
     ["http://example.com/#part", "must not contain a fragment"],
+    // 127.0.0.1 to a WHATWG parser, `evil` to tools that read the stored URL otherwise.
+    ["http://127.0.0.1\\@evil/", "must not contain a backslash"],
+    ["http://example.com\\hook", "must not contain a backslash"],
     [`https://example.com/${"a".repeat(WEBHOOK_URL_MAX_LENGTH)}`, "must be at most"],
   ])("answers 400 naming url for %j", async (url, message) => {
     const { deps, owner } = await setUp();
