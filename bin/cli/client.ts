@@ -99,7 +99,12 @@ export function apiClient(target: Target, fetchImpl: typeof fetch = fetch) {
     });
     if (!response.ok) throw await failure(response);
     const text = await response.text();
-    return (text ? JSON.parse(text) : undefined) as T;
+    try {
+      return (text ? JSON.parse(text) : undefined) as T;
+    } catch {
+      // Something else answered at this address (a proxy's page, another server).
+      throw new ApiError(response.status, `${url.origin} did not answer ${method} ${path} as Sluice does (not JSON)`);
+    }
   }
 
   /** Every item of a paginated list, page after page (newest first). */

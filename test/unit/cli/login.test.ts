@@ -40,6 +40,8 @@ describe("sluice login at a terminal", () => {
 
   beforeAll(async () => {
     server = createServer((request, response) => {
+      // Another server, which answers 200 with text.
+      if (request.url?.startsWith("/other/")) return response.writeHead(200).end("ok");
       const ok = request.url === "/v1/users/me" && request.headers.authorization === `Bearer ${KEY}`;
       response
         .writeHead(ok ? 200 : 401, { "content-type": "application/json" })
@@ -71,6 +73,15 @@ describe("sluice login at a terminal", () => {
     stdin.write("sluice_wrong-key-0123456789\r");
     await expect(done).rejects.toThrow(`${url} refused this API key (401): nothing saved`);
     expect(written.err).not.toContain("wrong-key");
+    expect(() => readFileSync(profile)).toThrow();
+  });
+
+  it("says another server answered, not a JSON parser's words, and saves nothing", async () => {
+    const { io, stdin, written, profile } = terminal();
+    const done = login.run({ url: `${url}/other` }, [], io);
+    await eventually(() => when(written.err.includes("API key (not shown): ")), "the key question");
+    stdin.write(`${KEY}\r`);
+    await expect(done).rejects.toThrow(`${url} did not answer GET /users/me as Sluice does (not JSON): nothing saved`);
     expect(() => readFileSync(profile)).toThrow();
   });
 });
