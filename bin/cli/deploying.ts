@@ -21,9 +21,20 @@ export interface DeployOptions {
  * reads in its sandbox; an action (`type: "action"`) stays a saved component, anything else is
  * deployed as a source of that component with `props`, coerced by the types the component declares.
  */
-export async function deployFile(api: ApiClient, io: Io, file: string, options: DeployOptions): Promise<Deployed> {
+/** Deploys `file` (and its imports); answers what was deployed with the files as they were read. */
+export async function deployFile(
+  api: ApiClient,
+  io: Io,
+  file: string,
+  options: DeployOptions,
+): Promise<Deployed & { read: ComponentBody }> {
   const read = await readComponent(file, { root: options.root });
-  return withProgress(io, `deploying ${basename(file)}${filesNote(read)}`, deployRead(api, read, options));
+  const deployed = await withProgress(
+    io,
+    `deploying ${basename(file)}${filesNote(read)}`,
+    deployRead(api, read, options),
+  );
+  return { ...deployed, read };
 }
 
 async function deployRead(api: ApiClient, read: ComponentBody, options: DeployOptions): Promise<Deployed> {

@@ -136,14 +136,14 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
       io.err.write(
         `Saved action "${deployed.component.name}" as ${deployed.component.id}; it runs as step "${ACTION_STEP}" of workflow ${id}, once now and after every save\n`,
       );
-      await runAction(action);
     } else {
       id = deployed.source.id;
       io.err.write(deployedLines(deployed));
     }
     const what = action ? "the action" : "the source";
 
-    let read = await readComponent(file, { root });
+    // What was deployed: a save from here on differs from it, even one made before the watch began.
+    let read = deployed.read;
     const watched = () => new Set(read.read);
     let running: Promise<void> | undefined;
     let again = false;
@@ -164,12 +164,9 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
       // After the new code is on the step: a run that fails says so, not that the code was kept.
       if (action) await runAction(action);
     };
-    const changed = () => {
-      if (running) {
-        again = true;
-        return;
-      }
-      running = redeploy().finally(() => {
+    /** Runs `task` as the one thing under way; a save meanwhile redeploys once it is done. */
+    const runAlone = (task: () => Promise<void>) => {
+      running = task().finally(() => {
         running = undefined;
         if (again) {
           again = false;
@@ -177,8 +174,20 @@ ${CLIENT_OPTIONS_HELP.replace("print JSON for scripts instead of text", "print e
         }
       });
     };
+    const changed = () => {
+      if (running) {
+        again = true;
+        return;
+      }
+      runAlone(redeploy);
+    };
+    // Watching before the action's first run: a save while it runs is redeployed after it, not missed.
     const stop = watchFiles(watched, changed);
     io.err.write(`Watching ${read.read.length} file(s) for changes; Ctrl-C to stop\n`);
+    if (action) {
+      const first = action;
+      runAlone(() => runAction(first));
+    }
 
     const streams = action ? Promise.resolve() : streamAll(api, io, id, json, io.signal);
     await new Promise<void>((resolve) => {
