@@ -1,5 +1,5 @@
 /**
- * Running `npm install` with the npm Sluice depends on ({@link bundledNpmCli}: `node_modules/npm`,
+ * Running npm (a lockfile, `npm ci` from it, `npm pack`) with the npm Sluice depends on ({@link bundledNpmCli}: `node_modules/npm`,
  * pinned in package.json), as `node <npm-cli.js>` with Sluice's own Node, never an `npm` from
  * PATH: the Lambda Node.js runtime has none, and a pinned CLI installs the same way on every
  * machine. On Lambda only /tmp is writable, so npm is given a home of its own there

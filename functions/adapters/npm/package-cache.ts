@@ -1,8 +1,9 @@
 /**
  * The content-addressed cache of installed npm packages: one folder per `name@range` (a missing
  * range is written `latest`, so `lodash` hashes `lodash@latest`), installed once by npm into a
- * temporary folder and renamed into place when complete, so a crash or a concurrent install
- * never leaves a half-filled entry.
+ * temporary folder (a lockfile resolved and checked first, then `npm ci` from it: registry
+ * tarballs only, decision 527) and renamed into place when complete, so a crash or a concurrent
+ * install never leaves a half-filled entry.
  *
  *   <cacheDir>/
  *     <sha256("name@range")>/node_modules/<name>/...   one finished install per spec, never changed
@@ -34,7 +35,7 @@ export function npmCacheFolder(cacheDir: string, name: string, range: string | u
   return join(cacheDir, sha256Hex(npmInstallSpec(name, range)));
 }
 
-/** Installs in progress in this process, by cache folder: one `npm install` per spec at a time. */
+/** Installs in progress in this process, by cache folder: one install per spec at a time. */
 const installs = new Map<string, Promise<string>>();
 
 /**
