@@ -143,6 +143,31 @@ async function setUp() {
 
 const codeStep = (namespace = "parse") => ({ namespace, component_code: "code" });
 
+/** A send of run `run_01jd...ab` of `workflowId` that failed its 8 attempts at `now` + 1 s. */
+function sendDeadLetter(
+  workflowId: string,
+  userId: string,
+  now: number,
+  id: string,
+  target: DeliveryTarget,
+): DeadLetterRecord {
+  return {
+    id,
+    target,
+    subscriptionIds: [],
+    emitterId: workflowId,
+    eventId: "run_01jd0000000000000000ab",
+    channel: "",
+    payload: null,
+    attempts: 8,
+    nextAttemptAt: now,
+    createdAt: now,
+    userId,
+    failedAt: now + 1_000,
+    lastError: "HTTP 500",
+  };
+}
+
 describe("createWorkflow", () => {
   it("saves each step as a component, stores HTTP and timer triggers, builds the deployment, answers the view", async () => {
     const { deps, owner, ownerAccount, prepared } = await setUp();
@@ -837,25 +862,13 @@ describe("deleteWorkflow", () => {
       now,
     );
     // A $.send.http that failed every attempt: its dead letter holds the request, credentials included.
-    await deps.deadLetters.putDeadLetter({
-      id: "dlv_01jd0000000000000000ab",
-      target: {
+    await deps.deadLetters.putDeadLetter(
+      sendDeadLetter(created.id, owner.userId, now, "dlv_01jd0000000000000000ab", {
         kind: "http",
         workflowId: created.id,
         request: { method: "POST", url: "https://example.com/x", headers: {}, auth: { username: "u", password: "p" } },
-      },
-      subscriptionIds: [],
-      emitterId: created.id,
-      eventId: "run_01jd0000000000000000ab",
-      channel: "",
-      payload: null,
-      attempts: 8,
-      nextAttemptAt: now,
-      createdAt: now,
-      userId: owner.userId,
-      failedAt: now,
-      lastError: "HTTP 500",
-    });
+      }),
+    );
 
     expect(await deleteWorkflow(deps, owner, created.id)).toEqual({ id: created.id, deleted: true });
     expect(await deps.workflows.getWorkflow(created.id)).toBeUndefined();
@@ -1050,21 +1063,7 @@ describe("a workflow's dead letters (its sends that failed every attempt)", () =
       triggers: [{ type: "http" }],
     });
     const now = set.deps.clock.nowMs();
-    const dead = (id: string, target: DeliveryTarget): DeadLetterRecord => ({
-      id,
-      target,
-      subscriptionIds: [],
-      emitterId: created.id,
-      eventId: "run_01jd0000000000000000ab",
-      channel: "",
-      payload: null,
-      attempts: 8,
-      nextAttemptAt: now,
-      createdAt: now,
-      userId: set.owner.userId,
-      failedAt: now + 1_000,
-      lastError: "HTTP 500",
-    });
+    const dead = (id: string, target: DeliveryTarget) => sendDeadLetter(created.id, set.owner.userId, now, id, target);
     const http = (url: string): DeliveryTarget => ({
       kind: "http",
       workflowId: created.id,
