@@ -25,7 +25,7 @@ import {
 import { requireDataStore, requireWorkspace } from "./access.ts";
 import { conflict, isDomainError } from "./errors.ts";
 import { isJsonValue } from "./json-value.ts";
-import { encodeCursor, type PageInfo } from "./pagination.ts";
+import { encodeCursor, PAGE_MAX_BYTES, type PageInfo } from "./pagination.ts";
 import { DATA_STORE_NAME_MAX_CHARS } from "./prop-types.ts";
 import { isoTime } from "./time.ts";
 
@@ -390,9 +390,6 @@ export async function listWorkspaceDataStores(
   return { data: (await deps.dataStores.listStores(workspaceId)).map(storeView) };
 }
 
-/** Most bytes of values one page of records answers (a page has at least one record). */
-const RECORDS_PAGE_MAX_BYTES = 4 * 1024 * 1024;
-
 /** A page of a store's live records in key order; `after` is a key (decoded from its cursor). */
 export async function listDataStoreRecords(
   deps: Pick<Deps, "identity" | "dataStores" | "clock">,
@@ -405,7 +402,8 @@ export async function listDataStoreRecords(
   const [found, total] = await Promise.all([
     deps.dataStores.listEntries(store.id, now, {
       limit: page.limit,
-      maxBytes: RECORDS_PAGE_MAX_BYTES,
+      // Bytes of stored values, the bulk of a record view: the budget of every page (pagination.ts).
+      maxBytes: PAGE_MAX_BYTES,
       ...(page.after === undefined ? {} : { after: page.after }),
     }),
     deps.dataStores.countEntries(store.id, now),

@@ -145,7 +145,7 @@ export async function listDeadLetters(
 ) {
   const webhook = await requireWebhook(deps, caller, webhookId);
   const found = await deps.deadLetters.listDeadLetters(webhook.id, page);
-  return pageEnvelope(found, (deadLetter) => deadLetter.id, webhookDeadLetterView);
+  return pageEnvelope(found, (deadLetter) => deadLetter.id, webhookDeadLetterView, page);
 }
 
 /** `POST /webhooks/{id}/dead_letters/{delivery_id}/replay`. */
@@ -175,7 +175,7 @@ export async function listWorkflowDeadLetters(
 ) {
   const workflow = await requireWorkflow(deps, caller, workflowId);
   const found = await deps.deadLetters.listDeadLetters(workflow.id, page);
-  return pageEnvelope(found, (deadLetter) => deadLetter.id, workflowDeadLetterView);
+  return pageEnvelope(found, (deadLetter) => deadLetter.id, workflowDeadLetterView, page);
 }
 
 /** `POST /workflows/{id}/dead_letters/{delivery_id}/replay`. */

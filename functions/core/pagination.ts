@@ -127,17 +127,57 @@ export async function readWholeList<T>(
   }
 }
 
-/** The paginated envelope of the spec: `{ page_info, data }`. */
-export function pageEnvelope<T, R>(page: Page<T>, sortKeyOf: (item: T) => string, present: (item: T) => R) {
-  const first = page.items[0];
-  const last = page.items[page.items.length - 1];
+/**
+ * Most bytes of JSON the items of one page take together (a page holds at least one item, however
+ * large). On AWS an answer must fit Lambda's 6 MB, with its body escaped once more inside Lambda's
+ * own JSON, which at worst doubles it: 2 MiB leaves room for that and the envelope. 100 items of
+ * the larger kinds (events with `expand=event`, dead letters, run records) pass it easily.
+ */
+export const PAGE_MAX_BYTES = 2 * 1024 * 1024;
+
+/**
+ * The paginated envelope of the spec: `{ page_info, data }`. When the items' JSON passes
+ * `maxBytes`, the page is cut to fewer items (`count` says how many), keeping those nearest the
+ * cursor: the first ones, or with `before` the last ones. The cursors then name the kept items, so
+ * the next page in either direction starts where this one ends.
+ */
+export function pageEnvelope<T, R>(
+  page: Page<T>,
+  sortKeyOf: (item: T) => string,
+  present: (item: T) => R,
+  query: Pick<PageQuery, "before">,
+  maxBytes = PAGE_MAX_BYTES,
+) {
+  const { items, views } = fitPage(page.items, present, query.before !== undefined, maxBytes);
+  const first = items[0];
+  const last = items[items.length - 1];
   const pageInfo: PageInfo = {
     total_count: page.totalCount,
-    count: page.items.length,
+    count: items.length,
     start_cursor: first === undefined ? null : encodeCursor(sortKeyOf(first)),
     end_cursor: last === undefined ? null : encodeCursor(sortKeyOf(last)),
   };
-  return { page_info: pageInfo, data: page.items.map(present) };
+  return { page_info: pageInfo, data: views };
+}
+
+/** The items (and their views) that fit `maxBytes`, taken from the start, or from the end when `fromEnd`. */
+function fitPage<T, R>(items: readonly T[], present: (item: T) => R, fromEnd: boolean, maxBytes: number) {
+  const kept: T[] = [];
+  const views: R[] = [];
+  let bytes = 0;
+  for (let n = 0; n < items.length; n++) {
+    const item = items[fromEnd ? items.length - 1 - n : n] as T;
+    const view = present(item);
+    bytes += Buffer.byteLength(JSON.stringify(view) ?? "");
+    if (n > 0 && bytes > maxBytes) break;
+    kept.push(item);
+    views.push(view);
+  }
+  if (fromEnd) {
+    kept.reverse();
+    views.reverse();
+  }
+  return { items: kept, views };
 }
 
 /**

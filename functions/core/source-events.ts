@@ -56,6 +56,7 @@ export async function listEmitterEvents(
     page,
     (event) => event.id,
     (event) => eventSummaryView(event, expand),
+    query,
   );
 }
 

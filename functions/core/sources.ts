@@ -1126,16 +1126,16 @@ export async function getSource(deps: SourceDeps, caller: Caller, id: string) {
 
 /** `GET /users/me/sources`. */
 export async function listUserSources(deps: SourceDeps, caller: Caller, page: PageQuery) {
-  return presentPage(deps, await deps.sources.listSourcesOfUser(caller.userId, page));
+  return presentPage(deps, await deps.sources.listSourcesOfUser(caller.userId, page), page);
 }
 
 /** `GET /orgs/{workspace_id}/sources`. */
 export async function listWorkspaceSources(deps: SourceDeps, caller: Caller, workspaceId: string, page: PageQuery) {
   const workspace = await requireWorkspace(deps, caller, workspaceId);
-  return presentPage(deps, await deps.sources.listSourcesOfWorkspace(workspace.id, page));
+  return presentPage(deps, await deps.sources.listSourcesOfWorkspace(workspace.id, page), page);
 }
 
-async function presentPage(deps: SourceDeps, page: { items: SourceRecord[]; totalCount: number }) {
+async function presentPage(deps: SourceDeps, page: { items: SourceRecord[]; totalCount: number }, query: PageQuery) {
   const components = new Map<string, ComponentRecord | undefined>();
   for (const source of page.items) {
     if (!components.has(source.componentId)) {
@@ -1146,6 +1146,7 @@ async function presentPage(deps: SourceDeps, page: { items: SourceRecord[]; tota
     page,
     (source) => source.id,
     (source) => sourceView(deps, source, components.get(source.componentId)),
+    query,
   );
 }
 

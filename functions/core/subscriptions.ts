@@ -227,7 +227,7 @@ async function subscriptionList(
   readPage: (page: PageQuery) => Promise<Page<SubscriptionRecord>>,
   page: PageQuery | undefined,
 ) {
-  if (page !== undefined) return pageEnvelope(await readPage(page), (s) => s.id, subscriptionView);
+  if (page !== undefined) return pageEnvelope(await readPage(page), (s) => s.id, subscriptionView, page);
   const all = await readWholeList(readPage, (s) => s.id, "subscriptions");
   return { data: all.map(subscriptionView) };
 }

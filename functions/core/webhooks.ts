@@ -140,7 +140,7 @@ export async function getWebhook(deps: Pick<Deps, "subscriptions">, caller: Call
 
 /** `GET /users/me/webhooks`: the caller's webhooks, newest first. */
 export async function listWebhooks(deps: Pick<Deps, "subscriptions">, caller: Caller, page: PageQuery) {
-  return pageEnvelope(await deps.subscriptions.listWebhooksOfUser(caller.userId, page), (w) => w.id, webhookView);
+  return pageEnvelope(await deps.subscriptions.listWebhooksOfUser(caller.userId, page), (w) => w.id, webhookView, page);
 }
 
 /**

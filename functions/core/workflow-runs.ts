@@ -761,5 +761,5 @@ export async function listWorkflowRuns(
 ) {
   await requireWorkflow(deps, caller, workflowId);
   const found = await deps.workflowRuns.listRuns(workflowId, page);
-  return pageEnvelope(found, (run) => run.id, workflowRunView);
+  return pageEnvelope(found, (run) => run.id, workflowRunView, page);
 }

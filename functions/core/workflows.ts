@@ -643,22 +643,23 @@ export async function getWorkflow(deps: Deps, caller: Caller, id: string, orgId?
   return present(deps, workflow);
 }
 
-async function presentPage(deps: Deps, page: Page<WorkflowRecord>) {
+async function presentPage(deps: Deps, page: Page<WorkflowRecord>, query: PageQuery) {
   const parts = await viewParts(deps, page.items);
   return pageEnvelope(
     page,
     (workflow) => workflow.id,
     (workflow) => workflowView(deps, workflow, parts),
+    query,
   );
 }
 
 /** `GET /users/me/workflows`: the workflows the caller created, newest first. */
 export async function listUserWorkflows(deps: Deps, caller: Caller, page: PageQuery) {
-  return presentPage(deps, await deps.workflows.listWorkflowsOfUser(caller.userId, page));
+  return presentPage(deps, await deps.workflows.listWorkflowsOfUser(caller.userId, page), page);
 }
 
 /** `GET /workspaces/{id}/workflows`: the workflows of a workspace the caller belongs to, newest first. */
 export async function listWorkspaceWorkflows(deps: Deps, caller: Caller, workspaceId: string, page: PageQuery) {
   const workspace = await requireWorkspace(deps, caller, workspaceId);
-  return presentPage(deps, await deps.workflows.listWorkflowsOfWorkspace(workspace.id, page));
+  return presentPage(deps, await deps.workflows.listWorkflowsOfWorkspace(workspace.id, page), page);
 }

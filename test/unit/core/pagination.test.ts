@@ -3,6 +3,7 @@ import * as z from "zod";
 import {
   decodeCursor,
   encodeCursor,
+  PAGE_MAX_BYTES,
   type PageQuery,
   pageEnvelope,
   pageParamsSchema,
@@ -71,6 +72,7 @@ describe("pagination", () => {
         result,
         (k) => k,
         (k) => k,
+        query,
       );
       if (result.items.length < query.limit || envelope.page_info.end_cursor === null) break;
       query = { limit: 10, after: decodeCursor(envelope.page_info.end_cursor, "after") };
@@ -99,6 +101,7 @@ describe("pagination", () => {
           page({ limit: 3 }),
           (k) => k,
           (k) => ({ id: k }),
+          {},
         ),
       ).success,
     ).toBe(true);
@@ -108,6 +111,7 @@ describe("pagination", () => {
           { items: [], totalCount: 0 },
           (k: string) => k,
           (k) => ({ id: k }),
+          {},
         ),
       ).success,
     ).toBe(true);
@@ -118,6 +122,7 @@ describe("pagination", () => {
       page({ limit: 2 }),
       (k) => k,
       (k) => ({ id: k }),
+      {},
     );
     expect(envelope).toEqual({
       page_info: { total_count: 25, count: 2, start_cursor: encodeCursor("k24"), end_cursor: encodeCursor("k23") },
@@ -128,12 +133,74 @@ describe("pagination", () => {
         { items: [], totalCount: 0 },
         (k: string) => k,
         (k) => k,
+        {},
       ).page_info,
     ).toEqual({
       total_count: 0,
       count: 0,
       start_cursor: null,
       end_cursor: null,
+    });
+  });
+
+  describe("a page over its byte budget", () => {
+    // Each view is {"id":"kNN","pad":"xxx..."}: 1,000 bytes of padding, about 1,021 bytes of JSON.
+    const padded = (k: string) => ({ id: k, pad: "x".repeat(1000) });
+    const viewBytes = Buffer.byteLength(JSON.stringify(padded("k24")));
+
+    it("keeps the first items that fit, and its end cursor names the last kept one", () => {
+      const envelope = pageEnvelope(page({ limit: 10 }), (k) => k, padded, {}, viewBytes * 3 + 10);
+      expect(envelope.data.map((view) => view.id)).toEqual(["k24", "k23", "k22"]);
+      expect(envelope.page_info).toEqual({
+        total_count: 25,
+        count: 3,
+        start_cursor: encodeCursor("k24"),
+        end_cursor: encodeCursor("k22"),
+      });
+    });
+
+    it("pages through every item, in order, however the budget cuts the pages", () => {
+      const seen: string[] = [];
+      let query: PageQuery = { limit: 10 };
+      for (let pages = 0; pages < 50; pages++) {
+        const envelope = pageEnvelope(page(query), (k) => k, padded, query, viewBytes * 4);
+        seen.push(...envelope.data.map((view) => view.id));
+        if (envelope.page_info.end_cursor === null || seen.length === keys.length) break;
+        query = { limit: 10, after: decodeCursor(envelope.page_info.end_cursor, "after") };
+      }
+      expect(seen).toEqual(keys);
+    });
+
+    it("with before, keeps the items nearest the cursor (the last ones), so paging back skips none", () => {
+      const query = { limit: 5, before: "k10" };
+      expect(page(query).items).toEqual(["k15", "k14", "k13", "k12", "k11"]);
+      const envelope = pageEnvelope(page(query), (k) => k, padded, query, viewBytes * 2);
+      expect(envelope.data.map((view) => view.id)).toEqual(["k12", "k11"]);
+      expect(envelope.page_info.start_cursor).toBe(encodeCursor("k12"));
+      expect(envelope.page_info.end_cursor).toBe(encodeCursor("k11"));
+      const back = { limit: 5, before: decodeCursor(envelope.page_info.start_cursor as string, "before") };
+      expect(page(back).items.at(-1)).toBe("k13");
+    });
+
+    it("answers one item even when it alone is over the budget", () => {
+      const envelope = pageEnvelope(page({ limit: 3 }), (k) => k, padded, {}, 10);
+      expect(envelope.data.map((view) => view.id)).toEqual(["k24"]);
+      expect(envelope.page_info.count).toBe(1);
+    });
+
+    it("counts UTF-8 bytes, not characters", () => {
+      const wide = (k: string) => ({ id: k, pad: "é".repeat(500) });
+      const wideBytes = Buffer.byteLength(JSON.stringify(wide("k24")));
+      expect(wideBytes).toBeGreaterThan(JSON.stringify(wide("k24")).length + 400);
+      const envelope = pageEnvelope(page({ limit: 10 }), (k) => k, wide, {}, wideBytes * 2 + 5);
+      expect(envelope.page_info.count).toBe(2);
+    });
+
+    it("is 2 MiB by default: 100 events of 100 KB are answered in pages of about 20", () => {
+      expect(PAGE_MAX_BYTES).toBe(2 * 1024 * 1024);
+      const big = (k: string) => ({ id: k, raw_event: "y".repeat(100 * 1024) });
+      const envelope = pageEnvelope(page({ limit: 25 }), (k) => k, big, {});
+      expect(envelope.page_info.count).toBe(20);
     });
   });
 });

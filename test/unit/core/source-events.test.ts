@@ -82,3 +82,35 @@ describe("deleteSourceEvents", () => {
     expect((await listSourceEvents(deps, owner, source.id, { event_name: "$logs" })).data).toEqual([]);
   });
 });
+
+describe("listSourceEvents with expand=event", () => {
+  it("answers large events in pages under 2 MiB, and its cursors reach every event once", async () => {
+    const deps = memoryDeps(Date.UTC(2026, 10, 21));
+    const owner = await accountIn(deps, "owner");
+    const source = await deps.sources.createSource(sourceRecord(owner, "dc_bigevents00001"));
+    // 30 events of 200 KB: 6 MB of JSON, three times what one answer may carry.
+    const stored = await deps.events.appendEvents(
+      source.id,
+      Array.from({ length: 30 }, (_, n) => ({
+        channel: "",
+        event: { n, body: "z".repeat(200 * 1024) },
+        emitId: `e${n}`,
+        meta: {},
+      })),
+      Date.UTC(2026, 10, 21),
+    );
+    const caller = { userId: owner.user.id };
+    const seen: string[] = [];
+    let after: string | undefined;
+    for (let pages = 0; pages < 10; pages++) {
+      const page = await listSourceEvents(deps, caller, source.id, { expand: "event", ...(after ? { after } : {}) });
+      expect(Buffer.byteLength(JSON.stringify(page.data))).toBeLessThanOrEqual(2 * 1024 * 1024);
+      expect(page.data.length).toBeGreaterThan(0);
+      expect(page.page_info.count).toBe(page.data.length);
+      seen.push(...page.data.map((event) => event.id));
+      if (seen.length === 30) break;
+      after = page.page_info.end_cursor ?? undefined;
+    }
+    expect(seen).toEqual(stored.map((event) => event.id).reverse());
+  });
+});
