@@ -8,7 +8,7 @@ import { DELAYED_EMIT_MIGRATIONS } from "./sqlite-delayed-emits.ts";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
 import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
-import { RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
+import { RUN_QUEUE_ATTEMPT_MIGRATIONS, RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
 import {
   DEAD_LETTER_COUNT_MIGRATIONS,
   SEND_DEAD_LETTER_MIGRATIONS,
@@ -200,6 +200,9 @@ export const MIGRATIONS: readonly string[] = [
   ALTER TABLE run_jobs ADD COLUMN target TEXT;
   CREATE INDEX run_jobs_spilled ON run_jobs (target, seq) WHERE target IS NOT NULL;
   `,
+  // A queued run's failures and the starts that never ended, and the runs set aside after three
+  // (sqlite-run-queue.ts, `MAX_QUEUED_RUN_ATTEMPTS`).
+  ...RUN_QUEUE_ATTEMPT_MIGRATIONS,
 ];
 
 /**

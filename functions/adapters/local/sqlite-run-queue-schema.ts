@@ -16,3 +16,24 @@ export const RUN_QUEUE_MIGRATIONS: readonly string[] = [
   );
   `,
 ];
+
+/**
+ * `attempts`: how often the job failed on Sluice's side, or was started by a process that then
+ * died before its run ended (counted when a process starts a job a previous one left). A job read
+ * back with three is moved to `run_jobs_set_aside` instead of being run again, with `last_error`
+ * (the last failure's message, NULL when every attempt died with its process).
+ */
+export const RUN_QUEUE_ATTEMPT_MIGRATIONS: readonly string[] = [
+  `
+  ALTER TABLE run_jobs ADD COLUMN attempts INTEGER NOT NULL DEFAULT 0;
+  ALTER TABLE run_jobs ADD COLUMN last_error TEXT;
+  CREATE TABLE run_jobs_set_aside (
+    id INTEGER PRIMARY KEY,
+    job TEXT NOT NULL,
+    target TEXT,
+    attempts INTEGER NOT NULL,
+    last_error TEXT,
+    set_aside_at INTEGER NOT NULL
+  );
+  `,
+];

@@ -56,7 +56,17 @@ interface Held {
   job: RunJob;
   /** Counted in its source's jobs held in memory (`heldBySource`) until it starts. */
   counted?: boolean;
+  /** Left by a previous process: its start counts as an attempt, written before it runs. */
+  left?: boolean;
+  /** Its start was counted already (a job held for a lease starts again). */
+  startCounted?: boolean;
 }
+
+/**
+ * Attempts after which a queued run is set aside rather than run again: failures on Sluice's side,
+ * and starts of a previous process that died before the run ended (a job that kills its process).
+ */
+export const MAX_QUEUED_RUN_ATTEMPTS = 3;
 
 interface PendingInsert {
   job: RunJob;
@@ -92,6 +102,14 @@ class HeldQueue {
   }
 }
 
+/** A row a previous process left. */
+interface LeftRow {
+  seq: number;
+  job: string;
+  attempts: number;
+  last_error: string | null;
+}
+
 function prepare(db: SqliteDatabase) {
   return {
     insert: db.prepare<[string, string | null]>("INSERT INTO run_jobs (job, target) VALUES (?, ?)"),
@@ -100,9 +118,18 @@ function prepare(db: SqliteDatabase) {
     ),
     remove: db.prepare<[number]>("DELETE FROM run_jobs WHERE seq = ?"),
     lastSeq: db.prepare<[], { seq: number | null }>("SELECT max(seq) AS seq FROM run_jobs"),
-    leftPage: db.prepare<[number, number, number], { seq: number; job: string }>(
-      "SELECT seq, job FROM run_jobs WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
+    leftPage: db.prepare<[number, number, number], LeftRow>(
+      "SELECT seq, job, attempts, last_error FROM run_jobs WHERE seq > ? AND seq <= ? ORDER BY seq LIMIT ?",
     ),
+    countStart: db.prepare<[number]>("UPDATE run_jobs SET attempts = attempts + 1 WHERE seq = ?"),
+    countFailure: db.prepare<[number, string, number]>(
+      "UPDATE run_jobs SET attempts = attempts + ?, last_error = ? WHERE seq = ?",
+    ),
+    setAside: db.prepare<[number, number]>(
+      `INSERT INTO run_jobs_set_aside (job, target, attempts, last_error, set_aside_at)
+       SELECT job, target, attempts, last_error, ? FROM run_jobs WHERE seq = ?`,
+    ),
+
     count: db.prepare<[], { total: number }>("SELECT count(*) AS total FROM run_jobs"),
   };
 }
@@ -129,7 +156,11 @@ function prepare(db: SqliteDatabase) {
  *   growing pause, until one succeeds and every run resumes (the jobs stay in memory and in the
  *   file meanwhile). So what was accepted is stored once space is back, without a restart.
  * - A run that fails otherwise (Sluice's store, not the component: the component's errors are part
- *   of its result) is logged and its row kept, so it runs again at the next start.
+ *   of its result) is logged and its row kept, so it runs again at the next start. Its row counts
+ *   the failure; a job left by a previous process counts its start before it runs, so a job that
+ *   kills the process counts too. One read back with {@link MAX_QUEUED_RUN_ATTEMPTS} is moved to
+ *   `run_jobs_set_aside` (logged) rather than run again: a poison job does not repeat its outside
+ *   effects at every start, and is kept for the operator (docs/operations.md).
  */
 export class SqliteRunQueue implements RunQueue {
   private readonly statements: ReturnType<typeof prepare>;
@@ -414,6 +445,7 @@ export class SqliteRunQueue implements RunQueue {
       const next = this.next();
       if (!next) break;
       if (this.probing) this.probe = next.seq;
+      if (next.left && !next.startCounted) this.countStart(next);
       this.running++;
       const sourceId = jobTarget(next.job);
       this.runningBySource.set(sourceId, (this.runningBySource.get(sourceId) ?? 0) + 1);
@@ -508,6 +540,7 @@ export class SqliteRunQueue implements RunQueue {
         target_id: jobTarget(held.job),
         error: String(error),
       });
+      if (!isDataDirFailure(error)) this.countFailure(held, error);
       return;
     }
     // In job order, so the oldest is the one that tries again first.
@@ -545,8 +578,54 @@ export class SqliteRunQueue implements RunQueue {
     this.held.set(held.seq, timer);
   }
 
+  /** Writes that a job left by a previous process starts, before it runs (a crash must not lose the count). */
+  private countStart(held: Held): void {
+    held.startCounted = true;
+    try {
+      this.statements.countStart.run(held.seq);
+    } catch (error) {
+      // The data dir refuses writes: the run will fail for it too, and is tried again.
+      this.options.log.warn("a queued run's attempt could not be counted", { seq: held.seq, error: String(error) });
+    }
+  }
+
+  /** Counts a failure on Sluice's side in the job's row (a left job's start was counted already). */
+  private countFailure(held: Held, error: unknown): void {
+    if (!this.db.open) return;
+    try {
+      this.statements.countFailure.run(held.left ? 0 : 1, String(error).slice(0, 1000), held.seq);
+    } catch (failure) {
+      this.options.log.warn("a queued run's failure could not be counted", { seq: held.seq, error: String(failure) });
+    }
+  }
+
+  /** Moves a job that used up its attempts out of the queue, into `run_jobs_set_aside`. */
+  private setAside(row: LeftRow): void {
+    let target: string | undefined;
+    try {
+      target = jobTarget(JSON.parse(row.job) as RunJob);
+    } catch {
+      // A malformed row is set aside all the same.
+    }
+    try {
+      this.db.transaction(() => {
+        this.statements.setAside.run(Date.now(), row.seq);
+        this.statements.remove.run(row.seq);
+      })();
+      this.options.log.error(
+        `a queued run failed or ended its process ${row.attempts} times; it is set aside and will not run again`,
+        { target_id: target, attempts: row.attempts, last_error: row.last_error, table: "run_jobs_set_aside" },
+      );
+    } catch (error) {
+      this.options.log.error("a queued run that used up its attempts could not be set aside; it is skipped", {
+        target_id: target,
+        error: String(error),
+      });
+    }
+  }
+
   private readLeftPage(): void {
-    let rows: { seq: number; job: string }[];
+    let rows: LeftRow[];
     try {
       rows = this.statements.leftPage.all(this.recoveredTo, this.leftUpTo, this.recoveryPageSize);
     } catch (error) {
@@ -557,8 +636,14 @@ export class SqliteRunQueue implements RunQueue {
     if (rows.length < this.recoveryPageSize) this.leftToRead = false;
     for (const row of rows) {
       this.recoveredTo = row.seq;
+      if (row.attempts >= MAX_QUEUED_RUN_ATTEMPTS) {
+        this.setAside(row);
+        continue;
+      }
       const held = this.heldOf(row);
-      if (held) this.recovering.push(held);
+      if (!held) continue;
+      held.left = true;
+      this.recovering.push(held);
     }
   }
 

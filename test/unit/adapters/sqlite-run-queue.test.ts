@@ -1,4 +1,4 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -182,6 +182,111 @@ describe("SqliteRunQueue", () => {
     next.start();
     await next.drain(60_000);
     expect(restarted.ran).toEqual([job("dc_bad")]);
+  });
+
+  it("sets a job aside after three failures on Sluice's side, across starts, instead of running it at every start", async () => {
+    const db = openSqlite(":memory:");
+    let runsOfBad = 0;
+    const ranGood: string[] = [];
+    const run = async (queued: SourceRunJob) => {
+      if (queued.sourceId === "dc_bad") {
+        runsOfBad++;
+        throw new Error(`store failed, run ${runsOfBad}`);
+      }
+      ranGood.push(queued.sourceId);
+    };
+    const first = new SqliteRunQueue(db, { run, log: recordingLogger() });
+    await first.enqueue(job("dc_bad"));
+    first.start();
+    await first.drain(60_000);
+    first.stop();
+    const errors: Record<string, unknown>[] = [];
+    for (let start = 2; start <= 4; start++) {
+      const queue = new SqliteRunQueue(db, { run, log: recordingLogger(errors) });
+      await queue.enqueue(job(`dc_good${start}`));
+      queue.start();
+      await queue.drain(60_000);
+      queue.stop();
+    }
+    // Three runs (the first process's and two starts'), then the fourth start sets it aside.
+    expect(runsOfBad).toBe(3);
+    expect(ranGood).toEqual(["dc_good2", "dc_good3", "dc_good4"]);
+    expect(rowsOf(db)).toEqual([]);
+    const aside = db.prepare("SELECT job, target, attempts, last_error FROM run_jobs_set_aside").all();
+    expect(aside).toEqual([
+      { job: JSON.stringify(job("dc_bad")), target: null, attempts: 3, last_error: "Error: store failed, run 3" },
+    ]);
+    expect(errors).toContainEqual(
+      expect.objectContaining({
+        message: expect.stringContaining("set aside"),
+        target_id: "dc_bad",
+        attempts: 3,
+        last_error: "Error: store failed, run 3",
+      }),
+    );
+  });
+
+  it("counts a left job's start before it runs, so a job that kills its process is set aside too", async () => {
+    const folder = mkdtempSync(join(tmpdir(), "sluice-run-queue-"));
+    folders.push(folder);
+    const file = join(folder, "sluice.db");
+    let starts = 0;
+    for (let life = 1; life <= 5; life++) {
+      const db = openSqlite(file);
+      const runs = controlledRuns();
+      const queue = new SqliteRunQueue(db, { run: runs.run, log: recordingLogger() });
+      if (life === 1) await queue.enqueue(job("dc_killer"));
+      queue.start();
+      starts += runs.started.length;
+      // The run never ends: the process dies in it.
+      db.close();
+    }
+    // Started by the first process and the next three; the fifth sets it aside.
+    expect(starts).toBe(4);
+    const db = openSqlite(file);
+    expect(rowsOf(db)).toEqual([]);
+    expect(db.prepare("SELECT attempts, last_error FROM run_jobs_set_aside").all()).toEqual([
+      { attempts: 3, last_error: null },
+    ]);
+    // The operator's way back (docs/operations.md, "Queued runs set aside"), as written there.
+    const doc = readFileSync(new URL("../../../docs/operations.md", import.meta.url), "utf8");
+    const statement = /"(INSERT INTO run_jobs [^"]+)"/.exec(doc)?.[1];
+    expect(statement).toContain("DELETE FROM run_jobs_set_aside");
+    db.exec(statement as string);
+    const again = instantRuns();
+    const queue = new SqliteRunQueue(db, { run: again.run, log: recordingLogger() });
+    queue.start();
+    await queue.drain(60_000);
+    expect(again.ran).toEqual([job("dc_killer")]);
+    db.close();
+  });
+
+  it("does not count a job held for a lease twice, nor a new job's start", async () => {
+    const db = openSqlite(":memory:");
+    const left = new SqliteRunQueue(db, { run: () => new Promise(() => {}), log: recordingLogger() });
+    await left.enqueue(job("dc_leased"));
+    left.stop();
+    let tries = 0;
+    let endSecond = () => {};
+    const queue = new SqliteRunQueue(db, {
+      run: () => {
+        tries++;
+        if (tries === 1) return Promise.reject(new RunBusyError(Date.now() + 5, "held"));
+        return new Promise<void>((resolve) => {
+          endSecond = resolve;
+        });
+      },
+      log: recordingLogger(),
+    });
+    queue.start();
+    await expect.poll(() => tries).toBe(2);
+    const attempts = () => db.prepare<[], { attempts: number }>("SELECT attempts FROM run_jobs").all();
+    expect(attempts()).toEqual([{ attempts: 1 }]);
+    endSecond();
+    await queue.drain(60_000);
+    await queue.enqueue(job("dc_new"));
+    await expect.poll(attempts).toEqual([{ attempts: 0 }]);
+    queue.stop();
   });
 
   it("when the data dir refuses a write, pauses runs, tries that job alone again and resumes every run once it succeeds", async () => {
