@@ -83,7 +83,9 @@ export interface CreateWorkflowInput extends WorkspaceChoice {
 export interface UpdateWorkflowInput {
   active?: boolean | undefined;
   external_id?: string | undefined;
-  settings?: Pick<WorkflowSettingsInput, "name"> | undefined;
+  /** Taken only by a create: refused (400), never ignored. */
+  template_id?: unknown;
+  settings?: (Pick<WorkflowSettingsInput, "name"> & { auto_deploy?: unknown }) | undefined;
   steps?: StepInput[] | undefined;
   triggers?: (TriggerInput & { id?: string | undefined })[] | undefined;
 }
@@ -446,6 +448,25 @@ export async function createWorkflow(
  * the previous list deleted. With the `external_id` and the body that last wrote the workflow, it
  * changes nothing and answers the stored workflow (design 1.4).
  */
+/**
+ * A PUT's fields that only a create takes: a client that sends them means something a PUT does not
+ * do (start from a template, deploy on save), so they are refused rather than silently ignored.
+ */
+function refuseCreateOnlyFields(input: UpdateWorkflowInput): void {
+  if (input.template_id !== undefined) {
+    throw invalid(
+      "template_id",
+      "is taken only by POST /v1/workflows (a template starts a new workflow); to change this one, send its steps and triggers",
+    );
+  }
+  if (input.settings?.auto_deploy !== undefined) {
+    throw invalid(
+      "settings.auto_deploy",
+      "is taken only by POST /v1/workflows; send active (true or false) to activate or deactivate this workflow",
+    );
+  }
+}
+
 export async function updateWorkflow(
   deps: Deps,
   caller: Caller,
@@ -453,6 +474,7 @@ export async function updateWorkflow(
   input: UpdateWorkflowInput,
   options: TriggerDeployOptions = {},
 ) {
+  refuseCreateOnlyFields(input);
   const external = externalIdOf(input);
   const name = input.settings?.name === undefined ? undefined : workflowName(input.settings.name);
   // Before any step is saved: nothing is made for a request about another account's workflow.

@@ -90,10 +90,18 @@ export const createWorkflowBody = z.object({
   triggers: z.array(triggerInputSchema).max(1000).optional(),
 });
 
+/** A field only POST takes: the schema lets it through so that the core refuses it by name (400). */
+const createOnly = (what: string) =>
+  z
+    .unknown()
+    .optional()
+    .meta({ description: `Not taken here (400): ${what} only when the workflow is created` });
+
 export const updateWorkflowBody = z.object({
   active: z.boolean().optional(),
   external_id: externalIdField,
-  settings: z.object(settingsFields).optional(),
+  template_id: createOnly("a template is used"),
+  settings: z.object({ ...settingsFields, auto_deploy: createOnly("auto_deploy is read") }).optional(),
   steps: z.array(stepInputSchema).max(1000).optional(),
   triggers: z.array(triggerInputSchema).max(1000).optional(),
 });

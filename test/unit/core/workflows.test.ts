@@ -18,6 +18,7 @@ import {
   listWorkspaceWorkflows,
   updateWorkflow,
 } from "#core/workflows";
+import { updateWorkflowBody } from "#http/workflow-schemas";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
 import { runningRun } from "../../support/workflow-record.ts";
@@ -754,6 +755,22 @@ describe("the code a deployment runs", () => {
 });
 
 describe("updateWorkflow", () => {
+  it("refuses the fields only a create takes (template_id, settings.auto_deploy), naming them, and changes nothing", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http" }] });
+    // The body schema keeps them for the core to refuse, rather than stripping them.
+    const body = updateWorkflowBody.parse({ template_id: "tch_x", settings: { auto_deploy: true } });
+    expect(body).toEqual({ template_id: "tch_x", settings: { auto_deploy: true } });
+    await expect(updateWorkflow(deps, owner, created.id, { template_id: "tch_x" })).rejects.toMatchObject({
+      code: "validation",
+      message: expect.stringMatching(/^template_id: is taken only by POST \/v1\/workflows/),
+    });
+    await expect(
+      updateWorkflow(deps, owner, created.id, { active: true, settings: { auto_deploy: true } }),
+    ).rejects.toMatchObject({ code: "validation", message: expect.stringContaining("settings.auto_deploy") });
+    expect((await getWorkflow(deps, owner, created.id)).active).toBe(false);
+  });
+
   it("activates and deactivates without a new deployment or new ids", async () => {
     const { deps, owner, prepared } = await setUp();
     const created = await createWorkflow(deps, owner, {
