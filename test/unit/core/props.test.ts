@@ -170,17 +170,21 @@ describe("validateConfiguredProps: options, labels, static", () => {
     expect(values([color], { p: value })).toEqual({ p: value });
   });
 
-  it("refuses a value outside the options, listing them", () => {
-    expect(issuesOf(() => validateConfiguredProps([color], { p: "Green" }))).toEqual([
-      { field: "configured_props.p", message: 'must be one of "red", "green"' },
-    ]);
+  it("takes a value outside the static options: they are the drop-down's choices, as in the original", () => {
+    // formatting-split-text: "Choose one of the options, or use a custom ... integer".
+    const index: PropDescription = { name: "p", type: "integer", options: [{ label: "All", value: 999 }, 1, -1] };
+    expect(values([color], { p: "Green" })).toEqual({ p: "Green" });
+    expect(values([index], { p: 2 })).toEqual({ p: 2 });
   });
 
-  it("checks every item of an array against the options", () => {
+  it("still checks the type of a value with static options", () => {
     const def: PropDescription = { name: "p", type: "integer[]", options: [1, 2, { label: "three", value: 3 }] };
-    expect(values([def], { p: [3, 1] })).toEqual({ p: [3, 1] });
-    expect(issuesOf(() => validateConfiguredProps([def], { p: [1, 4] }))).toEqual([
-      { field: "configured_props.p", message: "item 1: must be one of 1, 2, 3" },
+    expect(values([def], { p: [3, 4] })).toEqual({ p: [3, 4] });
+    expect(issuesOf(() => validateConfiguredProps([def], { p: [1, "4"] }))).toEqual([
+      { field: "configured_props.p", message: "item 1: must be an integer" },
+    ]);
+    expect(issuesOf(() => validateConfiguredProps([color], { p: 5 }))).toEqual([
+      { field: "configured_props.p", message: "must be a string" },
     ]);
   });
 
@@ -208,8 +212,8 @@ describe("validateConfiguredProps: options, labels, static", () => {
 
   it("validates the value inside a label wrapper", () => {
     expect(
-      issuesOf(() => validateConfiguredProps([color], { p: { __lv: { label: "x", value: "blue" } } }))[0]?.message,
-    ).toMatch(/^must be one of/);
+      issuesOf(() => validateConfiguredProps([color], { p: { __lv: { label: "x", value: 7 } } }))[0]?.message,
+    ).toMatch(/^must be a string/);
   });
 
   it("fixes a static prop to its static value and refuses another", () => {
