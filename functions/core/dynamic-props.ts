@@ -33,6 +33,7 @@ import {
   mergeDynamicProps,
   validateConfiguredProps,
 } from "./props.ts";
+import { redactPaths } from "./redact-paths.ts";
 import { sha256Hex } from "./sha256.ts";
 import { probeSource, sourceCode } from "./source-runs.ts";
 
@@ -118,6 +119,56 @@ export async function reloadComponentProps(
   }
   const merged = mergeDynamicProps(staticDefs, returned);
   return { observations: observationsOf(result.logs), errors: [], dynamicProps: dynamicPropsOf(component, merged) };
+}
+
+/**
+ * The final prop set of a workflow step whose component has `additionalProps`, at create and PUT
+ * (as a source's at deploy): the code's `additionalProps` runs on the step's static props, already
+ * validated (`staticValues`, in clear: never stored from here), in the probe sandbox the dynamic
+ * props endpoints use, and what it returns is merged with the static props. Its failure, or a
+ * set that adds what only a source may have (an interface or service prop), is a 400 on the step.
+ */
+export async function stepPropDefinitions(
+  deps: Deps,
+  caller: Caller,
+  workspaceId: string,
+  component: ComponentRecord,
+  staticValues: Record<string, Json>,
+  field: string,
+): Promise<PropDescription[]> {
+  const staticDefs = component.metadata.props;
+  const now = deps.clock.nowMs();
+  const probe: SourceRecord = {
+    id: probeId(workspaceId, component.id),
+    userId: caller.userId,
+    workspaceId,
+    componentId: component.id,
+    name: "configure",
+    nameSlug: "configure",
+    configuredProps: staticValues,
+    propDefinitions: staticDefs,
+    active: true,
+    createdAt: now,
+    updatedAt: now,
+  };
+  // additionalProps(previousPropDefs) receives the static definitions, as at a source's deploy.
+  const result = await ask(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
+  if (result.error) throw invalid(`${field}.props`, `additionalProps failed: ${redactPaths(result.error.message)}`);
+  const returned = result.additionalProps ?? [];
+  if (returned.length > MAX_DYNAMIC_PROPS) {
+    throw invalid(
+      `${field}.props`,
+      `additionalProps() returned ${returned.length} props; at most ${MAX_DYNAMIC_PROPS} are accepted`,
+    );
+  }
+  const sourceOnly = returned.find((def) => def.type.startsWith("$."));
+  if (sourceOnly) {
+    throw invalid(
+      `${field}.props`,
+      `additionalProps() returned the ${sourceOnly.type} prop ${sourceOnly.name}; a step cannot have it`,
+    );
+  }
+  return mergeDynamicProps(staticDefs, returned);
 }
 
 /**

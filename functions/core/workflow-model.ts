@@ -4,7 +4,7 @@
  */
 
 import type { LogRecord } from "#runtime/protocol";
-import type { Json, StoredPropValue, TimerSpec } from "./component-model.ts";
+import type { ComponentRecord, Json, PropDescription, StoredPropValue, TimerSpec } from "./component-model.ts";
 
 export type { LogRecord };
 
@@ -46,6 +46,16 @@ export interface StepRecord {
   componentId: string;
   /** As a source's: secret props sealed. */
   configuredProps: Record<string, StoredPropValue>;
+  /**
+   * The final prop set when the component's `additionalProps` added props at create or PUT (static
+   * props first); absent otherwise, the component's static props being the set.
+   */
+  propDefinitions?: PropDescription[];
+}
+
+/** The prop set a step runs with: the final set `additionalProps` made, or its component's. */
+export function stepPropSet(step: StepRecord, component: ComponentRecord): PropDescription[] {
+  return step.propDefinitions ?? component.metadata.props;
 }
 
 /** An HTTP trigger (`hi_`): requests to `<publicUrl>/http/<key>` start runs. */

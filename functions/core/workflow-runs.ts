@@ -51,7 +51,13 @@ import {
   limitWorkflowResult,
   trustedError,
 } from "./workflow-limits.ts";
-import type { StepRunRecord, WorkflowRecord, WorkflowRun, WorkflowRunStatus } from "./workflow-model.ts";
+import {
+  type StepRunRecord,
+  stepPropSet,
+  type WorkflowRecord,
+  type WorkflowRun,
+  type WorkflowRunStatus,
+} from "./workflow-model.ts";
 import { queueWorkflowSends } from "./workflow-sends.ts";
 
 /** The channel of `$.send.sse` events: read by the workflow's live stream only. */
@@ -432,7 +438,7 @@ async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: Loaded
   if (cached && cached.length === enabled.length) return cached;
   const built = await Promise.all(
     enabled.map(async ({ step, component }) =>
-      runtimeProps(component.metadata.props, await openSecretValues(deps.secrets, step.configuredProps), {}),
+      runtimeProps(stepPropSet(step, component), await openSecretValues(deps.secrets, step.configuredProps), {}),
     ),
   );
   if (enabled.some(({ step }) => Object.values(step.configuredProps).some(isSealed))) return built;
@@ -460,7 +466,7 @@ async function buildInvocation(
       const accounts = await bindAccounts(
         deps,
         workflow.workspaceId,
-        component.metadata.props,
+        stepPropSet(step, component),
         props,
         deps.runtime.invocationTimeoutMs,
         (prop) => `the step "${step.namespace}"'s prop "${prop}"`,

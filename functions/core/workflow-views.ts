@@ -14,7 +14,7 @@ import { configurablePropsView, configuredPropsView } from "./props.ts";
 import { sourceView } from "./sources.ts";
 import { epochSeconds } from "./time.ts";
 import { DEFAULT_TIMER_TIMEZONE } from "./timer-schedule.ts";
-import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+import { type StepRecord, stepPropSet, type TriggerRecord, type WorkflowRecord } from "./workflow-model.ts";
 
 /** What a view needs besides the record: the components of its steps and the sources of its triggers, by id. */
 export interface WorkflowViewParts {
@@ -31,10 +31,11 @@ function stepView(step: StepRecord, component: ComponentRecord | undefined) {
   const code = step.origin === "code" && component ? entryCode(component.code) : null;
   const files = component && storedComponentFiles(component.code);
   // Steps take no interface props (validation refuses them), so the view needs no endpoint or timer.
-  const configured = configuredPropsView(component?.metadata.props ?? [], step.configuredProps, {});
+  const defs = component ? stepPropSet(step, component) : [];
+  const configured = configuredPropsView(defs, step.configuredProps, {});
   // The spec's account fields: each app prop's `apn_` id, by prop name.
   const authProvisionIdMap: Record<string, string> = {};
-  for (const def of component?.metadata.props ?? []) {
+  for (const def of defs) {
     const id = def.type === "app" ? accountIdOf(step.configuredProps[def.name]) : undefined;
     if (id !== undefined) authProvisionIdMap[def.name] = id;
   }

@@ -14,13 +14,14 @@ import { changedMeanwhile, isVersion } from "#core/ports/workflow-store";
 import { requireWorkflow, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { requireAccounts } from "./app-accounts.ts";
-import type { ComponentRecord, SourceRecord } from "./component-model.ts";
+import type { ComponentRecord, PropDescription, SourceRecord } from "./component-model.ts";
 import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
+import { stepPropDefinitions } from "./dynamic-props.ts";
 import { conflict, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope } from "./pagination.ts";
-import { sealSecretValues, validateConfiguredProps } from "./props.ts";
+import { sealSecretValues, type ValidatedProps, validateConfiguredProps } from "./props.ts";
 import { applyAutoSubscriptions, forgetSubscriptionsOf } from "./subscriptions.ts";
 import { requestHash, requireExternalId } from "./workflow-external-ids.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
@@ -193,9 +194,39 @@ function requireStepComponent(component: ComponentRecord, field: string, choice:
   }
 }
 
+/**
+ * A step's props validated against its component's, as a source's at deploy: when the component
+ * has `additionalProps`, the static props given are validated first, `additionalProps` runs on
+ * them, and every prop given is validated against the final set, which the step keeps.
+ */
+async function stepProps(
+  deps: Deps,
+  caller: Caller,
+  workspaceId: string,
+  component: ComponentRecord,
+  input: Record<string, unknown> | undefined,
+  field: string,
+): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
+  const staticDefs = component.metadata.props;
+  if (!component.metadata.hasAdditionalProps) {
+    const validated = validateConfiguredProps(staticDefs, input, `${field}.props`);
+    await requireAccounts(deps, workspaceId, staticDefs, validated.values, `${field}.props`);
+    return { validated };
+  }
+  const staticNames = new Set(staticDefs.map((prop) => prop.name));
+  const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
+  const first = validateConfiguredProps(staticDefs, staticInput, `${field}.props`);
+  // Before additionalProps runs with them: a foreign account must never reach the code.
+  await requireAccounts(deps, workspaceId, staticDefs, first.values, `${field}.props`);
+  const definitions = await stepPropDefinitions(deps, caller, workspaceId, component, first.values, field);
+  const validated = validateConfiguredProps(definitions, input, `${field}.props`);
+  await requireAccounts(deps, workspaceId, definitions, validated.values, `${field}.props`);
+  return { validated, definitions };
+}
+
 /** Checks a body's `steps` and makes their records, each with its component (by id). */
 async function stepRecords(
-  deps: StepDeps,
+  deps: Deps,
   caller: Caller,
   workspaceId: string,
   inputs: StepInput[],
@@ -218,17 +249,18 @@ async function stepRecords(
     const code = input.component_files === undefined ? "component_code" : "component_files";
     const choice = origin === "code" ? code : origin === "saved" ? "component_id" : "key";
     requireStepComponent(component, field, choice);
-    const validated = validateConfiguredProps(component.metadata.props, input.props, `${field}.props`);
-    await requireAccounts(deps, workspaceId, component.metadata.props, validated.values, `${field}.props`);
+    const { validated, definitions } = await stepProps(deps, caller, workspaceId, component, input.props, field);
     components.set(component.id, component);
-    steps.push({
+    const step: StepRecord = {
       id: deps.ids.newId("step"),
       namespace,
       disabled: input.disabled ?? false,
       origin,
       componentId: component.id,
       configuredProps: await sealSecretValues(deps.secrets, validated.values, validated.secretNames),
-    });
+    };
+    if (definitions) step.propDefinitions = definitions;
+    steps.push(step);
   }
   return steps;
 }

@@ -129,6 +129,48 @@ describe("registry-style actions as workflow steps, against local mode", () => {
     expect(JSON.stringify(refused.json)).toContain("steps[0].props.statusCode");
   });
 
+  it("runs additionalProps at create: the props it adds are checked there and reach the step as this.<prop>", async () => {
+    const action = fixture("get-or-default.mjs");
+    const flow = await workflowOf([
+      { namespace: "plain", code: action, props: { input: "given" } },
+      { namespace: "fallback", code: action, props: { useFallback: "Yes", fallback: "ab", repeat: 3 } },
+      { namespace: "defaulted", code: action, props: { useFallback: "Yes", fallback: "z" } },
+      { namespace: "report", code: REPORT },
+    ]);
+    const { run } = await trigger(flow);
+    expect(run.status, JSON.stringify(run.error)).toBe("success");
+    expect(summaries(run)).toEqual([
+      "Returned the input",
+      "Returned the fallback 3 time(s)",
+      "Returned the fallback 1 time(s)",
+      null,
+    ]);
+    const [emitted] = await events(flow.id);
+    expect(emitted?.event.raw_event).toMatchObject({
+      plain: { $return_value: "given" },
+      fallback: { $return_value: "ababab" },
+      defaulted: { $return_value: "z" },
+    });
+    // The view shows the dynamic props as configured.
+    const shown = (await api("GET", `/workflows/${flow.id}`)).json.data.steps[1];
+    expect(JSON.parse(shown.configured_props_json)).toMatchObject({ useFallback: "Yes", fallback: "ab", repeat: 3 });
+
+    // A dynamic prop's bad value, a missing one, and one additionalProps did not add are refused by name.
+    for (const [props, field] of [
+      [{ useFallback: "Yes", fallback: "x", repeat: 0 }, "steps[0].props.repeat"],
+      [{ useFallback: "Yes" }, "steps[0].props.fallback"],
+      [{ useFallback: "No", fallback: "x" }, "steps[0].props.fallback"],
+    ] as const) {
+      const refused = await api(
+        "POST",
+        "/workflows",
+        httpWorkflowBody("refused", [{ namespace: "a", code: action, props }], false),
+      );
+      expect(refused.status, JSON.stringify(refused.json)).toBe(400);
+      expect(refused.json.details).toContainEqual(expect.objectContaining({ field }));
+    }
+  });
+
   it("ends the run at the end-workflow action without return: the later step does not run", async () => {
     const flow = await workflowOf([
       { namespace: "stop", code: fixture("end-workflow.mjs"), props: { reason: "nothing to do" } },

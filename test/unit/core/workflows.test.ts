@@ -19,6 +19,7 @@ import {
   updateWorkflow,
 } from "#core/workflows";
 import { updateWorkflowBody } from "#http/workflow-schemas";
+import type { Invocation, InvocationResult } from "#runtime/protocol";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { rejection } from "../../support/rejection.ts";
 import { runningRun } from "../../support/workflow-record.ts";
@@ -66,11 +67,23 @@ const DESCRIPTIONS: Record<string, Partial<ComponentDescription>> = {
     type: "action",
     props: [{ name: "helper_functions", type: "app", app: "helper_functions", authFields: ["token"] }],
   },
+  // An action whose additionalProps add props by its static `mode` (see `probes` in testHost).
+  dynamic: { type: "action", hasAdditionalProps: true, props: [{ name: "mode", type: "string" }] },
+};
+
+/** What the `dynamic` action's additionalProps answers for each `mode`. */
+const DYNAMIC_PROPS: Record<string, Partial<InvocationResult>> = {
+  count: { additionalProps: [{ name: "value", type: "integer", min: 1 }] },
+  none: { additionalProps: [] },
+  fails: { error: { name: "Error", message: "no such mode", ts: 0 } },
+  timer: { additionalProps: [{ name: "timer", type: "$.interface.timer" }] },
 };
 
 function testHost() {
   const prepared: WorkflowCode[] = [];
   const removed: string[] = [];
+  /** The invocations of additionalProps (the probes of `dynamic` steps). */
+  const probes: Invocation[] = [];
   const host: ComponentHost = {
     describe: async (code) => {
       if (code === "broken") throw invalid("component_code", "SyntaxError: Unexpected token (3:5)");
@@ -80,8 +93,11 @@ function testHost() {
     },
     prepare: async () => {},
     remove: async () => {},
-    invoke: async () => {
-      throw new Error("no source runs in this test");
+    invoke: async (_code, invocation) => {
+      if (invocation.kind !== "additionalProps") throw new Error("no source runs in this test");
+      probes.push(invocation);
+      const answer = DYNAMIC_PROPS[String(invocation.props.mode)] ?? {};
+      return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1, ...answer };
     },
     prepareWorkflow: async (code) => void prepared.push(code),
     invokeWorkflow: async () => {
@@ -89,7 +105,7 @@ function testHost() {
     },
     removeWorkflow: async ({ workflowId }) => void removed.push(workflowId),
   };
-  return { host, prepared, removed };
+  return { host, prepared, removed, probes };
 }
 
 /** Templates as the registry holds them: JSON text, by id. */
@@ -119,7 +135,7 @@ const TEMPLATES: Record<string, string> = {
 };
 
 async function setUp() {
-  const { host, prepared, removed } = testHost();
+  const { host, prepared, removed, probes } = testHost();
   const deps = memoryDeps(Date.UTC(2026, 10, 26, 8), {
     host,
     timers: { schedule: async () => {}, cancel: async () => {} },
@@ -135,6 +151,7 @@ async function setUp() {
     deps,
     prepared,
     removed,
+    probes,
     owner: { userId: ownerAccount.user.id },
     ownerAccount,
     stranger: { userId: strangerAccount.user.id },
@@ -751,6 +768,52 @@ describe("the code a deployment runs", () => {
       ["action", "code"],
     ]);
     expect(prepared[1]).toEqual(workflowCode(record!, loaded));
+  });
+});
+
+describe("a step whose action has additionalProps", () => {
+  const dynamicStep = (props: Record<string, unknown>) => ({ namespace: "d", component_code: "dynamic", props });
+
+  it("runs additionalProps on the static props given and validates every prop against the final set", async () => {
+    const { deps, owner, probes } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [dynamicStep({ mode: "count", value: 3 })] });
+    // The probe saw the static props only.
+    expect(probes.map((probe) => probe.props)).toEqual([{ mode: "count" }]);
+    expect(JSON.parse(created.steps[0]?.configured_props_json as string)).toEqual({ mode: "count", value: 3 });
+    const stored = await deps.workflows.getWorkflow(created.id);
+    expect(stored?.steps[0]?.propDefinitions?.map((def) => def.name)).toEqual(["mode", "value"]);
+  });
+
+  it("refuses a dynamic prop's bad value, or a prop neither set declares, naming it under the step", async () => {
+    const { deps, owner } = await setUp();
+    expect(
+      await rejection(createWorkflow(deps, owner, { steps: [dynamicStep({ mode: "count", value: 0 })] })),
+    ).toMatchObject({ code: "validation", issues: [{ field: "steps[0].props.value", message: "must be at least 1" }] });
+    expect(
+      await rejection(createWorkflow(deps, owner, { steps: [dynamicStep({ mode: "none", value: 2 })] })),
+    ).toMatchObject({ issues: [{ field: "steps[0].props.value" }] });
+    expect(await rejection(createWorkflow(deps, owner, { steps: [dynamicStep({ mode: "count" })] }))).toMatchObject({
+      issues: [{ field: "steps[0].props.value", message: "is required" }],
+    });
+  });
+
+  it("answers 400 on the step when additionalProps fails or adds what only a source may have", async () => {
+    const { deps, owner } = await setUp();
+    expect(await rejection(createWorkflow(deps, owner, { steps: [dynamicStep({ mode: "fails" })] }))).toMatchObject({
+      code: "validation",
+      message: "steps[0].props: additionalProps failed: no such mode",
+    });
+    expect(await rejection(createWorkflow(deps, owner, { steps: [dynamicStep({ mode: "timer" })] }))).toMatchObject({
+      message: expect.stringContaining("$.interface.timer prop timer; a step cannot have it"),
+    });
+    expect((await listUserWorkflows(deps, owner, { limit: 10 })).page_info.total_count).toBe(0);
+  });
+
+  it("keeps no final set for a component without additionalProps", async () => {
+    const { deps, owner, probes } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [codeStep()] });
+    expect((await deps.workflows.getWorkflow(created.id))?.steps[0]?.propDefinitions).toBeUndefined();
+    expect(probes).toEqual([]);
   });
 });
 
