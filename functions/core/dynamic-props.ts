@@ -125,7 +125,8 @@ export async function reloadComponentProps(
  * The final prop set of a workflow step whose component has `additionalProps`, at create and PUT
  * (as a source's at deploy): the code's `additionalProps` runs on the step's static props, already
  * validated (`staticValues`, in clear: never stored from here), in the probe sandbox the dynamic
- * props endpoints use, and what it returns is merged with the static props. Its failure, or a
+ * props endpoints use (its data stores unbound, as at a source's deploy), and what it returns is
+ * merged with the static props. Its failure, or a
  * set that adds what only a source may have (an interface or service prop), is a 400 on the step.
  */
 export async function stepPropDefinitions(
@@ -151,8 +152,10 @@ export async function stepPropDefinitions(
     createdAt: now,
     updatedAt: now,
   };
-  // additionalProps(previousPropDefs) receives the static definitions, as at a source's deploy.
-  const result = await ask(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
+  // additionalProps(previousPropDefs) receives the static definitions, and data stores stay
+  // unbound, as at a source's deploy (a create makes no store by asking).
+  await deps.host.prepare(sourceCode(probe, component));
+  const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
   if (result.error) throw invalid(`${field}.props`, `additionalProps failed: ${redactPaths(result.error.message)}`);
   const returned = result.additionalProps ?? [];
   if (returned.length > MAX_DYNAMIC_PROPS) {
