@@ -310,3 +310,21 @@ export function dataStoreTtlProblem(ttl: unknown): string | undefined {
 export const DATA_STORE_CALLS_PER_RUN = 20_000;
 
 export type DataStoreReply = { ok: true; value?: Json } | { ok: false; error: { name: string; message: string } };
+
+/**
+ * Prop types whose values are structures Sluice binds (an account, a store, a request, an
+ * interface): a workflow step's `{{ ... }}` expressions are neither taken nor evaluated in them
+ * (`runtime-layer/prop-expressions.ts`). Every other type's value may hold expressions.
+ */
+export const PROP_TYPES_WITHOUT_EXPRESSIONS: ReadonlySet<string> = new Set([
+  "app",
+  "data_store",
+  "http_request",
+  "alert",
+  "$.interface.http",
+  "$.interface.timer",
+  "$.service.db",
+]);
+
+/** A `{{ ... }}` expression in a step's prop value (what it holds is JavaScript). */
+export const PROP_EXPRESSION = /\{\{([\s\S]+?)\}\}/;

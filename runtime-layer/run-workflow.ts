@@ -16,6 +16,7 @@ import { installComponentGlobals } from "./globals.ts";
 import { answerRespond, isStreamBody } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
 import { jsonBytesWithin } from "./json-value.ts";
+import { evaluatePropExpressions } from "./prop-expressions.ts";
 import type {
   ErrorRecord,
   HttpResponseSpec,
@@ -159,6 +160,8 @@ async function execute(load: StepLoader, step: WorkflowStepInvocation, state: St
         "a step's module must export a component with run({ steps, $ }) (export default defineComponent({ ... }))",
       );
     }
+    // The props' `{{ ... }}` expressions read the earlier steps: evaluated as this step starts.
+    state.evaluateExpressions(steps);
     const self = buildThis(component, state);
     const returned: unknown = await component.run.call(self, { steps, $: createStepHelpers(state) });
     state.recordReturn(returned);
@@ -281,7 +284,14 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   }
 
   get props(): Record<string, Json> {
-    return this.step.props;
+    return this.evaluatedProps ?? this.step.props;
+  }
+
+  /** The props with their expressions evaluated (values an expression gives need not be JSON). */
+  private evaluatedProps: Record<string, Json> | undefined;
+
+  evaluateExpressions(steps: Bag): void {
+    this.evaluatedProps = evaluatePropExpressions(this.step.props, this.step.propTypes, steps) as Record<string, Json>;
   }
 
   get propTypes(): Record<string, string> {

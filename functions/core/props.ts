@@ -9,7 +9,7 @@
  * the `Secrets` port handed in.
  */
 import type { Secrets } from "#core/ports/secrets";
-import type { Json, PropDescription } from "#runtime/protocol";
+import { type Json, PROP_EXPRESSION, PROP_TYPES_WITHOUT_EXPRESSIONS, type PropDescription } from "#runtime/protocol";
 import { SEALED_SECRET, type StoredPropValue } from "./component-model.ts";
 import { DomainError, type FieldIssue, isDomainError } from "./errors.ts";
 import {
@@ -54,6 +54,7 @@ export function validateConfiguredProps(
   defs: PropDescription[],
   input: unknown,
   fieldPrefix = "configured_props",
+  options: { expressions?: boolean } = {},
 ): ValidatedProps {
   if (input !== undefined && input !== null && !isObject(input)) {
     throw new DomainError("validation", `${fieldPrefix}: must be an object keyed by prop name`, [
@@ -70,7 +71,9 @@ export function validateConfiguredProps(
     const type = propTypeOf(def.type);
     try {
       const raw = Object.hasOwn(given, def.name) ? unwrapLabel(given[def.name]) : undefined;
-      const value = type.validate(def, raw, field);
+      // A default from the code may be an expression too (the registry's `{{steps.trigger...}}`).
+      const expression = options.expressions ? expressionOf(def, raw) : undefined;
+      const value = expression ?? type.validate(def, raw, field);
       if (value === undefined) continue;
       type.record?.(result, def, value);
       const bytes = jsonBytes(value);
@@ -94,6 +97,19 @@ export function validateConfiguredProps(
     throw new DomainError("validation", summary, issues);
   }
   return result;
+}
+
+/**
+ * A step's prop value that is a `{{ ... }}` expression, taken as it is (its value is known only
+ * when the step runs: `runtime-layer/prop-expressions.ts`), or undefined: only a string holding
+ * one, given or else the code's `default`, for a prop of a plain value type without a `static`.
+ */
+function expressionOf(def: PropDescription, raw: Json | undefined): string | undefined {
+  const candidate = raw === undefined ? def.default : raw;
+  if (typeof candidate !== "string" || def.static !== undefined || PROP_TYPES_WITHOUT_EXPRESSIONS.has(def.type)) {
+    return undefined;
+  }
+  return PROP_EXPRESSION.test(candidate) ? candidate : undefined;
 }
 
 function issuesOf(error: unknown, field: string): FieldIssue[] {

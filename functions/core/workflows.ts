@@ -194,6 +194,9 @@ function requireStepComponent(component: ComponentRecord, field: string, choice:
   }
 }
 
+/** A step's props may hold `{{ ... }}` expressions, evaluated when it runs (docs/workflows.md). */
+const EXPRESSIONS = { expressions: true } as const;
+
 /**
  * A step's props validated against its component's, as a source's at deploy: when the component
  * has `additionalProps`, the static props given are validated first, `additionalProps` runs on
@@ -209,17 +212,17 @@ async function stepProps(
 ): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
   const staticDefs = component.metadata.props;
   if (!component.metadata.hasAdditionalProps) {
-    const validated = validateConfiguredProps(staticDefs, input, `${field}.props`);
+    const validated = validateConfiguredProps(staticDefs, input, `${field}.props`, EXPRESSIONS);
     await requireAccounts(deps, workspaceId, staticDefs, validated.values, `${field}.props`);
     return { validated };
   }
   const staticNames = new Set(staticDefs.map((prop) => prop.name));
   const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
-  const first = validateConfiguredProps(staticDefs, staticInput, `${field}.props`);
+  const first = validateConfiguredProps(staticDefs, staticInput, `${field}.props`, EXPRESSIONS);
   // Before additionalProps runs with them: a foreign account must never reach the code.
   await requireAccounts(deps, workspaceId, staticDefs, first.values, `${field}.props`);
   const definitions = await stepPropDefinitions(deps, caller, workspaceId, component, first.values, field);
-  const validated = validateConfiguredProps(definitions, input, `${field}.props`);
+  const validated = validateConfiguredProps(definitions, input, `${field}.props`, EXPRESSIONS);
   await requireAccounts(deps, workspaceId, definitions, validated.values, `${field}.props`);
   return { validated, definitions };
 }

@@ -171,6 +171,45 @@ describe("registry-style actions as workflow steps, against local mode", () => {
     }
   });
 
+  it("evaluates {{ ... }} expressions in props against the trigger and earlier steps, as the step starts", async () => {
+    const flow = await workflowOf(
+      [
+        {
+          namespace: "shout",
+          code: fixture("transform-text.ts"),
+          props: { input: "hi {{steps.trigger.event.body.name}}" },
+        },
+        {
+          namespace: "answer",
+          code: fixture("return-http-response.mjs"),
+          props: {
+            statusCode: "{{steps.trigger.event.body.code}}",
+            body: { greeting: "{{steps.shout.$return_value}}", n: "{{steps.trigger.event.body.n * 2}}" },
+          },
+        },
+      ],
+      true,
+    );
+    const { answer, text, run } = await trigger(flow, { name: "ada", code: 202, n: 5 });
+    expect(run.status, JSON.stringify(run.error)).toBe("success");
+    expect(answer.status).toBe(202);
+    expect(JSON.parse(text)).toEqual({ greeting: "HI ADA", n: 10 });
+    // The view shows the expressions as written.
+    const shown = (await api("GET", `/workflows/${flow.id}`)).json.data.steps[1];
+    expect(JSON.parse(shown.configured_props_json).statusCode).toBe("{{steps.trigger.event.body.code}}");
+
+    // An expression that throws fails its step, named, with the error on $errors.
+    const failing = await workflowOf([
+      { namespace: "shout", code: fixture("transform-text.ts"), props: { input: "{{steps.nothing.here}}" } },
+    ]);
+    const failed = await trigger(failing);
+    expect(failed.run.status).toBe("error");
+    expect(failed.run.error).toMatchObject({
+      code: "PropExpressionError",
+      message: expect.stringContaining('the prop "input": {{steps.nothing.here}} failed'),
+    });
+  });
+
   it("ends the run at the end-workflow action without return: the later step does not run", async () => {
     const flow = await workflowOf([
       { namespace: "stop", code: fixture("end-workflow.mjs"), props: { reason: "nothing to do" } },

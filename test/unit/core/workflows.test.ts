@@ -771,6 +771,51 @@ describe("the code a deployment runs", () => {
   });
 });
 
+describe("{{ ... }} expressions in a step's props", () => {
+  it("takes an expression for a plain prop of any type, as text, and still checks other values", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, {
+      steps: [
+        {
+          namespace: "send",
+          component_code: "action",
+          props: {
+            url: "https://example.com/{{steps.trigger.event.body.path}}",
+            count: "{{steps.trigger.event.body.n}}",
+          },
+        },
+      ],
+    });
+    expect(JSON.parse(created.steps[0]?.configured_props_json as string)).toEqual({
+      url: "https://example.com/{{steps.trigger.event.body.path}}",
+      count: "{{steps.trigger.event.body.n}}",
+    });
+    expect(
+      await rejection(
+        createWorkflow(deps, owner, {
+          steps: [{ namespace: "send", component_code: "action", props: { url: "x", count: "three" } }],
+        }),
+      ),
+    ).toMatchObject({ issues: [{ field: "steps[0].props.count", message: "must be an integer" }] });
+  });
+
+  it("refuses an expression where Sluice binds a structure (an app prop), and in a source's props", async () => {
+    const { deps, owner } = await setUp();
+    expect(
+      await rejection(
+        createWorkflow(deps, owner, {
+          steps: [{ namespace: "gh", component_code: "githubAction", props: { github: "{{steps.a.account}}" } }],
+        }),
+      ),
+    ).toMatchObject({ issues: [{ field: "steps[0].props.github" }] });
+    expect(
+      await rejection(
+        deploySource(deps, owner, { component_code: "action", configured_props: { url: "x", count: "{{1}}" } }),
+      ),
+    ).toMatchObject({ code: "validation" });
+  });
+});
+
 describe("a step whose action has additionalProps", () => {
   const dynamicStep = (props: Record<string, unknown>) => ({ namespace: "d", component_code: "dynamic", props });
 
