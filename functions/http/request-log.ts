@@ -12,7 +12,7 @@ export interface RequestLine {
   status: number | undefined;
   durationMs: number;
   requestId: string;
-  /** The source an endpoint request reached. */
+  /** The source (`dc_`) or workflow (`p_`) an endpoint request reached. */
   sourceId?: string | undefined;
   /** The connection closed before the answer was complete (a live stream always ends so). */
   aborted?: boolean;
@@ -23,13 +23,17 @@ export const ENDPOINT_LOG_PATH = "/http/{key}";
 
 /** One line per request, at info, the same on both platforms. */
 export function logRequest(log: Logger, line: RequestLine): void {
+  const owner = line.sourceId;
+  // A workflow's HTTP trigger shares the endpoint path with sources: its id is named for what it is.
+  const workflow = owner?.startsWith("p_") === true;
   log.info("request", {
     method: line.method,
     path: line.path,
     status: line.status,
     duration_ms: Math.round(line.durationMs * 10) / 10,
     request_id: line.requestId,
-    source_id: line.sourceId,
+    source_id: workflow ? undefined : owner,
+    workflow_id: workflow ? owner : undefined,
     aborted: line.aborted || undefined,
   });
 }
