@@ -162,6 +162,46 @@ function registerLiveStreams(registry: OpenAPIRegistry) {
   });
 }
 
+/** Sources' and workflows' endpoints (`endpoint_url`): outside the manifest, as the streams are. */
+export const ENDPOINT_PATH = "/http/{key}";
+
+/**
+ * The endpoint of a source's HTTP interface or a workflow's HTTP trigger: any method, any body,
+ * no API key (its random key is the secret), answered by the component or with the default.
+ */
+function registerEndpoint(registry: OpenAPIRegistry) {
+  for (const method of ["get", "post", "put", "patch", "delete"] as const) {
+    registry.registerPath({
+      method,
+      path: ENDPOINT_PATH,
+      operationId: `endpoint-${method}`,
+      summary:
+        "Send an event to a source's HTTP interface or a workflow's HTTP trigger (its endpoint_url; any method, any body, extra path segments too); no API key",
+      security: [],
+      request: { params: z.object({ key: z.string().describe("The endpoint's random key, from its endpoint_url") }) },
+      responses: {
+        200: {
+          description:
+            'The run\'s custom response ($.respond) when the endpoint has one; else at once `{"success": true}`, or `{"success": false, ...}` with `x-sluice-source-inactive: 1` for an inactive source',
+          content: { "application/json": { schema: z.unknown() } },
+        },
+        400: {
+          description: "A workflow with a custom response whose run never called $.respond",
+          content: json(errorSchema),
+        },
+        404: { description: "No endpoint has this key (an inactive workflow's neither)", content: json(errorSchema) },
+        413: { description: "A body over the endpoint's limit", content: json(errorSchema) },
+        429: {
+          description:
+            "The workspace's runs per minute or daily invocations are used up (`Retry-After` says when to retry)",
+          content: json(errorSchema),
+        },
+        508: { description: "The event went round too many webhooks (a delivery loop)", content: json(errorSchema) },
+      },
+    });
+  }
+}
+
 /** The common `include` and `exclude` parameters (`field-filter.ts`): in the query of any JSON route (in a POST's or PUT's body too). */
 const fieldFilterQuery = {
   include: z
@@ -210,6 +250,7 @@ export function buildOpenApiDocument(serverUrl = "/") {
     });
   }
   registerLiveStreams(registry);
+  registerEndpoint(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {

@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { buildOpenApiDocument, LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH } from "#http/openapi-document";
+import { buildOpenApiDocument, ENDPOINT_PATH, LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH } from "#http/openapi-document";
+import { ENDPOINT_LOG_PATH } from "#http/request-log";
 import { routes } from "#http/routes";
 
 describe("OpenAPI document", () => {
@@ -71,10 +72,22 @@ describe("OpenAPI document", () => {
     expect(sourceGet[0]?.schema?.pattern).toBe("^dc_[A-Za-z0-9_-]{1,64}$");
   });
 
-  it("has no path the manifest does not serve, but the live streams", () => {
+  it("has no path the manifest does not serve, but the live streams and the endpoints", () => {
     expect(Object.keys(document.paths ?? {}).sort()).toEqual(
-      [...new Set([...routes.map((r) => r.path), LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH])].sort(),
+      [...new Set([...routes.map((r) => r.path), LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH, ENDPOINT_PATH])].sort(),
     );
+  });
+
+  it("documents the endpoints of sources and HTTP triggers: every method, no API key, the answers", () => {
+    // The path endpoint requests are served and logged under.
+    expect(ENDPOINT_PATH).toBe(ENDPOINT_LOG_PATH);
+    const item = document.paths?.[ENDPOINT_PATH] as Record<string, any>;
+    expect(Object.keys(item).sort()).toEqual(["delete", "get", "patch", "post", "put"]);
+    for (const operation of Object.values(item)) {
+      expect(operation.security).toEqual([]);
+      expect(Object.keys(operation.responses).sort()).toEqual(["200", "400", "404", "413", "429", "508"]);
+      expect(operation.parameters).toEqual([expect.objectContaining({ name: "key", in: "path", required: true })]);
+    }
   });
 
   it("documents a workflow's stream: its workflow id, resuming, the key it needs and its text/event-stream answer", () => {
