@@ -18,7 +18,6 @@ export { ACCOUNT_NAME_MAX_CHARS, ACCOUNTS_PER_WORKSPACE } from "./connected-acco
 
 import { conflict, invalid } from "./errors.ts";
 import type { Caller } from "./identity.ts";
-import { requireDisplayableName } from "./names.ts";
 import { encodeCursor, type PageInfo } from "./pagination.ts";
 import type { AppAccountRecord } from "./ports/app-account-store.ts";
 import type { AppDefinition } from "./ports/app-catalog.ts";

@@ -15,7 +15,6 @@ import { clipText } from "./clip-text.ts";
 import { accountName, createConnectedAccount, requireRoomForAccount } from "./connected-accounts.ts";
 import { invalid, isDomainError } from "./errors.ts";
 import type { Caller } from "./identity.ts";
-import { requireDisplayableName } from "./names.ts";
 import { authorizeUrl, requestTokens, uidOf } from "./oauth-tokens.ts";
 import type { AppDefinition } from "./ports/app-catalog.ts";
 import type { Deps } from "./ports/deps.ts";

@@ -15,7 +15,7 @@ function infoLines() {
 }
 
 describe("logRequest", () => {
-  const line = { method: "POST", path: ENDPOINT_LOG_PATH, status: 200, durationMs: 3.14159, requestId: "r-1" };
+  const line = { method: "POST", path: ENDPOINT_LOG_PATH, status: 200, durationMs: 3.26, requestId: "r-1" };
 
   it("names a source's endpoint request by source_id and a workflow trigger's by workflow_id", () => {
     const { log, lines } = infoLines();
