@@ -25,7 +25,7 @@ describe("logRequest", () => {
       message: "request",
       source_id: "dc_abc",
       workflow_id: undefined,
-      duration_ms: 3.1,
+      duration_ms: 3.3,
     });
     expect(lines[1]).toMatchObject({ message: "request", source_id: undefined, workflow_id: "p_abc" });
   });
