@@ -12,6 +12,7 @@ import { existsSync } from "node:fs";
 import { mkdir, readFile } from "node:fs/promises";
 import { join } from "node:path";
 import { NPM_CLI_PACKAGE } from "#config/shared-names";
+import { refusingProxyUrl } from "./refusing-proxy.ts";
 import { CHECKOUT_NODE_MODULES } from "./shipped-packages.ts";
 
 /** The CLI's entry inside {@link NPM_CLI_PACKAGE} (the package's `exports` hide it from `require.resolve`). */
@@ -40,24 +41,65 @@ export interface NpmRun {
 /** npm's own registry, where no other is configured. */
 export const DEFAULT_NPM_REGISTRY = "https://registry.npmjs.org/";
 
-/** The registry npm installs from, by CLI and home (an `.npmrc` may name another): asked once. */
-const registries = new Map<string, Promise<string>>();
+/** What npm's configuration says of the network, per CLI and home: asked once. */
+interface NpmNetwork {
+  /** The registry npm installs from (an `.npmrc` may name another than the default). */
+  registry: string;
+  /** Whether npm goes through a proxy of the operator's (its configuration or the environment). */
+  ownProxy: boolean;
+}
+
+const networks = new Map<string, Promise<NpmNetwork>>();
+
+/** The variables through which npm's agent finds a proxy when its configuration names none. */
+const PROXY_VARIABLES = /^(https?_proxy|proxy)$/i;
+
+function npmNetwork(npm: NpmRun): Promise<NpmNetwork> {
+  const key = `${npm.cli}\n${npm.home ?? ""}`;
+  let network = networks.get(key);
+  if (!network) {
+    const fromEnvironment = Object.entries(process.env).some(([name, value]) => PROXY_VARIABLES.test(name) && value);
+    network = runNpm("config", ["get", "registry", "https-proxy", "proxy"], undefined, npm.home ?? process.cwd(), npm)
+      .then((stdout) => {
+        const settings = new Map(
+          stdout
+            .split("\n")
+            .map((line) => /^([a-z-]+)=(.*)$/.exec(line.trim()))
+            .filter((match): match is RegExpExecArray => match !== null)
+            .map((match) => [match[1] as string, (match[2] as string).trim()]),
+        );
+        const named = settings.get("registry") ?? "";
+        const proxied = ["https-proxy", "proxy"].some((name) => !["", "null", undefined].includes(settings.get(name)));
+        return {
+          registry: /^https?:\/\//.test(named) ? named : DEFAULT_NPM_REGISTRY,
+          ownProxy: proxied || fromEnvironment,
+        };
+      })
+      .catch(() => ({ registry: DEFAULT_NPM_REGISTRY, ownProxy: fromEnvironment }));
+    networks.set(key, network);
+  }
+  return network;
+}
 
 /** The registry `npm` uses: its `registry` option, or what its configuration says (`npm config get registry`). */
-export function effectiveRegistry(npm: NpmRun): Promise<string> {
-  if (npm.registry) return Promise.resolve(npm.registry);
-  const key = `${npm.cli}\n${npm.home ?? ""}`;
-  let registry = registries.get(key);
-  if (!registry) {
-    registry = runNpm("config", ["get", "registry"], undefined, npm.home ?? process.cwd(), npm)
-      .then((stdout) => {
-        const named = stdout.trim();
-        return /^https?:\/\//.test(named) ? named : DEFAULT_NPM_REGISTRY;
-      })
-      .catch(() => DEFAULT_NPM_REGISTRY);
-    registries.set(key, registry);
-  }
-  return registry;
+export async function effectiveRegistry(npm: NpmRun): Promise<string> {
+  return npm.registry ?? (await npmNetwork(npm)).registry;
+}
+
+/**
+ * npm's network confined to the registry: every other host goes through {@link refusingProxyUrl},
+ * which answers 403. A package's dependency on a tarball URL elsewhere (another server, the
+ * server's own private network) makes npm fetch it while it resolves the lockfile, before the
+ * lockfile can be checked (package-cache.ts); it now fails there instead of reaching the address.
+ * Not when the operator's npm uses a proxy of its own (its configuration or `HTTPS_PROXY`): the
+ * registry may be reachable only through it, and what it lets through is the operator's policy.
+ */
+async function registryOnly(npm: NpmRun): Promise<string[]> {
+  const network = await npmNetwork(npm);
+  if (network.ownProxy) return [];
+  const proxy = await refusingProxyUrl();
+  const host = new URL(npm.registry ?? network.registry).hostname;
+  return [`--proxy=${proxy}`, `--https-proxy=${proxy}`, `--noproxy=${host}`];
 }
 
 /**
@@ -65,6 +107,7 @@ export function effectiveRegistry(npm: NpmRun): Promise<string> {
  * registry's metadata, downloading no package (`--package-lock-only`); resolves with the lockfile.
  */
 export async function runNpmLock(prefix: string, installSpec: string, npm: NpmRun): Promise<string> {
+  const confined = await registryOnly(npm);
   await runNpm(
     "install",
     [
@@ -78,19 +121,31 @@ export async function runNpmLock(prefix: string, installSpec: string, npm: NpmRu
       "--no-fund",
       "--ignore-scripts",
       "--omit=dev",
+      ...confined,
     ],
     installSpec,
     prefix,
     npm,
-  );
+  ).catch((error: unknown) => {
+    throw refusedByProxy(error) ?? error;
+  });
   return readFile(join(prefix, "package-lock.json"), "utf8");
+}
+
+/** npm's 403 from {@link refusingProxyUrl}, said as what it is; undefined for another failure. */
+function refusedByProxy(error: unknown): Error | undefined {
+  const url = /^E403 .*\bForbidden - GET (\S+)/.exec(error instanceof Error ? error.message : "")?.[1];
+  if (url === undefined) return undefined;
+  return new Error(
+    `a dependency is a tarball outside the registry (${url}); Sluice installs packages from the registry only`,
+  );
 }
 
 /** Installs exactly `<prefix>/package-lock.json` (`npm ci`), without scripts or dev dependencies. */
 export async function runNpmCi(prefix: string, npm: NpmRun): Promise<void> {
   await runNpm(
     "ci",
-    ["--prefix", prefix, "--no-audit", "--no-fund", "--ignore-scripts", "--omit=dev"],
+    ["--prefix", prefix, "--no-audit", "--no-fund", "--ignore-scripts", "--omit=dev", ...(await registryOnly(npm))],
     undefined,
     prefix,
     npm,
@@ -104,7 +159,7 @@ export async function runNpmCi(prefix: string, npm: NpmRun): Promise<void> {
 export async function runNpmPack(packageSpec: string, destination: string, npm: NpmRun): Promise<string> {
   const stdout = await runNpm(
     "pack",
-    ["--pack-destination", destination, "--ignore-scripts", "--json"],
+    ["--pack-destination", destination, "--ignore-scripts", "--json", ...(await registryOnly(npm))],
     packageSpec,
     destination,
     npm,
