@@ -5,8 +5,8 @@
  * with that 403 (which npm does not retry) instead of being fetched from wherever it points.
  * Started on first use, unreferenced: it never keeps the process alive.
  */
-import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
+import { nodeHttp } from "../node-http.ts";
 
 const REFUSAL = "Sluice installs npm packages from the registry only\n";
 
@@ -15,7 +15,7 @@ let started: Promise<string> | undefined;
 /** The proxy's URL (`http://127.0.0.1:<port>`), the server started the first time. */
 export function refusingProxyUrl(): Promise<string> {
   started ??= new Promise<string>((resolve, reject) => {
-    const server = createServer((_request, response) => {
+    const server = nodeHttp.createServer((_request, response) => {
       response.writeHead(403, { "content-type": "text/plain", connection: "close" });
       response.end(REFUSAL);
     });
