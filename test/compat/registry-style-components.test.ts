@@ -106,7 +106,7 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(logs).toEqual([]);
   });
 
-  it("runs a source built from spread objects: hooks, static options and unique dedupe", async () => {
+  it("runs a source built from spread objects: hooks, static options as choices and unique dedupe", async () => {
     const source = await deploySource(deps, caller, { component_code: fixture("common-spread-source.mjs") });
     expect(source.configured_props.status).toBe("open");
     const endpointKey = String(
@@ -128,9 +128,13 @@ describe("registry-style components through the use cases and the sandbox", () =
     expect(emitted.map((e) => e.metadata.id)).toEqual([7]);
     expect(emitted[0]?.metadata.summary).toBe("New item 7");
 
-    await expect(
-      updateSource(deps, caller, source.id, { configured_props: { status: "pending" } }),
-    ).rejects.toMatchObject({ code: "validation", issues: [{ field: "configured_props.status" }] });
+    // Static options are choices, not a bound (decision 538): a string outside them is taken, a number is not.
+    await expect(updateSource(deps, caller, source.id, { configured_props: { status: 5 } })).rejects.toMatchObject({
+      code: "validation",
+      issues: [{ field: "configured_props.status" }],
+    });
+    const pending = await updateSource(deps, caller, source.id, { configured_props: { status: "pending" } });
+    expect(pending.configured_props.status).toBe("pending");
     await deleteSource(deps, caller, source.id);
     expect(await deps.sources.getSource(source.id)).toBeUndefined();
   });

@@ -269,6 +269,8 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
     { query: { org_id: one.workspaceId }, body: ACCOUNT_BODY },
   ],
   "update-workflow": ({ one }): CrossRequest[] => [
+    // Refused whatever it names: a PUT takes no template (decision 537).
+    { body: { template_id: one.workflowId }, status: 400 },
     { body: { triggers: [{ type: "source", props: { source_id: one.sourceId } }] }, status: 400 },
     { body: { steps: [{ namespace: "theirs", component_id: one.componentId }] }, status: 400 },
   ],
