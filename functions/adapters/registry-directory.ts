@@ -8,8 +8,9 @@
  *
  * Keys are read from the files' text (`key: "http-new-requests"`, the registry's first key
  * literal), on first use, and again when a key is asked for that the index lacks and the apps'
- * folder changed since (an app folder added or replaced); a changed file is read again at each
- * request (and is a new component by its code hash).
+ * folder changed since (an app folder added or replaced), or the folders where that key would be
+ * (a component added inside an app); a changed file is read again at each request (and is a new
+ * component by its code hash).
  */
 import type { Dirent } from "node:fs";
 import { readdir, readFile, realpath, stat } from "node:fs/promises";
@@ -53,7 +54,9 @@ export function registryDirectory(dir: string, fallback: ComponentRegistry): Com
   const entryOf = async (key: string) => {
     const current = await indexed();
     const entry = current.entries.get(key);
-    if (entry !== undefined || (await changedAt(dir)) === current.changedAt) return { ...current, entry };
+    if (entry !== undefined) return { ...current, entry };
+    const changed = (await changedAt(dir)) !== current.changedAt || (await keyFoldersChanged(current, key));
+    if (!changed) return { ...current, entry };
     index = undefined;
     const fresh = await indexed();
     return { ...fresh, entry: fresh.entries.get(key) };
@@ -89,7 +92,39 @@ export interface RegistryIndex {
   entries: Map<string, string>;
   /** When the apps' folder last changed (its mtime), undefined when there is none. */
   changedAt: number | undefined;
+  /** When the walk began (epoch ms): a folder changed since may hold what the index lacks. */
+  indexedAt: number;
 }
+
+/**
+ * Whether the folders where `key` would be (`<app>/sources/`, `<app>/actions/` and the folders
+ * named after the rest of the key in them, the app being the key up to its first `-`, as the
+ * registry names them) changed since the index was made: a component added inside an app already
+ * indexed, or written into a folder that was empty then. A few `stat`s per unknown key.
+ */
+async function keyFoldersChanged(index: RegistryIndex, key: string): Promise<boolean> {
+  const dash = key.indexOf("-");
+  if (index.root === undefined || dash < 1) return false;
+  const app = key.slice(0, dash);
+  const rest = key.slice(dash + 1);
+  const folders = KINDS.flatMap((kind) => [
+    join(index.root as string, app, kind),
+    join(index.root as string, app, kind, rest),
+  ]);
+  const times = await Promise.all(
+    folders.map((folder) =>
+      stat(folder).then(
+        (found) => found.mtimeMs,
+        () => 0,
+      ),
+    ),
+  );
+  // File systems stamp times from a coarse clock, which may lag Date.now() by a tick: a folder
+  // changed within this margin before the walk counts as changed (one walk too many, at worst).
+  return times.some((time) => time >= index.indexedAt - MTIME_MARGIN_MS);
+}
+
+const MTIME_MARGIN_MS = 2000;
 
 /** The apps' folder of `dir`: its `components/` when it has one, else `dir` itself. */
 export async function appsFolderOf(dir: string): Promise<string> {
@@ -112,13 +147,14 @@ async function changedAt(dir: string): Promise<number | undefined> {
  */
 export async function indexTree(dir: string): Promise<RegistryIndex> {
   const entries = new Map<string, string>();
+  const indexedAt = Date.now();
   const apps = await appsFolderOf(dir);
   const before = await changedAt(dir);
   let root: string;
   try {
     root = await realpath(apps);
   } catch {
-    return { root: undefined, entries, changedAt: undefined };
+    return { root: undefined, entries, changedAt: undefined, indexedAt };
   }
   for (const app of await folders(root)) {
     for (const kind of KINDS) {
@@ -135,7 +171,7 @@ export async function indexTree(dir: string): Promise<RegistryIndex> {
       }
     }
   }
-  return { root, entries, changedAt: before };
+  return { root, entries, changedAt: before, indexedAt };
 }
 
 /** The names of the folders in `dir`, sorted; none when it is no folder. */

@@ -93,6 +93,29 @@ describe("addRegistryPackage", () => {
     expect(await registry.readCode("note_more-new-note")).toContain("note_more-new-note");
   });
 
+  it("serves a component added by hand inside an app already indexed, or written into a folder that was empty, without a restart", async () => {
+    const { dir, add } = setup(noteTools());
+    await add();
+    const registry = registryDirectory(dir, shipped);
+    // An empty folder where a component will be written, there when the index is made.
+    mkdirSync(join(dir, "note_tools", "sources", "new-line"), { recursive: true });
+    expect(await registry.readCode("note_tools-shout")).toContain("toUpperCase");
+    expect(await registry.readCode("note_tools-whisper")).toBeUndefined();
+
+    mkdirSync(join(dir, "note_tools", "actions", "whisper"));
+    writeFileSync(
+      join(dir, "note_tools", "actions", "whisper", "whisper.mjs"),
+      ACTION.replace("note_tools-shout", "note_tools-whisper").replace("Shout", "Whisper"),
+    );
+    expect(await registry.readCode("note_tools-whisper")).toContain("note_tools-whisper");
+
+    writeFileSync(
+      join(dir, "note_tools", "sources", "new-line", "new-line.mjs"),
+      'export default { key: "note_tools-new-line", type: "source", run() {} };',
+    );
+    expect(await registry.readCode("note_tools-new-line")).toContain("note_tools-new-line");
+  });
+
   it("replaces an app folder of the same name whole, and warns of a key another app serves", async () => {
     const { work, dir, add } = setup(noteTools());
     await add();
