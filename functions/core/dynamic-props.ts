@@ -138,20 +138,7 @@ export async function stepPropDefinitions(
   field: string,
 ): Promise<PropDescription[]> {
   const staticDefs = component.metadata.props;
-  const now = deps.clock.nowMs();
-  const probe: SourceRecord = {
-    id: probeId(workspaceId, component.id),
-    userId: caller.userId,
-    workspaceId,
-    componentId: component.id,
-    name: "configure",
-    nameSlug: "configure",
-    configuredProps: staticValues,
-    propDefinitions: staticDefs,
-    active: true,
-    createdAt: now,
-    updatedAt: now,
-  };
+  const probe = probeRecord(deps, caller, workspaceId, component, staticValues, staticDefs);
   // additionalProps(previousPropDefs) receives the static definitions, and data stores stay
   // unbound, as at a source's deploy (a create makes no store by asking).
   await deps.host.prepare(sourceCode(probe, component));
@@ -232,23 +219,37 @@ async function probeFor(
   const validated = validateConfiguredProps(defs, given);
   // A named account must be the workspace's, as at deploy, before the code sees its credentials.
   await requireAccounts(deps, workspace.id, defs, validated.values, "configured_props", true);
+  const probe = probeRecord(deps, caller, workspace.id, component, validated.values, defs);
+  if (validated.timer) probe.timer = validated.timer;
+  return { component, probe };
+}
+
+/**
+ * The source record a probe runs as: never stored, so never sealed (secrets stay in clear for
+ * the one question asked), under the probe id of its workspace and component.
+ */
+function probeRecord(
+  deps: Pick<Deps, "clock">,
+  caller: Caller,
+  workspaceId: string,
+  component: ComponentRecord,
+  configuredProps: Record<string, Json>,
+  propDefinitions: PropDescription[],
+): SourceRecord {
   const now = deps.clock.nowMs();
-  const probe: SourceRecord = {
-    id: probeId(workspace.id, component.id),
+  return {
+    id: probeId(workspaceId, component.id),
     userId: caller.userId,
-    workspaceId: workspace.id,
+    workspaceId,
     componentId: component.id,
     name: "configure",
     nameSlug: "configure",
-    // Never stored, so never sealed: secrets stay in clear for this one question.
-    configuredProps: validated.values,
-    propDefinitions: defs,
+    configuredProps,
+    propDefinitions,
     active: true,
     createdAt: now,
     updatedAt: now,
   };
-  if (validated.timer) probe.timer = validated.timer;
-  return { component, probe };
 }
 
 /** Runs `kind` on the probe, its bundle (on AWS, its function) made first when it is not there yet. */
