@@ -1,107 +1,121 @@
 /**
- * A workflow step's `{{ ... }}` expressions (docs/workflows.md "Expressions in props"): a prop
- * value, or a string inside one, that holds `{{ <JavaScript> }}` is evaluated as the step starts,
- * with the run's `steps` in scope, as the original's builder does (`{{steps.trigger.event.body.id}}`).
- * A string that is one expression and nothing else gives the expression's value itself (an
- * object stays an object); an expression inside other text is written into it (`JSON.stringify`
- * for objects and arrays, `String` otherwise). The expressions run in the sandbox, in the step's
- * own scope and time limit: they are the workflow's code, as trusted as its steps.
+ * A workflow step's `{{ ... }}` expressions (docs/workflows.md "Expressions in props"): the props
+ * trusted code names (`WorkflowStepInvocation.expressions`: never a secret, a static or a
+ * structured prop) are evaluated as the step starts, their expressions with the run's `steps` in
+ * scope, as the original's builder does (`{{steps.trigger.event.body.id}}`). A string that is one
+ * expression and nothing else gives the expression's value itself (an object stays an object; a
+ * promise is awaited); an expression inside other text is written into it (`JSON.stringify` for
+ * objects and arrays, `String` otherwise). Strings inside objects and arrays are evaluated too.
+ * The expressions run in the sandbox, in the step's own scope and time limit: they are the
+ * workflow's code, as trusted as its steps. Texts are scanned in linear time
+ * (`findPropExpression`).
  */
-import { PROP_EXPRESSION, PROP_TYPES_WITHOUT_EXPRESSIONS } from "./protocol.ts";
+import { findPropExpression } from "./protocol.ts";
 
 type Compiled = (steps: unknown) => unknown;
 
-/** A string that is one expression and nothing else (no `}}` inside it). */
-const WHOLE = /^\s*\{\{((?:(?!\}\})[\s\S])+)\}\}\s*$/;
-const EVERY = new RegExp(PROP_EXPRESSION.source, "g");
 /** Compiled expressions by text, shared by the runs of this process (a workflow's are few). */
 const compiled = new Map<string, Compiled>();
 const COMPILED_MAX = 1000;
 
-/** The error a step fails with when one of its props' expressions does not compile or throws. */
+/** The error a step fails with when one of its props' expressions does not compile, throws or rejects. */
 export class PropExpressionError extends Error {
   override readonly name = "PropExpressionError";
 }
 
-/** `props` with every expression evaluated; props of structured types are left as they are. */
-export function evaluatePropExpressions(
+/** `props` with the expressions of the props `names` evaluated; the same object when there are none. */
+export async function evaluatePropExpressions(
   props: Record<string, unknown>,
-  propTypes: Record<string, string>,
+  names: readonly string[] | undefined,
   steps: unknown,
-): Record<string, unknown> {
-  let out: Record<string, unknown> | undefined;
-  for (const [name, value] of Object.entries(props)) {
-    const type = propTypes[name];
-    if (type !== undefined && PROP_TYPES_WITHOUT_EXPRESSIONS.has(type)) continue;
-    if (!holdsExpression(value)) continue;
-    out ??= { ...props };
-    Object.defineProperty(out, name, {
-      value: evaluateValue(value, steps, name),
-      enumerable: true,
-      writable: true,
-      configurable: true,
-    });
+): Promise<Record<string, unknown>> {
+  if (names === undefined || names.length === 0) return props;
+  const out = copy(props);
+  for (const name of names) {
+    if (Object.hasOwn(props, name)) define(out, name, await evaluateValue(props[name], steps, name));
   }
-  return out ?? props;
+  return out;
 }
 
-function holdsExpression(value: unknown): boolean {
-  if (typeof value === "string") return PROP_EXPRESSION.test(value);
-  if (Array.isArray(value)) return value.some(holdsExpression);
-  if (value !== null && typeof value === "object") return Object.values(value).some(holdsExpression);
-  return false;
+function copy(value: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, item] of Object.entries(value)) define(out, key, item);
+  return out;
 }
 
-function evaluateValue(value: unknown, steps: unknown, prop: string): unknown {
+/** defineProperty: a key named `__proto__` is data, which an assignment would drop. */
+function define(target: Record<string, unknown>, key: string, value: unknown): void {
+  Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
+}
+
+async function evaluateValue(value: unknown, steps: unknown, prop: string): Promise<unknown> {
   if (typeof value === "string") return evaluateString(value, steps, prop);
-  if (Array.isArray(value)) return value.map((item) => evaluateValue(item, steps, prop));
+  if (Array.isArray(value)) {
+    const out: unknown[] = [];
+    for (const item of value) out.push(await evaluateValue(item, steps, prop));
+    return out;
+  }
   if (value !== null && typeof value === "object") {
     const out: Record<string, unknown> = {};
-    for (const [key, item] of Object.entries(value)) {
-      Object.defineProperty(out, key, {
-        value: evaluateValue(item, steps, prop),
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      });
-    }
+    for (const [key, item] of Object.entries(value)) define(out, key, await evaluateValue(item, steps, prop));
     return out;
   }
   return value;
 }
 
-function evaluateString(text: string, steps: unknown, prop: string): unknown {
-  const whole = WHOLE.exec(text);
-  if (whole) return evaluate(whole[1] as string, steps, prop);
-  return text.replace(EVERY, (_match, expression: string) => written(evaluate(expression, steps, prop)));
+async function evaluateString(text: string, steps: unknown, prop: string): Promise<unknown> {
+  const first = findPropExpression(text);
+  if (first === undefined) return text;
+  const expression = (span: { start: number; end: number }) => text.slice(span.start + 2, span.end - 2);
+  // One expression and nothing else around it but spaces: its value itself.
+  if (text.slice(0, first.start).trim() === "" && text.slice(first.end).trim() === "") {
+    return evaluate(expression(first), steps, prop);
+  }
+  let written = "";
+  let from = 0;
+  for (let span: typeof first | undefined = first; span; span = findPropExpression(text, span.end)) {
+    const source = expression(span);
+    written += text.slice(from, span.start) + asText(await evaluate(source, steps, prop), source, prop);
+    from = span.end;
+  }
+  return written + text.slice(from);
 }
 
-function written(value: unknown): string {
-  if (value !== null && typeof value === "object") return JSON.stringify(value) ?? String(value);
-  return String(value);
+function asText(value: unknown, source: string, prop: string): string {
+  try {
+    if (value !== null && typeof value === "object") return JSON.stringify(value) ?? String(value);
+    return String(value);
+  } catch (error) {
+    throw new PropExpressionError(
+      `the prop "${prop}": {{${source.trim()}}} gave a value that cannot be written as text: ${messageOf(error)}`,
+    );
+  }
 }
 
-function evaluate(expression: string, steps: unknown, prop: string): unknown {
-  const text = expression.trim();
+async function evaluate(source: string, steps: unknown, prop: string): Promise<unknown> {
+  const text = source.trim();
   let fn = compiled.get(text);
   if (!fn) {
     try {
       fn = new Function("steps", `"use strict"; return (${text}\n);`) as Compiled;
     } catch (error) {
-      throw new PropExpressionError(
-        `the prop "${prop}": {{${text}}} is not a JavaScript expression: ${messageOf(error)}`,
-      );
+      throw new PropExpressionError(`the prop "${prop}": {{${text}}} is not a JavaScript expression: ${messageOf(error)}`);
     }
     if (compiled.size >= COMPILED_MAX) compiled.clear();
     compiled.set(text, fn);
   }
   try {
-    return fn(steps);
+    return await fn(steps);
   } catch (error) {
     throw new PropExpressionError(`the prop "${prop}": {{${text}}} failed: ${messageOf(error)}`);
   }
 }
 
+/** What was thrown, as text: anything may be thrown, even a value that cannot become a string. */
 function messageOf(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
+  try {
+    return error instanceof Error ? error.message : String(error);
+  } catch {
+    return "a value that cannot be shown";
+  }
 }

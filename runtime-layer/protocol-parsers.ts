@@ -376,6 +376,13 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
         module: nonEmpty(step.module, at(path, "module")),
         props: jsonObject(step.props, at(path, "props")),
         propTypes: propTypesOf(step.propTypes, at(path, "propTypes")),
+        ...(step.expressions === undefined
+          ? {}
+          : {
+              expressions: array(step.expressions, at(path, "expressions")).map((name, i) =>
+                string(name, at(at(path, "expressions"), i)),
+              ),
+            }),
         db: jsonObject(step.db, at(path, "db")),
       };
     });

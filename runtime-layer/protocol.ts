@@ -170,6 +170,11 @@ export interface WorkflowStepInvocation {
   /** As {@link Invocation.props}; app props arrive as their configured value. */
   props: Record<string, Json>;
   propTypes: Record<string, string>;
+  /**
+   * The props whose values hold `{{ ... }}` expressions to evaluate as the step starts (trusted
+   * code names them: never a secret, a static or a structured prop); absent when none do.
+   */
+  expressions?: string[];
   /** The step's own `$.service.db` snapshot. */
   db: Record<string, Json>;
 }
@@ -311,20 +316,29 @@ export const DATA_STORE_CALLS_PER_RUN = 20_000;
 
 export type DataStoreReply = { ok: true; value?: Json } | { ok: false; error: { name: string; message: string } };
 
-/**
- * Prop types whose values are structures Sluice binds (an account, a store, a request, an
- * interface): a workflow step's `{{ ... }}` expressions are neither taken nor evaluated in them
- * (`runtime-layer/prop-expressions.ts`). Every other type's value may hold expressions.
- */
-export const PROP_TYPES_WITHOUT_EXPRESSIONS: ReadonlySet<string> = new Set([
-  "app",
-  "data_store",
-  "http_request",
-  "alert",
-  "$.interface.http",
-  "$.interface.timer",
-  "$.service.db",
-]);
+/** Where a `{{ ... }}` expression is in `text`: from its `{{` to after its `}}`, the expression holding at least one character. */
+export interface PropExpressionSpan {
+  start: number;
+  end: number;
+}
 
-/** A `{{ ... }}` expression in a step's prop value (what it holds is JavaScript). */
-export const PROP_EXPRESSION = /\{\{([\s\S]+?)\}\}/;
+/**
+ * The first `{{ ... }}` expression of a step's prop value at or after `from` (docs/workflows.md
+ * "Expressions in props"), or undefined. Linear in the text: the first `}}` after a `{{` ends it,
+ * so a text of many `{{` and no `}}` is read once (a regular expression would read it once per
+ * `{{`, which a request of 1 MiB of `{` turned into seconds of the server's time).
+ */
+export function findPropExpression(text: string, from = 0): PropExpressionSpan | undefined {
+  const start = text.indexOf("{{", from);
+  if (start < 0) return undefined;
+  const close = text.indexOf("}}", start + 3);
+  return close < 0 ? undefined : { start, end: close + 2 };
+}
+
+/** Whether a prop value holds an expression: a string with one, or an array or object holding such a string. */
+export function holdsPropExpression(value: unknown): boolean {
+  if (typeof value === "string") return findPropExpression(value) !== undefined;
+  if (Array.isArray(value)) return value.some(holdsPropExpression);
+  if (value !== null && typeof value === "object") return Object.values(value).some(holdsPropExpression);
+  return false;
+}

@@ -161,7 +161,7 @@ async function execute(load: StepLoader, step: WorkflowStepInvocation, state: St
       );
     }
     // The props' `{{ ... }}` expressions read the earlier steps: evaluated as this step starts.
-    state.evaluateExpressions(steps);
+    await state.evaluateExpressions(steps);
     const self = buildThis(component, state);
     const returned: unknown = await component.run.call(self, { steps, $: createStepHelpers(state) });
     state.recordReturn(returned);
@@ -290,8 +290,9 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   /** The props with their expressions evaluated (values an expression gives need not be JSON). */
   private evaluatedProps: Record<string, Json> | undefined;
 
-  evaluateExpressions(steps: Bag): void {
-    this.evaluatedProps = evaluatePropExpressions(this.step.props, this.step.propTypes, steps) as Record<string, Json>;
+  async evaluateExpressions(steps: Bag): Promise<void> {
+    const props = await evaluatePropExpressions(this.step.props, this.step.expressions, steps);
+    this.evaluatedProps = props as Record<string, Json>;
   }
 
   get propTypes(): Record<string, string> {

@@ -121,6 +121,9 @@ export async function reloadComponentProps(
   return { observations: observationsOf(result.logs), errors: [], dynamicProps: dynamicPropsOf(component, merged) };
 }
 
+/** Prop types only a source may have (other `$.` types, such as `$.airtable.baseId`, are values). */
+const SOURCE_ONLY_TYPES: ReadonlySet<string> = new Set(["$.interface.http", "$.interface.timer", "$.service.db"]);
+
 /**
  * The final prop set of a workflow step whose component has `additionalProps`, at create and PUT
  * (as a source's at deploy): the code's `additionalProps` runs on the step's static props, already
@@ -151,7 +154,7 @@ export async function stepPropDefinitions(
       `additionalProps() returned ${returned.length} props; at most ${MAX_DYNAMIC_PROPS} are accepted`,
     );
   }
-  const sourceOnly = returned.find((def) => def.type.startsWith("$."));
+  const sourceOnly = returned.find((def) => SOURCE_ONLY_TYPES.has(def.type));
   if (sourceOnly) {
     throw invalid(
       `${field}.props`,

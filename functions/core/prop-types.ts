@@ -425,7 +425,7 @@ export const PROP_TYPES = {
 
 /** Any JSON value: types the spec does not list (`$.airtable.baseId`, `sql`, ...). */
 const UNLISTED = userValue({ check: anyJson });
-/** Arrays of anything but a listed scalar (`object[]`): each item bound by the options only. */
+/** Arrays of anything but a listed scalar (`object[]`): any items. */
 const UNLISTED_ARRAY = userValue({ check: arrayOf(anyJson) });
 
 /** The entry of a prop's `type`; a type not in {@link PROP_TYPES} takes any JSON value. */

@@ -9,7 +9,7 @@
  * the `Secrets` port handed in.
  */
 import type { Secrets } from "#core/ports/secrets";
-import { type Json, PROP_EXPRESSION, PROP_TYPES_WITHOUT_EXPRESSIONS, type PropDescription } from "#runtime/protocol";
+import { findPropExpression, holdsPropExpression, type Json, type PropDescription } from "#runtime/protocol";
 import { SEALED_SECRET, type StoredPropValue } from "./component-model.ts";
 import { DomainError, type FieldIssue, isDomainError } from "./errors.ts";
 import {
@@ -100,16 +100,43 @@ export function validateConfiguredProps(
 }
 
 /**
+ * Prop types whose values are structures Sluice binds (an account, a store, a request, an
+ * interface): a workflow step's `{{ ... }}` expressions are neither taken nor evaluated in them.
+ */
+const PROP_TYPES_WITHOUT_EXPRESSIONS: ReadonlySet<string> = new Set([
+  "app",
+  "data_store",
+  "http_request",
+  "alert",
+  "$.interface.http",
+  "$.interface.timer",
+  "$.service.db",
+]);
+
+/** Whether a prop's value may hold expressions: a plain type, neither secret (its text is the secret) nor static. */
+const takesExpressions = (def: PropDescription) =>
+  def.static === undefined && !isSecretProp(def) && !PROP_TYPES_WITHOUT_EXPRESSIONS.has(def.type);
+
+/**
  * A step's prop value that is a `{{ ... }}` expression, taken as it is (its value is known only
  * when the step runs: `runtime-layer/prop-expressions.ts`), or undefined: only a string holding
- * one, given or else the code's `default`, for a prop of a plain value type without a `static`.
+ * one, given or else the code's `default`, for a prop that takes expressions.
  */
 function expressionOf(def: PropDescription, raw: Json | undefined): string | undefined {
   const candidate = raw === undefined ? def.default : raw;
-  if (typeof candidate !== "string" || def.static !== undefined || PROP_TYPES_WITHOUT_EXPRESSIONS.has(def.type)) {
-    return undefined;
-  }
-  return PROP_EXPRESSION.test(candidate) ? candidate : undefined;
+  if (typeof candidate !== "string" || !takesExpressions(def)) return undefined;
+  return findPropExpression(candidate) === undefined ? undefined : candidate;
+}
+
+/**
+ * The props of a step whose stored values hold expressions for the runtime to evaluate
+ * (`WorkflowStepInvocation.expressions`); undefined when none do.
+ */
+export function expressionProps(defs: PropDescription[], values: Record<string, Json>): string[] | undefined {
+  const names = defs
+    .filter((def) => Object.hasOwn(values, def.name) && takesExpressions(def) && holdsPropExpression(values[def.name]))
+    .map((def) => def.name);
+  return names.length > 0 ? names : undefined;
 }
 
 function issuesOf(error: unknown, field: string): FieldIssue[] {
@@ -140,7 +167,8 @@ export function mergeDynamicProps(staticDefs: PropDescription[], dynamicDefs: Pr
     return out;
   });
   const staticNames = new Set(staticDefs.map((def) => def.name));
-  for (const def of dynamic.values()) if (!staticNames.has(def.name)) merged.push(def);
+  // `__proto__` cannot be a prop: stored values and `this` would take it for their prototype.
+  for (const def of dynamic.values()) if (!staticNames.has(def.name) && def.name !== "__proto__") merged.push(def);
   return merged;
 }
 

@@ -32,7 +32,7 @@ import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { formatId } from "./ids.ts";
 import { type PageQuery, pageEnvelope } from "./pagination.ts";
-import { DB_SERVICE, isSealed, openSecretValues, runtimeProps } from "./props.ts";
+import { DB_SERVICE, expressionProps, isSealed, openSecretValues, runtimeProps } from "./props.ts";
 import { creditsOf, storageRefusal } from "./quotas.ts";
 import { mergeServiceDb, trustedDuration } from "./run-limits.ts";
 import {
@@ -425,7 +425,7 @@ function dropDbWrites(raw: WorkflowResult, now: number): WorkflowResult {
 const stepPropsCache = new WeakMap<object, Map<string, StepProps[]>>();
 const STEP_PROPS_CACHE_SIZE = 500;
 
-type StepProps = Pick<WorkflowStepInvocation, "props" | "propTypes">;
+type StepProps = Pick<WorkflowStepInvocation, "props" | "propTypes" | "expressions">;
 
 /**
  * What each enabled step's props are at run time. A deployment's props never change (a change of
@@ -437,9 +437,13 @@ async function stepPropsOf(deps: Deps, workflow: WorkflowRecord, enabled: Loaded
   const cached = stepPropsCache.get(deps.workflows)?.get(key);
   if (cached && cached.length === enabled.length) return cached;
   const built = await Promise.all(
-    enabled.map(async ({ step, component }) =>
-      runtimeProps(stepPropSet(step, component), await openSecretValues(deps.secrets, step.configuredProps), {}),
-    ),
+    enabled.map(async ({ step, component }): Promise<StepProps> => {
+      const defs = stepPropSet(step, component);
+      const run = runtimeProps(defs, await openSecretValues(deps.secrets, step.configuredProps), {});
+      // Which props' `{{ ... }}` expressions the runtime evaluates: never a secret's or a static's.
+      const expressions = expressionProps(defs, run.props);
+      return expressions ? { ...run, expressions } : run;
+    }),
   );
   if (enabled.some(({ step }) => Object.values(step.configuredProps).some(isSealed))) return built;
   return remember(stepPropsCache, deps.workflows, key, built, STEP_PROPS_CACHE_SIZE);
@@ -460,7 +464,7 @@ async function buildInvocation(
   const accountErrors: ErrorRecord[] = [];
   const steps = await Promise.all(
     enabled.map(async ({ step, component }, index): Promise<WorkflowStepInvocation> => {
-      const { props, propTypes } = stepProps[index] as StepProps;
+      const { props, propTypes, expressions } = stepProps[index] as StepProps;
       // Bound per run, after the cache: an account may be updated or deleted, a store created or
       // deleted, between runs.
       const accounts = await bindAccounts(
@@ -479,6 +483,7 @@ async function buildInvocation(
         module: component.codeHash,
         props: await bindDataStoreProps(deps, workflow.workspaceId, step.id, accounts.props, propTypes, stores),
         propTypes,
+        ...(expressions ? { expressions } : {}),
         db: states[step.id]?.db ?? {},
       };
     }),

@@ -194,6 +194,15 @@ function requireStepComponent(component: ComponentRecord, field: string, choice:
   }
 }
 
+/**
+ * The time the `additionalProps` of one request's steps take together: one time limit. A step
+ * whose `additionalProps` would start after it is refused, so a request of many slow steps ends
+ * within about twice the limit rather than fifty times it.
+ */
+interface AdditionalPropsBudget {
+  startedAt?: number;
+}
+
 /** A step's props may hold `{{ ... }}` expressions, evaluated when it runs (docs/workflows.md). */
 const EXPRESSIONS = { expressions: true } as const;
 
@@ -209,6 +218,7 @@ async function stepProps(
   component: ComponentRecord,
   input: Record<string, unknown> | undefined,
   field: string,
+  budget: AdditionalPropsBudget,
 ): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
   const staticDefs = component.metadata.props;
   if (!component.metadata.hasAdditionalProps) {
@@ -221,6 +231,13 @@ async function stepProps(
   const first = validateConfiguredProps(staticDefs, staticInput, `${field}.props`, EXPRESSIONS);
   // Before additionalProps runs with them: a foreign account must never reach the code.
   await requireAccounts(deps, workspaceId, staticDefs, first.values, `${field}.props`);
+  budget.startedAt ??= deps.clock.nowMs();
+  if (deps.clock.nowMs() - budget.startedAt > deps.runtime.invocationTimeoutMs) {
+    throw invalid(
+      `${field}.props`,
+      `additionalProps was not run: the steps' additionalProps before it took the time limit (${deps.runtime.invocationTimeoutMs} ms) together`,
+    );
+  }
   const definitions = await stepPropDefinitions(deps, caller, workspaceId, component, first.values, field);
   const validated = validateConfiguredProps(definitions, input, `${field}.props`, EXPRESSIONS);
   await requireAccounts(deps, workspaceId, definitions, validated.values, `${field}.props`);
@@ -238,6 +255,7 @@ async function stepRecords(
   if (inputs.length < 1 || inputs.length > MAX_STEPS) throw invalid("steps", `must have 1 to ${MAX_STEPS} steps`);
   const namespaces = new Set<string>();
   const steps: StepRecord[] = [];
+  const budget: AdditionalPropsBudget = {};
   for (const [i, input] of inputs.entries()) {
     const field = `steps[${i}]`;
     const namespace = input.namespace;
@@ -252,7 +270,7 @@ async function stepRecords(
     const code = input.component_files === undefined ? "component_code" : "component_files";
     const choice = origin === "code" ? code : origin === "saved" ? "component_id" : "key";
     requireStepComponent(component, field, choice);
-    const { validated, definitions } = await stepProps(deps, caller, workspaceId, component, input.props, field);
+    const { validated, definitions } = await stepProps(deps, caller, workspaceId, component, input.props, field, budget);
     components.set(component.id, component);
     const step: StepRecord = {
       id: deps.ids.newId("step"),

@@ -4,6 +4,7 @@ import type { Secrets } from "#core/ports/secrets";
 import {
   configurablePropsView,
   configuredPropsView,
+  expressionProps,
   mergeDynamicProps,
   openSecretValues,
   PROP_VALUE_MAX_BYTES,
@@ -639,5 +640,51 @@ describe("slugify", () => {
     const slug = slugify(`${"a".repeat(63)} bcd`);
     expect(slug).toBe("a".repeat(63));
     expect(slugify("x".repeat(100))).toHaveLength(64);
+  });
+});
+
+describe("expressionProps: the props whose {{ ... }} expressions a step's runtime evaluates", () => {
+  const defs: PropDescription[] = [
+    { name: "plain", type: "string" },
+    { name: "count", type: "integer" },
+    { name: "body", type: "object" },
+    { name: "token", type: "string", secret: true },
+    { name: "fixed", type: "string", static: "{{1}}" },
+    { name: "account", type: "app", app: "github" },
+    { name: "quiet", type: "string" },
+  ];
+
+  it("names plain props holding one, at any depth; never a secret, a static or a structured prop", () => {
+    const values = {
+      plain: "hi {{steps.a.name}}",
+      count: "{{steps.a.n}}",
+      body: { deep: ["x", "{{steps.a.id}}"] },
+      token: "pw{{secret}}",
+      fixed: "{{1}}",
+      account: { authProvisionId: "{{x}}" },
+      quiet: "no braces",
+    };
+    expect(expressionProps(defs, values)).toEqual(["plain", "count", "body"]);
+    expect(expressionProps(defs, { quiet: "{x}" })).toBeUndefined();
+  });
+
+  it("takes an expression for an integer at validation only where expressions are taken (steps)", () => {
+    expect(
+      validateConfiguredProps(defs.slice(1, 2), { count: "{{steps.a.n}}" }, "steps[0].props", { expressions: true })
+        .values,
+    ).toEqual({
+      count: "{{steps.a.n}}",
+    });
+    expect(issuesOf(() => validateConfiguredProps(defs.slice(1, 2), { count: "{{steps.a.n}}" }))).toEqual([
+      { field: "configured_props.count", message: "must be an integer" },
+    ]);
+    // A megabyte of `{` is read once, and refused for its size.
+    expect(
+      issuesOf(() =>
+        validateConfiguredProps(defs.slice(0, 1), { plain: "{".repeat(1024 * 1024) }, "steps[0].props", {
+          expressions: true,
+        }),
+      )[0]?.message,
+    ).toMatch(/a prop value may be at most/);
   });
 });

@@ -77,7 +77,13 @@ const DYNAMIC_PROPS: Record<string, Partial<InvocationResult>> = {
   none: { additionalProps: [] },
   fails: { error: { name: "Error", message: "no such mode", ts: 0 } },
   timer: { additionalProps: [{ name: "timer", type: "$.interface.timer" }] },
+  airtable: { additionalProps: [{ name: "base", type: "$.airtable.baseId" }] },
+  proto: { additionalProps: JSON.parse('[{"name": "__proto__", "type": "object", "optional": true}]') },
+  slow: { additionalProps: [] },
 };
+
+/** Called when the `dynamic` action's additionalProps runs in `slow` mode: a test moves the clock there. */
+const slowProbe: { onRun?: () => void } = {};
 
 function testHost() {
   const prepared: WorkflowCode[] = [];
@@ -96,6 +102,7 @@ function testHost() {
     invoke: async (_code, invocation) => {
       if (invocation.kind !== "additionalProps") throw new Error("no source runs in this test");
       probes.push(invocation);
+      if (invocation.props.mode === "slow") slowProbe.onRun?.();
       const answer = DYNAMIC_PROPS[String(invocation.props.mode)] ?? {};
       return { invocationId: invocation.invocationId, emits: [], dbWrites: {}, logs: [], durationMs: 1, ...answer };
     },
@@ -852,6 +859,35 @@ describe("a step whose action has additionalProps", () => {
       message: expect.stringContaining("$.interface.timer prop timer; a step cannot have it"),
     });
     expect((await listUserWorkflows(deps, owner, { limit: 10 })).page_info.total_count).toBe(0);
+  });
+
+  it("takes a dynamic prop of a value type named like $.airtable.baseId, and drops one named __proto__", async () => {
+    const { deps, owner } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [dynamicStep({ mode: "airtable", base: "app1" })] });
+    expect(JSON.parse(created.steps[0]?.configured_props_json as string)).toEqual({ mode: "airtable", base: "app1" });
+    expect(
+      await rejection(
+        createWorkflow(deps, owner, { steps: [dynamicStep(JSON.parse('{"mode": "proto", "__proto__": {"x": 1}}'))] }),
+      ),
+    ).toMatchObject({ issues: [{ field: "steps[0].props.__proto__", message: "is not a prop of this component" }] });
+  });
+
+  it("runs the steps' additionalProps within one time limit together: a step past it is refused", async () => {
+    const { deps, owner, probes } = await setUp();
+    slowProbe.onRun = () => deps.clock.set(deps.clock.nowMs() + 3_000);
+    try {
+      // The time limit is 5 s here: two slow probes take 6 s, so the third does not start.
+      const steps = ["a", "b", "c"].map((namespace) => ({ ...dynamicStep({ mode: "slow" }), namespace }));
+      expect(await rejection(createWorkflow(deps, owner, { steps }))).toMatchObject({
+        code: "validation",
+        message: expect.stringMatching(
+          /^steps\[2\]\.props: additionalProps was not run: .* took the time limit \(5000 ms\) together/,
+        ),
+      });
+      expect(probes).toHaveLength(2);
+    } finally {
+      slowProbe.onRun = undefined;
+    }
   });
 
   it("keeps no final set for a component without additionalProps", async () => {

@@ -257,7 +257,22 @@ describe("parseWorkflowInvocation: a workflow run as the entries take it", () =>
     expect(parseWorkflowInvocation(structuredClone(once))).toEqual({ ok: true, value: once });
   });
 
+  it("takes the props a step's expressions are in", () => {
+    const named = withField(workflowInvocation, "steps.1.expressions", ["url"]);
+    expect(parseWorkflowInvocation(structuredClone(named))).toEqual({ ok: true, value: named });
+  });
+
   it.each([
+    [
+      "expressions that are not a list",
+      withField(workflowInvocation, "steps.1.expressions", "url"),
+      "steps[1].expressions must be an array",
+    ],
+    [
+      "an expression prop that is not text",
+      withField(workflowInvocation, "steps.1.expressions", [1]),
+      "steps[1].expressions[0] must be a string",
+    ],
     ["a source's invocation", invocation, "kind must be workflow"],
     ["another kind", withField(workflowInvocation, "kind", "run"), "kind must be workflow"],
     ["no trigger event", withField(workflowInvocation, "trigger.event", undefined), "trigger.event must be present"],
