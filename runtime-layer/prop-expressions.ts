@@ -99,7 +99,9 @@ async function evaluate(source: string, steps: unknown, prop: string): Promise<u
     try {
       fn = new Function("steps", `"use strict"; return (${text}\n);`) as Compiled;
     } catch (error) {
-      throw new PropExpressionError(`the prop "${prop}": {{${text}}} is not a JavaScript expression: ${messageOf(error)}`);
+      throw new PropExpressionError(
+        `the prop "${prop}": {{${text}}} is not a JavaScript expression: ${messageOf(error)}`,
+      );
     }
     if (compiled.size >= COMPILED_MAX) compiled.clear();
     compiled.set(text, fn);

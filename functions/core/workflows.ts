@@ -270,7 +270,15 @@ async function stepRecords(
     const code = input.component_files === undefined ? "component_code" : "component_files";
     const choice = origin === "code" ? code : origin === "saved" ? "component_id" : "key";
     requireStepComponent(component, field, choice);
-    const { validated, definitions } = await stepProps(deps, caller, workspaceId, component, input.props, field, budget);
+    const { validated, definitions } = await stepProps(
+      deps,
+      caller,
+      workspaceId,
+      component,
+      input.props,
+      field,
+      budget,
+    );
     components.set(component.id, component);
     const step: StepRecord = {
       id: deps.ids.newId("step"),
