@@ -12,7 +12,27 @@
  */
 import { findPropExpression } from "./protocol.ts";
 
-type Compiled = (steps: unknown) => unknown;
+type Compiled = (steps: unknown, process: unknown) => unknown;
+
+/**
+ * What `process` is in an expression: the original's `{{process.env.NAME}}` reads a workspace's
+ * environment variables, which Sluice does not have; reading one fails the step saying so, rather
+ * than giving `undefined` (an empty secret that a check such as validate-webhook-auth's compares
+ * an empty header with).
+ */
+const EXPRESSION_PROCESS = Object.freeze({
+  env: new Proxy(
+    {},
+    {
+      get: (_target, name) => {
+        if (typeof name === "symbol") return undefined;
+        throw new Error(`process.env.${name} is not set: Sluice has no environment variables for workflows`);
+      },
+      has: () => false,
+      ownKeys: () => [],
+    },
+  ),
+});
 
 /** Compiled expressions by text, shared by the runs of this process (a workflow's are few). */
 const compiled = new Map<string, Compiled>();
@@ -97,7 +117,7 @@ async function evaluate(source: string, steps: unknown, prop: string): Promise<u
   let fn = compiled.get(text);
   if (!fn) {
     try {
-      fn = new Function("steps", `"use strict"; return (${text}\n);`) as Compiled;
+      fn = new Function("steps", "process", `"use strict"; return (${text}\n);`) as Compiled;
     } catch (error) {
       throw new PropExpressionError(
         `the prop "${prop}": {{${text}}} is not a JavaScript expression: ${messageOf(error)}`,
@@ -107,7 +127,7 @@ async function evaluate(source: string, steps: unknown, prop: string): Promise<u
     compiled.set(text, fn);
   }
   try {
-    return await fn(steps);
+    return await fn(steps, EXPRESSION_PROCESS);
   } catch (error) {
     throw new PropExpressionError(`the prop "${prop}": {{${text}}} failed: ${messageOf(error)}`);
   }

@@ -124,8 +124,21 @@ const takesExpressions = (def: PropDescription) =>
  */
 function expressionOf(def: PropDescription, raw: Json | undefined): string | undefined {
   const candidate = raw === undefined ? def.default : raw;
+  if (typeof raw === "string" && isSecretProp(def) && isWholeExpression(raw)) {
+    // The registry's secret props say to enter `{{process.env.NAME}}`: taken as written it would be
+    // the secret itself, silently. A secret that is one expression and nothing else is refused.
+    throw new PropValueError(
+      "is a secret prop, whose value is taken as written: expressions are not evaluated in secret props; give the secret itself",
+    );
+  }
   if (typeof candidate !== "string" || !takesExpressions(def)) return undefined;
   return findPropExpression(candidate) === undefined ? undefined : candidate;
+}
+
+/** Whether `text` is one expression and nothing else (spaces aside). */
+function isWholeExpression(text: string): boolean {
+  const span = findPropExpression(text);
+  return span !== undefined && text.slice(0, span.start).trim() === "" && text.slice(span.end).trim() === "";
 }
 
 /**

@@ -58,7 +58,8 @@ function stepView(step: StepRecord, component: ComponentRecord | undefined) {
           id: component.id,
           code: entryCode(component.code),
           codeHash: component.codeHash,
-          configurableProps: configurablePropsView(component.metadata.props),
+          // The step's own set: its additionalProps' props too, which it takes.
+          configurableProps: configurablePropsView(defs),
           key: component.key ?? null,
           description: component.metadata.description ?? null,
           entryPath: files ? files.entry : null,

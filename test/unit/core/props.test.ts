@@ -668,6 +668,25 @@ describe("expressionProps: the props whose {{ ... }} expressions a step's runtim
     expect(expressionProps(defs, { quiet: "{x}" })).toBeUndefined();
   });
 
+  it("refuses a secret given as one expression (its text would be the secret), and takes one that only holds braces", () => {
+    const secret = defs.slice(3, 4);
+    expect(
+      issuesOf(() =>
+        validateConfiguredProps(secret, { token: " {{process.env.TOKEN}} " }, "steps[0].props", { expressions: true }),
+      ),
+    ).toEqual([
+      {
+        field: "steps[0].props.token",
+        message: expect.stringMatching(
+          /^is a secret prop, whose value is taken as written: expressions are not evaluated/,
+        ),
+      },
+    ]);
+    expect(
+      validateConfiguredProps(secret, { token: "pw{{x}}!" }, "steps[0].props", { expressions: true }).values,
+    ).toEqual({ token: "pw{{x}}!" });
+  });
+
   it("takes an expression for an integer at validation only where expressions are taken (steps)", () => {
     expect(
       validateConfiguredProps(defs.slice(1, 2), { count: "{{steps.a.n}}" }, "steps[0].props", { expressions: true })

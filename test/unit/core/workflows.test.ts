@@ -834,6 +834,9 @@ describe("a step whose action has additionalProps", () => {
     expect(JSON.parse(created.steps[0]?.configured_props_json as string)).toEqual({ mode: "count", value: 3 });
     const stored = await deps.workflows.getWorkflow(created.id);
     expect(stored?.steps[0]?.propDefinitions?.map((def) => def.name)).toEqual(["mode", "value"]);
+    // The step's view offers the props it takes, the dynamic one too.
+    const offered = created.steps[0]?.savedComponent?.configurableProps as { name: string }[];
+    expect(offered.map((prop) => prop.name)).toEqual(["mode", "value"]);
   });
 
   it("refuses a dynamic prop's bad value, or a prop neither set declares, naming it under the step", async () => {

@@ -80,4 +80,11 @@ describe("evaluatePropExpressions", () => {
       /failed: a value that cannot be shown$/,
     );
   });
+
+  it("fails an expression that reads process.env, which Sluice does not have, rather than giving undefined", async () => {
+    await expect(all({ token: "{{process.env.TOKEN}}" })).rejects.toThrow(
+      'the prop "token": {{process.env.TOKEN}} failed: process.env.TOKEN is not set: Sluice has no environment variables for workflows',
+    );
+    expect(await all({ names: "{{Object.keys(process.env).length}}" })).toEqual({ names: 0 });
+  });
 });
