@@ -10,7 +10,7 @@
  * workflow's code, as trusted as its steps. Texts are scanned in linear time
  * (`findPropExpression`).
  */
-import { findPropExpression } from "./protocol.ts";
+import { findPropExpression, type PropExpressionSpan, wholePropExpression } from "./protocol.ts";
 
 type Compiled = (steps: unknown, process: unknown) => unknown;
 
@@ -86,11 +86,10 @@ async function evaluateValue(value: unknown, steps: unknown, prop: string): Prom
 async function evaluateString(text: string, steps: unknown, prop: string): Promise<unknown> {
   const first = findPropExpression(text);
   if (first === undefined) return text;
-  const expression = (span: { start: number; end: number }) => text.slice(span.start + 2, span.end - 2);
+  const expression = (span: PropExpressionSpan) => text.slice(span.start + 2, span.end - 2);
   // One expression and nothing else around it but spaces: its value itself.
-  if (text.slice(0, first.start).trim() === "" && text.slice(first.end).trim() === "") {
-    return evaluate(expression(first), steps, prop);
-  }
+  const whole = wholePropExpression(text);
+  if (whole) return evaluate(expression(whole), steps, prop);
   let written = "";
   let from = 0;
   for (let span: typeof first | undefined = first; span; span = findPropExpression(text, span.end)) {

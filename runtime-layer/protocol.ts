@@ -335,6 +335,15 @@ export function findPropExpression(text: string, from = 0): PropExpressionSpan |
   return close < 0 ? undefined : { start, end: close + 2 };
 }
 
+/** The span of `text`'s expression when it is one expression and nothing else (spaces aside). */
+export function wholePropExpression(text: string): PropExpressionSpan | undefined {
+  const span = findPropExpression(text);
+  if (span === undefined || text.slice(0, span.start).trim() !== "" || text.slice(span.end).trim() !== "") {
+    return undefined;
+  }
+  return span;
+}
+
 /** Whether a prop value holds an expression: a string with one, or an array or object holding such a string. */
 export function holdsPropExpression(value: unknown): boolean {
   if (typeof value === "string") return findPropExpression(value) !== undefined;

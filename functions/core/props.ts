@@ -9,7 +9,13 @@
  * the `Secrets` port handed in.
  */
 import type { Secrets } from "#core/ports/secrets";
-import { findPropExpression, holdsPropExpression, type Json, type PropDescription } from "#runtime/protocol";
+import {
+  findPropExpression,
+  holdsPropExpression,
+  type Json,
+  type PropDescription,
+  wholePropExpression,
+} from "#runtime/protocol";
 import { SEALED_SECRET, type StoredPropValue } from "./component-model.ts";
 import { DomainError, type FieldIssue, isDomainError } from "./errors.ts";
 import {
@@ -124,7 +130,7 @@ const takesExpressions = (def: PropDescription) =>
  */
 function expressionOf(def: PropDescription, raw: Json | undefined): string | undefined {
   const candidate = raw === undefined ? def.default : raw;
-  if (typeof raw === "string" && isSecretProp(def) && isWholeExpression(raw)) {
+  if (typeof raw === "string" && isSecretProp(def) && wholePropExpression(raw) !== undefined) {
     // The registry's secret props say to enter `{{process.env.NAME}}`: taken as written it would be
     // the secret itself, silently. A secret that is one expression and nothing else is refused.
     throw new PropValueError(
@@ -133,12 +139,6 @@ function expressionOf(def: PropDescription, raw: Json | undefined): string | und
   }
   if (typeof candidate !== "string" || !takesExpressions(def)) return undefined;
   return findPropExpression(candidate) === undefined ? undefined : candidate;
-}
-
-/** Whether `text` is one expression and nothing else (spaces aside). */
-function isWholeExpression(text: string): boolean {
-  const span = findPropExpression(text);
-  return span !== undefined && text.slice(0, span.start).trim() === "" && text.slice(span.end).trim() === "";
 }
 
 /**
