@@ -131,7 +131,8 @@ export async function readWholeList<T>(
  * Most bytes of JSON the items of one page take together (a page holds at least one item, however
  * large). On AWS an answer must fit Lambda's 6 MB, with its body escaped once more inside Lambda's
  * own JSON, which at worst doubles it: 2 MiB leaves room for that and the envelope. 100 items of
- * the larger kinds (events with `expand=event`, dead letters, run records) pass it easily.
+ * the larger kinds (events with `expand=event`, dead letters, run records, workflows with their
+ * code) can pass it many times over; small items never reach it.
  */
 export const PAGE_MAX_BYTES = 2 * 1024 * 1024;
 

@@ -503,13 +503,6 @@ export async function createWorkflow(
 }
 
 /**
- * `PUT /workflows/{id}`: `active` alone is the spec's activation. `steps` or `triggers` replace
- * those lists whole, with a new `deployment_id`; ids survive as 1.4 says. A list that is absent
- * is kept. Sources deployed by triggers are deployed anew when `triggers` are given, and those of
- * the previous list deleted. With the `external_id` and the body that last wrote the workflow, it
- * changes nothing and answers the stored workflow (design 1.4).
- */
-/**
  * A PUT's fields that only a create takes: a client that sends them means something a PUT does not
  * do (start from a template, deploy on save), so they are refused rather than silently ignored.
  */
@@ -528,6 +521,13 @@ function refuseCreateOnlyFields(input: UpdateWorkflowInput): void {
   }
 }
 
+/**
+ * `PUT /workflows/{id}`: `active` alone is the spec's activation. `steps` or `triggers` replace
+ * those lists whole, with a new `deployment_id`; ids survive as 1.4 says. A list that is absent
+ * is kept. Sources deployed by triggers are deployed anew when `triggers` are given, and those of
+ * the previous list deleted. With the `external_id` and the body that last wrote the workflow, it
+ * changes nothing and answers the stored workflow (design 1.4).
+ */
 export async function updateWorkflow(
   deps: Deps,
   caller: Caller,
