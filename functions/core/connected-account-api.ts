@@ -13,9 +13,6 @@ import { accountUsers } from "./account-users.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { appRefOf } from "./apps.ts";
 import { accountName, createConnectedAccount } from "./connected-accounts.ts";
-
-export { ACCOUNT_NAME_MAX_CHARS, ACCOUNTS_PER_WORKSPACE } from "./connected-accounts.ts";
-
 import { conflict, invalid } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { encodeCursor, type PageInfo } from "./pagination.ts";

@@ -159,11 +159,12 @@ export async function finishConnect(
   if (app?.oauth === undefined) {
     return failure(400, "Unknown app", `The app ${pending.app} is no longer an OAuth app of this Sluice.`);
   }
-  const full = await requireRoomForAccount(deps, pending.workspaceId).then(
-    () => undefined,
-    (error: unknown) => (isDomainError(error) && error.code === "conflict" ? error.message : Promise.reject(error)),
-  );
-  if (full !== undefined) return failure(409, "Too many accounts", `Not connected: ${full}.`);
+  try {
+    await requireRoomForAccount(deps, pending.workspaceId);
+  } catch (error) {
+    if (!isDomainError(error) || error.code !== "conflict") throw error;
+    return failure(409, "Too many accounts", `Not connected: ${error.message}.`);
+  }
   const outcome = await requestTokens(deps, app.oauth, {
     grant_type: "authorization_code",
     code: query.code,
