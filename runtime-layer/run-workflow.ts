@@ -161,7 +161,8 @@ async function execute(load: StepLoader, step: WorkflowStepInvocation, state: St
       );
     }
     // The props' `{{ ... }}` expressions read the earlier steps: evaluated as this step starts.
-    await state.evaluateExpressions(steps);
+    // Awaited only when there are any: a step without expressions (every code step) pays no turn.
+    if (step.expressions !== undefined) await state.evaluateExpressions(steps);
     const self = buildThis(component, state);
     const returned: unknown = await component.run.call(self, { steps, $: createStepHelpers(state) });
     state.recordReturn(returned);
