@@ -8,7 +8,7 @@
 import type { Deps } from "#core/ports/deps";
 import { requireSource, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
-import { ACCOUNT_ERROR, requireAccounts } from "./app-accounts.ts";
+import { ACCOUNT_ERROR } from "./app-accounts.ts";
 import {
   type ComponentRecord,
   DEPLOY_STEPS,
@@ -47,9 +47,9 @@ import {
   sealSecretValues,
   slugify,
   type ValidatedProps,
-  validateConfiguredProps,
 } from "./props.ts";
 import { redactPaths } from "./redact-paths.ts";
+import { resolveComponentProps } from "./resolve-props.ts";
 import { interfaceContext, invokeSource, loadComponent, probeSource, propsOf, sourceCode } from "./source-runs.ts";
 import { applyAutoSubscriptions, forgetSubscriptionsOf, subscribeWorkflow } from "./subscriptions.ts";
 import { epochSeconds } from "./time.ts";
@@ -123,24 +123,18 @@ async function resolveProps(
   kept: KeptProps = NOTHING_KEPT,
 ): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
   const staticDefs = component.metadata.props;
-  if (!component.metadata.hasAdditionalProps) {
-    const validated = validateConfiguredProps(staticDefs, kept.over(staticDefs, input));
-    await requireAccounts(deps, draft.workspaceId, staticDefs, validated.values);
-    return { validated };
-  }
-  const staticNames = new Set(staticDefs.map((prop) => prop.name));
-  const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
-  const first = validateConfiguredProps(staticDefs, kept.over(staticDefs, staticInput));
-  // Before additionalProps runs with them: a foreign account must never reach the code.
-  await requireAccounts(deps, draft.workspaceId, staticDefs, first.values);
-  const probe = await withProps(deps, draft, first, kept);
-  // The runtime hands the previous prop definitions to additionalProps(previousPropDefs).
-  const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
-  if (result.error) throw invalid("configured_props", `additionalProps failed: ${redactPaths(result.error.message)}`);
-  const definitions = mergeDynamicProps(staticDefs, result.additionalProps ?? []);
-  const validated = validateConfiguredProps(definitions, kept.over(definitions, input));
-  await requireAccounts(deps, draft.workspaceId, definitions, validated.values);
-  return { validated, definitions };
+  return resolveComponentProps(deps, draft.workspaceId, component, input, {
+    fieldPrefix: "configured_props",
+    over: (defs, given) => kept.over(defs, given),
+    askAdditionalProps: async (first) => {
+      const probe = await withProps(deps, draft, first, kept);
+      // The runtime hands the previous prop definitions to additionalProps(previousPropDefs).
+      const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
+      if (result.error)
+        throw invalid("configured_props", `additionalProps failed: ${redactPaths(result.error.message)}`);
+      return mergeDynamicProps(staticDefs, result.additionalProps ?? []);
+    },
+  });
 }
 
 /**

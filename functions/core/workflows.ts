@@ -13,7 +13,6 @@ import type { Deps } from "#core/ports/deps";
 import { changedMeanwhile, isVersion } from "#core/ports/workflow-store";
 import { requireWorkflow, requireWorkspace } from "./access.ts";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
-import { requireAccounts } from "./app-accounts.ts";
 import type { ComponentRecord, PropDescription, SourceRecord } from "./component-model.ts";
 import { findComponent, registryComponent, saveComponentOf } from "./components.ts";
 import { stepPropDefinitions } from "./dynamic-props.ts";
@@ -21,7 +20,8 @@ import { conflict, invalid, isDomainError, notFound } from "./errors.ts";
 import type { Caller } from "./identity.ts";
 import { requireDisplayableName } from "./names.ts";
 import { type Page, type PageQuery, pageEnvelope } from "./pagination.ts";
-import { sealSecretValues, type ValidatedProps, validateConfiguredProps } from "./props.ts";
+import { sealSecretValues, type ValidatedProps } from "./props.ts";
+import { resolveComponentProps } from "./resolve-props.ts";
 import { applyAutoSubscriptions, forgetSubscriptionsOf } from "./subscriptions.ts";
 import { requestHash, requireExternalId } from "./workflow-external-ids.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
@@ -203,9 +203,6 @@ interface AdditionalPropsBudget {
   startedAt?: number;
 }
 
-/** A step's props may hold `{{ ... }}` expressions, evaluated when it runs (docs/workflows.md). */
-const EXPRESSIONS = { expressions: true } as const;
-
 /**
  * A step's props validated against its component's, as a source's at deploy: when the component
  * has `additionalProps`, the static props given are validated first, `additionalProps` runs on
@@ -220,28 +217,20 @@ async function stepProps(
   field: string,
   budget: AdditionalPropsBudget,
 ): Promise<{ validated: ValidatedProps; definitions?: PropDescription[] }> {
-  const staticDefs = component.metadata.props;
-  if (!component.metadata.hasAdditionalProps) {
-    const validated = validateConfiguredProps(staticDefs, input, `${field}.props`, EXPRESSIONS);
-    await requireAccounts(deps, workspaceId, staticDefs, validated.values, `${field}.props`);
-    return { validated };
-  }
-  const staticNames = new Set(staticDefs.map((prop) => prop.name));
-  const staticInput = Object.fromEntries(Object.entries(input ?? {}).filter(([name]) => staticNames.has(name)));
-  const first = validateConfiguredProps(staticDefs, staticInput, `${field}.props`, EXPRESSIONS);
-  // Before additionalProps runs with them: a foreign account must never reach the code.
-  await requireAccounts(deps, workspaceId, staticDefs, first.values, `${field}.props`);
-  budget.startedAt ??= deps.clock.nowMs();
-  if (deps.clock.nowMs() - budget.startedAt > deps.runtime.invocationTimeoutMs) {
-    throw invalid(
-      `${field}.props`,
-      `additionalProps was not run: the steps' additionalProps before it took the time limit (${deps.runtime.invocationTimeoutMs} ms) together`,
-    );
-  }
-  const definitions = await stepPropDefinitions(deps, caller, workspaceId, component, first.values, field);
-  const validated = validateConfiguredProps(definitions, input, `${field}.props`, EXPRESSIONS);
-  await requireAccounts(deps, workspaceId, definitions, validated.values, `${field}.props`);
-  return { validated, definitions };
+  return resolveComponentProps(deps, workspaceId, component, input, {
+    fieldPrefix: `${field}.props`,
+    expressions: true,
+    askAdditionalProps: async (first) => {
+      budget.startedAt ??= deps.clock.nowMs();
+      if (deps.clock.nowMs() - budget.startedAt > deps.runtime.invocationTimeoutMs) {
+        throw invalid(
+          `${field}.props`,
+          `additionalProps was not run: the steps' additionalProps before it took the time limit (${deps.runtime.invocationTimeoutMs} ms) together`,
+        );
+      }
+      return stepPropDefinitions(deps, caller, workspaceId, component, first.values, field);
+    },
+  });
 }
 
 /** Checks a body's `steps` and makes their records, each with its component (by id). */
