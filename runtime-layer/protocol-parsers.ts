@@ -43,9 +43,11 @@ import type {
   StepOutcome,
   WorkflowInvocation,
   WorkflowLimits,
+  WorkflowPause,
   WorkflowResult,
   WorkflowStepInvocation,
 } from "./protocol.ts";
+import { PAUSE_KINDS } from "./protocol.ts";
 import type { DescribeReply } from "./sandbox-channel.ts";
 
 /** A parsed message, or the first thing wrong with it (`emits[2].meta.id must be ...`). */
@@ -402,6 +404,17 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
     };
     optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
     optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
+    if (value.flow !== undefined) {
+      const flow = object(value.flow, "flow");
+      invocation.flow = {
+        resume_url: nonEmpty(flow.resume_url, at("flow", "resume_url")),
+        cancel_url: nonEmpty(flow.cancel_url, at("flow", "cancel_url")),
+      };
+    }
+    if (value.resume !== undefined) {
+      const resume = object(value.resume, "resume");
+      invocation.resume = { steps: jsonObject(resume.steps, at("resume", "steps")) };
+    }
     return invocation;
   });
 }
@@ -433,8 +446,23 @@ export function parseWorkflowResult(raw: unknown, invocationId: string): Parsed<
       result.response = spec;
     }
     if (value.error !== undefined) result.error = errorRecord(value.error, "error");
+    if (value.pause !== undefined) result.pause = workflowPause(value.pause, "pause");
     return result;
   });
+}
+
+/** A pause's shape; whether it fits the run (its step, its length, its state) is trusted code's to check. */
+function workflowPause(raw: unknown, path: string): WorkflowPause {
+  const value = object(raw, path);
+  const pause: WorkflowPause = {
+    kind: oneOf(value.kind, PAUSE_KINDS, at(path, "kind")),
+    stepId: nonEmpty(value.stepId, at(path, "stepId")),
+    afterMs: finite(value.afterMs, at(path, "afterMs")),
+    steps: jsonObject(value.steps, at(path, "steps")),
+  };
+  if (value.context !== undefined) pause.context = json(value.context, at(path, "context"));
+  if (value.maxReruns !== undefined) pause.maxReruns = finite(value.maxReruns, at(path, "maxReruns"));
+  return pause;
 }
 
 const STEP_STATUSES = ["success", "error", "exited"] as const;

@@ -206,6 +206,48 @@ export interface WorkflowInvocation {
   dataStoreGrant?: DataStoreGrant;
   /** As {@link Invocation.allowPrivateAddresses}, for every step. */
   allowPrivateAddresses?: boolean;
+  /**
+   * What `$.flow.suspend`, `$.flow.delay` and `$.flow.rerun` return: the URLs that resume or cancel
+   * this run once it pauses (trusted code made their secret). Absent: the run cannot pause.
+   */
+  flow?: FlowUrls;
+  /**
+   * A run resumed after a pause (docs/workflows.md "Pausing a run"): `steps.<namespace>` of the
+   * steps that ran before it, as the pause kept them. The invocation's steps are the ones left.
+   */
+  resume?: { steps: Record<string, Json> };
+}
+
+/** The URLs of a run's pause: a request to one resumes the run, to the other cancels it. */
+export interface FlowUrls {
+  resume_url: string;
+  cancel_url: string;
+}
+
+/** How a step paused its run: `$.flow.suspend`, `$.flow.delay` or `$.flow.rerun`. */
+export const PAUSE_KINDS = ["suspend", "delay", "rerun"] as const;
+export type PauseKind = (typeof PAUSE_KINDS)[number];
+
+/**
+ * A run that paused at the end of a step that succeeded (the last of `WorkflowResult.steps`): no
+ * later step ran. `suspend` waits for its resume URL and is cancelled after `afterMs`; `delay`
+ * goes on with the next step after `afterMs`; `rerun` runs the same step again after `afterMs`.
+ * Either URL may end the wait sooner.
+ */
+export interface WorkflowPause {
+  kind: PauseKind;
+  /** The step that paused the run. */
+  stepId: string;
+  afterMs: number;
+  /** `rerun`: `$.context.run.context` of the step's next run. */
+  context?: Json;
+  /** `rerun`: how many times the step may run again in all. */
+  maxReruns?: number;
+  /**
+   * `steps.<namespace>` of every step that ran, the resumed run's own earlier ones included; the
+   * pausing step's only when it does not run again (not `rerun`).
+   */
+  steps: Record<string, Json>;
 }
 
 /** What one `$.send.*` call asked for, in the payload shapes of real-behaviour.md §1.9. */
@@ -259,6 +301,8 @@ export interface WorkflowResult {
   response?: HttpResponseSpec & { immediate?: boolean };
   /** An error that belongs to no step: the host's kill, a crash, a malformed answer. */
   error?: ErrorRecord;
+  /** The run paused at the end of its last step (`$.flow.*`), which succeeded. */
+  pause?: WorkflowPause;
   durationMs: number;
 }
 

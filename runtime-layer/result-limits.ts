@@ -35,3 +35,19 @@ export const ERROR_TEXT_MAX_CHARS = 16 * 1024;
 /** The names of the errors a workflow run ends with when a step goes past a limit of its `WorkflowLimits`. */
 export const EXPORT_LIMIT_ERROR = "ExportLimitError";
 export const SEND_LIMIT_ERROR = "SendLimitError";
+
+/** Longest a run may pause (`$.flow.delay`, `$.flow.rerun`, `$.flow.suspend`'s timeout): 365 days. */
+export const FLOW_PAUSE_MAX_MS = 365 * 24 * 60 * 60 * 1000;
+/** How long `$.flow.suspend()` waits for its resume URL when given no timeout: 24 hours. */
+export const FLOW_SUSPEND_DEFAULT_MS = 24 * 60 * 60 * 1000;
+/** Reruns `$.flow.rerun` allows when given no `maxReruns` (the original's default). */
+export const FLOW_RERUN_DEFAULT_MAX = 10;
+/** Most reruns one step may ask for. */
+export const FLOW_RERUN_MAX = 10_000;
+/**
+ * Largest a paused run's state may be, as JSON: the earlier steps' exports and a rerun's context
+ * (trusted code counts the trigger event too). A DynamoDB item holds it with room to spare.
+ */
+export const PAUSE_STATE_MAX_BYTES = 256 * 1024;
+/** The name of the error a step fails with when its run cannot pause. */
+export const PAUSE_ERROR = "PauseError";

@@ -19,6 +19,7 @@ import { jsonBytesWithin } from "./json-value.ts";
 import { evaluatePropExpressions } from "./prop-expressions.ts";
 import type {
   ErrorRecord,
+  FlowUrls,
   HttpResponseSpec,
   Json,
   LogLevel,
@@ -26,6 +27,7 @@ import type {
   StepLogRecord,
   StepOutcome,
   WorkflowInvocation,
+  WorkflowPause,
   WorkflowResult,
   WorkflowStepInvocation,
 } from "./protocol.ts";
@@ -36,12 +38,20 @@ import {
   EXPORT_LIMIT_ERROR,
   LOG_MAX_BYTES,
   LOG_RECORD_OVERHEAD,
+  PAUSE_ERROR,
+  PAUSE_STATE_MAX_BYTES,
   SEND_LIMIT_ERROR,
   SUMMARY_MAX_CHARS,
 } from "./result-limits.ts";
 import { buildThis, isBag, type ThisBindings, timeoutError, toErrorRecord } from "./run-invocation.ts";
 import { toLoadFailure, withPosition } from "./sandbox-channel.ts";
-import { createStepHelpers, flowExitError, type StepEffects } from "./step-helpers.ts";
+import {
+  createStepHelpers,
+  flowExitError,
+  NOT_IMPLEMENTED_ERROR,
+  type PauseRequest,
+  type StepEffects,
+} from "./step-helpers.ts";
 
 /** Used when an invocation carries no usable `timeoutMs`. */
 const DEFAULT_TIMEOUT_MS = 30_000;
@@ -79,6 +89,8 @@ export async function runWorkflowSteps(
     timer = setTimeout(() => resolve({ status: "error", error: timeoutError(timeoutMs) }), timeoutMs);
   });
   const steps: Bag = {};
+  // A resumed run: the steps that ran before its pause, as the pause kept them.
+  for (const [namespace, kept] of Object.entries(invocation.resume?.steps ?? {})) define(steps, namespace, kept);
   // Without its own, the trigger's context is the run's, copied so that a step changing one never
   // changes the other (each step's `$.context` is a copy of the run's too).
   const triggerContext = "context" in invocation.trigger ? invocation.trigger.context : toJson(invocation.context);
@@ -88,7 +100,7 @@ export async function runWorkflowSteps(
     for (const step of invocation.steps) {
       const outcome = await runStep(load, step, run, steps, deadline, timedOut);
       outcomes.push(outcome);
-      if (outcome.status !== "success") break;
+      if (outcome.status !== "success" || run.pause) break;
     }
   } finally {
     clearTimeout(timer);
@@ -103,6 +115,7 @@ export async function runWorkflowSteps(
     durationMs: performance.now() - started,
   };
   if (run.response) result.response = run.response;
+  if (run.pause) result.pause = run.pause;
   return result;
 }
 
@@ -135,10 +148,44 @@ async function runStep(
   if (end.status === "error") outcome.error = cutError(end.error);
   if (end.status === "exited" && end.reason !== undefined) outcome.exitReason = end.reason;
   if (end.status === "success") {
+    // A step that runs again keeps nothing of this run: its next run's exports are the ones that count.
     // defineProperty: a namespace or an export named `__proto__` is data, which an assignment would drop.
-    define(steps, step.namespace, state.exports);
+    if (state.pauseRequest?.kind !== "rerun") define(steps, step.namespace, state.exports);
+    if (state.pauseRequest) {
+      const pause = pauseOf(step, state.pauseRequest, steps);
+      if ("error" in pause) {
+        outcome.status = "error";
+        outcome.error = pause.error;
+      } else run.pause = pause;
+    }
   }
   return outcome;
+}
+
+/**
+ * The pause a step asked for, with what the run keeps until it resumes: every step's exports so far
+ * (JSON copies: code may have changed them in place), within {@link PAUSE_STATE_MAX_BYTES}; or the
+ * error the step fails with when they are more.
+ */
+function pauseOf(
+  step: WorkflowStepInvocation,
+  request: PauseRequest,
+  steps: Bag,
+): WorkflowPause | { error: ErrorRecord } {
+  const kept: Record<string, Json> = {};
+  for (const [namespace, value] of Object.entries(steps)) {
+    if (namespace !== "trigger") define(kept, namespace, toJson(value) ?? null);
+  }
+  const bytes =
+    jsonBytesWithin(kept, PAUSE_STATE_MAX_BYTES) + jsonBytesWithin(request.context ?? null, PAUSE_STATE_MAX_BYTES);
+  if (bytes > PAUSE_STATE_MAX_BYTES) {
+    const message = `$.flow.${request.kind}: the run cannot pause: the steps' exports it would keep${request.context === undefined ? "" : " and the rerun's context"} are over ${PAUSE_STATE_MAX_BYTES} bytes; export less before pausing`;
+    return { error: { name: PAUSE_ERROR, message, ts: Date.now() } };
+  }
+  const pause: WorkflowPause = { kind: request.kind, stepId: step.id, afterMs: request.afterMs, steps: kept };
+  if (request.context !== undefined) pause.context = request.context;
+  if (request.maxReruns !== undefined) pause.maxReruns = request.maxReruns;
+  return pause;
 }
 
 async function execute(load: StepLoader, step: WorkflowStepInvocation, state: StepState, steps: Bag): Promise<StepEnd> {
@@ -172,6 +219,13 @@ async function execute(load: StepLoader, step: WorkflowStepInvocation, state: St
   }
 }
 
+/** `$.context.run.runs`: which run of the step this is, 1 for the first. */
+function runsOf(context: Json): number {
+  const run = isBag(context) ? context.run : undefined;
+  const runs = isBag(run) ? run.runs : undefined;
+  return typeof runs === "number" && Number.isFinite(runs) ? runs : 1;
+}
+
 function define(target: Bag, key: string, value: unknown): void {
   Object.defineProperty(target, key, { value, enumerable: true, writable: true, configurable: true });
 }
@@ -194,6 +248,8 @@ class RunState {
   readonly sends: SendRecord[] = [];
   readonly logs: StepLogRecord[] = [];
   response: (HttpResponseSpec & { immediate?: boolean }) | undefined;
+  /** Set when a step that asked to pause succeeded: the run ends there. */
+  pause: WorkflowPause | undefined;
   /** A `$.respond` whose stream body is being read: it is the first call, and later ones are ignored. */
   responding = false;
   closed = false;
@@ -252,6 +308,8 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   closed = false;
   /** Set by the first of `$.flow.exit` and a failure the code could not catch; nothing after counts. */
   end: StepEnd | undefined;
+  /** The last `$.flow.suspend`, `delay` or `rerun` call: the run pauses if the step succeeds. */
+  pauseRequest: PauseRequest | undefined;
   private settle!: (end: StepEnd) => void;
   readonly stopped = new Promise<StepEnd>((resolve) => {
     this.settle = resolve;
@@ -394,6 +452,22 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     const text = typeof reason === "string" ? reason.slice(0, EXIT_REASON_MAX_CHARS) : undefined;
     if (!this.over) this.stop(text === undefined ? { status: "exited" } : { status: "exited", reason: text });
     throw flowExitError(text);
+  }
+
+  pause(request: PauseRequest): FlowUrls {
+    const urls = this.run.invocation.flow;
+    if (!urls) {
+      const why = this.run.invocation.respondable
+        ? "a run that answers its HTTP caller (custom_response) cannot pause"
+        : "this run cannot pause";
+      throw Object.assign(new Error(`$.flow.${request.kind}: ${why}`), { name: NOT_IMPLEMENTED_ERROR });
+    }
+    if (this.over) return { ...urls };
+    // Past its reruns, a step goes on to the next one (the original's `maxRetries`).
+    const runs = runsOf(this.context);
+    if (request.kind === "rerun" && runs > (request.maxReruns ?? 0)) this.pauseRequest = undefined;
+    else this.pauseRequest = request;
+    return { ...urls };
   }
 
   send(record: SendRecord): void {

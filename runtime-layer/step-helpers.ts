@@ -8,7 +8,8 @@
  * step that made it, with a message naming the field, instead of a delivery later.
  */
 import { toJson } from "./describe-component.ts";
-import { type Json, SEND_HTTP_METHODS, type SendRecord } from "./protocol.ts";
+import { type FlowUrls, type Json, type PauseKind, SEND_HTTP_METHODS, type SendRecord } from "./protocol.ts";
+import { FLOW_PAUSE_MAX_MS, FLOW_RERUN_DEFAULT_MAX, FLOW_RERUN_MAX, FLOW_SUSPEND_DEFAULT_MS } from "./result-limits.ts";
 
 type Bag = Record<string, unknown>;
 
@@ -21,6 +22,16 @@ export interface StepEffects {
   /** Ends the run as a success; throws the {@link FLOW_EXIT} sentinel so the step stops here. */
   exit(reason: unknown): never;
   send(record: SendRecord): void;
+  /** Pauses the run at the end of this step (`$.flow.*`); returns the run's resume and cancel URLs. */
+  pause(request: PauseRequest): FlowUrls;
+}
+
+/** What a `$.flow.suspend`, `$.flow.delay` or `$.flow.rerun` call asked for, checked. */
+export interface PauseRequest {
+  kind: PauseKind;
+  afterMs: number;
+  context?: Json;
+  maxReruns?: number;
 }
 
 /**
@@ -56,9 +67,16 @@ export function createStepHelpers(effects: StepEffects): Bag {
     context: effects.context,
     flow: {
       exit: (reason?: unknown) => effects.exit(reason),
-      delay: notImplemented("$.flow.delay"),
-      rerun: notImplemented("$.flow.rerun"),
-      suspend: notImplemented("$.flow.suspend"),
+      suspend: (timeoutMs?: unknown) =>
+        effects.pause({ kind: "suspend", afterMs: pauseMs(timeoutMs, "$.flow.suspend", FLOW_SUSPEND_DEFAULT_MS) }),
+      delay: (ms: unknown) => effects.pause({ kind: "delay", afterMs: pauseMs(ms, "$.flow.delay") }),
+      rerun: (delayMs: unknown, context?: unknown, maxReruns?: unknown) =>
+        effects.pause({
+          kind: "rerun",
+          afterMs: pauseMs(delayMs, "$.flow.rerun"),
+          context: payload(context ?? null),
+          maxReruns: rerunCount(maxReruns),
+        }),
       refreshTimeout: notImplemented("$.flow.refreshTimeout"),
     },
     // The original's file store (`$.files.open(path)` and the rest) is not there: say so at the call.
@@ -85,6 +103,30 @@ export function flowExitError(reason: string | undefined): Error {
     [FLOW_EXIT]: true,
     __pd_end: { message: reason ?? "", ts: Date.now() },
   });
+}
+
+/**
+ * A pause's length: a number of milliseconds from 0 to {@link FLOW_PAUSE_MAX_MS}, rounded;
+ * `fallback` when none is given (`$.flow.suspend()`).
+ */
+function pauseMs(value: unknown, helper: string, fallback?: number): number {
+  if ((value === undefined || value === null) && fallback !== undefined) return fallback;
+  if (typeof value !== "number" || !Number.isFinite(value) || value < 0) {
+    throw new TypeError(`${helper}: the delay must be a number of milliseconds, 0 or more`);
+  }
+  if (value > FLOW_PAUSE_MAX_MS) {
+    throw new RangeError(`${helper}: a run may pause at most 365 days (${FLOW_PAUSE_MAX_MS} ms)`);
+  }
+  return Math.round(value);
+}
+
+/** `$.flow.rerun`'s third argument: a whole number of reruns, {@link FLOW_RERUN_DEFAULT_MAX} when absent. */
+function rerunCount(value: unknown): number {
+  if (value === undefined || value === null) return FLOW_RERUN_DEFAULT_MAX;
+  if (typeof value !== "number" || !Number.isInteger(value) || value < 0 || value > FLOW_RERUN_MAX) {
+    throw new TypeError(`$.flow.rerun: maxReruns must be a whole number from 0 to ${FLOW_RERUN_MAX}`);
+  }
+  return value;
 }
 
 function config(value: unknown, helper: string): Bag {

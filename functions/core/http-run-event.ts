@@ -85,7 +85,11 @@ export function corsPreflightResponse(requestHeaders: Record<string, string | st
   return { status: 204, headers: corsPreflightHeaders(requestHeaders), body: "" };
 }
 
-function fixedJsonResponse(status: number, body: Json, extraHeaders: Record<string, string> = {}): HttpResponseSpec {
+export function fixedJsonResponse(
+  status: number,
+  body: Json,
+  extraHeaders: Record<string, string> = {},
+): HttpResponseSpec {
   return Object.freeze({
     status,
     headers: Object.freeze({

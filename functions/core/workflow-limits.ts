@@ -25,6 +25,7 @@ import { clipText } from "./clip-text.ts";
 import { forbiddenCharacterIn } from "./names.ts";
 import { redactPaths } from "./redact-paths.ts";
 import { checkResponse, emitOverRun, MAX_EMIT_BYTES, MAX_ERROR_TEXT, RESPONSE_ERROR } from "./run-limits.ts";
+import { pauseInconsistency, runsOfContext } from "./workflow-pauses.ts";
 import type { DeliveredSend } from "./workflow-sends.ts";
 
 /**
@@ -85,6 +86,10 @@ function inconsistency(result: WorkflowResult, invocation: WorkflowInvocation): 
   }
   if (result.response !== undefined && !invocation.respondable) {
     return "it carries a response, and this run could not respond";
+  }
+  if (result.pause !== undefined) {
+    const last = result.steps[result.steps.length - 1];
+    return pauseInconsistency(result.pause, last, runsOfContext(invocation.context), invocation.flow !== undefined);
   }
   return undefined;
 }

@@ -92,7 +92,7 @@ export interface SourceTriggerRecord {
 export type TriggerRecord = HttpTriggerRecord | TimerTriggerRecord | SourceTriggerRecord;
 
 /** How a run ended, or `running`. */
-export type WorkflowRunStatus = "running" | "success" | "exited" | "error";
+export type WorkflowRunStatus = "running" | "success" | "exited" | "error" | "paused" | "cancelled";
 
 /** What one step of a run did. */
 export interface StepRunRecord {
@@ -135,6 +135,12 @@ export interface WorkflowRun {
   steps: StepRunRecord[];
   error?: { code: string; cellId: string; message: string };
   exitReason?: string;
+  /** `paused`: how, at which step, and until when (a suspension: when it is cancelled). */
+  pause?: { kind: "suspend" | "delay" | "rerun"; stepId: string; untilMs: number };
+  /** A continuation: the run that paused, which this one goes on from. */
+  resumedFrom?: string;
+  /** `cancelled`: by a request to the cancel URL, or a suspension's time ran out. */
+  cancelReason?: "cancel_url" | "timeout";
   /** At most 100 lines and 32 KB per run. */
   logs: RunLogRecord[];
 }

@@ -58,6 +58,7 @@ import {
   type WorkflowRun,
   type WorkflowRunStatus,
 } from "./workflow-model.ts";
+import { type Continuation, effectOf, keepPause, newFlowUrls } from "./workflow-pauses.ts";
 import { queueWorkflowSends } from "./workflow-sends.ts";
 
 /** The channel of `$.send.sse` events: read by the workflow's live stream only. */
@@ -116,9 +117,11 @@ const emitterOf = (workflow: WorkflowRecord): Emitter => ({
 export function workflowContext(
   workflow: WorkflowRecord,
   run: Pick<WorkflowRun, "id" | "attempts" | "startedAt" | "trigger">,
+  continued?: Continuation,
 ): Json {
-  return {
-    id: run.id,
+  const context = {
+    // A continuation is the same execution as the run it goes on from.
+    id: continued?.pause.originRunId ?? run.id,
     ts: isoTime(run.startedAt),
     workflow_id: workflow.id,
     deployment_id: workflow.deploymentId,
@@ -127,8 +130,17 @@ export function workflowContext(
     owner_id: workflow.userId,
     platform_version: "sluice",
     JIT: false,
-    run: { runs: 1, retry_count: run.attempts - 1 },
+    run: { runs: 1, retry_count: run.attempts - 1 } as { [key: string]: Json },
   };
+  if (continued?.pause.kind === "rerun") {
+    // The step's next run: its count, the context its last run gave, and the request that resumed it.
+    context.run.runs = continued.pause.runs;
+    context.run.context = continued.pause.state.context ?? null;
+    if (continued.dispatch.how === "resume" && continued.dispatch.request !== undefined) {
+      context.run.callback_request = continued.dispatch.request;
+    }
+  }
+  return context;
 }
 
 /**
@@ -191,6 +203,7 @@ export function admitWorkflowRun(deps: Deps, workflow: WorkflowRecord, job: Work
  * the run.
  */
 export async function runWorkflow(deps: Deps, job: WorkflowRunJob): Promise<WorkflowRunOutcome | undefined> {
+  if (job.resume) return continuePausedRun(deps, job, job.resume.pauseId);
   const workflow = await deps.workflows.getWorkflow(job.workflowId);
   if (!workflow?.active) {
     deps.log.debug("a run of a deleted or inactive workflow was dropped", {
@@ -201,6 +214,103 @@ export async function runWorkflow(deps: Deps, job: WorkflowRunJob): Promise<Work
   }
   if (job.trigger !== "http" && (await admitWorkflowRun(deps, workflow, job))) return undefined;
   return executeRun(deps, workflow, job, false, undefined);
+}
+
+/**
+ * The continuation of a paused run (`#core/workflow-pauses`): the pause's steps left run from what
+ * it kept, or (cancelled) a record says it ended; then the pause is forgotten. A pause that is gone
+ * (its continuation ended already, its workflow deleted) or not taken does nothing; one of an
+ * inactive workflow is dropped.
+ */
+async function continuePausedRun(
+  deps: Deps,
+  queued: WorkflowRunJob,
+  pauseId: string,
+): Promise<WorkflowRunOutcome | undefined> {
+  const pause = await deps.pausedRuns.get(pauseId);
+  if (!pause?.dispatch) {
+    deps.log.debug("a paused run's continuation found no taken pause", {
+      workflow_id: queued.workflowId,
+      run_id: pauseId,
+    });
+    return undefined;
+  }
+  const continued: Continuation = { pause, dispatch: pause.dispatch };
+  const job: WorkflowRunJob = { ...queued, event: pause.state.event };
+  const workflow = await deps.workflows.getWorkflow(pause.workflowId);
+  if (!workflow?.active) {
+    deps.log.info("a paused run of a deleted or inactive workflow was dropped", {
+      workflow_id: pause.workflowId,
+      run_id: pause.id,
+    });
+    await deps.pausedRuns.remove(pause.id);
+    return undefined;
+  }
+  let outcome: WorkflowRunOutcome | undefined;
+  if (effectOf(pause, pause.dispatch) === "cancel") outcome = await recordCancelled(deps, workflow, job, continued);
+  else if (!(await admitWorkflowRun(deps, workflow, job))) {
+    outcome = await executeRun(deps, workflow, job, false, undefined, undefined, continued);
+  }
+  // Ended (or done before, or refused by a quota): the pause has nothing more to give.
+  await deps.pausedRuns.remove(pause.id);
+  return outcome;
+}
+
+/** The record of a paused run's cancellation: its cancel URL, or a suspension whose time ran out. */
+async function recordCancelled(
+  deps: Deps,
+  workflow: WorkflowRecord,
+  job: WorkflowRunJob,
+  continued: Continuation,
+): Promise<WorkflowRunOutcome> {
+  const now = deps.clock.nowMs();
+  const begun = await deps.workflowRuns.beginRun(
+    {
+      ...newRunRecord(workflow, job, now, deps.runtime.invocationTimeoutMs),
+      resumedFrom: continued.pause.id,
+    },
+    now,
+    { rerunnable: true },
+  );
+  if (begun.outcome === "done") return { outcome: "done" };
+  if (begun.outcome === "busy") {
+    throw new RunBusyError(
+      begun.leaseUntilMs + 1,
+      `run ${job.runId} of workflow ${workflow.id} is held by another runner`,
+    );
+  }
+  const cancelReason = continued.dispatch.how === "cancel" ? "cancel_url" : "timeout";
+  const finished: WorkflowRun = {
+    ...begun.run,
+    status: "cancelled",
+    cancelReason,
+    endedAt: now,
+    durationMs: 0,
+  };
+  await deps.workflowRuns.finishRun(finished);
+  deps.log.info("paused workflow run cancelled", {
+    workflow_id: workflow.id,
+    run_id: continued.pause.id,
+    reason: cancelReason,
+  });
+  return { outcome: "ran", run: finished, responseRefused: false };
+}
+
+/** A run's record as it begins. */
+function newRunRecord(workflow: WorkflowRecord, job: WorkflowRunJob, now: number, limitMs: number): WorkflowRun {
+  return {
+    id: job.runId,
+    workflowId: workflow.id,
+    deploymentId: workflow.deploymentId,
+    trigger: { type: job.trigger, id: job.triggerId },
+    status: "running",
+    leaseUntilMs: now + limitMs + RUN_LEASE_MARGIN_MS,
+    attempts: 1,
+    startedAt: now,
+    eventPreview: eventPreview(job.event),
+    steps: [],
+    logs: [],
+  };
 }
 
 /**
@@ -234,6 +344,7 @@ async function executeRun(
   respondable: boolean,
   waitUntilMs: number | undefined,
   answerByMs?: number,
+  continued?: Continuation,
 ): Promise<WorkflowRunOutcome> {
   const loaded: LoadedStep[] = await Promise.all(
     workflow.steps.map(async (step) => {
@@ -245,17 +356,26 @@ async function executeRun(
   const enabled = loaded.filter(({ step }) => !step.disabled);
   const limitMs = deps.runtime.invocationTimeoutMs;
   // Not waiting for a lock, the run keeps its whole limit unless the caller must answer sooner.
-  if (!usesDb(enabled)) return beginAndRun(deps, workflow, loaded, job, respondable, undefined, answerByMs);
+  if (!usesDb(enabled)) return beginAndRun(deps, workflow, loaded, job, respondable, undefined, answerByMs, continued);
   // As a source with `$.service.db` (decision 84): the lock is taken before the run is begun, so the
   // run's lease counts from when it can really start.
   const lease = await deps.runLock.acquire(workflow.id, { leaseMs: limitMs + RUN_LEASE_MARGIN_MS, waitUntilMs });
   if (!lease) {
     if (waitUntilMs === undefined)
       throw new Error(`workflow ${workflow.id} stayed busy; its queued run is tried again later`);
-    return beginAndRun(deps, workflow, loaded, job, respondable, { lease: undefined, waitUntilMs });
+    return beginAndRun(
+      deps,
+      workflow,
+      loaded,
+      job,
+      respondable,
+      { lease: undefined, waitUntilMs },
+      waitUntilMs,
+      continued,
+    );
   }
   try {
-    return await beginAndRun(deps, workflow, loaded, job, respondable, { lease, waitUntilMs });
+    return await beginAndRun(deps, workflow, loaded, job, respondable, { lease, waitUntilMs }, waitUntilMs, continued);
   } finally {
     await lease.release().catch((error: unknown) =>
       deps.log.warn("a workflow's run lease could not be released", {
@@ -280,23 +400,14 @@ async function beginAndRun(
   respondable: boolean,
   hold: Hold | undefined,
   waitUntilMs = hold?.waitUntilMs,
+  continued?: Continuation,
 ): Promise<WorkflowRunOutcome> {
   const now = deps.clock.nowMs();
   const limitMs = deps.runtime.invocationTimeoutMs;
+  const record = newRunRecord(workflow, job, now, limitMs);
+  if (continued) record.resumedFrom = continued.pause.id;
   const begun = await deps.workflowRuns.beginRun(
-    {
-      id: job.runId,
-      workflowId: workflow.id,
-      deploymentId: workflow.deploymentId,
-      trigger: { type: job.trigger, id: job.triggerId },
-      status: "running",
-      leaseUntilMs: now + limitMs + RUN_LEASE_MARGIN_MS,
-      attempts: 1,
-      startedAt: now,
-      eventPreview: eventPreview(job.event),
-      steps: [],
-      logs: [],
-    },
+    record,
     now,
     // A queued run's job runs again after a crash; a custom-response run is never queued.
     { rerunnable: !respondable },
@@ -321,17 +432,21 @@ async function beginAndRun(
     respondable,
     states,
     stores,
+    continued,
   );
   if (waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, waitUntilMs - deps.clock.nowMs()));
   }
-  if ((hold && hold.lease === undefined) || accountError) {
-    // The lock was not had in time (the run fails as out of time), or an account is gone: no step runs.
-    const error: ErrorRecord = accountError ?? {
-      name: "TimeoutError",
-      message: `the run waited for the workflow's earlier runs past its time limit of ${limitMs / 1000}s and did not start (a workflow with $.service.db runs one run at a time)`,
-      ts: deps.clock.nowMs(),
-    };
+  const notResumable = continued ? resumeRefusal(workflow, invocation, continued, deps.clock.nowMs()) : undefined;
+  if ((hold && hold.lease === undefined) || accountError || notResumable) {
+    // The lock was not had in time (the run fails as out of time), an account is gone, or the
+    // paused run's steps changed: no step runs.
+    const error: ErrorRecord = notResumable ??
+      accountError ?? {
+        name: "TimeoutError",
+        message: `the run waited for the workflow's earlier runs past its time limit of ${limitMs / 1000}s and did not start (a workflow with $.service.db runs one run at a time)`,
+        ts: deps.clock.nowMs(),
+      };
     const result: WorkflowResult = {
       invocationId: invocation.invocationId,
       steps: [],
@@ -340,7 +455,7 @@ async function beginAndRun(
       error,
       durationMs: 0,
     };
-    return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0);
+    return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0, [], continued);
   }
   const startedMs = deps.clock.nowMs();
   const handlers =
@@ -357,7 +472,22 @@ async function beginAndRun(
     // A later run may have read and written the steps' states meanwhile.
     result = dropDbWrites(raw, deps.clock.nowMs());
   }
-  return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, elapsedMs, credentials);
+  return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, elapsedMs, credentials, continued);
+}
+
+/** Why a paused run cannot go on in `workflow` as it is now: its steps changed meanwhile. */
+function resumeRefusal(
+  workflow: WorkflowRecord,
+  invocation: WorkflowInvocation,
+  continued: Continuation,
+  now: number,
+): ErrorRecord | undefined {
+  if (continued.pause.deploymentId === workflow.deploymentId && invocation.resume) return undefined;
+  return {
+    name: "ResumeError",
+    message: `the run paused at step ${continued.pause.stepId} cannot go on: the workflow's steps were changed while it was paused`,
+    ts: now,
+  };
 }
 
 /**
@@ -458,12 +588,16 @@ async function buildInvocation(
   respondable: boolean,
   states: Record<string, StepState>,
   stores: Set<string>,
+  continued?: Continuation,
 ): Promise<{ invocation: WorkflowInvocation; credentials: string[]; accountError?: ErrorRecord }> {
   const stepProps = await stepPropsOf(deps, workflow, enabled);
   const credentials: string[] = [];
   const accountErrors: ErrorRecord[] = [];
+  // A continuation runs the steps after its pause (a rerun: from the step that paused).
+  const from = continued ? resumeIndex(enabled, continued) : 0;
   const steps = await Promise.all(
-    enabled.map(async ({ step, component }, index): Promise<WorkflowStepInvocation> => {
+    enabled.slice(Math.max(0, from)).map(async ({ step, component }, offset): Promise<WorkflowStepInvocation> => {
+      const index = Math.max(0, from) + offset;
       const { props, propTypes, expressions } = stepProps[index] as StepProps;
       // Bound per run, after the cache: an account may be updated or deleted, a store created or
       // deleted, between runs.
@@ -488,7 +622,7 @@ async function buildInvocation(
       };
     }),
   );
-  const context = workflowContext(workflow, run);
+  const context = workflowContext(workflow, run, continued);
   const invocation: WorkflowInvocation = {
     invocationId: deps.ids.newSecret(12),
     kind: "workflow",
@@ -501,11 +635,43 @@ async function buildInvocation(
     timeoutMs: deps.runtime.invocationTimeoutMs,
     limits: { ...deps.runtime.emitLimits, ...deps.runtime.workflowLimits },
     ...(deps.runtime.allowPrivateAddresses === true ? { allowPrivateAddresses: true } : {}),
+    // A run that answers its caller cannot pause: the caller cannot wait for days.
+    ...(respondable ? {} : { flow: newFlowUrls(deps, run.id) }),
   };
+  if (continued && from >= 0) invocation.resume = { steps: resumedSteps(continued) };
   const [first, ...others] = accountErrors;
   if (!first) return { invocation, credentials };
   const message = [first, ...others].map((error) => error.message).join("; ");
   return { invocation, credentials, accountError: { ...first, message } };
+}
+
+/** Where a continuation starts among the enabled steps; -1 when its step is not one of them. */
+function resumeIndex(enabled: LoadedStep[], continued: Continuation): number {
+  const at = enabled.findIndex(({ step }) => step.id === continued.pause.stepId);
+  if (at < 0) return -1;
+  return continued.pause.kind === "rerun" ? at : at + 1;
+}
+
+/**
+ * `steps.<namespace>` of the steps before a continuation: as the pause kept them, and a resumed
+ * suspension or delay with what its resume URL was sent as `$resume_data` on the step that paused
+ * (the request's body; its query when it has none).
+ */
+function resumedSteps(continued: Continuation): Record<string, Json> {
+  const { pause, dispatch } = continued;
+  const steps = { ...pause.state.steps };
+  if (pause.kind === "rerun" || dispatch.how !== "resume") return steps;
+  const request = dispatch.request as { body?: Json; query?: Json } | undefined;
+  const data = request?.body !== undefined ? request.body : (request?.query ?? null);
+  const own = steps[pause.stepNamespace];
+  const exports = typeof own === "object" && own !== null && !Array.isArray(own) ? own : {};
+  Object.defineProperty(steps, pause.stepNamespace, {
+    value: { ...exports, $resume_data: data },
+    enumerable: true,
+    writable: true,
+    configurable: true,
+  });
+  return steps;
 }
 
 /**
@@ -524,6 +690,7 @@ export async function applyWorkflowResult(
   statesBefore: Record<string, StepState>,
   elapsedMs: number,
   credentials: readonly string[] = [],
+  continued?: Continuation,
 ): Promise<WorkflowRunOutcome> {
   // Deleted meanwhile: locally its runs in flight end then, as errors. Stored, the error would be
   // routed (to the workspace's `$errors` listeners) before the deletion removed it.
@@ -566,7 +733,21 @@ export async function applyWorkflowResult(
     for (const refused of await mergeStepStates(deps, workflow.id, statesBefore, dbWrites, now)) problems.push(refused);
   }
 
-  // 5. Events, in one append.
+  // 5. The pause, before the record: a crash between them does the run again, which pauses again
+  // under the same id. One that cannot be kept fails the run.
+  let paused = result.pause !== undefined && invocation.flow !== undefined && runFailure(result) === undefined;
+  if (paused && result.pause && invocation.flow) {
+    const refused = await keepPause(deps, workflow, job, run, invocation.flow, result.pause, continued, now);
+    if (refused) {
+      paused = false;
+      const lastStep = result.steps[result.steps.length - 1];
+      if (lastStep) {
+        result.steps[result.steps.length - 1] = { ...lastStep, status: "error", error: refused };
+      }
+    }
+  }
+
+  // 6. Events, in one append.
   const failed = runFailure(result);
   const context = invocation.context;
   const events: NewEvent[] = [];
@@ -616,8 +797,18 @@ export async function applyWorkflowResult(
     }),
   ]);
 
-  // 6. The run record.
+  // 7. The run record.
   const finished = runRecord(workflow, run, result, limited, failed, now);
+  if (paused && result.pause) {
+    finished.status = "paused";
+    finished.pause = { kind: result.pause.kind, stepId: result.pause.stepId, untilMs: now + result.pause.afterMs };
+  }
+  if (continued) {
+    // The steps before the continuation ran in the run it goes on from.
+    const first = invocation.steps[0]?.id;
+    const at = first === undefined ? finished.steps.length : finished.steps.findIndex((step) => step.id === first);
+    if (at > 0) finished.steps = finished.steps.slice(at);
+  }
   await deps.workflowRuns.finishRun(finished);
   const outcome: WorkflowRunOutcome = { outcome: "ran", run: finished, responseRefused: limited.responseRefused };
   if (limited.response) outcome.response = limited.response;
@@ -759,6 +950,9 @@ export function workflowRunView(run: WorkflowRun) {
     })),
     error: run.error ? { code: run.error.code, cell_id: run.error.cellId, message: run.error.message } : null,
     exit_reason: run.exitReason ?? null,
+    pause: run.pause ? { kind: run.pause.kind, step_id: run.pause.stepId, until_ms: run.pause.untilMs } : null,
+    resumed_from: run.resumedFrom ?? null,
+    cancel_reason: run.cancelReason ?? null,
     logs: run.logs.map((log) => ({ ts: log.ts, level: log.level, message: log.message, step: log.step })),
   };
 }

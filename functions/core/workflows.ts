@@ -654,7 +654,7 @@ async function resubscribe(
  * Everything of a workflow, the record last so that a failure half way leaves it in place and
  * repeating the deletion finishes the job: its triggers' effects (the sources it deployed), the
  * subscriptions naming it (as emitter or listener) and its auto subscriptions, its deployment, its
- * events, runs and the dead letters of its sends; then its subscriptions and dead letters again,
+ * events, runs, paused runs and the dead letters of its sends; then its subscriptions and dead letters again,
  * for one made meanwhile.
  */
 async function removeWorkflow(
@@ -671,6 +671,8 @@ async function removeWorkflow(
   await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
   await deps.events.deleteAllEvents(workflow.id);
   await deps.workflowRuns.deleteRuns(workflow.id);
+  // Its paused runs hold what their steps exported (and, on AWS, a schedule each).
+  await deps.pausedRuns.removeWorkflow(workflow.id);
   // The dead letters of its sends hold their whole requests, credentials included.
   await deps.deadLetters.deleteDeadLettersOf(workflow.id);
   // A PUT that replaced the triggers meanwhile stored sources this deletion had not read.

@@ -17,7 +17,7 @@ export const workflowRunSchema = z.object({
     type: z.enum(["http", "timer", "event"]),
     id: z.string().meta({ description: "The HTTP trigger (hi_), the timer (ti_) or the emitter of the event" }),
   }),
-  status: z.enum(["running", "success", "exited", "error"]),
+  status: z.enum(["running", "success", "exited", "error", "paused", "cancelled"]),
   attempts: z.number().int().meta({ description: "1, plus one per take-over of a run whose runner died" }),
   started_at_ms: z.number().int(),
   ended_at_ms: z.number().int().nullable(),
@@ -35,6 +35,19 @@ export const workflowRunSchema = z.object({
   ),
   error: z.object({ code: z.string(), cell_id: z.string(), message: z.string() }).nullable(),
   exit_reason: nullableText,
+  pause: z
+    .object({
+      kind: z.enum(["suspend", "delay", "rerun"]),
+      step_id: z.string(),
+      until_ms: z.number().int().meta({ description: "When a delay or rerun goes on, or a suspension is cancelled" }),
+    })
+    .nullable()
+    .meta({ description: "status paused: how the run paused ($.flow.suspend, delay or rerun) and at which step" }),
+  resumed_from: nullableText.meta({ description: "A continuation: the run (run_) that paused, which it goes on from" }),
+  cancel_reason: z
+    .enum(["cancel_url", "timeout"])
+    .nullable()
+    .meta({ description: "status cancelled: its cancel URL was requested, or a suspension's time ran out" }),
   logs: z.array(z.object({ ts: z.number(), level: z.string(), message: z.string(), step: z.string() })),
 });
 

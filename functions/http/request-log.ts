@@ -20,6 +20,8 @@ export interface RequestLine {
 
 /** The path an endpoint request is logged under: its key and the rest of its path are not logged. */
 export const ENDPOINT_LOG_PATH = "/http/{key}";
+/** The path a request to a paused run's URL is logged under: its secret is not logged. */
+export const FLOW_LOG_PATH = "/flow/{run_id}/{secret}/{action}";
 
 /** One line per request, at info, the same on both platforms. */
 export function logRequest(log: Logger, line: RequestLine): void {

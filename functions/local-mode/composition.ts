@@ -17,6 +17,7 @@ import { SqliteDeliveryQueue } from "#adapters/local/sqlite-delivery-queue";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
 import { SqliteOutbox } from "#adapters/local/sqlite-outbox";
+import { SqlitePausedRuns } from "#adapters/local/sqlite-paused-runs";
 import { SqliteRunQueue } from "#adapters/local/sqlite-run-queue";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
@@ -40,6 +41,7 @@ import { startAccountRefreshDriver } from "./drivers/account-refresh-driver.ts";
 import { startDelayedEmitDriver } from "./drivers/delayed-emit-driver.ts";
 import { LocalDeliveryWorker } from "./drivers/delivery-worker.ts";
 import { OutboxRelay } from "./drivers/outbox-relay.ts";
+import { startPausedRunDriver } from "./drivers/paused-run-driver.ts";
 import { localDrivers } from "./drivers/source-runner.ts";
 
 export const DATABASE_FILE = "sluice.db";
@@ -112,6 +114,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   const workflowRuns = new SqliteWorkflowRunStore(db, { retention: config.events });
   // Also polled by the driver below, which needs `due` (not on the `Deps` port).
   const delayedEmits = guarded(new SqliteDelayedEmits(db), "delayedEmits");
+  // The same for paused workflow runs (`due`, `touch`).
+  const pausedRuns = guarded(new SqlitePausedRuns(db), "pausedRuns");
   deps = {
     identity: guarded(new SqliteIdentityStore(db), "identity"),
     usage: guarded(usage, "usage"),
@@ -119,6 +123,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     sources: guarded(new SqliteSourceStore(db), "sources"),
     workflows: guarded(new SqliteWorkflowStore(db), "workflows"),
     workflowRuns: guarded(workflowRuns, "workflowRuns"),
+    pausedRuns,
     events: guarded(events, "events"),
     bus,
     purger,
@@ -184,6 +189,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   runs.start();
   // Delayed emits: what is due (also what a stopped process left) is emitted within a second.
   const delayedEmitDriver = startDelayedEmitDriver(deps, delayedEmits);
+  // Paused workflow runs whose time came (also what a stopped process left) go on within a second.
+  const pausedRunDriver = startPausedRunDriver(deps, pausedRuns);
   // OAuth tokens expiring within ten minutes are renewed in the background (docs/accounts.md "Refresh").
   const accountRefreshDriver = startAccountRefreshDriver(deps);
   // Then, every minute, what a failed dispatch left (docs/durability.md).
@@ -227,6 +234,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     async close(graceMs = 5_000) {
       for (const sweep of sweeps) clearInterval(sweep);
       await delayedEmitDriver.stop();
+      await pausedRunDriver.stop();
       await accountRefreshDriver.stop();
       await timers.stop();
       await runs.drain(graceMs);

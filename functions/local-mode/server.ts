@@ -7,9 +7,10 @@ import { DomainError } from "#core/errors";
 import { MAX_HTTP_INTERFACE_BODY_BYTES, PAYLOAD_TOO_LARGE_RESPONSE } from "#core/http-run-event";
 import type { Deps } from "#core/ports/deps";
 import { receiveHttpRequest } from "#core/source-endpoint";
+import { FLOW_PATH, receiveFlowRequest } from "#core/workflow-pauses";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
 import { createHttpHandler } from "#http/pipeline";
-import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
+import { ENDPOINT_LOG_PATH, FLOW_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { errorResult, type HttpResult, jsonResult } from "#http/responses";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
@@ -220,6 +221,35 @@ async function handleEndpoint(
   sendSpec(response, spec);
 }
 
+/** `/flow/<run id>/<secret>/{resume,cancel}`: a paused workflow run's URL (`#core/workflow-pauses`). */
+async function handleFlow(
+  deps: Deps,
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+  runId: string,
+  token: string,
+  action: "resume" | "cancel",
+): Promise<void> {
+  let body: Buffer;
+  try {
+    body = await readBody(request, MAX_HTTP_INTERFACE_BODY_BYTES);
+  } catch (error) {
+    if (!(error instanceof BodyTooLargeError)) throw error;
+    return sendSpec(response, PAYLOAD_TOO_LARGE_RESPONSE);
+  }
+  const spec = await receiveFlowRequest(deps, runId, token, action, {
+    method: request.method ?? "GET",
+    path: "/",
+    rawQuery: url.search.slice(1),
+    headers: request.headers,
+    body,
+    clientIp: request.socket.remoteAddress ?? "",
+    url: `${deps.runtime.publicUrl}${url.pathname}${url.search}`,
+  });
+  sendSpec(response, spec);
+}
+
 /** A minimal Lambda context: enough for middy, with no deadline (local requests do not time out early). */
 function lambdaContext(requestId: string, route: AnyRoute): Context {
   return {
@@ -288,6 +318,11 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
     if (endpoint?.[1]) {
       line.path = ENDPOINT_LOG_PATH;
       return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/", line);
+    }
+    const flow = FLOW_PATH.exec(url.pathname);
+    if (flow?.[1] && flow[2] && flow[3]) {
+      line.path = FLOW_LOG_PATH;
+      return handleFlow(deps, request, response, url, flow[1], flow[2], flow[3] as "resume" | "cancel");
     }
     const stream = STREAM_PATH.exec(url.pathname);
     if (stream?.[1])

@@ -9,6 +9,7 @@ import { openSqlite, type SqliteDatabase } from "#adapters/local/sqlite-database
 import { SqliteDeadLetterStore } from "#adapters/local/sqlite-dead-letter-store";
 import { SqliteEventStore } from "#adapters/local/sqlite-event-store";
 import { SqliteIdentityStore } from "#adapters/local/sqlite-identity-store";
+import { SqlitePausedRuns } from "#adapters/local/sqlite-paused-runs";
 import { SqliteSourceStore } from "#adapters/local/sqlite-source-store";
 import { SqliteSubscriptionStore } from "#adapters/local/sqlite-subscription-store";
 import { SqliteUsageStore } from "#adapters/local/sqlite-usage-store";
@@ -72,6 +73,7 @@ export function memoryDeps(
     sources: new SqliteSourceStore(db),
     workflows: new SqliteWorkflowStore(db),
     workflowRuns: new SqliteWorkflowRunStore(db),
+    pausedRuns: new SqlitePausedRuns(db),
     events,
     bus: overrides.bus ?? new InProcessEventBus(silentLogger),
     purger: overrides.purger ?? { purgeLater: (sourceId) => events.purgeDeletedEvents(sourceId) },

@@ -8,6 +8,7 @@ import { DELAYED_EMIT_MIGRATIONS } from "./sqlite-delayed-emits.ts";
 import { DELIVERY_CLAIM_INDEXES, DELIVERY_MIGRATIONS } from "./sqlite-delivery-schema.ts";
 import { EVENT_COUNT_MIGRATIONS } from "./sqlite-event-schema.ts";
 import { OUTBOX_MIGRATIONS } from "./sqlite-outbox-schema.ts";
+import { PAUSED_RUN_MIGRATIONS } from "./sqlite-paused-runs.ts";
 import { RUN_QUEUE_ATTEMPT_MIGRATIONS, RUN_QUEUE_MIGRATIONS } from "./sqlite-run-queue-schema.ts";
 import {
   DEAD_LETTER_COUNT_MIGRATIONS,
@@ -203,6 +204,8 @@ export const MIGRATIONS: readonly string[] = [
   // A queued run's failures and the starts that never ended, and the runs set aside after three
   // (sqlite-run-queue.ts, `MAX_QUEUED_RUN_ATTEMPTS`).
   ...RUN_QUEUE_ATTEMPT_MIGRATIONS,
+  // Workflow runs paused by `$.flow.suspend`, `delay` and `rerun` (sqlite-paused-runs.ts).
+  ...PAUSED_RUN_MIGRATIONS,
 ];
 
 /**

@@ -18,6 +18,7 @@ import type { IdGenerator } from "./id-generator.ts";
 import type { IdentityStore } from "./identity-store.ts";
 import type { Logger } from "./logger.ts";
 import type { ObjectSink } from "./object-sink.ts";
+import type { PausedRunStore } from "./paused-runs.ts";
 import type { ProviderHttp } from "./provider-http.ts";
 import type { RunQueue } from "./run-queue.ts";
 import type { Secrets } from "./secrets.ts";
@@ -79,6 +80,8 @@ export interface Deps {
   workflows: WorkflowStore;
   /** Runs of workflows: the once-only gate and the record of each. */
   workflowRuns: WorkflowRunStore;
+  /** Workflow runs paused by `$.flow.suspend`, `delay` and `rerun`, until they go on. */
+  pausedRuns: PausedRunStore;
   events: EventStore;
   /** Announces stored events (live streams). */
   bus: EventBus;

@@ -27,9 +27,11 @@ export interface WorkflowRunJob {
   trigger: "http" | "timer" | "event";
   /** What started it: the HTTP trigger (`hi_`), the timer (`ti_`) or the emitter of the event. */
   triggerId: string;
-  /** `steps.trigger.event`. */
+  /** `steps.trigger.event`; `null` in a continuation's job, whose event is its pause's. */
   event: Json;
   hops?: number;
+  /** The continuation of a paused run (`#core/workflow-pauses`): the pause it goes on from. */
+  resume?: { pauseId: string };
 }
 
 export type RunJob = SourceRunJob | WorkflowRunJob;

@@ -24,8 +24,8 @@ interface Dollar {
   flow: {
     exit(reason?: unknown): never;
     delay(ms?: unknown): unknown;
-    rerun(ms?: unknown): unknown;
-    suspend(): unknown;
+    rerun(ms?: unknown, context?: unknown, maxReruns?: unknown): unknown;
+    suspend(timeoutMs?: unknown): unknown;
     refreshTimeout(): unknown;
   };
   files: Record<"open" | "openDescriptor" | "dir", (arg?: unknown) => unknown>;
@@ -653,12 +653,9 @@ describe("runWorkflowSteps: $.send", () => {
     expect(result.sends).toEqual([]);
   });
 
-  it("answers NotImplementedError for $.send.email, $.files and the $.flow helpers Sluice lacks", async () => {
+  it("answers NotImplementedError for $.send.email, $.files and $.flow.refreshTimeout", async () => {
     for (const [helper, call] of [
       ["$.send.email", ($: Dollar) => $.send.email({ subject: "s" })],
-      ["$.flow.delay", ($: Dollar) => $.flow.delay(1000)],
-      ["$.flow.rerun", ($: Dollar) => $.flow.rerun(1000)],
-      ["$.flow.suspend", ($: Dollar) => $.flow.suspend()],
       ["$.flow.refreshTimeout", ($: Dollar) => $.flow.refreshTimeout()],
       ["$.files.open", ($: Dollar) => $.files.open("/tmp/report.csv")],
       ["$.files.openDescriptor", ($: Dollar) => $.files.openDescriptor({})],
@@ -1013,5 +1010,165 @@ describe("runWorkflowSteps: a step's connected account", () => {
     expect(JSON.stringify(quiet)).not.toContain(SECRET);
     const shared = await run({ a: exporter, b: nosy }, {}, { a: bound, b: { propTypes: { github: "app" } } });
     expect(emitted(shared)[0]).toContain(SECRET);
+  });
+});
+
+describe("runWorkflowSteps: $.flow.suspend, $.flow.delay and $.flow.rerun", () => {
+  const flow = {
+    resume_url: "http://127.0.0.1:1/flow/run_1/aaaaaaaaaaaaaaaaaaaaaaaa/resume",
+    cancel_url: "http://127.0.0.1:1/flow/run_1/aaaaaaaaaaaaaaaaaaaaaaaa/cancel",
+  };
+  const after = { run: () => "after ran" };
+
+  it("suspends at the end of the step: the step's code goes on, its exports are kept, no later step runs", async () => {
+    let urls: unknown;
+    const result = await run(
+      {
+        first: { run: () => "one" },
+        ask: {
+          run({ $ }: { $: Dollar }) {
+            urls = $.flow.suspend();
+            $.export("note", "sent for approval");
+            return "asked";
+          },
+        },
+        after,
+      },
+      { flow },
+    );
+    expect(urls).toEqual(flow);
+    expect(result.steps.map((step) => [step.id, step.status])).toEqual([
+      ["c_first", "success"],
+      ["c_ask", "success"],
+    ]);
+    expect(result.pause).toEqual({
+      kind: "suspend",
+      stepId: "c_ask",
+      afterMs: 24 * 60 * 60 * 1000,
+      steps: { first: { $return_value: "one" }, ask: { note: "sent for approval", $return_value: "asked" } },
+    });
+  });
+
+  it("takes a suspension's timeout and a delay's length in milliseconds, rounded", async () => {
+    const suspended = await run({ ask: { run: ({ $ }: { $: Dollar }) => void $.flow.suspend(5000.4) } }, { flow });
+    expect(suspended.pause).toMatchObject({ kind: "suspend", afterMs: 5000 });
+    const delayed = await run({ wait: { run: ({ $ }: { $: Dollar }) => void $.flow.delay(60_000) }, after }, { flow });
+    expect(delayed.pause).toMatchObject({ kind: "delay", stepId: "c_wait", afterMs: 60_000 });
+    expect(delayed.steps).toHaveLength(1);
+  });
+
+  it("reruns a step: its own exports are not kept, its context and maxReruns are, 10 by default", async () => {
+    const result = await run(
+      {
+        start: { run: () => ({ job: 1 }) },
+        poll: {
+          run({ $ }: { $: Dollar }) {
+            $.export("partial", true);
+            $.flow.rerun(2000, { jobId: "j_1", when: new Date(0) });
+            return "not yet";
+          },
+        },
+        after,
+      },
+      { flow },
+    );
+    expect(result.pause).toEqual({
+      kind: "rerun",
+      stepId: "c_poll",
+      afterMs: 2000,
+      context: { jobId: "j_1", when: "1970-01-01T00:00:00.000Z" },
+      maxReruns: 10,
+      steps: { start: { $return_value: { job: 1 } } },
+    });
+  });
+
+  it("goes on to the next step when a rerun would pass maxReruns (run 4 of at most 3 reruns)", async () => {
+    const rerunning = { run: ({ $ }: { $: Dollar }) => void $.flow.rerun(1000, null, 3) };
+    const third = await run(
+      { poll: rerunning, after },
+      { flow, context: { id: "run_1", run: { runs: 3, retry_count: 0 } } },
+    );
+    expect(third.pause).toMatchObject({ kind: "rerun", maxReruns: 3 });
+    const past = await run(
+      { poll: rerunning, after },
+      { flow, context: { id: "run_1", run: { runs: 4, retry_count: 0 } } },
+    );
+    expect(past.pause).toBeUndefined();
+    expect(past.steps.map((step) => step.status)).toEqual(["success", "success"]);
+  });
+
+  it.each([
+    ["a negative delay", ($: Dollar) => $.flow.delay(-1), "TypeError", "0 or more"],
+    ["a delay that is no number", ($: Dollar) => $.flow.delay("10s"), "TypeError", "milliseconds"],
+    ["no delay", ($: Dollar) => $.flow.delay(), "TypeError", "milliseconds"],
+    ["a pause over 365 days", ($: Dollar) => $.flow.suspend(366 * 24 * 3600 * 1000), "RangeError", "365 days"],
+    ["a fractional maxReruns", ($: Dollar) => $.flow.rerun(1000, null, 1.5), "TypeError", "maxReruns"],
+    ["too many reruns", ($: Dollar) => $.flow.rerun(1000, null, 10_001), "TypeError", "maxReruns"],
+  ])("fails the step on %s, and does not pause", async (_case, call, name, text) => {
+    const result = await run({ bad: { run: ({ $ }: { $: Dollar }) => call($) }, after }, { flow });
+    expect(result.steps[0]).toMatchObject({ status: "error", error: { name } });
+    expect(result.steps[0]?.error?.message).toContain(text);
+    expect(result.pause).toBeUndefined();
+  });
+
+  it("does not pause a step that fails or exits after asking to", async () => {
+    const failed = await run(
+      {
+        ask: {
+          run({ $ }: { $: Dollar }) {
+            $.flow.suspend();
+            throw new Error("no approver");
+          },
+        },
+      },
+      { flow },
+    );
+    expect(failed.pause).toBeUndefined();
+    expect(failed.steps[0]).toMatchObject({ status: "error", error: { message: "no approver" } });
+    const exited = await run(
+      {
+        ask: {
+          run({ $ }: { $: Dollar }) {
+            $.flow.delay(1000);
+            $.flow.exit("nothing to wait for");
+          },
+        },
+      },
+      { flow },
+    );
+    expect(exited.pause).toBeUndefined();
+    expect(exited.steps[0]?.status).toBe("exited");
+  });
+
+  it("says why a run without pause URLs cannot pause: a custom-response run answers its caller", async () => {
+    const plain = await run({ ask: { run: ({ $ }: { $: Dollar }) => $.flow.suspend() } });
+    expect(plain.steps[0]?.error).toMatchObject({
+      name: "NotImplementedError",
+      message: "$.flow.suspend: this run cannot pause",
+    });
+    const responding = await run({ ask: { run: ({ $ }: { $: Dollar }) => $.flow.delay(5) } }, { respondable: true });
+    expect(responding.steps[0]?.error?.message).toContain("custom_response");
+  });
+
+  it("fails the pausing step with PauseError when what the run would keep is over 256 KiB", async () => {
+    const result = await run(
+      {
+        big: { run: () => "x".repeat(300 * 1024) },
+        ask: { run: ({ $ }: { $: Dollar }) => void $.flow.suspend() },
+      },
+      { flow },
+    );
+    expect(result.pause).toBeUndefined();
+    expect(result.steps[1]).toMatchObject({ status: "error", error: { name: "PauseError" } });
+    expect(result.steps[1]?.error?.message).toContain("export less before pausing");
+  });
+
+  it("resumes with the earlier steps' exports as the pause kept them, __proto__ included as data", async () => {
+    const kept = JSON.parse('{"ask":{"$return_value":"asked","$resume_data":{"ok":true}},"__proto__":{"x":1}}');
+    const result = await run(
+      { after: probe((steps) => ({ ask: steps.ask, proto: Object.hasOwn(steps, "__proto__") })) },
+      { flow, resume: { steps: kept } },
+    );
+    expect(emitted(result)).toEqual([{ ask: { $return_value: "asked", $resume_data: { ok: true } }, proto: true }]);
   });
 });

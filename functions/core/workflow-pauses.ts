@@ -1,0 +1,263 @@
+/**
+ * Paused workflow runs (docs/workflows.md "Pausing a run"): `$.flow.suspend`, `$.flow.delay` and
+ * `$.flow.rerun` end a run at the end of their step, which succeeded, and the run goes on later in
+ * a continuation: a run of its own (a new `run_`, naming the one that paused) that starts from
+ * what the pause kept, with the steps left (a rerun: the same step again).
+ *
+ * What ends a pause is the first of: a request to its resume URL, to its cancel URL, or its time
+ * (`dueMs`: a delay or a rerun goes on, a suspension is cancelled). The store's `dispatch` lets only
+ * one of them win; the winner queues the continuation, whose run id is made from the pause and the
+ * dispatch, so a continuation queued twice runs once (`WorkflowRunStore.beginRun`). A pause is
+ * forgotten once its continuation has ended.
+ *
+ * The URLs are `<publicUrl>/flow/<run id>/<secret>/{resume,cancel}`, the same on both platforms;
+ * only a hash of the secret is kept.
+ */
+import { createHash } from "node:crypto";
+import type { Deps } from "#core/ports/deps";
+import type { PauseDispatch, PausedRun, PolledPausedRunStore } from "#core/ports/paused-runs";
+import type { WorkflowRunJob } from "#core/ports/run-queue";
+import type { FlowUrls, HttpResponseSpec, Json, WorkflowPause } from "#runtime/protocol";
+import { FLOW_PAUSE_MAX_MS, FLOW_RERUN_MAX, PAUSE_ERROR, PAUSE_STATE_MAX_BYTES } from "#runtime/result-limits";
+import { sameHash } from "./api-keys.ts";
+import {
+  corsPreflightResponse,
+  fixedJsonResponse,
+  type IncomingHttpRequest,
+  toHttpRunEvent,
+} from "./http-run-event.ts";
+import { formatId } from "./ids.ts";
+import { sha256Hex } from "./sha256.ts";
+import type { WorkflowRecord, WorkflowRun } from "./workflow-model.ts";
+
+/** The path of a pause's URLs, below the public URL. */
+export const FLOW_PATH = /^\/flow\/(run_[a-z0-9]{1,64})\/([A-Za-z0-9_-]{24})\/(resume|cancel)\/?$/;
+/** Bytes of the secret in a pause's URLs (24 characters of base64url). */
+const FLOW_TOKEN_BYTES = 18;
+/** Runs of one workflow that may be paused at once; a step pausing past it fails. */
+export const MAX_PAUSED_RUNS_PER_WORKFLOW = 10_000;
+/** Largest body of a request to a pause's URL: it is kept with the pause until the run goes on. */
+export const FLOW_REQUEST_MAX_BYTES = 32 * 1024;
+/** A pause taken this long ago whose continuation has not ended is queued again (a process died). */
+export const PAUSE_REQUEUE_MS = 10 * 60 * 1000;
+/** Pauses dispatched per pass of local mode's driver. */
+const DISPATCH_BATCH = 100;
+
+/** A new secret for the URLs of one invocation, and the URLs. */
+export function newFlowUrls(deps: Pick<Deps, "ids" | "runtime">, runId: string): FlowUrls {
+  const base = `${deps.runtime.publicUrl.replace(/\/+$/, "")}/flow/${runId}/${deps.ids.newSecret(FLOW_TOKEN_BYTES)}`;
+  return { resume_url: `${base}/resume`, cancel_url: `${base}/cancel` };
+}
+
+/** The secret of an invocation's URLs (trusted code made them: the segment before the last). */
+const tokenOf = (urls: FlowUrls) => urls.resume_url.split("/").at(-2) ?? "";
+
+/**
+ * The run id of the continuation of `pause` as `dispatch` took it: the same however often it is
+ * queued, and of the dispatch's time (runs list by the time in their ids).
+ */
+export const continuationRunId = (pause: PausedRun, dispatch: PauseDispatch) =>
+  formatId(
+    "run",
+    dispatch.atMs,
+    createHash("sha256").update(`${pause.id}\n${dispatch.how}\n${dispatch.atMs}`).digest(),
+  );
+
+/**
+ * Why a result's pause does not fit its run, or undefined (`checkWorkflowResult`): it must follow
+ * the last step, which succeeded, be within the limits, and a rerun must have reruns left.
+ */
+export function pauseInconsistency(
+  pause: WorkflowPause,
+  lastStep: { id: string; status: string } | undefined,
+  runs: number,
+  canPause: boolean,
+): string | undefined {
+  if (!canPause) return "it pauses, and this run could not";
+  if (!lastStep || lastStep.id !== pause.stepId || lastStep.status !== "success") {
+    return "its pause does not follow its last step, which succeeded";
+  }
+  if (!(pause.afterMs >= 0 && pause.afterMs <= FLOW_PAUSE_MAX_MS)) return "its pause is longer than a run may pause";
+  if (pause.kind === "rerun") {
+    const max = pause.maxReruns;
+    if (max === undefined || !Number.isInteger(max) || max < 0 || max > FLOW_RERUN_MAX) {
+      return "its rerun has no valid maxReruns";
+    }
+    if (runs > max) return "its step reruns past its maxReruns";
+  }
+  return undefined;
+}
+
+/** `$.context.run.runs` of a run's context (1 unless it is a rerun). */
+export function runsOfContext(context: Json): number {
+  const run = typeof context === "object" && context !== null && !Array.isArray(context) ? context.run : undefined;
+  const runs = typeof run === "object" && run !== null && !Array.isArray(run) ? run.runs : undefined;
+  return typeof runs === "number" ? runs : 1;
+}
+
+/** A continuation's part of a run: the pause it goes on from. */
+export interface Continuation {
+  pause: PausedRun;
+  dispatch: PauseDispatch;
+}
+
+/**
+ * Keeps a run's pause (before its record is written: a crash between the two does the run again,
+ * which pauses again under the same id). Resolves to the error the run fails with instead when the
+ * pause cannot be kept: too many paused runs, or a state over {@link PAUSE_STATE_MAX_BYTES}.
+ */
+export async function keepPause(
+  deps: Pick<Deps, "pausedRuns">,
+  workflow: WorkflowRecord,
+  job: WorkflowRunJob,
+  run: WorkflowRun,
+  urls: FlowUrls,
+  pause: WorkflowPause,
+  continued: Continuation | undefined,
+  now: number,
+): Promise<{ name: string; message: string; ts: number } | undefined> {
+  const state: PausedRun["state"] = { event: job.event, steps: pause.steps };
+  if (pause.context !== undefined) state.context = pause.context;
+  const bytes = Buffer.byteLength(JSON.stringify(state));
+  if (bytes > PAUSE_STATE_MAX_BYTES) {
+    const message = `$.flow.${pause.kind}: the run cannot pause: what it would keep (the trigger event and the steps' exports) is ${bytes} bytes, over the ${PAUSE_STATE_MAX_BYTES} a paused run may keep`;
+    return { name: PAUSE_ERROR, message, ts: now };
+  }
+  if ((await deps.pausedRuns.countPending(workflow.id)) >= MAX_PAUSED_RUNS_PER_WORKFLOW) {
+    const message = `$.flow.${pause.kind}: the run cannot pause: ${MAX_PAUSED_RUNS_PER_WORKFLOW} runs of this workflow are paused already`;
+    return { name: PAUSE_ERROR, message, ts: now };
+  }
+  const step = workflow.steps.find((candidate) => candidate.id === pause.stepId);
+  const previousRuns =
+    continued?.pause.kind === "rerun" && continued.pause.stepId === pause.stepId ? continued.pause.runs : 1;
+  const kept: PausedRun = {
+    id: run.id,
+    tokenHash: sha256Hex(tokenOf(urls)),
+    workflowId: workflow.id,
+    deploymentId: workflow.deploymentId,
+    originRunId: continued?.pause.originRunId ?? run.id,
+    trigger: run.trigger,
+    kind: pause.kind,
+    stepId: pause.stepId,
+    stepNamespace: step?.namespace ?? "",
+    createdAt: now,
+    dueMs: now + pause.afterMs,
+    runs: pause.kind === "rerun" ? previousRuns + 1 : 1,
+    state,
+  };
+  if (job.hops !== undefined) kept.hops = job.hops;
+  await deps.pausedRuns.add(kept);
+  return undefined;
+}
+
+/** The job of a pause's continuation, for the run queue. */
+function continuationJob(pause: PausedRun, dispatch: PauseDispatch): WorkflowRunJob {
+  const job: WorkflowRunJob = {
+    kind: "workflow",
+    workflowId: pause.workflowId,
+    runId: continuationRunId(pause, dispatch),
+    trigger: pause.trigger.type,
+    triggerId: pause.trigger.id,
+    // The event is the pause's: the job only names it (a queued job stays small).
+    event: null,
+    resume: { pauseId: pause.id },
+  };
+  if (pause.hops !== undefined) job.hops = pause.hops;
+  return job;
+}
+
+/** Queues the continuation of a taken pause; again, under the same run id, when it is asked again. */
+async function queueContinuation(deps: Pick<Deps, "runs" | "log">, pause: PausedRun): Promise<void> {
+  if (!pause.dispatch) return;
+  await deps.runs.enqueue(continuationJob(pause, pause.dispatch));
+  deps.log.info("paused workflow run dispatched", {
+    workflow_id: pause.workflowId,
+    run_id: pause.id,
+    how: pause.dispatch.how,
+  });
+}
+
+const flowAnswer = (status: number, body: Json) => fixedJsonResponse(status, body);
+const NO_PAUSE_RESPONSE = flowAnswer(404, {
+  error: "no paused run at this URL: it went on, was cancelled, or never paused",
+});
+const FLOW_BODY_TOO_LARGE = flowAnswer(413, {
+  error: `the request body is larger than the ${FLOW_REQUEST_MAX_BYTES} bytes a paused run keeps`,
+});
+
+/**
+ * A request to a pause's resume or cancel URL (`/flow/<run id>/<secret>/<action>`, any method, no
+ * API key: the secret is the proof). The first of the URLs and the pause's time wins; asking for
+ * what won again is answered as the first time (a caller may retry), asking for the other is a 409.
+ */
+export async function receiveFlowRequest(
+  deps: Pick<Deps, "pausedRuns" | "runs" | "log" | "clock">,
+  runId: string,
+  token: string,
+  action: "resume" | "cancel",
+  request: IncomingHttpRequest,
+): Promise<HttpResponseSpec> {
+  if (request.method === "OPTIONS") return corsPreflightResponse(request.headers);
+  const pause = await deps.pausedRuns.get(runId);
+  if (!pause || !sameHash(sha256Hex(token), pause.tokenHash)) return NO_PAUSE_RESPONSE;
+  if (request.body.length > FLOW_REQUEST_MAX_BYTES) return FLOW_BODY_TOO_LARGE;
+  const taken = await deps.pausedRuns.dispatch(runId, {
+    how: action,
+    atMs: deps.clock.nowMs(),
+    request: toHttpRunEvent(request) as unknown as Json,
+  });
+  if (!taken?.pause.dispatch) return NO_PAUSE_RESPONSE;
+  const how = effectOf(taken.pause, taken.pause.dispatch);
+  if (how !== action) {
+    return flowAnswer(409, {
+      error: `the run was ${how === "resume" ? "resumed" : "cancelled"} already${taken.pause.dispatch.how === "due" ? " (its time came)" : ""}`,
+    });
+  }
+  await queueContinuation(deps, taken.pause);
+  return flowAnswer(202, { status: action === "resume" ? "resumed" : "cancelled", run_id: runId });
+}
+
+/** What a dispatch does: its time resumes a delay or a rerun and cancels a suspension. */
+export function effectOf(pause: PausedRun, dispatch: PauseDispatch): "resume" | "cancel" {
+  if (dispatch.how !== "due") return dispatch.how;
+  return pause.kind === "suspend" ? "cancel" : "resume";
+}
+
+/**
+ * Dispatches a pause whose time came (AWS: its schedule fired; local mode: the driver found it). A
+ * pause a URL took already has its continuation queued again under the same run id: that also
+ * covers a continuation lost with the process that took it.
+ * @returns whether there was such a pause.
+ */
+export async function dispatchDuePause(
+  deps: Pick<Deps, "pausedRuns" | "runs" | "log">,
+  pauseId: string,
+  nowMs: number,
+): Promise<boolean> {
+  const taken = await deps.pausedRuns.dispatch(pauseId, { how: "due", atMs: nowMs });
+  if (!taken) return false;
+  await queueContinuation(deps, taken.pause);
+  return true;
+}
+
+/**
+ * Local mode's driver: dispatches up to 100 pauses whose time came, and queues again those taken
+ * {@link PAUSE_REQUEUE_MS} ago whose continuation has not ended.
+ * @returns how many it handled; 100 means more may be due.
+ */
+export async function dispatchDuePauses(
+  deps: Pick<Deps, "runs" | "log">,
+  store: PolledPausedRunStore,
+  nowMs: number,
+): Promise<number> {
+  const due = await store.due(nowMs, nowMs - PAUSE_REQUEUE_MS, DISPATCH_BATCH);
+  for (const pause of due) {
+    if (pause.dispatch) {
+      await store.touch(pause.id, nowMs);
+      await queueContinuation(deps, pause);
+    } else {
+      await dispatchDuePause({ ...deps, pausedRuns: store }, pause.id, nowMs);
+    }
+  }
+  return due.length;
+}
