@@ -1,0 +1,231 @@
+import { describe, expect, it } from "vitest";
+import type { PausedRun } from "#core/ports/paused-runs";
+import type { RunJob } from "#core/ports/run-queue";
+import { checkWorkflowResult } from "#core/workflow-limits";
+import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
+import {
+  continuationRunId,
+  dispatchDuePause,
+  dispatchDuePauses,
+  keepPause,
+  MAX_PAUSED_RUNS_PER_WORKFLOW,
+  newFlowUrls,
+  receiveFlowRequest,
+} from "#core/workflow-pauses";
+import type { WorkflowInvocation, WorkflowPause, WorkflowResult } from "#runtime/protocol";
+import { memoryDeps } from "../../support/memory-deps.ts";
+
+const request = (method = "POST", body = "", rawQuery = "") => ({
+  method,
+  path: "/",
+  rawQuery,
+  headers: { "content-type": "application/json" },
+  body: Buffer.from(body),
+  clientIp: "127.0.0.1",
+  url: "http://127.0.0.1/flow",
+});
+
+/** Local stores, a run queue that records what it is given, and a pause of `run_a` as a run would keep it. */
+async function setUp(kind: PausedRun["kind"] = "suspend") {
+  const queued: RunJob[] = [];
+  const deps = memoryDeps(Date.UTC(2026, 10, 27), { runs: { enqueue: async (job) => void queued.push(job) } });
+  const urls = newFlowUrls({ ...deps, runtime: { ...deps.runtime, publicUrl: "http://127.0.0.1:9/" } }, "run_a");
+  const token = urls.resume_url.split("/").at(-2) as string;
+  const workflow = { id: "p_a", deploymentId: "d_1", steps: [{ id: "c_ask", namespace: "ask" }] } as WorkflowRecord;
+  const run = { id: "run_a", trigger: { type: "http", id: "hi_1" } } as WorkflowRun;
+  const pause: WorkflowPause = { kind, stepId: "c_ask", afterMs: 60_000, steps: { ask: { $return_value: 1 } } };
+  const refused = await keepPause(
+    deps,
+    workflow,
+    { kind: "workflow", workflowId: "p_a", runId: "run_a", trigger: "http", triggerId: "hi_1", event: { n: 1 } },
+    run,
+    urls,
+    pause,
+    undefined,
+    deps.clock.nowMs(),
+  );
+  expect(refused).toBeUndefined();
+  return { deps, queued, urls, token, workflow, run };
+}
+
+describe("a pause's URLs", () => {
+  it("are made of the public URL, the run id and 24 characters of secret, a new secret each time", () => {
+    const deps = memoryDeps();
+    const one = newFlowUrls({ ...deps, runtime: { ...deps.runtime, publicUrl: "https://sluice.example/" } }, "run_x");
+    const two = newFlowUrls({ ...deps, runtime: { ...deps.runtime, publicUrl: "https://sluice.example" } }, "run_x");
+    expect(one.resume_url).toMatch(/^https:\/\/sluice\.example\/flow\/run_x\/[A-Za-z0-9_-]{24}\/resume$/);
+    expect(one.cancel_url).toBe(one.resume_url.replace(/resume$/, "cancel"));
+    expect(two.resume_url).not.toBe(one.resume_url);
+  });
+
+  it("keep only a hash of their secret", async () => {
+    const { deps, token } = await setUp();
+    const stored = JSON.stringify(await deps.pausedRuns.get("run_a"));
+    expect(stored).not.toContain(token);
+  });
+});
+
+describe("receiveFlowRequest", () => {
+  it("resumes once: the continuation is queued under a run id made from the pause and its dispatch", async () => {
+    const { deps, queued, token } = await setUp();
+    const answer = await receiveFlowRequest(deps, "run_a", token, "resume", request("POST", '{"ok":true}'));
+    expect(answer.status).toBe(202);
+    expect(JSON.parse(String(answer.body))).toEqual({ status: "resumed", run_id: "run_a" });
+    const pause = (await deps.pausedRuns.get("run_a")) as PausedRun;
+    expect(pause.dispatch).toMatchObject({ how: "resume", request: { method: "POST", body: { ok: true } } });
+    expect(queued).toEqual([
+      {
+        kind: "workflow",
+        workflowId: "p_a",
+        runId: continuationRunId(pause, pause.dispatch as NonNullable<PausedRun["dispatch"]>),
+        trigger: "http",
+        triggerId: "hi_1",
+        event: null,
+        resume: { pauseId: "run_a" },
+      },
+    ]);
+    // A retry is answered the same and queues the same run again (it runs once).
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
+    expect(queued[1]).toEqual(queued[0]);
+    // The other URL is refused, naming what happened.
+    const cancel = await receiveFlowRequest(deps, "run_a", token, "cancel", request("GET"));
+    expect(cancel.status).toBe(409);
+    expect(String(cancel.body)).toContain("resumed already");
+    expect(queued).toHaveLength(2);
+  });
+
+  it("answers 404 to a wrong secret and an unknown run, 413 to a body over 32 KiB, 204 to a preflight: nothing is queued", async () => {
+    const { deps, queued, token } = await setUp();
+    expect((await receiveFlowRequest(deps, "run_a", "A".repeat(24), "resume", request())).status).toBe(404);
+    expect((await receiveFlowRequest(deps, "run_b", token, "resume", request())).status).toBe(404);
+    expect(
+      (await receiveFlowRequest(deps, "run_a", token, "cancel", request("POST", "x".repeat(33 * 1024)))).status,
+    ).toBe(413);
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request("OPTIONS"))).status).toBe(204);
+    expect(queued).toEqual([]);
+    expect((await deps.pausedRuns.get("run_a"))?.dispatch).toBeUndefined();
+  });
+
+  it("refuses a URL after the suspension's time came (it was cancelled then)", async () => {
+    const { deps, queued, token } = await setUp("suspend");
+    expect(await dispatchDuePause(deps, "run_a", deps.clock.nowMs() + 60_000)).toBe(true);
+    const late = await receiveFlowRequest(deps, "run_a", token, "resume", request());
+    expect(late.status).toBe(409);
+    expect(String(late.body)).toContain("cancelled already (its time came)");
+    expect(queued).toHaveLength(1);
+  });
+});
+
+describe("dispatching due pauses (local mode's driver)", () => {
+  it("dispatches what is due once, and queues a taken pause again only when its continuation is long overdue", async () => {
+    const { deps, queued, token } = await setUp("delay");
+    const store = deps.pausedRuns as Parameters<typeof dispatchDuePauses>[1];
+    const now = deps.clock.nowMs();
+    expect(await dispatchDuePauses(deps, store, now + 59_000)).toBe(0);
+    expect(await dispatchDuePauses(deps, store, now + 60_000)).toBe(1);
+    expect((await store.get("run_a"))?.dispatch).toMatchObject({ how: "due", atMs: now + 60_000 });
+    expect(await dispatchDuePauses(deps, store, now + 61_000)).toBe(0);
+    // Ten minutes on, still there: its continuation was lost; queued again under the same run id.
+    expect(await dispatchDuePauses(deps, store, now + 60_000 + 10 * 60_000)).toBe(1);
+    expect(queued).toHaveLength(2);
+    expect(queued[1]).toEqual(queued[0]);
+    // The URL comes after the time: the delay went on already, so resuming it again is the same.
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
+  });
+});
+
+describe("keepPause", () => {
+  it("refuses a state over 256 KiB with the trigger event counted, and keeps nothing", async () => {
+    const deps = memoryDeps();
+    const urls = newFlowUrls(deps, "run_big");
+    const refused = await keepPause(
+      deps,
+      { id: "p_a", deploymentId: "d_1", steps: [] } as unknown as WorkflowRecord,
+      {
+        kind: "workflow",
+        workflowId: "p_a",
+        runId: "run_big",
+        trigger: "http",
+        triggerId: "hi_1",
+        event: "e".repeat(200 * 1024),
+      },
+      { id: "run_big", trigger: { type: "http", id: "hi_1" } } as WorkflowRun,
+      urls,
+      { kind: "delay", stepId: "c_1", afterMs: 1, steps: { a: "s".repeat(100 * 1024) } },
+      undefined,
+      0,
+    );
+    expect(refused).toMatchObject({ name: "PauseError" });
+    expect(refused?.message).toContain("over the 262144 a paused run may keep");
+    expect(await deps.pausedRuns.get("run_big")).toBeUndefined();
+  });
+
+  it(`refuses a pause past ${MAX_PAUSED_RUNS_PER_WORKFLOW} paused runs of the workflow`, async () => {
+    const deps = memoryDeps();
+    const full = { ...deps.pausedRuns, countPending: async () => MAX_PAUSED_RUNS_PER_WORKFLOW };
+    const refused = await keepPause(
+      { pausedRuns: full },
+      { id: "p_a", deploymentId: "d_1", steps: [] } as unknown as WorkflowRecord,
+      { kind: "workflow", workflowId: "p_a", runId: "run_c", trigger: "timer", triggerId: "ti_1", event: null },
+      { id: "run_c", trigger: { type: "timer", id: "ti_1" } } as WorkflowRun,
+      newFlowUrls(deps, "run_c"),
+      { kind: "suspend", stepId: "c_1", afterMs: 1, steps: {} },
+      undefined,
+      0,
+    );
+    expect(refused?.message).toContain("10000 runs of this workflow are paused already");
+  });
+});
+
+describe("checkWorkflowResult: a forged pause fails the run whole", () => {
+  const flow = { resume_url: "r", cancel_url: "c" };
+  const invocation = (extra: Partial<WorkflowInvocation> = {}) =>
+    ({
+      invocationId: "inv",
+      kind: "workflow",
+      workflowId: "p_a",
+      trigger: { event: null },
+      context: { run: { runs: 1 } },
+      steps: [{ id: "c_1" }, { id: "c_2" }],
+      respondable: false,
+      timeoutMs: 1000,
+      limits: {},
+      flow,
+      ...extra,
+    }) as unknown as WorkflowInvocation;
+  const result = (pause: WorkflowPause, status: "success" | "error" = "success"): WorkflowResult => ({
+    invocationId: "inv",
+    steps: [
+      {
+        id: "c_1",
+        status,
+        exportBytes: 0,
+        dbWrites: {},
+        durationMs: 1,
+        ...(status === "error" ? { error: { name: "E", message: "m", ts: 0 } } : {}),
+      },
+    ],
+    sends: [],
+    logs: [],
+    pause,
+    durationMs: 1,
+  });
+  const good: WorkflowPause = { kind: "rerun", stepId: "c_1", afterMs: 1000, maxReruns: 3, steps: {} };
+
+  it.each([
+    ["a run that could not pause", result(good), invocation({ flow: undefined }), "could not"],
+    ["a pause of another step", result({ ...good, stepId: "c_2" }), invocation(), "does not follow"],
+    ["a pause after a failed step", result(good, "error"), invocation(), "does not follow"],
+    ["a pause over 365 days", result({ ...good, afterMs: 366 * 86_400_000 }), invocation(), "longer"],
+    ["a rerun without maxReruns", result({ ...good, maxReruns: undefined }), invocation(), "maxReruns"],
+    ["a rerun past its reruns", result(good), invocation({ context: { run: { runs: 4 } } }), "past its maxReruns"],
+  ])("%s", (_case, forged, made, text) => {
+    const checked = checkWorkflowResult(forged, made, 0);
+    expect(checked.ok).toBe(false);
+    if (!checked.ok) expect(checked.error.message).toContain(text);
+  });
+
+  it("takes a consistent pause", () => {
+    expect(checkWorkflowResult(result(good), invocation({ context: { run: { runs: 3 } } }), 0).ok).toBe(true);
+  });
+});
