@@ -202,6 +202,49 @@ function registerEndpoint(registry: OpenAPIRegistry) {
   }
 }
 
+/** A paused workflow run's resume and cancel URLs (`$.flow.*`): outside the manifest, as the endpoints are. */
+export const FLOW_URL_PATH = "/flow/{run_id}/{secret}/{action}";
+
+/**
+ * The URLs `$.flow.suspend`, `$.flow.delay` and `$.flow.rerun` return: any method, no API key (the
+ * secret in the path is the proof), docs/workflows.md "Pausing a run".
+ */
+function registerFlowUrls(registry: OpenAPIRegistry) {
+  for (const method of ["get", "post", "put", "patch", "delete"] as const) {
+    registry.registerPath({
+      method,
+      path: FLOW_URL_PATH,
+      operationId: `flow-${method}`,
+      summary:
+        "Resume or cancel a paused workflow run (the resume_url or cancel_url its step got from $.flow.suspend, delay or rerun; any method, the body is given to the run); no API key",
+      security: [],
+      request: {
+        params: z.object({
+          run_id: z.string().describe("The run (run_) that paused"),
+          secret: z.string().describe("The pause's secret, 24 characters"),
+          action: z.enum(["resume", "cancel"]),
+        }),
+      },
+      responses: {
+        202: {
+          description:
+            '`{"status": "resumed" | "cancelled", "run_id": ...}`: the run goes on, or is cancelled (a retry is answered the same)',
+          content: { "application/json": { schema: z.object({ status: z.string(), run_id: z.string() }) } },
+        },
+        404: {
+          description: "No paused run at this URL: it went on, was cancelled, or never paused",
+          content: json(errorSchema),
+        },
+        409: {
+          description: "The pause was taken the other way already (resumed, cancelled, or its time came)",
+          content: json(errorSchema),
+        },
+        413: { description: "A body over 32 KiB", content: json(errorSchema) },
+      },
+    });
+  }
+}
+
 /** The common `include` and `exclude` parameters (`field-filter.ts`): in the query of any JSON route (in a POST's or PUT's body too). */
 const fieldFilterQuery = {
   include: z
@@ -251,6 +294,7 @@ export function buildOpenApiDocument(serverUrl = "/") {
   }
   registerLiveStreams(registry);
   registerEndpoint(registry);
+  registerFlowUrls(registry);
   return new OpenApiGeneratorV31(registry.definitions).generateDocument({
     openapi: "3.1.0",
     info: {

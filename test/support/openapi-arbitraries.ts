@@ -133,12 +133,13 @@ const streams = (operation: OperationObject) =>
 const answersPage = (operation: OperationObject) =>
   Object.values(operation.responses ?? {}).some((response) => response.content?.["text/html"] !== undefined);
 
-/** Every JSON operation of an OpenAPI 3.1 document (not the live stream's: an answer that never ends). */
+/** Every JSON operation of an OpenAPI 3.1 document (not the live streams': answers that never end; not the endpoints' or a paused run's URLs, which take any body). */
 export function apiOperations(document: OpenApiDocument): ApiOperation[] {
   const operations: ApiOperation[] = [];
   for (const [path, item] of Object.entries(document.paths ?? {})) {
     for (const [method, operation] of Object.entries(item)) {
-      if (!METHODS.includes(method) || streams(operation) || path === "/http/{key}") continue;
+      if (!METHODS.includes(method) || streams(operation) || path === "/http/{key}" || path.startsWith("/flow/"))
+        continue;
       const parameters = (operation.parameters ?? []).map((p) => ({
         name: p.name,
         in: p.in,

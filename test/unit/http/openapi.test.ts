@@ -1,6 +1,13 @@
 import { describe, expect, it } from "vitest";
-import { buildOpenApiDocument, ENDPOINT_PATH, LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH } from "#http/openapi-document";
-import { ENDPOINT_LOG_PATH } from "#http/request-log";
+import { FLOW_PATH } from "#core/workflow-pauses";
+import {
+  buildOpenApiDocument,
+  ENDPOINT_PATH,
+  FLOW_URL_PATH,
+  LIVE_STREAM_PATH,
+  WORKFLOW_STREAM_PATH,
+} from "#http/openapi-document";
+import { ENDPOINT_LOG_PATH, FLOW_LOG_PATH } from "#http/request-log";
 import { routes } from "#http/routes";
 
 describe("OpenAPI document", () => {
@@ -72,10 +79,34 @@ describe("OpenAPI document", () => {
     expect(sourceGet[0]?.schema?.pattern).toBe("^dc_[A-Za-z0-9_-]{1,64}$");
   });
 
-  it("has no path the manifest does not serve, but the live streams and the endpoints", () => {
+  it("has no path the manifest does not serve, but the live streams, the endpoints and the pause URLs", () => {
     expect(Object.keys(document.paths ?? {}).sort()).toEqual(
-      [...new Set([...routes.map((r) => r.path), LIVE_STREAM_PATH, WORKFLOW_STREAM_PATH, ENDPOINT_PATH])].sort(),
+      [
+        ...new Set([
+          ...routes.map((r) => r.path),
+          LIVE_STREAM_PATH,
+          WORKFLOW_STREAM_PATH,
+          ENDPOINT_PATH,
+          FLOW_URL_PATH,
+        ]),
+      ].sort(),
     );
+  });
+
+  it("documents a paused run's URLs: every method, no API key, the path the server serves and logs", () => {
+    expect(FLOW_URL_PATH).toBe(FLOW_LOG_PATH);
+    const sample = "/flow/run_01m8fg2pzc0t9w0tx1sxr2/3OBogzDqUd-GZzttuyt4e_II/resume";
+    expect(FLOW_PATH.exec(sample)?.slice(1)).toEqual([
+      "run_01m8fg2pzc0t9w0tx1sxr2",
+      "3OBogzDqUd-GZzttuyt4e_II",
+      "resume",
+    ]);
+    const item = document.paths?.[FLOW_URL_PATH] as Record<string, any>;
+    expect(Object.keys(item).sort()).toEqual(["delete", "get", "patch", "post", "put"]);
+    for (const operation of Object.values(item)) {
+      expect(operation.security).toEqual([]);
+      expect(Object.keys(operation.responses).sort()).toEqual(["202", "404", "409", "413"]);
+    }
   });
 
   it("documents the endpoints of sources and HTTP triggers: every method, no API key, the answers", () => {
