@@ -404,13 +404,7 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
     };
     optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
     optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
-    if (value.flow !== undefined) {
-      const flow = object(value.flow, "flow");
-      invocation.flow = {
-        resume_url: nonEmpty(flow.resume_url, at("flow", "resume_url")),
-        cancel_url: nonEmpty(flow.cancel_url, at("flow", "cancel_url")),
-      };
-    }
+    if (value.flow !== undefined) invocation.flow = nonEmpty(value.flow, "flow");
     if (value.resume !== undefined) {
       const resume = object(value.resume, "resume");
       invocation.resume = { steps: jsonObject(resume.steps, at("resume", "steps")) };

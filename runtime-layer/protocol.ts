@@ -207,10 +207,11 @@ export interface WorkflowInvocation {
   /** As {@link Invocation.allowPrivateAddresses}, for every step. */
   allowPrivateAddresses?: boolean;
   /**
-   * What `$.flow.suspend`, `$.flow.delay` and `$.flow.rerun` return: the URLs that resume or cancel
-   * this run once it pauses (trusted code made their secret). Absent: the run cannot pause.
+   * Where this run's pause URLs start (`<public URL>/flow/<run id>/<secret>`, trusted code made the
+   * secret): `$.flow.suspend`, `$.flow.delay` and `$.flow.rerun` return it with `/resume` and
+   * `/cancel` appended. Absent: the run cannot pause.
    */
-  flow?: FlowUrls;
+  flow?: string;
   /**
    * A run resumed after a pause (docs/workflows.md "Pausing a run"): `steps.<namespace>` of the
    * steps that ran before it, as the pause kept them. The invocation's steps are the ones left.

@@ -455,19 +455,20 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   }
 
   pause(request: PauseRequest): FlowUrls {
-    const urls = this.run.invocation.flow;
-    if (!urls) {
+    const base = this.run.invocation.flow;
+    if (!base) {
       const why = this.run.invocation.respondable
         ? "a run that answers its HTTP caller (custom_response) cannot pause"
         : "this run cannot pause";
       throw Object.assign(new Error(`$.flow.${request.kind}: ${why}`), { name: NOT_IMPLEMENTED_ERROR });
     }
-    if (this.over) return { ...urls };
+    const urls = { resume_url: `${base}/resume`, cancel_url: `${base}/cancel` };
+    if (this.over) return urls;
     // Past its reruns, a step goes on to the next one (the original's `maxRetries`).
     const runs = runsOf(this.context);
     if (request.kind === "rerun" && runs > (request.maxReruns ?? 0)) this.pauseRequest = undefined;
     else this.pauseRequest = request;
-    return { ...urls };
+    return urls;
   }
 
   send(record: SendRecord): void {

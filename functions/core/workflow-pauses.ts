@@ -17,7 +17,7 @@ import { createHash } from "node:crypto";
 import type { Deps } from "#core/ports/deps";
 import type { PauseDispatch, PausedRun, PolledPausedRunStore } from "#core/ports/paused-runs";
 import type { WorkflowRunJob } from "#core/ports/run-queue";
-import type { FlowUrls, HttpResponseSpec, Json, WorkflowPause } from "#runtime/protocol";
+import type { HttpResponseSpec, Json, WorkflowPause } from "#runtime/protocol";
 import { FLOW_PAUSE_MAX_MS, FLOW_RERUN_MAX, PAUSE_ERROR, PAUSE_STATE_MAX_BYTES } from "#runtime/result-limits";
 import { sameHash } from "./api-keys.ts";
 import {
@@ -43,14 +43,16 @@ export const PAUSE_REQUEUE_MS = 10 * 60 * 1000;
 /** Pauses dispatched per pass of local mode's driver. */
 const DISPATCH_BATCH = 100;
 
-/** A new secret for the URLs of one invocation, and the URLs. */
-export function newFlowUrls(deps: Pick<Deps, "ids" | "runtime">, runId: string): FlowUrls {
-  const base = `${deps.runtime.publicUrl.replace(/\/+$/, "")}/flow/${runId}/${deps.ids.newSecret(FLOW_TOKEN_BYTES)}`;
-  return { resume_url: `${base}/resume`, cancel_url: `${base}/cancel` };
+/**
+ * Where the pause URLs of one invocation start, with a new secret: `<public URL>/flow/<run id>/<secret>`
+ * (the runtime appends `/resume` and `/cancel`: one string per run in the sandbox's message).
+ */
+export function newFlowBase(deps: Pick<Deps, "ids" | "runtime">, runId: string): string {
+  return `${deps.runtime.publicUrl.replace(/\/+$/, "")}/flow/${runId}/${deps.ids.newSecret(FLOW_TOKEN_BYTES)}`;
 }
 
-/** The secret of an invocation's URLs (trusted code made them: the segment before the last). */
-const tokenOf = (urls: FlowUrls) => urls.resume_url.split("/").at(-2) ?? "";
+/** The secret of an invocation's pause URLs (trusted code made them: their last segment). */
+const tokenOf = (flowBase: string) => flowBase.split("/").at(-1) ?? "";
 
 /**
  * The run id of the continuation of `pause` as `dispatch` took it: the same however often it is
@@ -111,7 +113,7 @@ export async function keepPause(
   workflow: WorkflowRecord,
   job: WorkflowRunJob,
   run: WorkflowRun,
-  urls: FlowUrls,
+  flowBase: string,
   pause: WorkflowPause,
   continued: Continuation | undefined,
   now: number,
@@ -132,7 +134,7 @@ export async function keepPause(
     continued?.pause.kind === "rerun" && continued.pause.stepId === pause.stepId ? continued.pause.runs : 1;
   const kept: PausedRun = {
     id: run.id,
-    tokenHash: sha256Hex(tokenOf(urls)),
+    tokenHash: sha256Hex(tokenOf(flowBase)),
     workflowId: workflow.id,
     deploymentId: workflow.deploymentId,
     originRunId: continued?.pause.originRunId ?? run.id,

@@ -58,7 +58,7 @@ import {
   type WorkflowRun,
   type WorkflowRunStatus,
 } from "./workflow-model.ts";
-import { type Continuation, effectOf, keepPause, newFlowUrls } from "./workflow-pauses.ts";
+import { type Continuation, effectOf, keepPause, newFlowBase } from "./workflow-pauses.ts";
 import { queueWorkflowSends } from "./workflow-sends.ts";
 
 /** The channel of `$.send.sse` events: read by the workflow's live stream only. */
@@ -636,7 +636,7 @@ async function buildInvocation(
     limits: { ...deps.runtime.emitLimits, ...deps.runtime.workflowLimits },
     ...(deps.runtime.allowPrivateAddresses === true ? { allowPrivateAddresses: true } : {}),
     // A run that answers its caller cannot pause: the caller cannot wait for days.
-    ...(respondable ? {} : { flow: newFlowUrls(deps, run.id) }),
+    ...(respondable ? {} : { flow: newFlowBase(deps, run.id) }),
   };
   if (continued && from >= 0) invocation.resume = { steps: resumedSteps(continued) };
   const [first, ...others] = accountErrors;

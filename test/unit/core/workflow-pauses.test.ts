@@ -7,9 +7,10 @@ import {
   continuationRunId,
   dispatchDuePause,
   dispatchDuePauses,
+  FLOW_PATH,
   keepPause,
   MAX_PAUSED_RUNS_PER_WORKFLOW,
-  newFlowUrls,
+  newFlowBase,
   receiveFlowRequest,
 } from "#core/workflow-pauses";
 import type { WorkflowInvocation, WorkflowPause, WorkflowResult } from "#runtime/protocol";
@@ -29,8 +30,8 @@ const request = (method = "POST", body = "", rawQuery = "") => ({
 async function setUp(kind: PausedRun["kind"] = "suspend") {
   const queued: RunJob[] = [];
   const deps = memoryDeps(Date.UTC(2026, 10, 27), { runs: { enqueue: async (job) => void queued.push(job) } });
-  const urls = newFlowUrls({ ...deps, runtime: { ...deps.runtime, publicUrl: "http://127.0.0.1:9/" } }, "run_a");
-  const token = urls.resume_url.split("/").at(-2) as string;
+  const urls = newFlowBase({ ...deps, runtime: { ...deps.runtime, publicUrl: "http://127.0.0.1:9/" } }, "run_a");
+  const token = urls.split("/").at(-1) as string;
   const workflow = { id: "p_a", deploymentId: "d_1", steps: [{ id: "c_ask", namespace: "ask" }] } as WorkflowRecord;
   const run = { id: "run_a", trigger: { type: "http", id: "hi_1" } } as WorkflowRun;
   const pause: WorkflowPause = { kind, stepId: "c_ask", afterMs: 60_000, steps: { ask: { $return_value: 1 } } };
@@ -49,13 +50,13 @@ async function setUp(kind: PausedRun["kind"] = "suspend") {
 }
 
 describe("a pause's URLs", () => {
-  it("are made of the public URL, the run id and 24 characters of secret, a new secret each time", () => {
+  it("start with the public URL, the run id and 24 characters of secret, a new secret each time", () => {
     const deps = memoryDeps();
-    const one = newFlowUrls({ ...deps, runtime: { ...deps.runtime, publicUrl: "https://sluice.example/" } }, "run_x");
-    const two = newFlowUrls({ ...deps, runtime: { ...deps.runtime, publicUrl: "https://sluice.example" } }, "run_x");
-    expect(one.resume_url).toMatch(/^https:\/\/sluice\.example\/flow\/run_x\/[A-Za-z0-9_-]{24}\/resume$/);
-    expect(one.cancel_url).toBe(one.resume_url.replace(/resume$/, "cancel"));
-    expect(two.resume_url).not.toBe(one.resume_url);
+    const one = newFlowBase({ ...deps, runtime: { ...deps.runtime, publicUrl: "https://sluice.example/" } }, "run_x");
+    const two = newFlowBase({ ...deps, runtime: { ...deps.runtime, publicUrl: "https://sluice.example" } }, "run_x");
+    expect(one).toMatch(/^https:\/\/sluice\.example\/flow\/run_x\/[A-Za-z0-9_-]{24}$/);
+    expect(FLOW_PATH.test(`${new URL(one).pathname}/resume`)).toBe(true);
+    expect(two).not.toBe(one);
   });
 
   it("keep only a hash of their secret", async () => {
@@ -137,7 +138,7 @@ describe("dispatching due pauses (local mode's driver)", () => {
 describe("keepPause", () => {
   it("refuses a state over 256 KiB with the trigger event counted, and keeps nothing", async () => {
     const deps = memoryDeps();
-    const urls = newFlowUrls(deps, "run_big");
+    const urls = newFlowBase(deps, "run_big");
     const refused = await keepPause(
       deps,
       { id: "p_a", deploymentId: "d_1", steps: [] } as unknown as WorkflowRecord,
@@ -168,7 +169,7 @@ describe("keepPause", () => {
       { id: "p_a", deploymentId: "d_1", steps: [] } as unknown as WorkflowRecord,
       { kind: "workflow", workflowId: "p_a", runId: "run_c", trigger: "timer", triggerId: "ti_1", event: null },
       { id: "run_c", trigger: { type: "timer", id: "ti_1" } } as WorkflowRun,
-      newFlowUrls(deps, "run_c"),
+      newFlowBase(deps, "run_c"),
       { kind: "suspend", stepId: "c_1", afterMs: 1, steps: {} },
       undefined,
       0,
@@ -178,7 +179,7 @@ describe("keepPause", () => {
 });
 
 describe("checkWorkflowResult: a forged pause fails the run whole", () => {
-  const flow = { resume_url: "r", cancel_url: "c" };
+  const flow = "http://127.0.0.1/flow/run_a/secret";
   const invocation = (extra: Partial<WorkflowInvocation> = {}) =>
     ({
       invocationId: "inv",
