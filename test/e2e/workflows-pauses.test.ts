@@ -268,6 +268,69 @@ describe("pausing workflow runs over real HTTP against local mode", () => {
     expect((await emits(flow.id)).at(-1)).toEqual({ transcript: "hello there", method: "POST" });
   });
 
+  it("runs a registry-shaped action that hands its resume URL to a service as a webhook and returns the callback's body", async () => {
+    // Written the way the registry's "start a job, wait for its webhook" actions are (a plain
+    // object export, props with defaults, a method, `$summary`), against the stand-in job service.
+    const action = `export default {
+      key: "jobs-start-and-wait",
+      name: "Start Job and Wait",
+      version: "0.0.1",
+      type: "action",
+      props: {
+        waitForCompletion: { type: "boolean", label: "Wait for completion", default: true },
+        label: { type: "string", label: "Label", optional: true, default: "report" },
+      },
+      methods: {
+        async startJob(callbackUrl) {
+          const response = await fetch(${JSON.stringify(jobs.url)} + "/jobs", {
+            method: "POST",
+            headers: { "content-type": "application/json" },
+            body: JSON.stringify({ label: this.label, callback_url: callbackUrl }),
+          });
+          return response.json();
+        },
+      },
+      async run({ $ }) {
+        let response;
+        const context = $.context;
+        const run = context ? context.run : { runs: 1 };
+        if (run.runs === 1) {
+          let callbackUrl;
+          if (context && this.waitForCompletion) {
+            ({ resume_url: callbackUrl } = $.flow.rerun(600000, null, 1));
+          }
+          response = await this.startJob(callbackUrl);
+        }
+        if (run.callback_request) {
+          response = run.callback_request.body;
+        }
+        $.export("$summary", "Job " + (response?.id ?? "?") + " is " + response?.status);
+        return response;
+      },
+    };`;
+    const flow = await workflowOf({
+      start: action,
+      report: step(`$.send.emit({ raw_event: steps.start.$return_value });`),
+    });
+    await trigger(flow, {});
+    const paused = await pausedRunWithoutEmit(flow.id);
+    const [jobId, job] = [...jobs.jobs.entries()].at(-1) ?? [];
+    expect(paused.steps[0]).toMatchObject({
+      namespace: "start",
+      summary: `Job ${jobId} is running`,
+      status: "success",
+    });
+    const called = await fetch(job?.callback ?? "", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ id: jobId, status: "completed", output: [1, 2, 3] }),
+    });
+    expect(called.status).toBe(202);
+    const done = await runWith(flow.id, "success");
+    expect(done.steps.map((s: { summary: string | null }) => s.summary)).toEqual([`Job ${jobId} is completed`, null]);
+    expect((await emits(flow.id)).at(-1)).toEqual({ id: jobId, status: "completed", output: [1, 2, 3] });
+  });
+
   async function pausedRunWithoutEmit(flowId: string) {
     return eventually(
       async () => (await runs(flowId)).find((run: { status: string }) => run.status === "paused"),
