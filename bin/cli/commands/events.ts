@@ -132,13 +132,23 @@ export function logLine(event: EventSummary): string {
   return `${time}  ${(log.level ?? "log").padEnd(5)}  ${log.message ?? JSON.stringify(event.event)}`;
 }
 
+/** What a run's line adds about a pause: where and until when it paused, what it went on from, why it was cancelled. */
+function pauseNote(run: WorkflowRun, step: (id: string) => string): string {
+  const parts: string[] = [];
+  if (run.resumed_from) parts.push(`resumed from ${run.resumed_from}`);
+  if (run.pause)
+    parts.push(`by $.flow.${run.pause.kind} in ${step(run.pause.step_id)} until ${isoTime(run.pause.until_ms)}`);
+  if (run.cancel_reason) parts.push(run.cancel_reason === "timeout" ? "its suspension timed out" : "by its cancel URL");
+  return parts.length > 0 ? `  (${parts.join("; ")})` : "";
+}
+
 /** A workflow run as text: a line for the run, one per log line (with its step), one for its error. */
 export function runLines(run: WorkflowRun): string {
   const took = run.duration_ms === null ? "" : ` in ${run.duration_ms} ms`;
   // Logs and errors name a step by its id (c_); people know it by its namespace.
   const steps = new Map(run.steps.map((step) => [step.id, step.namespace]));
   const step = (id: string) => steps.get(id) ?? id;
-  const lines = [`${isoTime(run.started_at_ms)}  run ${run.id}  ${run.status}${took}`];
+  const lines = [`${isoTime(run.started_at_ms)}  run ${run.id}  ${run.status}${took}${pauseNote(run, step)}`];
   for (const log of run.logs)
     lines.push(`${isoTime(log.ts)}  ${log.level.padEnd(5)}  [${step(log.step)}] ${log.message}`);
   if (run.error) {

@@ -3,6 +3,7 @@ import type { AddressInfo } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { actionRunLines, startActionDev } from "../../../bin/cli/action-dev.ts";
 import { apiClient, type Component, type WorkflowRun } from "../../../bin/cli/client.ts";
+import { runLines } from "../../../bin/cli/commands/events.ts";
 import { CliError } from "../../../bin/cli/errors.ts";
 import { recordingIo } from "../../support/cli-io.ts";
 
@@ -28,6 +29,24 @@ const run = (fields: Partial<WorkflowRun>): WorkflowRun =>
     error: null,
     ...fields,
   }) as WorkflowRun;
+
+describe("runLines: a paused run, its continuation and a cancellation", () => {
+  it("say where and until when a run paused, what a run went on from, and why one was cancelled", () => {
+    const paused = run({
+      status: "paused",
+      pause: { kind: "suspend", step_id: "c_1", until_ms: Date.UTC(2026, 10, 28, 12, 0, 1) },
+    });
+    expect(runLines(paused)).toBe(
+      "2026-11-27T12:00:01Z  run run_1  paused in 4 ms  (by $.flow.suspend in action until 2026-11-28T12:00:01Z)",
+    );
+    expect(runLines(run({ id: "run_2", resumed_from: "run_1" }))).toBe(
+      "2026-11-27T12:00:01Z  run run_2  success in 4 ms  (resumed from run_1)",
+    );
+    expect(runLines(run({ id: "run_3", status: "cancelled", resumed_from: "run_1", cancel_reason: "timeout" }))).toBe(
+      "2026-11-27T12:00:01Z  run run_3  cancelled in 4 ms  (resumed from run_1; its suspension timed out)",
+    );
+  });
+});
 
 describe("actionRunLines: a run of the action as dev prints it", () => {
   it("gives the return value, the exports but $summary, the summary and the logs", () => {
