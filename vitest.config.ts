@@ -8,6 +8,7 @@ const NEEDS_DYNAMODB = [
   "test/contract/workflow-stores.test.ts",
   "test/contract/data-store-stores.test.ts",
   "test/contract/delayed-emit-stores.test.ts",
+  "test/contract/paused-run-stores.test.ts",
   "test/contract/app-account-stores.test.ts",
   "test/integration/aws-source-stream.test.ts",
   "test/e2e/cli.test.ts",

@@ -1,7 +1,10 @@
-import { describe, expect, it } from "vitest";
+import { afterAll, describe, expect, inject, it } from "vitest";
+import { documentClient } from "#adapters/aws/dynamodb-client";
+import { DynamoDbPausedRuns } from "#adapters/aws/dynamodb-paused-runs";
 import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqlitePausedRuns } from "#adapters/local/sqlite-paused-runs";
 import type { PausedRun } from "#core/ports/paused-runs";
+import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
 import { pausedRunStoreContract } from "./paused-run-store.contract.ts";
 
 describe("SqlitePausedRuns", () => {
@@ -61,5 +64,52 @@ describe("SqlitePausedRuns", () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
+  });
+});
+
+describe("DynamoDbPausedRuns (DynamoDB Local)", () => {
+  const endpoint = inject("dynamodbEndpoint");
+  const client = localDynamoDbClient(endpoint);
+  const documents = documentClient(client);
+  let tables = 0;
+  const freshTable = () => createResourcesTable(endpoint, `paused-runs-${process.pid}-${++tables}`);
+  afterAll(() => client.destroy());
+
+  pausedRunStoreContract(async () => new DynamoDbPausedRuns(documents, await freshTable()));
+
+  it("counts and forgets many pauses of a workflow, and keeps a record at its size bound with a dispatch", async () => {
+    const store = new DynamoDbPausedRuns(documents, await freshTable());
+    // 256 KiB of state: the most a pause keeps (`PAUSE_STATE_MAX_BYTES`), with a 32 KiB request on top.
+    const big = "x".repeat(256 * 1024 - 64);
+    const first: PausedRun = {
+      id: "run_big",
+      tokenHash: "ab".repeat(32),
+      workflowId: "p_many",
+      deploymentId: "d_1",
+      originRunId: "run_big",
+      trigger: { type: "http", id: "hi_1" },
+      kind: "suspend",
+      stepId: "c_ask",
+      stepNamespace: "ask",
+      createdAt: 1,
+      dueMs: 2,
+      runs: 1,
+      state: { event: big, steps: {} },
+    };
+    await store.add(first);
+    const request = { method: "POST", bodyRaw: "y".repeat(32 * 1024) };
+    expect((await store.dispatch("run_big", { how: "resume", atMs: 3, request }))?.won).toBe(true);
+    expect((await store.get("run_big"))?.dispatch?.request).toEqual(request);
+    // More pauses than one BatchWriteItem deletes (25 requests, two per pause).
+    const ids = Array.from({ length: 300 }, (_, index) => `run_${String(index).padStart(4, "0")}`);
+    for (let start = 0; start < ids.length; start += 50) {
+      await Promise.all(
+        ids.slice(start, start + 50).map((id) => store.add({ ...first, id, state: { event: null, steps: {} } })),
+      );
+    }
+    expect(await store.countPending("p_many")).toBe(301);
+    expect((await store.removeWorkflow("p_many")).length).toBe(301);
+    expect(await store.countPending("p_many")).toBe(0);
+    expect(await store.get("run_big")).toBeUndefined();
   });
 });

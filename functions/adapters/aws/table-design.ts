@@ -112,6 +112,21 @@ export const resourceKeys = {
     sk: `BODY#${eventSortKey(ms, n)}`,
   }),
 
+  /**
+   * A paused workflow run (`PausedRunStore`), by its run id: its record as JSON text and, once
+   * taken, its dispatch. A pause's URLs name only the run, so its item is found by the run alone.
+   */
+  pausedRun: (runId: string) => ({ pk: `PAUSE#${runId}`, sk: "PAUSE" }),
+  /**
+   * One small index item per pause in its workflow's partition (`RUN#<run id>`), so that counting
+   * and deleting a workflow's pauses read no record. Written and deleted with the pause.
+   */
+  pausedRunsOfWorkflow: (workflowId: string) => `PAUSES#${workflowId}`,
+  pausedRunOfWorkflow: (workflowId: string, runId: string) => ({
+    pk: `PAUSES#${workflowId}`,
+    sk: `RUN#${runId}`,
+  }),
+
   /** Last event id handed out for a source, and the channels it has events in. */
   eventSequence: (sourceId: string) => ({ pk: `EVTSEQ#${sourceId}`, sk: "EVTSEQ" }),
   /** One partition per source and channel (`""` is the default channel). */
@@ -138,6 +153,7 @@ export const SORT_KEY_PREFIX = {
   dataStoreName: "DSNAME#",
   dataStoreEntry: "K#",
   delayedEmit: "IN#",
+  pausedRunOfWorkflow: "RUN#",
   appAccount: "ACCT#",
 } as const;
 
