@@ -43,6 +43,11 @@ export const AWS_COMPUTE_ENV = {
    */
   delayedEmitDelivererArn: "SLUICE_DELAYED_EMIT_DELIVERER_ARN",
   /**
+   * ARN of the function EventBridge Scheduler invokes when a paused workflow run's time comes; set
+   * on the functions that run workflows (they pause them), with the schedule group and the role.
+   */
+  pausedRunDispatcherArn: "SLUICE_PAUSED_RUN_DISPATCHER_ARN",
+  /**
    * Function that finishes deploys and deletions a request could not fit in its time
    * (`LambdaDeployFinisher`); set on the routes that deploy and remove sources.
    */
@@ -101,6 +106,12 @@ export interface DelayedEmitSchedules {
   target: { delivererArn: string; roleArn: string } | undefined;
 }
 
+/** Paused runs' schedules: like {@link DelayedEmitSchedules}, invoking the paused-run dispatcher. */
+export interface PausedRunSchedules {
+  scheduleGroup: string;
+  target: { dispatcherArn: string; roleArn: string } | undefined;
+}
+
 /** Settings of the live stream on AWS (`functions/internal/source-stream-function.ts`). */
 export interface StreamSettings {
   /** The stream function's URL without a trailing slash; set on the function that redirects to it. */
@@ -135,6 +146,11 @@ export interface AwsComputeConfig {
    * sources), and `target` too on the functions that apply runs, which schedule them.
    */
   delayedEmits: DelayedEmitSchedules | undefined;
+  /**
+   * Paused runs' schedules: the group on functions that delete them (a deleted workflow's pauses, a
+   * continuation that ended), and `target` too on the functions that run workflows, which make them.
+   */
+  pausedRuns: PausedRunSchedules | undefined;
   /** Set on functions that start purges of deleted events (`access.eventPurges` routes). */
   eventPurgerFunction: string | undefined;
   /** Set on functions that hand deploys and deletions over to the deploy finisher (`access.compute: "deploy"` and `"remove"` routes). */
@@ -198,7 +214,8 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   problems.push(...runtimeProblems, ...streamProblems);
   const functions = group(env, SOURCE_FUNCTIONS_KEYS, problems);
   const schedules = group(env, SCHEDULES_KEYS, problems, SHARED_SCHEDULE_KEYS);
-  const delayedEmits = delayedEmitSchedulesFrom(env, problems);
+  const delayedEmits = oneTimeSchedulesFrom(env, AWS_COMPUTE_ENV.delayedEmitDelivererArn, problems);
+  const pausedRuns = oneTimeSchedulesFrom(env, AWS_COMPUTE_ENV.pausedRunDispatcherArn, problems);
   if (problems.length > 0) throw new Error(`AWS compute configuration is invalid:\n  ${problems.join("\n  ")}`);
   return {
     stage,
@@ -207,7 +224,17 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
     describerFunction: env[AWS_COMPUTE_ENV.describerFunction] || undefined,
     functions,
     schedules,
-    delayedEmits,
+    delayedEmits: delayedEmits && {
+      scheduleGroup: delayedEmits.scheduleGroup,
+      target: delayedEmits.target && {
+        delivererArn: delayedEmits.target.functionArn,
+        roleArn: delayedEmits.target.roleArn,
+      },
+    },
+    pausedRuns: pausedRuns && {
+      scheduleGroup: pausedRuns.scheduleGroup,
+      target: pausedRuns.target && { dispatcherArn: pausedRuns.target.functionArn, roleArn: pausedRuns.target.roleArn },
+    },
     eventPurgerFunction: env[AWS_COMPUTE_ENV.eventPurgerFunction] || undefined,
     deployFinisherFunction: env[AWS_COMPUTE_ENV.deployFinisherFunction] || undefined,
     npmRegistry: settings[ENV.npmRegistry],
@@ -228,21 +255,31 @@ export function loadAwsComputeConfig(env: Env = process.env): AwsComputeConfig {
   };
 }
 
-/** The delayed emits' schedule settings: a deliverer needs the group and the role with it. */
-function delayedEmitSchedulesFrom(env: Env, problems: string[]): DelayedEmitSchedules | undefined {
+/** One-time schedules' settings: the group, and the function they invoke with the role that invokes it. */
+interface OneTimeSchedules {
+  scheduleGroup: string;
+  target: { functionArn: string; roleArn: string } | undefined;
+}
+
+/**
+ * The settings of one kind of one-time schedule (delayed emits', paused runs'), told apart by the
+ * variable naming their target (`targetVariable`): a function that invokes needs the group and the
+ * role with it.
+ */
+function oneTimeSchedulesFrom(env: Env, targetVariable: string, problems: string[]): OneTimeSchedules | undefined {
   const group = env[AWS_COMPUTE_ENV.scheduleGroup] || undefined;
-  const delivererArn = env[AWS_COMPUTE_ENV.delayedEmitDelivererArn] || undefined;
+  const functionArn = env[targetVariable] || undefined;
   const roleArn = env[AWS_COMPUTE_ENV.schedulerRoleArn] || undefined;
-  if (delivererArn === undefined) return group === undefined ? undefined : { scheduleGroup: group, target: undefined };
+  if (functionArn === undefined) return group === undefined ? undefined : { scheduleGroup: group, target: undefined };
   const missing = [
     ...(group === undefined ? [AWS_COMPUTE_ENV.scheduleGroup] : []),
     ...(roleArn === undefined ? [AWS_COMPUTE_ENV.schedulerRoleArn] : []),
   ];
   if (group === undefined || roleArn === undefined) {
-    problems.push(...missing.map((name) => `${name}: is required with ${AWS_COMPUTE_ENV.delayedEmitDelivererArn}`));
+    problems.push(...missing.map((name) => `${name}: is required with ${targetVariable}`));
     return undefined;
   }
-  return { scheduleGroup: group, target: { delivererArn, roleArn } };
+  return { scheduleGroup: group, target: { functionArn, roleArn } };
 }
 
 /**

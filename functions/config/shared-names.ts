@@ -46,6 +46,14 @@ export interface DelayedEmitDelivererInput {
   inEventId: string;
 }
 
+/**
+ * What EventBridge Scheduler sends the paused-run dispatcher (`SchedulerPausedRuns`): the paused
+ * run whose time came, by its run id.
+ */
+export interface PausedRunDispatcherInput {
+  pauseId: string;
+}
+
 /** The npm CLI package Sluice depends on, to install the packages it does not ship. */
 export const NPM_CLI_PACKAGE = "npm";
 

@@ -30,9 +30,20 @@ const workflowJobSchema = z.object({
   triggerId: z.string().min(1),
   event: jsonValueSchema,
   hops,
+  // A paused run's continuation: without it, the job would run the workflow afresh on a null event.
+  resume: z.object({ pauseId: z.string().startsWith("run_") }).optional(),
 });
 
 export const runJobSchema: z.ZodType<RunJob> = z.union([workflowJobSchema, sourceJobSchema]);
 
-/** It runs sources, as the stack grants (lib/constructs/source-compute.ts); it queues no runs. */
-export const handler = internalHandler("run job", runJobSchema, runQueuedJob, awsDepsLoader(SOURCE_RUNNING_PARTS));
+/**
+ * It runs sources and workflows, as the stack grants (lib/constructs/source-compute.ts): it pauses
+ * workflow runs (their schedules made) and forgets a pause once its continuation ended; it queues
+ * no runs.
+ */
+export const handler = internalHandler(
+  "run job",
+  runJobSchema,
+  runQueuedJob,
+  awsDepsLoader({ ...SOURCE_RUNNING_PARTS, pauses: () => import("#adapters/aws/parts/pauses") }),
+);

@@ -23,6 +23,7 @@ describe("loadAwsComputeConfig", () => {
       functions: undefined,
       schedules: undefined,
       delayedEmits: undefined,
+      pausedRuns: undefined,
       eventPurgerFunction: undefined,
       deployFinisherFunction: undefined,
       npmRegistry: undefined,
@@ -156,6 +157,25 @@ describe("loadAwsComputeConfig", () => {
     });
     expect(() =>
       loadAwsComputeConfig({ [AWS_COMPUTE_ENV.delayedEmitDelivererArn]: "arn:aws:lambda:eu-west-1:1:function:d" }),
+    ).toThrow(naming(AWS_COMPUTE_ENV.scheduleGroup, AWS_COMPUTE_ENV.schedulerRoleArn));
+  });
+
+  it("reads the paused runs' schedules the same way, with their own target", () => {
+    const group = { [AWS_COMPUTE_ENV.scheduleGroup]: "sluice-dev" };
+    expect(loadAwsComputeConfig(group).pausedRuns).toEqual({ scheduleGroup: "sluice-dev", target: undefined });
+    const scheduling = loadAwsComputeConfig({
+      ...group,
+      [AWS_COMPUTE_ENV.schedulerRoleArn]: "arn:aws:iam::1:role/s",
+      [AWS_COMPUTE_ENV.pausedRunDispatcherArn]: "arn:aws:lambda:eu-west-1:1:function:p",
+    });
+    expect(scheduling.pausedRuns).toEqual({
+      scheduleGroup: "sluice-dev",
+      target: { dispatcherArn: "arn:aws:lambda:eu-west-1:1:function:p", roleArn: "arn:aws:iam::1:role/s" },
+    });
+    // The delayed emits' target is another function: these settings do not make one.
+    expect(scheduling.delayedEmits).toEqual({ scheduleGroup: "sluice-dev", target: undefined });
+    expect(() =>
+      loadAwsComputeConfig({ [AWS_COMPUTE_ENV.pausedRunDispatcherArn]: "arn:aws:lambda:eu-west-1:1:function:p" }),
     ).toThrow(naming(AWS_COMPUTE_ENV.scheduleGroup, AWS_COMPUTE_ENV.schedulerRoleArn));
   });
 });

@@ -34,6 +34,7 @@ export const AWS_PART_NAMES = [
   "deliveries",
   "objects",
   "delays",
+  "pauses",
   "trees",
 ] as const;
 export type AwsPartName = (typeof AWS_PART_NAMES)[number];
@@ -95,6 +96,7 @@ const PART_PORTS = {
   deliveries: "deliveries",
   objects: "objects",
   delayedEmits: "delays",
+  pausedRuns: "pauses",
 } as const satisfies Partial<Record<keyof Deps, AwsPartName>>;
 
 /** A port of a part the function was not bundled with: any use fails, naming the part. */

@@ -169,7 +169,11 @@ export class SchedulerDelayedEmits implements DelayedEmitStore {
 }
 
 /** `work` on every item, at most `limit` at a time; rejects with the first failure once all settled. */
-async function eachLimited<T>(items: readonly T[], limit: number, work: (item: T) => Promise<void>): Promise<void> {
+export async function eachLimited<T>(
+  items: readonly T[],
+  limit: number,
+  work: (item: T) => Promise<void>,
+): Promise<void> {
   let next = 0;
   const failures: unknown[] = [];
   const worker = async () => {

@@ -35,6 +35,7 @@ describe("the AWS composition's parts", () => {
     // Its S3 client loads at the first install that asks the store (a dynamic import), not with the part.
     ["trees", []],
     ["delays", ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"]],
+    ["pauses", ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"]],
   ])("loads for the %s part only %j", async (name, packages) => {
     expect(sdkLoadedBy(`functions/adapters/aws/parts/${name}.ts`)).toEqual(packages);
     const [part] = await loadParts({ [name]: () => import(`#adapters/aws/parts/${name}`) });
@@ -42,7 +43,7 @@ describe("the AWS composition's parts", () => {
   });
 
   it("has a module for every part name, and refuses a part loaded under another's name", async () => {
-    expect(AWS_PART_NAMES).toHaveLength(11);
+    expect(AWS_PART_NAMES).toHaveLength(12);
     await expect(loadParts({ secrets: async () => ({ part: tables }) })).rejects.toThrow(
       'the part loaded as "secrets" is the "tables" part',
     );
@@ -134,6 +135,15 @@ describe("a route's Lambda entry", () => {
     expect(awsPartsFor({ resources: "write", compute: "probe" })).toEqual(["host", "tables"]);
     expect(awsPartsFor({ resources: "write", eventPurges: true })).toEqual(["delays", "purger", "tables"]);
     expect(awsPartsFor({ resources: "write", deliveries: true })).toEqual(["deliveries", "tables"]);
+    expect(awsPartsFor({ resources: "write", compute: "remove", secrets: "seal", pausedRuns: true })).toEqual([
+      "bus",
+      "delays",
+      "host",
+      "pauses",
+      "secrets",
+      "tables",
+      "timers",
+    ]);
   });
 
   it("refuses parts other than its access needs, when its module is loaded", () => {
