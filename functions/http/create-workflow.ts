@@ -1,6 +1,7 @@
 import { part as bus } from "#aws-parts/bus";
 import { part as delays } from "#aws-parts/delays";
 import { part as host } from "#aws-parts/host";
+import { part as pauses } from "#aws-parts/pauses";
 import { part as secrets } from "#aws-parts/secrets";
 import { part as tables } from "#aws-parts/tables";
 import { part as timers } from "#aws-parts/timers";
@@ -20,7 +21,9 @@ export const route = defineRoute({
     "Create a workflow: its steps' code is saved and built, its triggers stored (inactive unless settings.auto_deploy)",
   conflict:
     "external_id already names another workflow of the workspace, or the same external_id with another definition",
-  access: { resources: "write", compute: "deploy", secrets: "seal" },
+  // A failure once the workflow is stored removes it whole (`removeWorkflow` of #core/workflows),
+  // which asks the store for its paused runs (none yet, but the port must be there).
+  access: { resources: "write", compute: "deploy", secrets: "seal", pausedRuns: true },
   query: workspaceChoiceQuery,
   body: createWorkflowBody,
   response: single(workflowSchema),
@@ -31,4 +34,13 @@ export const route = defineRoute({
   },
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, { bus, delays, host, secrets, tables, timers, trees });
+export const handler = /* @__PURE__ */ lambdaHandler(route, {
+  bus,
+  delays,
+  host,
+  pauses,
+  secrets,
+  tables,
+  timers,
+  trees,
+});

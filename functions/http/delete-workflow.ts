@@ -1,6 +1,7 @@
 import { part as bus } from "#aws-parts/bus";
 import { part as delays } from "#aws-parts/delays";
 import { part as host } from "#aws-parts/host";
+import { part as pauses } from "#aws-parts/pauses";
 import { part as secrets } from "#aws-parts/secrets";
 import { part as tables } from "#aws-parts/tables";
 import { part as timers } from "#aws-parts/timers";
@@ -17,7 +18,7 @@ export const route = defineRoute({
   summary: "Delete a workflow with the sources it deployed, its subscriptions, events, runs and deployment",
   // Deleting a source the workflow deployed runs its deactivate() with its (opened) props.
   conflict: "A trigger's source is still deploying (on AWS); delete once its deploy_state is gone",
-  access: { resources: "write", compute: "remove", secrets: "seal" },
+  access: { resources: "write", compute: "remove", secrets: "seal", pausedRuns: true },
   params: workflowIdParams,
   response: single(deletedSchema),
   run: async (deps, { caller, params, answerByMs }) => ({
@@ -25,4 +26,4 @@ export const route = defineRoute({
   }),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, { bus, delays, host, secrets, tables, timers });
+export const handler = /* @__PURE__ */ lambdaHandler(route, { bus, delays, host, pauses, secrets, tables, timers });

@@ -59,6 +59,11 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
     eventPurges?: boolean;
     /** Queues webhook deliveries (sends to the FIFO delivery queue on AWS): dead-letter replays. */
     deliveries?: boolean;
+    /**
+     * Forgets a workflow's paused runs (`PausedRunStore.removeWorkflow`: their rows, and on AWS their
+     * schedules): the routes whose use case can delete a workflow, its creation's rollback included.
+     */
+    pausedRuns?: boolean;
   };
   params?: z.ZodType<P>;
   /**

@@ -3,13 +3,27 @@
  * request to a source's HTTP endpoint. It finds the source by the endpoint key and answers as
  * `receiveHttpRequest` decides: at once (the run is queued) or, for a custom response, with the
  * run's `respond(...)`, which on AWS arrives when the run ends.
+ *
+ * It also answers `ANY /flow/{run_id}/{secret}/{action}`, a paused run's resume and cancel URLs
+ * (`receiveFlowRequest`): like an endpoint, a URL anyone may call, whose secret is the proof.
  */
 import type { APIGatewayProxyStructuredResultV2 } from "aws-lambda";
+import { notFound } from "#core/errors";
+import type { IncomingHttpRequest } from "#core/http-run-event";
 import type { Deps } from "#core/ports/deps";
 import { receiveHttpRequest } from "#core/source-endpoint";
-import { ENDPOINT_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
+import { FLOW_PATH, receiveFlowRequest } from "#core/workflow-pauses";
+import { ENDPOINT_LOG_PATH, FLOW_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { errorResult } from "#http/responses";
-import { httpInterfaceEventSchema, toApiGatewayResult, toIncomingHttpRequest } from "./api-gateway-http.ts";
+import type { HttpResponseSpec } from "#runtime/protocol";
+import {
+  flowEventSchema,
+  httpInterfaceEventSchema,
+  isFlowEvent,
+  toApiGatewayResult,
+  toIncomingFlowRequest,
+  toIncomingHttpRequest,
+} from "./api-gateway-http.ts";
 import { awsDepsLoader, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
 /**
@@ -29,10 +43,30 @@ export function httpInterfaceHandler(loadDeps: () => Promise<Deps>) {
   return (event: unknown, context?: EndpointContext) => answer(loadDeps, event, context);
 }
 
-/** It runs sources (and queues their runs), as the stack grants (lib/constructs/source-compute.ts). */
+/**
+ * It runs sources (and queues their runs), as the stack grants (lib/constructs/source-compute.ts),
+ * and reads and takes paused runs (their URLs): the pauses part, without schedule settings, as a
+ * run it answers for never pauses (a custom response's run cannot).
+ */
 export const handler = httpInterfaceHandler(
-  awsDepsLoader({ ...SOURCE_RUNNING_PARTS, runs: () => import("#adapters/aws/parts/runs") }),
+  awsDepsLoader({
+    ...SOURCE_RUNNING_PARTS,
+    runs: () => import("#adapters/aws/parts/runs"),
+    pauses: () => import("#adapters/aws/parts/pauses"),
+  }),
 );
+
+/** A request to a paused run's URL; a path that is no such URL is answered as no route would be. */
+async function answerFlow(
+  deps: Deps,
+  event: unknown,
+): Promise<{ request: IncomingHttpRequest; spec?: HttpResponseSpec }> {
+  const parsed = flowEventSchema.parse(event);
+  const request = toIncomingFlowRequest(parsed);
+  const { run_id: runId, secret, action } = parsed.pathParameters;
+  if (!FLOW_PATH.test(`/flow/${runId}/${secret}/${action}`)) return { request };
+  return { request, spec: await receiveFlowRequest(deps, runId, secret, action as "resume" | "cancel", request) };
+}
 
 async function answer(
   loadDeps: () => Promise<Deps>,
@@ -47,6 +81,15 @@ async function answer(
   const log = deps.log.child({ request_id: requestId });
   const line: RequestLine = { method: "-", path: ENDPOINT_LOG_PATH, status: undefined, durationMs: 0, requestId };
   try {
+    if (isFlowEvent(event)) {
+      line.path = FLOW_LOG_PATH;
+      const { request, spec } = await answerFlow(deps, event);
+      line.method = request.method;
+      if (!spec) throw notFound("route");
+      const result = toApiGatewayResult(spec);
+      line.status = result.statusCode;
+      return result;
+    }
     const { endpointKey, request } = toIncomingHttpRequest(httpInterfaceEventSchema.parse(event));
     line.method = request.method;
     const result = toApiGatewayResult(await receiveHttpRequest(deps, endpointKey, request, line, answerByMs));

@@ -2,7 +2,11 @@ import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
 import { RESPOND_TIMEOUT_RESPONSE } from "#core/http-run-event";
 import { jsonLogger } from "#core/ports/logger";
+import type { RunJob } from "#core/ports/run-queue";
+import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
+import { keepPause, newFlowBase } from "#core/workflow-pauses";
 import { ANSWER_MARGIN_MS, httpInterfaceHandler } from "#internal/endpoint-function";
+import { memoryDeps } from "../../support/memory-deps.ts";
 import { scriptedSource } from "../../support/scripted-sources.ts";
 
 const recorded = JSON.parse(
@@ -68,5 +72,77 @@ describe("the endpoint function's custom responses (AWS)", () => {
     // Plenty of time left: the run's own limit (5 s in these deps) stands.
     await handler(eventFor(endpointKey), { awsRequestId: "req-2", getRemainingTimeInMillis: () => 60_000 });
     expect(calls.at(-1)?.timeoutMs).toBe(deps.runtime.invocationTimeoutMs);
+  });
+});
+
+describe("the endpoint function's paused-run URLs (AWS)", () => {
+  /** A run paused as `$.flow.suspend` keeps it, and the recorded event sent to its URL for `action`. */
+  async function pausedRun() {
+    const queued: RunJob[] = [];
+    const deps = memoryDeps(Date.UTC(2026, 10, 27), { runs: { enqueue: async (job) => void queued.push(job) } });
+    const base = newFlowBase(deps, "run_a");
+    const secret = base.split("/").at(-1) as string;
+    const workflow = { id: "p_a", deploymentId: "d_1", steps: [{ id: "c_ask", namespace: "ask" }] } as WorkflowRecord;
+    await keepPause(
+      deps,
+      workflow,
+      { kind: "workflow", workflowId: "p_a", runId: "run_a", trigger: "http", triggerId: "hi_1", event: {} },
+      { id: "run_a", trigger: { type: "http", id: "hi_1" } } as WorkflowRun,
+      base,
+      { kind: "suspend", stepId: "c_ask", afterMs: 60_000, steps: {} },
+      undefined,
+      deps.clock.nowMs(),
+    );
+    const lines: Record<string, unknown>[] = [];
+    deps.log = jsonLogger({}, (line) => lines.push(JSON.parse(line)));
+    const flowEvent = (action: string, runId = "run_a", token = secret) => ({
+      ...recorded,
+      routeKey: "ANY /flow/{run_id}/{secret}/{action}",
+      rawPath: `/flow/${runId}/${token}/${action}`,
+      rawQueryString: "note=ok",
+      headers: { ...recorded.headers, "content-type": "application/json" },
+      body: Buffer.from('{"approved":true}').toString("base64"),
+      pathParameters: { run_id: runId, secret: token, action },
+    });
+    return { deps, queued, secret, lines, flowEvent, handler: httpInterfaceHandler(async () => deps) };
+  }
+
+  it("resumes the run with the request as API Gateway delivers it, and logs no secret", async () => {
+    const { deps, queued, secret, lines, flowEvent, handler } = await pausedRun();
+    const result = await handler(flowEvent("resume"), { awsRequestId: "req-1" });
+    expect(result.statusCode).toBe(202);
+    expect(JSON.parse(String(result.body))).toEqual({ status: "resumed", run_id: "run_a" });
+    expect(queued).toEqual([expect.objectContaining({ workflowId: "p_a", resume: { pauseId: "run_a" } })]);
+    expect((await deps.pausedRuns.get("run_a"))?.dispatch?.request).toMatchObject({
+      method: "POST",
+      path: "/",
+      query: { note: "ok" },
+      body: { approved: true },
+      client_ip: "203.0.113.10",
+      url: `https://abcd1234.execute-api.eu-west-1.amazonaws.com/flow/run_a/${secret}/resume?note=ok`,
+    });
+    // The other URL, once resumed: 409.
+    expect((await handler(flowEvent("cancel"), { awsRequestId: "req-2" })).statusCode).toBe(409);
+    const requests = lines.filter((line) => line.message === "request");
+    expect(requests).toEqual([
+      expect.objectContaining({ method: "POST", path: "/flow/{run_id}/{secret}/{action}", status: 202 }),
+      expect.objectContaining({ method: "POST", path: "/flow/{run_id}/{secret}/{action}", status: 409 }),
+    ]);
+    expect(JSON.stringify(lines)).not.toContain(secret);
+  });
+
+  it("answers 404 to a wrong secret, an unknown run and a path that is no pause URL, and takes nothing", async () => {
+    const { deps, queued, secret, flowEvent, handler } = await pausedRun();
+    for (const event of [
+      flowEvent("resume", "run_a", "A".repeat(24)),
+      flowEvent("resume", "run_b"),
+      flowEvent("pause"),
+      flowEvent("resume", "run_a", "short"),
+      flowEvent("resume", "not_a_run", secret),
+    ]) {
+      expect((await handler(event, { awsRequestId: "req" })).statusCode, event.rawPath).toBe(404);
+    }
+    expect(queued).toEqual([]);
+    expect((await deps.pausedRuns.get("run_a"))?.dispatch).toBeUndefined();
   });
 });
