@@ -114,7 +114,8 @@ export class ApiRouteFunction extends Construct {
     const access = route.access.resources;
     // compute: deploys, runs and removes sources and their timers; secrets: seals and opens secret props;
     // eventPurges: starts the background removal of deleted events; deliveries: queues webhook deliveries.
-    const { compute, secrets, eventPurges, deliveries } = route.access;
+    // pausedRuns: forgets a deleted workflow's paused runs and their schedules (see below).
+    const { compute, secrets, eventPurges, deliveries, pausedRuns } = route.access;
     // Running a hook needs the source's secret props opened: the routes that deploy or remove
     // sources run hooks, and store and publish the events those emit (the others only bundle,
     // describe and probe, and store nothing a probe emits).
@@ -125,6 +126,11 @@ export class ApiRouteFunction extends Construct {
     // Deploying runs hooks, which store state and events.
     if (compute && access !== "write") {
       throw new Error(`Route "${route.name}" has compute access, which needs access.resources "write"`);
+    }
+    // Forgetting a workflow's paused runs deletes their schedules: the rights of `compute` "deploy"
+    // and "remove" (deleting schedules of the group, and its name) cover it, and no other grants it.
+    if (pausedRuns && compute !== "deploy" && compute !== "remove") {
+      throw new Error(`Route "${route.name}" forgets paused runs, which needs access.compute "deploy" or "remove"`);
     }
     if (eventPurges && !props.eventStreaming) {
       throw new Error(`Route "${route.name}" starts event purges, but the stack gave it no EventStreaming`);
@@ -213,6 +219,7 @@ export class RouteRoles extends Construct {
 
 /** A route's access as a construct id: `Read`, `WriteDeploySeal`, `WriteDeliveries`, `None`... */
 function accessName(access: RouteSpec["access"]): string {
+  // `pausedRuns` grants nothing its `compute` level does not: it names no role of its own.
   const { resources, compute, secrets, eventPurges, deliveries } = access;
   const parts = [resources, compute, secrets, eventPurges && "purges", deliveries && "deliveries"];
   return pascalCase(parts.filter((part): part is string => typeof part === "string").join("-")) || "None";

@@ -101,6 +101,11 @@ export interface SluiceFunctionProps {
   readonly role?: Role;
   /** @default - the entry path */
   readonly description?: string;
+  /**
+   * A fixed name, for a function others must name before CloudFormation made it (where referring to
+   * it would be a cycle: the paused-run dispatcher). @default - one CloudFormation generates
+   */
+  readonly functionName?: string;
   /** Extra environment variables; `NODE_OPTIONS` is set when {@link SLUICE_NODE_OPTIONS} has any. @default - none */
   readonly environment?: Readonly<Record<string, string>>;
   /**
@@ -217,6 +222,7 @@ export class SluiceFunction extends Construct {
       entry: join(PROJECT_ROOT, props.entry),
       handler: "handler",
       description: props.description ?? props.entry,
+      ...(props.functionName === undefined ? {} : { functionName: props.functionName }),
       // Node 22 on Lambda, Node 20 locally: the code is written to run on both (DESIGN.md, 9).
       runtime: Runtime.NODEJS_22_X,
       architecture: SLUICE_ARCHITECTURE,

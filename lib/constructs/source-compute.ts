@@ -49,6 +49,9 @@ export const DEPLOY_FINISHER_MAX_EVENT_AGE = Duration.minutes(10);
  */
 export const NPM_TREES_EXPIRY = Duration.days(30);
 
+/** The paused-run dispatcher's function name: fixed, so that its ARN is known without referring to it. */
+export const pausedRunDispatcherNameFor = (stage: string): string => `sluice-${stage}-paused-run-dispatcher`;
+
 /** The queue of queued runs that failed every try: named after the stage, so operators find it. */
 export const failedRunsQueueNameFor = (stage: string): string => `sluice-${stage}-failed-runs`;
 
@@ -88,8 +91,8 @@ export interface SourceComputeProps {
  * Everything sources run on, on AWS (DESIGN.md decision 4): the runtime layer that source functions
  * are created with at run time (by the API, not by CloudFormation), their logging-only role and
  * shared log group, the describer, the internal functions (HTTP interface, source runner, timer
- * invoker), the queue of runs that failed every try, the catch-all routes
- * `ANY /http/{key}[/{proxy+}]`, the schedule group and the role EventBridge Scheduler invokes timers
+ * invoker, paused-run dispatcher), the queue of runs that failed every try, the catch-all routes
+ * `ANY /http/{key}[/{proxy+}]` and the paused runs' `ANY /flow/{run_id}/{secret}/{action}`, the schedule group and the role EventBridge Scheduler invokes timers
  * with. `attachCompute`, `attachRunner`, `attachRunQueuer` and `attachSecrets` give other functions
  * exactly the permissions and settings they need.
  */
@@ -125,6 +128,13 @@ export class SourceCompute extends Construct {
    */
   readonly delayedEmitDeliverer: SluiceFunction;
   /**
+   * Dispatches a paused workflow run when its one-time schedule fires, and queues its continuation
+   * on the source runner (functions/internal/paused-run-dispatcher.ts). Named
+   * {@link pausedRunDispatcherNameFor}: the source runner, which it invokes, names it in the
+   * schedules it makes, and a reference both ways would be a cycle.
+   */
+  readonly pausedRunDispatcher: SluiceFunction;
+  /**
    * Installed npm trees by resolved dependency set (`npm-trees/<sha256>.zip`): read and written by
    * the functions that install components' packages (the deploying routes, the deploy finisher),
    * so an install happens once per set rather than once per execution environment. A cache: it
@@ -132,7 +142,7 @@ export class SourceCompute extends Construct {
    */
   readonly npmTrees: Bucket;
   readonly scheduleGroup: CfnScheduleGroup;
-  /** Assumed by EventBridge Scheduler; may invoke the timer invoker and the delayed emit deliverer only. */
+  /** Assumed by EventBridge Scheduler; may invoke the timer invoker, the delayed emit deliverer and the paused-run dispatcher only. */
   readonly schedulerRole: Role;
   /** `arn:<partition>:lambda:<region>:<account>:function:sluice-<stage>-dc_*` */
   readonly sourceFunctionsArn: string;
@@ -218,7 +228,8 @@ export class SourceCompute extends Construct {
       assumedBy: new ServicePrincipal("scheduler.amazonaws.com", {
         conditions: { StringEquals: { "aws:SourceAccount": stack.account } },
       }),
-      description: "EventBridge Scheduler: invokes the Sluice timer invoker and delayed emit deliverer, nothing else",
+      description:
+        "EventBridge Scheduler: invokes the Sluice timer invoker, delayed emit deliverer and paused-run dispatcher, nothing else",
     });
     this.delayedEmitDeliverer = new SluiceFunction(this, "DelayedEmitDeliverer", {
       entry: "functions/internal/delayed-emit-deliverer.ts",
@@ -232,7 +243,8 @@ export class SourceCompute extends Construct {
 
     this.httpInterface = new SluiceFunction(this, "HttpInterface", {
       entry: "functions/internal/endpoint-function.ts",
-      description: "ANY /http/{key}: requests to sources' HTTP endpoints (functions/internal/endpoint-function.ts)",
+      description:
+        "ANY /http/{key}, /flow/...: sources' HTTP endpoints, paused runs' URLs (functions/internal/endpoint-function.ts)",
       copyTrees: props.apps ? [props.apps] : [],
       // The HTTP API gives up after 30 s whatever the function does.
       timeout: Duration.seconds(30),
@@ -284,6 +296,9 @@ export class SourceCompute extends Construct {
     for (const [routeId, path] of [
       ["HttpInterfaceRoute", "/http/{key}"],
       ["HttpInterfaceProxyRoute", "/http/{key}/{proxy+}"],
+      // A paused run's resume and cancel URLs (#core/workflow-pauses `FLOW_PATH`), answered by the
+      // same function: any method, no API key (the secret in the path is the proof).
+      ["FlowRoute", "/flow/{run_id}/{secret}/{action}"],
     ] as const) {
       new HttpRoute(this, routeId, {
         httpApi: props.httpApi,
@@ -318,6 +333,26 @@ export class SourceCompute extends Construct {
       targets: [new LambdaTarget(this.deploySweeper.lambdaFunction, { retryAttempts: 0 })],
     });
     this.delayedEmitDeliverer.lambdaFunction.grantInvoke(this.schedulerRole);
+
+    this.pausedRunDispatcher = new SluiceFunction(this, "PausedRunDispatcher", {
+      entry: "functions/internal/paused-run-dispatcher.ts",
+      functionName: pausedRunDispatcherNameFor(props.stage),
+      description:
+        "Dispatches paused workflow runs when their time comes (functions/internal/paused-run-dispatcher.ts)",
+      timeout: Duration.seconds(30),
+      logRetention: props.logRetention,
+    });
+    {
+      const fn = this.pausedRunDispatcher.lambdaFunction;
+      // It takes the pause and queues its continuation; it runs nothing and makes no schedule.
+      // Lambda's default two retries: a dispatch or a queueing that failed is done again.
+      grantTableAccess(props.resourcesTable, fn, "write");
+      fn.addEnvironment(ENV.resourcesTable, props.resourcesTable.tableName);
+      this.attachRunQueuer(fn);
+      fn.grantInvoke(this.schedulerRole);
+    }
+    // Runs workflows, so pauses them (and forgets a pause once its continuation ended).
+    this.#attachPauser(this.sourceRunner.lambdaFunction);
 
     this.npmTrees = new Bucket(this, "NpmTrees", {
       encryption: BucketEncryption.S3_MANAGED,
@@ -415,6 +450,28 @@ export class SourceCompute extends Construct {
       new PolicyStatement({ actions: ["scheduler:DeleteSchedule"], resources: [this.#schedulesArn()] }),
     );
     fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
+  }
+
+  /**
+   * The function that runs queued workflow runs, and so pauses them (`SchedulerPausedRuns`). What
+   * {@link attachRunner} gave it for delayed emits covers most of that: creating and deleting
+   * one-time schedules in the group, passing the scheduler role, the group's and the role's names.
+   * A pause's schedule may also be updated (a run done again pauses again, later), and invokes the
+   * dispatcher, whose ARN is made from its fixed name, not referred to (see {@link pausedRunDispatcher}).
+   */
+  #attachPauser(fn: LambdaFunction): void {
+    fn.addToRolePolicy(
+      new PolicyStatement({ actions: ["scheduler:UpdateSchedule"], resources: [this.#schedulesArn()] }),
+    );
+    fn.addEnvironment(
+      AWS_COMPUTE_ENV.pausedRunDispatcherArn,
+      Stack.of(this).formatArn({
+        service: "lambda",
+        resource: "function",
+        resourceName: pausedRunDispatcherNameFor(this.#props.stage),
+        arnFormat: ArnFormat.COLON_RESOURCE_NAME,
+      }),
+    );
   }
 
   /** A function that queues runs (`LambdaRunQueue`): may invoke the source runner, and learns its name. */
@@ -571,7 +628,7 @@ export class SourceCompute extends Construct {
     fn.addEnvironment(AWS_COMPUTE_ENV.scheduleGroup, this.scheduleGroup.ref);
   }
 
-  /** Every schedule of the stack's group (timers' and delayed emits'). */
+  /** Every schedule of the stack's group (timers', delayed emits' and paused runs'). */
   #schedulesArn(): string {
     return Stack.of(this).formatArn({
       service: "scheduler",

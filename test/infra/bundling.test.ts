@@ -31,6 +31,7 @@ import { ESM_REQUIRE_BANNER, PROJECT_ROOT, SluiceFunction } from "../../lib/cons
 import { DESCRIBER_FILES, RUNTIME_LAYER_ENTRY, RUNTIME_LAYER_FILE } from "../../lib/constructs/source-compute.ts";
 import { ServiceStack } from "../../lib/service-stack.ts";
 import { StatefulStack } from "../../lib/stateful-stack.ts";
+import { sourcesUnder } from "../support/import-boundaries.ts";
 import { type BuiltBundle, bundleFunctions } from "../support/lambda-bundles.ts";
 
 // Skips the CloudFormation validation plugin; bundling still runs.
@@ -83,6 +84,7 @@ const PART_CLIENTS: Record<string, readonly string[]> = {
   objects: ["@aws-sdk/client-s3"],
   trees: ["@aws-sdk/client-s3"],
   delays: ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"],
+  pauses: ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"],
 };
 
 /** The parts of the functions that are not routes, as their entries name them (after their grants). */
@@ -97,8 +99,18 @@ const INTERNAL_PARTS: Record<string, readonly string[]> = {
     "deliveries",
     "objects",
     "delays",
+    "pauses",
   ],
-  "functions/internal/source-runner.ts": ["tables", "host", "secrets", "bus", "deliveries", "objects", "delays"],
+  "functions/internal/source-runner.ts": [
+    "tables",
+    "host",
+    "secrets",
+    "bus",
+    "deliveries",
+    "objects",
+    "delays",
+    "pauses",
+  ],
   "functions/internal/timer-invoker.ts": [
     "tables",
     "host",
@@ -114,6 +126,7 @@ const INTERNAL_PARTS: Record<string, readonly string[]> = {
   // What POST /v1/sources deploys with.
   "functions/internal/deploy-finisher.ts": ["tables", "host", "timers", "secrets", "bus", "delays", "trees"],
   "functions/internal/delayed-emit-deliverer.ts": ["tables", "bus", "delays"],
+  "functions/internal/paused-run-dispatcher.ts": ["tables", "runs", "pauses"],
   "functions/internal/event-dispatcher.ts": ["tables", "runs", "deliveries"],
   "functions/internal/event-purger.ts": ["tables"],
   "functions/internal/source-stream-function.ts": ["tables"],
@@ -303,6 +316,51 @@ describe("ServiceStack bundling", () => {
     expect(
       dynamodb.filter((input) => /\/dist-es\/(waiters|pagination)\/|\/dist-es\/DynamoDB\.js$/.test(input)),
     ).toEqual([]);
+  });
+
+  /**
+   * Functions whose bundle holds a module that uses `deps.pausedRuns` (#core/workflows,
+   * workflow-runs, workflow-pauses) but whose code never reaches that use, and why. Any other such
+   * function must carry the pauses part: without it, the port fails only when first used.
+   */
+  const NEVER_TOUCH_PAUSES: Record<string, string> = {
+    "functions/http/get-workflow.ts": "reads a workflow",
+    "functions/http/list-user-workflows.ts": "lists workflows",
+    "functions/http/list-workspace-workflows.ts": "lists workflows",
+    "functions/http/list-workflow-runs.ts": "lists runs' records",
+    "functions/http/update-workflow.ts":
+      "an update never removes the workflow (its rollback removes only a deployment)",
+    "functions/http/get-openapi.ts": "imports routes for their definitions only",
+    "functions/http/route-not-found.ts": "imports routes for their definitions only",
+    "functions/internal/timer-invoker.ts": "queues a workflow's ticks; runs only sources",
+    "functions/internal/source-stream-function.ts": "streams a workflow's events (a constant of workflow-runs)",
+  };
+
+  it("bundles the pauses part into every function whose code can reach deps.pausedRuns, and no other", () => {
+    const PART = "functions/adapters/aws/parts/pauses.ts";
+    const core = sourcesUnder(PROJECT_ROOT, ["functions/core"]);
+    const users = [...core].filter(([, text]) => /\bdeps\.pausedRuns\b/.test(text)).map(([file]) => file);
+    expect(users.sort()).toEqual([
+      "functions/core/workflow-pauses.ts",
+      "functions/core/workflow-runs.ts",
+      "functions/core/workflows.ts",
+    ]);
+    const holding = functions
+      .filter((fn) => users.some((user) => bundles.get(fn.entry)!.inputs.includes(user)))
+      .map((fn) => fn.entry);
+    const withPart = functions.filter((fn) => bundles.get(fn.entry)!.inputs.includes(PART)).map((fn) => fn.entry);
+    expect(withPart.sort()).toEqual(holding.filter((entry) => NEVER_TOUCH_PAUSES[entry] === undefined).sort());
+    // The list stays current: each function on it holds such a module.
+    expect(Object.keys(NEVER_TOUCH_PAUSES).filter((entry) => !holding.includes(entry))).toEqual([]);
+    expect(holding).toEqual(
+      expect.arrayContaining([
+        "functions/http/create-workflow.ts",
+        "functions/http/delete-workflow.ts",
+        "functions/internal/endpoint-function.ts",
+        "functions/internal/source-runner.ts",
+        "functions/internal/paused-run-dispatcher.ts",
+      ]),
+    );
   });
 
   it("takes Node's http module without importing it as an ES module, which on Node 22 loads undici", () => {

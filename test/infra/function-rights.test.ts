@@ -67,6 +67,7 @@ describe("ServiceStack: the rights of each function", () => {
     deliverer: service.eventFanout.deliverer.lambdaFunction,
     "deploy-sweeper": service.sources.deploySweeper.lambdaFunction,
     "delayed-emit-deliverer": service.sources.delayedEmitDeliverer.lambdaFunction,
+    "paused-run-dispatcher": service.sources.pausedRunDispatcher.lambdaFunction,
     "deploy-finisher": service.sources.deployFinisher.lambdaFunction,
     "account-refresher": service.accountRefresher.refresher.lambdaFunction,
   });

@@ -44,6 +44,11 @@ const CREATES = [
 ];
 /** Schedule delayed emits (one-time schedules invoking the deliverer, with the scheduler role) and cancel them. */
 const DELAYS = ["iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule"];
+/**
+ * Pause workflow runs (one-time schedules invoking the paused-run dispatcher, moved when a run
+ * pauses again under the same id) and forget them.
+ */
+const PAUSES = ["iam:PassRole", "scheduler:CreateSchedule", "scheduler:DeleteSchedule", "scheduler:UpdateSchedule"];
 const CONSUMES_SQS = [
   "sqs:ChangeMessageVisibility",
   "sqs:DeleteMessage",
@@ -113,7 +118,8 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
     ]),
   ),
   // "remove": deactivate hooks (or the deploy finisher invoked, for one the request has no time
-  // for), then the functions and schedules go; nothing is created.
+  // for), then the functions and schedules go; nothing is created. Deleting a workflow also
+  // deletes its paused runs' schedules (the same right; creating one does too, on a rollback).
   ...["delete-source", "delete-workflow"].map((name) =>
     writes(name, RUNS, SEALS, APPENDS, ["lambda:DeleteFunction", "scheduler:DeleteSchedule"]),
   ),
@@ -152,8 +158,9 @@ export const INTERNAL_RIGHTS: readonly FunctionRights[] = [
   // Schedule the delayed emits of the runs they apply.
   writes("endpoint-function", RUNS, SEALS, APPENDS, DELAYS),
   writes("timer-invoker", RUNS, SEALS, APPENDS, DELAYS),
-  // Lambda's on-failure destination needs GetQueueAttributes on the failed-runs queue.
-  writes("source-runner", RUNS, SEALS, APPENDS, DELAYS, ["sqs:GetQueueAttributes"]),
+  // Lambda's on-failure destination needs GetQueueAttributes on the failed-runs queue. It runs
+  // workflows, so pauses them (and moves a pause's schedule when a run pauses again).
+  writes("source-runner", RUNS, SEALS, APPENDS, DELAYS, PAUSES, ["sqs:GetQueueAttributes"]),
   reads("source-stream"),
   { name: "sse-redirect", actions: [] },
   writes("event-purger"),
@@ -169,6 +176,8 @@ export const INTERNAL_RIGHTS: readonly FunctionRights[] = [
   writes("deploy-sweeper", ["lambda:DeleteFunction", "scheduler:DeleteSchedule"]),
   // Emits a delayed emit when its schedule fires: stores and publishes it.
   writes("delayed-emit-deliverer", APPENDS),
+  // Takes a paused run when its schedule fires, and queues its continuation on the source runner.
+  writes("paused-run-dispatcher", ["lambda:InvokeFunction"]),
   // Finishes what a deploy's request could not fit: the function, the hooks, the timer; on a
   // failure, removes what it made. No describer: the component was read in the request.
   // Renews OAuth tokens before they expire: reads and writes the accounts, opens and seals them,

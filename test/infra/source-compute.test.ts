@@ -218,6 +218,70 @@ describe("ServiceStack: what sources run on", () => {
     }
   });
 
+  it("routes ANY /flow/{run_id}/{secret}/{action}, a paused run's URLs, to the same function", () => {
+    const integrations = template.findResources("AWS::ApiGatewayV2::Integration", {
+      Properties: { IntegrationUri: { "Fn::GetAtt": [idOf(service.sources.httpInterface.lambdaFunction), "Arn"] } },
+    });
+    template.hasResourceProperties("AWS::ApiGatewayV2::Route", {
+      RouteKey: "ANY /flow/{run_id}/{secret}/{action}",
+      Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
+      // No API key: the secret in the path is the proof, as for /http/{key}.
+      AuthorizationType: "NONE",
+    });
+  });
+
+  it("runs the paused-run dispatcher under its fixed name with the table and the runner, and no schedule, key or component", () => {
+    const id = idOf(service.sources.pausedRunDispatcher.lambdaFunction);
+    const fn = functions()[id]!;
+    expect(fn.Properties.FunctionName).toBe("sluice-dev-paused-run-dispatcher");
+    expect(Object.keys(environmentOf(template, id)).sort()).toEqual(
+      [ENV.resourcesTable, AWS_COMPUTE_ENV.sourceRunnerFunction].sort(),
+    );
+    const invokes = statementsWith(statementsOf(template, id), "lambda:InvokeFunction");
+    expect(JSON.stringify(invokes.map((statement) => statement.Resource))).toContain(
+      idOf(service.sources.sourceRunner.lambdaFunction),
+    );
+    expect(actionsOf(template, id).filter((action) => /^(scheduler|iam|kms|events):/.test(action))).toEqual([]);
+    expect(loadAwsComputeConfig(deployedEnvironmentOf(template, id)).pausedRuns).toBeUndefined();
+  });
+
+  it("lets the source runner pause runs (schedules invoking the dispatcher, updated when a run pauses again), and the workflow-deleting routes delete them", () => {
+    const scheduleArn = JSON.stringify(schedulesArn());
+    const runner = idOf(service.sources.sourceRunner.lambdaFunction);
+    for (const action of ["scheduler:CreateSchedule", "scheduler:UpdateSchedule", "scheduler:DeleteSchedule"]) {
+      expect(
+        statementsWith(statementsOf(template, runner), action).map((statement) => JSON.stringify(statement.Resource)),
+        action,
+      ).toEqual([scheduleArn]);
+    }
+    // Its schedules invoke the dispatcher under the name the dispatcher is deployed with.
+    expect(JSON.stringify(environmentOf(template, runner)[AWS_COMPUTE_ENV.pausedRunDispatcherArn])).toContain(
+      `:function:${functions()[idOf(service.sources.pausedRunDispatcher.lambdaFunction)]!.Properties.FunctionName}"`,
+    );
+    expect(loadAwsComputeConfig(deployedEnvironmentOf(template, runner)).pausedRuns?.target).toBeDefined();
+    for (const route of routes.filter((candidate) => candidate.access.pausedRuns)) {
+      const id = routeFunctionId(route.name);
+      expect(
+        statementsWith(statementsOf(template, id), "scheduler:DeleteSchedule").map((statement) =>
+          JSON.stringify(statement.Resource),
+        ),
+        route.name,
+      ).toEqual([scheduleArn]);
+      expect(loadAwsComputeConfig(deployedEnvironmentOf(template, id)).pausedRuns?.scheduleGroup, route.name).toBe(
+        "https://resolved-at-deploy.example",
+      );
+    }
+    expect(
+      routes
+        .filter((route) => route.access.pausedRuns)
+        .map((route) => route.name)
+        .sort(),
+    ).toEqual(["create-workflow", "delete-workflow"]);
+    // The endpoint function only reads and takes pauses: the delayed emits' rights, nothing more.
+    const endpoint = idOf(service.sources.httpInterface.lambdaFunction);
+    expect(actionsOf(template, endpoint)).not.toContain("scheduler:UpdateSchedule");
+  });
+
   it("lets routes create, update and delete only sluice-<stage>-dc_* and -p_* functions, with the source role and the layer", () => {
     const scheduleArn = schedulesArn();
     const passSourceRole = {
@@ -331,7 +395,7 @@ describe("ServiceStack: what sources run on", () => {
     expect(actionsOf(template, id).sort()).toEqual(["logs:CreateLogStream", "logs:PutLogEvents"]);
   });
 
-  it("lets EventBridge Scheduler of this account assume the scheduler role, which may invoke the timer invoker and the delayed emit deliverer only", () => {
+  it("lets EventBridge Scheduler of this account assume the scheduler role, which may invoke the timer invoker, the delayed emit deliverer and the paused-run dispatcher only", () => {
     const roleId = idOf(service.sources.schedulerRole);
     const role = template.findResources("AWS::IAM::Role")[roleId] as Resource;
     expect(role.Properties.AssumeRolePolicyDocument.Statement).toEqual([
@@ -342,9 +406,11 @@ describe("ServiceStack: what sources run on", () => {
         Condition: { StringEquals: { "aws:SourceAccount": { Ref: "AWS::AccountId" } } },
       },
     ]);
-    const invokable = [service.sources.timerInvoker, service.sources.delayedEmitDeliverer].map((fn) =>
-      idOf(fn.lambdaFunction),
-    );
+    const invokable = [
+      service.sources.timerInvoker,
+      service.sources.delayedEmitDeliverer,
+      service.sources.pausedRunDispatcher,
+    ].map((fn) => idOf(fn.lambdaFunction));
     expect(statementsOfRole(template, roleId)).toEqual(
       invokable.map((id) => ({
         Action: "lambda:InvokeFunction",
@@ -421,10 +487,27 @@ describe("ServiceStack: what sources run on", () => {
         "Fn::GetAtt": [idOf(service.sources.delayedEmitDeliverer.lambdaFunction), "Arn"],
       },
     });
+    // The source runner pauses workflow runs: its schedules invoke the dispatcher, named by its fixed name.
+    const pauser = {
+      [AWS_COMPUTE_ENV.pausedRunDispatcherArn]: {
+        "Fn::Join": [
+          "",
+          [
+            "arn:",
+            { Ref: "AWS::Partition" },
+            ":lambda:",
+            { Ref: "AWS::Region" },
+            ":",
+            { Ref: "AWS::AccountId" },
+            ":function:sluice-dev-paused-run-dispatcher",
+          ],
+        ],
+      },
+    };
     const expectations = [
       [service.sources.httpInterface, { ...common, ...runner }, 30],
       [service.sources.timerInvoker, { ...common, ...runner }, 120],
-      [service.sources.sourceRunner, common, 60],
+      [service.sources.sourceRunner, { ...common, ...pauser }, 60],
     ] as const;
     for (const [fn, variables, timeout] of expectations) {
       template.hasResourceProperties("AWS::Lambda::Function", {
