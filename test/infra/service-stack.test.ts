@@ -31,12 +31,13 @@ describe("ServiceStack", () => {
   const routeFunctionId = (name: string) => idOf(service.routeFunctions.get(name)!.function.lambdaFunction);
   const notFoundId = () => idOf(service.notFoundFunction.lambdaFunction);
 
-  it("has one function per manifest route, one for $default, seven of sources, three of events, two of fan-out and the account refresher", () => {
+  it("has one function per manifest route, one for $default, eight of sources, three of events, two of fan-out and the account refresher", () => {
     expect(routes.length).toBeGreaterThan(0);
     // Sources: the describer, the HTTP interface, the source runner, the timer invoker, the
-    // deploy sweeper, the deploy finisher and the delayed emit deliverer. Events: the stream, its
-    // redirect and the purger. Fan-out: the dispatcher and the webhook deliverer.
-    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 7 + 3 + 2 + 1);
+    // deploy sweeper, the deploy finisher, the delayed emit deliverer and the paused-run
+    // dispatcher. Events: the stream, its redirect and the purger. Fan-out: the dispatcher and the
+    // webhook deliverer.
+    template.resourceCountIs("AWS::Lambda::Function", routes.length + 1 + 8 + 3 + 2 + 1);
     expect([...service.routeFunctions.keys()].sort()).toEqual(routes.map((route) => route.name).sort());
   });
 
@@ -98,8 +99,9 @@ describe("ServiceStack", () => {
       RouteKey: "$default",
       Target: { "Fn::Join": ["", ["integrations/", { Ref: Object.keys(integrations)[0] }]] },
     });
-    // Plus the two catch-all routes of sources' HTTP interfaces and the streams' two redirects.
-    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1 + 2 + 2);
+    // Plus the two catch-all routes of sources' HTTP interfaces, paused runs' URLs and the streams'
+    // two redirects.
+    template.resourceCountIs("AWS::ApiGatewayV2::Route", routes.length + 1 + 2 + 1 + 2);
   });
 
   it("declares no route key with a trailing slash, which HTTP APIs refuse", () => {
@@ -183,7 +185,7 @@ describe("ServiceStack", () => {
   });
 
   it("logs the API's route functions to one group, every other function to its own, all kept 30 days, and deployed sources to one more", () => {
-    template.resourceCountIs("AWS::Logs::LogGroup", 1 + 7 + 3 + 2 + 1 + 1);
+    template.resourceCountIs("AWS::Logs::LogGroup", 1 + 8 + 3 + 2 + 1 + 1);
     const routeLogs = idOf(service.routeLogGroup);
     for (const route of service.routeFunctions.values()) expect(idOf(route.function.logGroup)).toBe(routeLogs);
     expect(idOf(service.notFoundFunction.logGroup)).toBe(routeLogs);
