@@ -93,6 +93,8 @@ describe("the endpoint function's paused-run URLs (AWS)", () => {
       undefined,
       deps.clock.nowMs(),
     );
+    // The workflow is there and active: its pause may be resumed.
+    deps.workflows.getWorkflow = async (id) => (id === "p_a" ? { ...workflow, active: true } : undefined);
     const lines: Record<string, unknown>[] = [];
     deps.log = jsonLogger({}, (line) => lines.push(JSON.parse(line)));
     const flowEvent = (action: string, runId = "run_a", token = secret) => ({
