@@ -405,6 +405,16 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
     optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
     optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
     if (value.flow !== undefined) invocation.flow = nonEmpty(value.flow, "flow");
+    if (value.rerun !== undefined) {
+      const rerun = object(value.rerun, "rerun");
+      invocation.rerun = {
+        runs: finite(rerun.runs, at("rerun", "runs")),
+        context: json(rerun.context, at("rerun", "context")),
+      };
+      if (rerun.callback_request !== undefined) {
+        invocation.rerun.callback_request = json(rerun.callback_request, at("rerun", "callback_request"));
+      }
+    }
     if (value.resume !== undefined) {
       const resume = object(value.resume, "resume");
       invocation.resume = { steps: jsonObject(resume.steps, at("resume", "steps")) };

@@ -217,6 +217,12 @@ export interface WorkflowInvocation {
    * steps that ran before it, as the pause kept them. The invocation's steps are the ones left.
    */
   resume?: { steps: Record<string, Json> };
+  /**
+   * A continuation that runs its first step again (`$.flow.rerun`): that step's `$.context.run`
+   * gets these (`runs` counts its runs, `context` is what its last run passed, `callback_request`
+   * the request to its resume URL); the steps after it see the run's own `run`.
+   */
+  rerun?: { runs: number; context: Json; callback_request?: Json };
 }
 
 /** The URLs of a run's pause: a request to one resumes the run, to the other cancels it. */

@@ -327,6 +327,11 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
       ? (toJson(run.invocation.context) as { [key: string]: Json })
       : {};
     context.deadline = deadline;
+    // A rerun's count, context and callback are its own step's: the steps after it are not rerun.
+    const { rerun } = run.invocation;
+    if (rerun && step === run.invocation.steps[0]) {
+      context.run = { ...(isBag(context.run) ? context.run : {}), ...(toJson(rerun) as { [key: string]: Json }) };
+    }
     this.context = context;
   }
 

@@ -25,7 +25,7 @@ import { clipText } from "./clip-text.ts";
 import { forbiddenCharacterIn } from "./names.ts";
 import { redactPaths } from "./redact-paths.ts";
 import { checkResponse, emitOverRun, MAX_EMIT_BYTES, MAX_ERROR_TEXT, RESPONSE_ERROR } from "./run-limits.ts";
-import { pauseInconsistency, runsOfContext } from "./workflow-pauses.ts";
+import { pauseInconsistency } from "./workflow-pauses.ts";
 import type { DeliveredSend } from "./workflow-sends.ts";
 
 /**
@@ -89,7 +89,9 @@ function inconsistency(result: WorkflowResult, invocation: WorkflowInvocation): 
   }
   if (result.pause !== undefined) {
     const last = result.steps[result.steps.length - 1];
-    return pauseInconsistency(result.pause, last, runsOfContext(invocation.context), invocation.flow !== undefined);
+    // Only a rerun step counts its runs: the first of a continuation that reruns it.
+    const runs = invocation.rerun && invocation.steps[0]?.id === result.pause.stepId ? invocation.rerun.runs : 1;
+    return pauseInconsistency(result.pause, last, runs, invocation.flow !== undefined);
   }
   return undefined;
 }

@@ -20,13 +20,16 @@ import type { WorkflowRunJob } from "#core/ports/run-queue";
 import type { HttpResponseSpec, Json, WorkflowPause } from "#runtime/protocol";
 import { FLOW_PAUSE_MAX_MS, FLOW_RERUN_MAX, PAUSE_ERROR, PAUSE_STATE_MAX_BYTES } from "#runtime/result-limits";
 import { sameHash } from "./api-keys.ts";
+import { hopsOfRequest, isDeliveryLoop } from "./hops.ts";
 import {
   corsPreflightResponse,
   fixedJsonResponse,
   type IncomingHttpRequest,
+  LOOP_DETECTED_RESPONSE,
   toHttpRunEvent,
 } from "./http-run-event.ts";
 import { formatId } from "./ids.ts";
+import { storageRefusal } from "./quotas.ts";
 import { sha256Hex } from "./sha256.ts";
 import type { WorkflowRecord, WorkflowRun } from "./workflow-model.ts";
 
@@ -90,13 +93,6 @@ export function pauseInconsistency(
   return undefined;
 }
 
-/** `$.context.run.runs` of a run's context (1 unless it is a rerun). */
-export function runsOfContext(context: Json): number {
-  const run = typeof context === "object" && context !== null && !Array.isArray(context) ? context.run : undefined;
-  const runs = typeof run === "object" && run !== null && !Array.isArray(run) ? run.runs : undefined;
-  return typeof runs === "number" ? runs : 1;
-}
-
 /** A continuation's part of a run: the pause it goes on from. */
 export interface Continuation {
   pause: PausedRun;
@@ -109,13 +105,14 @@ export interface Continuation {
  * pause cannot be kept: too many paused runs, or a state over {@link PAUSE_STATE_MAX_BYTES}.
  */
 export async function keepPause(
-  deps: Pick<Deps, "pausedRuns">,
+  deps: Pick<Deps, "pausedRuns" | "usage" | "quotas" | "clock">,
   workflow: WorkflowRecord,
   job: WorkflowRunJob,
   run: WorkflowRun,
   flowBase: string,
   pause: WorkflowPause,
   continued: Continuation | undefined,
+  stepsKey: string,
   now: number,
 ): Promise<{ name: string; message: string; ts: number } | undefined> {
   const state: PausedRun["state"] = { event: job.event, steps: pause.steps };
@@ -125,8 +122,17 @@ export async function keepPause(
     const message = `$.flow.${pause.kind}: the run cannot pause: what it would keep (the trigger event and the steps' exports) is ${bytes} bytes, over the ${PAUSE_STATE_MAX_BYTES} a paused run may keep`;
     return { name: PAUSE_ERROR, message, ts: now };
   }
-  if ((await deps.pausedRuns.countPending(workflow.id)) >= MAX_PAUSED_RUNS_PER_WORKFLOW) {
+  // The pause this run goes on from is still kept (until this run has ended): it is not counted.
+  const others = (await deps.pausedRuns.countPending(workflow.id)) - (continued ? 1 : 0);
+  if (others >= MAX_PAUSED_RUNS_PER_WORKFLOW) {
     const message = `$.flow.${pause.kind}: the run cannot pause: ${MAX_PAUSED_RUNS_PER_WORKFLOW} runs of this workflow are paused already`;
+    return { name: PAUSE_ERROR, message, ts: now };
+  }
+  // What a paused run keeps is not counted in the workspace's stored bytes, but a workspace over
+  // its storage quotas keeps no more of it.
+  const overQuota = await storageRefusal(deps, workflow.workspaceId);
+  if (overQuota) {
+    const message = `$.flow.${pause.kind}: the run cannot pause: ${overQuota.message.replace(/: this run's events were not stored/, "")}`;
     return { name: PAUSE_ERROR, message, ts: now };
   }
   const step = workflow.steps.find((candidate) => candidate.id === pause.stepId);
@@ -137,6 +143,7 @@ export async function keepPause(
     tokenHash: sha256Hex(tokenOf(flowBase)),
     workflowId: workflow.id,
     deploymentId: workflow.deploymentId,
+    stepsKey,
     originRunId: continued?.pause.originRunId ?? run.id,
     trigger: run.trigger,
     kind: pause.kind,
@@ -152,6 +159,24 @@ export async function keepPause(
   return undefined;
 }
 
+/**
+ * What a paused run's continuation needs of its workflow to be the same: its steps (ids,
+ * namespaces, code, disabled), hashed. A PUT of its triggers or name, or of the very same steps
+ * (saved again as new components), keeps it; a step added, removed, reordered or with other code
+ * changes it.
+ */
+export function stepsKeyOf(
+  loaded: readonly { step: { id: string; namespace: string; disabled?: boolean }; component: { codeHash: string } }[],
+): string {
+  const steps = loaded.map(({ step, component }) => [
+    step.id,
+    step.namespace,
+    component.codeHash,
+    step.disabled === true,
+  ]);
+  return sha256Hex(JSON.stringify(steps));
+}
+
 /** The job of a pause's continuation, for the run queue. */
 function continuationJob(pause: PausedRun, dispatch: PauseDispatch): WorkflowRunJob {
   const job: WorkflowRunJob = {
@@ -164,7 +189,8 @@ function continuationJob(pause: PausedRun, dispatch: PauseDispatch): WorkflowRun
     event: null,
     resume: { pauseId: pause.id },
   };
-  if (pause.hops !== undefined) job.hops = pause.hops;
+  const hops = Math.max(pause.hops ?? 0, dispatch.hops ?? 0);
+  if (hops > 0) job.hops = hops;
   return job;
 }
 
@@ -183,6 +209,11 @@ const flowAnswer = (status: number, body: Json) => fixedJsonResponse(status, bod
 const NO_PAUSE_RESPONSE = flowAnswer(404, {
   error: "no paused run at this URL: it went on, was cancelled, or never paused",
 });
+const FLOW_HEAD_RESPONSE = Object.freeze({ status: 204, headers: Object.freeze({}), body: "" });
+const INACTIVE_WORKFLOW_RESPONSE = flowAnswer(409, {
+  error:
+    "the workflow is inactive: activate it (PUT /v1/workflows/{id} with active: true), then request this URL again",
+});
 const FLOW_BODY_TOO_LARGE = flowAnswer(413, {
   error: `the request body is larger than the ${FLOW_REQUEST_MAX_BYTES} bytes a paused run keeps`,
 });
@@ -193,7 +224,7 @@ const FLOW_BODY_TOO_LARGE = flowAnswer(413, {
  * what won again is answered as the first time (a caller may retry), asking for the other is a 409.
  */
 export async function receiveFlowRequest(
-  deps: Pick<Deps, "pausedRuns" | "runs" | "log" | "clock">,
+  deps: Pick<Deps, "pausedRuns" | "runs" | "log" | "clock" | "workflows">,
   runId: string,
   token: string,
   action: "resume" | "cancel",
@@ -202,11 +233,23 @@ export async function receiveFlowRequest(
   if (request.method === "OPTIONS") return corsPreflightResponse(request.headers);
   const pause = await deps.pausedRuns.get(runId);
   if (!pause || !sameHash(sha256Hex(token), pause.tokenHash)) return NO_PAUSE_RESPONSE;
+  // A client checking the link (a chat's preview, a mail scanner) does not decide the pause.
+  if (request.method === "HEAD") return FLOW_HEAD_RESPONSE;
   if (request.body.length > FLOW_REQUEST_MAX_BYTES) return FLOW_BODY_TOO_LARGE;
+  // A run that sends its own URL on (`$.send.http`) loops at most as far as deliveries may.
+  const hops = hopsOfRequest(request.headers);
+  if (isDeliveryLoop(hops)) {
+    deps.log.warn("a delivery loop was refused", { workflow_id: pause.workflowId, hops });
+    return LOOP_DETECTED_RESPONSE;
+  }
+  // While the workflow is inactive the pause is kept, to be resumed once it is active again.
+  const workflow = await deps.workflows.getWorkflow(pause.workflowId);
+  if (!workflow?.active && !pause.dispatch) return INACTIVE_WORKFLOW_RESPONSE;
   const taken = await deps.pausedRuns.dispatch(runId, {
     how: action,
     atMs: deps.clock.nowMs(),
     request: toHttpRunEvent(request) as unknown as Json,
+    ...(hops > 0 ? { hops } : {}),
   });
   if (!taken?.pause.dispatch) return NO_PAUSE_RESPONSE;
   const how = effectOf(taken.pause, taken.pause.dispatch);

@@ -58,7 +58,7 @@ import {
   type WorkflowRun,
   type WorkflowRunStatus,
 } from "./workflow-model.ts";
-import { type Continuation, effectOf, keepPause, newFlowBase } from "./workflow-pauses.ts";
+import { type Continuation, effectOf, keepPause, newFlowBase, stepsKeyOf } from "./workflow-pauses.ts";
 import { queueWorkflowSends } from "./workflow-sends.ts";
 
 /** The channel of `$.send.sse` events: read by the workflow's live stream only. */
@@ -119,7 +119,7 @@ export function workflowContext(
   run: Pick<WorkflowRun, "id" | "attempts" | "startedAt" | "trigger">,
   continued?: Continuation,
 ): Json {
-  const context = {
+  return {
     // A continuation is the same execution as the run it goes on from.
     id: continued?.pause.originRunId ?? run.id,
     ts: isoTime(run.startedAt),
@@ -130,17 +130,21 @@ export function workflowContext(
     owner_id: workflow.userId,
     platform_version: "sluice",
     JIT: false,
-    run: { runs: 1, retry_count: run.attempts - 1 } as { [key: string]: Json },
+    run: { runs: 1, retry_count: run.attempts - 1 },
   };
-  if (continued?.pause.kind === "rerun") {
-    // The step's next run: its count, the context its last run gave, and the request that resumed it.
-    context.run.runs = continued.pause.runs;
-    context.run.context = continued.pause.state.context ?? null;
-    if (continued.dispatch.how === "resume" && continued.dispatch.request !== undefined) {
-      context.run.callback_request = continued.dispatch.request;
-    }
+}
+
+/** A rerun continuation's `WorkflowInvocation.rerun`: the step's next run, its context, the request that resumed it. */
+function rerunOf(continued: Continuation | undefined): WorkflowInvocation["rerun"] {
+  if (continued?.pause.kind !== "rerun") return undefined;
+  const rerun: NonNullable<WorkflowInvocation["rerun"]> = {
+    runs: continued.pause.runs,
+    context: continued.pause.state.context ?? null,
+  };
+  if (continued.dispatch.how === "resume" && continued.dispatch.request !== undefined) {
+    rerun.callback_request = continued.dispatch.request;
   }
-  return context;
+  return rerun;
 }
 
 /**
@@ -248,10 +252,19 @@ async function continuePausedRun(
   }
   let outcome: WorkflowRunOutcome | undefined;
   if (effectOf(pause, pause.dispatch) === "cancel") outcome = await recordCancelled(deps, workflow, job, continued);
-  else if (!(await admitWorkflowRun(deps, workflow, job))) {
+  else {
+    const refusal = await admitWorkflowRun(deps, workflow, job);
+    if (refusal) {
+      // The pause is kept, taken: its continuation runs once the quota's window has passed.
+      const retryAtMs = refusal.windowStartMs + refusal.windowMs;
+      throw new RunBusyError(
+        retryAtMs,
+        `the continuation of run ${pause.id} of workflow ${workflow.id} waits for the workspace's ${refusal.quota} quota until ${isoTime(retryAtMs)}`,
+      );
+    }
     outcome = await executeRun(deps, workflow, job, false, undefined, undefined, continued);
   }
-  // Ended (or done before, or refused by a quota): the pause has nothing more to give.
+  // Ended (or done before): the pause has nothing more to give.
   await deps.pausedRuns.remove(pause.id);
   return outcome;
 }
@@ -437,7 +450,9 @@ async function beginAndRun(
   if (waitUntilMs !== undefined) {
     invocation.timeoutMs = Math.max(1, Math.min(invocation.timeoutMs, waitUntilMs - deps.clock.nowMs()));
   }
-  const notResumable = continued ? resumeRefusal(workflow, invocation, continued, deps.clock.nowMs()) : undefined;
+  // The steps' key is hashed only when a run pauses or goes on from a pause.
+  const stepsKey = () => stepsKeyOf(loaded);
+  const notResumable = continued ? resumeRefusal(stepsKey(), invocation, continued, deps.clock.nowMs()) : undefined;
   if ((hold && hold.lease === undefined) || accountError || notResumable) {
     // The lock was not had in time (the run fails as out of time), an account is gone, or the
     // paused run's steps changed: no step runs.
@@ -455,7 +470,7 @@ async function beginAndRun(
       error,
       durationMs: 0,
     };
-    return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0, [], continued);
+    return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0, [], continued, stepsKey);
   }
   const startedMs = deps.clock.nowMs();
   const handlers =
@@ -472,17 +487,29 @@ async function beginAndRun(
     // A later run may have read and written the steps' states meanwhile.
     result = dropDbWrites(raw, deps.clock.nowMs());
   }
-  return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, elapsedMs, credentials, continued);
+  return applyWorkflowResult(
+    deps,
+    workflow,
+    job,
+    run,
+    invocation,
+    result,
+    states,
+    elapsedMs,
+    credentials,
+    continued,
+    stepsKey,
+  );
 }
 
 /** Why a paused run cannot go on in `workflow` as it is now: its steps changed meanwhile. */
 function resumeRefusal(
-  workflow: WorkflowRecord,
+  stepsKey: string,
   invocation: WorkflowInvocation,
   continued: Continuation,
   now: number,
 ): ErrorRecord | undefined {
-  if (continued.pause.deploymentId === workflow.deploymentId && invocation.resume) return undefined;
+  if (continued.pause.stepsKey === stepsKey && invocation.resume) return undefined;
   return {
     name: "ResumeError",
     message: `the run paused at step ${continued.pause.stepId} cannot go on: the workflow's steps were changed while it was paused`,
@@ -639,6 +666,8 @@ async function buildInvocation(
     ...(respondable ? {} : { flow: newFlowBase(deps, run.id) }),
   };
   if (continued && from >= 0) invocation.resume = { steps: resumedSteps(continued) };
+  const rerun = rerunOf(continued);
+  if (rerun && from >= 0) invocation.rerun = rerun;
   const [first, ...others] = accountErrors;
   if (!first) return { invocation, credentials };
   const message = [first, ...others].map((error) => error.message).join("; ");
@@ -691,6 +720,8 @@ export async function applyWorkflowResult(
   elapsedMs: number,
   credentials: readonly string[] = [],
   continued?: Continuation,
+  /** The workflow's steps' key (`stepsKeyOf`), for a run that pauses. */
+  stepsKey: () => string = () => "",
 ): Promise<WorkflowRunOutcome> {
   // Deleted meanwhile: locally its runs in flight end then, as errors. Stored, the error would be
   // routed (to the workspace's `$errors` listeners) before the deletion removed it.
@@ -737,7 +768,17 @@ export async function applyWorkflowResult(
   // under the same id. One that cannot be kept fails the run.
   let paused = result.pause !== undefined && invocation.flow !== undefined && runFailure(result) === undefined;
   if (paused && result.pause && invocation.flow) {
-    const refused = await keepPause(deps, workflow, job, run, invocation.flow, result.pause, continued, now);
+    const refused = await keepPause(
+      deps,
+      workflow,
+      job,
+      run,
+      invocation.flow,
+      result.pause,
+      continued,
+      stepsKey(),
+      now,
+    );
     if (refused) {
       paused = false;
       const lastStep = result.steps[result.steps.length - 1];

@@ -185,6 +185,9 @@ function preparedAnswer(spec: HttpResponseSpec): PreparedAnswer {
   return prepared;
 }
 
+/** Paths logged as `FLOW_LOG_PATH`: a pause's URLs, and anything a mistyped one could be. */
+const FLOW_LOG_MASK = /^(\/v1)?\/flow\//i;
+
 /** `/http/<key>` and `/http/<key>/<path>`: a source's HTTP interface endpoint. */
 const ENDPOINT_PATH = /^\/http\/([A-Za-z0-9_-]{1,64})(\/.*)?$/;
 
@@ -313,7 +316,8 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
       const refused = new DomainError("validation", "the request target is not a path");
       return send(response, errorResult(refused, requestId, undefined));
     }
-    line.path = url.pathname;
+    // A pause's URL (or one that looks like it) is never logged with its secret.
+    line.path = FLOW_LOG_MASK.test(url.pathname) ? FLOW_LOG_PATH : url.pathname;
     const endpoint = ENDPOINT_PATH.exec(url.pathname);
     if (endpoint?.[1]) {
       line.path = ENDPOINT_LOG_PATH;

@@ -8,6 +8,7 @@ const pause = (id: string, extra: Partial<PausedRun> = {}): PausedRun => ({
   tokenHash: "ab".repeat(32),
   workflowId: "p_a",
   deploymentId: "d_1",
+  stepsKey: "k_1",
   originRunId: id,
   trigger: { type: "http", id: "hi_1" },
   kind: "suspend",

@@ -158,6 +158,33 @@ describe("the operator's log of local mode", () => {
     await waitForLine("the delete", (l) => l.message === "source deleted" && l.source_id === sourceId);
     await waitForLine("the delete's request line", (l) => l.method === "DELETE" && l.status === 200);
 
+    // A paused run's URL: its request lines (a near miss's too) never show its secret.
+    const flowId = (
+      await api("POST", "/workflows", {
+        settings: { name: "pauses", auto_deploy: true },
+        steps: [
+          {
+            namespace: "ask",
+            component_code: `export default defineComponent({ async run({ $ }) { $.send.emit({ raw_event: $.flow.suspend() }); } })`,
+          },
+        ],
+        triggers: [{ type: "http", props: {} }],
+      })
+    ).json.data;
+    expect((await fetch(flowId.triggers[0].endpoint_url, { method: "POST" })).status).toBe(200);
+    const urls = await eventually(async () => {
+      const emitted = (await api("GET", `/workflows/${flowId.id}/event_summaries?expand=event`)).json.data;
+      return emitted[0]?.event.raw_event as { resume_url: string } | undefined;
+    }, "the pause's URLs");
+    const secret = new URL(urls.resume_url).pathname.split("/")[3] as string;
+    secrets.push(secret);
+    expect((await fetch(`${urls.resume_url}/extra`, { method: "POST" })).status).toBe(404);
+    expect((await fetch(urls.resume_url.replace("/flow/", "/FLOW/"), { method: "POST" })).status).toBe(404);
+    expect((await fetch(urls.resume_url, { method: "POST" })).status).toBe(202);
+    const flowLine = await waitForLine("the resume's request line", (l) => l.message === "request" && l.status === 202);
+    expect(flowLine).toMatchObject({ path: "/flow/{run_id}/{secret}/{action}", method: "POST" });
+    await waitForLine("the dispatch", (l) => l.message === "paused workflow run dispatched" && l.how === "resume");
+
     const output = sluice.output();
     for (const secret of secrets) expect(output, "a secret was logged").not.toContain(secret);
     // Every line on stderr is one JSON object (a log shipper reads them one by one).

@@ -239,6 +239,50 @@ describe("pausing workflow runs over real HTTP against local mode", () => {
     }
   });
 
+  it("counts each rerun step's runs on its own: a step after a rerun step starts at 1, with no context", async () => {
+    const rerunning = (name: string, max: number) =>
+      step(`$.send.emit({ raw_event: { step: "${name}", runs: $.context.run.runs, context: $.context.run.context ?? null } });
+        $.flow.rerun(0, { from: "${name}" }, ${max});`);
+    const flow = await workflowOf({
+      a: rerunning("a", 2),
+      b: rerunning("b", 1),
+      done: step(`$.send.emit({ raw_event: "done" });`),
+    });
+    await trigger(flow, {});
+    await eventually(async () => ((await emits(flow.id)).includes("done" as never) ? true : undefined), "the end", {
+      timeoutMs: 20_000,
+    });
+    expect(await emits(flow.id)).toEqual([
+      { step: "a", runs: 1, context: null },
+      { step: "a", runs: 2, context: { from: "a" } },
+      { step: "a", runs: 3, context: { from: "a" } },
+      { step: "b", runs: 1, context: null },
+      { step: "b", runs: 2, context: { from: "b" } },
+      "done",
+    ]);
+  });
+
+  it("keeps paused runs resumable across a PUT of the triggers or of the same steps", async () => {
+    const steps = { ask: pausing("$.flow.suspend()"), after: step(`$.send.emit({ raw_event: "after ran" });`) };
+    const flow = await workflowOf(steps);
+    await trigger(flow, {});
+    const { urls } = await pausedRun(flow.id);
+    const triggers = await api("PUT", `/workflows/${flow.id}`, {
+      triggers: [
+        { type: "http", props: {} },
+        { type: "timer", props: { intervalSeconds: 86_400 } },
+      ],
+    });
+    expect(triggers.status, JSON.stringify(triggers.json)).toBe(200);
+    const same = await api("PUT", `/workflows/${flow.id}`, {
+      steps: Object.entries(steps).map(([namespace, code]) => ({ namespace, component_code: code })),
+    });
+    expect(same.status, JSON.stringify(same.json)).toBe(200);
+    expect((await fetch(urls.resume_url, { method: "POST" })).status).toBe(202);
+    await runWith(flow.id, "success");
+    expect((await emits(flow.id)).at(-1)).toBe("after ran");
+  });
+
   it("reruns a step when a service calls its resume URL back, with the callback in $.context.run.callback_request", async () => {
     const flow = await workflowOf({
       transcribe: step(`

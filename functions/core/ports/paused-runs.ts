@@ -11,6 +11,8 @@ export interface PauseDispatch {
   atMs: number;
   /** The request to the URL (`resume`, `cancel`), as the HTTP event of a trigger. */
   request?: Json;
+  /** Webhook deliveries that led to the request (`x-sluice-hops`): its continuation carries them on. */
+  hops?: number;
 }
 
 /**
@@ -26,8 +28,14 @@ export interface PausedRun {
   /** SHA-256 (hex) of the secret in the pause's URLs: a copy of the store does not give them. */
   tokenHash: string;
   workflowId: string;
-  /** The deployment the run paused in: a continuation in another one fails (its steps changed). */
+  /** The deployment the run paused in. */
   deploymentId: string;
+  /**
+   * The workflow's steps as the run paused (their ids, namespaces, components and whether they are
+   * disabled), hashed: a continuation whose workflow's steps differ fails (a PUT of its triggers or
+   * of the same steps keeps it).
+   */
+  stepsKey: string;
   /** The first run of the chain: `$.context.id` of every continuation. */
   originRunId: string;
   trigger: { type: "http" | "timer" | "event"; id: string };

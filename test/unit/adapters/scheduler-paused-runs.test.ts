@@ -74,6 +74,7 @@ async function pauseRun(
     newFlowBase(deps, runId),
     { kind, stepId: "c_wait", afterMs, steps: { wait: { $return_value: 1 } } },
     undefined,
+    "k_1",
     deps.clock.nowMs(),
   );
 }

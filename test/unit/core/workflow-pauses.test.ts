@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import type { PausedRun } from "#core/ports/paused-runs";
-import type { RunJob } from "#core/ports/run-queue";
+import { RunBusyError, type RunJob, type WorkflowRunJob } from "#core/ports/run-queue";
+import { usageDay } from "#core/time";
 import { checkWorkflowResult } from "#core/workflow-limits";
 import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
 import {
@@ -13,8 +14,10 @@ import {
   newFlowBase,
   receiveFlowRequest,
 } from "#core/workflow-pauses";
+import { runWorkflow } from "#core/workflow-runs";
 import type { WorkflowInvocation, WorkflowPause, WorkflowResult } from "#runtime/protocol";
-import { memoryDeps } from "../../support/memory-deps.ts";
+import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
+import { workflowRecord } from "../../support/workflow-record.ts";
 
 const request = (method = "POST", body = "", rawQuery = "") => ({
   method,
@@ -32,7 +35,17 @@ async function setUp(kind: PausedRun["kind"] = "suspend") {
   const deps = memoryDeps(Date.UTC(2026, 10, 27), { runs: { enqueue: async (job) => void queued.push(job) } });
   const urls = newFlowBase({ ...deps, runtime: { ...deps.runtime, publicUrl: "http://127.0.0.1:9/" } }, "run_a");
   const token = urls.split("/").at(-1) as string;
-  const workflow = { id: "p_a", deploymentId: "d_1", steps: [{ id: "c_ask", namespace: "ask" }] } as WorkflowRecord;
+  const owner = await accountIn(deps, "ada");
+  const step = {
+    id: "c_ask",
+    namespace: "ask",
+    disabled: false,
+    origin: "code" as const,
+    componentId: "sc_1",
+    configuredProps: {},
+  };
+  const workflow: WorkflowRecord = { ...workflowRecord(owner, "p_a"), steps: [step] };
+  await deps.workflows.createWorkflow(workflow);
   const run = { id: "run_a", trigger: { type: "http", id: "hi_1" } } as WorkflowRun;
   const pause: WorkflowPause = { kind, stepId: "c_ask", afterMs: 60_000, steps: { ask: { $return_value: 1 } } };
   const refused = await keepPause(
@@ -43,6 +56,7 @@ async function setUp(kind: PausedRun["kind"] = "suspend") {
     urls,
     pause,
     undefined,
+    "k_1",
     deps.clock.nowMs(),
   );
   expect(refused).toBeUndefined();
@@ -117,6 +131,54 @@ describe("receiveFlowRequest", () => {
   });
 });
 
+describe("receiveFlowRequest: what does not decide a pause", () => {
+  it("answers HEAD with 204 and keeps the pause: a client checking the link decides nothing", async () => {
+    const { deps, queued, token } = await setUp();
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request("HEAD"))).status).toBe(204);
+    expect((await deps.pausedRuns.get("run_a"))?.dispatch).toBeUndefined();
+    expect(queued).toEqual([]);
+  });
+
+  it("keeps the pause of an inactive workflow (409) until it is active again", async () => {
+    const { deps, queued, token, workflow } = await setUp();
+    await deps.workflows.updateWorkflow({ ...workflow, active: false });
+    const refused = await receiveFlowRequest(deps, "run_a", token, "resume", request());
+    expect(refused.status).toBe(409);
+    expect(String(refused.body)).toContain("inactive");
+    expect((await deps.pausedRuns.get("run_a"))?.dispatch).toBeUndefined();
+    expect(queued).toEqual([]);
+    await deps.workflows.updateWorkflow({ ...workflow, active: true });
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
+  });
+
+  it("refuses a request that went round too many deliveries (508), and carries the count on otherwise", async () => {
+    const { deps, queued, token } = await setUp();
+    const looped = { ...request(), headers: { "x-sluice-hops": "6" } };
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", looped)).status).toBe(508);
+    expect(queued).toEqual([]);
+    const once = { ...request(), headers: { "x-sluice-hops": "2" } };
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", once)).status).toBe(202);
+    expect(queued[0]).toMatchObject({ hops: 2 });
+  });
+});
+
+describe("a continuation over the workspace's quota", () => {
+  it("waits for the quota's window (RunBusyError) and keeps the pause it goes on from", async () => {
+    const { deps, queued, token, workflow } = await setUp();
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
+    await deps.usage.addUsage(workflow.workspaceId, usageDay(deps.clock.nowMs()), { invocations: 1000 });
+    const job = queued[0] as WorkflowRunJob;
+    const waited = await runWorkflow(deps, job).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(waited).toBeInstanceOf(RunBusyError);
+    expect((waited as RunBusyError).retryAtMs).toBe(Date.UTC(2026, 10, 28));
+    expect((waited as Error).message).toContain("daily_invocations");
+    expect((await deps.pausedRuns.get("run_a"))?.dispatch).toMatchObject({ how: "resume" });
+  });
+});
+
 describe("dispatching due pauses (local mode's driver)", () => {
   it("dispatches what is due once, and queues a taken pause again only when its continuation is long overdue", async () => {
     const { deps, queued, token } = await setUp("delay");
@@ -154,6 +216,7 @@ describe("keepPause", () => {
       urls,
       { kind: "delay", stepId: "c_1", afterMs: 1, steps: { a: "s".repeat(100 * 1024) } },
       undefined,
+      "k_1",
       0,
     );
     expect(refused).toMatchObject({ name: "PauseError" });
@@ -163,15 +226,18 @@ describe("keepPause", () => {
 
   it(`refuses a pause past ${MAX_PAUSED_RUNS_PER_WORKFLOW} paused runs of the workflow`, async () => {
     const deps = memoryDeps();
-    const full = { ...deps.pausedRuns, countPending: async () => MAX_PAUSED_RUNS_PER_WORKFLOW };
+    const full = Object.assign(Object.create(deps.pausedRuns), {
+      countPending: async () => MAX_PAUSED_RUNS_PER_WORKFLOW,
+    });
     const refused = await keepPause(
-      { pausedRuns: full },
+      { ...deps, pausedRuns: full },
       { id: "p_a", deploymentId: "d_1", steps: [] } as unknown as WorkflowRecord,
       { kind: "workflow", workflowId: "p_a", runId: "run_c", trigger: "timer", triggerId: "ti_1", event: null },
       { id: "run_c", trigger: { type: "timer", id: "ti_1" } } as WorkflowRun,
       newFlowBase(deps, "run_c"),
       { kind: "suspend", stepId: "c_1", afterMs: 1, steps: {} },
       undefined,
+      "k_1",
       0,
     );
     expect(refused?.message).toContain("10000 runs of this workflow are paused already");
@@ -219,7 +285,7 @@ describe("checkWorkflowResult: a forged pause fails the run whole", () => {
     ["a pause after a failed step", result(good, "error"), invocation(), "does not follow"],
     ["a pause over 365 days", result({ ...good, afterMs: 366 * 86_400_000 }), invocation(), "longer"],
     ["a rerun without maxReruns", result({ ...good, maxReruns: undefined }), invocation(), "maxReruns"],
-    ["a rerun past its reruns", result(good), invocation({ context: { run: { runs: 4 } } }), "past its maxReruns"],
+    ["a rerun past its reruns", result(good), invocation({ rerun: { runs: 4, context: null } }), "past its maxReruns"],
   ])("%s", (_case, forged, made, text) => {
     const checked = checkWorkflowResult(forged, made, 0);
     expect(checked.ok).toBe(false);
@@ -227,6 +293,14 @@ describe("checkWorkflowResult: a forged pause fails the run whole", () => {
   });
 
   it("takes a consistent pause", () => {
-    expect(checkWorkflowResult(result(good), invocation({ context: { run: { runs: 3 } } }), 0).ok).toBe(true);
+    expect(checkWorkflowResult(result(good), invocation({ rerun: { runs: 3, context: null } }), 0).ok).toBe(true);
+    // The count is the first step's only: a pause of a later step is its first run.
+    const later = {
+      ...result({ ...good, stepId: "c_2" }),
+      steps: [...result(good).steps, { ...result(good).steps[0], id: "c_2" }],
+    };
+    expect(checkWorkflowResult(later as WorkflowResult, invocation({ rerun: { runs: 9, context: null } }), 0).ok).toBe(
+      true,
+    );
   });
 });

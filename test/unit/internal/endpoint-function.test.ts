@@ -91,6 +91,7 @@ describe("the endpoint function's paused-run URLs (AWS)", () => {
       base,
       { kind: "suspend", stepId: "c_ask", afterMs: 60_000, steps: {} },
       undefined,
+      "k_1",
       deps.clock.nowMs(),
     );
     // The workflow is there and active: its pause may be resumed.

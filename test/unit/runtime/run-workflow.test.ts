@@ -1081,17 +1081,33 @@ describe("runWorkflowSteps: $.flow.suspend, $.flow.delay and $.flow.rerun", () =
 
   it("goes on to the next step when a rerun would pass maxReruns (run 4 of at most 3 reruns)", async () => {
     const rerunning = { run: ({ $ }: { $: Dollar }) => void $.flow.rerun(1000, null, 3) };
-    const third = await run(
-      { poll: rerunning, after },
-      { flow, context: { id: "run_1", run: { runs: 3, retry_count: 0 } } },
-    );
+    const third = await run({ poll: rerunning, after }, { flow, rerun: { runs: 3, context: null } });
     expect(third.pause).toMatchObject({ kind: "rerun", maxReruns: 3 });
-    const past = await run(
-      { poll: rerunning, after },
-      { flow, context: { id: "run_1", run: { runs: 4, retry_count: 0 } } },
-    );
+    const past = await run({ poll: rerunning, after }, { flow, rerun: { runs: 4, context: null } });
     expect(past.pause).toBeUndefined();
     expect(past.steps.map((step) => step.status)).toEqual(["success", "success"]);
+  });
+
+  it("gives a rerun's count, context and callback to the rerun step only, not to the steps after it", async () => {
+    const seen = (name: string) =>
+      probe((_steps, $) => ({ name, run: ($ as unknown as { context: { run: unknown } }).context.run }));
+    const result = await run(
+      { poll: seen("poll"), next: seen("next") },
+      { flow, rerun: { runs: 4, context: { jobId: "j" }, callback_request: { body: { ok: 1 } } } },
+    );
+    expect(emitted(result)).toEqual([
+      {
+        name: "poll",
+        run: { runs: 4, retry_count: 0, context: { jobId: "j" }, callback_request: { body: { ok: 1 } } },
+      },
+      { name: "next", run: { runs: 1, retry_count: 0 } },
+    ]);
+    // The step after a rerun step starts its own reruns at 1 (it may rerun 3 times: this is its first).
+    const later = await run(
+      { poll: { run: () => "done" }, next: { run: ({ $ }: { $: Dollar }) => void $.flow.rerun(10, null, 3) } },
+      { flow, rerun: { runs: 11, context: null } },
+    );
+    expect(later.pause).toMatchObject({ kind: "rerun", stepId: "c_next" });
   });
 
   it.each([
