@@ -41,6 +41,11 @@ const FLOW_TOKEN_BYTES = 18;
 export const MAX_PAUSED_RUNS_PER_WORKFLOW = 10_000;
 /** Largest body of a request to a pause's URL: it is kept with the pause until the run goes on. */
 export const FLOW_REQUEST_MAX_BYTES = 32 * 1024;
+/**
+ * Largest the request kept with a pause may be as JSON (its raw and its parsed body, its headers):
+ * 32 KiB of control characters escapes to six times as much, and a DynamoDB item holds 400 KB.
+ */
+const FLOW_REQUEST_MAX_JSON_BYTES = 96 * 1024;
 /** A pause taken this long ago whose continuation has not ended is queued again (a process died). */
 export const PAUSE_REQUEUE_MS = 10 * 60 * 1000;
 /** Pauses dispatched per pass of local mode's driver. */
@@ -215,7 +220,7 @@ const INACTIVE_WORKFLOW_RESPONSE = flowAnswer(409, {
     "the workflow is inactive: activate it (PUT /v1/workflows/{id} with active: true), then request this URL again",
 });
 const FLOW_BODY_TOO_LARGE = flowAnswer(413, {
-  error: `the request body is larger than the ${FLOW_REQUEST_MAX_BYTES} bytes a paused run keeps`,
+  error: `the request is larger than a paused run keeps: a body of at most ${FLOW_REQUEST_MAX_BYTES} bytes, ${FLOW_REQUEST_MAX_JSON_BYTES} as the JSON of the request with its headers`,
 });
 
 /**
@@ -245,10 +250,12 @@ export async function receiveFlowRequest(
   // While the workflow is inactive the pause is kept, to be resumed once it is active again.
   const workflow = await deps.workflows.getWorkflow(pause.workflowId);
   if (!workflow?.active && !pause.dispatch) return INACTIVE_WORKFLOW_RESPONSE;
+  const event = toHttpRunEvent(request) as unknown as Json;
+  if (Buffer.byteLength(JSON.stringify(event)) > FLOW_REQUEST_MAX_JSON_BYTES) return FLOW_BODY_TOO_LARGE;
   const taken = await deps.pausedRuns.dispatch(runId, {
     how: action,
     atMs: deps.clock.nowMs(),
-    request: toHttpRunEvent(request) as unknown as Json,
+    request: event,
     ...(hops > 0 ? { hops } : {}),
   });
   if (!taken?.pause.dispatch) return NO_PAUSE_RESPONSE;

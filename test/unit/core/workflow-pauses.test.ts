@@ -117,6 +117,9 @@ describe("receiveFlowRequest", () => {
       (await receiveFlowRequest(deps, "run_a", token, "cancel", request("POST", "x".repeat(33 * 1024)))).status,
     ).toBe(413);
     expect((await receiveFlowRequest(deps, "run_a", token, "resume", request("OPTIONS"))).status).toBe(204);
+    // Within 32 KiB, but control characters escape to six times as much JSON, twice (raw and parsed).
+    const escaping = request("POST", "\u0001".repeat(30 * 1024));
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", escaping)).status).toBe(413);
     expect(queued).toEqual([]);
     expect((await deps.pausedRuns.get("run_a"))?.dispatch).toBeUndefined();
   });
