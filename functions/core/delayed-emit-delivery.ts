@@ -12,7 +12,7 @@ import { DELAYED_CHANNEL } from "./delayed-emits.ts";
 import { storeAndPublish } from "./source-runs.ts";
 
 /** Due entries delivered per call. */
-const DELIVERY_BATCH = 100;
+export const DELIVERY_BATCH = 100;
 
 export type DeliveryDeps = Pick<Deps, "sources" | "ids" | "usage" | "events" | "bus" | "log">;
 

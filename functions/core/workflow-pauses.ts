@@ -49,7 +49,7 @@ const FLOW_REQUEST_MAX_JSON_BYTES = 96 * 1024;
 /** A pause taken this long ago whose continuation has not ended is queued again (a process died). */
 export const PAUSE_REQUEUE_MS = 10 * 60 * 1000;
 /** Pauses dispatched per pass of local mode's driver. */
-const DISPATCH_BATCH = 100;
+export const DISPATCH_BATCH = 100;
 
 /**
  * Where the pause URLs of one invocation start, with a new secret: `<public URL>/flow/<run id>/<secret>`
@@ -295,7 +295,7 @@ export async function dispatchDuePause(
 /**
  * Local mode's driver: dispatches up to 100 pauses whose time came, and queues again those taken
  * {@link PAUSE_REQUEUE_MS} ago whose continuation has not ended.
- * @returns how many it handled; 100 means more may be due.
+ * @returns how many it handled; {@link DISPATCH_BATCH} means more may be due.
  */
 export async function dispatchDuePauses(
   deps: Pick<Deps, "runs" | "log">,

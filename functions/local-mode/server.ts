@@ -4,7 +4,11 @@ import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { Context } from "aws-lambda";
 import { DomainError } from "#core/errors";
-import { MAX_HTTP_INTERFACE_BODY_BYTES, PAYLOAD_TOO_LARGE_RESPONSE } from "#core/http-run-event";
+import {
+  type IncomingHttpRequest,
+  MAX_HTTP_INTERFACE_BODY_BYTES,
+  PAYLOAD_TOO_LARGE_RESPONSE,
+} from "#core/http-run-event";
 import type { Deps } from "#core/ports/deps";
 import { receiveHttpRequest } from "#core/source-endpoint";
 import { FLOW_PATH, receiveFlowRequest } from "#core/workflow-pauses";
@@ -200,28 +204,38 @@ async function handleEndpoint(
   path: string,
   line: RequestLine,
 ): Promise<void> {
+  const incoming = await incomingRequest(deps, request, response, url, path);
+  if (incoming) sendSpec(response, await receiveHttpRequest(deps, endpointKey, incoming, line));
+}
+
+/**
+ * A request to an endpoint or a pause's URL as core takes it, its body read; undefined when the
+ * body was over the endpoints' limit (answered 413 already).
+ */
+async function incomingRequest(
+  deps: Deps,
+  request: IncomingMessage,
+  response: ServerResponse,
+  url: URL,
+  path: string,
+): Promise<IncomingHttpRequest | undefined> {
   let body: Buffer;
   try {
     body = await readBody(request, MAX_HTTP_INTERFACE_BODY_BYTES);
   } catch (error) {
     if (!(error instanceof BodyTooLargeError)) throw error;
-    return sendSpec(response, PAYLOAD_TOO_LARGE_RESPONSE);
+    sendSpec(response, PAYLOAD_TOO_LARGE_RESPONSE);
+    return undefined;
   }
-  const spec = await receiveHttpRequest(
-    deps,
-    endpointKey,
-    {
-      method: request.method ?? "GET",
-      path,
-      rawQuery: url.search.slice(1),
-      headers: request.headers,
-      body,
-      clientIp: request.socket.remoteAddress ?? "",
-      url: `${deps.runtime.publicUrl}${url.pathname}${url.search}`,
-    },
-    line,
-  );
-  sendSpec(response, spec);
+  return {
+    method: request.method ?? "GET",
+    path,
+    rawQuery: url.search.slice(1),
+    headers: request.headers,
+    body,
+    clientIp: request.socket.remoteAddress ?? "",
+    url: `${deps.runtime.publicUrl}${url.pathname}${url.search}`,
+  };
 }
 
 /** `/flow/<run id>/<secret>/{resume,cancel}`: a paused workflow run's URL (`#core/workflow-pauses`). */
@@ -234,23 +248,8 @@ async function handleFlow(
   token: string,
   action: "resume" | "cancel",
 ): Promise<void> {
-  let body: Buffer;
-  try {
-    body = await readBody(request, MAX_HTTP_INTERFACE_BODY_BYTES);
-  } catch (error) {
-    if (!(error instanceof BodyTooLargeError)) throw error;
-    return sendSpec(response, PAYLOAD_TOO_LARGE_RESPONSE);
-  }
-  const spec = await receiveFlowRequest(deps, runId, token, action, {
-    method: request.method ?? "GET",
-    path: "/",
-    rawQuery: url.search.slice(1),
-    headers: request.headers,
-    body,
-    clientIp: request.socket.remoteAddress ?? "",
-    url: `${deps.runtime.publicUrl}${url.pathname}${url.search}`,
-  });
-  sendSpec(response, spec);
+  const incoming = await incomingRequest(deps, request, response, url, "/");
+  if (incoming) sendSpec(response, await receiveFlowRequest(deps, runId, token, action, incoming));
 }
 
 /** A minimal Lambda context: enough for middy, with no deadline (local requests do not time out early). */

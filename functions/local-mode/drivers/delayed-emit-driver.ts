@@ -5,10 +5,10 @@
  * late if its time passed meanwhile (docs/events.md "Delayed emits"). On AWS there is no driver:
  * EventBridge Scheduler fires each delayed emit at its time.
  */
-import { deliverDueEmits } from "#core/delayed-emit-delivery";
+import { DELIVERY_BATCH, deliverDueEmits } from "#core/delayed-emit-delivery";
 import type { PolledDelayedEmitStore } from "#core/ports/delayed-emits";
 import type { Deps } from "#core/ports/deps";
-import { type PeriodicPass, startPeriodicPass } from "./periodic-pass.ts";
+import { type PeriodicPass, startBatchedPass } from "./periodic-pass.ts";
 
 /** How often due delayed emits are looked for: the precision of `delivery_ts` in local mode. */
 export const DELAYED_EMIT_POLL_MS = 1000;
@@ -20,16 +20,6 @@ export function startDelayedEmitDriver(
   store: PolledDelayedEmitStore,
   pollMs = DELAYED_EMIT_POLL_MS,
 ): PeriodicPass {
-  let stopped = false;
-  const deliver = async () => {
-    // A full batch means more may be due: go on at once rather than a second later.
-    while (!stopped && (await deliverDueEmits(deps, store, deps.clock.nowMs())) >= 100) {}
-  };
-  const pass = startPeriodicPass(pollMs, deliver, deps.log, "delayed emits not delivered");
-  return {
-    async stop() {
-      stopped = true;
-      await pass.stop();
-    },
-  };
+  const deliver = () => deliverDueEmits(deps, store, deps.clock.nowMs());
+  return startBatchedPass(pollMs, DELIVERY_BATCH, deliver, deps.log, "delayed emits not delivered");
 }

@@ -7,8 +7,8 @@
  */
 import type { Deps } from "#core/ports/deps";
 import type { PolledPausedRunStore } from "#core/ports/paused-runs";
-import { dispatchDuePauses } from "#core/workflow-pauses";
-import { type PeriodicPass, startPeriodicPass } from "./periodic-pass.ts";
+import { DISPATCH_BATCH, dispatchDuePauses } from "#core/workflow-pauses";
+import { type PeriodicPass, startBatchedPass } from "./periodic-pass.ts";
 
 /** How often paused runs are looked at: the precision of a pause's time in local mode. */
 export const PAUSED_RUN_POLL_MS = 1000;
@@ -18,16 +18,6 @@ export function startPausedRunDriver(
   store: PolledPausedRunStore,
   pollMs = PAUSED_RUN_POLL_MS,
 ): PeriodicPass {
-  let stopped = false;
-  const dispatch = async () => {
-    // A full batch means more may be due: go on at once rather than a second later.
-    while (!stopped && (await dispatchDuePauses(deps, store, deps.clock.nowMs())) >= 100) {}
-  };
-  const pass = startPeriodicPass(pollMs, dispatch, deps.log, "paused workflow runs not dispatched");
-  return {
-    async stop() {
-      stopped = true;
-      await pass.stop();
-    },
-  };
+  const dispatch = () => dispatchDuePauses(deps, store, deps.clock.nowMs());
+  return startBatchedPass(pollMs, DISPATCH_BATCH, dispatch, deps.log, "paused workflow runs not dispatched");
 }

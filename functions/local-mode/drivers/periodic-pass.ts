@@ -31,3 +31,32 @@ export function startPeriodicPass(
     },
   };
 }
+
+/**
+ * A periodic pass that handles what is due in batches: `batch` is called until it handles fewer
+ * than `batchSize` (a full batch means more may be due: go on at once rather than a tick later)
+ * or `stop` is called.
+ */
+export function startBatchedPass(
+  everyMs: number,
+  batchSize: number,
+  batch: () => Promise<number>,
+  log: Logger,
+  failure: string,
+): PeriodicPass {
+  let stopped = false;
+  const pass = startPeriodicPass(
+    everyMs,
+    async () => {
+      while (!stopped && (await batch()) >= batchSize) {}
+    },
+    log,
+    failure,
+  );
+  return {
+    async stop() {
+      stopped = true;
+      await pass.stop();
+    },
+  };
+}
