@@ -133,8 +133,8 @@ export async function keepPause(
     const message = `$.flow.${pause.kind}: the run cannot pause: ${MAX_PAUSED_RUNS_PER_WORKFLOW} runs of this workflow are paused already`;
     return { name: PAUSE_ERROR, message, ts: now };
   }
-  // What a paused run keeps is not counted in the workspace's stored bytes, but a workspace over
-  // its storage quotas keeps no more of it.
+  // What a paused run keeps counts in the workspace's stored bytes (`countPausedBytes`): a
+  // workspace over its storage quotas keeps no more of it.
   const overQuota = await storageRefusal(deps, workflow.workspaceId);
   if (overQuota) {
     const message = `$.flow.${pause.kind}: the run cannot pause: ${overQuota.message.replace(/: this run's events were not stored/, "")}`;
@@ -158,10 +158,27 @@ export async function keepPause(
     dueMs: now + pause.afterMs,
     runs: pause.kind === "rerun" ? previousRuns + 1 : 1,
     state,
+    stateBytes: bytes,
   };
   if (job.hops !== undefined) kept.hops = job.hops;
+  // A run done again after a crash replaces its first try's pause: only the difference is counted.
+  const replaced = await deps.pausedRuns.get(run.id);
   await deps.pausedRuns.add(kept);
+  await countPausedBytes(deps, workflow, bytes - (replaced?.stateBytes ?? 0), now);
   return undefined;
+}
+
+/**
+ * Adds what paused runs keep to (or, negative, takes it from) the workspace's stored bytes, under
+ * the workflow, so the storage quotas bound it as they bound events.
+ */
+export async function countPausedBytes(
+  deps: Pick<Deps, "usage">,
+  workflow: Pick<WorkflowRecord, "id" | "workspaceId">,
+  bytes: number,
+  now: number,
+): Promise<void> {
+  if (bytes !== 0) await deps.usage.addStored(workflow.workspaceId, workflow.id, now, { events: 0, bytes });
 }
 
 /**

@@ -12,6 +12,7 @@
 import { createHash } from "node:crypto";
 import type { WorkflowCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
+import type { PausedRun } from "#core/ports/paused-runs";
 import { RunBusyError, type WorkflowRunJob } from "#core/ports/run-queue";
 import type { SourceRunLease } from "#core/ports/source-run-lock";
 import type { StepState, StepStateWrite } from "#core/ports/workflow-store";
@@ -58,7 +59,14 @@ import {
   type WorkflowRun,
   type WorkflowRunStatus,
 } from "./workflow-model.ts";
-import { type Continuation, effectOf, keepPause, newFlowBase, stepsKeyOf } from "./workflow-pauses.ts";
+import {
+  type Continuation,
+  countPausedBytes,
+  effectOf,
+  keepPause,
+  newFlowBase,
+  stepsKeyOf,
+} from "./workflow-pauses.ts";
 import { queueWorkflowSends } from "./workflow-sends.ts";
 
 /** The channel of `$.send.sse` events: read by the workflow's live stream only. */
@@ -247,7 +255,9 @@ async function continuePausedRun(
       workflow_id: pause.workflowId,
       run_id: pause.id,
     });
-    await deps.pausedRuns.remove(pause.id);
+    // A deleted workflow's pauses were taken from its workspace's stored bytes by the deletion.
+    if (workflow) await forgetPause(deps, workflow, pause);
+    else await deps.pausedRuns.remove(pause.id);
     return undefined;
   }
   let outcome: WorkflowRunOutcome | undefined;
@@ -265,8 +275,15 @@ async function continuePausedRun(
     outcome = await executeRun(deps, workflow, job, false, undefined, undefined, continued);
   }
   // Ended (or done before): the pause has nothing more to give.
-  await deps.pausedRuns.remove(pause.id);
+  await forgetPause(deps, workflow, pause);
   return outcome;
+}
+
+/** Forgets a pause whose continuation ended, and takes what it kept from the workspace's stored bytes. */
+async function forgetPause(deps: Deps, workflow: Pick<WorkflowRecord, "id" | "workspaceId">, pause: PausedRun) {
+  if (!(await deps.pausedRuns.get(pause.id))) return;
+  await deps.pausedRuns.remove(pause.id);
+  await countPausedBytes(deps, workflow, -pause.stateBytes, deps.clock.nowMs());
 }
 
 /** The record of a paused run's cancellation: its cancel URL, or a suspension whose time ran out. */

@@ -25,6 +25,7 @@ import { resolveComponentProps } from "./resolve-props.ts";
 import { applyAutoSubscriptions, forgetSubscriptionsOf } from "./subscriptions.ts";
 import { requestHash, requireExternalId } from "./workflow-external-ids.ts";
 import type { StepRecord, TriggerRecord, WorkflowRecord } from "./workflow-model.ts";
+import { countPausedBytes } from "./workflow-pauses.ts";
 import { workflowCode } from "./workflow-runs.ts";
 import { withTemplate } from "./workflow-templates.ts";
 import {
@@ -671,8 +672,11 @@ async function removeWorkflow(
   await deps.host.removeWorkflow({ workflowId: workflow.id, ownerId: workflow.workspaceId });
   await deps.events.deleteAllEvents(workflow.id);
   await deps.workflowRuns.deleteRuns(workflow.id);
-  // Its paused runs hold what their steps exported (and, on AWS, a schedule each).
+  // Its paused runs hold what their steps exported (and, on AWS, a schedule each), counted in the
+  // workspace's stored bytes.
+  const pausedBytes = await deps.pausedRuns.stateBytesOf(workflow.id);
   await deps.pausedRuns.removeWorkflow(workflow.id);
+  await countPausedBytes(deps, workflow, -pausedBytes, deps.clock.nowMs());
   // The dead letters of its sends hold their whole requests, credentials included.
   await deps.deadLetters.deleteDeadLettersOf(workflow.id);
   // A PUT that replaced the triggers meanwhile stored sources this deletion had not read.

@@ -9,6 +9,7 @@ const pause = (id: string, extra: Partial<PausedRun> = {}): PausedRun => ({
   workflowId: "p_a",
   deploymentId: "d_1",
   stepsKey: "k_1",
+  stateBytes: 100,
   originRunId: id,
   trigger: { type: "http", id: "hi_1" },
   kind: "suspend",
@@ -83,6 +84,21 @@ export function pausedRunStoreContract(make: () => Promise<PausedRunStore>) {
       await store.add(again);
       expect(await store.get("run_a")).toEqual(again);
       expect(await store.countPending("p_a")).toBe(1);
+    });
+
+    it("adds up what a workflow's pauses keep, as they come and go", async () => {
+      const store = await make();
+      expect(await store.stateBytesOf("p_a")).toBe(0);
+      await store.add(pause("run_a", { stateBytes: 1000 }));
+      await store.add(pause("run_b", { stateBytes: 250 }));
+      await store.add(pause("run_c", { workflowId: "p_b", stateBytes: 7 }));
+      expect(await store.stateBytesOf("p_a")).toBe(1250);
+      // Paused again under the same id: the new size replaces the old.
+      await store.add(pause("run_b", { stateBytes: 50 }));
+      expect(await store.stateBytesOf("p_a")).toBe(1050);
+      await store.remove("run_a");
+      expect(await store.stateBytesOf("p_a")).toBe(50);
+      expect(await store.stateBytesOf("p_b")).toBe(7);
     });
 
     it("forgets every pause of a deleted workflow, saying which", async () => {

@@ -74,7 +74,12 @@ export class DynamoDbPausedRuns implements PausedRunStore {
           {
             Put: {
               TableName: this.tableName,
-              Item: { ...resourceKeys.pausedRunOfWorkflow(pause.workflowId, pause.id), runId: pause.id, ...expiry },
+              Item: {
+                ...resourceKeys.pausedRunOfWorkflow(pause.workflowId, pause.id),
+                runId: pause.id,
+                stateBytes: pause.stateBytes,
+                ...expiry,
+              },
             },
           },
         ],
@@ -146,6 +151,15 @@ export class DynamoDbPausedRuns implements PausedRunStore {
     const ids = items.map((item) => String(item.runId));
     await this.deleteRows(workflowId, ids);
     return ids;
+  }
+
+  /** Adds up the `stateBytes` the workflow's index items carry (every page). */
+  async stateBytesOf(workflowId: string): Promise<number> {
+    const items = await queryAll(this.client, {
+      ...collectionQuery(this.tableName, resourceKeys.pausedRunsOfWorkflow(workflowId), INDEX),
+      ProjectionExpression: "stateBytes",
+    });
+    return items.reduce((sum, item) => sum + (typeof item.stateBytes === "number" ? item.stateBytes : 0), 0);
   }
 
   /** Both items of each pause, 25 deletes per request (deleting what is gone is fine). */

@@ -134,6 +134,10 @@ export class SchedulerPausedRuns implements PausedRunStore {
     return this.#options.rows.countPending(workflowId);
   }
 
+  stateBytesOf(workflowId: string): Promise<number> {
+    return this.#options.rows.stateBytesOf(workflowId);
+  }
+
   async removeWorkflow(workflowId: string): Promise<string[]> {
     const removed = await this.#options.rows.removeWorkflow(workflowId);
     await this.#deleteSchedules(removed);

@@ -23,6 +23,8 @@ export const PAUSED_RUN_MIGRATIONS: readonly string[] = [
   CREATE INDEX paused_runs_taken ON paused_runs (taken_at) WHERE taken_at IS NOT NULL;
   CREATE INDEX paused_runs_by_workflow ON paused_runs (workflow_id);
   `,
+  // What each pause keeps, added up for a workflow's deletion (the workspace's stored bytes).
+  `ALTER TABLE paused_runs ADD COLUMN state_bytes INTEGER NOT NULL DEFAULT 0;`,
 ];
 
 const toPause = (row: { record: string }): PausedRun => JSON.parse(row.record) as PausedRun;
@@ -36,10 +38,14 @@ export class SqlitePausedRuns implements PolledPausedRunStore {
   private readonly deleteWorkflow;
   private readonly dueRows;
   private readonly retouch;
+  private readonly bytes;
 
   constructor(db: SqliteDatabase) {
-    this.insert = db.prepare<[string, string, number, string]>(
-      "INSERT OR REPLACE INTO paused_runs (id, workflow_id, due_ms, taken_at, record) VALUES (?, ?, ?, NULL, ?)",
+    this.insert = db.prepare<[string, string, number, number, string]>(
+      "INSERT OR REPLACE INTO paused_runs (id, workflow_id, due_ms, state_bytes, taken_at, record) VALUES (?, ?, ?, ?, NULL, ?)",
+    );
+    this.bytes = db.prepare<[string], { bytes: number | null }>(
+      "SELECT SUM(state_bytes) AS bytes FROM paused_runs WHERE workflow_id = ?",
     );
     this.one = db.prepare<[string], { record: string }>("SELECT record FROM paused_runs WHERE id = ?");
     // One statement: two takers (a URL and the driver) cannot both win.
@@ -67,7 +73,7 @@ export class SqlitePausedRuns implements PolledPausedRunStore {
 
   async add(pause: PausedRun): Promise<void> {
     const { dispatch: _ignored, ...waiting } = pause;
-    this.insert.run(pause.id, pause.workflowId, pause.dueMs, JSON.stringify(waiting));
+    this.insert.run(pause.id, pause.workflowId, pause.dueMs, pause.stateBytes, JSON.stringify(waiting));
   }
 
   async get(id: string): Promise<PausedRun | undefined> {
@@ -101,6 +107,10 @@ export class SqlitePausedRuns implements PolledPausedRunStore {
 
   async removeWorkflow(workflowId: string): Promise<string[]> {
     return this.deleteWorkflow.all(workflowId).map((row) => row.id);
+  }
+
+  async stateBytesOf(workflowId: string): Promise<number> {
+    return this.bytes.get(workflowId)?.bytes ?? 0;
   }
 
   async due(nowMs: number, takenBeforeMs: number, limit: number): Promise<PausedRun[]> {

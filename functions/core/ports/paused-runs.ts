@@ -52,6 +52,8 @@ export interface PausedRun {
   runs: number;
   /** What the continuation starts from: the trigger event, the steps' exports, a rerun's context. */
   state: { event: Json; steps: Record<string, Json>; context?: Json };
+  /** UTF-8 bytes of `state`'s JSON: counted in the workspace's stored bytes while the pause is kept. */
+  stateBytes: number;
   dispatch?: PauseDispatch;
 }
 
@@ -76,6 +78,8 @@ export interface PausedRunStore {
   countPending(workflowId: string): Promise<number>;
   /** Forgets every pause of a workflow (its deletion); resolves to their ids. */
   removeWorkflow(workflowId: string): Promise<string[]>;
+  /** What a workflow's pauses keep: their `stateBytes` added up (0 when it has none). */
+  stateBytesOf(workflowId: string): Promise<number>;
 }
 
 /** A store that finds what is due by itself, for a driver that polls it (local mode). */

@@ -165,6 +165,40 @@ describe("receiveFlowRequest: what does not decide a pause", () => {
   });
 });
 
+describe("what paused runs keep, in the workspace's stored bytes", () => {
+  it("is added when a run pauses (the difference when it pauses again) and taken back when its continuation ends", async () => {
+    const { deps, token, workflow, queued } = await setUp("suspend");
+    const kept = (await deps.pausedRuns.get("run_a")) as PausedRun;
+    expect(kept.stateBytes).toBe(Buffer.byteLength(JSON.stringify(kept.state)));
+    expect((await deps.usage.getStored(workflow.workspaceId)).bytes).toBe(kept.stateBytes);
+    // The same run paused again after a crash, with more kept: only the difference is added.
+    const bigger: WorkflowPause = { kind: "suspend", stepId: "c_ask", afterMs: 1, steps: { ask: "x".repeat(500) } };
+    const job = {
+      kind: "workflow" as const,
+      workflowId: "p_a",
+      runId: "run_a",
+      trigger: "http" as const,
+      triggerId: "hi_1",
+      event: { n: 1 },
+    };
+    const run = { id: "run_a", trigger: { type: "http", id: "hi_1" } } as WorkflowRun;
+    const base = newFlowBase(deps, "run_a");
+    expect(
+      await keepPause(deps, workflow, job, run, base, bigger, undefined, "k_1", deps.clock.nowMs()),
+    ).toBeUndefined();
+    const again = (await deps.pausedRuns.get("run_a")) as PausedRun;
+    expect(again.stateBytes).toBeGreaterThan(kept.stateBytes);
+    expect((await deps.usage.getStored(workflow.workspaceId)).bytes).toBe(again.stateBytes);
+    // Cancelled at its URL: the continuation (a record only) ends and the bytes are taken back.
+    const newToken = base.split("/").at(-1) as string;
+    expect(token).not.toBe(newToken);
+    expect((await receiveFlowRequest(deps, "run_a", newToken, "cancel", request())).status).toBe(202);
+    await runWorkflow(deps, queued.at(-1) as WorkflowRunJob);
+    expect(await deps.pausedRuns.get("run_a")).toBeUndefined();
+    expect((await deps.usage.getStored(workflow.workspaceId)).bytes).toBe(0);
+  });
+});
+
 describe("a continuation over the workspace's quota", () => {
   it("waits for the quota's window (RunBusyError) and keeps the pause it goes on from", async () => {
     const { deps, queued, token, workflow } = await setUp();
