@@ -230,6 +230,18 @@ describe("README.md, every shell block in order, as written", () => {
       ]);
       expect((await api("GET", `/workflows/${created.data.id}/$errors/event_summaries`)).json.data).toEqual([]);
     },
+    "Pausing for an approval #1": (run) => {
+      const [answer, resumed] = run.lines.map(json);
+      expect(answer).toEqual({ success: true });
+      expect(resumed).toMatchObject({ status: "resumed", run_id: expect.stringMatching(/^run_/) });
+      const runs = readJson(cwd, "approval-runs.json").data;
+      expect(runs.map((r: { status: string }) => r.status)).toEqual(["success", "paused"]);
+      expect(runs[0].resumed_from).toBe(resumed.run_id);
+      expect(runs[1]).toMatchObject({ id: resumed.run_id, pause: { kind: "suspend" } });
+      expect(runs[0].steps).toEqual([
+        expect.objectContaining({ namespace: "ship", summary: "order shipped, approved by Grace" }),
+      ]);
+    },
     "Events: history, deletion, live stream #1": async (run) => {
       const sourceId = readJson(cwd, "created.json").data.id;
       const page = json(run.lines[0]);
@@ -271,13 +283,15 @@ describe("README.md, every shell block in order, as written", () => {
       expect(listed.json.data.map((sub: { id: string }) => sub.id).sort()).toEqual([one.data.id, all.data.id].sort());
     },
     "Cleaning up #1": async (run) => {
-      const [webhookDeleted, sourceDeleted, workflowDeleted, endpointStatus] = run.lines;
+      const [webhookDeleted, sourceDeleted, workflowDeleted, endpointStatus, approvalsDeleted] = run.lines;
       expect(json(webhookDeleted).data).toEqual({ id: expect.stringMatching(/^wh_/), deleted: true });
       const sourceId = json(sourceDeleted).data.id;
       expect(json(sourceDeleted).data).toEqual({ id: expect.stringMatching(/^dc_/), deleted: true });
       expect(json(workflowDeleted).data).toEqual({ id: expect.stringMatching(/^p_/), deleted: true });
       expect((await api("GET", `/workflows/${json(workflowDeleted).data.id}`)).status).toBe(404);
       expect(endpointStatus).toBe("404");
+      expect(json(approvalsDeleted).data).toEqual({ id: expect.stringMatching(/^p_/), deleted: true });
+      expect((await api("GET", "/users/me/workflows")).json.data).toEqual([]);
       expect((await api("GET", `/sources/${sourceId}`)).status).toBe(404);
       expect((await api("GET", "/users/me/subscriptions")).json.data).toEqual([]);
       // The files the examples wrote are gone too; only the data dir is left.
@@ -291,6 +305,12 @@ describe("README.md, every shell block in order, as written", () => {
         "reply.mjs",
         "workflow.json",
         "workflow-created.json",
+        "ask.mjs",
+        "ship.mjs",
+        "approval.json",
+        "approval-created.json",
+        "approval-events.json",
+        "approval-runs.json",
       ])
         expect(existsSync(join(cwd, file))).toBe(false);
     },
@@ -382,6 +402,7 @@ describe("README.md, every shell block in order, as written", () => {
         "Quick start",
         "Your first source",
         "Your first workflow",
+        "Pausing for an approval",
         "Events: history, deletion, live stream",
         "Subscriptions and webhooks",
         "Cleaning up",
