@@ -46,6 +46,12 @@ export const FLOW_REQUEST_MAX_BYTES = 32 * 1024;
  * 32 KiB of control characters escapes to six times as much, and a DynamoDB item holds 400 KB.
  */
 const FLOW_REQUEST_MAX_JSON_BYTES = 96 * 1024;
+/**
+ * A repeat of the request that took a pause queues its continuation again only once the take is
+ * this old: a caller retrying after a failure gets it queued, a sender retrying in a loop does not
+ * fill the queue (the continuation runs once either way).
+ */
+const REQUEUE_REPEAT_MS = 5_000;
 /** A pause taken this long ago whose continuation has not ended is queued again (a process died). */
 export const PAUSE_REQUEUE_MS = 10 * 60 * 1000;
 /** Pauses dispatched per pass of local mode's driver. */
@@ -282,7 +288,9 @@ export async function receiveFlowRequest(
       error: `the run was ${how === "resume" ? "resumed" : "cancelled"} already${taken.pause.dispatch.how === "due" ? " (its time came)" : ""}`,
     });
   }
-  await queueContinuation(deps, taken.pause);
+  if (taken.won || deps.clock.nowMs() - taken.pause.dispatch.atMs >= REQUEUE_REPEAT_MS) {
+    await queueContinuation(deps, taken.pause);
+  }
   return flowAnswer(202, { status: action === "resume" ? "resumed" : "cancelled", run_id: runId });
 }
 

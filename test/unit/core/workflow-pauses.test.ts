@@ -99,7 +99,11 @@ describe("receiveFlowRequest", () => {
         resume: { pauseId: "run_a" },
       },
     ]);
-    // A retry is answered the same and queues the same run again (it runs once).
+    // A retry is answered the same; at once it queues nothing more, 5 s later the same run again
+    // (a caller retrying after a failure; it runs once either way).
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
+    expect(queued).toHaveLength(1);
+    deps.clock.set(deps.clock.nowMs() + 5_000);
     expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
     expect(queued[1]).toEqual(queued[0]);
     // The other URL is refused, naming what happened.
