@@ -139,8 +139,11 @@ export interface WorkflowRun {
   pause?: { kind: "suspend" | "delay" | "rerun"; stepId: string; untilMs: number };
   /** A continuation: the run that paused, which this one goes on from. */
   resumedFrom?: string;
-  /** `cancelled`: by a request to the cancel URL, or a suspension's time ran out. */
-  cancelReason?: "cancel_url" | "timeout";
+  /**
+   * `cancelled`: by a request to the cancel URL, a suspension's time ran out, or the workflow was
+   * made inactive after the pause was taken.
+   */
+  cancelReason?: "cancel_url" | "timeout" | "inactive";
   /** At most 100 lines and 32 KB per run. */
   logs: RunLogRecord[];
 }

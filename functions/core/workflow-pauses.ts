@@ -47,12 +47,10 @@ export const FLOW_REQUEST_MAX_BYTES = 32 * 1024;
  */
 const FLOW_REQUEST_MAX_JSON_BYTES = 96 * 1024;
 /**
- * A repeat of the request that took a pause queues its continuation again only once the take is
- * this old: a caller retrying after a failure gets it queued, a sender retrying in a loop does not
- * fill the queue (the continuation runs once either way).
+ * A pause taken this long ago whose continuation has not ended is queued again (a process died,
+ * the queue lost it): by local mode's sweep, and by a repeat of the request that took it. Not
+ * sooner: every copy queued would count against the workspace's runs per minute.
  */
-const REQUEUE_REPEAT_MS = 5_000;
-/** A pause taken this long ago whose continuation has not ended is queued again (a process died). */
 export const PAUSE_REQUEUE_MS = 10 * 60 * 1000;
 /** Pauses dispatched per pass of local mode's driver. */
 export const DISPATCH_BATCH = 100;
@@ -143,7 +141,7 @@ export async function keepPause(
   // workspace over its storage quotas keeps no more of it.
   const overQuota = await storageRefusal(deps, workflow.workspaceId);
   if (overQuota) {
-    const message = `$.flow.${pause.kind}: the run cannot pause: ${overQuota.message.replace(/: this run's events were not stored/, "")}`;
+    const message = `$.flow.${pause.kind}: the run cannot pause: the workspace is over its ${overQuota.quota} quota (${overQuota.limit}), which its events and its paused runs count against; delete events, or resume or cancel paused runs`;
     return { name: PAUSE_ERROR, message, ts: now };
   }
   const step = workflow.steps.find((candidate) => candidate.id === pause.stepId);
@@ -184,7 +182,10 @@ export async function countPausedBytes(
   bytes: number,
   now: number,
 ): Promise<void> {
-  if (bytes !== 0) await deps.usage.addStored(workflow.workspaceId, workflow.id, now, { events: 0, bytes });
+  // A pause kept before pauses were counted has no `stateBytes`: nothing to take back.
+  if (Number.isFinite(bytes) && bytes !== 0) {
+    await deps.usage.addStored(workflow.workspaceId, workflow.id, now, { events: 0, bytes });
+  }
 }
 
 /**
@@ -288,7 +289,7 @@ export async function receiveFlowRequest(
       error: `the run was ${how === "resume" ? "resumed" : "cancelled"} already${taken.pause.dispatch.how === "due" ? " (its time came)" : ""}`,
     });
   }
-  if (taken.won || deps.clock.nowMs() - taken.pause.dispatch.atMs >= REQUEUE_REPEAT_MS) {
+  if (taken.won || deps.clock.nowMs() - taken.pause.dispatch.atMs >= PAUSE_REQUEUE_MS) {
     await queueContinuation(deps, taken.pause);
   }
   return flowAnswer(202, { status: action === "resume" ? "resumed" : "cancelled", run_id: runId });

@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto";
 import type { WorkflowCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
-import type { PausedRun } from "#core/ports/paused-runs";
+import type { PausedRun, PolledPausedRunStore } from "#core/ports/paused-runs";
 import { RunBusyError, type WorkflowRunJob } from "#core/ports/run-queue";
 import type { SourceRunLease } from "#core/ports/source-run-lock";
 import type { StepState, StepStateWrite } from "#core/ports/workflow-store";
@@ -250,23 +250,34 @@ async function continuePausedRun(
   const continued: Continuation = { pause, dispatch: pause.dispatch };
   const job: WorkflowRunJob = { ...queued, event: pause.state.event };
   const workflow = await deps.workflows.getWorkflow(pause.workflowId);
-  if (!workflow?.active) {
-    deps.log.info("a paused run of a deleted or inactive workflow was dropped", {
+  if (!workflow) {
+    // A deleted workflow's pauses were taken from its workspace's stored bytes by the deletion.
+    deps.log.info("a paused run of a deleted workflow was dropped", {
       workflow_id: pause.workflowId,
       run_id: pause.id,
     });
-    // A deleted workflow's pauses were taken from its workspace's stored bytes by the deletion.
-    if (workflow) await forgetPause(deps, workflow, pause);
-    else await deps.pausedRuns.remove(pause.id);
+    await deps.pausedRuns.remove(pause.id);
     return undefined;
   }
   let outcome: WorkflowRunOutcome | undefined;
-  if (effectOf(pause, pause.dispatch) === "cancel") outcome = await recordCancelled(deps, workflow, job, continued);
-  else {
+  if (!workflow.active) {
+    // Made inactive since it was taken (its URLs refuse while it is): the run ends, on the record.
+    outcome = await recordCancelled(deps, workflow, job, continued, "inactive");
+  } else if (effectOf(pause, pause.dispatch) === "cancel") {
+    outcome = await recordCancelled(
+      deps,
+      workflow,
+      job,
+      continued,
+      continued.dispatch.how === "cancel" ? "cancel_url" : "timeout",
+    );
+  } else {
     const refusal = await admitWorkflowRun(deps, workflow, job);
     if (refusal) {
-      // The pause is kept, taken: its continuation runs once the quota's window has passed.
+      // The pause is kept, taken: its continuation runs once the quota's window has passed. Local
+      // mode's sweep leaves it alone until then, so that it is not queued again meanwhile.
       const retryAtMs = refusal.windowStartMs + refusal.windowMs;
+      await (deps.pausedRuns as Partial<PolledPausedRunStore>).touch?.(pause.id, retryAtMs);
       throw new RunBusyError(
         retryAtMs,
         `the continuation of run ${pause.id} of workflow ${workflow.id} waits for the workspace's ${refusal.quota} quota until ${isoTime(retryAtMs)}`,
@@ -283,7 +294,7 @@ async function continuePausedRun(
 async function forgetPause(deps: Deps, workflow: Pick<WorkflowRecord, "id" | "workspaceId">, pause: PausedRun) {
   if (!(await deps.pausedRuns.get(pause.id))) return;
   await deps.pausedRuns.remove(pause.id);
-  await countPausedBytes(deps, workflow, -pause.stateBytes, deps.clock.nowMs());
+  await countPausedBytes(deps, workflow, -(pause.stateBytes ?? 0), deps.clock.nowMs());
 }
 
 /** The record of a paused run's cancellation: its cancel URL, or a suspension whose time ran out. */
@@ -292,6 +303,7 @@ async function recordCancelled(
   workflow: WorkflowRecord,
   job: WorkflowRunJob,
   continued: Continuation,
+  cancelReason: NonNullable<WorkflowRun["cancelReason"]>,
 ): Promise<WorkflowRunOutcome> {
   const now = deps.clock.nowMs();
   const begun = await deps.workflowRuns.beginRun(
@@ -309,7 +321,6 @@ async function recordCancelled(
       `run ${job.runId} of workflow ${workflow.id} is held by another runner`,
     );
   }
-  const cancelReason = continued.dispatch.how === "cancel" ? "cancel_url" : "timeout";
   const finished: WorkflowRun = {
     ...begun.run,
     status: "cancelled",

@@ -44,10 +44,10 @@ export const workflowRunSchema = z.object({
     .nullable()
     .meta({ description: "status paused: how the run paused ($.flow.suspend, delay or rerun) and at which step" }),
   resumed_from: nullableText.meta({ description: "A continuation: the run (run_) that paused, which it goes on from" }),
-  cancel_reason: z
-    .enum(["cancel_url", "timeout"])
-    .nullable()
-    .meta({ description: "status cancelled: its cancel URL was requested, or a suspension's time ran out" }),
+  cancel_reason: z.enum(["cancel_url", "timeout", "inactive"]).nullable().meta({
+    description:
+      "status cancelled: its cancel URL was requested, a suspension's time ran out, or the workflow was made inactive while it waited",
+  }),
   logs: z.array(z.object({ ts: z.number(), level: z.string(), message: z.string(), step: z.string() })),
 });
 

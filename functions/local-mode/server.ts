@@ -189,8 +189,11 @@ function preparedAnswer(spec: HttpResponseSpec): PreparedAnswer {
   return prepared;
 }
 
-/** Paths logged as `FLOW_LOG_PATH`: a pause's URLs, and anything a mistyped one could be. */
-const FLOW_LOG_MASK = /^(\/v1)?\/flow\//i;
+/**
+ * Paths logged as `FLOW_LOG_PATH`: a pause's URLs, and anything a mistyped or prefixed one could
+ * be (a `flow` segment anywhere, as decoded: `/api/flow/...`, `//flow/...`, `/%66low/...`).
+ */
+const FLOW_LOG_MASK = /(^|\/)flow(\/|;|$)/i;
 
 /** `/http/<key>` and `/http/<key>/<path>`: a source's HTTP interface endpoint. */
 const ENDPOINT_PATH = /^\/http\/([A-Za-z0-9_-]{1,64})(\/.*)?$/;
@@ -316,7 +319,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
       return send(response, errorResult(refused, requestId, undefined));
     }
     // A pause's URL (or one that looks like it) is never logged with its secret.
-    line.path = FLOW_LOG_MASK.test(url.pathname) ? FLOW_LOG_PATH : url.pathname;
+    line.path = FLOW_LOG_MASK.test(decodeSegment(url.pathname)) ? FLOW_LOG_PATH : url.pathname;
     const endpoint = ENDPOINT_PATH.exec(url.pathname);
     if (endpoint?.[1]) {
       line.path = ENDPOINT_LOG_PATH;

@@ -180,6 +180,9 @@ describe("the operator's log of local mode", () => {
     secrets.push(secret);
     expect((await fetch(`${urls.resume_url}/extra`, { method: "POST" })).status).toBe(404);
     expect((await fetch(urls.resume_url.replace("/flow/", "/FLOW/"), { method: "POST" })).status).toBe(404);
+    for (const prefix of ["/api/flow/", "//flow/", "/%66low/", "/flow;x/"]) {
+      expect((await fetch(urls.resume_url.replace("/flow/", prefix), { method: "HEAD" })).status).toBe(404);
+    }
     expect((await fetch(urls.resume_url, { method: "POST" })).status).toBe(202);
     const flowLine = await waitForLine("the resume's request line", (l) => l.message === "request" && l.status === 202);
     expect(flowLine).toMatchObject({ path: "/flow/{run_id}/{secret}/{action}", method: "POST" });

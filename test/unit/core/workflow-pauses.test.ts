@@ -6,6 +6,7 @@ import { checkWorkflowResult } from "#core/workflow-limits";
 import type { WorkflowRecord, WorkflowRun } from "#core/workflow-model";
 import {
   continuationRunId,
+  countPausedBytes,
   dispatchDuePause,
   dispatchDuePauses,
   FLOW_PATH,
@@ -99,11 +100,13 @@ describe("receiveFlowRequest", () => {
         resume: { pauseId: "run_a" },
       },
     ]);
-    // A retry is answered the same; at once it queues nothing more, 5 s later the same run again
-    // (a caller retrying after a failure; it runs once either way).
+    // A retry is answered the same; soon after it queues nothing more (each copy would count
+    // against the runs per minute), 10 minutes later the same run again (it runs once either way).
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
+    deps.clock.set(deps.clock.nowMs() + 60_000);
     expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
     expect(queued).toHaveLength(1);
-    deps.clock.set(deps.clock.nowMs() + 5_000);
+    deps.clock.set(deps.clock.nowMs() + 10 * 60_000);
     expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
     expect(queued[1]).toEqual(queued[0]);
     // The other URL is refused, naming what happened.
@@ -217,6 +220,32 @@ describe("a continuation over the workspace's quota", () => {
     expect((waited as RunBusyError).retryAtMs).toBe(Date.UTC(2026, 10, 28));
     expect((waited as Error).message).toContain("daily_invocations");
     expect((await deps.pausedRuns.get("run_a"))?.dispatch).toMatchObject({ how: "resume" });
+    // Local mode's sweep leaves it alone while it waits: no copy is queued to count against the quota.
+    const store = deps.pausedRuns as Parameters<typeof dispatchDuePauses>[1];
+    const retryAt = Date.UTC(2026, 10, 28);
+    expect(await store.due(retryAt, retryAt - 1, 10)).toEqual([]);
+    expect((await store.due(retryAt + 10 * 60_000, retryAt, 10)).map((pause) => pause.id)).toEqual(["run_a"]);
+  });
+});
+
+describe("a paused run whose workflow was made inactive after its pause was taken", () => {
+  it("is cancelled on the record (cancel_reason inactive), not dropped, and its bytes taken back", async () => {
+    const { deps, queued, token, workflow } = await setUp();
+    expect((await receiveFlowRequest(deps, "run_a", token, "resume", request())).status).toBe(202);
+    await deps.workflows.updateWorkflow({ ...workflow, active: false });
+    const outcome = await runWorkflow(deps, queued[0] as WorkflowRunJob);
+    expect(outcome).toMatchObject({
+      outcome: "ran",
+      run: { status: "cancelled", cancelReason: "inactive", resumedFrom: "run_a" },
+    });
+    expect(await deps.pausedRuns.get("run_a")).toBeUndefined();
+    expect((await deps.usage.getStored(workflow.workspaceId)).bytes).toBe(0);
+  });
+
+  it("takes back nothing it never counted (a pause kept before pauses were counted)", async () => {
+    const { deps, workflow } = await setUp();
+    await expect(countPausedBytes(deps, workflow, Number.NaN, 0)).resolves.toBeUndefined();
+    await expect(countPausedBytes(deps, workflow, -(undefined as unknown as number), 0)).resolves.toBeUndefined();
   });
 });
 
