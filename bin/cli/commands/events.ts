@@ -132,13 +132,20 @@ export function logLine(event: EventSummary): string {
   return `${time}  ${(log.level ?? "log").padEnd(5)}  ${log.message ?? JSON.stringify(event.event)}`;
 }
 
+/** Why a paused run was cancelled, as `sluice logs` says it. */
+const CANCEL_REASONS = {
+  cancel_url: "by its cancel URL",
+  timeout: "its suspension timed out",
+  inactive: "its workflow was made inactive",
+} as const;
+
 /** What a run's line adds about a pause: where and until when it paused, what it went on from, why it was cancelled. */
 function pauseNote(run: WorkflowRun, step: (id: string) => string): string {
   const parts: string[] = [];
   if (run.resumed_from) parts.push(`resumed from ${run.resumed_from}`);
   if (run.pause)
     parts.push(`by $.flow.${run.pause.kind} in ${step(run.pause.step_id)} until ${isoTime(run.pause.until_ms)}`);
-  if (run.cancel_reason) parts.push(run.cancel_reason === "timeout" ? "its suspension timed out" : "by its cancel URL");
+  if (run.cancel_reason) parts.push(CANCEL_REASONS[run.cancel_reason]);
   return parts.length > 0 ? `  (${parts.join("; ")})` : "";
 }
 

@@ -45,6 +45,9 @@ describe("runLines: a paused run, its continuation and a cancellation", () => {
     expect(runLines(run({ id: "run_3", status: "cancelled", resumed_from: "run_1", cancel_reason: "timeout" }))).toBe(
       "2026-11-27T12:00:01Z  run run_3  cancelled in 4 ms  (resumed from run_1; its suspension timed out)",
     );
+    expect(
+      runLines(run({ id: "run_4", status: "cancelled", resumed_from: "run_1", cancel_reason: "inactive" })),
+    ).toContain("(resumed from run_1; its workflow was made inactive)");
   });
 });
 
