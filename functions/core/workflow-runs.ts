@@ -292,8 +292,8 @@ async function continuePausedRun(
 
 /** Forgets a pause whose continuation ended, and takes what it kept from the workspace's stored bytes. */
 async function forgetPause(deps: Deps, workflow: Pick<WorkflowRecord, "id" | "workspaceId">, pause: PausedRun) {
-  if (!(await deps.pausedRuns.get(pause.id))) return;
-  await deps.pausedRuns.remove(pause.id);
+  // Only the removal that removed it takes its bytes back (two copies of a continuation may end).
+  if (!(await deps.pausedRuns.remove(pause.id))) return;
   await countPausedBytes(deps, workflow, -(pause.stateBytes ?? 0), deps.clock.nowMs());
 }
 

@@ -13,6 +13,7 @@
  */
 import {
   BatchWriteCommand,
+  DeleteCommand,
   type DynamoDBDocumentClient,
   GetCommand,
   TransactWriteCommand,
@@ -124,19 +125,18 @@ export class DynamoDbPausedRuns implements PausedRunStore {
     }
   }
 
-  /** Reads the pause's workflow (its index item's partition), then deletes both items. */
-  async remove(id: string): Promise<void> {
+  /**
+   * Deletes the record, returning what it held (its workflow names the index item's partition),
+   * then the index item: of two removals at once, only the one that deleted the record says so.
+   */
+  async remove(id: string): Promise<boolean> {
     const out = await this.client.send(
-      new GetCommand({
-        TableName: this.tableName,
-        Key: resourceKeys.pausedRun(id),
-        ProjectionExpression: "workflowId",
-        ConsistentRead: true,
-      }),
+      new DeleteCommand({ TableName: this.tableName, Key: resourceKeys.pausedRun(id), ReturnValues: "ALL_OLD" }),
     );
-    const workflowId = out.Item?.workflowId;
-    if (typeof workflowId !== "string") return;
+    const workflowId = out.Attributes?.workflowId;
+    if (typeof workflowId !== "string") return false;
     await this.deleteRows(workflowId, [id]);
+    return true;
   }
 
   async countPending(workflowId: string): Promise<number> {

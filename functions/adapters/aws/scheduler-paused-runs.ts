@@ -125,9 +125,10 @@ export class SchedulerPausedRuns implements PausedRunStore {
    * delay, a rerun or a timed-out suspension: Scheduler deleted it). Left, it would fire for
    * nothing, up to a year later (a suspension resumed at once), and count against the quota.
    */
-  async remove(id: string): Promise<void> {
-    await this.#options.rows.remove(id);
+  async remove(id: string): Promise<boolean> {
+    const removed = await this.#options.rows.remove(id);
     await this.#deleteSchedules([id]);
+    return removed;
   }
 
   countPending(workflowId: string): Promise<number> {

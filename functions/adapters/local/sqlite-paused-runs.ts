@@ -97,8 +97,8 @@ export class SqlitePausedRuns implements PolledPausedRunStore {
     this.retouch.run(atMs, id);
   }
 
-  async remove(id: string): Promise<void> {
-    this.deleteOne.run(id);
+  async remove(id: string): Promise<boolean> {
+    return this.deleteOne.run(id).changes === 1;
   }
 
   async countPending(workflowId: string): Promise<number> {

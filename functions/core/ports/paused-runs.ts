@@ -72,8 +72,11 @@ export interface PausedRunStore {
    * is no such pause.
    */
   dispatch(id: string, dispatch: PauseDispatch): Promise<{ pause: PausedRun; won: boolean } | undefined>;
-  /** Forgets a pause (its continuation ended); nothing when there is none. */
-  remove(id: string): Promise<void>;
+  /**
+   * Forgets a pause (its continuation ended); resolves to whether this call removed it (false when
+   * there was none), so that of two removals at once only one takes its bytes back.
+   */
+  remove(id: string): Promise<boolean>;
   /** How many of a workflow's runs are paused. */
   countPending(workflowId: string): Promise<number>;
   /** Forgets every pause of a workflow (its deletion); resolves to their ids. */
