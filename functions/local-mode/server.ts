@@ -318,16 +318,18 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
       const refused = new DomainError("validation", "the request target is not a path");
       return send(response, errorResult(refused, requestId, undefined));
     }
-    // A pause's URL (or one that looks like it) is never logged with its secret.
-    line.path = FLOW_LOG_MASK.test(decodeSegment(url.pathname)) ? FLOW_LOG_PATH : url.pathname;
     const endpoint = ENDPOINT_PATH.exec(url.pathname);
     if (endpoint?.[1]) {
       line.path = ENDPOINT_LOG_PATH;
       return handleEndpoint(deps, request, response, url, endpoint[1], endpoint[2] ?? "/", line);
     }
+    // Past the endpoints (the hot path, logged by their own placeholder): a pause's URL, or one that
+    // looks like it, is never logged with its secret.
+    line.path = FLOW_LOG_MASK.test(url.pathname.includes("%") ? decodeSegment(url.pathname) : url.pathname)
+      ? FLOW_LOG_PATH
+      : url.pathname;
     const flow = FLOW_PATH.exec(url.pathname);
     if (flow?.[1] && flow[2] && flow[3]) {
-      line.path = FLOW_LOG_PATH;
       return handleFlow(deps, request, response, url, flow[1], flow[2], flow[3] as "resume" | "cancel");
     }
     const stream = STREAM_PATH.exec(url.pathname);
