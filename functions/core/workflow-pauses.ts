@@ -33,8 +33,12 @@ import { storageRefusal } from "./quotas.ts";
 import { sha256Hex } from "./sha256.ts";
 import type { WorkflowRecord, WorkflowRun } from "./workflow-model.ts";
 
+/** A pause's id: the id of the run that paused (`formatId`'s alphabet). */
+const RUN_ID = "run_[a-z0-9]{1,64}";
+/** A pause's id, whole: what a schedule's input or a continuation's job may name. */
+export const PAUSE_ID = new RegExp(`^${RUN_ID}$`);
 /** The path of a pause's URLs, below the public URL. */
-export const FLOW_PATH = /^\/flow\/(run_[a-z0-9]{1,64})\/([A-Za-z0-9_-]{24})\/(resume|cancel)\/?$/;
+export const FLOW_PATH = new RegExp(`^/flow/(${RUN_ID})/([A-Za-z0-9_-]{24})/(resume|cancel)/?$`);
 /** Bytes of the secret in a pause's URLs (24 characters of base64url). */
 const FLOW_TOKEN_BYTES = 18;
 /** Runs of one workflow that may be paused at once; a step pausing past it fails. */
@@ -151,7 +155,6 @@ export async function keepPause(
     id: run.id,
     tokenHash: sha256Hex(tokenOf(flowBase)),
     workflowId: workflow.id,
-    deploymentId: workflow.deploymentId,
     stepsKey,
     originRunId: continued?.pause.originRunId ?? run.id,
     trigger: run.trigger,
@@ -234,16 +237,15 @@ async function queueContinuation(deps: Pick<Deps, "runs" | "log">, pause: Paused
   });
 }
 
-const flowAnswer = (status: number, body: Json) => fixedJsonResponse(status, body);
-const NO_PAUSE_RESPONSE = flowAnswer(404, {
+const NO_PAUSE_RESPONSE = fixedJsonResponse(404, {
   error: "no paused run at this URL: it went on, was cancelled, or never paused",
 });
 const FLOW_HEAD_RESPONSE = Object.freeze({ status: 204, headers: Object.freeze({}), body: "" });
-const INACTIVE_WORKFLOW_RESPONSE = flowAnswer(409, {
+const INACTIVE_WORKFLOW_RESPONSE = fixedJsonResponse(409, {
   error:
     "the workflow is inactive: activate it (PUT /v1/workflows/{id} with active: true), then request this URL again",
 });
-const FLOW_BODY_TOO_LARGE = flowAnswer(413, {
+const FLOW_BODY_TOO_LARGE = fixedJsonResponse(413, {
   error: `the request is larger than a paused run keeps: a body of at most ${FLOW_REQUEST_MAX_BYTES} bytes, ${FLOW_REQUEST_MAX_JSON_BYTES} as the JSON of the request with its headers`,
 });
 
@@ -285,14 +287,14 @@ export async function receiveFlowRequest(
   if (!taken?.pause.dispatch) return NO_PAUSE_RESPONSE;
   const how = effectOf(taken.pause, taken.pause.dispatch);
   if (how !== action) {
-    return flowAnswer(409, {
+    return fixedJsonResponse(409, {
       error: `the run was ${how === "resume" ? "resumed" : "cancelled"} already${taken.pause.dispatch.how === "due" ? " (its time came)" : ""}`,
     });
   }
   if (taken.won || deps.clock.nowMs() - taken.pause.dispatch.atMs >= PAUSE_REQUEUE_MS) {
     await queueContinuation(deps, taken.pause);
   }
-  return flowAnswer(202, { status: action === "resume" ? "resumed" : "cancelled", run_id: runId });
+  return fixedJsonResponse(202, { status: action === "resume" ? "resumed" : "cancelled", run_id: runId });
 }
 
 /** What a dispatch does: its time resumes a delay or a rerun and cancels a suspension. */

@@ -5,29 +5,20 @@ import { openSqlite } from "#adapters/local/sqlite-database";
 import { SqlitePausedRuns } from "#adapters/local/sqlite-paused-runs";
 import type { PausedRun } from "#core/ports/paused-runs";
 import { createResourcesTable, localDynamoDbClient } from "../support/dynamodb-local.ts";
-import { pausedRunStoreContract } from "./paused-run-store.contract.ts";
+import { pausedRunFixture, pausedRunStoreContract } from "./paused-run-store.contract.ts";
 
 describe("SqlitePausedRuns", () => {
   pausedRunStoreContract(async () => new SqlitePausedRuns(openSqlite(":memory:")));
 
   const AT = 1_790_000_000_000;
-  const pause = (id: string, dueMs: number): PausedRun => ({
-    id,
-    tokenHash: "ab".repeat(32),
-    workflowId: "p_a",
-    deploymentId: "d_1",
-    stepsKey: "k_1",
-    stateBytes: 100,
-    originRunId: id,
+  const AT_DUE = {
     trigger: { type: "timer", id: "ti_1" },
     kind: "delay",
     stepId: "c_wait",
     stepNamespace: "wait",
-    createdAt: AT,
-    dueMs,
-    runs: 1,
-    state: { event: null, steps: {} },
-  });
+  } as const;
+  const pause = (id: string, dueMs: number): PausedRun =>
+    pausedRunFixture(id, { ...AT_DUE, createdAt: AT, dueMs, state: { event: null, steps: {} } });
 
   it("finds what is due earliest first, and a taken pause again only once it was taken long ago", async () => {
     const store = new SqlitePausedRuns(openSqlite(":memory:"));
@@ -83,23 +74,12 @@ describe("DynamoDbPausedRuns (DynamoDB Local)", () => {
     const store = new DynamoDbPausedRuns(documents, await freshTable());
     // 256 KiB of state: the most a pause keeps (`PAUSE_STATE_MAX_BYTES`), with a 32 KiB request on top.
     const big = "x".repeat(256 * 1024 - 64);
-    const first: PausedRun = {
-      id: "run_big",
-      tokenHash: "ab".repeat(32),
+    const first = pausedRunFixture("run_big", {
       workflowId: "p_many",
-      deploymentId: "d_1",
-      stepsKey: "k_1",
-      stateBytes: 100,
-      originRunId: "run_big",
-      trigger: { type: "http", id: "hi_1" },
-      kind: "suspend",
-      stepId: "c_ask",
-      stepNamespace: "ask",
       createdAt: 1,
       dueMs: 2,
-      runs: 1,
       state: { event: big, steps: {} },
-    };
+    });
     await store.add(first);
     const request = { method: "POST", bodyRaw: "y".repeat(32 * 1024) };
     expect((await store.dispatch("run_big", { how: "resume", atMs: 3, request }))?.won).toBe(true);

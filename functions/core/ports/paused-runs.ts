@@ -28,8 +28,6 @@ export interface PausedRun {
   /** SHA-256 (hex) of the secret in the pause's URLs: a copy of the store does not give them. */
   tokenHash: string;
   workflowId: string;
-  /** The deployment the run paused in. */
-  deploymentId: string;
   /**
    * The workflow's steps as the run paused (their ids, namespaces, components and whether they are
    * disabled), hashed: a continuation whose workflow's steps differ fails (a PUT of its triggers or
