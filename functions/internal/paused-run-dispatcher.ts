@@ -10,11 +10,11 @@
 import * as z from "zod";
 import type { PausedRunDispatcherInput } from "#config/shared-names";
 import type { Deps } from "#core/ports/deps";
-import { dispatchDuePause } from "#core/workflow-pauses";
+import { dispatchDuePause, PAUSE_ID } from "#core/workflow-pauses";
 import { awsDepsLoader, internalHandler } from "./internal-handler.ts";
 
 export const pausedRunDispatcherInputSchema: z.ZodType<PausedRunDispatcherInput> = z
-  .object({ pauseId: z.string().regex(/^run_[a-z0-9]{1,64}$/) })
+  .object({ pauseId: z.string().regex(PAUSE_ID) })
   .strict();
 
 /** The handler on `loadDeps`' composition (tests pass local stores). */

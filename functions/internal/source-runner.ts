@@ -8,6 +8,7 @@ import * as z from "zod";
 import { jsonValueSchema } from "#core/json-value";
 import type { RunJob } from "#core/ports/run-queue";
 import { runQueuedJob } from "#core/run-jobs";
+import { PAUSE_ID } from "#core/workflow-pauses";
 import { awsDepsLoader, internalHandler, SOURCE_RUNNING_PARTS } from "./internal-handler.ts";
 
 const trigger = z.enum(["http", "timer", "event"]);
@@ -31,7 +32,7 @@ const workflowJobSchema = z.object({
   event: jsonValueSchema,
   hops,
   // A paused run's continuation: without it, the job would run the workflow afresh on a null event.
-  resume: z.object({ pauseId: z.string().startsWith("run_") }).optional(),
+  resume: z.object({ pauseId: z.string().regex(PAUSE_ID) }).optional(),
 });
 
 export const runJobSchema: z.ZodType<RunJob> = z.union([workflowJobSchema, sourceJobSchema]);
