@@ -12,7 +12,7 @@
 import { createHash } from "node:crypto";
 import type { WorkflowCode } from "#core/ports/component-host";
 import type { Deps } from "#core/ports/deps";
-import type { PausedRun, PolledPausedRunStore } from "#core/ports/paused-runs";
+import type { PausedRun } from "#core/ports/paused-runs";
 import { RunBusyError, type WorkflowRunJob } from "#core/ports/run-queue";
 import type { SourceRunLease } from "#core/ports/source-run-lock";
 import type { StepState, StepStateWrite } from "#core/ports/workflow-store";
@@ -277,7 +277,7 @@ async function continuePausedRun(
       // The pause is kept, taken: its continuation runs once the quota's window has passed. Local
       // mode's sweep leaves it alone until then, so that it is not queued again meanwhile.
       const retryAtMs = refusal.windowStartMs + refusal.windowMs;
-      await (deps.pausedRuns as Partial<PolledPausedRunStore>).touch?.(pause.id, retryAtMs);
+      await deps.pausedRuns.touch(pause.id, retryAtMs);
       throw new RunBusyError(
         retryAtMs,
         `the continuation of run ${pause.id} of workflow ${workflow.id} waits for the workspace's ${refusal.quota} quota until ${isoTime(retryAtMs)}`,

@@ -102,6 +102,15 @@ export function pausedRunStoreContract(make: () => Promise<PausedRunStore>) {
       expect(await store.stateBytesOf("p_b")).toBe(7);
     });
 
+    it("keeps a touched pause as it was: its dispatch stays", async () => {
+      const store = await make();
+      await store.add(pausedRunFixture("run_a"));
+      const taken = await store.dispatch("run_a", { how: "resume", atMs: AT + 1 });
+      await store.touch("run_a", AT + 600_000);
+      await store.touch("run_none", AT);
+      expect(await store.get("run_a")).toEqual(taken?.pause);
+    });
+
     it("forgets every pause of a deleted workflow, saying which", async () => {
       const store = await make();
       await store.add(pausedRunFixture("run_a"));

@@ -139,6 +139,9 @@ export class DynamoDbPausedRuns implements PausedRunStore {
     return true;
   }
 
+  /** Nothing: on AWS a pause's schedule, not a sweep, queues a lost continuation again. */
+  async touch(_id: string, _atMs: number): Promise<void> {}
+
   async countPending(workflowId: string): Promise<number> {
     return countAll(this.client, collectionQuery(this.tableName, resourceKeys.pausedRunsOfWorkflow(workflowId), INDEX));
   }

@@ -135,6 +135,10 @@ export class SchedulerPausedRuns implements PausedRunStore {
     return this.#options.rows.countPending(workflowId);
   }
 
+  touch(id: string, atMs: number): Promise<void> {
+    return this.#options.rows.touch(id, atMs);
+  }
+
   stateBytesOf(workflowId: string): Promise<number> {
     return this.#options.rows.stateBytesOf(workflowId);
   }

@@ -81,6 +81,12 @@ export interface PausedRunStore {
   removeWorkflow(workflowId: string): Promise<string[]>;
   /** What a workflow's pauses keep: their `stateBytes` added up (0 when it has none). */
   stateBytesOf(workflowId: string): Promise<number>;
+  /**
+   * Notes that a taken pause's continuation was queued again at `atMs`, or waits until then (a
+   * quota): a store that finds lost continuations itself leaves it alone until that long after
+   * (local mode's sweep). Its dispatch is kept. On AWS, where schedules find them, it does nothing.
+   */
+  touch(id: string, atMs: number): Promise<void>;
 }
 
 /** A store that finds what is due by itself, for a driver that polls it (local mode). */
@@ -91,6 +97,4 @@ export interface PolledPausedRunStore extends PausedRunStore {
    * continuation was lost with a process: it is queued again, under the same run id).
    */
   due(nowMs: number, takenBeforeMs: number, limit: number): Promise<PausedRun[]>;
-  /** Notes that a taken pause's continuation was queued again at `atMs` (its dispatch is kept). */
-  touch(id: string, atMs: number): Promise<void>;
 }
