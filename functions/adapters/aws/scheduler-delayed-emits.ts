@@ -129,33 +129,12 @@ export class SchedulerDelayedEmits implements DelayedEmitStore {
 
   async removeRange(sourceId: string, fromId?: string, toId?: string): Promise<string[]> {
     const removed = await this.#options.rows.removeRange(sourceId, fromId, toId);
-    const groupName = this.#options.groupName;
-    if (groupName === undefined) {
-      if (removed.length > 0) {
-        this.#options.log.warn(
-          "schedules of cancelled delayed emits not deleted: this function has no schedule group",
-          {
-            source_id: sourceId,
-            cancelled: removed.length,
-          },
-        );
-      }
-      return removed;
-    }
-    await eachLimited(removed, SCHEDULE_CONCURRENCY, async (inEventId) => {
-      const Name = delayedEmitScheduleName(sourceId, inEventId);
-      try {
-        await this.#options.scheduler.send(new DeleteScheduleCommand({ Name, GroupName: groupName }));
-      } catch (error) {
-        // Gone already (it fired meanwhile); any other failure leaves a schedule that fires for nothing.
-        if (!hasErrorName(error, "ResourceNotFoundException")) {
-          this.#options.log.warn("schedule of a cancelled delayed emit not deleted", {
-            schedule: Name,
-            error: String(error),
-          });
-        }
-      }
-    });
+    await deleteSchedulesQuietly(
+      this.#options,
+      removed.map((inEventId) => delayedEmitScheduleName(sourceId, inEventId)),
+      { one: "schedule of a cancelled delayed emit", all: "schedules of cancelled delayed emits" },
+      { source_id: sourceId },
+    );
     return removed;
   }
 
@@ -166,6 +145,35 @@ export class SchedulerDelayedEmits implements DelayedEmitStore {
     }
     return { ...target, groupName };
   }
+}
+
+/**
+ * Deletes one-time schedules, 8 at a time, of what the rows no longer hold (the rows decide): one
+ * gone already (it fired, and Scheduler deleted it) is fine, and any other failure is logged, not
+ * thrown, leaving a schedule that fires for nothing. A function given no schedule group deletes
+ * none and warns once. Shared by delayed emits and paused runs.
+ */
+export async function deleteSchedulesQuietly(
+  options: { readonly scheduler: SchedulerClient; readonly groupName?: string; readonly log: Logger },
+  names: readonly string[],
+  what: { one: string; all: string },
+  fields: Record<string, unknown> = {},
+): Promise<void> {
+  if (names.length === 0) return;
+  const { scheduler, groupName, log } = options;
+  if (groupName === undefined) {
+    log.warn(`${what.all} not deleted: this function has no schedule group`, { ...fields, forgotten: names.length });
+    return;
+  }
+  await eachLimited(names, SCHEDULE_CONCURRENCY, async (Name) => {
+    try {
+      await scheduler.send(new DeleteScheduleCommand({ Name, GroupName: groupName }));
+    } catch (error) {
+      if (!hasErrorName(error, "ResourceNotFoundException")) {
+        log.warn(`${what.one} not deleted`, { schedule: Name, error: String(error) });
+      }
+    }
+  });
 }
 
 /** `work` on every item, at most `limit` at a time; rejects with the first failure once all settled. */

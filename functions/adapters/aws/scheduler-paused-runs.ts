@@ -15,7 +15,6 @@
 import {
   CreateScheduleCommand,
   type CreateScheduleCommandInput,
-  DeleteScheduleCommand,
   type SchedulerClient,
   UpdateScheduleCommand,
 } from "@aws-sdk/client-scheduler";
@@ -24,11 +23,9 @@ import type { Clock } from "#core/ports/clock";
 import type { Logger } from "#core/ports/logger";
 import type { PauseDispatch, PausedRun, PausedRunStore } from "#core/ports/paused-runs";
 import { sha256Hex } from "#core/sha256";
-import { atExpression, eachLimited } from "./scheduler-delayed-emits.ts";
+import { atExpression, deleteSchedulesQuietly } from "./scheduler-delayed-emits.ts";
 import { hasErrorName } from "./sdk-errors.ts";
 
-/** Schedule deletions in flight at once when a workflow's pauses are forgotten. */
-const SCHEDULE_CONCURRENCY = 8;
 /** Scheduler's schedule names: 1 to 64 of these characters. */
 const SCHEDULE_NAME = /^[0-9A-Za-z_.-]{1,64}$/;
 
@@ -150,28 +147,10 @@ export class SchedulerPausedRuns implements PausedRunStore {
   }
 
   /** Deletes the schedules of `runIds`' pauses; one that is gone (it fired) is fine, other failures are logged. */
-  async #deleteSchedules(runIds: readonly string[]): Promise<void> {
-    if (runIds.length === 0) return;
-    const groupName = this.#options.groupName;
-    if (groupName === undefined) {
-      this.#options.log.warn("schedules of forgotten paused runs not deleted: this function has no schedule group", {
-        forgotten: runIds.length,
-      });
-      return;
-    }
-    await eachLimited(runIds, SCHEDULE_CONCURRENCY, async (runId) => {
-      const Name = pausedRunScheduleName(runId);
-      try {
-        await this.#options.scheduler.send(new DeleteScheduleCommand({ Name, GroupName: groupName }));
-      } catch (error) {
-        // Any failure but a schedule gone leaves one that fires for nothing: the row decides.
-        if (!hasErrorName(error, "ResourceNotFoundException")) {
-          this.#options.log.warn("schedule of a forgotten paused run not deleted", {
-            schedule: Name,
-            error: String(error),
-          });
-        }
-      }
+  #deleteSchedules(runIds: readonly string[]): Promise<void> {
+    return deleteSchedulesQuietly(this.#options, runIds.map(pausedRunScheduleName), {
+      one: "schedule of a forgotten paused run",
+      all: "schedules of forgotten paused runs",
     });
   }
 
