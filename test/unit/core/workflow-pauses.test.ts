@@ -298,6 +298,28 @@ describe("keepPause", () => {
     expect(await deps.pausedRuns.get("run_big")).toBeUndefined();
   });
 
+  it("refuses a pause in a workspace over its stored-bytes quota, naming it and what to do", async () => {
+    const deps = memoryDeps();
+    const owner = await accountIn(deps, "ada");
+    const workflow = workflowRecord(owner, "p_full");
+    await deps.usage.addStored(owner.workspace.id, "dc_other", 0, { events: 1, bytes: 500 });
+    const refused = await keepPause(
+      { ...deps, quotas: { ...deps.quotas, storedBytes: 400 } },
+      workflow,
+      { kind: "workflow", workflowId: "p_full", runId: "run_q", trigger: "timer", triggerId: "ti_1", event: null },
+      { id: "run_q", trigger: { type: "timer", id: "ti_1" } } as WorkflowRun,
+      newFlowBase(deps, "run_q"),
+      { kind: "delay", stepId: "c_1", afterMs: 1, steps: {} },
+      undefined,
+      "k_1",
+      0,
+    );
+    expect(refused).toMatchObject({ name: "PauseError" });
+    expect(refused?.message).toContain("over its stored_bytes quota (400)");
+    expect(refused?.message).toContain("resume or cancel paused runs");
+    expect(await deps.pausedRuns.get("run_q")).toBeUndefined();
+  });
+
   it(`refuses a pause past ${MAX_PAUSED_RUNS_PER_WORKFLOW} paused runs of the workflow`, async () => {
     const deps = memoryDeps();
     const full = Object.assign(Object.create(deps.pausedRuns), {

@@ -9,6 +9,8 @@ import type { DeadLetterRecord, DeliveryRecord, DeliveryTarget } from "#core/sub
 import { createSubscription } from "#core/subscriptions";
 import { createWebhook } from "#core/webhooks";
 import { listWorkflowEvents } from "#core/workflow-events";
+import type { WorkflowRun } from "#core/workflow-model";
+import { keepPause, newFlowBase } from "#core/workflow-pauses";
 import { workflowCode } from "#core/workflow-runs";
 import {
   createWorkflow,
@@ -538,6 +540,33 @@ describe("sources deployed by a source trigger (W17)", () => {
 
     await deleteWorkflow(deps, owner, created.id);
     expect(await deps.sources.getSource(sourceId)).toBeUndefined();
+  });
+
+  it("forgets the workflow's paused runs on DELETE, and gives what they kept back to the workspace's stored bytes", async () => {
+    const { deps, owner, ownerAccount } = await setUp();
+    const created = await createWorkflow(deps, owner, { steps: [codeStep()], triggers: [{ type: "http", props: {} }] });
+    const workflow = (await deps.workflows.getWorkflow(created.id)) as NonNullable<
+      Awaited<ReturnType<typeof deps.workflows.getWorkflow>>
+    >;
+    const before = (await deps.usage.getStored(ownerAccount.workspace.id)).bytes;
+    for (const runId of ["run_01kab0000000000000000a", "run_01kab0000000000000000b"]) {
+      const kept = await keepPause(
+        deps,
+        workflow,
+        { kind: "workflow", workflowId: created.id, runId, trigger: "http", triggerId: "hi_1", event: { n: runId } },
+        { id: runId, trigger: { type: "http", id: "hi_1" } } as WorkflowRun,
+        newFlowBase(deps, runId),
+        { kind: "suspend", stepId: workflow.steps[0]?.id ?? "", afterMs: 60_000, steps: { parse: { x: 1 } } },
+        undefined,
+        "k_1",
+        deps.clock.nowMs(),
+      );
+      expect(kept).toBeUndefined();
+    }
+    expect((await deps.usage.getStored(ownerAccount.workspace.id)).bytes).toBeGreaterThan(before);
+    await deleteWorkflow(deps, owner, created.id);
+    expect(await deps.pausedRuns.countPending(created.id)).toBe(0);
+    expect((await deps.usage.getStored(ownerAccount.workspace.id)).bytes).toBe(before);
   });
 
   it("leaves no source when a DELETE races a PUT that replaces the triggers, whichever writes first", async () => {
