@@ -103,14 +103,9 @@ export interface RegistryIndex {
  * indexed, or written into a folder that was empty then. A few `stat`s per unknown key.
  */
 async function keyFoldersChanged(index: RegistryIndex, key: string): Promise<boolean> {
-  const dash = key.indexOf("-");
-  if (index.root === undefined || dash < 1) return false;
-  const app = key.slice(0, dash);
-  const rest = key.slice(dash + 1);
-  const folders = KINDS.flatMap((kind) => [
-    join(index.root as string, app, kind),
-    join(index.root as string, app, kind, rest),
-  ]);
+  if (index.root === undefined) return false;
+  const folders = keyFolders(index.root, key);
+  if (folders.length === 0) return false;
   const times = await Promise.all(
     folders.map((folder) =>
       stat(folder).then(
@@ -125,6 +120,22 @@ async function keyFoldersChanged(index: RegistryIndex, key: string): Promise<boo
 }
 
 const MTIME_MARGIN_MS = 2000;
+
+/** What a registry key is made of (`<app>-<name>`): a key with a `/`, `.` or anything else names no folder. */
+const REGISTRY_KEY = /^[A-Za-z0-9_]+-[A-Za-z0-9_-]+$/;
+
+/**
+ * The folders under `root` where `key` would be: `<app>/{sources,actions}` and the folder named
+ * after the rest of the key in each. None for a key that is no registry key: a key comes from a
+ * request, and `../` in it would name folders outside the tree.
+ */
+export function keyFolders(root: string, key: string): string[] {
+  if (!REGISTRY_KEY.test(key)) return [];
+  const dash = key.indexOf("-");
+  const app = key.slice(0, dash);
+  const rest = key.slice(dash + 1);
+  return KINDS.flatMap((kind) => [join(root, app, kind), join(root, app, kind, rest)]);
+}
 
 /** The apps' folder of `dir`: its `components/` when it has one, else `dir` itself. */
 export async function appsFolderOf(dir: string): Promise<string> {

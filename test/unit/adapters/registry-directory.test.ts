@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { registryDirectory } from "#adapters/registry-directory";
+import { keyFolders, registryDirectory } from "#adapters/registry-directory";
 import { DEFAULT_REGISTRY_DIR, registryFiles } from "#adapters/registry-files";
 import { unpackComponentFiles } from "#core/component-files";
 import { appFiles, REGISTRY_TREE } from "../../support/registry-tree.ts";
@@ -60,6 +60,18 @@ describe("registryDirectory", () => {
       "other/sources/uses-shared/uses-shared.mjs",
       "shared/shared.app.mjs",
     ]);
+  });
+
+  it("looks for an unknown key only in the folders its app and name give, never outside the tree", () => {
+    expect(keyFolders("/r", "rss-new-item-in-feed")).toEqual([
+      "/r/rss/sources",
+      "/r/rss/sources/new-item-in-feed",
+      "/r/rss/actions",
+      "/r/rss/actions/new-item-in-feed",
+    ]);
+    for (const key of ["x-../../../proc/self", "x-a/b", "nodash", "-x", "x-.", "x-a%2F"]) {
+      expect(keyFolders("/r", key)).toEqual([]);
+    }
   });
 
   it("never reads above its root, not through an import nor through a symlink", async () => {
