@@ -178,6 +178,11 @@ export interface SandboxChildConfig {
   close: number[];
   /** Folders whose absolute paths are taken out of stacks and messages the child sends. */
   redact: string[];
+  /**
+   * The folder the child may write to, which its code names `/tmp` (`tmp-folder.ts`); absent: no
+   * writes at all (a describe).
+   */
+  tmp?: string;
 }
 
 /**

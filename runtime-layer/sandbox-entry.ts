@@ -55,6 +55,7 @@ import {
   toLoadFailure,
   type WorkflowInvokeRequest,
 } from "./sandbox-channel.ts";
+import { mapTmpFolder, tmpPaths } from "./tmp-folder.ts";
 
 const config = readConfig();
 // First, before any component code can run: descriptors the host leaked to this process (its own,
@@ -69,7 +70,12 @@ for (const fd of config.close) {
 // The host starts this process with an empty environment, through a shell (for its memory cap,
 // `sandbox-process.ts`) that may add its own variables (`PWD`): none of them is the component's.
 for (const name of Object.keys(process.env)) delete process.env[name];
-const redact = pathRedactor(config.redact);
+const tmp = config.tmp === undefined ? undefined : tmpPaths(config.tmp, config.redact);
+const redactPaths = pathRedactor(config.redact);
+/** `text` without the server's paths, its `/tmp` folder named `/tmp`. */
+const redact = tmp === undefined ? redactPaths : (text: string) => redactPaths(tmp.toShown(text));
+// Before any component code is loaded: `/tmp/...` names the folder this process may write to.
+if (config.tmp !== undefined) mapTmpFolder(config.tmp, config.redact);
 // Before any module is evaluated: a code step's `export default defineComponent({...})` describes
 // and runs without an import, as in the original.
 installComponentGlobals();
@@ -82,6 +88,7 @@ function readConfig(): SandboxChildConfig {
     return {
       close: Array.isArray(parsed.close) ? parsed.close.filter((fd) => Number.isInteger(fd) && fd > MESSAGE_FD) : [],
       redact: Array.isArray(parsed.redact) ? parsed.redact.filter((path) => typeof path === "string") : [],
+      ...(typeof parsed.tmp === "string" && parsed.tmp.startsWith("/") ? { tmp: parsed.tmp } : {}),
     };
   } catch {
     return { close: [], redact: [] };

@@ -30,6 +30,8 @@ export const ENV = {
   invocationTimeoutMs: "SLUICE_INVOCATION_TIMEOUT_MS",
   /** Local mode: heap cap of each sandbox process, in MiB. */
   sandboxHeapMb: "SLUICE_SANDBOX_HEAP_MB",
+  /** Local mode: what each sandbox process's `/tmp` may hold, in MiB (0: components write no files). */
+  sandboxTmpMb: "SLUICE_SANDBOX_TMP_MB",
   /** Local mode: idle sandbox processes are stopped after this many milliseconds. */
   sandboxIdleMs: "SLUICE_SANDBOX_IDLE_MS",
   /** Local mode: sandbox processes per source at most (default 1). */

@@ -141,6 +141,8 @@ export interface LocalRuntimeConfig {
   secretKey: string | undefined;
   invocationTimeoutMs: number;
   sandboxHeapMb: number;
+  /** What each sandbox process's `/tmp` may hold, in MiB; 0: no writes. */
+  sandboxTmpMb: number;
   sandboxIdleMs: number;
   /** Per source; undefined: the host's default (1). */
   sandboxProcesses: number | undefined;
@@ -205,6 +207,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.secretKey]: z.string().min(1).optional(),
       [ENV.invocationTimeoutMs]: invocationTimeoutRule,
       [ENV.sandboxHeapMb]: z.coerce.number().int().min(16).max(16_384).default(128),
+      [ENV.sandboxTmpMb]: z.coerce.number().int().min(0).max(1_048_576).default(512),
       [ENV.sandboxIdleMs]: z.coerce.number().int().min(100).default(60_000),
       [ENV.sandboxProcesses]: z.coerce.number().int().min(1).max(64).optional(),
       [ENV.sandboxMaxProcesses]: z.coerce.number().int().min(1).max(4096).optional(),
@@ -246,6 +249,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       secretKey: parsed[ENV.secretKey] as string | undefined,
       invocationTimeoutMs: parsed[ENV.invocationTimeoutMs] as number,
       sandboxHeapMb: parsed[ENV.sandboxHeapMb] as number,
+      sandboxTmpMb: parsed[ENV.sandboxTmpMb] as number,
       sandboxIdleMs: parsed[ENV.sandboxIdleMs] as number,
       sandboxProcesses: parsed[ENV.sandboxProcesses] as number | undefined,
       sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,

@@ -411,6 +411,22 @@ export const PROP_TYPES = {
     ...MADE_BY_SLUICE,
   },
 
+  // The registry's file actions declare `syncDir: {type: "dir", accessMode, sync: true}`, for which
+  // the original syncs a File Store with the step's /tmp. Sluice has no File Stores: the prop takes
+  // no value and the run is not told of it; the step's /tmp is its sandbox's (or Lambda's) own
+  // (docs/components.md "Files in /tmp").
+  dir: {
+    validate: (_def, given) => {
+      if (isGiven(given) && !(isObject(given) && Object.keys(given).length === 0)) {
+        throw new PropValueError("is a dir prop (the step's /tmp, made by Sluice) and takes no value");
+      }
+      return undefined;
+    },
+    view: () => undefined,
+    runValue: () => undefined,
+    ...MADE_BY_SLUICE,
+  },
+
   // A prop whose code gives no type, or a propDefinition that cannot be resolved: refused, so a
   // source is never deployed with a prop nobody can configure. What older code stored still shows.
   [UNKNOWN_TYPE]: {

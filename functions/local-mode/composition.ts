@@ -84,6 +84,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   const host = new ProcessPoolHost({
     workDir: join(config.dataDir, SANDBOX_DIR),
     heapMb: config.runtime.sandboxHeapMb,
+    tmpMb: config.runtime.sandboxTmpMb,
     processes: config.runtime.sandboxProcesses,
     maxProcesses: config.runtime.sandboxMaxProcesses,
     idleMs: config.runtime.sandboxIdleMs,

@@ -9,7 +9,7 @@ import { packComponentFiles } from "#core/component-files";
 import type { SourceCode } from "#core/ports/component-host";
 import { sha256Hex } from "#core/sha256";
 import type { HttpResponseSpec, Invocation, InvocationResult, Json } from "#runtime/protocol";
-import { isAlive, withPoolHost } from "../support/pool-host.ts";
+import { isAlive, realPathForChild, withPoolHost } from "../support/pool-host.ts";
 
 // Real child processes under Node's permission model: nothing here is mocked.
 let workDir: string;
@@ -294,13 +294,13 @@ describe("ProcessPoolHost: isolation", () => {
     expect(host.pidOf("dc_iso_1")).toBe(first);
   });
 
-  it("denies writing files", async () => {
+  it("denies writing files outside its /tmp", async () => {
     const target = join(workDir, "written-by-component.txt");
     const code = source(
       "dc_fs",
       `import { writeFileSync } from "node:fs";
       export default { run() {
-        try { writeFileSync(${JSON.stringify(target)}, "x"); this.$emit("written"); }
+        try { writeFileSync(${JSON.stringify(realPathForChild(target))}, "x"); this.$emit("written"); }
         catch (error) { this.$emit(error.code); }
       } };`,
     );
@@ -332,7 +332,7 @@ describe("ProcessPoolHost: isolation", () => {
       "dc_peek",
       `import { readFileSync } from "node:fs";
       export default { run() {
-        for (const path of ${JSON.stringify([bundle, build])}) {
+        for (const path of ${JSON.stringify([bundle, build].map(realPathForChild))}) {
           try { readFileSync(path); this.$emit("read"); }
           catch (error) { this.$emit(error.code); }
         }

@@ -13,7 +13,7 @@ import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import type { SourceCode, WorkflowCode } from "#core/ports/component-host";
 import { sha256Hex } from "#core/sha256";
 import type { Json, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
-import { isAlive, withPoolHost } from "../support/pool-host.ts";
+import { isAlive, realPathForChild, withPoolHost } from "../support/pool-host.ts";
 import { WORKFLOW_TEST_LIMITS, workflowCode, workflowRun } from "../support/workflow-code.ts";
 
 let workDir: string;
@@ -123,7 +123,7 @@ describe("ProcessPoolHost workflows: isolation", () => {
     const peeker = workflowCode("p_peeker", [
       step(
         `const read = (path) => { try { readFileSync(path); return "read"; } catch (error) { return error.code; } };
-        $.send.emit({ raw_event: [read(fileURLToPath(import.meta.url)), ...${JSON.stringify(paths)}.map(read)] });`,
+        $.send.emit({ raw_event: [read(fileURLToPath(import.meta.url)), ...${JSON.stringify(paths.map(realPathForChild))}.map(read)] });`,
         'import { readFileSync } from "node:fs"; import { fileURLToPath } from "node:url";',
       ),
     ]);

@@ -1,7 +1,7 @@
 /** Helpers of the tests that run real sandbox children through `ProcessPoolHost`. */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { join, relative } from "node:path";
 import { ProcessPoolHost, type ProcessPoolHostOptions } from "#adapters/local/process-pool-host";
 
 /** Whether process `pid` still runs. */
@@ -13,6 +13,14 @@ export const isAlive = (pid: number) => {
     return false;
   }
 };
+
+/**
+ * `path` as component code names it to reach the real file: a child's `/tmp/...` paths name its own
+ * folder (`runtime-layer/tmp-folder.ts`), and these tests' work dirs are under `/tmp`; a path
+ * relative to the child's working directory (the server's, here the test's) is taken as given, so
+ * only the permission model stands in the way, as it does for a data dir elsewhere.
+ */
+export const realPathForChild = (path: string) => relative(process.cwd(), path);
 
 /** Runs `body` with a host of its own (64 MiB heaps unless told), so that the children counted are the test's. */
 export async function withPoolHost<T>(

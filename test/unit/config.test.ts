@@ -29,6 +29,7 @@ describe("configuration", () => {
         secretKey: undefined,
         invocationTimeoutMs: 30_000,
         sandboxHeapMb: 128,
+        sandboxTmpMb: 512,
         sandboxIdleMs: 60_000,
         sandboxProcesses: undefined,
         sandboxMaxProcesses: undefined,

@@ -36,6 +36,12 @@ import { SandboxBudget } from "./sandbox-budget.ts";
 import { BUNDLE_FILE, bundleComponent, isBundled, sandboxEntry, sourceMapOf } from "./sandbox-bundle.ts";
 import { SandboxOwnerPool } from "./sandbox-owner-pool.ts";
 import { DEFAULT_BLOCKED_AFTER_MS } from "./sandbox-owner-process.ts";
+import { clearTmpRoot, type SandboxTmpSettings } from "./sandbox-tmp.ts";
+
+/** What a sandbox child's `/tmp` may hold by default, in MiB: Lambda's default. */
+export const DEFAULT_SANDBOX_TMP_MB = 512;
+/** The folder under the work dir where the children's `/tmp` folders are made. */
+const TMP_DIR = "tmp";
 
 /** Options of {@link ProcessPoolHost}. */
 export interface ProcessPoolHostOptions {
@@ -46,6 +52,12 @@ export interface ProcessPoolHostOptions {
    * @default 128
    */
   readonly heapMb?: number;
+  /**
+   * What each child's `/tmp` (a folder of its own under `<workDir>/tmp/`) may hold, in MiB, and the
+   * largest file in it; 0: children write nothing (`sandbox-tmp.ts`).
+   * @default 512 ({@link DEFAULT_SANDBOX_TMP_MB}, as Lambda's)
+   */
+  readonly tmpMb?: number;
   /**
    * A child is killed after this long without an invocation in flight.
    * @default 60_000
@@ -148,6 +160,8 @@ export class ProcessPoolHost implements ComponentHost {
   private readonly removing = new Map<string, Promise<void>>();
   private readonly swept: Promise<void>;
   private closed = false;
+  /** The children's `/tmp`; undefined: they write nothing. */
+  private readonly tmp: SandboxTmpSettings | undefined;
 
   constructor(options: ProcessPoolHostOptions) {
     this.workDir = options.workDir;
@@ -159,6 +173,13 @@ export class ProcessPoolHost implements ComponentHost {
     this.budget = new SandboxBudget(Math.max(1, Math.floor(options.maxProcesses ?? defaultMaxSandboxProcesses())));
     this.blockedAfterMs = options.blockedAfterMs ?? DEFAULT_BLOCKED_AFTER_MS;
     this.log = options.log ?? silentLogger;
+    const tmpMb = options.tmpMb ?? DEFAULT_SANDBOX_TMP_MB;
+    if (tmpMb > 0) {
+      const root = join(this.workDir, TMP_DIR);
+      // What children of an earlier run left (it was killed before they exited): no child runs yet.
+      clearTmpRoot(root);
+      this.tmp = { root, maxBytes: tmpMb * 1024 * 1024 };
+    }
     this.swept = sweepBundles(this.workDir, options.bundleRetentionMs ?? 30 * DAY_MS).catch(() => undefined);
   }
 
@@ -357,6 +378,7 @@ export class ProcessPoolHost implements ComponentHost {
         sourceDir: `${join(this.workDir, dir, folder)}/`,
         budget: this.budget,
         heapMb: this.heapMb,
+        ...(this.tmp ? { tmp: this.tmp } : {}),
         idleMs: this.idleMs,
         blockedAfterMs: this.blockedAfterMs,
         log: this.log,

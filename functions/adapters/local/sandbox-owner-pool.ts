@@ -47,7 +47,7 @@ import {
 export interface SandboxOwnerPoolOptions
   extends Pick<
     SandboxOwnerProcessOptions,
-    "entryPath" | "sourceDir" | "budget" | "heapMb" | "idleMs" | "blockedAfterMs"
+    "entryPath" | "sourceDir" | "budget" | "heapMb" | "tmp" | "idleMs" | "blockedAfterMs"
   > {
   /** Where a malformed result or response of a child is reported. */
   readonly log?: Logger;
@@ -264,6 +264,7 @@ export class SandboxOwnerPool implements BudgetWaiter {
         sourceDir: this.options.sourceDir,
         budget: this.options.budget,
         heapMb: this.options.heapMb,
+        ...(this.options.tmp ? { tmp: this.options.tmp } : {}),
         idleMs: this.options.idleMs,
         blockedAfterMs: this.options.blockedAfterMs,
         onRetired: (retired) => {

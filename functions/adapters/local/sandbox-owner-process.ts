@@ -24,6 +24,7 @@ import { parseHttpResponse } from "#runtime/protocol-parsers";
 import { type InvokeRequest, SANDBOX_HEARTBEAT_MS, type SandboxMessage } from "#runtime/sandbox-channel";
 import type { BudgetMember, SandboxBudget } from "./sandbox-budget.ts";
 import { crashReason, forkSandbox, isOutOfMemory, isRunning, type SandboxProcess } from "./sandbox-process.ts";
+import { MAX_TMP_ENTRIES, newTmpFolder, removeTmpFolder, type SandboxTmpSettings, tmpUsage } from "./sandbox-tmp.ts";
 
 /**
  * Time an invocation gets beyond its own `timeoutMs` before its process is killed. The runtime
@@ -55,6 +56,10 @@ const IDLE_SILENT_CHECKS = 50;
 export const IDLE_CPU_MAX_MS = 2_000;
 /** How often (in checks) an idle child's CPU is read: every 2 s. */
 const IDLE_CPU_EVERY_CHECKS = 20;
+/** How often (in checks) a child's `/tmp` is measured while it has work, or had since the last time: every second. */
+const TMP_EVERY_CHECKS = 10;
+/** ... and while it has had none: every 10 s (code a finished run left behind can still write). */
+const TMP_IDLE_EVERY_CHECKS = 100;
 /**
  * A message left unfinished for this many checks with nothing else heard is a violation. The
  * runtime writes each message whole and at once; the host reads between any two checks.
@@ -118,6 +123,8 @@ export interface SandboxOwnerProcessOptions {
   /** The host's bound on live processes: this one holds a slot of it while it lives. */
   readonly budget: SandboxBudget;
   readonly heapMb: number;
+  /** The child's `/tmp`: where its folder is made, and what it may hold; absent: it writes nothing. */
+  readonly tmp?: SandboxTmpSettings;
   /** Killed after this long without an invocation in flight. */
   readonly idleMs: number;
   /** Silence after which the child counts as blocked (rounded up to whole checks). */
@@ -171,15 +178,38 @@ export class SandboxOwnerProcess implements BudgetMember {
   private outbox: Pending[] = [];
   /** Step bundle paths this child was given, by code hash (see `withUnsentStepBundles`). */
   private readonly stepBundlesSent = new Map<string, string>();
+  /** The child's `/tmp` folder, while it has one. */
+  private readonly tmpFolder: string | undefined;
+  private tmpChecks = 0;
+  /** Whether the child had work since its `/tmp` was last measured, and whether a measure is on. */
+  private busySinceTmpCheck = false;
+  private measuringTmp = false;
 
   constructor(private readonly options: SandboxOwnerProcessOptions) {
-    this.sandbox = forkSandbox(options.entryPath, options.sourceDir, options.heapMb, {
-      onMessage: (message) => this.onMessage(message),
-      onViolation: (why) => this.onViolation(why),
-    });
+    const { tmp } = options;
+    this.tmpFolder = tmp ? newTmpFolder(tmp.root) : undefined;
+    this.sandbox = forkSandbox(
+      options.entryPath,
+      options.sourceDir,
+      options.heapMb,
+      {
+        onMessage: (message) => this.onMessage(message),
+        onViolation: (why) => this.onViolation(why),
+      },
+      tmp && this.tmpFolder ? { folder: this.tmpFolder, maxFileBytes: tmp.maxBytes } : undefined,
+    );
     const { child } = this.sandbox;
     options.budget.join(this);
-    this.exited = new Promise((resolve) => child.once("exit", () => resolve()));
+    const folder = this.tmpFolder;
+    this.exited = new Promise((resolve) =>
+      child.once("exit", () => {
+        // Its files go with it, as a Lambda environment's /tmp does; the exit waits for them.
+        if (folder === undefined) resolve();
+        else void removeTmpFolder(folder).then(() => resolve());
+      }),
+    );
+    // A child that never started exits without an `exit` of its own only if spawning failed.
+    if (folder !== undefined) child.once("error", () => void removeTmpFolder(folder));
     child.once("exit", () => this.retire());
     // After `exit`, once stderr and the channel are drained: the crash report and `exiting` are in.
     child.once("close", (code, signal) => this.onClose(code, signal));
@@ -244,6 +274,7 @@ export class SandboxOwnerProcess implements BudgetMember {
       return;
     }
     this.usedAt = performance.now();
+    this.busySinceTmpCheck = true;
     if (this.pending.size === 0) {
       // Busy again: the reverse of what `remove` did when the last invocation left. The child
       // beats often again from now on: its silence is counted afresh.
@@ -459,6 +490,7 @@ export class SandboxOwnerProcess implements BudgetMember {
   /** Runs every CHECK_MS: a busy child silent for `blockedAfterMs` (in whole checks) is blocked. */
   private check(): void {
     if (this.retired) return;
+    this.checkTmp();
     if (this.idleCpuFromMs !== undefined && ++this.idleCpuChecks % IDLE_CPU_EVERY_CHECKS === 0) {
       const used = (processCpuMs(this.sandbox.child.pid) ?? this.idleCpuFromMs) - this.idleCpuFromMs;
       if (used > IDLE_CPU_MAX_MS) {
@@ -489,6 +521,31 @@ export class SandboxOwnerProcess implements BudgetMember {
     if (this.silentChecks === Math.max(1, Math.ceil(this.options.blockedAfterMs / CHECK_MS))) this.onBlocked();
     else if (this.silentChecks >= STRAY_AFTER_CHECKS && this.pending.size === 0)
       void this.kill("the sandbox process stayed blocked");
+  }
+
+  /**
+   * Measures the child's `/tmp` every {@link TMP_EVERY_CHECKS} while it has work (or had since the
+   * last measure), every {@link TMP_IDLE_EVERY_CHECKS} otherwise; over its bound, the child is
+   * killed (its runs in flight fail: which of them wrote what cannot be told) and its folder goes.
+   */
+  private checkTmp(): void {
+    const { tmp } = this.options;
+    if (tmp === undefined || this.tmpFolder === undefined || this.measuringTmp) return;
+    const every = this.busySinceTmpCheck || this.pending.size > 0 ? TMP_EVERY_CHECKS : TMP_IDLE_EVERY_CHECKS;
+    if (++this.tmpChecks < every) return;
+    this.tmpChecks = 0;
+    this.busySinceTmpCheck = this.pending.size > 0;
+    this.measuringTmp = true;
+    void tmpUsage(this.tmpFolder, tmp.maxBytes).then((usage) => {
+      this.measuringTmp = false;
+      if (!usage.over || this.retired) return;
+      const bound = `${Math.round(tmp.maxBytes / 1024 / 1024)} MiB`;
+      void this.kill(
+        usage.bytes > tmp.maxBytes
+          ? `its /tmp held over ${bound}; the sandbox process was stopped and its /tmp emptied`
+          : `its /tmp held over ${MAX_TMP_ENTRIES} files and folders; the sandbox process was stopped and its /tmp emptied`,
+      );
+    });
   }
 
   /**

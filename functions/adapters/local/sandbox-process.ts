@@ -1,8 +1,9 @@
 /**
  * Starting a sandbox child and talking to it, and asking a fresh one to describe a bundle
  * (`describeInSandbox`). A child runs under Node's permission model (DESIGN.md decision 3) with
- * read access to the runtime entry's folder and one bundle folder only (no writes, no child
- * processes, no workers, no addons), an empty environment, a heap cap, and on Linux a cap on all
+ * read access to the runtime entry's folder and one bundle folder only, and writes only to a
+ * folder of its own that its code names `/tmp` (none for a describe; no child processes, no
+ * workers, no addons), an empty environment, a heap cap, and on Linux a cap on all
  * its memory ({@link memoryCapMb}).
  *
  * Everything a child sends is untrusted: component code runs there and can write anything to any
@@ -95,46 +96,68 @@ export const memoryCapMb = (heapMb: number) => heapMb + MEMORY_BEYOND_HEAP_MB;
  */
 export const SANDBOX_OPEN_FILES = 1024;
 
-/** The command that runs `node` with `args` under {@link memoryCapMb}, without core dumps (not on Windows, which has no `ulimit`). */
-function cappedCommand(args: string[], heapMb: number): [string, string[]] {
+/**
+ * The command that runs `node` with `args` under {@link memoryCapMb}, without core dumps, and with
+ * files of at most `maxFileBytes` when given (not on Windows, which has no `ulimit`).
+ */
+function cappedCommand(args: string[], heapMb: number, maxFileBytes?: number): [string, string[]] {
   if (process.platform === "win32") return [process.execPath, args];
   const kib = memoryCapMb(heapMb) * 1024;
+  // In blocks of 512 bytes (POSIX sh). A write past it fails with EFBIG: Node ignores SIGXFSZ.
+  const files =
+    maxFileBytes === undefined ? "" : ` ulimit -f ${Math.max(1, Math.floor(maxFileBytes / 512))} 2>/dev/null;`;
   // No core dumps either: code that aborts its process again and again would write them into
   // Sluice's working dir wherever the operator's limit allows them.
   return [
     "/bin/sh",
     [
       "-c",
-      `ulimit -c 0 2>/dev/null; ulimit -d ${kib} 2>/dev/null; ulimit -n ${SANDBOX_OPEN_FILES} 2>/dev/null; exec "$0" "$@"`,
+      `ulimit -c 0 2>/dev/null; ulimit -d ${kib} 2>/dev/null; ulimit -n ${SANDBOX_OPEN_FILES} 2>/dev/null;${files} exec "$0" "$@"`,
       process.execPath,
       ...args,
     ],
   ];
 }
 
+/** A folder the child may read and write, which its code names `/tmp` (`sandbox-tmp.ts`). */
+export interface WritableTmp {
+  readonly folder: string;
+  /** The largest file it may write there, in bytes. */
+  readonly maxFileBytes: number;
+}
+
 /**
  * Starts `entryPath` with read access to its folder and to `readDir` (a folder; a trailing `/` is
- * fine), nothing else. Output is drained so a chatty component never blocks on a full pipe.
+ * fine), and read and write access to `tmp.folder` when given; nothing else. Output is drained so
+ * a chatty component never blocks on a full pipe.
  */
 export function forkSandbox(
   entryPath: string,
   readDir: string,
   heapMb: number,
   listener: SandboxListener,
+  tmp?: WritableTmp,
 ): SandboxProcess {
   const entryDir = dirname(entryPath);
-  const config: SandboxChildConfig = { close: leakedDescriptors(), redact: [entryDir, readDir] };
+  const config: SandboxChildConfig = {
+    close: leakedDescriptors(),
+    redact: [entryDir, readDir],
+    ...(tmp ? { tmp: tmp.folder } : {}),
+  };
+  const writable = tmp ? [`--allow-fs-read=${tmp.folder}`, `--allow-fs-write=${tmp.folder}`] : [];
   const [command, args] = cappedCommand(
     [
       PERMISSION_FLAG,
       `--allow-fs-read=${entryDir}`,
       `--allow-fs-read=${readDir}`,
+      ...writable,
       "--disable-warning=ExperimentalWarning",
       `--max-old-space-size=${heapMb}`,
       entryPath,
       JSON.stringify(config),
     ],
     heapMb,
+    tmp?.maxFileBytes,
   );
   // fd 3: requests to the child; fd 4: the child's messages. Nothing else is passed on (the shell
   // execs node in its place: the same process).

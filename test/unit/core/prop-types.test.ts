@@ -218,6 +218,12 @@ const SAMPLES: Record<TypeName, Sample> = {
     run: { type: "$.service.db" },
     refused: [{ a: 1 }, "is a $.service.db and takes no value"],
   },
+  // The registry's `syncDir`: nothing stored, shown or run (the step's /tmp is its sandbox's own).
+  dir: {
+    given: {},
+    stored: undefined,
+    refused: ["/tmp", "is a dir prop (the step's /tmp, made by Sluice) and takes no value"],
+  },
   unknown: { given: 1, stored: "refused", view: 1, run: 1 },
 };
 
