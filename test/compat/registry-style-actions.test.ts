@@ -1,4 +1,6 @@
 import { readdirSync, readFileSync } from "node:fs";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
@@ -324,6 +326,66 @@ describe("registry-style actions as workflow steps, against local mode", () => {
       });
     } finally {
       await receiver.stop();
+    }
+  });
+
+  it("downloads a file to the workflow's /tmp with one action and reads it with the next; dir props take no value", async () => {
+    const csv = "id,total\n1,3\n2,4\n";
+    const files = createServer((request, response) => {
+      if (request.url === "/orders.csv") response.writeHead(200, { "content-type": "text/csv" }).end(csv);
+      else response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/orders.csv`;
+    try {
+      const download = {
+        namespace: "download",
+        code: fixture("download-to-tmp.mjs"),
+        props: { url, filename: "orders.csv" },
+      };
+      const rows = {
+        namespace: "rows",
+        code: fixture("csv-rows-from-file.mjs"),
+        props: { filePath: "{{steps.download.$return_value[1]}}" },
+      };
+      const flow = await workflowOf([download, rows, { namespace: "report", code: REPORT }]);
+      const { run } = await trigger(flow);
+      expect(run.status, JSON.stringify(run.error)).toBe("success");
+      expect(summaries(run)).toEqual([
+        `Saved ${csv.length} bytes to /tmp/orders.csv`,
+        "Read 2 rows from /tmp/orders.csv",
+        null,
+      ]);
+      const [report] = await events(flow.id);
+      expect(report?.event.raw_event).toMatchObject({
+        download: { $return_value: ["orders.csv", "/tmp/orders.csv"] },
+        rows: {
+          $return_value: [
+            { id: "1", total: "3" },
+            { id: "2", total: "4" },
+          ],
+        },
+      });
+
+      // Another workflow has a /tmp of its own: the file is not there, and the error names /tmp.
+      const reader = await workflowOf([{ ...rows, props: { filePath: "/tmp/orders.csv" } }]);
+      const missing = await trigger(reader);
+      expect(missing.run.error).toMatchObject({
+        code: "Error",
+        message: "ENOENT: no such file or directory, open '/tmp/orders.csv'",
+      });
+
+      // A dir prop is Sluice's: a value for it is refused, naming the step's prop.
+      const refused = await api(
+        "POST",
+        "/workflows",
+        httpWorkflowBody("dir value", [{ ...download, props: { ...download.props, syncDir: "/data" } }], false),
+      );
+      expect(refused.status).toBe(400);
+      expect(JSON.stringify(refused.json)).toContain("steps[0].props.syncDir");
+    } finally {
+      files.closeAllConnections();
+      await new Promise((resolve) => files.close(resolve));
     }
   });
 
