@@ -165,7 +165,7 @@ export async function stepPropDefinitions(
 }
 
 /**
- * The Connect path form (`/v1/connect/{project_id}/components/...`): the project must be of a
+ * The Connect path form (`/v1/connect/{project_id}/{components,actions,triggers}/...`): the project must be of a
  * workspace the caller belongs to (else 404, as a missing one), and the call runs in that
  * workspace. A body that names another workspace (`org_id`, `workspace_id`) is a 400.
  */

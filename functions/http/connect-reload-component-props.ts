@@ -1,22 +1,30 @@
 import { part as host } from "#aws-parts/host";
 import { part as secrets } from "#aws-parts/secrets";
 import { part as tables } from "#aws-parts/tables";
-import { requireProject } from "#core/access";
 import { inConnectProject, reloadComponentProps } from "#core/dynamic-props";
-import { connectProjectParams, reloadPropsBody, reloadPropsResponse } from "./dynamic-props-schemas.ts";
+import {
+  connectComponentGuard,
+  connectComponentParams,
+  reloadPropsBody,
+  reloadPropsResponse,
+} from "./dynamic-props-schemas.ts";
 import { lambdaHandler } from "./lambda.ts";
 import { defineRoute } from "./route.ts";
 
-/** `POST /v1/components/props` at the hosted Connect API's path, in the project's workspace. */
+/**
+ * `POST /v1/components/props` at the hosted Connect API's paths, in the project's workspace:
+ * `/v1/connect/{project_id}/{components,actions,triggers}/props`, which answer alike.
+ */
 export const route = defineRoute({
   name: "connect-reload-component-props",
   method: "POST",
-  path: "/v1/connect/{project_id}/components/props",
-  summary: "As POST /v1/components/props, at the Connect API's path: runs in the project's workspace",
+  path: "/v1/connect/{project_id}/{component_kind}/props",
+  summary:
+    "As POST /v1/components/props, at the Connect API's paths (component_kind: components, actions or triggers): runs in the project's workspace",
   // Opens the credentials of the accounts the configured app props name (`$auth`).
   access: { resources: "write", compute: "probe", secrets: "open" },
-  params: connectProjectParams,
-  guard: async (deps, { caller, params }) => void (await requireProject(deps, caller, params.project_id)),
+  params: connectComponentParams,
+  guard: connectComponentGuard("props"),
   body: reloadPropsBody,
   response: reloadPropsResponse,
   run: async (deps, { caller, params, body }) =>

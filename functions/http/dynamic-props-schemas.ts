@@ -1,5 +1,9 @@
 import * as z from "zod";
+import { requireProject } from "#core/access";
+import { DomainError } from "#core/errors";
+import type { Caller } from "#core/identity";
 import { ID_PREFIXES } from "#core/ids";
+import type { Deps } from "#core/ports/deps";
 import { idParam, workspaceChoiceFields } from "./schemas.ts";
 
 /**
@@ -28,6 +32,28 @@ export const reloadPropsBody = z.object(dynamicPropsFields);
 
 /** The Connect path form's `{project_id}`: a project (`proj_`) of a workspace of the caller. */
 export const connectProjectParams = z.object({ project_id: idParam(ID_PREFIXES.project) });
+
+/** The Connect API serves configure and props under these three (real-behaviour.md §1.10), alike. */
+export const CONNECT_COMPONENT_KINDS = ["components", "actions", "triggers"] as const;
+
+/** `/v1/connect/{project_id}/{component_kind}/...`: a kind outside the three is a route that does not exist. */
+export const connectComponentParams = connectProjectParams.extend({ component_kind: z.string().max(32) });
+
+/**
+ * The guard of the Connect path form ending in `/<last>`: a kind outside the three answers as a
+ * route that does not exist, a project not the caller's as a missing one, before the body is read.
+ */
+export const connectComponentGuard =
+  (last: "configure" | "props") =>
+  async (deps: Deps, { caller, params }: { caller: Caller; params: z.infer<typeof connectComponentParams> }) => {
+    if (!(CONNECT_COMPONENT_KINDS as readonly string[]).includes(params.component_kind)) {
+      throw new DomainError(
+        "not_found",
+        `no route for POST /v1/connect/${params.project_id}/${params.component_kind}/${last}`,
+      );
+    }
+    await requireProject(deps, caller, params.project_id);
+  };
 
 export const configurePropBody = z.object({
   ...dynamicPropsFields,

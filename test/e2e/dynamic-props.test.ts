@@ -293,20 +293,31 @@ describe("dynamic props (local mode)", () => {
     expect(JSON.parse(foreign.json.errors[0]).message).toMatch(/not found in this workspace/);
   });
 
-  it("answers the same at the Connect API's paths, /v1/connect/{project_id}/components/...", async () => {
+  it("answers the same at the Connect API's paths, /v1/connect/{project_id}/{components,actions,triggers}/...", async () => {
     const workspace = (await api("GET", "/users/me")).json.data.orgs[0].id;
     const [project] = (await api("GET", `/workspaces/${workspace}/projects`)).json.data;
-    const connect = (what: string, body: Record<string, unknown>) =>
-      api("POST", `/connect/${project.id}/components/${what}`, body);
+    const connect = (what: string, body: Record<string, unknown>, kind = "components") =>
+      api("POST", `/connect/${project.id}/${kind}/${what}`, body);
     const configureBody = { id: gitId, prop_name: "repoFullName", page: 1, configured_props: {} };
-    const viaConnect = await connect("configure", configureBody);
-    expect(viaConnect.status, JSON.stringify(viaConnect.json)).toBe(200);
-    expect(viaConnect.json).toEqual((await configure(configureBody)).json);
-    expect(viaConnect.json.stringOptions).toEqual(["octo/gamma", "octo/delta"]);
     const propsBody = { id: sheetId, configured_props: { hasHeaders: true, sheetId: "s1" } };
-    const props = await connect("props", propsBody);
-    expect(props.status, JSON.stringify(props.json)).toBe(200);
-    expect(props.json).toEqual((await api("POST", "/components/props", propsBody)).json);
+    const direct = {
+      configure: (await configure(configureBody)).json,
+      props: (await api("POST", "/components/props", propsBody)).json,
+    };
+    expect(direct.configure.stringOptions).toEqual(["octo/gamma", "octo/delta"]);
+    // The Connect SDK calls the actions' and triggers' forms too: all three answer alike.
+    for (const kind of ["components", "actions", "triggers"]) {
+      const viaConnect = await connect("configure", configureBody, kind);
+      expect(viaConnect.status, JSON.stringify(viaConnect.json)).toBe(200);
+      expect(viaConnect.json).toEqual(direct.configure);
+      const props = await connect("props", propsBody, kind);
+      expect(props.status, JSON.stringify(props.json)).toBe(200);
+      expect(props.json).toEqual(direct.props);
+    }
+    // Another word there is a route that does not exist.
+    const unknown = await connect("props", propsBody, "sources");
+    expect(unknown.status).toBe(404);
+    expect(unknown.json.error).toBe(`no route for POST /v1/connect/${project.id}/sources/props`);
     // The project fixes the workspace: naming another is a 400; its own is fine.
     expect((await connect("props", { ...propsBody, workspace_id: workspace })).status).toBe(200);
     const other = await connect("props", { ...propsBody, org_id: `o_${"0".repeat(22)}` });

@@ -282,18 +282,27 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
  */
 const apiGets = routes.filter((route) => route.method === "GET" && route.answers !== "html");
 
-/** The placeholders of a route's path, each with the segment before it. */
+/**
+ * Placeholders that name no resource: one of a few words of the route (`/v1/connect/{project_id}/
+ * {component_kind}/...`: components, actions or triggers), always filled with this one.
+ */
+const WORDS: Readonly<Record<string, string>> = { component_kind: "actions" };
+
+/** The placeholders of a route's path that name a resource, each with the segment before it. */
 function placeholders(path: string) {
   const segments = path.split("/");
   return segments.flatMap((segment, index) => {
     const hole = /^\{(\w+)\}$/.exec(segment);
-    return hole?.[1] ? [{ name: hole[1], owner: segments[index - 1] ?? "" }] : [];
+    return hole?.[1] && !Object.hasOwn(WORDS, hole[1]) ? [{ name: hole[1], owner: segments[index - 1] ?? "" }] : [];
   });
 }
 
+/** `path` with its resource placeholders filled with `values`, in order, and its words with theirs. */
 function fillPath(path: string, values: string[]): string {
   let index = 0;
-  return path.replace(/\{\w+\}/g, () => encodeURIComponent(values[index++] ?? ""));
+  return path.replace(/\{(\w+)\}/g, (_, name: string) =>
+    Object.hasOwn(WORDS, name) ? (WORDS[name] as string) : encodeURIComponent(values[index++] ?? ""),
+  );
 }
 
 /** The names of a route's query and body fields. */

@@ -104,9 +104,12 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     const alice = await accountIn(deps, "alice");
     const bob = await accountIn(deps, "bob");
     const [bobs] = await deps.identity.listProjects(bob.workspace.id);
-    const post = (projectId: string) =>
+    const post = (projectId: string, kind = "actions") =>
       invoke(connectConfigure, deps, {
-        ...eventFor({ authorization: `Bearer ${alice.apiKey}`, pathParameters: { project_id: projectId } }),
+        ...eventFor({
+          authorization: `Bearer ${alice.apiKey}`,
+          pathParameters: { project_id: projectId, component_kind: kind },
+        }),
         headers: { authorization: `Bearer ${alice.apiKey}`, "content-type": "application/json" },
         // No `id` nor `prop_name`: a 400 if the body were read first.
         body: "{}",
@@ -120,6 +123,10 @@ describe("the HTTP pipeline on a recorded API Gateway event", () => {
     const mine = await post(own?.id ?? "");
     expect(mine.statusCode).toBe(400);
     expect(json(mine).details.map((d: { field: string }) => d.field)).toEqual(["id", "prop_name"]);
+    // A word other than components, actions or triggers is a route that does not exist, before the body too.
+    const word = await post(own?.id ?? "", "sources");
+    expect(word.statusCode).toBe(404);
+    expect(json(word).error).toBe(`no route for POST /v1/connect/${own?.id}/sources/configure`);
   });
 
   it("answers 400 naming the path parameter when an id has the wrong prefix", async () => {
