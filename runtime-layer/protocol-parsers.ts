@@ -405,6 +405,7 @@ export function parseWorkflowInvocation(raw: unknown): Parsed<WorkflowInvocation
     optional(invocation as unknown as Bag, value, "dataStoreGrant", "", dataStoreGrant);
     optional(invocation as unknown as Bag, value, "allowPrivateAddresses", "", boolean);
     if (value.flow !== undefined) invocation.flow = nonEmpty(value.flow, "flow");
+    optional(invocation as unknown as Bag, value, "standalone", "", boolean);
     if (value.rerun !== undefined) {
       const rerun = object(value.rerun, "rerun");
       invocation.rerun = {
@@ -451,6 +452,7 @@ export function parseWorkflowResult(raw: unknown, invocationId: string): Parsed<
     }
     if (value.error !== undefined) result.error = errorRecord(value.error, "error");
     if (value.pause !== undefined) result.pause = workflowPause(value.pause, "pause");
+    if (value.values !== undefined) result.values = jsonObject(value.values, "values");
     return result;
   });
 }

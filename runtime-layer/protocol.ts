@@ -223,6 +223,12 @@ export interface WorkflowInvocation {
    * the request to its resume URL); the steps after it see the run's own `run`.
    */
   rerun?: { runs: number; context: Json; callback_request?: Json };
+  /**
+   * One action run on its own, outside any workflow (the Connect API's run action, docs/
+   * components.md "Running an action"): `$.send.*` and the pausing `$.flow` helpers throw, as
+   * nothing applies sends or keeps a pause for it, and the result carries `values`.
+   */
+  standalone?: boolean;
 }
 
 /** The URLs of a run's pause: a request to one resumes the run, to the other cancels it. */
@@ -310,6 +316,11 @@ export interface WorkflowResult {
   error?: ErrorRecord;
   /** The run paused at the end of its last step (`$.flow.*`), which succeeded. */
   pause?: WorkflowPause;
+  /**
+   * Only for a `standalone` invocation: `steps.<namespace>` of each step that ran (its
+   * `$return_value` and exports, as JSON), a failed step's exports included.
+   */
+  values?: Record<string, Json>;
   durationMs: number;
 }
 

@@ -116,6 +116,7 @@ export async function runWorkflowSteps(
   };
   if (run.response) result.response = run.response;
   if (run.pause) result.pause = run.pause;
+  if (invocation.standalone === true) result.values = valuesOf(steps);
   return result;
 }
 
@@ -147,6 +148,8 @@ async function runStep(
   if (state.summary !== undefined) outcome.summary = state.summary;
   if (end.status === "error") outcome.error = cutError(end.error);
   if (end.status === "exited" && end.reason !== undefined) outcome.exitReason = end.reason;
+  // A run on its own answers its caller with a failed step's exports too: nothing runs after it.
+  if (end.status !== "success" && run.invocation.standalone === true) define(steps, step.namespace, state.exports);
   if (end.status === "success") {
     // A step that runs again keeps nothing of this run: its next run's exports are the ones that count.
     // defineProperty: a namespace or an export named `__proto__` is data, which an assignment would drop.
@@ -160,6 +163,15 @@ async function runStep(
     }
   }
   return outcome;
+}
+
+/** `steps.<namespace>` of the steps that ran, as JSON copies (code may still change them in place). */
+function valuesOf(steps: Bag): Record<string, Json> {
+  const values: Record<string, Json> = {};
+  for (const [namespace, value] of Object.entries(steps)) {
+    if (namespace !== "trigger") define(values, namespace, toJson(value) ?? null);
+  }
+  return values;
 }
 
 /**
@@ -462,9 +474,11 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   pause(request: PauseRequest): FlowUrls {
     const base = this.run.invocation.flow;
     if (!base) {
-      const why = this.run.invocation.respondable
-        ? "a run that answers its HTTP caller (custom_response) cannot pause"
-        : "this run cannot pause";
+      const why = this.run.invocation.standalone
+        ? STANDALONE_REFUSAL
+        : this.run.invocation.respondable
+          ? "a run that answers its HTTP caller (custom_response) cannot pause"
+          : "this run cannot pause";
       throw Object.assign(new Error(`$.flow.${request.kind}: ${why}`), { name: NOT_IMPLEMENTED_ERROR });
     }
     const urls = { resume_url: `${base}/resume`, cancel_url: `${base}/cancel` };
@@ -477,6 +491,9 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   }
 
   send(record: SendRecord): void {
+    if (this.run.invocation.standalone) {
+      throw Object.assign(new Error(`$.send.${record.type}: ${STANDALONE_REFUSAL}`), { name: NOT_IMPLEMENTED_ERROR });
+    }
     if (this.over) return;
     const over = this.run.admitSend(record);
     if (over !== undefined) {
@@ -488,6 +505,10 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
     this.run.sends.push(record);
   }
 }
+
+/** Why an action run on its own cannot send or pause. */
+const STANDALONE_REFUSAL =
+  "an action run on its own (the Connect run action) cannot send or pause: run it as a step of a workflow";
 
 /**
  * The result of a run that failed as a whole with `error` (a host's kill, a crash, a malformed

@@ -138,7 +138,8 @@ export async function stepPropDefinitions(
   workspaceId: string,
   component: ComponentRecord,
   staticValues: Record<string, Json>,
-  field: string,
+  /** The request field of the props, named by a refusal (`steps[0].props`, `configured_props`). */
+  propsField: string,
 ): Promise<PropDescription[]> {
   const staticDefs = component.metadata.props;
   const probe = probeRecord(deps, caller, workspaceId, component, staticValues, staticDefs);
@@ -146,18 +147,18 @@ export async function stepPropDefinitions(
   // unbound, as at a source's deploy (a create makes no store by asking).
   await deps.host.prepare(sourceCode(probe, component));
   const result = await probeSource(deps, probe, component, "additionalProps", staticDefs as unknown as Json);
-  if (result.error) throw invalid(`${field}.props`, `additionalProps failed: ${redactPaths(result.error.message)}`);
+  if (result.error) throw invalid(propsField, `additionalProps failed: ${redactPaths(result.error.message)}`);
   const returned = result.additionalProps ?? [];
   if (returned.length > MAX_DYNAMIC_PROPS) {
     throw invalid(
-      `${field}.props`,
+      propsField,
       `additionalProps() returned ${returned.length} props; at most ${MAX_DYNAMIC_PROPS} are accepted`,
     );
   }
   const sourceOnly = returned.find((def) => SOURCE_ONLY_TYPES.has(def.type));
   if (sourceOnly) {
     throw invalid(
-      `${field}.props`,
+      propsField,
       `additionalProps() returned the ${sourceOnly.type} prop ${sourceOnly.name}; a step cannot have it`,
     );
   }

@@ -229,7 +229,7 @@ async function stepProps(
           `additionalProps was not run: the steps' additionalProps before it took the time limit (${deps.runtime.invocationTimeoutMs} ms) together`,
         );
       }
-      return stepPropDefinitions(deps, caller, workspaceId, component, first.values, field);
+      return stepPropDefinitions(deps, caller, workspaceId, component, first.values, `${field}.props`);
     },
   });
 }

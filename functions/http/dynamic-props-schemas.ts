@@ -83,3 +83,30 @@ export const reloadPropsResponse = z.object({
   errors: z.array(z.string()),
   dynamicProps: z.object({ id: z.string(), configurableProps: z.array(z.record(z.string(), z.unknown())) }).optional(),
 });
+
+/** The run action's body (the original's `RunActionOpts`). */
+export const runActionBody = z.object({
+  id: dynamicPropsFields.id,
+  configured_props: dynamicPropsFields.configured_props,
+  dynamic_props_id: dynamicPropsFields.dynamic_props_id,
+  external_user_id: dynamicPropsFields.external_user_id,
+  version: z
+    .string()
+    .max(64)
+    .nullable()
+    .optional()
+    .meta({ description: "The action's version; when given, it must be the one Sluice has under id" }),
+  stash_id: z
+    .union([z.string().max(128), z.boolean()])
+    .nullable()
+    .optional()
+    .meta({ description: "Accepted only absent, null, empty or false: Sluice keeps no File Stash" }),
+  ...workspaceChoiceFields,
+});
+
+export const runActionResponse = z.object({
+  exports: z.record(z.string(), z.unknown()),
+  os: z.array(observationSchema),
+  ret: z.unknown().optional(),
+  error: z.object({ name: z.string(), message: z.string() }).optional(),
+});

@@ -8,7 +8,7 @@ export type HttpMethod = "GET" | "POST" | "PUT" | "DELETE";
 export type TableAccess = "read" | "write";
 
 /** What a route does with component code; see `RouteDefinition.access.compute`. */
-export type ComputeAccess = "describe" | "probe" | "remove" | "deploy";
+export type ComputeAccess = "describe" | "probe" | "run" | "remove" | "deploy";
 
 export interface RouteInput<P, Q, B> {
   caller: Caller;
@@ -46,6 +46,7 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
      * `remove`, which builds nothing (on AWS, which Lambda, IAM and Scheduler rights it gets):
      * - `describe`: bundles code and reads its metadata in the sandbox (the describer function);
      * - `probe`: also creates or updates a probe source's function and invokes it (dynamic props);
+     * - `run`: also a probe workflow's (an action run on its own: the Connect run action);
      * - `remove`: runs sources' `deactivate` hooks, deletes their functions and schedules;
      * - `deploy`: creates, updates, runs the hooks of and deletes sources, workflows and their timers.
      */

@@ -3,6 +3,7 @@ import { route as configureComponentProp } from "./configure-component-prop.ts";
 import { route as connectAccount } from "./connect-account.ts";
 import { route as connectConfigureComponentProp } from "./connect-configure-component-prop.ts";
 import { route as connectReloadComponentProps } from "./connect-reload-component-props.ts";
+import { route as connectRunAction } from "./connect-run-action.ts";
 import { route as createAccount } from "./create-account.ts";
 import { route as createAutoSubscription } from "./create-auto-subscription.ts";
 import { route as createComponent } from "./create-component.ts";
@@ -75,6 +76,7 @@ export const routes: readonly AnyRoute[] = [
   reloadComponentProps,
   connectConfigureComponentProp,
   connectReloadComponentProps,
+  connectRunAction,
   createSource,
   updateSource,
   deleteSource,

@@ -487,6 +487,8 @@ export class SourceCompute extends Construct {
    * - `describe`: invoke the describer (after bundling, with the npm registry to install from);
    * - `probe`: also create and update source functions (`dc_` only: a probe is a source), with the
    *   runtime layer and the source role, and invoke them;
+   * - `run`: the same on source and workflow functions (an action run on its own is a one-step
+   *   workflow, its `additionalProps` asked on a probe source);
    * - `remove`: invoke source and workflow functions (their `deactivate` hooks) and the deploy
    *   finisher (a `deactivate` the request has no time for), delete them and their timers' schedules;
    * - `deploy`: all of the above on source and workflow functions, and create and update schedules
@@ -500,7 +502,7 @@ export class SourceCompute extends Construct {
     const functions =
       level === "probe" ? [this.sourceFunctionsArn] : [this.sourceFunctionsArn, this.workflowFunctionsArn];
     this.#attachInvoker(fn, functions);
-    if (level === "probe" || level === "deploy") this.#attachFunctionCreator(fn, functions);
+    if (level === "probe" || level === "run" || level === "deploy") this.#attachFunctionCreator(fn, functions);
     if (level === "remove" || level === "deploy") {
       fn.addToRolePolicy(new PolicyStatement({ actions: ["lambda:DeleteFunction"], resources: functions }));
       this.#attachSchedules(fn, level === "deploy" ? "manage" : "delete");

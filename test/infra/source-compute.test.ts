@@ -298,6 +298,7 @@ describe("ServiceStack: what sources run on", () => {
     const expected: Record<ComputeAccess, { functions: unknown[]; creates: boolean; schedules: unknown[] }> = {
       describe: { functions: [], creates: false, schedules: [] },
       probe: { functions: [functionsArn("dc")], creates: true, schedules: [] },
+      run: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: true, schedules: [] },
       remove: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: false, schedules: [scheduleArn] },
       deploy: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: true, schedules: [scheduleArn] },
     };
