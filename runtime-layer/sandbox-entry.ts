@@ -14,7 +14,7 @@
  * that code ends the process: the host uses them to route around a blocked child and to tell
  * which invocation stopped it. It exits when the host goes away.
  */
-import { closeSync, writeSync } from "node:fs";
+import { closeSync, promises as fsPromises, writeSync } from "node:fs";
 import { syncBuiltinESMExports } from "node:module";
 import net, { Server, Socket } from "node:net";
 import os from "node:os";
@@ -458,6 +458,7 @@ function guardProcess(): void {
   guardSockets();
   guardIdentity();
   guardDiagnostics();
+  guardFileHandles();
   // `import { setPriority } from "node:os"` and the like read the ES modules' own copies.
   syncBuiltinESMExports();
 }
@@ -501,6 +502,32 @@ function guardDiagnostics(): void {
   };
   traceEvents.createTracing = () => {
     throw sandboxRefusal("trace_events.createTracing", "trace to files");
+  };
+}
+
+/**
+ * Node 20's permission model does not check `FileHandle.utimes`: a handle opened for reading on any
+ * file the process may read (the runtime's entry, its own bundle) could change that file's times,
+ * which the host's sweep of old bundles reads (decision 553). `fs.utimes` and `fs.futimes` are
+ * checked; the handle's method is refused, on the prototype every handle shares, as the first
+ * handle is opened (Node keeps the class to itself).
+ */
+function guardFileHandles(): void {
+  const promises = fsPromises as unknown as Record<string, unknown>;
+  const open = promises.open as (...args: unknown[]) => Promise<object>;
+  let guarded = false;
+  promises.open = async function (this: unknown, ...args: unknown[]) {
+    const handle = await Reflect.apply(open, this, args);
+    if (!guarded) {
+      guarded = true;
+      Object.defineProperty(Object.getPrototypeOf(handle), "utimes", {
+        value: () =>
+          Promise.reject(sandboxRefusal("utimes", "change a file's times through a FileHandle: use fs.utimes")),
+        writable: false,
+        configurable: false,
+      });
+    }
+    return handle;
   };
 }
 

@@ -86,27 +86,31 @@ export interface TmpPaths {
 export function tmpPaths(folder: string, own: readonly string[] = []): TmpPaths {
   const real = folder.replace(/\/+$/, "");
   const kept = [real, ...own.map((dir) => dir.replace(/\/+$/, ""))].filter((dir) => dir.startsWith(`${TMP}/`));
-  const isKept = (normal: string) => kept.some((dir) => normal === dir || normal.startsWith(`${dir}/`));
-  const fromString = (path: string): string => {
-    if (!path.startsWith("/")) return path;
+  /**
+   * The path `path` names, as `encode` spells its own folders (`latin1` for a Buffer's bytes, whose
+   * names need not be UTF-8): its `/tmp` prefix swapped for the folder, or undefined when it is
+   * not under `/tmp` (or under one of the process's own folders).
+   */
+  const mapped = (path: string, spell: (text: string) => string): string | undefined => {
+    if (!path.startsWith("/")) return undefined;
     // `//tmp/x`, `/tmp/./x` and `/tmp/a/../x` name /tmp as well; `/tmp/../etc` is not under it.
     const normal = posix.normalize(path);
-    if (normal === TMP || normal === `${TMP}/`) return real + normal.slice(TMP.length);
-    return normal.startsWith(`${TMP}/`) && !isKept(normal) ? real + normal.slice(TMP.length) : path;
+    if (normal !== TMP && !normal.startsWith(`${TMP}/`)) return undefined;
+    if (kept.some((dir) => normal === spell(dir) || normal.startsWith(`${spell(dir)}/`))) return undefined;
+    return spell(real) + normal.slice(TMP.length);
   };
+  const asIs = (text: string) => text;
+  const asLatin1 = (text: string) => Buffer.from(text, "utf8").toString("latin1");
   return {
     toReal(path) {
-      if (typeof path === "string") return fromString(path);
+      if (typeof path === "string") return mapped(path, asIs) ?? path;
       if (path instanceof URL) {
         if (path.protocol !== "file:") return path;
-        const local = fileURLToPath(path);
-        const mapped = fromString(local);
-        return mapped === local ? path : mapped;
+        return mapped(fileURLToPath(path), asIs) ?? path;
       }
       if (Buffer.isBuffer(path)) {
-        const text = path.toString("utf8");
-        const mapped = fromString(text);
-        return mapped === text ? path : Buffer.from(mapped, "utf8");
+        const bytes = mapped(path.toString("latin1"), asLatin1);
+        return bytes === undefined ? path : Buffer.from(bytes, "latin1");
       }
       return path;
     },

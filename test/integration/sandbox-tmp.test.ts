@@ -230,6 +230,68 @@ describe("a sandbox child's /tmp", () => {
     }
   });
 
+  it("sees what a child hides from a walk: files deleted but held open, paths past PATH_MAX", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "sluice-tmp-hide-"));
+    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, tmpMb: 1 });
+    try {
+      const code = source(
+        "dc_tmp_hide",
+        `import fs from "node:fs";
+        const held = [];
+        export default { async run(event) {
+          const chunk = Buffer.alloc(900 * 1024, 1);
+          if (event.how === "held") {
+            for (let i = 0; i < 3; i++) {
+              const fd = fs.openSync("/tmp/h" + i, "w");
+              fs.writeSync(fd, chunk);
+              fs.unlinkSync("/tmp/h" + i);
+              held.push(fd);
+            }
+          } else {
+            const segment = "d".repeat(200);
+            const a = "/tmp/a" + ("/" + segment).repeat(12);
+            const b = "/tmp/b" + ("/" + segment).repeat(12);
+            fs.mkdirSync(a, { recursive: true });
+            fs.mkdirSync(b, { recursive: true });
+            fs.writeFileSync(b + "/f", "x");
+            fs.renameSync("/tmp/b", a + "/b");
+          }
+          this.$emit(fs.readdirSync("/tmp").length);
+          await new Promise((resolve) => setTimeout(resolve, 5000));
+        } };`,
+      );
+      const held = await run(own, code, { how: "held" });
+      expect(held.error).toMatchObject({ name: "SandboxError", message: expect.stringMatching(/held over 1 MiB/) });
+      const deep = await run(own, code, { how: "deep" });
+      expect(deep.error).toMatchObject({
+        name: "SandboxError",
+        message: expect.stringMatching(/could not be measured \(ENAMETOOLONG/),
+      });
+      // Removed all the same, paths past PATH_MAX included.
+      await waitFor(() => tmpFolders(dir).length === 0);
+    } finally {
+      await own.close();
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("refuses FileHandle.utimes, which Node 20's permission model lets through on any readable file", async () => {
+    const code = source(
+      "dc_tmp_utimes",
+      `import { open } from "node:fs/promises";
+      import { fileURLToPath } from "node:url";
+      export default { async run() {
+        const handle = await open(fileURLToPath(import.meta.url), "r");
+        try { await handle.utimes(0, 0); this.$emit("changed"); }
+        catch (error) { this.$emit(error.code + ": " + error.message); }
+        finally { await handle.close(); }
+      } };`,
+    );
+    expect(await emitted(host, code)).toBe(
+      "EPERM: utimes EPERM: a sandbox process may not change a file's times through a FileHandle: use fs.utimes",
+    );
+  });
+
   it("lets a component write nothing when the host gives /tmp no room (tmpMb 0)", async () => {
     const dir = mkdtempSync(join(tmpdir(), "sluice-tmp-none-"));
     const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, tmpMb: 0 });

@@ -174,12 +174,11 @@ export class ProcessPoolHost implements ComponentHost {
     this.blockedAfterMs = options.blockedAfterMs ?? DEFAULT_BLOCKED_AFTER_MS;
     this.log = options.log ?? silentLogger;
     const tmpMb = options.tmpMb ?? DEFAULT_SANDBOX_TMP_MB;
-    if (tmpMb > 0) {
-      const root = join(this.workDir, TMP_DIR);
-      // What children of an earlier run left (it was killed before they exited): no child runs yet.
-      clearTmpRoot(root);
-      this.tmp = { root, maxBytes: tmpMb * 1024 * 1024 };
-    }
+    const root = join(this.workDir, TMP_DIR);
+    // What children of an earlier run left (it was killed before they exited): no child runs yet.
+    const left = clearTmpRoot(root);
+    if (left) this.log.warn(left);
+    if (tmpMb > 0) this.tmp = { root, maxBytes: tmpMb * 1024 * 1024 };
     this.swept = sweepBundles(this.workDir, options.bundleRetentionMs ?? 30 * DAY_MS).catch(() => undefined);
   }
 

@@ -56,10 +56,11 @@ const IDLE_SILENT_CHECKS = 50;
 export const IDLE_CPU_MAX_MS = 2_000;
 /** How often (in checks) an idle child's CPU is read: every 2 s. */
 const IDLE_CPU_EVERY_CHECKS = 20;
-/** How often (in checks) a child's `/tmp` is measured while it has work, or had since the last time: every second. */
+/**
+ * How often (in checks) a child's `/tmp` is measured: every second, busy or idle (code a finished
+ * run left behind can still write). An empty folder costs one `opendir`.
+ */
 const TMP_EVERY_CHECKS = 10;
-/** ... and while it has had none: every 10 s (code a finished run left behind can still write). */
-const TMP_IDLE_EVERY_CHECKS = 100;
 /**
  * A message left unfinished for this many checks with nothing else heard is a violation. The
  * runtime writes each message whole and at once; the host reads between any two checks.
@@ -181,8 +182,7 @@ export class SandboxOwnerProcess implements BudgetMember {
   /** The child's `/tmp` folder, while it has one. */
   private readonly tmpFolder: string | undefined;
   private tmpChecks = 0;
-  /** Whether the child had work since its `/tmp` was last measured, and whether a measure is on. */
-  private busySinceTmpCheck = false;
+  /** Whether a measure of its `/tmp` is on. */
   private measuringTmp = false;
 
   constructor(private readonly options: SandboxOwnerProcessOptions) {
@@ -274,7 +274,6 @@ export class SandboxOwnerProcess implements BudgetMember {
       return;
     }
     this.usedAt = performance.now();
-    this.busySinceTmpCheck = true;
     if (this.pending.size === 0) {
       // Busy again: the reverse of what `remove` did when the last invocation left. The child
       // beats often again from now on: its silence is counted afresh.
@@ -524,26 +523,27 @@ export class SandboxOwnerProcess implements BudgetMember {
   }
 
   /**
-   * Measures the child's `/tmp` every {@link TMP_EVERY_CHECKS} while it has work (or had since the
-   * last measure), every {@link TMP_IDLE_EVERY_CHECKS} otherwise; over its bound, the child is
-   * killed (its runs in flight fail: which of them wrote what cannot be told) and its folder goes.
+   * Measures the child's `/tmp` every {@link TMP_EVERY_CHECKS}; over its bound, or made so that it
+   * cannot be measured, the child is killed (its runs in flight fail: which of them wrote what
+   * cannot be told) and its folder goes.
    */
   private checkTmp(): void {
     const { tmp } = this.options;
     if (tmp === undefined || this.tmpFolder === undefined || this.measuringTmp) return;
-    const every = this.busySinceTmpCheck || this.pending.size > 0 ? TMP_EVERY_CHECKS : TMP_IDLE_EVERY_CHECKS;
-    if (++this.tmpChecks < every) return;
+    if (++this.tmpChecks < TMP_EVERY_CHECKS) return;
     this.tmpChecks = 0;
-    this.busySinceTmpCheck = this.pending.size > 0;
     this.measuringTmp = true;
-    void tmpUsage(this.tmpFolder, tmp.maxBytes).then((usage) => {
+    void tmpUsage(this.tmpFolder, tmp.maxBytes, MAX_TMP_ENTRIES, this.pid).then((usage) => {
       this.measuringTmp = false;
       if (!usage.over || this.retired) return;
+      const stopped = "the sandbox process was stopped and its /tmp emptied";
       const bound = `${Math.round(tmp.maxBytes / 1024 / 1024)} MiB`;
       void this.kill(
-        usage.bytes > tmp.maxBytes
-          ? `its /tmp held over ${bound}; the sandbox process was stopped and its /tmp emptied`
-          : `its /tmp held over ${MAX_TMP_ENTRIES} files and folders; the sandbox process was stopped and its /tmp emptied`,
+        usage.unmeasurable !== undefined
+          ? `its /tmp could not be measured (${usage.unmeasurable}: a folder made unreadable, or a path too long); ${stopped}`
+          : usage.bytes > tmp.maxBytes
+            ? `its /tmp held over ${bound}; ${stopped}`
+            : `its /tmp held over ${MAX_TMP_ENTRIES} files and folders; ${stopped}`,
       );
     });
   }

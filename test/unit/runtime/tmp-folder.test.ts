@@ -57,3 +57,16 @@ describe("tmpPaths: /tmp as a sandbox process names it", () => {
     expect(paths.toShown("/data/.sluice/other")).toBe("/data/.sluice/other");
   });
 });
+
+describe("tmpPaths: Buffer paths are mapped byte for byte", () => {
+  it("keeps a name's bytes that are not UTF-8, and spells a folder with non-ASCII characters in UTF-8", () => {
+    const folder = "/data/zoë/sandbox/tmp/p-1";
+    const paths = tmpPaths(folder);
+    const name = Buffer.from([0xff, 0x30]);
+    const given = Buffer.concat([Buffer.from("/tmp/"), name]);
+    expect(paths.toReal(given)).toEqual(Buffer.concat([Buffer.from(`${folder}/`, "utf8"), name]));
+    const kept = tmpPaths("/tmp/zoë/tmp/p-1", ["/tmp/zoë/sources/dc_a"]);
+    const own = Buffer.from("/tmp/zoë/sources/dc_a/component.mjs", "utf8");
+    expect(kept.toReal(own)).toBe(own);
+  });
+});
