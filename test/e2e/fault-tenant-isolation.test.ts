@@ -185,6 +185,20 @@ const CROSS_REQUESTS: Record<string, (f: Fixture) => CrossRequest[]> = {
       sameAsMissing: false,
     },
   ],
+  // The run action: user 1's component is 404 like a missing one; the project fixes the workspace.
+  // `dynamic_props_id` and `external_user_id` are accepted and unused (user 2's own component here
+  // is a source, which the run action refuses with a 400); any `stash_id` is refused.
+  "connect-run-action": ({ one }): CrossRequest[] => [
+    { body: { id: one.componentId } },
+    { body: { id: "tenant-two-probe", org_id: one.workspaceId }, status: 400 },
+    { body: { id: "tenant-two-probe", workspace_id: one.workspaceId }, status: 400 },
+    {
+      body: { id: "tenant-two-probe", dynamic_props_id: one.sourceId, external_user_id: one.userId },
+      status: 400,
+      sameAsMissing: false,
+    },
+    { body: { id: "tenant-two-probe", stash_id: one.sourceId }, status: 400, sameAsMissing: false },
+  ],
   "connect-reload-component-props": ({ one }): CrossRequest[] => [
     { body: { id: one.componentId } },
     { body: { id: "tenant-two-probe", org_id: one.workspaceId }, status: 400 },

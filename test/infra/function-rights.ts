@@ -106,6 +106,8 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
     "connect-configure-component-prop",
     "connect-reload-component-props",
   ].map((name) => writes(name, RUNS, CREATES, ["kms:Decrypt"])),
+  // "run": the same on a probe workflow's function too (an action run on its own).
+  writes("connect-run-action", RUNS, CREATES, ["kms:Decrypt"]),
   // "deploy": sources', workflows' functions and timers; hooks that seal, open and store events
   // (their delayed emits scheduled: CreateSchedule and PassRole, which the timers need too).
   // Their packages' installed trees are read and stored.

@@ -110,9 +110,9 @@ describe("ServiceStack: what sources run on", () => {
   });
 
   it("tells every route that creates source functions, and the deploy finisher, the layer's version ARN, and no other function", () => {
-    expect(routesAt("probe", "deploy").length).toBeGreaterThan(0);
+    expect(routesAt("probe", "run", "deploy").length).toBeGreaterThan(0);
     const computeIds = [
-      ...routesAt("probe", "deploy").map((route) => routeFunctionId(route.name)),
+      ...routesAt("probe", "run", "deploy").map((route) => routeFunctionId(route.name)),
       idOf(service.sources.deployFinisher.lambdaFunction),
     ];
     for (const [id] of Object.entries(functions())) {
@@ -608,7 +608,7 @@ describe("ServiceStack: what sources run on", () => {
       const config = loadAwsComputeConfig(deployedEnvironmentOf(template, routeFunctionId(route.name)));
       const what = `${route.name} (${level})`;
       expect(config.describerFunction !== undefined, what).toBe(level !== "remove");
-      expect(config.functions !== undefined, what).toBe(level === "probe" || level === "deploy");
+      expect(config.functions !== undefined, what).toBe(level === "probe" || level === "run" || level === "deploy");
       expect(config.schedules !== undefined, what).toBe(level === "remove" || level === "deploy");
       // Hooks and probes run in the request: none queues runs.
       expect(config.sourceRunnerFunction, what).toBeUndefined();

@@ -1185,3 +1185,48 @@ describe("runWorkflowSteps: $.flow.suspend, $.flow.delay and $.flow.rerun", () =
     expect(emitted(result)).toEqual([{ ask: { $return_value: "asked", $resume_data: { ok: true } }, proto: true }]);
   });
 });
+
+describe("runWorkflowSteps: an action run on its own (standalone)", () => {
+  const action: Component = {
+    props: { name: { type: "string" } },
+    async run({ $ }: { $: Dollar }) {
+      $.export("$summary", "greeted");
+      $.export("__proto__", { kept: true });
+      return { hello: "ada" };
+    },
+  };
+
+  it("carries the step's return value and exports back as values, __proto__ as data", async () => {
+    const result = await run({ action }, { standalone: true });
+    expect(result.steps[0]?.status).toBe("success");
+    const values = result.values?.action as Record<string, unknown>;
+    expect(values.$return_value).toEqual({ hello: "ada" });
+    expect(values.$summary).toBe("greeted");
+    expect(Object.getOwnPropertyDescriptor(values, "__proto__")?.value).toEqual({ kept: true });
+    // A run of a workflow carries none: its values stay in the runtime.
+    expect((await run({ action })).values).toBeUndefined();
+  });
+
+  it("keeps a failed step's exports, and refuses $.send.* and the pausing $.flow helpers", async () => {
+    const failing = await run(
+      { action: { run: ({ $ }: { $: Dollar }) => ($.export("before", 1), Promise.reject(new Error("boom"))) } },
+      { standalone: true },
+    );
+    expect(failing.steps[0]?.error?.message).toBe("boom");
+    expect(failing.values).toEqual({ action: { before: 1 } });
+    for (const call of [
+      ($: Dollar) => $.send.http({ method: "GET", url: "https://example.test" }),
+      ($: Dollar) => $.send.emit({ raw_event: {} }),
+      ($: Dollar) => $.flow.suspend(),
+      ($: Dollar) => $.flow.rerun(1000),
+    ]) {
+      const refused = await run({ action: { run: ({ $ }: { $: Dollar }) => call($) } }, { standalone: true });
+      expect(refused.steps[0]?.error).toMatchObject({
+        name: "NotImplementedError",
+        message: expect.stringContaining("an action run on its own (the Connect run action) cannot send or pause"),
+      });
+      expect(refused.sends).toEqual([]);
+      expect(refused.pause).toBeUndefined();
+    }
+  });
+});
