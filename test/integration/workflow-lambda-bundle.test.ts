@@ -106,6 +106,23 @@ describe("a workflow function's bundle on the runtime layer", () => {
     expect(second?.steps[2]?.error?.stack).toMatch(/component\.ts:4:\d+/);
   });
 
+  it("runs an action on its own (the Connect run action): its values come back, and $.send.* throws", async () => {
+    const first = workflowRun(workflow, { n: 4 });
+    const [alone] = (await invoke([
+      { ...first, steps: first.steps.slice(0, 2), standalone: true },
+    ])) as WorkflowResult[];
+    // The failed step's exports too (it made none).
+    expect(alone?.values).toEqual({
+      s1: { doubled: 8, $return_value: { loads: 1, key: null, workflow: WORKFLOW_ID } },
+      s2: {},
+    });
+    expect(alone?.steps[1]?.error).toMatchObject({
+      name: "NotImplementedError",
+      message: expect.stringContaining("$.send.emit: an action run on its own"),
+    });
+    expect(alone?.sends).toEqual([]);
+  });
+
   it("fails a step whose module is not in the function with a LoadError, and runs the next run", async () => {
     const other = workflowCode(WORKFLOW_ID, ["export default defineComponent({ run() {} });"]);
     const [missing, next] = (await invoke([
