@@ -11,7 +11,7 @@ import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import type { SourceCode } from "#core/ports/component-host";
 import { sha256Hex } from "#core/sha256";
 import type { Invocation, InvocationResult, Json } from "#runtime/protocol";
-import { isAlive, realPathForChild } from "../support/pool-host.ts";
+import { isAlive, realPathForChild, withPoolHost } from "../support/pool-host.ts";
 
 let workDir: string;
 let host: ProcessPoolHost;
@@ -177,32 +177,30 @@ describe("a sandbox child's /tmp", () => {
   });
 
   it("is removed when its process exits, and what an earlier server left is removed when a host starts", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-tmp-life-"));
-    const stale = join(dir, "tmp", "p-left-by-a-killed-server");
-    mkdirSync(stale, { recursive: true });
-    writeFileSync(join(stale, "old.bin"), "x");
-    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, idleMs: 300 });
-    try {
-      expect(existsSync(stale)).toBe(false);
-      const code = source(
-        "dc_tmp_life",
-        `import fs from "node:fs"; export default { run() { fs.writeFileSync("/tmp/f", "x"); this.$emit(process.pid); } };`,
-      );
-      const pid = (await emitted(own, code)) as number;
-      expect(tmpFolders(dir)).toHaveLength(1);
-      // Idle for 300 ms: the child is stopped, and its folder goes with it.
-      await waitFor(() => !isAlive(pid) && tmpFolders(dir).length === 0);
-      expect(tmpFolders(dir)).toEqual([]);
-    } finally {
-      await own.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    const stale = (dir: string) => join(dir, "tmp", "p-left-by-a-killed-server");
+    await withPoolHost(
+      { idleMs: 300 },
+      async (own, dir) => {
+        expect(existsSync(stale(dir))).toBe(false);
+        const code = source(
+          "dc_tmp_life",
+          `import fs from "node:fs"; export default { run() { fs.writeFileSync("/tmp/f", "x"); this.$emit(process.pid); } };`,
+        );
+        const pid = (await emitted(own, code)) as number;
+        expect(tmpFolders(dir)).toHaveLength(1);
+        // Idle for 300 ms: the child is stopped, and its folder goes with it.
+        await waitFor(() => !isAlive(pid) && tmpFolders(dir).length === 0);
+        expect(tmpFolders(dir)).toEqual([]);
+      },
+      (dir) => {
+        mkdirSync(stale(dir), { recursive: true });
+        writeFileSync(join(stale(dir), "old.bin"), "x");
+      },
+    );
   });
 
   it("bounds one file (EFBIG) and the whole folder (the process is stopped, its runs fail, the folder emptied)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-tmp-full-"));
-    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, tmpMb: 1 });
-    try {
+    await withPoolHost({ tmpMb: 1 }, async (own, dir) => {
       const code = source(
         "dc_tmp_full",
         `import fs from "node:fs";
@@ -224,16 +222,11 @@ describe("a sandbox child's /tmp", () => {
         message: "its /tmp held over 1 MiB; the sandbox process was stopped and its /tmp emptied",
       });
       await waitFor(() => tmpFolders(dir).length === 0);
-    } finally {
-      await own.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("sees what a child hides from a walk: files deleted but held open, paths past PATH_MAX", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-tmp-hide-"));
-    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, tmpMb: 1 });
-    try {
+    await withPoolHost({ tmpMb: 1 }, async (own, dir) => {
       const code = source(
         "dc_tmp_hide",
         `import fs from "node:fs";
@@ -269,10 +262,7 @@ describe("a sandbox child's /tmp", () => {
       });
       // Removed all the same, paths past PATH_MAX included.
       await waitFor(() => tmpFolders(dir).length === 0);
-    } finally {
-      await own.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 
   it("refuses FileHandle.utimes, which Node 20's permission model lets through on any readable file", async () => {
@@ -293,9 +283,7 @@ describe("a sandbox child's /tmp", () => {
   });
 
   it("lets a component write nothing when the host gives /tmp no room (tmpMb 0)", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "sluice-tmp-none-"));
-    const own = new ProcessPoolHost({ workDir: dir, heapMb: 64, tmpMb: 0 });
-    try {
+    await withPoolHost({ tmpMb: 0 }, async (own, dir) => {
       const code = source(
         "dc_tmp_none",
         `import fs from "node:fs";
@@ -303,10 +291,7 @@ describe("a sandbox child's /tmp", () => {
       );
       expect(await emitted(own, code)).toBe("ERR_ACCESS_DENIED");
       expect(tmpFolders(dir)).toEqual([]);
-    } finally {
-      await own.close();
-      rmSync(dir, { recursive: true, force: true });
-    }
+    });
   });
 });
 

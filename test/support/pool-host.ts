@@ -25,12 +25,15 @@ export const realPathForChild = (path: string) => relative(process.cwd(), path);
 /** Runs `body` with a host of its own (64 MiB heaps unless told), so that the children counted are the test's. */
 export async function withPoolHost<T>(
   options: Omit<ProcessPoolHostOptions, "workDir">,
-  body: (host: ProcessPoolHost) => Promise<T>,
+  body: (host: ProcessPoolHost, workDir: string) => Promise<T>,
+  /** Fills the work dir before the host starts (what an earlier server left). */
+  before?: (workDir: string) => void,
 ): Promise<T> {
   const dir = mkdtempSync(join(tmpdir(), "sluice-pool-own-"));
+  before?.(dir);
   const host = new ProcessPoolHost({ workDir: dir, heapMb: 64, ...options });
   try {
-    return await body(host);
+    return await body(host, dir);
   } finally {
     await host.close();
     rmSync(dir, { recursive: true, force: true });
