@@ -440,7 +440,12 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
   respond(spec: unknown): Promise<void> {
     if (this.over) return Promise.resolve();
     if (!this.run.invocation.respondable) {
-      this.log("warn", "$.respond was ignored: this workflow's trigger does not return a custom response");
+      this.log(
+        "warn",
+        this.run.invocation.standalone
+          ? "$.respond was ignored: an action run on its own has no HTTP caller to answer"
+          : "$.respond was ignored: this workflow's trigger does not return a custom response",
+      );
       return Promise.resolve();
     }
     // The first call wins, as a source's respond; a bad one throws to the code and a later call may still answer.

@@ -99,3 +99,10 @@ export function esbuildBinaryPackage(target: { readonly platform: string; readon
 
 /** The prefix of installed npm trees in the service stack's bucket (`npm-trees/<key>.zip`); the grant names it too. */
 export const NPM_TREES_PREFIX = "npm-trees/";
+
+/**
+ * The time part of a probe's id (`formatId(kind, 0, ...)`): the dynamic props probes' sources and
+ * the run action's workflows (`functions/core/run-action.ts`). No real resource has it, so the
+ * stack can grant rights on `sluice-<stage>-p_<this>*` functions without reaching real workflows'.
+ */
+export const PROBE_ID_TIME = "0000000000";

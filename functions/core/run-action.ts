@@ -14,7 +14,7 @@ import type { Deps } from "#core/ports/deps";
 import { jsonBytesWithin } from "#runtime/json-value";
 import type { ErrorRecord, Json, WorkflowInvocation, WorkflowResult } from "#runtime/protocol";
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
-import { bindAccounts, maskCredentials, maskedError } from "./app-accounts.ts";
+import { bindAccounts, MASK, maskCredentials, maskedError } from "./app-accounts.ts";
 import { findComponent } from "./components.ts";
 import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { stepPropDefinitions } from "./dynamic-props.ts";
@@ -79,6 +79,14 @@ export async function runAction(deps: Deps, caller: Caller, input: RunActionInpu
   }
   const workspace = await workspaceOrDefault(deps, caller, input);
   const workflowId = probeWorkflowId(workspace.id, component.id);
+  const failure = (error: ErrorRecord, credentials: readonly string[] = []) => {
+    const answer = failed(error, credentials);
+    logFailure(deps, workspace.id, component.id, answer);
+    return answer;
+  };
+  // Before any of its code runs (`additionalProps` included): a workspace over its quota runs nothing.
+  const refusal = await runRefusal(deps, workspace.id);
+  if (refusal) return failure({ name: "QuotaExceededError", message: refusal.message, ts: deps.clock.nowMs() });
   const { validated, definitions } = await resolveComponentProps(
     deps,
     workspace.id,
@@ -92,13 +100,10 @@ export async function runAction(deps: Deps, caller: Caller, input: RunActionInpu
   );
   const defs = definitions ?? component.metadata.props;
 
-  const refusal = await runRefusal(deps, workspace.id);
-  if (refusal) return failed({ name: "QuotaExceededError", message: refusal.message, ts: deps.clock.nowMs() }, []);
-
   const timeoutMs = deps.runtime.invocationTimeoutMs;
   const { props, propTypes } = runtimeProps(defs, validated.values, {});
   const accounts = await bindAccounts(deps, workspace.id, defs, props, timeoutMs);
-  if (accounts.error) return failed(accounts.error, []);
+  if (accounts.error) return failure(accounts.error);
   const stores = new Set<string>();
   const stepId = formatId("step", 0, Buffer.from(sha256Hex(`${workflowId}\nstep`), "hex"));
   const now = deps.clock.nowMs();
@@ -160,14 +165,18 @@ export async function runAction(deps: Deps, caller: Caller, input: RunActionInpu
     credits: creditsOf(computeTimeMs),
   });
   const answer = answerOf(result, accounts.credentials, deps.runtime.workflowLimits.maxExportBytes);
-  if (answer.error) {
-    deps.log.warn("action run failed", {
-      workspace_id: workspace.id,
-      component_id: component.id,
-      error: answer.error.name,
-    });
-  }
+  logFailure(deps, workspace.id, component.id, answer);
   return answer;
+}
+
+/** The operator's line for a run that failed (docs/operations.md), whatever failed it. */
+function logFailure(deps: Pick<Deps, "log">, workspaceId: string, componentId: string, answer: RunActionAnswer): void {
+  if (!answer.error) return;
+  deps.log.warn("action run failed", {
+    workspace_id: workspaceId,
+    component_id: componentId,
+    error: answer.error.name,
+  });
 }
 
 /**
@@ -194,7 +203,11 @@ function answerOf(result: WorkflowResult, credentials: readonly string[], maxByt
   const bound = maxBytes + VALUES_SLACK_BYTES;
   const over = values !== undefined && jsonBytesWithin(values, bound) > bound;
   const error: ErrorRecord | undefined = over
-    ? { name: "SandboxError", message: `the action's exports are over ${maxBytes} bytes`, ts: Date.now() }
+    ? {
+        name: "ExportLimitError",
+        message: `the action's exports and return value, with their names, are over ${bound} bytes of JSON (the export limit is ${maxBytes} bytes of values, names aside)`,
+        ts: Date.now(),
+      }
     : (step?.error ?? result.error);
   const logs = result.logs.map((log) => ({ ...log, message: maskCredentials(log.message, credentials) }));
   const masked = error ? maskedError({ ...error, message: redactPaths(error.message) }, credentials) : undefined;
@@ -213,15 +226,28 @@ function answerOf(result: WorkflowResult, credentials: readonly string[], maxByt
   return answer;
 }
 
-/** `value` with each credential in its strings replaced, as in logs (`maskCredentials`). */
+/**
+ * `value` with its credentials masked as in logs ({@link maskCredentials}, longest first): inside
+ * strings and keys; a number whose text holds one becomes the mask (a digits-only password can be
+ * an order number's digits). Walked, never replaced in serialised JSON, whose text a masked
+ * number would break.
+ */
 function maskValues(value: Json | undefined, credentials: readonly string[]): Json | undefined {
   if (value === undefined || credentials.length === 0) return value;
-  let text = JSON.stringify(value);
-  const before = text;
-  for (const credential of credentials) {
-    // As it appears inside a JSON string: the mask stays inside the same string.
-    const escaped = JSON.stringify(credential).slice(1, -1);
-    if (escaped.length > 0) text = text.split(escaped).join("[secret]");
-  }
-  return text === before ? value : (JSON.parse(text) as Json);
+  const mask = (item: Json): Json => {
+    if (typeof item === "string") return maskCredentials(item, credentials);
+    if (typeof item === "number") {
+      const text = String(item);
+      return maskCredentials(text, credentials) === text ? item : MASK;
+    }
+    if (Array.isArray(item)) return item.map(mask);
+    if (item === null || typeof item !== "object") return item;
+    const out: Record<string, Json> = {};
+    for (const [key, inner] of Object.entries(item)) {
+      const name = maskCredentials(key, credentials);
+      Object.defineProperty(out, name, { value: mask(inner), enumerable: true, writable: true, configurable: true });
+    }
+    return out;
+  };
+  return mask(value);
 }

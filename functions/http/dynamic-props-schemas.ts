@@ -37,7 +37,12 @@ export const connectProjectParams = z.object({ project_id: idParam(ID_PREFIXES.p
 export const CONNECT_COMPONENT_KINDS = ["components", "actions", "triggers"] as const;
 
 /** `/v1/connect/{project_id}/{component_kind}/...`: a kind outside the three is a route that does not exist. */
-export const connectComponentParams = connectProjectParams.extend({ component_kind: z.string().max(32) });
+export const connectComponentParams = connectProjectParams.extend({
+  component_kind: z
+    .string()
+    .max(32)
+    .meta({ description: "components, actions or triggers (they answer alike); any other word is a 404" }),
+});
 
 /**
  * The guard of the Connect path form ending in `/<last>`: a kind outside the three answers as a
@@ -101,7 +106,10 @@ export const runActionBody = z.object({
     .nullable()
     .optional()
     .meta({ description: "Accepted only absent, null, empty or false: Sluice keeps no File Stash" }),
-  ...workspaceChoiceFields,
+  org_id: workspaceChoiceFields.org_id.meta({
+    description: "Must be the project's workspace when given (400 otherwise): the project fixes the workspace",
+  }),
+  workspace_id: workspaceChoiceFields.workspace_id.meta({ description: "The same as org_id" }),
 });
 
 export const runActionResponse = z.object({

@@ -15,7 +15,7 @@ import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
 import { AWS_COMPUTE_ENV } from "#config/aws-compute-env";
 import { ENV } from "#config/env";
-import { NPM_TREES_PREFIX, REGISTRY_DIR_ASSET, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
+import { NPM_TREES_PREFIX, PROBE_ID_TIME, REGISTRY_DIR_ASSET, SQS_MAX_MESSAGE_BYTES } from "#config/shared-names";
 import type { ComputeAccess } from "#http/route";
 import { componentBundlingProps } from "./api-route-function.ts";
 import { esbuildCode } from "./esbuild-code.ts";
@@ -148,6 +148,12 @@ export class SourceCompute extends Construct {
   readonly sourceFunctionsArn: string;
   /** `arn:<partition>:lambda:<region>:<account>:function:sluice-<stage>-p_*`: workflows' functions, on the same terms. */
   readonly workflowFunctionsArn: string;
+  /**
+   * `...:function:sluice-<stage>-p_0000000000*`: the functions of actions run on their own (the
+   * Connect run action), whose probe workflow ids have a time part of 0 (`run-action.ts`), which no
+   * real workflow's id has.
+   */
+  readonly probeWorkflowFunctionsArn: string;
 
   /** The registry directory deploying routes carry (`registryDir`, staged), if any. */
   readonly bundledRegistryDir: BundledTree | undefined;
@@ -168,15 +174,16 @@ export class SourceCompute extends Construct {
     this.#invocationTimeout = props.invocationTimeout ?? Duration.seconds(30);
     const stack = Stack.of(this);
     const logRetention = props.logRetention ?? RetentionDays.ONE_MONTH;
-    const functionsArn = (prefix: string) =>
+    const functionsArn = (idPrefix: string) =>
       stack.formatArn({
         service: "lambda",
         resource: "function",
-        resourceName: `sluice-${props.stage}-${prefix}_*`,
+        resourceName: `sluice-${props.stage}-${idPrefix}*`,
         arnFormat: ArnFormat.COLON_RESOURCE_NAME,
       });
-    this.sourceFunctionsArn = functionsArn("dc");
-    this.workflowFunctionsArn = functionsArn("p");
+    this.sourceFunctionsArn = functionsArn("dc_");
+    this.workflowFunctionsArn = functionsArn("p_");
+    this.probeWorkflowFunctionsArn = functionsArn(`p_${PROBE_ID_TIME}`);
 
     // Attached to no function of this stack: the API creates source functions with it and learns
     // its version ARN from SLUICE_RUNTIME_LAYER_ARN. A new version leaves existing functions on the
@@ -487,8 +494,9 @@ export class SourceCompute extends Construct {
    * - `describe`: invoke the describer (after bundling, with the npm registry to install from);
    * - `probe`: also create and update source functions (`dc_` only: a probe is a source), with the
    *   runtime layer and the source role, and invoke them;
-   * - `run`: the same on source and workflow functions (an action run on its own is a one-step
-   *   workflow, its `additionalProps` asked on a probe source);
+   * - `run`: the same on source functions and the probe workflows' (`sluice-<stage>-p_0000000000*`
+   *   only: an action run on its own is a one-step workflow of a time-0 id, its `additionalProps`
+   *   asked on a probe source);
    * - `remove`: invoke source and workflow functions (their `deactivate` hooks) and the deploy
    *   finisher (a `deactivate` the request has no time for), delete them and their timers' schedules;
    * - `deploy`: all of the above on source and workflow functions, and create and update schedules
@@ -500,7 +508,11 @@ export class SourceCompute extends Construct {
     if (level !== "remove") this.#attachDescriber(fn);
     if (level === "describe") return;
     const functions =
-      level === "probe" ? [this.sourceFunctionsArn] : [this.sourceFunctionsArn, this.workflowFunctionsArn];
+      level === "probe"
+        ? [this.sourceFunctionsArn]
+        : level === "run"
+          ? [this.sourceFunctionsArn, this.probeWorkflowFunctionsArn]
+          : [this.sourceFunctionsArn, this.workflowFunctionsArn];
     this.#attachInvoker(fn, functions);
     if (level === "probe" || level === "run" || level === "deploy") this.#attachFunctionCreator(fn, functions);
     if (level === "remove" || level === "deploy") {

@@ -124,6 +124,45 @@ describe("POST /v1/connect/{project_id}/actions/run, against local mode", () => 
     expect(records).toEqual([{ key: "orders", value: 2, expires_at: null }]);
   });
 
+  it("masks its accounts' credentials in what it answers: longest first, and in numbers", async () => {
+    const account = async (apiKey: string) => {
+      const made = await api("POST", "/accounts", {
+        app: "openai",
+        name: `key ${apiKey}`,
+        credentials: { api_key: apiKey },
+      });
+      expect(made.status, JSON.stringify(made.json)).toBe(200);
+      return made.json.data.id as string;
+    };
+    const code = `export default {
+      key: "run-action-credentials",
+      name: "Credentials",
+      version: "0.0.1",
+      type: "action",
+      props: { short: { type: "app", app: "openai" }, long: { type: "app", app: "openai" }, digits: { type: "app", app: "openai" } },
+      async run({ $ }) {
+        console.log("using", this.long.$auth.api_key);
+        $.export("long", this.long.$auth.api_key);
+        return { short: this.short.$auth.api_key, orderId: 1234567890, inText: "order 1234567890", kept: 42 };
+      },
+    };`;
+    expect((await api("POST", "/components", { component_code: code })).status).toBe(200);
+    const answer = await runAction({
+      id: "run-action-credentials",
+      configured_props: {
+        short: { authProvisionId: await account("abcdefgh") },
+        long: { authProvisionId: await account("abcdefgh-TAIL-SECRET-999") },
+        digits: { authProvisionId: await account("1234567890") },
+      },
+    });
+    expect(answer.status, JSON.stringify(answer.json)).toBe(200);
+    expect(answer.json).toEqual({
+      exports: { long: "[credential]" },
+      os: [{ k: "console.log", msg: "using [credential]", ts: expect.any(Number) }],
+      ret: { short: "[credential]", orderId: "[credential]", inText: "order [credential]", kept: 42 },
+    });
+  });
+
   it("answers what the action threw, with the exports it made before, and refuses $.send.*", async () => {
     const failed = await runAction({
       id: "run-action-counter",
@@ -206,5 +245,38 @@ describe("POST /v1/connect/{project_id}/actions/run, against local mode", () => 
     const foreignProject = await other("POST", `/connect/${projectId}/actions/run`, { id: "run-action-counter" });
     const missingProject = await other("POST", `/connect/proj_${"0".repeat(22)}/actions/run`, { id: "x" });
     expect([foreignProject.status, foreignProject.json]).toEqual([404, missingProject.json]);
+  });
+});
+
+describe("the run action over a workspace's quota", () => {
+  let sluice: SluiceProcess;
+
+  beforeAll(async () => {
+    sluice = await startSluice({ env: { SLUICE_RUNS_PER_MINUTE_QUOTA: "1", SLUICE_INVOCATION_TIMEOUT_MS: "2000" } });
+  });
+  afterAll(async () => {
+    await sluice?.stop();
+  });
+
+  it("counts a run toward the runs per minute, and refuses the next before any of its code runs", async () => {
+    const api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
+    const workspace = (await api("GET", "/users/me")).json.data.orgs[0].id;
+    const project = (await api("GET", `/workspaces/${workspace}/projects`)).json.data[0].id;
+    // Its additionalProps would take the whole time limit: refused first, it never runs.
+    const slow = DYNAMIC.replace("async additionalProps() {", "async additionalProps() { await new Promise(() => {});");
+    expect((await api("POST", "/components", { component_code: slow })).status).toBe(200);
+    const body = { id: "run-action-dynamic", configured_props: { withExtra: true } };
+    const first = await api("POST", `/connect/${project}/actions/run`, body);
+    const second = await api("POST", `/connect/${project}/actions/run`, body);
+    // The first was counted, though its additionalProps then ran out of time (400); the second is
+    // refused before its additionalProps runs: had it run, it would have answered that 400 too.
+    expect(first.status, JSON.stringify(first.json)).toBe(400);
+    expect(first.json.error).toMatch(/additionalProps failed/);
+    expect(second.status).toBe(200);
+    expect(second.json).toMatchObject({
+      exports: {},
+      error: { name: "QuotaExceededError", message: expect.stringContaining("runs this minute") },
+      os: [{ k: "error", err: { name: "QuotaExceededError" } }],
+    });
   });
 });

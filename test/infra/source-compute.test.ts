@@ -49,8 +49,8 @@ import {
   synthService,
 } from "./service-template.ts";
 
-/** `arn:…:function:sluice-dev-<prefix>_*`, as the stack writes it. */
-const functionsArn = (prefix: "dc" | "p") => ({
+/** `arn:…:function:sluice-dev-<prefix>_*` (`<prefix>*` for the run action's probes), as the stack writes it. */
+const functionsArn = (prefix: "dc" | "p" | "p_0000000000") => ({
   "Fn::Join": [
     "",
     [
@@ -60,7 +60,7 @@ const functionsArn = (prefix: "dc" | "p") => ({
       { Ref: "AWS::Region" },
       ":",
       { Ref: "AWS::AccountId" },
-      `:function:sluice-dev-${prefix}_*`,
+      `:function:sluice-dev-${prefix}${prefix.includes("_") ? "" : "_"}*`,
     ],
   ],
 });
@@ -298,7 +298,7 @@ describe("ServiceStack: what sources run on", () => {
     const expected: Record<ComputeAccess, { functions: unknown[]; creates: boolean; schedules: unknown[] }> = {
       describe: { functions: [], creates: false, schedules: [] },
       probe: { functions: [functionsArn("dc")], creates: true, schedules: [] },
-      run: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: true, schedules: [] },
+      run: { functions: [[functionsArn("dc"), functionsArn("p_0000000000")]], creates: true, schedules: [] },
       remove: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: false, schedules: [scheduleArn] },
       deploy: { functions: [COMPONENT_FUNCTIONS_ARNS], creates: true, schedules: [scheduleArn] },
     };

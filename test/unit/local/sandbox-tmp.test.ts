@@ -7,7 +7,6 @@ import {
   openSync,
   readdirSync,
   renameSync,
-  rmSync,
   statSync,
   truncateSync,
   unlinkSync,

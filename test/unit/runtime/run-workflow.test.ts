@@ -1209,7 +1209,14 @@ describe("runWorkflowSteps: an action run on its own (standalone)", () => {
 
   it("keeps a failed step's exports, and refuses $.send.* and the pausing $.flow helpers", async () => {
     const failing = await run(
-      { action: { run: ({ $ }: { $: Dollar }) => ($.export("before", 1), Promise.reject(new Error("boom"))) } },
+      {
+        action: {
+          async run({ $ }: { $: Dollar }) {
+            $.export("before", 1);
+            throw new Error("boom");
+          },
+        },
+      },
       { standalone: true },
     );
     expect(failing.steps[0]?.error?.message).toBe("boom");
