@@ -33,9 +33,10 @@ export function newTmpFolder(root: string): string {
 }
 
 /**
- * The commands that remove a tree whatever its child left in it: its folders made writable and
- * searchable again first (a child can `chmod` its own to 0), and `rm` walks by descriptor, so paths
- * past PATH_MAX go too (Node's `rm` fails on both). Not on Windows, which has neither.
+ * The commands that remove a tree whatever its child left in it, when Node's `rm` could not: its
+ * folders made writable and searchable again first (a child can `chmod` its own to 0), and `rm`
+ * walks by descriptor, so paths past PATH_MAX go too (Node's `rm` fails on both). Not on Windows,
+ * which has neither.
  */
 const canShellRemove = process.platform !== "win32";
 const UNLOCK = ["-R", "u+rwx", "--"];
@@ -46,14 +47,19 @@ const REMOVE_TIMEOUT_MS = 60_000;
 const run = (command: string, args: string[]) =>
   new Promise<void>((resolve) => execFile(command, args, { timeout: REMOVE_TIMEOUT_MS }, () => resolve()));
 
-/** Removes a folder of a process that has exited; what cannot go is left for the next start. */
+/**
+ * Removes a folder of a process that has exited; what cannot go is left for the next start. Node's
+ * `rm` first (no process started: the common case, an empty or plain folder), the shell's when it
+ * fails.
+ */
 export async function removeTmpFolder(folder: string): Promise<void> {
-  if (canShellRemove) {
-    await run("chmod", [...UNLOCK, folder]);
-    await run("rm", [...REMOVE, folder]);
-    return;
-  }
-  await rm(folder, { recursive: true, force: true, maxRetries: 2 }).catch(() => {});
+  const removed = await rm(folder, { recursive: true, force: true, maxRetries: 2 }).then(
+    () => true,
+    () => false,
+  );
+  if (removed || !canShellRemove) return;
+  await run("chmod", [...UNLOCK, folder]);
+  await run("rm", [...REMOVE, folder]);
 }
 
 /**
@@ -64,14 +70,12 @@ export async function removeTmpFolder(folder: string): Promise<void> {
  */
 export function clearTmpRoot(root: string): string | undefined {
   if (!existsSync(root)) return undefined;
-  if (canShellRemove) {
-    spawnSync("chmod", [...UNLOCK, root], { timeout: REMOVE_TIMEOUT_MS, stdio: "ignore" });
-    spawnSync("rm", [...REMOVE, root], { timeout: REMOVE_TIMEOUT_MS, stdio: "ignore" });
-  } else {
-    try {
-      rmSync(root, { recursive: true, force: true, maxRetries: 2 });
-    } catch {
-      // Moved aside below.
+  try {
+    rmSync(root, { recursive: true, force: true, maxRetries: 2 });
+  } catch {
+    if (canShellRemove) {
+      spawnSync("chmod", [...UNLOCK, root], { timeout: REMOVE_TIMEOUT_MS, stdio: "ignore" });
+      spawnSync("rm", [...REMOVE, root], { timeout: REMOVE_TIMEOUT_MS, stdio: "ignore" });
     }
   }
   if (!existsSync(root)) return undefined;
