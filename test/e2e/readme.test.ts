@@ -242,6 +242,15 @@ describe("README.md, every shell block in order, as written", () => {
         expect.objectContaining({ namespace: "ship", summary: "order shipped, approved by Grace" }),
       ]);
     },
+    "Running an action on its own #1": (run) => {
+      expect(run.lines.map(json)).toEqual([
+        {
+          exports: { $summary: "Greeted Ada" },
+          os: [{ k: "console.log", msg: "greeting Ada", ts: expect.any(Number) }],
+          ret: "Hello, Ada!",
+        },
+      ]);
+    },
     "Events: history, deletion, live stream #1": async (run) => {
       const sourceId = readJson(cwd, "created.json").data.id;
       const page = json(run.lines[0]);
@@ -311,6 +320,8 @@ describe("README.md, every shell block in order, as written", () => {
         "approval-created.json",
         "approval-events.json",
         "approval-runs.json",
+        "greet.mjs",
+        "greet.json",
       ])
         expect(existsSync(join(cwd, file))).toBe(false);
     },
@@ -403,6 +414,7 @@ describe("README.md, every shell block in order, as written", () => {
         "Your first source",
         "Your first workflow",
         "Pausing for an approval",
+        "Running an action on its own",
         "Events: history, deletion, live stream",
         "Subscriptions and webhooks",
         "Cleaning up",
