@@ -9,7 +9,11 @@ import {
 } from "@aws-sdk/client-scheduler";
 import { mockClient } from "aws-sdk-client-mock";
 import { afterAll, beforeEach, describe, expect, it } from "vitest";
-import { pausedRunScheduleName, SchedulerPausedRuns } from "#adapters/aws/scheduler-paused-runs";
+import {
+  pausedRunScheduleName,
+  SCHEDULE_DELETES_PER_REMOVAL,
+  SchedulerPausedRuns,
+} from "#adapters/aws/scheduler-paused-runs";
 import { SqlitePausedRuns } from "#adapters/local/sqlite-paused-runs";
 import type { Logger } from "#core/ports/logger";
 import type { PausedRun } from "#core/ports/paused-runs";
@@ -189,6 +193,21 @@ describe("SchedulerPausedRuns: paused runs on AWS", () => {
     // Nothing to forget: no request.
     expect(await t.store.removeWorkflow("p_a")).toEqual([]);
     expect(requests(DeleteScheduleCommand)).toHaveLength(3);
+  });
+
+  it("deletes at most SCHEDULE_DELETES_PER_REMOVAL schedules of a deleted workflow inside the request, and says how many it left", async () => {
+    const t = setUp();
+    const ids = Array.from({ length: SCHEDULE_DELETES_PER_REMOVAL + 3 }, (_, i) => `run_${String(i).padStart(4, "0")}`);
+    for (const id of ids) await pauseRun(t.deps, id, "suspend", 60_000);
+    expect((await t.store.removeWorkflow("p_a")).sort()).toEqual(ids);
+    expect(requests(DeleteScheduleCommand)).toHaveLength(SCHEDULE_DELETES_PER_REMOVAL);
+    expect(t.warnings).toEqual([
+      {
+        message: "schedules of a deleted workflow's paused runs left to fire for nothing",
+        fields: { workflow_id: "p_a", left: 3 },
+      },
+    ]);
+    expect(await t.store.countPending("p_a")).toBe(0);
   });
 
   it("refuses to pause where the function has no dispatcher to schedule, before keeping anything", async () => {
