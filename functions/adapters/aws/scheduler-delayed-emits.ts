@@ -47,8 +47,16 @@ export interface SchedulerDelayedEmitsOptions {
 
 /** The schedule of one delayed emit: `de-<source id>-<$in id>`, or a digest of both if that is no valid name. */
 export function delayedEmitScheduleName(sourceId: string, inEventId: string): string {
-  const readable = `de-${sourceId}-${inEventId}`;
-  return SCHEDULE_NAME.test(readable) ? readable : `de-${sha256Hex(`${sourceId}/${inEventId}`).slice(0, 40)}`;
+  return scheduleName("de", `${sourceId}-${inEventId}`, `${sourceId}/${inEventId}`);
+}
+
+/**
+ * `<prefix>-<readable>` when that is a valid schedule name, else `<prefix>-` and 40 hex digits of
+ * `digestOf`'s SHA-256: the one naming rule of the schedules a row keeps (delayed emits, pauses).
+ */
+export function scheduleName(prefix: string, readable: string, digestOf: string): string {
+  const name = `${prefix}-${readable}`;
+  return SCHEDULE_NAME.test(name) ? name : `${prefix}-${sha256Hex(digestOf).slice(0, 40)}`;
 }
 
 /**

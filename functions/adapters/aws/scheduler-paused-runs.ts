@@ -22,8 +22,7 @@ import type { PausedRunDispatcherInput } from "#config/shared-names";
 import type { Clock } from "#core/ports/clock";
 import type { Logger } from "#core/ports/logger";
 import type { PauseDispatch, PausedRun, PausedRunStore } from "#core/ports/paused-runs";
-import { sha256Hex } from "#core/sha256";
-import { atExpression, deleteSchedulesQuietly } from "./scheduler-delayed-emits.ts";
+import { atExpression, deleteSchedulesQuietly, scheduleName } from "./scheduler-delayed-emits.ts";
 import { hasErrorName } from "./sdk-errors.ts";
 
 /**
@@ -31,9 +30,6 @@ import { hasErrorName } from "./sdk-errors.ts";
  * fire for nothing and delete themselves.
  */
 export const SCHEDULE_DELETES_PER_REMOVAL = 200;
-
-/** Scheduler's schedule names: 1 to 64 of these characters. */
-const SCHEDULE_NAME = /^[0-9A-Za-z_.-]{1,64}$/;
 
 export interface SchedulerPausedRunsOptions {
   readonly rows: PausedRunStore;
@@ -55,8 +51,7 @@ export interface SchedulerPausedRunsOptions {
 
 /** The schedule of one pause: `pr-<run id>`, or a digest of it if that is no valid name. */
 export function pausedRunScheduleName(runId: string): string {
-  const readable = `pr-${runId}`;
-  return SCHEDULE_NAME.test(readable) ? readable : `pr-${sha256Hex(runId).slice(0, 40)}`;
+  return scheduleName("pr", runId, runId);
 }
 
 export class SchedulerPausedRuns implements PausedRunStore {
