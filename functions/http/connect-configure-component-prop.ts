@@ -24,7 +24,7 @@ export const route = defineRoute({
   // Opens the credentials of the accounts the configured app props name (`$auth`).
   access: { resources: "write", compute: "probe", secrets: "open" },
   params: connectComponentParams,
-  guard: connectComponentGuard("configure"),
+  guard: connectComponentGuard("POST", () => "configure"),
   body: configurePropBody,
   response: configurePropResponse,
   run: async (deps, { caller, params, body }) =>

@@ -24,7 +24,7 @@ export const route = defineRoute({
   // Opens the credentials of the accounts the configured app props name (`$auth`).
   access: { resources: "write", compute: "probe", secrets: "open" },
   params: connectComponentParams,
-  guard: connectComponentGuard("props"),
+  guard: connectComponentGuard("POST", () => "props"),
   body: reloadPropsBody,
   response: reloadPropsResponse,
   run: async (deps, { caller, params, body }) =>

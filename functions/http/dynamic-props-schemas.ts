@@ -45,16 +45,17 @@ export const connectComponentParams = connectProjectParams.extend({
 });
 
 /**
- * The guard of the Connect path form ending in `/<last>`: a kind outside the three answers as a
- * route that does not exist, a project not the caller's as a missing one, before the body is read.
+ * The guard of the Connect path form `<method> /v1/connect/{project_id}/{component_kind}/<last>`
+ * (`last` a word, or what names the component): a kind outside the three answers as a route that
+ * does not exist, a project not the caller's as a missing one, before the body is read.
  */
 export const connectComponentGuard =
-  (last: "configure" | "props") =>
-  async (deps: Deps, { caller, params }: { caller: Caller; params: z.infer<typeof connectComponentParams> }) => {
+  <P extends z.infer<typeof connectComponentParams>>(method: "GET" | "POST", last: (params: P) => string) =>
+  async (deps: Deps, { caller, params }: { caller: Caller; params: P }) => {
     if (!(CONNECT_COMPONENT_KINDS as readonly string[]).includes(params.component_kind)) {
       throw new DomainError(
         "not_found",
-        `no route for POST /v1/connect/${params.project_id}/${params.component_kind}/${last}`,
+        `no route for ${method} /v1/connect/${params.project_id}/${params.component_kind}/${last(params)}`,
       );
     }
     await requireProject(deps, caller, params.project_id);

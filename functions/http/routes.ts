@@ -2,6 +2,7 @@ import { route as clearDataStore } from "./clear-data-store.ts";
 import { route as configureComponentProp } from "./configure-component-prop.ts";
 import { route as connectAccount } from "./connect-account.ts";
 import { route as connectConfigureComponentProp } from "./connect-configure-component-prop.ts";
+import { route as connectGetComponent } from "./connect-get-component.ts";
 import { route as connectReloadComponentProps } from "./connect-reload-component-props.ts";
 import { route as connectRunAction } from "./connect-run-action.ts";
 import { route as createAccount } from "./create-account.ts";
@@ -77,6 +78,7 @@ export const routes: readonly AnyRoute[] = [
   connectConfigureComponentProp,
   connectReloadComponentProps,
   connectRunAction,
+  connectGetComponent,
   createSource,
   updateSource,
   deleteSource,

@@ -307,7 +307,13 @@ function placeholders(path: string) {
   const segments = path.split("/");
   return segments.flatMap((segment, index) => {
     const hole = /^\{(\w+)\}$/.exec(segment);
-    return hole?.[1] && !Object.hasOwn(WORDS, hole[1]) ? [{ name: hole[1], owner: segments[index - 1] ?? "" }] : [];
+    if (!hole?.[1] || Object.hasOwn(WORDS, hole[1])) return [];
+    // The segment before names what it is; a word placeholder stands for its word (`actions`).
+    const before = segments[index - 1] ?? "";
+    const word = /^\{(\w+)\}$/.exec(before)?.[1];
+    return [
+      { name: hole[1], owner: word !== undefined && Object.hasOwn(WORDS, word) ? (WORDS[word] as string) : before },
+    ];
   });
 }
 
@@ -550,6 +556,8 @@ describe("fault: tenant isolation", () => {
       orgs: [t.workspaceId],
       workflows: [t.workflowId],
       components: [t.componentId, ...componentKeys],
+      // `/connect/{project_id}/{component_kind}/{key}`, its word filled as `actions`.
+      actions: [t.componentId, ...componentKeys],
       registry: [registryKey],
       data_stores: [t.dataStoreId],
       // `/connect/{project_id}/components/...`

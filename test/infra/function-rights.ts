@@ -95,7 +95,7 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   ].map(reads),
   { name: "get-openapi", actions: [] },
   // access.compute "describe": the describer only (a registry component is saved on first read).
-  ...["create-component", "get-component", "get-registry-component"].map((name) =>
+  ...["create-component", "get-component", "connect-get-component", "get-registry-component"].map((name) =>
     writes(name, ["lambda:InvokeFunction"]),
   ),
   // "probe": a probe source's function, created and invoked; the credentials of the accounts its
