@@ -28,6 +28,7 @@ import {
   waitUntilFunctionUpdatedV2,
 } from "@aws-sdk/client-lambda";
 import { invalidCode } from "#adapters/component-compile-error";
+import { PROBE_ID_TIME } from "#config/shared-names";
 import type { ComponentDescription } from "#core/component-model";
 import { notFound } from "#core/errors";
 import { type Clock, systemClock } from "#core/ports/clock";
@@ -170,10 +171,26 @@ async function withDataStoreGrant<T extends Invocation | WorkflowInvocation>(
   return { ...invocation, dataStoreGrant: await handlers.dataStoreGrant() };
 }
 
+/**
+ * Whether `FunctionName` is a probe's (a dynamic props probe source, or an action run on its own):
+ * its id has a time part of 0 (`PROBE_ID_TIME`), and its code is fixed by the component it is
+ * derived from, which never changes under one id.
+ */
+const isProbeFunction = (FunctionName: string) =>
+  FunctionName.includes(`-dc_${PROBE_ID_TIME}`) || FunctionName.includes(`-p_${PROBE_ID_TIME}`);
+
 export class LambdaComponentHost implements ComponentHost {
   readonly #options: LambdaComponentHostOptions;
   readonly #clock: Clock;
   readonly #log: Logger;
+  /**
+   * The code (zip SHA-256) of the probe functions this container brought up to date. A probe's
+   * code never changes under its name, and this container's settings are the stack's, so asking
+   * Lambda again on every configure or run action (a `GetFunction`, tens of ms) tells nothing new;
+   * forgotten when invoking one finds it gone. Source and workflow functions are always asked:
+   * another container may have deployed other code since.
+   */
+  readonly #probesUpToDate = new Map<string, string>();
 
   constructor(options: LambdaComponentHostOptions) {
     this.#options = options;
@@ -235,6 +252,19 @@ export class LambdaComponentHost implements ComponentHost {
    * code when the zip differs, its settings when they drifted. Says which it did.
    */
   async #deployFunction(
+    FunctionName: string,
+    { zip, sha256 }: SourceZip,
+    deploy: { functions: SourceFunctionsSettings },
+    created: { Description: string; Tags: Record<string, string> },
+    readyByMs?: number,
+  ): Promise<"created" | "updated" | "pending"> {
+    if (this.#probesUpToDate.get(FunctionName) === sha256) return "updated";
+    const outcome = await this.#bringUpToDate(FunctionName, { zip, sha256 }, deploy, created, readyByMs);
+    if (outcome !== "pending" && isProbeFunction(FunctionName)) this.#probesUpToDate.set(FunctionName, sha256);
+    return outcome;
+  }
+
+  async #bringUpToDate(
     FunctionName: string,
     { zip, sha256 }: SourceZip,
     deploy: { functions: SourceFunctionsSettings },
@@ -312,7 +342,11 @@ export class LambdaComponentHost implements ComponentHost {
     FunctionName: string,
     invocation: Invocation | WorkflowInvocation,
   ): Promise<R> {
-    const answer = await this.#invokeFunction(FunctionName, invocation);
+    const answer = await this.#invokeFunction(FunctionName, invocation).catch((error: unknown) => {
+      // Gone (deleted by hand, or by a stack's removal): the next `prepare` makes it again.
+      if (hasErrorName(error, "ResourceNotFoundException")) this.#probesUpToDate.delete(FunctionName);
+      throw error;
+    });
     if ("failure" in answer) {
       return kind.failed(invocation.invocationId, { ...answer.failure, ts: this.#clock.nowMs() }, answer.durationMs);
     }

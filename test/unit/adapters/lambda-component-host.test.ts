@@ -17,6 +17,7 @@ import { beforeEach, describe, expect, it, vi } from "vitest";
 import { LambdaComponentHost, sourceFunctionName, workflowFunctionName } from "#adapters/aws/lambda-component-host";
 import { sourceZip } from "#adapters/aws/source-bundle";
 import { workflowZip } from "#adapters/aws/workflow-bundle";
+import { PROBE_ID_TIME } from "#config/shared-names";
 import type { SourceCode, WorkflowCode } from "#core/ports/component-host";
 import type { Invocation, InvocationResult, WorkflowResult } from "#runtime/protocol";
 import { workflowCode, workflowRun } from "../../support/workflow-code.ts";
@@ -508,6 +509,30 @@ describe("LambdaComponentHost's workflows", () => {
     const update = lambdaMock.commandCalls(UpdateFunctionCodeCommand)[0]!.args[0].input;
     expect(update.FunctionName).toBe(WORKFLOW_NAME);
     expect(Object.keys(unzipSync(update.ZipFile!))).toContain(`steps/${changed.steps[1]!.codeHash}.mjs`);
+  });
+
+  it("asks Lambda once per container for a probe's function (its code is fixed), again once invoking finds it gone, and always for a workflow's", async () => {
+    lambdaMock
+      .on(GetFunctionCommand)
+      .rejectsOnce(notFound())
+      .resolves({ Configuration: { ...settled } });
+    lambdaMock.on(CreateFunctionCommand).resolves({});
+    lambdaMock.on(InvokeCommand).rejects(notFound());
+    const own = host();
+    const probe = workflowCode(`p_${PROBE_ID_TIME}abcdefghjkmn`, [first.code]);
+    const gets = () => lambdaMock.commandCalls(GetFunctionCommand).length;
+    await own.prepareWorkflow(probe);
+    const afterFirst = gets();
+    await own.prepareWorkflow(probe);
+    expect(gets()).toBe(afterFirst);
+    await expect(own.invokeWorkflow(probe, workflowRun(probe))).rejects.toThrow(/not found/i);
+    await own.prepareWorkflow(probe).catch(() => {});
+    expect(gets()).toBeGreaterThan(afterFirst);
+    // A real workflow's function is asked every time: another container may have changed it.
+    const before = gets();
+    await own.prepareWorkflow(WORKFLOW).catch(() => {});
+    await own.prepareWorkflow(WORKFLOW).catch(() => {});
+    expect(gets() - before).toBeGreaterThanOrEqual(2);
   });
 
   it("passes a bundling failure through without touching Lambda", async () => {
