@@ -88,7 +88,8 @@ export function accountProblem(
     }
     return undefined;
   }
-  if (configuring || APPS_WITHOUT_ACCOUNTS.has(app)) return undefined;
+  // The code says it can run without one (`optional: true`): it guards its own `$auth` reads.
+  if (configuring || def.optional === true || APPS_WITHOUT_ACCOUNTS.has(app)) return undefined;
   const fields = def.authFields ?? [];
   if (fields.length === 0) return undefined;
   const read = fields

@@ -43,6 +43,16 @@ describe("which app props can be deployed", () => {
     expect(accountProblem(app("github", ["a"]), undefined, undefined, "ws_1", true)).toBeUndefined();
   });
 
+  it("lets an app prop the code marks optional stay unset, though its code reads $auth fields", () => {
+    expect(
+      accountProblem({ ...app("github", ["token"]), optional: true }, undefined, undefined, "ws_1"),
+    ).toBeUndefined();
+    // A named account is checked all the same.
+    expect(
+      accountProblem({ ...app("github", ["token"]), optional: true }, { authProvisionId: "apn_9" }, undefined, "ws_1"),
+    ).toBe("names apn_9, which is no connected account of this workspace");
+  });
+
   it("accepts the workspace's account of the prop's app, also for an app that needs none", () => {
     expect(accountProblem(app("github"), { authProvisionId: "apn_1" }, account("ws_1", "github"), "ws_1")).toBe(
       undefined,
