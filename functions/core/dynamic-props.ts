@@ -17,7 +17,7 @@ import type { ComponentRecord, Json, PropDescription, SourceRecord } from "./com
 import { findComponent } from "./components.ts";
 import { invalid } from "./errors.ts";
 import type { Caller } from "./identity.ts";
-import { formatId } from "./ids.ts";
+import { probeIdOf } from "./ids.ts";
 import {
   errorEntry,
   MAX_DYNAMIC_PROPS,
@@ -275,5 +275,5 @@ async function ask(
  * workspaces never share one.
  */
 function probeId(workspaceId: string, componentId: string): string {
-  return formatId("source", 0, Buffer.from(sha256Hex(`configure\n${workspaceId}\n${componentId}`), "hex"));
+  return probeIdOf("source", "configure", workspaceId, componentId);
 }

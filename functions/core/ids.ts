@@ -9,6 +9,8 @@
  * `[A-Za-z0-9_-]` ({@link ID_BODY_PATTERN}), so ids shaped like the hosted service's (`p_MOCn3Ez`,
  * `dc_abc123`) are looked up and answer 404 where they do not exist, instead of a 400.
  */
+import { sha256Hex } from "./sha256.ts";
+
 export const ID_PREFIXES = {
   user: "u_",
   workspace: "o_",
@@ -71,6 +73,15 @@ export function formatId(kind: ResourceKind, epochMs: number, random: Uint8Array
     tail += ALPHABET[(random[i] ?? 0) % 32];
   }
   return `${ID_PREFIXES[kind]}${time}${tail}`;
+}
+
+/**
+ * The id of a probe (a dynamic props probe source, an action run on its own, their parts): time 0,
+ * which no id Sluice makes for a resource has (`PROBE_ID_TIME`, whose functions the stack's
+ * rights single out), and a body derived from `parts`, so the same parts name the same probe.
+ */
+export function probeIdOf(kind: ResourceKind, ...parts: string[]): string {
+  return formatId(kind, 0, Buffer.from(sha256Hex(parts.join("\n")), "hex"));
 }
 
 /** The time a {@link formatId} id of `kind` was made at (epoch ms); undefined for an id of another shape. */

@@ -20,14 +20,13 @@ import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-st
 import { stepPropDefinitions } from "./dynamic-props.ts";
 import { invalid } from "./errors.ts";
 import type { Caller } from "./identity.ts";
-import { formatId } from "./ids.ts";
+import { probeIdOf } from "./ids.ts";
 import { type Observation, observationsOf } from "./prop-options.ts";
 import { runtimeProps } from "./props.ts";
 import { creditsOf, runRefusal } from "./quotas.ts";
 import { redactPaths } from "./redact-paths.ts";
 import { resolveComponentProps } from "./resolve-props.ts";
 import { trustedDuration } from "./run-limits.ts";
-import { sha256Hex } from "./sha256.ts";
 import { isoTime, usageDay } from "./time.ts";
 
 /** The body of the run action (the original's `RunActionOpts`). */
@@ -105,7 +104,7 @@ export async function runAction(deps: Deps, caller: Caller, input: RunActionInpu
   const accounts = await bindAccounts(deps, workspace.id, defs, props, timeoutMs);
   if (accounts.error) return failure(accounts.error);
   const stores = new Set<string>();
-  const stepId = formatId("step", 0, Buffer.from(sha256Hex(`${workflowId}\nstep`), "hex"));
+  const stepId = probeIdOf("step", workflowId, "step");
   const now = deps.clock.nowMs();
   const invocation: WorkflowInvocation = {
     invocationId: deps.ids.newSecret(12),
@@ -144,7 +143,7 @@ export async function runAction(deps: Deps, caller: Caller, input: RunActionInpu
   const code = {
     workflowId,
     ownerId: workspace.id,
-    deploymentId: formatId("deployment", 0, Buffer.from(component.codeHash, "hex")),
+    deploymentId: probeIdOf("deployment", component.codeHash),
     steps: [{ codeHash: component.codeHash, code: component.code }],
   };
   await deps.host.prepareWorkflow(code);
@@ -185,7 +184,7 @@ function logFailure(deps: Pick<Deps, "log">, workspaceId: string, componentId: s
  * never share one.
  */
 export function probeWorkflowId(workspaceId: string, componentId: string): string {
-  return formatId("workflow", 0, Buffer.from(sha256Hex(`run action\n${workspaceId}\n${componentId}`), "hex"));
+  return probeIdOf("workflow", "run action", workspaceId, componentId);
 }
 
 /** The answer of a run that did not start. */

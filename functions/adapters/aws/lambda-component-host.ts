@@ -171,6 +171,13 @@ async function withDataStoreGrant<T extends Invocation | WorkflowInvocation>(
   return { ...invocation, dataStoreGrant: await handlers.dataStoreGrant() };
 }
 
+/** What a function is deployed with besides its name and code: the settings, its tags, a deadline. */
+type FunctionDeployRest = [
+  deploy: { functions: SourceFunctionsSettings },
+  created: { Description: string; Tags: Record<string, string> },
+  readyByMs?: number,
+];
+
 /**
  * Whether `FunctionName` is a probe's (a dynamic props probe source, or an action run on its own):
  * its id has a time part of 0 (`PROBE_ID_TIME`), and its code is fixed by the component it is
@@ -253,23 +260,19 @@ export class LambdaComponentHost implements ComponentHost {
    */
   async #deployFunction(
     FunctionName: string,
-    { zip, sha256 }: SourceZip,
-    deploy: { functions: SourceFunctionsSettings },
-    created: { Description: string; Tags: Record<string, string> },
-    readyByMs?: number,
+    code: SourceZip,
+    ...rest: FunctionDeployRest
   ): Promise<"created" | "updated" | "pending"> {
-    if (this.#probesUpToDate.get(FunctionName) === sha256) return "updated";
-    const outcome = await this.#bringUpToDate(FunctionName, { zip, sha256 }, deploy, created, readyByMs);
-    if (outcome !== "pending" && isProbeFunction(FunctionName)) this.#probesUpToDate.set(FunctionName, sha256);
+    if (this.#probesUpToDate.get(FunctionName) === code.sha256) return "updated";
+    const outcome = await this.#bringUpToDate(FunctionName, code, ...rest);
+    if (outcome !== "pending" && isProbeFunction(FunctionName)) this.#probesUpToDate.set(FunctionName, code.sha256);
     return outcome;
   }
 
   async #bringUpToDate(
     FunctionName: string,
     { zip, sha256 }: SourceZip,
-    deploy: { functions: SourceFunctionsSettings },
-    created: { Description: string; Tags: Record<string, string> },
-    readyByMs?: number,
+    ...[deploy, created, readyByMs]: FunctionDeployRest
   ): Promise<"created" | "updated" | "pending"> {
     const settings = this.#settings(deploy.functions);
     let current = await this.#getFunction(FunctionName);
