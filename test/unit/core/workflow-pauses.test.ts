@@ -16,7 +16,7 @@ import {
   receiveFlowRequest,
 } from "#core/workflow-pauses";
 import { runWorkflow } from "#core/workflow-runs";
-import type { WorkflowInvocation, WorkflowPause, WorkflowResult } from "#runtime/protocol";
+import type { Json, WorkflowInvocation, WorkflowPause, WorkflowResult } from "#runtime/protocol";
 import { accountIn, memoryDeps } from "../../support/memory-deps.ts";
 import { workflowRecord } from "../../support/workflow-record.ts";
 
@@ -271,27 +271,28 @@ describe("dispatching due pauses (local mode's driver)", () => {
   });
 });
 
+/** `keepPause` of `pause` for run `runId` of `workflow`, started by a timer with `event`, at time 0. */
+function keepTestPause(
+  deps: Parameters<typeof keepPause>[0] & Parameters<typeof newFlowBase>[0],
+  workflow: WorkflowRecord,
+  runId: string,
+  pause: WorkflowPause,
+  event: Json = null,
+) {
+  const job = { kind: "workflow", workflowId: workflow.id, runId, trigger: "timer", triggerId: "ti_1", event } as const;
+  const run = { id: runId, trigger: { type: "timer", id: "ti_1" } } as WorkflowRun;
+  return keepPause(deps, workflow, job, run, newFlowBase(deps, runId), pause, undefined, "k_1", 0);
+}
+
 describe("keepPause", () => {
   it("refuses a state over 256 KiB with the trigger event counted, and keeps nothing", async () => {
     const deps = memoryDeps();
-    const urls = newFlowBase(deps, "run_big");
-    const refused = await keepPause(
+    const refused = await keepTestPause(
       deps,
       { id: "p_a", deploymentId: "d_1", steps: [] } as unknown as WorkflowRecord,
-      {
-        kind: "workflow",
-        workflowId: "p_a",
-        runId: "run_big",
-        trigger: "http",
-        triggerId: "hi_1",
-        event: "e".repeat(200 * 1024),
-      },
-      { id: "run_big", trigger: { type: "http", id: "hi_1" } } as WorkflowRun,
-      urls,
+      "run_big",
       { kind: "delay", stepId: "c_1", afterMs: 1, steps: { a: "s".repeat(100 * 1024) } },
-      undefined,
-      "k_1",
-      0,
+      "e".repeat(200 * 1024),
     );
     expect(refused).toMatchObject({ name: "PauseError" });
     expect(refused?.message).toContain("over the 262144 a paused run may keep");
@@ -303,17 +304,12 @@ describe("keepPause", () => {
     const owner = await accountIn(deps, "ada");
     const workflow = workflowRecord(owner, "p_full");
     await deps.usage.addStored(owner.workspace.id, "dc_other", 0, { events: 1, bytes: 500 });
-    const refused = await keepPause(
-      { ...deps, quotas: { ...deps.quotas, storedBytes: 400 } },
-      workflow,
-      { kind: "workflow", workflowId: "p_full", runId: "run_q", trigger: "timer", triggerId: "ti_1", event: null },
-      { id: "run_q", trigger: { type: "timer", id: "ti_1" } } as WorkflowRun,
-      newFlowBase(deps, "run_q"),
-      { kind: "delay", stepId: "c_1", afterMs: 1, steps: {} },
-      undefined,
-      "k_1",
-      0,
-    );
+    const refused = await keepTestPause({ ...deps, quotas: { ...deps.quotas, storedBytes: 400 } }, workflow, "run_q", {
+      kind: "delay",
+      stepId: "c_1",
+      afterMs: 1,
+      steps: {},
+    });
     expect(refused).toMatchObject({ name: "PauseError" });
     expect(refused?.message).toContain("over its stored_bytes quota (400)");
     expect(refused?.message).toContain("resume or cancel paused runs");
@@ -325,16 +321,11 @@ describe("keepPause", () => {
     const full = Object.assign(Object.create(deps.pausedRuns), {
       countPending: async () => MAX_PAUSED_RUNS_PER_WORKFLOW,
     });
-    const refused = await keepPause(
+    const refused = await keepTestPause(
       { ...deps, pausedRuns: full },
       { id: "p_a", deploymentId: "d_1", steps: [] } as unknown as WorkflowRecord,
-      { kind: "workflow", workflowId: "p_a", runId: "run_c", trigger: "timer", triggerId: "ti_1", event: null },
-      { id: "run_c", trigger: { type: "timer", id: "ti_1" } } as WorkflowRun,
-      newFlowBase(deps, "run_c"),
+      "run_c",
       { kind: "suspend", stepId: "c_1", afterMs: 1, steps: {} },
-      undefined,
-      "k_1",
-      0,
     );
     expect(refused?.message).toContain("10000 runs of this workflow are paused already");
   });
