@@ -7,14 +7,12 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import { packComponentFiles } from "#core/component-files";
 import type { SourceCode } from "#core/ports/component-host";
-import { sha256Hex } from "#core/sha256";
 import type { HttpResponseSpec, Invocation, InvocationResult, Json } from "#runtime/protocol";
-import { isAlive, realPathForChild, withPoolHost } from "../support/pool-host.ts";
+import { isAlive, realPathForChild, runInvocation, sourceCode, withPoolHost } from "../support/pool-host.ts";
 
 // Real child processes under Node's permission model: nothing here is mocked.
 let workDir: string;
 let host: ProcessPoolHost;
-let counter = 0;
 
 beforeAll(() => {
   workDir = mkdtempSync(join(tmpdir(), "sluice-pool-"));
@@ -26,24 +24,8 @@ afterAll(async () => {
   rmSync(workDir, { recursive: true, force: true });
 });
 
-/** Source `sourceId` running `code`; two calls with one id and different code are two versions of one source. */
-function source(sourceId: string, code: string, ownerId = "o_owner"): SourceCode {
-  return { sourceId, ownerId, code, codeHash: sha256Hex(code) };
-}
-
-function invocation(sourceId = "dc_source", overrides: Partial<Invocation> = {}): Invocation {
-  counter += 1;
-  return {
-    invocationId: `inv_${counter}`,
-    kind: "run",
-    sourceId,
-    props: {},
-    propTypes: {},
-    db: {},
-    timeoutMs: 10_000,
-    ...overrides,
-  };
-}
+const source = sourceCode;
+const invocation = runInvocation;
 
 async function run(code: SourceCode, overrides: Partial<Invocation> = {}): Promise<InvocationResult> {
   return host.invoke(code, invocation(code.sourceId, overrides));

@@ -9,13 +9,11 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ProcessPoolHost } from "#adapters/local/process-pool-host";
 import type { SourceCode } from "#core/ports/component-host";
-import { sha256Hex } from "#core/sha256";
-import type { Invocation, InvocationResult, Json } from "#runtime/protocol";
-import { isAlive, realPathForChild, withPoolHost } from "../support/pool-host.ts";
+import type { InvocationResult, Json } from "#runtime/protocol";
+import { isAlive, realPathForChild, runInvocation, sourceCode, withPoolHost } from "../support/pool-host.ts";
 
 let workDir: string;
 let host: ProcessPoolHost;
-let counter = 0;
 
 beforeAll(() => {
   workDir = mkdtempSync(join(tmpdir(), "sluice-tmp-"));
@@ -27,26 +25,8 @@ afterAll(async () => {
   rmSync(workDir, { recursive: true, force: true });
 });
 
-const source = (sourceId: string, code: string): SourceCode => ({
-  sourceId,
-  ownerId: "o_owner",
-  code,
-  codeHash: sha256Hex(code),
-});
-
-function invocation(sourceId: string, event?: Json): Invocation {
-  counter += 1;
-  return {
-    invocationId: `inv_tmp_${counter}`,
-    kind: "run",
-    sourceId,
-    props: {},
-    propTypes: {},
-    db: {},
-    timeoutMs: 10_000,
-    ...(event === undefined ? {} : { event }),
-  };
-}
+const source = (sourceId: string, code: string) => sourceCode(sourceId, code);
+const invocation = (sourceId: string, event?: Json) => runInvocation(sourceId, event === undefined ? {} : { event });
 
 const run = (on: ProcessPoolHost, code: SourceCode, event?: Json): Promise<InvocationResult> =>
   on.invoke(code, invocation(code.sourceId, event));

@@ -3,6 +3,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, relative } from "node:path";
 import { ProcessPoolHost, type ProcessPoolHostOptions } from "#adapters/local/process-pool-host";
+import type { SourceCode } from "#core/ports/component-host";
+import { sha256Hex } from "#core/sha256";
+import type { Invocation } from "#runtime/protocol";
 
 /** Whether process `pid` still runs. */
 export const isAlive = (pid: number) => {
@@ -38,4 +41,26 @@ export async function withPoolHost<T>(
     await host.close();
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Source `sourceId` running `code`; two calls with one id and different code are two versions of one source. */
+export function sourceCode(sourceId: string, code: string, ownerId = "o_owner"): SourceCode {
+  return { sourceId, ownerId, code, codeHash: sha256Hex(code) };
+}
+
+let invocations = 0;
+
+/** A run of source `sourceId` with no props, under an invocation id no other call gives. */
+export function runInvocation(sourceId = "dc_source", overrides: Partial<Invocation> = {}): Invocation {
+  invocations += 1;
+  return {
+    invocationId: `inv_${invocations}`,
+    kind: "run",
+    sourceId,
+    props: {},
+    propTypes: {},
+    db: {},
+    timeoutMs: 10_000,
+    ...overrides,
+  };
 }
