@@ -12,10 +12,11 @@ import {
   dataStoreKeyProblem,
   dataStoreTtlProblem,
   type Json,
+  type ServiceCall,
 } from "./protocol.ts";
 
 /** Sends one call to trusted code; resolves with its reply (never rejects). */
-export type DataStoreCaller = (call: DataStoreCall) => Promise<DataStoreReply>;
+export type DataStoreCaller = (call: ServiceCall) => Promise<DataStoreReply>;
 
 /** A call before the client adds its store. */
 type WithoutStore<C> = C extends unknown ? Omit<C, "store"> : never;

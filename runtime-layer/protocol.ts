@@ -338,6 +338,57 @@ export type DataStoreCall =
   | { store: string; op: "clear" };
 
 /**
+ * One call of `$.files` (a project's File Store, docs/file-stores.md), sent as a data store call
+ * is, and served with the project of the run (never named by the call). `sign` answers the file's
+ * `{get_url, put_url, expires_at_ms}`: its content travels by HTTP to and from those URLs, not
+ * through trusted code. `dir` answers a page of `{entries, next?}`; `delete` nothing.
+ */
+export type FileStoreCall =
+  | { op: "files.sign"; path: string }
+  | { op: "files.delete"; path: string }
+  | { op: "files.dir"; path: string; after?: string };
+
+/** What a runtime sends to trusted code while a run goes on: a data store's call or a File Store's. */
+export type ServiceCall = DataStoreCall | FileStoreCall;
+
+/** Longest File Store path, in UTF-8 bytes (S3's key limit, less the project prefix). */
+export const FILE_STORE_PATH_MAX_BYTES = 900;
+/** Longest name of one folder or file in a File Store path, in UTF-8 bytes (a file system's limit). */
+export const FILE_STORE_NAME_MAX_BYTES = 255;
+/** How long a File Store file's URLs are good for: 30 minutes, as the original's `toUrl()`. */
+export const FILE_STORE_URL_MS = 30 * 60 * 1000;
+
+/**
+ * A File Store path as stored: `a/b/c.png`, relative to the project's root. Leading slashes are
+ * dropped (`/logo.png` is `logo.png`); a folder's path may end in one slash (dropped). Returns the
+ * path, or why it is not one. `folder` allows the root (an empty path).
+ */
+export function fileStorePath(raw: unknown, folder = false): { path: string } | { problem: string } {
+  if (typeof raw !== "string")
+    return { problem: `a File Store path must be a string, not ${raw === null ? "null" : typeof raw}` };
+  let path = raw.replace(/^\/+/, "");
+  if (folder) path = path.replace(/\/$/, "");
+  const shown = JSON.stringify(raw.length > 80 ? `${raw.slice(0, 80)}...` : raw);
+  if (path === "") return folder ? { path } : { problem: `the File Store path ${shown} names no file` };
+  if (Buffer.byteLength(path) > FILE_STORE_PATH_MAX_BYTES) {
+    return { problem: `a File Store path may be at most ${FILE_STORE_PATH_MAX_BYTES} bytes` };
+  }
+  // Control characters and lone surrogates have no safe file name; a backslash is a folder on some systems.
+  if (/[\p{Cc}\\]|\p{Cs}/u.test(path)) {
+    return { problem: `the File Store path ${shown} holds a control character, a backslash or a lone surrogate` };
+  }
+  for (const name of path.split("/")) {
+    if (name === "" || name === "." || name === "..") {
+      return { problem: `the File Store path ${shown} has an empty, "." or ".." part` };
+    }
+    if (Buffer.byteLength(name) > FILE_STORE_NAME_MAX_BYTES) {
+      return { problem: `each part of a File Store path may be at most ${FILE_STORE_NAME_MAX_BYTES} bytes` };
+    }
+  }
+  return { path };
+}
+
+/**
  * How a runtime that cannot message its host while it runs (a source's or workflow's Lambda
  * function) reaches the data stores bound to its run: each call is POSTed as `{grant, call}` to
  * `url`, which answers a {@link DataStoreReply}. `grant` is sealed by trusted code (the run's id,

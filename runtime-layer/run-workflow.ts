@@ -12,6 +12,7 @@
 
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { toJson } from "./describe-component.ts";
+import { createFilesApi } from "./file-store-client.ts";
 import { installComponentGlobals } from "./globals.ts";
 import { answerRespond, isStreamBody } from "./http-response.ts";
 import { type InvocationScope, runInScope } from "./invocation-scope.ts";
@@ -273,9 +274,17 @@ class RunState {
 
   constructor(
     readonly invocation: WorkflowInvocation,
-    /** Where the steps' `data_store` props' calls go (trusted code). */
+    /** Where the steps' `data_store` props' calls and `$.files` calls go (trusted code). */
     readonly dataStore?: DataStoreCaller,
   ) {}
+
+  #files: Record<string, unknown> | undefined;
+
+  /** `$.files`, made when a step first reads it. */
+  get files(): Record<string, unknown> {
+    this.#files ??= createFilesApi(this.dataStore);
+    return this.#files;
+  }
 
   log(step: string, level: LogLevel, message: string): void {
     if (this.logBytes >= LOG_MAX_BYTES) return;
@@ -357,6 +366,10 @@ class StepState implements InvocationScope, ThisBindings, StepEffects {
 
   get dataStore(): DataStoreCaller | undefined {
     return this.run.dataStore;
+  }
+
+  get files(): Record<string, unknown> {
+    return this.run.files;
   }
 
   get props(): Record<string, Json> {

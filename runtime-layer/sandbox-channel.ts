@@ -14,11 +14,11 @@
 import { pathToFileURL } from "node:url";
 import type { ComponentDescription } from "./describe-component.ts";
 import type {
-  DataStoreCall,
   DataStoreReply,
   Invocation,
   InvocationResult,
   RespondMessage,
+  ServiceCall,
   WorkflowInvocation,
   WorkflowResult,
 } from "./protocol.ts";
@@ -132,7 +132,7 @@ export interface DataStoreCallMessage {
   type: "data_store";
   invocationId: string;
   callId: number;
-  call: DataStoreCall;
+  call: ServiceCall;
 }
 
 /** Everything the child sends; `respond` comes before the `result` of the same invocation. */

@@ -24,6 +24,8 @@ export interface StepEffects {
   send(record: SendRecord): void;
   /** Pauses the run at the end of this step (`$.flow.*`); returns the run's resume and cancel URLs. */
   pause(request: PauseRequest): FlowUrls;
+  /** `$.files`: the project's File Store (`file-store-client.ts`), one for the whole run. */
+  readonly files: Bag;
 }
 
 /** What a `$.flow.suspend`, `$.flow.delay` or `$.flow.rerun` call asked for, checked. */
@@ -79,12 +81,7 @@ export function createStepHelpers(effects: StepEffects): Bag {
         }),
       refreshTimeout: notImplemented("$.flow.refreshTimeout"),
     },
-    // The original's file store (`$.files.open(path)` and the rest) is not there: say so at the call.
-    files: {
-      open: notImplemented("$.files.open"),
-      openDescriptor: notImplemented("$.files.openDescriptor"),
-      dir: notImplemented("$.files.dir"),
-    },
+    files: effects.files,
     send: {
       http: (config: unknown) => effects.send(httpSend(config)),
       emit: (config: unknown) => effects.send(emitSend(config)),

@@ -32,6 +32,8 @@ export const ENV = {
   sandboxHeapMb: "SLUICE_SANDBOX_HEAP_MB",
   /** Local mode: what each sandbox process's `/tmp` may hold, in MiB (0: components write no files). */
   sandboxTmpMb: "SLUICE_SANDBOX_TMP_MB",
+  /** Local mode: what each project's File Store (`$.files`) may hold, in MiB (0: no files). */
+  fileStoreMb: "SLUICE_FILE_STORE_MB",
   /** Local mode: idle sandbox processes are stopped after this many milliseconds. */
   sandboxIdleMs: "SLUICE_SANDBOX_IDLE_MS",
   /** Local mode: sandbox processes per source at most (default 1). */

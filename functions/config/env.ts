@@ -143,6 +143,8 @@ export interface LocalRuntimeConfig {
   sandboxHeapMb: number;
   /** What each sandbox process's `/tmp` may hold, in MiB; 0: no writes. */
   sandboxTmpMb: number;
+  /** What each project's File Store may hold, in MiB; 0: no files. */
+  fileStoreMb: number;
   sandboxIdleMs: number;
   /** Per source; undefined: the host's default (1). */
   sandboxProcesses: number | undefined;
@@ -208,6 +210,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       [ENV.invocationTimeoutMs]: invocationTimeoutRule,
       [ENV.sandboxHeapMb]: z.coerce.number().int().min(16).max(16_384).default(128),
       [ENV.sandboxTmpMb]: z.coerce.number().int().min(0).max(1_048_576).default(512),
+      [ENV.fileStoreMb]: z.coerce.number().int().min(0).max(1_048_576).default(1024),
       [ENV.sandboxIdleMs]: z.coerce.number().int().min(100).default(60_000),
       [ENV.sandboxProcesses]: z.coerce.number().int().min(1).max(64).optional(),
       [ENV.sandboxMaxProcesses]: z.coerce.number().int().min(1).max(4096).optional(),
@@ -250,6 +253,7 @@ export function loadLocalConfig(env: Env = process.env): LocalConfig {
       invocationTimeoutMs: parsed[ENV.invocationTimeoutMs] as number,
       sandboxHeapMb: parsed[ENV.sandboxHeapMb] as number,
       sandboxTmpMb: parsed[ENV.sandboxTmpMb] as number,
+      fileStoreMb: parsed[ENV.fileStoreMb] as number,
       sandboxIdleMs: parsed[ENV.sandboxIdleMs] as number,
       sandboxProcesses: parsed[ENV.sandboxProcesses] as number | undefined,
       sandboxMaxProcesses: parsed[ENV.sandboxMaxProcesses] as number | undefined,

@@ -24,6 +24,7 @@ import {
 } from "#runtime/protocol";
 import { requireDataStore, requireWorkspace } from "./access.ts";
 import { conflict, isDomainError } from "./errors.ts";
+import { isFileStoreCall, parseFileStoreCall, serveFileStoreCall } from "./file-stores.ts";
 import { isJsonValue } from "./json-value.ts";
 import { encodeCursor, PAGE_MAX_BYTES, type PageInfo } from "./pagination.ts";
 import { DATA_STORE_NAME_MAX_CHARS } from "./prop-types.ts";
@@ -50,7 +51,7 @@ export const DATA_STORE_LIST_PAGE = { limit: 1000, maxBytes: 4 * 1024 * 1024 } a
 
 const DATA_STORE_TYPE = "data_store";
 
-type StoreDeps = Pick<Deps, "dataStores" | "clock" | "ids" | "log">;
+type StoreDeps = Pick<Deps, "dataStores" | "files" | "clock" | "ids" | "log">;
 
 /** What a `data_store` prop is bound to in `Invocation.props`, or why it is bound to nothing. */
 type BoundStore = { id: string; name: string } | { error: string };
@@ -132,6 +133,8 @@ const refusal = (message: string): DataStoreReply => ({ ok: false, error: { name
 export function dataStoreService(
   deps: StoreDeps,
   stores: ReadonlySet<string>,
+  /** The project whose File Store the run's `$.files` reaches; absent: it has none. */
+  projectId?: string,
 ): (raw: unknown) => Promise<DataStoreReply> {
   let calls = 0;
   let running = 0;
@@ -146,6 +149,27 @@ export function dataStoreService(
       waiting.shift()?.();
     }
   };
+  const fileStoreCall = async (raw: unknown): Promise<DataStoreReply> => {
+    const fileRefusal = (message: string): DataStoreReply => ({
+      ok: false,
+      error: { name: "FileStoreError", message },
+    });
+    if (projectId === undefined)
+      return fileRefusal("$.files: this run has no File Store (only workflow steps have one)");
+    const call = parseFileStoreCall(raw);
+    if (typeof call === "string") return fileRefusal(call);
+    return turn(async () => {
+      try {
+        return { ok: true, ...(await serveFileStoreCall(deps, projectId, call)) };
+      } catch (error) {
+        if (isDomainError(error) && (error.code === "conflict" || error.code === "validation")) {
+          return fileRefusal(error.message);
+        }
+        deps.log.error("file store call failed", { project_id: projectId, op: call.op, error: String(error) });
+        return fileRefusal("the File Store could not be reached; try again");
+      }
+    });
+  };
   return async (raw) => {
     calls += 1;
     if (calls > DATA_STORE_CALLS_PER_RUN)
@@ -153,6 +177,7 @@ export function dataStoreService(
     if (waiting.length >= DATA_STORE_CALLS_WAITING) {
       return refusal(`one run may have at most ${DATA_STORE_CALLS_WAITING} data store calls waiting at once`);
     }
+    if (isFileStoreCall(raw)) return fileStoreCall(raw);
     const call = parseDataStoreCall(raw);
     if (typeof call === "string") return refusal(call);
     if (!stores.has(call.store)) return refusal(`data store ${call.store.slice(0, 80)} is not bound to this run`);
@@ -279,6 +304,8 @@ interface GrantBody {
   v: 1;
   invocationId: string;
   stores: string[];
+  /** The project whose File Store the run may reach. */
+  project?: string;
   expiresAtMs: number;
 }
 
@@ -292,11 +319,13 @@ export async function grantDataStores(
   invocationId: string,
   stores: ReadonlySet<string>,
   timeoutMs: number,
+  projectId?: string,
 ): Promise<{ url: string; grant: string }> {
   const body: GrantBody = {
     v: 1,
     invocationId,
     stores: [...stores],
+    ...(projectId === undefined ? {} : { project: projectId }),
     expiresAtMs: deps.clock.nowMs() + timeoutMs + GRANT_GRACE_MS,
   };
   const url = `${deps.runtime.publicUrl.replace(/\/+$/, "")}${DATA_STORE_CALLS_PATH}`;
@@ -326,7 +355,7 @@ export async function serveGrantedCall(
     if (deps.clock.nowMs() > expiresAtMs) return refusal("the data store grant has expired: its run has ended");
     const body = await openGrant(deps, clear[2] as string);
     if (!body || body.expiresAtMs !== expiresAtMs) return refusal("the data store grant is not valid");
-    run = { body, serve: dataStoreService(deps, new Set(body.stores)) };
+    run = { body, serve: dataStoreService(deps, new Set(body.stores), body.project) };
     if (grantedRuns.size >= GRANTED_RUNS_KEPT) grantedRuns.delete(grantedRuns.keys().next().value as string);
     grantedRuns.set(grant, run);
   }
@@ -342,6 +371,7 @@ async function openGrant(deps: Pick<Deps, "secrets">, grant: string): Promise<Gr
       typeof body.invocationId === "string" &&
       Array.isArray(body.stores) &&
       body.stores.every((store) => typeof store === "string") &&
+      (body.project === undefined || typeof body.project === "string") &&
       typeof body.expiresAtMs === "number";
     return valid ? (body as GrantBody) : undefined;
   } catch {

@@ -5,6 +5,8 @@
  */
 export type ErrorCode =
   | "unauthorized"
+  /** A capability URL (a File Store file's) that is forged, expired, or for another method. */
+  | "forbidden"
   | "not_found"
   | "validation"
   | "conflict"

@@ -19,6 +19,7 @@ import { findComponent } from "./components.ts";
 import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { stepPropDefinitions } from "./dynamic-props.ts";
 import { invalid } from "./errors.ts";
+import { mayUseFiles } from "./file-stores.ts";
 import type { Caller } from "./identity.ts";
 import { probeIdOf } from "./ids.ts";
 import { type Observation, observationsOf } from "./prop-options.ts";
@@ -62,7 +63,13 @@ const VALUES_SLACK_BYTES = 1024 * 1024;
 /** The namespace the action's step has (code sees it nowhere but in its own `steps`). */
 const NAMESPACE = "action";
 
-export async function runAction(deps: Deps, caller: Caller, input: RunActionInput): Promise<RunActionAnswer> {
+export async function runAction(
+  deps: Deps,
+  caller: Caller,
+  input: RunActionInput,
+  /** The project whose File Store its `$.files` reaches (the Connect route's). */
+  projectId?: string,
+): Promise<RunActionAnswer> {
   if (input.stash_id !== undefined && input.stash_id !== null && input.stash_id !== "" && input.stash_id !== false) {
     throw invalid(
       "stash_id",
@@ -147,13 +154,13 @@ export async function runAction(deps: Deps, caller: Caller, input: RunActionInpu
     steps: [{ codeHash: component.codeHash, code: component.code }],
   };
   await deps.host.prepareWorkflow(code);
-  const handlers =
-    stores.size > 0
-      ? {
-          dataStore: dataStoreService(deps, stores),
-          dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs),
-        }
-      : undefined;
+  const granted = stores.size > 0 || (projectId !== undefined && mayUseFiles([component]));
+  const handlers = {
+    dataStore: dataStoreService(deps, stores, projectId),
+    ...(granted
+      ? { dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs, projectId) }
+      : {}),
+  };
   const started = deps.clock.nowMs();
   const result = await deps.host.invokeWorkflow(code, invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - started;

@@ -54,6 +54,7 @@ export type RunDeps = Pick<
   Deps,
   | "sources"
   | "components"
+  | "files"
   | "events"
   | "bus"
   | "secrets"

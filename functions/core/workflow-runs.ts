@@ -29,6 +29,7 @@ import { clipText } from "./clip-text.ts";
 import { type ComponentRecord, ERRORS_CHANNEL, type Json, type NewEvent } from "./component-model.ts";
 import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
 import { isDomainError } from "./errors.ts";
+import { mayUseFiles } from "./file-stores.ts";
 import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { formatId } from "./ids.ts";
@@ -501,13 +502,18 @@ async function beginAndRun(
     return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0, [], continued, stepsKey);
   }
   const startedMs = deps.clock.nowMs();
-  const handlers =
-    stores.size > 0
+  // Every run reaches its project's File Store (`$.files`); on AWS through a grant, sealed only
+  // for runs that bind a data store or whose code names `files` (file-stores.ts `mayUseFiles`).
+  const granted = stores.size > 0 || mayUseFiles(enabled.map(({ component }) => component));
+  const handlers = {
+    dataStore: dataStoreService(deps, stores, workflow.projectId),
+    ...(granted
       ? {
-          dataStore: dataStoreService(deps, stores),
-          dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, invocation.timeoutMs),
+          dataStoreGrant: () =>
+            grantDataStores(deps, invocation.invocationId, stores, invocation.timeoutMs, workflow.projectId),
         }
-      : undefined;
+      : {}),
+  };
   const raw = await deps.host.invokeWorkflow(deploymentCode(deps, workflow, loaded), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
   let result = raw;

@@ -25,7 +25,7 @@ export const route = defineRoute({
   body: runActionBody,
   response: runActionResponse,
   run: async (deps, { caller, params, body }) =>
-    runAction(deps, caller, await inConnectProject(deps, caller, params.project_id, body)),
+    runAction(deps, caller, await inConnectProject(deps, caller, params.project_id, body), params.project_id),
 });
 
 export const handler = /* @__PURE__ */ lambdaHandler(route, { host, secrets, tables });

@@ -4,6 +4,7 @@ import type { ErrorCode } from "#core/errors";
 export const STATUS_OF: Record<ErrorCode, number> = {
   validation: 400,
   unauthorized: 401,
+  forbidden: 403,
   not_found: 404,
   method_not_allowed: 405,
   conflict: 409,

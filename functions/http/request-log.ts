@@ -22,6 +22,8 @@ export interface RequestLine {
 export const ENDPOINT_LOG_PATH = "/http/{key}";
 /** The path a request to a paused run's URL is logged under: its secret is not logged. */
 export const FLOW_LOG_PATH = "/flow/{run_id}/{secret}/{action}";
+/** How a File Store file's URL is logged: its token is the authority to read or write the file. */
+export const FILE_LOG_PATH = "/files/{token}/{name}";
 
 /** One line per request, at info, the same on both platforms. */
 export function logRequest(log: Logger, line: RequestLine): void {

@@ -1,5 +1,6 @@
 import { join } from "node:path";
 import { loadAppCatalog } from "#adapters/app-catalog-files";
+import { DiskFileStore } from "#adapters/local/disk-file-store";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalObjectSink } from "#adapters/local/local-object-sink";
 import { LocalSecrets } from "#adapters/local/local-secrets";
@@ -117,6 +118,15 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   const delayedEmits = guarded(new SqliteDelayedEmits(db), "delayedEmits");
   // The same for paused workflow runs (`due`, `touch`).
   const pausedRuns = guarded(new SqlitePausedRuns(db), "pausedRuns");
+  const secrets = await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey);
+  // Its URLs are served by the local server (file-store-server.ts), at the URL runs see.
+  const files = new DiskFileStore({
+    dataDir: config.dataDir,
+    secrets,
+    publicUrl: () => deps.runtime.publicUrl,
+    now: () => clock.nowMs(),
+    maxProjectBytes: config.runtime.fileStoreMb * 1024 * 1024,
+  });
   deps = {
     identity: guarded(new SqliteIdentityStore(db), "identity"),
     usage: guarded(usage, "usage"),
@@ -138,7 +148,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     deliveries: guarded(deliveries, "deliveries"),
     delayedEmits,
     objects: new LocalObjectSink(config.dataDir, config.s3Buckets),
-    secrets: await LocalSecrets.fromDataDir(config.dataDir, config.runtime.secretKey),
+    files,
+    secrets,
     // Bundles are written to the data dir too.
     host: guarded(host, "host"),
     timers,

@@ -3,6 +3,7 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse, S
 import type { Socket } from "node:net";
 import type { Readable } from "node:stream";
 import type { Context } from "aws-lambda";
+import { DiskFileStore, FILE_URL_PATH } from "#adapters/local/disk-file-store";
 import { DomainError } from "#core/errors";
 import {
   type IncomingHttpRequest,
@@ -14,7 +15,7 @@ import { receiveHttpRequest } from "#core/source-endpoint";
 import { FLOW_PATH, receiveFlowRequest } from "#core/workflow-pauses";
 import { MAX_JSON_BODY_BYTES } from "#http/limits";
 import { createHttpHandler } from "#http/pipeline";
-import { ENDPOINT_LOG_PATH, FLOW_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
+import { ENDPOINT_LOG_PATH, FILE_LOG_PATH, FLOW_LOG_PATH, logRequest, type RequestLine } from "#http/request-log";
 import { errorResult, type HttpResult, jsonResult } from "#http/responses";
 import type { AnyRoute } from "#http/route";
 import { unroutedResult } from "#http/route-not-found";
@@ -23,6 +24,7 @@ import { answerHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
 import { serverMaxConnections } from "./connection-cap.ts";
+import { handleFileRequest } from "./file-store-server.ts";
 import {
   SourceStreamServer,
   type SourceStreamServerOptions,
@@ -309,6 +311,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
   const match = createRouter(routes);
   const handlers = new Map(routes.map((route) => [route, createHttpHandler(route, async () => deps)]));
   const streams = new SourceStreamServer({ deps, bus: options.bus, ...options.stream });
+  const files = deps.files instanceof DiskFileStore ? deps.files : undefined;
 
   async function handle(request: IncomingMessage, response: ServerResponse, line: RequestLine): Promise<void> {
     const { requestId, method } = line;
@@ -328,6 +331,12 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
     line.path = FLOW_LOG_MASK.test(url.pathname.includes("%") ? decodeSegment(url.pathname) : url.pathname)
       ? FLOW_LOG_PATH
       : url.pathname;
+    const file = files ? FILE_URL_PATH.exec(url.pathname) : null;
+    if (file?.[1] && files) {
+      // The token is the authority: never logged.
+      line.path = FILE_LOG_PATH;
+      return handleFileRequest(files, request, response, file[1], requestId, deps.log);
+    }
     const flow = FLOW_PATH.exec(url.pathname);
     if (flow?.[1] && flow[2] && flow[3]) {
       return handleFlow(deps, request, response, url, flow[1], flow[2], flow[3] as "resume" | "cancel");

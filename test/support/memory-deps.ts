@@ -49,6 +49,7 @@ type Overrides = Partial<
     | "deliveries"
     | "runLock"
     | "objects"
+    | "files"
     | "apps"
     | "providers"
   >
@@ -86,6 +87,7 @@ export function memoryDeps(
     providers: overrides.providers ?? new NodeHttpProviderClient({ allowPrivateAddresses: true }),
     deliveries: overrides.deliveries ?? missing("deliveries"),
     objects: overrides.objects ?? missing("objects"),
+    files: overrides.files ?? missing("files"),
     secrets: new LocalSecrets(randomBytes(32)),
     host: overrides.host ?? missing("host"),
     timers: overrides.timers ?? missing("timers"),

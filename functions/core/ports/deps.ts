@@ -14,6 +14,7 @@ import type { DeployFinisher } from "./deploy-finisher.ts";
 import type { EventBus } from "./event-bus.ts";
 import type { EventPurger } from "./event-purger.ts";
 import type { EventStore } from "./event-store.ts";
+import type { FileStore } from "./file-store.ts";
 import type { IdGenerator } from "./id-generator.ts";
 import type { IdentityStore } from "./identity-store.ts";
 import type { Logger } from "./logger.ts";
@@ -107,6 +108,8 @@ export interface Deps {
   providers: ProviderHttp;
   /** Where `$.send.s3` writes, and which buckets it may. */
   objects: ObjectSink;
+  /** Projects' File Stores (`$.files`). */
+  files: FileStore;
   secrets: Secrets;
   host: ComponentHost;
   timers: Timers;

@@ -8,7 +8,9 @@ import { runWorkflowSteps } from "#runtime/run-workflow";
 function memoryStore(pageSize = 2) {
   const records = new Map<string, Json>();
   const calls: DataStoreCall[] = [];
-  const caller: DataStoreCaller = async (call) => {
+  const caller: DataStoreCaller = async (sent) => {
+    if (!("store" in sent)) return { ok: false, error: { name: "FileStoreError", message: "no File Store here" } };
+    const call = sent;
     calls.push(call);
     if (call.store !== "ds_1") return { ok: false, error: { name: "DataStoreError", message: "not bound" } };
     switch (call.op) {

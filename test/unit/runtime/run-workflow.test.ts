@@ -28,7 +28,11 @@ interface Dollar {
     suspend(timeoutMs?: unknown): unknown;
     refreshTimeout(): unknown;
   };
-  files: Record<"open" | "openDescriptor" | "dir", (arg?: unknown) => unknown>;
+  files: {
+    open(path: unknown): { toUrl(): Promise<string> };
+    openDescriptor(descriptor: unknown): unknown;
+    dir(path?: unknown): AsyncIterable<unknown>;
+  };
   send: Send;
 }
 type Send = Record<"http" | "emit" | "sse" | "s3" | "email", (config?: unknown) => void>;
@@ -653,13 +657,36 @@ describe("runWorkflowSteps: $.send", () => {
     expect(result.sends).toEqual([]);
   });
 
-  it("answers NotImplementedError for $.send.email, $.files and $.flow.refreshTimeout", async () => {
+  it("fails a step at a wrong $.files path or description, and says when the run has no File Store", async () => {
+    for (const [call, name, message] of [
+      [
+        ($: Dollar) => $.files.open("a/../../b"),
+        "TypeError",
+        'the File Store path "a/../../b" has an empty, "." or ".." part',
+      ],
+      [($: Dollar) => $.files.open(""), "TypeError", 'the File Store path "" names no file'],
+      [($: Dollar) => $.files.open("a\\b"), "TypeError", "a backslash"],
+      [($: Dollar) => $.files.open(7), "TypeError", "a File Store path must be a string, not number"],
+      [($: Dollar) => $.files.openDescriptor({ path: "a" }), "TypeError", 'type "PipedreamProjectFile"'],
+      [($: Dollar) => $.files.open("/report.csv").toUrl(), "FileStoreError", "this run has no File Store"],
+      [
+        async ($: Dollar) => {
+          for await (const _ of $.files.dir()) break;
+        },
+        "FileStoreError",
+        "this run has no File Store",
+      ],
+    ] as const) {
+      const result = await run({ step: { run: ({ $ }: { $: Dollar }) => call($) } });
+      expect(result.steps[0]?.error?.name).toBe(name);
+      expect(result.steps[0]?.error?.message).toContain(message);
+    }
+  });
+
+  it("answers NotImplementedError for $.send.email and $.flow.refreshTimeout", async () => {
     for (const [helper, call] of [
       ["$.send.email", ($: Dollar) => $.send.email({ subject: "s" })],
       ["$.flow.refreshTimeout", ($: Dollar) => $.flow.refreshTimeout()],
-      ["$.files.open", ($: Dollar) => $.files.open("/tmp/report.csv")],
-      ["$.files.openDescriptor", ($: Dollar) => $.files.openDescriptor({})],
-      ["$.files.dir", ($: Dollar) => $.files.dir()],
     ] as const) {
       const result = await run({ step: { run: ({ $ }: { $: Dollar }) => call($) } });
       expect(result.steps[0]?.error).toMatchObject({

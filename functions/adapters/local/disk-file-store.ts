@@ -1,0 +1,299 @@
+/**
+ * `FileStore` of local mode: each project's files under `<data dir>/file-stores/<project id>/`,
+ * their URLs served by local mode itself at `/files/<token>/<name>` (`file-store-server.ts`).
+ * A URL's token is sealed by the server's `Secrets` (the project, the path, GET or PUT, an expiry):
+ * it cannot be forged or turned from reading into writing, and is good for 30 minutes, as the
+ * original's pre-signed URLs. Files are 0600 and folders 0700, as the rest of the data dir.
+ *
+ * A path comes checked (no empty, `.` or `..` part); the resolved file is checked to be inside the
+ * project's folder all the same. A file is written beside the store and renamed onto its place,
+ * so a reader never sees half a file. A project holds at most `maxProjectBytes` in all.
+ */
+import { randomBytes } from "node:crypto";
+import { createReadStream, createWriteStream, type ReadStream } from "node:fs";
+import { lstat, mkdir, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
+import { join, relative, resolve, sep } from "node:path";
+import type { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import { conflict, DomainError } from "#core/errors";
+import type { FileStore, FileStoreEntry, FileStorePage, FileStoreUrls } from "#core/ports/file-store";
+import type { Secrets } from "#core/ports/secrets";
+import { fileStorePath } from "#runtime/protocol";
+
+/** The folder of the File Stores, in the data dir. */
+export const FILE_STORES_FOLDER = "file-stores";
+/** Where uploads are written before they are renamed onto their place (outside every project). */
+const INCOMING = ".incoming";
+/** The path local mode serves file URLs at: `/files/<token>/<name>`. */
+export const FILE_URL_PATH = /^\/files\/(f1\.\d{1,15}\.[A-Za-z0-9_.-]{1,4096})(?:\/[^/]*)?$/;
+const TOKEN_FORMAT = /^f1\.(\d{1,15})\.([A-Za-z0-9_.-]+)$/;
+/** Project ids as Sluice makes them; anything else names no folder. */
+const PROJECT_ID = /^[A-Za-z0-9_]{1,64}$/;
+
+interface TokenBody {
+  v: 1;
+  project: string;
+  path: string;
+  method: "GET" | "PUT";
+  expiresAtMs: number;
+}
+
+/** What a file URL's token grants, once opened. */
+export type FileGrant = Pick<TokenBody, "project" | "path" | "method">;
+
+export interface DiskFileStoreOptions {
+  dataDir: string;
+  secrets: Secrets;
+  /** The server's public URL, where the child processes reach it (read when a URL is made). */
+  publicUrl: () => string;
+  now: () => number;
+  /** All of one project's files together (`SLUICE_FILE_STORE_MB`). */
+  maxProjectBytes: number;
+}
+
+export class DiskFileStore implements FileStore {
+  readonly root: string;
+  /** Bytes each project holds, walked once and then kept up to date by this server's writes. */
+  readonly #usage = new Map<string, Promise<number>>();
+
+  constructor(private readonly options: DiskFileStoreOptions) {
+    this.root = resolve(options.dataDir, FILE_STORES_FOLDER);
+  }
+
+  async urls(projectId: string, path: string, expiresAtMs: number): Promise<FileStoreUrls> {
+    const base = `${this.options.publicUrl().replace(/\/+$/, "")}/files`;
+    const name = encodeURIComponent(path.slice(path.lastIndexOf("/") + 1));
+    const url = async (method: TokenBody["method"]) => {
+      const body: TokenBody = { v: 1, project: projectId, path, method, expiresAtMs };
+      return `${base}/f1.${expiresAtMs}.${await this.options.secrets.seal(JSON.stringify(body))}/${name}`;
+    };
+    return { getUrl: await url("GET"), putUrl: await url("PUT") };
+  }
+
+  /** What `token` grants, or why it grants nothing (forged, changed, expired). */
+  async openToken(token: string): Promise<FileGrant | { refused: string }> {
+    const clear = TOKEN_FORMAT.exec(token);
+    if (!clear) return { refused: "this file URL is not valid" };
+    const expiresAtMs = Number(clear[1]);
+    if (this.options.now() > expiresAtMs) return { refused: "this file URL has expired: ask the file for a new one" };
+    try {
+      const body = JSON.parse(await this.options.secrets.open(clear[2] as string)) as Partial<TokenBody>;
+      const path = fileStorePath(body.path);
+      const valid =
+        body.v === 1 &&
+        body.expiresAtMs === expiresAtMs &&
+        typeof body.project === "string" &&
+        PROJECT_ID.test(body.project) &&
+        "path" in path &&
+        (body.method === "GET" || body.method === "PUT");
+      if (!valid) return { refused: "this file URL is not valid" };
+      return { project: body.project as string, path: body.path as string, method: body.method as "GET" | "PUT" };
+    } catch {
+      return { refused: "this file URL is not valid" };
+    }
+  }
+
+  /** Where the file at `path` of a project is (whether or not it exists). */
+  fileOf(projectId: string, path: string): string {
+    const folder = this.projectFolder(projectId);
+    const file = resolve(folder, ...path.split("/"));
+    if (!file.startsWith(folder + sep)) throw new DomainError("validation", "the File Store path leaves its project");
+    return file;
+  }
+
+  /** A stream of the file's content and its size, or undefined when there is no such file. */
+  async read(projectId: string, path: string): Promise<{ size: number; stream: ReadStream } | undefined> {
+    const file = this.fileOf(projectId, path);
+    try {
+      const info = await lstat(file);
+      if (!info.isFile()) return undefined;
+      return { size: info.size, stream: createReadStream(file) };
+    } catch (error) {
+      if (isMissing(error)) return undefined;
+      throw error;
+    }
+  }
+
+  /**
+   * Replaces the file at `path` with `body`, which must be `length` bytes when a length is given.
+   * Refused (nothing changed): over the project's bound, a length that does not match, a file or
+   * folder in the way.
+   */
+  async write(projectId: string, path: string, body: Readable, length: number | undefined): Promise<void> {
+    const file = this.fileOf(projectId, path);
+    const max = this.options.maxProjectBytes;
+    const used = await this.usageOf(projectId);
+    const before = await sizeOf(file);
+    const room = max - (used - before);
+    if (length !== undefined && length > room) {
+      body.resume();
+      throw tooLarge(max);
+    }
+    const incoming = join(this.root, INCOMING);
+    await mkdir(incoming, { recursive: true, mode: 0o700 });
+    const temporary = join(incoming, randomBytes(12).toString("hex"));
+    let written = 0;
+    try {
+      await pipeline(
+        body,
+        async function* (chunks: AsyncIterable<Buffer>) {
+          for await (const chunk of chunks) {
+            written += chunk.length;
+            if (written > room) throw tooLarge(max);
+            yield chunk;
+          }
+        },
+        createWriteStream(temporary, { mode: 0o600 }),
+      );
+      if (length !== undefined && written !== length) {
+        throw new DomainError(
+          "validation",
+          `the upload was ${written} bytes, not the ${length} its Content-Length said`,
+        );
+      }
+      await this.placeFile(projectId, path, temporary);
+    } catch (error) {
+      await rm(temporary, { force: true });
+      throw error;
+    }
+    this.addUsage(projectId, written - before);
+  }
+
+  async list(projectId: string, folder: string, after: string | undefined, limit: number): Promise<FileStorePage> {
+    const base = folder === "" ? this.projectFolder(projectId) : this.fileOf(projectId, folder);
+    let names: string[];
+    try {
+      names = (await readdir(base)).sort();
+    } catch (error) {
+      if (isMissing(error) || (error as NodeJS.ErrnoException).code === "ENOTDIR") return { entries: [] };
+      throw error;
+    }
+    const start = after === undefined ? 0 : names.findIndex((name) => name > after);
+    const chosen = start < 0 ? [] : names.slice(start, start + limit);
+    const entries: FileStoreEntry[] = [];
+    for (const name of chosen) {
+      const info = await lstat(join(base, name)).catch(() => undefined);
+      if (!info || !(info.isFile() || info.isDirectory())) continue;
+      const path = folder === "" ? name : `${folder}/${name}`;
+      entries.push(
+        info.isFile()
+          ? { path, name, type: "file", size: info.size, modifiedAtMs: Math.floor(info.mtimeMs) }
+          : { path, name, type: "directory" },
+      );
+    }
+    const last = chosen.at(-1);
+    return start >= 0 && start + limit < names.length && last !== undefined ? { entries, next: last } : { entries };
+  }
+
+  async remove(projectId: string, path: string): Promise<boolean> {
+    const file = this.fileOf(projectId, path);
+    const size = await sizeOf(file, true);
+    if (size === undefined) return false;
+    await rm(file, { force: true });
+    this.addUsage(projectId, -size);
+    // As in S3, a folder is only the files in it: folders left empty go.
+    const folder = this.projectFolder(projectId);
+    for (let parent = resolve(file, ".."); parent.startsWith(folder + sep); parent = resolve(parent, "..")) {
+      try {
+        await rmdir(parent);
+      } catch {
+        break;
+      }
+    }
+    return true;
+  }
+
+  /** Bytes the project's files take (their sizes), walked the first time and kept up to date. */
+  usageOf(projectId: string): Promise<number> {
+    let usage = this.#usage.get(projectId);
+    if (!usage) {
+      usage = folderBytes(this.projectFolder(projectId));
+      this.#usage.set(projectId, usage);
+      usage.catch(() => this.#usage.delete(projectId));
+    }
+    return usage;
+  }
+
+  private addUsage(projectId: string, bytes: number): void {
+    const usage = this.#usage.get(projectId);
+    if (usage)
+      this.#usage.set(
+        projectId,
+        usage.then((total) => Math.max(0, total + bytes)),
+      );
+  }
+
+  private projectFolder(projectId: string): string {
+    if (!PROJECT_ID.test(projectId)) throw new DomainError("validation", "not a project id");
+    return join(this.root, projectId);
+  }
+
+  /** Renames `temporary` onto the file's place, making its folders; a file or folder in the way is a conflict. */
+  private async placeFile(projectId: string, path: string, temporary: string): Promise<void> {
+    const file = this.fileOf(projectId, path);
+    const folder = this.projectFolder(projectId);
+    const parts = relative(folder, file).split(sep);
+    await mkdir(folder, { recursive: true, mode: 0o700 });
+    let at = folder;
+    for (const [index, part] of parts.slice(0, -1).entries()) {
+      at = join(at, part);
+      try {
+        await mkdir(at, { mode: 0o700 });
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
+        if (!(await lstat(at)).isDirectory()) {
+          throw conflict(
+            `the File Store has a file at "${parts.slice(0, index + 1).join("/")}", where "${path}" needs a folder`,
+          );
+        }
+      }
+    }
+    const existing = await lstat(file).catch(() => undefined);
+    if (existing && !existing.isFile())
+      throw conflict(`the File Store has a folder at "${path}": delete the files in it first`);
+    await rename(temporary, file);
+  }
+}
+
+function tooLarge(max: number): DomainError {
+  return new DomainError(
+    "payload_too_large",
+    `the project's File Store may hold at most ${Math.floor(max / (1024 * 1024))} MiB in all (SLUICE_FILE_STORE_MB)`,
+  );
+}
+
+function isMissing(error: unknown): boolean {
+  const code = (error as NodeJS.ErrnoException).code;
+  return code === "ENOENT" || code === "ENOTDIR";
+}
+
+/** The size of the file at `path`: 0 when there is none, or undefined then when `undefinedIfNone`. */
+async function sizeOf(path: string, undefinedIfNone: true): Promise<number | undefined>;
+async function sizeOf(path: string): Promise<number>;
+async function sizeOf(path: string, undefinedIfNone = false): Promise<number | undefined> {
+  try {
+    const info = await lstat(path);
+    if (info.isFile()) return info.size;
+  } catch (error) {
+    if (!isMissing(error)) throw error;
+  }
+  return undefinedIfNone ? undefined : 0;
+}
+
+/** The sizes of the files below `folder`, all together (0 when there is no folder). */
+async function folderBytes(folder: string): Promise<number> {
+  let total = 0;
+  let entries: import("node:fs").Dirent[];
+  try {
+    entries = await readdir(folder, { withFileTypes: true });
+  } catch (error) {
+    if (isMissing(error)) return 0;
+    throw error;
+  }
+  for (const entry of entries) {
+    const path = join(folder, entry.name);
+    if (entry.isDirectory()) total += await folderBytes(path);
+    else if (entry.isFile()) total += (await stat(path)).size;
+  }
+  return total;
+}

@@ -1,0 +1,67 @@
+/**
+ * Local mode's File Store URLs, `GET` and `PUT /files/<token>/<name>` (what `$.files` reads and
+ * writes, and what `toUrl()` hands out): the token is the whole authority, as a pre-signed S3 URL's
+ * signature is; there is no API key. A GET token reads, a PUT token replaces; neither does the other.
+ */
+import type { IncomingMessage, ServerResponse } from "node:http";
+import type { DiskFileStore } from "#adapters/local/disk-file-store";
+import { DomainError } from "#core/errors";
+import type { Logger } from "#core/ports/logger";
+import { errorResult } from "#http/responses";
+
+export async function handleFileRequest(
+  store: DiskFileStore,
+  request: IncomingMessage,
+  response: ServerResponse,
+  token: string,
+  requestId: string,
+  log: Logger,
+): Promise<void> {
+  const fail = (error: unknown) => {
+    const result = errorResult(error, requestId, log);
+    response.writeHead(result.statusCode, result.headers);
+    response.end(result.body);
+  };
+  const method = request.method === "HEAD" ? "GET" : request.method;
+  if (method !== "GET" && method !== "PUT") {
+    request.resume();
+    return fail(new DomainError("method_not_allowed", `${request.method} is not allowed on a file URL (GET or PUT)`));
+  }
+  const grant = await store.openToken(token);
+  if ("refused" in grant) {
+    request.resume();
+    return fail(new DomainError("forbidden", grant.refused));
+  }
+  if (grant.method !== method) {
+    request.resume();
+    return fail(new DomainError("forbidden", `this file URL is for ${grant.method}, not ${method}`));
+  }
+  try {
+    if (method === "PUT") {
+      const declared = request.headers["content-length"];
+      const length = declared === undefined ? undefined : Number(declared);
+      await store.write(grant.project, grant.path, request, Number.isSafeInteger(length) ? length : undefined);
+      response.writeHead(200, { "content-type": "application/json" });
+      response.end(JSON.stringify({ path: grant.path }));
+      return;
+    }
+    const file = await store.read(grant.project, grant.path);
+    if (!file) return fail(new DomainError("not_found", `there is no file "${grant.path}" in the File Store`));
+    response.writeHead(200, {
+      "content-type": "application/octet-stream",
+      "content-length": String(file.size),
+      "cache-control": "private, no-store",
+    });
+    if (request.method === "HEAD") {
+      file.stream.destroy();
+      response.end();
+      return;
+    }
+    file.stream.on("error", () => response.destroy());
+    file.stream.pipe(response);
+  } catch (error) {
+    request.resume();
+    if (!response.headersSent) return fail(error);
+    response.destroy();
+  }
+}

@@ -1,0 +1,227 @@
+/**
+ * `$.files`: the project's File Store as the original's workflows see it (docs/file-stores.md;
+ * PD:types `IApi`/`IFile`). The store is not here: trusted code answers a {@link FileStoreCall}
+ * for each file's URLs, a folder's listing and a deletion, and a file's content travels by HTTP
+ * to and from the URLs it answered (an S3 object on AWS, Sluice's own `/files/...` locally).
+ * Paths are checked here too, so wrong ones fail at the call with the same words.
+ */
+import { createReadStream, createWriteStream } from "node:fs";
+import { stat } from "node:fs/promises";
+import { Readable, Writable } from "node:stream";
+import { pipeline } from "node:stream/promises";
+import type { DataStoreCaller } from "./data-store-client.ts";
+import { FILE_STORE_URL_MS, type FileStoreCall, fileStorePath, type Json } from "./protocol.ts";
+
+type Bag = Record<string, unknown>;
+
+/** `type` of a file's JSON description, which `$.files.openDescriptor` takes back. */
+export const FILE_DESCRIPTOR_TYPE = "PipedreamProjectFile";
+
+/** Taken when the runtime loads: component code may replace the global later. */
+const transfer = globalThis.fetch;
+
+/** URLs are asked for again when they have less than this left. */
+const URL_MARGIN_MS = 60_000;
+
+interface FileUrls {
+  get_url: string;
+  put_url: string;
+  expires_at_ms: number;
+}
+
+/** One folder entry of `$.files.dir()`, as trusted code lists it. */
+interface ListedEntry {
+  path: string;
+  name: string;
+  type: "file" | "directory";
+  size?: number;
+  modifiedAtMs?: number;
+}
+
+function fileStoreError(message: string): Error {
+  return Object.assign(new Error(message), { name: "FileStoreError" });
+}
+
+function checkedPath(raw: unknown, folder = false): string {
+  const checked = fileStorePath(raw, folder);
+  if ("problem" in checked) throw new TypeError(checked.problem);
+  return checked.path;
+}
+
+type Ask = (call: FileStoreCall) => Promise<Json | undefined>;
+
+/** The `$.files` of one run; `send` reaches trusted code (absent: the run has no File Store). */
+export function createFilesApi(send: DataStoreCaller | undefined): Bag {
+  const ask: Ask = async (call) => {
+    if (!send) throw fileStoreError("$.files: this run has no File Store (only workflow steps have one)");
+    const reply = await send(call);
+    if (reply.ok) return reply.value;
+    throw Object.assign(new Error(reply.error.message), { name: reply.error.name });
+  };
+  async function* dir(path?: unknown) {
+    const folder = checkedPath(path ?? "", true);
+    let after: string | undefined;
+    do {
+      const call: FileStoreCall =
+        after === undefined ? { op: "files.dir", path: folder } : { op: "files.dir", path: folder, after };
+      const page = (await ask(call)) as { entries: ListedEntry[]; next?: string } | undefined;
+      for (const entry of page?.entries ?? []) {
+        const isFile = entry.type === "file";
+        yield {
+          path: entry.path,
+          name: entry.name,
+          isFile: () => isFile,
+          isDirectory: () => !isFile,
+          ...(entry.size === undefined ? {} : { size: entry.size }),
+          ...(entry.modifiedAtMs === undefined ? {} : { modifiedAt: new Date(entry.modifiedAtMs) }),
+          ...(isFile ? { file: new ProjectFile(entry.path, ask) } : {}),
+        };
+      }
+      after = page?.next;
+    } while (after !== undefined);
+  }
+  return {
+    open: (path: unknown) => new ProjectFile(checkedPath(path), ask),
+    openDescriptor: (descriptor: unknown) => {
+      const bag = (typeof descriptor === "object" && descriptor !== null ? descriptor : {}) as Bag;
+      if (bag.type !== FILE_DESCRIPTOR_TYPE) {
+        throw new TypeError(`$.files.openDescriptor expects a file's description (type "${FILE_DESCRIPTOR_TYPE}")`);
+      }
+      // The description's URLs may be old or made up: the file's own are asked for when needed.
+      return new ProjectFile(checkedPath(bag.path), ask);
+    },
+    dir,
+  };
+}
+
+/** One file of the project's File Store (the original's `File`). */
+class ProjectFile {
+  #urls: FileUrls | undefined;
+  readonly #ask: Ask;
+
+  constructor(
+    readonly path: string,
+    ask: Ask,
+  ) {
+    this.#ask = ask;
+  }
+
+  async #signed(): Promise<FileUrls> {
+    if (!this.#urls || this.#urls.expires_at_ms - Date.now() < URL_MARGIN_MS) {
+      this.#urls = (await this.#ask({ op: "files.sign", path: this.path })) as unknown as FileUrls;
+    }
+    return this.#urls;
+  }
+
+  /** The file's content as a response; a missing file is a clear error. */
+  async #download(): Promise<Response> {
+    const response = await transfer((await this.#signed()).get_url);
+    if (response.ok) return response;
+    await response.body?.cancel();
+    if (response.status === 404) throw fileStoreError(`$.files: there is no file "${this.path}" in the File Store`);
+    throw fileStoreError(`$.files: reading "${this.path}" failed with HTTP ${response.status}`);
+  }
+
+  async #upload(body: Buffer | Readable, contentType: unknown, length: number): Promise<this> {
+    const size = Buffer.isBuffer(body) ? body.length : length;
+    const headers: Record<string, string> = { "content-length": String(size) };
+    if (typeof contentType === "string" && contentType !== "") headers["content-type"] = contentType;
+    const init: RequestInit & { duplex?: "half" } = { method: "PUT", headers };
+    if (Buffer.isBuffer(body)) init.body = body;
+    else {
+      init.body = Readable.toWeb(body) as unknown as ReadableStream;
+      init.duplex = "half";
+    }
+    const response = await transfer((await this.#signed()).put_url, init);
+    const said = (await response.text()).slice(0, 300);
+    if (!response.ok)
+      throw fileStoreError(
+        `$.files: writing "${this.path}" failed with HTTP ${response.status}${said ? `: ${said}` : ""}`,
+      );
+    return this;
+  }
+
+  async toUrl(): Promise<string> {
+    return (await this.#signed()).get_url;
+  }
+
+  async toBuffer(): Promise<Buffer> {
+    return Buffer.from(await (await this.#download()).arrayBuffer());
+  }
+
+  async toEncodedString(encoding: BufferEncoding = "utf8", start?: number, end?: number): Promise<string> {
+    return (await this.toBuffer()).toString(encoding, start, end);
+  }
+
+  async createReadStream(): Promise<Readable> {
+    const response = await this.#download();
+    return response.body ? Readable.fromWeb(response.body as never) : Readable.from([]);
+  }
+
+  async toFile(localFilePath: string): Promise<this> {
+    const response = await this.#download();
+    const body = response.body ? Readable.fromWeb(response.body as never) : Readable.from([]);
+    await pipeline(body, createWriteStream(localFilePath));
+    return this;
+  }
+
+  async fromFile(localFilePath: string, contentType?: string): Promise<this> {
+    const { size } = await stat(localFilePath);
+    return this.#upload(createReadStream(localFilePath), contentType, size);
+  }
+
+  async fromUrl(url: string, options?: RequestInit): Promise<this> {
+    // The component's own fetch: the URL is the component's, reached as its own requests are.
+    const response = await globalThis.fetch(url, options);
+    if (!response.ok) {
+      await response.body?.cancel();
+      throw fileStoreError(`$.files: ${url.slice(0, 200)} answered HTTP ${response.status}`);
+    }
+    return this.#upload(Buffer.from(await response.arrayBuffer()), response.headers.get("content-type"), Number.NaN);
+  }
+
+  async fromReadableStream(stream: NodeJS.ReadableStream, contentType?: string, contentLength?: number): Promise<this> {
+    if (typeof contentLength === "number" && Number.isSafeInteger(contentLength) && contentLength >= 0) {
+      return this.#upload(Readable.from(stream as AsyncIterable<Buffer>), contentType, contentLength);
+    }
+    const chunks: Buffer[] = [];
+    for await (const chunk of stream as AsyncIterable<Buffer | string>) chunks.push(Buffer.from(chunk));
+    return this.#upload(Buffer.concat(chunks), contentType, Number.NaN);
+  }
+
+  async createWriteStream(contentType?: string, contentLength?: number): Promise<Writable> {
+    // What is written is gathered, then sent as one upload when the stream ends (an S3 PUT needs its length).
+    const chunks: Buffer[] = [];
+    return new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        chunks.push(Buffer.from(chunk));
+        done();
+      },
+      final: (done) => {
+        const content = Buffer.concat(chunks);
+        const declared = typeof contentLength === "number" ? contentLength : content.length;
+        if (declared !== content.length) {
+          done(
+            fileStoreError(
+              `$.files: ${content.length} bytes were written to "${this.path}", not the ${declared} declared`,
+            ),
+          );
+          return;
+        }
+        this.#upload(content, contentType, content.length).then(() => done(), done);
+      },
+    });
+  }
+
+  async delete(): Promise<void> {
+    await this.#ask({ op: "files.delete", path: this.path });
+  }
+
+  toJSON(): Json {
+    return {
+      type: FILE_DESCRIPTOR_TYPE,
+      path: this.path,
+      ...(this.#urls ? { ...this.#urls } : {}),
+    } as Json;
+  }
+}
