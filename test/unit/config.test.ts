@@ -30,6 +30,7 @@ describe("configuration", () => {
         invocationTimeoutMs: 30_000,
         sandboxHeapMb: 128,
         sandboxTmpMb: 512,
+        fileStoreMb: 1024,
         sandboxIdleMs: 60_000,
         sandboxProcesses: undefined,
         sandboxMaxProcesses: undefined,

@@ -258,7 +258,7 @@ export class DiskFileStore implements FileStore {
 function tooLarge(max: number): DomainError {
   return new DomainError(
     "payload_too_large",
-    `the project's File Store may hold at most ${Math.floor(max / (1024 * 1024))} MiB in all (SLUICE_FILE_STORE_MB)`,
+    `the project's File Store may hold at most ${max >= 1024 * 1024 ? `${Math.floor(max / (1024 * 1024))} MiB` : `${max} bytes`} in all (SLUICE_FILE_STORE_MB)`,
   );
 }
 

@@ -1,0 +1,126 @@
+import { describe, expect, it } from "vitest";
+import { dataStoreService, grantDataStores, serveGrantedCall } from "#core/data-stores";
+import { DomainError } from "#core/errors";
+import { mayUseFiles, parseFileStoreCall } from "#core/file-stores";
+import type { FileStore } from "#core/ports/file-store";
+import { memoryDeps } from "../../support/memory-deps.ts";
+import { recordingLogger } from "../../support/recording-logger.ts";
+
+const START = Date.UTC(2026, 10, 28, 4);
+
+/** A File Store that records what it is asked, answering each as the port says. */
+function recordingFiles(fail?: Error) {
+  const asked: unknown[][] = [];
+  const files: FileStore = {
+    async urls(...args) {
+      asked.push(["urls", ...args]);
+      if (fail) throw fail;
+      return { getUrl: `get:${args[0]}/${args[1]}`, putUrl: `put:${args[0]}/${args[1]}` };
+    },
+    async list(...args) {
+      asked.push(["list", ...args]);
+      return { entries: [{ path: "a", name: "a", type: "file", size: 1, modifiedAtMs: 5 }], next: "a" };
+    },
+    async remove(...args) {
+      asked.push(["remove", ...args]);
+      return true;
+    },
+  };
+  return { files, asked };
+}
+
+describe("$.files calls on the trusted side", () => {
+  it("checks each call as hostile input", () => {
+    expect(parseFileStoreCall({ op: "files.sign", path: "/a/b.txt" })).toEqual({ op: "files.sign", path: "a/b.txt" });
+    expect(parseFileStoreCall({ op: "files.dir", path: "a/", after: "x" })).toEqual({
+      op: "files.dir",
+      path: "a",
+      after: "x",
+    });
+    expect(parseFileStoreCall({ op: "files.dir", path: "" })).toEqual({ op: "files.dir", path: "" });
+    expect(parseFileStoreCall({ op: "files.sign", path: "" })).toBe('the File Store path "" names no file');
+    expect(parseFileStoreCall({ op: "files.delete", path: "a/./b" })).toMatch(/has an empty, "\." or "\.\." part/);
+    expect(parseFileStoreCall({ op: "files.sign", path: "a\u0000b" })).toMatch(/control character/);
+    expect(parseFileStoreCall({ op: "files.sign", path: "x".repeat(901) })).toBe(
+      "a File Store path may be at most 900 bytes",
+    );
+    expect(parseFileStoreCall({ op: "files.sign", path: `${"x".repeat(256)}/a` })).toBe(
+      "each part of a File Store path may be at most 255 bytes",
+    );
+    expect(parseFileStoreCall({ op: "files.dir", path: "", after: 3 })).toBe(
+      "a File Store page must be named by its text",
+    );
+    expect(parseFileStoreCall({ op: "files.chmod", path: "a" })).toBe("a File Store call must name a known method");
+    expect(parseFileStoreCall(["files.sign"])).toBe("a File Store call must be an object");
+  });
+
+  it("serves the run's own project whatever the call names, with URLs good for 30 minutes", async () => {
+    const { files, asked } = recordingFiles();
+    const deps = { ...memoryDeps(START), files };
+    const serve = dataStoreService(deps, new Set(), "proj_mine");
+    expect(await serve({ op: "files.sign", path: "a.txt", project: "proj_other", store: "proj_other" })).toEqual({
+      ok: true,
+      value: { get_url: "get:proj_mine/a.txt", put_url: "put:proj_mine/a.txt", expires_at_ms: START + 30 * 60_000 },
+    });
+    expect(await serve({ op: "files.dir", path: "" })).toEqual({
+      ok: true,
+      value: { entries: [{ path: "a", name: "a", type: "file", size: 1, modifiedAtMs: 5 }], next: "a" },
+    });
+    expect(await serve({ op: "files.delete", path: "a.txt" })).toEqual({ ok: true });
+    expect(asked).toEqual([
+      ["urls", "proj_mine", "a.txt", START + 30 * 60_000],
+      ["list", "proj_mine", "", undefined, 1000],
+      ["remove", "proj_mine", "a.txt"],
+    ]);
+  });
+
+  it("refuses every call of a run with no project, and says a store's conflict but not its fault", async () => {
+    const { files, asked } = recordingFiles();
+    const none = dataStoreService({ ...memoryDeps(START), files }, new Set());
+    expect(await none({ op: "files.sign", path: "a" })).toEqual({
+      ok: false,
+      error: { name: "FileStoreError", message: "$.files: this run has no File Store (only workflow steps have one)" },
+    });
+    expect(asked).toEqual([]);
+
+    const conflicted = recordingFiles(new DomainError("conflict", 'the File Store has a folder at "a"'));
+    const serve = dataStoreService({ ...memoryDeps(START), files: conflicted.files }, new Set(), "proj_a");
+    expect(await serve({ op: "files.sign", path: "a" })).toEqual({
+      ok: false,
+      error: { name: "FileStoreError", message: 'the File Store has a folder at "a"' },
+    });
+    const errors: Record<string, unknown>[] = [];
+    const log = recordingLogger(errors);
+    const broken = recordingFiles(new Error("EIO: disk on fire /srv/secret/path"));
+    const failing = dataStoreService({ ...memoryDeps(START), files: broken.files, log }, new Set(), "proj_a");
+    expect(await failing({ op: "files.sign", path: "a" })).toEqual({
+      ok: false,
+      error: { name: "FileStoreError", message: "the File Store could not be reached; try again" },
+    });
+    expect(errors).toEqual([
+      expect.objectContaining({ message: "file store call failed", project_id: "proj_a", op: "files.sign" }),
+    ]);
+  });
+
+  it("carries the project in a run's grant (AWS), and a grant without one reaches no File Store", async () => {
+    const { files, asked } = recordingFiles();
+    const deps = { ...memoryDeps(START), files };
+    const withProject = await grantDataStores(deps, "inv_1", new Set(), 30_000, "proj_a");
+    expect(await serveGrantedCall(deps, withProject.grant, { op: "files.delete", path: "x" })).toEqual({ ok: true });
+    expect(asked).toEqual([["remove", "proj_a", "x"]]);
+    const without = await grantDataStores(deps, "inv_2", new Set(), 30_000);
+    expect(await serveGrantedCall(deps, without.grant, { op: "files.delete", path: "x" })).toMatchObject({
+      ok: false,
+      error: { name: "FileStoreError" },
+    });
+  });
+
+  it("says which code may use $.files: code naming `files`, remembered by its hash", () => {
+    expect(mayUseFiles([{ codeHash: "h1", code: "export default { run({ $ }) { return $.files.open('a') } }" }])).toBe(
+      true,
+    );
+    expect(mayUseFiles([{ codeHash: "h2", code: "const { files } = $;" }])).toBe(true);
+    expect(mayUseFiles([{ codeHash: "h3", code: "return profiles.length" }])).toBe(false);
+    expect(mayUseFiles([])).toBe(false);
+  });
+});
