@@ -63,6 +63,7 @@ new ServiceStack(app, `${prefix}SluiceService`, {
   description: `Sluice service${where}: HTTP API, one Lambda function per REST endpoint, and what sources run on`,
   resourcesTable: stateful.resourcesTable,
   secretsKey: stateful.secretsKey,
+  fileStoreBucket: stateful.fileStoreBucket,
   stage: stage || undefined,
   npmRegistry: npmRegistry || undefined,
   logLevel: (logLevel || undefined) as LogLevel | undefined,

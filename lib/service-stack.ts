@@ -14,6 +14,7 @@ import type { ITableV2 } from "aws-cdk-lib/aws-dynamodb";
 import type { IKey } from "aws-cdk-lib/aws-kms";
 import { Function as LambdaFunction } from "aws-cdk-lib/aws-lambda";
 import { LogGroup, type RetentionDays } from "aws-cdk-lib/aws-logs";
+import type { IBucket } from "aws-cdk-lib/aws-s3";
 import type { Construct, IConstruct } from "constructs";
 import { ENV } from "#config/env";
 import { LOG_LEVELS, type LogLevel } from "#core/ports/logger";
@@ -46,6 +47,11 @@ export interface ServiceStackProps extends StackProps {
   readonly maxDeliveryConcurrency?: number;
   /** The key of the stateful stack that seals secret props. */
   readonly secretsKey: IKey;
+  /**
+   * The stateful stack's bucket of projects' File Stores (`$.files`).
+   * @default - none: a run's `$.files` calls fail, saying the stack has no File Store bucket
+   */
+  readonly fileStoreBucket?: IBucket;
   /** Stage of the deployment (`-c stage=`); names source functions and the schedule group. @default "default" */
   readonly stage?: string;
   /** Time limit of one run or hook of a component. @default Duration.seconds(30) */
@@ -119,6 +125,7 @@ export class ServiceStack extends Stack {
       httpApi: this.httpApi,
       resourcesTable: props.resourcesTable,
       secretsKey: props.secretsKey,
+      ...(props.fileStoreBucket ? { fileStoreBucket: props.fileStoreBucket } : {}),
       stage: props.stage ?? "default",
       invocationTimeout: props.invocationTimeout,
       logRetention,

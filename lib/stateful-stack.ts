@@ -1,7 +1,8 @@
-import { CfnOutput, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
+import { CfnOutput, Duration, RemovalPolicy, Stack, type StackProps } from "aws-cdk-lib";
 import { AttributeType, Billing, type CfnGlobalTable, TableV2 } from "aws-cdk-lib/aws-dynamodb";
 import { AccountRootPrincipal, PolicyDocument, PolicyStatement } from "aws-cdk-lib/aws-iam";
 import { type CfnKey, Key } from "aws-cdk-lib/aws-kms";
+import { BlockPublicAccess, Bucket, BucketEncryption, type CfnBucket, ObjectOwnership } from "aws-cdk-lib/aws-s3";
 import type { Construct } from "constructs";
 import { RESOURCES_TABLE } from "#config/shared-names";
 
@@ -18,6 +19,8 @@ export interface StatefulStackProps extends StackProps {
 
 /** Logical id of the secrets key, fixed like the table's: a replaced key could open no sealed secret. */
 export const SECRETS_KEY_ID = "SecretsKey";
+/** Logical id of the File Store bucket, fixed: a replaced bucket would be an empty one. */
+export const FILE_STORES_BUCKET_ID = "FileStores";
 
 /**
  * Everything that holds data: the DynamoDB tables (later also events and deliveries, and the
@@ -28,6 +31,8 @@ export class StatefulStack extends Stack {
   readonly resourcesTable: TableV2;
   /** Seals secret prop values (envelope encryption, `KmsSecrets`). */
   readonly secretsKey: Key;
+  /** Projects' File Stores (`$.files`): the objects `<project id>/<path>` (`S3FileStore`). */
+  readonly fileStoreBucket: Bucket;
 
   constructor(scope: Construct, id: string, props: StatefulStackProps = {}) {
     super(scope, id, props);
@@ -66,6 +71,18 @@ export class StatefulStack extends Stack {
       }),
     });
     (this.secretsKey.node.defaultChild as CfnKey).overrideLogicalId(SECRETS_KEY_ID);
+
+    // Users' files: retained with the stack's deletion, as the table is; never public (files are
+    // read and written through pre-signed URLs only).
+    this.fileStoreBucket = new Bucket(this, FILE_STORES_BUCKET_ID, {
+      encryption: BucketEncryption.S3_MANAGED,
+      blockPublicAccess: BlockPublicAccess.BLOCK_ALL,
+      objectOwnership: ObjectOwnership.BUCKET_OWNER_ENFORCED,
+      enforceSSL: true,
+      removalPolicy: RemovalPolicy.RETAIN,
+      lifecycleRules: [{ id: "AbortIncompleteUploads", abortIncompleteMultipartUploadAfter: Duration.days(1) }],
+    });
+    (this.fileStoreBucket.node.defaultChild as CfnBucket).overrideLogicalId(FILE_STORES_BUCKET_ID);
 
     new CfnOutput(this, "ResourcesTableName", {
       value: this.resourcesTable.tableName,

@@ -113,6 +113,8 @@ export const ENV = {
    * environment installs for itself.
    */
   npmTreesBucket: "SLUICE_NPM_TREES_BUCKET",
+  /** AWS: the bucket of projects' File Stores (`$.files`), set on the function that serves their calls. */
+  fileStoreBucket: "SLUICE_FILE_STORE_BUCKET",
   /** The `sluice` CLI: base URL of the Sluice it talks to, over the saved profile's (the key: `SLUICE_API_KEY`). */
   cliUrl: "SLUICE_URL",
   /** The `sluice` CLI: its profile file is `<this>/sluice/config.json` (default `~/.config`, the XDG rule). */

@@ -299,7 +299,15 @@ export interface AwsConfig {
   s3ExpectedOwner: string | undefined;
   /** The bucket of installed npm trees (set on the functions that install packages); undefined: none. */
   npmTreesBucket: string | undefined;
+  /** The bucket of projects' File Stores (set on the function that serves their calls); undefined: none. */
+  fileStoreBucket: string | undefined;
 }
+
+/** An optional bucket name setting. */
+const bucketRule = z
+  .string()
+  .refine(isBucketName, { error: "must be a bucket name (3 to 63 of a-z, 0-9, . and -)" })
+  .optional();
 
 export function loadAwsConfig(env: Env = process.env, needs: { resources: boolean } = { resources: true }): AwsConfig {
   const table = z.string({ error: "is required" }).min(3);
@@ -313,10 +321,8 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
         .string()
         .regex(/^\d{12}$/, "must be a 12-digit AWS account id")
         .optional(),
-      [ENV.npmTreesBucket]: z
-        .string()
-        .refine(isBucketName, { error: "must be a bucket name (3 to 63 of a-z, 0-9, . and -)" })
-        .optional(),
+      [ENV.npmTreesBucket]: bucketRule,
+      [ENV.fileStoreBucket]: bucketRule,
       ...quotaShape,
     },
     env,
@@ -330,5 +336,6 @@ export function loadAwsConfig(env: Env = process.env, needs: { resources: boolea
     s3Buckets: parsed[ENV.s3Buckets] as string[],
     s3ExpectedOwner: parsed[ENV.s3ExpectedOwner] as string | undefined,
     npmTreesBucket: parsed[ENV.npmTreesBucket] as string | undefined,
+    fileStoreBucket: parsed[ENV.fileStoreBucket] as string | undefined,
   };
 }

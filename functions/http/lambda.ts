@@ -23,6 +23,7 @@ export function awsPartsFor(access: RouteDefinition["access"]): AwsPartName[] {
   // Applying runs schedules delayed emits; deleting `$in` events or sources cancels them.
   if (runsHooks || access.eventPurges) parts.push("delays");
   if (access.deliveries) parts.push("deliveries");
+  if (access.files) parts.push("files");
   // Deleting a workflow forgets its paused runs, schedules included.
   if (access.pausedRuns) parts.push("pauses");
   // Only deploying installs components' packages for good: it keeps installed trees in S3.

@@ -58,6 +58,11 @@ export interface RouteDefinition<P = unknown, Q = unknown, B = unknown> {
     secrets?: "open" | "seal";
     /** Starts the background purge of deleted events (invokes the event-purger function on AWS). */
     eventPurges?: boolean;
+    /**
+     * Serves runs' `$.files` calls: signs File Store URLs, lists and deletes files (on AWS, rights
+     * on the File Store bucket and its name).
+     */
+    files?: boolean;
     /** Queues webhook deliveries (sends to the FIFO delivery queue on AWS): dead-letter replays. */
     deliveries?: boolean;
     /**

@@ -1,4 +1,5 @@
 import * as z from "zod";
+import { part as files } from "#aws-parts/files";
 import { part as secrets } from "#aws-parts/secrets";
 import { part as tables } from "#aws-parts/tables";
 import { DATA_STORE_CALLS_PATH, serveGrantedCall } from "#core/data-stores";
@@ -16,7 +17,7 @@ export const route = defineRoute({
     "One data store call of a running component, sent by its runtime on AWS with its run's grant (no API key: the grant is the authority)",
   // The grant, sealed by Sluice, names the run's stores; an API key would be the code's to misuse.
   auth: false,
-  access: { resources: "write", secrets: "open" },
+  access: { resources: "write", secrets: "open", files: true },
   body: z.object({ grant: z.string().min(1).max(GRANT_MAX_CHARS), call: z.unknown() }),
   response: z.union([
     z.object({ ok: z.literal(true), value: z.unknown().optional() }),
@@ -25,4 +26,4 @@ export const route = defineRoute({
   run: async (deps, { body }) => serveGrantedCall(deps, body.grant, body.call),
 });
 
-export const handler = /* @__PURE__ */ lambdaHandler(route, { secrets, tables });
+export const handler = /* @__PURE__ */ lambdaHandler(route, { files, secrets, tables });

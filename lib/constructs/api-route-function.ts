@@ -115,7 +115,7 @@ export class ApiRouteFunction extends Construct {
     // compute: deploys, runs and removes sources and their timers; secrets: seals and opens secret props;
     // eventPurges: starts the background removal of deleted events; deliveries: queues webhook deliveries.
     // pausedRuns: forgets a deleted workflow's paused runs and their schedules (see below).
-    const { compute, secrets, eventPurges, deliveries, pausedRuns } = route.access;
+    const { compute, secrets, eventPurges, deliveries, pausedRuns, files } = route.access;
     // Running a hook needs the source's secret props opened: the routes that deploy or remove
     // sources run hooks, and store and publish the events those emit (the others only bundle,
     // describe and probe, and store nothing a probe emits).
@@ -131,6 +131,9 @@ export class ApiRouteFunction extends Construct {
     // and "remove" (deleting schedules of the group, and its name) cover it, and no other grants it.
     if (pausedRuns && compute !== "deploy" && compute !== "remove") {
       throw new Error(`Route "${route.name}" forgets paused runs, which needs access.compute "deploy" or "remove"`);
+    }
+    if (files && !props.sources) {
+      throw new Error(`Route "${route.name}" serves File Store calls, but the stack gave it no SourceCompute`);
     }
     if (eventPurges && !props.eventStreaming) {
       throw new Error(`Route "${route.name}" starts event purges, but the stack gave it no EventStreaming`);
@@ -179,6 +182,7 @@ export class ApiRouteFunction extends Construct {
     if (eventPurges) props.sources?.attachDelayedEmitCanceller(fn);
     if (appendsEvents) props.eventFanout!.attachPublisher(fn);
     if (deliveries) props.eventFanout!.attachDeliveryQueuer(fn);
+    if (files) props.sources!.attachFileStore(fn);
 
     if (access) grantTableAccess(resourcesTable, fn, access);
 
@@ -220,7 +224,7 @@ export class RouteRoles extends Construct {
 /** A route's access as a construct id: `Read`, `WriteDeploySeal`, `WriteDeliveries`, `None`... */
 function accessName(access: RouteSpec["access"]): string {
   // `pausedRuns` grants nothing its `compute` level does not: it names no role of its own.
-  const { resources, compute, secrets, eventPurges, deliveries } = access;
-  const parts = [resources, compute, secrets, eventPurges && "purges", deliveries && "deliveries"];
+  const { resources, compute, secrets, eventPurges, deliveries, files } = access;
+  const parts = [resources, compute, secrets, eventPurges && "purges", deliveries && "deliveries", files && "files"];
   return pascalCase(parts.filter((part): part is string => typeof part === "string").join("-")) || "None";
 }

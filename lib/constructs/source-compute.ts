@@ -9,7 +9,7 @@ import type { IKey } from "aws-cdk-lib/aws-kms";
 import { Architecture, Function as LambdaFunction, LayerVersion, Runtime } from "aws-cdk-lib/aws-lambda";
 import { SqsDestination } from "aws-cdk-lib/aws-lambda-destinations";
 import { LogGroup, RetentionDays } from "aws-cdk-lib/aws-logs";
-import { BlockPublicAccess, Bucket, BucketEncryption, ObjectOwnership } from "aws-cdk-lib/aws-s3";
+import { BlockPublicAccess, Bucket, BucketEncryption, type IBucket, ObjectOwnership } from "aws-cdk-lib/aws-s3";
 import { CfnScheduleGroup } from "aws-cdk-lib/aws-scheduler";
 import { Queue, QueueEncryption } from "aws-cdk-lib/aws-sqs";
 import { Construct } from "constructs";
@@ -62,6 +62,8 @@ export interface SourceComputeProps {
   readonly resourcesTable: ITableV2;
   /** The key that seals secret props. */
   readonly secretsKey: IKey;
+  /** The bucket of projects' File Stores (the stateful stack's). @default - none */
+  readonly fileStoreBucket?: IBucket;
   /** Stage of the deployment: source functions are `sluice-<stage>-<source id>`. */
   readonly stage: string;
   /** Time limit of one run or hook of a component. @default Duration.seconds(30) */
@@ -650,6 +652,25 @@ export class SourceCompute extends Construct {
       resourceName: `${this.scheduleGroup.ref}/*`,
       arnFormat: ArnFormat.SLASH_RESOURCE_NAME,
     });
+  }
+
+  /**
+   * A function that serves runs' `$.files` calls: it signs URLs to read and write the objects of
+   * the File Store bucket (a pre-signed URL carries its signer's rights, so it has exactly those),
+   * lists the bucket and deletes objects. Without a bucket (a stack given none) it gets nothing.
+   */
+  attachFileStore(fn: LambdaFunction): void {
+    const bucket = this.#props.fileStoreBucket;
+    if (!bucket) return;
+    fn.addToRolePolicy(
+      new PolicyStatement({
+        actions: ["s3:GetObject", "s3:PutObject", "s3:DeleteObject"],
+        resources: [bucket.arnForObjects("*")],
+      }),
+    );
+    fn.addToRolePolicy(new PolicyStatement({ actions: ["s3:ListBucket"], resources: [bucket.bucketArn] }));
+    fn.addEnvironment(ENV.fileStoreBucket, bucket.bucketName);
+    fn.addEnvironment(ENV.s3ExpectedOwner, Stack.of(this).account);
   }
 
   /**

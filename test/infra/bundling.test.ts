@@ -82,6 +82,7 @@ const PART_CLIENTS: Record<string, readonly string[]> = {
   bus: ["@aws-sdk/client-eventbridge", "@aws-sdk/client-sqs"],
   deliveries: ["@aws-sdk/client-sqs"],
   objects: ["@aws-sdk/client-s3"],
+  files: ["@aws-sdk/client-s3"],
   trees: ["@aws-sdk/client-s3"],
   delays: ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"],
   pauses: ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"],
@@ -182,6 +183,7 @@ describe("ServiceStack bundling", () => {
     service = new ServiceStack(app, "SluiceService", {
       resourcesTable: stateful.resourcesTable,
       secretsKey: stateful.secretsKey,
+      fileStoreBucket: stateful.fileStoreBucket,
     });
     template = Template.fromStack(service);
     functions = service.node.findAll().filter((node): node is SluiceFunction => node instanceof SluiceFunction);

@@ -379,11 +379,14 @@ describe("ServiceStack with routes that queue deliveries", () => {
 
 describe("ServiceStack: the buckets of $.send.s3", () => {
   // The deploying functions' npm tree cache is another bucket (source-compute.test.ts checks it).
+  // The functions with buckets of the stack's own (file-stores.test.ts and source-compute.test.ts say what they get).
   const treeInstaller = (template: Template, id: string) =>
-    environmentOf(template, id)[ENV.npmTreesBucket] !== undefined;
+    environmentOf(template, id)[ENV.npmTreesBucket] !== undefined ||
+    environmentOf(template, id)[ENV.fileStoreBucket] !== undefined;
   const s3Statements = (template: Template) =>
     Object.keys(functionsOf(template)).flatMap((id) =>
       statementsOf(template, id)
+        .filter(() => environmentOf(template, id)[ENV.fileStoreBucket] === undefined)
         .filter((statement) => [statement.Action].flat().some((action) => action.startsWith("s3:")))
         .filter((statement) => !JSON.stringify(statement.Resource).includes("/npm-trees/"))
         .map((statement) => ({ id, Action: statement.Action, Resource: statement.Resource })),

@@ -34,6 +34,8 @@ const APPENDS = ["events:PutEvents", "sqs:GetQueueUrl", "sqs:SendMessage"];
 const RUNS = ["lambda:GetFunction", "lambda:InvokeFunction"];
 /** Installs components' packages: read and store installed trees (`npm-trees/*` of the stack's bucket). */
 const NPM_TREES = ["s3:GetObject", "s3:PutObject"];
+/** Serve runs' `$.files` calls: sign URLs to read and write the File Store bucket's objects, list it, delete. */
+const FILE_STORES = ["s3:DeleteObject", "s3:GetObject", "s3:ListBucket", "s3:PutObject"];
 const CREATES = [
   "iam:PassRole",
   "lambda:CreateFunction",
@@ -135,7 +137,7 @@ export const ROUTE_RIGHTS: readonly FunctionRights[] = [
   // callback and the test also call the provider over the internet (no AWS right needed).
   ...["connect-account", "finish-account-connect", "test-account"].map((name) => writes(name, SEALS)),
   // Public (the grant is the key): opens grants, seals nothing.
-  writes("serve-data-store-call", ["kms:Decrypt"]),
+  writes("serve-data-store-call", ["kms:Decrypt"], FILE_STORES),
   ...[
     "delete-webhook",
     "create-subscription",

@@ -44,6 +44,7 @@ export function synthService(
   const service = new ServiceStack(app, "SluiceService", {
     resourcesTable: stateful.resourcesTable,
     secretsKey: stateful.secretsKey,
+    fileStoreBucket: stateful.fileStoreBucket,
     stage: options.stage,
     routes: options.routes,
     npmRegistry: options.npmRegistry,
@@ -114,5 +115,6 @@ export const deployedEnvironmentOf = (template: Template, functionId: string): R
 /** Placeholders of the values that are neither a URL, an ARN nor a function's name. */
 const RESOLVED_AT_DEPLOY: Record<string, string> = {
   [ENV.npmTreesBucket]: "sluice-npm-trees-resolved-at-deploy",
+  [ENV.fileStoreBucket]: "sluice-file-stores-resolved-at-deploy",
   [ENV.s3ExpectedOwner]: "123456789012",
 };

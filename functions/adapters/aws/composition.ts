@@ -33,6 +33,7 @@ export const AWS_PART_NAMES = [
   "bus",
   "deliveries",
   "objects",
+  "files",
   "delays",
   "pauses",
   "trees",
@@ -95,6 +96,7 @@ const PART_PORTS = {
   secrets: "secrets",
   deliveries: "deliveries",
   objects: "objects",
+  files: "files",
   delayedEmits: "delays",
   pausedRuns: "pauses",
 } as const satisfies Partial<Record<keyof Deps, AwsPartName>>;
