@@ -37,6 +37,9 @@ export const APPS_WITHOUT_ACCOUNTS: ReadonlySet<string> = new Set([
   "sse",
   "filter",
   "delay",
+  // Its actions call `$.files` (the project's File Store, Sluice's own); only the app's methods,
+  // which call the original's REST API, read `$auth.api_token`.
+  "file_store",
 ]);
 
 /** The `name` of the error a use fails with when its account is gone or cannot give credentials. */

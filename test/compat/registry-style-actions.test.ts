@@ -389,6 +389,77 @@ describe("registry-style actions as workflow steps, against local mode", () => {
     }
   });
 
+  it("keeps a file in the project's File Store with the file_store actions, which need no account", async () => {
+    const csv = "id,total\n7,70\n";
+    const files = createServer((request, response) => {
+      if (request.url === "/late.csv") response.writeHead(200, { "content-type": "text/csv" }).end(csv);
+      else response.writeHead(404).end();
+    });
+    await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve));
+    const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/late.csv`;
+    try {
+      // One workflow saves a download from /tmp into the File Store, another from the URL itself.
+      const saver = await workflowOf([
+        { namespace: "download", code: fixture("download-to-tmp.mjs"), props: { url, filename: "late.csv" } },
+        {
+          namespace: "keep",
+          code: fixture("file-store-upload.mjs"),
+          props: { path: "orders/late.csv", localFilePath: "late.csv" },
+        },
+        { namespace: "copy", code: fixture("file-store-upload.mjs"), props: { path: "orders/copy.csv", url } },
+        { namespace: "list", code: fixture("file-store-list.mjs"), props: { directory: "orders", filter: "Files" } },
+        { namespace: "report", code: REPORT },
+      ]);
+      const saved = await trigger(saver);
+      expect(saved.run.status, JSON.stringify(saved.run.error)).toBe("success");
+      expect(summaries(saved.run)).toEqual([
+        `Saved ${csv.length} bytes to /tmp/late.csv`,
+        'Uploaded the file to "orders/late.csv"',
+        'Uploaded the file to "orders/copy.csv"',
+        "Listed 2 entries in orders",
+        null,
+      ]);
+      const [report] = await events(saver.id);
+      expect(report?.event.raw_event).toMatchObject({
+        keep: { $return_value: { type: "PipedreamProjectFile", path: "orders/late.csv" } },
+        list: {
+          $return_value: [
+            { path: "orders/copy.csv", name: "copy.csv", folder: false, size: csv.length },
+            { path: "orders/late.csv", name: "late.csv", folder: false, size: csv.length },
+          ],
+        },
+      });
+
+      // A workflow that never saw the download reads the file back through /tmp, and its URL.
+      const reader = await workflowOf([
+        { namespace: "fetch", code: fixture("file-store-download.mjs"), props: { filePath: "orders/late.csv" } },
+        {
+          namespace: "rows",
+          code: fixture("csv-rows-from-file.mjs"),
+          props: { filePath: "{{steps.fetch.$return_value}}" },
+        },
+        { namespace: "report", code: REPORT },
+      ]);
+      const read = await trigger(reader);
+      expect(read.run.status, JSON.stringify(read.run.error)).toBe("success");
+      const [rows] = await events(reader.id);
+      expect(rows?.event.raw_event.rows.$return_value).toEqual([{ id: "7", total: "70" }]);
+      expect(await (await fetch(rows?.event.raw_event.fetch.url)).text()).toBe(csv);
+
+      // Neither a local path nor a URL: the action's own ConfigurationError.
+      const neither = await workflowOf([
+        { namespace: "keep", code: fixture("file-store-upload.mjs"), props: { path: "x" } },
+      ]);
+      expect((await trigger(neither)).run.error).toMatchObject({
+        code: "ConfigurationError",
+        message: "Give either a File URL or a Local File Path.",
+      });
+    } finally {
+      files.closeAllConnections();
+      await new Promise((resolve) => files.close(resolve));
+    }
+  });
+
   it("sends an http_request prop's configured request with execute() and returns its answer", async () => {
     const receiver = await WebhookReceiver.start();
     try {

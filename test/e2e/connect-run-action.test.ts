@@ -54,6 +54,22 @@ const DYNAMIC = `export default {
   },
 };`;
 
+/** An action that writes a file of the project's File Store when given text, and lists the store. */
+const FILER = `export default {
+  key: "run-action-filer",
+  name: "Filer",
+  version: "0.0.1",
+  type: "action",
+  props: { path: { type: "string" }, text: { type: "string", optional: true } },
+  async run({ $ }) {
+    const { Readable } = await import("node:stream");
+    if (this.text !== undefined) await $.files.open(this.path).fromReadableStream(Readable.from([this.text]));
+    const listed = [];
+    for await (const entry of $.files.dir()) listed.push(entry.path);
+    return { listed, text: this.text === undefined ? null : await $.files.open(this.path).toEncodedString() };
+  },
+};`;
+
 const SOURCE = `export default { key: "run-action-source", name: "A source", version: "0.0.1", props: {}, async run() {} };`;
 
 describe("POST /v1/connect/{project_id}/actions/run, against local mode", () => {
@@ -71,7 +87,7 @@ describe("POST /v1/connect/{project_id}/actions/run, against local mode", () => 
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
     workspaceId = (await api("GET", "/users/me")).json.data.orgs[0].id;
     projectId = (await api("GET", `/workspaces/${workspaceId}/projects`)).json.data[0].id;
-    for (const code of [COUNTER, DYNAMIC, SOURCE]) {
+    for (const code of [COUNTER, DYNAMIC, SOURCE, FILER]) {
       const saved = await api("POST", "/components", { component_code: code });
       expect(saved.status, JSON.stringify(saved.json)).toBe(200);
     }
@@ -215,6 +231,28 @@ describe("POST /v1/connect/{project_id}/actions/run, against local mode", () => 
       configured_props: { label: "tmp-file", store: { name: "run-counts" }, mode: "tmp" },
     });
     expect(answer.json).toMatchObject({ ret: "1", exports: { $summary: "Run 1 of tmp-file" } });
+  });
+
+  it("reaches the project's File Store, which another user's project does not share", async () => {
+    const written = await runAction({
+      id: "run-action-filer",
+      configured_props: { path: "connect/a.txt", text: "kept" },
+    });
+    expect(written.json, JSON.stringify(written.json)).toMatchObject({ ret: { listed: ["connect"], text: "kept" } });
+    const { stdout } = await runSluice(["create-user", "--username", "filer", "--email", "filer@example.com"], {
+      SLUICE_DATA_DIR: sluice.dataDir,
+    });
+    const other = apiClient(sluice.baseUrl, JSON.parse(stdout).api_key);
+    const otherWorkspace = (await other("GET", "/users/me")).json.data.orgs[0].id;
+    const otherProject = (await other("GET", `/workspaces/${otherWorkspace}/projects`)).json.data[0].id;
+    expect((await other("POST", "/components", { component_code: FILER })).status).toBe(200);
+    const theirs = await other("POST", `/connect/${otherProject}/actions/run`, {
+      id: "run-action-filer",
+      configured_props: { path: "connect/a.txt" },
+    });
+    expect(theirs.json, JSON.stringify(theirs.json)).toMatchObject({ ret: { listed: [], text: null } });
+    const again = await runAction({ id: "run-action-filer", configured_props: { path: "connect/a.txt" } });
+    expect(again.json).toMatchObject({ ret: { listed: ["connect"], text: null } });
   });
 
   it("asks additionalProps first and checks the props it adds", async () => {
