@@ -1,5 +1,5 @@
 import { execFile } from "node:child_process";
-import { existsSync, mkdtempSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, realpathSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, relative } from "node:path";
 import { promisify } from "node:util";
@@ -251,6 +251,13 @@ describe("README.md, every shell block in order, as written", () => {
         },
       ]);
     },
+    "Keeping files: File Stores #1": (run) => {
+      expect(run.lines).toEqual(["notes/latest.txt (8 bytes)", "buy milk"]);
+      const [project] = readdirSync(join(cwd, ".sluice", "file-stores")).filter((name) => name.startsWith("proj_"));
+      expect(readFileSync(join(cwd, ".sluice", "file-stores", project as string, "notes", "latest.txt"), "utf8")).toBe(
+        "buy milk",
+      );
+    },
     "Events: history, deletion, live stream #1": async (run) => {
       const sourceId = readJson(cwd, "created.json").data.id;
       const page = json(run.lines[0]);
@@ -322,8 +329,16 @@ describe("README.md, every shell block in order, as written", () => {
         "approval-runs.json",
         "greet.mjs",
         "greet.json",
+        "note.mjs",
+        "note.json",
+        "note-run.json",
       ])
         expect(existsSync(join(cwd, file))).toBe(false);
+      // The note the File Store example kept is deleted too, with its folder.
+      const stores = join(cwd, ".sluice", "file-stores");
+      for (const project of readdirSync(stores).filter((name) => name.startsWith("proj_"))) {
+        expect(readdirSync(join(stores, project))).toEqual([]);
+      }
     },
     "Connect an account #1": async (run) => {
       const [app, created, full, updated, listed] = run.lines.map(json);
@@ -415,6 +430,7 @@ describe("README.md, every shell block in order, as written", () => {
         "Your first workflow",
         "Pausing for an approval",
         "Running an action on its own",
+        "Keeping files: File Stores",
         "Events: history, deletion, live stream",
         "Subscriptions and webhooks",
         "Cleaning up",
