@@ -32,6 +32,7 @@ describe("the AWS composition's parts", () => {
     ["bus", ["@aws-sdk/client-eventbridge", "@aws-sdk/client-sqs"]],
     ["deliveries", ["@aws-sdk/client-sqs"]],
     ["objects", ["@aws-sdk/client-s3"]],
+    ["files", ["@aws-sdk/client-s3", "@aws-sdk/s3-request-presigner"]],
     // Its S3 client loads at the first install that asks the store (a dynamic import), not with the part.
     ["trees", []],
     ["delays", ["@aws-sdk/client-dynamodb", "@aws-sdk/client-scheduler", "@aws-sdk/lib-dynamodb"]],
@@ -43,7 +44,7 @@ describe("the AWS composition's parts", () => {
   });
 
   it("has a module for every part name, and refuses a part loaded under another's name", async () => {
-    expect(AWS_PART_NAMES).toHaveLength(12);
+    expect(AWS_PART_NAMES).toHaveLength(13);
     await expect(loadParts({ secrets: async () => ({ part: tables }) })).rejects.toThrow(
       'the part loaded as "secrets" is the "tables" part',
     );
