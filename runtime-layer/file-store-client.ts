@@ -217,11 +217,15 @@ class ProjectFile {
     await this.#ask({ op: "files.delete", path: this.path });
   }
 
+  /**
+   * The file's description: what a step returns or exports of it. Its URL to read once known, never
+   * the one to write (a description travels to later steps, events and answers).
+   */
   toJSON(): Json {
     return {
       type: FILE_DESCRIPTOR_TYPE,
       path: this.path,
-      ...(this.#urls ? { ...this.#urls } : {}),
-    } as Json;
+      ...(this.#urls ? { get_url: this.#urls.get_url, expires_at_ms: this.#urls.expires_at_ms } : {}),
+    };
   }
 }

@@ -353,6 +353,8 @@ export type ServiceCall = DataStoreCall | FileStoreCall;
 
 /** Longest File Store path, in UTF-8 bytes (S3's key limit, less the project prefix). */
 export const FILE_STORE_PATH_MAX_BYTES = 900;
+/** Most parts (folders and the file) of a File Store path: each folder is an inode on a local disk. */
+export const FILE_STORE_PATH_MAX_PARTS = 32;
 /** Longest name of one folder or file in a File Store path, in UTF-8 bytes (a file system's limit). */
 export const FILE_STORE_NAME_MAX_BYTES = 255;
 /** How long a File Store file's URLs are good for: 30 minutes, as the original's `toUrl()`. */
@@ -377,7 +379,11 @@ export function fileStorePath(raw: unknown, folder = false): { path: string } | 
   if (/[\p{Cc}\\]|\p{Cs}/u.test(path)) {
     return { problem: `the File Store path ${shown} holds a control character, a backslash or a lone surrogate` };
   }
-  for (const name of path.split("/")) {
+  const names = path.split("/");
+  if (names.length > FILE_STORE_PATH_MAX_PARTS) {
+    return { problem: `a File Store path may have at most ${FILE_STORE_PATH_MAX_PARTS} parts` };
+  }
+  for (const name of names) {
     if (name === "" || name === "." || name === "..") {
       return { problem: `the File Store path ${shown} has an empty, "." or ".." part` };
     }

@@ -127,6 +127,8 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
     now: () => clock.nowMs(),
     maxProjectBytes: config.runtime.fileStoreMb * 1024 * 1024,
   });
+  // What a killed process left half uploaded goes before any upload of this one.
+  await files.clearIncoming((message) => log.warn(message));
   deps = {
     identity: guarded(new SqliteIdentityStore(db), "identity"),
     usage: guarded(usage, "usage"),

@@ -5,9 +5,13 @@
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
 import type { DiskFileStore } from "#adapters/local/disk-file-store";
-import { DomainError } from "#core/errors";
+import { DomainError, isDomainError } from "#core/errors";
 import type { Logger } from "#core/ports/logger";
 import { errorResult } from "#http/responses";
+import { discardRest } from "./discard-body.ts";
+
+/** Errors of a request its client cut short: nothing to answer, and nothing wrong with the server. */
+const CUT_SHORT = new Set(["ECONNRESET", "ERR_STREAM_PREMATURE_CLOSE", "ECONNABORTED", "EPIPE"]);
 
 export async function handleFileRequest(
   store: DiskFileStore,
@@ -18,22 +22,19 @@ export async function handleFileRequest(
   log: Logger,
 ): Promise<void> {
   const fail = (error: unknown) => {
+    // What the client still sends is read and dropped, bounded: a refusal never reads a body whole.
+    if (!request.readableEnded) discardRest(request);
     const result = errorResult(error, requestId, log);
     response.writeHead(result.statusCode, result.headers);
     response.end(result.body);
   };
   const method = request.method === "HEAD" ? "GET" : request.method;
   if (method !== "GET" && method !== "PUT") {
-    request.resume();
     return fail(new DomainError("method_not_allowed", `${request.method} is not allowed on a file URL (GET or PUT)`));
   }
   const grant = await store.openToken(token);
-  if ("refused" in grant) {
-    request.resume();
-    return fail(new DomainError("forbidden", grant.refused));
-  }
+  if ("refused" in grant) return fail(new DomainError("forbidden", grant.refused));
   if (grant.method !== method) {
-    request.resume();
     return fail(new DomainError("forbidden", `this file URL is for ${grant.method}, not ${method}`));
   }
   try {
@@ -60,7 +61,13 @@ export async function handleFileRequest(
     file.stream.on("error", () => response.destroy());
     file.stream.pipe(response);
   } catch (error) {
-    request.resume();
+    const code = (error as NodeJS.ErrnoException).code;
+    if (!isDomainError(error) && (request.destroyed || (code !== undefined && CUT_SHORT.has(code)))) {
+      // The client went away mid-upload: the upload is dropped (nothing was placed).
+      log.info("file upload cut short", { request_id: requestId, path: grant.path });
+      response.destroy();
+      return;
+    }
     if (!response.headersSent) return fail(error);
     response.destroy();
   }

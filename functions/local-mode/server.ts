@@ -24,6 +24,7 @@ import { answerHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
 import { serverMaxConnections } from "./connection-cap.ts";
+import { discardRest } from "./discard-body.ts";
 import { handleFileRequest } from "./file-store-server.ts";
 import {
   SourceStreamServer,
@@ -33,22 +34,6 @@ import {
 } from "./source-stream-server.ts";
 
 class BodyTooLargeError extends Error {}
-
-/**
- * After an answer given before the request was read to its end (a 413, a request Node's parser
- * refused), the rest of what the client sends is read and thrown away so the client can read the
- * answer (closing at once would reset its upload), but only up to this many bytes.
- */
-const MAX_DISCARDED_BYTES = 8 * 1024 * 1024;
-
-/** Reads and drops what still arrives on `input`, destroying it past {@link MAX_DISCARDED_BYTES}. */
-function discardRest(input: Readable): void {
-  let discarded = 0;
-  input.on("data", (chunk: Buffer) => {
-    discarded += chunk.length;
-    if (discarded > MAX_DISCARDED_BYTES) input.destroy();
-  });
-}
 
 /** Reads a request body, giving up (and discarding the rest, bounded) past `limit` bytes. */
 function readBody(request: IncomingMessage, limit: number): Promise<Buffer> {
@@ -196,6 +181,8 @@ function preparedAnswer(spec: HttpResponseSpec): PreparedAnswer {
  * be (a `flow` segment anywhere, as decoded: `/api/flow/...`, `//flow/...`, `/%66low/...`).
  */
 const FLOW_LOG_MASK = /(^|\/)flow(\/|;|$)/i;
+/** The same for a File Store file's URL (its token is the authority to read or write the file). */
+const FILE_LOG_MASK = /(^|\/)files(\/|;|$)/i;
 
 /** `/http/<key>` and `/http/<key>/<path>`: a source's HTTP interface endpoint. */
 const ENDPOINT_PATH = /^\/http\/([A-Za-z0-9_-]{1,64})(\/.*)?$/;
@@ -328,9 +315,8 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
     }
     // Past the endpoints (the hot path, logged by their own placeholder): a pause's URL, or one that
     // looks like it, is never logged with its secret.
-    line.path = FLOW_LOG_MASK.test(url.pathname.includes("%") ? decodeSegment(url.pathname) : url.pathname)
-      ? FLOW_LOG_PATH
-      : url.pathname;
+    const logged = url.pathname.includes("%") ? decodeSegment(url.pathname) : url.pathname;
+    line.path = FLOW_LOG_MASK.test(logged) ? FLOW_LOG_PATH : FILE_LOG_MASK.test(logged) ? FILE_LOG_PATH : url.pathname;
     const file = files ? FILE_URL_PATH.exec(url.pathname) : null;
     if (file?.[1] && files) {
       // The token is the authority: never logged.

@@ -1,4 +1,5 @@
 import { readdirSync } from "node:fs";
+import { request as httpRequest } from "node:http";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ApiAnswer, apiClient } from "../support/api-client.ts";
@@ -49,7 +50,7 @@ describe("File Stores ($.files) against local mode", () => {
   }
 
   beforeAll(async () => {
-    sluice = await startSluice({ env: { SLUICE_FILE_STORE_MB: "1" } });
+    sluice = await startSluice({ env: { SLUICE_FILE_STORE_MB: "1", SLUICE_LOG_LEVEL: "info" } });
     api = apiClient(sluice.baseUrl, sluice.apiKeyFromFile());
   });
   afterAll(async () => {
@@ -97,7 +98,13 @@ describe("File Stores ($.files) against local mode", () => {
     expect(run.error).toBeNull();
     expect(run.status).toBe("success");
     const [read, removed] = emitted as [Record<string, unknown>, Record<string, unknown>];
-    expect(read.descriptor).toMatchObject({ type: "PipedreamProjectFile", path: "d.bin" });
+    // A description carries the URL to read, never the one to write (it travels to later steps and events).
+    expect(read.descriptor).toEqual({
+      type: "PipedreamProjectFile",
+      path: "d.bin",
+      get_url: expect.stringContaining("/files/"),
+      expires_at_ms: expect.any(Number),
+    });
     expect(read.listing).toEqual([
       ["d.bin", true, false, 4],
       ["notes", false, true, null],
@@ -125,6 +132,15 @@ describe("File Stores ($.files) against local mode", () => {
     const forged = await fetch(url.replace(token, `${token.slice(0, -12)}AAAAAAAAAAAA`));
     expect(forged.status).toBe(403);
     expect(await (await fetch(url)).text()).toBe("hello files");
+    // Mistyped forms of the URL are 404s, and no form of it puts the token in the request log.
+    for (const variant of [`${url}/`, `${url}/more`, url.replace("/files/", "//files/")]) {
+      expect((await fetch(variant)).status, variant).toBe(404);
+    }
+    await eventually(
+      async () => (sluice.output().includes("/files/{token}/{name}") ? true : undefined),
+      "a logged file request",
+    );
+    expect(sluice.output()).not.toContain(token);
     expect(removed).toEqual({
       left: ["a.txt", "b.csv"],
       missing: 'FileStoreError: $.files: there is no file "notes/deep/c.json" in the File Store',
@@ -169,5 +185,45 @@ describe("File Stores ($.files) against local mode", () => {
       },
     ]);
     expect(readdirSync(join(sluice.dataDir, "file-stores", ".incoming"))).toEqual([]);
+  });
+
+  it("reads a refused upload's body no further than a bound, and answers 409, not 500, to a file racing a folder", async () => {
+    // A PUT with a forged token declaring 100 MB: answered 403, and the server stops reading.
+    const target = new URL(`${sluice.baseUrl.replace(/\/v1$/, "")}/files/f1.99999999999999.AAAA/x`);
+    const { status, sent } = await new Promise<{ status: number; sent: number }>((resolve, reject) => {
+      const request = httpRequest(target, { method: "PUT", headers: { "content-length": String(100 * 1024 * 1024) } });
+      let sent = 0;
+      let status = 0;
+      const chunk = Buffer.alloc(64 * 1024);
+      const pump = () => {
+        while (sent < 100 * 1024 * 1024 && !request.destroyed) {
+          sent += chunk.length;
+          if (!request.write(chunk)) return void request.once("drain", pump);
+        }
+      };
+      request.on("response", (response) => {
+        status = response.statusCode ?? 0;
+        response.resume();
+      });
+      request.on("error", () => resolve({ status, sent }));
+      request.on("close", () => resolve({ status, sent }));
+      setTimeout(() => reject(new Error("the server kept reading")), 20_000).unref();
+      pump();
+    });
+    expect(status).toBe(403);
+    expect(sent).toBeLessThan(40 * 1024 * 1024);
+
+    const { run, emitted } = await runSteps({
+      race: step(`
+        const outcomes = await Promise.allSettled([...Array(6).keys()].flatMap((i) => [
+          $.files.open("race" + i).fromReadableStream(Readable.from(["f"])),
+          $.files.open("race" + i + "/inner").fromReadableStream(Readable.from(["g"])),
+        ]));
+        $.send.emit({ raw_event: outcomes.map((o) => o.status === "fulfilled" ? "ok" : o.reason.message) });`),
+    });
+    expect(run.status).toBe("success");
+    for (const outcome of emitted[0] as string[]) {
+      expect(outcome).toMatch(/^ok$|HTTP 409: .*(has a folder at|has a file at|changed: try again)/);
+    }
   });
 });

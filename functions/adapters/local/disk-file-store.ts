@@ -32,6 +32,8 @@ const PROJECT_ID = /^[A-Za-z0-9_]{1,64}$/;
 
 interface TokenBody {
   v: 1;
+  /** What the sealed text is: the server's key also seals secrets, which must never open as a URL. */
+  kind: "file-url";
   project: string;
   path: string;
   method: "GET" | "PUT";
@@ -53,8 +55,13 @@ export interface DiskFileStoreOptions {
 
 export class DiskFileStore implements FileStore {
   readonly root: string;
-  /** Bytes each project holds, walked once and then kept up to date by this server's writes. */
-  readonly #usage = new Map<string, Promise<number>>();
+  /**
+   * Bytes each project holds and bytes of its uploads in flight: its folder is walked once, then
+   * kept up to date by this server's writes. Uploads in flight count as their bytes arrive, so
+   * concurrent ones cannot together pass the bound.
+   */
+  readonly #usage = new Map<string, { stored: number; incoming: number }>();
+  readonly #walks = new Map<string, Promise<{ stored: number; incoming: number }>>();
 
   constructor(private readonly options: DiskFileStoreOptions) {
     this.root = resolve(options.dataDir, FILE_STORES_FOLDER);
@@ -64,7 +71,7 @@ export class DiskFileStore implements FileStore {
     const base = `${this.options.publicUrl().replace(/\/+$/, "")}/files`;
     const name = encodeURIComponent(path.slice(path.lastIndexOf("/") + 1));
     const url = async (method: TokenBody["method"]) => {
-      const body: TokenBody = { v: 1, project: projectId, path, method, expiresAtMs };
+      const body: TokenBody = { v: 1, kind: "file-url", project: projectId, path, method, expiresAtMs };
       return `${base}/f1.${expiresAtMs}.${await this.options.secrets.seal(JSON.stringify(body))}/${name}`;
     };
     return { getUrl: await url("GET"), putUrl: await url("PUT") };
@@ -81,6 +88,7 @@ export class DiskFileStore implements FileStore {
       const path = fileStorePath(body.path);
       const valid =
         body.v === 1 &&
+        body.kind === "file-url" &&
         body.expiresAtMs === expiresAtMs &&
         typeof body.project === "string" &&
         PROJECT_ID.test(body.project) &&
@@ -122,13 +130,11 @@ export class DiskFileStore implements FileStore {
   async write(projectId: string, path: string, body: Readable, length: number | undefined): Promise<void> {
     const file = this.fileOf(projectId, path);
     const max = this.options.maxProjectBytes;
-    const used = await this.usageOf(projectId);
-    const before = await sizeOf(file);
-    const room = max - (used - before);
-    if (length !== undefined && length > room) {
-      body.resume();
-      throw tooLarge(max);
-    }
+    const usage = await this.#usageRecord(projectId);
+    // The file it replaces frees its blocks once replaced; until then both count, but for its own.
+    const before = blocks(await sizeOf(file, true));
+    const over = (more: number) => usage.stored - before + usage.incoming + more > max;
+    if (length !== undefined && over(blocks(length))) throw tooLarge(max);
     const incoming = join(this.root, INCOMING);
     await mkdir(incoming, { recursive: true, mode: 0o700 });
     const temporary = join(incoming, randomBytes(12).toString("hex"));
@@ -138,8 +144,9 @@ export class DiskFileStore implements FileStore {
         body,
         async function* (chunks: AsyncIterable<Buffer>) {
           for await (const chunk of chunks) {
+            if (over(chunk.length)) throw tooLarge(max);
             written += chunk.length;
-            if (written > room) throw tooLarge(max);
+            usage.incoming += chunk.length;
             yield chunk;
           }
         },
@@ -151,12 +158,16 @@ export class DiskFileStore implements FileStore {
           `the upload was ${written} bytes, not the ${length} its Content-Length said`,
         );
       }
-      await this.placeFile(projectId, path, temporary);
+      // What it replaced and the folders it made are counted as they are at the rename, not as
+      // they were when the upload began (a deletion meanwhile gave its blocks back already).
+      const { replaced, folders } = await this.placeFile(projectId, path, temporary);
+      usage.stored = Math.max(0, usage.stored + blocks(written) - blocks(replaced) + folders * BLOCK);
     } catch (error) {
       await rm(temporary, { force: true });
       throw error;
+    } finally {
+      usage.incoming -= written;
     }
-    this.addUsage(projectId, written - before);
   }
 
   async list(projectId: string, folder: string, after: string | undefined, limit: number): Promise<FileStorePage> {
@@ -187,40 +198,48 @@ export class DiskFileStore implements FileStore {
 
   async remove(projectId: string, path: string): Promise<boolean> {
     const file = this.fileOf(projectId, path);
+    const usage = await this.#usageRecord(projectId);
     const size = await sizeOf(file, true);
     if (size === undefined) return false;
+    let removed = 0;
     await rm(file, { force: true });
-    this.addUsage(projectId, -size);
     // As in S3, a folder is only the files in it: folders left empty go.
     const folder = this.projectFolder(projectId);
     for (let parent = resolve(file, ".."); parent.startsWith(folder + sep); parent = resolve(parent, "..")) {
       try {
         await rmdir(parent);
+        removed += 1;
       } catch {
         break;
       }
     }
+    usage.stored = Math.max(0, usage.stored - blocks(size) - removed * BLOCK);
     return true;
   }
 
-  /** Bytes the project's files take (their sizes), walked the first time and kept up to date. */
-  usageOf(projectId: string): Promise<number> {
-    let usage = this.#usage.get(projectId);
-    if (!usage) {
-      usage = folderBytes(this.projectFolder(projectId));
-      this.#usage.set(projectId, usage);
-      usage.catch(() => this.#usage.delete(projectId));
-    }
-    return usage;
+  /** What the project's files and folders take, in blocks ({@link BLOCK}), walked the first time and kept up to date. */
+  async usageOf(projectId: string): Promise<number> {
+    return (await this.#usageRecord(projectId)).stored;
   }
 
-  private addUsage(projectId: string, bytes: number): void {
-    const usage = this.#usage.get(projectId);
-    if (usage)
-      this.#usage.set(
-        projectId,
-        usage.then((total) => Math.max(0, total + bytes)),
+  /** The project's usage record, walking its folder the first time (one walk however many ask). */
+  async #usageRecord(projectId: string): Promise<{ stored: number; incoming: number }> {
+    const known = this.#usage.get(projectId);
+    if (known) return known;
+    let walk = this.#walks.get(projectId);
+    if (!walk) {
+      walk = folderBytes(this.projectFolder(projectId)).then((stored) => {
+        const record = { stored, incoming: 0 };
+        this.#usage.set(projectId, record);
+        return record;
+      });
+      this.#walks.set(projectId, walk);
+      walk.then(
+        () => this.#walks.delete(projectId),
+        () => this.#walks.delete(projectId),
       );
+    }
+    return walk;
   }
 
   private projectFolder(projectId: string): string {
@@ -229,16 +248,22 @@ export class DiskFileStore implements FileStore {
   }
 
   /** Renames `temporary` onto the file's place, making its folders; a file or folder in the way is a conflict. */
-  private async placeFile(projectId: string, path: string, temporary: string): Promise<void> {
+  private async placeFile(
+    projectId: string,
+    path: string,
+    temporary: string,
+  ): Promise<{ replaced: number | undefined; folders: number }> {
     const file = this.fileOf(projectId, path);
     const folder = this.projectFolder(projectId);
     const parts = relative(folder, file).split(sep);
     await mkdir(folder, { recursive: true, mode: 0o700 });
     let at = folder;
+    let folders = 0;
     for (const [index, part] of parts.slice(0, -1).entries()) {
       at = join(at, part);
       try {
         await mkdir(at, { mode: 0o700 });
+        folders += 1;
       } catch (error) {
         if ((error as NodeJS.ErrnoException).code !== "EEXIST") throw error;
         if (!(await lstat(at)).isDirectory()) {
@@ -249,11 +274,40 @@ export class DiskFileStore implements FileStore {
       }
     }
     const existing = await lstat(file).catch(() => undefined);
-    if (existing && !existing.isFile())
-      throw conflict(`the File Store has a folder at "${path}": delete the files in it first`);
-    await rename(temporary, file);
+    const folderThere = () => conflict(`the File Store has a folder at "${path}": delete the files in it first`);
+    if (existing && !existing.isFile()) throw folderThere();
+    try {
+      await rename(temporary, file);
+    } catch (error) {
+      // Another upload made a folder here (or a file where a folder was) since the checks above.
+      const code = (error as NodeJS.ErrnoException).code;
+      if (code === "EISDIR" || code === "ENOTEMPTY" || code === "EEXIST") throw folderThere();
+      if (code === "ENOTDIR" || code === "ENOENT")
+        throw conflict(`a file or folder on the way to "${path}" changed: try again`);
+      throw error;
+    }
+    return { replaced: existing?.size, folders };
+  }
+
+  /**
+   * Removes what uploads a previous process left in `.incoming` (a kill mid-upload): called once at
+   * start, before any upload of this process. Never throws: a leftover it cannot remove is logged.
+   */
+  async clearIncoming(warn: (message: string) => void): Promise<void> {
+    try {
+      await rm(join(this.root, INCOMING), { recursive: true, force: true });
+    } catch (error) {
+      warn(`could not remove the File Stores' unfinished uploads: ${(error as Error).message}`);
+    }
   }
 }
+
+/**
+ * What a file or folder is counted as against the bound: whole blocks of 4 KiB, and at least one
+ * (an empty file, a folder: each takes an inode and a block on disk, and would otherwise be free).
+ */
+const BLOCK = 4096;
+const blocks = (size: number | undefined) => (size === undefined ? 0 : Math.max(1, Math.ceil(size / BLOCK)) * BLOCK);
 
 function tooLarge(max: number): DomainError {
   return new DomainError(
@@ -280,7 +334,7 @@ async function sizeOf(path: string, undefinedIfNone = false): Promise<number | u
   return undefinedIfNone ? undefined : 0;
 }
 
-/** The sizes of the files below `folder`, all together (0 when there is no folder). */
+/** What the files and folders below `folder` take, in blocks (0 when there is no folder). */
 async function folderBytes(folder: string): Promise<number> {
   let total = 0;
   let entries: import("node:fs").Dirent[];
@@ -292,8 +346,8 @@ async function folderBytes(folder: string): Promise<number> {
   }
   for (const entry of entries) {
     const path = join(folder, entry.name);
-    if (entry.isDirectory()) total += await folderBytes(path);
-    else if (entry.isFile()) total += (await stat(path)).size;
+    if (entry.isDirectory()) total += BLOCK + (await folderBytes(path));
+    else if (entry.isFile()) total += blocks((await stat(path)).size);
   }
   return total;
 }

@@ -1,11 +1,14 @@
-import { mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Readable } from "node:stream";
+import { PassThrough, Readable } from "node:stream";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DiskFileStore, FILE_URL_PATH } from "#adapters/local/disk-file-store";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { isDomainError } from "#core/errors";
+import { fileStorePath } from "#runtime/protocol";
+
+const BLOCK = 4096;
 
 /** A project's File Store on a real folder (decision 560): tokens, writes, listings, removal, the bound. */
 describe("DiskFileStore", () => {
@@ -38,7 +41,7 @@ describe("DiskFileStore", () => {
       secrets: await LocalSecrets.fromDataDir(dataDir, undefined),
       publicUrl: () => "http://127.0.0.1:4000/",
       now: () => now,
-      maxProjectBytes: 100,
+      maxProjectBytes: 4 * BLOCK,
     });
   });
   afterEach(() => rmSync(dataDir, { recursive: true, force: true }));
@@ -111,39 +114,73 @@ describe("DiskFileStore", () => {
     expect(readdirSync(join(dataDir, "file-stores", ".incoming"))).toEqual([]);
   });
 
-  it("bounds a project's bytes, counting a replaced file once, and refuses a body of another length than declared", async () => {
+  it("bounds a project in 4 KiB blocks, counting a replaced file once, and refuses a body of another length than declared", async () => {
     expect(await failure(store.write("proj_a", "c", body("ab"), 3))).toBe(
       "validation: the upload was 2 bytes, not the 3 its Content-Length said",
     );
-    await store.write("proj_a", "a", body("x".repeat(60)), 60);
-    expect(await failure(store.write("proj_a", "b", body("x".repeat(50)), 50))).toMatch(
-      /^payload_too_large: the project's File Store may hold at most 100 bytes in all/,
+    await store.write("proj_a", "a", body("x".repeat(8000)), 8000);
+    expect(await store.usageOf("proj_a")).toBe(2 * BLOCK);
+    expect(await failure(store.write("proj_a", "b", body("x".repeat(9000)), 9000))).toMatch(
+      /^payload_too_large: the project's File Store may hold at most 16384 bytes in all/,
     );
     // Undeclared, the bound is found while the body streams in.
-    expect(await failure(store.write("proj_a", "b", body("x".repeat(50)), undefined))).toMatch(/^payload_too_large/);
-    // Replacing a file frees its own bytes first; another project has its own bound.
-    await store.write("proj_a", "a", body("x".repeat(100)), 100);
-    await store.write("proj_b", "a", body("x".repeat(100)), 100);
+    expect(await failure(store.write("proj_a", "b", body("x".repeat(9000)), undefined))).toMatch(/^payload_too_large/);
+    // Replacing a file frees its own blocks first; another project has its own bound.
+    await store.write("proj_a", "a", body("x".repeat(4 * BLOCK)), 4 * BLOCK);
+    await store.write("proj_b", "a", body("x".repeat(4 * BLOCK)), 4 * BLOCK);
     expect(await store.list("proj_a", "", undefined, 10)).toEqual({
-      entries: [expect.objectContaining({ path: "a", size: 100 })],
+      entries: [expect.objectContaining({ path: "a", size: 4 * BLOCK })],
     });
-    // A removal gives the bytes back.
+    // A removal gives the blocks back.
     await store.remove("proj_a", "a");
-    await store.write("proj_a", "c", body("x".repeat(90)), 90);
+    expect(await store.usageOf("proj_a")).toBe(0);
+    await store.write("proj_a", "c", body("x".repeat(12000)), 12000);
     expect(readdirSync(join(dataDir, "file-stores", ".incoming"))).toEqual([]);
   });
 
-  it("counts what a project already held when the server started", async () => {
-    await store.write("proj_a", "d/a", body("x".repeat(80)), 80);
+  it("counts empty files and folders as a block each, so they are not free", async () => {
+    await store.write("proj_a", "d/e/empty", body(""), 0);
+    expect(await store.usageOf("proj_a")).toBe(3 * BLOCK);
+    await store.write("proj_a", "d/second", body(""), 0);
+    expect(await failure(store.write("proj_a", "d/third", body(""), 0))).toMatch(/^payload_too_large/);
+    // Deleting gives back the file's block and those of the folders it leaves empty.
+    await store.remove("proj_a", "d/e/empty");
+    expect(await store.usageOf("proj_a")).toBe(2 * BLOCK);
+  });
+
+  it("counts uploads in flight together: two at once cannot pass the bound between them", async () => {
+    const first = new PassThrough();
+    const writing = store.write("proj_a", "one", first, undefined);
+    first.write(Buffer.alloc(3 * BLOCK));
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(await failure(store.write("proj_a", "two", body(Buffer.alloc(2 * BLOCK)), undefined))).toMatch(
+      /^payload_too_large/,
+    );
+    first.end();
+    await writing;
+    expect(await store.usageOf("proj_a")).toBe(3 * BLOCK);
+  });
+
+  it("counts what a project already held when the server started, and clears unfinished uploads", async () => {
+    await store.write("proj_a", "d/a", body("x".repeat(8000)), 8000);
+    const left = join(dataDir, "file-stores", ".incoming", "cut-short");
+    writeFileSync(left, "half an upload");
     const restarted = new DiskFileStore({
       dataDir,
       secrets: await LocalSecrets.fromDataDir(dataDir, undefined),
       publicUrl: () => "http://127.0.0.1:4000",
       now: () => now,
-      maxProjectBytes: 100,
+      maxProjectBytes: 4 * BLOCK,
     });
-    expect(await restarted.usageOf("proj_a")).toBe(80);
-    expect(await failure(restarted.write("proj_a", "b", body("x".repeat(30)), 30))).toMatch(/^payload_too_large/);
+    await restarted.clearIncoming(() => {});
+    expect(existsSync(left)).toBe(false);
+    expect(await restarted.usageOf("proj_a")).toBe(3 * BLOCK);
+    expect(await failure(restarted.write("proj_a", "b", body("x".repeat(5000)), 5000))).toMatch(/^payload_too_large/);
+  });
+
+  it("refuses paths of more than 32 parts, which would each be a folder", async () => {
+    expect(fileStorePath(`${"d/".repeat(31)}f`)).toEqual({ path: `${"d/".repeat(31)}f` });
+    expect(fileStorePath(`${"d/".repeat(32)}f`)).toEqual({ problem: "a File Store path may have at most 32 parts" });
   });
 
   it("never reaches outside a project's folder, whatever the path or project id", async () => {
