@@ -10,7 +10,7 @@ import { stat } from "node:fs/promises";
 import { Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { DataStoreCaller } from "./data-store-client.ts";
-import { FILE_STORE_URL_MS, type FileStoreCall, fileStorePath, type Json } from "./protocol.ts";
+import { type FileStoreCall, fileStorePath, type Json } from "./protocol.ts";
 
 type Bag = Record<string, unknown>;
 

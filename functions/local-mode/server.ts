@@ -1,7 +1,6 @@
 import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
-import type { Readable } from "node:stream";
 import type { Context } from "aws-lambda";
 import { DiskFileStore, FILE_URL_PATH } from "#adapters/local/disk-file-store";
 import { DomainError } from "#core/errors";
