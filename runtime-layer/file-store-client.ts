@@ -53,7 +53,12 @@ type Ask = (call: FileStoreCall) => Promise<Json | undefined>;
 /** The `$.files` of one run; `send` reaches trusted code (absent: the run has no File Store). */
 export function createFilesApi(send: DataStoreCaller | undefined): Bag {
   const ask: Ask = async (call) => {
-    if (!send) throw fileStoreError("$.files: this run has no File Store (only workflow steps have one)");
+    if (!send) {
+      // On AWS a run reaches trusted code only with a grant, made for code that names `files`.
+      throw fileStoreError(
+        "$.files: this run has no File Store (workflow steps and actions run in a project have one; on AWS, runs whose code names `files`)",
+      );
+    }
     const reply = await send(call);
     if (reply.ok) return reply.value;
     throw Object.assign(new Error(reply.error.message), { name: reply.error.name });

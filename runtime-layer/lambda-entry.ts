@@ -136,8 +136,14 @@ const post = globalThis.fetch;
  */
 export function grantedCaller(grant: DataStoreGrant | undefined): DataStoreCaller | undefined {
   if (!grant) return undefined;
-  const refused = (message: string): DataStoreReply => ({ ok: false, error: { name: "DataStoreError", message } });
   return async (call) => {
+    // A `$.files` call's failure is the File Store's, named as the component would look for it.
+    const files = call.op.startsWith("files.");
+    const refused = (message: string): DataStoreReply => ({
+      ok: false,
+      error: { name: files ? "FileStoreError" : "DataStoreError", message },
+    });
+    const service = files ? "the File Store service" : "the data store service";
     try {
       const response = await post(grant.url, {
         method: "POST",
@@ -147,10 +153,10 @@ export function grantedCaller(grant: DataStoreGrant | undefined): DataStoreCalle
       const reply = (await response.json()) as Partial<DataStoreReply> | null;
       if (reply?.ok === true) return reply as DataStoreReply;
       if (reply?.ok === false && typeof reply.error?.message === "string") return reply as DataStoreReply;
-      return refused(`the data store service answered ${response.status}`);
+      return refused(`${service} answered ${response.status}`);
     } catch (error) {
       return refused(
-        `the data store service could not be reached: ${error instanceof Error ? error.message : String(error)}`,
+        `${service} could not be reached: ${error instanceof Error ? error.message : String(error)}`,
       );
     }
   };

@@ -149,27 +149,6 @@ export function dataStoreService(
       waiting.shift()?.();
     }
   };
-  const fileStoreCall = async (raw: unknown): Promise<DataStoreReply> => {
-    const fileRefusal = (message: string): DataStoreReply => ({
-      ok: false,
-      error: { name: "FileStoreError", message },
-    });
-    if (projectId === undefined)
-      return fileRefusal("$.files: this run has no File Store (only workflow steps have one)");
-    const call = parseFileStoreCall(raw);
-    if (typeof call === "string") return fileRefusal(call);
-    return turn(async () => {
-      try {
-        return { ok: true, ...(await serveFileStoreCall(deps, projectId, call)) };
-      } catch (error) {
-        if (isDomainError(error) && (error.code === "conflict" || error.code === "validation")) {
-          return fileRefusal(error.message);
-        }
-        deps.log.error("file store call failed", { project_id: projectId, op: call.op, error: String(error) });
-        return fileRefusal("the File Store could not be reached; try again");
-      }
-    });
-  };
   return async (raw) => {
     calls += 1;
     if (calls > DATA_STORE_CALLS_PER_RUN)
@@ -177,7 +156,7 @@ export function dataStoreService(
     if (waiting.length >= DATA_STORE_CALLS_WAITING) {
       return refusal(`one run may have at most ${DATA_STORE_CALLS_WAITING} data store calls waiting at once`);
     }
-    if (isFileStoreCall(raw)) return fileStoreCall(raw);
+    if (isFileStoreCall(raw)) return fileStoreCall(deps, projectId, raw, turn);
     const call = parseDataStoreCall(raw);
     if (typeof call === "string") return refusal(call);
     if (!stores.has(call.store)) return refusal(`data store ${call.store.slice(0, 80)} is not bound to this run`);
@@ -191,6 +170,32 @@ export function dataStoreService(
       }
     });
   };
+}
+
+/** A `$.files` call of a run of `projectId` (none: the run has no File Store), served in the run's `turn`. */
+async function fileStoreCall(
+  deps: StoreDeps,
+  projectId: string | undefined,
+  raw: unknown,
+  turn: <T>(work: () => Promise<T>) => Promise<T>,
+): Promise<DataStoreReply> {
+  const fileRefusal = (message: string): DataStoreReply => ({ ok: false, error: { name: "FileStoreError", message } });
+  if (projectId === undefined) {
+    return fileRefusal("$.files: this run has no File Store (workflow steps and actions run in a project have one)");
+  }
+  const call = parseFileStoreCall(raw);
+  if (typeof call === "string") return fileRefusal(call);
+  return turn(async () => {
+    try {
+      return { ok: true, ...(await serveFileStoreCall(deps, projectId, call)) };
+    } catch (error) {
+      if (isDomainError(error) && (error.code === "conflict" || error.code === "validation")) {
+        return fileRefusal(error.message);
+      }
+      deps.log.error("file store call failed", { project_id: projectId, op: call.op, error: String(error) });
+      return fileRefusal("the File Store could not be reached; try again");
+    }
+  });
 }
 
 type Bag = Record<string, unknown>;

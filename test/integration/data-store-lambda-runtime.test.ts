@@ -11,8 +11,8 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { grantDataStores } from "#core/data-stores";
 import { systemClock } from "#core/ports/clock";
-import { createSourceHandler } from "#runtime/lambda-entry";
-import type { Invocation, InvocationResult, Json } from "#runtime/protocol";
+import { createSourceHandler, createWorkflowHandler } from "#runtime/lambda-entry";
+import type { Invocation, InvocationResult, Json, WorkflowInvocation } from "#runtime/protocol";
 import { apiClient, deployHttpSource } from "../support/api-client.ts";
 import { eventually, when } from "../support/eventually.ts";
 import { type SluiceProcess, startSluice } from "../support/local-process.ts";
@@ -145,6 +145,67 @@ describe("data store calls from the Lambda runtime, with a grant", () => {
     const unreachable = { url: "http://127.0.0.1:9/v1/data_store_calls", grant: "x" };
     expect(await runInLambdaRuntime({ op: "keys", args: [] }, unreachable)).toEqual({
       error: expect.stringContaining("the data store service could not be reached"),
+    });
+  });
+});
+
+describe("$.files from the workflow Lambda runtime, with a grant of the project", () => {
+  /** A step that writes a file, lists the store, reads the file back and answers its URL. */
+  const FILES_STEP = {
+    async run({ $ }: { $: any }) {
+      const { Readable } = await import("node:stream");
+      await $.files.open("lambda/a.txt").fromReadableStream(Readable.from(["from the Lambda runtime"]));
+      const listed: string[] = [];
+      for await (const entry of $.files.dir("lambda")) listed.push(entry.path);
+      const file = $.files.open("lambda/a.txt");
+      return { listed, text: await file.toEncodedString(), url: await file.toUrl() };
+    },
+  };
+  const handler = createWorkflowHandler({ files_step: async () => ({ default: FILES_STEP }) });
+
+  async function runFilesStep(grant: WorkflowInvocation["dataStoreGrant"]) {
+    const invocation: WorkflowInvocation = {
+      invocationId: `inv_files_${++counter}`,
+      kind: "workflow",
+      workflowId: "p_lambda",
+      trigger: { event: {}, context: {} },
+      context: { id: "run_1", workflow_id: "p_lambda", run: { runs: 1, retry_count: 0 } },
+      steps: [{ id: "c_files", namespace: "files", module: "files_step", props: {}, propTypes: {}, db: {} }],
+      respondable: false,
+      timeoutMs: 10_000,
+      limits: { maxEmits: 5, maxEmitBytes: 10_000, maxSends: 10, maxSendBytes: 100_000, maxExportBytes: 1 << 20 },
+      standalone: true,
+      ...(grant ? { dataStoreGrant: grant } : {}),
+    };
+    return handler(JSON.parse(JSON.stringify(invocation)));
+  }
+
+  it("reaches the granted project's File Store through POST /v1/data_store_calls, and the content at its URLs", async () => {
+    const workspaceId = (await api("GET", "/users/me")).json.data.orgs[0].id;
+    const projectId = (await api("GET", `/workspaces/${workspaceId}/projects`)).json.data[0].id as string;
+    const grant = await grantDataStores(
+      { secrets, clock: systemClock, runtime: { publicUrl: sluice.baseUrl.replace(/\/v1$/, "") } as never },
+      `inv_files_${counter + 1}`,
+      new Set(),
+      10_000,
+      projectId,
+    );
+    const result = await runFilesStep(grant);
+    expect(result.steps[0]?.error).toBeUndefined();
+    const value = result.values?.files as { $return_value: { listed: string[]; text: string; url: string } };
+    expect(value.$return_value).toMatchObject({ listed: ["lambda/a.txt"], text: "from the Lambda runtime" });
+    expect(await (await fetch(value.$return_value.url)).text()).toBe("from the Lambda runtime");
+    expect(readFileSync(join(sluice.dataDir, "file-stores", projectId, "lambda", "a.txt"), "utf8")).toBe(
+      "from the Lambda runtime",
+    );
+
+    // Without a grant (code that did not name `files` on AWS), or with one of no project: a clear error.
+    const none = await runFilesStep(undefined);
+    expect(none.steps[0]?.error).toMatchObject({ name: "FileStoreError", message: expect.stringContaining("no File Store") });
+    const noProject = await runFilesStep(await grantFor([]));
+    expect(noProject.steps[0]?.error).toMatchObject({
+      name: "FileStoreError",
+      message: "$.files: this run has no File Store (workflow steps and actions run in a project have one)",
     });
   });
 });
