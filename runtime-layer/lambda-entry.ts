@@ -155,9 +155,7 @@ export function grantedCaller(grant: DataStoreGrant | undefined): DataStoreCalle
       if (reply?.ok === false && typeof reply.error?.message === "string") return reply as DataStoreReply;
       return refused(`${service} answered ${response.status}`);
     } catch (error) {
-      return refused(
-        `${service} could not be reached: ${error instanceof Error ? error.message : String(error)}`,
-      );
+      return refused(`${service} could not be reached: ${error instanceof Error ? error.message : String(error)}`);
     }
   };
 }

@@ -201,7 +201,10 @@ describe("$.files from the workflow Lambda runtime, with a grant of the project"
 
     // Without a grant (code that did not name `files` on AWS), or with one of no project: a clear error.
     const none = await runFilesStep(undefined);
-    expect(none.steps[0]?.error).toMatchObject({ name: "FileStoreError", message: expect.stringContaining("no File Store") });
+    expect(none.steps[0]?.error).toMatchObject({
+      name: "FileStoreError",
+      message: expect.stringContaining("no File Store"),
+    });
     const noProject = await runFilesStep(await grantFor([]));
     expect(noProject.steps[0]?.error).toMatchObject({
       name: "FileStoreError",

@@ -79,7 +79,10 @@ describe("$.files calls on the trusted side", () => {
     const none = dataStoreService({ ...memoryDeps(START), files }, new Set());
     expect(await none({ op: "files.sign", path: "a" })).toEqual({
       ok: false,
-      error: { name: "FileStoreError", message: "$.files: this run has no File Store (workflow steps and actions run in a project have one)" },
+      error: {
+        name: "FileStoreError",
+        message: "$.files: this run has no File Store (workflow steps and actions run in a project have one)",
+      },
     });
     expect(asked).toEqual([]);
 
