@@ -31,6 +31,21 @@ const codeStep = (body: string) => `export default defineComponent({ async run({
 /** Emits what the earlier steps left, so a test reads it back from the workflow's events. */
 const REPORT = codeStep(`$.send.emit({ raw_event: JSON.parse(JSON.stringify(steps)) });`);
 
+/** A CSV file served on 127.0.0.1 at `/<name>` (404 elsewhere) while `body` runs, given its URL. */
+async function withCsvServed(name: string, csv: string, body: (url: string) => Promise<void>): Promise<void> {
+  const files = createServer((request, response) => {
+    if (request.url === `/${name}`) response.writeHead(200, { "content-type": "text/csv" }).end(csv);
+    else response.writeHead(404).end();
+  });
+  await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve));
+  try {
+    await body(`http://127.0.0.1:${(files.address() as AddressInfo).port}/${name}`);
+  } finally {
+    files.closeAllConnections();
+    await new Promise((resolve) => files.close(resolve));
+  }
+}
+
 interface Run {
   id: string;
   status: string;
@@ -331,13 +346,7 @@ describe("registry-style actions as workflow steps, against local mode", () => {
 
   it("downloads a file to the workflow's /tmp with one action and reads it with the next; dir props take no value", async () => {
     const csv = "id,total\n1,3\n2,4\n";
-    const files = createServer((request, response) => {
-      if (request.url === "/orders.csv") response.writeHead(200, { "content-type": "text/csv" }).end(csv);
-      else response.writeHead(404).end();
-    });
-    await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve));
-    const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/orders.csv`;
-    try {
+    await withCsvServed("orders.csv", csv, async (url) => {
       const download = {
         namespace: "download",
         code: fixture("download-to-tmp.mjs"),
@@ -383,21 +392,12 @@ describe("registry-style actions as workflow steps, against local mode", () => {
       );
       expect(refused.status).toBe(400);
       expect(JSON.stringify(refused.json)).toContain("steps[0].props.syncDir");
-    } finally {
-      files.closeAllConnections();
-      await new Promise((resolve) => files.close(resolve));
-    }
+    });
   });
 
   it("keeps a file in the project's File Store with the file_store actions, which need no account", async () => {
     const csv = "id,total\n7,70\n";
-    const files = createServer((request, response) => {
-      if (request.url === "/late.csv") response.writeHead(200, { "content-type": "text/csv" }).end(csv);
-      else response.writeHead(404).end();
-    });
-    await new Promise<void>((resolve) => files.listen(0, "127.0.0.1", resolve));
-    const url = `http://127.0.0.1:${(files.address() as AddressInfo).port}/late.csv`;
-    try {
+    await withCsvServed("late.csv", csv, async (url) => {
       // One workflow saves a download from /tmp into the File Store, another from the URL itself.
       const saver = await workflowOf([
         { namespace: "download", code: fixture("download-to-tmp.mjs"), props: { url, filename: "late.csv" } },
@@ -454,10 +454,7 @@ describe("registry-style actions as workflow steps, against local mode", () => {
         code: "ConfigurationError",
         message: "Give either a File URL or a Local File Path.",
       });
-    } finally {
-      files.closeAllConnections();
-      await new Promise((resolve) => files.close(resolve));
-    }
+    });
   });
 
   it("sends an http_request prop's configured request with execute() and returns its answer", async () => {
