@@ -7,7 +7,7 @@
  */
 import { createReadStream, createWriteStream } from "node:fs";
 import { stat } from "node:fs/promises";
-import { Readable, Writable } from "node:stream";
+import { PassThrough, Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { type FileStoreCall, fileStorePath, type Json } from "./protocol.ts";
@@ -36,6 +36,11 @@ interface ListedEntry {
   type: "file" | "directory";
   size?: number;
   modifiedAtMs?: number;
+}
+
+/** A content length given as a whole number of bytes, or undefined. */
+function knownLength(value: unknown): number | undefined {
+  return typeof value === "number" && Number.isSafeInteger(value) && value >= 0 ? value : undefined;
 }
 
 function fileStoreError(message: string): Error {
@@ -182,12 +187,19 @@ class ProjectFile {
       await response.body?.cancel();
       throw fileStoreError(`$.files: ${url.slice(0, 200)} answered HTTP ${response.status}`);
     }
-    return this.#upload(Buffer.from(await response.arrayBuffer()), response.headers.get("content-type"), Number.NaN);
+    const type = response.headers.get("content-type");
+    const length = knownLength(Number(response.headers.get("content-length") ?? Number.NaN));
+    // With its length known the download streams on to the store; without, it is read whole first.
+    if (length !== undefined && response.body) {
+      return this.#upload(Readable.fromWeb(response.body as never), type, length);
+    }
+    return this.#upload(Buffer.from(await response.arrayBuffer()), type, Number.NaN);
   }
 
   async fromReadableStream(stream: NodeJS.ReadableStream, contentType?: string, contentLength?: number): Promise<this> {
-    if (typeof contentLength === "number" && Number.isSafeInteger(contentLength) && contentLength >= 0) {
-      return this.#upload(Readable.from(stream as AsyncIterable<Buffer>), contentType, contentLength);
+    const length = knownLength(contentLength);
+    if (length !== undefined) {
+      return this.#upload(Readable.from(stream as AsyncIterable<Buffer>), contentType, length);
     }
     const chunks: Buffer[] = [];
     for await (const chunk of stream as AsyncIterable<Buffer | string>) chunks.push(Buffer.from(chunk));
@@ -195,7 +207,28 @@ class ProjectFile {
   }
 
   async createWriteStream(contentType?: string, contentLength?: number): Promise<Writable> {
-    // What is written is gathered, then sent as one upload when the stream ends (an S3 PUT needs its length).
+    const length = knownLength(contentLength);
+    if (length !== undefined) {
+      // Its length known, what is written streams on to the store; the stream finishes once stored.
+      const through = new PassThrough();
+      const upload = this.#upload(through, contentType, length);
+      upload.catch(() => {});
+      return new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          if (through.write(chunk)) done();
+          else through.once("drain", () => done());
+        },
+        final(done) {
+          through.end();
+          upload.then(() => done(), done);
+        },
+        destroy(error, done) {
+          through.destroy(error ?? undefined);
+          done(error);
+        },
+      });
+    }
+    // Without it, what is written is gathered, then sent as one upload at the end (an S3 PUT needs its length).
     const chunks: Buffer[] = [];
     return new Writable({
       write(chunk: Buffer, _encoding, done) {
@@ -204,15 +237,6 @@ class ProjectFile {
       },
       final: (done) => {
         const content = Buffer.concat(chunks);
-        const declared = typeof contentLength === "number" ? contentLength : content.length;
-        if (declared !== content.length) {
-          done(
-            fileStoreError(
-              `$.files: ${content.length} bytes were written to "${this.path}", not the ${declared} declared`,
-            ),
-          );
-          return;
-        }
         this.#upload(content, contentType, content.length).then(() => done(), done);
       },
     });

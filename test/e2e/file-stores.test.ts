@@ -166,6 +166,21 @@ describe("File Stores ($.files) against local mode", () => {
     });
   });
 
+  it("streams a copy from a URL and into a write stream of a declared length, refusing a length that does not match", async () => {
+    const { run, emitted } = await runSteps({
+      copy: step(`
+        await $.files.open("copies/a.txt").fromUrl(await $.files.open("notes/a.txt").toUrl());
+        const out = await $.files.open("copies/short.txt").createWriteStream("text/plain", 10);
+        let refused;
+        try { await pipeline(Readable.from(["12345"]), out); } catch (error) { refused = error.message; }
+        let missing = "no";
+        try { await $.files.open("copies/short.txt").toBuffer(); } catch (error) { missing = error.name; }
+        $.send.emit({ raw_event: { copied: await $.files.open("copies/a.txt").toEncodedString(), refused: Boolean(refused), missing } });`),
+    });
+    expect(run.status, JSON.stringify(run.error)).toBe("success");
+    expect(emitted).toEqual([{ copied: "hello files", refused: true, missing: "FileStoreError" }]);
+  });
+
   it("refuses an upload past the project's bound (SLUICE_FILE_STORE_MB) and keeps what was there", async () => {
     const { run, emitted } = await runSteps({
       big: step(`
