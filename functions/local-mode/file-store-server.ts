@@ -4,6 +4,7 @@
  * signature is; there is no API key. A GET token reads, a PUT token replaces; neither does the other.
  */
 import type { IncomingMessage, ServerResponse } from "node:http";
+import { pipeline } from "node:stream/promises";
 import type { DiskFileStore } from "#adapters/local/disk-file-store";
 import { DomainError, isDomainError } from "#core/errors";
 import type { Logger } from "#core/ports/logger";
@@ -58,8 +59,8 @@ export async function handleFileRequest(
       response.end();
       return;
     }
-    file.stream.on("error", () => response.destroy());
-    file.stream.pipe(response);
+    // Either side ending early ends both: the file's descriptor is never left open.
+    await pipeline(file.stream, response).catch(() => {});
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (!isDomainError(error) && (request.destroyed || (code !== undefined && CUT_SHORT.has(code)))) {

@@ -10,8 +10,8 @@
  * so a reader never sees half a file. A project holds at most `maxProjectBytes` in all.
  */
 import { randomBytes } from "node:crypto";
-import { createReadStream, createWriteStream, type ReadStream } from "node:fs";
-import { lstat, mkdir, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
+import { createWriteStream, type ReadStream } from "node:fs";
+import { lstat, mkdir, open, readdir, rename, rm, rmdir, stat } from "node:fs/promises";
 import { join, relative, resolve, sep } from "node:path";
 import type { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
@@ -113,9 +113,11 @@ export class DiskFileStore implements FileStore {
   async read(projectId: string, path: string): Promise<{ size: number; stream: ReadStream } | undefined> {
     const file = this.fileOf(projectId, path);
     try {
-      const info = await lstat(file);
-      if (!info.isFile()) return undefined;
-      return { size: info.size, stream: createReadStream(file) };
+      if (!(await lstat(file)).isFile()) return undefined;
+      // The size of the very file opened: an upload renamed onto the path meanwhile is not read.
+      const handle = await open(file, "r");
+      const { size } = await handle.stat();
+      return { size, stream: handle.createReadStream() };
     } catch (error) {
       if (isMissing(error)) return undefined;
       throw error;
