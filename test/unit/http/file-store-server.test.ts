@@ -63,3 +63,20 @@ it("closes a file whose download the client abandons after its first bytes", asy
   }
   await expect.poll(openFiles, { timeout: 5_000 }).toBeLessThanOrEqual(before + 2);
 });
+
+it("serves a file with a type by its extension, never one a browser would run as a page here", async () => {
+  for (const [path, type] of [
+    ["logo.PNG", "image/png"],
+    ["report.csv", "text/csv; charset=utf-8"],
+    ["page.html", "text/plain; charset=utf-8"],
+    ["drawing.svg", "application/octet-stream"],
+    ["noext", "application/octet-stream"],
+  ] as const) {
+    await store.write("proj_a", path, Readable.from([Buffer.from("x")]), 1);
+    const answer = await fetch((await store.urls("proj_a", path, Date.now() + 60_000)).getUrl);
+    expect(answer.headers.get("content-type"), path).toBe(type);
+    expect(answer.headers.get("content-security-policy")).toBe("sandbox");
+    expect(answer.headers.get("x-content-type-options")).toBe("nosniff");
+    await answer.arrayBuffer();
+  }
+});
