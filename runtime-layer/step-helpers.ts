@@ -81,7 +81,10 @@ export function createStepHelpers(effects: StepEffects): Bag {
         }),
       refreshTimeout: notImplemented("$.flow.refreshTimeout"),
     },
-    files: effects.files,
+    // Made when code first reads it: most steps never do.
+    get files() {
+      return effects.files;
+    },
     send: {
       http: (config: unknown) => effects.send(httpSend(config)),
       emit: (config: unknown) => effects.send(emitSend(config)),
