@@ -16,13 +16,14 @@
  */
 import type { DataStoreCaller } from "./data-store-client.ts";
 import { installComponentGlobals } from "./globals.ts";
-import type {
-  DataStoreGrant,
-  DataStoreReply,
-  Invocation,
-  InvocationResult,
-  WorkflowInvocation,
-  WorkflowResult,
+import {
+  type DataStoreGrant,
+  type DataStoreReply,
+  type Invocation,
+  type InvocationResult,
+  isFileStoreCall,
+  type WorkflowInvocation,
+  type WorkflowResult,
 } from "./protocol.ts";
 import { parseInvocation, parseWorkflowInvocation } from "./protocol-parsers.ts";
 import { componentExport, failCurrentInvocation, loadFailureResult, runInvocation } from "./run-invocation.ts";
@@ -138,7 +139,7 @@ export function grantedCaller(grant: DataStoreGrant | undefined): DataStoreCalle
   if (!grant) return undefined;
   return async (call) => {
     // A `$.files` call's failure is the File Store's, named as the component would look for it.
-    const files = call.op.startsWith("files.");
+    const files = isFileStoreCall(call);
     const refused = (message: string): DataStoreReply => ({
       ok: false,
       error: { name: files ? "FileStoreError" : "DataStoreError", message },

@@ -351,6 +351,12 @@ export type FileStoreCall =
 /** What a runtime sends to trusted code while a run goes on: a data store's call or a File Store's. */
 export type ServiceCall = DataStoreCall | FileStoreCall;
 
+/** Whether `call` is meant as a File Store call (its `op` is `files.*`), whatever else it holds. */
+export function isFileStoreCall(call: unknown): boolean {
+  const op = typeof call === "object" && call !== null ? (call as { op?: unknown }).op : undefined;
+  return typeof op === "string" && op.startsWith("files.");
+}
+
 /** Longest File Store path, in UTF-8 bytes (S3's key limit, less the project prefix). */
 export const FILE_STORE_PATH_MAX_BYTES = 900;
 /** Most parts (folders and the file) of a File Store path: each folder is an inode on a local disk. */

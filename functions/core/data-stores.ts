@@ -8,6 +8,7 @@
  * Also the REST views: a workspace's stores, a store's records, clearing and deleting a store.
  */
 import type { Caller } from "#core/identity";
+import type { InvokeHandlers } from "#core/ports/component-host";
 import type { DataStoreEntry, DataStoreRecord, EntryExpiry } from "#core/ports/data-store-store";
 import type { Deps } from "#core/ports/deps";
 import { jsonBytesWithin } from "#runtime/json-value";
@@ -20,11 +21,12 @@ import {
   type DataStoreReply,
   dataStoreKeyProblem,
   dataStoreTtlProblem,
+  isFileStoreCall,
   type Json,
 } from "#runtime/protocol";
 import { requireDataStore, requireWorkspace } from "./access.ts";
 import { conflict, isDomainError } from "./errors.ts";
-import { isFileStoreCall, parseFileStoreCall, serveFileStoreCall } from "./file-stores.ts";
+import { mayUseFiles, parseFileStoreCall, serveFileStoreCall } from "./file-stores.ts";
 import { isJsonValue } from "./json-value.ts";
 import { encodeCursor, PAGE_MAX_BYTES, type PageInfo } from "./pagination.ts";
 import { DATA_STORE_NAME_MAX_CHARS } from "./prop-types.ts";
@@ -288,6 +290,30 @@ async function serve(deps: StoreDeps, call: DataStoreCall): Promise<{ value?: Js
       return { value };
     }
   }
+}
+
+/**
+ * What serves a run's calls to trusted code while it runs (`InvokeHandlers.dataStore` and
+ * `dataStoreGrant`): the data stores bound to its props and, given `files`, that project's File
+ * Store; undefined when the run has neither. The grant a Lambda host asks for is sealed only for a
+ * run that can use one (a store is bound, or code that names `files` has a project, `mayUseFiles`):
+ * sealing is a KMS call, and local hosts never ask, so they never pay the check either.
+ */
+export function runServices(
+  deps: StoreDeps & Pick<Deps, "secrets" | "runtime">,
+  invocation: { invocationId: string; timeoutMs: number },
+  stores: ReadonlySet<string>,
+  files?: { projectId: string; components: readonly { codeHash: string; code: string }[] },
+): Pick<InvokeHandlers, "dataStore" | "dataStoreGrant"> | undefined {
+  if (stores.size === 0 && files === undefined) return undefined;
+  const { invocationId, timeoutMs } = invocation;
+  return {
+    dataStore: dataStoreService(deps, stores, files?.projectId),
+    dataStoreGrant: async () =>
+      stores.size > 0 || (files !== undefined && mayUseFiles(files.components))
+        ? grantDataStores(deps, invocationId, stores, timeoutMs, files?.projectId)
+        : undefined,
+  };
 }
 
 // ---------------------------------------------------------------------------------------------

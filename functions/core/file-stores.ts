@@ -12,11 +12,6 @@ export const FILE_STORE_LIST_PAGE = 1000;
 type Bag = Record<string, unknown>;
 const isBag = (value: unknown): value is Bag => typeof value === "object" && value !== null && !Array.isArray(value);
 
-/** Whether `raw` is meant as a File Store call (its `op` is `files.*`), whatever else it holds. */
-export function isFileStoreCall(raw: unknown): boolean {
-  return isBag(raw) && typeof raw.op === "string" && raw.op.startsWith("files.");
-}
-
 /** The call, checked, or why it is refused (in words). */
 export function parseFileStoreCall(raw: unknown): FileStoreCall | string {
   if (!isBag(raw)) return "a File Store call must be an object";

@@ -16,10 +16,9 @@ import type { ErrorRecord, Json, WorkflowInvocation, WorkflowResult } from "#run
 import { type WorkspaceChoice, workspaceOrDefault } from "./accounts.ts";
 import { bindAccounts, MASK, maskCredentials, maskedError } from "./app-accounts.ts";
 import { findComponent } from "./components.ts";
-import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
+import { bindDataStoreProps, runServices } from "./data-stores.ts";
 import { stepPropDefinitions } from "./dynamic-props.ts";
 import { invalid } from "./errors.ts";
-import { mayUseFiles } from "./file-stores.ts";
 import type { Caller } from "./identity.ts";
 import { probeIdOf } from "./ids.ts";
 import { type Observation, observationsOf } from "./prop-options.ts";
@@ -154,13 +153,12 @@ export async function runAction(
     steps: [{ codeHash: component.codeHash, code: component.code }],
   };
   await deps.host.prepareWorkflow(code);
-  const granted = stores.size > 0 || (projectId !== undefined && mayUseFiles([component]));
-  const handlers = {
-    dataStore: dataStoreService(deps, stores, projectId),
-    ...(granted
-      ? { dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs, projectId) }
-      : {}),
-  };
+  const handlers = runServices(
+    deps,
+    invocation,
+    stores,
+    projectId === undefined ? undefined : { projectId, components: [component] },
+  );
   const started = deps.clock.nowMs();
   const result = await deps.host.invokeWorkflow(code, invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - started;

@@ -31,7 +31,7 @@ import {
   type SourceState,
   type StoredEvent,
 } from "./component-model.ts";
-import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
+import { bindDataStoreProps, runServices } from "./data-stores.ts";
 import { applyDedupe, orderEmits } from "./dedupe.ts";
 import { delayedEntriesOf, planDelayedEmits, splitDelayed } from "./delayed-emits.ts";
 import { isDomainError } from "./errors.ts";
@@ -297,13 +297,8 @@ function withDataStores(
   stores: Set<string>,
   handlers: InvokeHandlers | undefined,
 ): InvokeHandlers | undefined {
-  if (stores.size === 0) return handlers;
-  const timeoutMs = invocation.timeoutMs;
-  return {
-    ...handlers,
-    dataStore: dataStoreService(deps, stores),
-    dataStoreGrant: () => grantDataStores(deps, invocation.invocationId, stores, timeoutMs),
-  };
+  const services = runServices(deps, invocation, stores);
+  return services ? { ...handlers, ...services } : handlers;
 }
 
 /** What the runtime needs to shape a source's interface props: its endpoint URL and timer. */

@@ -27,9 +27,8 @@ import { requireWorkflow } from "./access.ts";
 import { bindAccounts, maskCredentials, maskedError } from "./app-accounts.ts";
 import { clipText } from "./clip-text.ts";
 import { type ComponentRecord, ERRORS_CHANNEL, type Json, type NewEvent } from "./component-model.ts";
-import { bindDataStoreProps, dataStoreService, grantDataStores } from "./data-stores.ts";
+import { bindDataStoreProps, runServices } from "./data-stores.ts";
 import { isDomainError } from "./errors.ts";
-import { mayUseFiles } from "./file-stores.ts";
 import { stampHops } from "./hops.ts";
 import type { Caller } from "./identity.ts";
 import { formatId } from "./ids.ts";
@@ -502,18 +501,11 @@ async function beginAndRun(
     return applyWorkflowResult(deps, workflow, job, run, invocation, result, states, 0, [], continued, stepsKey);
   }
   const startedMs = deps.clock.nowMs();
-  // Every run reaches its project's File Store (`$.files`); on AWS through a grant, sealed only
-  // for runs that bind a data store or whose code names `files` (file-stores.ts `mayUseFiles`).
-  const granted = stores.size > 0 || mayUseFiles(enabled.map(({ component }) => component));
-  const handlers = {
-    dataStore: dataStoreService(deps, stores, workflow.projectId),
-    ...(granted
-      ? {
-          dataStoreGrant: () =>
-            grantDataStores(deps, invocation.invocationId, stores, invocation.timeoutMs, workflow.projectId),
-        }
-      : {}),
-  };
+  // Every run reaches its project's File Store (`$.files`), and the data stores its props bound.
+  const handlers = runServices(deps, invocation, stores, {
+    projectId: workflow.projectId,
+    components: enabled.map(({ component }) => component),
+  });
   const raw = await deps.host.invokeWorkflow(deploymentCode(deps, workflow, loaded), invocation, handlers);
   const elapsedMs = deps.clock.nowMs() - startedMs;
   let result = raw;

@@ -167,8 +167,8 @@ async function withDataStoreGrant<T extends Invocation | WorkflowInvocation>(
   invocation: T,
   handlers: Pick<InvokeHandlers, "dataStoreGrant"> | undefined,
 ): Promise<T> {
-  if (!handlers?.dataStoreGrant) return invocation;
-  return { ...invocation, dataStoreGrant: await handlers.dataStoreGrant() };
+  const grant = await handlers?.dataStoreGrant?.();
+  return grant ? { ...invocation, dataStoreGrant: grant } : invocation;
 }
 
 /** What a function is deployed with besides its name and code: the settings, its tags, a deadline. */

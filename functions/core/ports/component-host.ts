@@ -43,9 +43,10 @@ export interface InvokeHandlers {
   dataStore?(call: unknown): Promise<DataStoreReply>;
   /**
    * For a host whose runtime cannot message it while it runs (`LambdaComponentHost`): seals the
-   * run's grant, sent in the invocation, with which the runtime reaches the same stores over HTTP.
+   * run's grant, sent in the invocation, with which the runtime reaches the same stores over HTTP;
+   * undefined when the run could not use one (sealing is a KMS call, asked only by such a host).
    */
-  dataStoreGrant?(): Promise<DataStoreGrant>;
+  dataStoreGrant?(): Promise<DataStoreGrant | undefined>;
 }
 
 /**

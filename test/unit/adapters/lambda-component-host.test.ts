@@ -300,6 +300,10 @@ describe("LambdaComponentHost.invoke", () => {
       dataStoreGrant: grant,
     });
     expect(dataStore).not.toHaveBeenCalled();
+    // A grant the run could not use is declined: the invocation goes without one.
+    await host().invoke(SOURCE, invocation, { dataStore, dataStoreGrant: async () => undefined });
+    const declined = lambdaMock.commandCalls(InvokeCommand)[1]!.args[0].input.Payload as Uint8Array;
+    expect(JSON.parse(new TextDecoder().decode(declined))).toEqual(invocation);
   });
 
   it.each([

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { dataStoreService, grantDataStores, serveGrantedCall } from "#core/data-stores";
+import { dataStoreService, grantDataStores, runServices, serveGrantedCall } from "#core/data-stores";
 import { DomainError } from "#core/errors";
 import { mayUseFiles, parseFileStoreCall } from "#core/file-stores";
 import type { FileStore } from "#core/ports/file-store";
@@ -113,6 +113,34 @@ describe("$.files calls on the trusted side", () => {
     expect(asked).toEqual([["remove", "proj_a", "x"]]);
     const without = await grantDataStores(deps, "inv_2", new Set(), 30_000);
     expect(await serveGrantedCall(deps, without.grant, { op: "files.delete", path: "x" })).toMatchObject({
+      ok: false,
+      error: { name: "FileStoreError" },
+    });
+  });
+
+  it("serves a run's stores and project, and seals a grant only for a run that can use one", async () => {
+    const { files, asked } = recordingFiles();
+    const deps = { ...memoryDeps(START), files };
+    const run = { invocationId: "inv_s", timeoutMs: 30_000 };
+    expect(runServices(deps, run, new Set())).toBeUndefined();
+    const quiet = runServices(deps, run, new Set(), {
+      projectId: "proj_a",
+      components: [{ codeHash: "q1", code: "return 1" }],
+    });
+    expect(await quiet?.dataStoreGrant?.()).toBeUndefined();
+    // Locally the service serves the project whatever the code says: only a grant depends on it.
+    expect(await quiet?.dataStore?.({ op: "files.delete", path: "x" })).toEqual({ ok: true });
+    expect(asked).toEqual([["remove", "proj_a", "x"]]);
+    const filing = runServices(deps, run, new Set(), {
+      projectId: "proj_a",
+      components: [{ codeHash: "q2", code: "$.files.open('x')" }],
+    });
+    const grant = await filing?.dataStoreGrant?.();
+    expect(await serveGrantedCall(deps, grant!.grant, { op: "files.delete", path: "y" })).toEqual({ ok: true });
+    expect(asked.at(-1)).toEqual(["remove", "proj_a", "y"]);
+    // A bound store always gets one, with no project for files.
+    const storeOnly = await runServices(deps, run, new Set(["ds_1"]))?.dataStoreGrant?.();
+    expect(await serveGrantedCall(deps, storeOnly!.grant, { op: "files.delete", path: "z" })).toMatchObject({
       ok: false,
       error: { name: "FileStoreError" },
     });
