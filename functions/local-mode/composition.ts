@@ -55,6 +55,8 @@ export interface LocalMode {
   deps: Deps;
   /** The bus `deps.bus` publishes on: live streams follow sources through it. */
   bus: InProcessEventBus;
+  /** `deps.files`, whose URLs the local server serves (file-store-server.ts). */
+  files: DiskFileStore;
   /** Schedules the timers of every active source and every active workflow's timer triggers (after a restart). */
   startTimers(): Promise<void>;
   /**
@@ -230,6 +232,7 @@ export async function localDeps(config: LocalConfig, log: Logger, publicUrl?: st
   return {
     deps,
     bus,
+    files,
     async startTimers() {
       const sources = (await deps.sources.listActiveTimerSources()).flatMap((source) =>
         source.timer ? [{ target: { sourceId: source.id }, spec: source.timer }] : [],

@@ -2,7 +2,7 @@ import { randomUUID } from "node:crypto";
 import { createServer, type IncomingMessage, type Server, type ServerResponse, STATUS_CODES } from "node:http";
 import type { Socket } from "node:net";
 import type { Context } from "aws-lambda";
-import { DiskFileStore, FILE_URL_PATH } from "#adapters/local/disk-file-store";
+import { type DiskFileStore, FILE_URL_PATH } from "#adapters/local/disk-file-store";
 import { DomainError } from "#core/errors";
 import {
   type IncomingHttpRequest,
@@ -278,6 +278,8 @@ export interface LocalServerOptions {
   bus: SourceStreamServerOptions["bus"];
   /** Live stream tuning (tests shorten the keepalive). */
   stream?: Pick<SourceStreamServerOptions, "keepaliveMs" | "maxUnsentBytes">;
+  /** The File Store whose URLs it serves at `/files/...` (`localDeps().files`); none: they are 404s. */
+  files?: DiskFileStore;
 }
 
 export interface LocalServer {
@@ -297,7 +299,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
   const match = createRouter(routes);
   const handlers = new Map(routes.map((route) => [route, createHttpHandler(route, async () => deps)]));
   const streams = new SourceStreamServer({ deps, bus: options.bus, ...options.stream });
-  const files = deps.files instanceof DiskFileStore ? deps.files : undefined;
+  const { files } = options;
 
   async function handle(request: IncomingMessage, response: ServerResponse, line: RequestLine): Promise<void> {
     const { requestId, method } = line;
@@ -316,12 +318,9 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
     // looks like it, is never logged with its secret.
     const logged = url.pathname.includes("%") ? decodeSegment(url.pathname) : url.pathname;
     line.path = FLOW_LOG_MASK.test(logged) ? FLOW_LOG_PATH : FILE_LOG_MASK.test(logged) ? FILE_LOG_PATH : url.pathname;
-    const file = files ? FILE_URL_PATH.exec(url.pathname) : null;
-    if (file?.[1] && files) {
-      // The token is the authority: never logged.
-      line.path = FILE_LOG_PATH;
-      return handleFileRequest(files, request, response, file[1], requestId, deps.log);
-    }
+    // Its path is logged as FILE_LOG_PATH above: the token is the authority, never logged.
+    const file = FILE_URL_PATH.exec(url.pathname)?.[1];
+    if (file && files) return handleFileRequest(files, request, response, file, requestId, deps.log);
     const flow = FLOW_PATH.exec(url.pathname);
     if (flow?.[1] && flow[2] && flow[3]) {
       return handleFlow(deps, request, response, url, flow[1], flow[2], flow[3] as "resume" | "cancel");

@@ -42,7 +42,7 @@ async function serve(
 ): Promise<RunningLocalMode> {
   const local = await localDeps(config, log);
   const { deps } = local;
-  const { server, streams } = createLocalServer(routes, deps, { bus: local.bus });
+  const { server, streams } = createLocalServer(routes, deps, { bus: local.bus, files: local.files });
   let outcome: Awaited<ReturnType<typeof ensureFirstAccount>>;
   try {
     outcome = await ensureFirstAccount(deps, config);

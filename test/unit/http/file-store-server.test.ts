@@ -31,7 +31,11 @@ beforeAll(async () => {
     now: () => Date.now(),
     maxProjectBytes: 64 * 1024 * 1024,
   });
-  ({ server } = createLocalServer(routes, { ...deps, files: store }, { bus: new InProcessEventBus(silentLogger) }));
+  ({ server } = createLocalServer(
+    routes,
+    { ...deps, files: store },
+    { bus: new InProcessEventBus(silentLogger), files: store },
+  ));
   await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
   base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
 });
