@@ -56,12 +56,11 @@ export interface DiskFileStoreOptions {
 export class DiskFileStore implements FileStore {
   readonly root: string;
   /**
-   * Bytes each project holds and bytes of its uploads in flight: its folder is walked once, then
-   * kept up to date by this server's writes. Uploads in flight count as their bytes arrive, so
-   * concurrent ones cannot together pass the bound.
+   * What each project holds (in blocks) and the bytes of its uploads in flight: its folder is walked
+   * once, then kept up to date by this server's writes and removals. Uploads in flight count as
+   * their bytes arrive, so concurrent ones cannot together pass the bound.
    */
-  readonly #usage = new Map<string, { stored: number; incoming: number }>();
-  readonly #walks = new Map<string, Promise<{ stored: number; incoming: number }>>();
+  readonly #usage = new Map<string, Promise<{ stored: number; incoming: number }>>();
 
   constructor(private readonly options: DiskFileStoreOptions) {
     this.root = resolve(options.dataDir, FILE_STORES_FOLDER);
@@ -134,7 +133,7 @@ export class DiskFileStore implements FileStore {
     const max = this.options.maxProjectBytes;
     const usage = await this.#usageRecord(projectId);
     // The file it replaces frees its blocks once replaced; until then both count, but for its own.
-    const before = blocks(await sizeOf(file, true));
+    const before = blocks(await fileSize(file));
     const over = (more: number) => usage.stored - before + usage.incoming + more > max;
     if (length !== undefined && over(blocks(length))) throw tooLarge(max);
     const incoming = join(this.root, INCOMING);
@@ -201,7 +200,7 @@ export class DiskFileStore implements FileStore {
   async remove(projectId: string, path: string): Promise<boolean> {
     const file = this.fileOf(projectId, path);
     const usage = await this.#usageRecord(projectId);
-    const size = await sizeOf(file, true);
+    const size = await fileSize(file);
     if (size === undefined) return false;
     let removed = 0;
     await rm(file, { force: true });
@@ -224,24 +223,18 @@ export class DiskFileStore implements FileStore {
     return (await this.#usageRecord(projectId)).stored;
   }
 
-  /** The project's usage record, walking its folder the first time (one walk however many ask). */
-  async #usageRecord(projectId: string): Promise<{ stored: number; incoming: number }> {
-    const known = this.#usage.get(projectId);
-    if (known) return known;
-    let walk = this.#walks.get(projectId);
-    if (!walk) {
-      walk = folderBytes(this.projectFolder(projectId)).then((stored) => {
-        const record = { stored, incoming: 0 };
-        this.#usage.set(projectId, record);
-        return record;
-      });
-      this.#walks.set(projectId, walk);
-      walk.then(
-        () => this.#walks.delete(projectId),
-        () => this.#walks.delete(projectId),
-      );
+  /**
+   * The project's usage record, changed in place by writes and removals: its folder is walked the
+   * first time, once however many ask (a walk that fails is tried again by the next).
+   */
+  #usageRecord(projectId: string): Promise<{ stored: number; incoming: number }> {
+    let usage = this.#usage.get(projectId);
+    if (!usage) {
+      usage = folderBlocks(this.projectFolder(projectId)).then((stored) => ({ stored, incoming: 0 }));
+      this.#usage.set(projectId, usage);
+      usage.catch(() => this.#usage.delete(projectId));
     }
-    return walk;
+    return usage;
   }
 
   private projectFolder(projectId: string): string {
@@ -323,21 +316,19 @@ function isMissing(error: unknown): boolean {
   return code === "ENOENT" || code === "ENOTDIR";
 }
 
-/** The size of the file at `path`: 0 when there is none, or undefined then when `undefinedIfNone`. */
-async function sizeOf(path: string, undefinedIfNone: true): Promise<number | undefined>;
-async function sizeOf(path: string): Promise<number>;
-async function sizeOf(path: string, undefinedIfNone = false): Promise<number | undefined> {
+/** The size of the file at `path`, or undefined when there is no file there. */
+async function fileSize(path: string): Promise<number | undefined> {
   try {
     const info = await lstat(path);
-    if (info.isFile()) return info.size;
+    return info.isFile() ? info.size : undefined;
   } catch (error) {
-    if (!isMissing(error)) throw error;
+    if (isMissing(error)) return undefined;
+    throw error;
   }
-  return undefinedIfNone ? undefined : 0;
 }
 
 /** What the files and folders below `folder` take, in blocks (0 when there is no folder). */
-async function folderBytes(folder: string): Promise<number> {
+async function folderBlocks(folder: string): Promise<number> {
   let total = 0;
   let entries: import("node:fs").Dirent[];
   try {
@@ -348,7 +339,7 @@ async function folderBytes(folder: string): Promise<number> {
   }
   for (const entry of entries) {
     const path = join(folder, entry.name);
-    if (entry.isDirectory()) total += BLOCK + (await folderBytes(path));
+    if (entry.isDirectory()) total += BLOCK + (await folderBlocks(path));
     else if (entry.isFile()) total += blocks((await stat(path)).size);
   }
   return total;
