@@ -10,7 +10,7 @@ import { stat } from "node:fs/promises";
 import { PassThrough, Readable, Writable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import type { DataStoreCaller } from "./data-store-client.ts";
-import { type FileStoreCall, fileStorePath, type Json } from "./protocol.ts";
+import { type FileStoreCall, type FileStoreEntry, type FileStoreSigned, fileStorePath, type Json } from "./protocol.ts";
 
 type Bag = Record<string, unknown>;
 
@@ -22,21 +22,6 @@ const transfer = globalThis.fetch;
 
 /** URLs are asked for again when they have less than this left. */
 const URL_MARGIN_MS = 60_000;
-
-interface FileUrls {
-  get_url: string;
-  put_url: string;
-  expires_at_ms: number;
-}
-
-/** One folder entry of `$.files.dir()`, as trusted code lists it. */
-interface ListedEntry {
-  path: string;
-  name: string;
-  type: "file" | "directory";
-  size?: number;
-  modifiedAtMs?: number;
-}
 
 /** A content length given as a whole number of bytes, or undefined. */
 function knownLength(value: unknown): number | undefined {
@@ -74,7 +59,7 @@ export function createFilesApi(send: DataStoreCaller | undefined): Bag {
     do {
       const call: FileStoreCall =
         after === undefined ? { op: "files.dir", path: folder } : { op: "files.dir", path: folder, after };
-      const page = (await ask(call)) as { entries: ListedEntry[]; next?: string } | undefined;
+      const page = (await ask(call)) as { entries: FileStoreEntry[]; next?: string } | undefined;
       for (const entry of page?.entries ?? []) {
         const isFile = entry.type === "file";
         yield {
@@ -106,7 +91,7 @@ export function createFilesApi(send: DataStoreCaller | undefined): Bag {
 
 /** One file of the project's File Store (the original's `File`). */
 class ProjectFile {
-  #urls: FileUrls | undefined;
+  #urls: FileStoreSigned | undefined;
   readonly #ask: Ask;
 
   constructor(
@@ -116,9 +101,9 @@ class ProjectFile {
     this.#ask = ask;
   }
 
-  async #signed(): Promise<FileUrls> {
+  async #signed(): Promise<FileStoreSigned> {
     if (!this.#urls || this.#urls.expires_at_ms - Date.now() < URL_MARGIN_MS) {
-      this.#urls = (await this.#ask({ op: "files.sign", path: this.path })) as unknown as FileUrls;
+      this.#urls = (await this.#ask({ op: "files.sign", path: this.path })) as unknown as FileStoreSigned;
     }
     return this.#urls;
   }

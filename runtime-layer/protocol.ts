@@ -348,6 +348,26 @@ export type FileStoreCall =
   | { op: "files.delete"; path: string }
   | { op: "files.dir"; path: string; after?: string };
 
+/** The answer to `files.sign`: the file's URLs to read and to write, and when they expire. */
+export interface FileStoreSigned {
+  get_url: string;
+  put_url: string;
+  expires_at_ms: number;
+}
+
+/** One entry of a `files.dir` page (`{entries, next?}`), folders and files in name order. */
+export interface FileStoreEntry {
+  /** From the project's root: `reports/2026/a.csv`. */
+  path: string;
+  /** The last part of the path. */
+  name: string;
+  type: "file" | "directory";
+  /** Files only. */
+  size?: number;
+  /** Files only, epoch ms. */
+  modifiedAtMs?: number;
+}
+
 /** What a runtime sends to trusted code while a run goes on: a data store's call or a File Store's. */
 export type ServiceCall = DataStoreCall | FileStoreCall;
 

@@ -4,7 +4,13 @@
  * never names a project). Served inside `dataStoreService`, so they share its per-run limits.
  */
 import type { Deps } from "#core/ports/deps";
-import { FILE_STORE_URL_MS, type FileStoreCall, fileStorePath, type Json } from "#runtime/protocol";
+import {
+  FILE_STORE_URL_MS,
+  type FileStoreCall,
+  type FileStoreSigned,
+  fileStorePath,
+  type Json,
+} from "#runtime/protocol";
 
 /** Entries of one `$.files.dir()` page. */
 export const FILE_STORE_LIST_PAGE = 1000;
@@ -44,7 +50,8 @@ export async function serveFileStoreCall(
     case "files.sign": {
       const expiresAtMs = deps.clock.nowMs() + FILE_STORE_URL_MS;
       const urls = await deps.files.urls(projectId, call.path, expiresAtMs);
-      return { value: { get_url: urls.getUrl, put_url: urls.putUrl, expires_at_ms: expiresAtMs } };
+      const signed: FileStoreSigned = { get_url: urls.getUrl, put_url: urls.putUrl, expires_at_ms: expiresAtMs };
+      return { value: signed as unknown as Json };
     }
     case "files.delete":
       await deps.files.remove(projectId, call.path);

@@ -8,6 +8,8 @@
  * Paths come checked (`fileStorePath` in runtime-layer/protocol.ts): relative, no empty, `.` or
  * `..` part, no control character; adapters still check that they stay inside the project.
  */
+import type { FileStoreEntry } from "#runtime/protocol";
+
 export interface FileStoreUrls {
   /** Reads the file (GET); 404 when there is none. */
   getUrl: string;
@@ -15,17 +17,8 @@ export interface FileStoreUrls {
   putUrl: string;
 }
 
-export interface FileStoreEntry {
-  /** From the project's root: `reports/2026/a.csv`. */
-  path: string;
-  /** The last part of the path. */
-  name: string;
-  type: "file" | "directory";
-  /** Files only. */
-  size?: number;
-  /** Files only, epoch ms. */
-  modifiedAtMs?: number;
-}
+/** An entry as the runtime receives it (the wire shape of `files.dir`). */
+export type { FileStoreEntry };
 
 export interface FileStorePage {
   /** In name order, folders and files together. */
