@@ -47,6 +47,14 @@ describe("$.files calls on the trusted side", () => {
     expect(parseFileStoreCall({ op: "files.sign", path: `${"x".repeat(256)}/a` })).toBe(
       "each part of a File Store path may be at most 255 bytes",
     );
+    // Each part but the last is a folder (an inode on a local disk): at most 32 parts.
+    expect(parseFileStoreCall({ op: "files.sign", path: `${"d/".repeat(31)}f` })).toEqual({
+      op: "files.sign",
+      path: `${"d/".repeat(31)}f`,
+    });
+    expect(parseFileStoreCall({ op: "files.sign", path: `${"d/".repeat(32)}f` })).toBe(
+      "a File Store path may have at most 32 parts",
+    );
     expect(parseFileStoreCall({ op: "files.dir", path: "", after: 3 })).toBe(
       "a File Store page must be named by its text",
     );

@@ -83,4 +83,7 @@ it("serves a file with a type by its extension, never one a browser would run as
     expect(answer.headers.get("x-content-type-options")).toBe("nosniff");
     await answer.arrayBuffer();
   }
+  // HEAD answers the headers of a GET, with no body.
+  const head = await fetch((await store.urls("proj_a", "report.csv", Date.now() + 60_000)).getUrl, { method: "HEAD" });
+  expect([head.status, head.headers.get("content-length"), await head.text()]).toEqual([200, "1", ""]);
 });

@@ -6,7 +6,6 @@ import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { DiskFileStore, FILE_URL_PATH } from "#adapters/local/disk-file-store";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { isDomainError } from "#core/errors";
-import { fileStorePath } from "#runtime/protocol";
 
 const BLOCK = 4096;
 
@@ -176,11 +175,6 @@ describe("DiskFileStore", () => {
     expect(existsSync(left)).toBe(false);
     expect(await restarted.usageOf("proj_a")).toBe(3 * BLOCK);
     expect(await failure(restarted.write("proj_a", "b", body("x".repeat(5000)), 5000))).toMatch(/^payload_too_large/);
-  });
-
-  it("refuses paths of more than 32 parts, which would each be a folder", async () => {
-    expect(fileStorePath(`${"d/".repeat(31)}f`)).toEqual({ path: `${"d/".repeat(31)}f` });
-    expect(fileStorePath(`${"d/".repeat(32)}f`)).toEqual({ problem: "a File Store path may have at most 32 parts" });
   });
 
   it("never reaches outside a project's folder, whatever the path or project id", async () => {
