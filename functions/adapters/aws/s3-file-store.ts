@@ -10,13 +10,11 @@
 import {
   DeleteObjectCommand,
   GetObjectCommand,
-  HeadObjectCommand,
   ListObjectsV2Command,
   PutObjectCommand,
   type S3Client,
 } from "@aws-sdk/client-s3";
 import type { FileStore, FileStoreEntry, FileStorePage, FileStoreUrls } from "#core/ports/file-store";
-import { hasErrorName } from "./sdk-errors.ts";
 
 /** Signs a command as `getSignedUrl` of `@aws-sdk/s3-request-presigner` does. */
 export type UrlSigner = (
@@ -81,16 +79,9 @@ export class S3FileStore implements FileStore {
     return out.IsTruncated && out.NextContinuationToken ? { entries, next: out.NextContinuationToken } : { entries };
   }
 
-  async remove(projectId: string, path: string): Promise<boolean> {
-    const target = this.#target(projectId, path);
-    try {
-      await this.options.s3.send(new HeadObjectCommand(target));
-    } catch (error) {
-      if (hasErrorName(error, "NotFound") || hasErrorName(error, "NoSuchKey")) return false;
-      throw error;
-    }
-    await this.options.s3.send(new DeleteObjectCommand(target));
-    return true;
+  async remove(projectId: string, path: string): Promise<void> {
+    // One request: S3 answers a key that is not there as deleted too.
+    await this.options.s3.send(new DeleteObjectCommand(this.#target(projectId, path)));
   }
 
   #bucket(): { Bucket: string; ExpectedBucketOwner?: string } {

@@ -197,11 +197,11 @@ export class DiskFileStore implements FileStore {
     return start >= 0 && start + limit < names.length && last !== undefined ? { entries, next: last } : { entries };
   }
 
-  async remove(projectId: string, path: string): Promise<boolean> {
+  async remove(projectId: string, path: string): Promise<void> {
     const file = this.fileOf(projectId, path);
     const usage = await this.#usageRecord(projectId);
     const size = await fileSize(file);
-    if (size === undefined) return false;
+    if (size === undefined) return;
     let removed = 0;
     await rm(file, { force: true });
     // As in S3, a folder is only the files in it: folders left empty go.
@@ -215,7 +215,6 @@ export class DiskFileStore implements FileStore {
       }
     }
     usage.stored = Math.max(0, usage.stored - blocks(size) - removed * BLOCK);
-    return true;
   }
 
   /** What the project's files and folders take, in blocks ({@link BLOCK}), walked the first time and kept up to date. */

@@ -32,6 +32,6 @@ export interface FileStore {
   urls(projectId: string, path: string, expiresAtMs: number): Promise<FileStoreUrls>;
   /** One page of the folder at `folder` (`""`: the root); a folder that does not exist is empty. */
   list(projectId: string, folder: string, after: string | undefined, limit: number): Promise<FileStorePage>;
-  /** Deletes the file at `path`; whether there was one. Folders left empty go with it. */
-  remove(projectId: string, path: string): Promise<boolean>;
+  /** Deletes the file at `path` (none there: nothing happens). Folders left empty go with it. */
+  remove(projectId: string, path: string): Promise<void>;
 }

@@ -23,7 +23,6 @@ function recordingFiles(fail?: Error) {
     },
     async remove(...args) {
       asked.push(["remove", ...args]);
-      return true;
     },
   };
   return { files, asked };

@@ -94,10 +94,13 @@ describe("DiskFileStore", () => {
     expect(second).toEqual({ entries: [expect.objectContaining({ path: "b/two.txt", size: 2 })] });
     expect(await store.list("proj_a", "nothing/here", undefined, 10)).toEqual({ entries: [] });
     expect(await store.list("proj_a", "a.txt", undefined, 10)).toEqual({ entries: [] });
-    expect(await store.remove("proj_a", "b/one.txt")).toBe(true);
-    expect(await store.remove("proj_a", "b/one.txt")).toBe(false);
-    expect(await store.remove("proj_a", "b/two.txt")).toBe(true);
+    await store.remove("proj_a", "b/one.txt");
+    expect(await text("proj_a", "b/one.txt")).toBeUndefined();
+    // Again: nothing there, nothing happens (and nothing is given back twice).
+    await store.remove("proj_a", "b/one.txt");
+    await store.remove("proj_a", "b/two.txt");
     expect(readdirSync(join(dataDir, "file-stores", "proj_a"))).toEqual(["a.txt"]);
+    expect(await store.usageOf("proj_a")).toBe(BLOCK);
     expect(statSync(join(dataDir, "file-stores", "proj_a", "a.txt")).mode & 0o777).toBe(0o600);
   });
 
