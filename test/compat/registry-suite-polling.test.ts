@@ -16,9 +16,11 @@ import { type StandInApi, startStandInApi } from "../support/stand-in-api.ts";
  *
  * Several first runs at once of such bundles once hung (a child parsing its bundle was taken for
  * blocked with nothing started, and the run moved from cold child to cold child: decisions 326
- * and 329); this file is their test under load.
+ * and 329); this file is their test under load. Its tests run at once (each on its own tenant of
+ * the stand-in API): the load is the point, and one after the other they took 80 s of waiting
+ * for polls.
  */
-describe("the registry suite: polling sources against local mode", () => {
+describe.concurrent("the registry suite: polling sources against local mode", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
   let tree: TreeServer;

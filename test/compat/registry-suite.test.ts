@@ -19,11 +19,14 @@ import { type StandInApi, startStandInApi } from "../support/stand-in-api.ts";
  * The polling sources are in registry-suite-polling.test.ts; components that need features other
  * branches are building (data stores, http_request props, delayed emits, sources without run) in
  * registry-suite-pending.test.ts.
+ *
+ * The tests run at once: each deploys its own sources and workflows (on its own tenant of the
+ * stand-in API, its own data store), and most of their time is waiting for runs.
  */
 
 const HELPER_FUNCTIONS = `${REPO_ROOT}node_modules/@pipedream/helper_functions`;
 
-describe("the registry suite: real-shaped components against local mode", () => {
+describe.concurrent("the registry suite: real-shaped components against local mode", () => {
   let sluice: SluiceProcess;
   let api: ReturnType<typeof apiClient>;
   let tree: TreeServer;
