@@ -17,8 +17,29 @@ type Bag = Record<string, unknown>;
 /** `type` of a file's JSON description, which `$.files.openDescriptor` takes back. */
 export const FILE_DESCRIPTOR_TYPE = "PipedreamProjectFile";
 
-/** Taken when the runtime loads: component code may replace the global later. */
-const transfer = globalThis.fetch;
+/** Taken when the runtime loads: component code may replace the globals later. */
+const fetchOnce = globalThis.fetch;
+const wait = globalThis.setTimeout;
+
+/** Tries of a transfer the store answers 503 (busy: local mode's cap, S3's SlowDown), the first included. */
+const BUSY_TRIES = 5;
+
+/**
+ * One transfer to or from the store. A 503 is tried again after its `Retry-After` (at most 2 s) or
+ * 0.2, 0.4, 0.8, 1.6 s, when the body can be sent again (none, or a Buffer); a stream's can not.
+ */
+async function transfer(url: string, init?: RequestInit): Promise<Response> {
+  const repeatable = init?.body === undefined || Buffer.isBuffer(init.body);
+  for (let tried = 1; ; tried += 1) {
+    const response = await fetchOnce(url, init);
+    if (response.status !== 503 || !repeatable || tried >= BUSY_TRIES) return response;
+    await response.body?.cancel();
+    const header = response.headers.get("retry-after");
+    const said = header === null ? Number.NaN : Number(header);
+    const delayMs = Number.isFinite(said) && said >= 0 ? Math.min(said, 2) * 1000 : 100 * 2 ** tried;
+    await new Promise((resolve) => wait(resolve, delayMs));
+  }
+}
 
 /** URLs are asked for again when they have less than this left. */
 const URL_MARGIN_MS = 60_000;

@@ -24,11 +24,16 @@ export function maxConnectionsFor(openFiles: number | undefined): number {
   return Math.max(64, Math.floor(openFiles * 0.75));
 }
 
-/** The cap for this process (Node raises its soft limit to the hard one as it starts). */
-export function serverMaxConnections(): number {
+/** This process's open-files limit (Node raises its soft limit to the hard one as it starts); unknown off Linux. */
+export function serverOpenFilesLimit(): number | undefined {
   try {
-    return maxConnectionsFor(openFilesLimitIn(readFileSync("/proc/self/limits", "utf8")));
+    return openFilesLimitIn(readFileSync("/proc/self/limits", "utf8"));
   } catch {
-    return DEFAULT_MAX_CONNECTIONS;
+    return undefined;
   }
+}
+
+/** The cap for this process. */
+export function serverMaxConnections(): number {
+  return maxConnectionsFor(serverOpenFilesLimit());
 }

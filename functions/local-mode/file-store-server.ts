@@ -10,6 +10,7 @@ import { DomainError, isDomainError } from "#core/errors";
 import type { Logger } from "#core/ports/logger";
 import { errorResult } from "#http/responses";
 import { discardRest } from "./discard-body.ts";
+import type { FileTransferSlots } from "./file-transfer-slots.ts";
 
 /**
  * Content types by file extension: local mode keeps no type with a file, so a shared URL of a
@@ -45,17 +46,18 @@ const CUT_SHORT = new Set(["ECONNRESET", "ERR_STREAM_PREMATURE_CLOSE", "ECONNABO
 
 export async function handleFileRequest(
   store: DiskFileStore,
+  slots: FileTransferSlots,
   request: IncomingMessage,
   response: ServerResponse,
   token: string,
   requestId: string,
   log: Logger,
 ): Promise<void> {
-  const fail = (error: unknown) => {
+  const fail = (error: unknown, headers: Record<string, string> = {}) => {
     // What the client still sends is read and dropped, bounded: a refusal never reads a body whole.
     if (!request.readableEnded) discardRest(request);
     const result = errorResult(error, requestId, log);
-    response.writeHead(result.statusCode, result.headers);
+    response.writeHead(result.statusCode, { ...result.headers, ...headers });
     response.end(result.body);
   };
   const method = request.method === "HEAD" ? "GET" : request.method;
@@ -67,6 +69,13 @@ export async function handleFileRequest(
   if (grant.method !== method) {
     return fail(new DomainError("forbidden", `this file URL is for ${grant.method}, not ${method}`));
   }
+  const release = slots.take(grant.project);
+  if (!release) {
+    log.warn("file transfer refused: too many in flight", { request_id: requestId, in_flight: slots.inFlight });
+    const busy = new DomainError("unavailable", "too many File Store transfers are in flight: try again shortly");
+    return fail(busy, { "retry-after": "1" });
+  }
+  // The slot is held while the file is: until the upload is placed or dropped, or the download ends.
   try {
     if (method === "PUT") {
       const declared = request.headers["content-length"];
@@ -103,5 +112,7 @@ export async function handleFileRequest(
     }
     if (!response.headersSent) return fail(error);
     response.destroy();
+  } finally {
+    release();
   }
 }

@@ -22,9 +22,10 @@ import { createRouter } from "#http/routing";
 import { answerHeaders } from "#runtime/http-response";
 import type { HttpResponseSpec } from "#runtime/protocol";
 import { toApiGatewayEvent } from "./api-gateway-event.ts";
-import { serverMaxConnections } from "./connection-cap.ts";
+import { serverMaxConnections, serverOpenFilesLimit } from "./connection-cap.ts";
 import { discardRest } from "./discard-body.ts";
 import { handleFileRequest } from "./file-store-server.ts";
+import { FileTransferSlots, maxFileTransfersFor } from "./file-transfer-slots.ts";
 import {
   SourceStreamServer,
   type SourceStreamServerOptions,
@@ -280,6 +281,8 @@ export interface LocalServerOptions {
   stream?: Pick<SourceStreamServerOptions, "keepaliveMs" | "maxUnsentBytes">;
   /** The File Store whose URLs it serves at `/files/...` (`localDeps().files`); none: they are 404s. */
   files?: DiskFileStore;
+  /** The slots of file transfers served at once (file-transfer-slots.ts); by default, an eighth of the open-files limit. */
+  fileTransfers?: FileTransferSlots;
 }
 
 export interface LocalServer {
@@ -300,6 +303,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
   const handlers = new Map(routes.map((route) => [route, createHttpHandler(route, async () => deps)]));
   const streams = new SourceStreamServer({ deps, bus: options.bus, ...options.stream });
   const { files } = options;
+  const fileSlots = options.fileTransfers ?? new FileTransferSlots(maxFileTransfersFor(serverOpenFilesLimit()));
 
   async function handle(request: IncomingMessage, response: ServerResponse, line: RequestLine): Promise<void> {
     const { requestId, method } = line;
@@ -320,7 +324,7 @@ export function createLocalServer(routes: readonly AnyRoute[], deps: Deps, optio
     line.path = FLOW_LOG_MASK.test(logged) ? FLOW_LOG_PATH : FILE_LOG_MASK.test(logged) ? FILE_LOG_PATH : url.pathname;
     // Its path is logged as FILE_LOG_PATH above: the token is the authority, never logged.
     const file = FILE_URL_PATH.exec(url.pathname)?.[1];
-    if (file && files) return handleFileRequest(files, request, response, file, requestId, deps.log);
+    if (file && files) return handleFileRequest(files, fileSlots, request, response, file, requestId, deps.log);
     const flow = FLOW_PATH.exec(url.pathname);
     if (flow?.[1] && flow[2] && flow[3]) {
       return handleFlow(deps, request, response, url, flow[1], flow[2], flow[3] as "resume" | "cancel");

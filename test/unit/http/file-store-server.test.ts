@@ -4,12 +4,13 @@ import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Readable } from "node:stream";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { DiskFileStore } from "#adapters/local/disk-file-store";
 import { InProcessEventBus } from "#adapters/local/in-process-event-bus";
 import { LocalSecrets } from "#adapters/local/local-secrets";
 import { silentLogger } from "#core/ports/logger";
 import { routes } from "#http/routes";
+import { FileTransferSlots } from "#local-mode/file-transfer-slots";
 import { createLocalServer } from "#local-mode/server";
 import { memoryDeps } from "../../support/memory-deps.ts";
 
@@ -22,8 +23,28 @@ let store: DiskFileStore;
 let base: string;
 const dataDir = mkdtempSync(join(tmpdir(), "sluice-file-server-"));
 
-beforeAll(async () => {
+/** A server of `store`'s URLs on a free port of 127.0.0.1, and its base URL. */
+async function serve(
+  store: DiskFileStore,
+  fileTransfers?: FileTransferSlots,
+): Promise<{ server: Server; base: string }> {
   const deps = memoryDeps(Date.now());
+  const options = fileTransfers === undefined ? {} : { fileTransfers };
+  const { server } = createLocalServer(
+    routes,
+    { ...deps, files: store },
+    { bus: new InProcessEventBus(silentLogger), files: store, ...options },
+  );
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return { server, base: `http://127.0.0.1:${(server.address() as AddressInfo).port}` };
+}
+
+async function stop(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+beforeAll(async () => {
   store = new DiskFileStore({
     dataDir,
     secrets: await LocalSecrets.fromDataDir(dataDir, undefined),
@@ -31,18 +52,11 @@ beforeAll(async () => {
     now: () => Date.now(),
     maxProjectBytes: 64 * 1024 * 1024,
   });
-  ({ server } = createLocalServer(
-    routes,
-    { ...deps, files: store },
-    { bus: new InProcessEventBus(silentLogger), files: store },
-  ));
-  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
-  base = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
+  ({ server, base } = await serve(store));
 });
 
 afterAll(async () => {
-  server.closeAllConnections();
-  await new Promise<void>((resolve) => server.close(() => resolve()));
+  await stop(server);
   rmSync(dataDir, { recursive: true, force: true });
 });
 
@@ -86,4 +100,79 @@ it("serves a file with a type by its extension, never one a browser would run as
   // HEAD answers the headers of a GET, with no body.
   const head = await fetch((await store.urls("proj_a", "report.csv", Date.now() + 60_000)).getUrl, { method: "HEAD" });
   expect([head.status, head.headers.get("content-length"), await head.text()]).toEqual([200, "1", ""]);
+});
+
+describe("with a cap of 2 transfers in flight (1 per project)", () => {
+  let capped: { server: Server; base: string };
+  const slots = new FileTransferSlots(2);
+  beforeAll(async () => {
+    capped = await serve(store, slots);
+  });
+  afterAll(() => stop(capped.server));
+
+  /** The URL to write `path` of `project` through the capped server. */
+  const putUrl = async (project: string, path: string) =>
+    (await store.urls(project, path, Date.now() + 60_000)).putUrl.replace(base, capped.base);
+
+  /** An upload of 8 bytes that sends 4 and waits: `finish()` sends the rest, `cut()` drops the connection. */
+  async function heldUpload(url: string) {
+    const request = httpRequest(url, { method: "PUT", headers: { "content-length": "8" } });
+    const answered = new Promise<number>((resolve, reject) => {
+      request.once("response", (response) => {
+        response.resume();
+        resolve(response.statusCode ?? 0);
+      });
+      request.once("error", reject);
+    });
+    const before = slots.inFlight;
+    request.write("1234");
+    await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(before + 1);
+    return {
+      finish: () => {
+        request.end("5678");
+        return answered;
+      },
+      cut: () => {
+        answered.catch(() => {});
+        request.destroy();
+      },
+    };
+  }
+
+  /** What proj_a's kept.txt holds, read through the uncapped server. */
+  const kept = async () => (await fetch((await store.urls("proj_a", "kept.txt", Date.now() + 60_000)).getUrl)).text();
+
+  it("answers 503 with Retry-After past a project's share and past the cap, reads no body, and frees a slot when an upload ends or is cut", async () => {
+    await store.write("proj_a", "kept.txt", Readable.from([Buffer.from("old")]), 3);
+    const first = await heldUpload(await putUrl("proj_a", "slow.txt"));
+
+    // Project a holds its one slot: its next transfer, a read or a write, is refused, and loses nothing.
+    const refused = await fetch(await putUrl("proj_a", "kept.txt"), { method: "PUT", body: "new" });
+    expect([refused.status, refused.headers.get("retry-after")]).toEqual([503, "1"]);
+    expect(((await refused.json()) as { error: string }).error).toMatch(/too many File Store transfers/);
+    const read = await fetch(
+      (await store.urls("proj_a", "kept.txt", Date.now() + 60_000)).getUrl.replace(base, capped.base),
+    );
+    expect(read.status).toBe(503);
+    await read.arrayBuffer();
+    expect(await kept()).toBe("old");
+
+    // Another project has its own share; with both taken, a third is refused too.
+    const second = await heldUpload(await putUrl("proj_b", "slow.txt"));
+    const third = await fetch(await putUrl("proj_c", "x.txt"), { method: "PUT", body: "x" });
+    expect(third.status).toBe(503);
+    await third.arrayBuffer();
+
+    // An upload that ends gives its slot back; so does one its client cuts.
+    expect(await first.finish()).toBe(200);
+    second.cut();
+    await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(0);
+    const again = await fetch(await putUrl("proj_a", "kept.txt"), { method: "PUT", body: "new" });
+    expect(again.status).toBe(200);
+    await again.arrayBuffer();
+    expect(await kept()).toBe("new");
+    const other = await fetch(await putUrl("proj_b", "y.txt"), { method: "PUT", body: "y" });
+    expect(other.status).toBe(200);
+    await other.arrayBuffer();
+  });
 });
