@@ -75,7 +75,9 @@ export async function handleFileRequest(
     const busy = new DomainError("unavailable", "too many File Store transfers are in flight: try again shortly");
     return fail(busy, { "retry-after": "1" });
   }
-  // The slot is held while the file is: until the upload is placed or dropped, or the download ends.
+  // The slot is held while the file is: until the upload is placed or dropped, or the download
+  // ends; a client that stops sending or reading is cut, and so gives it back.
+  const stopWatching = slots.watchIdle(request.socket);
   try {
     if (method === "PUT") {
       const declared = request.headers["content-length"];
@@ -113,6 +115,7 @@ export async function handleFileRequest(
     if (!response.headersSent) return fail(error);
     response.destroy();
   } finally {
+    stopWatching();
     release();
   }
 }

@@ -4,8 +4,11 @@
  * open-files limit, connection-cap.ts) could otherwise take every descriptor the server keeps for
  * its own files and children: about 10,000 slow uploads would do it. A transfer past the cap is
  * answered 503 with `Retry-After` before its file is opened or its body read; one project may hold
- * at most half the slots, so one tenant's slow transfers leave the others theirs.
+ * at most half the slots, so one tenant's slow transfers leave the others theirs. A transfer whose
+ * connection moves no byte for `idleMs` (30 s; cut between one and two of those) is cut, so a
+ * client that stops reading or sending gives its slot back.
  */
+import type { Socket } from "node:net";
 
 /** Transfers served at once when the open-files limit is unknown (not Linux). */
 export const DEFAULT_MAX_FILE_TRANSFERS = 256;
@@ -16,13 +19,34 @@ export function maxFileTransfersFor(openFiles: number | undefined): number {
   return Math.min(1024, Math.max(16, Math.floor(openFiles / 8)));
 }
 
+/** How long a transfer's connection may move no byte before it is cut. */
+export const FILE_TRANSFER_IDLE_MS = 30_000;
+
 export class FileTransferSlots {
   readonly perProject: number;
   #inFlight = 0;
   readonly #byProject = new Map<string, number>();
 
-  constructor(readonly max: number) {
+  constructor(
+    readonly max: number,
+    readonly idleMs = FILE_TRANSFER_IDLE_MS,
+  ) {
     this.perProject = Math.max(1, Math.ceil(max / 2));
+  }
+
+  /**
+   * Cuts `socket` once it has moved no byte, in or out, for `idleMs` (checked every `idleMs`, so
+   * after one to two of them); the function stops watching.
+   */
+  watchIdle(socket: Socket): () => void {
+    let moved = socket.bytesRead + socket.bytesWritten;
+    const timer = setInterval(() => {
+      const now = socket.bytesRead + socket.bytesWritten;
+      if (now === moved) socket.destroy();
+      moved = now;
+    }, this.idleMs);
+    timer.unref();
+    return () => clearInterval(timer);
   }
 
   get inFlight(): number {

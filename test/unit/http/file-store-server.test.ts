@@ -1,5 +1,5 @@
 import { mkdtempSync, readdirSync, rmSync } from "node:fs";
-import { request as httpRequest, type Server } from "node:http";
+import { request as httpRequest, type IncomingMessage, type Server } from "node:http";
 import type { AddressInfo } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -104,7 +104,8 @@ it("serves a file with a type by its extension, never one a browser would run as
 
 describe("with a cap of 2 transfers in flight (1 per project)", () => {
   let capped: { server: Server; base: string };
-  const slots = new FileTransferSlots(2);
+  // Idle transfers are cut after 0.3-0.6 s here; the held uploads below move a byte every 0.1 s.
+  const slots = new FileTransferSlots(2, 300);
   beforeAll(async () => {
     capped = await serve(store, slots);
   });
@@ -114,9 +115,12 @@ describe("with a cap of 2 transfers in flight (1 per project)", () => {
   const putUrl = async (project: string, path: string) =>
     (await store.urls(project, path, Date.now() + 60_000)).putUrl.replace(base, capped.base);
 
-  /** An upload of 8 bytes that sends 4 and waits: `finish()` sends the rest, `cut()` drops the connection. */
+  /**
+   * An upload of 1,000 bytes that sends 4, then one more every 0.1 s (slow, never idle):
+   * `finish()` sends the rest, `cut()` drops the connection.
+   */
   async function heldUpload(url: string) {
-    const request = httpRequest(url, { method: "PUT", headers: { "content-length": "8" } });
+    const request = httpRequest(url, { method: "PUT", headers: { "content-length": "1000" } });
     const answered = new Promise<number>((resolve, reject) => {
       request.once("response", (response) => {
         response.resume();
@@ -125,14 +129,21 @@ describe("with a cap of 2 transfers in flight (1 per project)", () => {
       request.once("error", reject);
     });
     const before = slots.inFlight;
+    let sent = 4;
     request.write("1234");
     await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(before + 1);
+    const trickle = setInterval(() => {
+      sent += 1;
+      request.write("x");
+    }, 100);
     return {
       finish: () => {
-        request.end("5678");
+        clearInterval(trickle);
+        request.end("y".repeat(1000 - sent));
         return answered;
       },
       cut: () => {
+        clearInterval(trickle);
         answered.catch(() => {});
         request.destroy();
       },
@@ -174,5 +185,37 @@ describe("with a cap of 2 transfers in flight (1 per project)", () => {
     const other = await fetch(await putUrl("proj_b", "y.txt"), { method: "PUT", body: "y" });
     expect(other.status).toBe(200);
     await other.arrayBuffer();
+  });
+
+  it("cuts a transfer whose client stops sending or reading, and so gives its slot back", async () => {
+    // An upload that stops after 4 of its 8 bytes: cut, nothing placed.
+    const stalled = httpRequest(await putUrl("proj_a", "stalled.txt"), {
+      method: "PUT",
+      headers: { "content-length": "8" },
+    });
+    const cut = new Promise<string>((resolve) =>
+      stalled.once("error", (error) => resolve((error as NodeJS.ErrnoException).code ?? "")),
+    );
+    stalled.write("1234");
+    await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(1);
+    expect(await cut).toBe("ECONNRESET");
+    await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(0);
+    expect(await store.read("proj_a", "stalled.txt")).toBeUndefined();
+
+    // A download whose client reads its first bytes and then nothing: cut once the buffers are full.
+    await store.write("proj_a", "large.bin", Readable.from([Buffer.alloc(32 * 1024 * 1024)]), undefined);
+    const getUrl = (await store.urls("proj_a", "large.bin", Date.now() + 60_000)).getUrl.replace(base, capped.base);
+    const response = await new Promise<IncomingMessage>((resolve) => httpRequest(getUrl, resolve).end());
+    await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(1);
+    // Nothing is read: the buffers fill, the server is cut off, its slot is free again.
+    await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(0);
+    let received = 0;
+    response.on("data", (chunk: Buffer) => {
+      received += chunk.length;
+    });
+    await new Promise((resolve) => response.socket.once("close", resolve));
+    expect(response.complete).toBe(false);
+    expect(received).toBeLessThan(32 * 1024 * 1024);
+    await expect.poll(() => slots.inFlight, { timeout: 5_000 }).toBe(0);
   });
 });
