@@ -4,7 +4,8 @@
  * each other, about 60% of it at 500 paced requests a second; node:http's request and response
  * objects, streams and parser callbacks were most of a small POST's work. One request per
  * connection at a time, kept-alive connections per origin (at most 64, the most recently used
- * first), no redirects followed, a time limit on the whole exchange up to the response's head, the
+ * first) and at most 256 idle over all origins (the longest idle closed first: receivers are a
+ * user's URLs, so origins are unbounded), no redirects followed, a time limit on the whole exchange up to the response's head, the
  * response body read (`http1-response-reader.ts`, bounded and strict) up to a bound and dropped.
  *
  * With `allowPrivateAddresses: false` (AWS), a literal IP host is checked before connecting and a
@@ -33,6 +34,8 @@ export interface Http1WebhookSenderOptions {
   readonly maxResponseBytes?: number;
   /** Connections per origin, in use or idle. @default 64 */
   readonly maxConnectionsPerOrigin?: number;
+  /** Idle kept-alive connections over all origins; past it the longest idle is closed. @default 256 */
+  readonly maxIdleConnections?: number;
   /**
    * Resolves host names instead of the address guard's `lookup` (tests: a name that resolves
    * nowhere else). The connection goes where it answers.
@@ -234,6 +237,7 @@ class OriginPool {
   acquire(exchange: Exchange): void {
     const now = Date.now();
     for (let idle = this.idle.pop(); idle; idle = this.idle.pop()) {
+      this.sender.idleOrder.delete(idle);
       if (now - idle.idleSince < idle.idleLimitMs && !idle.socket.destroyed) {
         idle.start(exchange);
         return;
@@ -261,11 +265,13 @@ class OriginPool {
     }
     connection.idleSince = Date.now();
     this.idle.push(connection);
+    this.sender.noteIdle(connection);
     this.sender.sweepLater();
   }
 
   closed(connection: Connection): void {
     this.connections.delete(connection);
+    this.sender.idleOrder.delete(connection);
     const at = this.idle.indexOf(connection);
     if (at !== -1) this.idle.splice(at, 1);
     const next = this.waiting.shift();
@@ -308,6 +314,9 @@ class OriginPool {
 
 export class Http1WebhookSender implements WebhookSender {
   readonly maxConnectionsPerOrigin: number;
+  readonly maxIdleConnections: number;
+  /** Idle connections of every origin, the longest idle first. */
+  readonly idleOrder = new Set<Connection>();
   readonly lookup: LookupFunction | undefined;
   readonly ca: string | Buffer | undefined;
   closed = false;
@@ -318,6 +327,7 @@ export class Http1WebhookSender implements WebhookSender {
   constructor(private readonly options: Http1WebhookSenderOptions) {
     this.maxResponseBytes = options.maxResponseBytes ?? 64 * 1024;
     this.maxConnectionsPerOrigin = options.maxConnectionsPerOrigin ?? 64;
+    this.maxIdleConnections = options.maxIdleConnections ?? 256;
     this.lookup = options.lookup ?? (options.allowPrivateAddresses ? undefined : (guardedLookup as LookupFunction));
     this.ca = options.ca;
   }
@@ -423,6 +433,18 @@ export class Http1WebhookSender implements WebhookSender {
       }, timeoutMs);
       pool.acquire(exchange);
     });
+  }
+
+  /**
+   * `connection` went idle: past the bound of idle connections over all origins, the longest idle
+   * is closed (each one holds a descriptor of the process, and a tenant names as many origins as it likes).
+   */
+  noteIdle(connection: Connection): void {
+    this.idleOrder.add(connection);
+    if (this.idleOrder.size <= this.maxIdleConnections) return;
+    const oldest = this.idleOrder.values().next().value as Connection;
+    this.idleOrder.delete(oldest);
+    oldest.destroy();
   }
 
   /** Starts the sweep of idle connections, if it is not running. */

@@ -287,6 +287,22 @@ describe("Http1WebhookSender: kept-alive connections", () => {
     expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
     expect(raw.requests.map((request) => request.connection)).toEqual([0, 1, 2]);
   });
+
+  it("keeps at most maxIdleConnections idle over all origins, closing the longest idle first", async () => {
+    // Receivers are users' URLs: a tenant can name as many origins as it likes (127.0.0.0/8, ports).
+    const receivers = await Promise.all(Array.from({ length: 8 }, () => RawServer.start(ok)));
+    const send = sender({ maxIdleConnections: 3 });
+    for (const raw of receivers) expect(await send.post(raw.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
+    await expect.poll(() => receivers.map((raw) => raw.open), POLL).toEqual([0, 0, 0, 0, 0, 1, 1, 1]);
+    expect(idleConnections(send)).toBe(3);
+    // The ones kept are used again; the closed ones' origins get a new connection.
+    expect(await send.post(receivers[7]!.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
+    expect(await send.post(receivers[0]!.url(), {}, "{}", 2_000)).toEqual({ status: 200 });
+    expect(receivers[7]!.sockets).toHaveLength(1);
+    expect(receivers[0]!.sockets).toHaveLength(2);
+    // receivers[5] had been idle longest of the three: it made room for receivers[0]'s.
+    await expect.poll(() => receivers.map((raw) => raw.open), POLL).toEqual([1, 0, 0, 0, 0, 0, 1, 1]);
+  });
 });
 
 describe("Http1WebhookSender: hostile receivers", () => {
