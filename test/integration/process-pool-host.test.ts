@@ -56,6 +56,31 @@ const SLOW_PID = `export default { async run() {
 } };`;
 const pidIn = (result: InvocationResult) => (events(result)[0] as { pid: number } | undefined)?.pid;
 
+/**
+ * A server on 127.0.0.1 whose requests are held until `open()`, then answered at once: code that
+ * fetches its URL stays in flight exactly as long as the test needs, and no longer.
+ */
+async function startGate(): Promise<{ url: string; open(): void; close(): void }> {
+  let opened = false;
+  const held: (() => void)[] = [];
+  const gate = createServer((_request, response) => {
+    if (opened) response.end("go");
+    else held.push(() => response.end("go"));
+  });
+  await new Promise<void>((resolve) => gate.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${(gate.address() as AddressInfo).port}/`,
+    open() {
+      opened = true;
+      for (const answer of held.splice(0)) answer();
+    },
+    close() {
+      gate.closeAllConnections();
+      gate.close();
+    },
+  };
+}
+
 describe("ProcessPoolHost: running components", () => {
   it("describes code in a short-lived child", async () => {
     const description = await host.describe('export default { name: "Described", props: { db: "$.service.db" } };');
@@ -130,13 +155,14 @@ describe("ProcessPoolHost: running components", () => {
   });
 
   it("sends respond to onRespond while the run is still going", async () => {
+    const gate = await startGate();
     const code = source(
       "dc_respond",
       `export default {
         props: { http: { type: "$.interface.http", customResponse: true } },
         async run() {
           this.http.respond({ status: "202", body: { accepted: true } });
-          await new Promise((resolve) => setTimeout(resolve, 3000));
+          await (await fetch("${gate.url}")).text();
           this.$emit("done");
         },
       };`,
@@ -151,8 +177,11 @@ describe("ProcessPoolHost: running components", () => {
         settled = true;
       });
     await expect.poll(() => responses.length, { timeout: 10_000 }).toBe(1);
+    // The run holds on the gate until it is opened: the answer came while it was going.
+    await new Promise((resolve) => setTimeout(resolve, 100));
     expect(settled).toBe(false);
-    const result = await running;
+    gate.open();
+    const result = await running.finally(() => gate.close());
     const expected = { status: 202, headers: { "content-type": "application/json" }, body: '{"accepted":true}' };
     expect(responses).toEqual([expected]);
     expect(result.response).toEqual(expected);
@@ -328,10 +357,12 @@ describe("ProcessPoolHost: failures", () => {
   it("kills an endless loop with a TimeoutError, runs its neighbours again elsewhere, other sources keep answering", async () => {
     // Versions of one source, so that they share its process.
     const looping = source("dc_loop", "export default { run() { while (true) {} } };");
+    // It waits on the gate, opened once the loop is judged: still in flight when its process is killed.
+    const gate = await startGate();
     const waiting = source(
       "dc_loop",
       `export default { async run() {
-        await new Promise((resolve) => setTimeout(resolve, 1500));
+        await (await fetch("${gate.url}")).text();
         this.$emit({ pid: process.pid });
       } };`,
     );
@@ -345,7 +376,9 @@ describe("ProcessPoolHost: failures", () => {
     const neighbourResult = await run(neighbour);
     expect(neighbourResult.error).toBeUndefined();
 
-    const [loopResult, waitResult] = await Promise.all([looped, waited]);
+    const loopResult = await looped;
+    gate.open();
+    const waitResult = await waited.finally(() => gate.close());
     expect(loopResult.error?.name).toBe("TimeoutError");
     expect(loopResult.error?.message).toContain("0.5s");
     // The waiting run shared the blocked process: it ran again in another one, and succeeded.
@@ -619,40 +652,48 @@ describe("ProcessPoolHost: the pool of a source", () => {
   it.each(CULPRITS)(
     "blames %s on its own run and runs the other one in flight again elsewhere",
     async (_, code, name, message) => {
-      await withPoolHost({ processes: 2 }, async (own) => {
-        // Two versions of one source, so that both run in its process.
-        const waiting = source(
-          "dc_culprit",
-          `export default {
-          props: { http: { type: "$.interface.http", customResponse: true } },
-          async run() {
-            this.http.respond({ status: 200, body: String(process.pid) });
-            await new Promise((resolve) => setTimeout(resolve, 1000));
-            this.$emit({ pid: process.pid });
-          },
-        };`,
-        );
-        const culprit = source("dc_culprit", code);
-        const responses: HttpResponseSpec[] = [];
-        const waited = own.invoke(waiting, invocation(waiting.sourceId, CUSTOM_RESPONSE_PROPS), {
-          onRespond: (response) => responses.push(response),
+      // The waiting run holds on the gate until the culprit's result is in: it is surely still in
+      // flight when its child is stopped, and its run elsewhere does not wait.
+      const gate = await startGate();
+      try {
+        await withPoolHost({ processes: 2 }, async (own) => {
+          // Two versions of one source, so that both run in its process.
+          const waiting = source(
+            "dc_culprit",
+            `export default {
+            props: { http: { type: "$.interface.http", customResponse: true } },
+            async run() {
+              this.http.respond({ status: 200, body: String(process.pid) });
+              await (await fetch("${gate.url}")).text();
+              this.$emit({ pid: process.pid });
+            },
+          };`,
+          );
+          const culprit = source("dc_culprit", code);
+          const responses: HttpResponseSpec[] = [];
+          const waited = own.invoke(waiting, invocation(waiting.sourceId, CUSTOM_RESPONSE_PROPS), {
+            onRespond: (response) => responses.push(response),
+          });
+          // The waiting run has started in the first child before the culprit joins it there.
+          await expect.poll(() => responses.length, { timeout: 10_000 }).toBe(1);
+          const firstPid = Number(responses[0]?.body);
+
+          const culpritResult = await own.invoke(culprit, invocation(culprit.sourceId, { timeoutMs: 1000 }));
+          gate.open();
+          expect(culpritResult.error?.name).toBe(name);
+          expect(culpritResult.error?.message).toMatch(message);
+
+          const waitResult = await waited;
+          expect(waitResult.error).toBeUndefined();
+          expect(pidIn(waitResult)).not.toBe(firstPid);
+          // The caller had its answer from the first run; the second run's respond is not passed on again.
+          expect(responses).toHaveLength(1);
+          expect(waitResult.response).toEqual(responses[0]);
+          await expect.poll(() => isAlive(firstPid), { timeout: 10_000 }).toBe(false);
         });
-        // The waiting run has started in the first child before the culprit joins it there.
-        await expect.poll(() => responses.length, { timeout: 10_000 }).toBe(1);
-        const firstPid = Number(responses[0]?.body);
-
-        const culpritResult = await own.invoke(culprit, invocation(culprit.sourceId, { timeoutMs: 1000 }));
-        expect(culpritResult.error?.name).toBe(name);
-        expect(culpritResult.error?.message).toMatch(message);
-
-        const waitResult = await waited;
-        expect(waitResult.error).toBeUndefined();
-        expect(pidIn(waitResult)).not.toBe(firstPid);
-        // The caller had its answer from the first run; the second run's respond is not passed on again.
-        expect(responses).toHaveLength(1);
-        expect(waitResult.response).toEqual(responses[0]);
-        await expect.poll(() => isAlive(firstPid), { timeout: 10_000 }).toBe(false);
-      });
+      } finally {
+        gate.close();
+      }
     },
   );
 
