@@ -142,6 +142,8 @@ export async function startServer(options: StartServerOptions = {}): Promise<Ben
     const preload = pathToFileURL(join(REPO_ROOT, "bench", "lib", "cpu-profile-preload.mjs")).href;
     env.NODE_OPTIONS = `${process.env.NODE_OPTIONS ?? ""} --import ${preload}`.trim();
     env.BENCH_CPU_PROFILE_DIR = options.profileDir;
+    // Through tsx, not the build (bin/launch.mjs): a profile's functions then name their source files.
+    env.SLUICE_TSX = "1";
   }
   const ownDir = options.dataDir === undefined;
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "sluice-bench-"));

@@ -30,7 +30,7 @@ import { folderFiles } from "../support/registry-tree.ts";
  *   here (it installs, runs this test suite, needs an AWS account...). It is reported as a skipped
  *   test named by that reason; a marker without a reason, or before anything but a shell block's
  *   fence, fails the run.
- * - Local mode is started as the Quick start's `npm start` starts it (tsx on bin/sluice.ts), on a
+ * - Local mode is started as the Quick start's `npm start` starts it (`node bin/sluice.mjs start`), on a
  *   free port, with its data dir `.sluice` in the directory where the blocks run. The blocks get
  *   that port as `PORT`, as the Quick start tells a user who starts Sluice on another port.
  * - Each block runs in a fresh `bash -euo pipefail` in that directory, so any failing command or
@@ -460,9 +460,9 @@ describe("README.md, every shell block in order, as written", () => {
       .filter((line) => line.startsWith("npm "));
     expect(commands.filter((line) => line !== "npm start")).toEqual(ci);
     expect(commands).toContain("npm start");
-    // startSluice runs `node --import tsx bin/sluice.ts start`, which is what `npm start` runs.
+    // startSluice runs `node bin/sluice.mjs start`, which is what `npm start` runs.
     const pkg = JSON.parse(readFileSync(join(REPO_ROOT, "package.json"), "utf8"));
-    expect(pkg.scripts.start).toBe("tsx bin/sluice.ts start");
+    expect(pkg.scripts.start).toBe("node bin/sluice.mjs start");
   };
 
   it("quotes in its Quick start what a start on a taken port prints", async () => {

@@ -7,8 +7,8 @@ import { promisify } from "node:util";
 
 export const REPO_ROOT = fileURLToPath(new URL("../..", import.meta.url));
 
-/** `bin/sluice.ts` run with tsx (as `npm start` and the `sluice` bin do), followed by the command's arguments. */
-const SLUICE_ARGS = ["--import", "tsx", "bin/sluice.ts"];
+/** `bin/sluice.mjs` (as `npm start` and the `sluice` bin run it), followed by the command's arguments. */
+const SLUICE_ARGS = ["bin/sluice.mjs"];
 
 /** The test's environment minus every SLUICE_ variable, plus `env`. */
 function sluiceEnv(env: Record<string, string> = {}): Record<string, string> {
@@ -74,7 +74,7 @@ function outputCollector() {
 export const newDataDir = () => mkdtempSync(join(tmpdir(), "sluice-e2e-"));
 
 /**
- * Starts local mode the way `npm start` does (tsx on bin/sluice.ts), on a free port, and waits for
+ * Starts local mode the way `npm start` does (`node bin/sluice.mjs start`), on a free port, and waits for
  * its readiness line. The environment is the test's minus every SLUICE_ variable, plus `env`;
  * it logs warnings and errors only (`SLUICE_LOG_LEVEL=warn`) unless `env` says otherwise.
  * With `openFile`, the process starts holding that file open on that descriptor without
