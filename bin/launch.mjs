@@ -114,18 +114,18 @@ export async function build({ root = ROOT, cacheDir = CACHE_DIR, entry = "bin/sl
   return join(outdir, built);
 }
 
-/** An esbuild plugin that gives each of the checkout's TypeScript modules its own `import.meta.url`. */
+/** An esbuild plugin that gives each of the checkout's modules (TypeScript or JavaScript) its own `import.meta.url`. */
 function moduleUrlPlugin(root) {
   return {
     name: "sluice-module-url",
     setup(builder) {
-      builder.onLoad({ filter: /\.ts$/ }, async (args) => {
+      builder.onLoad({ filter: /\.(m?ts|m?js)$/ }, async (args) => {
         if (relative(root, args.path).startsWith("..") || args.path.includes("/node_modules/")) return undefined;
         const text = await readFile(args.path, "utf8");
         // A shebang must stay the first line.
         const body = text.startsWith("#!") ? text.slice(text.indexOf("\n") + 1) : text;
         const url = JSON.stringify(pathToFileURL(args.path).href);
-        return { contents: `const ${MODULE_URL} = ${url};\n${body}`, loader: "ts" };
+        return { contents: `const ${MODULE_URL} = ${url};\n${body}`, loader: /ts$/.test(args.path) ? "ts" : "js" };
       });
     },
   };

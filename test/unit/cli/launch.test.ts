@@ -67,7 +67,9 @@ describe("bin/launch.mjs", () => {
         const here: string = import.meta.url;
         const text = "import.meta.url stays in a string";
         const { where } = await import("../lib/deep/module.ts");
-        console.log(JSON.stringify({ here, text, where: where(), version: (await import("../lib/deep/version.ts")).VERSION }));`,
+        const { helperUrl } = await import("../lib/helper.mjs");
+        console.log(JSON.stringify({ here, text, where: where(), helper: helperUrl(), version: (await import("../lib/deep/version.ts")).VERSION }));`,
+      "lib/helper.mjs": "export const helperUrl = () => import.meta.url;",
       "lib/deep/module.ts": "export const where = (): string => new URL('./data.json', import.meta.url).pathname;",
       "lib/deep/version.ts": 'export const VERSION = "1";',
     });
@@ -98,6 +100,7 @@ describe("bin/launch.mjs", () => {
       here: `file://${join(root, "bin", "entry.ts")}`,
       text: "import.meta.url stays in a string",
       where: join(root, "lib", "deep", "data.json"),
+      helper: `file://${join(root, "lib", "helper.mjs")}`,
       version: "1",
     });
 
