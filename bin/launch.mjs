@@ -9,7 +9,7 @@
  *
  * Plain JavaScript, run by Node before any loader: this file must not import TypeScript.
  */
-import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, readdirSync, readFileSync, renameSync, rmSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import { basename, join, relative } from "node:path";
 import { fileURLToPath, pathToFileURL } from "node:url";
@@ -68,6 +68,13 @@ export function currentBuild(cacheDir = CACHE_DIR, root = ROOT) {
   // Names inside the cache only.
   if (![dir, entry].every((name) => /^[A-Za-z0-9_-][A-Za-z0-9_.-]*$/.test(name))) return undefined;
   if (!isFresh(root, stamps)) return undefined;
+  try {
+    // In use: not pruned for another week (prune goes by the folder's time).
+    const now = new Date();
+    utimesSync(join(cacheDir, dir), now, now);
+  } catch {
+    return undefined;
+  }
   return join(cacheDir, dir, entry);
 }
 
@@ -131,7 +138,10 @@ function moduleUrlPlugin(root) {
   };
 }
 
-/** Removes builds other than `keep` made more than a week ago (a server may still run from a recent one). */
+/**
+ * Removes builds other than `keep` last used more than a week ago (each start touches the folder of
+ * the build it runs; a server may still run from a recent one and load its chunks lazily).
+ */
 function prune(cacheDir, keep) {
   const cutoff = Date.now() - PRUNE_AFTER_MS;
   for (const name of readdirSync(cacheDir)) {

@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript without types (it runs before any loader).
 import { build, currentBuild, fileStamps, isFresh, ROOT } from "../../../bin/launch.mjs";
@@ -114,6 +114,17 @@ describe("bin/launch.mjs", () => {
     // So does a change of how it is built, though nothing imports those files.
     touch("tsconfig.json", 1);
     expect(launch.currentBuild(cacheDir, root)).toBeUndefined();
+
+    // A build is pruned once unused for a week; using one makes it recent again.
+    const weekAgo = new Date(Date.now() - 8 * 24 * 3600 * 1000);
+    mkdirSync(join(cacheDir, "build-1-1"));
+    utimesSync(join(cacheDir, "build-1-1"), weekAgo, weekAgo);
+    const newest = await launch.build({ root, cacheDir, entry: "bin/entry.ts" });
+    utimesSync(join(newest, ".."), weekAgo, weekAgo);
+    expect(launch.currentBuild(cacheDir, root)).toBe(newest);
+    await launch.build({ root, cacheDir, entry: "bin/entry.ts" });
+    expect(readdirSync(cacheDir)).not.toContain("build-1-1");
+    expect(readdirSync(cacheDir)).toContain(basename(join(newest, "..")));
   });
 
   it("never counts a file saved while it was being built as built", async () => {
