@@ -5,8 +5,9 @@
  * objects, streams and parser callbacks were most of a small POST's work. One request per
  * connection at a time, kept-alive connections per origin (at most 64, the most recently used
  * first) and at most 256 idle over all origins (the longest idle closed first: receivers are a
- * user's URLs, so origins are unbounded), no redirects followed, a time limit on the whole exchange up to the response's head, the
- * response body read (`http1-response-reader.ts`, bounded and strict) up to a bound and dropped.
+ * user's URLs, so origins are unbounded), no redirects followed, a time limit on the whole exchange
+ * up to the response's head, the response body read (`http1-response-reader.ts`, bounded and
+ * strict) up to a bound and dropped.
  *
  * With `allowPrivateAddresses: false` (AWS), a literal IP host is checked before connecting and a
  * host name is resolved by the socket's own `lookup`, which refuses loopback, private, link-local

@@ -1,10 +1,11 @@
 import { execFileSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, utimesSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { tmpdir } from "node:os";
 import { basename, join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 // @ts-expect-error: plain JavaScript without types (it runs before any loader).
-import { build, currentBuild, fileStamps, isFresh, ROOT } from "../../../bin/launch.mjs";
+import { build, CACHE_DIR, currentBuild, fileStamps, isFresh, ROOT } from "../../../bin/launch.mjs";
 
 /**
  * How `sluice` runs its build of bin/sluice.ts (bin/launch.mjs, decision 568): a build is used
@@ -143,8 +144,10 @@ describe("bin/launch.mjs", () => {
     expect(pointer.stamps["bin/now.ts"]).toEqual([-1, -1]);
   });
 
-  it("keeps its builds in the checkout's node_modules, beside the packages they import", () => {
-    expect(JSON.parse(readFileSync(join(ROOT as string, "package.json"), "utf8")).name).toBe("sluice");
-    expect(readdirSync(join(ROOT as string, "bin"))).toContain("launch.mjs");
+  it("keeps its builds in the checkout's node_modules, where Node finds the packages they leave external", () => {
+    expect(CACHE_DIR).toBe(join(ROOT as string, "node_modules", ".cache", "sluice"));
+    // A build's folder is below node_modules/.cache: its imports of packages resolve up to node_modules.
+    const fromBuild = createRequire(join(CACHE_DIR as string, "build-x", "sluice.mjs"));
+    expect(fromBuild.resolve("esbuild")).toBe(createRequire(join(ROOT as string, "package.json")).resolve("esbuild"));
   });
 });
